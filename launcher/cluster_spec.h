@@ -1,0 +1,72 @@
+// ClusterSpec: the cluster file (DESIGN.md "The cluster file") as plain data. Parsing checks
+// every key; errors name file:line:column and what was expected, and exit with status 2.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtrain {
+
+enum class TransportKind { kSsh, kLocal, kSlurm };
+enum class HostKeyPolicy { kStrict, kAcceptNew };
+
+struct SshOptions {
+  std::string user;           // empty: the current user
+  int port = 22;
+  std::string identity_file;  // empty: agent, then ~/.ssh/id_*
+  std::string known_hosts;    // empty: ~/.ssh/known_hosts
+  HostKeyPolicy host_key_policy = HostKeyPolicy::kStrict;
+  int connect_timeout_s = 10;
+};
+
+struct NodeSpec {
+  std::string host;     // name used in reports and logs
+  std::string address;  // defaults to host
+  int slots = 1;
+  std::vector<int> gpus;  // empty: not listed (CUDA_VISIBLE_DEVICES untouched)
+  std::map<std::string, std::string> env;
+};
+
+struct JobSpec {
+  std::vector<std::string> command;  // empty: the embedded default (dtrain-clip on Fashion-MNIST)
+  int max_restarts = 0;
+  bool timeline = false;
+};
+
+struct SlurmSpec {
+  std::string partition;
+  std::string time;
+  std::string account;
+  std::map<std::string, std::string> extra;  // further sbatch options, passed as --key=value
+};
+
+struct ClusterSpec {
+  std::string source;  // the file it came from ("" when built in code)
+  std::string name;
+  TransportKind transport = TransportKind::kSsh;
+  SshOptions ssh;
+  std::vector<NodeSpec> nodes;
+  int rendezvous_port = 29500;
+  std::string workdir;  // remote cwd and PYTHONPATH head; empty: the launch directory
+  std::string python;   // what the doctor checks; empty: python3 on PATH
+  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> expect;  // cuda, nccl, python, torch, horovod, driver pins
+  std::string log_dir = "./dtrain-logs";
+  JobSpec job;
+  SlurmSpec slurm;
+};
+
+// Throws UsageError("FILE:LINE:COL: ...") on any problem.
+ClusterSpec ParseClusterFile(const std::string& path);
+// `origin` names the text in errors (a path, or "<builtin>").
+ClusterSpec ParseClusterText(const std::string& text, const std::string& origin);
+
+// The spec used when there is neither -c nor ./cluster.yaml: one local node with
+// NPROC_PER_NODE ranks (default: the devices in CUDA_VISIBLE_DEVICES, else 1).
+ClusterSpec DefaultLocalCluster();
+
+const char* TransportName(TransportKind kind);
+
+}  // namespace dtrain

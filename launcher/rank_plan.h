@@ -1,0 +1,46 @@
+// RankPlan: nodes x slots -> global rank, local rank, node rank, and the environment each rank
+// sees (DESIGN.md "What every rank sees"). Pure data: no processes, no files.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+
+namespace dtrain {
+
+struct PlanOptions {
+  int nproc_per_node = 0;  // > 0 overrides every node's slots
+  std::string job_name;
+  std::string job_dir;      // <log_dir>/<job> as the ranks should see it
+  std::string launch_dir;   // PYTHONPATH head for local runs (when workdir is empty)
+  bool timeline = false;
+  int restart_count = 0;
+};
+
+struct RankSlot {
+  int rank = 0;
+  int local_rank = 0;
+  int node_rank = 0;  // index into ClusterSpec::nodes
+  int local_world_size = 0;
+  std::string host;     // NodeSpec::host
+  std::string address;  // NodeSpec::address
+  // Variables set for this rank. PYTHONPATH is not here: see python_path_head.
+  std::map<std::string, std::string> env;
+  // Prepended to the PYTHONPATH the rank's node already has ("head:old", or "head" if unset);
+  // resolved where the rank runs, because only that side knows its old value.
+  std::string python_path_head;
+};
+
+struct RankPlan {
+  int world_size = 0;
+  int node_count = 0;
+  std::string master_addr;
+  int master_port = 0;
+  std::vector<RankSlot> ranks;
+};
+
+RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options);
+
+}  // namespace dtrain

@@ -1,0 +1,64 @@
+// Transport: runs processes on the cluster's nodes and reports what they print and how they end.
+// One implementation per `transport:` value (local, ssh, slurm); the job supervisor and the
+// doctor both drive it through this interface, so neither knows how bytes cross the network.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+
+namespace dtrain {
+
+// One process to run: a rank of a job, or one probe per node for the doctor.
+struct ProcessSpec {
+  int id = 0;          // the rank (or node index for per-node work); echoed in events
+  int node_index = 0;  // which ClusterSpec::nodes entry runs it
+  std::vector<std::string> argv;          // argv[0] resolved as the user wrote it
+  std::map<std::string, std::string> env;  // added to the node's environment, byte for byte
+  std::string python_path_head;           // prepended to the node's PYTHONPATH; "" = leave it
+  std::string cwd;                        // "" = the transport's default (workdir or launch dir)
+  std::string stdin_data;                 // written to stdin, then stdin is closed
+};
+
+struct ExitStatus {
+  int code = 0;       // exit code when the process exited
+  int signal = 0;     // terminating signal, 0 if it exited
+  std::string error;  // set when the transport could not run it at all (spawn, connect, auth)
+
+  bool ok() const { return error.empty() && signal == 0 && code == 0; }
+  // What a shell would report: code, 128+signal, or 255 when it never ran.
+  int ShellStatus() const { return !error.empty() ? 255 : signal ? 128 + signal : code; }
+  std::string Describe() const;  // "exit 7", "killed by SIGKILL", "could not start: ..."
+};
+
+class TransportEvents {
+ public:
+  virtual ~TransportEvents() = default;
+  // Output of process `id`, stdout and stderr together in the order written.
+  virtual void OnOutput(int id, std::string_view bytes) = 0;
+  // Called once per process, after its last OnOutput.
+  virtual void OnExit(int id, const ExitStatus& status) = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Starts every process, each in its own process group/session on its node. A node that
+  // cannot be reached is reported through OnExit (status.error names node, address and reason)
+  // for each of its processes; it never throws for one bad node.
+  virtual void Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) = 0;
+  // Waits up to timeout_ms, delivering output and exits. Returns false once every process has
+  // exited and all its output was delivered.
+  virtual bool Poll(int timeout_ms, TransportEvents& events) = 0;
+  // Sends `sig` to the whole process group of every process still running, and only to those.
+  virtual void SignalAll(int sig) = 0;
+};
+
+// The transport the cluster file asks for.
+std::unique_ptr<Transport> MakeTransport(const ClusterSpec& spec);
+
+}  // namespace dtrain

@@ -1,0 +1,2 @@
+#!/bin/sh
+# probe script: being written

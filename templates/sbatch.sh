@@ -1,0 +1,2 @@
+#!/bin/sh
+# sbatch template: being written
