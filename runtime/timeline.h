@@ -1,0 +1,56 @@
+// Timeline: this rank's Horovod-style trace (DESIGN.md "Timelines"). Every call is a cheap
+// no-op until Open(); records go to a background writer thread through a bounded queue and the
+// file on disk is valid JSON at every moment.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dtrain::clip {
+
+class Timeline {
+ public:
+  Timeline();
+  ~Timeline();
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+
+  void Open(const std::string& path, int rank, const std::string& host, bool mark_cycles);
+  bool enabled() const { return enabled_; }
+  // A span on the track (thread) named `track`: a tensor, a fusion buffer, or "compute".
+  // `args_json` is a JSON object body without braces, e.g. "\"bytes\":1024,\"dtype\":\"float32\"".
+  void Begin(const std::string& track, const char* activity, const std::string& args_json = {});
+  void End(const std::string& track, const char* activity);
+  void Instant(const std::string& track, const char* name);  // e.g. CYCLE_START
+  bool mark_cycles() const { return mark_cycles_; }
+  // Offset of this rank's clock to rank 0's, measured at rendezvous (best of several trips).
+  void SetClockOffset(int64_t offset_us, int64_t round_trip_us);
+  void Close();
+
+ private:
+  struct Impl;
+  Impl* impl_ = nullptr;
+  bool enabled_ = false;
+  bool mark_cycles_ = false;
+};
+
+// The process's timeline (one per rank process).
+Timeline& GlobalTimeline();
+
+// Begin on construction, End on destruction.
+class TimelineSpan {
+ public:
+  TimelineSpan(const std::string& track, const char* activity, const std::string& args = {})
+      : track_(track), activity_(activity) {
+    if (GlobalTimeline().enabled()) GlobalTimeline().Begin(track_, activity_, args);
+  }
+  ~TimelineSpan() {
+    if (GlobalTimeline().enabled()) GlobalTimeline().End(track_, activity_);
+  }
+
+ private:
+  std::string track_;
+  const char* activity_;
+};
+
+}  // namespace dtrain::clip
