@@ -60,5 +60,10 @@ class Transport {
 
 // The transport the cluster file asks for.
 std::unique_ptr<Transport> MakeTransport(const ClusterSpec& spec);
+// One constructor per transport, each in its own file (local_transport.cpp, ssh_transport.cpp,
+// slurm_transport.cpp).
+std::unique_ptr<Transport> MakeLocalTransport(const ClusterSpec& spec);
+std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec);
+std::unique_ptr<Transport> MakeSlurmTransport(const ClusterSpec& spec);
 
 }  // namespace dtrain
