@@ -35,6 +35,9 @@ struct ExitStatus {
   std::string Describe() const;  // "exit 7", "killed by SIGKILL", "could not start: ..."
 };
 
+// "SIGKILL" for 9; "signal N" when the C library has no name for it.
+std::string SignalName(int sig);
+
 class TransportEvents {
  public:
   virtual ~TransportEvents() = default;

@@ -1,0 +1,20 @@
+// `dtrain logs`: registered so the command line is complete; the implementation follows.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "launcher/error.h"
+
+namespace dtrain {
+
+void AddLogsCommand(CLI::App& app, CommandRun& run) {
+  CLI::App* cmd = app.add_subcommand("logs", "logs (not available yet)");
+  cmd->allow_extras();
+  cmd->callback([&run] {
+    run = [] {
+      std::fprintf(stderr, "dtrain logs: not available yet\n");
+      return kExitFailure;
+    };
+  });
+}
+
+}  // namespace dtrain

@@ -1,0 +1,319 @@
+// Reads the cluster file (DESIGN.md "The cluster file") into a ClusterSpec. Every key is checked
+// against the list of known keys; every error names FILE:LINE:COL and what was expected.
+#include "launcher/cluster_spec.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "launcher/error.h"
+
+namespace dtrain {
+namespace {
+
+// Walks one parsed document. Holds the origin so that each error can say where it happened;
+// each method either returns a checked value or throws UsageError("origin:line:col: ...").
+class SpecReader {
+ public:
+  explicit SpecReader(std::string origin) : origin_(std::move(origin)) {}
+
+  std::string Where(const YAML::Mark& mark) const {
+    if (mark.is_null()) return origin_;
+    return fmt::format("{}:{}:{}", origin_, mark.line + 1, mark.column + 1);
+  }
+
+  [[noreturn]] void Fail(const YAML::Node& node, const std::string& message) const {
+    throw UsageError(Where(node.Mark()) + ": " + message);
+  }
+
+  // Checks that `node` is a map whose keys are all in `allowed`, each at most once.
+  void ExpectMap(const YAML::Node& node, const std::string& what,
+                 const std::set<std::string>& allowed) const {
+    if (!node.IsMap()) Fail(node, fmt::format("{}: expected a map", what));
+    std::set<std::string> seen;
+    for (const auto& item : node) {
+      const YAML::Node& key = item.first;
+      if (!key.IsScalar()) Fail(key, fmt::format("{}: expected a plain key", what));
+      const std::string name = key.Scalar();
+      if (!allowed.count(name)) {
+        std::string known;
+        for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
+        Fail(key, fmt::format("unknown key '{}' in {}; expected one of: {}", name, what, known));
+      }
+      if (!seen.insert(name).second) Fail(key, fmt::format("duplicate key '{}' in {}", name, what));
+    }
+  }
+
+  std::string String(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsScalar()) Fail(node, fmt::format("{}: expected a string", what));
+    return node.Scalar();
+  }
+
+  long long Integer(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsScalar()) Fail(node, fmt::format("{}: expected an integer", what));
+    const std::string& text = node.Scalar();
+    char* end = nullptr;
+    errno = 0;
+    long long value = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno != 0) {
+      Fail(node, fmt::format("{}: expected an integer, got '{}'", what, text));
+    }
+    return value;
+  }
+
+  int IntegerIn(const YAML::Node& node, const std::string& what, long long lo,
+                long long hi) const {
+    long long value = Integer(node, what);
+    if (value < lo || value > hi) {
+      Fail(node, fmt::format("{}: expected an integer from {} to {}, got {}", what, lo, hi, value));
+    }
+    return static_cast<int>(value);
+  }
+
+  int Port(const YAML::Node& node, const std::string& what) const {
+    return IntegerIn(node, what + " (a TCP port)", 1, 65535);
+  }
+
+  bool Bool(const YAML::Node& node, const std::string& what) const {
+    if (node.IsScalar()) {
+      const std::string& s = node.Scalar();
+      if (s == "true" || s == "yes" || s == "on" || s == "True") return true;
+      if (s == "false" || s == "no" || s == "off" || s == "False") return false;
+    }
+    Fail(node, fmt::format("{}: expected true or false", what));
+  }
+
+  std::vector<std::string> StringList(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsSequence()) Fail(node, fmt::format("{}: expected a list of strings", what));
+    std::vector<std::string> out;
+    for (const auto& item : node) out.push_back(String(item, what + " entry"));
+    return out;
+  }
+
+  std::map<std::string, std::string> StringMap(const YAML::Node& node,
+                                               const std::string& what) const {
+    if (!node.IsMap()) Fail(node, fmt::format("{}: expected a map of NAME: value", what));
+    std::map<std::string, std::string> out;
+    for (const auto& item : node) {
+      std::string key = String(item.first, what + " key");
+      if (key.empty()) Fail(item.first, fmt::format("{}: empty name", what));
+      if (out.count(key)) Fail(item.first, fmt::format("duplicate key '{}' in {}", key, what));
+      out[key] = String(item.second, fmt::format("{}.{}", what, key));
+    }
+    return out;
+  }
+
+  std::map<std::string, std::string> Env(const YAML::Node& node, const std::string& what) const {
+    auto env = StringMap(node, what);
+    for (const auto& [name, value] : env) {
+      if (name.find('=') != std::string::npos || name.find('\0') != std::string::npos) {
+        Fail(node, fmt::format("{}: variable name '{}' may not contain '='", what, name));
+      }
+      (void)value;
+    }
+    return env;
+  }
+
+  void ReadSsh(const YAML::Node& node, SshOptions& ssh) const {
+    ExpectMap(node, "ssh",
+              {"user", "port", "identity_file", "known_hosts", "host_key_policy",
+               "connect_timeout"});
+    if (node["user"]) ssh.user = String(node["user"], "ssh.user");
+    if (node["port"]) ssh.port = Port(node["port"], "ssh.port");
+    if (node["identity_file"]) ssh.identity_file = String(node["identity_file"], "ssh.identity_file");
+    if (node["known_hosts"]) ssh.known_hosts = String(node["known_hosts"], "ssh.known_hosts");
+    if (const YAML::Node policy = node["host_key_policy"]) {
+      std::string value = String(policy, "ssh.host_key_policy");
+      if (value == "strict") {
+        ssh.host_key_policy = HostKeyPolicy::kStrict;
+      } else if (value == "accept-new") {
+        ssh.host_key_policy = HostKeyPolicy::kAcceptNew;
+      } else {
+        Fail(policy, fmt::format("ssh.host_key_policy: expected strict or accept-new, got '{}'",
+                                 value));
+      }
+    }
+    if (node["connect_timeout"]) {
+      ssh.connect_timeout_s = IntegerIn(node["connect_timeout"], "ssh.connect_timeout", 1, 3600);
+    }
+  }
+
+  NodeSpec ReadNode(const YAML::Node& node, size_t index) const {
+    const std::string what = fmt::format("nodes[{}]", index);
+    ExpectMap(node, what, {"host", "address", "slots", "gpus", "env"});
+    NodeSpec out;
+    if (!node["host"]) Fail(node, what + ": missing 'host' (the node's name)");
+    out.host = String(node["host"], what + ".host");
+    if (out.host.empty()) Fail(node["host"], what + ".host: expected a non-empty name");
+    out.address = node["address"] ? String(node["address"], what + ".address") : out.host;
+    if (out.address.empty()) Fail(node["address"], what + ".address: expected a non-empty address");
+    if (node["slots"]) out.slots = IntegerIn(node["slots"], what + ".slots", 1, 4096);
+    if (const YAML::Node gpus = node["gpus"]) {
+      if (!gpus.IsSequence()) Fail(gpus, what + ".gpus: expected a list of GPU indices");
+      std::set<int> seen;
+      for (const auto& gpu : gpus) {
+        int id = IntegerIn(gpu, what + ".gpus entry", 0, 1023);
+        if (!seen.insert(id).second) Fail(gpu, fmt::format("{}.gpus: GPU {} listed twice", what, id));
+        out.gpus.push_back(id);
+      }
+    }
+    if (node["env"]) out.env = Env(node["env"], what + ".env");
+    return out;
+  }
+
+  void ReadNodes(const YAML::Node& node, ClusterSpec& spec) const {
+    if (!node.IsSequence()) Fail(node, "nodes: expected a list of {host: NAME, slots: N} maps");
+    if (node.size() == 0) Fail(node, "nodes: expected at least one node");
+    std::map<std::string, YAML::Mark> hosts;
+    size_t index = 0;
+    for (const auto& item : node) {
+      NodeSpec n = ReadNode(item, index++);
+      auto [it, fresh] = hosts.emplace(n.host, item["host"].Mark());
+      if (!fresh) {
+        Fail(item["host"], fmt::format("duplicate host '{}' (first listed at line {})", n.host,
+                                       it->second.line + 1));
+      }
+      spec.nodes.push_back(std::move(n));
+    }
+  }
+
+  void ReadJob(const YAML::Node& node, JobSpec& job) const {
+    ExpectMap(node, "job", {"command", "max_restarts", "timeline"});
+    if (node["command"]) {
+      job.command = StringList(node["command"], "job.command");
+      if (job.command.empty()) Fail(node["command"], "job.command: expected a non-empty list");
+    }
+    if (node["max_restarts"]) {
+      job.max_restarts = IntegerIn(node["max_restarts"], "job.max_restarts", 0, 1000);
+    }
+    if (node["timeline"]) job.timeline = Bool(node["timeline"], "job.timeline");
+  }
+
+  void ReadSlurm(const YAML::Node& node, SlurmSpec& slurm) const {
+    ExpectMap(node, "slurm", {"partition", "time", "account", "options"});
+    if (node["partition"]) slurm.partition = String(node["partition"], "slurm.partition");
+    if (node["time"]) slurm.time = String(node["time"], "slurm.time");
+    if (node["account"]) slurm.account = String(node["account"], "slurm.account");
+    if (node["options"]) slurm.extra = StringMap(node["options"], "slurm.options");
+  }
+
+  ClusterSpec Read(const YAML::Node& root) const {
+    ClusterSpec spec;
+    spec.source = origin_;
+    if (!root.IsDefined() || root.IsNull()) {
+      throw UsageError(origin_ + ":1:1: the cluster file is empty; expected a map with 'nodes'");
+    }
+    ExpectMap(root, "the cluster file",
+              {"name", "transport", "ssh", "nodes", "rendezvous", "workdir", "python", "env",
+               "expect", "log_dir", "job", "slurm"});
+    if (root["name"]) spec.name = String(root["name"], "name");
+    if (const YAML::Node t = root["transport"]) {
+      std::string value = String(t, "transport");
+      if (value == "ssh") {
+        spec.transport = TransportKind::kSsh;
+      } else if (value == "local") {
+        spec.transport = TransportKind::kLocal;
+      } else if (value == "slurm") {
+        spec.transport = TransportKind::kSlurm;
+      } else {
+        Fail(t, fmt::format("transport: expected ssh, local or slurm, got '{}'", value));
+      }
+    }
+    if (root["ssh"]) ReadSsh(root["ssh"], spec.ssh);
+    if (!root["nodes"]) Fail(root, "missing 'nodes': expected a list of {host: NAME, slots: N}");
+    ReadNodes(root["nodes"], spec);
+    if (const YAML::Node r = root["rendezvous"]) {
+      ExpectMap(r, "rendezvous", {"port"});
+      if (r["port"]) spec.rendezvous_port = Port(r["port"], "rendezvous.port");
+    }
+    if (root["workdir"]) spec.workdir = String(root["workdir"], "workdir");
+    if (root["python"]) spec.python = String(root["python"], "python");
+    if (root["env"]) spec.env = Env(root["env"], "env");
+    if (const YAML::Node e = root["expect"]) {
+      ExpectMap(e, "expect", {"cuda", "nccl", "python", "torch", "horovod", "driver"});
+      spec.expect = StringMap(e, "expect");
+    }
+    if (root["log_dir"]) {
+      spec.log_dir = String(root["log_dir"], "log_dir");
+      if (spec.log_dir.empty()) Fail(root["log_dir"], "log_dir: expected a directory");
+    }
+    if (root["job"]) ReadJob(root["job"], spec.job);
+    if (root["slurm"]) ReadSlurm(root["slurm"], spec.slurm);
+    return spec;
+  }
+
+ private:
+  std::string origin_;
+};
+
+}  // namespace
+
+ClusterSpec ParseClusterText(const std::string& text, const std::string& origin) {
+  SpecReader reader(origin);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw UsageError(reader.Where(e.mark) + ": not valid YAML: " + e.msg);
+  }
+  try {
+    return reader.Read(root);
+  } catch (const YAML::Exception& e) {
+    throw UsageError(reader.Where(e.mark) + ": " + e.msg);
+  }
+}
+
+ClusterSpec ParseClusterFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(path + ": cannot read the cluster file: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseClusterText(text.str(), path);
+}
+
+ClusterSpec DefaultLocalCluster() {
+  int slots = 1;
+  if (const char* nproc = std::getenv("NPROC_PER_NODE"); nproc && *nproc) {
+    char* end = nullptr;
+    long value = std::strtol(nproc, &end, 10);
+    if (*end != '\0' || value < 1 || value > 4096) {
+      throw UsageError(fmt::format("NPROC_PER_NODE={}: expected a positive integer", nproc));
+    }
+    slots = static_cast<int>(value);
+  } else if (const char* devices = std::getenv("CUDA_VISIBLE_DEVICES"); devices && *devices) {
+    int count = 0;
+    std::stringstream list(devices);
+    for (std::string item; std::getline(list, item, ',');) count += item.empty() ? 0 : 1;
+    slots = count > 0 ? count : 1;
+  }
+  ClusterSpec spec;
+  spec.source = "<builtin local>";
+  spec.name = "local";
+  spec.transport = TransportKind::kLocal;
+  NodeSpec node;
+  node.host = "localhost";
+  node.address = "127.0.0.1";
+  node.slots = slots;
+  spec.nodes.push_back(node);
+  return spec;
+}
+
+const char* TransportName(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::kSsh:
+      return "ssh";
+    case TransportKind::kLocal:
+      return "local";
+    case TransportKind::kSlurm:
+      return "slurm";
+  }
+  return "unknown";
+}
+
+}  // namespace dtrain

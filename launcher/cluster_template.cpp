@@ -1,0 +1,55 @@
+// Looks up the embedded templates and writes one to disk for `dtrain init`.
+#include "launcher/cluster_template.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "launcher/error.h"
+
+namespace dtrain {
+
+// Generated from templates/cluster-*.yaml by dtrain_embed_text (CMakeLists.txt).
+std::string_view ClusterTemplate_local();
+std::string_view ClusterTemplate_ssh();
+std::string_view ClusterTemplate_slurm();
+
+std::vector<std::string> ClusterTemplateNames() { return {"local", "ssh", "slurm"}; }
+
+std::string_view ClusterTemplate(const std::string& name) {
+  if (name == "local") return ClusterTemplate_local();
+  if (name == "ssh") return ClusterTemplate_ssh();
+  if (name == "slurm") return ClusterTemplate_slurm();
+  throw UsageError("unknown template '" + name + "'; expected local, ssh or slurm");
+}
+
+void WriteClusterTemplate(const std::string& name, const std::string& path, bool force) {
+  std::string_view text = ClusterTemplate(name);
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  // O_EXCL makes "refuse to overwrite" atomic: no window between the check and the write.
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
+  int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    throw Error(path + ": already exists; pass --force to replace it");
+  }
+  if (fd < 0) throw Error(path + ": cannot create: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      throw Error(path + ": cannot write: " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) throw Error(path + ": cannot write: " + std::strerror(errno));
+}
+
+}  // namespace dtrain
