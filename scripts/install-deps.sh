@@ -14,4 +14,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   dataset-fashion-mnist \
   openssh-server openssh-client iproute2 procps psmisc groff-base python3 \
   slurm-wlm munge pdsh \
+  python3-torch \
   >/dev/null
