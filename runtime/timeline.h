@@ -16,15 +16,25 @@ class Timeline {
   Timeline& operator=(const Timeline&) = delete;
 
   void Open(const std::string& path, int rank, const std::string& host, bool mark_cycles);
+  // Opens DTRAIN_TIMELINE (every rank) or else HOROVOD_TIMELINE (rank 0 only, as Horovod);
+  // HOROVOD_TIMELINE_MARK_CYCLES turns on CYCLE_START marks. False when neither is set.
+  bool OpenFromEnvironment(int rank, const std::string& host);
   bool enabled() const { return enabled_; }
   // A span on the track (thread) named `track`: a tensor, a fusion buffer, or "compute".
   // `args_json` is a JSON object body without braces, e.g. "\"bytes\":1024,\"dtype\":\"float32\"".
+  // Args `dtrain timeline --summary` reads: "bytes" (payload), "tensors" (count fused), "dtype".
+  // Safe from several threads; `activity` must outlive the timeline (a string literal).
   void Begin(const std::string& track, const char* activity, const std::string& args_json = {});
   void End(const std::string& track, const char* activity);
   void Instant(const std::string& track, const char* name);  // e.g. CYCLE_START
+  // An empty `track` makes a global marker, as Horovod writes CYCLE_START.
   bool mark_cycles() const { return mark_cycles_; }
-  // Offset of this rank's clock to rank 0's, measured at rendezvous (best of several trips).
+  // Offset of this rank's clock to rank 0's, measured at rendezvous (best of several trips):
+  // rank 0's wall clock = this rank's wall clock + offset_us. May be called before Open().
   void SetClockOffset(int64_t offset_us, int64_t round_trip_us);
+  // Blocks until everything recorded so far is on disk (the file stays valid JSON throughout).
+  void Flush();
+  // Drains and closes; call when no other thread is still recording.
   void Close();
 
  private:
@@ -32,6 +42,9 @@ class Timeline {
   Impl* impl_ = nullptr;
   bool enabled_ = false;
   bool mark_cycles_ = false;
+  bool clock_offset_set_ = false;
+  int64_t clock_offset_us_ = 0;
+  int64_t clock_rtt_us_ = 0;
 };
 
 // The process's timeline (one per rank process).
