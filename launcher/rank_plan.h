@@ -17,6 +17,8 @@ struct PlanOptions {
   std::string launch_dir;   // PYTHONPATH head for local runs (when workdir is empty)
   bool timeline = false;
   int restart_count = 0;
+  int cores_per_node = 0;            // OMP_NUM_THREADS = cores / local ranks; 0: this machine's
+  bool omp_num_threads_set = false;  // OMP_NUM_THREADS already set where ranks run: keep it
 };
 
 struct RankSlot {

@@ -1,0 +1,58 @@
+// The local transport: every process runs on this machine, each in its own process group, with
+// stdout and stderr sharing one pipe so the order the process wrote in is the order we read.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/transport.h"
+
+namespace dtrain {
+
+// One process started here: its pid (also its process group id), the read end of its output
+// pipe, the bytes still owed to its stdin, and how it ended once reaped.
+struct LocalProcess {
+  int id = 0;
+  int pid = -1;
+  int output_fd = -1;
+  int input_fd = -1;
+  std::string input;        // stdin bytes not yet written
+  bool reaped = false;      // waitpid returned its status
+  bool group_gone = false;  // no process of its group is left
+  bool reported = false;    // OnExit was delivered
+  ExitStatus status;
+};
+
+// Runs ProcessSpecs as children of this process. Poll() reads every pipe with poll(2) and
+// reaps with waitpid(WNOHANG); SignalAll() signals only the groups it started.
+class LocalTransport : public Transport {
+ public:
+  // `default_cwd`: where processes run when ProcessSpec::cwd is empty ("" = this process's cwd).
+  explicit LocalTransport(std::string default_cwd);
+  // Kills and reaps whatever is still running, so no process outlives the transport.
+  ~LocalTransport() override;
+
+  void Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) override;
+  bool Poll(int timeout_ms, TransportEvents& events) override;
+  void SignalAll(int sig) override;
+
+ private:
+  void Spawn(const ProcessSpec& spec, LocalProcess& proc);
+  // Reads what is available (at most `budget` bytes). Closes the pipe at end of file.
+  void ReadOutput(LocalProcess& proc, size_t budget, TransportEvents& events);
+  void WriteInput(LocalProcess& proc);
+  void Reap(LocalProcess& proc);
+
+  std::string default_cwd_;
+  std::vector<LocalProcess> procs_;
+};
+
+// Where `name` (argv[0]) is executed from: itself when it holds a '/', the file of that name
+// beside the running executable for dtrain's own programs (dtrain-clip), else the first
+// executable match on `path_env`. Empty when nothing matches.
+std::string ResolveExecutable(const std::string& name, const std::string& path_env);
+
+// The directory of the running executable (from /proc/self/exe); "" if unknown.
+std::string SelfExecutableDir();
+
+}  // namespace dtrain

@@ -1,0 +1,114 @@
+// Lays out ranks node by node (node 0 gets ranks 0..slots-1, node 1 the next, ...) and writes
+// the environment of DESIGN.md "What every rank sees" for each.
+#include "launcher/rank_plan.h"
+
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+
+namespace dtrain {
+namespace {
+
+int SlotsOf(const NodeSpec& node, const PlanOptions& options) {
+  return options.nproc_per_node > 0 ? options.nproc_per_node : node.slots;
+}
+
+// The GPUs rank `local_rank` of `local_size` gets from the node's list: an equal share when
+// there are at least as many GPUs as ranks, else one GPU shared round-robin.
+std::string GpusFor(const std::vector<int>& gpus, int local_rank, int local_size) {
+  const int count = static_cast<int>(gpus.size());
+  std::string out;
+  if (count >= local_size) {
+    const int share = count / local_size;
+    for (int i = local_rank * share; i < (local_rank + 1) * share; ++i) {
+      out += (out.empty() ? "" : ",") + std::to_string(gpus[i]);
+    }
+  } else {
+    out = std::to_string(gpus[local_rank % count]);
+  }
+  return out;
+}
+
+}  // namespace
+
+RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options) {
+  if (spec.nodes.empty()) throw UsageError(spec.source + ": the cluster has no nodes");
+  RankPlan plan;
+  plan.node_count = static_cast<int>(spec.nodes.size());
+  plan.master_addr = spec.nodes.front().address;
+  plan.master_port = spec.rendezvous_port;
+  int max_slots = 0;
+  for (const NodeSpec& node : spec.nodes) {
+    plan.world_size += SlotsOf(node, options);
+    max_slots = std::max(max_slots, SlotsOf(node, options));
+  }
+  // Horovod's cross communicator for local rank L holds the nodes that have a rank L.
+  std::vector<int> cross_size(max_slots, 0);
+  for (const NodeSpec& node : spec.nodes) {
+    for (int l = 0; l < SlotsOf(node, options); ++l) ++cross_size[l];
+  }
+  std::vector<int> cross_seen(max_slots, 0);
+
+  const int cores = options.cores_per_node > 0
+                        ? options.cores_per_node
+                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int rank = 0;
+  for (int n = 0; n < plan.node_count; ++n) {
+    const NodeSpec& node = spec.nodes[n];
+    const int local_size = SlotsOf(node, options);
+    for (int l = 0; l < local_size; ++l, ++rank) {
+      RankSlot slot;
+      slot.rank = rank;
+      slot.local_rank = l;
+      slot.node_rank = n;
+      slot.local_world_size = local_size;
+      slot.host = node.host;
+      slot.address = node.address;
+      auto& env = slot.env;
+      env["RANK"] = std::to_string(rank);
+      env["LOCAL_RANK"] = std::to_string(l);
+      env["WORLD_SIZE"] = std::to_string(plan.world_size);
+      env["LOCAL_WORLD_SIZE"] = std::to_string(local_size);
+      env["NODE_RANK"] = std::to_string(n);
+      env["GROUP_RANK"] = std::to_string(n);
+      env["MASTER_ADDR"] = plan.master_addr;
+      env["MASTER_PORT"] = std::to_string(plan.master_port);
+      env["HOROVOD_RANK"] = std::to_string(rank);
+      env["HOROVOD_SIZE"] = std::to_string(plan.world_size);
+      env["HOROVOD_LOCAL_RANK"] = std::to_string(l);
+      env["HOROVOD_LOCAL_SIZE"] = std::to_string(local_size);
+      env["HOROVOD_CROSS_RANK"] = std::to_string(cross_seen[l]++);
+      env["HOROVOD_CROSS_SIZE"] = std::to_string(cross_size[l]);
+      env["HOROVOD_HOSTNAME"] = node.host;
+      env["NPROC_PER_NODE"] = std::to_string(local_size);
+      if (!node.gpus.empty()) env["CUDA_VISIBLE_DEVICES"] = GpusFor(node.gpus, l, local_size);
+      if (!options.omp_num_threads_set) {
+        env["OMP_NUM_THREADS"] = std::to_string(std::max(1, cores / local_size));
+      }
+      env["PYTHONUNBUFFERED"] = "1";
+      env["DTRAIN_JOB"] = options.job_name;
+      env["DTRAIN_LOG_DIR"] = options.job_dir;
+      env["DTRAIN_NODE"] = node.host;
+      env["DTRAIN_RESTART_COUNT"] = std::to_string(options.restart_count);
+      if (options.timeline) {
+        const std::string trace = fmt::format("{}/timeline/rank-{}.json", options.job_dir, rank);
+        env["DTRAIN_TIMELINE"] = trace;
+        env["HOROVOD_TIMELINE"] = trace;
+      }
+      for (const auto& [name, value] : spec.env) env[name] = value;
+      for (const auto& [name, value] : node.env) env[name] = value;
+      slot.python_path_head = spec.workdir.empty() ? options.launch_dir : spec.workdir;
+      // A PYTHONPATH from the cluster file's env comes after the head, like an inherited one.
+      if (auto it = env.find("PYTHONPATH"); it != env.end()) {
+        if (!it->second.empty()) slot.python_path_head += ":" + it->second;
+        env.erase(it);
+      }
+      plan.ranks.push_back(std::move(slot));
+    }
+  }
+  return plan;
+}
+
+}  // namespace dtrain
