@@ -1,0 +1,186 @@
+// job.json as nlohmann::json, written to a temporary file and renamed into place.
+#include "launcher/job_record.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "launcher/error.h"
+
+namespace dtrain {
+namespace {
+
+using nlohmann::json;
+
+std::string IsoTime(int64_t micros) {
+  if (micros <= 0) return "";
+  std::time_t secs = static_cast<std::time_t>(micros / 1000000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+json OptionalInt(int value) { return value < 0 ? json(nullptr) : json(value); }
+
+json StatusJson(const ExitStatus& status) {
+  return {{"status", status.Describe()},
+          {"exit_code", status.ShellStatus()},
+          {"code", status.code},
+          {"signal", status.signal},
+          {"error", status.error}};
+}
+
+std::string Hostname() {
+  char buf[256] = {0};
+  ::gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+}  // namespace
+
+std::string JobRecordPath(const std::string& job_dir) { return job_dir + "/job.json"; }
+
+void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
+  json nodes = json::array();
+  for (const NodeSpec& n : r.nodes) {
+    nodes.push_back({{"host", n.host}, {"address", n.address}, {"slots", n.slots},
+                     {"gpus", n.gpus}});
+  }
+  json ranks = json::array();
+  for (const RankSlot& s : r.plan.ranks) {
+    json rank = {{"rank", s.rank},         {"local_rank", s.local_rank},
+                 {"node_rank", s.node_rank}, {"local_world_size", s.local_world_size},
+                 {"host", s.host},         {"address", s.address}};
+    auto it = r.rank_status.find(s.rank);
+    rank["exit"] = it == r.rank_status.end() ? json(nullptr) : StatusJson(it->second);
+    ranks.push_back(rank);
+  }
+  json attempts = json::array();
+  for (const JobAttempt& a : r.attempts) {
+    attempts.push_back({{"restart_count", a.restart_count},
+                        {"started", IsoTime(a.started_us)},
+                        {"started_us", a.started_us},
+                        {"ended", IsoTime(a.ended_us)},
+                        {"ended_us", a.ended_us},
+                        {"exit_code", OptionalInt(a.exit_code)},
+                        {"failed_rank", OptionalInt(a.failed_rank)}});
+  }
+  json doc = {{"job", r.name},
+              {"status", r.status},
+              {"exit_code", OptionalInt(r.exit_code)},
+              {"failed_rank", OptionalInt(r.failed_rank)},
+              {"cluster", r.cluster_source},
+              {"cluster_name", r.cluster_name},
+              {"transport", r.transport},
+              {"command", r.command},
+              {"launch_dir", r.launch_dir},
+              {"log_dir", r.log_dir},
+              {"launcher", {{"host", Hostname()}, {"pid", static_cast<int>(::getpid())}}},
+              {"started", IsoTime(r.started_us)},
+              {"started_us", r.started_us},
+              {"ended", IsoTime(r.ended_us)},
+              {"ended_us", r.ended_us},
+              {"max_restarts", r.max_restarts},
+              {"restarts", r.attempts.empty() ? 0 : static_cast<int>(r.attempts.size()) - 1},
+              {"timeline", r.timeline},
+              {"world_size", r.plan.world_size},
+              {"master_addr", r.plan.master_addr},
+              {"master_port", r.plan.master_port},
+              {"nodes", nodes},
+              {"ranks", ranks},
+              {"attempts", attempts}};
+  const std::string path = JobRecordPath(job_dir);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << doc.dump(2) << "\n";
+    if (!out) throw Error(tmp + ": cannot write the job record");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw Error(path + ": cannot write the job record: " + std::strerror(errno));
+  }
+}
+
+JobSummary ReadJobSummary(const std::string& job_dir) {
+  const std::string path = JobRecordPath(job_dir);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read the job record: " + std::strerror(errno));
+  json doc;
+  try {
+    doc = json::parse(in);
+    JobSummary s;
+    s.name = doc.at("job").get<std::string>();
+    s.status = doc.at("status").get<std::string>();
+    s.command = doc.value("command", std::vector<std::string>{});
+    s.started_us = doc.value("started_us", int64_t{0});
+    s.ended_us = doc.value("ended_us", int64_t{0});
+    s.exit_code = doc["exit_code"].is_number() ? doc["exit_code"].get<int>() : -1;
+    s.failed_rank = doc["failed_rank"].is_number() ? doc["failed_rank"].get<int>() : -1;
+    s.restarts = doc.value("restarts", 0);
+    if (doc.contains("launcher")) {
+      s.launcher_host = doc["launcher"].value("host", "");
+      s.launcher_pid = doc["launcher"].value("pid", 0);
+    }
+    for (const json& rank : doc.value("ranks", json::array())) {
+      s.rank_hosts[rank.at("rank").get<int>()] = rank.value("host", "");
+    }
+    return s;
+  } catch (const json::exception& e) {
+    throw Error(path + ": not a job record: " + e.what());
+  }
+}
+
+std::string NewJobName() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+  std::random_device random;
+  return fmt::format("{}-{:04x}", stamp, random() & 0xffff);
+}
+
+void CheckJobName(const std::string& name) {
+  bool ok = !name.empty() && name[0] != '.' && name.size() <= 200;
+  for (char c : name) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
+  }
+  if (!ok) {
+    throw UsageError("job name '" + name +
+                     "': expected letters, digits, '.', '_' or '-' (not starting with '.')");
+  }
+}
+
+void PointLatestAt(const std::string& log_dir, const std::string& name) {
+  const std::string link = log_dir + "/latest";
+  const std::string tmp = fmt::format("{}/.latest-{}", log_dir, ::getpid());
+  ::unlink(tmp.c_str());
+  if (::symlink(name.c_str(), tmp.c_str()) != 0 || std::rename(tmp.c_str(), link.c_str()) != 0) {
+    throw Error(link + ": cannot point it at " + name + ": " + std::strerror(errno));
+  }
+}
+
+std::string DefaultLogDir() {
+  struct stat st;
+  if (::stat("cluster.yaml", &st) == 0) {
+    try {
+      return ParseClusterFile("cluster.yaml").log_dir;
+    } catch (const Error&) {
+      // A broken cluster file is reported by the commands that run jobs; logs still work.
+    }
+  }
+  return "./dtrain-logs";
+}
+
+}  // namespace dtrain

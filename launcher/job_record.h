@@ -1,0 +1,79 @@
+// What a job leaves besides its logs: <log_dir>/<job>/job.json (nodes, rank plan, command,
+// start/end, exit status per rank; rewritten atomically as the job goes) and the
+// <log_dir>/latest symlink to the newest job. Also the rules for job names.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/rank_plan.h"
+#include "launcher/transport.h"
+
+namespace dtrain {
+
+// One run of the whole job; a job restarted by --max-restarts has several.
+struct JobAttempt {
+  int restart_count = 0;
+  int64_t started_us = 0;
+  int64_t ended_us = 0;
+  int exit_code = -1;  // -1 while running
+  int failed_rank = -1;
+};
+
+// Everything job.json holds. `status` is running, succeeded, failed or interrupted.
+struct JobRecord {
+  std::string name;
+  std::string status = "running";
+  std::string cluster_source;
+  std::string cluster_name;
+  std::string transport;
+  std::vector<std::string> command;
+  std::string launch_dir;
+  std::string log_dir;
+  std::vector<NodeSpec> nodes;
+  RankPlan plan;
+  int max_restarts = 0;
+  bool timeline = false;
+  int64_t started_us = 0;
+  int64_t ended_us = 0;
+  int exit_code = -1;  // -1 while running
+  int failed_rank = -1;
+  std::map<int, ExitStatus> rank_status;  // latest attempt; absent while the rank runs
+  std::vector<JobAttempt> attempts;
+};
+
+// The part of job.json that `dtrain logs` and `dtrain timeline` read back.
+struct JobSummary {
+  std::string name;
+  std::string status;
+  std::vector<std::string> command;
+  int64_t started_us = 0;
+  int64_t ended_us = 0;
+  int exit_code = -1;
+  int failed_rank = -1;
+  int restarts = 0;
+  std::string launcher_host;
+  int launcher_pid = 0;
+  std::map<int, std::string> rank_hosts;  // rank -> node name
+};
+
+std::string JobRecordPath(const std::string& job_dir);
+// Writes job.json through a temporary file and rename, so readers never see half a record.
+void WriteJobRecord(const std::string& job_dir, const JobRecord& record);
+// Throws Error naming the file when it is missing or not a job record.
+JobSummary ReadJobSummary(const std::string& job_dir);
+
+// YYYYmmdd-HHMMSS-xxxx (UTC, 4 random hex digits).
+std::string NewJobName();
+// Job names are one path component: [A-Za-z0-9._-]+, not starting with '.'. Throws UsageError.
+void CheckJobName(const std::string& name);
+// Points <log_dir>/latest at `name` (relative link, replaced atomically).
+void PointLatestAt(const std::string& log_dir, const std::string& name);
+// The log dir when --log-dir is not given: log_dir of ./cluster.yaml if it parses, else
+// ./dtrain-logs.
+std::string DefaultLogDir();
+
+}  // namespace dtrain

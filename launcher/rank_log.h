@@ -1,0 +1,40 @@
+// The file a rank's output lands in: <job_dir>/rank-R.log holds exactly the bytes the rank wrote,
+// appended unbuffered as they arrive; the sidecar rank-R.idx holds one "OFFSET MICROS" text line
+// per line start (byte offset in the log, wall-clock arrival in microseconds since the epoch),
+// which is how `dtrain logs` interleaves ranks in time order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dtrain {
+
+std::string RankLogPath(const std::string& job_dir, int rank);
+std::string RankIndexPath(const std::string& job_dir, int rank);
+
+// Microseconds since the epoch on the wall clock (one clock for every rank's lines).
+int64_t WallMicros();
+
+// One rank's log and index, opened for appending (a restarted job continues the same files).
+// Throws Error naming the path when a file cannot be opened or written.
+class RankLog {
+ public:
+  RankLog(const std::string& job_dir, int rank);
+  ~RankLog();
+  RankLog(const RankLog&) = delete;
+  RankLog& operator=(const RankLog&) = delete;
+
+  void Append(std::string_view bytes, int64_t now_us);
+  const std::string& path() const { return log_path_; }
+
+ private:
+  std::string log_path_;
+  std::string index_path_;
+  int log_fd_ = -1;
+  int index_fd_ = -1;
+  uint64_t offset_ = 0;
+  bool at_line_start_ = true;
+};
+
+}  // namespace dtrain
