@@ -1,18 +1,34 @@
-// `dtrain logs`: registered so the command line is complete; the implementation follows.
+// `dtrain logs`: flags -> LogsOptions -> ShowLogs / ListJobs.
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "launcher/error.h"
+#include "launcher/job_record.h"
+#include "launcher/log_reader.h"
 
 namespace dtrain {
 
 void AddLogsCommand(CLI::App& app, CommandRun& run) {
-  CLI::App* cmd = app.add_subcommand("logs", "logs (not available yet)");
-  cmd->allow_extras();
-  cmd->callback([&run] {
-    run = [] {
-      std::fprintf(stderr, "dtrain logs: not available yet\n");
-      return kExitFailure;
+  auto options = std::make_shared<LogsOptions>();
+  auto list = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("logs", "Show what ranks printed: one rank, or all interleaved");
+  cmd->add_option("--log-dir", options->log_dir,
+                  "where job folders are (default: log_dir of ./cluster.yaml, else ./dtrain-logs)");
+  cmd->add_option("--job", options->job, "job name (default: the newest job)");
+  cmd->add_option("--rank", options->ranks, "rank to show; repeat for several (default: all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tail,-n", options->tail, "only the last N lines")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--follow,-f", options->follow, "keep printing new lines until the job ends");
+  cmd->add_flag("--list", *list, "list the jobs in the log dir with their status");
+  cmd->callback([options, list, &run] {
+    run = [options, list] {
+      if (options->log_dir.empty()) options->log_dir = DefaultLogDir();
+      if (*list) {
+        ListJobs(options->log_dir, stdout);
+      } else {
+        ShowLogs(*options, stdout);
+      }
+      return kExitOk;
     };
   });
 }

@@ -1,0 +1,117 @@
+// The loop: poll the transport, log what arrives, and on the first failure or interrupt stop
+// every rank (SIGTERM, then SIGKILL once the grace period is over).
+#include "launcher/job_supervisor.h"
+
+#include <signal.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+
+namespace dtrain {
+namespace {
+
+volatile sig_atomic_t g_interrupt_signal = 0;
+volatile sig_atomic_t g_interrupt_count = 0;
+
+void OnInterrupt(int sig) {
+  g_interrupt_signal = sig;
+  g_interrupt_count = g_interrupt_count + 1;
+}
+
+// Installs the interrupt handlers for the lifetime of the object and restores the old ones.
+class InterruptHandlers {
+ public:
+  InterruptHandlers() {
+    struct sigaction action {};
+    action.sa_handler = OnInterrupt;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &action, &old_[i]);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &old_pipe_);  // a closed console must not kill dtrain
+  }
+  ~InterruptHandlers() {
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+    ::sigaction(SIGPIPE, &old_pipe_, nullptr);
+  }
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+  struct sigaction old_pipe_ {};
+};
+
+}  // namespace
+
+int JobSupervisor::InterruptSignal() { return g_interrupt_signal; }
+
+JobSupervisor::JobSupervisor(Transport& transport, std::map<int, std::unique_ptr<RankLog>>& logs,
+                             ConsoleEcho& console, SupervisorOptions options)
+    : transport_(transport), logs_(logs), console_(console), options_(options) {}
+
+void JobSupervisor::OnOutput(int id, std::string_view bytes) {
+  auto log = logs_.find(id);
+  if (log != logs_.end()) log->second->Append(bytes, WallMicros());
+  console_.Output(id, bytes);
+}
+
+void JobSupervisor::OnExit(int id, const ExitStatus& status) {
+  console_.Finish(id);
+  if (!status.error.empty()) {
+    // The rank never ran: say so in its log too, so the log explains the failure on its own.
+    auto log = logs_.find(id);
+    std::string line = "dtrain: " + status.Describe() + "\n";
+    if (log != logs_.end()) log->second->Append(line, WallMicros());
+  }
+  outcome_.statuses[id] = status;
+  if (!status.ok() && outcome_.failed_rank < 0 && !stopping_) {
+    outcome_.failed_rank = id;
+    outcome_.exit_code = status.ShellStatus();
+    BeginStop(SIGTERM);
+  }
+}
+
+void JobSupervisor::BeginStop(int sig) {
+  stopping_ = true;
+  transport_.SignalAll(sig);
+}
+
+JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
+  using Clock = std::chrono::steady_clock;
+  InterruptHandlers handlers;
+  if (g_interrupt_signal == 0) transport_.Start(procs, *this);
+  Clock::time_point kill_at = Clock::time_point::max();
+  bool killed = false;
+  int seen_interrupts = 0;
+  for (;;) {
+    if (g_interrupt_count > seen_interrupts) {
+      // First interrupt: stop gracefully. Another one: stop now.
+      if (seen_interrupts == 0 && outcome_.failed_rank < 0) {
+        outcome_.interrupt_signal = g_interrupt_signal;
+        outcome_.exit_code = 128 + g_interrupt_signal;
+      }
+      if (stopping_ || seen_interrupts > 0) {
+        transport_.SignalAll(SIGKILL);
+        killed = true;
+      } else {
+        BeginStop(SIGTERM);
+      }
+      seen_interrupts = g_interrupt_count;
+    }
+    if (stopping_ && kill_at == Clock::time_point::max()) {
+      kill_at = Clock::now() + std::chrono::milliseconds(
+                                   static_cast<long long>(options_.grace_period_s * 1000));
+    }
+    if (stopping_ && !killed && Clock::now() >= kill_at) {
+      transport_.SignalAll(SIGKILL);
+      killed = true;
+    }
+    if (!transport_.Poll(100, *this)) break;
+  }
+  // Whatever the ranks left behind in their process groups goes with them.
+  transport_.SignalAll(SIGKILL);
+  return outcome_;
+}
+
+}  // namespace dtrain

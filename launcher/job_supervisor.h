@@ -1,0 +1,58 @@
+// Supervision of one attempt of a job (ninja's SubprocessSet shape): owns the one loop over the
+// transport and the interrupt flag set by SIGINT/SIGTERM/SIGHUP. The first rank to fail, or an
+// interrupt, brings the job down: SIGTERM to every rank's process group, SIGKILL after the grace
+// period. Output goes to the rank logs and the console as it arrives.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launcher/console_echo.h"
+#include "launcher/rank_log.h"
+#include "launcher/transport.h"
+
+namespace dtrain {
+
+struct SupervisorOptions {
+  double grace_period_s = 10;  // between SIGTERM and SIGKILL
+};
+
+// How an attempt ended. `exit_code` is what dtrain exits with: 0, the first failing rank's
+// status (128+signal for a signal), or 128+signal of the interrupt that stopped it.
+struct JobOutcome {
+  int exit_code = 0;
+  int failed_rank = -1;  // -1: no rank failed first (success, or an interrupt)
+  int interrupt_signal = 0;
+  std::map<int, ExitStatus> statuses;  // every rank that ended
+};
+
+// Events from the transport, fanned out to the rank logs and the console, with the first
+// failure noted. Runs one attempt; make a new one (with a new transport) to restart.
+class JobSupervisor : public TransportEvents {
+ public:
+  JobSupervisor(Transport& transport, std::map<int, std::unique_ptr<RankLog>>& logs,
+                ConsoleEcho& console, SupervisorOptions options);
+
+  JobOutcome Run(const std::vector<ProcessSpec>& procs);
+
+  void OnOutput(int id, std::string_view bytes) override;
+  void OnExit(int id, const ExitStatus& status) override;
+
+  // The signal that interrupted dtrain (0 if none). Stays set after Run returns, so a caller
+  // that restarts jobs knows not to.
+  static int InterruptSignal();
+
+ private:
+  void BeginStop(int sig);
+
+  Transport& transport_;
+  std::map<int, std::unique_ptr<RankLog>>& logs_;
+  ConsoleEcho& console_;
+  SupervisorOptions options_;
+  JobOutcome outcome_;
+  bool stopping_ = false;
+};
+
+}  // namespace dtrain

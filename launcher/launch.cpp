@@ -1,0 +1,202 @@
+// RunLaunch reads top to bottom: load the cluster, name the job and make its folder, then run
+// attempts (plan -> transport -> supervisor) until one succeeds, is interrupted, or restarts
+// run out; job.json is rewritten at every step.
+#include "launcher/launch.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/console_echo.h"
+#include "launcher/error.h"
+#include "launcher/job_record.h"
+#include "launcher/job_supervisor.h"
+#include "launcher/log_reader.h"
+#include "launcher/rank_log.h"
+#include "launcher/rank_plan.h"
+#include "launcher/transport.h"
+
+namespace dtrain {
+namespace {
+
+constexpr int kFailureTailLines = 20;
+
+std::string CurrentDir() {
+  char buf[PATH_MAX];
+  if (!::getcwd(buf, sizeof(buf))) throw Error(std::string("getcwd: ") + std::strerror(errno));
+  return buf;
+}
+
+std::string Absolute(const std::string& path, const std::string& base) {
+  if (!path.empty() && path[0] == '/') return path;
+  if (path.rfind("./", 0) == 0) return base + "/" + path.substr(2);
+  return base + "/" + path;
+}
+
+void MakeDirs(const std::string& path) {
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    const std::string prefix = path.substr(0, slash);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      throw Error(prefix + ": cannot create the directory: " + std::strerror(errno));
+    }
+    if (slash == std::string::npos) return;
+  }
+}
+
+ClusterSpec LoadCluster(const std::string& file) {
+  if (!file.empty()) return ParseClusterFile(file);
+  struct stat st;
+  if (::stat("cluster.yaml", &st) == 0) return ParseClusterFile("cluster.yaml");
+  return DefaultLocalCluster();
+}
+
+std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<std::string>& argv) {
+  std::vector<ProcessSpec> procs;
+  for (const RankSlot& slot : plan.ranks) {
+    ProcessSpec spec;
+    spec.id = slot.rank;
+    spec.node_index = slot.node_rank;
+    spec.argv = argv;
+    spec.env = slot.env;
+    spec.python_path_head = slot.python_path_head;
+    procs.push_back(std::move(spec));
+  }
+  return procs;
+}
+
+// "rank 3 on node gpu-b failed: exit 7", then the last lines of its log.
+void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::string& job_dir) {
+  const RankSlot& slot = plan.ranks.at(outcome.failed_rank);
+  const ExitStatus& status = outcome.statuses.at(outcome.failed_rank);
+  const std::string log = RankLogPath(job_dir, slot.rank);
+  std::string text = fmt::format("dtrain: rank {} on node {} failed: {}\n", slot.rank, slot.host,
+                                 status.Describe());
+  std::vector<std::string> tail = LastLines(log, kFailureTailLines);
+  if (tail.empty()) {
+    text += fmt::format("dtrain: its log {} is empty\n", log);
+  } else {
+    text += fmt::format("dtrain: last {} lines of {}:\n", tail.size(), log);
+    for (const std::string& line : tail) text += fmt::format("  [{}:{}] {}\n", slot.host, slot.rank, line);
+  }
+  std::fputs(text.c_str(), stderr);
+}
+
+}  // namespace
+
+std::vector<std::string> DefaultJobCommand() {
+  return {"dtrain-clip", "train", "--dataset-type", "fashion-mnist"};
+}
+
+int RunLaunch(const LaunchOptions& options) {
+  const ClusterSpec spec = LoadCluster(options.cluster_file);
+  if (options.nproc_per_node < 0) throw UsageError("--nproc-per-node: expected a positive number");
+  if (options.grace_period_s < 0) throw UsageError("--grace-period: expected seconds >= 0");
+  const std::vector<std::string> command = !options.command.empty()    ? options.command
+                                           : !spec.job.command.empty() ? spec.job.command
+                                                                       : DefaultJobCommand();
+  const int max_restarts = options.max_restarts.value_or(spec.job.max_restarts);
+  if (max_restarts < 0) throw UsageError("--max-restarts: expected a number >= 0");
+  const bool timeline = options.timeline || spec.job.timeline;
+
+  const std::string launch_dir = CurrentDir();
+  const std::string log_dir = Absolute(options.log_dir.empty() ? spec.log_dir : options.log_dir,
+                                       launch_dir);
+  const std::string name = options.job_name.empty() ? NewJobName() : options.job_name;
+  CheckJobName(name);
+  MakeDirs(log_dir);
+  const std::string job_dir = log_dir + "/" + name;
+  if (::mkdir(job_dir.c_str(), 0755) != 0) {
+    if (errno == EEXIST) throw UsageError(job_dir + ": the job exists already; choose another --job");
+    throw Error(job_dir + ": cannot create the job folder: " + std::strerror(errno));
+  }
+  if (timeline) MakeDirs(job_dir + "/timeline");
+  PointLatestAt(log_dir, name);
+
+  PlanOptions plan_options;
+  plan_options.nproc_per_node = options.nproc_per_node;
+  plan_options.job_name = name;
+  plan_options.job_dir = job_dir;
+  plan_options.launch_dir = launch_dir;
+  plan_options.timeline = timeline;
+  plan_options.omp_num_threads_set = std::getenv("OMP_NUM_THREADS") != nullptr;
+
+  JobRecord record;
+  record.name = name;
+  record.cluster_source = spec.source;
+  record.cluster_name = spec.name;
+  record.transport = TransportName(spec.transport);
+  record.command = command;
+  record.launch_dir = launch_dir;
+  record.log_dir = log_dir;
+  record.nodes = spec.nodes;
+  record.max_restarts = max_restarts;
+  record.timeline = timeline;
+  record.started_us = WallMicros();
+  record.plan = MakeRankPlan(spec, plan_options);
+
+  std::map<int, std::unique_ptr<RankLog>> logs;
+  std::map<int, std::string> hosts;
+  for (const RankSlot& slot : record.plan.ranks) {
+    logs[slot.rank] = std::make_unique<RankLog>(job_dir, slot.rank);
+    hosts[slot.rank] = slot.host;
+  }
+  ConsoleEcho console(stdout, hosts, options.ranks_filter, options.quiet);
+  std::fprintf(stderr, "dtrain: job %s: %d rank(s) on %d node(s) (%s), logs in %s\n", name.c_str(),
+               record.plan.world_size, record.plan.node_count, record.transport.c_str(),
+               job_dir.c_str());
+
+  for (int attempt = 0;; ++attempt) {
+    plan_options.restart_count = attempt;
+    record.plan = MakeRankPlan(spec, plan_options);
+    record.rank_status.clear();
+    record.attempts.push_back({attempt, WallMicros(), 0, -1, -1});
+    WriteJobRecord(job_dir, record);
+
+    JobOutcome outcome;
+    {
+      std::unique_ptr<Transport> transport = MakeTransport(spec);
+      JobSupervisor supervisor(*transport, logs, console, {options.grace_period_s});
+      outcome = supervisor.Run(ProcessesFor(record.plan, command));
+    }  // the transport's end reaps whatever is left of this attempt
+
+    JobAttempt& this_attempt = record.attempts.back();
+    this_attempt.ended_us = WallMicros();
+    this_attempt.exit_code = outcome.exit_code;
+    this_attempt.failed_rank = outcome.failed_rank;
+    record.rank_status = outcome.statuses;
+    record.exit_code = outcome.exit_code;
+    record.failed_rank = outcome.failed_rank;
+    if (outcome.failed_rank >= 0) ReportFailure(record.plan, outcome, job_dir);
+
+    const int interrupt = JobSupervisor::InterruptSignal();
+    if (outcome.exit_code == 0 && interrupt == 0) {
+      record.status = "succeeded";
+    } else if (interrupt != 0) {
+      record.status = "interrupted";
+      if (outcome.failed_rank < 0) record.exit_code = 128 + interrupt;
+      std::fprintf(stderr, "dtrain: job %s interrupted by %s; every rank stopped\n", name.c_str(),
+                   SignalName(interrupt).c_str());
+    } else if (attempt < max_restarts) {
+      std::fprintf(stderr, "dtrain: restarting job %s (restart %d of %d)\n", name.c_str(),
+                   attempt + 1, max_restarts);
+      WriteJobRecord(job_dir, record);
+      continue;
+    } else {
+      record.status = "failed";
+    }
+    record.ended_us = WallMicros();
+    WriteJobRecord(job_dir, record);
+    return record.exit_code;
+  }
+}
+
+}  // namespace dtrain
