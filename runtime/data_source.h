@@ -30,6 +30,7 @@ struct DataOptions {
   int batch_size = 256;           // per rank
   int workers = 1;                // loader threads
   int prefetch = 4;               // batches queued ahead
+  int shuffle_buffer = 1000;      // webdataset: samples shuffled together, per loader thread
   int channels = 1, image_size = 28;  // what the model takes; images are converted/resized
   bool skip_bad_data = true;      // false: the first bad sample is fatal
   bool drop_last = true;          // false: pad the last shard by repeating samples

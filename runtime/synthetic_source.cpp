@@ -1,0 +1,46 @@
+// The synthetic dataset type: random pixels and random Fashion-MNIST captions, generated on the
+// fly, for benchmarks that must not wait on data.
+#include "runtime/distributed_sampler.h"
+#include "runtime/fashion_mnist.h"
+#include "runtime/sample_dataset.h"
+
+namespace dtrain::clip {
+namespace {
+
+// Sample i is a pure function of (seed, i): the same pixels and caption at every visit.
+// train_num_samples sets the size (default 60,000, one Fashion-MNIST epoch).
+class SyntheticDataset : public SampleDataset {
+ public:
+  explicit SyntheticDataset(const DataOptions& options)
+      : size_(options.train_num_samples > 0 ? options.train_num_samples : 60000),
+        values_(static_cast<size_t>(options.channels) * options.image_size * options.image_size),
+        seed_(options.seed) {}
+
+  int64_t Size() const override { return size_; }
+
+  void Load(int64_t index, int, SampleSlot slot) const override {
+    uint64_t state = MixSeed(seed_ ^ MixSeed(static_cast<uint64_t>(index)));
+    slot.label = static_cast<int>(state % kFashionMnistClasses);
+    slot.caption = FashionMnistCaption(slot.label, static_cast<int64_t>((state >> 8) & 0xffff));
+    // xorshift64: values uniform in [-2, 2), roughly the range of normalised pixels.
+    for (size_t i = 0; i < values_; ++i) {
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      slot.pixels[i] = static_cast<float>(state >> 40) * (4.0f / 16777216.0f) - 2.0f;
+    }
+  }
+
+ private:
+  int64_t size_;
+  size_t values_;
+  uint64_t seed_;
+};
+
+}  // namespace
+
+std::unique_ptr<SampleDataset> MakeSyntheticDataset(const DataOptions& options) {
+  return std::make_unique<SyntheticDataset>(options);
+}
+
+}  // namespace dtrain::clip
