@@ -1,2 +1,354 @@
 #!/bin/sh
-# probe script: being written
+# dtrain doctor's node probe. Run as `sh -s` with this text on stdin; needs POSIX sh and
+# coreutils only, and a PATH as minimal as non-interactive SSH gives. Prints one `key=value`
+# per line (keys may repeat: one `gpu=` line per GPU); the doctor parses them.
+#
+# Environment (all optional): DTRAIN_PROBE_WORKDIR (the job's workdir), DTRAIN_PROBE_PYTHON
+# (the cluster file's python), DTRAIN_PROBE_RDZV_ADDR / DTRAIN_PROBE_RDZV_PORT (the rendezvous
+# listener to connect to), DTRAIN_PROBE_CLIP_DIR (where dtrain-clip sits beside dtrain),
+# DTRAIN_PROBE_SKIP (space-separated parts to leave out: python torch horovod clip rdzv nccl_lib).
+# With DTRAIN_PROBE_MODE=listen it instead listens on DTRAIN_PROBE_RDZV_PORT for
+# DTRAIN_PROBE_LISTEN_S seconds (the rendezvous test's other end) and prints listening=PORT.
+# The whole script is one function run with stdin from /dev/null, so that no command it runs
+# can swallow the rest of the script from stdin.
+
+probe_main() {
+  PATH="$PATH:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+  export PATH
+  LC_ALL=C
+  export LC_ALL
+  if [ "$DTRAIN_PROBE_MODE" = listen ]; then
+    probe_listen
+    return
+  fi
+  echo "time=$(date +%s.%N 2>/dev/null || date +%s)"
+  echo "probe_version=1"
+  tmp=$(mktemp -d 2>/dev/null || { d="/tmp/dtrain-probe.$$"; mkdir -m 700 "$d" && echo "$d"; })
+  trap 'rm -rf "$tmp"' EXIT
+
+  # Slow parts first, in the background; their output lands in files printed at the end.
+  if skipping rdzv; then :; else probe_rendezvous >"$tmp/rdzv" 2>&1 & fi
+  py=$(find_python)
+  if [ -n "$py" ]; then
+    probe_python_basics "$py" >"$tmp/python" 2>&1 &
+    skipping torch || probe_torch "$py" >"$tmp/torch" 2>&1 &
+    skipping horovod || probe_horovod "$py" >"$tmp/horovod" 2>&1 &
+  else
+    echo "python_error=no python (tried ${DTRAIN_PROBE_PYTHON:-python3, python})"
+  fi
+  skipping clip || probe_clip >"$tmp/clip" 2>&1 &
+
+  probe_system
+  probe_gpus
+  probe_cuda
+  probe_nccl
+  wait
+  for part in python torch horovod clip rdzv; do
+    [ -s "$tmp/$part" ] && sed -n '/^[a-z_]*=/p' "$tmp/$part"
+  done
+  echo "probe_end=1"
+}
+
+skipping() {
+  case " $DTRAIN_PROBE_SKIP " in *" $1 "*) return 0 ;; esac
+  return 1
+}
+
+probe_system() {
+  echo "hostname=$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
+  if [ -r /etc/os-release ]; then
+    (. /etc/os-release && echo "os=${PRETTY_NAME:-$NAME $VERSION_ID}")
+  else
+    echo "os=$(uname -s)"
+  fi
+  echo "kernel=$(uname -r)"
+  echo "cpus=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)"
+  while read -r key value _; do
+    [ "$key" = "MemTotal:" ] && echo "mem_kib=$value" && break
+  done </proc/meminfo
+  if [ -d /dev/shm ]; then
+    # shellcheck disable=SC2046
+    set -- $(df -Pk /dev/shm 2>/dev/null | tail -n 1)
+    [ -n "$2" ] && echo "shm_kib=$2"
+  fi
+  wd=${DTRAIN_PROBE_WORKDIR:-$HOME}
+  echo "workdir=$wd"
+  if [ -d "$wd" ]; then
+    echo "workdir_exists=yes"
+    # shellcheck disable=SC2046
+    set -- $(df -Pk "$wd" 2>/dev/null | tail -n 1)
+    [ -n "$4" ] && echo "disk_free_kib=$4"
+  else
+    echo "workdir_exists=no"
+  fi
+  echo "nofile=$(ulimit -n)"
+}
+
+# Runs "$@" with a time limit when coreutils' timeout exists.
+limited() {
+  secs=$1
+  shift
+  if command -v timeout >/dev/null 2>&1; then timeout "$secs" "$@"; else "$@"; fi
+}
+
+probe_gpus() {
+  if [ -r /proc/driver/nvidia/version ]; then
+    echo "driver_proc=$(head -n 1 /proc/driver/nvidia/version)"
+  fi
+  smi=$(command -v nvidia-smi 2>/dev/null)
+  for c in /usr/bin/nvidia-smi /usr/local/nvidia/bin/nvidia-smi /usr/local/bin/nvidia-smi \
+    /opt/nvidia/bin/nvidia-smi; do
+    [ -z "$smi" ] && [ -x "$c" ] && smi=$c
+  done
+  [ -z "$smi" ] && return
+  echo "nvidia_smi=$smi"
+  if out=$(limited 10 "$smi" --query-gpu=name,memory.total,driver_version \
+    --format=csv,noheader 2>&1); then
+    printf '%s\n' "$out" | while IFS= read -r line; do echo "gpu=$line"; done
+  else
+    echo "nvidia_smi_error=$(printf '%s' "$out" | head -n 1)"
+  fi
+}
+
+probe_cuda() {
+  home=${CUDA_HOME:-$CUDA_PATH}
+  if [ -z "$home" ] || [ ! -d "$home" ]; then
+    home=""
+    if [ -d /usr/local/cuda ]; then
+      home=/usr/local/cuda
+    else
+      for d in /usr/local/cuda-* /opt/cuda; do [ -d "$d" ] && home=$d; done
+    fi
+  fi
+  for d in /usr/local/cuda-*; do [ -d "$d" ] && echo "cuda_installed=$d"; done
+  nvcc=""
+  [ -n "$home" ] && [ -x "$home/bin/nvcc" ] && nvcc="$home/bin/nvcc"
+  [ -z "$nvcc" ] && nvcc=$(command -v nvcc 2>/dev/null)
+  [ -z "$home" ] && [ -z "$nvcc" ] && return
+  echo "cuda_home=$home"
+  if [ -n "$home" ] && [ -r "$home/version.json" ]; then
+    echo "cuda_version_json=$(tr '\n\r\t' '   ' <"$home/version.json")"
+  elif [ -n "$home" ] && [ -r "$home/version.txt" ]; then
+    echo "cuda_version_txt=$(head -n 1 "$home/version.txt")"
+  fi
+  if [ -n "$nvcc" ]; then
+    echo "nvcc_path=$nvcc"
+    echo "nvcc=$(limited 10 "$nvcc" --version 2>&1 | grep 'release' | head -n 1)"
+  fi
+  CUDA_FOUND_HOME=$home
+}
+
+probe_nccl() {
+  for h in "$NCCL_HOME/include/nccl.h" "$CUDA_FOUND_HOME/include/nccl.h" /usr/include/nccl.h \
+    /usr/local/include/nccl.h; do
+    if [ -r "$h" ]; then
+      echo "nccl_h=$h"
+      grep -E '^#define NCCL_(MAJOR|MINOR|PATCH|SUFFIX|VERSION_CODE)[[:space:]]' "$h" |
+        while IFS= read -r line; do echo "nccl_define=$line"; done
+      break
+    fi
+  done
+  lib=""
+  # The dynamic loader's order: LD_LIBRARY_PATH, then the ldconfig cache, then the toolkit.
+  old_ifs=$IFS
+  IFS=:
+  for d in $LD_LIBRARY_PATH; do
+    [ -z "$lib" ] && [ -e "$d/libnccl.so.2" ] && lib="$d/libnccl.so.2"
+  done
+  IFS=$old_ifs
+  if [ -z "$lib" ]; then
+    for ldc in /sbin/ldconfig /usr/sbin/ldconfig ldconfig; do
+      if command -v "$ldc" >/dev/null 2>&1; then
+        lib=$("$ldc" -p 2>/dev/null | grep 'libnccl\.so\.2 ' | head -n 1 | sed 's/.*=> //')
+        break
+      fi
+    done
+  fi
+  for d in "$CUDA_FOUND_HOME/lib64" "$CUDA_FOUND_HOME/lib" /usr/lib/x86_64-linux-gnu \
+    /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/local/lib; do
+    [ -z "$lib" ] && [ -e "$d/libnccl.so.2" ] && lib="$d/libnccl.so.2"
+  done
+  [ -z "$lib" ] && return
+  real=$(readlink -f "$lib" 2>/dev/null || echo "$lib")
+  echo "nccl_lib=$real"
+  case "$real" in
+    *libnccl.so.2.*) ;;
+    *) skipping nccl_lib ||
+      echo "nccl_lib_string=$(grep -a -o -m 1 'NCCL version [0-9][0-9.]*[+a-z0-9.]*' "$real" |
+        head -n 1)" ;;
+  esac
+}
+
+find_python() {
+  for p in "$DTRAIN_PROBE_PYTHON" python3 python /usr/bin/python3 /usr/local/bin/python3; do
+    [ -z "$p" ] && continue
+    if command -v "$p" >/dev/null 2>&1; then
+      command -v "$p"
+      return
+    fi
+    # The cluster file's python is the only one that counts when it is given.
+    [ -n "$DTRAIN_PROBE_PYTHON" ] && return
+  done
+}
+
+probe_python_basics() {
+  echo "python=$1"
+  "$1" -c '
+import os, sys
+print("python_version=%d.%d.%d" % sys.version_info[:3])
+print("python_executable=" + sys.executable)
+wd = os.environ.get("DTRAIN_PROBE_WORKDIR", "")
+if wd:
+    paths = [os.path.realpath(p) for p in sys.path[1:] if p]
+    print("pythonpath_workdir=" + ("yes" if os.path.realpath(wd) in paths else "no"))
+print("pythonpath=" + os.environ.get("PYTHONPATH", ""))
+'
+}
+
+probe_torch() {
+  "$1" -c '
+import importlib.util, sys
+if importlib.util.find_spec("torch") is None:
+    sys.exit(0)
+try:
+    import torch
+except Exception as e:
+    print("torch_error=%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+    sys.exit(0)
+print("torch=" + torch.__version__)
+print("torch_cuda=" + str(torch.version.cuda or ""))
+try:
+    print("torch_nccl=" + str(torch.cuda.nccl.version()))
+except Exception:
+    pass
+'
+}
+
+probe_horovod() {
+  "$1" -c '
+import importlib.util, os, sys
+spec = importlib.util.find_spec("horovod")
+if spec is None:
+    sys.exit(0)
+import horovod
+print("horovod=" + getattr(horovod, "__version__", "unknown"))
+root = os.path.dirname(spec.origin)
+fw = []
+for name, ext in (("torch", "mpi_lib_v2"), ("tensorflow", "mpi_lib"), ("mxnet", "mpi_lib")):
+    d = os.path.join(root, name)
+    if os.path.isdir(d) and any(f.startswith(ext + ".") for f in os.listdir(d)):
+        fw.append(name)
+print("horovod_frameworks=" + ",".join(fw))
+if "torch" in fw:
+    try:
+        import horovod.torch as hvd
+        ctl = [n for n, f in (("mpi", hvd.mpi_built), ("gloo", hvd.gloo_built)) if f()]
+        ops = [n for n, f in (("nccl", hvd.nccl_built), ("ddl", hvd.ddl_built),
+                              ("ccl", hvd.ccl_built)) if f()]
+        print("horovod_controllers=" + ",".join(ctl))
+        print("horovod_ops=" + ",".join(ops))
+    except Exception as e:
+        print("horovod_error=%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+'
+}
+
+probe_clip() {
+  clip=$(command -v dtrain-clip 2>/dev/null)
+  for c in "$DTRAIN_PROBE_CLIP_DIR/dtrain-clip" /usr/local/bin/dtrain-clip /usr/bin/dtrain-clip \
+    "$HOME/.local/bin/dtrain-clip"; do
+    [ -z "$clip" ] && [ -x "$c" ] && clip=$c
+  done
+  [ -z "$clip" ] && return
+  echo "clip=$clip"
+  echo "clip_version=$(limited 20 "$clip" --version 2>&1 | head -n 1)"
+}
+
+# Connects to the rendezvous listener, retrying a refused connection until it is up (the
+# listener starts at the same moment as this probe). Prints rdzv=ok|refused|timeout|unreachable.
+probe_rendezvous() {
+  host=$DTRAIN_PROBE_RDZV_ADDR
+  port=$DTRAIN_PROBE_RDZV_PORT
+  [ -z "$host" ] || [ -z "$port" ] && return
+  tries=0
+  while :; do
+    result=$(rdzv_connect "$host" "$port")
+    case "$result" in
+      refused*) tries=$((tries + 1)) ;;
+      *) break ;;
+    esac
+    [ "$tries" -ge 40 ] && break
+    sleep 0.1 2>/dev/null || sleep 1
+  done
+  echo "rdzv=${result%% *}"
+  case "$result" in *" "*) echo "rdzv_detail=${result#* }" ;; esac
+}
+
+# One TCP connection attempt with a 3 s limit: bash's /dev/tcp under timeout, else Python.
+rdzv_connect() {
+  if command -v bash >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1; then
+    err=$(timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' rdzv "$1" "$2" 2>&1)
+    rc=$?
+    [ $rc -eq 0 ] && echo "ok" && return
+    [ $rc -eq 124 ] && echo "timeout no answer within 3 s" && return
+  elif [ -n "$py" ]; then
+    err=$("$py" -c '
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3).close()
+except socket.timeout:
+    print("timeout"); sys.exit(1)
+except OSError as e:
+    print(e.strerror or e); sys.exit(1)
+' "$1" "$2" 2>&1) && echo "ok" && return
+    [ "$err" = "timeout" ] && echo "timeout no answer within 3 s" && return
+  else
+    echo "untested neither bash with timeout nor python on this node"
+    return
+  fi
+  err=$(printf '%s' "$err" | tail -n 1 | sed 's/^.*: //')
+  case "$err" in
+    *efused*) echo "refused $err" ;;
+    *) echo "unreachable $err" ;;
+  esac
+}
+
+# Accepts and closes connections until the time is up. Python, as neither sh nor coreutils can
+# listen; without it the rendezvous test is reported as not run.
+probe_listen() {
+  py=$(find_python)
+  if [ -z "$py" ]; then
+    echo "listen_error=no python on this node to listen with (set python: in the cluster file)"
+    return
+  fi
+  "$py" -c '
+import errno, socket, sys, time
+port, deadline = int(sys.argv[1]), time.time() + float(sys.argv[2])
+def bound(family, addr):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.bind((addr, port))
+    return s
+try:
+    try:
+        s = bound(socket.AF_INET6, "::")
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise
+        s = bound(socket.AF_INET, "")
+    s.listen(128)
+except OSError as e:
+    print("listen_error=port %d: %s" % (port, e.strerror or e), flush=True)
+    sys.exit(0)
+print("listening=%d" % port, flush=True)
+s.settimeout(0.2)
+while time.time() < deadline:
+    try:
+        s.accept()[0].close()
+    except socket.timeout:
+        pass
+' "$DTRAIN_PROBE_RDZV_PORT" "${DTRAIN_PROBE_LISTEN_S:-30}"
+}
+
+probe_main </dev/null

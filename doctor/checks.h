@@ -1,0 +1,47 @@
+// The doctor's rules: each looks at every node's facts (and the cluster file) and returns
+// findings. A finding names its severity, the nodes concerned, what is wrong and what to do.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "doctor/node_facts.h"
+#include "doctor/probe_runner.h"
+#include "launcher/cluster_spec.h"
+
+namespace dtrain {
+
+enum class Severity { kOk, kWarning, kError };
+const char* SeverityName(Severity severity);  // "ok", "warning", "error"
+
+struct Finding {
+  Severity severity = Severity::kOk;
+  std::string check;               // "reach", "cuda", "nccl", "driver", "rendezvous", ...
+  std::string fact;                // the report column it concerns ("" when none)
+  std::vector<std::string> nodes;  // the nodes concerned (the odd ones out for consistency)
+  std::string message;             // "node gpu-c has NCCL 2.18.5, others 2.21.5"
+  std::string remedy;              // one line of what to do; "" for ok findings
+};
+
+// Every rule over one probe run, in report order.
+std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run);
+
+// The rules one by one (each skips nodes that were not reached).
+std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckConsistency(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckTorchNccl(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckPins(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckDriverForCuda(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckGpus(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckWorkdir(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckClip(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckRendezvous(const ProbeRun& run);
+std::vector<Finding> CheckClockSkew(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckLimits(const std::vector<NodeFacts>& nodes);
+
+// True when the cluster file asks for GPUs: a node lists `gpus`, or `expect` pins cuda/driver.
+bool GpusExpected(const ClusterSpec& spec);
+// The highest severity among the findings (kOk when empty).
+Severity WorstSeverity(const std::vector<Finding>& findings);
+
+}  // namespace dtrain

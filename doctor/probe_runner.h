@@ -1,0 +1,44 @@
+// Runs the probe script on every node at once through the cluster's Transport, with a
+// rendezvous listener on the first node, and turns what comes back into NodeFacts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "doctor/node_facts.h"
+#include "launcher/cluster_spec.h"
+#include "launcher/transport.h"
+
+namespace dtrain {
+
+struct ProbeOptions {
+  double timeout_s = 30;     // a node whose probe has not ended by then is reported, not waited for
+  std::string workdir;       // the job's workdir as the nodes see it (spec.workdir or launch dir)
+  std::string clip_dir;      // where dtrain-clip sits beside this dtrain, a hint for the probe
+  bool rendezvous = true;    // run the rendezvous connection test
+  std::string skip;          // DTRAIN_PROBE_SKIP for the probe (parts to leave out)
+};
+
+// The other end of the rendezvous test, started on the first node.
+struct ListenerResult {
+  bool started = false;  // the listener said it was listening
+  std::string error;     // why not: port in use, no python, node unreachable
+};
+
+// One probe run over the cluster: per-node facts in ClusterSpec::nodes order.
+struct ProbeRun {
+  std::vector<NodeFacts> nodes;
+  ListenerResult listener;
+  std::string master_addr;
+  int master_port = 0;
+  double wall_s = 0;
+};
+
+// Never throws for a node that fails: its NodeFacts says why (reached = false).
+ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOptions& options);
+
+// The probe's environment for one node: cluster env, node env, then the probe's own variables.
+std::map<std::string, std::string> ProbeEnvironment(const ClusterSpec& spec, size_t node_index,
+                                                    const ProbeOptions& options);
+
+}  // namespace dtrain

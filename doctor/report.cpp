@@ -1,0 +1,280 @@
+// Report rendering: the text table with findings, and the JSON document.
+#include "doctor/report.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace dtrain {
+namespace {
+
+const char* kRed = "\033[31m";
+const char* kYellow = "\033[33m";
+const char* kGreen = "\033[32m";
+const char* kBold = "\033[1m";
+const char* kReset = "\033[0m";
+
+std::string Size(long long kib) {
+  if (kib <= 0) return "-";
+  double gib = static_cast<double>(kib) / (1024.0 * 1024.0);
+  return gib >= 10 ? fmt::format("{:.0f}G", gib) : fmt::format("{:.1f}G", gib);
+}
+
+std::string V(const Version& v) { return v.known() ? v.text : "-"; }
+
+std::string Gpus(const NodeFacts& n) {
+  if (n.gpus.empty()) return "0";
+  std::string name = n.gpus[0].name;
+  if (name.rfind("NVIDIA ", 0) == 0) name = name.substr(7);
+  return fmt::format("{}x {}", n.gpus.size(), name);
+}
+
+double MedianOffset(const std::vector<NodeFacts>& nodes) {
+  std::vector<double> offsets;
+  for (const auto& n : nodes) {
+    if (n.reached && n.clock_known) offsets.push_back(n.clock_offset_s);
+  }
+  if (offsets.empty()) return 0;
+  std::sort(offsets.begin(), offsets.end());
+  return offsets[offsets.size() / 2];
+}
+
+// One table column: its header, the fact name findings use, and how to print a node's cell.
+struct Column {
+  const char* header;
+  const char* fact;
+  std::function<std::string(const NodeFacts&)> cell;
+};
+
+std::vector<Column> Columns(double median_offset) {
+  return {
+      {"node", "", [](const NodeFacts& n) { return n.host; }},
+      {"reach", "reach",
+       [](const NodeFacts& n) {
+         return n.reached ? std::string("ok")
+                          : n.failure == ReachFailure::kOther || n.failure == ReachFailure::kNone
+                                ? std::string("no")
+                                : std::string("no: ") + ReachFailureName(n.failure);
+       }},
+      {"cpus", "", [](const NodeFacts& n) { return n.cpus ? std::to_string(n.cpus) : "-"; }},
+      {"mem", "", [](const NodeFacts& n) { return Size(n.mem_kib); }},
+      {"shm", "shm", [](const NodeFacts& n) { return Size(n.shm_kib); }},
+      {"driver", "driver", [](const NodeFacts& n) { return V(n.driver); }},
+      {"gpus", "gpus", [](const NodeFacts& n) { return n.reached ? Gpus(n) : "-"; }},
+      {"cuda", "cuda", [](const NodeFacts& n) { return V(n.cuda); }},
+      {"nccl", "nccl", [](const NodeFacts& n) { return V(n.Nccl()); }},
+      {"python", "python", [](const NodeFacts& n) { return V(n.python_version); }},
+      {"torch", "torch", [](const NodeFacts& n) { return V(n.torch); }},
+      {"horovod", "horovod", [](const NodeFacts& n) { return V(n.horovod); }},
+      {"pythonpath", "pythonpath",
+       [](const NodeFacts& n) {
+         if (!n.reached) return std::string("-");
+         if (!n.workdir_exists) return std::string("no workdir");
+         return n.pythonpath_workdir.empty() ? std::string("-") : n.pythonpath_workdir;
+       }},
+      {"clip", "clip",
+       [](const NodeFacts& n) { return n.clip_path.empty() ? std::string("-") : V(n.clip); }},
+      {"rdzv", "rdzv",
+       [](const NodeFacts& n) { return n.rendezvous.empty() ? "-" : n.rendezvous; }},
+      {"clock", "clock",
+       [median_offset](const NodeFacts& n) {
+         if (!n.reached || !n.clock_known) return std::string("-");
+         return fmt::format("{:+.0f}ms", (n.clock_offset_s - median_offset) * 1000);
+       }},
+  };
+}
+
+// (node, fact) -> the worst severity among findings that name them.
+std::map<std::pair<std::string, std::string>, Severity> OddCells(
+    const std::vector<Finding>& findings) {
+  std::map<std::pair<std::string, std::string>, Severity> odd;
+  for (const auto& f : findings) {
+    if (f.severity == Severity::kOk || f.fact.empty()) continue;
+    for (const auto& node : f.nodes) {
+      auto& s = odd[{node, f.fact}];
+      s = std::max(s, f.severity);
+    }
+  }
+  return odd;
+}
+
+const char* SeverityColour(Severity s) {
+  return s == Severity::kError ? kRed : s == Severity::kWarning ? kYellow : kGreen;
+}
+
+std::string RenderTable(const ProbeRun& run, const std::vector<Finding>& findings, bool colour,
+                        bool* marked) {
+  auto columns = Columns(MedianOffset(run.nodes));
+  auto odd = OddCells(findings);
+  std::vector<std::vector<std::string>> cells(run.nodes.size());
+  std::vector<std::vector<Severity>> marks(run.nodes.size());
+  std::vector<size_t> width;
+  for (const auto& c : columns) width.push_back(std::string(c.header).size());
+  for (size_t r = 0; r < run.nodes.size(); ++r) {
+    const NodeFacts& n = run.nodes[r];
+    for (size_t c = 0; c < columns.size(); ++c) {
+      std::string text = columns[c].cell(n);
+      auto it = odd.find({n.host, columns[c].fact});
+      Severity s = it == odd.end() ? Severity::kOk : it->second;
+      if (s != Severity::kOk && !colour) {
+        text += "*";
+        *marked = true;
+      }
+      width[c] = std::max(width[c], text.size());
+      cells[r].push_back(std::move(text));
+      marks[r].push_back(s);
+    }
+  }
+  std::string out;
+  for (size_t c = 0; c < columns.size(); ++c) {
+    std::string h = fmt::format("{:<{}}", columns[c].header, width[c]);
+    out += (c ? "  " : "") + (colour ? kBold + h + kReset : h);
+  }
+  out += "\n";
+  for (size_t r = 0; r < cells.size(); ++r) {
+    for (size_t c = 0; c < columns.size(); ++c) {
+      std::string text = fmt::format("{:<{}}", cells[r][c], width[c]);
+      if (colour && marks[r][c] != Severity::kOk) {
+        text = SeverityColour(marks[r][c]) + text + kReset;
+      }
+      out += (c ? "  " : "") + text;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += "\n";
+  }
+  return out;
+}
+
+nlohmann::json VersionJson(const Version& v) {
+  return v.known() ? nlohmann::json(v.text) : nlohmann::json(nullptr);
+}
+
+nlohmann::json OrNull(const std::string& s) {
+  return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
+}
+
+nlohmann::json NodeJson(const NodeFacts& n) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : n.gpus) {
+    gpus.push_back({{"name", g.name}, {"memory_mib", g.memory_mib}, {"driver", g.driver}});
+  }
+  nlohmann::json facts = {
+      {"hostname", OrNull(n.hostname)},
+      {"os", OrNull(n.os)},
+      {"kernel", OrNull(n.kernel)},
+      {"cpus", n.cpus},
+      {"mem_kib", n.mem_kib},
+      {"shm_kib", n.shm_kib},
+      {"disk_free_kib", n.disk_free_kib},
+      {"workdir", OrNull(n.workdir)},
+      {"workdir_exists", n.workdir_exists},
+      {"nofile", n.nofile},
+      {"clock_offset_s", n.clock_known ? nlohmann::json(n.clock_offset_s) : nlohmann::json()},
+      {"driver", VersionJson(n.driver)},
+      {"driver_open_module", n.driver_open_module},
+      {"gpus", gpus},
+      {"nvidia_smi_error", OrNull(n.nvidia_smi_error)},
+      {"cuda", VersionJson(n.cuda)},
+      {"cuda_home", OrNull(n.cuda_home)},
+      {"nvcc", VersionJson(n.nvcc)},
+      {"nccl", VersionJson(n.Nccl())},
+      {"nccl_header", VersionJson(n.nccl_header)},
+      {"nccl_header_path", OrNull(n.nccl_header_path)},
+      {"nccl_library", VersionJson(n.nccl_library)},
+      {"nccl_library_path", OrNull(n.nccl_library_path)},
+      {"python", OrNull(n.python)},
+      {"python_version", VersionJson(n.python_version)},
+      {"python_error", OrNull(n.python_error)},
+      {"pythonpath_workdir", OrNull(n.pythonpath_workdir)},
+      {"torch", VersionJson(n.torch)},
+      {"torch_cuda", VersionJson(n.torch_cuda)},
+      {"torch_nccl", VersionJson(n.torch_nccl)},
+      {"torch_error", OrNull(n.torch_error)},
+      {"horovod", VersionJson(n.horovod)},
+      {"horovod_frameworks", OrNull(n.horovod_frameworks)},
+      {"horovod_controllers", OrNull(n.horovod_controllers)},
+      {"horovod_ops", OrNull(n.horovod_ops)},
+      {"clip", VersionJson(n.clip)},
+      {"clip_path", OrNull(n.clip_path)},
+      {"rendezvous", OrNull(n.rendezvous)},
+      {"rendezvous_detail", OrNull(n.rendezvous_detail)},
+  };
+  return {{"host", n.host},
+          {"address", n.address},
+          {"slots", n.slots},
+          {"reached", n.reached},
+          {"failure", n.reached ? nlohmann::json() : nlohmann::json(ReachFailureName(n.failure))},
+          {"error", OrNull(n.error)},
+          {"probe_s", n.probe_seconds},
+          {"facts", facts}};
+}
+
+}  // namespace
+
+int DoctorExitStatus(const std::vector<Finding>& findings) {
+  return WorstSeverity(findings) == Severity::kError ? 1 : 0;
+}
+
+std::string RenderTextReport(const ClusterSpec& spec, const ProbeRun& run,
+                             const std::vector<Finding>& findings, bool colour) {
+  bool marked = false;
+  std::string out = RenderTable(run, findings, colour, &marked);
+  if (marked) out += "(* differs from the other nodes or fails a check; see below)\n";
+  out += "\n";
+  int errors = 0, warnings = 0;
+  for (const auto& f : findings) {
+    std::string tag = fmt::format("{:<7}", SeverityName(f.severity));
+    if (colour) tag = SeverityColour(f.severity) + tag + kReset;
+    out += fmt::format("{} {}\n", tag, f.message);
+    if (!f.remedy.empty()) out += fmt::format("        -> {}\n", f.remedy);
+    errors += f.severity == Severity::kError;
+    warnings += f.severity == Severity::kWarning;
+  }
+  out += fmt::format("\n{} nodes, {} errors, {} warnings ({:.2f} s, {})\n", run.nodes.size(),
+                     errors, warnings, run.wall_s,
+                     spec.source.empty() ? TransportName(spec.transport) : spec.source);
+  return out;
+}
+
+std::string RenderJsonReport(const ClusterSpec& spec, const ProbeRun& run,
+                             const std::vector<Finding>& findings) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& n : run.nodes) nodes.push_back(NodeJson(n));
+  nlohmann::json list = nlohmann::json::array();
+  int counts[3] = {0, 0, 0};
+  for (const auto& f : findings) {
+    list.push_back({{"severity", SeverityName(f.severity)},
+                    {"check", f.check},
+                    {"fact", OrNull(f.fact)},
+                    {"nodes", f.nodes},
+                    {"message", f.message},
+                    {"remedy", OrNull(f.remedy)}});
+    ++counts[static_cast<int>(f.severity)];
+  }
+  nlohmann::json doc = {
+      {"cluster",
+       {{"name", OrNull(spec.name)},
+        {"file", OrNull(spec.source)},
+        {"transport", TransportName(spec.transport)}}},
+      {"rendezvous",
+       {{"master_addr", run.master_addr},
+        {"master_port", run.master_port},
+        {"listening", run.listener.started},
+        {"error", OrNull(run.listener.error)}}},
+      {"nodes", nodes},
+      {"findings", list},
+      {"summary",
+       {{"ok", counts[0]},
+        {"warnings", counts[1]},
+        {"errors", counts[2]},
+        {"exit_status", DoctorExitStatus(findings)},
+        {"wall_s", run.wall_s}}},
+  };
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace dtrain
