@@ -1,20 +1,63 @@
-// `dtrain doctor`: registered so the command line is complete; reports that it is not built yet.
+// `dtrain doctor -c FILE [--json] [--timeout S]`: flags in, RunDoctor, report out.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
 
 #include "cli/commands.h"
+#include "doctor/doctor_run.h"
+#include "doctor/report.h"
+#include "launcher/cluster_spec.h"
 #include "launcher/error.h"
 
 namespace dtrain {
+namespace {
+
+struct DoctorFlags {
+  std::string cluster_file;
+  bool json = false;
+  double timeout_s = 30;
+};
+
+int RunDoctorCommand(const DoctorFlags& flags) {
+  if (flags.timeout_s <= 0) throw UsageError("--timeout: expected a number of seconds > 0");
+  ClusterSpec spec;
+  if (!flags.cluster_file.empty()) {
+    spec = ParseClusterFile(flags.cluster_file);
+  } else if (std::filesystem::exists("cluster.yaml")) {
+    spec = ParseClusterFile("cluster.yaml");
+  } else {
+    spec = DefaultLocalCluster();
+  }
+  DoctorResult result = RunDoctor(spec, flags.timeout_s);
+  if (flags.json) {
+    std::fputs(RenderJsonReport(spec, result.run, result.findings).c_str(), stdout);
+  } else {
+    bool colour = isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    std::fputs(RenderTextReport(spec, result.run, result.findings, colour).c_str(), stdout);
+  }
+  std::fflush(stdout);
+  return DoctorExitStatus(result.findings);
+}
+
+}  // namespace
 
 void AddDoctorCommand(CLI::App& app, CommandRun& run) {
-  CLI::App* cmd = app.add_subcommand("doctor", "doctor (not available yet)");
-  cmd->allow_extras();
-  cmd->callback([&run] {
-    run = [] {
-      std::fprintf(stderr, "dtrain doctor: not available yet\n");
-      return kExitFailure;
-    };
-  });
+  auto flags = std::make_shared<DoctorFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "doctor", "Check every node and compare them: driver, CUDA, NCCL, Python, torch, Horovod, "
+                "PYTHONPATH, rendezvous port, clocks");
+  cmd->add_option("-c,--cluster", flags->cluster_file,
+                  "Cluster file (default ./cluster.yaml, else this machine alone)");
+  cmd->add_flag("--json", flags->json, "Print facts and findings as JSON (see dtrain-doctor(1))");
+  cmd->add_option("--timeout", flags->timeout_s,
+                  "Seconds to wait for all nodes; a node slower than this is reported")
+      ->capture_default_str();
+  cmd->footer("Exit status: 0 no errors (warnings allowed), 1 a check failed, 2 usage or "
+              "cluster-file error.");
+  cmd->callback([flags, &run] { run = [flags] { return RunDoctorCommand(*flags); }; });
 }
 
 }  // namespace dtrain

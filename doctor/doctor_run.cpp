@@ -1,0 +1,45 @@
+// RunDoctor: cluster spec -> transport -> probes -> checks.
+#include "doctor/doctor_run.h"
+
+#include <unistd.h>
+
+#include <climits>
+
+#include "launcher/transport.h"
+
+namespace dtrain {
+namespace {
+
+std::string CurrentDirectory() {
+  char buf[PATH_MAX];
+  return getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
+}
+
+std::string ExecutableDirectory() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+}  // namespace
+
+ProbeOptions DefaultProbeOptions(const ClusterSpec& spec, double timeout_s) {
+  ProbeOptions options;
+  options.timeout_s = timeout_s;
+  options.workdir = spec.workdir.empty() ? CurrentDirectory() : spec.workdir;
+  options.clip_dir = ExecutableDirectory();
+  return options;
+}
+
+DoctorResult RunDoctor(const ClusterSpec& spec, double timeout_s) {
+  std::unique_ptr<Transport> transport = MakeTransport(spec);
+  DoctorResult result;
+  result.run = RunProbes(spec, *transport, DefaultProbeOptions(spec, timeout_s));
+  result.findings = CheckCluster(spec, result.run);
+  return result;
+}
+
+}  // namespace dtrain
