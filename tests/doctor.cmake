@@ -1,0 +1,4 @@
+# dtrain doctor: version parsing and rules (unit), the probe and the command on this machine
+# through the local transport, and the namespace cluster over SSH (root; skipped otherwise).
+dtrain_test(doctor_versions_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_versions_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
