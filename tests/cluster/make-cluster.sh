@@ -38,8 +38,9 @@ abs_dir() { mkdir -p "$1" && cd "$1" && pwd -P; }
 down() {
   local dir=$1 id ns
   id=$(cluster_id "$dir")
-  # Every process inside the cluster's namespaces (sshd, sessions, leftovers of a job) goes.
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${id}-" || true); do
+  # Every process inside the nodes (sshd, sessions, leftovers of a job) goes. Processes in the
+  # head namespace are the launcher's (perhaps our caller): they keep running, unreachable.
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${id}-n" || true); do
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
   done
   for f in "$dir"/node*/sshd.pid; do
