@@ -33,6 +33,10 @@ Finding Make(Severity severity, std::string check, std::string fact,
 
 std::string Shown(const Version& v) { return v.known() ? v.text : "none"; }
 
+std::string OnAll(size_t count) {
+  return count == 1 ? "on the only node" : fmt::format("on all {} nodes", count);
+}
+
 // One fact that must agree across nodes: how to group it and how to show it.
 struct SharedFact {
   const char* check;  // also the report column
@@ -88,7 +92,7 @@ Finding CompareAcross(const SharedFact& fact, const std::vector<const NodeFacts*
   const std::string majority_shown = fact.shown(*groups[majority].front());
   if (order.size() == 1) {
     return Make(Severity::kOk, fact.check, fact.check, {},
-                fmt::format("{} {} on all {} nodes", fact.label, majority_shown, nodes.size()));
+                fmt::format("{} {} {}", fact.label, majority_shown, OnAll(nodes.size())));
   }
   std::vector<std::string> odd, described;
   std::string odd_shown;
@@ -186,7 +190,8 @@ std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes) {
   }
   if (out.empty()) {
     out.push_back(Make(Severity::kOk, "reach", "reach", {},
-                       fmt::format("all {} nodes reached without a prompt", nodes.size())));
+                       fmt::format("{} reached without a prompt",
+                                   nodes.size() == 1 ? "the node" : fmt::format("all {} nodes", nodes.size()))));
   }
   return out;
 }

@@ -2,3 +2,5 @@
 # through the local transport, and the namespace cluster over SSH (root; skipped otherwise).
 dtrain_test(doctor_versions_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_versions_test.cpp
             LIBS dtrain_doctor TIMEOUT 60)
+dtrain_test(doctor_rules_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_rules_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)

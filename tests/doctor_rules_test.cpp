@@ -1,0 +1,260 @@
+// The doctor's rules and report on hand-built probe output: consistency across nodes (odd node
+// named, majority value, remedy), pins, driver vs CUDA, GPUs vs slots, rendezvous, clock skew,
+// unreachable nodes, exit status, and the text/JSON report.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "doctor/checks.h"
+#include "doctor/report.h"
+
+namespace dtrain {
+namespace {
+
+// Probe output of a healthy GPU node with the given NCCL and CUDA.
+std::string ProbeText(const std::string& nccl = "2.21.5", const std::string& cuda = "12.4.1",
+                      const std::string& driver = "550.54.15", int gpus = 2,
+                      double time = 1700000000.0) {
+  std::string out = "time=" + std::to_string(time) + "\nprobe_version=1\nhostname=h\ncpus=8\n";
+  out += "mem_kib=100000000\nshm_kib=50000000\nworkdir=/w\nworkdir_exists=yes\nnofile=65536\n";
+  for (int i = 0; i < gpus; ++i) out += "gpu=NVIDIA A100-SXM4-80GB, 81920 MiB, " + driver + "\n";
+  out += "cuda_version_json={\"cuda\": {\"name\": \"CUDA SDK\", \"version\": \"" + cuda + "\"}}\n";
+  out += "nccl_lib=/usr/lib/x86_64-linux-gnu/libnccl.so." + nccl + "\n";
+  out += "python=/usr/bin/python3\npython_version=3.11.2\npythonpath_workdir=yes\n";
+  out += "torch=2.4.0+cu124\ntorch_cuda=12.4\ntorch_nccl=(2, 21, 5)\n";
+  out += "clip=/usr/bin/dtrain-clip\nclip_version=dtrain-clip 0.1.0\nrdzv=ok\nprobe_end=1\n";
+  return out;
+}
+
+NodeFacts Node(const std::string& host, const std::string& probe, double arrival = 1700000000.0,
+               int slots = 2) {
+  NodeFacts n;
+  n.host = host;
+  n.address = "10.0.0." + std::to_string(host.size());
+  n.slots = slots;
+  ApplyProbeLines(SplitProbeOutput(probe), arrival, n);
+  return n;
+}
+
+ClusterSpec Spec(int nodes) {
+  ClusterSpec spec;
+  for (int i = 0; i < nodes; ++i) {
+    NodeSpec n;
+    n.host = "gpu-" + std::string(1, static_cast<char>('a' + i));
+    n.slots = 2;
+    spec.nodes.push_back(n);
+  }
+  return spec;
+}
+
+ProbeRun ProbeRunOf(std::vector<NodeFacts> nodes) {
+  ProbeRun run;
+  run.nodes = std::move(nodes);
+  run.listener.started = true;
+  run.master_addr = "10.0.0.5";
+  run.master_port = 29500;
+  return run;
+}
+
+const Finding* Find(const std::vector<Finding>& findings, const std::string& check,
+                    Severity severity) {
+  for (const auto& f : findings) {
+    if (f.check == check && f.severity == severity) return &f;
+  }
+  return nullptr;
+}
+
+TEST(DoctorRules, ProbeOutputBecomesFacts) {
+  NodeFacts n = Node("gpu-a", ProbeText() + "junk line\n=x\nBAD=1\n", 1699999999.5);
+  EXPECT_TRUE(n.reached);
+  EXPECT_EQ(n.gpus.size(), 2u);
+  EXPECT_EQ(n.driver.text, "550.54.15");
+  EXPECT_EQ(n.cuda.text, "12.4.1");
+  EXPECT_EQ(n.Nccl().text, "2.21.5");
+  EXPECT_EQ(n.torch.text, "2.4.0+cu124");
+  EXPECT_EQ(n.torch.MajorMinor(), "2.4");
+  EXPECT_EQ(n.torch_nccl.text, "2.21.5");
+  EXPECT_EQ(n.clip.text, "0.1.0");
+  EXPECT_NEAR(n.clock_offset_s, 0.5, 1e-6);
+  // Without probe_end the node counts as not probed.
+  NodeFacts cut = Node("gpu-b", "time=1\nhostname=x\n");
+  EXPECT_FALSE(cut.reached);
+}
+
+TEST(DoctorRules, AllAlikeHasNoErrors) {
+  ClusterSpec spec = Spec(3);
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText()),
+                      Node("gpu-c", ProbeText())});
+  auto findings = CheckCluster(spec, run);
+  EXPECT_EQ(DoctorExitStatus(findings), 0);
+  EXPECT_EQ(WorstSeverity(findings), Severity::kOk);
+  ASSERT_TRUE(Find(findings, "nccl", Severity::kOk));
+  EXPECT_NE(Find(findings, "nccl", Severity::kOk)->message.find("2.21.5"), std::string::npos);
+}
+
+TEST(DoctorRules, OddNcclNodeIsNamedWithMajorityAndRemedy) {
+  ClusterSpec spec = Spec(3);
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText()),
+                      Node("gpu-c", ProbeText("2.18.5", "12.2.0"))});
+  auto findings = CheckCluster(spec, run);
+  EXPECT_EQ(DoctorExitStatus(findings), 1);
+  const Finding* nccl = Find(findings, "nccl", Severity::kError);
+  ASSERT_TRUE(nccl);
+  EXPECT_EQ(nccl->nodes, std::vector<std::string>{"gpu-c"});
+  EXPECT_EQ(nccl->message, "node gpu-c has NCCL 2.18.5, others 2.21.5");
+  EXPECT_NE(nccl->remedy.find("LD_LIBRARY_PATH"), std::string::npos);
+  const Finding* cuda = Find(findings, "cuda", Severity::kError);
+  ASSERT_TRUE(cuda);
+  EXPECT_EQ(cuda->message, "node gpu-c has CUDA 12.2.0, others 12.4.1");
+  // A patch-level difference is not a difference.
+  ProbeRun patch = ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText("2.21.3"))});
+  EXPECT_FALSE(Find(CheckCluster(Spec(2), patch), "nccl", Severity::kError));
+}
+
+TEST(DoctorRules, TorchNcclAgainstTheLibrary) {
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText("2.18.5"))});
+  auto findings = CheckTorchNccl(run.nodes);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NE(findings[0].message.find("2.21.5"), std::string::npos);
+  EXPECT_NE(findings[0].message.find("2.18.5"), std::string::npos);
+}
+
+TEST(DoctorRules, PinsFromExpect) {
+  ClusterSpec spec = Spec(2);
+  spec.expect = {{"nccl", "2.21"}, {"torch", "2.3"}};
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText())});
+  auto findings = CheckPins(spec, run.nodes);
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].severity, Severity::kOk);     // nccl 2.21.5 matches 2.21
+  EXPECT_EQ(findings[1].severity, Severity::kError);  // torch 2.4.0 does not match 2.3
+  EXPECT_EQ(findings[1].nodes, (std::vector<std::string>{"gpu-a", "gpu-b"}));
+}
+
+TEST(DoctorRules, DriverTooOldForCuda) {
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText("2.21.5", "12.4.1", "470.82.01"))});
+  auto findings = CheckDriverForCuda(run.nodes);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_NE(findings[0].message.find("470.82.01"), std::string::npos);
+  EXPECT_NE(findings[0].message.find("525.60.13"), std::string::npos);
+  ProbeRun fine = ProbeRunOf({Node("gpu-a", ProbeText("2.21.5", "12.4.1", "525.60.13"))});
+  EXPECT_TRUE(CheckDriverForCuda(fine.nodes).empty());
+}
+
+TEST(DoctorRules, GpusAgainstSlotsAndListedGpus) {
+  ClusterSpec spec = Spec(1);
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText(), 1700000000.0, /*slots=*/4)});
+  EXPECT_TRUE(CheckGpus(spec, run.nodes).empty()) << "no GPUs asked for: nothing to check";
+  spec.nodes[0].gpus = {0, 1, 2, 3};
+  run.nodes[0].listed_gpus = {0, 1, 2, 3};
+  auto findings = CheckGpus(spec, run.nodes);
+  ASSERT_EQ(findings.size(), 3u);  // 2 GPUs for 4 slots; GPUs 2 and 3 do not exist
+  EXPECT_NE(findings[0].message.find("2 GPUs for 4 slots"), std::string::npos);
+  EXPECT_NE(findings[1].message.find("lists GPU 2"), std::string::npos);
+  // A CPU node where GPUs are expected.
+  ProbeRun cpu = ProbeRunOf({Node("gpu-a", ProbeText("2.21.5", "12.4.1", "550.54.15", 0))});
+  auto none = CheckGpus(spec, cpu.nodes);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_NE(none[0].message.find("no NVIDIA GPU"), std::string::npos);
+}
+
+TEST(DoctorRules, UnreachableNodeIsAnErrorAndOthersAreStillChecked) {
+  NodeFacts down;
+  down.host = "gpu-b";
+  down.address = "10.0.0.12";
+  down.failure = ClassifyReachError("ssh: connect to 10.0.0.12:22: Connection refused");
+  down.error = "ssh: connect to 10.0.0.12:22: Connection refused";
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), down, Node("gpu-c", ProbeText("2.18.5"))});
+  auto findings = CheckCluster(Spec(3), run);
+  const Finding* reach = Find(findings, "reach", Severity::kError);
+  ASSERT_TRUE(reach);
+  EXPECT_EQ(reach->nodes, std::vector<std::string>{"gpu-b"});
+  EXPECT_NE(reach->message.find("refused"), std::string::npos);
+  EXPECT_NE(reach->remedy.find("sshd"), std::string::npos);
+  ASSERT_TRUE(Find(findings, "nccl", Severity::kError)) << "the reached nodes are compared";
+}
+
+TEST(DoctorRules, ReachFailureReasons) {
+  EXPECT_EQ(ClassifyReachError("node b: ssh: authentication failed for root@10.0.0.2 (publickey)"),
+            ReachFailure::kAuth);
+  EXPECT_EQ(ClassifyReachError("ssh: host key mismatch for 10.0.0.12 (expected SHA256:abc)"),
+            ReachFailure::kHostKey);
+  EXPECT_EQ(ClassifyReachError("ssh: connection to 10.0.0.9:22 timed out after 5 s"),
+            ReachFailure::kTimeout);
+  EXPECT_EQ(ClassifyReachError("Connection refused"), ReachFailure::kRefused);
+  EXPECT_EQ(ClassifyReachError("could not resolve hostname gpu-x"), ReachFailure::kUnresolved);
+}
+
+TEST(DoctorRules, RendezvousPerNode) {
+  std::string blocked = ProbeText();
+  blocked.replace(blocked.find("rdzv=ok"), 7, "rdzv=unreachable\nrdzv_detail=No route to host");
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", blocked)});
+  auto findings = CheckRendezvous(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_EQ(findings[0].nodes, std::vector<std::string>{"gpu-b"});
+  EXPECT_NE(findings[0].message.find("10.0.0.5:29500"), std::string::npos);
+  EXPECT_NE(findings[0].message.find("No route to host"), std::string::npos);
+  run.listener = {false, "port 29500: Address already in use"};
+  auto busy = CheckRendezvous(run);
+  ASSERT_EQ(busy.size(), 1u);
+  EXPECT_EQ(busy[0].severity, Severity::kError);
+  EXPECT_EQ(busy[0].nodes, std::vector<std::string>{"gpu-a"});
+}
+
+TEST(DoctorRules, ClockSkewIsAWarningAboveOneSecond) {
+  ProbeRun close = ProbeRunOf({Node("gpu-a", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.0), 100.0),
+                        Node("gpu-b", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.3), 100.0)});
+  auto ok = CheckClockSkew(close.nodes);
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0].severity, Severity::kOk);
+  ProbeRun skewed = ProbeRunOf({Node("gpu-a", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.0), 100.0),
+                         Node("gpu-b", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.0), 100.0),
+                         Node("gpu-c", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 103.0), 100.0)});
+  auto findings = CheckCluster(Spec(3), skewed);
+  const Finding* clock = Find(findings, "clock", Severity::kWarning);
+  ASSERT_TRUE(clock);
+  EXPECT_EQ(clock->nodes, std::vector<std::string>{"gpu-c"});
+  EXPECT_EQ(DoctorExitStatus(findings), 0) << "a warning keeps exit status 0";
+}
+
+TEST(DoctorRules, WorkdirAndPythonPath) {
+  std::string bad = ProbeText();
+  bad.replace(bad.find("pythonpath_workdir=yes"), 22, "pythonpath_workdir=no");
+  std::string missing = ProbeText();
+  missing.replace(missing.find("workdir_exists=yes"), 18, "workdir_exists=no");
+  auto findings = CheckWorkdir({Node("gpu-a", ProbeText()), Node("gpu-b", bad),
+                                Node("gpu-c", missing)});
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].nodes, std::vector<std::string>{"gpu-b"});
+  EXPECT_EQ(findings[0].check, "pythonpath");
+  EXPECT_EQ(findings[1].nodes, std::vector<std::string>{"gpu-c"});
+  EXPECT_EQ(findings[1].check, "workdir");
+}
+
+TEST(DoctorRules, ReportMarksOddCellsAndJsonCarriesEverything) {
+  ClusterSpec spec = Spec(3);
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText()),
+                      Node("gpu-c", ProbeText("2.18.5"))});
+  auto findings = CheckCluster(spec, run);
+  std::string plain = RenderTextReport(spec, run, findings, /*colour=*/false);
+  EXPECT_EQ(plain.find('\033'), std::string::npos);
+  EXPECT_NE(plain.find("2.18.5*"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("2.21.5*"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("node gpu-c has NCCL 2.18.5, others 2.21.5"), std::string::npos);
+  std::string coloured = RenderTextReport(spec, run, findings, /*colour=*/true);
+  EXPECT_NE(coloured.find("\033[31m2.18.5"), std::string::npos);
+  auto doc = nlohmann::json::parse(RenderJsonReport(spec, run, findings));
+  ASSERT_EQ(doc["nodes"].size(), 3u);
+  EXPECT_EQ(doc["nodes"][2]["facts"]["nccl"], "2.18.5");
+  EXPECT_EQ(doc["nodes"][0]["facts"]["gpus"].size(), 2u);
+  EXPECT_EQ(doc["summary"]["exit_status"], 1);
+  bool named = false;
+  for (const auto& f : doc["findings"]) {
+    named = named || (f["check"] == "nccl" && f["severity"] == "error" && f["nodes"][0] == "gpu-c");
+  }
+  EXPECT_TRUE(named);
+}
+
+}  // namespace
+}  // namespace dtrain
