@@ -196,7 +196,11 @@ class WebDatasetSource : public BatchSource {
     for (EncodedSample& sample : buffer) {
       if (!AddToBatch(std::move(sample), batch, emit)) return;
     }
-    if (batch.size > 0 && !options_.drop_last) emit(std::move(batch));
+    if (batch.size > 0 && !options_.drop_last) {
+      batch.pixels.resize(static_cast<size_t>(batch.size) * options_.channels *
+                          options_.image_size * options_.image_size);
+      emit(std::move(batch));
+    }
   }
 
   // Decodes `sample` into the batch being filled and emits the batch when full. False: stop.
