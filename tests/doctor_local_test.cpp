@@ -1,0 +1,162 @@
+// `dtrain doctor` end to end on this machine through the local transport: the real probe, the
+// real rendezvous listener, the real binary and its exit statuses (0, 1, 2).
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "doctor/tool_versions.h"
+
+namespace dtrain {
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out;
+};
+
+Result Shell(const std::string& command) {
+  Result r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  int raw = pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A free TCP port on this machine (bound, then released).
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class DoctorLocal : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dtrain-doctor-test-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_ / "project");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string WriteCluster(const std::string& extra, int port, const std::string& workdir = "") {
+    std::string path = (dir_ / "cluster.yaml").string();
+    std::ofstream(path) << "transport: local\nnodes:\n  - {host: here, address: 127.0.0.1}\n"
+                        << "rendezvous: {port: " << port << "}\n"
+                        << "workdir: " << (workdir.empty() ? (dir_ / "project").string() : workdir)
+                        << "\njob: {command: [python3, train.py]}\n"
+                        << extra;
+    return path;
+  }
+
+  Result Doctor(const std::string& args) {
+    return Shell(std::string("NO_COLOR= ") + DTRAIN_BINARY_DIR + "/dtrain doctor " + args);
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(DoctorLocal, HealthyNodeExitsZeroWithRealFacts) {
+  Result r = Doctor("--json -c " + WriteCluster("", FreePort()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["nodes"].size(), 1u);
+  const auto& node = doc["nodes"][0];
+  EXPECT_TRUE(node["reached"].get<bool>());
+  const auto& facts = node["facts"];
+  EXPECT_EQ(facts["rendezvous"], "ok") << r.out;
+  EXPECT_EQ(facts["pythonpath_workdir"], "yes") << r.out;
+  EXPECT_EQ(facts["workdir_exists"], true);
+  EXPECT_GT(facts["cpus"].get<int>(), 0);
+  EXPECT_EQ(facts["cpus"].get<int>(), static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  EXPECT_LT(std::abs(facts["clock_offset_s"].get<double>()), 1.0);
+  std::string header = ReadFile("/usr/local/cuda/include/nccl.h");
+  if (!header.empty()) {
+    // The NCCL the probe reports is the one this machine's toolkit carries.
+    EXPECT_EQ(facts["nccl_header"], NcclFromHeader(header)->text);
+    EXPECT_EQ(facts["nccl"].get<std::string>().substr(0, 4),
+              NcclFromHeader(header)->MajorMinor().substr(0, 4));
+    EXPECT_FALSE(facts["cuda"].is_null());
+  }
+}
+
+TEST_F(DoctorLocal, TextReportWithoutColourWhenPiped) {
+  Result r = Doctor("-c " + WriteCluster("", FreePort()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find('\033'), std::string::npos);
+  EXPECT_NE(r.out.find("node"), std::string::npos);
+  EXPECT_NE(r.out.find("0 errors"), std::string::npos) << r.out;
+}
+
+TEST_F(DoctorLocal, MissingWorkdirAndWrongPinExitOne) {
+  Result r = Doctor("-c " + WriteCluster("expect: {python: \"2.7\"}\n", FreePort(),
+                                         (dir_ / "no-such-dir").string()));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expect.python is 2.7: here has"), std::string::npos) << r.out;
+}
+
+TEST_F(DoctorLocal, BusyRendezvousPortIsAnError) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  Result r = Doctor("-c " + WriteCluster("", ntohs(addr.sin_port)));
+  close(fd);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("in use"), std::string::npos) << r.out;
+}
+
+TEST_F(DoctorLocal, ClusterFileErrorExitsTwo) {
+  std::string path = WriteCluster("bogus_key: 1\n", FreePort());
+  Result r = Doctor("-c " + path);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("bogus_key"), std::string::npos) << r.out;
+  EXPECT_EQ(Doctor("--timeout -3 -c " + WriteCluster("", FreePort())).status, 2);
+}
+
+TEST_F(DoctorLocal, ProbeWorksWithAMinimalPath) {
+  Result r = Shell("env -i PATH=/usr/bin:/bin HOME=/ sh -s < " + std::string(DTRAIN_SOURCE_DIR) +
+                   "/templates/probe.sh");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("\nprobe_end=1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ncpus="), std::string::npos);
+  EXPECT_NE(r.out.find("\nnofile="), std::string::npos);
+  if (std::filesystem::exists("/usr/local/cuda/bin/nvcc")) {
+    EXPECT_NE(r.out.find("\nnvcc=Cuda compilation tools, release"), std::string::npos) << r.out;
+  }
+  if (std::filesystem::exists("/usr/local/cuda/include/nccl.h")) {
+    EXPECT_NE(r.out.find("\nnccl_define=#define NCCL_MAJOR"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\nnccl_lib="), std::string::npos) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace dtrain
