@@ -129,6 +129,21 @@ void CheckImage(const Image& image) {
   }
 }
 
+// One lookup table per channel: the 256 normalised values, computed once per channel count.
+const std::array<std::array<float, 256>, 3>& NormalizationTable(int channels) {
+  static const auto kTables = [] {
+    std::array<std::array<std::array<float, 256>, 3>, 2> tables;
+    for (int t = 0; t < 2; ++t) {
+      const Normalization norm = NormalizationFor(t == 0 ? 1 : 3);
+      for (int k = 0; k < 3; ++k) {
+        for (int v = 0; v < 256; ++v) tables[t][k][v] = (v / 255.0f - norm.mean[k]) / norm.std[k];
+      }
+    }
+    return tables;
+  }();
+  return kTables[channels == 1 ? 0 : 1];
+}
+
 }  // namespace
 
 Image DecodeImage(const uint8_t* bytes, size_t size, const std::string& name) {
@@ -256,12 +271,7 @@ void ImageToModelInput(const Image& image, int channels, int size, float* out) {
     resized = ResizeBilinear(*src, size, size);
     src = &resized;
   }
-  // One lookup table per channel: 256 normalised values, no arithmetic per pixel.
-  const Normalization norm = NormalizationFor(channels);
-  std::array<std::array<float, 256>, 3> table;
-  for (int k = 0; k < channels; ++k) {
-    for (int v = 0; v < 256; ++v) table[k][v] = (v / 255.0f - norm.mean[k]) / norm.std[k];
-  }
+  const std::array<std::array<float, 256>, 3>& table = NormalizationTable(channels);
   const size_t plane = static_cast<size_t>(size) * size;
   const int sc = src->channels;
   const uint8_t* in = src->data.data();

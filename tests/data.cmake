@@ -26,3 +26,7 @@ dtrain_test(data_loaders_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/data_loaders_test.cpp
   LIBS dtrain_data_for_tests
   TIMEOUT 180)
+
+# Loader throughput (not a test): build/data_loader_bench [samples]; see bench/data_loader_bench.sh.
+add_executable(data_loader_bench ${PROJECT_SOURCE_DIR}/bench/data_loader_bench.cpp)
+target_link_libraries(data_loader_bench PRIVATE dtrain_data_for_tests)
