@@ -25,7 +25,8 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                               ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--timeline", options->timeline, "write a per-rank timeline into the job folder");
   cmd->add_option("--ranks-filter", *ranks, "show only these ranks on the console (R,R,...)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_flag("--quiet,-q", options->quiet, "show no rank output on the console (logs still get it)");
   cmd->add_option("--grace-period", options->grace_period_s,
                   "seconds between SIGTERM and SIGKILL when stopping ranks")

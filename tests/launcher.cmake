@@ -1,0 +1,20 @@
+# Launcher: the cluster-file parser and rank plan (unit), and dtrain init/launch/logs run for real
+# through the built dtrain binary with the local transport (integration).
+dtrain_test(launcher_cluster_spec_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_cluster_spec_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
+dtrain_test(launcher_rank_plan_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_rank_plan_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
+dtrain_test(launcher_launch_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_launch_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 120)
+add_dependencies(launcher_launch_test dtrain)
+dtrain_test(launcher_logs_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_logs_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
+add_dependencies(launcher_logs_test dtrain)

@@ -1,0 +1,243 @@
+// The cluster-file parser: every key of DESIGN.md, and broken files that must give
+// FILE:LINE:COL errors naming the expectation — never a crash.
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/cluster_template.h"
+#include "launcher/error.h"
+
+namespace dtrain {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char kFullExample[] = R"(name: lab
+transport: ssh
+ssh:
+  user: alice
+  port: 2222
+  identity_file: ~/.ssh/id_ed25519
+  known_hosts: ~/.ssh/known_hosts
+  host_key_policy: accept-new
+  connect_timeout: 7
+nodes:
+  - host: gpu-a
+    address: 10.0.0.11
+    slots: 8
+    gpus: [0,1,2,3,4,5,6,7]
+    env: {NCCL_SOCKET_IFNAME: eth0}
+  - host: gpu-b
+rendezvous:
+  port: 29501
+workdir: /shared/project
+python: /opt/venv/bin/python3
+env: {NCCL_DEBUG: WARN, ANSWER: 42}
+expect: {cuda: "12.4", nccl: "2.21", python: "3.11", torch: "2.4"}
+log_dir: ./my-logs
+job:
+  command: [dtrain-clip, train, --dataset-type, fashion-mnist]
+  max_restarts: 3
+  timeline: true
+slurm: {partition: debug, time: "00:30:00", account: proj, options: {qos: high}}
+)";
+
+// The error text for `text`, or "" if it parsed. Every failure must be a dtrain::Error.
+std::string ErrorOf(const std::string& text) {
+  try {
+    ParseClusterText(text, "c.yaml");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), kExitUsage) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ClusterSpec, ReadsEveryKey) {
+  ClusterSpec s = ParseClusterText(kFullExample, "c.yaml");
+  EXPECT_EQ(s.source, "c.yaml");
+  EXPECT_EQ(s.name, "lab");
+  EXPECT_EQ(s.transport, TransportKind::kSsh);
+  EXPECT_EQ(s.ssh.user, "alice");
+  EXPECT_EQ(s.ssh.port, 2222);
+  EXPECT_EQ(s.ssh.identity_file, "~/.ssh/id_ed25519");
+  EXPECT_EQ(s.ssh.known_hosts, "~/.ssh/known_hosts");
+  EXPECT_EQ(s.ssh.host_key_policy, HostKeyPolicy::kAcceptNew);
+  EXPECT_EQ(s.ssh.connect_timeout_s, 7);
+  ASSERT_EQ(s.nodes.size(), 2u);
+  EXPECT_EQ(s.nodes[0].host, "gpu-a");
+  EXPECT_EQ(s.nodes[0].address, "10.0.0.11");
+  EXPECT_EQ(s.nodes[0].slots, 8);
+  EXPECT_EQ(s.nodes[0].gpus, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(s.nodes[0].env.at("NCCL_SOCKET_IFNAME"), "eth0");
+  EXPECT_EQ(s.nodes[1].host, "gpu-b");
+  EXPECT_EQ(s.nodes[1].address, "gpu-b");
+  EXPECT_EQ(s.nodes[1].slots, 1);
+  EXPECT_TRUE(s.nodes[1].gpus.empty());
+  EXPECT_EQ(s.rendezvous_port, 29501);
+  EXPECT_EQ(s.workdir, "/shared/project");
+  EXPECT_EQ(s.python, "/opt/venv/bin/python3");
+  EXPECT_EQ(s.env.at("NCCL_DEBUG"), "WARN");
+  EXPECT_EQ(s.env.at("ANSWER"), "42");
+  EXPECT_EQ(s.expect.at("torch"), "2.4");
+  EXPECT_EQ(s.expect.size(), 4u);
+  EXPECT_EQ(s.log_dir, "./my-logs");
+  EXPECT_EQ(s.job.command,
+            (std::vector<std::string>{"dtrain-clip", "train", "--dataset-type", "fashion-mnist"}));
+  EXPECT_EQ(s.job.max_restarts, 3);
+  EXPECT_TRUE(s.job.timeline);
+  EXPECT_EQ(s.slurm.partition, "debug");
+  EXPECT_EQ(s.slurm.time, "00:30:00");
+  EXPECT_EQ(s.slurm.account, "proj");
+  EXPECT_EQ(s.slurm.extra.at("qos"), "high");
+}
+
+TEST(ClusterSpec, SmallestLocalFile) {
+  ClusterSpec s = ParseClusterText("transport: local\nnodes: [{host: localhost, slots: 4}]\n", "x");
+  EXPECT_EQ(s.transport, TransportKind::kLocal);
+  ASSERT_EQ(s.nodes.size(), 1u);
+  EXPECT_EQ(s.nodes[0].slots, 4);
+  EXPECT_EQ(s.nodes[0].address, "localhost");
+  EXPECT_EQ(s.rendezvous_port, 29500);
+  EXPECT_EQ(s.log_dir, "./dtrain-logs");
+  // Also without the transport key: only nodes are required.
+  EXPECT_EQ(ParseClusterText("nodes: [{host: a}]", "x").transport, TransportKind::kSsh);
+}
+
+TEST(ClusterSpec, UnknownKeysAreErrorsWithPosition) {
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nlogdir: x\n"),
+              HasSubstr("c.yaml:2:1: unknown key 'logdir' in the cluster file"));
+  EXPECT_THAT(ErrorOf("nodes:\n  - host: a\n    slot: 2\n"),
+              HasSubstr("c.yaml:3:5: unknown key 'slot' in nodes[0]; expected one of: address"));
+  EXPECT_THAT(ErrorOf("ssh: {usr: bob}\nnodes: [{host: a}]\n"),
+              HasSubstr("c.yaml:1:7: unknown key 'usr' in ssh"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {comand: [x]}\n"), HasSubstr("c.yaml:2:7:"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nrendezvous: {prt: 1}\n"), HasSubstr("unknown key 'prt'"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nexpect: {cudaa: '12'}\n"), HasSubstr("unknown key 'cudaa'"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nslurm: {partitio: x}\n"), HasSubstr("unknown key"));
+}
+
+TEST(ClusterSpec, WrongTypes) {
+  EXPECT_THAT(ErrorOf("nodes:\n  - host: a\n    slots: four\n"),
+              HasSubstr("c.yaml:3:12: nodes[0].slots: expected an integer, got 'four'"));
+  EXPECT_THAT(ErrorOf("nodes: {host: a}\n"), HasSubstr("c.yaml:1:8: nodes: expected a list"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: [a]}]\n"), HasSubstr("nodes[0].host: expected a string"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a, gpus: 3}]\n"), HasSubstr("gpus: expected a list"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a, gpus: [x]}]\n"), HasSubstr("expected an integer"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nenv: [A, B]\n"),
+              HasSubstr("c.yaml:2:6: env: expected a map"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nenv: {A: [1]}\n"), HasSubstr("env.A: expected a string"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {command: train.py}\n"),
+              HasSubstr("job.command: expected a list of strings"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {timeline: maybe}\n"),
+              HasSubstr("job.timeline: expected true or false"));
+  EXPECT_THAT(ErrorOf("transport: rsh\nnodes: [{host: a}]\n"),
+              HasSubstr("c.yaml:1:12: transport: expected ssh, local or slurm, got 'rsh'"));
+  EXPECT_THAT(ErrorOf("ssh: {host_key_policy: yolo}\nnodes: [{host: a}]\n"),
+              HasSubstr("expected strict or accept-new"));
+  EXPECT_THAT(ErrorOf("- a\n- b\n"), HasSubstr("c.yaml:1:1: the cluster file: expected a map"));
+}
+
+TEST(ClusterSpec, MissingNodesDuplicatesAndRanges) {
+  EXPECT_THAT(ErrorOf("name: x\n"), HasSubstr("c.yaml:1:1: missing 'nodes'"));
+  EXPECT_THAT(ErrorOf("nodes: []\n"), HasSubstr("nodes: expected at least one node"));
+  EXPECT_THAT(ErrorOf("nodes:\n  - slots: 2\n"), HasSubstr("c.yaml:2:5: nodes[0]: missing 'host'"));
+  EXPECT_THAT(ErrorOf("nodes:\n  - host: a\n  - host: b\n  - host: a\n"),
+              HasSubstr("c.yaml:4:11: duplicate host 'a' (first listed at line 2)"));
+  EXPECT_THAT(ErrorOf("nodes:\n  - host: a\n    slots: 0\n"),
+              HasSubstr("c.yaml:3:12: nodes[0].slots: expected an integer from 1 to"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a, slots: -3}]\n"), HasSubstr("slots"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nrendezvous: {port: 70000}\n"),
+              HasSubstr("c.yaml:2:20: rendezvous.port (a TCP port): expected an integer from 1 to "
+                        "65535, got 70000"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nssh: {port: 0}\n"), HasSubstr("ssh.port (a TCP port)"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nssh: {port: twenty}\n"), HasSubstr("ssh.port"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a, gpus: [0, 0]}]\n"), HasSubstr("GPU 0 listed twice"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nnodes: [{host: b}]\n"), HasSubstr("duplicate key 'nodes'"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {max_restarts: -1}\n"), HasSubstr("max_restarts"));
+}
+
+TEST(ClusterSpec, BrokenYamlAndEmptyFiles) {
+  EXPECT_THAT(ErrorOf(""), HasSubstr("c.yaml:1:1: the cluster file is empty"));
+  EXPECT_THAT(ErrorOf("# only a comment\n"), HasSubstr("empty"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}\n"), HasSubstr("c.yaml:2:1: not valid YAML"));
+  EXPECT_THAT(ErrorOf("nodes:\n\t- host: a\n"), HasSubstr("c.yaml:2:"));
+  EXPECT_THAT(ErrorOf("a: b: c\n"), HasSubstr("not valid YAML"));
+}
+
+// Every prefix of a valid file, and every single-byte corruption of it, either parses or gives
+// a positioned usage error: nothing crashes and nothing else is thrown.
+TEST(ClusterSpec, NoInputCrashes) {
+  const std::string full = kFullExample;
+  int errors = 0;
+  for (size_t n = 0; n <= full.size(); ++n) {
+    std::string message = ErrorOf(full.substr(0, n));
+    if (!message.empty()) {
+      ++errors;
+      EXPECT_THAT(message, HasSubstr("c.yaml:")) << "prefix " << n;
+    }
+  }
+  for (size_t i = 0; i < full.size(); i += 7) {
+    for (char c : std::string("{[:-'\"\t\n#&*!|>%@`,]}")) {
+      std::string broken = full;
+      broken[i] = c;
+      std::string message = ErrorOf(broken);
+      if (!message.empty()) {
+        EXPECT_THAT(message, HasSubstr("c.yaml")) << broken;
+      }
+    }
+  }
+  EXPECT_GT(errors, 0);
+}
+
+TEST(ClusterSpec, FileErrorsNameTheFile) {
+  try {
+    ParseClusterFile("/nonexistent/cluster.yaml");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), kExitUsage);
+    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/cluster.yaml: cannot read"));
+  }
+  const std::string path = ::testing::TempDir() + "/bad-cluster.yaml";
+  std::ofstream(path) << "nodes:\n  - host: a\n    slots: 0\n";
+  try {
+    ParseClusterFile(path);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path + ":3:12:"));
+  }
+}
+
+TEST(ClusterSpec, TemplatesParse) {
+  for (const std::string& name : ClusterTemplateNames()) {
+    std::string_view text = ClusterTemplate(name);
+    ClusterSpec s = ParseClusterText(std::string(text), name);
+    EXPECT_FALSE(s.nodes.empty()) << name;
+    EXPECT_EQ(TransportName(s.transport), name);
+  }
+  EXPECT_THROW(ClusterTemplate("pbs"), Error);
+}
+
+TEST(ClusterSpec, DefaultLocalClusterFollowsTheEnvironment) {
+  ::unsetenv("NPROC_PER_NODE");
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ClusterSpec s = DefaultLocalCluster();
+  EXPECT_EQ(s.transport, TransportKind::kLocal);
+  ASSERT_EQ(s.nodes.size(), 1u);
+  EXPECT_EQ(s.nodes[0].slots, 1);
+  ::setenv("CUDA_VISIBLE_DEVICES", "2,5,7", 1);
+  EXPECT_EQ(DefaultLocalCluster().nodes[0].slots, 3);
+  ::setenv("NPROC_PER_NODE", "5", 1);
+  EXPECT_EQ(DefaultLocalCluster().nodes[0].slots, 5);
+  ::setenv("NPROC_PER_NODE", "two", 1);
+  EXPECT_THROW(DefaultLocalCluster(), Error);
+  ::unsetenv("NPROC_PER_NODE");
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+}  // namespace
+}  // namespace dtrain

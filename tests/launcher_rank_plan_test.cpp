@@ -1,0 +1,126 @@
+// The rank plan: layout of ranks over nodes and the environment of each rank.
+#include <gtest/gtest.h>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/rank_plan.h"
+
+namespace dtrain {
+namespace {
+
+ClusterSpec TwoNodes() {
+  return ParseClusterText(R"(
+nodes:
+  - host: a
+    address: 10.0.0.1
+    slots: 2
+    gpus: [4, 5]
+    env: {ONLY_A: "1", SHARED: node}
+  - host: b
+    slots: 3
+rendezvous: {port: 29555}
+env: {SHARED: global, GLOBAL: "g h"}
+)",
+                          "t.yaml");
+}
+
+PlanOptions Options() {
+  PlanOptions o;
+  o.job_name = "j1";
+  o.job_dir = "/logs/j1";
+  o.launch_dir = "/here";
+  o.cores_per_node = 12;
+  return o;
+}
+
+TEST(RankPlan, LaysOutRanksNodeByNode) {
+  RankPlan plan = MakeRankPlan(TwoNodes(), Options());
+  EXPECT_EQ(plan.world_size, 5);
+  EXPECT_EQ(plan.node_count, 2);
+  EXPECT_EQ(plan.master_addr, "10.0.0.1");
+  EXPECT_EQ(plan.master_port, 29555);
+  ASSERT_EQ(plan.ranks.size(), 5u);
+  const int node[] = {0, 0, 1, 1, 1};
+  const int local[] = {0, 1, 0, 1, 2};
+  for (int r = 0; r < 5; ++r) {
+    const RankSlot& s = plan.ranks[r];
+    EXPECT_EQ(s.rank, r);
+    EXPECT_EQ(s.node_rank, node[r]);
+    EXPECT_EQ(s.local_rank, local[r]);
+    EXPECT_EQ(s.local_world_size, node[r] == 0 ? 2 : 3);
+    EXPECT_EQ(s.host, node[r] == 0 ? "a" : "b");
+    EXPECT_EQ(s.env.at("RANK"), std::to_string(r));
+    EXPECT_EQ(s.env.at("LOCAL_RANK"), std::to_string(local[r]));
+    EXPECT_EQ(s.env.at("WORLD_SIZE"), "5");
+    EXPECT_EQ(s.env.at("NODE_RANK"), std::to_string(node[r]));
+    EXPECT_EQ(s.env.at("MASTER_ADDR"), "10.0.0.1");
+    EXPECT_EQ(s.env.at("MASTER_PORT"), "29555");
+    EXPECT_EQ(s.env.at("HOROVOD_RANK"), std::to_string(r));
+    EXPECT_EQ(s.env.at("HOROVOD_SIZE"), "5");
+    EXPECT_EQ(s.env.at("HOROVOD_LOCAL_RANK"), std::to_string(local[r]));
+    EXPECT_EQ(s.env.at("HOROVOD_HOSTNAME"), s.host);
+    EXPECT_EQ(s.env.at("NPROC_PER_NODE"), node[r] == 0 ? "2" : "3");
+    EXPECT_EQ(s.env.at("OMP_NUM_THREADS"), node[r] == 0 ? "6" : "4");
+    EXPECT_EQ(s.env.at("PYTHONUNBUFFERED"), "1");
+    EXPECT_EQ(s.env.at("DTRAIN_JOB"), "j1");
+    EXPECT_EQ(s.env.at("DTRAIN_LOG_DIR"), "/logs/j1");
+    EXPECT_EQ(s.env.at("DTRAIN_RESTART_COUNT"), "0");
+    EXPECT_EQ(s.env.count("DTRAIN_TIMELINE"), 0u);
+    EXPECT_EQ(s.env.count("PYTHONPATH"), 0u);
+    EXPECT_EQ(s.python_path_head, "/here");
+    EXPECT_EQ(s.env.at("GLOBAL"), "g h");
+  }
+  // Horovod's cross communicator: nodes holding the same local rank.
+  EXPECT_EQ(plan.ranks[0].env.at("HOROVOD_CROSS_SIZE"), "2");
+  EXPECT_EQ(plan.ranks[2].env.at("HOROVOD_CROSS_RANK"), "1");
+  EXPECT_EQ(plan.ranks[4].env.at("HOROVOD_CROSS_SIZE"), "1");
+  EXPECT_EQ(plan.ranks[4].env.at("HOROVOD_CROSS_RANK"), "0");
+  // GPUs only where listed; per-node env wins over global env.
+  EXPECT_EQ(plan.ranks[0].env.at("CUDA_VISIBLE_DEVICES"), "4");
+  EXPECT_EQ(plan.ranks[1].env.at("CUDA_VISIBLE_DEVICES"), "5");
+  EXPECT_EQ(plan.ranks[2].env.count("CUDA_VISIBLE_DEVICES"), 0u);
+  EXPECT_EQ(plan.ranks[0].env.at("SHARED"), "node");
+  EXPECT_EQ(plan.ranks[2].env.at("SHARED"), "global");
+  EXPECT_EQ(plan.ranks[0].env.at("ONLY_A"), "1");
+  EXPECT_EQ(plan.ranks[2].env.count("ONLY_A"), 0u);
+}
+
+TEST(RankPlan, NprocPerNodeOverridesSlotsAndSharesGpus) {
+  PlanOptions o = Options();
+  o.nproc_per_node = 4;
+  RankPlan plan = MakeRankPlan(TwoNodes(), o);
+  EXPECT_EQ(plan.world_size, 8);
+  EXPECT_EQ(plan.ranks[7].local_rank, 3);
+  EXPECT_EQ(plan.ranks[7].env.at("LOCAL_WORLD_SIZE"), "4");
+  // Two GPUs for four ranks: shared round-robin.
+  EXPECT_EQ(plan.ranks[2].env.at("CUDA_VISIBLE_DEVICES"), "4");
+  EXPECT_EQ(plan.ranks[3].env.at("CUDA_VISIBLE_DEVICES"), "5");
+  // Eight GPUs for two ranks: four each.
+  ClusterSpec wide = ParseClusterText("nodes: [{host: a, slots: 2, gpus: [0,1,2,3,4,5,6,7]}]", "w");
+  RankPlan wide_plan = MakeRankPlan(wide, Options());
+  EXPECT_EQ(wide_plan.ranks[0].env.at("CUDA_VISIBLE_DEVICES"), "0,1,2,3");
+  EXPECT_EQ(wide_plan.ranks[1].env.at("CUDA_VISIBLE_DEVICES"), "4,5,6,7");
+}
+
+TEST(RankPlan, TimelineRestartsWorkdirAndPythonPath) {
+  ClusterSpec spec = ParseClusterText(
+      "nodes: [{host: a, slots: 2}]\nworkdir: /proj\nenv: {PYTHONPATH: /extra, OMP_NUM_THREADS: '3'}\n",
+      "t");
+  PlanOptions o = Options();
+  o.timeline = true;
+  o.restart_count = 2;
+  RankPlan plan = MakeRankPlan(spec, o);
+  const RankSlot& s = plan.ranks[1];
+  EXPECT_EQ(s.env.at("DTRAIN_TIMELINE"), "/logs/j1/timeline/rank-1.json");
+  EXPECT_EQ(s.env.at("HOROVOD_TIMELINE"), "/logs/j1/timeline/rank-1.json");
+  EXPECT_EQ(s.env.at("DTRAIN_RESTART_COUNT"), "2");
+  EXPECT_EQ(s.python_path_head, "/proj:/extra");
+  EXPECT_EQ(s.env.count("PYTHONPATH"), 0u);
+  EXPECT_EQ(s.env.at("OMP_NUM_THREADS"), "3");
+
+  o.omp_num_threads_set = true;
+  ClusterSpec plain = ParseClusterText("nodes: [{host: a}]", "p");
+  EXPECT_EQ(MakeRankPlan(plain, o).ranks[0].env.count("OMP_NUM_THREADS"), 0u);
+}
+
+}  // namespace
+}  // namespace dtrain
