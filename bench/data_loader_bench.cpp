@@ -41,7 +41,8 @@ Rate Measure(clip::DataOptions options, int64_t samples) {
   while (seen < samples && source->Next(batch)) seen += batch.size;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {static_cast<double>(seen) / seconds, static_cast<double>(seen) / (CpuSeconds() - cpu_start)};
+  return {static_cast<double>(seen) / seconds,
+          static_cast<double>(seen) / (CpuSeconds() - cpu_start)};
 }
 
 int main(int argc, char** argv) {
@@ -65,9 +66,9 @@ int main(int argc, char** argv) {
       for (const char* type : {"fashion-mnist", "csv", "webdataset", "synthetic"}) {
         clip::DataOptions o;
         o.dataset_type = type;
-        o.train_data = std::string(type) == "csv" ? csv
+        o.train_data = std::string(type) == "csv"          ? csv
                        : std::string(type) == "webdataset" ? shards
-                                                            : "";
+                                                           : "";
         o.channels = size == 28 ? 1 : 3;
         o.image_size = size;
         o.workers = workers;

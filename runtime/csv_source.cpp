@@ -142,8 +142,8 @@ class CsvDataset : public SampleDataset {
         continue;
       }
       const std::string& path = record.fields[img];
-      rows_.push_back(Row{record.line, path[0] == '/' ? path : folder + "/" + path,
-                          record.fields[caption]});
+      rows_.push_back(
+          Row{record.line, path[0] == '/' ? path : folder + "/" + path, record.fields[caption]});
     }
     if (rows_.empty()) throw std::runtime_error(csv_path_ + ": no usable rows");
     channels_ = options.channels;
@@ -176,8 +176,7 @@ class CsvDataset : public SampleDataset {
     std::string columns;
     for (const auto& f : header.fields) columns += (columns.empty() ? "" : ", ") + f;
     throw std::runtime_error(csv_path_ + ":1: no column '" + key + "' in the header (columns: " +
-                             columns + "); choose one with " + flag +
-                             " or check --csv-separator");
+                             columns + "); choose one with " + flag + " or check --csv-separator");
   }
 
   std::string csv_path_;

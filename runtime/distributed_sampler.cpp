@@ -34,8 +34,8 @@ std::vector<int64_t> SeededPermutation(int64_t n, uint64_t seed) {
 DistributedSampler::DistributedSampler(const Options& options) : options_(options) {
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
     throw std::invalid_argument("sampler: rank " + std::to_string(options.rank) +
-                                " is not in [0, world size " +
-                                std::to_string(options.world_size) + ")");
+                                " is not in [0, world size " + std::to_string(options.world_size) +
+                                ")");
   }
   if (options.dataset_size <= 0) throw std::invalid_argument("sampler: the dataset is empty");
   epoch_size_ = options.num_samples > 0 && options.num_samples < options.dataset_size
@@ -44,10 +44,9 @@ DistributedSampler::DistributedSampler(const Options& options) : options_(option
   per_rank_ = options.drop_last ? epoch_size_ / options.world_size
                                 : (epoch_size_ + options.world_size - 1) / options.world_size;
   if (per_rank_ == 0) {
-    throw std::invalid_argument("sampler: " + std::to_string(epoch_size_) +
-                                " samples cannot give each of " +
-                                std::to_string(options.world_size) +
-                                " ranks one sample with drop-last");
+    throw std::invalid_argument(
+        "sampler: " + std::to_string(epoch_size_) + " samples cannot give each of " +
+        std::to_string(options.world_size) + " ranks one sample with drop-last");
   }
 }
 

@@ -21,7 +21,8 @@ std::string Numbered(const char* format, int64_t value) {
 Image SampleImage(const FashionMnistSplit& data, int64_t i) {
   constexpr size_t kPixels = kFashionMnistSide * kFashionMnistSide;
   const auto* first = &data.pixels[static_cast<size_t>(i) * kPixels];
-  return Image{kFashionMnistSide, kFashionMnistSide, 1, std::vector<uint8_t>(first, first + kPixels)};
+  return Image{kFashionMnistSide, kFashionMnistSide, 1,
+               std::vector<uint8_t>(first, first + kPixels)};
 }
 
 // A CSV field, quoted when it holds the separator, a quote or a line break.
@@ -69,16 +70,14 @@ ExportSummary ExportWebDataset(const FashionMnistSplit& data, int64_t count,
     }
     tar.Finish();
   }
-  return ExportSummary{count, shards,
-                       stem + "{0000.." + Numbered("%04lld", shards - 1) + "}.tar"};
+  return ExportSummary{count, shards, stem + "{0000.." + Numbered("%04lld", shards - 1) + "}.tar"};
 }
 
 }  // namespace
 
 ExportSummary ExportFashionMnist(const ExportOptions& options) {
   if (options.format != "csv" && options.format != "webdataset") {
-    throw std::runtime_error("export: format '" + options.format +
-                             "': expected csv or webdataset");
+    throw std::runtime_error("export: format '" + options.format + "': expected csv or webdataset");
   }
   if (options.out_dir.empty()) throw std::runtime_error("export: no output folder given");
   const FashionMnistSplit data = LoadFashionMnist(options.source_dir, options.split);

@@ -54,21 +54,22 @@ std::vector<uint32_t> IdxDimensions(const std::vector<uint8_t>& bytes, int dims,
 
 }  // namespace
 
-std::string DefaultFashionMnistDir() { return "/usr/share/datasets/fashion-mnist"; }
+std::string DefaultFashionMnistDir() {
+  return "/usr/share/datasets/fashion-mnist";
+}
 
 const std::vector<std::string>& FashionMnistClassNames() {
-  static const std::vector<std::string> kNames = {
-      "t-shirt", "trouser", "pullover", "dress", "coat",
-      "sandal",  "shirt",   "sneaker",  "bag",   "ankle boot"};
+  static const std::vector<std::string> kNames = {"t-shirt", "trouser",   "pullover", "dress",
+                                                  "coat",    "sandal",    "shirt",    "sneaker",
+                                                  "bag",     "ankle boot"};
   return kNames;
 }
 
 const std::vector<std::string>& FashionMnistTemplates() {
   // A subset of OpenCLIP's ImageNet templates, short enough for a 30-byte caption.
   static const std::vector<std::string> kTemplates = {
-      "a photo of a {}.",     "a bad photo of a {}.", "a good photo of a {}.",
-      "a photo of the {}.",   "a photo of my {}.",    "itap of a {}.",
-      "a close photo of a {}.", "art of the {}."};
+      "a photo of a {}.",  "a bad photo of a {}.", "a good photo of a {}.",  "a photo of the {}.",
+      "a photo of my {}.", "itap of a {}.",        "a close photo of a {}.", "art of the {}."};
   return kTemplates;
 }
 
@@ -93,8 +94,8 @@ FashionMnistSplit LoadFashionMnist(const std::string& dir, const std::string& sp
   if (split != "train" && split != "test") {
     throw std::runtime_error("Fashion-MNIST split '" + split + "': expected train or test");
   }
-  const std::string base = (dir.empty() ? DefaultFashionMnistDir() : dir) + "/" +
-                           (split == "train" ? "train" : "t10k");
+  const std::string base =
+      (dir.empty() ? DefaultFashionMnistDir() : dir) + "/" + (split == "train" ? "train" : "t10k");
   const std::string images_path = base + "-images-idx3-ubyte.gz";
   const std::string labels_path = base + "-labels-idx1-ubyte.gz";
   std::vector<uint8_t> images = ReadGzipFile(images_path);
@@ -106,8 +107,8 @@ FashionMnistSplit LoadFashionMnist(const std::string& dir, const std::string& sp
                              std::to_string(image_shape[2]) + ", expected 28x28");
   }
   if (image_shape[0] != label_shape[0]) {
-    throw std::runtime_error(labels_path + ": " + std::to_string(label_shape[0]) +
-                             " labels for " + std::to_string(image_shape[0]) + " images");
+    throw std::runtime_error(labels_path + ": " + std::to_string(label_shape[0]) + " labels for " +
+                             std::to_string(image_shape[0]) + " images");
   }
   FashionMnistSplit data;
   data.count = image_shape[0];

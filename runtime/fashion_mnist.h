@@ -8,7 +8,7 @@
 
 namespace dtrain::clip {
 
-constexpr int kFashionMnistSide = 28;        // images are 28x28, one 8-bit gray channel
+constexpr int kFashionMnistSide = 28;  // images are 28x28, one 8-bit gray channel
 constexpr int kFashionMnistClasses = 10;
 // Mean and standard deviation of the training pixels scaled to [0, 1] (used for 1-channel input).
 constexpr float kFashionMnistMean = 0.2860f;

@@ -27,8 +27,8 @@ class FashionMnistDataset : public SampleDataset {
     std::memcpy(image.data.data(), &split_.pixels[static_cast<size_t>(index) * kPixels], kPixels);
     ImageToModelInput(image, channels_, size_, slot.pixels);
     slot.label = split_.labels[static_cast<size_t>(index)];
-    const uint64_t draw = MixSeed(seed_ ^ MixSeed((static_cast<uint64_t>(epoch) << 32) ^
-                                                  static_cast<uint64_t>(index)));
+    const uint64_t draw = MixSeed(
+        seed_ ^ MixSeed((static_cast<uint64_t>(epoch) << 32) ^ static_cast<uint64_t>(index)));
     slot.caption = FashionMnistCaption(slot.label, static_cast<int64_t>(draw >> 1));
   }
 

@@ -16,7 +16,8 @@ struct Image {
 };
 
 // Decodes PNG or JPEG (told apart by their magic bytes). `name` (a path, a tar member) is what
-// errors name: throws std::runtime_error "NAME: not a PNG or JPEG image" / "NAME: corrupt PNG: ...".
+// errors name: throws std::runtime_error "NAME: not a PNG or JPEG image" / "NAME: corrupt PNG:
+// ...".
 Image DecodeImage(const uint8_t* bytes, size_t size, const std::string& name);
 // Reads and decodes a file; a missing or unreadable file is an error naming it.
 Image ReadImageFile(const std::string& path);

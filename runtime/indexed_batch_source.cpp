@@ -49,9 +49,9 @@ class IndexedBatchSource : public BatchSource {
     batches_ = options.drop_last ? n / options.batch_size
                                  : (n + options.batch_size - 1) / options.batch_size;
     if (batches_ == 0) {
-      throw std::runtime_error("data: " + std::to_string(n) + " samples per rank make no batch of " +
-                               std::to_string(options.batch_size) +
-                               " with drop-last; lower the batch size");
+      throw std::runtime_error(
+          "data: " + std::to_string(n) + " samples per rank make no batch of " +
+          std::to_string(options.batch_size) + " with drop-last; lower the batch size");
     }
   }
   ~IndexedBatchSource() override { prefetcher_.Stop(); }
@@ -97,8 +97,8 @@ class IndexedBatchSource : public BatchSource {
     const int64_t n = static_cast<int64_t>(ids.size());
     const int64_t begin = b * options_.batch_size;
     const int64_t size = std::min<int64_t>(options_.batch_size, n - begin);
-    const size_t sample = static_cast<size_t>(options_.channels) * options_.image_size *
-                          options_.image_size;
+    const size_t sample =
+        static_cast<size_t>(options_.channels) * options_.image_size * options_.image_size;
     batch.size = size;
     batch.channels = options_.channels;
     batch.height = batch.width = options_.image_size;

@@ -21,8 +21,7 @@ std::vector<std::string> Alternatives(const std::string& body, const std::string
     }
     const long long first = std::atoll(lo.c_str()), last = std::atoll(hi.c_str());
     if (last < first) {
-      throw std::runtime_error("shard pattern '" + pattern + "': range {" + body +
-                               "} goes down");
+      throw std::runtime_error("shard pattern '" + pattern + "': range {" + body + "} goes down");
     }
     std::vector<std::string> values;
     for (long long v = first; v <= last; ++v) {
@@ -75,14 +74,15 @@ std::vector<std::string> ExpandShardPattern(const std::string& pattern) {
   return shards;
 }
 
-std::vector<std::string> ShardsFor(const std::vector<std::string>& shards, int rank,
-                                   int world_size, int worker, int workers) {
+std::vector<std::string> ShardsFor(const std::vector<std::string>& shards, int rank, int world_size,
+                                   int worker, int workers) {
   const size_t needed = static_cast<size_t>(world_size) * workers;
   if (shards.size() < needed) {
-    throw std::runtime_error("webdataset: " + std::to_string(shards.size()) + " shards for " +
-                             std::to_string(world_size) + " ranks x " + std::to_string(workers) +
-                             " loader threads: every loader needs a shard of its own; use at least " +
-                             std::to_string(needed) + " shards or fewer --workers");
+    throw std::runtime_error(
+        "webdataset: " + std::to_string(shards.size()) + " shards for " +
+        std::to_string(world_size) + " ranks x " + std::to_string(workers) +
+        " loader threads: every loader needs a shard of its own; use at least " +
+        std::to_string(needed) + " shards or fewer --workers");
   }
   std::vector<std::string> mine;
   size_t k = 0;  // position among this rank's shards

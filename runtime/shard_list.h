@@ -15,7 +15,7 @@ std::vector<std::string> ExpandShardPattern(const std::string& pattern);
 // The shards loader thread `worker` of `rank` reads: every world_size-th shard from position
 // rank, then every workers-th of those from position worker. Throws std::runtime_error when
 // there are fewer shards than world_size x workers (some loader would have none).
-std::vector<std::string> ShardsFor(const std::vector<std::string>& shards, int rank,
-                                   int world_size, int worker, int workers);
+std::vector<std::string> ShardsFor(const std::vector<std::string>& shards, int rank, int world_size,
+                                   int worker, int workers);
 
 }  // namespace dtrain::clip

@@ -103,8 +103,8 @@ bool TarReader::Next(TarMember& member) {
       throw std::runtime_error(path_ + ": corrupt tar header at byte " + std::to_string(header_at));
     }
     if (checksum != HeaderChecksum(block)) {
-      throw std::runtime_error(path_ + ": corrupt tar header at byte " +
-                               std::to_string(header_at) + " (checksum mismatch)");
+      throw std::runtime_error(path_ + ": corrupt tar header at byte " + std::to_string(header_at) +
+                               " (checksum mismatch)");
     }
     std::string name = FieldString(block, 100);
     const std::string prefix = FieldString(block + 345, 155);
@@ -144,7 +144,10 @@ void TarWriter::Add(const std::string& name, const std::vector<uint8_t>& data) {
                 static_cast<unsigned long long>(data.size()));
   std::snprintf(reinterpret_cast<char*>(block + 136), 12, "%011o", 0);
   block[156] = '0';
-  std::memcpy(block + 257, "ustar\0" "00", 8);
+  std::memcpy(block + 257,
+              "ustar\0"
+              "00",
+              8);
   std::snprintf(reinterpret_cast<char*>(block + 148), 8, "%06llo",
                 static_cast<unsigned long long>(HeaderChecksum(block)));
   block[155] = ' ';

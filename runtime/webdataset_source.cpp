@@ -134,11 +134,12 @@ class WebDatasetSource : public BatchSource {
       order.push_back(shards_[static_cast<size_t>(i)]);
     }
     prefetcher_.Start(workers_, options_.prefetch, [this, order, epoch](int w, const auto& emit) {
-      Stream(ShardsFor(order, options_.rank, options_.world_size, w, workers_),
-             MixSeed(options_.seed ^ MixSeed((uint64_t{static_cast<uint32_t>(epoch)} << 32) |
-                                             (uint64_t{static_cast<uint32_t>(options_.rank)} << 12) |
-                                             static_cast<uint32_t>(w))),
-             emit);
+      Stream(
+          ShardsFor(order, options_.rank, options_.world_size, w, workers_),
+          MixSeed(options_.seed ^ MixSeed((uint64_t{static_cast<uint32_t>(epoch)} << 32) |
+                                          (uint64_t{static_cast<uint32_t>(options_.rank)} << 12) |
+                                          static_cast<uint32_t>(w))),
+          emit);
     });
   }
 
@@ -186,10 +187,10 @@ class WebDatasetSource : public BatchSource {
       }
       if (!repeat) break;
       if (taken == 0) {
-        throw std::runtime_error("webdataset: no usable sample in " +
-                                 std::to_string(shards.size()) + " shards (first: " +
-                                 shards.front() + "); " + std::to_string(bad_log_.Count() - before) +
-                                 " bad samples or shards reported above");
+        throw std::runtime_error(
+            "webdataset: no usable sample in " + std::to_string(shards.size()) +
+            " shards (first: " + shards.front() + "); " +
+            std::to_string(bad_log_.Count() - before) + " bad samples or shards reported above");
       }
     }
     std::shuffle(buffer.begin(), buffer.end(), rng);

@@ -268,7 +268,7 @@ TEST_F(ExportedData, TruncatedAndMissingShardsAreReportedWithTheirPath) {
                   dir + "/s-" + std::to_string(s) + ".tar", fs::copy_options::overwrite_existing);
   }
   const std::string cut = dir + "/s-1.tar";
-  fs::resize_file(cut, fs::file_size(cut) / 2 + 100);  // mid-member
+  fs::resize_file(cut, fs::file_size(cut) / 2 + 100);                  // mid-member
   DataOptions options = Options("webdataset", dir + "/s-{0..2}.tar");  // s-2.tar is missing
   options.workers = 1;
   testing::internal::CaptureStderr();
