@@ -1,0 +1,33 @@
+// Checkpoints: model parameters, AdamW state, progress counters and the CPU RNG in one file,
+// written atomically (temp file, fsync, rename): a kill during a save leaves the previous
+// checkpoint intact and usable.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace dtrain::clip {
+
+// Where training stands when a checkpoint is written.
+struct TrainProgress {
+  int64_t epoch = 0;    // epochs completed
+  int64_t step = 0;     // optimizer steps taken
+  int64_t samples = 0;  // samples seen (all ranks)
+};
+
+// Writes `path` atomically. Throws std::runtime_error naming the path.
+void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
+                    const torch::optim::Optimizer& optimizer, const TrainProgress& progress,
+                    const std::string& model_name);
+
+// Restores what SaveCheckpoint wrote into `model` and `optimizer` (same architecture) and the
+// CPU RNG; returns the progress. Throws std::runtime_error naming the path and the mismatch.
+TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
+                             torch::optim::Optimizer& optimizer);
+
+// `--resume` resolved: "latest" -> <dir>/epoch_latest.pt, else the highest epoch_N.pt, else ""
+// (start fresh); any other value is a path that must exist.
+std::string ResolveResumePath(const std::string& resume, const std::string& checkpoint_dir);
+
+}  // namespace dtrain::clip

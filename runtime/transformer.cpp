@@ -1,0 +1,98 @@
+#include "runtime/transformer.h"
+
+#include <cmath>
+#include <limits>
+
+namespace dtrain::clip {
+
+AttentionImpl::AttentionImpl(int64_t width) {
+  // nn.MultiheadAttention's initialisation: xavier-uniform packed projection, zero biases.
+  in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * width, width}));
+  in_proj_bias = register_parameter("in_proj_bias", torch::zeros({3 * width}));
+  out_proj = register_module("out_proj", torch::nn::Linear(width, width));
+  torch::NoGradGuard no_grad;
+  torch::nn::init::xavier_uniform_(in_proj_weight);
+  out_proj->bias.zero_();
+}
+
+MlpImpl::MlpImpl(int64_t width, int64_t hidden) {
+  c_fc = register_module("c_fc", torch::nn::Linear(width, hidden));
+  c_proj = register_module("c_proj", torch::nn::Linear(hidden, width));
+}
+
+ResidualAttentionBlockImpl::ResidualAttentionBlockImpl(int64_t width, int64_t heads,
+                                                       double mlp_ratio)
+    : width_(width), heads_(heads) {
+  ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
+  attn = register_module("attn", Attention(width));
+  ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
+  mlp = register_module("mlp", Mlp(width, static_cast<int64_t>(width * mlp_ratio)));
+}
+
+torch::Tensor ResidualAttentionBlockImpl::forward(const torch::Tensor& x,
+                                                  const torch::Tensor& mask) {
+  const int64_t batch = x.size(0), length = x.size(1), head_dim = width_ / heads_;
+  // [B, L, 3W] -> three [B, H, L, D] views.
+  auto qkv = torch::linear(ln_1(x), attn->in_proj_weight, attn->in_proj_bias)
+                 .view({batch, length, 3, heads_, head_dim})
+                 .permute({2, 0, 3, 1, 4});
+  auto q = qkv[0], k = qkv[1], v = qkv[2];
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  auto scores = torch::matmul(q, k.transpose(-2, -1)).mul_(scale);
+  if (mask.defined()) scores.add_(mask);
+  auto weights = torch::softmax(scores, -1);
+  auto context = torch::matmul(weights, v).transpose(1, 2).reshape({batch, length, width_});
+  auto h = x + attn->out_proj(context);
+  return h + mlp(ln_2(h));
+}
+
+torch::Tensor ResidualAttentionBlockImpl::ForwardRows(const torch::Tensor& x,
+                                                      const torch::Tensor& rows, bool causal) {
+  const int64_t batch = x.size(0), length = x.size(1), head_dim = width_ / heads_;
+  auto normed = ln_1(x);
+  auto arange = torch::arange(batch, rows.options());
+  auto x_rows = x.index({arange, rows});            // [B, W]
+  auto normed_rows = normed.index({arange, rows});  // [B, W]
+  auto w = attn->in_proj_weight.split(width_, 0);
+  auto b = attn->in_proj_bias.split(width_, 0);
+  auto q = torch::linear(normed_rows, w[0], b[0]).view({batch, heads_, 1, head_dim});
+  auto kv = torch::linear(normed, torch::cat({w[1], w[2]}), torch::cat({b[1], b[2]}))
+                .view({batch, length, 2, heads_, head_dim})
+                .permute({2, 0, 3, 1, 4});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  auto scores = torch::matmul(q, kv[0].transpose(-2, -1)).mul_(scale);  // [B, H, 1, L]
+  if (causal) {
+    auto future = torch::arange(length, rows.options()).unsqueeze(0) > rows.unsqueeze(1);
+    scores.masked_fill_(future.view({batch, 1, 1, length}),
+                        -std::numeric_limits<float>::infinity());
+  }
+  auto weights = torch::softmax(scores, -1);
+  auto context = torch::matmul(weights, kv[1]).reshape({batch, width_});
+  auto h = x_rows + attn->out_proj(context);
+  return h + mlp(ln_2(h));
+}
+
+TransformerImpl::TransformerImpl(int64_t width, int64_t layers, int64_t heads, double mlp_ratio)
+    : width_(width) {
+  resblocks_ = register_module("resblocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < layers; ++i) {
+    blocks_.push_back(ResidualAttentionBlock(width, heads, mlp_ratio));
+    resblocks_->push_back(blocks_.back());
+  }
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  torch::Tensor h = x;
+  for (auto& block : blocks_) h = block->forward(h, mask);
+  return h;
+}
+
+torch::Tensor TransformerImpl::ForwardPooled(const torch::Tensor& x, const torch::Tensor& mask,
+                                             const torch::Tensor& rows, bool causal) {
+  torch::Tensor h = x;
+  for (size_t i = 0; i + 1 < blocks_.size(); ++i) h = blocks_[i]->forward(h, mask);
+  if (blocks_.empty()) return h.index({torch::arange(h.size(0), rows.options()), rows});
+  return blocks_.back()->ForwardRows(h, rows, causal);
+}
+
+}  // namespace dtrain::clip
