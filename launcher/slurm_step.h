@@ -1,0 +1,58 @@
+// SlurmStep: one Transport::Start() call as one srun job step. Task t (SLURM_PROCID) on node
+// t / tasks_per_node runs a small sh wrapper that picks its rank's environment by SLURM_PROCID,
+// checks Slurm placed it where the plan says, runs the command and reports its exit status.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/transport.h"
+
+namespace dtrain {
+
+// Everything needed to run and follow the step; built from the ProcessSpecs and the
+// allocation's node names. Pure data.
+struct SlurmStepPlan {
+  std::vector<int> task_ids;  // task t (SLURM_PROCID) -> ProcessSpec::id
+  int node_count = 0;
+  int tasks_per_node = 0;
+  std::vector<std::string> hosts;  // the allocation's nodes the step runs on, node 0 first
+  std::vector<std::string> argv;   // the command every task runs
+  std::map<std::string, std::string> env;  // set for srun, which passes it on to the tasks
+  std::string cwd;                         // "" = srun's own
+  std::string stdin_data;                  // sent to every task (srun --input=all)
+  std::string marker;                      // tags the wrapper's status lines
+};
+
+// Throws dtrain::Error when the processes do not fit one step: tasks per node must be equal,
+// every task must run the same command in the same directory with the same stdin, and the
+// allocation needs at least as many nodes as the processes use. MASTER_ADDR and
+// HOROVOD_HOSTNAME that name cluster-file nodes are rewritten to the allocated node names.
+SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const ClusterSpec& spec,
+                            const std::vector<std::string>& allocation_hosts,
+                            const std::string& marker);
+
+// srun's command line. job_id "" runs inside the current allocation (SLURM_JOB_ID).
+std::vector<std::string> SrunArgv(const SlurmStepPlan& plan, const std::string& job_id,
+                                  const std::string& step_name);
+
+// What one line of the wrapper's labelled output says.
+struct SlurmTaskLine {
+  int task = -1;         // -1: not a task line (srun itself wrote it)
+  std::string output;    // the task's bytes, "\n" included when the task wrote one
+  bool started = false;  // the wrapper's start line: step_id is set
+  std::string step_id;   // "JOB.STEP"
+  bool exited = false;   // the wrapper's end line: status is set
+  int status = 0;        // the command's shell status (128+signal for a signal)
+};
+
+// Parses one line of `srun --label` output (without its '\n'; `newline` says if it had one).
+SlurmTaskLine ParseSlurmTaskLine(std::string_view line, bool newline, const std::string& marker);
+
+// The per-task wrapper, run as `sh -c SCRIPT dtrain-task COMMAND...`.
+const char* SlurmTaskScript();
+
+}  // namespace dtrain

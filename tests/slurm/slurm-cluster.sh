@@ -1,0 +1,126 @@
+#!/bin/sh
+# A throwaway Slurm cluster on this machine for the integration tests: munged, slurmctld and
+# one slurmd (this machine, 2 CPUs), all state in one directory, configured by a generated
+# slurm.conf on private ports. Idempotent; safe to run as root in CI.
+#
+#   slurm-cluster.sh start   start it (no-op when already up); prints `export SLURM_CONF=...`
+#   slurm-cluster.sh stop    stop every daemon it started and remove the directory
+#   slurm-cluster.sh status  exit 0 when the controller answers
+#
+# DTRAIN_SLURM_DIR (default /tmp/dtrain-slurm) holds config, sockets, spool, logs and pids.
+# DTRAIN_SLURM_PORT (default 16817) is slurmctld's port; slurmd uses the next one.
+set -eu
+
+dir=${DTRAIN_SLURM_DIR:-/tmp/dtrain-slurm}
+port=${DTRAIN_SLURM_PORT:-16817}
+node=$(hostname -s)
+conf=$dir/slurm.conf
+
+die() { echo "slurm-cluster: $*" >&2; exit 1; }
+
+need() {
+  for tool in munged slurmctld slurmd scontrol srun sbatch; do
+    command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] ||
+      die "$tool not found: install slurm-wlm and munge (scripts/install-deps.sh)"
+  done
+}
+
+write_config() {
+  mkdir -p "$dir/state" "$dir/spool" "$dir/munge" "$dir/log"
+  chmod 700 "$dir/munge"
+  if [ ! -f "$dir/munge/munge.key" ]; then
+    dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 2>/dev/null
+    chmod 600 "$dir/munge/munge.key"
+  fi
+  cat >"$conf" <<CONF
+ClusterName=dtrain-test
+SlurmctldHost=$node(127.0.0.1)
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+SlurmUser=$(id -un)
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.socket
+CredType=cred/munge
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+ReturnToService=2
+SlurmdParameters=config_overrides
+KillWait=2
+MinJobAge=5
+InactiveLimit=0
+NodeName=$node NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
+PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+CONF
+}
+
+up() { SLURM_CONF=$conf scontrol ping 2>/dev/null | grep -q 'is UP'; }
+
+node_idle() {
+  SLURM_CONF=$conf sinfo -h -N -o '%T' 2>/dev/null | grep -Eq '^(idle|mixed|allocated)'
+}
+
+start() {
+  need
+  if [ -f "$conf" ] && up && node_idle; then
+    echo "export SLURM_CONF=$conf"
+    return 0
+  fi
+  stop_daemons
+  write_config
+  /usr/sbin/munged --force --socket="$dir/munge/munge.socket" \
+    --key-file="$dir/munge/munge.key" --pid-file="$dir/munge/munged.pid" \
+    --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munge.seed" ||
+    die "munged did not start (see $dir/log/munged.log)"
+  SLURM_CONF=$conf /usr/sbin/slurmctld -i -f "$conf" ||
+    die "slurmctld did not start (see $dir/log/slurmctld.log)"
+  SLURM_CONF=$conf /usr/sbin/slurmd -f "$conf" -N "$node" ||
+    die "slurmd did not start (see $dir/log/slurmd.log)"
+  i=0
+  until up && node_idle; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || die "cluster not ready after 20 s (logs in $dir/log)"
+    sleep 0.2
+  done
+  echo "export SLURM_CONF=$conf"
+}
+
+stop_pid() {
+  [ -f "$1" ] || return 0
+  pid=$(cat "$1")
+  if kill "$pid" 2>/dev/null; then
+    i=0
+    while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$1"
+}
+
+stop_daemons() {
+  if [ -f "$conf" ]; then
+    SLURM_CONF=$conf scancel --full --quiet -u "$(id -un)" 2>/dev/null || true
+  fi
+  stop_pid "$dir/slurmd.pid"
+  stop_pid "$dir/slurmctld.pid"
+  stop_pid "$dir/munge/munged.pid"
+}
+
+case ${1:-} in
+  start) start ;;
+  stop) stop_daemons; rm -rf "$dir" ;;
+  status) up ;;
+  *) die "usage: slurm-cluster.sh start|stop|status" ;;
+esac

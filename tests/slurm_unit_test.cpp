@@ -1,0 +1,156 @@
+// Slurm transport pieces that need no cluster: hostlists, step plans, labelled output, sbatch.
+#include <gtest/gtest.h>
+
+#include "launcher/error.h"
+#include "launcher/slurm_batch.h"
+#include "launcher/slurm_hostlist.h"
+#include "launcher/slurm_step.h"
+
+namespace dtrain {
+namespace {
+
+using Hosts = std::vector<std::string>;
+
+TEST(SlurmHostlist, ExpandsRangesListsAndPadding) {
+  EXPECT_EQ(ExpandHostlist("node[01-03,07]"), (Hosts{"node01", "node02", "node03", "node07"}));
+  EXPECT_EQ(ExpandHostlist("login,gpu[9-11]"), (Hosts{"login", "gpu9", "gpu10", "gpu11"}));
+  EXPECT_EQ(ExpandHostlist("r[1-2]n[08-09]"), (Hosts{"r1n08", "r1n09", "r2n08", "r2n09"}));
+  EXPECT_EQ(ExpandHostlist("a[1],b-x[2]-ib"), (Hosts{"a1", "b-x2-ib"}));
+  EXPECT_EQ(ExpandHostlist("vm"), (Hosts{"vm"}));
+  EXPECT_TRUE(ExpandHostlist("").empty());
+}
+
+TEST(SlurmHostlist, RejectsMalformedExpressions) {
+  EXPECT_THROW(ExpandHostlist("node[1-3"), Error);
+  EXPECT_THROW(ExpandHostlist("node1-3]"), Error);
+  EXPECT_THROW(ExpandHostlist("node[3-1]"), Error);
+  EXPECT_THROW(ExpandHostlist("node[a-b]"), Error);
+  EXPECT_THROW(ExpandHostlist("a,,b"), Error);
+}
+
+ClusterSpec TwoNodeSpec() {
+  ClusterSpec spec;
+  spec.transport = TransportKind::kSlurm;
+  spec.nodes = {{"first", "10.0.0.1", 2, {}, {}}, {"second", "10.0.0.2", 2, {}, {}}};
+  return spec;
+}
+
+// Ranks as the launcher would hand them over: node-major, MASTER_ADDR = first node's address.
+std::vector<ProcessSpec> FourRanks(const ClusterSpec& spec) {
+  std::vector<ProcessSpec> procs;
+  for (int rank = 3; rank >= 0; --rank) {
+    ProcessSpec p;
+    p.id = rank;
+    p.node_index = rank / 2;
+    p.argv = {"python3", "train.py"};
+    p.env = {{"RANK", std::to_string(rank)},
+             {"MASTER_ADDR", "10.0.0.1"},
+             {"HOROVOD_HOSTNAME", spec.nodes[rank / 2].host},
+             {"NCCL_DEBUG", "WARN"}};
+    if (rank == 2) p.env["ONLY_TWO"] = "it's \"$(quoted)\"\n";
+    p.python_path_head = "/work";
+    procs.push_back(p);
+  }
+  return procs;
+}
+
+TEST(SlurmStep, PlacesTasksInBlockOrderAndSplitsTheEnvironment) {
+  const ClusterSpec spec = TwoNodeSpec();
+  const SlurmStepPlan plan = PlanSlurmStep(FourRanks(spec), spec, {"n07", "n08", "n09"}, "@m@");
+  EXPECT_EQ(plan.task_ids, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(plan.node_count, 2);
+  EXPECT_EQ(plan.tasks_per_node, 2);
+  EXPECT_EQ(plan.hosts, (Hosts{"n07", "n08"}));
+  // Shared values are set once; MASTER_ADDR becomes the first allocated node.
+  EXPECT_EQ(plan.env.at("NCCL_DEBUG"), "WARN");
+  EXPECT_EQ(plan.env.at("MASTER_ADDR"), "n07");
+  EXPECT_EQ(plan.env.at("DTRAIN_PYTHONPATH_HEAD"), "/work");
+  // Values that differ are keyed by task; the node name is Slurm's.
+  EXPECT_EQ(plan.env.at("DTRAIN_SLURM_3_RANK"), "3");
+  EXPECT_EQ(plan.env.at("DTRAIN_SLURM_1_HOROVOD_HOSTNAME"), "n07");
+  EXPECT_EQ(plan.env.at("DTRAIN_SLURM_2_HOROVOD_HOSTNAME"), "n08");
+  EXPECT_EQ(plan.env.at("DTRAIN_SLURM_2_ONLY_TWO"), "it's \"$(quoted)\"\n");
+  EXPECT_EQ(plan.env.count("DTRAIN_SLURM_1_ONLY_TWO"), 0u);
+  EXPECT_EQ(plan.env.at("DTRAIN_SLURM_VARY"), "HOROVOD_HOSTNAME ONLY_TWO RANK");
+  EXPECT_EQ(plan.env.at("DTRAIN_SLURM_NTASKS"), "4");
+}
+
+TEST(SlurmStep, SrunArgvCarriesTheShapeAndTheCommandUnquoted) {
+  const ClusterSpec spec = TwoNodeSpec();
+  const SlurmStepPlan plan = PlanSlurmStep(FourRanks(spec), spec, {"n1", "n2"}, "@m@");
+  const std::vector<std::string> argv = SrunArgv(plan, "42", "dtrain-x");
+  const auto has = [&](const std::string& arg) {
+    return std::find(argv.begin(), argv.end(), arg) != argv.end();
+  };
+  EXPECT_EQ(argv.front(), "srun");
+  EXPECT_TRUE(has("--jobid=42"));
+  EXPECT_TRUE(has("--nodes=2"));
+  EXPECT_TRUE(has("--ntasks=4"));
+  EXPECT_TRUE(has("--ntasks-per-node=2"));
+  EXPECT_TRUE(has("--nodelist=n1,n2"));
+  EXPECT_TRUE(has("--input=none"));
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 3, argv.end()),
+            (std::vector<std::string>{"dtrain-task", "python3", "train.py"}));
+}
+
+TEST(SlurmStep, RejectsShapesOneStepCannotRun) {
+  ClusterSpec spec = TwoNodeSpec();
+  std::vector<ProcessSpec> procs = FourRanks(spec);
+  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1"}, "@m@"), Error);  // too few nodes
+  procs.pop_back();                                                 // 2 + 1 ranks
+  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1", "n2"}, "@m@"), Error);
+  procs = FourRanks(spec);
+  procs[1].argv = {"other"};
+  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1", "n2"}, "@m@"), Error);
+  procs = FourRanks(spec);
+  procs[0].env["NOT-AN.IDENT"] = "x";
+  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1", "n2"}, "@m@"), Error);
+}
+
+TEST(SlurmStep, ParsesLabelledLinesAndWrapperStatus) {
+  SlurmTaskLine line = ParseSlurmTaskLine(" 12: hello: world", true, "@m@");
+  EXPECT_EQ(line.task, 12);
+  EXPECT_EQ(line.output, "hello: world\n");
+  line = ParseSlurmTaskLine("3: partial@m@E 7", true, "@m@");
+  EXPECT_EQ(line.task, 3);
+  EXPECT_EQ(line.output, "partial");
+  EXPECT_TRUE(line.exited);
+  EXPECT_EQ(line.status, 7);
+  line = ParseSlurmTaskLine("0: @m@B 17.2", true, "@m@");
+  EXPECT_TRUE(line.started);
+  EXPECT_EQ(line.step_id, "17.2");
+  EXPECT_EQ(line.output, "");
+  EXPECT_EQ(ParseSlurmTaskLine("srun: error: x", true, "@m@").task, -1);
+}
+
+TEST(SlurmBatch, RendersTheTemplateWithTheSlurmSection) {
+  SlurmSpec slurm;
+  slurm.partition = "gpu";
+  slurm.time = "00:10:00";
+  slurm.account = "proj";
+  slurm.extra = {{"qos", "high"}};
+  const std::string script = RenderSbatchScript(slurm, "dtrain-j1", 3, 4);
+  EXPECT_EQ(script.rfind("#!/bin/sh\n", 0), 0u);
+  for (const char* line : {"#SBATCH --job-name=dtrain-j1\n", "#SBATCH --nodes=3\n",
+                           "#SBATCH --ntasks-per-node=4\n", "#SBATCH --partition=gpu\n",
+                           "#SBATCH --time=00:10:00\n", "#SBATCH --account=proj\n",
+                           "#SBATCH --qos=high\n"}) {
+    EXPECT_NE(script.find(line), std::string::npos) << line;
+  }
+  EXPECT_EQ(script.find("{{"), std::string::npos);
+  slurm.time = "1\n#SBATCH --x";
+  EXPECT_THROW(RenderSbatchScript(slurm, "j", 1, 1), Error);
+}
+
+TEST(SlurmBatch, ReadsSqueueStates) {
+  const SlurmJobState job = ParseSqueueLine("RUNNING|node[1-2]|None\n");
+  EXPECT_EQ(job.state, "RUNNING");
+  EXPECT_EQ(job.nodelist, "node[1-2]");
+  EXPECT_EQ(ParseSqueueLine("PENDING||Resources").reason, "Resources");
+  EXPECT_TRUE(IsFinishedJobState(""));
+  EXPECT_TRUE(IsFinishedJobState("CANCELLED"));
+  EXPECT_FALSE(IsFinishedJobState("PENDING"));
+}
+
+}  // namespace
+}  // namespace dtrain
