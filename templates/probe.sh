@@ -17,6 +17,11 @@ probe_main() {
   export PATH
   LC_ALL=C
   export LC_ALL
+  # Debian's bash sources ~/.bashrc whenever it believes sshd started it (SHLVL < 2); bash
+  # scripts the probe runs (python shims of pyenv and the like) would pay for that every time.
+  SHLVL=9
+  BASH_ENV=''
+  export SHLVL BASH_ENV
   if [ "$DTRAIN_PROBE_MODE" = listen ]; then
     probe_listen
     return
@@ -286,7 +291,7 @@ probe_rendezvous() {
 # One TCP connection attempt with a 3 s limit: bash's /dev/tcp under timeout, else Python.
 rdzv_connect() {
   if command -v bash >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1; then
-    err=$(timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' rdzv "$1" "$2" 2>&1)
+    err=$(timeout 3 bash --norc --noprofile -c 'exec 3<>"/dev/tcp/$1/$2"' rdzv "$1" "$2" 2>&1)
     rc=$?
     [ $rc -eq 0 ] && echo "ok" && return
     [ $rc -eq 124 ] && echo "timeout no answer within 3 s" && return
