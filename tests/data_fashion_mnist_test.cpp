@@ -3,6 +3,8 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
 #include "runtime/fashion_mnist.h"
 
@@ -49,6 +51,24 @@ TEST(FashionMnist, MissingFilesAreNamed) {
         << e.what();
   }
   EXPECT_THROW(LoadFashionMnist("", "validation"), std::runtime_error);
+}
+
+TEST(FashionMnist, TruncatedFilesAreErrorsNamingThem) {
+  char pattern[] = "/tmp/dtrain-fmnist-test-XXXXXX";
+  const std::filesystem::path dir = mkdtemp(pattern);
+  const std::filesystem::path source = DefaultFashionMnistDir();
+  for (const char* name : {"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+    std::filesystem::copy_file(source / name, dir / name);
+  }
+  const std::filesystem::path images = dir / "t10k-images-idx3-ubyte.gz";
+  std::filesystem::resize_file(images, std::filesystem::file_size(images) / 2);
+  try {
+    LoadFashionMnist(dir.string(), "test");
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(images.string() + ": ", 0), 0u) << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(FashionMnist, CaptionsNameTheClassAndFitTheByteContext) {
