@@ -67,8 +67,7 @@ class SpecReader {
     return value;
   }
 
-  int IntegerIn(const YAML::Node& node, const std::string& what, long long lo,
-                long long hi) const {
+  int IntegerIn(const YAML::Node& node, const std::string& what, long long lo, long long hi) const {
     long long value = Integer(node, what);
     if (value < lo || value > hi) {
       Fail(node, fmt::format("{}: expected an integer from {} to {}, got {}", what, lo, hi, value));
@@ -121,12 +120,13 @@ class SpecReader {
   }
 
   void ReadSsh(const YAML::Node& node, SshOptions& ssh) const {
-    ExpectMap(node, "ssh",
-              {"user", "port", "identity_file", "known_hosts", "host_key_policy",
-               "connect_timeout"});
+    ExpectMap(
+        node, "ssh",
+        {"user", "port", "identity_file", "known_hosts", "host_key_policy", "connect_timeout"});
     if (node["user"]) ssh.user = String(node["user"], "ssh.user");
     if (node["port"]) ssh.port = Port(node["port"], "ssh.port");
-    if (node["identity_file"]) ssh.identity_file = String(node["identity_file"], "ssh.identity_file");
+    if (node["identity_file"])
+      ssh.identity_file = String(node["identity_file"], "ssh.identity_file");
     if (node["known_hosts"]) ssh.known_hosts = String(node["known_hosts"], "ssh.known_hosts");
     if (const YAML::Node policy = node["host_key_policy"]) {
       std::string value = String(policy, "ssh.host_key_policy");
@@ -135,8 +135,8 @@ class SpecReader {
       } else if (value == "accept-new") {
         ssh.host_key_policy = HostKeyPolicy::kAcceptNew;
       } else {
-        Fail(policy, fmt::format("ssh.host_key_policy: expected strict or accept-new, got '{}'",
-                                 value));
+        Fail(policy,
+             fmt::format("ssh.host_key_policy: expected strict or accept-new, got '{}'", value));
       }
     }
     if (node["connect_timeout"]) {
@@ -159,7 +159,8 @@ class SpecReader {
       std::set<int> seen;
       for (const auto& gpu : gpus) {
         int id = IntegerIn(gpu, what + ".gpus entry", 0, 1023);
-        if (!seen.insert(id).second) Fail(gpu, fmt::format("{}.gpus: GPU {} listed twice", what, id));
+        if (!seen.insert(id).second)
+          Fail(gpu, fmt::format("{}.gpus: GPU {} listed twice", what, id));
         out.gpus.push_back(id);
       }
     }

@@ -1,11 +1,11 @@
 // Looks up the embedded templates and writes one to disk for `dtrain init`.
 #include "launcher/cluster_template.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "launcher/error.h"
 
@@ -16,7 +16,9 @@ std::string_view ClusterTemplate_local();
 std::string_view ClusterTemplate_ssh();
 std::string_view ClusterTemplate_slurm();
 
-std::vector<std::string> ClusterTemplateNames() { return {"local", "ssh", "slurm"}; }
+std::vector<std::string> ClusterTemplateNames() {
+  return {"local", "ssh", "slurm"};
+}
 
 std::string_view ClusterTemplate(const std::string& name) {
   if (name == "local") return ClusterTemplate_local();

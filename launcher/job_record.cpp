@@ -31,7 +31,9 @@ std::string IsoTime(int64_t micros) {
   return buf;
 }
 
-json OptionalInt(int value) { return value < 0 ? json(nullptr) : json(value); }
+json OptionalInt(int value) {
+  return value < 0 ? json(nullptr) : json(value);
+}
 
 json StatusJson(const ExitStatus& status) {
   return {{"status", status.Describe()},
@@ -49,19 +51,21 @@ std::string Hostname() {
 
 }  // namespace
 
-std::string JobRecordPath(const std::string& job_dir) { return job_dir + "/job.json"; }
+std::string JobRecordPath(const std::string& job_dir) {
+  return job_dir + "/job.json";
+}
 
 void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
   json nodes = json::array();
   for (const NodeSpec& n : r.nodes) {
-    nodes.push_back({{"host", n.host}, {"address", n.address}, {"slots", n.slots},
-                     {"gpus", n.gpus}});
+    nodes.push_back(
+        {{"host", n.host}, {"address", n.address}, {"slots", n.slots}, {"gpus", n.gpus}});
   }
   json ranks = json::array();
   for (const RankSlot& s : r.plan.ranks) {
-    json rank = {{"rank", s.rank},         {"local_rank", s.local_rank},
+    json rank = {{"rank", s.rank},           {"local_rank", s.local_rank},
                  {"node_rank", s.node_rank}, {"local_world_size", s.local_world_size},
-                 {"host", s.host},         {"address", s.address}};
+                 {"host", s.host},           {"address", s.address}};
     auto it = r.rank_status.find(s.rank);
     rank["exit"] = it == r.rank_status.end() ? json(nullptr) : StatusJson(it->second);
     ranks.push_back(rank);

@@ -44,7 +44,9 @@ class InterruptHandlers {
 
 }  // namespace
 
-int JobSupervisor::InterruptSignal() { return g_interrupt_signal; }
+int JobSupervisor::InterruptSignal() {
+  return g_interrupt_signal;
+}
 
 JobSupervisor::JobSupervisor(Transport& transport, std::map<int, std::unique_ptr<RankLog>>& logs,
                              ConsoleEcho& console, SupervisorOptions options)
@@ -100,8 +102,8 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
       seen_interrupts = g_interrupt_count;
     }
     if (stopping_ && kill_at == Clock::time_point::max()) {
-      kill_at = Clock::now() + std::chrono::milliseconds(
-                                   static_cast<long long>(options_.grace_period_s * 1000));
+      kill_at = Clock::now() +
+                std::chrono::milliseconds(static_cast<long long>(options_.grace_period_s * 1000));
     }
     if (stopping_ && !killed && Clock::now() >= kill_at) {
       transport_.SignalAll(SIGKILL);

@@ -85,7 +85,8 @@ void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::s
     text += fmt::format("dtrain: its log {} is empty\n", log);
   } else {
     text += fmt::format("dtrain: last {} lines of {}:\n", tail.size(), log);
-    for (const std::string& line : tail) text += fmt::format("  [{}:{}] {}\n", slot.host, slot.rank, line);
+    for (const std::string& line : tail)
+      text += fmt::format("  [{}:{}] {}\n", slot.host, slot.rank, line);
   }
   std::fputs(text.c_str(), stderr);
 }
@@ -108,14 +109,15 @@ int RunLaunch(const LaunchOptions& options) {
   const bool timeline = options.timeline || spec.job.timeline;
 
   const std::string launch_dir = CurrentDir();
-  const std::string log_dir = Absolute(options.log_dir.empty() ? spec.log_dir : options.log_dir,
-                                       launch_dir);
+  const std::string log_dir =
+      Absolute(options.log_dir.empty() ? spec.log_dir : options.log_dir, launch_dir);
   const std::string name = options.job_name.empty() ? NewJobName() : options.job_name;
   CheckJobName(name);
   MakeDirs(log_dir);
   const std::string job_dir = log_dir + "/" + name;
   if (::mkdir(job_dir.c_str(), 0755) != 0) {
-    if (errno == EEXIST) throw UsageError(job_dir + ": the job exists already; choose another --job");
+    if (errno == EEXIST)
+      throw UsageError(job_dir + ": the job exists already; choose another --job");
     throw Error(job_dir + ": cannot create the job folder: " + std::strerror(errno));
   }
   if (timeline) MakeDirs(job_dir + "/timeline");

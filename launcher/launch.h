@@ -10,14 +10,14 @@
 namespace dtrain {
 
 struct LaunchOptions {
-  std::string cluster_file;      // "" = ./cluster.yaml if present, else DefaultLocalCluster()
-  int nproc_per_node = 0;        // > 0 overrides every node's slots
-  std::string job_name;          // "" = NewJobName()
-  std::string log_dir;           // "" = the cluster file's log_dir
+  std::string cluster_file;         // "" = ./cluster.yaml if present, else DefaultLocalCluster()
+  int nproc_per_node = 0;           // > 0 overrides every node's slots
+  std::string job_name;             // "" = NewJobName()
+  std::string log_dir;              // "" = the cluster file's log_dir
   std::optional<int> max_restarts;  // unset: the cluster file's job.max_restarts
-  bool timeline = false;         // or job.timeline in the cluster file
-  std::set<int> ranks_filter;    // console only; empty = every rank
-  bool quiet = false;            // console only
+  bool timeline = false;            // or job.timeline in the cluster file
+  std::set<int> ranks_filter;       // console only; empty = every rank
+  bool quiet = false;               // console only
   double grace_period_s = 10;
   std::vector<std::string> command;  // empty: job.command, else the embedded default
 };

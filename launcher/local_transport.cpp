@@ -92,7 +92,9 @@ bool IsExecutableFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
-void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+void SetNonBlocking(int fd) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
 
 ExitStatus StatusFromWait(int raw) {
   ExitStatus status;
@@ -167,8 +169,9 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
   const std::string argv0 = spec.argv.empty() ? "" : spec.argv[0];
   const std::string exe = ResolveExecutable(argv0, path_env);
   if (exe.empty()) {
-    proc.status.error = argv0.empty() ? "empty command"
-                                      : "'" + argv0 + "': command not found (PATH=" + path_env + ")";
+    proc.status.error = argv0.empty()
+                            ? "empty command"
+                            : "'" + argv0 + "': command not found (PATH=" + path_env + ")";
     return;
   }
   for (std::string& entry : setup.env_storage) setup.envp.push_back(entry.data());
@@ -284,7 +287,8 @@ bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
         owners.push_back(&proc);
       }
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     // Short slices: a process whose pipe a grandchild keeps open ends without a wake-up.
     int wait_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left.count(), 50)));
     int ready = ::poll(fds.data(), fds.size(), wait_ms);

@@ -148,7 +148,9 @@ std::vector<LogLine> ReadMerged(std::vector<RankLogCursor>& cursors, bool final)
 }  // namespace
 
 RankLogCursor::RankLogCursor(const std::string& job_dir, int rank)
-    : rank_(rank), log_path_(RankLogPath(job_dir, rank)), index_path_(RankIndexPath(job_dir, rank)) {}
+    : rank_(rank),
+      log_path_(RankLogPath(job_dir, rank)),
+      index_path_(RankIndexPath(job_dir, rank)) {}
 
 void RankLogCursor::ReadIndex() {
   std::string text = ReadFrom(index_path_, index_offset_);
@@ -240,7 +242,8 @@ std::string ResolveJobDir(const std::string& log_dir, const std::string& job) {
   const std::string real_dir = RealPath(dir);
   const std::string real_root = RealPath(log_dir);
   if (real_dir.empty() || !IsDirectory(real_dir)) {
-    throw Error(fmt::format("no job '{}' in {} (dtrain logs --list shows the jobs)", name, log_dir));
+    throw Error(
+        fmt::format("no job '{}' in {} (dtrain logs --list shows the jobs)", name, log_dir));
   }
   if (real_dir.compare(0, real_root.size() + 1, real_root + "/") != 0) {
     throw UsageError(fmt::format("job '{}' is outside the log directory {}", name, log_dir));
@@ -305,11 +308,11 @@ void ListJobs(const std::string& log_dir, std::FILE* out) {
     std::string command;
     for (const std::string& arg : job.command) command += (command.empty() ? "" : " ") + arg;
     const int64_t end = job.ended_us > 0 ? job.ended_us : WallMicros();
-    text += fmt::format("{:<28} {:<12} {:>5} {:<19} {:>8} {:>4}  {}\n", job.name,
-                        EffectiveStatus(job), job.rank_hosts.size(), FormatTime(job.started_us),
-                        FormatDuration(job.started_us > 0 ? end - job.started_us : -1),
-                        job.exit_code < 0 ? std::string("-") : std::to_string(job.exit_code),
-                        command);
+    text +=
+        fmt::format("{:<28} {:<12} {:>5} {:<19} {:>8} {:>4}  {}\n", job.name, EffectiveStatus(job),
+                    job.rank_hosts.size(), FormatTime(job.started_us),
+                    FormatDuration(job.started_us > 0 ? end - job.started_us : -1),
+                    job.exit_code < 0 ? std::string("-") : std::to_string(job.exit_code), command);
   }
   std::fwrite(text.data(), 1, text.size(), out);
 }

@@ -116,8 +116,10 @@ TEST(ClusterSpec, UnknownKeysAreErrorsWithPosition) {
   EXPECT_THAT(ErrorOf("ssh: {usr: bob}\nnodes: [{host: a}]\n"),
               HasSubstr("c.yaml:1:7: unknown key 'usr' in ssh"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {comand: [x]}\n"), HasSubstr("c.yaml:2:7:"));
-  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nrendezvous: {prt: 1}\n"), HasSubstr("unknown key 'prt'"));
-  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nexpect: {cudaa: '12'}\n"), HasSubstr("unknown key 'cudaa'"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nrendezvous: {prt: 1}\n"),
+              HasSubstr("unknown key 'prt'"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nexpect: {cudaa: '12'}\n"),
+              HasSubstr("unknown key 'cudaa'"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nslurm: {partitio: x}\n"), HasSubstr("unknown key"));
 }
 
@@ -130,7 +132,8 @@ TEST(ClusterSpec, WrongTypes) {
   EXPECT_THAT(ErrorOf("nodes: [{host: a, gpus: [x]}]\n"), HasSubstr("expected an integer"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nenv: [A, B]\n"),
               HasSubstr("c.yaml:2:6: env: expected a map"));
-  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nenv: {A: [1]}\n"), HasSubstr("env.A: expected a string"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nenv: {A: [1]}\n"),
+              HasSubstr("env.A: expected a string"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {command: train.py}\n"),
               HasSubstr("job.command: expected a list of strings"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {timeline: maybe}\n"),
@@ -157,7 +160,8 @@ TEST(ClusterSpec, MissingNodesDuplicatesAndRanges) {
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nssh: {port: 0}\n"), HasSubstr("ssh.port (a TCP port)"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nssh: {port: twenty}\n"), HasSubstr("ssh.port"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a, gpus: [0, 0]}]\n"), HasSubstr("GPU 0 listed twice"));
-  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nnodes: [{host: b}]\n"), HasSubstr("duplicate key 'nodes'"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nnodes: [{host: b}]\n"),
+              HasSubstr("duplicate key 'nodes'"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {max_restarts: -1}\n"), HasSubstr("max_restarts"));
 }
 

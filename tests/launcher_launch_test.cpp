@@ -14,9 +14,9 @@
 namespace dtrain {
 namespace {
 
+using testing::DtrainProcess;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::DtrainProcess;
 using testing::ProcessesWithEnv;
 using testing::ReadFile;
 using testing::RunDtrain;
@@ -96,14 +96,16 @@ env:
   EXPECT_THAT(record, HasSubstr("\"status\": \"succeeded\""));
   EXPECT_THAT(record, HasSubstr("\"world_size\": 4"));
   char target[256] = {0};
-  ASSERT_GT(::readlink((dir.path() + "/dtrain-logs/latest").c_str(), target, sizeof(target) - 1), 0);
+  ASSERT_GT(::readlink((dir.path() + "/dtrain-logs/latest").c_str(), target, sizeof(target) - 1),
+            0);
   EXPECT_STREQ(target, "envjob");
 }
 
 TEST(LocalLaunch, OmpThreadsAndTimelineVariables) {
   TempDir dir;
-  auto run = RunDtrain({"launch", "--nproc-per-node", "2", "--timeline", "--job", "t", "--", "env", "-0"},
-                       dir.path(), {"OMP_NUM_THREADS=3"});
+  auto run =
+      RunDtrain({"launch", "--nproc-per-node", "2", "--timeline", "--job", "t", "--", "env", "-0"},
+                dir.path(), {"OMP_NUM_THREADS=3"});
   ASSERT_EQ(run.status, 0) << run.err;
   auto env = ParseEnvDump(ReadFile(JobDir(dir, "t") + "/rank-1.log"));
   EXPECT_EQ(env["OMP_NUM_THREADS"], "3");  // set before: kept
@@ -164,19 +166,22 @@ TEST(LocalLaunch, SigintLeavesNoProcessBehindAndSparesOtherJobs) {
   TempDir dir;
   // Each rank leaves children in its process group, as real training jobs do (data workers).
   const char* script = "sleep 1000 & sleep 1000 & echo up; wait";
-  DtrainProcess other({"launch", "--nproc-per-node", "2", "--job", "other", "--quiet", "--",
-                       "sh", "-c", script},
-                      dir.path());
+  DtrainProcess other(
+      {"launch", "--nproc-per-node", "2", "--job", "other", "--quiet", "--", "sh", "-c", script},
+      dir.path());
   DtrainProcess job({"launch", "--nproc-per-node", "3", "--job", "victim", "--quiet",
                      "--grace-period", "2", "--", "sh", "-c", script},
                     dir.path());
   auto all_up = [&](const std::string& name, int ranks) {
-    return WaitFor([&] {
-      for (int r = 0; r < ranks; ++r) {
-        if (ReadFile(JobDir(dir, name) + "/rank-" + std::to_string(r) + ".log") != "up\n") return false;
-      }
-      return true;
-    }, 20);
+    return WaitFor(
+        [&] {
+          for (int r = 0; r < ranks; ++r) {
+            if (ReadFile(JobDir(dir, name) + "/rank-" + std::to_string(r) + ".log") != "up\n")
+              return false;
+          }
+          return true;
+        },
+        20);
   };
   ASSERT_TRUE(all_up("victim", 3));
   ASSERT_TRUE(all_up("other", 2));
@@ -189,7 +194,8 @@ TEST(LocalLaunch, SigintLeavesNoProcessBehindAndSparesOtherJobs) {
   EXPECT_LT(job.seconds(), 60);
   EXPECT_THAT(job.err(), HasSubstr("interrupted by SIGINT"));
   EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=victim").empty());
-  EXPECT_THAT(ReadFile(JobDir(dir, "victim") + "/job.json"), HasSubstr("\"status\": \"interrupted\""));
+  EXPECT_THAT(ReadFile(JobDir(dir, "victim") + "/job.json"),
+              HasSubstr("\"status\": \"interrupted\""));
 
   // The other job on the same machine is untouched, and stops on its own SIGTERM.
   EXPECT_EQ(ProcessesWithEnv("DTRAIN_JOB=other").size(), other_count);
@@ -201,10 +207,11 @@ TEST(LocalLaunch, SigintLeavesNoProcessBehindAndSparesOtherJobs) {
 
 TEST(LocalLaunch, FailingJobSparesAnotherJob) {
   TempDir dir;
-  DtrainProcess other({"launch", "--job", "bystander", "--quiet", "--", "sh", "-c",
-                       "echo up; sleep 1000"},
-                      dir.path());
-  ASSERT_TRUE(WaitFor([&] { return ReadFile(JobDir(dir, "bystander") + "/rank-0.log") == "up\n"; }, 20));
+  DtrainProcess other(
+      {"launch", "--job", "bystander", "--quiet", "--", "sh", "-c", "echo up; sleep 1000"},
+      dir.path());
+  ASSERT_TRUE(
+      WaitFor([&] { return ReadFile(JobDir(dir, "bystander") + "/rank-0.log") == "up\n"; }, 20));
   auto run = RunDtrain({"launch", "--nproc-per-node", "2", "--job", "crash", "--grace-period", "1",
                         "--", "sh", "-c", "[ $RANK = 0 ] && exit 3; sleep 1000"},
                        dir.path());
@@ -216,11 +223,11 @@ TEST(LocalLaunch, FailingJobSparesAnotherJob) {
 
 TEST(LocalLaunch, CrashingRankKeepsEveryLineItWrote) {
   TempDir dir;
-  auto run = RunDtrain({"launch", "--job", "big", "--nproc-per-node", "2", "--ranks-filter", "1",
-                        "--", "sh", "-c",
-                        "ulimit -c 0; if [ $RANK = 0 ]; then seq 1 100000; kill -SEGV $$; fi; "
-                        "sleep 1000"},
-                       dir.path(), {}, 60);
+  auto run = RunDtrain(
+      {"launch", "--job", "big", "--nproc-per-node", "2", "--ranks-filter", "1", "--", "sh", "-c",
+       "ulimit -c 0; if [ $RANK = 0 ]; then seq 1 100000; kill -SEGV $$; fi; "
+       "sleep 1000"},
+      dir.path(), {}, 60);
   EXPECT_EQ(run.status, 128 + SIGSEGV);
   std::string expected;
   for (int i = 1; i <= 100000; ++i) expected += std::to_string(i) + "\n";

@@ -11,8 +11,8 @@
 namespace dtrain {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::DtrainProcess;
+using ::testing::HasSubstr;
 using testing::ReadFile;
 using testing::RunDtrain;
 using testing::TempDir;
@@ -26,7 +26,9 @@ const char kScript[] =
 TEST(Logs, InterleavesRanksInTimeOrder) {
   TempDir dir;
   ASSERT_EQ(RunDtrain({"launch", "--nproc-per-node", "2", "--job", "j", "--", "sh", "-c", kScript},
-                      dir.path()).status, 0);
+                      dir.path())
+                .status,
+            0);
   auto all = RunDtrain({"logs"}, dir.path());
   EXPECT_EQ(all.status, 0) << all.err;
   EXPECT_EQ(all.out, "[localhost:0] a1\n[localhost:1] b1\n[localhost:0] a2\n");
@@ -66,7 +68,8 @@ TEST(Logs, FollowPrintsUntilTheJobEnds) {
   DtrainProcess job({"launch", "--job", "live", "--quiet", "--", "sh", "-c",
                      "for i in 1 2 3 4 5; do echo line $i; sleep 0.2; done"},
                     dir.path());
-  ASSERT_TRUE(WaitFor([&] { return !ReadFile(dir.path() + "/dtrain-logs/live/rank-0.log").empty(); }, 20));
+  ASSERT_TRUE(
+      WaitFor([&] { return !ReadFile(dir.path() + "/dtrain-logs/live/rank-0.log").empty(); }, 20));
   auto follow = RunDtrain({"logs", "--job", "live", "--rank", "0", "--follow"}, dir.path(), {}, 30);
   EXPECT_EQ(job.Wait(20), 0);
   EXPECT_EQ(follow.status, 0);

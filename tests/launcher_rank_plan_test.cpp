@@ -103,7 +103,8 @@ TEST(RankPlan, NprocPerNodeOverridesSlotsAndSharesGpus) {
 
 TEST(RankPlan, TimelineRestartsWorkdirAndPythonPath) {
   ClusterSpec spec = ParseClusterText(
-      "nodes: [{host: a, slots: 2}]\nworkdir: /proj\nenv: {PYTHONPATH: /extra, OMP_NUM_THREADS: '3'}\n",
+      "nodes: [{host: a, slots: 2}]\nworkdir: /proj\nenv: {PYTHONPATH: /extra, OMP_NUM_THREADS: "
+      "'3'}\n",
       "t");
   PlanOptions o = Options();
   o.timeline = true;

@@ -19,7 +19,9 @@
 
 namespace dtrain::testing {
 
-inline std::string DtrainPath() { return std::string(DTRAIN_BINARY_DIR) + "/dtrain"; }
+inline std::string DtrainPath() {
+  return std::string(DTRAIN_BINARY_DIR) + "/dtrain";
+}
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -50,7 +52,8 @@ class TempDir {
 class DtrainProcess {
  public:
   DtrainProcess(const std::vector<std::string>& args, const std::string& cwd,
-                const std::vector<std::string>& env = {}) : cwd_(cwd) {
+                const std::vector<std::string>& env = {})
+      : cwd_(cwd) {
     static int counter = 0;
     const std::string tag = std::to_string(::getpid()) + "-" + std::to_string(counter++);
     out_path_ = cwd + "/.stdout-" + tag;
@@ -86,7 +89,8 @@ class DtrainProcess {
 
   // dtrain's exit status as a shell reports it; -1 if it did not end within `timeout_s`.
   int Wait(double timeout_s = 60) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     while (status_ < 0) {
       int raw = 0;
       if (::waitpid(pid_, &raw, WNOHANG) == pid_) {
