@@ -164,10 +164,17 @@ int RunLaunch(const LaunchOptions& options) {
     WriteJobRecord(job_dir, record);
 
     JobOutcome outcome;
-    {
+    try {
       std::unique_ptr<Transport> transport = MakeTransport(spec);
       JobSupervisor supervisor(*transport, logs, console, {options.grace_period_s});
       outcome = supervisor.Run(ProcessesFor(record.plan, command));
+    } catch (const Error& e) {  // the job could not run at all: say so in its record too
+      record.status = "failed";
+      record.exit_code = e.exit_code();
+      record.ended_us = record.attempts.back().ended_us = WallMicros();
+      record.attempts.back().exit_code = e.exit_code();
+      WriteJobRecord(job_dir, record);
+      throw;
     }  // the transport's end reaps whatever is left of this attempt
 
     JobAttempt& this_attempt = record.attempts.back();

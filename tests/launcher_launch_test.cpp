@@ -39,6 +39,11 @@ std::map<std::string, std::string> ParseEnvDump(const std::string& dump) {
   return env;
 }
 
+// A job name no other test process uses, so scans for DTRAIN_JOB=<name> count only this job.
+std::string Unique(const std::string& name) {
+  return name + "-" + std::to_string(::getpid());
+}
+
 std::string JobDir(const TempDir& dir, const std::string& job) {
   return dir.path() + "/dtrain-logs/" + job;
 }
@@ -138,16 +143,16 @@ TEST(LocalLaunch, FailingRankStopsTheJobWithItsStatus) {
   const char* script =
       "case $RANK in 1) sleep 0.3; echo rank one gives up; exit 7;; 0) trap '' TERM;; esac; "
       "echo up; sleep 1000 & wait; sleep 1000";
-  auto run = RunDtrain({"launch", "--nproc-per-node", "3", "--job", "f", "--grace-period", "1",
-                        "--", "sh", "-c", script},
+  auto run = RunDtrain({"launch", "--nproc-per-node", "3", "--job", Unique("f"), "--grace-period",
+                        "1", "--", "sh", "-c", script},
                        dir.path(), {}, 30);
   EXPECT_EQ(run.status, 7) << run.err;
   EXPECT_GE(run.seconds, 1.2);  // waited the grace period for rank 0
   EXPECT_LT(run.seconds, 5.0);
   EXPECT_THAT(run.err, HasSubstr("rank 1 on node localhost failed: exit 7"));
   EXPECT_THAT(run.err, HasSubstr("[localhost:1] rank one gives up"));
-  EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=f").empty());
-  std::string record = ReadFile(JobDir(dir, "f") + "/job.json");
+  EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=" + Unique("f")).empty());
+  std::string record = ReadFile(JobDir(dir, Unique("f")) + "/job.json");
   EXPECT_THAT(record, HasSubstr("\"status\": \"failed\""));
   EXPECT_THAT(record, HasSubstr("\"failed_rank\": 1"));
   EXPECT_THAT(record, HasSubstr("\"exit_code\": 7"));
@@ -166,10 +171,10 @@ TEST(LocalLaunch, SigintLeavesNoProcessBehindAndSparesOtherJobs) {
   TempDir dir;
   // Each rank leaves children in its process group, as real training jobs do (data workers).
   const char* script = "sleep 1000 & sleep 1000 & echo up; wait";
-  DtrainProcess other(
-      {"launch", "--nproc-per-node", "2", "--job", "other", "--quiet", "--", "sh", "-c", script},
-      dir.path());
-  DtrainProcess job({"launch", "--nproc-per-node", "3", "--job", "victim", "--quiet",
+  DtrainProcess other({"launch", "--nproc-per-node", "2", "--job", Unique("other"), "--quiet", "--",
+                       "sh", "-c", script},
+                      dir.path());
+  DtrainProcess job({"launch", "--nproc-per-node", "3", "--job", Unique("victim"), "--quiet",
                      "--grace-period", "2", "--", "sh", "-c", script},
                     dir.path());
   auto all_up = [&](const std::string& name, int ranks) {
@@ -183,40 +188,40 @@ TEST(LocalLaunch, SigintLeavesNoProcessBehindAndSparesOtherJobs) {
         },
         20);
   };
-  ASSERT_TRUE(all_up("victim", 3));
-  ASSERT_TRUE(all_up("other", 2));
-  EXPECT_EQ(ProcessesWithEnv("DTRAIN_JOB=victim").size(), 9u);  // 3 x (sh + 2 sleeps)
-  const size_t other_count = ProcessesWithEnv("DTRAIN_JOB=other").size();
+  ASSERT_TRUE(all_up(Unique("victim"), 3));
+  ASSERT_TRUE(all_up(Unique("other"), 2));
+  EXPECT_EQ(ProcessesWithEnv("DTRAIN_JOB=" + Unique("victim")).size(), 9u);  // 3 x (sh + 2 sleeps)
+  const size_t other_count = ProcessesWithEnv("DTRAIN_JOB=" + Unique("other")).size();
   EXPECT_EQ(other_count, 6u);
 
   job.Signal(SIGINT);
   EXPECT_EQ(job.Wait(20), 130);
   EXPECT_LT(job.seconds(), 60);
   EXPECT_THAT(job.err(), HasSubstr("interrupted by SIGINT"));
-  EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=victim").empty());
-  EXPECT_THAT(ReadFile(JobDir(dir, "victim") + "/job.json"),
+  EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=" + Unique("victim")).empty());
+  EXPECT_THAT(ReadFile(JobDir(dir, Unique("victim")) + "/job.json"),
               HasSubstr("\"status\": \"interrupted\""));
 
   // The other job on the same machine is untouched, and stops on its own SIGTERM.
-  EXPECT_EQ(ProcessesWithEnv("DTRAIN_JOB=other").size(), other_count);
+  EXPECT_EQ(ProcessesWithEnv("DTRAIN_JOB=" + Unique("other")).size(), other_count);
   EXPECT_EQ(::kill(other.pid(), 0), 0);
   other.Signal(SIGTERM);
   EXPECT_EQ(other.Wait(20), 128 + SIGTERM);
-  EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=other").empty());
+  EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=" + Unique("other")).empty());
 }
 
 TEST(LocalLaunch, FailingJobSparesAnotherJob) {
   TempDir dir;
   DtrainProcess other(
-      {"launch", "--job", "bystander", "--quiet", "--", "sh", "-c", "echo up; sleep 1000"},
+      {"launch", "--job", Unique("bystander"), "--quiet", "--", "sh", "-c", "echo up; sleep 1000"},
       dir.path());
-  ASSERT_TRUE(
-      WaitFor([&] { return ReadFile(JobDir(dir, "bystander") + "/rank-0.log") == "up\n"; }, 20));
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadFile(JobDir(dir, Unique("bystander")) + "/rank-0.log") == "up\n"; }, 20));
   auto run = RunDtrain({"launch", "--nproc-per-node", "2", "--job", "crash", "--grace-period", "1",
                         "--", "sh", "-c", "[ $RANK = 0 ] && exit 3; sleep 1000"},
                        dir.path());
   EXPECT_EQ(run.status, 3);
-  EXPECT_EQ(ProcessesWithEnv("DTRAIN_JOB=bystander").size(), 2u);
+  EXPECT_EQ(ProcessesWithEnv("DTRAIN_JOB=" + Unique("bystander")).size(), 2u);
   other.Signal(SIGTERM);
   EXPECT_EQ(other.Wait(20), 128 + SIGTERM);
 }
