@@ -190,7 +190,7 @@ void SlurmTransport::CheckPending() {
     allocation_error_ = fmt::format("Slurm job {} ended before it started ({}{})", job_id_,
                                     job.state.empty() ? "no longer known to squeue" : job.state,
                                     job.reason.empty() ? "" : ": " + job.reason);
-  } else if (job.reason != last_reason_) {
+  } else if (job.reason != last_reason_ && job.reason != "None") {
     last_reason_ = job.reason;
     std::fprintf(stderr, "dtrain: Slurm job %s is %s (%s)\n", job_id_.c_str(), job.state.c_str(),
                  job.reason.c_str());

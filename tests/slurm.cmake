@@ -1,3 +1,13 @@
 # Slurm transport: unit tests, and integration tests against a real Slurm (munged, slurmctld and
 # slurmd started by tests/slurm/slurm-cluster.sh) that skip with a message when Slurm is absent.
 dtrain_test(slurm_unit_test SOURCES slurm_unit_test.cpp LIBS dtrain_launcher TIMEOUT 60)
+
+# One process for the whole integration set, so the cluster starts and stops once.
+add_executable(slurm_integration_test slurm_integration_test.cpp)
+target_include_directories(slurm_integration_test PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(slurm_integration_test PRIVATE dtrain_launcher GTest::gtest)
+target_compile_definitions(slurm_integration_test PRIVATE
+  DTRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DTRAIN_BINARY_DIR="${CMAKE_BINARY_DIR}")
+add_test(NAME slurm_integration_test COMMAND slurm_integration_test)
+set_tests_properties(slurm_integration_test PROPERTIES TIMEOUT 240 LABELS "slurm;integration"
+                     SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")

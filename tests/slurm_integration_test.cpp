@@ -1,0 +1,264 @@
+// The Slurm transport against a real Slurm on this machine: tests/slurm/slurm-cluster.sh starts
+// munged, slurmctld and one slurmd (this host) before the tests and stops them after. Skipped,
+// saying why, when Slurm is not installed or cannot start here.
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "launcher/slurm_child.h"
+#include "launcher/transport.h"
+
+namespace dtrain {
+namespace {
+
+const std::string kClusterScript = std::string(DTRAIN_SOURCE_DIR) + "/tests/slurm/slurm-cluster.sh";
+std::string g_skip_reason;  // set when the cluster could not start
+
+// Starts the cluster once for the whole set; stops it at the end.
+class SlurmCluster : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    setenv("DTRAIN_SLURM_DIR", "/tmp/dtrain-slurm-test", 0);
+    const SlurmCommandResult started = RunSlurmCommand({kClusterScript, "start"}, "", 60000);
+    const std::string prefix = "export SLURM_CONF=";
+    const size_t at = started.out.find(prefix);
+    if (started.status != 0 || at == std::string::npos) {
+      g_skip_reason = "Slurm could not be started here: " + started.Describe();
+      return;
+    }
+    std::string conf = started.out.substr(at + prefix.size());
+    conf = conf.substr(0, conf.find('\n'));
+    setenv("SLURM_CONF", conf.c_str(), 1);
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_JOB_NODELIST");
+    started_ = true;
+  }
+  void TearDown() override {
+    if (started_) RunSlurmCommand({kClusterScript, "stop"}, "", 60000);
+  }
+
+ private:
+  bool started_ = false;
+};
+
+// Collects everything the transport reports, per process id.
+struct Recorder : TransportEvents {
+  std::map<int, std::string> output;
+  std::map<int, ExitStatus> exits;
+  std::map<int, int> exit_calls;
+  void OnOutput(int id, std::string_view bytes) override { output[id].append(bytes); }
+  void OnExit(int id, const ExitStatus& status) override {
+    exits[id] = status;
+    ++exit_calls[id];
+  }
+};
+
+std::string Hostname() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  std::string host(name);
+  return host.substr(0, host.find('.'));
+}
+
+ClusterSpec OneNodeSpec(int slots) {
+  ClusterSpec spec;
+  spec.source = "slurm-test.yaml";
+  spec.transport = TransportKind::kSlurm;
+  spec.nodes = {{"label-node", "label-node", slots, {}, {}}};
+  spec.slurm.time = "00:05:00";
+  return spec;
+}
+
+// Two ranks shaped as the rank plan makes them, each printing its environment.
+std::vector<ProcessSpec> Ranks(int count, const std::vector<std::string>& argv) {
+  std::vector<ProcessSpec> procs;
+  for (int rank = 0; rank < count; ++rank) {
+    ProcessSpec p;
+    p.id = rank;
+    p.argv = argv;
+    p.env = {{"RANK", std::to_string(rank)},
+             {"LOCAL_RANK", std::to_string(rank)},
+             {"WORLD_SIZE", std::to_string(count)},
+             {"MASTER_ADDR", "label-node"},
+             {"MASTER_PORT", "29500"},
+             {"HOROVOD_HOSTNAME", "label-node"},
+             {"DTRAIN_JOB", "slurm-test"},
+             {"TRICKY", "it's \"$(echo no)\" `x` $HOME\n\ttab"}};
+    if (rank == 1) p.env["ONLY_ONE"] = "yes";
+    p.python_path_head = "/head dir";
+    procs.push_back(p);
+  }
+  return procs;
+}
+
+// Polls until every process reported its exit, or the deadline passes.
+bool RunToEnd(Transport& transport, Recorder& events, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (transport.Poll(200, events)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+  }
+  return true;
+}
+
+std::string Squeue(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"squeue", "-h"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunSlurmCommand(argv, "", 10000).out;
+}
+
+class SlurmTransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!g_skip_reason.empty()) GTEST_SKIP() << g_skip_reason;
+  }
+};
+
+const std::vector<std::string> kPrintEnv = {
+    "sh", "-c",
+    "printf 'rank=%s local=%s master=%s host=%s only=%s\\n' \"$RANK\" \"$LOCAL_RANK\" "
+    "\"$MASTER_ADDR\" \"$HOROVOD_HOSTNAME\" \"${ONLY_ONE-unset}\"; "
+    "printf 'pythonpath=%s\\n' \"$PYTHONPATH\"; printf 'tricky=[%s]\\n' \"$TRICKY\"; "
+    "env | grep -c -E '^DTRAIN_(SLURM_[0-9]|SLURM_VARY|SLURM_MARK|SLURM_NTASKS|PYTHONPATH_HEAD)' "
+    "|| true; echo to-stderr >&2; printf 'no newline'"};
+
+void ExpectRankEnvironment(const Recorder& events, int rank, const std::string& old_pythonpath) {
+  const std::string host = Hostname();
+  const std::string out = events.output.at(rank);
+  EXPECT_NE(out.find("rank=" + std::to_string(rank) + " local=" + std::to_string(rank) +
+                     " master=" + host + " host=" + host + " only=" + (rank == 1 ? "yes" : "unset")),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("pythonpath=/head dir:" + old_pythonpath + "\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("tricky=[it's \"$(echo no)\" `x` $HOME\n\ttab]\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n0\n"), std::string::npos) << "wrapper variables leaked: " << out;
+  EXPECT_NE(out.find("to-stderr\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("no newline"), std::string::npos) << out;
+  EXPECT_EQ(out.find("@dtrain-slurm-"), std::string::npos) << out;
+}
+
+TEST_F(SlurmTransportTest, BatchJobRunsTwoRanksWithTheirEnvironment) {
+  setenv("PYTHONPATH", "/old/path", 1);
+  auto transport = MakeTransport(OneNodeSpec(2));
+  Recorder events;
+  transport->Start(Ranks(2, kPrintEnv), events);
+  ASSERT_TRUE(RunToEnd(*transport, events, 60));
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(events.exit_calls[rank], 1);
+    EXPECT_TRUE(events.exits[rank].ok()) << events.exits[rank].Describe();
+    ExpectRankEnvironment(events, rank, "/old/path");
+  }
+  transport.reset();  // cancels the batch job that held the allocation
+  EXPECT_EQ(Squeue({"-n", "dtrain-slurm-test", "-t", "PD,R"}), "");
+}
+
+TEST_F(SlurmTransportTest, InsideAnAllocationRunsAStepInIt) {
+  const SlurmCommandResult held = RunSlurmCommand(
+      {"sbatch", "--parsable", "--nodes=1", "--ntasks-per-node=2", "--job-name=outer",
+       "--output=/dev/null", "--wrap=sleep 120"},
+      "", 10000);
+  ASSERT_EQ(held.status, 0) << held.Describe();
+  const std::string job = held.out.substr(0, held.out.find_first_of(";\n"));
+  for (int i = 0; i < 50 && Squeue({"-j", job, "-o", "%T"}).rfind("RUNNING", 0) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  setenv("SLURM_JOB_ID", job.c_str(), 1);
+  setenv("SLURM_JOB_NODELIST", Hostname().c_str(), 1);
+  Recorder events;
+  {
+    auto transport = MakeTransport(OneNodeSpec(2));
+    transport->Start(Ranks(2, {"sh", "-c", "echo step $SLURM_JOB_ID.$SLURM_STEP_ID"}), events);
+    EXPECT_TRUE(RunToEnd(*transport, events, 60));
+  }
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("SLURM_JOB_NODELIST");
+  EXPECT_EQ(events.output[0].rfind("step " + job + ".", 0), 0u) << events.output[0];
+  EXPECT_TRUE(events.exits[1].ok()) << events.exits[1].Describe();
+  // The allocation is the caller's: dtrain leaves it running.
+  EXPECT_EQ(Squeue({"-j", job, "-o", "%T"}), "RUNNING\n");
+  RunSlurmCommand({"scancel", job}, "", 10000);
+}
+
+TEST_F(SlurmTransportTest, FailingRankReportsItsExitStatus) {
+  auto transport = MakeTransport(OneNodeSpec(2));
+  Recorder events;
+  transport->Start(Ranks(2, {"sh", "-c", "echo rank $RANK; [ $RANK = 1 ] && exit 7; exit 0"}),
+                   events);
+  ASSERT_TRUE(RunToEnd(*transport, events, 60));
+  EXPECT_TRUE(events.exits[0].ok()) << events.exits[0].Describe();
+  EXPECT_EQ(events.exits[1].code, 7) << events.exits[1].Describe();
+  EXPECT_EQ(events.exits[1].ShellStatus(), 7);
+  EXPECT_EQ(events.output[1], "rank 1\n");
+}
+
+TEST_F(SlurmTransportTest, InterruptCancelsTheStepAndLeavesNoTask) {
+  auto transport = MakeTransport(OneNodeSpec(2));
+  Recorder events;
+  transport->Start(Ranks(2, {"sh", "-c", "echo ready; exec sleep 97"}), events);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((events.output[0].empty() || events.output[1].empty()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    transport->Poll(200, events);
+  }
+  ASSERT_EQ(events.output[0], "ready\n");
+  transport->SignalAll(SIGINT);
+  ASSERT_TRUE(RunToEnd(*transport, events, 30));
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(events.exits[rank].signal, SIGINT) << events.exits[rank].Describe();
+    EXPECT_EQ(events.exits[rank].ShellStatus(), 130);
+  }
+  // Slurm forgets a cancelled step (and the held job) within a few seconds; no task process
+  // may survive it.
+  transport.reset();
+  std::string steps = "?";
+  for (int i = 0; i < 50 && !steps.empty(); ++i) {
+    steps = Squeue({"--steps", "-n", "dtrain-slurm-test"});
+    if (!steps.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(steps, "");
+  EXPECT_NE(system("pgrep -f 'slee[p] 97' >/dev/null"), 0) << "a task outlived the step";
+}
+
+TEST_F(SlurmTransportTest, OneProbePerNodeReadsItsStdin) {
+  ClusterSpec spec = OneNodeSpec(4);
+  ProcessSpec probe;
+  probe.id = 0;
+  probe.argv = {"sh", "-s", "--", "arg one"};
+  probe.stdin_data = "echo \"probe on $(hostname -s) with [$1]\"\n";
+  auto transport = MakeTransport(spec);
+  Recorder events;
+  transport->Start({probe}, events);
+  ASSERT_TRUE(RunToEnd(*transport, events, 60));
+  EXPECT_TRUE(events.exits[0].ok()) << events.exits[0].Describe();
+  EXPECT_EQ(events.output[0], "probe on " + Hostname() + " with [arg one]\n");
+}
+
+TEST_F(SlurmTransportTest, RejectedSubmissionIsAnErrorForEveryRank) {
+  ClusterSpec spec = OneNodeSpec(2);
+  spec.slurm.partition = "no-such-partition";
+  auto transport = MakeTransport(spec);
+  Recorder events;
+  transport->Start(Ranks(2, {"true"}), events);
+  EXPECT_FALSE(transport->Poll(10, events));
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_NE(events.exits[rank].error.find("no-such-partition"), std::string::npos)
+        << events.exits[rank].Describe();
+  }
+}
+
+}  // namespace
+}  // namespace dtrain
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new dtrain::SlurmCluster);
+  return RUN_ALL_TESTS();
+}
