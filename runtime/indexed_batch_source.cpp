@@ -64,7 +64,7 @@ class IndexedBatchSource : public BatchSource {
     const int workers = std::max(1, options_.workers);
     prefetcher_.Start(workers, options_.prefetch, [this, workers](int w, const auto& emit) {
       for (int64_t b = w; b < batches_; b += workers) {
-        HostBatch batch;
+        HostBatch batch = prefetcher_.Spare();
         LoadBatch(b, batch);
         if (!emit(std::move(batch))) return;
       }

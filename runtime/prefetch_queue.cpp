@@ -39,11 +39,23 @@ bool BatchPrefetcher::Next(HostBatch& batch) {
       Stop();
       std::rethrow_exception(slot.error);
     }
+    if (batch.pixels.capacity() > 0) {
+      std::lock_guard<std::mutex> lock(spare_mutex_);
+      if (spares_.size() < queues_.size() + 1) spares_.push_back(std::move(batch));
+    }
     batch = std::move(slot.batch);
     ++turn_;
     return true;
   }
   return false;
+}
+
+HostBatch BatchPrefetcher::Spare() {
+  std::lock_guard<std::mutex> lock(spare_mutex_);
+  if (spares_.empty()) return HostBatch{};
+  HostBatch batch = std::move(spares_.back());
+  spares_.pop_back();
+  return batch;
 }
 
 void BatchPrefetcher::Stop() {

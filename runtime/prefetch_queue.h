@@ -80,9 +80,13 @@ class BatchPrefetcher {
 
   // `prefetch` batches in total are queued ahead, spread over the workers (at least one each).
   void Start(int workers, int prefetch, Producer producer);
-  // False when every worker has finished and its queue is drained.
+  // False when every worker has finished and its queue is drained. What `batch` held before is
+  // kept as a spare, so its buffers are reused rather than freed and allocated again.
   bool Next(HostBatch& batch);
   void Stop();
+  // A batch handed back through Next (buffers with their capacity), or an empty one. Producers
+  // start each batch from it: large pixel buffers are then not mapped and zeroed per batch.
+  HostBatch Spare();
 
  private:
   struct Slot {
@@ -93,6 +97,8 @@ class BatchPrefetcher {
   std::vector<std::thread> threads_;
   std::vector<int> active_;  // workers whose queue may still hold batches, in turn order
   size_t turn_ = 0;
+  std::mutex spare_mutex_;
+  std::vector<HostBatch> spares_;
 };
 
 }  // namespace dtrain::clip

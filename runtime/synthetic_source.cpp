@@ -1,5 +1,8 @@
 // The synthetic dataset type: random pixels and random Fashion-MNIST captions, generated on the
 // fly, for benchmarks that must not wait on data.
+#include <algorithm>
+#include <cstring>
+
 #include "runtime/distributed_sampler.h"
 #include "runtime/fashion_mnist.h"
 #include "runtime/sample_dataset.h"
@@ -7,34 +10,42 @@
 namespace dtrain::clip {
 namespace {
 
-// Sample i is a pure function of (seed, i): the same pixels and caption at every visit.
+// Sample i is a pure function of (seed, i): the same pixels and caption at every visit. Pixels
+// come from a pool of random images made once (up to 64 MB), so a sample costs one copy.
 // train_num_samples sets the size (default 60,000, one Fashion-MNIST epoch).
 class SyntheticDataset : public SampleDataset {
  public:
   explicit SyntheticDataset(const DataOptions& options)
       : size_(options.train_num_samples > 0 ? options.train_num_samples : 60000),
         values_(static_cast<size_t>(options.channels) * options.image_size * options.image_size),
-        seed_(options.seed) {}
+        seed_(options.seed) {
+    const size_t images = std::clamp<size_t>((64u << 20) / (values_ * sizeof(float)), 1, 512);
+    pool_.resize(images * values_);
+    // xorshift64: values uniform in [-2, 2), roughly the range of normalised pixels.
+    uint64_t state = MixSeed(seed_) | 1;
+    for (float& value : pool_) {
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      value = static_cast<float>(state >> 40) * (4.0f / 16777216.0f) - 2.0f;
+    }
+  }
 
   int64_t Size() const override { return size_; }
 
   void Load(int64_t index, int, SampleSlot slot) const override {
-    uint64_t state = MixSeed(seed_ ^ MixSeed(static_cast<uint64_t>(index)));
-    slot.label = static_cast<int>(state % kFashionMnistClasses);
-    slot.caption = FashionMnistCaption(slot.label, static_cast<int64_t>((state >> 8) & 0xffff));
-    // xorshift64: values uniform in [-2, 2), roughly the range of normalised pixels.
-    for (size_t i = 0; i < values_; ++i) {
-      state ^= state << 13;
-      state ^= state >> 7;
-      state ^= state << 17;
-      slot.pixels[i] = static_cast<float>(state >> 40) * (4.0f / 16777216.0f) - 2.0f;
-    }
+    const uint64_t draw = MixSeed(seed_ ^ MixSeed(static_cast<uint64_t>(index)));
+    slot.label = static_cast<int>(draw % kFashionMnistClasses);
+    slot.caption = FashionMnistCaption(slot.label, static_cast<int64_t>((draw >> 8) & 0xffff));
+    const size_t image = (draw >> 24) % (pool_.size() / values_);
+    std::memcpy(slot.pixels, &pool_[image * values_], values_ * sizeof(float));
   }
 
  private:
   int64_t size_;
   size_t values_;
   uint64_t seed_;
+  std::vector<float> pool_;  // random images, values_ floats each
 };
 
 }  // namespace

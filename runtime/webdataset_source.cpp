@@ -163,7 +163,8 @@ class WebDatasetSource : public BatchSource {
     std::mt19937_64 rng(seed);
     const size_t capacity = static_cast<size_t>(std::max(1, options_.shuffle_buffer));
     std::vector<EncodedSample> buffer;
-    HostBatch batch;
+    HostBatch batch = prefetcher_.Spare();
+    batch.size = 0;
     auto take = [&](EncodedSample&& sample) {
       if (buffer.size() < capacity) {
         buffer.push_back(std::move(sample));
@@ -212,6 +213,9 @@ class WebDatasetSource : public BatchSource {
       batch.channels = options_.channels;
       batch.height = batch.width = size;
       batch.pixels.resize(static_cast<size_t>(options_.batch_size) * values);
+      batch.captions.clear();
+      batch.labels.clear();
+      batch.indices.clear();
     }
     try {
       const Image image = DecodeImage(sample.image.data(), sample.image.size(), sample.image_name);
@@ -225,7 +229,8 @@ class WebDatasetSource : public BatchSource {
     batch.indices.push_back(-1);
     if (++batch.size < options_.batch_size) return true;
     const bool go_on = emit(std::move(batch));
-    batch = HostBatch{};
+    batch = prefetcher_.Spare();
+    batch.size = 0;
     return go_on;
   }
 
