@@ -1,0 +1,187 @@
+// Connect, verify, authenticate: the three steps before any channel, each failing with a message
+// that names the node, its address and what to do. No step can prompt: keys that need a
+// passphrase are skipped (they belong in ssh-agent) and password methods are never tried.
+#include "launcher/ssh_session.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+
+namespace dtrain {
+namespace {
+
+// accept-new appends to the shared known_hosts file; one writer at a time.
+std::mutex known_hosts_write_mutex;
+
+std::string HomeDirectory() {
+  if (const char* home = std::getenv("HOME"); home && *home) return home;
+  if (const passwd* pw = getpwuid(getuid())) return pw->pw_dir;
+  return "/";
+}
+
+bool FileExists(const std::string& path) {
+  return access(path.c_str(), F_OK) == 0;
+}
+
+// "ssh-ed25519 SHA256:..." for a key, or "" when libssh cannot hash it.
+std::string Fingerprint(ssh_key key) {
+  unsigned char* hash = nullptr;
+  size_t length = 0;
+  if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &length) != SSH_OK) return "";
+  char* text = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, length);
+  ssh_clean_pubkey_hash(&hash);
+  std::string out = fmt::format("{} {}", ssh_key_type_to_char(ssh_key_type(key)), text ? text : "");
+  ssh_string_free_char(text);
+  return out;
+}
+
+}  // namespace
+
+std::string ExpandHome(const std::string& path) {
+  if (path == "~") return HomeDirectory();
+  if (path.rfind("~/", 0) == 0) return HomeDirectory() + path.substr(1);
+  return path;
+}
+
+SshSession::SshSession(const NodeSpec& node, const SshOptions& options)
+    : node_(node), options_(options) {
+  if (node_.address.empty()) node_.address = node_.host;
+  where_ = fmt::format("node {} ({})", node_.host, node_.address);
+  known_hosts_ =
+      ExpandHome(options_.known_hosts.empty() ? "~/.ssh/known_hosts" : options_.known_hosts);
+}
+
+SshSession::~SshSession() {
+  Close();
+  if (session_) ssh_free(session_);
+}
+
+void SshSession::Close() {
+  if (session_ && ssh_is_connected(session_)) ssh_disconnect(session_);
+}
+
+std::string SshSession::LastError() const {
+  const char* error = session_ ? ssh_get_error(session_) : nullptr;
+  return error && *error ? error : "unknown error";
+}
+
+void SshSession::Fail(const std::string& what) const {
+  throw Error(fmt::format("{}: ssh: {}", where_, what));
+}
+
+void SshSession::Open() {
+  Connect();
+  VerifyHostKey();
+  Authenticate();
+}
+
+void SshSession::Connect() {
+  session_ = ssh_new();
+  if (!session_) Fail("cannot create a session (out of memory)");
+  const bool no = false;
+  const long timeout = options_.connect_timeout_s > 0 ? options_.connect_timeout_s : 10;
+  const unsigned port = options_.port;
+  // The cluster file is the whole configuration: ~/.ssh/config is not read.
+  ssh_options_set(session_, SSH_OPTIONS_PROCESS_CONFIG, &no);
+  ssh_options_set(session_, SSH_OPTIONS_HOST, node_.address.c_str());
+  ssh_options_set(session_, SSH_OPTIONS_PORT, &port);
+  if (!options_.user.empty()) ssh_options_set(session_, SSH_OPTIONS_USER, options_.user.c_str());
+  ssh_options_set(session_, SSH_OPTIONS_TIMEOUT, &timeout);
+  ssh_options_set(session_, SSH_OPTIONS_KNOWNHOSTS, known_hosts_.c_str());
+  if (ssh_connect(session_) != SSH_OK) {
+    Fail(fmt::format("cannot connect to port {} within {} s: {}", options_.port, timeout,
+                     LastError()));
+  }
+}
+
+void SshSession::VerifyHostKey() {
+  ssh_key server_key = nullptr;
+  if (ssh_get_server_publickey(session_, &server_key) != SSH_OK) {
+    Fail("the server sent no host key: " + LastError());
+  }
+  const std::string offered = Fingerprint(server_key);
+  ssh_key_free(server_key);
+  const ssh_known_hosts_e state = ssh_session_is_known_server(session_);
+  switch (state) {
+    case SSH_KNOWN_HOSTS_OK:
+      return;
+    case SSH_KNOWN_HOSTS_CHANGED:
+    case SSH_KNOWN_HOSTS_OTHER:
+      Fail(fmt::format(
+          "host key for {} has CHANGED: the server offers {}, which does not match {} "
+          "(someone may be intercepting the connection); if the change is expected, remove the "
+          "old entry with `ssh-keygen -R {} -f {}` and connect again",
+          node_.address, offered, known_hosts_, node_.address, known_hosts_));
+    case SSH_KNOWN_HOSTS_UNKNOWN:
+    case SSH_KNOWN_HOSTS_NOT_FOUND:
+      if (options_.host_key_policy == HostKeyPolicy::kAcceptNew) {
+        std::lock_guard<std::mutex> lock(known_hosts_write_mutex);
+        if (ssh_session_update_known_hosts(session_) != SSH_OK) {
+          Fail(fmt::format("cannot record host key {} in {}: {}", offered, known_hosts_,
+                           LastError()));
+        }
+        return;
+      }
+      Fail(fmt::format(
+          "host key for {} is not in {} (server offers {}); host_key_policy strict refuses "
+          "unknown hosts: check the fingerprint and add it (ssh-keyscan {} >> {}), or set "
+          "ssh.host_key_policy: accept-new",
+          node_.address, known_hosts_, offered, node_.address, known_hosts_));
+    case SSH_KNOWN_HOSTS_ERROR:
+      break;
+  }
+  Fail(fmt::format("cannot check the host key against {}: {}", known_hosts_, LastError()));
+}
+
+void SshSession::Authenticate() {
+  std::vector<std::string> tried;
+  auto try_key_file = [&](const std::string& path, bool named) {
+    if (!FileExists(path)) {
+      if (named) tried.push_back(fmt::format("identity_file {} (missing)", path));
+      return false;
+    }
+    ssh_key key = nullptr;
+    // No passphrase callback: an encrypted key fails here instead of prompting.
+    if (ssh_pki_import_privkey_file(path.c_str(), nullptr, nullptr, nullptr, &key) != SSH_OK) {
+      tried.push_back(
+          fmt::format("{} (unreadable or passphrase-protected; load it into ssh-agent)", path));
+      return false;
+    }
+    const int rc = ssh_userauth_publickey(session_, nullptr, key);
+    ssh_key_free(key);
+    if (rc == SSH_AUTH_SUCCESS) return true;
+    if (rc == SSH_AUTH_ERROR) Fail("authentication failed: " + LastError());
+    tried.push_back(fmt::format("{} (rejected)", path));
+    return false;
+  };
+  if (!options_.identity_file.empty() && try_key_file(ExpandHome(options_.identity_file), true)) {
+    return;
+  }
+  if (const char* agent = std::getenv("SSH_AUTH_SOCK"); agent && *agent) {
+    const int rc = ssh_userauth_agent(session_, nullptr);
+    if (rc == SSH_AUTH_SUCCESS) return;
+    if (rc == SSH_AUTH_ERROR) Fail("authentication failed: " + LastError());
+    tried.push_back("ssh-agent (no key accepted)");
+  } else {
+    tried.push_back("ssh-agent (SSH_AUTH_SOCK not set)");
+  }
+  for (const char* name : {"id_ed25519", "id_ecdsa", "id_rsa"}) {
+    if (try_key_file(HomeDirectory() + "/.ssh/" + name, false)) return;
+  }
+  std::string list;
+  for (const std::string& t : tried) list += (list.empty() ? "" : ", ") + t;
+  if (list.find("/.ssh/id_") == std::string::npos) list += ", no ~/.ssh/id_* key";
+  Fail(
+      fmt::format("authentication failed as {} (tried {}); password prompts are never used: "
+                  "authorize one of these keys on the node or set ssh.identity_file",
+                  options_.user.empty() ? "the current user" : options_.user, list));
+}
+
+}  // namespace dtrain

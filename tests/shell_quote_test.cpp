@@ -1,0 +1,179 @@
+// Quoting and the remote wrapper, run here through /bin/sh exactly as a node's sshd would run
+// them: values survive byte for byte, signal lines reach the process group, EOF ends the job.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <string>
+
+#include "launcher/remote_command.h"
+#include "launcher/shell_quote.h"
+
+namespace dtrain {
+namespace {
+
+const std::vector<std::string> kNasty = {"",
+                                         "plain",
+                                         "two words",
+                                         "it's",
+                                         "\"double\"",
+                                         "$(touch /tmp/dtrain-pwned)",
+                                         "`touch /tmp/dtrain-pwned`",
+                                         "a;touch /tmp/dtrain-pwned",
+                                         "line1\nline2\n",
+                                         "\\",
+                                         "'''",
+                                         "$HOME ${PATH:-x} * ? ~ & | < > ! #",
+                                         "tab\there",
+                                         "-n",
+                                         "--"};
+
+// A shell command run with a pipe on stdin; once it is quiet for 300 ms, then_send is written
+// and (close_stdin) stdin closed, as a launcher would.
+struct ShellRun {
+  std::string output;
+  int status = -1;  // the shell's status: exit code, 128+N for a signal
+};
+
+ShellRun RunShell(const std::string& command, const std::string& input,
+                  const std::string& then_send = "", bool close_stdin = true) {
+  int in[2], out[2];
+  EXPECT_EQ(pipe(in), 0);
+  EXPECT_EQ(pipe(out), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(out[1], 2);
+    close(in[1]);
+    close(out[0]);
+    execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  signal(SIGPIPE, SIG_IGN);
+  EXPECT_EQ(write(in[1], input.data(), input.size()), static_cast<ssize_t>(input.size()));
+  ShellRun run;
+  char buffer[4096];
+  bool sent = false;
+  for (;;) {
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, 300) == 0 && !sent) {  // quiet for a moment: the process is running
+      if (!then_send.empty()) {
+        EXPECT_EQ(write(in[1], then_send.data(), then_send.size()),
+                  static_cast<ssize_t>(then_send.size()));
+      }
+      sent = true;
+      if (close_stdin) close(in[1]), in[1] = -1;
+      continue;
+    }
+    const ssize_t n = read(out[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    run.output.append(buffer, n);
+  }
+  if (in[1] >= 0) close(in[1]);
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+TEST(ShellQuote, EveryValueReadsBackUnchanged) {
+  for (const std::string& value : kNasty) {
+    const ShellRun run = RunShell("printf %s " + ShellQuote(value), "", "");
+    EXPECT_EQ(run.output, value);
+  }
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(ShellJoin({"a b", ""}), "'a b' ''");
+  EXPECT_NE(access("/tmp/dtrain-pwned", F_OK), 0);
+}
+
+TEST(ShellQuote, VariableNames) {
+  EXPECT_TRUE(IsShellVariableName("NCCL_DEBUG"));
+  EXPECT_TRUE(IsShellVariableName("_x1"));
+  EXPECT_FALSE(IsShellVariableName("1X"));
+  EXPECT_FALSE(IsShellVariableName("A-B"));
+  EXPECT_FALSE(IsShellVariableName("A=B"));
+  EXPECT_FALSE(IsShellVariableName(""));
+}
+
+ProcessSpec Proc(std::vector<std::string> argv) {
+  ProcessSpec p;
+  p.argv = std::move(argv);
+  return p;
+}
+
+TEST(RemoteCommand, EnvArgvAndStdinArriveByteForByte) {
+  for (const std::string& value : kNasty) {
+    ProcessSpec p = Proc({"sh", "-c", "printf '%s|%s|' \"$V\" \"$1\"; cat", "arg0", value});
+    p.env = {{"V", value}};
+    p.stdin_data = value;
+    const ShellRun run = RunShell(BuildRemoteCommand(p, {}), p.stdin_data, "");
+    EXPECT_EQ(run.output, value + "|" + value + "|" + value);
+    EXPECT_EQ(run.status, 0);
+  }
+  EXPECT_NE(access("/tmp/dtrain-pwned", F_OK), 0);
+}
+
+TEST(RemoteCommand, PythonPathHeadGoesFirstAndCwdApplies) {
+  ProcessSpec p = Proc({"sh", "-c", "echo \"$PYTHONPATH\" \"$(pwd)\""});
+  p.python_path_head = "/work dir";
+  RemoteCommandOptions options;
+  options.cwd = "/tmp";
+  EXPECT_EQ(RunShell("unset PYTHONPATH; " + BuildRemoteCommand(p, options), "", "").output,
+            "/work dir /tmp\n");
+  EXPECT_EQ(
+      RunShell("export PYTHONPATH='/a b:/c'; " + BuildRemoteCommand(p, options), "", "").output,
+      "/work dir:/a b:/c /tmp\n");
+  options.cwd = "/no/such/dir";
+  const ShellRun missing = RunShell(BuildRemoteCommand(p, options), "", "");
+  EXPECT_EQ(missing.status, 126);
+  EXPECT_NE(missing.output.find("cannot change directory to /no/such/dir"), std::string::npos);
+  options.cwd_required = false;
+  EXPECT_EQ(RunShell(BuildRemoteCommand(p, options), "", "").status, 0);
+}
+
+TEST(RemoteCommand, ExitCodesAndMissingCommands) {
+  EXPECT_EQ(RunShell(BuildRemoteCommand(Proc({"sh", "-c", "exit 7"}), {}), "", "").status, 7);
+  const ShellRun missing = RunShell(BuildRemoteCommand(Proc({"no-such-command-here"}), {}), "", "");
+  EXPECT_EQ(missing.status, 127);
+  EXPECT_NE(missing.output.find("no-such-command-here"), std::string::npos);
+}
+
+TEST(RemoteCommand, SignalLinesReachTheWholeProcessGroup) {
+  // The child `sleep` shares the group: both end, so the wait returns at once.
+  const std::string command =
+      BuildRemoteCommand(Proc({"sh", "-c", "sleep 30 & echo up; wait"}), {});
+  const auto start = std::chrono::steady_clock::now();
+  const ShellRun run = RunShell(command, "", RemoteSignalLine(SIGTERM), false);
+  EXPECT_EQ(run.output, "up\n");
+  EXPECT_EQ(run.status, 128 + SIGTERM);
+  EXPECT_EQ(RemoteExitStatus(run.status).signal, SIGTERM);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(RemoteCommand, EndOfInputTerminatesTheJob) {
+  const auto start = std::chrono::steady_clock::now();
+  // Nothing sent, stdin closed: like a dropped connection.
+  const ShellRun run =
+      RunShell(BuildRemoteCommand(Proc({"sh", "-c", "echo up; sleep 30"}), {}), "", "", true);
+  EXPECT_EQ(run.output, "up\n");
+  EXPECT_EQ(run.status, 128 + SIGTERM);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(RemoteCommand, RefusesNamesAndValuesNoShellCanCarry) {
+  ProcessSpec p = Proc({"true"});
+  p.env = {{"BAD-NAME", "x"}};
+  EXPECT_THROW(BuildRemoteCommand(p, {}), std::exception);
+  p.env = {{"V", std::string("a\0b", 3)}};
+  EXPECT_THROW(BuildRemoteCommand(p, {}), std::exception);
+  EXPECT_EQ(RemoteSignalLine(SIGKILL), "KILL\n");
+}
+
+}  // namespace
+}  // namespace dtrain

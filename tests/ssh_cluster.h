@@ -1,0 +1,130 @@
+// SshTestCluster: N sshd nodes in network namespaces (tests/cluster/make-cluster.sh) for one
+// test, torn down when it goes out of scope. The test process joins the cluster's head
+// namespace so the nodes' addresses are reachable from it and from every child it starts.
+#pragma once
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+
+namespace dtrain::test {
+
+inline std::string RunOutput(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return out;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  pclose(pipe);
+  return out;
+}
+
+inline std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class SshTestCluster {
+ public:
+  // Empty error(): the cluster is up. Otherwise it says why not (e.g. not root).
+  SshTestCluster(const std::string& name, int nodes, int slots)
+      : dir_(std::string(DTRAIN_BINARY_DIR) + "/ssh-test-clusters/" + name) {
+    if (geteuid() != 0) {
+      error_ = "needs root (network namespaces and sshd)";
+      return;
+    }
+    const std::string up = Script() + " up " + std::to_string(nodes) + " " + dir_ + " " +
+                           std::to_string(slots) + " 2>&1";
+    const std::string log = RunOutput(up + "; echo rc=$?");
+    if (log.find("rc=0") == std::string::npos) {
+      error_ = "make-cluster.sh up failed: " + log;
+      return;
+    }
+    const std::string head = "/run/netns/" + Trim(ReadText(dir_ + "/head-netns"));
+    const int fd = open(head.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) error_ = "cannot join " + head;
+    if (fd >= 0) close(fd);
+  }
+  ~SshTestCluster() {
+    if (geteuid() == 0) RunOutput(Script() + " down " + dir_ + " 2>&1");
+  }
+
+  const std::string& error() const { return error_; }
+  const std::string& dir() const { return dir_; }
+  std::string cluster_file() const { return dir_ + "/cluster.yaml"; }
+  ClusterSpec Spec() const { return ParseClusterFile(cluster_file()); }
+
+  // Processes inside node i's namespace other than its listening sshd, as "pid cmdline" lines.
+  std::vector<std::string> NodeProcesses(int i) const {
+    const std::string listener = Trim(ReadText(dir_ + "/node" + std::to_string(i) + "/sshd.pid"));
+    const std::string ns = Field(i, 2);
+    std::vector<std::string> out;
+    std::istringstream pids(RunOutput("ip netns pids " + ns));
+    std::string pid;
+    while (pids >> pid) {
+      if (pid == listener) continue;
+      std::string cmdline = ReadText("/proc/" + pid + "/cmdline");
+      for (char& c : cmdline) {
+        if (c == '\0') c = ' ';
+      }
+      if (cmdline.empty()) continue;  // already gone (or a zombie)
+      out.push_back(pid + " " + cmdline);
+    }
+    return out;
+  }
+
+  // Waits up to `seconds` for node i to run nothing but its listener; returns what is left.
+  std::vector<std::string> WaitNodeIdle(int i, double seconds) const {
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+    std::vector<std::string> left = NodeProcesses(i);
+    while (!left.empty() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      left = NodeProcesses(i);
+    }
+    return left;
+  }
+
+  // Field f of line i in DIR/nodes ("name address netns").
+  std::string Field(int i, int f) const {
+    std::istringstream lines(ReadText(dir_ + "/nodes"));
+    std::string line;
+    for (int n = 0; std::getline(lines, line); ++n) {
+      if (n != i) continue;
+      std::istringstream words(line);
+      std::string word;
+      for (int k = 0; words >> word; ++k) {
+        if (k == f) return word;
+      }
+    }
+    return "";
+  }
+
+ private:
+  static std::string Script() {
+    return std::string(DTRAIN_SOURCE_DIR) + "/tests/cluster/make-cluster.sh";
+  }
+  static std::string Trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+
+  std::string dir_;
+  std::string error_;
+};
+
+}  // namespace dtrain::test
