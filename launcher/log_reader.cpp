@@ -170,12 +170,15 @@ void RankLogCursor::ReadIndex() {
 }
 
 int64_t RankLogCursor::TimeOf(uint64_t offset) {
-  while (!index_.empty() && index_.front().first < offset) index_.pop_front();
+  while (!index_.empty() && index_.front().first < offset) {
+    last_time_ = std::max(last_time_, index_.front().second);
+    index_.pop_front();
+  }
   if (!index_.empty() && index_.front().first == offset) {
     last_time_ = std::max(last_time_, index_.front().second);
     index_.pop_front();
   }
-  return last_time_;  // lines without an entry keep their predecessor's time
+  return last_time_;  // lines without an entry arrived with the entry before them
 }
 
 std::vector<LogLine> RankLogCursor::ReadNew(bool final) {

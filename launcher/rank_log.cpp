@@ -66,15 +66,21 @@ RankLog::~RankLog() {
 
 void RankLog::Append(std::string_view bytes, int64_t now_us) {
   if (bytes.empty()) return;
-  // The index goes first: a reader that sees a complete line in the log also sees its entry.
-  std::string index;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    if (at_line_start_) index += fmt::format("{} {}\n", offset_ + i, now_us);
-    at_line_start_ = bytes[i] == '\n';
+  // Every line that starts in this chunk arrived now, so one entry (the first line start) times
+  // them all; a reader gives each line the time of the nearest entry at or before it.
+  size_t first_start = std::string_view::npos;
+  if (at_line_start_) {
+    first_start = 0;
+  } else if (size_t nl = bytes.find('\n'); nl != std::string_view::npos && nl + 1 < bytes.size()) {
+    first_start = nl + 1;
   }
-  if (!index.empty()) WriteAll(index_fd_, index, index_path_);
+  // The index goes first: a reader that sees a line in the log also sees its time.
+  if (first_start != std::string_view::npos) {
+    WriteAll(index_fd_, fmt::format("{} {}\n", offset_ + first_start, now_us), index_path_);
+  }
   WriteAll(log_fd_, bytes, log_path_);
   offset_ += bytes.size();
+  at_line_start_ = bytes.back() == '\n';
 }
 
 }  // namespace dtrain

@@ -1,7 +1,8 @@
 // The file a rank's output lands in: <job_dir>/rank-R.log holds exactly the bytes the rank wrote,
-// appended unbuffered as they arrive; the sidecar rank-R.idx holds one "OFFSET MICROS" text line
-// per line start (byte offset in the log, wall-clock arrival in microseconds since the epoch),
-// which is how `dtrain logs` interleaves ranks in time order.
+// appended unbuffered as they arrive; the sidecar rank-R.idx holds "OFFSET MICROS" text lines
+// (a line start's byte offset in the log, its wall-clock arrival in microseconds since the epoch)
+// for the first line starting in each chunk received; the lines after it in the log, up to the
+// next entry, arrived with it. That is how `dtrain logs` interleaves ranks in time order.
 #pragma once
 
 #include <cstdint>
