@@ -10,8 +10,9 @@ namespace dtrain::clip {
 
 void BadSampleLog::Report(const std::string& what) {
   if (!skip_) throw std::runtime_error(what + " (bad samples are fatal: skipping is off)");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!reported_.insert(what).second) return;
   const int64_t count = ++count_;
-  std::lock_guard<std::mutex> lock(stderr_mutex_);
   std::cerr << "dtrain-clip: skipped bad sample: " << what << " (" << count << " skipped so far)"
             << std::endl;
 }

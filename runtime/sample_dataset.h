@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 #include "runtime/data_source.h"
 
@@ -19,7 +20,8 @@ struct BadSample : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Counts bad samples and reports each on stderr as it is met; with skipping off, Report throws
+// Counts bad samples and reports each on stderr as it is met, once (a shard read again in a
+// later pass does not count its damage twice); with skipping off, Report throws
 // std::runtime_error instead. Thread-safe.
 class BadSampleLog {
  public:
@@ -30,7 +32,8 @@ class BadSampleLog {
  private:
   const bool skip_;
   std::atomic<int64_t> count_{0};
-  std::mutex stderr_mutex_;
+  std::mutex mutex_;
+  std::unordered_set<std::string> reported_;
 };
 
 // Where one sample goes: `pixels` has room for channels x image_size x image_size floats.

@@ -60,16 +60,18 @@ TarReader::TarReader(const std::string& path) : path_(path), in_(path, std::ios:
   if (!in_) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
 }
 
-bool TarReader::ReadBlock(uint8_t* block, bool eof_ok) {
+void TarReader::ReadBlock(uint8_t* block) {
   in_.read(reinterpret_cast<char*>(block), kBlock);
   const std::streamsize got = in_.gcount();
-  if (got == 0 && eof_ok) return false;
+  if (got == 0) {
+    throw std::runtime_error(path_ + ": truncated tar: the file ends at byte " +
+                             std::to_string(offset_) + " without the end-of-archive blocks");
+  }
   if (got != static_cast<std::streamsize>(kBlock)) {
     throw std::runtime_error(path_ + ": truncated tar: the file ends inside a header at byte " +
                              std::to_string(offset_ + got));
   }
   offset_ += kBlock;
-  return true;
 }
 
 std::vector<uint8_t> TarReader::ReadData(uint64_t size, const std::string& member) {
@@ -90,7 +92,7 @@ bool TarReader::Next(TarMember& member) {
   uint8_t block[kBlock];
   std::string long_name;
   while (true) {
-    if (!ReadBlock(block, true)) return false;
+    ReadBlock(block);
     bool zero = true;
     for (uint8_t b : block) zero = zero && b == 0;
     if (zero) return false;  // end of archive

@@ -19,12 +19,13 @@ struct TarMember {
 class TarReader {
  public:
   explicit TarReader(const std::string& path);
-  // False at the end of the archive (the zero blocks, or the end of the file at a block boundary).
+  // False at the end of the archive (its zero blocks). A file that stops before them, even at a
+  // member boundary, is truncated.
   bool Next(TarMember& member);
   const std::string& path() const { return path_; }
 
  private:
-  bool ReadBlock(uint8_t* block, bool eof_ok);
+  void ReadBlock(uint8_t* block);
   std::vector<uint8_t> ReadData(uint64_t size, const std::string& member);
 
   std::string path_;

@@ -21,6 +21,7 @@ dtrain_test(data_formats_test
 dtrain_test(data_sampler_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/data_sampler_test.cpp
           ${CMAKE_CURRENT_SOURCE_DIR}/data_prefetch_test.cpp
+          ${CMAKE_CURRENT_SOURCE_DIR}/data_tar_test.cpp
   LIBS dtrain_data_for_tests
   TIMEOUT 120)
 dtrain_test(data_loaders_test
