@@ -1,0 +1,342 @@
+// Two streaming passes: the first reads only metadata records (start time, rank, host, clock
+// offset) to fix the common clock; the second rewrites every record onto it.
+#include "launcher/timeline_merge.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+#include "launcher/trace_reader.h"
+
+namespace dtrain {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// "rank-3.json" -> 3; -1 when the name carries no rank.
+int RankFromFileName(const std::string& path) {
+  std::string name = fs::path(path).filename().string();
+  size_t at = name.rfind("rank-");
+  if (at == std::string::npos) return -1;
+  size_t i = at + 5;
+  int rank = -1;
+  while (i < name.size() && name[i] >= '0' && name[i] <= '9') {
+    rank = (rank < 0 ? 0 : rank * 10) + (name[i] - '0');
+    if (rank > 1000000) return -1;
+    ++i;
+  }
+  return rank;
+}
+
+json ParseRecord(const TraceReader& reader, const std::string& text) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{}: record {}: {}", reader.path(), reader.records(), e.what()));
+  }
+}
+
+int64_t IntOr(const json& object, const char* key, int64_t fallback) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return fallback;
+  return it->is_number_float() ? static_cast<int64_t>(it->get<double>()) : it->get<int64_t>();
+}
+
+// Pass 1: the metadata that places this file on the common clock.
+RankTraceInfo ScanMetadata(const std::string& path) {
+  RankTraceInfo info;
+  info.path = path;
+  TraceReader reader(path);
+  std::string text;
+  bool have_start = false;
+  while (!(have_start && info.has_clock_offset) && reader.NextText(text)) {
+    if (text.find("\"M\"") == std::string::npos) continue;
+    json record = ParseRecord(reader, text);
+    if (record.value("ph", "") != "M" || !record.contains("args")) continue;
+    const json& args = record["args"];
+    std::string name = record.value("name", "");
+    if (name == "process_name" && args.contains("start_time_since_epoch_in_micros")) {
+      have_start = true;
+      info.start_us = IntOr(args, "start_time_since_epoch_in_micros", 0);
+      info.rank = static_cast<int>(IntOr(args, "rank", -1));
+      if (args.contains("host") && args["host"].is_string()) info.host = args["host"];
+    } else if (name == "clock_offset") {
+      info.has_clock_offset = true;
+      info.clock_offset_us = IntOr(args, "clock_offset_us", 0);
+      info.clock_rtt_us = IntOr(args, "clock_rtt_us", 0);
+    }
+  }
+  if (info.rank < 0) info.rank = RankFromFileName(path);
+  return info;
+}
+
+// Ranks for files that name none, and no two files on one rank.
+void AssignRanks(std::vector<RankTraceInfo>& ranks, std::vector<std::string>& warnings) {
+  std::set<int> taken;
+  std::vector<RankTraceInfo*> unplaced;
+  for (RankTraceInfo& info : ranks) {
+    if (info.rank >= 0 && taken.insert(info.rank).second) continue;
+    if (info.rank >= 0) {
+      warnings.push_back(fmt::format("{}: rank {} appears in another file too; given a new number",
+                                     info.path, info.rank));
+    }
+    unplaced.push_back(&info);
+  }
+  int next = 0;
+  for (RankTraceInfo* info : unplaced) {
+    while (taken.count(next)) ++next;
+    info->rank = next;
+    taken.insert(next);
+  }
+  std::sort(ranks.begin(), ranks.end(),
+            [](const RankTraceInfo& a, const RankTraceInfo& b) { return a.rank < b.rank; });
+}
+
+void PlaceOnCommonClock(std::vector<RankTraceInfo>& ranks, std::vector<std::string>& warnings) {
+  int64_t base = INT64_MAX;
+  for (const RankTraceInfo& info : ranks) base = std::min(base, info.start_us + info.clock_offset_us);
+  for (RankTraceInfo& info : ranks) {
+    info.shift_us = info.start_us + info.clock_offset_us - base;
+    if (ranks.size() > 1 && info.rank != 0 && !info.has_clock_offset) {
+      warnings.push_back(fmt::format(
+          "{}: rank {} recorded no clock offset to rank 0; its own clock is used", info.path,
+          info.rank));
+    }
+  }
+}
+
+// The merged array, one record a line, written under a temporary name and renamed when whole.
+class MergedTraceFile {
+ public:
+  explicit MergedTraceFile(const std::string& path) : path_(path), temp_(path + ".partial") {
+    file_ = std::fopen(temp_.c_str(), "wb");
+    if (!file_) throw Error(fmt::format("{}: cannot write ({})", temp_, std::strerror(errno)));
+    std::fputs("[\n", file_);
+  }
+  ~MergedTraceFile() {
+    if (file_) {
+      std::fclose(file_);
+      std::remove(temp_.c_str());
+    }
+  }
+  void Write(const json& record) {
+    if (!first_) std::fputs(",\n", file_);
+    first_ = false;
+    std::string text = record.dump();
+    std::fwrite(text.data(), 1, text.size(), file_);
+  }
+  void Commit() {
+    std::fputs("\n]\n", file_);
+    bool ok = std::ferror(file_) == 0;
+    ok = std::fclose(file_) == 0 && ok;
+    file_ = nullptr;
+    if (!ok || std::rename(temp_.c_str(), path_.c_str()) != 0) {
+      std::remove(temp_.c_str());
+      throw Error(fmt::format("{}: cannot write ({})", path_, std::strerror(errno)));
+    }
+  }
+
+ private:
+  std::string path_;
+  std::string temp_;
+  std::FILE* file_ = nullptr;
+  bool first_ = true;
+};
+
+// One source track (a pid in the rank's file) becoming a thread of the rank's process.
+struct ThreadState {
+  std::string name;
+  bool named = false;
+  std::vector<std::string> open;  // names of the spans begun and not yet ended
+  int64_t last_ts = INT64_MIN;
+};
+
+// Pass 2 for one rank.
+class RankMerger {
+ public:
+  RankMerger(RankTraceInfo& info, MergedTraceFile& out, const MergedEventObserver& observer,
+             std::vector<std::string>& warnings)
+      : info_(info), out_(out), observer_(observer), warnings_(warnings) {}
+
+  void Run(int64_t base_us) {
+    WriteProcessHeader(base_us);
+    TraceReader reader(info_.path);
+    std::string text;
+    while (reader.NextText(text)) Take(ParseRecord(reader, text));
+    info_.truncated = reader.truncated();
+    if (info_.truncated) {
+      warnings_.push_back(fmt::format("rank {}: {} (the rank was killed?); merged what was complete",
+                                      info_.rank, reader.truncation_note()));
+    }
+    CloseOpenSpans();
+    if (unmatched_ends_ > 0) {
+      warnings_.push_back(fmt::format("rank {}: {} span ends without a begin were dropped",
+                                      info_.rank, unmatched_ends_));
+    }
+    if (clamped_ > 0) {
+      warnings_.push_back(fmt::format(
+          "rank {}: {} timestamps earlier than their thread's previous one were moved up to it",
+          info_.rank, clamped_));
+    }
+  }
+
+ private:
+  void WriteProcessHeader(int64_t base_us) {
+    std::string label = info_.host.empty() ? fmt::format("rank {}", info_.rank)
+                                           : fmt::format("rank {} ({})", info_.rank, info_.host);
+    json args = {{"name", label}, {"start_time_since_epoch_in_micros", base_us}};
+    if (info_.has_clock_offset) {
+      args["clock_offset_us"] = info_.clock_offset_us;
+      args["clock_rtt_us"] = info_.clock_rtt_us;
+    }
+    out_.Write({{"name", "process_name"}, {"ph", "M"}, {"pid", info_.rank}, {"args", args}});
+    out_.Write({{"name", "process_sort_index"},
+                {"ph", "M"},
+                {"pid", info_.rank},
+                {"args", {{"sort_index", info_.rank}}}});
+  }
+
+  void NameThread(int tid, const std::string& name) {
+    ThreadState& thread = threads_[tid];
+    if (thread.named && thread.name == name) return;
+    thread.name = name;
+    thread.named = true;
+    out_.Write({{"name", "thread_name"},
+                {"ph", "M"},
+                {"pid", info_.rank},
+                {"tid", tid},
+                {"args", {{"name", name}}}});
+  }
+
+  void TakeMetadata(json& record) {
+    int pid = static_cast<int>(IntOr(record, "pid", 0));
+    std::string name = record.value("name", "");
+    if (pid == 0) return;  // the rank's own header and clock: already in the process header
+    if (name == "process_name" && record.contains("args")) {
+      NameThread(pid, record["args"].value("name", fmt::format("track {}", pid)));
+    } else if (name == "process_sort_index") {
+      out_.Write({{"name", "thread_sort_index"},
+                  {"ph", "M"},
+                  {"pid", info_.rank},
+                  {"tid", pid},
+                  {"args", {{"sort_index", pid}}}});
+    }
+  }
+
+  void Take(json record) {
+    std::string phase = record.value("ph", "");
+    if (phase == "M") return TakeMetadata(record);
+    if (phase.empty() || !record.contains("ts")) return;
+    int tid = static_cast<int>(IntOr(record, "pid", 0));
+    ThreadState& thread = threads_[tid];
+    if (!thread.named) NameThread(tid, tid == 0 ? "markers" : fmt::format("track {}", tid));
+    int64_t ts = IntOr(record, "ts", 0) + info_.shift_us;
+    if (ts < thread.last_ts) {
+      ts = thread.last_ts;
+      ++clamped_;
+    }
+    thread.last_ts = ts;
+    rank_last_ts_ = std::max(rank_last_ts_, ts);
+    std::string name = record.value("name", "");
+    if (phase == "B") {
+      thread.open.push_back(name);
+    } else if (phase == "E") {
+      if (thread.open.empty()) {
+        ++unmatched_ends_;
+        return;
+      }
+      name = thread.open.back();
+      thread.open.pop_back();
+      record["name"] = name;
+    } else if (phase == "i" && record.value("s", "") == "g") {
+      record["s"] = "p";  // one rank's marker, not one for the whole merged trace
+    }
+    record["ts"] = ts;
+    record["pid"] = info_.rank;
+    record["tid"] = tid;
+    Emit(record, tid, phase[0], name, ts);
+  }
+
+  void Emit(const json& record, int tid, char phase, const std::string& name, int64_t ts) {
+    out_.Write(record);
+    ++info_.events;
+    if (!observer_) return;
+    static const json kNoArgs = json::object();
+    auto args = record.find("args");
+    observer_(MergedEvent{info_.rank, tid, threads_[tid].name, phase, name, ts,
+                          IntOr(record, "dur", 0), args == record.end() ? kNoArgs : *args});
+  }
+
+  void CloseOpenSpans() {
+    size_t closed = 0;
+    for (auto& [tid, thread] : threads_) {
+      while (!thread.open.empty()) {
+        std::string name = thread.open.back();
+        thread.open.pop_back();
+        json record = {{"ph", "E"},
+                       {"name", name},
+                       {"ts", rank_last_ts_},
+                       {"pid", info_.rank},
+                       {"tid", tid},
+                       {"args", {{"closed_by_merge", true}}}};
+        Emit(record, tid, 'E', name, rank_last_ts_);
+        ++closed;
+      }
+    }
+    if (closed > 0) {
+      warnings_.push_back(fmt::format(
+          "rank {}: {} spans never ended; closed at the rank's last timestamp", info_.rank,
+          closed));
+    }
+  }
+
+  RankTraceInfo& info_;
+  MergedTraceFile& out_;
+  const MergedEventObserver& observer_;
+  std::vector<std::string>& warnings_;
+  std::map<int, ThreadState> threads_;
+  int64_t rank_last_ts_ = 0;
+  uint64_t unmatched_ends_ = 0;
+  uint64_t clamped_ = 0;
+};
+
+void RefuseOverwritingAnInput(const std::vector<std::string>& inputs, const std::string& output) {
+  std::error_code ec;
+  for (const std::string& input : inputs) {
+    if (fs::exists(output, ec) && fs::equivalent(input, output, ec)) {
+      throw UsageError(fmt::format("{}: is an input; choose another output with -o", output));
+    }
+  }
+}
+
+}  // namespace
+
+MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::string& output,
+                           const MergedEventObserver& observer) {
+  if (inputs.empty()) throw UsageError("no timeline files to merge");
+  RefuseOverwritingAnInput(inputs, output);
+  MergeResult result;
+  for (const std::string& path : inputs) result.ranks.push_back(ScanMetadata(path));
+  AssignRanks(result.ranks, result.warnings);
+  PlaceOnCommonClock(result.ranks, result.warnings);
+  int64_t base = result.ranks.front().start_us + result.ranks.front().clock_offset_us -
+                 result.ranks.front().shift_us;
+  MergedTraceFile out(output);
+  for (RankTraceInfo& info : result.ranks) {
+    RankMerger(info, out, observer, result.warnings).Run(base);
+    result.events += info.events;
+  }
+  out.Commit();
+  return result;
+}
+
+}  // namespace dtrain

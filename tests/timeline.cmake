@@ -1,0 +1,7 @@
+# Timelines: the per-rank writer (runtime/timeline.cpp, built here without LibTorch), the
+# streaming reader, the merge, the summary and `dtrain timeline` itself.
+dtrain_test(timeline_writer_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_writer_test.cpp
+          ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 120)
