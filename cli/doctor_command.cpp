@@ -47,16 +47,18 @@ int RunDoctorCommand(const DoctorFlags& flags) {
 void AddDoctorCommand(CLI::App& app, CommandRun& run) {
   auto flags = std::make_shared<DoctorFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "doctor", "Check every node and compare them: driver, CUDA, NCCL, Python, torch, Horovod, "
-                "PYTHONPATH, rendezvous port, clocks");
+      "doctor",
+      "Check every node and compare them: driver, CUDA, NCCL, Python, torch, Horovod, "
+      "PYTHONPATH, rendezvous port, clocks");
   cmd->add_option("-c,--cluster", flags->cluster_file,
                   "Cluster file (default ./cluster.yaml, else this machine alone)");
   cmd->add_flag("--json", flags->json, "Print facts and findings as JSON (see dtrain-doctor(1))");
   cmd->add_option("--timeout", flags->timeout_s,
                   "Seconds to wait for all nodes; a node slower than this is reported")
       ->capture_default_str();
-  cmd->footer("Exit status: 0 no errors (warnings allowed), 1 a check failed, 2 usage or "
-              "cluster-file error.");
+  cmd->footer(
+      "Exit status: 0 no errors (warnings allowed), 1 a check failed, 2 usage or "
+      "cluster-file error.");
   cmd->callback([flags, &run] { run = [flags] { return RunDoctorCommand(*flags); }; });
 }
 

@@ -25,13 +25,15 @@ std::vector<const NodeFacts*> Reached(const std::vector<NodeFacts>& nodes) {
   return out;
 }
 
-Finding Make(Severity severity, std::string check, std::string fact,
-             std::vector<std::string> nodes, std::string message, std::string remedy = "") {
-  return Finding{severity,           std::move(check),   std::move(fact), std::move(nodes),
-                 std::move(message), std::move(remedy)};
+Finding Make(Severity severity, std::string check, std::string fact, std::vector<std::string> nodes,
+             std::string message, std::string remedy = "") {
+  return Finding{severity,         std::move(check),   std::move(fact),
+                 std::move(nodes), std::move(message), std::move(remedy)};
 }
 
-std::string Shown(const Version& v) { return v.known() ? v.text : "none"; }
+std::string Shown(const Version& v) {
+  return v.known() ? v.text : "none";
+}
 
 std::string OnAll(size_t count) {
   return count == 1 ? "on the only node" : fmt::format("on all {} nodes", count);
@@ -56,7 +58,8 @@ std::vector<SharedFact> SharedFacts() {
        "install the same driver branch on every node"},
       {"cuda", "CUDA", Severity::kError, [mm](const NodeFacts& f) { return mm(f.cuda); },
        [](const NodeFacts& f) { return Shown(f.cuda); },
-       "install the same CUDA toolkit, or point CUDA_HOME and PATH at it in the cluster file's env"},
+       "install the same CUDA toolkit, or point CUDA_HOME and PATH at it in the cluster file's "
+       "env"},
       {"nccl", "NCCL", Severity::kError, [mm](const NodeFacts& f) { return mm(f.Nccl()); },
        [](const NodeFacts& f) { return Shown(f.Nccl()); },
        "install the same NCCL, or set LD_LIBRARY_PATH in the cluster file's env"},
@@ -114,11 +117,13 @@ Finding CompareAcross(const SharedFact& fact, const std::vector<const NodeFacts*
 std::string ReachRemedy(ReachFailure failure, const NodeFacts& n) {
   switch (failure) {
     case ReachFailure::kAuth:
-      return "install your public key on the node (ssh-copy-id) or set ssh.identity_file / ssh.user";
+      return "install your public key on the node (ssh-copy-id) or set ssh.identity_file / "
+             "ssh.user";
     case ReachFailure::kHostKey:
-      return fmt::format("check the host key and add it to known_hosts (ssh-keyscan {}), or use "
-                         "ssh.host_key_policy: accept-new for new hosts",
-                         n.address);
+      return fmt::format(
+          "check the host key and add it to known_hosts (ssh-keyscan {}), or use "
+          "ssh.host_key_policy: accept-new for new hosts",
+          n.address);
     case ReachFailure::kTimeout:
       return "check that the node is up and the address is right; raise ssh.connect_timeout or "
              "--timeout if it is just slow";
@@ -183,15 +188,16 @@ std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes) {
     std::string reason = n.failure == ReachFailure::kOther || n.failure == ReachFailure::kNone
                              ? ""
                              : std::string(ReachFailureName(n.failure)) + ": ";
-    out.push_back(Make(Severity::kError, "reach", "reach", {n.host},
-                       fmt::format("node {} ({}) could not be probed: {}{}", n.host, n.address,
-                                   reason, n.error),
-                       ReachRemedy(n.failure, n)));
+    out.push_back(Make(
+        Severity::kError, "reach", "reach", {n.host},
+        fmt::format("node {} ({}) could not be probed: {}{}", n.host, n.address, reason, n.error),
+        ReachRemedy(n.failure, n)));
   }
   if (out.empty()) {
-    out.push_back(Make(Severity::kOk, "reach", "reach", {},
-                       fmt::format("{} reached without a prompt",
-                                   nodes.size() == 1 ? "the node" : fmt::format("all {} nodes", nodes.size()))));
+    out.push_back(Make(
+        Severity::kOk, "reach", "reach", {},
+        fmt::format("{} reached without a prompt",
+                    nodes.size() == 1 ? "the node" : fmt::format("all {} nodes", nodes.size()))));
   }
   return out;
 }
@@ -213,12 +219,12 @@ std::vector<Finding> CheckTorchNccl(const std::vector<NodeFacts>& nodes) {
   for (const NodeFacts* n : Reached(nodes)) {
     if (!n->torch_nccl.known() || !n->nccl_library.known()) continue;
     if (n->torch_nccl.MajorMinor() == n->nccl_library.MajorMinor()) continue;
-    out.push_back(Make(
-        Severity::kWarning, "torch-nccl", "nccl", {n->host},
-        fmt::format("node {}: torch was built with NCCL {}, the library found is {} ({})", n->host,
-                    n->torch_nccl.text, n->nccl_library.text, n->nccl_library_path),
-        "make LD_LIBRARY_PATH in the cluster file's env point at an NCCL matching torch's, or "
-        "use torch's bundled NCCL"));
+    out.push_back(
+        Make(Severity::kWarning, "torch-nccl", "nccl", {n->host},
+             fmt::format("node {}: torch was built with NCCL {}, the library found is {} ({})",
+                         n->host, n->torch_nccl.text, n->nccl_library.text, n->nccl_library_path),
+             "make LD_LIBRARY_PATH in the cluster file's env point at an NCCL matching torch's, or "
+             "use torch's bundled NCCL"));
   }
   return out;
 }
@@ -244,10 +250,10 @@ std::vector<Finding> CheckPins(const ClusterSpec& spec, const std::vector<NodeFa
       out.push_back(Make(Severity::kOk, "expect", key, {},
                          fmt::format("{} matches the pin {} on every node", key, wanted_text)));
     } else {
-      out.push_back(Make(Severity::kError, "expect", key, bad,
-                         fmt::format("expect.{} is {}: {}", key, wanted_text, Join(described)),
-                         fmt::format("install {} {} on these nodes, or change expect.{}", key,
-                                     wanted_text, key)));
+      out.push_back(Make(
+          Severity::kError, "expect", key, bad,
+          fmt::format("expect.{} is {}: {}", key, wanted_text, Join(described)),
+          fmt::format("install {} {} on these nodes, or change expect.{}", key, wanted_text, key)));
     }
   }
   return out;
@@ -295,10 +301,10 @@ std::vector<Finding> CheckGpus(const ClusterSpec& spec, const std::vector<NodeFa
     }
     for (int id : n->listed_gpus) {
       if (id < count) continue;
-      out.push_back(Make(Severity::kError, "gpus", "gpus", {n->host},
-                         fmt::format("node {} lists GPU {}, but has GPUs 0..{}", n->host, id,
-                                     count - 1),
-                         "list only GPUs the node has in its `gpus`"));
+      out.push_back(
+          Make(Severity::kError, "gpus", "gpus", {n->host},
+               fmt::format("node {} lists GPU {}, but has GPUs 0..{}", n->host, id, count - 1),
+               "list only GPUs the node has in its `gpus`"));
     }
   }
   return out;
@@ -338,10 +344,10 @@ std::vector<Finding> CheckClip(const ClusterSpec& spec, const std::vector<NodeFa
     if (n->clip_path.empty()) missing.push_back(n->host);
   }
   if (!missing.empty()) {
-    out.push_back(Make(Severity::kError, "clip", "clip", missing,
-                       fmt::format("the job runs dtrain-clip, which is not installed on {}",
-                                   Join(missing)),
-                       "install dtrain-clip on these nodes (next to dtrain or on PATH)"));
+    out.push_back(
+        Make(Severity::kError, "clip", "clip", missing,
+             fmt::format("the job runs dtrain-clip, which is not installed on {}", Join(missing)),
+             "install dtrain-clip on these nodes (next to dtrain or on PATH)"));
   }
   return out;
 }
@@ -353,8 +359,7 @@ std::vector<Finding> CheckRendezvous(const ProbeRun& run) {
   const std::string& first = run.nodes[0].host;
   if (!run.listener.started) {
     bool busy = run.listener.error.find("in use") != std::string::npos;
-    out.push_back(Make(busy ? Severity::kError : Severity::kWarning, "rendezvous", "rdzv",
-                       {first},
+    out.push_back(Make(busy ? Severity::kError : Severity::kWarning, "rendezvous", "rdzv", {first},
                        fmt::format("rendezvous not tested: could not listen on {} on {}: {}",
                                    run.master_port, first, run.listener.error),
                        busy ? "stop what holds the port (a previous job?) or choose another "
@@ -417,10 +422,11 @@ std::vector<Finding> CheckLimits(const std::vector<NodeFacts>& nodes) {
   std::vector<Finding> out;
   for (const NodeFacts* n : Reached(nodes)) {
     if (n->shm_kib > 0 && n->shm_kib < 512 * 1024) {
-      out.push_back(Make(Severity::kWarning, "shm", "shm", {n->host},
-                         fmt::format("node {}: /dev/shm is only {} MiB", n->host, n->shm_kib / 1024),
-                         "NCCL and data-loader workers need shared memory: enlarge /dev/shm "
-                         "(docker --shm-size=8g)"));
+      out.push_back(
+          Make(Severity::kWarning, "shm", "shm", {n->host},
+               fmt::format("node {}: /dev/shm is only {} MiB", n->host, n->shm_kib / 1024),
+               "NCCL and data-loader workers need shared memory: enlarge /dev/shm "
+               "(docker --shm-size=8g)"));
     }
     if (n->nofile >= 0 && n->nofile < 1024) {
       out.push_back(Make(Severity::kWarning, "nofile", "", {n->host},

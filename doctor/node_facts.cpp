@@ -22,7 +22,9 @@ long long Number(const std::string& value) {
   return std::strtoll(value.c_str(), nullptr, 10);
 }
 
-Version VersionOrEmpty(std::optional<Version> v) { return v ? *v : Version{}; }
+Version VersionOrEmpty(std::optional<Version> v) {
+  return v ? *v : Version{};
+}
 
 }  // namespace
 

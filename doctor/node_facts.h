@@ -26,7 +26,7 @@ struct NodeFacts {
   std::vector<int> listed_gpus;
 
   // Reaching the node and running the probe.
-  bool reached = false;      // the probe ran to its end
+  bool reached = false;  // the probe ran to its end
   ReachFailure failure = ReachFailure::kNone;
   std::string error;         // why not: transport error, exit status, timeout
   double probe_seconds = 0;  // from start to exit, as the doctor saw it

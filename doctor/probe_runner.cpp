@@ -26,8 +26,12 @@ double Since(std::chrono::steady_clock::time_point start) {
 // which is when its `time=` line (the probe's first) reached the doctor.
 class ProbeEvents : public TransportEvents {
  public:
-  explicit ProbeEvents(size_t count) : output(count), first_arrival(count, -1), exits(count),
-                                       exited(count, false), exit_s(count, 0) {}
+  explicit ProbeEvents(size_t count)
+      : output(count),
+        first_arrival(count, -1),
+        exits(count),
+        exited(count, false),
+        exit_s(count, 0) {}
 
   void OnOutput(int id, std::string_view bytes) override {
     if (!Valid(id)) return;
@@ -56,9 +60,8 @@ std::string LastLine(const std::string& text) {
   size_t end = text.find_last_not_of("\n\r ");
   if (end == std::string::npos) return "";
   size_t begin = text.rfind('\n', end);
-  return text.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos
-                                                                            ? 0
-                                                                            : begin + 1) + 1);
+  return text.substr(begin == std::string::npos ? 0 : begin + 1,
+                     end - (begin == std::string::npos ? 0 : begin + 1) + 1);
 }
 
 // Fills one node's facts from what its probe printed and how it ended.

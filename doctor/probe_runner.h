@@ -12,11 +12,11 @@
 namespace dtrain {
 
 struct ProbeOptions {
-  double timeout_s = 30;     // a node whose probe has not ended by then is reported, not waited for
-  std::string workdir;       // the job's workdir as the nodes see it (spec.workdir or launch dir)
-  std::string clip_dir;      // where dtrain-clip sits beside this dtrain, a hint for the probe
-  bool rendezvous = true;    // run the rendezvous connection test
-  std::string skip;          // DTRAIN_PROBE_SKIP for the probe (parts to leave out)
+  double timeout_s = 30;   // a node whose probe has not ended by then is reported, not waited for
+  std::string workdir;     // the job's workdir as the nodes see it (spec.workdir or launch dir)
+  std::string clip_dir;    // where dtrain-clip sits beside this dtrain, a hint for the probe
+  bool rendezvous = true;  // run the rendezvous connection test
+  std::string skip;        // DTRAIN_PROBE_SKIP for the probe (parts to leave out)
 };
 
 // The other end of the rendezvous test, started on the first node.

@@ -24,7 +24,9 @@ std::string Size(long long kib) {
   return gib >= 10 ? fmt::format("{:.0f}G", gib) : fmt::format("{:.1f}G", gib);
 }
 
-std::string V(const Version& v) { return v.known() ? v.text : "-"; }
+std::string V(const Version& v) {
+  return v.known() ? v.text : "-";
+}
 
 std::string Gpus(const NodeFacts& n) {
   if (n.gpus.empty()) return "0";
@@ -56,9 +58,9 @@ std::vector<Column> Columns(double median_offset) {
       {"reach", "reach",
        [](const NodeFacts& n) {
          return n.reached ? std::string("ok")
-                          : n.failure == ReachFailure::kOther || n.failure == ReachFailure::kNone
-                                ? std::string("no")
-                                : std::string("no: ") + ReachFailureName(n.failure);
+                : n.failure == ReachFailure::kOther || n.failure == ReachFailure::kNone
+                    ? std::string("no")
+                    : std::string("no: ") + ReachFailureName(n.failure);
        }},
       {"cpus", "", [](const NodeFacts& n) { return n.cpus ? std::to_string(n.cpus) : "-"; }},
       {"mem", "", [](const NodeFacts& n) { return Size(n.mem_kib); }},

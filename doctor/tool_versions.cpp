@@ -76,8 +76,8 @@ std::optional<Version> CudaFromNvcc(std::string_view nvcc_output) {
   size_t release = nvcc_output.find("release ");
   if (release == std::string_view::npos) return std::nullopt;
   size_t eol = nvcc_output.find('\n', release);
-  std::string_view line = nvcc_output.substr(release, eol == std::string_view::npos ? eol
-                                                                                   : eol - release);
+  std::string_view line =
+      nvcc_output.substr(release, eol == std::string_view::npos ? eol : eol - release);
   size_t v = line.find(", V");
   if (v != std::string_view::npos) {
     if (auto full = Version::Find(line.substr(v + 3)); full && full->parts.size() >= 2) {
@@ -128,8 +128,8 @@ std::optional<Version> NcclFromHeader(std::string_view header) {
 
 std::optional<Version> NcclFromLibraryName(std::string_view path) {
   size_t so = path.rfind(".so.");
-  if (so == std::string_view::npos || path.find("libnccl", path.rfind('/') + 1) ==
-                                          std::string_view::npos) {
+  if (so == std::string_view::npos ||
+      path.find("libnccl", path.rfind('/') + 1) == std::string_view::npos) {
     return std::nullopt;
   }
   auto version = Version::Parse(path.substr(so + 4));

@@ -14,7 +14,7 @@ namespace dtrain {
 
 // One line of `nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader`.
 struct GpuInfo {
-  std::string name;    // "NVIDIA A100-SXM4-80GB"
+  std::string name;  // "NVIDIA A100-SXM4-80GB"
   long long memory_mib = 0;
   std::string driver;  // "535.54.03"
 };

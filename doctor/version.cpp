@@ -6,7 +6,9 @@
 namespace dtrain {
 namespace {
 
-bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool IsDigit(char c) {
+  return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
 
 // Reads "N(.N)*" starting at text[pos]; pos must be at a digit. Advances pos past it.
 Version ReadDotted(std::string_view text, size_t& pos) {
@@ -40,14 +42,16 @@ std::string Version::Prefix(size_t n) const {
   return out;
 }
 
-std::string Version::MajorMinor() const { return Prefix(2); }
+std::string Version::MajorMinor() const {
+  return Prefix(2);
+}
 
 std::optional<Version> Version::Find(std::string_view text) {
   for (size_t pos = 0; pos < text.size(); ++pos) {
     if (!IsDigit(text[pos])) continue;
     // A number glued to a word ("V12", "cu121", "x86_64") is not a version on its own.
-    if (pos > 0 && (std::isalpha(static_cast<unsigned char>(text[pos - 1])) ||
-                    text[pos - 1] == '_')) {
+    if (pos > 0 &&
+        (std::isalpha(static_cast<unsigned char>(text[pos - 1])) || text[pos - 1] == '_')) {
       while (pos < text.size() && (IsDigit(text[pos]) || text[pos] == '.' || text[pos] == '_')) {
         ++pos;
       }

@@ -57,8 +57,8 @@ int FreePort() {
 class DoctorLocal : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("dtrain-doctor-test-" + std::to_string(getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("dtrain-doctor-test-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_ / "project");
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -82,8 +82,8 @@ TEST(DoctorRules, ProbeOutputBecomesFacts) {
 
 TEST(DoctorRules, AllAlikeHasNoErrors) {
   ClusterSpec spec = Spec(3);
-  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText()),
-                      Node("gpu-c", ProbeText())});
+  ProbeRun run = ProbeRunOf(
+      {Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText()), Node("gpu-c", ProbeText())});
   auto findings = CheckCluster(spec, run);
   EXPECT_EQ(DoctorExitStatus(findings), 0);
   EXPECT_EQ(WorstSeverity(findings), Severity::kOk);
@@ -94,7 +94,7 @@ TEST(DoctorRules, AllAlikeHasNoErrors) {
 TEST(DoctorRules, OddNcclNodeIsNamedWithMajorityAndRemedy) {
   ClusterSpec spec = Spec(3);
   ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText()),
-                      Node("gpu-c", ProbeText("2.18.5", "12.2.0"))});
+                             Node("gpu-c", ProbeText("2.18.5", "12.2.0"))});
   auto findings = CheckCluster(spec, run);
   EXPECT_EQ(DoctorExitStatus(findings), 1);
   const Finding* nccl = Find(findings, "nccl", Severity::kError);
@@ -203,14 +203,16 @@ TEST(DoctorRules, RendezvousPerNode) {
 }
 
 TEST(DoctorRules, ClockSkewIsAWarningAboveOneSecond) {
-  ProbeRun close = ProbeRunOf({Node("gpu-a", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.0), 100.0),
-                        Node("gpu-b", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.3), 100.0)});
+  ProbeRun close =
+      ProbeRunOf({Node("gpu-a", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.0), 100.0),
+                  Node("gpu-b", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.3), 100.0)});
   auto ok = CheckClockSkew(close.nodes);
   ASSERT_EQ(ok.size(), 1u);
   EXPECT_EQ(ok[0].severity, Severity::kOk);
-  ProbeRun skewed = ProbeRunOf({Node("gpu-a", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.0), 100.0),
-                         Node("gpu-b", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.0), 100.0),
-                         Node("gpu-c", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 103.0), 100.0)});
+  ProbeRun skewed =
+      ProbeRunOf({Node("gpu-a", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.0), 100.0),
+                  Node("gpu-b", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 100.0), 100.0),
+                  Node("gpu-c", ProbeText("2.21.5", "12.4.1", "550.54.15", 2, 103.0), 100.0)});
   auto findings = CheckCluster(Spec(3), skewed);
   const Finding* clock = Find(findings, "clock", Severity::kWarning);
   ASSERT_TRUE(clock);
@@ -223,8 +225,8 @@ TEST(DoctorRules, WorkdirAndPythonPath) {
   bad.replace(bad.find("pythonpath_workdir=yes"), 22, "pythonpath_workdir=no");
   std::string missing = ProbeText();
   missing.replace(missing.find("workdir_exists=yes"), 18, "workdir_exists=no");
-  auto findings = CheckWorkdir({Node("gpu-a", ProbeText()), Node("gpu-b", bad),
-                                Node("gpu-c", missing)});
+  auto findings =
+      CheckWorkdir({Node("gpu-a", ProbeText()), Node("gpu-b", bad), Node("gpu-c", missing)});
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(findings[0].nodes, std::vector<std::string>{"gpu-b"});
   EXPECT_EQ(findings[0].check, "pythonpath");
@@ -234,8 +236,8 @@ TEST(DoctorRules, WorkdirAndPythonPath) {
 
 TEST(DoctorRules, ReportMarksOddCellsAndJsonCarriesEverything) {
   ClusterSpec spec = Spec(3);
-  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText()),
-                      Node("gpu-c", ProbeText("2.18.5"))});
+  ProbeRun run = ProbeRunOf(
+      {Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText()), Node("gpu-c", ProbeText("2.18.5"))});
   auto findings = CheckCluster(spec, run);
   std::string plain = RenderTextReport(spec, run, findings, /*colour=*/false);
   EXPECT_EQ(plain.find('\033'), std::string::npos);

@@ -12,7 +12,9 @@
 namespace dtrain {
 namespace {
 
-std::string Text(const std::optional<Version>& v) { return v ? v->text : "<none>"; }
+std::string Text(const std::optional<Version>& v) {
+  return v ? v->text : "<none>";
+}
 
 TEST(DoctorVersion, FindsDottedNumbersButNotWordGluedOnes) {
   EXPECT_EQ(Text(Version::Find("release 12.4, V12.4.131")), "12.4");
@@ -103,9 +105,9 @@ TEST(DoctorVersion, CudaVersionFiles) {
 }
 
 TEST(DoctorVersion, NcclVersionCodeBothSchemes) {
-  EXPECT_EQ(Text(DecodeNcclVersionCode(2708)), "2.7.8");    // X*1000+Y*100+Z
+  EXPECT_EQ(Text(DecodeNcclVersionCode(2708)), "2.7.8");  // X*1000+Y*100+Z
   EXPECT_EQ(Text(DecodeNcclVersionCode(2804)), "2.8.4");
-  EXPECT_EQ(Text(DecodeNcclVersionCode(20906)), "2.9.6");   // X*10000+Y*100+Z from 2.9
+  EXPECT_EQ(Text(DecodeNcclVersionCode(20906)), "2.9.6");  // X*10000+Y*100+Z from 2.9
   EXPECT_EQ(Text(DecodeNcclVersionCode(21805)), "2.18.5");
   EXPECT_EQ(Text(DecodeNcclVersionCode(22809)), "2.28.9");
   EXPECT_FALSE(DecodeNcclVersionCode(0));
@@ -114,10 +116,13 @@ TEST(DoctorVersion, NcclVersionCodeBothSchemes) {
 TEST(DoctorVersion, NcclHeadersOfSeveralReleases) {
   const char* nccl278 =
       "#ifndef NCCL_H_\n#define NCCL_H_\n\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n"
-      "#define NCCL_MAJOR 2\n#define NCCL_MINOR 7\n#define NCCL_PATCH 8\n#define NCCL_SUFFIX \"\"\n\n"
-      "#define NCCL_VERSION_CODE 2708\n#define NCCL_VERSION(X,Y,Z) ((X) * 1000 + (Y) * 100 + (Z))\n";
+      "#define NCCL_MAJOR 2\n#define NCCL_MINOR 7\n#define NCCL_PATCH 8\n#define NCCL_SUFFIX "
+      "\"\"\n\n"
+      "#define NCCL_VERSION_CODE 2708\n#define NCCL_VERSION(X,Y,Z) ((X) * 1000 + (Y) * 100 + "
+      "(Z))\n";
   const char* nccl2185 =
-      "#define NCCL_MAJOR 2\n#define NCCL_MINOR 18\n#define NCCL_PATCH 5\n#define NCCL_SUFFIX \"\"\n\n"
+      "#define NCCL_MAJOR 2\n#define NCCL_MINOR 18\n#define NCCL_PATCH 5\n#define NCCL_SUFFIX "
+      "\"\"\n\n"
       "#define NCCL_VERSION_CODE 21805\n#define NCCL_VERSION(X,Y,Z) (((X) <= 2 && (Y) <= 8) ? "
       "(X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))\n";
   // Only the code: decoded with the scheme its size implies.
@@ -155,7 +160,7 @@ TEST(DoctorVersion, NcclLibraryNamesAndBanner) {
 
 TEST(DoctorVersion, TorchNcclVersionForms) {
   EXPECT_EQ(Text(NcclFromTorch("(2, 21, 5)")), "2.21.5");
-  EXPECT_EQ(Text(NcclFromTorch("2708")), "2.7.8");     // older torch: the raw code
+  EXPECT_EQ(Text(NcclFromTorch("2708")), "2.7.8");  // older torch: the raw code
   EXPECT_EQ(Text(NcclFromTorch("21805")), "2.18.5");
   EXPECT_FALSE(NcclFromTorch("()"));
 }
