@@ -4,7 +4,7 @@
 dtrain_test(shell_quote_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/shell_quote_test.cpp
             LIBS dtrain_launcher TIMEOUT 60)
 
-foreach(t ssh_transport_test)
+foreach(t ssh_transport_test ssh_launch_test)
   add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/${t}.cpp)
   target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${t} PRIVATE dtrain_launcher GTest::gtest GTest::gtest_main)
@@ -13,3 +13,4 @@ foreach(t ssh_transport_test)
   gtest_discover_tests(${t} DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT 60 LABELS "ssh;netns" RESOURCE_LOCK netns)
 endforeach()
+add_dependencies(ssh_launch_test dtrain)

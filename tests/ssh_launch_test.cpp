@@ -1,0 +1,139 @@
+// `dtrain launch` over ssh on namespace nodes: rank logs on the launching machine, the rank
+// environment on every node, tear-down across nodes, and no leftovers when dtrain is killed.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+
+#include "tests/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using test::ReadText;
+using test::RunOutput;
+using test::SshTestCluster;
+
+#define REQUIRE_CLUSTER(c)                           \
+  if (!(c).error().empty()) {                        \
+    if (geteuid() != 0) GTEST_SKIP() << (c).error(); \
+    FAIL() << (c).error();                           \
+  }
+
+const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
+
+// The cluster file plus `extra` YAML lines, written beside it.
+std::string ClusterFileWith(const SshTestCluster& cluster, const std::string& extra) {
+  const std::string path = cluster.dir() + "/cluster-test.yaml";
+  std::ofstream(path) << ReadText(cluster.cluster_file()) << extra;
+  return path;
+}
+
+struct LaunchResult {
+  std::string output;
+  int status = -1;
+  double seconds = 0;
+};
+
+LaunchResult Launch(const std::string& args) {
+  const auto start = Clock::now();
+  LaunchResult r;
+  r.output = RunOutput(kDtrain + " launch " + args + " 2>&1; echo \"status=$?\"");
+  const size_t at = r.output.rfind("status=");
+  if (at != std::string::npos) r.status = std::stoi(r.output.substr(at + 7));
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return r;
+}
+
+TEST(SshLaunch, RankLogsShowEachNodesHostnameAndEnvironment) {
+  SshTestCluster cluster("dl-env", 3, 2);
+  REQUIRE_CLUSTER(cluster);
+  const std::string canary = cluster.dir() + "/pwned";
+  const std::string file = ClusterFileWith(cluster, "workdir: /tmp\nenv: {TRICKY: \"it's $(touch " +
+                                                        canary + "); `touch " + canary + "`\"}\n");
+  const std::string logs = cluster.dir() + "/logs";
+  const LaunchResult r =
+      Launch("-c " + file + " --log-dir " + logs + " --job env -q -- sh -c " +
+             "'echo host=$(hostname) rank=$RANK/$WORLD_SIZE node=$NODE_RANK local=$LOCAL_RANK "
+             "master=$MASTER_ADDR:$MASTER_PORT pp=$PYTHONPATH cwd=$(pwd); echo \"t=$TRICKY\" >&2'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (int rank = 0; rank < 6; ++rank) {
+    const std::string log = ReadText(logs + "/env/rank-" + std::to_string(rank) + ".log");
+    const std::string node = std::to_string(rank / 2);
+    EXPECT_EQ(log, "host=node" + node + " rank=" + std::to_string(rank) + "/6 node=" + node +
+                       " local=" + std::to_string(rank % 2) +
+                       " master=10.231.0.10:29500 pp=/tmp cwd=/tmp\n"
+                       "t=it's $(touch " +
+                       canary + "); `touch " + canary + "`\n");
+  }
+  EXPECT_NE(access(canary.c_str(), F_OK), 0) << "an environment value was executed";
+}
+
+TEST(SshLaunch, ARankFailingOnNodeTwoStopsEveryNodeAndLeavesNothing) {
+  SshTestCluster cluster("dl-fail", 3, 2);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = cluster.dir() + "/logs";
+  const LaunchResult r = Launch(
+      "-c " + cluster.cluster_file() + " --log-dir " + logs + " --job fail -q --grace-period 2 " +
+      "-- sh -c 'echo started; if [ $RANK = 5 ]; then sleep 1; echo dying; exit 3; fi; "
+      "sleep 300 & wait'");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_LT(r.seconds, 8) << r.output;
+  EXPECT_EQ(ReadText(logs + "/fail/rank-5.log"), "started\ndying\n");
+  EXPECT_EQ(ReadText(logs + "/fail/rank-0.log"), "started\n");
+  for (int node = 0; node < 3; ++node) {
+    const auto left = cluster.WaitNodeIdle(node, 3);
+    EXPECT_TRUE(left.empty()) << "node" << node << " still runs " << left.front();
+  }
+}
+
+TEST(SshLaunch, KillingDtrainLeavesNoProcessOnAnyNode) {
+  SshTestCluster cluster("dl-kill", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = cluster.dir() + "/logs";
+  const pid_t dtrain = fork();
+  if (dtrain == 0) {
+    const std::string cluster_file = cluster.cluster_file();
+    execl(kDtrain.c_str(), "dtrain", "launch", "-q", "-c", cluster_file.c_str(), "--log-dir",
+          logs.c_str(), "--", "sleep", "300", nullptr);
+    _exit(127);
+  }
+  auto sleeping = [&](int node) {
+    for (const std::string& p : cluster.NodeProcesses(node)) {
+      if (p.find(" sleep 300") == p.find(' ')) return true;
+    }
+    return false;
+  };
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (!(sleeping(0) && sleeping(1) && sleeping(2)) && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(sleeping(0) && sleeping(1) && sleeping(2)) << "the job never started";
+  kill(dtrain, SIGKILL);
+  waitpid(dtrain, nullptr, 0);
+  for (int node = 0; node < 3; ++node) {
+    const auto left = cluster.WaitNodeIdle(node, 3);
+    EXPECT_TRUE(left.empty()) << "node" << node << " still runs " << left.front();
+  }
+}
+
+TEST(SshLaunch, AnUnreachableNodeIsNamedWithinTheConnectTimeout) {
+  SshTestCluster cluster("dl-ghost", 1, 1);
+  REQUIRE_CLUSTER(cluster);
+  std::string text = ReadText(cluster.cluster_file());
+  text.replace(text.find("connect_timeout: 5"), 18, "connect_timeout: 2");
+  text += "  - {host: ghost, address: 10.231.0.250}\n";
+  const std::string file = cluster.dir() + "/cluster-ghost.yaml";
+  std::ofstream(file) << text;
+  const LaunchResult r = Launch("-c " + file + " --log-dir " + cluster.dir() + "/logs -- true");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("node ghost (10.231.0.250): ssh: cannot connect"), std::string::npos)
+      << r.output;
+  EXPECT_LT(r.seconds, 5) << r.output;
+}
+
+}  // namespace
+}  // namespace dtrain
