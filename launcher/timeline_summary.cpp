@@ -39,12 +39,12 @@ std::string Bytes(int64_t bytes) {
 }  // namespace
 
 SpanKind ClassifySpan(const std::string& track, const std::string& name) {
+  if (name == "QUEUE" || StartsWith(name, "WAIT") || StartsWith(name, "NEGOTIATE")) {
+    return SpanKind::kWait;
+  }
   if (name == "DATA" || name == "FORWARD" || name == "BACKWARD" || name == "OPTIMIZER" ||
       track == "compute") {
     return SpanKind::kCompute;
-  }
-  if (name == "QUEUE" || StartsWith(name, "WAIT") || StartsWith(name, "NEGOTIATE")) {
-    return SpanKind::kWait;
   }
   return SpanKind::kComm;
 }

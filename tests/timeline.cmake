@@ -5,3 +5,7 @@ dtrain_test(timeline_writer_test
           ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp
   LIBS dtrain_launcher
   TIMEOUT 120)
+dtrain_test(timeline_summary_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_summary_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)

@@ -1,0 +1,157 @@
+// The summary's figures against a trace built by hand, where every figure is known exactly.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "launcher/step_chart_svg.h"
+#include "launcher/timeline_merge.h"
+#include "launcher/timeline_summary.h"
+#include "tests/timeline_test_files.h"
+
+namespace dtrain {
+namespace {
+
+using testing::ScratchDir;
+using testing::WriteFile;
+
+std::string Header(int rank, int64_t start_us, int64_t offset_us) {
+  return "[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": \"x\", "
+         "\"start_time_since_epoch_in_micros\": " +
+         std::to_string(start_us) + ", \"rank\": " + std::to_string(rank) +
+         ", \"host\": \"node-" + std::to_string(rank) + "\"}},\n" +
+         "{\"name\": \"clock_offset\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"clock_offset_us\": " +
+         std::to_string(offset_us) + ", \"clock_rtt_us\": 20}},\n" +
+         "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"args\": {\"name\": \"compute\"}},\n"
+         "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 2, \"args\": {\"name\": \"fusion.0\"}},\n"
+         "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 3, \"args\": {\"name\": \"fusion.1\"}}";
+}
+
+std::string Span(int pid, const char* name, int64_t b, int64_t e, const std::string& args = "") {
+  std::string begin = ",\n{\"ph\": \"B\", \"name\": \"" + std::string(name) +
+                      "\", \"ts\": " + std::to_string(b) + ", \"pid\": " + std::to_string(pid);
+  if (!args.empty()) begin += ", \"args\": {" + args + "}";
+  begin += "}";
+  if (e < 0) return begin;
+  return begin + ",\n{\"ph\": \"E\", \"ts\": " + std::to_string(e) +
+         ", \"pid\": " + std::to_string(pid) + "}";
+}
+
+std::string EndAt(int pid, int64_t e) {
+  return ",\n{\"ph\": \"E\", \"ts\": " + std::to_string(e) + ", \"pid\": " + std::to_string(pid) +
+         "}";
+}
+
+// Rank 0: two steps; a fused allreduce queued during BACKWARD and running past it; a wait for
+// data between the steps; 50 us with nothing open.
+std::string RankZero() {
+  std::string t = Header(0, 5'000'000, 0);
+  t += Span(1, "DATA", 0, 100) + Span(1, "FORWARD", 100, 400) + Span(1, "BACKWARD", 400, -1);
+  t += Span(2, "ALLREDUCE", 600, -1, "\"bytes\": 4096, \"tensors\": 2, \"dtype\": \"float32\"");
+  t += Span(2, "QUEUE", 600, 700) + Span(2, "GLOO_ALLREDUCE", 700, -1);
+  t += EndAt(1, 800);              // BACKWARD
+  t += EndAt(2, 950) + EndAt(2, 950);  // GLOO_ALLREDUCE, ALLREDUCE
+  t += Span(1, "OPTIMIZER", 1000, 1100) + Span(1, "WAIT_FOR_DATA", 1100, 1200);
+  t += Span(1, "DATA", 1200, 1300) + Span(1, "FORWARD", 1300, 1500) +
+       Span(1, "BACKWARD", 1500, 1700) + Span(1, "OPTIMIZER", 1700, 1800);
+  return t + "\n]";
+}
+
+// Rank 1 (clock 250 us behind rank 0's): one long step, then two fused allreduces, the second
+// bigger, after a 100 us gap. Records in time order, as the writer puts them.
+std::string RankOne() {
+  std::string t = Header(1, 5'000'000, 250);
+  t += Span(1, "FORWARD", 0, 1000) + Span(1, "OPTIMIZER", 1000, -1);
+  t += Span(2, "ALLREDUCE", 1000, -1, "\"bytes\": 4096, \"tensors\": 2, \"dtype\": \"float32\"");
+  t += Span(2, "GLOO_ALLREDUCE", 1000, -1) + EndAt(1, 1200) + EndAt(2, 1500) + EndAt(2, 1500);
+  t += Span(3, "NCCL_ALLREDUCE", 1600, 1700, "\"bytes\": 8192, \"tensors\": 5");
+  return t + "\n]";
+}
+
+TimelineSummary Summarise(const ScratchDir& dir) {
+  WriteFile(dir / "rank-0.json", RankZero());
+  WriteFile(dir / "rank-1.json", RankOne());
+  TimelineSummaryBuilder builder;
+  MergeResult merged =
+      MergeTimelines({dir / "rank-1.json", dir / "rank-0.json"}, dir / "merged.json",
+                     [&](const MergedEvent& e) { builder.Add(e); });
+  EXPECT_TRUE(merged.warnings.empty()) << merged.warnings.front();
+  EXPECT_EQ(merged.ranks[1].shift_us, 250);
+  return builder.Finish(merged.ranks);
+}
+
+TEST(TimelineSummary, SplitsEachRanksTimeExactly) {
+  ScratchDir dir;
+  TimelineSummary s = Summarise(dir);
+  ASSERT_EQ(s.ranks.size(), 2u);
+  const RankTime& r0 = s.ranks[0];
+  EXPECT_EQ(r0.host, "node-0");
+  EXPECT_EQ(r0.wall_us, 1800);
+  EXPECT_EQ(r0.compute_us, 1500);       // 0-800, 1000-1100, 1200-1800
+  EXPECT_EQ(r0.comm_us, 250);           // GLOO_ALLREDUCE 700-950
+  EXPECT_EQ(r0.comm_exposed_us, 150);   // 800-950: BACKWARD over
+  EXPECT_EQ(r0.wait_us, 100);           // WAIT_FOR_DATA; QUEUE hid behind BACKWARD
+  EXPECT_EQ(r0.idle_us, 50);            // 950-1000
+  EXPECT_EQ(r0.step_us, (std::vector<int64_t>{1100, 700}));
+  const RankTime& r1 = s.ranks[1];
+  EXPECT_EQ(r1.wall_us, 1700);
+  EXPECT_EQ(r1.compute_us, 1200);
+  EXPECT_EQ(r1.comm_us, 600);
+  EXPECT_EQ(r1.comm_exposed_us, 400);
+  EXPECT_EQ(r1.wait_us, 0);
+  EXPECT_EQ(r1.idle_us, 100);
+  EXPECT_EQ(r1.step_us, (std::vector<int64_t>{1200}));
+}
+
+TEST(TimelineSummary, LargestFusedAllreducesGroupedOverRanks) {
+  ScratchDir dir;
+  TimelineSummary s = Summarise(dir);
+  ASSERT_EQ(s.largest.size(), 2u);
+  EXPECT_EQ(s.largest[0].track, "fusion.1");
+  EXPECT_EQ(s.largest[0].bytes, 8192);
+  EXPECT_EQ(s.largest[0].tensors, 5);
+  EXPECT_EQ(s.largest[1].track, "fusion.0");
+  EXPECT_EQ(s.largest[1].name, "ALLREDUCE");
+  EXPECT_EQ(s.largest[1].dtype, "float32");
+  EXPECT_EQ(s.largest[1].count, 2);
+  EXPECT_EQ(s.largest[1].total_us, 350 + 500);
+  EXPECT_EQ(s.largest[1].max_us, 500);
+  EXPECT_EQ(s.largest[1].max_rank, 1);
+}
+
+TEST(TimelineSummary, ReportNamesTheSlowestRankAndTheOverlap) {
+  ScratchDir dir;
+  std::string report = FormatTimelineSummary(Summarise(dir));
+  // Compute per step: rank 1 1200 us, rank 0 750 us; the median (upper) is 1.20 ms.
+  size_t slowest = report.find("slowest ranks");
+  ASSERT_NE(slowest, std::string::npos) << report;
+  EXPECT_NE(report.find("rank 1 (node-1): 1.20 ms, +0.00 ms", slowest), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("rank 0 (node-0): 0.75 ms, -0.45 ms (-37.5%)", slowest), std::string::npos)
+      << report;
+  // 850 us of communication, 550 us of it exposed.
+  EXPECT_NE(report.find("0.8 ms over all ranks, 0.6 ms (64.7%) not overlapped"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("8.0 KiB"), std::string::npos) << report;
+}
+
+TEST(TimelineSummary, StepChartHasABarPerRankAndALinePerRank) {
+  ScratchDir dir;
+  std::string svg = StepChartSvg(Summarise(dir));
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("rank 0: compute 1.5 ms"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("rank 1: compute 1.2 ms"), std::string::npos) << svg;
+}
+
+TEST(TimelineSummary, ClassifiesHorovodActivities) {
+  EXPECT_EQ(ClassifySpan("compute", "FORWARD"), SpanKind::kCompute);
+  EXPECT_EQ(ClassifySpan("compute", "WAIT_FOR_DATA"), SpanKind::kWait);
+  EXPECT_EQ(ClassifySpan("grad.w", "NEGOTIATE_ALLREDUCE"), SpanKind::kWait);
+  EXPECT_EQ(ClassifySpan("grad.w", "QUEUE"), SpanKind::kWait);
+  EXPECT_EQ(ClassifySpan("grad.w", "MEMCPY_IN_FUSION_BUFFER"), SpanKind::kComm);
+  EXPECT_EQ(ClassifySpan("grad.w", "NCCL_ALLREDUCE"), SpanKind::kComm);
+  EXPECT_EQ(ClassifySpan("features", "ALLGATHER"), SpanKind::kComm);
+}
+
+}  // namespace
+}  // namespace dtrain
