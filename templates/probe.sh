@@ -325,7 +325,7 @@ probe_listen() {
     echo "listen_error=no python on this node to listen with (set python: in the cluster file)"
     return
   fi
-  "$py" -c '
+  exec "$py" -c '
 import errno, socket, sys, time
 port, deadline = int(sys.argv[1]), time.time() + float(sys.argv[2])
 def bound(family, addr):
