@@ -9,3 +9,8 @@ dtrain_test(timeline_summary_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_summary_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+dtrain_test(timeline_merge_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_merge_test.cpp
+          ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 120)
