@@ -10,7 +10,8 @@
 # never touched. A "head" namespace (dtc<id>-head) holds the bridge br0 with 10.231.0.1/24 and is
 # where the launcher runs (`exec`). Node I is namespace dtc<id>-n<I> with eth0 = 10.231.0.<10+I>,
 # its own hostname node<I> (UTS namespace) and a real OpenSSH sshd with its own host key, key-only
-# auth, listening on its address. <id> is derived from DIR, so several clusters (different DIRs)
+# auth, listening on its address. Inside a node this machine's ~/.bashrc reads as empty (a fresh
+# machine's non-interactive PATH); set MAKE_CLUSTER_KEEP_BASHRC=1 to keep it. <id> is derived from DIR, so several clusters (different DIRs)
 # coexist, each on its own private bridge.
 #
 # DIR receives:
@@ -50,7 +51,7 @@ down() {
     ip netns del "$ns" 2>/dev/null || true
   done
   rm -rf "$dir"/node[0-9]* "$dir"/cluster.yaml "$dir"/known_hosts "$dir"/nodes "$dir"/head-netns \
-    "$dir"/authorized_keys "$dir"/id_ed25519 "$dir"/id_ed25519.pub
+    "$dir"/authorized_keys "$dir"/id_ed25519 "$dir"/id_ed25519.pub "$dir"/empty-rc
 }
 
 write_sshd_config() {  # node_dir address
@@ -92,9 +93,14 @@ start_node() {  # index
   echo "$addr $(cut -d' ' -f1,2 "$nd/ssh_host_ed25519_key.pub")" >>"$DIR/known_hosts"
   echo "node$i $addr $ns" >>"$DIR/nodes"
   # setsid: sshd outlives this script and the caller's process group; its own UTS namespace
-  # gives the node its hostname.
+  # gives the node its hostname. Like a fresh machine, a node does not run this machine's
+  # ~/.bashrc (which sshd's bash would source): it is masked in the node's mount namespace.
+  local mask=""
+  if [ -f "$HOME/.bashrc" ] && [ -z "${MAKE_CLUSTER_KEEP_BASHRC:-}" ]; then
+    mask="mount --bind '$DIR/empty-rc' '$HOME/.bashrc' && "
+  fi
   setsid ip netns exec "$ns" unshare --uts sh -c \
-    "hostname node$i && exec /usr/sbin/sshd -D -f '$nd/sshd_config' -E '$nd/sshd.log'" \
+    "hostname node$i && $mask exec /usr/sbin/sshd -D -f '$nd/sshd_config' -E '$nd/sshd.log'" \
     </dev/null >"$nd/start.log" 2>&1 &
 }
 
@@ -134,6 +140,7 @@ up() {
   down "$DIR"
   mkdir -p /run/sshd  # sshd's privilege-separation directory
   : >"$DIR/known_hosts"
+  : >"$DIR/empty-rc"
   : >"$DIR/nodes"
   ssh-keygen -q -t ed25519 -N '' -C dtrain-test-client -f "$DIR/id_ed25519"
   cp "$DIR/id_ed25519.pub" "$DIR/authorized_keys"
