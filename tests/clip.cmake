@@ -1,0 +1,9 @@
+# dtrain-clip core: model, tokenizers, loss, schedule, checkpoints and short training runs on the
+# real Fashion-MNIST files.
+if(TARGET dtrain_runtime)
+  dtrain_test(clip_model_test SOURCES clip_model_test.cpp LIBS dtrain_runtime)
+  target_precompile_headers(clip_model_test REUSE_FROM dtrain_runtime)
+  dtrain_test(clip_tokenizer_test SOURCES clip_tokenizer_test.cpp LIBS dtrain_runtime)
+  dtrain_test(clip_training_test SOURCES clip_training_test.cpp LIBS dtrain_runtime TIMEOUT 240)
+  add_dependencies(clip_training_test dtrain-clip)
+endif()

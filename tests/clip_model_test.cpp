@@ -1,0 +1,247 @@
+// The CLIP model's towers, loss, schedule and config reader: shapes, invariants, and values
+// computed by hand.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "runtime/clip_loss.h"
+#include "runtime/clip_model.h"
+#include "runtime/lr_schedule.h"
+#include "runtime/model_config.h"
+
+namespace dtrain::clip {
+namespace {
+
+bool Close(const torch::Tensor& a, const torch::Tensor& b, double tol = 1e-5) {
+  return torch::allclose(a, b, tol, tol);
+}
+
+TEST(Transformer, PooledLastBlockEqualsFullBlockAtThoseRows) {
+  torch::manual_seed(1);
+  ResidualAttentionBlock block(16, 4, 4.0);
+  auto x = torch::randn({3, 7, 16});
+  auto rows = torch::tensor({0, 6, 3}, torch::kLong);
+  auto arange = torch::arange(3, torch::kLong);
+  auto full = block->forward(x, torch::Tensor()).index({arange, rows});
+  EXPECT_TRUE(Close(block->ForwardRows(x, rows, false), full));
+  auto causal = torch::full({7, 7}, -INFINITY).triu_(1);
+  auto full_causal = block->forward(x, causal).index({arange, rows});
+  EXPECT_TRUE(Close(block->ForwardRows(x, rows, true), full_causal));
+}
+
+TEST(VisionTower, ShapesFollowThePreset) {
+  ModelConfig config = PresetModelConfig("fmnist-tiny");
+  VisionTower tower(config.vision, config.embed_dim);
+  auto images = torch::randn({3, 1, 28, 28});
+  EXPECT_EQ(tower->Embed(images).sizes(), (std::vector<int64_t>{3, 50, 128}));  // 49 + class
+  EXPECT_EQ(tower(images).sizes(), (std::vector<int64_t>{3, 128}));
+  EXPECT_EQ(tower->positional_embedding.sizes(), (std::vector<int64_t>{50, 128}));
+  EXPECT_FALSE(tower->conv1->options.bias());
+  EXPECT_THROW(tower(torch::randn({2, 3, 28, 28})), c10::Error);
+}
+
+TEST(VisionTower, EachImageIsEncodedIndependently) {
+  ModelConfig config = PresetModelConfig("fmnist-tiny");
+  VisionTower tower(config.vision, config.embed_dim);
+  auto images = torch::randn({4, 1, 28, 28});
+  auto together = tower(images);
+  auto alone = tower(images.narrow(0, 2, 1));
+  EXPECT_TRUE(Close(together.narrow(0, 2, 1), alone, 1e-4));
+}
+
+// The text tower computed the long way: every position through every block with the causal
+// mask, then the end token's row.
+torch::Tensor TextFeaturesLongWay(TextTower& tower, const torch::Tensor& tokens) {
+  const int64_t context = tokens.size(1);
+  auto x = tower->token_embedding(tokens) + tower->positional_embedding;
+  auto mask = torch::full({context, context}, -INFINITY).triu_(1);
+  x = tower->ln_final(tower->transformer(x, mask));
+  auto pooled = x.index({torch::arange(tokens.size(0), torch::kLong), tokens.argmax(-1)});
+  return torch::matmul(pooled, tower->text_projection);
+}
+
+TEST(TextTower, PoolsAtTheEndTokenAndIgnoresWhatFollows) {
+  torch::manual_seed(2);
+  ModelConfig config = PresetModelConfig("fmnist-tiny");
+  TextTower tower(config.text, config.embed_dim);
+  auto tokens = torch::zeros({2, 32}, torch::kLong);
+  tokens.index_put_({0, torch::indexing::Slice(0, 5)}, torch::tensor({257, 10, 20, 30, 258}));
+  tokens.index_put_({1, torch::indexing::Slice(0, 9)},
+                    torch::tensor({257, 1, 2, 3, 4, 5, 6, 7, 258}));
+  auto features = tower(tokens);
+  EXPECT_EQ(features.sizes(), (std::vector<int64_t>{2, 128}));
+  EXPECT_TRUE(Close(features, TextFeaturesLongWay(tower, tokens), 1e-4));
+  // Padding after the end token cannot change the features (causal mask).
+  auto altered = tokens.clone();
+  altered.index_put_({0, 20}, 99);
+  EXPECT_TRUE(Close(tower(altered), features, 1e-5));
+  // A token before the end token does.
+  altered = tokens.clone();
+  altered.index_put_({0, 2}, 99);
+  EXPECT_FALSE(Close(tower(altered).narrow(0, 0, 1), features.narrow(0, 0, 1), 1e-5));
+}
+
+TEST(ClipModel, FeaturesAreUnitRowsAndTheTemperatureStartsAtOneOverPointZeroSeven) {
+  ClipModel model(PresetModelConfig("fmnist-tiny"));
+  auto tokens = torch::zeros({3, 32}, torch::kLong);
+  tokens.index_put_({torch::indexing::Slice(), 0}, 257);
+  tokens.index_put_({torch::indexing::Slice(), 1}, torch::tensor({5, 6, 7}));
+  tokens.index_put_({torch::indexing::Slice(), 2}, 258);
+  ClipOutput out = model(torch::randn({3, 1, 28, 28}), tokens);
+  EXPECT_TRUE(Close(out.image_features.norm(2, -1), torch::ones({3})));
+  EXPECT_TRUE(Close(out.text_features.norm(2, -1), torch::ones({3})));
+  EXPECT_NEAR(out.logit_scale.item<double>(), 1 / 0.07, 1e-4);
+  {
+    torch::NoGradGuard no_grad;
+    model->logit_scale.fill_(7.0);
+  }
+  model->ClampLogitScale();
+  EXPECT_NEAR(model->logit_scale.item<double>(), std::log(100.0), 1e-6);
+  {
+    torch::NoGradGuard no_grad;
+    model->logit_scale.fill_(-1.0);
+  }
+  model->ClampLogitScale();
+  EXPECT_EQ(model->logit_scale.item<double>(), 0.0);
+}
+
+TEST(ClipModel, ParameterNamesAndWeightDecayFollowOpenClip) {
+  ClipModel model(PresetModelConfig("fmnist-tiny"));
+  std::set<std::string> names;
+  int64_t decayed = 0, total = 0;
+  for (const auto& p : model->named_parameters()) {
+    names.insert(p.key());
+    total += p.value().numel();
+    if (TakesWeightDecay(p.key(), p.value())) decayed += p.value().numel();
+    if (p.key().find("ln_") != std::string::npos || p.key().find("bias") != std::string::npos ||
+        p.key() == "logit_scale" || p.key() == "visual.class_embedding") {
+      EXPECT_FALSE(TakesWeightDecay(p.key(), p.value())) << p.key();
+    }
+  }
+  for (const char* name :
+       {"visual.conv1.weight", "visual.class_embedding", "visual.positional_embedding",
+        "visual.ln_pre.weight", "visual.transformer.resblocks.3.attn.in_proj_weight",
+        "visual.transformer.resblocks.0.mlp.c_fc.weight", "visual.ln_post.bias", "visual.proj",
+        "text.token_embedding.weight", "text.positional_embedding",
+        "text.transformer.resblocks.1.attn.out_proj.weight", "text.ln_final.weight",
+        "text.text_projection", "logit_scale"}) {
+    EXPECT_TRUE(names.count(name)) << name;
+  }
+  EXPECT_FALSE(names.count("visual.transformer.resblocks.4.ln_1.weight"));
+  EXPECT_GT(decayed, 0);
+  EXPECT_LT(decayed, total);
+}
+
+TEST(ClipModel, VitB32HasOpenClipsParameterCount) {
+  // OpenCLIP's ViT-B-32: 151,277,313 parameters.
+  ClipModel model(PresetModelConfig("vit-b-32"));
+  EXPECT_EQ(ParameterCount(*model), 151277313);
+}
+
+TEST(ClipModel, ParameterHashSeesEveryParameter) {
+  torch::manual_seed(3);
+  ClipModel a(PresetModelConfig("fmnist-tiny"));
+  torch::manual_seed(3);
+  ClipModel b(PresetModelConfig("fmnist-tiny"));
+  EXPECT_EQ(ParameterHash(*a), ParameterHash(*b));
+  {
+    torch::NoGradGuard no_grad;
+    b->text->ln_final->bias[5] += 1e-3;
+  }
+  EXPECT_NE(ParameterHash(*a), ParameterHash(*b));
+}
+
+TEST(ContrastiveLoss, EqualsTheHandComputedValue) {
+  auto image = torch::tensor({{1.0f, 0.0f}, {0.0f, 1.0f}});
+  auto text = torch::tensor({{1.0f, 0.0f}, {0.6f, 0.8f}});
+  auto scale = torch::tensor(2.0f);
+  // logits_per_image = 2 * [[1, 0.6], [0, 0.8]]; logits_per_text is its transpose.
+  auto ce = [](double target, double other) { return -target + std::log(std::exp(target) + std::exp(other)); };
+  const double per_image = (ce(2.0, 1.2) + ce(1.6, 0.0)) / 2;
+  const double per_text = (ce(2.0, 0.0) + ce(1.6, 1.2)) / 2;
+  EXPECT_NEAR(ContrastiveLoss(image, text, scale).item<double>(), (per_image + per_text) / 2, 1e-6);
+}
+
+TEST(ContrastiveLoss, IsSymmetricAndLowForMatchingPairs) {
+  torch::manual_seed(4);
+  auto a = torch::nn::functional::normalize(torch::randn({8, 16}),
+                                            torch::nn::functional::NormalizeFuncOptions().dim(-1));
+  auto b = torch::nn::functional::normalize(torch::randn({8, 16}),
+                                            torch::nn::functional::NormalizeFuncOptions().dim(-1));
+  auto scale = torch::tensor(10.0f);
+  EXPECT_NEAR(ContrastiveLoss(a, b, scale).item<double>(),
+              ContrastiveLoss(b, a, scale).item<double>(), 1e-6);
+  EXPECT_LT(ContrastiveLoss(a, a, scale).item<double>(), ContrastiveLoss(a, b, scale).item<double>());
+}
+
+TEST(ContrastiveLoss, GatheredFeaturesGiveTheGlobalBatchLoss) {
+  torch::manual_seed(5);
+  auto img = torch::randn({6, 4}), txt = torch::randn({6, 4});
+  auto scale = torch::tensor(3.0f);
+  const double global = ContrastiveLoss(img, txt, scale).item<double>();
+  // Rank 1 of 2 (rows 3..5), full matrix on every rank: the same global loss.
+  GatheredFeatures full{img, txt, 3, false};
+  EXPECT_NEAR(ContrastiveLoss(img.narrow(0, 3, 3), txt.narrow(0, 3, 3), scale, &full).item<double>(),
+              global, 1e-5);
+  // Local loss: the two ranks' losses average to the global one.
+  GatheredFeatures r0{img, txt, 0, true}, r1{img, txt, 3, true};
+  const double local0 = ContrastiveLoss(img.narrow(0, 0, 3), txt.narrow(0, 0, 3), scale, &r0).item<double>();
+  const double local1 = ContrastiveLoss(img.narrow(0, 3, 3), txt.narrow(0, 3, 3), scale, &r1).item<double>();
+  EXPECT_NEAR((local0 + local1) / 2, global, 1e-5);
+}
+
+TEST(CosineLrSchedule, WarmsUpLinearlyThenFollowsTheCosine) {
+  CosineLrSchedule s{1.0, 4, 14};
+  EXPECT_DOUBLE_EQ(s.At(0), 0.25);
+  EXPECT_DOUBLE_EQ(s.At(3), 1.0);
+  EXPECT_DOUBLE_EQ(s.At(4), 1.0);
+  EXPECT_NEAR(s.At(9), 0.5, 1e-12);
+  EXPECT_NEAR(s.At(14), 0.0, 1e-12);
+}
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ModelConfig, OpenClipViTB32JsonEqualsThePreset) {
+  std::string path = WriteFile("ViT-B-32.json", R"({
+    "embed_dim": 512,
+    "vision_cfg": {"image_size": 224, "layers": 12, "width": 768, "patch_size": 32},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 512, "heads": 8,
+                 "layers": 12}
+  })");
+  ModelConfig json = LoadModelConfig(path), preset = PresetModelConfig("vit-b-32");
+  EXPECT_EQ(json.embed_dim, preset.embed_dim);
+  EXPECT_EQ(json.vision.heads, preset.vision.heads);  // width / head_width (64)
+  EXPECT_EQ(json.vision.channels, 3);
+  EXPECT_EQ(json.vision.patch_size, preset.vision.patch_size);
+  EXPECT_EQ(json.text.layers, preset.text.layers);
+  EXPECT_EQ(json.text.tokenizer, "bpe");
+}
+
+TEST(ModelConfig, ErrorsNameFileLineAndKey) {
+  std::string bad = WriteFile("bad.json", "{\n  \"embed_dim\": 128,\n  \"vision_cfg\": {,\n}");
+  try {
+    LoadModelConfig(bad);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json:3:"), std::string::npos) << e.what();
+  }
+  std::string timm = WriteFile("timm.json", R"({"embed_dim": 512,
+    "vision_cfg": {"timm_model_name": "vit_base_patch32_224"}, "text_cfg": {}})");
+  try {
+    LoadModelConfig(timm);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("timm_model_name"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(PresetModelConfig("rn50"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace dtrain::clip

@@ -1,0 +1,138 @@
+// dtrain-clip train as a user runs it: real Fashion-MNIST, a few steps, metrics lines,
+// checkpoints written, resumed, and the command line's errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string kClip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
+
+struct ClipRun {
+  int status = -1;
+  std::string output;
+};
+
+ClipRun RunClip(const std::string& args) {
+  ClipRun run;
+  std::string command = kClip + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
+  int status = pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+// The value of "key" in a flat JSON line, as written (number or quoted string).
+std::string Field(const std::string& line, const std::string& key) {
+  auto at = line.find("\"" + key + "\":");
+  if (at == std::string::npos) return "";
+  at += key.size() + 3;
+  auto end = line.find_first_of(",}", at);
+  return line.substr(at, end - at);
+}
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// step -> loss as written, for step lines.
+std::map<int, std::string> Losses(const std::vector<std::string>& lines) {
+  std::map<int, std::string> losses;
+  for (const auto& line : lines) {
+    if (Field(line, "event").empty()) losses[std::stoi(Field(line, "step"))] = Field(line, "loss");
+  }
+  return losses;
+}
+
+std::string FreshDir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "/clip_training_" + name;
+  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
+  return dir;
+}
+
+TEST(ClipTrain, ShortRunOnFashionMnistLowersTheLoss) {
+  std::string dir = FreshDir("short");
+  ClipRun run = RunClip("train --train-num-samples 3072 --batch-size 128 --threads 2 --lr 2e-3 "
+                    "--warmup 4 --zeroshot-samples 1000 --save-frequency 0 --logs " + dir);
+  ASSERT_EQ(run.status, 0) << run.output;
+  auto lines = Lines(dir + "/metrics/rank-0.jsonl");
+  auto losses = Losses(lines);
+  ASSERT_EQ(losses.size(), 24u) << run.output;
+  const double first = std::stod(losses[1]);
+  double last = 0;
+  for (int s = 22; s <= 24; ++s) last += std::stod(losses[s]) / 3;
+  EXPECT_LT(last, first - 0.3) << "loss did not fall: first " << first << ", last " << last;
+  // An eval line with top-1 well above chance (0.1), then the end line.
+  ASSERT_GE(lines.size(), 26u);
+  EXPECT_EQ(Field(lines[lines.size() - 2], "event"), "\"eval\"");
+  EXPECT_GT(std::stod(Field(lines[lines.size() - 2], "zeroshot_top1")), 0.2);
+  EXPECT_EQ(Field(lines.back(), "event"), "\"end\"");
+  EXPECT_EQ(Field(lines.back(), "param_hash").size(), 18u);  // 16 hex digits in quotes
+  EXPECT_FALSE(Field(lines.back(), "samples_per_s").empty());
+  EXPECT_FALSE(Field(lines[0], "lr").empty());
+}
+
+TEST(ClipTrain, ResumeGivesTheSameNextStepLossAndWeights) {
+  const std::string common =
+      "train --train-num-samples 512 --batch-size 64 --epochs 2 --threads 2 --warmup 2 "
+      "--zeroshot-frequency 0 --save-most-recent --accum-freq 2 ";
+  // Uninterrupted: 2 epochs of 4 steps.
+  std::string straight = FreshDir("straight");
+  ClipRun a = RunClip(common + "--logs " + straight);
+  ASSERT_EQ(a.status, 0) << a.output;
+  // Stopped after epoch 1 (its checkpoint written), then resumed from epoch_latest.pt.
+  std::string resumed = FreshDir("resumed");
+  ClipRun b = RunClip(common + "--max-steps 4 --logs " + resumed);
+  ASSERT_EQ(b.status, 0) << b.output;
+  ASSERT_EQ(std::system(("test -s " + resumed + "/checkpoints/epoch_1.pt").c_str()), 0);
+  ASSERT_EQ(std::system(("test -s " + resumed + "/checkpoints/epoch_latest.pt").c_str()), 0);
+  // A half-written save (a temp file) must not be taken for a checkpoint.
+  std::ofstream(resumed + "/checkpoints/epoch_2.pt.tmp.12345") << "partial";
+  ClipRun c = RunClip(common + "--resume latest --logs " + resumed);
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_NE(c.output.find("resumed from"), std::string::npos) << c.output;
+
+  auto la = Lines(straight + "/metrics/rank-0.jsonl");
+  auto lc = Lines(resumed + "/metrics/rank-0.jsonl");
+  auto loss_a = Losses(la), loss_c = Losses(lc);
+  ASSERT_EQ(loss_a.size(), 8u);
+  ASSERT_TRUE(loss_c.count(5)) << c.output;
+  EXPECT_EQ(loss_c[5], loss_a[5]);
+  EXPECT_EQ(loss_c[8], loss_a[8]);
+  EXPECT_EQ(Field(lc.back(), "param_hash"), Field(la.back(), "param_hash"));
+}
+
+TEST(ClipTrain, CommandLineErrorsExitTwo) {
+  ClipRun unknown = RunClip("train --batchsize 3");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.output.find("unknown flag '--batchsize'"), std::string::npos);
+  EXPECT_EQ(RunClip("train --precision fp16").status, 2);
+  EXPECT_EQ(RunClip("train --model rn50").status, 2);
+  EXPECT_EQ(RunClip("frobnicate").status, 2);
+  ClipRun help = RunClip("train --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.output.find("--accum-freq"), std::string::npos);
+  ClipRun version = RunClip("--version");
+  EXPECT_EQ(version.status, 0);
+  EXPECT_EQ(version.output.rfind("dtrain-clip ", 0), 0u);
+}
+
+TEST(ClipTrain, MissingDataIsAnErrorNamingThePath) {
+  ClipRun run = RunClip("train --train-data /nonexistent/fmnist --logs " + FreshDir("missing"));
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.output.find("/nonexistent/fmnist"), std::string::npos) << run.output;
+}
+
+}  // namespace
