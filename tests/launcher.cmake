@@ -18,3 +18,8 @@ dtrain_test(launcher_logs_test
   LIBS dtrain_launcher
   TIMEOUT 60)
 add_dependencies(launcher_logs_test dtrain)
+dtrain_test(launcher_local_transport_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_local_transport_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
+add_dependencies(launcher_local_transport_test dtrain)

@@ -1,0 +1,129 @@
+// The local transport driven directly, as the supervisor and the doctor drive it: real child
+// processes, their output in the order written, stdin, exit statuses, and executable lookup.
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "launcher/local_transport.h"
+
+namespace dtrain {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Collects what the transport reports.
+struct Recorder : TransportEvents {
+  std::map<int, std::string> output;
+  std::map<int, ExitStatus> exits;
+  void OnOutput(int id, std::string_view bytes) override {
+    EXPECT_EQ(exits.count(id), 0u) << "output after exit";
+    output[id].append(bytes);
+  }
+  void OnExit(int id, const ExitStatus& status) override {
+    EXPECT_EQ(exits.count(id), 0u) << "two exits";
+    exits[id] = status;
+  }
+};
+
+ProcessSpec Shell(int id, const std::string& script) {
+  ProcessSpec spec;
+  spec.id = id;
+  spec.argv = {"sh", "-c", script};
+  return spec;
+}
+
+// True once `pid` is gone or a zombie (within 5 s).
+bool Gone(int pid) {
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    size_t paren = text.rfind(')');
+    if (paren == std::string::npos || text.compare(paren + 2, 1, "Z") == 0) return true;
+    ::usleep(10000);
+  }
+  return false;
+}
+
+void RunToEnd(LocalTransport& transport, Recorder& recorder) {
+  for (int i = 0; i < 200 && transport.Poll(100, recorder); ++i) {
+  }
+}
+
+TEST(LocalTransport, OutputInOrderStdinAndStatuses) {
+  LocalTransport transport("");
+  Recorder rec;
+  ProcessSpec cat = Shell(3, "cat; echo done >&2");
+  cat.stdin_data = std::string(200000, 'x');  // more than a pipe holds at once
+  std::vector<ProcessSpec> procs = {
+      Shell(0, "echo out1; echo err1 >&2; echo out2; exit 4"),
+      Shell(1, "kill -TERM $$"),
+      Shell(2, "printf 'no newline'"),
+      cat,
+  };
+  procs.push_back(Shell(4, "echo \"$GREETING\"; echo \"$PYTHONPATH\""));
+  procs.back().env["GREETING"] = "it's \"$HOME\"";
+  procs.back().python_path_head = "/head";
+  transport.Start(procs, rec);
+  RunToEnd(transport, rec);
+  EXPECT_EQ(rec.output[0], "out1\nerr1\nout2\n");
+  EXPECT_EQ(rec.exits[0].code, 4);
+  EXPECT_EQ(rec.exits[0].Describe(), "exit 4");
+  EXPECT_EQ(rec.exits[1].signal, SIGTERM);
+  EXPECT_EQ(rec.exits[1].ShellStatus(), 128 + SIGTERM);
+  EXPECT_EQ(rec.exits[1].Describe(), "killed by SIGTERM");
+  EXPECT_EQ(rec.output[2], "no newline");
+  EXPECT_TRUE(rec.exits[2].ok());
+  EXPECT_EQ(rec.output[3], std::string(200000, 'x') + "done\n");
+  const char* old = std::getenv("PYTHONPATH");
+  EXPECT_EQ(rec.output[4], std::string("it's \"$HOME\"\n/head") +
+                               (old && *old ? std::string(":") + old : "") + "\n");
+}
+
+TEST(LocalTransport, SignalAllReachesChildrenOfRanks) {
+  LocalTransport transport("/");
+  Recorder rec;
+  transport.Start({Shell(0, "trap 'echo term' TERM; sleep 1000 & echo $!; wait; echo after"),
+                   Shell(1, "pwd; sleep 1000")},
+                  rec);
+  while (rec.output[0].find('\n') == std::string::npos || rec.output[1].empty()) {
+    ASSERT_TRUE(transport.Poll(100, rec));
+  }
+  const int grandchild = std::stoi(rec.output[0]);
+  EXPECT_EQ(rec.output[1], "/\n");  // the default working directory
+  transport.SignalAll(SIGTERM);     // the shell traps it; its background sleep gets it too
+  RunToEnd(transport, rec);
+  EXPECT_EQ(rec.exits[1].signal, SIGTERM);
+  EXPECT_TRUE(rec.exits[0].ok());
+  EXPECT_THAT(rec.output[0], HasSubstr("term\nafter\n"));
+  EXPECT_TRUE(Gone(grandchild));
+}
+
+TEST(LocalTransport, UnknownCommandIsAnExitNotAThrow) {
+  LocalTransport transport("");
+  Recorder rec;
+  ProcessSpec spec;
+  spec.argv = {"surely-not-a-command"};
+  transport.Start({spec}, rec);
+  EXPECT_FALSE(transport.Poll(10, rec));
+  EXPECT_THAT(rec.exits[0].error, HasSubstr("command not found"));
+  EXPECT_EQ(rec.exits[0].ShellStatus(), 255);
+}
+
+TEST(LocalTransport, ResolvesExecutables) {
+  // dtrain's own programs come from beside the running executable (here: the build directory).
+  EXPECT_EQ(ResolveExecutable("dtrain", ""), std::string(DTRAIN_BINARY_DIR) + "/dtrain");
+  EXPECT_EQ(ResolveExecutable("sh", "/nonexistent:/bin"), "/bin/sh");
+  EXPECT_EQ(ResolveExecutable("./x.sh", ""), "./x.sh");
+  EXPECT_EQ(ResolveExecutable("sh", "/nonexistent"), "");
+  EXPECT_EQ(SelfExecutableDir(), DTRAIN_BINARY_DIR);
+}
+
+}  // namespace
+}  // namespace dtrain
