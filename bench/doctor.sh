@@ -33,21 +33,29 @@ timed() {
 
 mkdir -p "$work/project"
 # The doctor checks everything: GPUs, toolkit, Python imports, the rendezvous port. pdsh runs the
-# same script with the same environment (no listener exists for it, so its connection test is
-# left out); both send it to `sh` on every node.
-probe_env="DTRAIN_PROBE_WORKDIR=$work/project DTRAIN_PROBE_SKIP=rdzv"
+# same script with the same environment, and gets the same rendezvous listener on node 0 (the
+# probe in listen mode, started the way the doctor starts it); both send it to `sh` everywhere.
+port=29641
+probe_env="DTRAIN_PROBE_WORKDIR=$work/project DTRAIN_PROBE_RDZV_ADDR=10.231.0.10 DTRAIN_PROBE_RDZV_PORT=$port"
 doctor_on() { bash "$src/tests/cluster/make-cluster.sh" exec "$dir" "$dtrain" doctor -c "$1"; }
 pdsh_on() {
+  local listener
+  bash "$src/tests/cluster/make-cluster.sh" node "$dir" 0 env DTRAIN_PROBE_MODE=listen \
+    DTRAIN_PROBE_RDZV_PORT=$port DTRAIN_PROBE_LISTEN_S=120 sh -s <"$probe" >/dev/null 2>&1 &
+  listener=$!
   bash "$src/tests/cluster/make-cluster.sh" exec "$dir" env \
     PDSH_SSH_ARGS="-i $dir/id_ed25519 -o UserKnownHostsFile=$dir/known_hosts -o BatchMode=yes -x -l%u %h" \
     pdsh -R ssh -l root -f 256 -w "$1" "env $probe_env sh $probe"
+  kill "$listener" 2>/dev/null || true
+  wait "$listener" 2>/dev/null || true
 }
 
 printf '%-6s %12s %12s %14s\n' nodes doctor_s pdsh_s doctor/pdsh
 for n in $sizes; do
   bash "$src/tests/cluster/make-cluster.sh" up "$n" "$dir" >/dev/null 2>&1
   cfg=$dir/bench.yaml
-  { cat "$dir/cluster.yaml"; echo "workdir: $work/project"; echo "job: {command: [python3, x.py]}"; } >"$cfg"
+  { cat "$dir/cluster.yaml"; echo "workdir: $work/project"; echo "rendezvous: {port: $port}"
+    echo "job: {command: [python3, x.py]}"; } >"$cfg"
   hosts=$(awk '{print $2}' "$dir/nodes" | paste -sd, -)
   # One warm-up of each, so that the page cache holds the same files for both.
   doctor_on "$cfg" >/dev/null 2>&1 || true

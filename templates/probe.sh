@@ -35,9 +35,7 @@ probe_main() {
   if skipping rdzv; then :; else probe_rendezvous >"$tmp/rdzv" 2>&1 & fi
   py=$(find_python)
   if [ -n "$py" ]; then
-    probe_python_basics "$py" >"$tmp/python" 2>&1 &
-    skipping torch || probe_torch "$py" >"$tmp/torch" 2>&1 &
-    skipping horovod || probe_horovod "$py" >"$tmp/horovod" 2>&1 &
+    skipping python || probe_python "$py" >"$tmp/python" 2>&1 &
   else
     echo "python_error=no python (tried ${DTRAIN_PROBE_PYTHON:-python3, python})"
   fi
@@ -48,7 +46,7 @@ probe_main() {
   probe_cuda
   probe_nccl
   wait
-  for part in python torch horovod clip rdzv; do
+  for part in python clip rdzv; do
     [ -s "$tmp/$part" ] && sed -n '/^[a-z_]*=/p' "$tmp/$part"
   done
   echo "probe_end=1"
@@ -196,64 +194,58 @@ find_python() {
   done
 }
 
-probe_python_basics() {
+# One interpreter for all Python facts: Horovod imports torch anyway, so a second process would
+# only import torch twice. It runs beside the rest of the probe.
+probe_python() {
   echo "python=$1"
   "$1" -c '
-import os, sys
-print("python_version=%d.%d.%d" % sys.version_info[:3])
-print("python_executable=" + sys.executable)
+import importlib.util, os, sys
+def line(key, value):
+    print("%s=%s" % (key, value), flush=True)
+def why(e):
+    text = str(e).splitlines()[0] if str(e) else ""
+    return "%s: %s" % (type(e).__name__, text)
+skip = os.environ.get("DTRAIN_PROBE_SKIP", "").split()
+line("python_version", "%d.%d.%d" % sys.version_info[:3])
+line("python_executable", sys.executable)
 wd = os.environ.get("DTRAIN_PROBE_WORKDIR", "")
 if wd:
     paths = [os.path.realpath(p) for p in sys.path[1:] if p]
-    print("pythonpath_workdir=" + ("yes" if os.path.realpath(wd) in paths else "no"))
-print("pythonpath=" + os.environ.get("PYTHONPATH", ""))
-'
-}
-
-probe_torch() {
-  "$1" -c '
-import importlib.util, sys
-if importlib.util.find_spec("torch") is None:
-    sys.exit(0)
-try:
-    import torch
-except Exception as e:
-    print("torch_error=%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
-    sys.exit(0)
-print("torch=" + torch.__version__)
-print("torch_cuda=" + str(torch.version.cuda or ""))
-try:
-    print("torch_nccl=" + str(torch.cuda.nccl.version()))
-except Exception:
-    pass
-'
-}
-
-probe_horovod() {
-  "$1" -c '
-import importlib.util, os, sys
-spec = importlib.util.find_spec("horovod")
-if spec is None:
-    sys.exit(0)
-import horovod
-print("horovod=" + getattr(horovod, "__version__", "unknown"))
-root = os.path.dirname(spec.origin)
-fw = []
-for name, ext in (("torch", "mpi_lib_v2"), ("tensorflow", "mpi_lib"), ("mxnet", "mpi_lib")):
-    d = os.path.join(root, name)
-    if os.path.isdir(d) and any(f.startswith(ext + ".") for f in os.listdir(d)):
-        fw.append(name)
-print("horovod_frameworks=" + ",".join(fw))
-if "torch" in fw:
+    line("pythonpath_workdir", "yes" if os.path.realpath(wd) in paths else "no")
+line("pythonpath", os.environ.get("PYTHONPATH", ""))
+if "torch" not in skip and importlib.util.find_spec("torch") is not None:
     try:
-        import horovod.torch as hvd
-        ctl = [n for n, f in (("mpi", hvd.mpi_built), ("gloo", hvd.gloo_built)) if f()]
-        ops = [n for n, f in (("nccl", hvd.nccl_built), ("ddl", hvd.ddl_built),
-                              ("ccl", hvd.ccl_built)) if f()]
-        print("horovod_controllers=" + ",".join(ctl))
-        print("horovod_ops=" + ",".join(ops))
+        import torch
+        line("torch", torch.__version__)
+        line("torch_cuda", torch.version.cuda or "")
+        try:
+            line("torch_nccl", torch.cuda.nccl.version())
+        except Exception:
+            pass
     except Exception as e:
-        print("horovod_error=%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+        line("torch_error", why(e))
+spec = None if "horovod" in skip else importlib.util.find_spec("horovod")
+if spec is not None:
+    try:
+        import horovod
+        line("horovod", getattr(horovod, "__version__", "unknown"))
+        root = os.path.dirname(spec.origin)
+        fw = []
+        for name, ext in (("torch", "mpi_lib_v2"), ("tensorflow", "mpi_lib"),
+                          ("mxnet", "mpi_lib")):
+            d = os.path.join(root, name)
+            if os.path.isdir(d) and any(f.startswith(ext + ".") for f in os.listdir(d)):
+                fw.append(name)
+        line("horovod_frameworks", ",".join(fw))
+        if "torch" in fw:
+            import horovod.torch as hvd
+            line("horovod_controllers", ",".join(
+                n for n, f in (("mpi", hvd.mpi_built), ("gloo", hvd.gloo_built)) if f()))
+            line("horovod_ops", ",".join(
+                n for n, f in (("nccl", hvd.nccl_built), ("ddl", hvd.ddl_built),
+                               ("ccl", hvd.ccl_built)) if f()))
+    except Exception as e:
+        line("horovod_error", why(e))
 '
 }
 
