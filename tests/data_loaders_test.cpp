@@ -11,6 +11,7 @@
 #include "runtime/data_source.h"
 #include "runtime/export_data.h"
 #include "runtime/fashion_mnist.h"
+#include "runtime/image_codec.h"
 
 namespace dtrain::clip {
 namespace {
@@ -293,6 +294,43 @@ TEST_F(ExportedData, TruncatedAndMissingShardsAreReportedWithTheirPath) {
     EXPECT_TRUE(what.find(cut) != std::string::npos || what.find("s-2.tar") != std::string::npos)
         << what;
   }
+}
+
+TEST(Loaders, CsvReadsJpegAndRgbImagesIntoTheModelsLayout) {
+  char pattern[] = "/tmp/dtrain-jpeg-test-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  // A 64x48 RGB photo-like image: red left half, blue right half.
+  Image image{64, 48, 3, {}};
+  for (int y = 0; y < 48; ++y) {
+    for (int x = 0; x < 64; ++x) {
+      const bool left = x < 32;
+      image.data.insert(image.data.end(), {uint8_t(left ? 220 : 20), 30, uint8_t(left ? 20 : 220)});
+    }
+  }
+  WriteFileBytes(dir + "/photo.jpg", EncodeJpeg(image, 95));
+  std::ofstream(dir + "/data.csv")
+      << "title,filepath\n\"red, then blue\"," << dir << "/photo.jpg\n";
+  DataOptions options;
+  options.dataset_type = "csv";
+  options.train_data = dir + "/data.csv";
+  options.csv_separator = ",";
+  options.channels = 3;
+  options.image_size = 32;
+  options.batch_size = 1;
+  auto source = MakeBatchSource(options);
+  HostBatch batch;
+  ASSERT_TRUE(source->Next(batch));
+  EXPECT_EQ(batch.captions[0], "red, then blue");
+  ASSERT_EQ(batch.pixels.size(), 3u * 32 * 32);
+  const Normalization n = NormalizationFor(3);
+  auto value = [&](int c, int y, int x) {
+    return (batch.pixels[(c * 32 + y) * 32 + x] * n.std[c] + n.mean[c]) * 255;
+  };
+  EXPECT_NEAR(value(0, 16, 4), 220, 8);  // red on the left
+  EXPECT_NEAR(value(2, 16, 4), 20, 8);
+  EXPECT_NEAR(value(0, 16, 28), 20, 8);  // blue on the right
+  EXPECT_NEAR(value(2, 16, 28), 220, 8);
+  fs::remove_all(dir);
 }
 
 TEST(Loaders, SyntheticBatchesAreShapedAndRepeatable) {
