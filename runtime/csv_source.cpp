@@ -119,7 +119,9 @@ class CsvDataset : public SampleDataset {
   CsvDataset(const DataOptions& options, BadSampleLog& bad_log) : csv_path_(options.train_data) {
     if (csv_path_.empty()) throw std::runtime_error("csv data: no CSV file given (--train-data)");
     const std::vector<uint8_t> bytes = ReadFileBytes(csv_path_);
-    const std::string text(bytes.begin(), bytes.end());
+    // A UTF-8 byte-order mark (spreadsheet exports) is not part of the first column's name.
+    const bool bom = bytes.size() >= 3 && bytes[0] == 0xef && bytes[1] == 0xbb && bytes[2] == 0xbf;
+    const std::string text(bytes.begin() + (bom ? 3 : 0), bytes.end());
     CsvReader reader(text, SeparatorChar(options.csv_separator));
     CsvRecord header;
     if (!reader.Read(header) || !header.error.empty()) {

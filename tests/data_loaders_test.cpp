@@ -308,8 +308,9 @@ TEST(Loaders, CsvReadsJpegAndRgbImagesIntoTheModelsLayout) {
     }
   }
   WriteFileBytes(dir + "/photo.jpg", EncodeJpeg(image, 95));
+  // As a spreadsheet writes it: a byte-order mark and CRLF line ends.
   std::ofstream(dir + "/data.csv")
-      << "title,filepath\n\"red, then blue\"," << dir << "/photo.jpg\n";
+      << "\xef\xbb\xbftitle,filepath\r\n\"red, then blue\"," << dir << "/photo.jpg\r\n";
   DataOptions options;
   options.dataset_type = "csv";
   options.train_data = dir + "/data.csv";
