@@ -2,7 +2,7 @@
 # `dtrain launch` against real sshd nodes in network namespaces (root; skipped otherwise).
 # The namespace tests share one lock so they never run beside each other.
 dtrain_test(shell_quote_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/shell_quote_test.cpp
-            LIBS dtrain_launcher TIMEOUT 60)
+            LIBS dtrain_launcher LABELS ssh TIMEOUT 60)
 
 foreach(t ssh_transport_test ssh_launch_test)
   add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/${t}.cpp)

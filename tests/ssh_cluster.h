@@ -47,6 +47,8 @@ class SshTestCluster {
       error_ = "needs root (network namespaces and sshd)";
       return;
     }
+    // Whatever an earlier run left (logs, keys) goes first.
+    RunOutput(Script() + " down " + dir_ + " >/dev/null 2>&1; rm -rf " + dir_);
     const std::string up = Script() + " up " + std::to_string(nodes) + " " + dir_ + " " +
                            std::to_string(slots) + " 2>&1";
     const std::string log = RunOutput(up + "; echo rc=$?");
