@@ -111,14 +111,19 @@ int RunLaunch(const LaunchOptions& options) {
   const std::string launch_dir = CurrentDir();
   const std::string log_dir =
       Absolute(options.log_dir.empty() ? spec.log_dir : options.log_dir, launch_dir);
-  const std::string name = options.job_name.empty() ? NewJobName() : options.job_name;
+  std::string name = options.job_name.empty() ? NewJobName() : options.job_name;
   CheckJobName(name);
   MakeDirs(log_dir);
-  const std::string job_dir = log_dir + "/" + name;
-  if (::mkdir(job_dir.c_str(), 0755) != 0) {
-    if (errno == EEXIST)
+  std::string job_dir = log_dir + "/" + name;
+  for (int tries = 1; ::mkdir(job_dir.c_str(), 0755) != 0; ++tries) {
+    if (errno != EEXIST) {
+      throw Error(job_dir + ": cannot create the job folder: " + std::strerror(errno));
+    }
+    if (!options.job_name.empty() || tries == 10) {
       throw UsageError(job_dir + ": the job exists already; choose another --job");
-    throw Error(job_dir + ": cannot create the job folder: " + std::strerror(errno));
+    }
+    name = NewJobName();  // two launches in the same second drew the same suffix
+    job_dir = log_dir + "/" + name;
   }
   if (timeline) MakeDirs(job_dir + "/timeline");
   PointLatestAt(log_dir, name);
