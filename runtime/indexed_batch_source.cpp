@@ -9,7 +9,9 @@
 namespace dtrain::clip {
 
 void BadSampleLog::Report(const std::string& what) {
-  if (!skip_) throw std::runtime_error(what + " (bad samples are fatal: skipping is off)");
+  if (!skip_) {
+    throw std::runtime_error(what + " (bad data is fatal: --bad-data skip would skip it)");
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (!reported_.insert(what).second) return;
   const int64_t count = ++count_;
