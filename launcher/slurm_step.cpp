@@ -17,13 +17,17 @@ constexpr const char* kPythonPathHead = "DTRAIN_PYTHONPATH_HEAD";
 
 // The wrapper reads no value through the shell's parser: values only ever appear as "$var"
 // expansions; `eval` sees nothing but variable names checked to be identifiers.
-constexpr const char* kTaskScript = R"sh(exec 2>&1
-r=${SLURM_PROCID-}
+// The command's stderr joins its stdout, in order; the wrapper's own (a shell reporting that the
+// command was killed) stays on srun's stderr, apart from the rank's output.
+constexpr const char* kTaskScript = R"sh(r=${SLURM_PROCID-}
 case $r in '' | *[!0-9]*) echo "dtrain: SLURM_PROCID is not set: this task was not started by srun"; exit 255 ;; esac
 n=$DTRAIN_SLURM_NTASKS
-t=$DTRAIN_SLURM_TASKS_PER_NODE
-if [ "${SLURM_NTASKS-}" != "$n" ] || [ "${SLURM_NODEID-}" != $((r / t)) ] || [ "${SLURM_LOCALID-}" != $((r % t)) ]; then
-  echo "dtrain: Slurm placed task $r (of ${SLURM_NTASKS-?}) as local task ${SLURM_LOCALID-?} on node ${SLURM_NODEID-?}; expected $n tasks, $t per node, in block order"
+i=0
+for x in $DTRAIN_SLURM_NODES; do [ $i = "$r" ] && en=$x; i=$((i + 1)); done
+i=0
+for x in $DTRAIN_SLURM_LOCALS; do [ $i = "$r" ] && el=$x; i=$((i + 1)); done
+if [ "${SLURM_NTASKS-}" != "$n" ] || [ "${SLURM_NODEID-}" != "${en-}" ] || [ "${SLURM_LOCALID-}" != "${el-}" ]; then
+  echo "dtrain: Slurm placed task $r (of ${SLURM_NTASKS-?}) as local task ${SLURM_LOCALID-?} on node ${SLURM_NODEID-?}; the plan has $n tasks and this one as local task ${el-?} on node ${en-?}"
   exit 255
 fi
 for v in $DTRAIN_SLURM_VARY; do
@@ -39,10 +43,10 @@ if [ -n "${DTRAIN_PYTHONPATH_HEAD-}" ]; then
   export PYTHONPATH
 fi
 m=$DTRAIN_SLURM_MARK
-unset DTRAIN_PYTHONPATH_HEAD DTRAIN_SLURM_MARK DTRAIN_SLURM_VARY DTRAIN_SLURM_NTASKS DTRAIN_SLURM_TASKS_PER_NODE
+unset DTRAIN_PYTHONPATH_HEAD DTRAIN_SLURM_MARK DTRAIN_SLURM_VARY DTRAIN_SLURM_NTASKS DTRAIN_SLURM_NODES DTRAIN_SLURM_LOCALS
 printf '%sB %s.%s\n' "$m" "${SLURM_JOB_ID-}" "${SLURM_STEP_ID-}"
 trap 'signalled=1' INT TERM HUP
-"$@"
+"$@" 2>&1
 s=$?
 printf '%sE %s\n' "$m" "$s"
 exit $s
@@ -65,14 +69,16 @@ std::map<int, int> TasksPerNodeIndex(const std::vector<ProcessSpec>& procs) {
 // PYTHONPATH head under its own name.
 std::map<std::string, std::string> TaskEnv(const ProcessSpec& p, const ClusterSpec& spec,
                                            const std::string& host,
-                                           const std::string& first_host) {
+                                           const std::string& first_address) {
   std::map<std::string, std::string> env = p.env;
-  auto it = env.find("MASTER_ADDR");
-  if (it != env.end() && !spec.nodes.empty() &&
-      (it->second == spec.nodes.front().address || it->second == spec.nodes.front().host)) {
-    it->second = first_host;
+  for (const char* name : {"MASTER_ADDR", "DTRAIN_PROBE_RDZV_ADDR"}) {
+    auto it = env.find(name);
+    if (it != env.end() && !spec.nodes.empty() &&
+        (it->second == spec.nodes.front().address || it->second == spec.nodes.front().host)) {
+      it->second = first_address;
+    }
   }
-  it = env.find("HOROVOD_HOSTNAME");
+  auto it = env.find("HOROVOD_HOSTNAME");
   if (it != env.end() && p.node_index >= 0 &&
       p.node_index < static_cast<int>(spec.nodes.size()) &&
       (it->second == spec.nodes[p.node_index].host ||
@@ -101,20 +107,15 @@ const char* SlurmTaskScript() { return kTaskScript; }
 
 SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const ClusterSpec& spec,
                             const std::vector<std::string>& allocation_hosts,
-                            const std::string& marker) {
+                            const std::string& first_address, const std::string& marker) {
   if (procs.empty()) throw Error("transport slurm: nothing to run");
   CheckSameForAll(procs);
   const std::map<int, int> per_node = TasksPerNodeIndex(procs);
   SlurmStepPlan plan;
   plan.node_count = static_cast<int>(per_node.size());
   plan.tasks_per_node = per_node.begin()->second;
-  for (const auto& [node, count] : per_node) {
-    if (count != plan.tasks_per_node) {
-      throw Error(fmt::format(
-          "transport slurm needs the same number of ranks on every node (srun "
-          "--ntasks-per-node); node {} has {}, node {} has {}",
-          per_node.begin()->first, plan.tasks_per_node, node, count));
-    }
+  for (const auto& entry : per_node) {
+    if (entry.second != plan.tasks_per_node) plan.tasks_per_node = 0;
   }
   if (static_cast<int>(allocation_hosts.size()) < plan.node_count) {
     throw Error(fmt::format("the Slurm allocation has {} node(s) ({}); the job needs {}",
@@ -137,8 +138,11 @@ SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const Cluster
   std::set<std::string> names;
   for (size_t t = 0; t < order.size(); ++t) {
     plan.task_ids.push_back(order[t]->id);
-    const std::string& host = plan.hosts[t / plan.tasks_per_node];
-    envs.push_back(TaskEnv(*order[t], spec, host, plan.hosts.front()));
+    const bool same_node = t > 0 && order[t]->node_index == order[t - 1]->node_index;
+    plan.task_node.push_back(t == 0 ? 0 : plan.task_node.back() + (same_node ? 0 : 1));
+    plan.task_local.push_back(same_node ? plan.task_local.back() + 1 : 0);
+    const std::string& host = plan.hosts[plan.task_node.back()];
+    envs.push_back(TaskEnv(*order[t], spec, host, first_address));
     for (const auto& entry : envs.back()) names.insert(entry.first);
   }
 
@@ -166,9 +170,16 @@ SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const Cluster
   }
   plan.env["DTRAIN_SLURM_VARY"] = vary;
   plan.env["DTRAIN_SLURM_NTASKS"] = std::to_string(order.size());
-  plan.env["DTRAIN_SLURM_TASKS_PER_NODE"] = std::to_string(plan.tasks_per_node);
+  plan.env["DTRAIN_SLURM_NODES"] = fmt::format("{}", fmt::join(plan.task_node, " "));
+  plan.env["DTRAIN_SLURM_LOCALS"] = fmt::format("{}", fmt::join(plan.task_local, " "));
   plan.env["DTRAIN_SLURM_MARK"] = marker;
   return plan;
+}
+
+std::string SlurmHostfile(const SlurmStepPlan& plan) {
+  std::string text;
+  for (int node : plan.task_node) text += plan.hosts[node] + "\n";
+  return text;
 }
 
 std::vector<std::string> SrunArgv(const SlurmStepPlan& plan, const std::string& job_id,
@@ -178,9 +189,16 @@ std::vector<std::string> SrunArgv(const SlurmStepPlan& plan, const std::string& 
   argv.push_back("--job-name=" + step_name);
   argv.push_back(fmt::format("--nodes={}", plan.node_count));
   argv.push_back(fmt::format("--ntasks={}", plan.task_ids.size()));
-  argv.push_back(fmt::format("--ntasks-per-node={}", plan.tasks_per_node));
-  argv.push_back(fmt::format("--nodelist={}", fmt::join(plan.hosts, ",")));
-  argv.push_back("--distribution=block");
+  if (plan.tasks_per_node > 0) {
+    argv.push_back(fmt::format("--ntasks-per-node={}", plan.tasks_per_node));
+    argv.push_back(fmt::format("--nodelist={}", fmt::join(plan.hosts, ",")));
+    argv.push_back("--distribution=block");
+  } else {
+    // Uneven counts: one host per task in SLURM_HOSTFILE (see SlurmHostfile), more tasks than
+    // CPUs allowed where the allocation was sized for fewer (the doctor's listener).
+    argv.push_back("--distribution=arbitrary");
+    argv.push_back("--overcommit");
+  }
   argv.push_back("--label");
   argv.push_back("--kill-on-bad-exit=0");
   argv.push_back(plan.stdin_data.empty() ? "--input=none" : "--input=all");

@@ -71,6 +71,46 @@ ExitStatus StatusFromShell(int shell_status) {
   return status;
 }
 
+// A labelled line on srun's stderr that only repeats what the exit status says: the wrapper
+// shell naming the signal that killed the command ("0: Terminated"), or slurmstepd saying the
+// step was cancelled on request (a time limit, "... DUE TO TIME LIMIT ***", is kept).
+bool IsRoutineTaskMessage(const std::string& line) {
+  const SlurmTaskLine task = ParseSlurmTaskLine(line, false, "");
+  if (task.task < 0) return false;
+  if (task.output.find("CANCELLED AT") != std::string::npos &&
+      task.output.find("DUE TO") == std::string::npos) {
+    return true;
+  }
+  for (int sig = 1; sig < 65; ++sig) {
+    const char* words = strsignal(sig);
+    if (words && task.output.rfind(words, 0) == 0) return true;
+  }
+  return false;
+}
+
+// How the node is reached (slurm.conf's NodeAddr, which defaults to its name).
+std::string NodeAddress(const std::string& node) {
+  const SlurmCommandResult shown =
+      RunSlurmCommand({"scontrol", "show", "node", "-o", node}, "", kClientTimeoutMs);
+  const std::string key = "NodeAddr=";
+  const size_t at = shown.out.find(key);
+  if (shown.status != 0 || at == std::string::npos) return node;
+  const std::string address = shown.out.substr(at + key.size(),
+                                               shown.out.find_first_of(" \n", at) - at - key.size());
+  return address.empty() ? node : address;
+}
+
+// A temporary SLURM_HOSTFILE (srun reads it on this machine when it starts the step).
+std::string WriteHostfile(const std::string& text) {
+  char path[] = "/tmp/dtrain-slurm-hosts-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) throw Error(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+  const ssize_t n = write(fd, text.data(), text.size());
+  close(fd);
+  if (n != static_cast<ssize_t>(text.size())) throw Error(fmt::format("cannot write {}", path));
+  return path;
+}
+
 // One srun step and what has been seen of it.
 struct SlurmRun {
   std::vector<ProcessSpec> procs;  // until launched
@@ -86,6 +126,7 @@ struct SlurmRun {
   std::vector<std::string> srun_errors;  // lines srun wrote that are not task reports
   std::string step_id;                   // "JOB.STEP" once a task started
   bool terminated = false;               // srun was sent SIGTERM
+  std::string hostfile;                  // SLURM_HOSTFILE for uneven steps; removed at the end
   std::vector<bool> started, exited;
   std::map<int, ExitStatus> srun_reported;  // task -> what srun said about it
 };
@@ -118,6 +159,7 @@ class SlurmTransport : public Transport {
   bool own_job_ = false;
   std::string allocation_error_;
   std::vector<std::string> hosts_;
+  std::string first_address_;  // NodeAddr of hosts_[0]: MASTER_ADDR
   std::string last_reason_;
   Clock::time_point next_check_{};
   int cancelled_signal_ = 0;  // set when SignalAll came before the allocation started
@@ -214,9 +256,15 @@ void SlurmTransport::Start(const std::vector<ProcessSpec>& procs, TransportEvent
 
 void SlurmTransport::Launch(SlurmRun& run, TransportEvents& events) {
   try {
-    run.plan = PlanSlurmStep(run.procs, spec_, hosts_, RandomMarker());
-    run.child = SpawnSlurmChild(SrunArgv(run.plan, job_id_, run.name),
-                                EnvironmentWith(run.plan.env), !run.plan.stdin_data.empty());
+    if (first_address_.empty()) first_address_ = NodeAddress(hosts_.front());
+    run.plan = PlanSlurmStep(run.procs, spec_, hosts_, first_address_, RandomMarker());
+    std::map<std::string, std::string> env = run.plan.env;
+    if (run.plan.tasks_per_node == 0) {
+      run.hostfile = WriteHostfile(SlurmHostfile(run.plan));
+      env["SLURM_HOSTFILE"] = run.hostfile;
+    }
+    run.child = SpawnSlurmChild(SrunArgv(run.plan, job_id_, run.name), EnvironmentWith(env),
+                                !run.plan.stdin_data.empty());
   } catch (const Error& e) {
     Fail(run, e.what(), events);
     return;
@@ -301,6 +349,7 @@ bool SlurmTransport::Poll(int timeout_ms, TransportEvents& events) {
     int wait_status = 0;
     const pid_t reaped = waitpid(run->child.pid, &wait_status, 0);
     run->reaped = true;
+    if (!run->hostfile.empty()) unlink(run->hostfile.c_str());
     run->srun_status = reaped == run->child.pid ? ShellStatusOf(wait_status) : 255;
     Finish(*run, events);
   }
@@ -377,6 +426,7 @@ void SlurmTransport::HandleSrunLine(SlurmRun& run, const std::string& line) {
       break;
     }
   }
+  if (IsRoutineTaskMessage(line)) return;
   for (const char* routine : {"Job step aborted", "Force Terminated", "forcing job termination",
                               "Waiting up to", "Cancelled pending job step", "Terminating StepId",
                               "Job step created", "Step created", "interrupt (one more"}) {
@@ -401,7 +451,7 @@ void SlurmTransport::Finish(SlurmRun& run, TransportEvents& events) {
     } else {
       status.error = fmt::format("srun ended ({}) before task {} started on {}{}",
                                  ExitStatus{run.srun_status, 0, ""}.Describe(), t,
-                                 run.plan.hosts[t / run.plan.tasks_per_node],
+                                 run.plan.hosts[run.plan.task_node[t]],
                                  why.empty() ? "" : ": " + why);
     }
     events.OnExit(run.plan.task_ids[t], status);

@@ -28,6 +28,7 @@ class SlurmCluster : public ::testing::Environment {
  public:
   void SetUp() override {
     setenv("DTRAIN_SLURM_DIR", "/tmp/dtrain-slurm-test", 0);
+    setenv("DTRAIN_SLURM_PORT", "16837", 0);
     const SlurmCommandResult started = RunSlurmCommand({kClusterScript, "start"}, "", 60000);
     const std::string prefix = "export SLURM_CONF=";
     const size_t at = started.out.find(prefix);
@@ -62,40 +63,40 @@ struct Recorder : TransportEvents {
   }
 };
 
-std::string Hostname() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  std::string host(name);
-  return host.substr(0, host.find('.'));
-}
-
-ClusterSpec OneNodeSpec(int slots) {
+// `count` nodes with `slots` ranks each; the hosts are labels, Slurm picks node1, node2.
+ClusterSpec SlurmSpec(int count, int slots) {
   ClusterSpec spec;
   spec.source = "slurm-test.yaml";
   spec.transport = TransportKind::kSlurm;
-  spec.nodes = {{"label-node", "label-node", slots, {}, {}}};
+  for (int i = 0; i < count; ++i) {
+    const std::string label = "label" + std::to_string(i);
+    spec.nodes.push_back({label, label, slots, {}, {}});
+  }
   spec.slurm.time = "00:05:00";
   return spec;
 }
 
-// Two ranks shaped as the rank plan makes them, each printing its environment.
-std::vector<ProcessSpec> Ranks(int count, const std::vector<std::string>& argv) {
+// Ranks shaped as the rank plan makes them (node-major), with values a shell would mangle.
+std::vector<ProcessSpec> Ranks(const ClusterSpec& spec, const std::vector<std::string>& argv) {
   std::vector<ProcessSpec> procs;
-  for (int rank = 0; rank < count; ++rank) {
-    ProcessSpec p;
-    p.id = rank;
-    p.argv = argv;
-    p.env = {{"RANK", std::to_string(rank)},
-             {"LOCAL_RANK", std::to_string(rank)},
-             {"WORLD_SIZE", std::to_string(count)},
-             {"MASTER_ADDR", "label-node"},
-             {"MASTER_PORT", "29500"},
-             {"HOROVOD_HOSTNAME", "label-node"},
-             {"DTRAIN_JOB", "slurm-test"},
-             {"TRICKY", "it's \"$(echo no)\" `x` $HOME\n\ttab"}};
-    if (rank == 1) p.env["ONLY_ONE"] = "yes";
-    p.python_path_head = "/head dir";
-    procs.push_back(p);
+  int rank = 0;
+  for (size_t node = 0; node < spec.nodes.size(); ++node) {
+    for (int local = 0; local < spec.nodes[node].slots; ++local, ++rank) {
+      ProcessSpec p;
+      p.id = rank;
+      p.node_index = static_cast<int>(node);
+      p.argv = argv;
+      p.env = {{"RANK", std::to_string(rank)},
+               {"LOCAL_RANK", std::to_string(local)},
+               {"MASTER_ADDR", spec.nodes[0].address},
+               {"MASTER_PORT", "29500"},
+               {"HOROVOD_HOSTNAME", spec.nodes[node].host},
+               {"DTRAIN_JOB", "slurm-test"},
+               {"TRICKY", "it's \"$(echo no)\" `x` $HOME\n\ttab"}};
+      if (rank == 1) p.env["ONLY_ONE"] = "yes";
+      p.python_path_head = "/head dir";
+      procs.push_back(p);
+    }
   }
   return procs;
 }
@@ -124,17 +125,18 @@ class SlurmTransportTest : public ::testing::Test {
 
 const std::vector<std::string> kPrintEnv = {
     "sh", "-c",
-    "printf 'rank=%s local=%s master=%s host=%s only=%s\\n' \"$RANK\" \"$LOCAL_RANK\" "
-    "\"$MASTER_ADDR\" \"$HOROVOD_HOSTNAME\" \"${ONLY_ONE-unset}\"; "
+    "printf 'rank=%s local=%s master=%s host=%s slurmd=%s only=%s\\n' \"$RANK\" \"$LOCAL_RANK\" "
+    "\"$MASTER_ADDR\" \"$HOROVOD_HOSTNAME\" \"$SLURMD_NODENAME\" \"${ONLY_ONE-unset}\"; "
     "printf 'pythonpath=%s\\n' \"$PYTHONPATH\"; printf 'tricky=[%s]\\n' \"$TRICKY\"; "
     "env | grep -c -E '^DTRAIN_(SLURM_[0-9]|SLURM_VARY|SLURM_MARK|SLURM_NTASKS|PYTHONPATH_HEAD)' "
     "|| true; echo to-stderr >&2; printf 'no newline'"};
 
-void ExpectRankEnvironment(const Recorder& events, int rank, const std::string& old_pythonpath) {
-  const std::string host = Hostname();
+void ExpectRankEnvironment(const Recorder& events, int rank, int local, const std::string& node,
+                           const std::string& old_pythonpath) {
   const std::string out = events.output.at(rank);
-  EXPECT_NE(out.find("rank=" + std::to_string(rank) + " local=" + std::to_string(rank) +
-                     " master=" + host + " host=" + host + " only=" + (rank == 1 ? "yes" : "unset")),
+  EXPECT_NE(out.find("rank=" + std::to_string(rank) + " local=" + std::to_string(local) +
+                     " master=127.0.0.1 host=" + node + " slurmd=" + node +
+                     " only=" + (rank == 1 ? "yes" : "unset")),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("pythonpath=/head dir:" + old_pythonpath + "\n"), std::string::npos) << out;
@@ -145,16 +147,17 @@ void ExpectRankEnvironment(const Recorder& events, int rank, const std::string& 
   EXPECT_EQ(out.find("@dtrain-slurm-"), std::string::npos) << out;
 }
 
-TEST_F(SlurmTransportTest, BatchJobRunsTwoRanksWithTheirEnvironment) {
+TEST_F(SlurmTransportTest, BatchJobRunsRanksOnTwoNodesWithTheirEnvironment) {
   setenv("PYTHONPATH", "/old/path", 1);
-  auto transport = MakeTransport(OneNodeSpec(2));
+  const ClusterSpec spec = SlurmSpec(2, 2);
+  auto transport = MakeTransport(spec);
   Recorder events;
-  transport->Start(Ranks(2, kPrintEnv), events);
+  transport->Start(Ranks(spec, kPrintEnv), events);
   ASSERT_TRUE(RunToEnd(*transport, events, 60));
-  for (int rank = 0; rank < 2; ++rank) {
+  for (int rank = 0; rank < 4; ++rank) {
     ASSERT_EQ(events.exit_calls[rank], 1);
     EXPECT_TRUE(events.exits[rank].ok()) << events.exits[rank].Describe();
-    ExpectRankEnvironment(events, rank, "/old/path");
+    ExpectRankEnvironment(events, rank, rank % 2, rank < 2 ? "node1" : "node2", "/old/path");
   }
   transport.reset();  // cancels the batch job that held the allocation
   EXPECT_EQ(Squeue({"-n", "dtrain-slurm-test", "-t", "PD,R"}), "");
@@ -162,7 +165,7 @@ TEST_F(SlurmTransportTest, BatchJobRunsTwoRanksWithTheirEnvironment) {
 
 TEST_F(SlurmTransportTest, InsideAnAllocationRunsAStepInIt) {
   const SlurmCommandResult held = RunSlurmCommand(
-      {"sbatch", "--parsable", "--nodes=1", "--ntasks-per-node=2", "--job-name=outer",
+      {"sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=1", "--job-name=outer",
        "--output=/dev/null", "--wrap=sleep 120"},
       "", 10000);
   ASSERT_EQ(held.status, 0) << held.Describe();
@@ -170,17 +173,24 @@ TEST_F(SlurmTransportTest, InsideAnAllocationRunsAStepInIt) {
   for (int i = 0; i < 50 && Squeue({"-j", job, "-o", "%T"}).rfind("RUNNING", 0) != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  std::string nodelist = Squeue({"-j", job, "-o", "%N"});
+  nodelist = nodelist.substr(0, nodelist.find('\n'));
+  EXPECT_EQ(nodelist, "node[1-2]");
   setenv("SLURM_JOB_ID", job.c_str(), 1);
-  setenv("SLURM_JOB_NODELIST", Hostname().c_str(), 1);
+  setenv("SLURM_JOB_NODELIST", nodelist.c_str(), 1);
   Recorder events;
   {
-    auto transport = MakeTransport(OneNodeSpec(2));
-    transport->Start(Ranks(2, {"sh", "-c", "echo step $SLURM_JOB_ID.$SLURM_STEP_ID"}), events);
+    const ClusterSpec spec = SlurmSpec(2, 1);
+    auto transport = MakeTransport(spec);
+    transport->Start(
+        Ranks(spec, {"sh", "-c", "echo step $SLURM_JOB_ID.$SLURM_STEP_ID on $HOROVOD_HOSTNAME"}),
+        events);
     EXPECT_TRUE(RunToEnd(*transport, events, 60));
   }
   unsetenv("SLURM_JOB_ID");
   unsetenv("SLURM_JOB_NODELIST");
   EXPECT_EQ(events.output[0].rfind("step " + job + ".", 0), 0u) << events.output[0];
+  EXPECT_NE(events.output[1].find(" on node2\n"), std::string::npos) << events.output[1];
   EXPECT_TRUE(events.exits[1].ok()) << events.exits[1].Describe();
   // The allocation is the caller's: dtrain leaves it running.
   EXPECT_EQ(Squeue({"-j", job, "-o", "%T"}), "RUNNING\n");
@@ -188,9 +198,10 @@ TEST_F(SlurmTransportTest, InsideAnAllocationRunsAStepInIt) {
 }
 
 TEST_F(SlurmTransportTest, FailingRankReportsItsExitStatus) {
-  auto transport = MakeTransport(OneNodeSpec(2));
+  const ClusterSpec spec = SlurmSpec(1, 2);
+  auto transport = MakeTransport(spec);
   Recorder events;
-  transport->Start(Ranks(2, {"sh", "-c", "echo rank $RANK; [ $RANK = 1 ] && exit 7; exit 0"}),
+  transport->Start(Ranks(spec, {"sh", "-c", "echo rank $RANK; [ $RANK = 1 ] && exit 7; exit 0"}),
                    events);
   ASSERT_TRUE(RunToEnd(*transport, events, 60));
   EXPECT_TRUE(events.exits[0].ok()) << events.exits[0].Describe();
@@ -200,9 +211,10 @@ TEST_F(SlurmTransportTest, FailingRankReportsItsExitStatus) {
 }
 
 TEST_F(SlurmTransportTest, InterruptCancelsTheStepAndLeavesNoTask) {
-  auto transport = MakeTransport(OneNodeSpec(2));
+  const ClusterSpec spec = SlurmSpec(2, 1);
+  auto transport = MakeTransport(spec);
   Recorder events;
-  transport->Start(Ranks(2, {"sh", "-c", "echo ready; exec sleep 97"}), events);
+  transport->Start(Ranks(spec, {"sh", "-c", "echo ready; exec sleep 97"}), events);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while ((events.output[0].empty() || events.output[1].empty()) &&
          std::chrono::steady_clock::now() < deadline) {
@@ -227,26 +239,37 @@ TEST_F(SlurmTransportTest, InterruptCancelsTheStepAndLeavesNoTask) {
   EXPECT_NE(system("pgrep -f 'slee[p] 97' >/dev/null"), 0) << "a task outlived the step";
 }
 
+// The doctor's shape: one probe per node reading its script from stdin, plus a listener on the
+// first node (so the nodes run different numbers of tasks).
 TEST_F(SlurmTransportTest, OneProbePerNodeReadsItsStdin) {
-  ClusterSpec spec = OneNodeSpec(4);
-  ProcessSpec probe;
-  probe.id = 0;
-  probe.argv = {"sh", "-s", "--", "arg one"};
-  probe.stdin_data = "echo \"probe on $(hostname -s) with [$1]\"\n";
+  const ClusterSpec spec = SlurmSpec(2, 4);
+  std::vector<ProcessSpec> procs;
+  for (int node = 0; node < 3; ++node) {
+    ProcessSpec probe;
+    probe.id = node;
+    probe.node_index = node % 2;
+    probe.argv = {"sh", "-s", "--", "arg one"};
+    probe.env = {{"MODE", node == 2 ? "listen" : "probe"},
+                 {"DTRAIN_PROBE_RDZV_ADDR", spec.nodes[0].address}};
+    probe.stdin_data = "echo \"$MODE on $SLURMD_NODENAME with [$1] to $DTRAIN_PROBE_RDZV_ADDR\"\n";
+    procs.push_back(probe);
+  }
   auto transport = MakeTransport(spec);
   Recorder events;
-  transport->Start({probe}, events);
+  transport->Start(procs, events);
   ASSERT_TRUE(RunToEnd(*transport, events, 60));
-  EXPECT_TRUE(events.exits[0].ok()) << events.exits[0].Describe();
-  EXPECT_EQ(events.output[0], "probe on " + Hostname() + " with [arg one]\n");
+  for (int id = 0; id < 3; ++id) EXPECT_TRUE(events.exits[id].ok()) << events.exits[id].Describe();
+  EXPECT_EQ(events.output[0], "probe on node1 with [arg one] to 127.0.0.1\n");
+  EXPECT_EQ(events.output[1], "probe on node2 with [arg one] to 127.0.0.1\n");
+  EXPECT_EQ(events.output[2], "listen on node1 with [arg one] to 127.0.0.1\n");
 }
 
 TEST_F(SlurmTransportTest, RejectedSubmissionIsAnErrorForEveryRank) {
-  ClusterSpec spec = OneNodeSpec(2);
+  ClusterSpec spec = SlurmSpec(1, 2);
   spec.slurm.partition = "no-such-partition";
   auto transport = MakeTransport(spec);
   Recorder events;
-  transport->Start(Ranks(2, {"true"}), events);
+  transport->Start(Ranks(spec, {"true"}), events);
   EXPECT_FALSE(transport->Poll(10, events));
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_NE(events.exits[rank].error.find("no-such-partition"), std::string::npos)

@@ -56,14 +56,14 @@ std::vector<ProcessSpec> FourRanks(const ClusterSpec& spec) {
 
 TEST(SlurmStep, PlacesTasksInBlockOrderAndSplitsTheEnvironment) {
   const ClusterSpec spec = TwoNodeSpec();
-  const SlurmStepPlan plan = PlanSlurmStep(FourRanks(spec), spec, {"n07", "n08", "n09"}, "@m@");
+  const SlurmStepPlan plan = PlanSlurmStep(FourRanks(spec), spec, {"n07", "n08", "n09"}, "addr0", "@m@");
   EXPECT_EQ(plan.task_ids, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(plan.node_count, 2);
   EXPECT_EQ(plan.tasks_per_node, 2);
   EXPECT_EQ(plan.hosts, (Hosts{"n07", "n08"}));
-  // Shared values are set once; MASTER_ADDR becomes the first allocated node.
+  // Shared values are set once; MASTER_ADDR becomes the first allocated node's address.
   EXPECT_EQ(plan.env.at("NCCL_DEBUG"), "WARN");
-  EXPECT_EQ(plan.env.at("MASTER_ADDR"), "n07");
+  EXPECT_EQ(plan.env.at("MASTER_ADDR"), "addr0");
   EXPECT_EQ(plan.env.at("DTRAIN_PYTHONPATH_HEAD"), "/work");
   // Values that differ are keyed by task; the node name is Slurm's.
   EXPECT_EQ(plan.env.at("DTRAIN_SLURM_3_RANK"), "3");
@@ -77,7 +77,7 @@ TEST(SlurmStep, PlacesTasksInBlockOrderAndSplitsTheEnvironment) {
 
 TEST(SlurmStep, SrunArgvCarriesTheShapeAndTheCommandUnquoted) {
   const ClusterSpec spec = TwoNodeSpec();
-  const SlurmStepPlan plan = PlanSlurmStep(FourRanks(spec), spec, {"n1", "n2"}, "@m@");
+  const SlurmStepPlan plan = PlanSlurmStep(FourRanks(spec), spec, {"n1", "n2"}, "addr0", "@m@");
   const std::vector<std::string> argv = SrunArgv(plan, "42", "dtrain-x");
   const auto has = [&](const std::string& arg) {
     return std::find(argv.begin(), argv.end(), arg) != argv.end();
@@ -96,15 +96,26 @@ TEST(SlurmStep, SrunArgvCarriesTheShapeAndTheCommandUnquoted) {
 TEST(SlurmStep, RejectsShapesOneStepCannotRun) {
   ClusterSpec spec = TwoNodeSpec();
   std::vector<ProcessSpec> procs = FourRanks(spec);
-  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1"}, "@m@"), Error);  // too few nodes
-  procs.pop_back();                                                 // 2 + 1 ranks
-  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1", "n2"}, "@m@"), Error);
-  procs = FourRanks(spec);
+  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1"}, "addr0", "@m@"), Error);  // too few nodes
   procs[1].argv = {"other"};
-  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1", "n2"}, "@m@"), Error);
+  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1", "n2"}, "addr0", "@m@"), Error);
   procs = FourRanks(spec);
   procs[0].env["NOT-AN.IDENT"] = "x";
-  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1", "n2"}, "@m@"), Error);
+  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1", "n2"}, "addr0", "@m@"), Error);
+}
+
+TEST(SlurmStep, UnevenNodesUseAHostfile) {
+  ClusterSpec spec = TwoNodeSpec();
+  std::vector<ProcessSpec> procs = FourRanks(spec);
+  procs.erase(procs.begin());  // ranks 2, 1, 0: two on the first node, one on the second
+  const SlurmStepPlan plan = PlanSlurmStep(procs, spec, {"n1", "n2"}, "addr0", "@m@");
+  EXPECT_EQ(plan.tasks_per_node, 0);
+  EXPECT_EQ(plan.task_node, (std::vector<int>{0, 0, 1}));
+  EXPECT_EQ(plan.task_local, (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(SlurmHostfile(plan), "n1\nn1\nn2\n");
+  const std::vector<std::string> argv = SrunArgv(plan, "", "dtrain-x");
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--distribution=arbitrary"), argv.end());
+  EXPECT_EQ(plan.env.at("DTRAIN_SLURM_NODES"), "0 0 1");
 }
 
 TEST(SlurmStep, ParsesLabelledLinesAndWrapperStatus) {

@@ -1,19 +1,21 @@
 #!/bin/sh
-# A throwaway Slurm cluster on this machine for the integration tests: munged, slurmctld and
-# one slurmd (this machine, 2 CPUs), all state in one directory, configured by a generated
-# slurm.conf on private ports. Idempotent; safe to run as root in CI.
+# A throwaway Slurm cluster on this machine for the integration tests: munged, slurmctld and two
+# slurmd daemons that play the nodes node1 and node2 (both this machine, NodeAddr 127.0.0.1,
+# 4 CPUs each), all state in one directory, configured by a generated slurm.conf on private
+# ports. Idempotent; safe to run as root in CI.
 #
 #   slurm-cluster.sh start   start it (no-op when already up); prints `export SLURM_CONF=...`
 #   slurm-cluster.sh stop    stop every daemon it started and remove the directory
 #   slurm-cluster.sh status  exit 0 when the controller answers
 #
 # DTRAIN_SLURM_DIR (default /tmp/dtrain-slurm) holds config, sockets, spool, logs and pids.
-# DTRAIN_SLURM_PORT (default 16817) is slurmctld's port; slurmd uses the next one.
+# DTRAIN_SLURM_PORT (default 16817) is slurmctld's port; the slurmd daemons use the next two.
 set -eu
 
 dir=${DTRAIN_SLURM_DIR:-/tmp/dtrain-slurm}
 port=${DTRAIN_SLURM_PORT:-16817}
-node=$(hostname -s)
+host=$(hostname -s)
+nodes="node1 node2"
 conf=$dir/slurm.conf
 
 die() { echo "slurm-cluster: $*" >&2; exit 1; }
@@ -26,7 +28,8 @@ need() {
 }
 
 write_config() {
-  mkdir -p "$dir/state" "$dir/spool" "$dir/munge" "$dir/log"
+  mkdir -p "$dir/state" "$dir/munge" "$dir/log"
+  for node in $nodes; do mkdir -p "$dir/spool/$node"; done
   chmod 700 "$dir/munge"
   if [ ! -f "$dir/munge/munge.key" ]; then
     dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 2>/dev/null
@@ -34,9 +37,8 @@ write_config() {
   fi
   cat >"$conf" <<CONF
 ClusterName=dtrain-test
-SlurmctldHost=$node(127.0.0.1)
+SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$port
-SlurmdPort=$((port + 1))
 SlurmUser=$(id -un)
 SlurmdUser=root
 AuthType=auth/munge
@@ -45,7 +47,7 @@ CredType=cred/munge
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
 ProctrackType=proctrack/linuxproc
@@ -62,20 +64,27 @@ SlurmdParameters=config_overrides
 KillWait=2
 MinJobAge=5
 InactiveLimit=0
-NodeName=$node NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
-PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+NodeName=node[1-2] NodeHostname=$host NodeAddr=127.0.0.1 Port=$((port + 1))-$((port + 2)) CPUs=4 State=UNKNOWN
+PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
 }
 
 up() { SLURM_CONF=$conf scontrol ping 2>/dev/null | grep -q 'is UP'; }
 
-node_idle() {
-  SLURM_CONF=$conf sinfo -h -N -o '%T' 2>/dev/null | grep -Eq '^(idle|mixed|allocated)'
+# Every node answers (idle, mixed or allocated).
+nodes_up() {
+  [ "$(SLURM_CONF=$conf sinfo -h -N -o '%T' 2>/dev/null | grep -Ec '^(idle|mixed|allocated)')" = 2 ]
+}
+
+# A start that fails stops whatever it started.
+fail_start() {
+  stop_daemons
+  die "$@"
 }
 
 start() {
   need
-  if [ -f "$conf" ] && up && node_idle; then
+  if [ -f "$conf" ] && up && nodes_up; then
     echo "export SLURM_CONF=$conf"
     return 0
   fi
@@ -84,15 +93,17 @@ start() {
   /usr/sbin/munged --force --socket="$dir/munge/munge.socket" \
     --key-file="$dir/munge/munge.key" --pid-file="$dir/munge/munged.pid" \
     --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munge.seed" ||
-    die "munged did not start (see $dir/log/munged.log)"
+    fail_start "munged did not start (see $dir/log/munged.log)"
   SLURM_CONF=$conf /usr/sbin/slurmctld -i -f "$conf" ||
-    die "slurmctld did not start (see $dir/log/slurmctld.log)"
-  SLURM_CONF=$conf /usr/sbin/slurmd -f "$conf" -N "$node" ||
-    die "slurmd did not start (see $dir/log/slurmd.log)"
+    fail_start "slurmctld did not start (see $dir/log/slurmctld.log)"
+  for node in $nodes; do
+    SLURM_CONF=$conf /usr/sbin/slurmd -f "$conf" -N "$node" ||
+      fail_start "slurmd $node did not start (see $dir/log/slurmd.log)"
+  done
   i=0
-  until up && node_idle; do
+  until up && nodes_up; do
     i=$((i + 1))
-    [ $i -lt 100 ] || die "cluster not ready after 20 s (logs in $dir/log)"
+    [ $i -lt 100 ] || fail_start "cluster not ready after 20 s (logs in $dir/log)"
     sleep 0.2
   done
   echo "export SLURM_CONF=$conf"
@@ -113,7 +124,7 @@ stop_daemons() {
   if [ -f "$conf" ]; then
     SLURM_CONF=$conf scancel --full --quiet -u "$(id -un)" 2>/dev/null || true
   fi
-  stop_pid "$dir/slurmd.pid"
+  for node in $nodes; do stop_pid "$dir/slurmd-$node.pid"; done
   stop_pid "$dir/slurmctld.pid"
   stop_pid "$dir/munge/munged.pid"
 }
