@@ -147,30 +147,33 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
   ProbeEvents events(procs.size());
   transport.Start(procs, events);
 
-  // After the last probe ends the listener gets SIGTERM, then SIGKILL a second later; a
-  // transport that still reports nothing is left behind after `grace_s` rather than waited for.
+  // Once every probe has ended and the listener has said whether it listens (or ended), the
+  // listener gets SIGTERM, then SIGKILL a second later. Past the timeout everything gets SIGKILL;
+  // a transport that still reports nothing is left behind after `grace_s` rather than waited for.
   const double grace_s = 2;
-  double probes_done_at = -1, killed_at = -1;
+  double done_at = -1, killed_at = -1;
   bool listener_killed = false;
   while (true) {
     double elapsed = Since(events.start);
-    bool probes_done = true;
-    for (size_t i = 0; i < n; ++i) probes_done = probes_done && events.exited[i];
-    if (probes_done && probes_done_at < 0) {
-      probes_done_at = elapsed;
+    bool done = !listen || events.exited[n] ||
+                events.output[n].find("listening=") != std::string::npos ||
+                events.output[n].find("listen_error=") != std::string::npos;
+    for (size_t i = 0; i < n; ++i) done = done && events.exited[i];
+    if (done && done_at < 0) {
+      done_at = elapsed;
       if (listen) transport.SignalAll(SIGTERM);
     }
-    if (probes_done_at >= 0 && listen && !listener_killed && elapsed > probes_done_at + 1) {
+    if (done_at >= 0 && listen && !listener_killed && elapsed > done_at + 1) {
       transport.SignalAll(SIGKILL);
       listener_killed = true;
     }
-    if (!probes_done && killed_at < 0 && elapsed > options.timeout_s) {
+    if (done_at < 0 && killed_at < 0 && elapsed > options.timeout_s) {
       transport.SignalAll(SIGKILL);
       killed_at = elapsed;
     }
     if (killed_at >= 0 && elapsed > killed_at + grace_s) break;
-    if (probes_done_at >= 0 && elapsed > probes_done_at + 1 + grace_s) break;
-    if (!transport.Poll(probes_done ? 100 : 50, events)) break;
+    if (done_at >= 0 && elapsed > done_at + 1 + grace_s) break;
+    if (!transport.Poll(done ? 100 : 50, events)) break;
   }
   for (size_t i = 0; i < n; ++i) {
     NodeFacts facts;
