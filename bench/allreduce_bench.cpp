@@ -1,0 +1,107 @@
+// Allreduce throughput of dtrain-clip's gradient path (hooks -> fusion buffer -> allreduce ->
+// averaged .grad) against a raw c10d allreduce of the same bytes, measured in one run, side by
+// side. Run as every rank of a job (bench/allreduce.sh starts 2); rank 0 prints the figures.
+//   allreduce_bench [total-MiB=64] [tensors=64] [iterations=10] [fusion-MiB=64]
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "runtime/distributed.h"
+
+namespace {
+
+using namespace dtrain::clip;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+struct Figures {
+  double seconds = 0;
+  double algbw_gbs(int64_t bytes) const { return bytes / seconds / 1e9; }
+};
+
+// One backward producing every gradient, with or without the synchroniser sending them.
+double Step(std::vector<std::pair<std::string, torch::Tensor>>& params,
+            const std::vector<torch::Tensor>& grads, GradientSync& sync, bool send,
+            Communicator& world) {
+  for (auto& [name, p] : params) p.mutable_grad() = torch::Tensor();
+  sync.SetSyncEnabled(send);
+  world.Barrier();
+  auto start = Clock::now();
+  torch::Tensor loss = torch::zeros({});
+  for (size_t i = 0; i < params.size(); ++i) loss = loss + (params[i].second * grads[i]).sum();
+  loss.backward();
+  sync.Synchronize();
+  return Seconds(start);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    int64_t total_mib = argc > 1 ? std::stoll(argv[1]) : 64;
+    int64_t tensors = argc > 2 ? std::stoll(argv[2]) : 64;
+    int iterations = argc > 3 ? std::stoi(argv[3]) : 10;
+    int64_t fusion_mib = argc > 4 ? std::stoll(argv[4]) : 64;
+    DistEnv env = ReadDistEnvFromProcess();
+    DistributedOptions options;
+    options.backend = "gloo";
+    Distributed dist(env, options);
+    if (!dist.world()) throw std::runtime_error("run with WORLD_SIZE >= 2 (bench/allreduce.sh)");
+    int64_t per_tensor = total_mib * (1 << 20) / 4 / tensors;
+    int64_t bytes = per_tensor * tensors * 4;
+
+    std::vector<std::pair<std::string, torch::Tensor>> params;
+    std::vector<torch::Tensor> grads;
+    for (int64_t i = 0; i < tensors; ++i) {
+      params.emplace_back("t" + std::to_string(i), torch::zeros({per_tensor}).requires_grad_());
+      grads.push_back(torch::randn({per_tensor}));
+    }
+    GradientSyncOptions sync_options = GradientSyncOptionsFromEnvironment();
+    sync_options.fusion_threshold_bytes = fusion_mib << 20;
+    auto sync = dist.MakeGradientSync(params, sync_options);
+    torch::Tensor flat = torch::randn({per_tensor * tensors});
+
+    Figures raw, fused, backward_only;
+    for (int it = -2; it < iterations; ++it) {  // two warm-up rounds
+      dist.world()->Barrier();
+      auto start = Clock::now();
+      dist.world()->AllreduceSum(flat);
+      double raw_s = Seconds(start);
+      double fused_s = Step(params, grads, *sync, true, *dist.world());
+      double backward_s = Step(params, grads, *sync, false, *dist.world());
+      if (it < 0) continue;
+      raw.seconds += raw_s / iterations;
+      fused.seconds += fused_s / iterations;
+      backward_only.seconds += backward_s / iterations;
+    }
+    Figures fusion_path{fused.seconds - backward_only.seconds};
+    int n = dist.world_size();
+    double bus = 2.0 * (n - 1) / n;
+    if (dist.rank() == 0) {
+      std::printf("ranks %d, %.1f MiB in %lld tensors, fusion threshold %lld MiB, %d iterations\n",
+                  n, bytes / 1048576.0, static_cast<long long>(tensors),
+                  static_cast<long long>(fusion_mib), iterations);
+      std::printf("raw c10d allreduce:   %8.2f ms  algbw %6.3f GB/s  busbw %6.3f GB/s\n",
+                  raw.seconds * 1e3, raw.algbw_gbs(bytes), raw.algbw_gbs(bytes) * bus);
+      std::printf("fusion path:          %8.2f ms  algbw %6.3f GB/s  busbw %6.3f GB/s"
+                  "  (backward+sync %.2f ms - backward alone %.2f ms)\n",
+                  fusion_path.seconds * 1e3, fusion_path.algbw_gbs(bytes),
+                  fusion_path.algbw_gbs(bytes) * bus, fused.seconds * 1e3,
+                  backward_only.seconds * 1e3);
+      std::printf("fusion/raw bandwidth: %.3f  (target >= 0.9)\n", raw.seconds / fusion_path.seconds);
+      std::printf("collectives issued by the fusion path: %lld\n",
+                  static_cast<long long>(sync->allreduces()));
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "allreduce_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,60 @@
+#include "runtime/all_gather_with_grad.h"
+
+#include <cstdint>
+
+#include "runtime/timeline.h"
+
+namespace dtrain::clip {
+namespace {
+
+std::string GatherArgs(const torch::Tensor& t) {
+  return "\"bytes\":" + std::to_string(t.numel() * t.element_size()) + ",\"dtype\":\"" +
+         std::string(c10::toString(t.scalar_type())) + "\"";
+}
+
+// The autograd node. The communicator travels as an integer in saved_data (IValues hold no
+// arbitrary pointers); AllGatherWithGrad's contract keeps it alive through backward.
+struct AllGatherFunction : public torch::autograd::Function<AllGatherFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor local,
+                               int64_t comm_address) {
+    auto* comm = reinterpret_cast<Communicator*>(comm_address);
+    ctx->saved_data["comm"] = comm_address;
+    ctx->saved_data["rows"] = local.size(0);
+    TimelineSpan span("allgather", "ALLGATHER", GatherArgs(local));
+    return comm->Allgather(local);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto* comm = reinterpret_cast<Communicator*>(ctx->saved_data["comm"].toInt());
+    int64_t rows = ctx->saved_data["rows"].toInt();
+    torch::Tensor summed = grads[0].contiguous().clone();
+    {
+      TimelineSpan span("allgather", comm->allreduce_activity(), GatherArgs(summed));
+      comm->AllreduceSum(summed);
+    }
+    return {summed.narrow(0, comm->rank() * rows, rows), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor AllGatherWithGrad(const torch::Tensor& local, Communicator& comm) {
+  if (comm.size() == 1) return local;
+  return AllGatherFunction::apply(local, reinterpret_cast<int64_t>(&comm));
+}
+
+torch::Tensor AllGatherNoGrad(const torch::Tensor& local, Communicator& comm) {
+  if (comm.size() == 1) return local;
+  torch::Tensor gathered;
+  {
+    torch::NoGradGuard no_grad;
+    TimelineSpan span("allgather", "ALLGATHER", GatherArgs(local));
+    gathered = comm.Allgather(local.detach());
+  }
+  std::vector<torch::Tensor> parts = gathered.chunk(comm.size(), 0);
+  parts[comm.rank()] = local;
+  return torch::cat(parts, 0);
+}
+
+}  // namespace dtrain::clip

@@ -1,0 +1,45 @@
+// DistributedTrainCollectives: the training loop's collectives (runtime/train_collectives.h) over
+// real ranks: rank 0's weights broadcast at start, the loss over features gathered from every
+// rank, gradients averaged Horovod-style while backward runs, sums and barriers for metrics.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/distributed.h"
+#include "runtime/train_collectives.h"
+#include "runtime/train_options.h"
+
+namespace dtrain::clip {
+
+class DistributedTrainCollectives : public TrainCollectives {
+ public:
+  // Collective: rendezvous with every rank of `env`.
+  DistributedTrainCollectives(const DistEnv& env, const TrainOptions& options);
+
+  int rank() const override { return dist_.rank(); }
+  int world_size() const override { return dist_.world_size(); }
+  std::string host() const override { return host_; }
+
+  void BroadcastParameters(std::vector<std::pair<std::string, torch::Tensor>>& params) override;
+  torch::Tensor Loss(const torch::Tensor& image_features, const torch::Tensor& text_features,
+                     const torch::Tensor& logit_scale) override;
+  void AfterBackward(bool last) override;
+  double SumOverRanks(double value) override;
+  void Barrier() override;
+
+ private:
+  Distributed dist_;
+  std::string host_;
+  GradientSyncOptions sync_options_;
+  bool local_loss_, gather_with_grad_;
+  int accum_freq_;
+  int micro_ = 0;  // micro-batches of the current step already backpropagated
+  std::unique_ptr<GradientSync> sync_;
+};
+
+// One process (WORLD_SIZE unset or 1): the plain TrainCollectives; otherwise the distributed one.
+// --dist-backend defaults to nccl for a CUDA --device, gloo otherwise.
+std::unique_ptr<TrainCollectives> MakeTrainCollectives(const TrainOptions& options);
+
+}  // namespace dtrain::clip

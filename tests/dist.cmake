@@ -1,0 +1,22 @@
+# Distributed runtime: rendezvous, collectives, gather with gradients, tensor fusion, process sets.
+# dist_test starts dist_worker processes as the ranks of small jobs (Gloo over loopback).
+if(TARGET dtrain_runtime)
+  # LibTorch's imported targets are scoped to the directory that found them.
+  if(NOT TARGET torch)
+    find_package(Torch REQUIRED)
+  endif()
+  add_executable(dist_worker ${CMAKE_CURRENT_SOURCE_DIR}/dist_worker.cpp)
+  target_include_directories(dist_worker PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(dist_worker PRIVATE dtrain_runtime)
+  target_precompile_headers(dist_worker REUSE_FROM dtrain_runtime)
+
+  dtrain_test(dist_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/dist_test.cpp LIBS dtrain_runtime
+              LABELS dist TIMEOUT 180)
+  target_precompile_headers(dist_test REUSE_FROM dtrain_runtime)
+  add_dependencies(dist_test dist_worker)
+
+  add_executable(allreduce_bench ${PROJECT_SOURCE_DIR}/bench/allreduce_bench.cpp)
+  target_include_directories(allreduce_bench PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(allreduce_bench PRIVATE dtrain_runtime)
+  target_precompile_headers(allreduce_bench REUSE_FROM dtrain_runtime)
+endif()

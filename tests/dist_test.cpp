@@ -1,0 +1,196 @@
+// Multi-process tests of dtrain-clip's distributed runtime: real ranks (dist_worker processes) on
+// Gloo over loopback, compared with one process computing the same thing on the whole batch.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/dist_env.h"
+#include "runtime/distributed_clip_loss.h"
+#include "tests/dist_ranks.h"
+#include "tests/dist_tiny_clip.h"
+
+namespace dtrain::clip {
+namespace {
+
+const std::string kWorker = std::string(DTRAIN_BINARY_DIR) + "/dist_worker";
+constexpr int64_t kRowsPerRank = 6;  // as in dist_worker.cpp
+
+std::string TempDir() {
+  char pattern[] = "/tmp/dtrain-dist-XXXXXX";
+  return mkdtemp(pattern);
+}
+
+// Runs `world` ranks of dist_worker with `args` (where "OUT" becomes a fresh folder) and expects
+// all to succeed; returns the folder with rank-R.pt.
+std::string RunRanks(std::vector<std::string> args, int world, int local_world = 0) {
+  std::string out = TempDir();
+  for (auto& a : args) {
+    if (a == "OUT") a = out;
+  }
+  testing::RankProcesses ranks;
+  std::vector<int> all;
+  for (int r = 0; r < world; ++r) all.push_back(r);
+  ranks.Start(kWorker, args, world, local_world ? local_world : world, all, out);
+  std::vector<int> codes = ranks.Wait(std::chrono::seconds(90));
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(codes[r], 0) << "rank " << r << " log:\n" << ranks.Log(r);
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> Load(const std::string& out, int rank) {
+  std::vector<torch::Tensor> tensors;
+  torch::load(tensors, out + "/rank-" + std::to_string(rank) + ".pt");
+  return tensors;
+}
+
+double RelativeDifference(const torch::Tensor& a, const torch::Tensor& b) {
+  double scale = std::max(b.abs().max().item<double>(), 1e-12);
+  return (a - b).abs().max().item<double>() / scale;
+}
+
+// One process, the whole batch: the gradients distributed training must reproduce.
+std::vector<torch::Tensor> SingleProcessGradients(int world) {
+  testing::TinyClip model;
+  auto [images, texts] = testing::GlobalBatch(kRowsPerRank * world);
+  auto [image_f, text_f] = model->forward(images, texts);
+  ClipLossAcrossRanks(image_f, text_f, model->logit_scale.exp(), nullptr, {}).backward();
+  std::vector<torch::Tensor> grads;
+  for (auto& p : model->parameters()) grads.push_back(p.grad());
+  return grads;
+}
+
+// Largest relative difference, over parameters and ranks, from the single-process gradients.
+double WorstGradientDifference(const std::string& mode, int world) {
+  std::string out = RunRanks({"loss", mode, "OUT", std::to_string(64 << 20)}, world);
+  std::vector<torch::Tensor> reference = SingleProcessGradients(world);
+  double worst = 0;
+  for (int r = 0; r < world; ++r) {
+    std::vector<torch::Tensor> grads = Load(out, r);
+    EXPECT_EQ(grads.size(), reference.size());
+    for (size_t i = 0; i < grads.size() && i < reference.size(); ++i) {
+      worst = std::max(worst, RelativeDifference(grads[i], reference[i]));
+    }
+  }
+  return worst;
+}
+
+class GatherWithGrad : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(GatherWithGrad, GradientsEqualOneProcessOnTheWholeBatch) {
+  auto [mode, world] = GetParam();
+  EXPECT_LE(WorstGradientDifference(mode, world), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dist, GatherWithGrad,
+                         ::testing::Combine(::testing::Values("global", "local"),
+                                            ::testing::Values(2, 4)));
+
+// Why --gather-with-grad exists: with a plain gather the other ranks' features are constants, so
+// each rank loses the gradient its features get from every other rank's loss terms. Training
+// then silently learns something else (for the global loss, gradients 1/world of the true ones).
+TEST(Dist, PlainGatherGivesDifferentGradients) {
+  EXPECT_GT(WorstGradientDifference("nograd", 2), 0.1);
+  EXPECT_GT(WorstGradientDifference("nograd-local", 2), 0.1);
+}
+
+// The synchronised gradients must be the mean over ranks that a direct allreduce computes.
+void ExpectSyncMatchesDirectAllreduce(const std::string& out, int world, int64_t tensors,
+                                      bool one_allreduce_per_tensor) {
+  for (int r = 0; r < world; ++r) {
+    std::vector<torch::Tensor> saved = Load(out, r);
+    ASSERT_EQ(saved.size(), static_cast<size_t>(2 * tensors + 1));
+    for (int64_t i = 0; i < tensors; ++i) {
+      EXPECT_LE(RelativeDifference(saved[2 * i], saved[2 * i + 1]), 1e-6) << "tensor " << i;
+    }
+    int64_t allreduces = saved.back().item<int64_t>();
+    if (one_allreduce_per_tensor) {
+      EXPECT_EQ(allreduces, tensors);
+    } else {
+      EXPECT_LE(allreduces, tensors);
+    }
+  }
+}
+
+TEST(Dist, FusionThresholdZeroAndPositiveMatchDirectAllreduce) {
+  ExpectSyncMatchesDirectAllreduce(RunRanks({"sync", "OUT", "0", "1", "0"}, 2), 2, 8, true);
+  ExpectSyncMatchesDirectAllreduce(RunRanks({"sync", "OUT", "65536", "1", "0"}, 2), 2, 8, false);
+  ExpectSyncMatchesDirectAllreduce(RunRanks({"sync", "OUT", std::to_string(64 << 20), "1", "0"}, 2),
+                                   2, 8, false);
+}
+
+TEST(Dist, AccumFreqSendsTheSumOfAllMicroBatchesOnce) {
+  ExpectSyncMatchesDirectAllreduce(RunRanks({"sync", "OUT", "65536", "3", "0"}, 2), 2, 8, false);
+}
+
+TEST(Dist, HierarchicalAllreduceEqualsFlatOnTwoNodesOfTwo) {
+  ExpectSyncMatchesDirectAllreduce(
+      RunRanks({"sync", "OUT", std::to_string(64 << 20), "1", "1"}, 4, 2), 4, 8, false);
+}
+
+TEST(Dist, RendezvousTimeoutNamesTheMissingRank) {
+  std::string out = TempDir();
+  testing::RankProcesses ranks;
+  ranks.Start(kWorker, {"rendezvous", "1500"}, 3, 3, {0, 2}, out);
+  std::vector<int> codes = ranks.Wait(std::chrono::seconds(60));
+  EXPECT_EQ(codes[0], 1);
+  EXPECT_EQ(codes[1], 1);
+  EXPECT_NE(ranks.Log(0).find("missing ranks: 1 of 3"), std::string::npos) << ranks.Log(0);
+  EXPECT_NE(ranks.Log(1).find("missing ranks: 1 of 3"), std::string::npos) << ranks.Log(1);
+}
+
+TEST(Dist, RendezvousSucceedsAndMeasuresClockOffset) {
+  std::string out = TempDir();
+  testing::RankProcesses ranks;
+  ranks.Start(kWorker, {"rendezvous", "30000"}, 2, 2, {0, 1}, out);
+  std::vector<int> codes = ranks.Wait(std::chrono::seconds(60));
+  EXPECT_EQ(codes[0], 0) << ranks.Log(0);
+  EXPECT_EQ(codes[1], 0) << ranks.Log(1);
+  EXPECT_NE(ranks.Log(1).find("rank 1 arrived; clock offset"), std::string::npos);
+}
+
+DistEnv EnvOf(std::map<std::string, std::string> vars) {
+  return ReadDistEnv([&](const std::string& name) { return vars.count(name) ? vars[name] : ""; });
+}
+
+TEST(DistEnv, TorchrunNamesWinOverHorovodAndSlurm) {
+  DistEnv env = EnvOf({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
+                       {"LOCAL_WORLD_SIZE", "2"}, {"HOROVOD_RANK", "0"}, {"HOROVOD_SIZE", "8"},
+                       {"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"MASTER_PORT", "1234"}});
+  EXPECT_EQ(env.source, "torchrun");
+  EXPECT_EQ(env.rank, 3);
+  EXPECT_EQ(env.world_size, 4);
+  EXPECT_EQ(env.node(), 1);
+  EXPECT_EQ(env.nodes(), 2);
+  EXPECT_EQ(env.master_port, 1234);
+}
+
+TEST(DistEnv, FallsBackThroughHorovodOpenMpiPmiSlurm) {
+  EXPECT_EQ(EnvOf({{"HOROVOD_RANK", "1"}, {"HOROVOD_SIZE", "2"}}).source, "horovod");
+  EXPECT_EQ(EnvOf({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}}).source,
+            "openmpi");
+  EXPECT_EQ(EnvOf({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}}).source, "pmi");
+  DistEnv slurm = EnvOf({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
+                         {"SLURM_NTASKS_PER_NODE", "2(x2)"}});
+  EXPECT_EQ(slurm.source, "slurm");
+  EXPECT_EQ(slurm.rank, 3);
+  EXPECT_EQ(slurm.local_world_size, 2);
+  EXPECT_EQ(EnvOf({}).world_size, 1);
+}
+
+TEST(DistEnv, BadValuesNameTheVariable) {
+  try {
+    EnvOf({{"RANK", "x"}, {"WORLD_SIZE", "2"}});
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK='x'"), std::string::npos);
+  }
+  EXPECT_THROW(EnvOf({{"RANK", "2"}, {"WORLD_SIZE", "2"}}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace dtrain::clip
