@@ -165,6 +165,7 @@ class WebDatasetSource : public BatchSource {
     std::vector<EncodedSample> buffer;
     HostBatch batch = prefetcher_.Spare();
     batch.size = 0;
+    PassCounts counts;
     auto take = [&](EncodedSample&& sample) {
       if (buffer.size() < capacity) {
         buffer.push_back(std::move(sample));
@@ -172,13 +173,14 @@ class WebDatasetSource : public BatchSource {
       }
       const size_t pick = std::uniform_int_distribution<size_t>(0, buffer.size() - 1)(rng);
       std::swap(buffer[pick], sample);
-      return AddToBatch(std::move(sample), batch, emit);
+      return AddToBatch(std::move(sample), batch, emit, counts);
     };
     const bool repeat = batches_ > 0;
     for (int pass = 0;; ++pass) {
       if (pass > 0) std::shuffle(shards.begin(), shards.end(), rng);
       const int64_t before = bad_log_.Count();
       size_t taken = 0;
+      counts = PassCounts{};
       for (const std::string& shard : shards) {
         const bool go_on = ReadShard(shard, bad_log_, [&](EncodedSample&& s) {
           ++taken;
@@ -193,10 +195,16 @@ class WebDatasetSource : public BatchSource {
             " shards (first: " + shards.front() + "); " +
             std::to_string(bad_log_.Count() - before) + " bad samples or shards reported above");
       }
+      // Re-reading shards whose images all fail to decode would never yield a batch.
+      if (pass > 0 && counts.attempted > 0 && counts.decoded == 0) {
+        throw std::runtime_error("webdataset: none of the " + std::to_string(counts.attempted) +
+                                 " images decoded in a pass over " + std::to_string(shards.size()) +
+                                 " shards (first: " + shards.front() + ") could be used");
+      }
     }
     std::shuffle(buffer.begin(), buffer.end(), rng);
     for (EncodedSample& sample : buffer) {
-      if (!AddToBatch(std::move(sample), batch, emit)) return;
+      if (!AddToBatch(std::move(sample), batch, emit, counts)) return;
     }
     if (batch.size > 0 && !options_.drop_last) {
       batch.pixels.resize(static_cast<size_t>(batch.size) * options_.channels *
@@ -205,8 +213,14 @@ class WebDatasetSource : public BatchSource {
     }
   }
 
+  // Samples that left the shuffle buffer during one pass over the shards, and how many decoded.
+  struct PassCounts {
+    int64_t attempted = 0, decoded = 0;
+  };
+
   // Decodes `sample` into the batch being filled and emits the batch when full. False: stop.
-  bool AddToBatch(EncodedSample&& sample, HostBatch& batch, const BatchPrefetcher::Emit& emit) {
+  bool AddToBatch(EncodedSample&& sample, HostBatch& batch, const BatchPrefetcher::Emit& emit,
+                  PassCounts& counts) {
     const int size = options_.image_size;
     const size_t values = static_cast<size_t>(options_.channels) * size * size;
     if (batch.size == 0) {
@@ -217,6 +231,7 @@ class WebDatasetSource : public BatchSource {
       batch.labels.clear();
       batch.indices.clear();
     }
+    ++counts.attempted;
     try {
       const Image image = DecodeImage(sample.image.data(), sample.image.size(), sample.image_name);
       ImageToModelInput(image, options_.channels, size, &batch.pixels[batch.size * values]);
@@ -224,6 +239,7 @@ class WebDatasetSource : public BatchSource {
       bad_log_.Report(e.what());
       return true;
     }
+    ++counts.decoded;
     batch.captions.push_back(std::move(sample.caption));
     batch.labels.push_back(sample.label);
     batch.indices.push_back(-1);

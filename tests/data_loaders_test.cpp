@@ -12,6 +12,7 @@
 #include "runtime/export_data.h"
 #include "runtime/fashion_mnist.h"
 #include "runtime/image_codec.h"
+#include "runtime/tar_archive.h"
 
 namespace dtrain::clip {
 namespace {
@@ -331,6 +332,33 @@ TEST(Loaders, CsvReadsJpegAndRgbImagesIntoTheModelsLayout) {
   EXPECT_NEAR(value(2, 16, 4), 20, 8);
   EXPECT_NEAR(value(0, 16, 28), 20, 8);  // blue on the right
   EXPECT_NEAR(value(2, 16, 28), 220, 8);
+  fs::remove_all(dir);
+}
+
+TEST(Loaders, WebDatasetOfUndecodableImagesFailsInsteadOfCyclingForever) {
+  char pattern[] = "/tmp/dtrain-wds-test-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  TarWriter tar(dir + "/bad-0.tar");
+  for (int i = 0; i < 10; ++i) {
+    tar.Add(std::to_string(i) + ".png", {'n', 'o', 't', ' ', 'p', 'n', 'g'});
+    tar.Add(std::to_string(i) + ".txt", {'x'});
+  }
+  tar.Finish();
+  DataOptions options;
+  options.dataset_type = "webdataset";
+  options.train_data = dir + "/bad-{0..0}.tar";
+  options.batch_size = 4;
+  options.shuffle_buffer = 4;
+  options.train_num_samples = 100;  // cycle through the shard as often as needed
+  testing::internal::CaptureStderr();
+  auto source = MakeBatchSource(options);
+  HostBatch batch;
+  EXPECT_THROW(source->Next(batch), std::runtime_error);
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find(dir + "/bad-0.tar:3.png: not a PNG or JPEG image"), std::string::npos) << log;
+  // Each bad image counted once, not once per pass (one may never have left the buffer).
+  EXPECT_GE(source->SkippedSamples(), 6);
+  EXPECT_LE(source->SkippedSamples(), 10);
   fs::remove_all(dir);
 }
 
