@@ -74,15 +74,17 @@ std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<st
 }
 
 // "rank 3 on node gpu-b failed: exit 7", then the last lines of its log.
-void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::string& job_dir) {
+// `from`: where this attempt's output starts in the log.
+void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::string& job_dir,
+                   uint64_t from) {
   const RankSlot& slot = plan.ranks.at(outcome.failed_rank);
   const ExitStatus& status = outcome.statuses.at(outcome.failed_rank);
   const std::string log = RankLogPath(job_dir, slot.rank);
   std::string text = fmt::format("dtrain: rank {} on node {} failed: {}\n", slot.rank, slot.host,
                                  status.Describe());
-  std::vector<std::string> tail = LastLines(log, kFailureTailLines);
+  std::vector<std::string> tail = LastLines(log, kFailureTailLines, from);
   if (tail.empty()) {
-    text += fmt::format("dtrain: its log {} is empty\n", log);
+    text += fmt::format("dtrain: it wrote nothing to {}\n", log);
   } else {
     text += fmt::format("dtrain: last {} lines of {}:\n", tail.size(), log);
     for (const std::string& line : tail)
@@ -167,6 +169,8 @@ int RunLaunch(const LaunchOptions& options) {
     record.rank_status.clear();
     record.attempts.push_back({attempt, WallMicros(), 0, -1, -1});
     WriteJobRecord(job_dir, record);
+    std::map<int, uint64_t> log_start;
+    for (const auto& [rank, log] : logs) log_start[rank] = log->size();
 
     JobOutcome outcome;
     try {
@@ -189,7 +193,8 @@ int RunLaunch(const LaunchOptions& options) {
     record.rank_status = outcome.statuses;
     record.exit_code = outcome.exit_code;
     record.failed_rank = outcome.failed_rank;
-    if (outcome.failed_rank >= 0) ReportFailure(record.plan, outcome, job_dir);
+    if (outcome.failed_rank >= 0)
+      ReportFailure(record.plan, outcome, job_dir, log_start[outcome.failed_rank]);
 
     const int interrupt = JobSupervisor::InterruptSignal();
     if (outcome.exit_code == 0 && interrupt == 0) {

@@ -198,13 +198,13 @@ std::vector<LogLine> RankLogCursor::ReadNew(bool final) {
   return lines;
 }
 
-std::vector<std::string> LastLines(const std::string& path, int count) {
+std::vector<std::string> LastLines(const std::string& path, int count, uint64_t first_byte) {
   struct stat st;
   if (count <= 0 || ::stat(path.c_str(), &st) != 0) return {};
   // A window from the end large enough for `count` ordinary lines.
   const uint64_t window = static_cast<uint64_t>(count) * 1024;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  const uint64_t from = size > window ? size - window : 0;
+  const uint64_t from = std::max(first_byte, size > window ? size - window : 0);
   std::string text = ReadFrom(path, from);
   std::vector<std::string> lines;
   size_t start = 0;
@@ -213,7 +213,7 @@ std::vector<std::string> LastLines(const std::string& path, int count) {
     start = nl + 1;
   }
   if (start < text.size()) lines.push_back(text.substr(start));
-  if (from > 0 && !lines.empty()) lines.erase(lines.begin());  // cut by the window
+  if (from > first_byte && !lines.empty()) lines.erase(lines.begin());  // cut by the window
   if (lines.size() > static_cast<size_t>(count)) lines.erase(lines.begin(), lines.end() - count);
   return lines;
 }

@@ -38,8 +38,9 @@ class RankLogCursor {
   int64_t last_time_ = 0;
 };
 
-// The last `count` lines of a file (fewer if it has fewer); empty if it cannot be read.
-std::vector<std::string> LastLines(const std::string& path, int count);
+// The last `count` lines of a file after byte `first_byte` (fewer if it has fewer); empty if it
+// cannot be read.
+std::vector<std::string> LastLines(const std::string& path, int count, uint64_t first_byte = 0);
 
 // <log_dir>/<job>, with `job` checked to stay inside `log_dir`. Empty `job`: the job `latest`
 // points at, else the newest job. Throws Error when there is no such job.

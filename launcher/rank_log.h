@@ -28,6 +28,7 @@ class RankLog {
 
   void Append(std::string_view bytes, int64_t now_us);
   const std::string& path() const { return log_path_; }
+  uint64_t size() const { return offset_; }  // bytes in the log so far
 
  private:
   std::string log_path_;

@@ -253,6 +253,9 @@ TEST(LocalLaunch, MaxRestartsRestartsTheWholeJob) {
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(ReadFile(JobDir(dir, "r") + "/rank-0.log"), "try 0\ntry 1\ntry 2\n");
   EXPECT_THAT(run.err, HasSubstr("restarting job r (restart 2 of 3)"));
+  // The failure report quotes the failed attempt only.
+  EXPECT_THAT(run.err, HasSubstr("last 1 lines of"));
+  EXPECT_THAT(run.err, HasSubstr("[localhost:0] try 1\n"));
   std::string record = ReadFile(JobDir(dir, "r") + "/job.json");
   EXPECT_THAT(record, HasSubstr("\"restarts\": 2"));
 
