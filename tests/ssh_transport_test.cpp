@@ -249,6 +249,20 @@ TEST(SshTransport, StrictRefusesUnknownHostsAndAcceptNewRecordsThem) {
   EXPECT_TRUE(RunTrue(spec).ok());
 }
 
+TEST(SshTransport, HashedKnownHostsEntriesAreRecognised) {
+  SshTestCluster cluster("hashedkh", 1, 1);
+  REQUIRE_CLUSTER(cluster);
+  // Debian's ssh client hashes known_hosts (HashKnownHosts yes): such files must work as they are.
+  const std::string known = cluster.dir() + "/known_hosts_hashed";
+  RunOutput("cp " + cluster.dir() + "/known_hosts " + known + " && ssh-keygen -q -H -f " + known +
+            " >/dev/null 2>&1");
+  ASSERT_EQ(ReadText(known).rfind("|1|", 0), 0u) << ReadText(known);
+  ClusterSpec spec = cluster.Spec();
+  spec.ssh.known_hosts = known;
+  const ExitStatus status = RunTrue(spec);
+  EXPECT_TRUE(status.ok()) << status.Describe();
+}
+
 TEST(SshTransport, LostConnectionKillsTheRemoteProcesses) {
   SshTestCluster cluster("drop", 2, 1);
   REQUIRE_CLUSTER(cluster);
