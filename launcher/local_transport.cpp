@@ -39,6 +39,8 @@ struct ChildSetup : bp::extend::handler {
   int output_fd = -1;
   std::string cwd;
   int* failed_pid = nullptr;  // a child that could not exec, so the parent can reap it
+  // PR_SET_PDEATHSIG fires when the forking *thread* ends, so it is only safe from the main one.
+  bool die_with_parent = false;
 
   template <class Executor>
   void on_setup(Executor& exec) {
@@ -49,7 +51,7 @@ struct ChildSetup : bp::extend::handler {
   template <class Executor>
   void on_exec_setup(Executor& exec) {
     ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dtrain killed outright: take the direct child along
+    if (die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dtrain killed outright
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -180,6 +182,7 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
   for (std::string& arg : argv) setup.argv.push_back(arg.data());
   setup.argv.push_back(nullptr);
   setup.cwd = spec.cwd.empty() ? default_cwd_ : spec.cwd;
+  setup.die_with_parent = ::gettid() == ::getpid();
 
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
