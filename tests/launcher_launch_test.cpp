@@ -210,6 +210,27 @@ TEST(LocalLaunch, SigintLeavesNoProcessBehindAndSparesOtherJobs) {
   EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=" + Unique("other")).empty());
 }
 
+TEST(LocalLaunch, SecondInterruptKillsAtOnce) {
+  TempDir dir;
+  DtrainProcess job({"launch", "--nproc-per-node", "2", "--job", Unique("stubborn"), "--quiet",
+                     "--grace-period", "60", "--", "sh", "-c", "trap '' TERM; echo up; sleep 1000"},
+                    dir.path());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(JobDir(dir, Unique("stubborn")) + "/rank-1.log") == "up\n" &&
+               ReadFile(JobDir(dir, Unique("stubborn")) + "/rank-0.log") == "up\n";
+      },
+      20));
+  job.Signal(SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(::kill(job.pid(), 0), 0);  // still in its grace period: the ranks ignore SIGTERM
+  job.Signal(SIGINT);
+  EXPECT_EQ(job.Wait(10), 130);
+  EXPECT_LT(job.seconds(), 10);
+  EXPECT_EQ(job.out(), "");  // --quiet
+  EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=" + Unique("stubborn")).empty());
+}
+
 TEST(LocalLaunch, FailingJobSparesAnotherJob) {
   TempDir dir;
   DtrainProcess other(
