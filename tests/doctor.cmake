@@ -9,7 +9,6 @@ dtrain_test(doctor_local_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_local_t
 add_dependencies(doctor_local_test dtrain)
 
 # Namespace cluster over SSH: shares the netns lock with the other namespace tests.
-if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/ssh_cluster.h)
 add_executable(doctor_cluster_test ${CMAKE_CURRENT_SOURCE_DIR}/doctor_cluster_test.cpp)
 target_include_directories(doctor_cluster_test PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(doctor_cluster_test PRIVATE dtrain_launcher nlohmann_json::nlohmann_json
@@ -19,4 +18,3 @@ target_compile_definitions(doctor_cluster_test PRIVATE
 add_dependencies(doctor_cluster_test dtrain)
 gtest_discover_tests(doctor_cluster_test DISCOVERY_TIMEOUT 60
   PROPERTIES TIMEOUT 180 LABELS "doctor;netns" RESOURCE_LOCK netns)
-endif()

@@ -55,6 +55,7 @@ std::vector<std::string> Nodes(const nlohmann::json& finding) {
 // the NCCL library name (an empty file: the probe reads names and headers, it loads nothing).
 void WriteFakeCuda(const std::filesystem::path& root) {
   namespace fs = std::filesystem;
+  fs::remove_all(root);
   fs::create_directories(root / "bin");
   fs::create_directories(root / "include");
   fs::create_directories(root / "lib");
