@@ -1,20 +1,53 @@
-// `dtrain timeline`: registered so the command line is complete; reports that it is not built yet.
+// `dtrain timeline`: flags to a TimelineRequest; prints where the merged trace went, warnings,
+// and with --summary the report.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "launcher/error.h"
+#include "launcher/timeline_report.h"
 
 namespace dtrain {
+namespace {
+
+int RunTimeline(const TimelineRequest& request) {
+  TimelineReport report = MakeTimeline(request);
+  for (const std::string& warning : report.merge.warnings) {
+    std::fprintf(stderr, "dtrain timeline: warning: %s\n", warning.c_str());
+  }
+  std::printf("merged %zu rank%s (%llu events) into %s\n", report.merge.ranks.size(),
+              report.merge.ranks.size() == 1 ? "" : "s",
+              static_cast<unsigned long long>(report.merge.events), report.output.c_str());
+  if (request.summary) {
+    std::printf("\n%s\nstep chart: %s\n", FormatTimelineSummary(report.summary).c_str(),
+                report.chart.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace
 
 void AddTimelineCommand(CLI::App& app, CommandRun& run) {
-  CLI::App* cmd = app.add_subcommand("timeline", "timeline (not available yet)");
-  cmd->allow_extras();
-  cmd->callback([&run] {
-    run = [] {
-      std::fprintf(stderr, "dtrain timeline: not available yet\n");
-      return kExitFailure;
-    };
-  });
+  auto request = std::make_shared<TimelineRequest>();
+  CLI::App* cmd = app.add_subcommand(
+      "timeline",
+      "Merge a job's per-rank traces into one trace on rank 0's clock (opens in Perfetto and "
+      "chrome://tracing); --summary: where the time went, per rank");
+  cmd->add_option("--log-dir", request->log_dir,
+                  "Folder of job logs (default: log_dir of ./cluster.yaml, else ./dtrain-logs)");
+  cmd->add_option("--job", request->job, "Job name (default: the newest job)");
+  cmd->add_option("-o,--output", request->output,
+                  "Merged trace (default: <log_dir>/<job>/timeline.json; ./timeline.json for "
+                  "files given by hand)");
+  cmd->add_flag("--summary", request->summary,
+                "Print compute, communication and waiting per rank, the slowest ranks, the "
+                "overlap of communication with compute and the largest fused allreduces; write "
+                "timeline-steps.svg beside the merged trace");
+  cmd->add_option("-i,--input,files", request->inputs,
+                  "Trace files to merge instead of a job's (per-rank traces or Horovod timelines)")
+      ->check(CLI::ExistingFile);
+  cmd->callback([&run, request] { run = [request] { return RunTimeline(*request); }; });
 }
 
 }  // namespace dtrain

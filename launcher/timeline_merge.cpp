@@ -93,6 +93,11 @@ void AssignRanks(std::vector<RankTraceInfo>& ranks, std::vector<std::string>& wa
   }
   int next = 0;
   for (RankTraceInfo* info : unplaced) {
+    int from_name = RankFromFileName(info->path);
+    if (from_name >= 0 && taken.insert(from_name).second) {
+      info->rank = from_name;
+      continue;
+    }
     while (taken.count(next)) ++next;
     info->rank = next;
     taken.insert(next);
@@ -321,12 +326,17 @@ void RefuseOverwritingAnInput(const std::vector<std::string>& inputs, const std:
 }  // namespace
 
 MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::string& output,
-                           const MergedEventObserver& observer) {
+                           const MergedEventObserver& observer,
+                           const std::map<int, std::string>& hosts) {
   if (inputs.empty()) throw UsageError("no timeline files to merge");
   RefuseOverwritingAnInput(inputs, output);
   MergeResult result;
   for (const std::string& path : inputs) result.ranks.push_back(ScanMetadata(path));
   AssignRanks(result.ranks, result.warnings);
+  for (RankTraceInfo& info : result.ranks) {
+    auto host = hosts.find(info.rank);
+    if (info.host.empty() && host != hosts.end()) info.host = host->second;
+  }
   PlaceOnCommonClock(result.ranks, result.warnings);
   int64_t base = result.ranks.front().start_us + result.ranks.front().clock_offset_us -
                  result.ranks.front().shift_us;

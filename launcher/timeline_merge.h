@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,10 @@ struct MergeResult {
 // "rank-R" file name, else the next free number), writes the merged array to `output` and
 // shows every merged event to `observer` (may be empty). Spans a truncated file leaves open are
 // closed at its last timestamp; such files and other repairs are reported in warnings.
+// `hosts` (rank -> node, e.g. from job.json) names ranks whose trace does not.
 // Throws dtrain::Error on unreadable input or output.
 MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::string& output,
-                           const MergedEventObserver& observer);
+                           const MergedEventObserver& observer,
+                           const std::map<int, std::string>& hosts = {});
 
 }  // namespace dtrain

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -206,6 +207,9 @@ Timeline::~Timeline() { Close(); }
 void Timeline::Open(const std::string& path, int rank, const std::string& host,
                     bool mark_cycles) {
   if (impl_) Close();
+  std::error_code ec;  // the folder may not exist yet (<job>/timeline/); open() reports failure
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     std::fprintf(stderr, "dtrain-clip: timeline %s: cannot open (%s); no trace is written\n",

@@ -1,0 +1,34 @@
+// `dtrain timeline` end to end: find a job's per-rank traces (or take the files given), merge
+// them into one trace, and with a summary, write the step chart beside the merged file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/timeline_merge.h"
+#include "launcher/timeline_summary.h"
+
+namespace dtrain {
+
+struct TimelineRequest {
+  std::string log_dir;              // empty: DefaultLogDir()
+  std::string job;                  // empty: the newest job
+  std::vector<std::string> inputs;  // trace files given by hand; empty: the job's traces
+  std::string output;  // empty: <job>/timeline.json, or ./timeline.json for files given by hand
+  bool summary = false;
+};
+
+struct TimelineReport {
+  std::string output;
+  std::string chart;  // timeline-steps.svg beside the output; empty without a summary
+  MergeResult merge;
+  TimelineSummary summary;
+};
+
+// The per-rank traces of a job folder, by rank. Throws Error when there are none.
+std::vector<std::string> JobTraceFiles(const std::string& job_dir);
+
+// Throws dtrain::Error (no job, no traces, unreadable or invalid files).
+TimelineReport MakeTimeline(const TimelineRequest& request);
+
+}  // namespace dtrain
