@@ -83,6 +83,9 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
   using Clock = std::chrono::steady_clock;
   InterruptHandlers handlers;
   if (g_interrupt_signal == 0) transport_.Start(procs, *this);
+  // A rank that could not start stops the job from inside Start; ranks started after it
+  // must hear that too.
+  if (stopping_) transport_.SignalAll(SIGTERM);
   Clock::time_point kill_at = Clock::time_point::max();
   bool killed = false;
   int seen_interrupts = 0;

@@ -165,6 +165,17 @@ TEST(LocalLaunch, CommandNotFoundIsReported) {
   EXPECT_EQ(run.status, 255);
   EXPECT_THAT(run.err, HasSubstr("'no-such-program-xyz': command not found"));
   EXPECT_THAT(ReadFile(JobDir(dir, "nf") + "/rank-0.log"), HasSubstr("command not found"));
+  // Ranks started after the one that could not start are stopped at once, not after the grace.
+  testing::WriteFile(dir.path() + "/mixed.yaml",
+                     "transport: local\nnodes: [{host: a, env: {PATH: /nonexistent}}, "
+                     "{host: b, slots: 2}]\n");
+  run = RunDtrain({"launch", "-c", "mixed.yaml", "--job", "mixed", "--grace-period", "30", "--",
+                   "sleep", "100"},
+                  dir.path());
+  EXPECT_EQ(run.status, 255);
+  EXPECT_LT(run.seconds, 10);
+  EXPECT_THAT(run.err, HasSubstr("rank 0 on node a failed: could not start"));
+  EXPECT_THAT(ReadFile(JobDir(dir, "mixed") + "/job.json"), HasSubstr("killed by SIGTERM"));
 }
 
 TEST(LocalLaunch, SigintLeavesNoProcessBehindAndSparesOtherJobs) {
