@@ -18,10 +18,13 @@ using testing::RunDtrain;
 using testing::TempDir;
 using testing::WaitFor;
 
-// Rank 0 prints a1, then a2 0.6 s later; rank 1 prints b1 in between. Rank 1's line is
-// unterminated, and stays last in its log.
+// Rank 0 prints a1, rank 1 then b1 (unterminated, and last in its log), rank 0 then a2; each
+// waits for the other's signal file plus 0.3 s, so the lines reach dtrain in that order even on
+// a busy machine.
 const char kScript[] =
-    "if [ $RANK = 0 ]; then echo a1; sleep 0.6; echo a2; else sleep 0.3; printf 'b1'; fi";
+    "cd \"$DTRAIN_LOG_DIR\"; wait_for() { until [ -e $1 ]; do sleep 0.01; done; sleep 0.3; }; "
+    "if [ $RANK = 0 ]; then echo a1; touch s1; wait_for s2; echo a2; "
+    "else wait_for s1; printf b1; touch s2; fi";
 
 TEST(Logs, InterleavesRanksInTimeOrder) {
   TempDir dir;
