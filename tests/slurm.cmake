@@ -10,4 +10,7 @@ target_compile_definitions(slurm_integration_test PRIVATE
   DTRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DTRAIN_BINARY_DIR="${CMAKE_BINARY_DIR}")
 add_test(NAME slurm_integration_test COMMAND slurm_integration_test)
 set_tests_properties(slurm_integration_test PROPERTIES TIMEOUT 240 LABELS "slurm;integration"
-                     SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+                     SKIP_REGULAR_EXPRESSION "SLURM UNAVAILABLE:")
+if(TARGET dtrain)
+  add_dependencies(slurm_integration_test dtrain)
+endif()

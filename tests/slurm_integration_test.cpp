@@ -3,11 +3,14 @@
 // saying why, when Slurm is not installed or cannot start here.
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -34,6 +37,7 @@ class SlurmCluster : public ::testing::Environment {
     const size_t at = started.out.find(prefix);
     if (started.status != 0 || at == std::string::npos) {
       g_skip_reason = "Slurm could not be started here: " + started.Describe();
+      std::printf("SLURM UNAVAILABLE: %s\n", g_skip_reason.c_str());  // ctest: skipped
       return;
     }
     std::string conf = started.out.substr(at + prefix.size());
@@ -275,6 +279,121 @@ TEST_F(SlurmTransportTest, RejectedSubmissionIsAnErrorForEveryRank) {
     EXPECT_NE(events.exits[rank].error.find("no-such-partition"), std::string::npos)
         << events.exits[rank].Describe();
   }
+}
+
+// ---- The same through `dtrain launch` and a cluster file, as a user runs it. ----
+
+const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A fresh folder with a two-node cluster file whose logs land in <folder>/logs.
+std::string ClusterFolder(const std::string& name, int slots) {
+  const std::string dir = "/tmp/dtrain-slurm-test-" + name + "-" + std::to_string(getpid());
+  RunSlurmCommand({"rm", "-rf", dir}, "", 10000);
+  RunSlurmCommand({"mkdir", "-p", dir}, "", 10000);
+  std::ofstream(dir + "/cluster.yaml")
+      << "transport: slurm\n"
+      << "slurm: {time: \"00:05:00\"}\n"
+      << "nodes:\n  - {host: a, slots: " << slots << "}\n  - {host: b, slots: " << slots << "}\n"
+      << "log_dir: " << dir << "/logs\n";
+  return dir;
+}
+
+SlurmCommandResult Dtrain(const std::vector<std::string>& args, int timeout_s = 90) {
+  std::vector<std::string> argv = {kDtrain};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunSlurmCommand(argv, "", timeout_s * 1000);
+}
+
+class DtrainLaunchOnSlurm : public SlurmTransportTest {
+ protected:
+  void SetUp() override {
+    SlurmTransportTest::SetUp();
+    if (access(kDtrain.c_str(), X_OK) != 0) GTEST_SKIP() << kDtrain << " is not built";
+  }
+};
+
+TEST_F(DtrainLaunchOnSlurm, WritesPerRankLogsThatDtrainLogsReads) {
+  const std::string dir = ClusterFolder("logs", 1);
+  const SlurmCommandResult run =
+      Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "two", "--", "sh", "-c",
+              "echo hello from $RANK of $WORLD_SIZE on $HOROVOD_HOSTNAME via $MASTER_ADDR"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(ReadFile(dir + "/logs/two/rank-0.log"), "hello from 0 of 2 on node1 via 127.0.0.1\n");
+  EXPECT_EQ(ReadFile(dir + "/logs/two/rank-1.log"), "hello from 1 of 2 on node2 via 127.0.0.1\n");
+  EXPECT_NE(ReadFile(dir + "/logs/two/sbatch.sh").find("#SBATCH --nodes=2\n"), std::string::npos);
+  const SlurmCommandResult logs =
+      Dtrain({"logs", "--log-dir", dir + "/logs", "--job", "two", "--rank", "1"});
+  EXPECT_EQ(logs.status, 0) << logs.err;
+  EXPECT_NE(logs.out.find("hello from 1 of 2 on node2"), std::string::npos) << logs.out;
+  RunSlurmCommand({"rm", "-rf", dir}, "", 10000);
+}
+
+TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {
+  const std::string dir = ClusterFolder("fail", 1);
+  const SlurmCommandResult run =
+      Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "bad", "--", "sh", "-c",
+              "[ $RANK = 1 ] && { echo giving up >&2; exit 5; }; sleep 30"});
+  EXPECT_EQ(run.status, 5) << run.err;
+  EXPECT_NE(run.err.find("rank 1"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("exit 5"), std::string::npos) << run.err;
+  EXPECT_EQ(ReadFile(dir + "/logs/bad/rank-1.log"), "giving up\n");
+  EXPECT_EQ(Squeue({"-n", "dtrain-bad", "-t", "PD,R"}), "");
+  RunSlurmCommand({"rm", "-rf", dir}, "", 10000);
+}
+
+TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
+  const std::string dir = ClusterFolder("int", 1);
+  SlurmChild dtrain = SpawnSlurmChild(
+      {kDtrain, "launch", "-c", dir + "/cluster.yaml", "--job", "stop", "--", "sh", "-c",
+       "echo ready; exec sleep 89"},
+      EnvironmentWith({}), false);
+  // Its console output (a few lines) stays in the pipes until it has exited.
+  const std::string log0 = dir + "/logs/stop/rank-0.log", log1 = dir + "/logs/stop/rank-1.log";
+  for (int i = 0; i < 300 && (ReadFile(log0).empty() || ReadFile(log1).empty()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(ReadFile(log1), "ready\n");
+  kill(dtrain.pid, SIGINT);  // what Ctrl-C at the terminal sends
+  int wait_status = 0;
+  waitpid(dtrain.pid, &wait_status, 0);
+  close(dtrain.out);
+  close(dtrain.err);
+  EXPECT_EQ(ShellStatusOf(wait_status), 130);
+  std::string left = "?";
+  for (int i = 0; i < 50 && !left.empty(); ++i) {
+    left = Squeue({"--steps", "-n", "dtrain-stop"}) + Squeue({"-n", "dtrain-stop", "-t", "PD,R"});
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(left, "");
+  EXPECT_NE(system("pgrep -f 'slee[p] 89' >/dev/null"), 0) << "a task outlived the job";
+  RunSlurmCommand({"rm", "-rf", dir}, "", 10000);
+}
+
+// A short two-rank dtrain-clip run on Fashion-MNIST, ranks on node1 and node2.
+TEST_F(DtrainLaunchOnSlurm, TrainsDtrainClipOnTwoNodes) {
+  const std::string clip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
+  if (access(clip.c_str(), X_OK) != 0) GTEST_SKIP() << clip << " is not built";
+  const std::string dir = ClusterFolder("clip", 1);
+  const SlurmCommandResult run = Dtrain(
+      {"launch", "-c", dir + "/cluster.yaml", "--job", "clip", "--", clip, "train",
+       "--dataset-type", "fashion-mnist", "--train-num-samples", "512", "--epochs", "1",
+       "--batch-size", "64", "--zeroshot-samples", "100", "--threads", "1"},
+      150);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string log0 = ReadFile(dir + "/logs/clip/rank-0.log");
+  EXPECT_NE(log0.find("x 2 rank(s)"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("done:"), std::string::npos) << log0;
+  EXPECT_NE(ReadFile(dir + "/logs/clip/rank-1.log").find("done:"), std::string::npos);
+  EXPECT_NE(ReadFile(dir + "/logs/clip/metrics/rank-0.jsonl").find("\"event\":\"end\""),
+            std::string::npos);
+  RunSlurmCommand({"rm", "-rf", dir}, "", 10000);
 }
 
 }  // namespace
