@@ -146,6 +146,15 @@ TEST(TimelineWriter, KilledWriterLeavesAParseableTrace) {
   EXPECT_FALSE(reader.truncated());
 }
 
+TEST(TimelineWriter, CreatesTheTraceFolder) {
+  ScratchDir dir;
+  clip::Timeline t;
+  t.Open(dir / "job/timeline/rank-0.json", 0, "h", false);
+  EXPECT_TRUE(t.enabled());
+  t.Close();
+  EXPECT_TRUE(std::filesystem::exists(dir / "job/timeline/rank-0.json"));
+}
+
 TEST(TimelineWriter, NothingHappensUntilOpened) {
   ScratchDir dir;
   clip::Timeline t;
@@ -183,8 +192,10 @@ TEST(TimelineWriter, OpenFromEnvironmentFollowsDtrainThenHorovodRankZeroOnly) {
 }
 
 TEST(TimelineWriter, UnwritablePathDisablesTheTimelineWithoutFailing) {
+  ScratchDir dir;
+  testing::WriteFile(dir / "not-a-folder", "x");
   clip::Timeline t;
-  t.Open("/nonexistent-dir/rank-0.json", 0, "h", false);
+  t.Open(dir / "not-a-folder/rank-0.json", 0, "h", false);
   EXPECT_FALSE(t.enabled());
   t.Begin("compute", "FORWARD");  // a no-op
 }
