@@ -115,6 +115,7 @@ int RunLaunch(const LaunchOptions& options) {
       Absolute(options.log_dir.empty() ? spec.log_dir : options.log_dir, launch_dir);
   std::string name = options.job_name.empty() ? NewJobName() : options.job_name;
   CheckJobName(name);
+  if (name == "latest") throw UsageError("job name 'latest' is the link to the newest job");
   MakeDirs(log_dir);
   std::string job_dir = log_dir + "/" + name;
   for (int tries = 1; ::mkdir(job_dir.c_str(), 0755) != 0; ++tries) {
