@@ -1,6 +1,7 @@
 // Connect, verify, authenticate: the three steps before any channel, each failing with a message
-// that names the node, its address and what to do. No step can prompt: keys that need a
-// passphrase are skipped (they belong in ssh-agent) and password methods are never tried.
+// that names the node, its address and what to do. Every libssh call is non-blocking (SSH_AGAIN
+// means: call again once the socket moved). No step can prompt: keys that need a passphrase are
+// skipped (they belong in ssh-agent) and password methods are never tried.
 #include "launcher/ssh_session.h"
 
 #include <netinet/in.h>
@@ -73,6 +74,7 @@ SshSession::SshSession(const NodeSpec& node, const SshOptions& options)
 }
 
 SshSession::~SshSession() {
+  if (key_) ssh_key_free(key_);
   Close();
   if (session_) ssh_free(session_);
 }
@@ -90,30 +92,56 @@ void SshSession::Fail(const std::string& what) const {
   throw Error(fmt::format("{}: ssh: {}", where_, what));
 }
 
-void SshSession::Open() {
-  Connect();
-  VerifyHostKey();
-  Authenticate();
+void SshSession::FailTimeout() const {
+  const int timeout = options_.connect_timeout_s;
+  if (step_ == Step::kConnect) {
+    Fail(fmt::format("cannot connect to port {} within {} s (ssh.connect_timeout): no answer",
+                     options_.port, timeout));
+  }
+  Fail(fmt::format("no reply while authenticating within {} s (ssh.connect_timeout)", timeout));
 }
 
-void SshSession::Connect() {
+void SshSession::Begin() {
   session_ = ssh_new();
   if (!session_) Fail("cannot create a session (out of memory)");
   const bool no = false;
-  const long timeout = options_.connect_timeout_s > 0 ? options_.connect_timeout_s : 10;
   const unsigned port = options_.port;
   // The cluster file is the whole configuration: ~/.ssh/config is not read.
   ssh_options_set(session_, SSH_OPTIONS_PROCESS_CONFIG, &no);
   ssh_options_set(session_, SSH_OPTIONS_HOST, node_.address.c_str());
   ssh_options_set(session_, SSH_OPTIONS_PORT, &port);
   if (!options_.user.empty()) ssh_options_set(session_, SSH_OPTIONS_USER, options_.user.c_str());
-  ssh_options_set(session_, SSH_OPTIONS_TIMEOUT, &timeout);
   ssh_options_set(session_, SSH_OPTIONS_KNOWNHOSTS, known_hosts_.c_str());
-  if (ssh_connect(session_) != SSH_OK) {
-    Fail(fmt::format("cannot connect to port {} within {} s: {}", options_.port, timeout,
-                     LastError()));
+  ssh_set_blocking(session_, 0);
+  if (!options_.identity_file.empty()) {
+    credentials_.push_back({ExpandHome(options_.identity_file), true});
   }
+  credentials_.push_back({"", false});  // ssh-agent
+  for (const char* name : {"id_ed25519", "id_ecdsa", "id_rsa"}) {
+    credentials_.push_back({HomeDirectory() + "/.ssh/" + name, false});
+  }
+  AdvanceConnect();  // creates the socket and sends the first packets
   EnableKeepalive(ssh_get_fd(session_));
+}
+
+bool SshSession::Advance() {
+  if (step_ == Step::kConnect) {
+    if (!AdvanceConnect()) return false;
+    VerifyHostKey();
+    step_ = Step::kAuthenticate;
+  }
+  if (step_ == Step::kAuthenticate) {
+    if (!AdvanceAuthentication()) return false;
+    step_ = Step::kReady;
+  }
+  return true;
+}
+
+bool SshSession::AdvanceConnect() {
+  const int rc = ssh_connect(session_);
+  if (rc == SSH_AGAIN) return false;
+  if (rc != SSH_OK) Fail(fmt::format("cannot connect to port {}: {}", options_.port, LastError()));
+  return true;
 }
 
 void SshSession::VerifyHostKey() {
@@ -155,48 +183,64 @@ void SshSession::VerifyHostKey() {
   Fail(fmt::format("cannot check the host key against {}: {}", known_hosts_, LastError()));
 }
 
-void SshSession::Authenticate() {
-  std::vector<std::string> tried;
-  auto try_key_file = [&](const std::string& path, bool named) {
-    if (!FileExists(path)) {
-      if (named) tried.push_back(fmt::format("identity_file {} (missing)", path));
-      return false;
-    }
-    ssh_key key = nullptr;
-    // No passphrase callback: an encrypted key fails here instead of prompting.
-    if (ssh_pki_import_privkey_file(path.c_str(), nullptr, nullptr, nullptr, &key) != SSH_OK) {
-      tried.push_back(
-          fmt::format("{} (unreadable or passphrase-protected; load it into ssh-agent)", path));
-      return false;
-    }
-    const int rc = ssh_userauth_publickey(session_, nullptr, key);
-    ssh_key_free(key);
-    if (rc == SSH_AUTH_SUCCESS) return true;
-    if (rc == SSH_AUTH_ERROR) Fail("authentication failed: " + LastError());
-    tried.push_back(fmt::format("{} (rejected)", path));
-    return false;
-  };
-  if (!options_.identity_file.empty() && try_key_file(ExpandHome(options_.identity_file), true)) {
-    return;
-  }
-  if (const char* agent = std::getenv("SSH_AUTH_SOCK"); agent && *agent) {
-    const int rc = ssh_userauth_agent(session_, nullptr);
-    if (rc == SSH_AUTH_SUCCESS) return;
-    if (rc == SSH_AUTH_ERROR) Fail("authentication failed: " + LastError());
-    tried.push_back("ssh-agent (no key accepted)");
-  } else {
-    tried.push_back("ssh-agent (SSH_AUTH_SOCK not set)");
-  }
-  for (const char* name : {"id_ed25519", "id_ecdsa", "id_rsa"}) {
-    if (try_key_file(HomeDirectory() + "/.ssh/" + name, false)) return;
+bool SshSession::AdvanceAuthentication() {
+  while (next_credential_ < credentials_.size()) {
+    bool waiting = false;
+    if (TryCredential(waiting)) return true;
+    if (waiting) return false;
   }
   std::string list;
-  for (const std::string& t : tried) list += (list.empty() ? "" : ", ") + t;
+  for (const std::string& t : tried_) list += (list.empty() ? "" : ", ") + t;
   if (list.find("/.ssh/id_") == std::string::npos) list += ", no ~/.ssh/id_* key";
   Fail(
       fmt::format("authentication failed as {} (tried {}); password prompts are never used: "
                   "authorize one of these keys on the node or set ssh.identity_file",
                   options_.user.empty() ? "the current user" : options_.user, list));
+}
+
+bool SshSession::TryCredential(bool& waiting) {
+  const Credential& c = credentials_[next_credential_];
+  int rc;
+  if (c.path.empty()) {
+    const char* agent = std::getenv("SSH_AUTH_SOCK");
+    if (!agent || !*agent) {
+      tried_.push_back("ssh-agent (SSH_AUTH_SOCK not set)");
+      ++next_credential_;
+      return false;
+    }
+    rc = ssh_userauth_agent(session_, nullptr);
+  } else {
+    if (!key_) {
+      if (!FileExists(c.path)) {
+        if (c.named) tried_.push_back(fmt::format("identity_file {} (missing)", c.path));
+        ++next_credential_;
+        return false;
+      }
+      // No passphrase callback: an encrypted key fails here instead of prompting.
+      if (ssh_pki_import_privkey_file(c.path.c_str(), nullptr, nullptr, nullptr, &key_) != SSH_OK) {
+        key_ = nullptr;
+        tried_.push_back(
+            fmt::format("{} (unreadable or passphrase-protected; load it into ssh-agent)", c.path));
+        ++next_credential_;
+        return false;
+      }
+    }
+    rc = ssh_userauth_publickey(session_, nullptr, key_);
+  }
+  if (rc == SSH_AUTH_AGAIN) {
+    waiting = true;
+    return false;
+  }
+  if (key_) {
+    ssh_key_free(key_);
+    key_ = nullptr;
+  }
+  if (rc == SSH_AUTH_SUCCESS) return true;
+  if (rc == SSH_AUTH_ERROR) Fail("authentication failed: " + LastError());
+  tried_.push_back(c.path.empty() ? "ssh-agent (no key accepted)"
+                                  : fmt::format("{} (rejected)", c.path));
+  ++next_credential_;
+  return false;
 }
 
 }  // namespace dtrain

@@ -1,11 +1,12 @@
-// SshSession: one SSH connection to one node, host key verified against known_hosts and
-// authenticated without ever prompting. Blocking calls are bounded by ssh.connect_timeout;
-// a session is used by one thread at a time.
+// SshSession: one non-blocking SSH connection to one node, host key verified against
+// known_hosts and authenticated without ever prompting. Advance() moves it on as far as the
+// server's replies allow, so one thread drives many sessions; nothing here ever blocks.
 #pragma once
 
 #include <libssh/libssh.h>
 
 #include <string>
+#include <vector>
 
 #include "launcher/cluster_spec.h"
 
@@ -18,9 +19,14 @@ class SshSession {
   SshSession(const SshSession&) = delete;
   SshSession& operator=(const SshSession&) = delete;
 
-  // Connects, verifies the host key (host_key_policy) and authenticates: identity_file, then
-  // ssh-agent, then ~/.ssh/id_{ed25519,ecdsa,rsa}. Throws Error("node X (addr): ssh: ...").
-  void Open();
+  // Creates the session and starts connecting. Throws Error("node X (addr): ssh: ...").
+  void Begin();
+  // Connect, then verify the host key (host_key_policy), then authenticate: identity_file,
+  // then ssh-agent, then ~/.ssh/id_{ed25519,ecdsa,rsa}. True once authenticated; false while
+  // waiting for the server; throws Error naming the node on any failure.
+  bool Advance();
+  // The error for a session that did not get through Advance() within ssh.connect_timeout.
+  [[noreturn]] void FailTimeout() const;
   // Closes the connection; the server then closes every channel's stdin.
   void Close();
 
@@ -31,9 +37,19 @@ class SshSession {
   std::string LastError() const;
 
  private:
-  void Connect();
+  enum class Step { kConnect, kAuthenticate, kReady };
+  // One way to authenticate, tried in order; `path` empty means the agent.
+  struct Credential {
+    std::string path;
+    bool named = false;  // the cluster file's identity_file: report it even when missing
+  };
+
+  bool AdvanceConnect();
   void VerifyHostKey();
-  void Authenticate();
+  bool AdvanceAuthentication();
+  // One attempt with credentials_[next_credential_]: true on success, false while waiting;
+  // moves to the next credential when this one is refused.
+  bool TryCredential(bool& waiting);
   [[noreturn]] void Fail(const std::string& what) const;
 
   NodeSpec node_;
@@ -41,6 +57,11 @@ class SshSession {
   std::string where_;
   std::string known_hosts_;
   ssh_session session_ = nullptr;
+  Step step_ = Step::kConnect;
+  std::vector<Credential> credentials_;
+  size_t next_credential_ = 0;
+  ssh_key key_ = nullptr;  // the key file being offered, while the server answers
+  std::vector<std::string> tried_;
 };
 
 // "~/x" -> "$HOME/x"; other paths unchanged.

@@ -1,23 +1,21 @@
-// The ssh transport. Each node's processes ride on NodeLinks: one SSH connection each (at most
-// kChannelsPerConnection processes, under OpenSSH's default MaxSessions of 10), every link driven
-// by its own thread with a blocking connect bounded by ssh.connect_timeout, so a slow or dead
-// node never holds up another. Events from all links meet in one queue that Poll() delivers on
-// the caller's thread, each link's events in the order it produced them.
-#include <fcntl.h>
+// The ssh transport. Each node's processes ride on NodeLinks: one non-blocking SSH connection
+// each (at most kChannelsPerConnection processes, under OpenSSH's default MaxSessions of 10).
+// One ssh_event polls every link's socket from Poll(), on the caller's thread: all nodes
+// connect, exchange keys, authenticate and start at the same time, each against its own
+// ssh.connect_timeout deadline, so a slow or dead node never holds up another.
+#include <limits.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <libssh/callbacks.h>
 #include <libssh/libssh.h>
 
-#include <climits>
-#include <condition_variable>
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -29,10 +27,12 @@
 namespace dtrain {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr size_t kChannelsPerConnection = 8;
 constexpr int kGraceSeconds = 5;
-constexpr size_t kMaxCoalescedOutput = 1 << 20;
 
+// What Poll() hands to TransportEvents, queued while libssh's callbacks run.
 struct Event {
   bool exit = false;  // false: output
   int id = 0;
@@ -40,54 +40,41 @@ struct Event {
   ExitStatus status;
 };
 
-// EventQueue: output and exits from every link. Consecutive output of one process is merged
-// while it waits, so a chatty rank costs one event per Poll rather than one per packet.
+// Output and exits, in the order they happened. Consecutive output of one process is merged.
 class EventQueue {
  public:
   void Output(int id, const char* data, size_t size) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!events_.empty() && !events_.back().exit && events_.back().id == id &&
-        events_.back().bytes.size() < kMaxCoalescedOutput) {
+    if (!events_.empty() && !events_.back().exit && events_.back().id == id) {
       events_.back().bytes.append(data, size);
     } else {
       events_.push_back(Event{false, id, std::string(data, size), {}});
     }
-    ready_.notify_one();
   }
-
   void Exit(int id, ExitStatus status) {
-    std::lock_guard<std::mutex> lock(mutex_);
     events_.push_back(Event{true, id, "", std::move(status)});
-    ready_.notify_one();
   }
-
-  // Waits up to timeout_ms (negative: no limit) for an event; returns everything queued.
-  std::deque<Event> Take(int timeout_ms) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    auto has_events = [this] { return !events_.empty(); };
-    if (timeout_ms < 0) {
-      ready_.wait(lock, has_events);
-    } else {
-      ready_.wait_for(lock, std::chrono::milliseconds(timeout_ms), has_events);
-    }
+  bool empty() const { return events_.empty(); }
+  std::deque<Event> TakeAll() {
     std::deque<Event> out;
     out.swap(events_);
     return out;
   }
 
  private:
-  std::mutex mutex_;
-  std::condition_variable ready_;
   std::deque<Event> events_;
 };
 
-// One process on a link: its channel and what the server said about how it ended.
+// One process on a link: its channel, how far it got, what the server said about its end.
 struct LinkProcess {
   ProcessSpec spec;
   RemoteCommandOptions options;
   EventQueue* events = nullptr;
   ssh_channel channel = nullptr;
   ssh_channel_callbacks_struct callbacks{};
+  std::string command;       // built when its turn to start comes
+  bool opened = false;       // the channel is open
+  bool started = false;      // the exec request was accepted
+  size_t stdin_written = 0;  // bytes of spec.stdin_data sent so far
   std::optional<int> exit_status;
   std::string exit_signal;  // "TERM" when the server reports a signal
   bool remote_closed = false;
@@ -137,14 +124,14 @@ RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& 
   return options;
 }
 
-// NodeLink: one SSH connection carrying some of one node's processes, run by its own thread
-// from connect to the last exit. Signal() and the destructor may be called from any thread;
-// destroying a link closes its channels, which terminates the remote process groups.
+// NodeLink: one SSH connection carrying some of one node's processes, from connect to the last
+// exit. Advance() moves it on after every poll; it reports each process's exit exactly once.
+// Destroying a link closes its channels, which terminates the remote process groups.
 class NodeLink {
  public:
   NodeLink(const ClusterSpec& spec, const NodeSpec& node, std::vector<ProcessSpec> procs,
-           EventQueue& events)
-      : session_(node, spec.ssh), events_(events) {
+           EventQueue& events, ssh_event event)
+      : session_(node, spec.ssh), events_(events), event_(event) {
     for (ProcessSpec& proc : procs) {
       auto p = std::make_unique<LinkProcess>();
       p->options = CommandOptions(spec, proc);
@@ -152,67 +139,72 @@ class NodeLink {
       p->events = &events_;
       procs_.push_back(std::move(p));
     }
-    if (pipe2(wake_, O_NONBLOCK | O_CLOEXEC) != 0) {
-      throw Error(fmt::format("{}: cannot create a pipe: {}", session_.where(), strerror(errno)));
+    deadline_ = Clock::now() + std::chrono::seconds(std::max(1, spec.ssh.connect_timeout_s));
+    try {
+      session_.Begin();
+      ssh_event_add_session(event_, session_.handle());
+      in_event_ = true;
+    } catch (const Error& e) {
+      FailRemaining(e.what());
     }
-    thread_ = std::thread([this] { Run(); });
   }
 
   ~NodeLink() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    Wake();
-    thread_.join();
-    close(wake_[0]);
-    close(wake_[1]);
-  }
-
-  void Signal(int sig) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      signals_.push_back(sig);
-      if (first_signal_ == 0) first_signal_ = sig;
-    }
-    Wake();
-  }
-
- private:
-  void Wake() {
-    const char byte = 1;
-    [[maybe_unused]] ssize_t n = write(wake_[1], &byte, 1);
-  }
-
-  void Run() {
-    try {
-      session_.Open();
-      StartProcesses();
-      Pump();
-    } catch (const std::exception& e) {
-      FailRemaining(e.what());
-    }
     for (auto& p : procs_) FreeChannel(*p);
+    Detach();
     session_.Close();
   }
 
-  // Opens a channel per process and starts it, unless the job was signalled meanwhile.
+  bool done() const { return done_; }
+  // While connecting: when the connect timeout expires.
+  std::optional<Clock::time_point> deadline() const {
+    if (done_ || ready_) return std::nullopt;
+    return deadline_;
+  }
+
+  void Advance() {
+    if (done_) return;
+    try {
+      if (!ready_) {
+        if (!session_.Advance()) {
+          if (Clock::now() >= deadline_) session_.FailTimeout();
+          return;
+        }
+        ready_ = true;
+      }
+      StartProcesses();
+      Collect();
+    } catch (const Error& e) {
+      FailRemaining(e.what());
+    }
+  }
+
+  // Delivered to running processes now; processes not started yet never start.
+  void Signal(int sig) {
+    if (done_) return;
+    if (first_signal_ == 0) first_signal_ = sig;
+    const std::string line = RemoteSignalLine(sig);
+    for (auto& p : procs_) {
+      // The remote watcher turns a line on the channel's stdin into kill(-pgid, sig).
+      if (p->started && !p->done && !p->remote_closed) {
+        ssh_channel_write(p->channel, line.data(), line.size());
+      }
+    }
+  }
+
+ private:
+  // Opens a channel per process and starts it, one at a time, never waiting.
   void StartProcesses() {
     for (auto& p : procs_) {
-      int signalled = 0;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (stop_) return;
-        signalled = first_signal_;
-      }
-      if (signalled != 0) {
+      if (p->done || p->started) continue;
+      if (first_signal_ != 0) {
         ExitStatus status;
-        status.signal = signalled;  // never started: ended by the signal that cancelled it
+        status.signal = first_signal_;  // never started: ended by the signal that cancelled it
         Finish(*p, status);
         continue;
       }
       try {
-        StartProcess(*p);
+        if (!StartProcess(*p)) return;  // waiting for the server
       } catch (const Error& e) {
         ExitStatus status;
         status.error = e.what();
@@ -221,99 +213,81 @@ class NodeLink {
     }
   }
 
-  void StartProcess(LinkProcess& p) {
-    const std::string command = BuildRemoteCommand(p.spec, p.options);
-    ssh_session s = session_.handle();
-    p.channel = ssh_channel_new(s);
-    if (!p.channel || ssh_channel_open_session(p.channel) != SSH_OK) {
-      throw Error(
-          fmt::format("{}: ssh: cannot open a channel for process {}: {} (the server's "
-                      "MaxSessions allows fewer sessions per connection?)",
-                      session_.where(), p.spec.id, session_.LastError()));
+  // True once `p` runs; false while waiting for the server.
+  bool StartProcess(LinkProcess& p) {
+    if (p.command.empty()) p.command = BuildRemoteCommand(p.spec, p.options);
+    if (!p.channel) {
+      p.channel = ssh_channel_new(session_.handle());
+      if (!p.channel) throw ChannelError(p, "cannot create a channel");
     }
-    ssh_callbacks_init(&p.callbacks);
-    p.callbacks.userdata = &p;
-    p.callbacks.channel_data_function = OnChannelData;
-    p.callbacks.channel_exit_status_function = OnChannelExitStatus;
-    p.callbacks.channel_exit_signal_function = OnChannelExitSignal;
-    p.callbacks.channel_close_function = OnChannelClose;
-    ssh_set_channel_callbacks(p.channel, &p.callbacks);
-    if (ssh_channel_request_exec(p.channel, command.c_str()) != SSH_OK) {
-      throw Error(fmt::format("{}: ssh: cannot start process {}: {}", session_.where(), p.spec.id,
-                              session_.LastError()));
+    if (!p.opened) {
+      const int rc = ssh_channel_open_session(p.channel);
+      if (rc == SSH_AGAIN) return false;
+      if (rc != SSH_OK) {
+        throw ChannelError(p,
+                           "cannot open a channel (the server's MaxSessions allows fewer "
+                           "sessions per connection?)");
+      }
+      p.opened = true;
+      ssh_callbacks_init(&p.callbacks);
+      p.callbacks.userdata = &p;
+      p.callbacks.channel_data_function = OnChannelData;
+      p.callbacks.channel_exit_status_function = OnChannelExitStatus;
+      p.callbacks.channel_exit_signal_function = OnChannelExitSignal;
+      p.callbacks.channel_close_function = OnChannelClose;
+      ssh_set_channel_callbacks(p.channel, &p.callbacks);
     }
-    if (!p.spec.stdin_data.empty() && ssh_channel_write(p.channel, p.spec.stdin_data.data(),
-                                                        p.spec.stdin_data.size()) == SSH_ERROR) {
-      throw Error(fmt::format("{}: ssh: cannot send stdin to process {}: {}", session_.where(),
-                              p.spec.id, session_.LastError()));
-    }
+    const int rc = ssh_channel_request_exec(p.channel, p.command.c_str());
+    if (rc == SSH_AGAIN) return false;
+    if (rc != SSH_OK) throw ChannelError(p, "cannot start the command");
+    p.started = true;
+    WriteStdin(p);
+    return true;
   }
 
-  static int OnWake(socket_t fd, int, void*) {
-    char buffer[64];
-    while (read(fd, buffer, sizeof buffer) > 0) {
-    }
-    return 0;
+  void WriteStdin(LinkProcess& p) {
+    const std::string& data = p.spec.stdin_data;
+    if (!p.started || p.remote_closed || p.stdin_written >= data.size()) return;
+    const int n =
+        ssh_channel_write(p.channel, data.data() + p.stdin_written, data.size() - p.stdin_written);
+    if (n == SSH_ERROR) throw ChannelError(p, "cannot send stdin");
+    if (n > 0) p.stdin_written += n;
   }
 
-  // Delivers output and exits until every process ended or the link is stopped.
-  void Pump() {
-    ssh_session s = session_.handle();
-    ssh_set_blocking(s, 0);
-    ssh_event event = ssh_event_new();
-    ssh_event_add_session(event, s);
-    ssh_event_add_fd(event, wake_[0], POLLIN, OnWake, this);
-    while (!AllDone()) {
-      const int rc = ssh_event_dopoll(event, 1000);
-      std::vector<int> signals;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (stop_) break;
-        signals.swap(signals_);
-      }
-      for (int sig : signals) Forward(sig);
-      for (auto& p : procs_) {
-        if (!p->done && p->remote_closed) Finish(*p, EndStatus(*p));
-      }
-      if (rc == SSH_ERROR || !ssh_is_connected(s)) {
-        FailRemaining(
-            fmt::format("{}: ssh: connection lost: {}", session_.where(), session_.LastError()));
-        break;
-      }
-    }
-    ssh_event_remove_fd(event, wake_[0]);
-    ssh_event_remove_session(event, s);
-    ssh_event_free(event);
-    ssh_set_blocking(s, 1);
+  Error ChannelError(const LinkProcess& p, const std::string& what) const {
+    return Error(fmt::format("{}: ssh: process {}: {}: {}", session_.where(), p.spec.id, what,
+                             session_.LastError()));
   }
 
-  // The remote watcher turns a line on the channel's stdin into kill(-pgid, sig).
-  void Forward(int sig) {
-    const std::string line = RemoteSignalLine(sig);
+  // Reports processes whose channel the server closed, and everything when the link died.
+  void Collect() {
     for (auto& p : procs_) {
-      if (p->done || p->remote_closed || !p->channel) continue;
-      ssh_channel_write(p->channel, line.data(), line.size());
+      if (p->done) continue;
+      WriteStdin(*p);
+      if (p->remote_closed) Finish(*p, EndStatus(*p));
     }
+    if (!ssh_is_connected(session_.handle())) {
+      FailRemaining(
+          fmt::format("{}: ssh: connection lost: {}", session_.where(), session_.LastError()));
+    }
+    if (AllDone()) Retire();
   }
 
   ExitStatus EndStatus(const LinkProcess& p) const {
-    if (!p.exit_signal.empty()) {
-      ExitStatus status;
-      status.signal = SignalNumber(p.exit_signal);
-      return status;
-    }
-    if (p.exit_status) return RemoteExitStatus(*p.exit_status);
     ExitStatus status;
-    status.error = fmt::format("{}: ssh: process {} ended without an exit status", session_.where(),
-                               p.spec.id);
+    if (!p.exit_signal.empty()) {
+      status.signal = SignalNumber(p.exit_signal);
+    } else if (p.exit_status) {
+      status = RemoteExitStatus(*p.exit_status);
+    } else {
+      status.error = fmt::format("{}: ssh: process {} ended without an exit status",
+                                 session_.where(), p.spec.id);
+    }
     return status;
   }
 
   bool AllDone() const {
-    for (const auto& p : procs_) {
-      if (!p->done) return false;
-    }
-    return true;
+    return std::all_of(procs_.begin(), procs_.end(), [](const auto& p) { return p->done; });
   }
 
   void Finish(LinkProcess& p, const ExitStatus& status) {
@@ -329,12 +303,25 @@ class NodeLink {
       status.error = error;
       Finish(*p, status);
     }
+    Retire();
+  }
+
+  // Every process reported: the connection is no longer needed.
+  void Retire() {
+    done_ = true;
+    Detach();
+    session_.Close();
+  }
+
+  void Detach() {
+    if (in_event_) ssh_event_remove_session(event_, session_.handle());
+    in_event_ = false;
   }
 
   // Closing our side (EOF on the remote stdin) also tells the watcher to end the group.
   void FreeChannel(LinkProcess& p) {
     if (!p.channel) return;
-    ssh_remove_channel_callbacks(p.channel, &p.callbacks);
+    if (p.opened) ssh_remove_channel_callbacks(p.channel, &p.callbacks);
     if (ssh_channel_is_open(p.channel)) ssh_channel_close(p.channel);
     ssh_channel_free(p.channel);
     p.channel = nullptr;
@@ -342,19 +329,27 @@ class NodeLink {
 
   SshSession session_;
   EventQueue& events_;
+  ssh_event event_;
   std::vector<std::unique_ptr<LinkProcess>> procs_;  // stable addresses for the callbacks
-  int wake_[2] = {-1, -1};
-  std::mutex mutex_;
-  std::vector<int> signals_;
+  Clock::time_point deadline_;
+  bool in_event_ = false;
+  bool ready_ = false;
+  bool done_ = false;
   int first_signal_ = 0;
-  bool stop_ = false;
-  std::thread thread_;
 };
 
-// SshTransport: groups processes by node into links and relays their events.
+// SshTransport: groups processes by node into links, polls them all in one ssh_event and relays
+// their events.
 class SshTransport : public Transport {
  public:
-  explicit SshTransport(const ClusterSpec& spec) : spec_(spec) {}
+  explicit SshTransport(const ClusterSpec& spec) : spec_(spec), event_(ssh_event_new()) {
+    if (!event_) throw Error("ssh: cannot create an event loop (out of memory)");
+  }
+
+  ~SshTransport() override {
+    links_.clear();  // before the event they are registered in
+    ssh_event_free(event_);
+  }
 
   void Start(const std::vector<ProcessSpec>& procs, TransportEvents&) override {
     std::vector<std::vector<ProcessSpec>> by_node(spec_.nodes.size());
@@ -375,14 +370,19 @@ class SshTransport : public Transport {
         const size_t last = std::min(list.size(), first + kChannelsPerConnection);
         std::vector<ProcessSpec> chunk(list.begin() + first, list.begin() + last);
         links_.push_back(
-            std::make_unique<NodeLink>(spec_, spec_.nodes[node], std::move(chunk), queue_));
+            std::make_unique<NodeLink>(spec_, spec_.nodes[node], std::move(chunk), queue_, event_));
       }
     }
+    for (auto& link : links_) link->Advance();
   }
 
   bool Poll(int timeout_ms, TransportEvents& events) override {
     if (running_ == 0) return false;
-    for (Event& event : queue_.Take(timeout_ms)) {
+    if (queue_.empty()) {
+      Wait(timeout_ms);
+      for (auto& link : links_) link->Advance();
+    }
+    for (Event& event : queue_.TakeAll()) {
       if (event.exit) {
         --running_;
         events.OnExit(event.id, event.status);
@@ -398,8 +398,32 @@ class SshTransport : public Transport {
   }
 
  private:
+  // Waits for socket activity on any link, at most timeout_ms and never past a connect deadline.
+  void Wait(int timeout_ms) {
+    const auto now = Clock::now();
+    auto until =
+        timeout_ms < 0 ? Clock::time_point::max() : now + std::chrono::milliseconds(timeout_ms);
+    bool active = false;
+    for (const auto& link : links_) {
+      if (link->done()) continue;
+      active = true;
+      if (auto deadline = link->deadline()) until = std::min(until, *deadline);
+    }
+    const int wait_ms =
+        until == Clock::time_point::max()
+            ? -1
+            : static_cast<int>(std::max<long long>(
+                  0, std::chrono::ceil<std::chrono::milliseconds>(until - now).count()));
+    if (active) {
+      ssh_event_dopoll(event_, wait_ms);
+    } else if (wait_ms > 0) {
+      poll(nullptr, 0, wait_ms);  // nothing to wait for but the clock
+    }
+  }
+
   ClusterSpec spec_;
-  EventQueue queue_;  // declared before links_: links push into it until they are destroyed
+  ssh_event event_;
+  EventQueue queue_;
   std::vector<std::unique_ptr<NodeLink>> links_;
   int running_ = 0;
 };

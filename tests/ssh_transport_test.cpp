@@ -188,9 +188,14 @@ TEST(SshTransport, WrongKeyIsRefusedWithoutAPrompt) {
   RunOutput("rm -f " + key + "*; ssh-keygen -q -t ed25519 -N '' -f " + key);
   ClusterSpec spec = cluster.Spec();
   spec.ssh.identity_file = key;
+  const std::string home = getenv("HOME") ? getenv("HOME") : "/root";
+  const char* agent = getenv("SSH_AUTH_SOCK");
+  const std::string agent_socket = agent ? agent : "";
   setenv("HOME", cluster.dir().c_str(), 1);  // no default keys
   unsetenv("SSH_AUTH_SOCK");
   const ExitStatus status = RunTrue(spec);
+  setenv("HOME", home.c_str(), 1);
+  if (!agent_socket.empty()) setenv("SSH_AUTH_SOCK", agent_socket.c_str(), 1);
   EXPECT_NE(status.error.find("node node0 (10.231.0.10): ssh: authentication failed"),
             std::string::npos)
       << status.error;

@@ -95,9 +95,10 @@ start_node() {  # index
   # setsid: sshd outlives this script and the caller's process group; its own UTS namespace
   # gives the node its hostname. Like a fresh machine, a node does not run this machine's
   # ~/.bashrc (which sshd's bash would source): it is masked in the node's mount namespace.
-  local mask=""
-  if [ -f "$HOME/.bashrc" ] && [ -z "${MAKE_CLUSTER_KEEP_BASHRC:-}" ]; then
-    mask="mount --bind '$DIR/empty-rc' '$HOME/.bashrc' && "
+  local mask="" home
+  home=$(getent passwd "$(id -un)" | cut -d: -f6)
+  if [ -f "$home/.bashrc" ] && [ -z "${MAKE_CLUSTER_KEEP_BASHRC:-}" ]; then
+    mask="mount --bind '$DIR/empty-rc' '$home/.bashrc' && "
   fi
   setsid ip netns exec "$ns" unshare --uts sh -c \
     "hostname node$i && $mask exec /usr/sbin/sshd -D -f '$nd/sshd_config' -E '$nd/sshd.log'" \
