@@ -56,8 +56,8 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
   return env;
 }
 
-SlurmChild SpawnSlurmChild(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                           bool with_stdin) {
+SlurmChild SpawnSlurmChild(const std::vector<std::string>& argv,
+                           const std::vector<std::string>& env, bool with_stdin) {
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
@@ -83,8 +83,8 @@ SlurmChild SpawnSlurmChild(const std::vector<std::string>& argv, const std::vect
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     std::vector<char*> args, envp;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

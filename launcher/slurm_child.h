@@ -24,8 +24,8 @@ std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string
 
 // Starts argv[0] (looked up in PATH) with `env` (NAME=value strings). Throws dtrain::Error
 // naming the program when it cannot be started.
-SlurmChild SpawnSlurmChild(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                           bool with_stdin);
+SlurmChild SpawnSlurmChild(const std::vector<std::string>& argv,
+                           const std::vector<std::string>& env, bool with_stdin);
 
 // What a short client command left: how it ended and what it printed.
 struct SlurmCommandResult {

@@ -54,8 +54,9 @@ exit $s
 
 bool IsIdentifier(const std::string& name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 // Distinct node indices in ascending order, and how many processes each has.
@@ -79,8 +80,7 @@ std::map<std::string, std::string> TaskEnv(const ProcessSpec& p, const ClusterSp
     }
   }
   auto it = env.find("HOROVOD_HOSTNAME");
-  if (it != env.end() && p.node_index >= 0 &&
-      p.node_index < static_cast<int>(spec.nodes.size()) &&
+  if (it != env.end() && p.node_index >= 0 && p.node_index < static_cast<int>(spec.nodes.size()) &&
       (it->second == spec.nodes[p.node_index].host ||
        it->second == spec.nodes[p.node_index].address)) {
     it->second = host;
@@ -103,7 +103,9 @@ void CheckSameForAll(const std::vector<ProcessSpec>& procs) {
 
 }  // namespace
 
-const char* SlurmTaskScript() { return kTaskScript; }
+const char* SlurmTaskScript() {
+  return kTaskScript;
+}
 
 SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const ClusterSpec& spec,
                             const std::vector<std::string>& allocation_hosts,
@@ -158,9 +160,10 @@ SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const Cluster
       continue;
     }
     if (!IsIdentifier(name)) {
-      throw Error(fmt::format("transport slurm: environment variable '{}' differs between ranks "
-                              "and is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)",
-                              name));
+      throw Error(
+          fmt::format("transport slurm: environment variable '{}' differs between ranks "
+                      "and is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)",
+                      name));
     }
     vary += (vary.empty() ? "" : " ") + name;
     for (size_t t = 0; t < envs.size(); ++t) {

@@ -16,23 +16,24 @@ namespace dtrain {
 // Everything needed to run and follow the step; built from the ProcessSpecs and the
 // allocation's node names. Pure data.
 struct SlurmStepPlan {
-  std::vector<int> task_ids;  // task t (SLURM_PROCID) -> ProcessSpec::id
+  std::vector<int> task_ids;    // task t (SLURM_PROCID) -> ProcessSpec::id
   std::vector<int> task_node;   // task t -> position of its node in `hosts` (SLURM_NODEID)
   std::vector<int> task_local;  // task t -> SLURM_LOCALID
   int node_count = 0;
-  int tasks_per_node = 0;  // 0 when nodes run different numbers of tasks
-  std::vector<std::string> hosts;  // the allocation's nodes the step runs on, node 0 first
-  std::vector<std::string> argv;   // the command every task runs
+  int tasks_per_node = 0;                  // 0 when nodes run different numbers of tasks
+  std::vector<std::string> hosts;          // the allocation's nodes the step runs on, node 0 first
+  std::vector<std::string> argv;           // the command every task runs
   std::map<std::string, std::string> env;  // set for srun, which passes it on to the tasks
   std::string cwd;                         // "" = srun's own
   std::string stdin_data;                  // sent to every task (srun --input=all)
   std::string marker;                      // tags the wrapper's status lines
 };
 
-// Throws dtrain::Error when the processes do not fit one step: every task must run the same command in the same directory with the same stdin, and the
-// allocation needs at least as many nodes as the processes use. MASTER_ADDR (and the
-// doctor's rendezvous address) naming the cluster file's first node becomes `first_address`
-// (the first allocated node's NodeAddr); HOROVOD_HOSTNAME becomes the allocated node's name.
+// Throws dtrain::Error when the processes do not fit one step: every task must run the same command
+// in the same directory with the same stdin, and the allocation needs at least as many nodes as the
+// processes use. MASTER_ADDR (and the doctor's rendezvous address) naming the cluster file's first
+// node becomes `first_address` (the first allocated node's NodeAddr); HOROVOD_HOSTNAME becomes the
+// allocated node's name.
 SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const ClusterSpec& spec,
                             const std::vector<std::string>& allocation_hosts,
                             const std::string& first_address, const std::string& marker);
@@ -40,7 +41,8 @@ SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const Cluster
 // SLURM_HOSTFILE's text (one host per task) for steps with uneven tasks per node.
 std::string SlurmHostfile(const SlurmStepPlan& plan);
 
-// srun's command line; with uneven tasks per node srun also needs SLURM_HOSTFILE. job_id "" runs inside the current allocation (SLURM_JOB_ID).
+// srun's command line; with uneven tasks per node srun also needs SLURM_HOSTFILE. job_id "" runs
+// inside the current allocation (SLURM_JOB_ID).
 std::vector<std::string> SrunArgv(const SlurmStepPlan& plan, const std::string& job_id,
                                   const std::string& step_name);
 

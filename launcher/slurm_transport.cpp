@@ -95,8 +95,8 @@ std::string NodeAddress(const std::string& node) {
   const std::string key = "NodeAddr=";
   const size_t at = shown.out.find(key);
   if (shown.status != 0 || at == std::string::npos) return node;
-  const std::string address = shown.out.substr(at + key.size(),
-                                               shown.out.find_first_of(" \n", at) - at - key.size());
+  const std::string address =
+      shown.out.substr(at + key.size(), shown.out.find_first_of(" \n", at) - at - key.size());
   return address.empty() ? node : address;
 }
 
@@ -186,8 +186,9 @@ void SlurmTransport::Allocate(const std::vector<ProcessSpec>& procs) {
     if (nodelist.empty()) nodelist = Getenv("SLURM_NODELIST");
     hosts_ = ExpandHostlist(nodelist);
     if (hosts_.empty()) {
-      throw Error("SLURM_JOB_ID is set but SLURM_JOB_NODELIST is not: run dtrain inside salloc "
-                  "or sbatch, or unset SLURM_JOB_ID to submit a batch job");
+      throw Error(
+          "SLURM_JOB_ID is set but SLURM_JOB_NODELIST is not: run dtrain inside salloc "
+          "or sbatch, or unset SLURM_JOB_ID to submit a batch job");
     }
     allocation_ = Allocation::kReady;
     return;
@@ -203,8 +204,8 @@ void SlurmTransport::Allocate(const std::vector<ProcessSpec>& procs) {
       RenderSbatchScript(spec_.slurm, job_name, static_cast<int>(per_node.size()), tasks_per_node);
   const auto job_dir = procs.front().env.find("DTRAIN_LOG_DIR");
   if (job_dir != procs.front().env.end()) std::ofstream(job_dir->second + "/sbatch.sh") << script;
-  const SlurmCommandResult submitted = RunSlurmCommand({"sbatch", "--parsable"}, script,
-                                                       kClientTimeoutMs);
+  const SlurmCommandResult submitted =
+      RunSlurmCommand({"sbatch", "--parsable"}, script, kClientTimeoutMs);
   if (submitted.status != 0) {
     throw Error("sbatch could not submit the job: " + submitted.Describe());
   }
@@ -449,10 +450,10 @@ void SlurmTransport::Finish(SlurmRun& run, TransportEvents& events) {
     } else if (run.started[t]) {
       status = StatusFromShell(run.srun_status == 0 ? 137 : run.srun_status);
     } else {
-      status.error = fmt::format("srun ended ({}) before task {} started on {}{}",
-                                 ExitStatus{run.srun_status, 0, ""}.Describe(), t,
-                                 run.plan.hosts[run.plan.task_node[t]],
-                                 why.empty() ? "" : ": " + why);
+      status.error =
+          fmt::format("srun ended ({}) before task {} started on {}{}",
+                      ExitStatus{run.srun_status, 0, ""}.Describe(), t,
+                      run.plan.hosts[run.plan.task_node[t]], why.empty() ? "" : ": " + why);
     }
     events.OnExit(run.plan.task_ids[t], status);
   }

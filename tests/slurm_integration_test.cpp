@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -168,10 +168,10 @@ TEST_F(SlurmTransportTest, BatchJobRunsRanksOnTwoNodesWithTheirEnvironment) {
 }
 
 TEST_F(SlurmTransportTest, InsideAnAllocationRunsAStepInIt) {
-  const SlurmCommandResult held = RunSlurmCommand(
-      {"sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=1", "--job-name=outer",
-       "--output=/dev/null", "--wrap=sleep 120"},
-      "", 10000);
+  const SlurmCommandResult held =
+      RunSlurmCommand({"sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=1",
+                       "--job-name=outer", "--output=/dev/null", "--wrap=sleep 120"},
+                      "", 10000);
   ASSERT_EQ(held.status, 0) << held.Describe();
   const std::string job = held.out.substr(0, held.out.find_first_of(";\n"));
   for (int i = 0; i < 50 && Squeue({"-j", job, "-o", "%T"}).rfind("RUNNING", 0) != 0; ++i) {
@@ -350,10 +350,9 @@ TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {
 
 TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
   const std::string dir = ClusterFolder("int", 1);
-  SlurmChild dtrain = SpawnSlurmChild(
-      {kDtrain, "launch", "-c", dir + "/cluster.yaml", "--job", "stop", "--", "sh", "-c",
-       "echo ready; exec sleep 89"},
-      EnvironmentWith({}), false);
+  SlurmChild dtrain = SpawnSlurmChild({kDtrain, "launch", "-c", dir + "/cluster.yaml", "--job",
+                                       "stop", "--", "sh", "-c", "echo ready; exec sleep 89"},
+                                      EnvironmentWith({}), false);
   // Its console output (a few lines) stays in the pipes until it has exited.
   const std::string log0 = dir + "/logs/stop/rank-0.log", log1 = dir + "/logs/stop/rank-1.log";
   for (int i = 0; i < 300 && (ReadFile(log0).empty() || ReadFile(log1).empty()); ++i) {
@@ -381,11 +380,27 @@ TEST_F(DtrainLaunchOnSlurm, TrainsDtrainClipOnTwoNodes) {
   const std::string clip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
   if (access(clip.c_str(), X_OK) != 0) GTEST_SKIP() << clip << " is not built";
   const std::string dir = ClusterFolder("clip", 1);
-  const SlurmCommandResult run = Dtrain(
-      {"launch", "-c", dir + "/cluster.yaml", "--job", "clip", "--", clip, "train",
-       "--dataset-type", "fashion-mnist", "--train-num-samples", "512", "--epochs", "1",
-       "--batch-size", "64", "--zeroshot-samples", "100", "--threads", "1"},
-      150);
+  const SlurmCommandResult run = Dtrain({"launch",
+                                         "-c",
+                                         dir + "/cluster.yaml",
+                                         "--job",
+                                         "clip",
+                                         "--",
+                                         clip,
+                                         "train",
+                                         "--dataset-type",
+                                         "fashion-mnist",
+                                         "--train-num-samples",
+                                         "512",
+                                         "--epochs",
+                                         "1",
+                                         "--batch-size",
+                                         "64",
+                                         "--zeroshot-samples",
+                                         "100",
+                                         "--threads",
+                                         "1"},
+                                        150);
   ASSERT_EQ(run.status, 0) << run.err;
   const std::string log0 = ReadFile(dir + "/logs/clip/rank-0.log");
   EXPECT_NE(log0.find("x 2 rank(s)"), std::string::npos) << log0;

@@ -56,7 +56,8 @@ std::vector<ProcessSpec> FourRanks(const ClusterSpec& spec) {
 
 TEST(SlurmStep, PlacesTasksInBlockOrderAndSplitsTheEnvironment) {
   const ClusterSpec spec = TwoNodeSpec();
-  const SlurmStepPlan plan = PlanSlurmStep(FourRanks(spec), spec, {"n07", "n08", "n09"}, "addr0", "@m@");
+  const SlurmStepPlan plan =
+      PlanSlurmStep(FourRanks(spec), spec, {"n07", "n08", "n09"}, "addr0", "@m@");
   EXPECT_EQ(plan.task_ids, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(plan.node_count, 2);
   EXPECT_EQ(plan.tasks_per_node, 2);
@@ -142,10 +143,10 @@ TEST(SlurmBatch, RendersTheTemplateWithTheSlurmSection) {
   slurm.extra = {{"qos", "high"}};
   const std::string script = RenderSbatchScript(slurm, "dtrain-j1", 3, 4);
   EXPECT_EQ(script.rfind("#!/bin/sh\n", 0), 0u);
-  for (const char* line : {"#SBATCH --job-name=dtrain-j1\n", "#SBATCH --nodes=3\n",
-                           "#SBATCH --ntasks-per-node=4\n", "#SBATCH --partition=gpu\n",
-                           "#SBATCH --time=00:10:00\n", "#SBATCH --account=proj\n",
-                           "#SBATCH --qos=high\n"}) {
+  for (const char* line :
+       {"#SBATCH --job-name=dtrain-j1\n", "#SBATCH --nodes=3\n", "#SBATCH --ntasks-per-node=4\n",
+        "#SBATCH --partition=gpu\n", "#SBATCH --time=00:10:00\n", "#SBATCH --account=proj\n",
+        "#SBATCH --qos=high\n"}) {
     EXPECT_NE(script.find(line), std::string::npos) << line;
   }
   EXPECT_EQ(script.find("{{"), std::string::npos);
