@@ -112,12 +112,15 @@ void GradientSync::Synchronize() {
   if (!error_.empty()) throw std::runtime_error(error_);
   torch::NoGradGuard no_grad;
   for (Entry& entry : entries_) {
-    torch::Tensor& grad = entry.param.mutable_grad();
-    if (grad.defined()) {
-      grad.copy_(entry.result);
-    } else {
-      grad = entry.result.clone();
-    }
+    // The average becomes .grad without a copy; the old .grad (backward is over, nothing else
+    // writes it) or, when there was none, a new tensor receives the next step's average.
+    torch::Tensor previous = entry.param.grad();
+    entry.param.mutable_grad() = entry.result;
+    bool reusable = previous.defined() && previous.is_contiguous() &&
+                    previous.sizes() == entry.param.sizes() &&
+                    previous.scalar_type() == entry.param.scalar_type();
+    entry.result = reusable ? previous.detach()
+                            : torch::empty_like(entry.param, torch::MemoryFormat::Contiguous);
     entry.grad = torch::Tensor();
     entry.state = State::kIdle;
   }
@@ -247,13 +250,18 @@ void GradientSync::FinishBucket(Bucket& bucket) {
   bucket.pending->Wait();
   if (timeline.enabled()) timeline.End(bucket.track, comm_->allreduce_activity());
   torch::NoGradGuard no_grad;
-  bucket.flat.div_(comm_->size());
-  if (bucket.members.size() > 1) {
+  torch::Tensor world = torch::scalar_tensor(static_cast<double>(comm_->size()),
+                                             bucket.flat.options().device(torch::kCPU));
+  if (bucket.members.size() == 1) {
+    bucket.flat.div_(world);
+  } else {
+    // Averaging and copying out in one pass over the buffer.
     TimelineSpan span(bucket.track, "MEMCPY_OUT_FUSION_BUFFER");
     int64_t offset = 0;
     for (size_t index : bucket.members) {
       Entry& entry = entries_[index];
-      entry.result.view({-1}).copy_(bucket.flat.narrow(0, offset, entry.param.numel()));
+      torch::Tensor out = entry.result.view({-1});
+      torch::div_out(out, bucket.flat.narrow(0, offset, entry.param.numel()), world);
       offset += entry.param.numel();
     }
   }

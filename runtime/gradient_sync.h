@@ -44,6 +44,9 @@ class GradientSync {
   // accumulate locally, nothing is sent.
   void SetSyncEnabled(bool enabled) { sync_enabled_ = enabled; }
   bool sync_enabled() const { return sync_enabled_; }
+  // Queues the gradient of parameter `index` (construction order) computed outside autograd,
+  // as the hook does for backward's; the caller keeps `grad` unchanged until Synchronize().
+  void Submit(size_t index, const torch::Tensor& grad) { Queue(index, grad); }
   // After backward: queues parameters backward did not reach, waits for every allreduce and
   // replaces each .grad with the average over ranks. Throws if a collective failed.
   void Synchronize();
