@@ -179,10 +179,21 @@ class NodeLink {
     }
   }
 
-  // Delivered to running processes now; processes not started yet never start.
+  // Delivered to running processes now; processes not started yet never start (and a link
+  // still connecting gives up at once).
   void Signal(int sig) {
     if (done_) return;
     if (first_signal_ == 0) first_signal_ = sig;
+    if (!ready_) {
+      // Still connecting: nothing runs on the node yet, so stop here rather than wait.
+      for (auto& p : procs_) {
+        ExitStatus status;
+        status.signal = sig;
+        if (!p->done) Finish(*p, status);
+      }
+      Retire();
+      return;
+    }
     const std::string line = RemoteSignalLine(sig);
     for (auto& p : procs_) {
       // The remote watcher turns a line on the channel's stdin into kill(-pgid, sig).
