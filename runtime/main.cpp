@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/distributed_train_collectives.h"
 #include "runtime/export_data.h"
 #include "runtime/train_collectives.h"
 #include "runtime/train_options.h"
@@ -95,8 +96,9 @@ int Train(const std::vector<std::string>& args) {
     std::fputs(dtrain::clip::TrainHelpText(), stdout);
     return 0;
   }
-  dtrain::clip::TrainCollectives single_process;
-  return dtrain::clip::RunTraining(options, single_process);
+  // One process, or a rank of a job (RANK/WORLD_SIZE, HOROVOD_*, OMPI_*, PMI_*, SLURM_*).
+  auto collectives = dtrain::clip::MakeTrainCollectives(options);
+  return dtrain::clip::RunTraining(options, *collectives);
 }
 
 }  // namespace
