@@ -268,6 +268,33 @@ TEST_F(SlurmTransportTest, OneProbePerNodeReadsItsStdin) {
   EXPECT_EQ(events.output[2], "listen on node1 with [arg one] to 127.0.0.1\n");
 }
 
+// Ctrl-C while the batch job still waits for nodes: the job is withdrawn, every rank reported.
+TEST_F(SlurmTransportTest, InterruptWhilePendingWithdrawsTheBatchJob) {
+  const SlurmCommandResult busy =
+      RunSlurmCommand({"sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=4",
+                       "--job-name=busy", "--output=/dev/null", "--wrap=sleep 120"},
+                      "", 10000);
+  ASSERT_EQ(busy.status, 0) << busy.Describe();
+  const std::string busy_job = busy.out.substr(0, busy.out.find_first_of(";\n"));
+  const ClusterSpec spec = SlurmSpec(2, 1);
+  auto transport = MakeTransport(spec);
+  Recorder events;
+  transport->Start(Ranks(spec, {"true"}), events);
+  std::string state;
+  for (int i = 0; i < 50 && state != "PENDING\n"; ++i) {
+    transport->Poll(100, events);
+    state = Squeue({"-n", "dtrain-slurm-test", "-o", "%T"});
+  }
+  ASSERT_EQ(state, "PENDING\n");
+  transport->SignalAll(SIGINT);
+  ASSERT_TRUE(RunToEnd(*transport, events, 10));
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(events.exits[rank].signal, SIGINT) << events.exits[rank].Describe();
+  }
+  EXPECT_EQ(Squeue({"-n", "dtrain-slurm-test", "-t", "PD,R"}), "");
+  RunSlurmCommand({"scancel", busy_job}, "", 10000);
+}
+
 TEST_F(SlurmTransportTest, RejectedSubmissionIsAnErrorForEveryRank) {
   ClusterSpec spec = SlurmSpec(1, 2);
   spec.slurm.partition = "no-such-partition";
