@@ -64,20 +64,21 @@ std::string FreshDir(const std::string& name) {
 
 TEST(ClipTrain, ShortRunOnFashionMnistLowersTheLoss) {
   std::string dir = FreshDir("short");
-  ClipRun run = RunClip("train --train-num-samples 3072 --batch-size 128 --threads 2 --lr 2e-3 "
-                    "--warmup 4 --zeroshot-samples 1000 --save-frequency 0 --logs " + dir);
+  ClipRun run = RunClip("train --train-num-samples 3072 --batch-size 64 --threads 2 --lr 2e-3 "
+                        "--warmup 5 --zeroshot-samples 1000 --save-frequency 0 --logs " + dir);
   ASSERT_EQ(run.status, 0) << run.output;
   auto lines = Lines(dir + "/metrics/rank-0.jsonl");
   auto losses = Losses(lines);
-  ASSERT_EQ(losses.size(), 24u) << run.output;
-  const double first = std::stod(losses[1]);
-  double last = 0;
-  for (int s = 22; s <= 24; ++s) last += std::stod(losses[s]) / 3;
+  ASSERT_EQ(losses.size(), 48u) << run.output;
+  double first = 0, last = 0;
+  for (int s = 1; s <= 3; ++s) first += std::stod(losses[s]) / 3;
+  for (int s = 46; s <= 48; ++s) last += std::stod(losses[s]) / 3;
+  // ln(64) = 4.16 at chance; measured: about 4.15 -> 3.5 over these 48 steps.
   EXPECT_LT(last, first - 0.3) << "loss did not fall: first " << first << ", last " << last;
-  // An eval line with top-1 well above chance (0.1), then the end line.
-  ASSERT_GE(lines.size(), 26u);
+  // An eval line with top-1 clearly above chance (0.1 +- 0.01 on 1000 images), then the end.
+  ASSERT_GE(lines.size(), 50u);
   EXPECT_EQ(Field(lines[lines.size() - 2], "event"), "\"eval\"");
-  EXPECT_GT(std::stod(Field(lines[lines.size() - 2], "zeroshot_top1")), 0.2);
+  EXPECT_GT(std::stod(Field(lines[lines.size() - 2], "zeroshot_top1")), 0.15);
   EXPECT_EQ(Field(lines.back(), "event"), "\"end\"");
   EXPECT_EQ(Field(lines.back(), "param_hash").size(), 18u);  // 16 hex digits in quotes
   EXPECT_FALSE(Field(lines.back(), "samples_per_s").empty());
