@@ -135,5 +135,29 @@ TEST(SshLaunch, AnUnreachableNodeIsNamedWithinTheConnectTimeout) {
   EXPECT_LT(r.seconds, 5) << r.output;
 }
 
+TEST(SshLaunch, CtrlCWhileANodeIsStillConnectingStopsAtOnce) {
+  SshTestCluster cluster("dl-int", 1, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = cluster.dir() + "/cluster-ghost.yaml";
+  std::ofstream(file) << ReadText(cluster.cluster_file())
+                      << "  - {host: ghost, address: 10.231.0.250}\n";  // 5 s to time out
+  const std::string logs = cluster.dir() + "/logs";
+  const pid_t dtrain = fork();
+  if (dtrain == 0) {
+    execl(kDtrain.c_str(), "dtrain", "launch", "-q", "-c", file.c_str(), "--log-dir", logs.c_str(),
+          "--", "sleep", "300", nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const auto start = Clock::now();
+  kill(dtrain, SIGINT);
+  int status = 0;
+  waitpid(dtrain, &status, 0);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.5);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT) << status;
+  const auto left = cluster.WaitNodeIdle(0, 3);
+  EXPECT_TRUE(left.empty()) << "node0 still runs " << left.front();
+}
+
 }  // namespace
 }  // namespace dtrain
