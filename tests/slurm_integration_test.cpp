@@ -295,6 +295,25 @@ TEST_F(SlurmTransportTest, InterruptWhilePendingWithdrawsTheBatchJob) {
   RunSlurmCommand({"scancel", busy_job}, "", 10000);
 }
 
+// A dtrain that dies without cancelling its batch job: the job gives its nodes back once no
+// step has run for DTRAIN_SLURM_IDLE_S seconds.
+TEST_F(SlurmTransportTest, AbandonedBatchJobReleasesItsNodes) {
+  setenv("DTRAIN_SLURM_IDLE_S", "2", 1);
+  const ClusterSpec spec = SlurmSpec(1, 1);
+  auto transport = MakeTransport(spec);
+  Recorder events;
+  transport->Start(Ranks(spec, {"true"}), events);
+  ASSERT_TRUE(RunToEnd(*transport, events, 60));
+  unsetenv("DTRAIN_SLURM_IDLE_S");
+  EXPECT_TRUE(events.exits[0].ok()) << events.exits[0].Describe();
+  std::string left = "?";
+  for (int i = 0; i < 50 && !left.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    left = Squeue({"-n", "dtrain-slurm-test", "-t", "PD,R"});
+  }
+  EXPECT_EQ(left, "") << "the batch job still holds its nodes while dtrain is alive but idle";
+}
+
 TEST_F(SlurmTransportTest, RejectedSubmissionIsAnErrorForEveryRank) {
   ClusterSpec spec = SlurmSpec(1, 2);
   spec.slurm.partition = "no-such-partition";
