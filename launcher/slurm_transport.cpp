@@ -302,7 +302,11 @@ void SlurmTransport::Fail(SlurmRun& run, const std::string& why, TransportEvents
 
 bool SlurmTransport::Poll(int timeout_ms, TransportEvents& events) {
   if (allocation_ == Allocation::kPending) {
-    if (cancelled_signal_ == 0 && allocation_error_.empty()) CheckPending();
+    try {
+      if (cancelled_signal_ == 0 && allocation_error_.empty()) CheckPending();
+    } catch (const Error& e) {
+      allocation_error_ = e.what();  // e.g. a node list dtrain cannot read
+    }
     if (allocation_ == Allocation::kReady) {
       for (auto& run : runs_) {
         if (!run->done && !run->launched) Launch(*run, events);
