@@ -31,32 +31,23 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// bfloat16 autocast for the forward pass while alive (CUDA autocast on GPUs, CPU autocast
-// otherwise); a no-op for fp32.
+// bfloat16 autocast on CUDA for the forward pass while alive; a no-op for fp32. (LibTorch
+// 1.13's CPU autocast fails inside bf16 kernels, so amp_bf16 is refused on CPU at parse time.)
 class AutocastScope {
  public:
-  AutocastScope(bool enabled, const torch::Device& device) : enabled_(enabled), cuda_(device.is_cuda()) {
+  AutocastScope(bool enabled, const torch::Device& device) : enabled_(enabled && device.is_cuda()) {
     if (!enabled_) return;
-    if (cuda_) {
-      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-      at::autocast::set_enabled(true);
-    } else {
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      at::autocast::set_cpu_enabled(true);
-    }
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_enabled(true);
   }
   ~AutocastScope() {
     if (!enabled_) return;
-    if (cuda_) {
-      at::autocast::set_enabled(false);
-    } else {
-      at::autocast::set_cpu_enabled(false);
-    }
+    at::autocast::set_enabled(false);
     at::autocast::clear_cache();
   }
 
  private:
-  bool enabled_, cuda_;
+  bool enabled_;
 };
 
 // One micro-batch as tensors; `host` keeps the pixels that `images` borrows alive until backward.
@@ -131,10 +122,14 @@ void Trainer::SetUpRuntime() {
   checkpoint_dir_ = o_.checkpoint_dir.empty() ? logs + "/checkpoints" : o_.checkpoint_dir;
   metrics_.Open(MetricsPathFor(o_.metrics_file, o_.logs, coll_.rank()));
   display_ = std::make_unique<ProgressDisplay>(stdout, o_.log_every_n_steps);
-  if (o_.timeline && !GlobalTimeline().enabled()) {
-    const char* env = std::getenv("DTRAIN_TIMELINE");
-    std::string path = !o_.timeline_path.empty() ? o_.timeline_path : env ? env : "";
-    if (!path.empty()) GlobalTimeline().Open(path, coll_.rank(), coll_.host(), false);
+  // --timeline-path, else DTRAIN_TIMELINE (dtrain launch --timeline), else HOROVOD_TIMELINE
+  // (rank 0); HOROVOD_TIMELINE_MARK_CYCLES=1 adds CYCLE_START marks.
+  if (!GlobalTimeline().enabled()) {
+    std::string path = o_.timeline_path;
+    if (path.empty() && o_.timeline && !std::getenv("DTRAIN_TIMELINE")) {
+      path = logs + "/timeline/rank-" + std::to_string(coll_.rank()) + ".json";
+    }
+    GlobalTimeline().OpenFromEnvironment(coll_.rank(), coll_.host(), path);
   }
 }
 
