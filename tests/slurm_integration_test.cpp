@@ -341,7 +341,6 @@ std::string ReadFile(const std::string& path) {
 // A fresh folder with a two-node cluster file whose logs land in <folder>/logs.
 std::string ClusterFolder(const std::string& name, int slots) {
   const std::string dir = "/tmp/dtrain-slurm-test-" + name + "-" + std::to_string(getpid());
-  RunSlurmCommand({"rm", "-rf", dir}, "", 10000);
   RunSlurmCommand({"mkdir", "-p", dir}, "", 10000);
   std::ofstream(dir + "/cluster.yaml")
       << "transport: slurm\n"
@@ -363,10 +362,20 @@ class DtrainLaunchOnSlurm : public SlurmTransportTest {
     SlurmTransportTest::SetUp();
     if (access(kDtrain.c_str(), X_OK) != 0) GTEST_SKIP() << kDtrain << " is not built";
   }
+  // The test's folder goes, whether the test passed or not.
+  void TearDown() override {
+    if (!dir_.empty()) RunSlurmCommand({"rm", "-rf", dir_}, "", 10000);
+  }
+  std::string Folder(const std::string& name, int slots) {
+    return dir_ = ClusterFolder(name, slots);
+  }
+
+ private:
+  std::string dir_;
 };
 
 TEST_F(DtrainLaunchOnSlurm, WritesPerRankLogsThatDtrainLogsReads) {
-  const std::string dir = ClusterFolder("logs", 1);
+  const std::string dir = Folder("logs", 1);
   const SlurmCommandResult run =
       Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "two", "--", "sh", "-c",
               "echo hello from $RANK of $WORLD_SIZE on $HOROVOD_HOSTNAME via $MASTER_ADDR"});
@@ -378,11 +387,10 @@ TEST_F(DtrainLaunchOnSlurm, WritesPerRankLogsThatDtrainLogsReads) {
       Dtrain({"logs", "--log-dir", dir + "/logs", "--job", "two", "--rank", "1"});
   EXPECT_EQ(logs.status, 0) << logs.err;
   EXPECT_NE(logs.out.find("hello from 1 of 2 on node2"), std::string::npos) << logs.out;
-  RunSlurmCommand({"rm", "-rf", dir}, "", 10000);
 }
 
 TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {
-  const std::string dir = ClusterFolder("fail", 1);
+  const std::string dir = Folder("fail", 1);
   const SlurmCommandResult run =
       Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "bad", "--", "sh", "-c",
               "[ $RANK = 1 ] && { echo giving up >&2; exit 5; }; sleep 30"});
@@ -391,11 +399,10 @@ TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {
   EXPECT_NE(run.err.find("exit 5"), std::string::npos) << run.err;
   EXPECT_EQ(ReadFile(dir + "/logs/bad/rank-1.log"), "giving up\n");
   EXPECT_EQ(Squeue({"-n", "dtrain-bad", "-t", "PD,R"}), "");
-  RunSlurmCommand({"rm", "-rf", dir}, "", 10000);
 }
 
 TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
-  const std::string dir = ClusterFolder("int", 1);
+  const std::string dir = Folder("int", 1);
   SlurmChild dtrain = SpawnSlurmChild({kDtrain, "launch", "-c", dir + "/cluster.yaml", "--job",
                                        "stop", "--", "sh", "-c", "echo ready; exec sleep 89"},
                                       EnvironmentWith({}), false);
@@ -418,14 +425,13 @@ TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
   }
   EXPECT_EQ(left, "");
   EXPECT_NE(system("pgrep -f 'slee[p] 89' >/dev/null"), 0) << "a task outlived the job";
-  RunSlurmCommand({"rm", "-rf", dir}, "", 10000);
 }
 
 // A short two-rank dtrain-clip run on Fashion-MNIST, ranks on node1 and node2.
 TEST_F(DtrainLaunchOnSlurm, TrainsDtrainClipOnTwoNodes) {
   const std::string clip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
   if (access(clip.c_str(), X_OK) != 0) GTEST_SKIP() << clip << " is not built";
-  const std::string dir = ClusterFolder("clip", 1);
+  const std::string dir = Folder("clip", 1);
   const SlurmCommandResult run = Dtrain({"launch",
                                          "-c",
                                          dir + "/cluster.yaml",
@@ -454,7 +460,6 @@ TEST_F(DtrainLaunchOnSlurm, TrainsDtrainClipOnTwoNodes) {
   EXPECT_NE(ReadFile(dir + "/logs/clip/rank-1.log").find("done:"), std::string::npos);
   EXPECT_NE(ReadFile(dir + "/logs/clip/metrics/rank-0.jsonl").find("\"event\":\"end\""),
             std::string::npos);
-  RunSlurmCommand({"rm", "-rf", dir}, "", 10000);
 }
 
 }  // namespace
