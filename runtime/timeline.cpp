@@ -248,16 +248,17 @@ void Timeline::Open(const std::string& path, int rank, const std::string& host,
   if (clock_offset_set_) SetClockOffset(clock_offset_us_, clock_rtt_us_);
 }
 
-bool Timeline::OpenFromEnvironment(int rank, const std::string& host) {
+bool Timeline::OpenFromEnvironment(int rank, const std::string& host, const std::string& path) {
   const char* mark = std::getenv("HOROVOD_TIMELINE_MARK_CYCLES");
   bool mark_cycles = mark && *mark && std::strcmp(mark, "0") != 0;
-  const char* path = std::getenv("DTRAIN_TIMELINE");
-  if (!path || !*path) {
-    // Horovod's convention: one timeline, written by rank 0.
-    path = std::getenv("HOROVOD_TIMELINE");
-    if (!path || !*path || rank != 0) return false;
-  }
-  Open(path, rank, host, mark_cycles);
+  std::string file = path;
+  const char* env = std::getenv("DTRAIN_TIMELINE");
+  if (file.empty() && env) file = env;
+  env = std::getenv("HOROVOD_TIMELINE");
+  // Horovod's convention: one timeline, written by rank 0.
+  if (file.empty() && env && rank == 0) file = env;
+  if (file.empty()) return false;
+  Open(file, rank, host, mark_cycles);
   return enabled_;
 }
 

@@ -16,9 +16,10 @@ class Timeline {
   Timeline& operator=(const Timeline&) = delete;
 
   void Open(const std::string& path, int rank, const std::string& host, bool mark_cycles);
-  // Opens DTRAIN_TIMELINE (every rank) or else HOROVOD_TIMELINE (rank 0 only, as Horovod);
-  // HOROVOD_TIMELINE_MARK_CYCLES turns on CYCLE_START marks. False when neither is set.
-  bool OpenFromEnvironment(int rank, const std::string& host);
+  // Opens `path` if given, else DTRAIN_TIMELINE (every rank), else HOROVOD_TIMELINE (rank 0
+  // only, as Horovod); HOROVOD_TIMELINE_MARK_CYCLES=1 turns on CYCLE_START marks. False when
+  // there is no path or it cannot be opened.
+  bool OpenFromEnvironment(int rank, const std::string& host, const std::string& path = {});
   bool enabled() const { return enabled_; }
   // A span on the track (thread) named `track`: a tensor, a fusion buffer, or "compute".
   // `args_json` is a JSON object body without braces, e.g. "\"bytes\":1024,\"dtype\":\"float32\"".
