@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <exception>
+
 #include "runtime/distributed_clip_loss.h"
 
 namespace dtrain::clip {
@@ -34,16 +36,23 @@ GradientSyncOptions SyncOptionsFor(const TrainOptions& options) {
 
 DistributedTrainCollectives::DistributedTrainCollectives(const DistEnv& env,
                                                          const TrainOptions& options)
-    : dist_(env, DistributedOptionsFor(options)),
+    : dist_(std::make_unique<Distributed>(env, DistributedOptionsFor(options))),
       host_(HostName()),
       sync_options_(SyncOptionsFor(options)),
       local_loss_(options.local_loss),
       gather_with_grad_(options.gather_with_grad),
       accum_freq_(std::max(1, options.accum_freq)) {}
 
+DistributedTrainCollectives::~DistributedTrainCollectives() {
+  if (std::uncaught_exceptions() > 0) {
+    (void)sync_.release();  // its thread may sit in a collective: leave it to process exit
+    (void)dist_.release();
+  }
+}
+
 void DistributedTrainCollectives::BroadcastParameters(
     std::vector<std::pair<std::string, torch::Tensor>>& params) {
-  sync_ = dist_.MakeGradientSync(params, sync_options_);
+  sync_ = dist_->MakeGradientSync(params, sync_options_);
   micro_ = 0;
   sync_->SetSyncEnabled(accum_freq_ == 1);
 }
@@ -54,7 +63,7 @@ torch::Tensor DistributedTrainCollectives::Loss(const torch::Tensor& image_featu
   ClipLossOptions loss_options;
   loss_options.gather_with_grad = gather_with_grad_;
   loss_options.local_loss = local_loss_;
-  return ClipLossAcrossRanks(image_features, text_features, logit_scale, dist_.world(),
+  return ClipLossAcrossRanks(image_features, text_features, logit_scale, dist_->world(),
                              loss_options);
 }
 
@@ -75,11 +84,11 @@ void DistributedTrainCollectives::AfterBackward(bool last) {
 
 double DistributedTrainCollectives::SumOverRanks(double value) {
   torch::Tensor sum = torch::tensor({value}, torch::kDouble);
-  dist_.world()->AllreduceSum(sum);
+  dist_->world()->AllreduceSum(sum);
   return sum.item<double>();
 }
 
-void DistributedTrainCollectives::Barrier() { dist_.world()->Barrier(); }
+void DistributedTrainCollectives::Barrier() { dist_->world()->Barrier(); }
 
 std::unique_ptr<TrainCollectives> MakeTrainCollectives(const TrainOptions& options) {
   DistEnv env = ReadDistEnvFromProcess();

@@ -16,9 +16,13 @@ class DistributedTrainCollectives : public TrainCollectives {
  public:
   // Collective: rendezvous with every rank of `env`.
   DistributedTrainCollectives(const DistEnv& env, const TrainOptions& options);
+  // Collective at the end of training. While an exception unwinds (this rank failed), the other
+  // ranks will never join: the communicators are abandoned so the process can exit and the
+  // launcher can stop the job, instead of waiting for peers that are not coming.
+  ~DistributedTrainCollectives() override;
 
-  int rank() const override { return dist_.rank(); }
-  int world_size() const override { return dist_.world_size(); }
+  int rank() const override { return dist_->rank(); }
+  int world_size() const override { return dist_->world_size(); }
   std::string host() const override { return host_; }
 
   void BroadcastParameters(std::vector<std::pair<std::string, torch::Tensor>>& params) override;
@@ -29,7 +33,7 @@ class DistributedTrainCollectives : public TrainCollectives {
   void Barrier() override;
 
  private:
-  Distributed dist_;
+  std::unique_ptr<Distributed> dist_;
   std::string host_;
   GradientSyncOptions sync_options_;
   bool local_loss_, gather_with_grad_;

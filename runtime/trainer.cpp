@@ -186,7 +186,10 @@ void Trainer::OpenData() {
 
 bool Trainer::NextBatch(DeviceBatch& batch) {
   TimelineSpan span("compute", "DATA");
-  if (!source_->Next(batch.host)) return false;
+  {
+    TimelineSpan wait("compute", "WAIT_FOR_DATA");  // blocked on the loader
+    if (!source_->Next(batch.host)) return false;
+  }
   HostBatch& h = batch.host;
   batch.images = torch::from_blob(h.pixels.data(), {h.size, h.channels, h.height, h.width},
                                   torch::kFloat);

@@ -20,3 +20,10 @@ if(TARGET dtrain_runtime)
   target_link_libraries(allreduce_bench PRIVATE dtrain_runtime)
   target_precompile_headers(allreduce_bench REUSE_FROM dtrain_runtime)
 endif()
+
+# End to end through the launcher: needs both executables.
+if(TARGET dtrain_runtime AND TARGET dtrain)
+  dtrain_test(dist_launch_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/dist_launch_test.cpp
+              LABELS dist TIMEOUT 240)
+  add_dependencies(dist_launch_test dtrain dtrain-clip)
+endif()

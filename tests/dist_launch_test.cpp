@@ -1,0 +1,94 @@
+// dtrain-clip through `dtrain launch`: two local ranks on Fashion-MNIST (Gloo) end with identical
+// parameters; a rank killed mid-training brings the job down and --max-restarts 1 with
+// --resume latest finishes it from the last checkpoint.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kBin = DTRAIN_BINARY_DIR;
+
+std::string TempDir() {
+  char pattern[] = "/tmp/dtrain-dist-launch-XXXXXX";
+  return mkdtemp(pattern);
+}
+
+int Run(const std::string& command) {
+  int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The last {"event":"end"...} line of every rank's metrics file under `dir`, by rank file name.
+std::map<std::string, std::string> EndLines(const std::string& dir) {
+  std::map<std::string, std::string> ends;
+  for (auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.path().extension() != ".jsonl") continue;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("\"event\":\"end\"") != std::string::npos) {
+        ends[entry.path().filename()] = line;
+      }
+    }
+  }
+  return ends;
+}
+
+std::string Field(const std::string& line, const std::string& key) {
+  size_t at = line.find("\"" + key + "\":");
+  if (at == std::string::npos) return "";
+  size_t start = at + key.size() + 3;
+  size_t end = line.find_first_of(",}", start);
+  return line.substr(start, end - start);
+}
+
+const std::string kTrain =
+    " train --batch-size 32 --zeroshot-frequency 0 --gather-with-grad --threads 1";
+
+TEST(DistLaunch, TwoRanksEndWithIdenticalParameters) {
+  std::string dir = TempDir();
+  int code = Run("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
+                 "--log-dir " + dir + "/logs --job e2e -- " + kBin + "/dtrain-clip" + kTrain +
+                 " --max-steps 5 --save-frequency 0 --logs " + dir + "/ck > " + dir +
+                 "/launch.log 2>&1");
+  ASSERT_EQ(code, 0) << "see " << dir << "/launch.log";
+  auto ends = EndLines(dir);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(Field(ends["rank-0.jsonl"], "param_hash"), Field(ends["rank-1.jsonl"], "param_hash"));
+  EXPECT_FALSE(Field(ends["rank-0.jsonl"], "param_hash").empty());
+  EXPECT_EQ(Field(ends["rank-1.jsonl"], "step"), "5");
+}
+
+TEST(DistLaunch, KilledRankRestartsAndResumesFromTheLastCheckpoint) {
+  std::string dir = TempDir();
+  // Rank 1 of the first attempt is killed once epoch 1's checkpoint exists.
+  std::string clip = kBin + "/dtrain-clip" + kTrain +
+                     " --epochs 6 --train-num-samples 192 --save-frequency 1 --resume latest"
+                     " --logs " + dir + "/ck";
+  std::ofstream(dir + "/rank.sh")
+      << "if [ \"$RANK\" = 1 ] && [ ! -e " << dir << "/killed ]; then\n"
+      << "  touch " << dir << "/killed\n"
+      << "  " << clip << " & pid=$!\n"
+      << "  while [ ! -e " << dir << "/ck/checkpoints/epoch_1.pt ]; do sleep 0.05; done\n"
+      << "  kill -9 $pid; wait $pid; exit 137\n"
+      << "fi\n"
+      << "exec " << clip << "\n";
+  int code = Run("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
+                 "--max-restarts 1 --log-dir " + dir + "/logs --job restart -- sh " + dir +
+                 "/rank.sh > " + dir + "/launch.log 2>&1");
+  ASSERT_EQ(code, 0) << "see " << dir << "/launch.log";
+  EXPECT_TRUE(fs::exists(dir + "/killed"));
+  EXPECT_TRUE(fs::exists(dir + "/ck/checkpoints/epoch_6.pt"));
+  auto ends = EndLines(dir);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(Field(ends["rank-0.jsonl"], "param_hash"), Field(ends["rank-1.jsonl"], "param_hash"));
+  EXPECT_EQ(Field(ends["rank-0.jsonl"], "step"), "18");
+}
+
+}  // namespace
