@@ -199,6 +199,14 @@ TEST(TimelineMerge, ReadsHorovodTimelinesClosedOrNot) {
   }
 }
 
+TEST(TimelineMerge, NamesRanksFromTheJobWhenTheTraceDoesNot) {
+  ScratchDir dir;
+  WriteFile(dir / "rank-2.json", kHorovodTimeline);
+  MergeResult result = MergeTimelines({dir / "rank-2.json"}, dir / "m.json", {}, {{2, "gpu-c"}});
+  EXPECT_EQ(CheckMergedTrace(dir / "m.json").process_names,
+            (std::map<int, std::string>{{2, "rank 2 (gpu-c)"}}));
+}
+
 TEST(TimelineMerge, RefusesTextThatIsNotATrace) {
   ScratchDir dir;
   WriteFile(dir / "rank-0.json", "{\"traceEvents\": []}");
