@@ -20,7 +20,7 @@ std::string TempDir() {
   return mkdtemp(pattern);
 }
 
-int Run(const std::string& command) {
+int RunShell(const std::string& command) {
   int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -53,7 +53,7 @@ const std::string kTrain =
 
 TEST(DistLaunch, TwoRanksEndWithIdenticalParameters) {
   std::string dir = TempDir();
-  int code = Run("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
+  int code = RunShell("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
                  "--log-dir " + dir + "/logs --job e2e -- " + kBin + "/dtrain-clip" + kTrain +
                  " --max-steps 5 --save-frequency 0 --logs " + dir + "/ck > " + dir +
                  "/launch.log 2>&1");
@@ -79,7 +79,7 @@ TEST(DistLaunch, KilledRankRestartsAndResumesFromTheLastCheckpoint) {
       << "  kill -9 $pid; wait $pid; exit 137\n"
       << "fi\n"
       << "exec " << clip << "\n";
-  int code = Run("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
+  int code = RunShell("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
                  "--max-restarts 1 --log-dir " + dir + "/logs --job restart -- sh " + dir +
                  "/rank.sh > " + dir + "/launch.log 2>&1");
   ASSERT_EQ(code, 0) << "see " << dir << "/launch.log";
