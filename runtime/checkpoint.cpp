@@ -37,7 +37,10 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
                     const std::string& model_name) {
   torch::serialize::OutputArchive archive;
   torch::serialize::OutputArchive weights;
-  for (const auto& item : model.named_parameters()) weights.write(item.key(), item.value());
+  // clone(): a parameter may be a view into a larger buffer; save only its own elements.
+  for (const auto& item : model.named_parameters()) {
+    weights.write(item.key(), item.value().detach().clone());
+  }
   for (const auto& item : model.named_buffers()) weights.write(item.key(), item.value(), true);
   archive.write("model", weights);
   torch::serialize::OutputArchive optimizer_state;

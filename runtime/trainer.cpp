@@ -12,6 +12,7 @@
 #include "runtime/clip_model.h"
 #include "runtime/data_source.h"
 #include "runtime/fashion_mnist.h"
+#include "runtime/flat_parameters.h"
 #include "runtime/lr_schedule.h"
 #include "runtime/metrics_log.h"
 #include "runtime/progress_display.h"
@@ -85,7 +86,7 @@ class Trainer {
   ClipModel model_{nullptr};
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
-  std::vector<torch::Tensor> params_;
+  std::unique_ptr<FlatParameters> flat_;
   std::unique_ptr<BatchSource> source_;
   CosineLrSchedule schedule_;
   int64_t steps_per_epoch_ = 0;
@@ -140,14 +141,17 @@ void Trainer::BuildModelAndOptimizer() {
   std::vector<torch::Tensor> decay, no_decay;
   for (const auto& item : model_->named_parameters()) {
     (TakesWeightDecay(item.key(), item.value()) ? decay : no_decay).push_back(item.value());
-    params_.push_back(item.value());
   }
+  flat_ = std::make_unique<FlatParameters>(
+      std::vector<std::vector<torch::Tensor>>{no_decay, decay});
   auto options = torch::optim::AdamWOptions(o_.lr).betas({o_.beta1, o_.beta2}).eps(o_.eps);
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
-                                    torch::optim::AdamWOptions(options).weight_decay(0)));
-  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
-                                 torch::optim::AdamWOptions(options).weight_decay(o_.wd)));
+  groups.emplace_back(std::vector<torch::Tensor>{flat_->buffers()[0]},
+                      std::make_unique<torch::optim::AdamWOptions>(
+                          torch::optim::AdamWOptions(options).weight_decay(0)));
+  groups.emplace_back(std::vector<torch::Tensor>{flat_->buffers()[1]},
+                      std::make_unique<torch::optim::AdamWOptions>(
+                          torch::optim::AdamWOptions(options).weight_decay(o_.wd)));
   optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
 }
 
@@ -257,7 +261,10 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
 
 void Trainer::OptimizerStep() {
   TimelineSpan span("compute", "OPTIMIZER");
-  if (o_.grad_clip_norm > 0) torch::nn::utils::clip_grad_norm_(params_, o_.grad_clip_norm);
+  flat_->AdoptGradients();
+  if (o_.grad_clip_norm > 0) {
+    torch::nn::utils::clip_grad_norm_(flat_->buffers(), o_.grad_clip_norm);
+  }
   optimizer_->step();
   model_->ClampLogitScale();
 }
@@ -272,7 +279,7 @@ bool Trainer::TrainStep(int epoch) {
   for (auto& group : optimizer_->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(last_lr_);
   }
-  optimizer_->zero_grad();
+  flat_->ZeroGrad();
   torch::Tensor loss = ForwardBackward(micro);
   OptimizerStep();
   ++progress_.step;
