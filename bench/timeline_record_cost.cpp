@@ -38,9 +38,10 @@ int main(int argc, char** argv) {
     burst_ns += NsPerRecord(on, 10000) / bursts;
     on.Flush();
   }
-  std::printf("open timeline, bursts of 20000 records: %.1f ns per record on the recording "
-              "thread\n",
-              burst_ns);
+  std::printf(
+      "open timeline, bursts of 20000 records: %.1f ns per record on the recording "
+      "thread\n",
+      burst_ns);
   // Far more than the queue holds: the writer's own throughput sets the pace.
   std::printf("open timeline, 400000 records back to back: %.1f ns per record (writer-bound)\n",
               NsPerRecord(on, 200000));

@@ -22,11 +22,14 @@ constexpr size_t kMaxPoints = 300;
 const char* kColours[] = {"#4e79a7", "#e15759", "#f28e2b", "#bab0ac"};  // compute comm wait idle
 const char* kNames[] = {"compute", "communication (not overlapped)", "waiting", "idle"};
 
-double Ms(int64_t us) { return static_cast<double>(us) / 1000.0; }
+double Ms(int64_t us) {
+  return static_cast<double>(us) / 1000.0;
+}
 
 std::string RankColour(size_t i, size_t n) {
-  return fmt::format("hsl({},65%,45%)", static_cast<int>(360.0 * static_cast<double>(i) /
-                                                         static_cast<double>(std::max<size_t>(n, 1))));
+  return fmt::format("hsl({},65%,45%)",
+                     static_cast<int>(360.0 * static_cast<double>(i) /
+                                      static_cast<double>(std::max<size_t>(n, 1))));
 }
 
 // Per-step value of a rank's bar: its mean step, or its whole wall time when it has no steps.
@@ -85,9 +88,10 @@ void Bars(std::string& svg, const TimelineSummary& summary, double max_ms) {
           cx, y_lo, y_hi);
     }
     if (n <= 32) {
-      svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}"
-                         "</text>\n",
-                         x + bar / 2, kBarTop + kBarHeight + 14, r.rank);
+      svg += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}"
+          "</text>\n",
+          x + bar / 2, kBarTop + kBarHeight + 14, r.rank);
     }
   }
   for (int k = 0; k < 4; ++k) {
@@ -103,9 +107,10 @@ void Lines(std::string& svg, const TimelineSummary& summary, double max_ms) {
   size_t steps = 0;
   for (const RankTime& r : summary.ranks) steps = std::max(steps, r.step_us.size());
   if (steps < 2) {
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\">no per-step data (no OPTIMIZER "
-                       "spans)</text>\n",
-                       kLeft + 10, kLineTop + kLineHeight / 2);
+    svg += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"12\">no per-step data (no OPTIMIZER "
+        "spans)</text>\n",
+        kLeft + 10, kLineTop + kLineHeight / 2);
     return;
   }
   size_t bucket = (steps + kMaxPoints - 1) / kMaxPoints;
@@ -126,9 +131,10 @@ void Lines(std::string& svg, const TimelineSummary& summary, double max_ms) {
         "<title>rank {}</title></polyline>\n",
         RankColour(i, summary.ranks.size()), points, summary.ranks[i].rank);
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">step (1 to "
-                     "{})</text>\n",
-                     kLeft + (kWidth - kLeft - kRight) / 2, kLineTop + kLineHeight + 16, steps);
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">step (1 to "
+      "{})</text>\n",
+      kLeft + (kWidth - kLeft - kRight) / 2, kLineTop + kLineHeight + 16, steps);
 }
 
 }  // namespace
@@ -145,9 +151,10 @@ std::string StepChartSvg(const TimelineSummary& summary) {
       kWidth, kHeight, kLeft);
   Axis(svg, kBarTop, kBarHeight, max_ms, "ms per step");
   Bars(svg, summary, max_ms);
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"14\" font-weight=\"bold\">Step time "
-                     "over the run, one line per rank</text>\n",
-                     kLeft, kLineTop - 14);
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"{}\" font-size=\"14\" font-weight=\"bold\">Step time "
+      "over the run, one line per rank</text>\n",
+      kLeft, kLineTop - 14);
   Axis(svg, kLineTop, kLineHeight, max_ms, "ms");
   Lines(svg, summary, max_ms);
   svg += "</svg>\n";

@@ -108,13 +108,14 @@ void AssignRanks(std::vector<RankTraceInfo>& ranks, std::vector<std::string>& wa
 
 void PlaceOnCommonClock(std::vector<RankTraceInfo>& ranks, std::vector<std::string>& warnings) {
   int64_t base = INT64_MAX;
-  for (const RankTraceInfo& info : ranks) base = std::min(base, info.start_us + info.clock_offset_us);
+  for (const RankTraceInfo& info : ranks)
+    base = std::min(base, info.start_us + info.clock_offset_us);
   for (RankTraceInfo& info : ranks) {
     info.shift_us = info.start_us + info.clock_offset_us - base;
     if (ranks.size() > 1 && info.rank != 0 && !info.has_clock_offset) {
-      warnings.push_back(fmt::format(
-          "{}: rank {} recorded no clock offset to rank 0; its own clock is used", info.path,
-          info.rank));
+      warnings.push_back(
+          fmt::format("{}: rank {} recorded no clock offset to rank 0; its own clock is used",
+                      info.path, info.rank));
     }
   }
 }
@@ -179,8 +180,9 @@ class RankMerger {
     while (reader.NextText(text)) Take(ParseRecord(reader, text));
     info_.truncated = reader.truncated();
     if (info_.truncated) {
-      warnings_.push_back(fmt::format("rank {}: {} (the rank was killed?); merged what was complete",
-                                      info_.rank, reader.truncation_note()));
+      warnings_.push_back(
+          fmt::format("rank {}: {} (the rank was killed?); merged what was complete", info_.rank,
+                      reader.truncation_note()));
     }
     CloseOpenSpans();
     if (unmatched_ends_ > 0) {
@@ -287,20 +289,16 @@ class RankMerger {
       while (!thread.open.empty()) {
         std::string name = thread.open.back();
         thread.open.pop_back();
-        json record = {{"ph", "E"},
-                       {"name", name},
-                       {"ts", rank_last_ts_},
-                       {"pid", info_.rank},
-                       {"tid", tid},
-                       {"args", {{"closed_by_merge", true}}}};
+        json record = {{"ph", "E"},         {"name", name}, {"ts", rank_last_ts_},
+                       {"pid", info_.rank}, {"tid", tid},   {"args", {{"closed_by_merge", true}}}};
         Emit(record, tid, 'E', name, rank_last_ts_);
         ++closed;
       }
     }
     if (closed > 0) {
-      warnings_.push_back(fmt::format(
-          "rank {}: {} spans never ended; closed at the rank's last timestamp", info_.rank,
-          closed));
+      warnings_.push_back(
+          fmt::format("rank {}: {} spans never ended; closed at the rank's last timestamp",
+                      info_.rank, closed));
     }
   }
 

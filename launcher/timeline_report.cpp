@@ -56,10 +56,10 @@ std::vector<std::string> JobTraceFiles(const std::string& job_dir) {
     }
   }
   if (files.empty()) {
-    throw Error(fmt::format(
-        "{}: no per-rank traces (rank-R.json); launch the job with --timeline "
-        "(or job.timeline: true in the cluster file)",
-        dir.string()));
+    throw Error(
+        fmt::format("{}: no per-rank traces (rank-R.json); launch the job with --timeline "
+                    "(or job.timeline: true in the cluster file)",
+                    dir.string()));
   }
   std::sort(files.begin(), files.end(),
             [](const fs::path& a, const fs::path& b) { return RankNumber(a) < RankNumber(b); });
@@ -90,8 +90,8 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (request.summary) {
     report.summary = builder.Finish(report.merge.ranks);
     fs::path dir = fs::path(report.output).parent_path();
-    report.chart = (dir.empty() ? fs::path("timeline-steps.svg") : dir / "timeline-steps.svg")
-                       .string();
+    report.chart =
+        (dir.empty() ? fs::path("timeline-steps.svg") : dir / "timeline-steps.svg").string();
     WriteText(report.chart, StepChartSvg(report.summary));
   }
   return report;

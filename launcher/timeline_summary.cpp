@@ -9,9 +9,13 @@
 namespace dtrain {
 namespace {
 
-bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+bool StartsWith(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
 
-double Ms(int64_t us) { return static_cast<double>(us) / 1000.0; }
+double Ms(int64_t us) {
+  return static_cast<double>(us) / 1000.0;
+}
 
 double Percent(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
@@ -77,8 +81,8 @@ void TimelineSummaryBuilder::Begin(RankState& state, const MergedEvent& event) {
   OpenSpan span;
   span.kind = ClassifySpan(event.track, event.name);
   span.start_us = event.ts_us;
-  bool inside_fused = std::any_of(stack.begin(), stack.end(),
-                                  [](const OpenSpan& s) { return s.bytes >= 0; });
+  bool inside_fused =
+      std::any_of(stack.begin(), stack.end(), [](const OpenSpan& s) { return s.bytes >= 0; });
   auto bytes = event.args.find("bytes");
   if (!inside_fused && event.name.find("ALLREDUCE") != std::string::npos &&
       bytes != event.args.end() && bytes->is_number_integer()) {
@@ -159,19 +163,21 @@ TimelineSummary TimelineSummaryBuilder::Finish(const std::vector<RankTraceInfo>&
 namespace {
 
 std::string RankLabel(const RankTime& r) {
-  return r.host.empty() ? fmt::format("rank {}", r.rank) : fmt::format("rank {} ({})", r.rank, r.host);
+  return r.host.empty() ? fmt::format("rank {}", r.rank)
+                        : fmt::format("rank {} ({})", r.rank, r.host);
 }
 
 void FormatRankTable(std::string& out, const TimelineSummary& summary) {
   out += fmt::format("{:>5} {:<16} {:>6} {:>9} {:>17} {:>17} {:>17} {:>10}\n", "rank", "host",
                      "steps", "step ms", "compute ms", "comm exposed ms", "waiting ms", "comm ms");
   for (const RankTime& r : summary.ranks) {
-    out += fmt::format("{:>5} {:<16} {:>6} {:>9.2f} {:>9.1f} ({:>4.1f}%) {:>9.1f} ({:>4.1f}%) "
-                       "{:>9.1f} ({:>4.1f}%) {:>10.1f}\n",
-                       r.rank, r.host.empty() ? "-" : r.host, r.step_us.size(), Ms(MeanStep(r)),
-                       Ms(r.compute_us), Percent(r.compute_us, r.wall_us), Ms(r.comm_exposed_us),
-                       Percent(r.comm_exposed_us, r.wall_us), Ms(r.wait_us),
-                       Percent(r.wait_us, r.wall_us), Ms(r.comm_us));
+    out += fmt::format(
+        "{:>5} {:<16} {:>6} {:>9.2f} {:>9.1f} ({:>4.1f}%) {:>9.1f} ({:>4.1f}%) "
+        "{:>9.1f} ({:>4.1f}%) {:>10.1f}\n",
+        r.rank, r.host.empty() ? "-" : r.host, r.step_us.size(), Ms(MeanStep(r)), Ms(r.compute_us),
+        Percent(r.compute_us, r.wall_us), Ms(r.comm_exposed_us),
+        Percent(r.comm_exposed_us, r.wall_us), Ms(r.wait_us), Percent(r.wait_us, r.wall_us),
+        Ms(r.comm_us));
   }
 }
 
@@ -220,11 +226,11 @@ void FormatLargest(std::string& out, const TimelineSummary& summary) {
   }
   out += "\nlargest fused allreduces:\n";
   for (const FusedAllreduce& f : summary.largest) {
-    out += fmt::format("  {:>10}  {:<20} {:<16} {:>4} tensors {:<8} x{:<6} mean {:.2f} ms, "
-                       "max {:.2f} ms (rank {})\n",
-                       Bytes(f.bytes), f.track, f.name, f.tensors, f.dtype.empty() ? "-" : f.dtype,
-                       f.count, Ms(f.total_us / std::max<int64_t>(1, f.count)), Ms(f.max_us),
-                       f.max_rank);
+    out += fmt::format(
+        "  {:>10}  {:<20} {:<16} {:>4} tensors {:<8} x{:<6} mean {:.2f} ms, "
+        "max {:.2f} ms (rank {})\n",
+        Bytes(f.bytes), f.track, f.name, f.tensors, f.dtype.empty() ? "-" : f.dtype, f.count,
+        Ms(f.total_us / std::max<int64_t>(1, f.count)), Ms(f.max_us), f.max_rank);
   }
 }
 

@@ -43,8 +43,8 @@ struct FusedAllreduce {
 };
 
 struct TimelineSummary {
-  std::vector<RankTime> ranks;           // by rank
-  std::vector<FusedAllreduce> largest;   // biggest first, at most kLargestKept
+  std::vector<RankTime> ranks;          // by rank
+  std::vector<FusedAllreduce> largest;  // biggest first, at most kLargestKept
   static constexpr size_t kLargestKept = 5;
 };
 

@@ -14,7 +14,9 @@ namespace {
 
 constexpr size_t kBufferBytes = 1 << 20;
 
-bool IsSpace(int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool IsSpace(int c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 }  // namespace
 
@@ -32,10 +34,10 @@ TraceReader::TraceReader(const std::string& path) : path_(path), buffer_(kBuffer
   if (c != '[') {
     std::fclose(file_);
     file_ = nullptr;
-    throw Error(fmt::format(
-        "{}: not a Chrome trace-event array (starts with '{}', expected '['); "
-        "give a per-rank timeline or a Horovod timeline file",
-        path, static_cast<char>(c)));
+    throw Error(
+        fmt::format("{}: not a Chrome trace-event array (starts with '{}', expected '['); "
+                    "give a per-rank timeline or a Horovod timeline file",
+                    path, static_cast<char>(c)));
   }
 }
 
@@ -113,8 +115,8 @@ bool TraceReader::Next(nlohmann::json& record) {
 std::string TraceReader::truncation_note() const {
   if (!truncated_) return {};
   if (records_ == 0 && record_start_ == 0) return fmt::format("{}: no complete record", path_);
-  return fmt::format("{}: cut short inside the record at byte {} after {} complete records",
-                     path_, record_start_, records_);
+  return fmt::format("{}: cut short inside the record at byte {} after {} complete records", path_,
+                     record_start_, records_);
 }
 
 }  // namespace dtrain

@@ -79,7 +79,7 @@ struct Timeline::Impl {
   bool write_failed = false;
 
   std::mutex mu;
-  std::condition_variable work_ready;  // writer waits: records, flush request or close
+  std::condition_variable work_ready;   // writer waits: records, flush request or close
   std::condition_variable space_ready;  // producers wait: queue below capacity; Flush() waits
   std::deque<Record> queue;
   uint64_t enqueued = 0;
@@ -202,10 +202,11 @@ struct Timeline::Impl {
 
 Timeline::Timeline() = default;
 
-Timeline::~Timeline() { Close(); }
+Timeline::~Timeline() {
+  Close();
+}
 
-void Timeline::Open(const std::string& path, int rank, const std::string& host,
-                    bool mark_cycles) {
+void Timeline::Open(const std::string& path, int rank, const std::string& host, bool mark_cycles) {
   if (impl_) Close();
   std::error_code ec;  // the folder may not exist yet (<job>/timeline/); open() reports failure
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -282,7 +283,9 @@ void Timeline::SetClockOffset(int64_t offset_us, int64_t round_trip_us) {
   clock_offset_us_ = offset_us;
   clock_rtt_us_ = round_trip_us;
   if (!enabled_) return;
-  impl_->Push(Record{RecordKind::kClockOffset, {}, "clock_offset",
+  impl_->Push(Record{RecordKind::kClockOffset,
+                     {},
+                     "clock_offset",
                      "\"clock_offset_us\": " + std::to_string(offset_us) +
                          ", \"clock_rtt_us\": " + std::to_string(round_trip_us),
                      0});

@@ -28,7 +28,7 @@ using testing::WriteFile;
 // What a merged trace holds, checked for the rules every merged trace must keep.
 struct MergedTraceFacts {
   std::map<int, std::string> process_names;                 // pid -> name
-  std::map<std::pair<int, int>, std::string> thread_names;   // (pid, tid) -> name
+  std::map<std::pair<int, int>, std::string> thread_names;  // (pid, tid) -> name
   size_t spans = 0;
   size_t instants = 0;
 };
@@ -75,12 +75,12 @@ TEST(TimelineMerge, RealRanksBecomeProcessesWithTrackThreads) {
   ScratchDir dir;
   testing::WriteRankTrace(dir / "rank-0.json", 0, "node-a", 0, 4);
   testing::WriteRankTrace(dir / "rank-1.json", 1, "node-b", -800, 4);
-  MergeResult result = MergeTimelines({dir / "rank-0.json", dir / "rank-1.json"},
-                                      dir / "timeline.json", {});
+  MergeResult result =
+      MergeTimelines({dir / "rank-0.json", dir / "rank-1.json"}, dir / "timeline.json", {});
   EXPECT_TRUE(result.warnings.empty()) << result.warnings.front();
   MergedTraceFacts facts = CheckMergedTrace(dir / "timeline.json");
-  EXPECT_EQ(facts.process_names, (std::map<int, std::string>{{0, "rank 0 (node-a)"},
-                                                             {1, "rank 1 (node-b)"}}));
+  EXPECT_EQ(facts.process_names,
+            (std::map<int, std::string>{{0, "rank 0 (node-a)"}, {1, "rank 1 (node-b)"}}));
   for (int rank : {0, 1}) {
     std::set<std::string> threads;
     for (auto& [key, name] : facts.thread_names) {
@@ -140,8 +140,8 @@ TEST(TimelineMerge, TruncatedRankFileIsMergedWithAWarning) {
   size_t next_record = text.find("{\"ph\"", second);
   ASSERT_NE(next_record, std::string::npos);
   std::filesystem::resize_file(dir / "rank-1.json", next_record + 5);
-  MergeResult result = MergeTimelines({dir / "rank-0.json", dir / "rank-1.json"},
-                                      dir / "timeline.json", {});
+  MergeResult result =
+      MergeTimelines({dir / "rank-0.json", dir / "rank-1.json"}, dir / "timeline.json", {});
   ASSERT_FALSE(result.warnings.empty());
   std::string all;
   for (const std::string& w : result.warnings) all += w + "\n";
@@ -243,12 +243,14 @@ TEST(TimelineMerge, StreamsInputsMuchLargerThanItsMemory) {
   std::string path = dir / "rank-0.json";
   {
     std::FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs("[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": "
-               "{\"start_time_since_epoch_in_micros\": 1, \"rank\": 0}}",
-               f);
+    std::fputs(
+        "[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": "
+        "{\"start_time_since_epoch_in_micros\": 1, \"rank\": 0}}",
+        f);
     std::string pad(40, 'x');
     for (int i = 0; i < 450000; ++i) {
-      std::fprintf(f, ",\n{\"ph\": \"B\", \"name\": \"FORWARD\", \"ts\": %d, \"pid\": 1, "
+      std::fprintf(f,
+                   ",\n{\"ph\": \"B\", \"name\": \"FORWARD\", \"ts\": %d, \"pid\": 1, "
                    "\"args\": {\"pad\": \"%s\"}},\n{\"ph\": \"E\", \"ts\": %d, \"pid\": 1}",
                    2 * i, pad.c_str(), 2 * i + 1);
     }

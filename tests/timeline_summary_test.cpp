@@ -17,13 +17,17 @@ using testing::WriteFile;
 std::string Header(int rank, int64_t start_us, int64_t offset_us) {
   return "[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": \"x\", "
          "\"start_time_since_epoch_in_micros\": " +
-         std::to_string(start_us) + ", \"rank\": " + std::to_string(rank) +
-         ", \"host\": \"node-" + std::to_string(rank) + "\"}},\n" +
-         "{\"name\": \"clock_offset\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"clock_offset_us\": " +
+         std::to_string(start_us) + ", \"rank\": " + std::to_string(rank) + ", \"host\": \"node-" +
+         std::to_string(rank) + "\"}},\n" +
+         "{\"name\": \"clock_offset\", \"ph\": \"M\", \"pid\": 0, \"args\": "
+         "{\"clock_offset_us\": " +
          std::to_string(offset_us) + ", \"clock_rtt_us\": 20}},\n" +
-         "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"args\": {\"name\": \"compute\"}},\n"
-         "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 2, \"args\": {\"name\": \"fusion.0\"}},\n"
-         "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 3, \"args\": {\"name\": \"fusion.1\"}}";
+         "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"args\": {\"name\": "
+         "\"compute\"}},\n"
+         "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 2, \"args\": {\"name\": "
+         "\"fusion.0\"}},\n"
+         "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 3, \"args\": {\"name\": "
+         "\"fusion.1\"}}";
 }
 
 std::string Span(int pid, const char* name, int64_t b, int64_t e, const std::string& args = "") {
@@ -48,7 +52,7 @@ std::string RankZero() {
   t += Span(1, "DATA", 0, 100) + Span(1, "FORWARD", 100, 400) + Span(1, "BACKWARD", 400, -1);
   t += Span(2, "ALLREDUCE", 600, -1, "\"bytes\": 4096, \"tensors\": 2, \"dtype\": \"float32\"");
   t += Span(2, "QUEUE", 600, 700) + Span(2, "GLOO_ALLREDUCE", 700, -1);
-  t += EndAt(1, 800);              // BACKWARD
+  t += EndAt(1, 800);                  // BACKWARD
   t += EndAt(2, 950) + EndAt(2, 950);  // GLOO_ALLREDUCE, ALLREDUCE
   t += Span(1, "OPTIMIZER", 1000, 1100) + Span(1, "WAIT_FOR_DATA", 1100, 1200);
   t += Span(1, "DATA", 1200, 1300) + Span(1, "FORWARD", 1300, 1500) +
@@ -86,11 +90,11 @@ TEST(TimelineSummary, SplitsEachRanksTimeExactly) {
   const RankTime& r0 = s.ranks[0];
   EXPECT_EQ(r0.host, "node-0");
   EXPECT_EQ(r0.wall_us, 1800);
-  EXPECT_EQ(r0.compute_us, 1500);       // 0-800, 1000-1100, 1200-1800
-  EXPECT_EQ(r0.comm_us, 250);           // GLOO_ALLREDUCE 700-950
-  EXPECT_EQ(r0.comm_exposed_us, 150);   // 800-950: BACKWARD over
-  EXPECT_EQ(r0.wait_us, 100);           // WAIT_FOR_DATA; QUEUE hid behind BACKWARD
-  EXPECT_EQ(r0.idle_us, 50);            // 950-1000
+  EXPECT_EQ(r0.compute_us, 1500);      // 0-800, 1000-1100, 1200-1800
+  EXPECT_EQ(r0.comm_us, 250);          // GLOO_ALLREDUCE 700-950
+  EXPECT_EQ(r0.comm_exposed_us, 150);  // 800-950: BACKWARD over
+  EXPECT_EQ(r0.wait_us, 100);          // WAIT_FOR_DATA; QUEUE hid behind BACKWARD
+  EXPECT_EQ(r0.idle_us, 50);           // 950-1000
   EXPECT_EQ(r0.step_us, (std::vector<int64_t>{1100, 700}));
   const RankTime& r1 = s.ranks[1];
   EXPECT_EQ(r1.wall_us, 1700);
