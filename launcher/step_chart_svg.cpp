@@ -3,6 +3,7 @@
 #include "launcher/step_chart_svg.h"
 
 #include <algorithm>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -40,9 +41,12 @@ double BarMs(const RankTime& r) {
   return Ms(sum) / static_cast<double>(r.step_us.size());
 }
 
-double MaxStepMs(const RankTime& r) {
+// The q-quantile of a rank's step times (q in [0, 1]); its wall time without steps.
+double StepQuantileMs(const RankTime& r, double q) {
   if (r.step_us.empty()) return Ms(r.wall_us);
-  return Ms(*std::max_element(r.step_us.begin(), r.step_us.end()));
+  std::vector<int64_t> sorted = r.step_us;
+  std::sort(sorted.begin(), sorted.end());
+  return Ms(sorted[static_cast<size_t>(q * static_cast<double>(sorted.size() - 1))]);
 }
 
 void Axis(std::string& svg, int top, int height, double max_ms, const char* label) {
@@ -79,9 +83,8 @@ void Bars(std::string& svg, const TimelineSummary& summary, double max_ms) {
           x, y, bar, h, kColours[k], r.rank, kNames[k], Ms(parts[k]));
     }
     if (!r.step_us.empty()) {
-      auto [lo, hi] = std::minmax_element(r.step_us.begin(), r.step_us.end());
-      double y_lo = kBarTop + kBarHeight * (1 - Ms(*lo) / max_ms);
-      double y_hi = kBarTop + kBarHeight * (1 - Ms(*hi) / max_ms);
+      double y_lo = kBarTop + kBarHeight * (1 - StepQuantileMs(r, 0.05) / max_ms);
+      double y_hi = kBarTop + kBarHeight * (1 - StepQuantileMs(r, 0.95) / max_ms);
       double cx = x + bar / 2;
       svg += fmt::format(
           "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n",
@@ -141,13 +144,17 @@ void Lines(std::string& svg, const TimelineSummary& summary, double max_ms) {
 
 std::string StepChartSvg(const TimelineSummary& summary) {
   double max_ms = 0.001;
-  for (const RankTime& r : summary.ranks) max_ms = std::max(max_ms, MaxStepMs(r));
+  // Scaled to the slowest 95th-percentile step: one outlier (the first step) must not flatten
+  // every bar; lines above the scale are clipped.
+  for (const RankTime& r : summary.ranks) {
+    max_ms = std::max({max_ms, BarMs(r), StepQuantileMs(r, 0.95)});
+  }
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">Step time per rank (mean; "
-      "whisker: fastest to slowest step)</text>\n",
+      "whisker: 5th to 95th percentile step)</text>\n",
       kWidth, kHeight, kLeft);
   Axis(svg, kBarTop, kBarHeight, max_ms, "ms per step");
   Bars(svg, summary, max_ms);

@@ -1,5 +1,5 @@
 // The summary as a picture: one bar per rank (mean step time, split into compute, exposed
-// communication, waiting and idle, with the fastest and slowest step as a whisker) and each
+// communication, waiting and idle, with the 5th to 95th percentile step as a whisker) and each
 // rank's step time over the run. Plain SVG text, viewable in any browser.
 #pragma once
 
