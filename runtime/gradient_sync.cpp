@@ -112,15 +112,14 @@ void GradientSync::Synchronize() {
   if (!error_.empty()) throw std::runtime_error(error_);
   torch::NoGradGuard no_grad;
   for (Entry& entry : entries_) {
-    // The average becomes .grad without a copy; the old .grad (backward is over, nothing else
-    // writes it) or, when there was none, a new tensor receives the next step's average.
-    torch::Tensor previous = entry.param.grad();
+    // The average becomes .grad without a copy. The next step's average goes to the other of
+    // two result tensors we own: never the .grad that the next backward accumulates into (which
+    // may be this result, or a tensor the caller put back, e.g. a view of a flat buffer).
     entry.param.mutable_grad() = entry.result;
-    bool reusable = previous.defined() && previous.is_contiguous() &&
-                    previous.sizes() == entry.param.sizes() &&
-                    previous.scalar_type() == entry.param.scalar_type();
-    entry.result = reusable ? previous.detach()
-                            : torch::empty_like(entry.param, torch::MemoryFormat::Contiguous);
+    if (!entry.spare.defined()) {
+      entry.spare = torch::empty_like(entry.param, torch::MemoryFormat::Contiguous);
+    }
+    std::swap(entry.result, entry.spare);
     entry.grad = torch::Tensor();
     entry.state = State::kIdle;
   }

@@ -59,7 +59,8 @@ class GradientSync {
     std::string name;
     torch::Tensor param;
     torch::Tensor grad;    // the gradient to send (queued by the hook)
-    torch::Tensor result;  // the average, written by the loop
+    torch::Tensor result;  // the average, written by the loop; becomes .grad
+    torch::Tensor spare;   // the other result tensor: .grad of the last step may still be it
     State state = State::kIdle;
     int64_t bytes = 0;
     unsigned hook = 0;
