@@ -28,7 +28,8 @@ struct Figures {
 
 // The gradient path without autograd's own cost: every gradient handed to the synchroniser
 // (as the backward hooks do), then Synchronize() until every .grad holds the average.
-double FusionStep(const std::vector<torch::Tensor>& grads, GradientSync& sync, Communicator& world) {
+double FusionStep(const std::vector<torch::Tensor>& grads, GradientSync& sync,
+                  Communicator& world) {
   world.Barrier();
   auto start = Clock::now();
   for (size_t i = 0; i < grads.size(); ++i) sync.Submit(i, grads[i]);
@@ -95,9 +96,10 @@ int main(int argc, char** argv) {
       std::printf("fusion path:          %8.2f ms  algbw %6.3f GB/s  busbw %6.3f GB/s\n",
                   fusion_path.seconds * 1e3, fusion_path.algbw_gbs(bytes),
                   fusion_path.algbw_gbs(bytes) * bus);
-      std::printf("fusion/raw bandwidth: %.3f of one flat allreduce (target >= 0.9), %.3f of one "
-                  "allreduce per tensor\n",
-                  raw.seconds / fusion_path.seconds, per_tensor_raw.seconds / fusion_path.seconds);
+      std::printf(
+          "fusion/raw bandwidth: %.3f of one flat allreduce (target >= 0.9), %.3f of one "
+          "allreduce per tensor\n",
+          raw.seconds / fusion_path.seconds, per_tensor_raw.seconds / fusion_path.seconds);
       std::printf("collectives issued by the fusion path: %lld\n",
                   static_cast<long long>(sync->allreduces()));
     }

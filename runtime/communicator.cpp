@@ -103,6 +103,8 @@ std::unique_ptr<Communicator> MakeCommunicator(const CommunicatorOptions& option
   return std::make_unique<C10dCommunicator>(options.backend, std::move(group), rank, size);
 }
 
-std::string DefaultBackend() { return torch::cuda::is_available() ? "nccl" : "gloo"; }
+std::string DefaultBackend() {
+  return torch::cuda::is_available() ? "nccl" : "gloo";
+}
 
 }  // namespace dtrain::clip

@@ -41,10 +41,10 @@ class Communicator {
 
 // How to build a group's communicator: the backend and what the Gloo device binds to.
 struct CommunicatorOptions {
-  std::string backend = "gloo";     // gloo | nccl
+  std::string backend = "gloo";  // gloo | nccl
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
-  std::string gloo_interface;       // GLOO_SOCKET_IFNAME
-  std::string gloo_bind_host;       // address to bind when no interface is named
+  std::string gloo_interface;  // GLOO_SOCKET_IFNAME
+  std::string gloo_bind_host;  // address to bind when no interface is named
 };
 
 // Ranks `rank` of `size` meet through `store` (a PrefixStore per group). Throws std::runtime_error

@@ -28,8 +28,9 @@ Distributed::Distributed(const DistEnv& env, const DistributedOptions& options)
   rendezvous_ = MeetAllRanks(env, options.rendezvous_timeout);
   MeasureClockOffset(*rendezvous_.store, env, options.clock_trips, rendezvous_);
   GlobalTimeline().SetClockOffset(rendezvous_.clock_offset_us, rendezvous_.clock_round_trip_us);
-  world_ = MakeCommunicator(comm_options_, compat::MakePrefixStore("dtrain/world", rendezvous_.store),
-                            env.rank, env.world_size);
+  world_ =
+      MakeCommunicator(comm_options_, compat::MakePrefixStore("dtrain/world", rendezvous_.store),
+                       env.rank, env.world_size);
 }
 
 Distributed::~Distributed() = default;

@@ -11,7 +11,7 @@ namespace dtrain::clip {
 
 struct ClipLossOptions {
   bool gather_with_grad = false;  // --gather-with-grad: gather through AllGatherWithGrad
-  bool local_loss = false;        // --local-loss: only this rank's rows, labels offset by rank*batch
+  bool local_loss = false;  // --local-loss: only this rank's rows, labels offset by rank*batch
 };
 
 // `image_features`, `text_features`: [batch, embed], L2-normalised; `logit_scale`: the scale

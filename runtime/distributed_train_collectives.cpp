@@ -88,7 +88,9 @@ double DistributedTrainCollectives::SumOverRanks(double value) {
   return sum.item<double>();
 }
 
-void DistributedTrainCollectives::Barrier() { dist_->world()->Barrier(); }
+void DistributedTrainCollectives::Barrier() {
+  dist_->world()->Barrier();
+}
 
 std::unique_ptr<TrainCollectives> MakeTrainCollectives(const TrainOptions& options) {
   DistEnv env = ReadDistEnvFromProcess();

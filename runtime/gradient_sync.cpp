@@ -19,7 +19,9 @@ struct GradientSync::Bucket {
 
 namespace {
 
-std::string DtypeName(const torch::Tensor& t) { return c10::toString(t.scalar_type()); }
+std::string DtypeName(const torch::Tensor& t) {
+  return c10::toString(t.scalar_type());
+}
 
 double EnvNumber(const char* name, double fallback) {
   const char* value = std::getenv(name);
@@ -177,8 +179,7 @@ std::vector<std::vector<size_t>> GradientSync::MakeBuckets(const std::vector<siz
     const Entry& entry = entries_[index];
     bool fits = !buckets.empty() && options_.fusion_threshold_bytes > 0 &&
                 bytes + entry.bytes <= options_.fusion_threshold_bytes &&
-                entries_[buckets.back().front()].param.scalar_type() ==
-                    entry.param.scalar_type() &&
+                entries_[buckets.back().front()].param.scalar_type() == entry.param.scalar_type() &&
                 entries_[buckets.back().front()].param.device() == entry.param.device();
     if (!fits) {
       buckets.emplace_back();
@@ -211,12 +212,11 @@ void GradientSync::StartBucket(Bucket& bucket, torch::Tensor& fusion_buffer) {
   }
   const Entry& first = entries_[bucket.members.front()];
   bool fused = bucket.members.size() > 1;
-  bucket.track = fused ? "fusion buffer " + std::to_string(&fusion_buffer - fusion_buffers_)
-                       : first.name;
+  bucket.track =
+      fused ? "fusion buffer " + std::to_string(&fusion_buffer - fusion_buffers_) : first.name;
   if (timeline.enabled()) {
     timeline.Begin(bucket.track, "ALLREDUCE",
-                   "\"bytes\":" + std::to_string(bytes) + ",\"dtype\":\"" +
-                       DtypeName(first.param) +
+                   "\"bytes\":" + std::to_string(bytes) + ",\"dtype\":\"" + DtypeName(first.param) +
                        "\",\"tensors\":" + std::to_string(bucket.members.size()));
   }
   torch::NoGradGuard no_grad;

@@ -11,8 +11,7 @@ namespace {
 // See MakeHierarchicalCommunicator. Ranks are laid out node by node (DistEnv::node()).
 class HierarchicalCommunicator : public Communicator {
  public:
-  HierarchicalCommunicator(std::unique_ptr<Communicator> world, ProcessSet node,
-                           ProcessSet leaders)
+  HierarchicalCommunicator(std::unique_ptr<Communicator> world, ProcessSet node, ProcessSet leaders)
       : world_(std::move(world)), node_(std::move(node)), leaders_(std::move(leaders)) {}
 
   const std::string& backend() const override { return world_->backend(); }
@@ -42,8 +41,7 @@ class HierarchicalCommunicator : public Communicator {
 
 ProcessSet MakeProcessSet(const std::string& name, std::vector<int> ranks, int global_rank,
                           const c10::intrusive_ptr<c10d::Store>& store,
-                          const CommunicatorOptions& options,
-                          const std::string& namespace_prefix) {
+                          const CommunicatorOptions& options, const std::string& namespace_prefix) {
   std::sort(ranks.begin(), ranks.end());
   if (ranks.empty() || std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
     throw std::runtime_error("process set '" + name + "' needs distinct ranks");
@@ -67,8 +65,8 @@ std::unique_ptr<Communicator> MakeHierarchicalCommunicator(
   }
   for (int n = 0; n < env.nodes(); ++n) leader_ranks.push_back(n * env.local_world_size);
   ProcessSet world = MakeProcessSet("world", all, env.rank, store, options, namespace_prefix);
-  ProcessSet node = MakeProcessSet("node" + std::to_string(env.node()), node_ranks, env.rank,
-                                   store, options, namespace_prefix);
+  ProcessSet node = MakeProcessSet("node" + std::to_string(env.node()), node_ranks, env.rank, store,
+                                   options, namespace_prefix);
   ProcessSet leaders =
       MakeProcessSet("leaders", leader_ranks, env.rank, store, options, namespace_prefix);
   return std::make_unique<HierarchicalCommunicator>(std::move(world.comm), std::move(node),

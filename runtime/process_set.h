@@ -23,9 +23,10 @@ ProcessSet MakeProcessSet(const std::string& name, std::vector<int> ranks, int g
                           const CommunicatorOptions& options,
                           const std::string& namespace_prefix = "dtrain");
 
-// A world communicator whose AllreduceSum is hierarchical (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE):
-// reduce within each node to its local rank 0, allreduce across the nodes' leaders, broadcast back
-// within each node. Other collectives go over a flat world group. Collective over all ranks.
+// A world communicator whose AllreduceSum is hierarchical (Horovod's
+// HOROVOD_HIERARCHICAL_ALLREDUCE): reduce within each node to its local rank 0, allreduce across
+// the nodes' leaders, broadcast back within each node. Other collectives go over a flat world
+// group. Collective over all ranks.
 std::unique_ptr<Communicator> MakeHierarchicalCommunicator(
     const DistEnv& env, const c10::intrusive_ptr<c10d::Store>& store,
     const CommunicatorOptions& options, const std::string& namespace_prefix);

@@ -16,13 +16,17 @@ int64_t NowMicros() {
       .count();
 }
 
-std::vector<uint8_t> Bytes(const std::string& text) { return {text.begin(), text.end()}; }
+std::vector<uint8_t> Bytes(const std::string& text) {
+  return {text.begin(), text.end()};
+}
 
 std::string Where(const DistEnv& env) {
   return env.master_addr + ":" + std::to_string(env.master_port);
 }
 
-std::string ArrivalKey(int rank) { return "dtrain/arrived/" + std::to_string(rank); }
+std::string ArrivalKey(int rank) {
+  return "dtrain/arrived/" + std::to_string(rank);
+}
 
 // Ranks whose arrival key is absent; empty when everyone is here.
 std::vector<int> MissingRanks(c10d::Store& store, int world_size) {
@@ -84,7 +88,8 @@ Rendezvous MeetAllRanks(const DistEnv& env, std::chrono::milliseconds timeout) {
       throw std::runtime_error("rendezvous at " + Where(env) + ": rank " +
                                std::to_string(env.rank) +
                                " lost rank 0's store while waiting (did rank 0 exit? see its "
-                               "log): " + e.what());
+                               "log): " +
+                               e.what());
     }
   }
   return result;

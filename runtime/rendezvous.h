@@ -13,7 +13,7 @@ namespace dtrain::clip {
 
 struct Rendezvous {
   c10::intrusive_ptr<c10d::Store> store;
-  int64_t clock_offset_us = 0;  // add to this rank's clock to read rank 0's
+  int64_t clock_offset_us = 0;      // add to this rank's clock to read rank 0's
   int64_t clock_round_trip_us = 0;  // of the best of the measuring trips (0 on rank 0)
 };
 

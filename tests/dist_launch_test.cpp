@@ -54,9 +54,9 @@ const std::string kTrain =
 TEST(DistLaunch, TwoRanksEndWithIdenticalParameters) {
   std::string dir = TempDir();
   int code = RunShell("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
-                 "--log-dir " + dir + "/logs --job e2e -- " + kBin + "/dtrain-clip" + kTrain +
-                 " --max-steps 5 --save-frequency 0 --logs " + dir + "/ck > " + dir +
-                 "/launch.log 2>&1");
+                      "--log-dir " + dir + "/logs --job e2e -- " + kBin + "/dtrain-clip" + kTrain +
+                      " --max-steps 5 --save-frequency 0 --logs " + dir + "/ck > " + dir +
+                      "/launch.log 2>&1");
   ASSERT_EQ(code, 0) << "see " << dir << "/launch.log";
   auto ends = EndLines(dir);
   ASSERT_EQ(ends.size(), 2u);
@@ -70,18 +70,19 @@ TEST(DistLaunch, KilledRankRestartsAndResumesFromTheLastCheckpoint) {
   // Rank 1 of the first attempt is killed once epoch 1's checkpoint exists.
   std::string clip = kBin + "/dtrain-clip" + kTrain +
                      " --epochs 6 --train-num-samples 192 --save-frequency 1 --resume latest"
-                     " --logs " + dir + "/ck";
-  std::ofstream(dir + "/rank.sh")
-      << "if [ \"$RANK\" = 1 ] && [ ! -e " << dir << "/killed ]; then\n"
-      << "  touch " << dir << "/killed\n"
-      << "  " << clip << " & pid=$!\n"
-      << "  while [ ! -e " << dir << "/ck/checkpoints/epoch_1.pt ]; do sleep 0.05; done\n"
-      << "  kill -9 $pid; wait $pid; exit 137\n"
-      << "fi\n"
-      << "exec " << clip << "\n";
+                     " --logs " +
+                     dir + "/ck";
+  std::ofstream(dir + "/rank.sh") << "if [ \"$RANK\" = 1 ] && [ ! -e " << dir << "/killed ]; then\n"
+                                  << "  touch " << dir << "/killed\n"
+                                  << "  " << clip << " & pid=$!\n"
+                                  << "  while [ ! -e " << dir
+                                  << "/ck/checkpoints/epoch_1.pt ]; do sleep 0.05; done\n"
+                                  << "  kill -9 $pid; wait $pid; exit 137\n"
+                                  << "fi\n"
+                                  << "exec " << clip << "\n";
   int code = RunShell("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
-                 "--max-restarts 1 --log-dir " + dir + "/logs --job restart -- sh " + dir +
-                 "/rank.sh > " + dir + "/launch.log 2>&1");
+                      "--max-restarts 1 --log-dir " + dir + "/logs --job restart -- sh " + dir +
+                      "/rank.sh > " + dir + "/launch.log 2>&1");
   ASSERT_EQ(code, 0) << "see " << dir << "/launch.log";
   EXPECT_TRUE(fs::exists(dir + "/killed"));
   EXPECT_TRUE(fs::exists(dir + "/ck/checkpoints/epoch_6.pt"));

@@ -40,14 +40,13 @@ struct RankProcesses {
              int local_world, const std::vector<int>& ranks, const std::string& log_dir) {
     int port = FreePort();
     for (int rank : ranks) {
-      std::map<std::string, std::string> env = {
-          {"RANK", std::to_string(rank)},
-          {"WORLD_SIZE", std::to_string(world)},
-          {"LOCAL_RANK", std::to_string(rank % local_world)},
-          {"LOCAL_WORLD_SIZE", std::to_string(local_world)},
-          {"MASTER_ADDR", "127.0.0.1"},
-          {"MASTER_PORT", std::to_string(port)},
-          {"OMP_NUM_THREADS", "1"}};
+      std::map<std::string, std::string> env = {{"RANK", std::to_string(rank)},
+                                                {"WORLD_SIZE", std::to_string(world)},
+                                                {"LOCAL_RANK", std::to_string(rank % local_world)},
+                                                {"LOCAL_WORLD_SIZE", std::to_string(local_world)},
+                                                {"MASTER_ADDR", "127.0.0.1"},
+                                                {"MASTER_PORT", std::to_string(port)},
+                                                {"OMP_NUM_THREADS", "1"}};
       std::string log = log_dir + "/rank-" + std::to_string(rank) + ".log";
       logs.push_back(log);
       pid_t pid = fork();

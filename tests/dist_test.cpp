@@ -158,9 +158,15 @@ DistEnv EnvOf(std::map<std::string, std::string> vars) {
 }
 
 TEST(DistEnv, TorchrunNamesWinOverHorovodAndSlurm) {
-  DistEnv env = EnvOf({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
-                       {"LOCAL_WORLD_SIZE", "2"}, {"HOROVOD_RANK", "0"}, {"HOROVOD_SIZE", "8"},
-                       {"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"MASTER_PORT", "1234"}});
+  DistEnv env = EnvOf({{"RANK", "3"},
+                       {"WORLD_SIZE", "4"},
+                       {"LOCAL_RANK", "1"},
+                       {"LOCAL_WORLD_SIZE", "2"},
+                       {"HOROVOD_RANK", "0"},
+                       {"HOROVOD_SIZE", "8"},
+                       {"SLURM_PROCID", "5"},
+                       {"SLURM_NTASKS", "6"},
+                       {"MASTER_PORT", "1234"}});
   EXPECT_EQ(env.source, "torchrun");
   EXPECT_EQ(env.rank, 3);
   EXPECT_EQ(env.world_size, 4);
@@ -174,7 +180,9 @@ TEST(DistEnv, FallsBackThroughHorovodOpenMpiPmiSlurm) {
   EXPECT_EQ(EnvOf({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}}).source,
             "openmpi");
   EXPECT_EQ(EnvOf({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}}).source, "pmi");
-  DistEnv slurm = EnvOf({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
+  DistEnv slurm = EnvOf({{"SLURM_PROCID", "3"},
+                         {"SLURM_NTASKS", "4"},
+                         {"SLURM_LOCALID", "1"},
                          {"SLURM_NTASKS_PER_NODE", "2(x2)"}});
   EXPECT_EQ(slurm.source, "slurm");
   EXPECT_EQ(slurm.rank, 3);

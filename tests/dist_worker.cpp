@@ -37,8 +37,8 @@ int RunLoss(Distributed& dist, const std::string& mode, const std::string& out, 
   ClipLossOptions loss_options;
   loss_options.gather_with_grad = mode == "global" || mode == "local";
   loss_options.local_loss = mode == "local" || mode == "nograd-local";
-  torch::Tensor loss = ClipLossAcrossRanks(image_f, text_f, model->logit_scale.exp(),
-                                           dist.world(), loss_options);
+  torch::Tensor loss =
+      ClipLossAcrossRanks(image_f, text_f, model->logit_scale.exp(), dist.world(), loss_options);
   loss.backward();
   sync->Synchronize();
   std::vector<torch::Tensor> grads;
