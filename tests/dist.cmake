@@ -27,3 +27,15 @@ if(TARGET dtrain_runtime AND TARGET dtrain)
               LABELS dist TIMEOUT 240)
   add_dependencies(dist_launch_test dtrain dtrain-clip)
 endif()
+
+# The same across namespace nodes over ssh (root; skipped otherwise), under the ssh tests' lock.
+if(TARGET dtrain_runtime AND TARGET dtrain)
+  add_executable(dist_ssh_test ${CMAKE_CURRENT_SOURCE_DIR}/dist_ssh_test.cpp)
+  target_include_directories(dist_ssh_test PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(dist_ssh_test PRIVATE dtrain_launcher GTest::gtest GTest::gtest_main)
+  target_compile_definitions(dist_ssh_test PRIVATE
+    DTRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DTRAIN_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  gtest_discover_tests(dist_ssh_test DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT 120 LABELS "dist;netns" RESOURCE_LOCK netns)
+  add_dependencies(dist_ssh_test dtrain dtrain-clip)
+endif()

@@ -1,0 +1,123 @@
+// dtrain-clip through `dtrain launch` over ssh on namespace nodes (Gloo across the nodes' eth0):
+// every rank runs on its own node and all ranks end with identical parameters, with the flat
+// allreduce and with --hierarchical-allreduce (2 nodes x 2 ranks). Needs root; skipped otherwise.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "tests/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ReadText;
+using test::RunOutput;
+using test::SshTestCluster;
+
+#define REQUIRE_CLUSTER(c)                           \
+  if (!(c).error().empty()) {                        \
+    if (geteuid() != 0) GTEST_SKIP() << (c).error(); \
+    FAIL() << (c).error();                           \
+  }
+
+const std::string kBin = DTRAIN_BINARY_DIR;
+
+// The cluster file with Gloo bound to each node's bridge interface, written beside it.
+std::string ClusterFileWithGloo(const SshTestCluster& cluster) {
+  const std::string path = cluster.dir() + "/cluster-gloo.yaml";
+  std::ofstream(path) << ReadText(cluster.cluster_file()) << "env: {GLOO_SOCKET_IFNAME: eth0}\n";
+  return path;
+}
+
+// The last {"event":"end"...} line of every rank's metrics file under `dir`, by file name.
+std::map<std::string, std::string> EndLines(const std::string& dir) {
+  std::map<std::string, std::string> ends;
+  for (auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.path().extension() != ".jsonl") continue;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("\"event\":\"end\"") != std::string::npos) {
+        ends[entry.path().filename()] = line;
+      }
+    }
+  }
+  return ends;
+}
+
+std::string Field(const std::string& line, const std::string& key) {
+  size_t at = line.find("\"" + key + "\":");
+  if (at == std::string::npos) return "";
+  size_t start = at + key.size() + 3;
+  size_t end = line.find_first_of(",}", start);
+  return line.substr(start, end - start);
+}
+
+struct LaunchResult {
+  std::string output;
+  int status = -1;
+  double seconds = 0;
+};
+
+// `dtrain launch` of a short dtrain-clip run; each rank first prints its node's hostname.
+LaunchResult LaunchClip(const std::string& cluster_file, const std::string& logs,
+                        const std::string& job, const std::string& extra_flags) {
+  const std::string clip = kBin + "/dtrain-clip train --batch-size 16 --train-num-samples 384" +
+                           " --zeroshot-frequency 0 --save-frequency 0 --threads 1 --max-steps 3" +
+                           extra_flags;
+  const auto start = std::chrono::steady_clock::now();
+  LaunchResult r;
+  r.output = RunOutput(kBin + "/dtrain launch -q -c " + cluster_file + " --log-dir " + logs +
+                       " --job " + job + " -- sh -c 'echo host=$(hostname); exec " + clip +
+                       "' 2>&1; echo \"status=$?\"");
+  const size_t at = r.output.rfind("status=");
+  if (at != std::string::npos) r.status = std::stoi(r.output.substr(at + 7));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+// Every rank's log names node rank/slots and all `ranks` end lines carry one param_hash.
+void ExpectSameParametersOnEveryNode(const std::string& logs, const std::string& job, int ranks,
+                                     int slots) {
+  auto ends = EndLines(logs + "/" + job);
+  ASSERT_EQ(ends.size(), static_cast<size_t>(ranks)) << "metrics files under " << logs;
+  const std::string hash = Field(ends["rank-0.jsonl"], "param_hash");
+  EXPECT_FALSE(hash.empty()) << ends["rank-0.jsonl"];
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::string name = "rank-" + std::to_string(rank);
+    EXPECT_EQ(Field(ends[name + ".jsonl"], "param_hash"), hash) << name;
+    EXPECT_EQ(Field(ends[name + ".jsonl"], "step"), "3") << name;
+    const std::string log = ReadText(logs + "/" + job + "/" + name + ".log");
+    EXPECT_NE(log.find("host=node" + std::to_string(rank / slots) + "\n"), std::string::npos)
+        << name << " log:\n"
+        << log;
+  }
+}
+
+TEST(DistSsh, ThreeNodesEndWithIdenticalParameters) {
+  SshTestCluster cluster("dist-3x1", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = cluster.dir() + "/logs";
+  const LaunchResult r = LaunchClip(ClusterFileWithGloo(cluster), logs, "flat", "");
+  ASSERT_EQ(r.status, 0) << r.output << "\nsee " << logs;
+  ExpectSameParametersOnEveryNode(logs, "flat", 3, 1);
+  RecordProperty("launch_seconds", std::to_string(r.seconds));
+}
+
+TEST(DistSsh, TwoNodesTwoSlotsHierarchicalAllreduceEndsWithIdenticalParameters) {
+  SshTestCluster cluster("dist-2x2", 2, 2);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = cluster.dir() + "/logs";
+  const LaunchResult r =
+      LaunchClip(ClusterFileWithGloo(cluster), logs, "hier", " --hierarchical-allreduce");
+  ASSERT_EQ(r.status, 0) << r.output << "\nsee " << logs;
+  ExpectSameParametersOnEveryNode(logs, "hier", 4, 2);
+  RecordProperty("launch_seconds", std::to_string(r.seconds));
+}
+
+}  // namespace
+}  // namespace dtrain
