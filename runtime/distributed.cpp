@@ -1,5 +1,10 @@
 #include "runtime/distributed.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "runtime/c10d_compat.h"
@@ -7,6 +12,32 @@
 #include "runtime/timeline.h"
 
 namespace dtrain::clip {
+namespace {
+
+// The local IPv4 address this machine's routes use to reach `host` (no packet is sent), or ""
+// when `host` does not resolve. Gloo binds it so that peers on other nodes can connect back.
+std::string LocalAddressToward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &found) != 0 || !found) return "";
+  std::string address;
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in local{};
+  socklen_t length = sizeof local;
+  char text[INET_ADDRSTRLEN] = {};
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+      inet_ntop(AF_INET, &local.sin_addr, text, sizeof text)) {
+    address = text;
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  return address;
+}
+
+}  // namespace
 
 CommunicatorOptions CommunicatorOptionsFor(const DistEnv& env, const std::string& backend,
                                            std::chrono::milliseconds timeout) {
@@ -17,6 +48,10 @@ CommunicatorOptions CommunicatorOptionsFor(const DistEnv& env, const std::string
     options.gloo_interface = ifname;
   } else if (env.master_addr.rfind("127.", 0) == 0 || env.master_addr == "localhost") {
     options.gloo_bind_host = "127.0.0.1";
+  } else if (!env.master_addr.empty()) {
+    // Not the address the hostname resolves to: that is often 127.0.1.1 or unresolvable, and
+    // then Gloo falls back to loopback, which peers on other nodes cannot reach.
+    options.gloo_bind_host = LocalAddressToward(env.master_addr);
   }
   return options;
 }

@@ -1,6 +1,7 @@
-// dtrain-clip through `dtrain launch` over ssh on namespace nodes (Gloo across the nodes' eth0):
-// every rank runs on its own node and all ranks end with identical parameters, with the flat
-// allreduce and with --hierarchical-allreduce (2 nodes x 2 ranks). Needs root; skipped otherwise.
+// dtrain-clip through `dtrain launch` over ssh on namespace nodes: every rank runs on its node and
+// all ranks end with identical parameters, with the flat allreduce and Gloo's default address
+// (3 nodes x 1 rank), and with --hierarchical-allreduce and GLOO_SOCKET_IFNAME (2 nodes x 2
+// ranks). Needs root; skipped otherwise.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -102,7 +103,7 @@ TEST(DistSsh, ThreeNodesEndWithIdenticalParameters) {
   SshTestCluster cluster("dist-3x1", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string logs = cluster.dir() + "/logs";
-  const LaunchResult r = LaunchClip(ClusterFileWithGloo(cluster), logs, "flat", "");
+  const LaunchResult r = LaunchClip(cluster.cluster_file(), logs, "flat", "");
   ASSERT_EQ(r.status, 0) << r.output << "\nsee " << logs;
   ExpectSameParametersOnEveryNode(logs, "flat", 3, 1);
   RecordProperty("launch_seconds", std::to_string(r.seconds));
