@@ -62,8 +62,8 @@ std::vector<uint32_t> DecodeUtf8(const std::string& s) {
 
 bool IsSpace(uint32_t c) {
   return c == ' ' || (c >= '\t' && c <= '\r') || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
 }
 
 // \p{N} for the digits and number signs captions meet; other scripts' digits are rare.
@@ -82,13 +82,14 @@ bool IsLetter(uint32_t c) {
   if (c < 0xC0) return c == 0xAA || c == 0xB5 || c == 0xBA;
   if (c == 0xD7 || c == 0xF7) return false;
   if (c >= 0x2B0 && c <= 0x36F) return c < 0x2C2;  // modifier letters yes, combining marks no
-  if (c >= 0x2000 && c <= 0x2BFF) return false;     // punctuation, symbols, arrows, math
-  if (c >= 0x3000 && c <= 0x303F) return false;     // CJK punctuation
+  if (c >= 0x2000 && c <= 0x2BFF) return false;    // punctuation, symbols, arrows, math
+  if (c >= 0x3000 && c <= 0x303F) return false;    // CJK punctuation
   if (c >= 0xFE30 && c <= 0xFE4F) return false;
-  if ((c >= 0xFF00 && c <= 0xFF20) || (c >= 0xFF3B && c <= 0xFF40) || (c >= 0xFF5B && c <= 0xFF65)) {
+  if ((c >= 0xFF00 && c <= 0xFF20) || (c >= 0xFF3B && c <= 0xFF40) ||
+      (c >= 0xFF5B && c <= 0xFF65)) {
     return false;
   }
-  if (c >= 0x1F000 && c <= 0x1FAFF) return false;   // emoji and pictographs
+  if (c >= 0x1F000 && c <= 0x1FAFF) return false;  // emoji and pictographs
   if (c == 0xFFFD) return false;
   return true;
 }

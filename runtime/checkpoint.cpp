@@ -28,7 +28,9 @@ std::string Directory(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-bool Exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+bool Exists(const std::string& path) {
+  return access(path.c_str(), R_OK) == 0;
+}
 
 }  // namespace
 

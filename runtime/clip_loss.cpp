@@ -17,8 +17,8 @@ torch::Tensor ContrastiveLoss(const torch::Tensor& image_features,
     logits_per_text = logit_scale * torch::matmul(text_features, gathered->all_image_features.t());
     labels = torch::arange(gathered->offset, gathered->offset + batch, long_options);
   } else {
-    logits_per_image = logit_scale * torch::matmul(gathered->all_image_features,
-                                                   gathered->all_text_features.t());
+    logits_per_image =
+        logit_scale * torch::matmul(gathered->all_image_features, gathered->all_text_features.t());
     logits_per_text = logits_per_image.t();
     labels = torch::arange(gathered->all_image_features.size(0), long_options);
   }

@@ -13,13 +13,13 @@ ClipModelImpl::ClipModelImpl(const ModelConfig& config) : config_(config) {
 }
 
 torch::Tensor ClipModelImpl::EncodeImage(const torch::Tensor& images) {
-  return torch::nn::functional::normalize(
-      visual(images), torch::nn::functional::NormalizeFuncOptions().dim(-1));
+  return torch::nn::functional::normalize(visual(images),
+                                          torch::nn::functional::NormalizeFuncOptions().dim(-1));
 }
 
 torch::Tensor ClipModelImpl::EncodeText(const torch::Tensor& tokens) {
-  return torch::nn::functional::normalize(
-      text(tokens), torch::nn::functional::NormalizeFuncOptions().dim(-1));
+  return torch::nn::functional::normalize(text(tokens),
+                                          torch::nn::functional::NormalizeFuncOptions().dim(-1));
 }
 
 ClipOutput ClipModelImpl::forward(const torch::Tensor& images, const torch::Tensor& tokens) {

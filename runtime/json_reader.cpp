@@ -20,8 +20,8 @@ class JsonParser {
 
  private:
   [[noreturn]] void Fail(const std::string& what) const {
-    throw std::runtime_error(origin_ + ":" + std::to_string(line_) + ":" +
-                             std::to_string(column_) + ": " + what);
+    throw std::runtime_error(origin_ + ":" + std::to_string(line_) + ":" + std::to_string(column_) +
+                             ": " + what);
   }
 
   char Peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
@@ -173,14 +173,30 @@ class JsonParser {
       }
       char e = Take();
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           unsigned code = ParseHex4();
           if (code >= 0xD800 && code < 0xDC00 && Peek() == '\\') {
@@ -192,14 +208,16 @@ class JsonParser {
           AppendUtf8(out, code);
           break;
         }
-        default: Fail(std::string("bad escape '\\") + e + "'");
+        default:
+          Fail(std::string("bad escape '\\") + e + "'");
       }
     }
   }
 
   double ParseNumber() {
     size_t start = pos_;
-    while (pos_ < text_.size() && std::string("+-0123456789.eE").find(Peek()) != std::string::npos) {
+    while (pos_ < text_.size() &&
+           std::string("+-0123456789.eE").find(Peek()) != std::string::npos) {
       Take();
     }
     std::string token = text_.substr(start, pos_ - start);

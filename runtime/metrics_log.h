@@ -14,9 +14,13 @@ class MetricsLine {
  public:
   MetricsLine& Add(const std::string& key, double value);
   MetricsLine& Add(const std::string& key, int64_t value);
-  MetricsLine& Add(const std::string& key, int value) { return Add(key, static_cast<int64_t>(value)); }
+  MetricsLine& Add(const std::string& key, int value) {
+    return Add(key, static_cast<int64_t>(value));
+  }
   MetricsLine& Add(const std::string& key, const std::string& value);
-  MetricsLine& Add(const std::string& key, const char* value) { return Add(key, std::string(value)); }
+  MetricsLine& Add(const std::string& key, const char* value) {
+    return Add(key, std::string(value));
+  }
   std::string ToJson() const;
 
  private:

@@ -13,13 +13,12 @@ namespace {
 // Keys that select architectures this trainer does not build: an error when set to anything
 // but null/false/0, so a config is never trained as a different model than it describes.
 const std::set<std::string> kUnsupportedKeys = {
-    "timm_model_name", "hf_model_name", "hf_tokenizer_name", "ls_init_value", "attentional_pool",
-    "quick_gelu",      "output_tokens", "attn_pooler_heads", "final_ln_after_pool",
-    "no_ln_pre",       "pool_type"};
+    "timm_model_name",     "hf_model_name", "hf_tokenizer_name", "ls_init_value",
+    "attentional_pool",    "quick_gelu",    "output_tokens",     "attn_pooler_heads",
+    "final_ln_after_pool", "no_ln_pre",     "pool_type"};
 
 bool IsUnset(const JsonValue& v) {
-  return v.kind == JsonValue::Kind::kNull ||
-         (v.kind == JsonValue::Kind::kBool && !v.boolean) ||
+  return v.kind == JsonValue::Kind::kNull || (v.kind == JsonValue::Kind::kBool && !v.boolean) ||
          (v.kind == JsonValue::Kind::kNumber && v.number == 0);
 }
 

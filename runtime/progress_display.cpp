@@ -11,7 +11,8 @@ void ProgressDisplay::Step(int epoch, int epochs, int64_t step, int64_t total_st
                            double samples_per_s, double seconds_left) {
   const long eta = static_cast<long>(seconds_left + 0.5);
   if (tty_) {
-    std::fprintf(out_, "\r\033[Kepoch %d/%d  step %lld/%lld  loss %.4f  %.1f samples/s  ETA %ld:%02ld",
+    std::fprintf(out_,
+                 "\r\033[Kepoch %d/%d  step %lld/%lld  loss %.4f  %.1f samples/s  ETA %ld:%02ld",
                  epoch, epochs, static_cast<long long>(step), static_cast<long long>(total_steps),
                  loss, samples_per_s, eta / 60, eta % 60);
     live_ = true;

@@ -11,8 +11,8 @@ TextTowerImpl::TextTowerImpl(const TextConfig& config, int64_t embed_dim) : conf
       register_module("token_embedding", torch::nn::Embedding(config.vocab_size, width));
   positional_embedding =
       register_parameter("positional_embedding", torch::empty({config.context_length, width}));
-  transformer = register_module(
-      "transformer", Transformer(width, config.layers, config.heads, config.mlp_ratio));
+  transformer = register_module("transformer",
+                                Transformer(width, config.layers, config.heads, config.mlp_ratio));
   ln_final =
       register_module("ln_final", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
   text_projection = register_parameter("text_projection", torch::empty({width, embed_dim}));

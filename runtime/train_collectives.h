@@ -26,8 +26,7 @@ class TrainCollectives {
   }
   // The contrastive loss of this rank's features (gathering other ranks' when distributed).
   virtual torch::Tensor Loss(const torch::Tensor& image_features,
-                             const torch::Tensor& text_features,
-                             const torch::Tensor& logit_scale) {
+                             const torch::Tensor& text_features, const torch::Tensor& logit_scale) {
     return ContrastiveLoss(image_features, text_features, logit_scale);
   }
   // After each micro-batch's backward; `last` is true for the final one of an --accum-freq

@@ -17,8 +17,8 @@ int64_t ToInt(const std::string& flag, const std::string& value, int64_t min) {
   char* end = nullptr;
   long long v = std::strtoll(value.c_str(), &end, 10);
   if (value.empty() || *end || errno || v < min) {
-    throw UsageError(flag + ": expected an integer >= " + std::to_string(min) + ", got '" +
-                     value + "'");
+    throw UsageError(flag + ": expected an integer >= " + std::to_string(min) + ", got '" + value +
+                     "'");
   }
   return v;
 }
@@ -47,7 +47,8 @@ std::string OneOf(const std::string& flag, const std::string& value,
 // "\t" and "tab" both mean a tab, as shells make a literal tab awkward to pass.
 std::string Separator(const std::string& value) {
   if (value == "\\t" || value == "tab" || value == "\t") return "\t";
-  if (value.size() != 1) throw UsageError("--csv-separator: expected one character, got '" + value + "'");
+  if (value.size() != 1)
+    throw UsageError("--csv-separator: expected one character, got '" + value + "'");
   return value;
 }
 
@@ -67,21 +68,23 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
       {"--val-data", [](TrainOptions& o, auto&, auto& v) { o.val_data = v; }},
       {"--csv-img-key", [](TrainOptions& o, auto&, auto& v) { o.data.csv_img_key = v; }},
       {"--csv-caption-key", [](TrainOptions& o, auto&, auto& v) { o.data.csv_caption_key = v; }},
-      {"--csv-separator", [](TrainOptions& o, auto&, auto& v) { o.data.csv_separator = Separator(v); }},
+      {"--csv-separator",
+       [](TrainOptions& o, auto&, auto& v) { o.data.csv_separator = Separator(v); }},
       {"--train-num-samples",
        [](TrainOptions& o, auto& f, auto& v) {
          o.data.train_num_samples = ToInt(f, v, 0);
          o.train_num_samples_given = true;
        }},
-      {"--batch-size",
-       [](TrainOptions& o, auto& f, auto& v) { o.data.batch_size = static_cast<int>(ToInt(f, v, 1)); }},
-      {"--workers",
-       [](TrainOptions& o, auto& f, auto& v) { o.data.workers = static_cast<int>(ToInt(f, v, 1)); }},
+      {"--batch-size", [](TrainOptions& o, auto& f,
+                          auto& v) { o.data.batch_size = static_cast<int>(ToInt(f, v, 1)); }},
+      {"--workers", [](TrainOptions& o, auto& f,
+                       auto& v) { o.data.workers = static_cast<int>(ToInt(f, v, 1)); }},
       {"--bad-data",
        [](TrainOptions& o, auto& f, auto& v) {
          o.data.skip_bad_data = OneOf(f, v, {"skip", "fatal"}) == "skip";
        }},
-      {"--epochs", [](TrainOptions& o, auto& f, auto& v) { o.epochs = static_cast<int>(ToInt(f, v, 1)); }},
+      {"--epochs",
+       [](TrainOptions& o, auto& f, auto& v) { o.epochs = static_cast<int>(ToInt(f, v, 1)); }},
       {"--lr", [](TrainOptions& o, auto& f, auto& v) { o.lr = ToDouble(f, v, 0); }},
       {"--wd", [](TrainOptions& o, auto& f, auto& v) { o.wd = ToDouble(f, v, 0); }},
       {"--beta1", [](TrainOptions& o, auto& f, auto& v) { o.beta1 = ToDouble(f, v, 0); }},
@@ -91,21 +94,29 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
       {"--accum-freq",
        [](TrainOptions& o, auto& f, auto& v) { o.accum_freq = static_cast<int>(ToInt(f, v, 1)); }},
       {"--precision",
-       [](TrainOptions& o, auto& f, auto& v) { o.precision = OneOf(f, v, {"fp32", "amp_bf16"}); }},
-      {"--grad-clip-norm", [](TrainOptions& o, auto& f, auto& v) { o.grad_clip_norm = ToDouble(f, v, 0); }},
-      {"--seed",
-       [](TrainOptions& o, auto& f, auto& v) { o.seed = o.data.seed = static_cast<uint64_t>(ToInt(f, v, 0)); }},
+       [](TrainOptions& o, auto& f, auto& v) {
+         o.precision = OneOf(f, v, {"fp32", "amp_bf16"});
+       }},
+      {"--grad-clip-norm",
+       [](TrainOptions& o, auto& f, auto& v) { o.grad_clip_norm = ToDouble(f, v, 0); }},
+      {"--seed", [](TrainOptions& o, auto& f,
+                    auto& v) { o.seed = o.data.seed = static_cast<uint64_t>(ToInt(f, v, 0)); }},
       {"--logs", [](TrainOptions& o, auto&, auto& v) { o.logs = v; }},
       {"--checkpoint-dir", [](TrainOptions& o, auto&, auto& v) { o.checkpoint_dir = v; }},
       {"--metrics-file", [](TrainOptions& o, auto&, auto& v) { o.metrics_file = v; }},
-      {"--save-frequency",
-       [](TrainOptions& o, auto& f, auto& v) { o.save_frequency = static_cast<int>(ToInt(f, v, 0)); }},
+      {"--save-frequency", [](TrainOptions& o, auto& f,
+                              auto& v) { o.save_frequency = static_cast<int>(ToInt(f, v, 0)); }},
       {"--resume", [](TrainOptions& o, auto&, auto& v) { o.resume = v; }},
       {"--zeroshot-frequency",
-       [](TrainOptions& o, auto& f, auto& v) { o.zeroshot_frequency = static_cast<int>(ToInt(f, v, 0)); }},
-      {"--zeroshot-samples", [](TrainOptions& o, auto& f, auto& v) { o.zeroshot_samples = ToInt(f, v, 0); }},
+       [](TrainOptions& o, auto& f, auto& v) {
+         o.zeroshot_frequency = static_cast<int>(ToInt(f, v, 0));
+       }},
+      {"--zeroshot-samples",
+       [](TrainOptions& o, auto& f, auto& v) { o.zeroshot_samples = ToInt(f, v, 0); }},
       {"--log-every-n-steps",
-       [](TrainOptions& o, auto& f, auto& v) { o.log_every_n_steps = static_cast<int>(ToInt(f, v, 1)); }},
+       [](TrainOptions& o, auto& f, auto& v) {
+         o.log_every_n_steps = static_cast<int>(ToInt(f, v, 1));
+       }},
       {"--max-steps", [](TrainOptions& o, auto& f, auto& v) { o.max_steps = ToInt(f, v, 0); }},
       {"--device",
        [](TrainOptions& o, auto& f, auto& v) {
@@ -117,10 +128,13 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
       {"--threads",
        [](TrainOptions& o, auto& f, auto& v) { o.threads = static_cast<int>(ToInt(f, v, 0)); }},
       {"--dist-backend",
-       [](TrainOptions& o, auto& f, auto& v) { o.dist_backend = OneOf(f, v, {"gloo", "nccl"}); }},
+       [](TrainOptions& o, auto& f, auto& v) {
+         o.dist_backend = OneOf(f, v, {"gloo", "nccl"});
+       }},
       {"--fusion-threshold-mb",
        [](TrainOptions& o, auto& f, auto& v) { o.fusion_threshold_mb = ToDouble(f, v, 0); }},
-      {"--cycle-time-ms", [](TrainOptions& o, auto& f, auto& v) { o.cycle_time_ms = ToDouble(f, v, 0); }},
+      {"--cycle-time-ms",
+       [](TrainOptions& o, auto& f, auto& v) { o.cycle_time_ms = ToDouble(f, v, 0); }},
       {"--timeline-path",
        [](TrainOptions& o, auto&, auto& v) {
          o.timeline_path = v;
@@ -192,8 +206,9 @@ TrainOptions ParseTrainFlags(const std::vector<std::string>& args, bool* help) {
     throw UsageError("--dataset-type " + o.data.dataset_type + " needs --train-data");
   }
   if (o.precision == "amp_bf16" && o.device == "cpu") {
-    throw UsageError("--precision amp_bf16 is for GPUs (bfloat16 autocast on CUDA): add "
-                     "--device cuda, or use fp32 on CPU");
+    throw UsageError(
+        "--precision amp_bf16 is for GPUs (bfloat16 autocast on CUDA): add "
+        "--device cuda, or use fp32 on CPU");
   }
   ResolveModel(o);
   return o;

@@ -142,8 +142,8 @@ void Trainer::BuildModelAndOptimizer() {
   for (const auto& item : model_->named_parameters()) {
     (TakesWeightDecay(item.key(), item.value()) ? decay : no_decay).push_back(item.value());
   }
-  flat_ = std::make_unique<FlatParameters>(
-      std::vector<std::vector<torch::Tensor>>{no_decay, decay});
+  flat_ =
+      std::make_unique<FlatParameters>(std::vector<std::vector<torch::Tensor>>{no_decay, decay});
   auto options = torch::optim::AdamWOptions(o_.lr).betas({o_.beta1, o_.beta2}).eps(o_.eps);
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(std::vector<torch::Tensor>{flat_->buffers()[0]},
@@ -158,7 +158,8 @@ void Trainer::BuildModelAndOptimizer() {
 void Trainer::Resume() {
   std::string path = ResolveResumePath(o_.resume, checkpoint_dir_);
   if (path.empty()) {
-    if (!o_.resume.empty()) std::printf("resume: no checkpoint in %s, starting fresh\n", checkpoint_dir_.c_str());
+    if (!o_.resume.empty())
+      std::printf("resume: no checkpoint in %s, starting fresh\n", checkpoint_dir_.c_str());
     return;
   }
   progress_ = LoadCheckpoint(path, *model_, *optimizer_);
@@ -195,8 +196,8 @@ bool Trainer::NextBatch(DeviceBatch& batch) {
     if (!source_->Next(batch.host)) return false;
   }
   HostBatch& h = batch.host;
-  batch.images = torch::from_blob(h.pixels.data(), {h.size, h.channels, h.height, h.width},
-                                  torch::kFloat);
+  batch.images =
+      torch::from_blob(h.pixels.data(), {h.size, h.channels, h.height, h.width}, torch::kFloat);
   std::vector<int64_t> rows = tokenizer_->Tokenize(h.captions);
   batch.tokens =
       torch::from_blob(rows.data(), {h.size, tokenizer_->context_length()}, torch::kLong).clone();
@@ -314,8 +315,8 @@ void Trainer::LogStep(int epoch, double loss, double step_seconds) {
 
 void Trainer::SaveCheckpoints(int epoch) {
   const int completed = epoch + 1;
-  const bool periodic = o_.save_frequency > 0 &&
-                        (completed % o_.save_frequency == 0 || completed == o_.epochs);
+  const bool periodic =
+      o_.save_frequency > 0 && (completed % o_.save_frequency == 0 || completed == o_.epochs);
   if (coll_.rank() != 0 || (!periodic && !o_.save_most_recent)) return;
   MakeDirectories(checkpoint_dir_);
   if (periodic) {
@@ -333,13 +334,12 @@ void Trainer::Evaluate(int epoch) {
   if (o_.zeroshot_frequency <= 0 || coll_.rank() != 0) return;
   if (completed % o_.zeroshot_frequency != 0 && completed != o_.epochs) return;
   if (o_.data.dataset_type == "synthetic" && o_.val_data.empty()) return;
-  const std::string dir = !o_.val_data.empty()                         ? o_.val_data
+  const std::string dir = !o_.val_data.empty() ? o_.val_data
                           : o_.data.dataset_type == "fashion-mnist" && !o_.data.train_data.empty()
                               ? o_.data.train_data
                               : DefaultFashionMnistDir();
-  FashionMnistImages test = LoadFashionMnistTest(dir, o_.model_config.vision.channels,
-                                                 o_.model_config.vision.image_size,
-                                                 o_.zeroshot_samples);
+  FashionMnistImages test = LoadFashionMnistTest(
+      dir, o_.model_config.vision.channels, o_.model_config.vision.image_size, o_.zeroshot_samples);
   ZeroShotResult result;
   {
     AutocastScope autocast(o_.precision == "amp_bf16", device_);

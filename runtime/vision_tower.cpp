@@ -4,8 +4,7 @@
 
 namespace dtrain::clip {
 
-VisionTowerImpl::VisionTowerImpl(const VisionConfig& config, int64_t embed_dim)
-    : config_(config) {
+VisionTowerImpl::VisionTowerImpl(const VisionConfig& config, int64_t embed_dim) : config_(config) {
   const int64_t width = config.width;
   const int64_t grid = config.image_size / config.patch_size;
   const double scale = std::pow(static_cast<double>(width), -0.5);
@@ -17,8 +16,8 @@ VisionTowerImpl::VisionTowerImpl(const VisionConfig& config, int64_t embed_dim)
   positional_embedding =
       register_parameter("positional_embedding", torch::randn({grid * grid + 1, width}) * scale);
   ln_pre = register_module("ln_pre", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
-  transformer = register_module(
-      "transformer", Transformer(width, config.layers, config.heads, config.mlp_ratio));
+  transformer = register_module("transformer",
+                                Transformer(width, config.layers, config.heads, config.mlp_ratio));
   ln_post = register_module("ln_post", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
   proj = register_parameter("proj", torch::randn({width, embed_dim}) * scale);
 }
@@ -35,7 +34,8 @@ torch::Tensor VisionTowerImpl::Embed(const torch::Tensor& images) {
 
 torch::Tensor VisionTowerImpl::forward(const torch::Tensor& images) {
   auto x = ln_pre(Embed(images));
-  auto rows = torch::zeros({x.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(x.device()));
+  auto rows =
+      torch::zeros({x.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(x.device()));
   auto pooled = transformer->ForwardPooled(x, torch::Tensor(), rows, /*causal=*/false);
   return torch::matmul(ln_post(pooled), proj);
 }

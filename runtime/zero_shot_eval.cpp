@@ -13,10 +13,11 @@ torch::Tensor ZeroShotClassifier(ClipModel& model, const Tokenizer& tokenizer,
     std::vector<std::string> captions;
     for (const std::string& t : templates) captions.push_back(FillTemplate(t, name));
     std::vector<int64_t> rows = tokenizer.Tokenize(captions);
-    auto tokens = torch::from_blob(rows.data(),
-                                   {static_cast<int64_t>(captions.size()), tokenizer.context_length()},
-                                   torch::kLong)
-                      .to(device);
+    auto tokens =
+        torch::from_blob(rows.data(),
+                         {static_cast<int64_t>(captions.size()), tokenizer.context_length()},
+                         torch::kLong)
+            .to(device);
     auto mean = model->EncodeText(tokens).to(torch::kFloat).mean(0);
     classes.push_back(mean / mean.norm());
   }
@@ -29,9 +30,9 @@ ZeroShotResult ZeroShotTop1(ClipModel& model, const Tokenizer& tokenizer,
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   auto classifier = ZeroShotClassifier(model, tokenizer, device);
-  auto images = torch::from_blob(const_cast<float*>(test.pixels.data()),
-                                 {test.count, test.channels, test.height, test.width},
-                                 torch::kFloat);
+  auto images =
+      torch::from_blob(const_cast<float*>(test.pixels.data()),
+                       {test.count, test.channels, test.height, test.width}, torch::kFloat);
   auto labels = torch::from_blob(const_cast<int*>(test.labels.data()), {test.count}, torch::kInt)
                     .to(torch::kLong);
   int64_t correct = 0;
@@ -44,8 +45,7 @@ ZeroShotResult ZeroShotTop1(ClipModel& model, const Tokenizer& tokenizer,
   ZeroShotResult result;
   result.images = test.count;
   result.top1 = test.count ? static_cast<double>(correct) / static_cast<double>(test.count) : 0;
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 

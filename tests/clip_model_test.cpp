@@ -159,7 +159,9 @@ TEST(ContrastiveLoss, EqualsTheHandComputedValue) {
   auto text = torch::tensor({{1.0f, 0.0f}, {0.6f, 0.8f}});
   auto scale = torch::tensor(2.0f);
   // logits_per_image = 2 * [[1, 0.6], [0, 0.8]]; logits_per_text is its transpose.
-  auto ce = [](double target, double other) { return -target + std::log(std::exp(target) + std::exp(other)); };
+  auto ce = [](double target, double other) {
+    return -target + std::log(std::exp(target) + std::exp(other));
+  };
   const double per_image = (ce(2.0, 1.2) + ce(1.6, 0.0)) / 2;
   const double per_text = (ce(2.0, 0.0) + ce(1.6, 1.2)) / 2;
   EXPECT_NEAR(ContrastiveLoss(image, text, scale).item<double>(), (per_image + per_text) / 2, 1e-6);
@@ -174,7 +176,8 @@ TEST(ContrastiveLoss, IsSymmetricAndLowForMatchingPairs) {
   auto scale = torch::tensor(10.0f);
   EXPECT_NEAR(ContrastiveLoss(a, b, scale).item<double>(),
               ContrastiveLoss(b, a, scale).item<double>(), 1e-6);
-  EXPECT_LT(ContrastiveLoss(a, a, scale).item<double>(), ContrastiveLoss(a, b, scale).item<double>());
+  EXPECT_LT(ContrastiveLoss(a, a, scale).item<double>(),
+            ContrastiveLoss(a, b, scale).item<double>());
 }
 
 TEST(ContrastiveLoss, GatheredFeaturesGiveTheGlobalBatchLoss) {
@@ -184,12 +187,15 @@ TEST(ContrastiveLoss, GatheredFeaturesGiveTheGlobalBatchLoss) {
   const double global = ContrastiveLoss(img, txt, scale).item<double>();
   // Rank 1 of 2 (rows 3..5), full matrix on every rank: the same global loss.
   GatheredFeatures full{img, txt, 3, false};
-  EXPECT_NEAR(ContrastiveLoss(img.narrow(0, 3, 3), txt.narrow(0, 3, 3), scale, &full).item<double>(),
-              global, 1e-5);
+  EXPECT_NEAR(
+      ContrastiveLoss(img.narrow(0, 3, 3), txt.narrow(0, 3, 3), scale, &full).item<double>(),
+      global, 1e-5);
   // Local loss: the two ranks' losses average to the global one.
   GatheredFeatures r0{img, txt, 0, true}, r1{img, txt, 3, true};
-  const double local0 = ContrastiveLoss(img.narrow(0, 0, 3), txt.narrow(0, 0, 3), scale, &r0).item<double>();
-  const double local1 = ContrastiveLoss(img.narrow(0, 3, 3), txt.narrow(0, 3, 3), scale, &r1).item<double>();
+  const double local0 =
+      ContrastiveLoss(img.narrow(0, 0, 3), txt.narrow(0, 0, 3), scale, &r0).item<double>();
+  const double local1 =
+      ContrastiveLoss(img.narrow(0, 3, 3), txt.narrow(0, 3, 3), scale, &r1).item<double>();
   EXPECT_NEAR((local0 + local1) / 2, global, 1e-5);
 }
 

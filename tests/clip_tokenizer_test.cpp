@@ -39,8 +39,8 @@ class BpeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = ::testing::TempDir();
-    lines_ = {"#version: 0.2", "t h", "th e</w>", "o f</w>", "a </w>", "p h", "ph o",
-              "pho t", "phot o</w>", "s h", "sh i", "shi r", "shir t</w>"};
+    lines_ = {"#version: 0.2", "t h",        "th e</w>", "o f</w>", "a </w>", "p h",       "ph o",
+              "pho t",         "phot o</w>", "s h",      "sh i",    "shi r",  "shir t</w>"};
   }
   std::string WritePlain(const std::string& name, const std::vector<std::string>& lines) {
     std::string path = dir_ + "/" + name;

@@ -64,8 +64,10 @@ std::string FreshDir(const std::string& name) {
 
 TEST(ClipTrain, ShortRunOnFashionMnistLowersTheLoss) {
   std::string dir = FreshDir("short");
-  ClipRun run = RunClip("train --train-num-samples 3072 --batch-size 64 --threads 2 --lr 2e-3 "
-                        "--warmup 5 --zeroshot-samples 1000 --save-frequency 0 --logs " + dir);
+  ClipRun run = RunClip(
+      "train --train-num-samples 3072 --batch-size 64 --threads 2 --lr 2e-3 "
+      "--warmup 5 --zeroshot-samples 1000 --save-frequency 0 --logs " +
+      dir);
   ASSERT_EQ(run.status, 0) << run.output;
   auto lines = Lines(dir + "/metrics/rank-0.jsonl");
   auto losses = Losses(lines);
