@@ -135,7 +135,7 @@ TEST(Dist, HierarchicalAllreduceEqualsFlatOnTwoNodesOfTwo) {
 TEST(Dist, RendezvousTimeoutNamesTheMissingRank) {
   std::string out = TempDir();
   testing::RankProcesses ranks;
-  ranks.Start(kWorker, {"rendezvous", "1500"}, 3, 3, {0, 2}, out);
+  ranks.Start(kWorker, {"rendezvous", "6000"}, 3, 3, {0, 2}, out);
   std::vector<int> codes = ranks.Wait(std::chrono::seconds(60));
   EXPECT_EQ(codes[0], 1);
   EXPECT_EQ(codes[1], 1);
