@@ -1,4 +1,5 @@
 #include "runtime/bpe_tokenizer.h"
+#include "runtime/json_text.h"
 
 #include <zlib.h>
 
@@ -12,24 +13,6 @@ namespace {
 
 constexpr int kMaxMerges = 49152 - 256 - 2;
 const char* const kSpecialTokens[] = {"<start_of_text>", "<end_of_text>"};
-
-void AppendUtf8(std::string& out, uint32_t code) {
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else if (code < 0x800) {
-    out += static_cast<char>(0xC0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else if (code < 0x10000) {
-    out += static_cast<char>(0xE0 | (code >> 12));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code >> 18));
-    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  }
-}
 
 // Decodes UTF-8 into code points; a malformed byte becomes U+FFFD.
 std::vector<uint32_t> DecodeUtf8(const std::string& s) {

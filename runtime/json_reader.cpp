@@ -1,4 +1,5 @@
 #include "runtime/json_reader.h"
+#include "runtime/json_text.h"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -121,24 +122,6 @@ class JsonParser {
       char c = Take();
       if (c == ']') return;
       if (c != ',') Fail("expected ',' or ']' in array");
-    }
-  }
-
-  static void AppendUtf8(std::string& out, unsigned code) {
-    if (code < 0x80) {
-      out += static_cast<char>(code);
-    } else if (code < 0x800) {
-      out += static_cast<char>(0xC0 | (code >> 6));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    } else if (code < 0x10000) {
-      out += static_cast<char>(0xE0 | (code >> 12));
-      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (code >> 18));
-      out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (code & 0x3F));
     }
   }
 

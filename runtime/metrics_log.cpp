@@ -1,4 +1,5 @@
 #include "runtime/metrics_log.h"
+#include "runtime/json_text.h"
 
 #include <sys/stat.h>
 
@@ -12,20 +13,9 @@ namespace dtrain::clip {
 namespace {
 
 std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
+  std::string out;
+  AppendJsonString(out, s);
+  return out;
 }
 
 }  // namespace

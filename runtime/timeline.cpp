@@ -3,6 +3,7 @@
 // overwrites the closing ']' of the previous batch, so the file is a complete JSON array whenever
 // it is read, even after the process is killed.
 #include "runtime/timeline.h"
+#include "runtime/json_text.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -42,23 +43,6 @@ struct Record {
   std::string args;
   int64_t ts_us;
 };
-
-void AppendJsonString(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-}
 
 int64_t EpochMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
