@@ -85,14 +85,4 @@ std::string RemoteSignalLine(int sig) {
   return name + "\n";
 }
 
-ExitStatus RemoteExitStatus(int shell_status) {
-  ExitStatus status;
-  if (shell_status > 128 && shell_status < 128 + 65) {
-    status.signal = shell_status - 128;
-  } else {
-    status.code = shell_status;
-  }
-  return status;
-}
-
 }  // namespace dtrain

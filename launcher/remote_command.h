@@ -24,7 +24,4 @@ std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptio
 // What the launcher writes to a running process's channel to deliver `sig` ("TERM\n").
 std::string RemoteSignalLine(int sig);
 
-// The exit status the wrapper reports (the shell's: 128+N for a signal) as an ExitStatus.
-ExitStatus RemoteExitStatus(int shell_status);
-
 }  // namespace dtrain

@@ -61,16 +61,6 @@ ExitStatus StatusFromSrunWords(const std::string& words) {
   return status;
 }
 
-ExitStatus StatusFromShell(int shell_status) {
-  ExitStatus status;
-  if (shell_status > 128 && shell_status < 128 + 65) {
-    status.signal = shell_status - 128;
-  } else {
-    status.code = shell_status;
-  }
-  return status;
-}
-
 // A labelled line on srun's stderr that only repeats what the exit status says: the wrapper
 // shell naming the signal that killed the command ("0: Terminated"), or slurmstepd saying the
 // step was cancelled on request (a time limit, "... DUE TO TIME LIMIT ***", is kept).
@@ -409,7 +399,7 @@ void SlurmTransport::HandleLine(SlurmRun& run, std::string_view line, bool newli
   }
   if (parsed.exited && !run.exited[parsed.task]) {
     run.exited[parsed.task] = true;
-    events.OnExit(id, StatusFromShell(parsed.status));
+    events.OnExit(id, ExitStatus::FromShellStatus(parsed.status));
   }
 }
 
@@ -452,7 +442,7 @@ void SlurmTransport::Finish(SlurmRun& run, TransportEvents& events) {
     if (reported != run.srun_reported.end()) {
       status = reported->second;
     } else if (run.started[t]) {
-      status = StatusFromShell(run.srun_status == 0 ? 137 : run.srun_status);
+      status = ExitStatus::FromShellStatus(run.srun_status == 0 ? 137 : run.srun_status);
     } else {
       status.error =
           fmt::format("srun ended ({}) before task {} started on {}{}",

@@ -289,7 +289,7 @@ class NodeLink {
     if (!p.exit_signal.empty()) {
       status.signal = SignalNumber(p.exit_signal);
     } else if (p.exit_status) {
-      status = RemoteExitStatus(*p.exit_status);
+      status = ExitStatus::FromShellStatus(*p.exit_status);
     } else {
       status.error = fmt::format("{}: ssh: process {} ended without an exit status",
                                  session_.where(), p.spec.id);

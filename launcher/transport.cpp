@@ -26,6 +26,16 @@ std::string SignalName(int sig) {
   return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
 }
 
+ExitStatus ExitStatus::FromShellStatus(int shell_status) {
+  ExitStatus status;
+  if (shell_status > 128 && shell_status < 128 + 65) {
+    status.signal = shell_status - 128;
+  } else {
+    status.code = shell_status;
+  }
+  return status;
+}
+
 std::string ExitStatus::Describe() const {
   if (!error.empty()) return "could not start: " + error;
   if (signal != 0) return "killed by " + SignalName(signal);

@@ -15,13 +15,13 @@ namespace dtrain {
 
 // One process to run: a rank of a job, or one probe per node for the doctor.
 struct ProcessSpec {
-  int id = 0;          // the rank (or node index for per-node work); echoed in events
-  int node_index = 0;  // which ClusterSpec::nodes entry runs it
-  std::vector<std::string> argv;          // argv[0] resolved as the user wrote it
+  int id = 0;                     // the rank (or node index for per-node work); echoed in events
+  int node_index = 0;             // which ClusterSpec::nodes entry runs it
+  std::vector<std::string> argv;  // argv[0] resolved as the user wrote it
   std::map<std::string, std::string> env;  // added to the node's environment, byte for byte
-  std::string python_path_head;           // prepended to the node's PYTHONPATH; "" = leave it
-  std::string cwd;                        // "" = the transport's default (workdir or launch dir)
-  std::string stdin_data;                 // written to stdin, then stdin is closed
+  std::string python_path_head;            // prepended to the node's PYTHONPATH; "" = leave it
+  std::string cwd;                         // "" = the transport's default (workdir or launch dir)
+  std::string stdin_data;                  // written to stdin, then stdin is closed
 };
 
 struct ExitStatus {
@@ -33,6 +33,8 @@ struct ExitStatus {
   // What a shell would report: code, 128+signal, or 255 when it never ran.
   int ShellStatus() const { return !error.empty() ? 255 : signal ? 128 + signal : code; }
   std::string Describe() const;  // "exit 7", "killed by SIGKILL", "could not start: ..."
+  // The inverse of ShellStatus for a status reported by a remote shell: above 128 is a signal.
+  static ExitStatus FromShellStatus(int shell_status);
 };
 
 // "SIGKILL" for 9; "signal N" when the C library has no name for it.

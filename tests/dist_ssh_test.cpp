@@ -20,12 +20,6 @@ using test::ReadText;
 using test::RunOutput;
 using test::SshTestCluster;
 
-#define REQUIRE_CLUSTER(c)                           \
-  if (!(c).error().empty()) {                        \
-    if (geteuid() != 0) GTEST_SKIP() << (c).error(); \
-    FAIL() << (c).error();                           \
-  }
-
 const std::string kBin = DTRAIN_BINARY_DIR;
 
 // The cluster file with Gloo bound to each node's bridge interface, written beside it.

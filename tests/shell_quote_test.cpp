@@ -152,7 +152,7 @@ TEST(RemoteCommand, SignalLinesReachTheWholeProcessGroup) {
   const ShellRun run = RunShell(command, "", RemoteSignalLine(SIGTERM), false);
   EXPECT_EQ(run.output, "up\n");
   EXPECT_EQ(run.status, 128 + SIGTERM);
-  EXPECT_EQ(RemoteExitStatus(run.status).signal, SIGTERM);
+  EXPECT_EQ(ExitStatus::FromShellStatus(run.status).signal, SIGTERM);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 

@@ -130,3 +130,10 @@ class SshTestCluster {
 };
 
 }  // namespace dtrain::test
+
+// Skips the test when the cluster could not be made for lack of root; fails it otherwise.
+#define REQUIRE_CLUSTER(c)                           \
+  if (!(c).error().empty()) {                        \
+    if (geteuid() != 0) GTEST_SKIP() << (c).error(); \
+    FAIL() << (c).error();                           \
+  }

@@ -17,12 +17,6 @@ using test::ReadText;
 using test::RunOutput;
 using test::SshTestCluster;
 
-#define REQUIRE_CLUSTER(c)                           \
-  if (!(c).error().empty()) {                        \
-    if (geteuid() != 0) GTEST_SKIP() << (c).error(); \
-    FAIL() << (c).error();                           \
-  }
-
 const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
 
 // The cluster file plus `extra` YAML lines, written beside it.

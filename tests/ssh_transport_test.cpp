@@ -19,12 +19,6 @@ using test::ReadText;
 using test::RunOutput;
 using test::SshTestCluster;
 
-#define REQUIRE_CLUSTER(c)                           \
-  if (!(c).error().empty()) {                        \
-    if (geteuid() != 0) GTEST_SKIP() << (c).error(); \
-    FAIL() << (c).error();                           \
-  }
-
 // Records what a transport reports; optionally stops everything on the first failure.
 struct Recorder : TransportEvents {
   std::map<int, std::string> output;
