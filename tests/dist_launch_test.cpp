@@ -10,9 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/metrics_lines.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using dtrain::test::EndLines;
+using dtrain::test::Field;
 const std::string kBin = DTRAIN_BINARY_DIR;
 
 std::string TempDir() {
@@ -23,29 +27,6 @@ std::string TempDir() {
 int RunShell(const std::string& command) {
   int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// The last {"event":"end"...} line of every rank's metrics file under `dir`, by rank file name.
-std::map<std::string, std::string> EndLines(const std::string& dir) {
-  std::map<std::string, std::string> ends;
-  for (auto& entry : fs::recursive_directory_iterator(dir)) {
-    if (entry.path().extension() != ".jsonl") continue;
-    std::ifstream in(entry.path());
-    for (std::string line; std::getline(in, line);) {
-      if (line.find("\"event\":\"end\"") != std::string::npos) {
-        ends[entry.path().filename()] = line;
-      }
-    }
-  }
-  return ends;
-}
-
-std::string Field(const std::string& line, const std::string& key) {
-  size_t at = line.find("\"" + key + "\":");
-  if (at == std::string::npos) return "";
-  size_t start = at + key.size() + 3;
-  size_t end = line.find_first_of(",}", start);
-  return line.substr(start, end - start);
 }
 
 const std::string kTrain =

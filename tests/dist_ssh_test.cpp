@@ -10,12 +10,15 @@
 #include <map>
 #include <string>
 
+#include "tests/metrics_lines.h"
 #include "tests/ssh_cluster.h"
 
 namespace dtrain {
 namespace {
 
 namespace fs = std::filesystem;
+using test::EndLines;
+using test::Field;
 using test::ReadText;
 using test::RunOutput;
 using test::SshTestCluster;
@@ -27,29 +30,6 @@ std::string ClusterFileWithGloo(const SshTestCluster& cluster) {
   const std::string path = cluster.dir() + "/cluster-gloo.yaml";
   std::ofstream(path) << ReadText(cluster.cluster_file()) << "env: {GLOO_SOCKET_IFNAME: eth0}\n";
   return path;
-}
-
-// The last {"event":"end"...} line of every rank's metrics file under `dir`, by file name.
-std::map<std::string, std::string> EndLines(const std::string& dir) {
-  std::map<std::string, std::string> ends;
-  for (auto& entry : fs::recursive_directory_iterator(dir)) {
-    if (entry.path().extension() != ".jsonl") continue;
-    std::ifstream in(entry.path());
-    for (std::string line; std::getline(in, line);) {
-      if (line.find("\"event\":\"end\"") != std::string::npos) {
-        ends[entry.path().filename()] = line;
-      }
-    }
-  }
-  return ends;
-}
-
-std::string Field(const std::string& line, const std::string& key) {
-  size_t at = line.find("\"" + key + "\":");
-  if (at == std::string::npos) return "";
-  size_t start = at + key.size() + 3;
-  size_t end = line.find_first_of(",}", start);
-  return line.substr(start, end - start);
 }
 
 struct LaunchResult {
