@@ -36,7 +36,9 @@ mkdir -p "$work/project"
 # same script with the same environment, and gets the same rendezvous listener on node 0 (the
 # probe in listen mode, started the way the doctor starts it); both send it to `sh` everywhere.
 port=29641
-probe_env="DTRAIN_PROBE_WORKDIR=$work/project DTRAIN_PROBE_RDZV_ADDR=10.231.0.10 DTRAIN_PROBE_RDZV_PORT=$port"
+# DTRAIN_PROBE_CLIP_DIR as the doctor sets it: the probe runs `dtrain-clip --version` (which loads
+# LibTorch, ~0.6 s), so the bare probe and pdsh must do that too for a like-for-like figure.
+probe_env="DTRAIN_PROBE_WORKDIR=$work/project DTRAIN_PROBE_RDZV_ADDR=10.231.0.10 DTRAIN_PROBE_RDZV_PORT=$port DTRAIN_PROBE_CLIP_DIR=$build"
 doctor_on() { bash "$src/tests/cluster/make-cluster.sh" exec "$dir" "$dtrain" doctor -c "$1"; }
 pdsh_on() {
   local listener
@@ -76,7 +78,7 @@ job: {command: [python3, x.py]}
 YAML
 bare_probe() {
   env DTRAIN_PROBE_WORKDIR="$work/project" DTRAIN_PROBE_RDZV_ADDR=127.0.0.1 \
-    DTRAIN_PROBE_RDZV_PORT=29632 sh -s <"$probe"
+    DTRAIN_PROBE_RDZV_PORT=29632 DTRAIN_PROBE_CLIP_DIR="$build" sh -s <"$probe"
 }
 # The bare probe's rendezvous test needs a listener too, as the doctor starts one.
 env DTRAIN_PROBE_MODE=listen DTRAIN_PROBE_RDZV_PORT=29632 DTRAIN_PROBE_LISTEN_S=600 \
