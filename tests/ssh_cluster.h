@@ -89,6 +89,17 @@ class SshTestCluster {
     return out;
   }
 
+  // What still runs on nodes 0..count-1 once each had up to `seconds` to go idle: "" when all
+  // are idle, else a line per busy node naming its first leftover process.
+  std::string LeftoverProcesses(int count, double seconds) const {
+    std::string out;
+    for (int i = 0; i < count; ++i) {
+      const std::vector<std::string> left = WaitNodeIdle(i, seconds);
+      if (!left.empty()) out += "node" + std::to_string(i) + " still runs " + left.front() + "\n";
+    }
+    return out;
+  }
+
   // Waits up to `seconds` for node i to run nothing but its listener; returns what is left.
   std::vector<std::string> WaitNodeIdle(int i, double seconds) const {
     const auto until = std::chrono::steady_clock::now() +
