@@ -13,6 +13,13 @@ namespace {
 
 int RunTimeline(const TimelineRequest& request) {
   TimelineReport report = MakeTimeline(request);
+  for (const std::string& warning : report.fetch.warnings) {
+    std::fprintf(stderr, "dtrain timeline: warning: %s\n", warning.c_str());
+  }
+  if (!report.fetch.fetched.empty()) {
+    std::printf("fetched %zu trace%s (%.1f MB) from the nodes\n", report.fetch.fetched.size(),
+                report.fetch.fetched.size() == 1 ? "" : "s", report.fetch.bytes / 1e6);
+  }
   for (const std::string& warning : report.merge.warnings) {
     std::fprintf(stderr, "dtrain timeline: warning: %s\n", warning.c_str());
   }
@@ -40,6 +47,12 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
   cmd->add_option("-o,--output", request->output,
                   "Merged trace (default: <log_dir>/<job>/timeline.json; ./timeline.json for "
                   "files given by hand)");
+  cmd->add_option("-c,--cluster", request->cluster_file,
+                  "Cluster file whose ssh settings reach the nodes when traces are fetched "
+                  "(default: the one the job was launched with)");
+  cmd->add_flag("!--no-fetch", request->fetch,
+                "Merge only the traces on this machine; by default, traces an ssh job's ranks "
+                "left on their nodes (missing here, or larger there) are copied here first");
   cmd->add_flag("--summary", request->summary,
                 "Print compute, communication and waiting per rank, the slowest ranks, the "
                 "overlap of communication with compute and the largest fused allreduces; write "

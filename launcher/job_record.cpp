@@ -67,6 +67,9 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
     json rank = {{"rank", s.rank},           {"local_rank", s.local_rank},
                  {"node_rank", s.node_rank}, {"local_world_size", s.local_world_size},
                  {"host", s.host},           {"address", s.address}};
+    if (auto trace = s.env.find("DTRAIN_TIMELINE"); trace != s.env.end()) {
+      rank["timeline"] = trace->second;  // the path as the rank saw it, on its node
+    }
     auto it = r.rank_status.find(s.rank);
     rank["exit"] = it == r.rank_status.end() ? json(nullptr) : StatusJson(it->second);
     ranks.push_back(rank);
@@ -137,8 +140,20 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
       s.launcher_host = doc["launcher"].value("host", "");
       s.launcher_pid = doc["launcher"].value("pid", 0);
     }
+    s.transport = doc.value("transport", "");
+    s.cluster_file = doc.value("cluster", "");
+    s.launch_dir = doc.value("launch_dir", "");
+    const bool timeline = doc.value("timeline", false);
     for (const json& rank : doc.value("ranks", json::array())) {
-      s.rank_hosts[rank.at("rank").get<int>()] = rank.value("host", "");
+      const int r = rank.at("rank").get<int>();
+      s.rank_hosts[r] = rank.value("host", "");
+      s.rank_addresses[r] = rank.value("address", "");
+      // Records written before "timeline" was kept per rank: the path the rank plan gives.
+      std::string trace = rank.value("timeline", "");
+      if (trace.empty() && timeline) {
+        trace = fmt::format("{}/{}/timeline/rank-{}.json", doc.value("log_dir", ""), s.name, r);
+      }
+      if (!trace.empty()) s.rank_traces[r] = trace;
     }
     return s;
   } catch (const json::exception& e) {

@@ -58,6 +58,11 @@ struct JobSummary {
   std::string launcher_host;
   int launcher_pid = 0;
   std::map<int, std::string> rank_hosts;  // rank -> node name
+  std::string transport;                  // local, ssh or slurm
+  std::string cluster_file;               // as given to dtrain launch (relative to launch_dir)
+  std::string launch_dir;
+  std::map<int, std::string> rank_addresses;  // rank -> node address the launcher used
+  std::map<int, std::string> rank_traces;     // rank -> DTRAIN_TIMELINE as the rank saw it
 };
 
 std::string JobRecordPath(const std::string& job_dir);

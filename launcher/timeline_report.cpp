@@ -28,11 +28,26 @@ long RankNumber(const fs::path& file) {
   }
 }
 
-std::map<int, std::string> JobHosts(const std::string& job_dir) {
+// The job's record; empty when there is none (traces copied by hand still merge).
+JobSummary JobRecordOrNothing(const std::string& job_dir) {
   try {
-    return ReadJobSummary(job_dir).rank_hosts;
+    return ReadJobSummary(job_dir);
   } catch (const Error&) {
-    return {};  // traces without job.json (copied by hand) still merge
+    return {};
+  }
+}
+
+// The job's traces on this machine; when there are none, the error also says why fetching
+// them from the nodes did not help.
+std::vector<std::string> TracesAfterFetch(const std::string& job_dir,
+                                          const TraceFetchReport& fetch) {
+  try {
+    return JobTraceFiles(job_dir);
+  } catch (const Error& e) {
+    if (fetch.warnings.empty()) throw;
+    std::string why;
+    for (const std::string& warning : fetch.warnings) why += "\n  " + warning;
+    throw Error(fmt::format("{}; fetching them from the nodes failed:{}", e.what(), why));
   }
 }
 
@@ -76,11 +91,15 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (inputs.empty()) {
     std::string log_dir = request.log_dir.empty() ? DefaultLogDir() : request.log_dir;
     std::string job_dir = ResolveJobDir(log_dir, request.job);
-    inputs = JobTraceFiles(job_dir);
-    hosts = JobHosts(job_dir);
+    JobSummary job = JobRecordOrNothing(job_dir);
+    if (request.fetch) report.fetch = FetchRemoteTraces(job_dir, job, request.cluster_file);
+    inputs = TracesAfterFetch(job_dir, report.fetch);
+    hosts = job.rank_hosts;
     if (report.output.empty()) report.output = job_dir + "/timeline.json";
   } else if (!request.job.empty()) {
     throw UsageError("give either trace files or --job, not both");
+  } else if (!request.cluster_file.empty()) {
+    throw UsageError("-c names the cluster to fetch a job's traces from; not for trace files");
   }
   if (report.output.empty()) report.output = "timeline.json";
   TimelineSummaryBuilder builder;

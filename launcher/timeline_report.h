@@ -7,6 +7,7 @@
 
 #include "launcher/timeline_merge.h"
 #include "launcher/timeline_summary.h"
+#include "launcher/trace_fetch.h"
 
 namespace dtrain {
 
@@ -16,11 +17,14 @@ struct TimelineRequest {
   std::vector<std::string> inputs;  // trace files given by hand; empty: the job's traces
   std::string output;  // empty: <job>/timeline.json, or ./timeline.json for files given by hand
   bool summary = false;
+  bool fetch = true;         // copy traces left on an ssh job's nodes here first
+  std::string cluster_file;  // ssh settings for fetching; empty: the job's own cluster file
 };
 
 struct TimelineReport {
   std::string output;
   std::string chart;  // timeline-steps.svg beside the output; empty without a summary
+  TraceFetchReport fetch;
   MergeResult merge;
   TimelineSummary summary;
 };

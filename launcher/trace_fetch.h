@@ -1,0 +1,32 @@
+// Gathers the per-rank traces of an SSH job whose ranks wrote them on their own nodes' disks:
+// each rank's trace (the DTRAIN_TIMELINE path it was given, as job.json records it) is streamed
+// over the launcher's SSH transport into <job>/timeline/rank-R.json on this machine, through a
+// temporary file renamed when whole. A trace already here and as large as the node's is kept
+// (traces only grow), so shared storage costs one size check per rank and nothing is copied.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "launcher/job_record.h"
+
+namespace dtrain {
+
+// What fetching did. A node that cannot be reached is a warning naming it and its ranks, never
+// an error: the merge goes on with the traces it has.
+struct TraceFetchReport {
+  bool contacted = false;    // the job ran over ssh and its nodes were asked
+  std::vector<int> fetched;  // ranks whose trace was copied from their node
+  uint64_t bytes = 0;        // bytes copied
+  int up_to_date = 0;        // ranks whose local trace was already complete
+  std::vector<std::string> warnings;
+};
+
+// For jobs of transport ssh only (others return an empty report). SSH options come from
+// `cluster_file` if given, else from the cluster file the job was launched with; node addresses
+// from job.json. Throws nothing for unreachable nodes or missing files: see warnings.
+TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary& job,
+                                   const std::string& cluster_file);
+
+}  // namespace dtrain
