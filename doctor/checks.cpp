@@ -148,11 +148,37 @@ std::optional<Version> PinOf(const NodeFacts& f, const std::string& key) {
   return std::nullopt;
 }
 
-bool UsesClip(const ClusterSpec& spec) {
-  if (spec.job.command.empty()) return true;
+std::string JobProgram(const ClusterSpec& spec) {
+  if (spec.job.command.empty()) return "dtrain-clip";
   const std::string& argv0 = spec.job.command[0];
   size_t slash = argv0.rfind('/');
-  return argv0.substr(slash == std::string::npos ? 0 : slash + 1) == "dtrain-clip";
+  return argv0.substr(slash == std::string::npos ? 0 : slash + 1);
+}
+
+bool UsesClip(const ClusterSpec& spec) {
+  return JobProgram(spec) == "dtrain-clip";
+}
+
+// One finding per distinct error text, naming every node that printed it.
+std::vector<Finding> GroupedErrors(
+    const std::vector<const NodeFacts*>& nodes,
+    const std::function<std::string(const NodeFacts&)>& error,
+    const std::function<Finding(std::vector<std::string> hosts, const std::string& error)>& make) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::string>> hosts;
+  for (const NodeFacts* n : nodes) {
+    const std::string text = error(*n);
+    if (text.empty()) continue;
+    if (!hosts.count(text)) order.push_back(text);
+    hosts[text].push_back(n->host);
+  }
+  std::vector<Finding> out;
+  for (const auto& text : order) out.push_back(make(hosts[text], text));
+  return out;
+}
+
+std::string NodesWord(const std::vector<std::string>& hosts) {
+  return fmt::format("{} {}", hosts.size() == 1 ? "node" : "nodes", Join(hosts));
 }
 
 }  // namespace
@@ -173,6 +199,16 @@ Severity WorstSeverity(const std::vector<Finding>& findings) {
   Severity worst = Severity::kOk;
   for (const auto& f : findings) worst = std::max(worst, f.severity);
   return worst;
+}
+
+bool JobUsesPython(const ClusterSpec& spec) {
+  if (!spec.python.empty()) return true;
+  const std::string program = JobProgram(spec);
+  if (program.rfind("python", 0) == 0) return true;
+  for (const char* launcher : {"torchrun", "horovodrun", "accelerate", "deepspeed"}) {
+    if (program == launcher) return true;
+  }
+  return false;
 }
 
 bool GpusExpected(const ClusterSpec& spec) {
@@ -336,18 +372,64 @@ std::vector<Finding> CheckWorkdir(const std::vector<NodeFacts>& nodes) {
   return out;
 }
 
+std::vector<Finding> CheckPythonErrors(const ClusterSpec& spec,
+                                       const std::vector<NodeFacts>& nodes) {
+  const Severity severity = JobUsesPython(spec) ? Severity::kError : Severity::kWarning;
+  const auto reached = Reached(nodes);
+  std::vector<Finding> out;
+  auto add = [&out](std::vector<Finding> more) {
+    for (auto& f : more) out.push_back(std::move(f));
+  };
+  add(GroupedErrors(
+      reached, [](const NodeFacts& n) { return n.python_error; },
+      [&](std::vector<std::string> hosts, const std::string& error) {
+        return Make(severity, "interpreter", "python", hosts,
+                    fmt::format("{}: {}", NodesWord(hosts), error),
+                    "install Python there, or set `python:` in the cluster file to the "
+                    "interpreter's full path");
+      }));
+  add(GroupedErrors(
+      reached, [](const NodeFacts& n) { return n.torch_error; },
+      [&](std::vector<std::string> hosts, const std::string& error) {
+        return Make(severity, "import", "torch", hosts,
+                    fmt::format("`import torch` fails on {}: {}", NodesWord(hosts), error),
+                    "repair torch in the environment `python:` points to (run `python -c "
+                    "'import torch'` on the node to see the whole error)");
+      }));
+  add(GroupedErrors(
+      reached, [](const NodeFacts& n) { return n.horovod_error; },
+      [&](std::vector<std::string> hosts, const std::string& error) {
+        return Make(severity, "import", "horovod", hosts,
+                    fmt::format("`import horovod` fails on {}: {}", NodesWord(hosts), error),
+                    "reinstall Horovod against the torch installed there (pip install "
+                    "--no-cache-dir horovod, with HOROVOD_WITH_PYTORCH=1)");
+      }));
+  return out;
+}
+
 std::vector<Finding> CheckClip(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes) {
   std::vector<Finding> out;
-  if (!UsesClip(spec)) return out;
+  const bool used = UsesClip(spec);
   std::vector<std::string> missing;
   for (const NodeFacts* n : Reached(nodes)) {
     if (n->clip_path.empty()) missing.push_back(n->host);
   }
-  if (!missing.empty()) {
+  if (used && !missing.empty()) {
     out.push_back(
         Make(Severity::kError, "clip", "clip", missing,
              fmt::format("the job runs dtrain-clip, which is not installed on {}", Join(missing)),
              "install dtrain-clip on these nodes (next to dtrain or on PATH)"));
+  }
+  for (auto& f : GroupedErrors(
+           Reached(nodes), [](const NodeFacts&n) { return n.clip_error; },
+           [used](std::vector<std::string> hosts, const std::string&error) {
+             return Make(
+                 used ? Severity::kError : Severity::kWarning, "clip", "clip", hosts,
+                 fmt::format("dtrain-clip does not start on {}: {}", NodesWord(hosts), error),
+                 "install what it links against (LibTorch, OpenBLAS: `ldd` on it lists "
+                 "what is missing) or rebuild it on the node");
+           })) {
+    out.push_back(std::move(f));
   }
   return out;
 }
@@ -449,6 +531,7 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   add(CheckDriverForCuda(run.nodes));
   add(CheckGpus(spec, run.nodes));
   add(CheckWorkdir(run.nodes));
+  add(CheckPythonErrors(spec, run.nodes));
   add(CheckClip(spec, run.nodes));
   add(CheckRendezvous(run));
   add(CheckClockSkew(run.nodes));

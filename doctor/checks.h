@@ -34,11 +34,16 @@ std::vector<Finding> CheckPins(const ClusterSpec& spec, const std::vector<NodeFa
 std::vector<Finding> CheckDriverForCuda(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckGpus(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckWorkdir(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckPythonErrors(const ClusterSpec& spec,
+                                       const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckClip(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckRendezvous(const ProbeRun& run);
 std::vector<Finding> CheckClockSkew(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckLimits(const std::vector<NodeFacts>& nodes);
 
+// True when the job's command is a Python interpreter or a Python launcher (torchrun, ...), or
+// the cluster file names `python:`.
+bool JobUsesPython(const ClusterSpec& spec);
 // True when the cluster file asks for GPUs: a node lists `gpus`, or `expect` pins cuda/driver.
 bool GpusExpected(const ClusterSpec& spec);
 // The highest severity among the findings (kOk when empty).

@@ -53,12 +53,13 @@ ReachFailure ClassifyReachError(std::string_view error) {
   if (Contains(e, "host key") || Contains(e, "known_hosts") || Contains(e, "known hosts")) {
     return ReachFailure::kHostKey;
   }
+  // Before auth: "no reply while authenticating within 5 s (ssh.connect_timeout)" is a timeout.
+  if (Contains(e, "timed out") || Contains(e, "timeout")) return ReachFailure::kTimeout;
   if (Contains(e, "auth") || Contains(e, "permission denied") || Contains(e, "publickey") ||
       Contains(e, "password")) {
     return ReachFailure::kAuth;
   }
   if (Contains(e, "refused")) return ReachFailure::kRefused;
-  if (Contains(e, "timed out") || Contains(e, "timeout")) return ReachFailure::kTimeout;
   if (Contains(e, "resolve") || Contains(e, "name or service") || Contains(e, "unknown host")) {
     return ReachFailure::kUnresolved;
   }
@@ -166,10 +167,14 @@ void ApplyProbeLines(const ProbeLines& lines, double arrival_epoch_s, NodeFacts&
       f.horovod_controllers = value;
     } else if (key == "horovod_ops") {
       f.horovod_ops = value;
+    } else if (key == "horovod_error") {
+      f.horovod_error = value;
     } else if (key == "clip") {
       f.clip_path = value;
     } else if (key == "clip_version") {
       f.clip = VersionOrEmpty(Version::Find(value));
+    } else if (key == "clip_error") {
+      f.clip_error = value;
     } else if (key == "rdzv") {
       f.rendezvous = value;
     } else if (key == "rdzv_detail") {

@@ -60,11 +60,12 @@ struct NodeFacts {
   Version torch, torch_cuda, torch_nccl;
   std::string torch_error;
   Version horovod;
-  std::string horovod_frameworks, horovod_controllers, horovod_ops;
+  std::string horovod_frameworks, horovod_controllers, horovod_ops, horovod_error;
 
   // dtrain-clip.
   std::string clip_path;
   Version clip;
+  std::string clip_error;  // `dtrain-clip --version` failed: what it printed (missing libraries)
 
   // Rendezvous: "ok", "refused", "timeout", "unreachable", "untested", "" (not run).
   std::string rendezvous, rendezvous_detail;

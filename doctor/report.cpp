@@ -28,6 +28,11 @@ std::string V(const Version& v) {
   return v.known() ? v.text : "-";
 }
 
+// "fails" where the tool is there but could not tell its version (an import error, say).
+std::string VersionOrFails(const Version& v, const std::string& error) {
+  return v.known() || error.empty() ? V(v) : "fails";
+}
+
 std::string Gpus(const NodeFacts& n) {
   if (n.gpus.empty()) return "0";
   std::string name = n.gpus[0].name;
@@ -70,8 +75,9 @@ std::vector<Column> Columns(double median_offset) {
       {"cuda", "cuda", [](const NodeFacts& n) { return V(n.cuda); }},
       {"nccl", "nccl", [](const NodeFacts& n) { return V(n.Nccl()); }},
       {"python", "python", [](const NodeFacts& n) { return V(n.python_version); }},
-      {"torch", "torch", [](const NodeFacts& n) { return V(n.torch); }},
-      {"horovod", "horovod", [](const NodeFacts& n) { return V(n.horovod); }},
+      {"torch", "torch", [](const NodeFacts& n) { return VersionOrFails(n.torch, n.torch_error); }},
+      {"horovod", "horovod",
+       [](const NodeFacts& n) { return VersionOrFails(n.horovod, n.horovod_error); }},
       {"pythonpath", "pythonpath",
        [](const NodeFacts& n) {
          if (!n.reached) return std::string("-");
@@ -79,7 +85,9 @@ std::vector<Column> Columns(double median_offset) {
          return n.pythonpath_workdir.empty() ? std::string("-") : n.pythonpath_workdir;
        }},
       {"clip", "clip",
-       [](const NodeFacts& n) { return n.clip_path.empty() ? std::string("-") : V(n.clip); }},
+       [](const NodeFacts& n) {
+         return n.clip_path.empty() ? std::string("-") : VersionOrFails(n.clip, n.clip_error);
+       }},
       {"rdzv", "rdzv",
        [](const NodeFacts& n) { return n.rendezvous.empty() ? "-" : n.rendezvous; }},
       {"clock", "clock",
@@ -200,8 +208,10 @@ nlohmann::json NodeJson(const NodeFacts& n) {
       {"horovod_frameworks", OrNull(n.horovod_frameworks)},
       {"horovod_controllers", OrNull(n.horovod_controllers)},
       {"horovod_ops", OrNull(n.horovod_ops)},
+      {"horovod_error", OrNull(n.horovod_error)},
       {"clip", VersionJson(n.clip)},
       {"clip_path", OrNull(n.clip_path)},
+      {"clip_error", OrNull(n.clip_error)},
       {"rendezvous", OrNull(n.rendezvous)},
       {"rendezvous_detail", OrNull(n.rendezvous_detail)},
   };

@@ -247,6 +247,13 @@ if spec is not None:
     except Exception as e:
         line("horovod_error", why(e))
 '
+  st=$?
+  # A crash while importing (a broken CUDA library can take the interpreter down with it).
+  if [ $st -gt 128 ]; then
+    echo "python_error=$1 was killed by signal $((st - 128)) (while importing torch or horovod?)"
+  elif [ $st -ne 0 ]; then
+    echo "python_error=$1 exited with status $st"
+  fi
 }
 
 probe_clip() {
@@ -257,7 +264,14 @@ probe_clip() {
   done
   [ -z "$clip" ] && return
   echo "clip=$clip"
-  echo "clip_version=$(limited 20 "$clip" --version 2>&1 | head -n 1)"
+  # A binary that cannot load its libraries (LibTorch) says so on stderr and exits non-zero.
+  if out=$(limited 20 "$clip" --version 2>&1); then
+    echo "clip_version=$(printf '%s\n' "$out" | head -n 1)"
+  else
+    st=$?
+    msg=$(printf '%s\n' "$out" | grep . | head -n 1)
+    echo "clip_error=${msg:-exited with status $st}"
+  fi
 }
 
 # Connects to the rendezvous listener, retrying a refused connection until it is up (the

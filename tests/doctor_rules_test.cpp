@@ -1,6 +1,8 @@
 // The doctor's rules and report on hand-built probe output: consistency across nodes (odd node
 // named, majority value, remedy), pins, driver vs CUDA, GPUs vs slots, rendezvous, clock skew,
 // unreachable nodes, exit status, and the text/JSON report.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -183,6 +185,61 @@ TEST(DoctorRules, ReachFailureReasons) {
             ReachFailure::kTimeout);
   EXPECT_EQ(ClassifyReachError("Connection refused"), ReachFailure::kRefused);
   EXPECT_EQ(ClassifyReachError("could not resolve hostname gpu-x"), ReachFailure::kUnresolved);
+  // The ssh transport's own words for its two timeouts; the second mentions authentication.
+  EXPECT_EQ(ClassifyReachError("node b (10.0.0.2): ssh: cannot connect to port 22 within 5 s "
+                               "(ssh.connect_timeout): no answer"),
+            ReachFailure::kTimeout);
+  EXPECT_EQ(ClassifyReachError("node b (10.0.0.2): ssh: no reply while authenticating within 5 s "
+                               "(ssh.connect_timeout)"),
+            ReachFailure::kTimeout);
+}
+
+TEST(DoctorRules, BrokenPythonToolsAndClipAreNamedWithTheirError) {
+  const std::string broken_torch = "ImportError: libcudart.so.12: cannot open shared object file";
+  std::string bad = ProbeText();
+  bad.replace(bad.find("torch=2.4.0+cu124\ntorch_cuda=12.4\ntorch_nccl=(2, 21, 5)\n"), 56,
+              "torch_error=" + broken_torch + "\nhorovod_error=ImportError: no torch\n");
+  bad.replace(bad.find("clip_version=dtrain-clip 0.1.0"), 30,
+              "clip_error=dtrain-clip: error while loading shared libraries: libtorch.so");
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", bad), Node("gpu-c", bad)});
+  EXPECT_EQ(run.nodes[1].torch_error, broken_torch);
+
+  ClusterSpec python_job = Spec(3);
+  python_job.job.command = {"/opt/venv/bin/python3", "train.py"};
+  EXPECT_TRUE(JobUsesPython(python_job));
+  auto findings = CheckCluster(python_job, run);
+  const Finding* torch = Find(findings, "import", Severity::kError);
+  ASSERT_TRUE(torch);
+  EXPECT_EQ(torch->fact, "torch");
+  EXPECT_EQ(torch->nodes, (std::vector<std::string>{"gpu-b", "gpu-c"})) << "one finding per error";
+  EXPECT_NE(torch->message.find(broken_torch), std::string::npos) << torch->message;
+  auto clip = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.check == "clip" && f.message.find("does not start") != std::string::npos;
+  });
+  ASSERT_NE(clip, findings.end());
+  EXPECT_EQ(clip->severity, Severity::kWarning) << "a python job does not need dtrain-clip";
+  EXPECT_NE(clip->message.find("libtorch.so"), std::string::npos);
+  std::string table = RenderTextReport(python_job, run, findings, false);
+  EXPECT_NE(table.find("fails*"), std::string::npos) << table;
+
+  ClusterSpec clip_job = Spec(3);  // no job command: dtrain-clip
+  EXPECT_FALSE(JobUsesPython(clip_job));
+  findings = CheckCluster(clip_job, run);
+  EXPECT_TRUE(Find(findings, "import", Severity::kWarning));
+  EXPECT_FALSE(Find(findings, "import", Severity::kError));
+  ASSERT_TRUE(Find(findings, "clip", Severity::kError));
+  EXPECT_EQ(Find(findings, "clip", Severity::kError)->nodes,
+            (std::vector<std::string>{"gpu-b", "gpu-c"}));
+
+  std::string no_python = ProbeText();
+  no_python.replace(no_python.find("python=/usr/bin/python3"), 23,
+                    "python_error=no python (tried /opt/venv/bin/python3)");
+  python_job.python = "/opt/venv/bin/python3";
+  findings =
+      CheckCluster(python_job, ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", no_python)}));
+  const Finding* interpreter = Find(findings, "interpreter", Severity::kError);
+  ASSERT_TRUE(interpreter);
+  EXPECT_EQ(interpreter->nodes, std::vector<std::string>{"gpu-b"});
 }
 
 TEST(DoctorRules, RendezvousPerNode) {
