@@ -95,8 +95,22 @@ void SshSession::Fail(const std::string& what) const {
 void SshSession::FailTimeout() const {
   const int timeout = options_.connect_timeout_s;
   if (step_ == Step::kConnect) {
-    Fail(fmt::format("cannot connect to port {} within {} s (ssh.connect_timeout): no answer",
-                     options_.port, timeout));
+    // Which part stalled: the TCP handshake, the server's SSH greeting, or the key exchange.
+    sockaddr_storage peer{};
+    socklen_t length = sizeof peer;
+    const int fd = session_ ? ssh_get_fd(session_) : -1;
+    if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) {
+      Fail(fmt::format("cannot connect to port {} within {} s (ssh.connect_timeout): no answer",
+                       options_.port, timeout));
+    }
+    if (!ssh_get_serverbanner(session_)) {
+      Fail(
+          fmt::format("port {} accepted the connection but sent no SSH greeting within {} s "
+                      "(ssh.connect_timeout): is an SSH server listening there?",
+                      options_.port, timeout));
+    }
+    Fail(fmt::format("the SSH key exchange did not finish within {} s (ssh.connect_timeout)",
+                     timeout));
   }
   Fail(fmt::format("no reply while authenticating within {} s (ssh.connect_timeout)", timeout));
 }

@@ -1,9 +1,12 @@
 // `dtrain doctor` over SSH on real sshd nodes in network namespaces (tests/cluster): all nodes
 // alike; one node with another CUDA toolkit and NCCL (a fake tree bind-mounted over
 // /usr/local/cuda in that node's own mount namespace); the rendezvous port blocked from one
-// node (an unreachable route); one node down; wrong key and unknown host key.
+// node (an unreachable route); one node down; wrong key, unknown host key, and an address that
+// accepts TCP but never speaks SSH.
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -176,6 +179,50 @@ TEST(DoctorCluster, SshFailuresCarryTheirReason) {
   DoctorRun hostkey = Doctor(dir + "/hostkey.yaml");
   EXPECT_EQ(hostkey.status, 1) << hostkey.text;
   EXPECT_EQ(hostkey.doc["nodes"][1]["failure"], "host key") << hostkey.doc["nodes"][1].dump();
+
+  // A third node whose address accepts TCP but never speaks SSH: a socket listening (and never
+  // accepting: the kernel completes the handshake) on an extra address inside node1's namespace.
+  const std::string silent_address = "10.231.0.250";
+  std::ofstream(dir + "/silent.py")
+      << "import socket, sys, time\ns = socket.socket()\n"
+      << "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+      << "s.bind((sys.argv[1], 22))\ns.listen(16)\nopen(sys.argv[2], 'w').write('up')\n"
+      << "time.sleep(120)\n";
+  const std::string ns = "ip netns exec " + cluster.Field(1, 2);
+  std::string up = RunOutput(ns + " ip addr add " + silent_address + "/24 dev eth0 && (" + ns +
+                             " python3 " + dir + "/silent.py " + silent_address + " " + dir +
+                             "/silent.up >/dev/null 2>&1 &) 2>&1; echo rc=$?");
+  ASSERT_NE(up.find("rc=0"), std::string::npos) << up;
+  for (int i = 0; i < 50 && !std::filesystem::exists(dir + "/silent.up"); ++i) {
+    usleep(100 * 1000);
+  }
+  ASSERT_TRUE(std::filesystem::exists(dir + "/silent.up")) << "the silent listener did not start";
+  std::string silent = base;
+  silent.replace(silent.find("connect_timeout: 5"), 18, "connect_timeout: 2");
+  silent += "  - {host: silent, address: " + silent_address + ", slots: 1}\n";
+  std::ofstream(dir + "/silent.yaml") << silent;
+  const auto start = std::chrono::steady_clock::now();
+  DoctorRun timeout = Doctor(dir + "/silent.yaml");
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(timeout.doc.is_object()) << timeout.text;
+  EXPECT_EQ(timeout.status, 1) << timeout.text;
+  const auto& node = timeout.doc["nodes"][2];
+  EXPECT_EQ(node["host"], "silent");
+  EXPECT_EQ(node["reached"], false);
+  EXPECT_EQ(node["failure"], "timeout") << node.dump();
+  EXPECT_NE(node["error"].get<std::string>().find("no SSH greeting within 2 s"), std::string::npos)
+      << node.dump();
+  // Given up at ssh.connect_timeout (2 s), not at the doctor's --timeout (20 s).
+  EXPECT_GE(node["probe_s"].get<double>(), 1.9) << node.dump();
+  EXPECT_LT(node["probe_s"].get<double>(), 6) << node.dump();
+  EXPECT_LT(wall_s, 18) << timeout.text;
+  auto reach = Findings(timeout, "reach", "error");
+  ASSERT_EQ(reach.size(), 1u) << timeout.text;
+  EXPECT_EQ(Nodes(reach[0]), std::vector<std::string>{"silent"});
+  EXPECT_EQ(timeout.doc["nodes"][0]["reached"], true) << "the other nodes are still checked";
+  EXPECT_EQ(timeout.doc["nodes"][1]["reached"], true);
+  EXPECT_EQ(Findings(timeout, "python", "ok").size(), 1u) << timeout.text;
 }
 
 }  // namespace
