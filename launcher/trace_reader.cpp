@@ -70,32 +70,44 @@ bool TraceReader::NextText(std::string& text) {
   if (c != '{') Fail(fmt::format("unexpected '{}' between records", static_cast<char>(c)));
   record_start_ = offset_ - 1;
   text.assign(1, '{');
+  // Scan the buffer in place and copy each stretch of the record at once.
   int depth = 1;
   bool in_string = false;
   bool escaped = false;
   while (depth > 0) {
-    c = Get();
-    if (c == EOF) {
-      done_ = true;
-      truncated_ = true;
-      return false;
-    }
-    text += static_cast<char>(c);
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
+    if (pos_ == len_) {
+      len_ = std::fread(buffer_.data(), 1, buffer_.size(), file_);
+      pos_ = 0;
+      if (len_ == 0) {
+        done_ = true;
+        truncated_ = true;
+        return false;
       }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{') {
-      ++depth;
-    } else if (c == '}') {
-      --depth;
     }
+    const char* data = buffer_.data();
+    const size_t start = pos_;
+    size_t i = pos_;
+    while (i < len_ && depth > 0) {
+      const char b = data[i++];
+      if (in_string) {
+        if (escaped) {
+          escaped = false;
+        } else if (b == '\\') {
+          escaped = true;
+        } else if (b == '"') {
+          in_string = false;
+        }
+      } else if (b == '"') {
+        in_string = true;
+      } else if (b == '{') {
+        ++depth;
+      } else if (b == '}') {
+        --depth;
+      }
+    }
+    text.append(data + start, i - start);
+    offset_ += i - start;
+    pos_ = i;
   }
   ++records_;
   return true;

@@ -14,6 +14,11 @@ dtrain_test(timeline_merge_test
           ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp
   LIBS dtrain_launcher
   TIMEOUT 120)
+dtrain_test(timeline_record_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_record_test.cpp
+          ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
 dtrain_test(timeline_command_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_command_test.cpp
           ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp
