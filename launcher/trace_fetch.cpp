@@ -225,6 +225,9 @@ TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary&
     t.dest = fmt::format("{}/rank-{}.json", dir, rank);
     t.temp = fmt::format("{}/.rank-{}.json.fetch-{}", dir, rank, ::getpid());
     t.local_size = FileSize(t.dest);
+    // While the job runs, a trace here may be the very file a rank is appending to (shared
+    // storage, or this machine is the node): never replace it then, only fill in missing ones.
+    if (t.local_size >= 0 && job.status == "running") continue;
     ProcessSpec proc;
     proc.id = rank;
     proc.node_index = at->second;

@@ -146,7 +146,26 @@ TEST(TimelineFetch, TracesOnTheNodesOwnDisksAreFetchedThenMerged) {
   EXPECT_NE(merged.output.find("fetched 1 trace "), std::string::npos) << merged.output;
   EXPECT_EQ(ReadMerged(logs + "/fetch/timeline.json").spans[3], kSpans) << merged.output;
 
-  // 3. node1 is gone and its traces are not here: a warning naming it and its ranks, and the
+  // 3. While the job runs (job.json says so), a local trace may be the file a rank is writing:
+  // it is never replaced, only missing ones are fetched.
+  const std::string record = logs + "/fetch/job.json";
+  const std::string ended = ReadText(record);
+  nlohmann::json running = nlohmann::json::parse(ended);
+  running["status"] = "running";
+  std::ofstream(record) << running.dump(2);
+  fs::resize_file(timeline + "/rank-0.json", 1000);
+  fs::remove(timeline + "/rank-1.json");
+  merged = Dtrain("timeline --log-dir " + logs + " --job fetch");
+  ASSERT_EQ(merged.status, 0) << merged.output;
+  EXPECT_NE(merged.output.find("fetched 1 trace "), std::string::npos) << merged.output;
+  EXPECT_EQ(fs::file_size(timeline + "/rank-0.json"), 1000u);
+  EXPECT_EQ(ReadMerged(logs + "/fetch/timeline.json").spans[1], kSpans) << merged.output;
+  std::ofstream(record) << ended;
+  merged = Dtrain("timeline --log-dir " + logs + " --job fetch");  // ended: rank 0 is complete
+  EXPECT_NE(merged.output.find("fetched 1 trace "), std::string::npos) << merged.output;
+  EXPECT_EQ(ReadMerged(logs + "/fetch/timeline.json").spans[0], kSpans) << merged.output;
+
+  // 4. node1 is gone and its traces are not here: a warning naming it and its ranks, and the
   // merge goes on with node0's ranks.
   fs::remove(timeline + "/rank-2.json");
   fs::remove(timeline + "/rank-3.json");
@@ -160,12 +179,12 @@ TEST(TimelineFetch, TracesOnTheNodesOwnDisksAreFetchedThenMerged) {
   EXPECT_NE(merged.output.find("merged 2 ranks"), std::string::npos) << merged.output;
   EXPECT_EQ(ReadMerged(logs + "/fetch/timeline.json").names.size(), 2u);
 
-  // 4. --no-fetch merges what is here without asking any node.
+  // 5. --no-fetch merges what is here without asking any node.
   merged = Dtrain("timeline --no-fetch --log-dir " + logs + " --job fetch");
   ASSERT_EQ(merged.status, 0) << merged.output;
   EXPECT_EQ(merged.output.find("warning"), std::string::npos) << merged.output;
 
-  // 5. No node reachable and no trace here: an error that says why.
+  // 6. No node reachable and no trace here: an error that says why.
   fs::remove(timeline + "/rank-0.json");
   fs::remove(timeline + "/rank-1.json");
   RunOutput("kill " + SshdPid(cluster, 0));
