@@ -233,9 +233,10 @@ void Timeline::Open(const std::string& path, int rank, const std::string& host, 
   if (clock_offset_set_) SetClockOffset(clock_offset_us_, clock_rtt_us_);
 }
 
-bool Timeline::OpenFromEnvironment(int rank, const std::string& host, const std::string& path) {
+bool Timeline::OpenFromEnvironment(int rank, const std::string& host, const std::string& path,
+                                   bool mark_cycles) {
   const char* mark = std::getenv("HOROVOD_TIMELINE_MARK_CYCLES");
-  bool mark_cycles = mark && *mark && std::strcmp(mark, "0") != 0;
+  mark_cycles = mark_cycles || (mark && *mark && std::strcmp(mark, "0") != 0);
   std::string file = path;
   const char* env = std::getenv("DTRAIN_TIMELINE");
   if (file.empty() && env) file = env;

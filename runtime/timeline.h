@@ -17,9 +17,10 @@ class Timeline {
 
   void Open(const std::string& path, int rank, const std::string& host, bool mark_cycles);
   // Opens `path` if given, else DTRAIN_TIMELINE (every rank), else HOROVOD_TIMELINE (rank 0
-  // only, as Horovod); HOROVOD_TIMELINE_MARK_CYCLES=1 turns on CYCLE_START marks. False when
-  // there is no path or it cannot be opened.
-  bool OpenFromEnvironment(int rank, const std::string& host, const std::string& path = {});
+  // only, as Horovod); `mark_cycles` or HOROVOD_TIMELINE_MARK_CYCLES=1 turns on CYCLE_START
+  // marks. False when there is no path or it cannot be opened.
+  bool OpenFromEnvironment(int rank, const std::string& host, const std::string& path = {},
+                           bool mark_cycles = false);
   bool enabled() const { return enabled_; }
   // A span on the track (thread) named `track`: a tensor, a fusion buffer, or "compute".
   // `args_json` is a JSON object body without braces, e.g. "\"bytes\":1024,\"dtype\":\"float32\"".

@@ -151,6 +151,8 @@ const std::map<std::string, SwitchSetter>& SwitchFlags() {
       {"--gather-with-grad", [](TrainOptions& o) { o.gather_with_grad = true; }},
       {"--hierarchical-allreduce", [](TrainOptions& o) { o.hierarchical_allreduce = true; }},
       {"--timeline", [](TrainOptions& o) { o.timeline = true; }},
+      {"--timeline-mark-cycles", [](TrainOptions& o) { o.timeline_mark_cycles = true; }},
+      {"--sampler-pad", [](TrainOptions& o) { o.data.drop_last = false; }},
   };
   return flags;
 }
@@ -236,6 +238,8 @@ Data:
   --batch-size N             per-rank batch (256)
   --workers N                loader threads (1)
   --bad-data skip|fatal      skip bad samples with a count (default) or stop at the first
+  --sampler-pad              give every rank an equal shard by repeating samples, and keep a
+                             last partial batch (default: drop the remainder)
 Optimisation:
   --epochs N (1)  --lr X (1e-3)  --wd X (0.1)  --warmup STEPS (10)
   --beta1 X (0.9)  --beta2 X (0.98)  --eps X (1e-6)
@@ -260,7 +264,7 @@ Execution:
 Distributed (rank and world size come from the environment, as dtrain launch sets it):
   --dist-backend gloo|nccl   --local-loss   --gather-with-grad
   --fusion-threshold-mb X    --cycle-time-ms X   --hierarchical-allreduce
-  --timeline                 --timeline-path FILE
+  --timeline                 --timeline-path FILE   --timeline-mark-cycles
 )";
 }
 

@@ -65,6 +65,7 @@ struct TrainOptions {
   double cycle_time_ms = -1;        // -1: HOROVOD_CYCLE_TIME or the default
   bool hierarchical_allreduce = false;
   bool timeline = false;  // --timeline (or DTRAIN_TIMELINE set)
+  bool timeline_mark_cycles = false;  // --timeline-mark-cycles (or HOROVOD_TIMELINE_MARK_CYCLES)
   std::string timeline_path;
 };
 

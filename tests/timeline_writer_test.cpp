@@ -185,6 +185,11 @@ TEST(TimelineWriter, OpenFromEnvironmentFollowsDtrainThenHorovodRankZeroOnly) {
     EXPECT_TRUE(t.OpenFromEnvironment(1, "h"));
     EXPECT_FALSE(t.mark_cycles());
   }
+  {
+    clip::Timeline t;  // --timeline-mark-cycles marks cycles whatever the environment says
+    EXPECT_TRUE(t.OpenFromEnvironment(1, "h", {}, /*mark_cycles=*/true));
+    EXPECT_TRUE(t.mark_cycles());
+  }
   EXPECT_TRUE(std::filesystem::exists(dir / "rank-1.json"));
   ::unsetenv("DTRAIN_TIMELINE");
   ::unsetenv("HOROVOD_TIMELINE");
