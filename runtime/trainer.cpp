@@ -124,13 +124,14 @@ void Trainer::SetUpRuntime() {
   metrics_.Open(MetricsPathFor(o_.metrics_file, o_.logs, coll_.rank()));
   display_ = std::make_unique<ProgressDisplay>(stdout, o_.log_every_n_steps);
   // --timeline-path, else DTRAIN_TIMELINE (dtrain launch --timeline), else HOROVOD_TIMELINE
-  // (rank 0); HOROVOD_TIMELINE_MARK_CYCLES=1 adds CYCLE_START marks.
+  // (rank 0); --timeline-mark-cycles or HOROVOD_TIMELINE_MARK_CYCLES=1 adds CYCLE_START marks.
   if (!GlobalTimeline().enabled()) {
     std::string path = o_.timeline_path;
     if (path.empty() && o_.timeline && !std::getenv("DTRAIN_TIMELINE")) {
       path = logs + "/timeline/rank-" + std::to_string(coll_.rank()) + ".json";
     }
-    GlobalTimeline().OpenFromEnvironment(coll_.rank(), coll_.host(), path);
+    GlobalTimeline().OpenFromEnvironment(coll_.rank(), coll_.host(), path,
+                                         o_.timeline_mark_cycles);
   }
 }
 
