@@ -138,4 +138,18 @@ TEST(ClipTrain, MissingDataIsAnErrorNamingThePath) {
   EXPECT_NE(run.output.find("/nonexistent/fmnist"), std::string::npos) << run.output;
 }
 
+TEST(ClipTrain, SamplerPadKeepsTheRemainderThatDropLastDrops) {
+  // 100 samples in batches of 64: drop-last trains one step, --sampler-pad two (64 + 36).
+  const std::string common =
+      "train --train-num-samples 100 --batch-size 64 --threads 1 --zeroshot-frequency 0 "
+      "--save-frequency 0 --logs ";
+  std::string dropped = FreshDir("drop_last"), padded = FreshDir("pad");
+  ClipRun a = RunClip(common + dropped);
+  ASSERT_EQ(a.status, 0) << a.output;
+  ClipRun b = RunClip(common + padded + " --sampler-pad");
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_EQ(Losses(Lines(dropped + "/metrics/rank-0.jsonl")).size(), 1u) << a.output;
+  EXPECT_EQ(Losses(Lines(padded + "/metrics/rank-0.jsonl")).size(), 2u) << b.output;
+}
+
 }  // namespace

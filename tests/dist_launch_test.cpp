@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,8 +36,9 @@ const std::string kTrain =
 TEST(DistLaunch, TwoRanksEndWithIdenticalParameters) {
   std::string dir = TempDir();
   int code = RunShell("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
-                      "--log-dir " + dir + "/logs --job e2e -- " + kBin + "/dtrain-clip" + kTrain +
-                      " --max-steps 5 --save-frequency 0 --logs " + dir + "/ck > " + dir +
+                      "--timeline --log-dir " + dir + "/logs --job e2e -- " + kBin +
+                      "/dtrain-clip" + kTrain + " --max-steps 5 --save-frequency 0 " +
+                      "--timeline-mark-cycles --logs " + dir + "/ck > " + dir +
                       "/launch.log 2>&1");
   ASSERT_EQ(code, 0) << "see " << dir << "/launch.log";
   auto ends = EndLines(dir);
@@ -44,6 +46,13 @@ TEST(DistLaunch, TwoRanksEndWithIdenticalParameters) {
   EXPECT_EQ(Field(ends["rank-0.jsonl"], "param_hash"), Field(ends["rank-1.jsonl"], "param_hash"));
   EXPECT_FALSE(Field(ends["rank-0.jsonl"], "param_hash").empty());
   EXPECT_EQ(Field(ends["rank-1.jsonl"], "step"), "5");
+  // Every rank wrote its trace, and --timeline-mark-cycles marked the gradient cycles in it.
+  for (const char* rank : {"0", "1"}) {
+    std::ifstream trace(dir + "/logs/e2e/timeline/rank-" + rank + ".json");
+    std::string text((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("\"CYCLE_START\""), std::string::npos) << "rank " << rank;
+    EXPECT_NE(text.find("\"GLOO_ALLREDUCE\""), std::string::npos) << "rank " << rank;
+  }
 }
 
 TEST(DistLaunch, KilledRankRestartsAndResumesFromTheLastCheckpoint) {

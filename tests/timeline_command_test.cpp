@@ -100,6 +100,8 @@ TEST(TimelineCommand, ExplainsMissingJobsAndTraces) {
   EXPECT_NE(r.out.find("not a Chrome trace-event array"), std::string::npos) << r.out;
   r = Dtrain("--job job-3 " + (dir / "not-a-trace.json"));
   EXPECT_EQ(r.status, 2) << r.out;
+  r = Dtrain("-c cluster.yaml " + (dir / "not-a-trace.json"));  // -c is for fetching a job's
+  EXPECT_EQ(r.status, 2) << r.out;
 }
 
 }  // namespace
