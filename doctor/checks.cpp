@@ -41,12 +41,15 @@ std::string OnAll(size_t count) {
 
 // One fact that must agree across nodes: how to group it and how to show it.
 struct SharedFact {
-  const char* check;  // also the report column
+  const char* check;  // also the report column unless `column` names another
   const char* label;  // "NCCL"
   Severity severity;
   std::function<std::string(const NodeFacts&)> key;    // what must agree ("" = not found)
   std::function<std::string(const NodeFacts&)> shown;  // what the report prints
   const char* remedy;
+  const char* column = nullptr;
+  // Compared only among the nodes where it holds (a build detail of a package they all have).
+  std::function<bool(const NodeFacts&)> applies = nullptr;
 };
 
 std::vector<SharedFact> SharedFacts() {
@@ -76,6 +79,26 @@ std::vector<SharedFact> SharedFacts() {
       {"clip", "dtrain-clip", Severity::kWarning, [mm](const NodeFacts& f) { return mm(f.clip); },
        [](const NodeFacts& f) { return Shown(f.clip); },
        "install the same dtrain-clip release on every node"},
+      // torch brings its own CUDA runtime and NCCL: one build everywhere, as for the system's.
+      {"torch-cuda", "torch's CUDA", Severity::kWarning,
+       [mm](const NodeFacts& f) { return mm(f.torch_cuda); },
+       [](const NodeFacts& f) { return Shown(f.torch_cuda); },
+       "install the same torch build (the same +cuXY wheel) on every node", "torch",
+       [](const NodeFacts& f) { return f.torch.known(); }},
+      {"torch-nccl-build", "torch's NCCL", Severity::kError,
+       [mm](const NodeFacts& f) { return mm(f.torch_nccl); },
+       [](const NodeFacts& f) { return Shown(f.torch_nccl); },
+       "install the same torch build on every node (its bundled NCCL must match across nodes)",
+       "nccl", [](const NodeFacts& f) { return f.torch.known(); }},
+      {"horovod-build", "Horovod's frameworks/controllers", Severity::kError,
+       [](const NodeFacts& f) { return f.horovod_frameworks + "/" + f.horovod_controllers; },
+       [](const NodeFacts& f) {
+         return fmt::format("{}/{}", f.horovod_frameworks.empty() ? "none" : f.horovod_frameworks,
+                            f.horovod_controllers.empty() ? "none" : f.horovod_controllers);
+       },
+       "build Horovod the same way on every node (HOROVOD_WITH_PYTORCH=1, HOROVOD_WITH_GLOO=1, "
+       "HOROVOD_GPU_OPERATIONS=NCCL)",
+       "horovod", [](const NodeFacts& f) { return f.horovod.known(); }},
   };
 }
 
@@ -93,8 +116,9 @@ Finding CompareAcross(const SharedFact& fact, const std::vector<const NodeFacts*
     if (groups[key].size() > groups[majority].size()) majority = key;
   }
   const std::string majority_shown = fact.shown(*groups[majority].front());
+  const char* column = fact.column ? fact.column : fact.check;
   if (order.size() == 1) {
-    return Make(Severity::kOk, fact.check, fact.check, {},
+    return Make(Severity::kOk, fact.check, column, {},
                 fmt::format("{} {} {}", fact.label, majority_shown, OnAll(nodes.size())));
   }
   std::vector<std::string> odd, described;
@@ -111,7 +135,7 @@ Finding CompareAcross(const SharedFact& fact, const std::vector<const NodeFacts*
                         majority_shown)
           : fmt::format("nodes {} differ in {} from the other {} nodes' {}", Join(described),
                         fact.label, groups[majority].size(), majority_shown);
-  return Make(fact.severity, fact.check, fact.check, odd, message, fact.remedy);
+  return Make(fact.severity, fact.check, column, odd, message, fact.remedy);
 }
 
 std::string ReachRemedy(ReachFailure failure, const NodeFacts& n) {
@@ -243,9 +267,13 @@ std::vector<Finding> CheckConsistency(const std::vector<NodeFacts>& nodes) {
   auto reached = Reached(nodes);
   if (reached.empty()) return out;
   for (const auto& fact : SharedFacts()) {
-    bool any = std::any_of(reached.begin(), reached.end(),
+    std::vector<const NodeFacts*> compared;
+    for (const NodeFacts* n : reached) {
+      if (!fact.applies || fact.applies(*n)) compared.push_back(n);
+    }
+    bool any = std::any_of(compared.begin(), compared.end(),
                            [&](const NodeFacts* n) { return !fact.key(*n).empty(); });
-    if (any) out.push_back(CompareAcross(fact, reached));
+    if (any) out.push_back(CompareAcross(fact, compared));
   }
   return out;
 }

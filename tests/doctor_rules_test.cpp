@@ -194,6 +194,36 @@ TEST(DoctorRules, ReachFailureReasons) {
             ReachFailure::kTimeout);
 }
 
+TEST(DoctorRules, TorchBuildsAndHorovodBuildsAgreeAcrossNodes) {
+  std::string other = ProbeText();
+  other.replace(other.find("torch_cuda=12.4\ntorch_nccl=(2, 21, 5)"), 37,
+                "torch_cuda=12.1\ntorch_nccl=(2, 18, 1)");
+  const std::string hvd =
+      "horovod=0.28.1\nhorovod_frameworks=torch\nhorovod_controllers=gloo,mpi\n";
+  std::string no_gloo = hvd;
+  no_gloo.replace(no_gloo.find("gloo,mpi"), 8, "mpi");
+  ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText() + hvd), Node("gpu-b", ProbeText() + hvd),
+                             Node("gpu-c", other + no_gloo)});
+  auto findings = CheckConsistency(run.nodes);
+  const Finding* cuda = Find(findings, "torch-cuda", Severity::kWarning);
+  ASSERT_TRUE(cuda);
+  EXPECT_EQ(cuda->nodes, std::vector<std::string>{"gpu-c"});
+  EXPECT_EQ(cuda->fact, "torch");
+  EXPECT_NE(cuda->message.find("12.1, others 12.4"), std::string::npos) << cuda->message;
+  const Finding* nccl = Find(findings, "torch-nccl-build", Severity::kError);
+  ASSERT_TRUE(nccl);
+  EXPECT_EQ(nccl->nodes, std::vector<std::string>{"gpu-c"});
+  const Finding* horovod = Find(findings, "horovod-build", Severity::kError);
+  ASSERT_TRUE(horovod);
+  EXPECT_EQ(horovod->nodes, std::vector<std::string>{"gpu-c"});
+  EXPECT_NE(horovod->message.find("torch/mpi, others torch/gloo,mpi"), std::string::npos)
+      << horovod->message;
+  EXPECT_TRUE(Find(findings, "torch", Severity::kOk)) << "torch 2.4 itself agrees";
+  // Build details are compared only where the package is there: no Horovod at all is no finding.
+  EXPECT_FALSE(Find(CheckConsistency(ProbeRunOf({Node("gpu-a", ProbeText())}).nodes),
+                    "horovod-build", Severity::kOk));
+}
+
 TEST(DoctorRules, BrokenPythonToolsAndClipAreNamedWithTheirError) {
   const std::string broken_torch = "ImportError: libcudart.so.12: cannot open shared object file";
   std::string bad = ProbeText();
