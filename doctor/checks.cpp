@@ -356,6 +356,13 @@ std::vector<Finding> CheckGpus(const ClusterSpec& spec, const std::vector<NodeFa
                          "the cuda/driver pins for a CPU run"));
       continue;
     }
+    if (n->gpus_from_proc && !n->nvidia_smi_error.empty()) {
+      out.push_back(Make(Severity::kError, "gpus", "gpus", {n->host},
+                         fmt::format("node {}: the driver lists {} GPUs but nvidia-smi fails: {}",
+                                     n->host, count, n->nvidia_smi_error),
+                         "after a driver upgrade, reboot (or reload the nvidia modules) so the "
+                         "library and the kernel module match; else reinstall the driver"));
+    }
     if (count < n->slots) {
       out.push_back(Make(Severity::kError, "gpus", "gpus", {n->host},
                          fmt::format("node {} has {} GPUs for {} slots", n->host, count, n->slots),

@@ -86,6 +86,7 @@ ProbeLines SplitProbeOutput(std::string_view text) {
 
 void ApplyProbeLines(const ProbeLines& lines, double arrival_epoch_s, NodeFacts& f) {
   std::string header_defines, proc_driver, nvcc_line, version_json, version_txt, lib_string;
+  std::vector<std::string> proc_gpus;
   Version smi_driver;
   bool ended = false;
   for (const auto& [key, value] : lines) {
@@ -124,6 +125,8 @@ void ApplyProbeLines(const ProbeLines& lines, double arrival_epoch_s, NodeFacts&
       } else if (f.nvidia_smi_error.empty()) {
         f.nvidia_smi_error = value;
       }
+    } else if (key == "gpu_proc") {
+      proc_gpus.push_back(value);
     } else if (key == "nvidia_smi_error") {
       f.nvidia_smi_error = value;
     } else if (key == "cuda_home") {
@@ -189,6 +192,10 @@ void ApplyProbeLines(const ProbeLines& lines, double arrival_epoch_s, NodeFacts&
   if (auto proc = ParseProcDriverVersion(proc_driver)) {
     if (!f.driver.known()) f.driver = proc->version;
     f.driver_open_module = proc->open_module;
+  }
+  if (f.gpus.empty() && !proc_gpus.empty()) {
+    for (const std::string& model : proc_gpus) f.gpus.push_back(GpuInfo{model, 0, f.driver.text});
+    f.gpus_from_proc = true;
   }
   f.nvcc = VersionOrEmpty(CudaFromNvcc(nvcc_line));
   if (auto v = CudaFromVersionJson(version_json)) {

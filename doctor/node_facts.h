@@ -41,7 +41,8 @@ struct NodeFacts {
   bool clock_known = false;
 
   // GPUs and driver.
-  std::vector<GpuInfo> gpus;
+  std::vector<GpuInfo> gpus;  // nvidia-smi's list, else the driver's (/proc/driver/nvidia/gpus)
+  bool gpus_from_proc = false;
   Version driver;  // from nvidia-smi, else /proc/driver/nvidia/version
   bool driver_open_module = false;
   std::string nvidia_smi_error;

@@ -187,6 +187,7 @@ nlohmann::json NodeJson(const NodeFacts& n) {
       {"driver", VersionJson(n.driver)},
       {"driver_open_module", n.driver_open_module},
       {"gpus", gpus},
+      {"gpus_from_proc", n.gpus_from_proc},
       {"nvidia_smi_error", OrNull(n.nvidia_smi_error)},
       {"cuda", VersionJson(n.cuda)},
       {"cuda_home", OrNull(n.cuda_home)},

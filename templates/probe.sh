@@ -98,6 +98,13 @@ probe_gpus() {
   if [ -r /proc/driver/nvidia/version ]; then
     echo "driver_proc=$(head -n 1 /proc/driver/nvidia/version)"
   fi
+  # The driver's own list, one directory per GPU: what counts when nvidia-smi is missing.
+  for info in /proc/driver/nvidia/gpus/*/information; do
+    [ -r "$info" ] || continue
+    while IFS=: read -r key value; do
+      [ "$key" = "Model" ] && echo "gpu_proc=${value#"${value%%[![:space:]]*}"}" && break
+    done <"$info"
+  done
   smi=$(command -v nvidia-smi 2>/dev/null)
   for c in /usr/bin/nvidia-smi /usr/local/nvidia/bin/nvidia-smi /usr/local/bin/nvidia-smi \
     /opt/nvidia/bin/nvidia-smi; do

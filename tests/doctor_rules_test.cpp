@@ -160,6 +160,33 @@ TEST(DoctorRules, GpusAgainstSlotsAndListedGpus) {
   EXPECT_NE(none[0].message.find("no NVIDIA GPU"), std::string::npos);
 }
 
+TEST(DoctorRules, GpusFromTheDriverWhenNvidiaSmiFails) {
+  std::string proc =
+      "time=1700000000\nprobe_version=1\nhostname=h\nworkdir_exists=yes\n"
+      "driver_proc=NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 "
+      "22:23:56 UTC 2024\ngpu_proc=NVIDIA A100-SXM4-80GB\ngpu_proc=NVIDIA A100-SXM4-80GB\n";
+  NodeFacts quiet = Node("gpu-a", proc + "probe_end=1\n");
+  ASSERT_EQ(quiet.gpus.size(), 2u);
+  EXPECT_TRUE(quiet.gpus_from_proc);
+  EXPECT_EQ(quiet.gpus[0].name, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(quiet.gpus[0].driver, "550.54.15");
+  ClusterSpec spec = Spec(2);
+  spec.nodes[0].gpus = {0, 1};
+  NodeFacts broken = Node("gpu-b", proc +
+                                       "nvidia_smi=/usr/bin/nvidia-smi\nnvidia_smi_error=Failed to "
+                                       "initialize NVML: Driver/library version mismatch\n"
+                                       "probe_end=1\n");
+  auto findings = CheckGpus(spec, {quiet, broken});
+  ASSERT_EQ(findings.size(), 1u) << "two GPUs for two slots on both; only the failing nvidia-smi";
+  EXPECT_EQ(findings[0].nodes, std::vector<std::string>{"gpu-b"});
+  EXPECT_NE(findings[0].message.find("version mismatch"), std::string::npos);
+  // nvidia-smi's list wins where it works.
+  NodeFacts both = Node("gpu-c", ProbeText("2.21.5", "12.4.1", "550.54.15", 1) +
+                                     "gpu_proc=NVIDIA A100-SXM4-80GB\ngpu_proc=X\n");
+  EXPECT_EQ(both.gpus.size(), 1u);
+  EXPECT_FALSE(both.gpus_from_proc);
+}
+
 TEST(DoctorRules, UnreachableNodeIsAnErrorAndOthersAreStillChecked) {
   NodeFacts down;
   down.host = "gpu-b";
