@@ -259,7 +259,7 @@ Checkpoints and logs:
   --zeroshot-samples N       evaluate on the first N test images (0: all 10,000)
   --log-every-n-steps N      plain progress line every N steps (10)
 Execution:
-  --device cpu|cuda|cuda:N   (cpu)
+  --device cpu|cuda|cuda:N   (cpu); cuda alone: cuda:LOCAL_RANK, one GPU per local rank
   --threads N                intra-op threads (0: OMP_NUM_THREADS or all cores)
 Distributed (rank and world size come from the environment, as dtrain launch sets it):
   --dist-backend gloo|nccl   --local-loss   --gather-with-grad

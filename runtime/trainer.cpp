@@ -11,6 +11,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/clip_model.h"
 #include "runtime/data_source.h"
+#include "runtime/dist_env.h"
 #include "runtime/fashion_mnist.h"
 #include "runtime/flat_parameters.h"
 #include "runtime/lr_schedule.h"
@@ -105,6 +106,14 @@ torch::Device Trainer::ChooseDevice(const std::string& name) {
     throw std::runtime_error("--device " + name +
                              ": this LibTorch has no CUDA or no GPU is visible (build against a "
                              "CUDA LibTorch, check CUDA_VISIBLE_DEVICES)");
+  }
+  // Plain "cuda": each local rank takes its own GPU, as torchrun scripts do with
+  // torch.cuda.set_device(LOCAL_RANK). When the launcher narrows CUDA_VISIBLE_DEVICES to one GPU
+  // per rank, that GPU is cuda:0.
+  if (device.is_cuda() && !device.has_index()) {
+    int count = static_cast<int>(torch::cuda::device_count());
+    int local_rank = ReadDistEnvFromProcess().local_rank;
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count));
   }
   return device;
 }
