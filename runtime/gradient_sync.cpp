@@ -1,5 +1,10 @@
 #include "runtime/gradient_sync.h"
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
@@ -8,11 +13,15 @@
 
 namespace dtrain::clip {
 
-// A group of ready gradients reduced by one collective: through a fusion buffer when it holds
-// more than one tensor, in the tensor's own result otherwise.
+// A group of ready gradients reduced by one collective. A bucket of consecutive links of one
+// chain (gradients end to end in one buffer, agreed by all ranks) is reduced in place, as one
+// view; so is a bucket of one contiguous gradient. Any other bucket goes through a fusion buffer:
+// copied in, reduced, averaged on the way back out.
 struct GradientSync::Bucket {
   std::vector<size_t> members;
-  torch::Tensor flat;
+  int chain = -1;       // members are consecutive links of chains_[chain]
+  bool copied = false;  // this rank reduces it through a fusion buffer
+  torch::Tensor flat;   // what the collective reduces: a view of the gradients, or a buffer
   std::unique_ptr<PendingCollective> pending;
   std::string track;
 };
@@ -53,8 +62,12 @@ GradientSync::GradientSync(std::vector<std::pair<std::string, torch::Tensor>> na
     Entry entry;
     entry.name = name;
     entry.param = param;
-    entry.result = torch::empty_like(param, torch::MemoryFormat::Contiguous);
     entry.bytes = param.numel() * param.element_size();
+    entry.accumulator = torch::autograd::impl::grad_accumulator(param);
+    if (!entry.accumulator) {
+      throw std::runtime_error("gradient sync: parameter " + name +
+                               " is not a leaf tensor; only leaves have gradients to average");
+    }
     entries_.push_back(std::move(entry));
   }
   if (options_.broadcast_parameters) {
@@ -64,11 +77,17 @@ GradientSync::GradientSync(std::vector<std::pair<std::string, torch::Tensor>> na
       comm_->Broadcast(data, 0);
     }
   }
+  AgreeOnChains();
+  // A post hook of the gradient accumulator runs once autograd has added this backward's
+  // gradient into .grad (in place when .grad is a view of a flat buffer): the total is there.
   for (size_t i = 0; i < entries_.size(); ++i) {
-    entries_[i].hook = entries_[i].param.register_hook([this, i](torch::Tensor grad) {
-      Queue(i, grad);
-      return grad;
-    });
+    entries_[i].hook = entries_[i].accumulator->add_post_hook(
+        std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, i](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list&) {
+              MarkReady(i);
+              return outputs;
+            }));
   }
   loop_ = std::thread([this] { Loop(); });
 }
@@ -79,31 +98,76 @@ GradientSync::~GradientSync() {
     stop_requested_ = true;
   }
   loop_.join();
-  for (Entry& entry : entries_) entry.param.remove_hook(entry.hook);
+  for (Entry& entry : entries_) entry.accumulator->del_post_hook(entry.hook);
 }
 
-void GradientSync::Queue(size_t index, const torch::Tensor& grad) {
+// Which gradient starts where another ends, in the same storage: a chain of such gradients is
+// reduced as one view. Every rank must cut the same buckets, so a link counts only if all ranks
+// have it (two small allreduces: the successors, then whether anyone differs from the sum).
+void GradientSync::AgreeOnChains() {
+  const int64_t n = static_cast<int64_t>(entries_.size());
+  struct Place {
+    const void* storage;
+    const char* begin;
+    size_t index;
+  };
+  std::vector<Place> places;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const torch::Tensor& grad = entries_[i].param.grad();
+    if (!grad.defined() || !grad.is_contiguous() || grad.numel() == 0) continue;
+    places.push_back(
+        {grad.storage().unsafeGetStorageImpl(), static_cast<const char*>(grad.data_ptr()), i});
+  }
+  std::sort(places.begin(), places.end(), [](const Place& a, const Place& b) {
+    return a.storage != b.storage ? std::less<const void*>()(a.storage, b.storage)
+                                  : a.begin < b.begin;
+  });
+  torch::Tensor next = torch::full({n}, -1, torch::kInt64);  // successor index, -1 = none
+  for (size_t k = 0; k + 1 < places.size(); ++k) {
+    const Entry& here = entries_[places[k].index];
+    const Entry& there = entries_[places[k + 1].index];
+    if (places[k].storage == places[k + 1].storage &&
+        places[k].begin + here.bytes == places[k + 1].begin &&
+        here.param.scalar_type() == there.param.scalar_type()) {
+      next[static_cast<int64_t>(places[k].index)] = static_cast<int64_t>(places[k + 1].index);
+    }
+  }
+  if (n == 0) return;
+  torch::Tensor sum = next.clone();
+  comm_->AllreduceSum(sum);
+  torch::Tensor differs = (sum != next * comm_->size()).to(torch::kInt32);
+  comm_->AllreduceSum(differs);
+  const int64_t* successor = next.data_ptr<int64_t>();
+  const int32_t* disagreed = differs.data_ptr<int32_t>();
+  std::vector<bool> has_predecessor(entries_.size(), false);
+  for (int64_t i = 0; i < n; ++i) {
+    if (successor[i] >= 0 && disagreed[i] == 0) has_predecessor[successor[i]] = true;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (has_predecessor[i]) continue;
+    std::vector<size_t> chain{static_cast<size_t>(i)};
+    for (int64_t j = i; successor[j] >= 0 && disagreed[j] == 0; j = successor[j]) {
+      chain.push_back(static_cast<size_t>(successor[j]));
+    }
+    if (chain.size() > 1) chains_.push_back(std::move(chain));
+  }
+}
+
+void GradientSync::MarkReady(size_t index) {
   if (!sync_enabled_) return;
   Entry& entry = entries_[index];
-  // With --accum-freq the earlier micro-batches' gradients are already in .grad.
-  torch::Tensor total = entry.param.grad().defined() ? entry.param.grad() + grad : grad;
   std::lock_guard<std::mutex> lock(mu_);
   if (entry.state != State::kIdle) return;
-  entry.grad = total.detach();
+  if (!entry.param.grad().defined()) entry.param.mutable_grad() = torch::zeros_like(entry.param);
+  entry.grad = entry.param.grad();
   entry.state = State::kReady;
   if (GlobalTimeline().enabled()) GlobalTimeline().Begin(entry.name, "QUEUE");
 }
 
 void GradientSync::Synchronize() {
   if (!sync_enabled_) return;
+  for (size_t i = 0; i < entries_.size(); ++i) MarkReady(i);  // those backward did not reach
   std::unique_lock<std::mutex> lock(mu_);
-  for (Entry& entry : entries_) {
-    if (entry.state != State::kIdle) continue;  // backward did not reach it: send what is there
-    torch::Tensor grad = entry.param.grad();
-    entry.grad = grad.defined() ? grad.detach() : torch::zeros_like(entry.param);
-    entry.state = State::kReady;
-    if (GlobalTimeline().enabled()) GlobalTimeline().Begin(entry.name, "QUEUE");
-  }
   done_.wait(lock, [&] {
     if (!error_.empty()) return true;
     for (const Entry& entry : entries_) {
@@ -112,16 +176,7 @@ void GradientSync::Synchronize() {
     return true;
   });
   if (!error_.empty()) throw std::runtime_error(error_);
-  torch::NoGradGuard no_grad;
   for (Entry& entry : entries_) {
-    // The average becomes .grad without a copy. The next step's average goes to the other of
-    // two result tensors we own: never the .grad that the next backward accumulates into (which
-    // may be this result, or a tensor the caller put back, e.g. a view of a flat buffer).
-    entry.param.mutable_grad() = entry.result;
-    if (!entry.spare.defined()) {
-      entry.spare = torch::empty_like(entry.param, torch::MemoryFormat::Contiguous);
-    }
-    std::swap(entry.result, entry.spare);
     entry.grad = torch::Tensor();
     entry.state = State::kIdle;
   }
@@ -141,7 +196,8 @@ void GradientSync::Loop() {
       if (GlobalTimeline().enabled() && GlobalTimeline().mark_cycles()) {
         GlobalTimeline().Instant("cycle", "CYCLE_START");
       }
-      Reduce(MakeBuckets(ready));
+      std::vector<Bucket> buckets = MakeBuckets(ready);
+      Reduce(buckets);
     }
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -172,37 +228,67 @@ std::vector<size_t> GradientSync::AgreeOnReady(bool& stop) {
   return ready;
 }
 
-std::vector<std::vector<size_t>> GradientSync::MakeBuckets(const std::vector<size_t>& ready) const {
-  std::vector<std::vector<size_t>> buckets;
+// The same on every rank (it reads only the agreed ready set and chains): consecutive ready
+// links of a chain form in-place buckets up to the threshold (a lone link is a bucket of its own:
+// a flat buffer's gradients are never copied); the other gradients are packed into fusion
+// buckets in index order, as Horovod does.
+std::vector<GradientSync::Bucket> GradientSync::MakeBuckets(
+    const std::vector<size_t>& ready) const {
+  const int64_t threshold = options_.fusion_threshold_bytes;
+  std::vector<bool> is_ready(entries_.size(), false), in_chain(entries_.size(), false);
+  for (size_t index : ready) is_ready[index] = true;
+  std::vector<Bucket> buckets;
+  for (size_t c = 0; c < chains_.size(); ++c) {
+    int64_t bytes = 0;
+    bool open = false;
+    for (size_t index : chains_[c]) {
+      in_chain[index] = true;
+      if (!is_ready[index]) {
+        open = false;
+        continue;
+      }
+      if (!open || threshold <= 0 || bytes + entries_[index].bytes > threshold) {
+        buckets.emplace_back();
+        buckets.back().chain = static_cast<int>(c);
+        open = true;
+        bytes = 0;
+      }
+      buckets.back().members.push_back(index);
+      bytes += entries_[index].bytes;
+    }
+  }
   int64_t bytes = 0;
+  bool open = false;
   for (size_t index : ready) {
+    if (in_chain[index]) continue;
     const Entry& entry = entries_[index];
-    bool fits = !buckets.empty() && options_.fusion_threshold_bytes > 0 &&
-                bytes + entry.bytes <= options_.fusion_threshold_bytes &&
-                entries_[buckets.back().front()].param.scalar_type() == entry.param.scalar_type() &&
-                entries_[buckets.back().front()].param.device() == entry.param.device();
+    bool fits =
+        open && threshold > 0 && bytes + entry.bytes <= threshold &&
+        entries_[buckets.back().members.front()].param.scalar_type() == entry.param.scalar_type() &&
+        entries_[buckets.back().members.front()].param.device() == entry.param.device();
     if (!fits) {
       buckets.emplace_back();
+      open = true;
       bytes = 0;
     }
-    buckets.back().push_back(index);
+    buckets.back().members.push_back(index);
     bytes += entry.bytes;
   }
   return buckets;
 }
 
-// Double-buffered: bucket k+1 is copied in while bucket k is on the wire.
-void GradientSync::Reduce(const std::vector<std::vector<size_t>>& members) {
-  std::vector<Bucket> buckets(members.size());
+// Double-buffered: bucket k+1 is started (copied in, if it must be) while bucket k is on the wire.
+void GradientSync::Reduce(std::vector<Bucket>& buckets) {
+  int fused = 0;
   for (size_t k = 0; k < buckets.size(); ++k) {
-    buckets[k].members = members[k];
-    StartBucket(buckets[k], fusion_buffers_[k % 2]);
+    bool in_place = buckets[k].chain >= 0 || buckets[k].members.size() == 1;
+    StartBucket(buckets[k], in_place ? nullptr : &fusion_buffers_[fused++ % 2]);
     if (k > 0) FinishBucket(buckets[k - 1]);
   }
   if (!buckets.empty()) FinishBucket(buckets.back());
 }
 
-void GradientSync::StartBucket(Bucket& bucket, torch::Tensor& fusion_buffer) {
+void GradientSync::StartBucket(Bucket& bucket, torch::Tensor* fusion_buffer) {
   Timeline& timeline = GlobalTimeline();
   int64_t numel = 0, bytes = 0;
   for (size_t index : bucket.members) {
@@ -211,33 +297,55 @@ void GradientSync::StartBucket(Bucket& bucket, torch::Tensor& fusion_buffer) {
     if (timeline.enabled()) timeline.End(entries_[index].name, "QUEUE");
   }
   const Entry& first = entries_[bucket.members.front()];
-  bool fused = bucket.members.size() > 1;
-  bucket.track =
-      fused ? "fusion buffer " + std::to_string(&fusion_buffer - fusion_buffers_) : first.name;
+  // In place when this rank's gradients really are one contiguous range (the agreed layout may
+  // not hold here, e.g. a .grad replaced since): then the collective reduces a view of them.
+  bool view = fusion_buffer == nullptr && first.grad.is_contiguous();
+  const char* end = nullptr;
+  for (size_t index : bucket.members) {
+    const torch::Tensor& grad = entries_[index].grad;
+    view = view && grad.is_contiguous() &&
+           grad.storage().unsafeGetStorageImpl() == first.grad.storage().unsafeGetStorageImpl() &&
+           (end == nullptr || static_cast<const char*>(grad.data_ptr()) == end);
+    end = static_cast<const char*>(grad.data_ptr()) + entries_[index].bytes;
+  }
+  bucket.copied = !view;
+  if (bucket.members.size() == 1) {
+    bucket.track = first.name;
+  } else if (view) {
+    bucket.track = "gradient buffer " + std::to_string(bucket.chain);
+  } else if (fusion_buffer) {
+    bucket.track = "fusion buffer " + std::to_string(fusion_buffer - fusion_buffers_);
+  } else {
+    bucket.track = "fusion buffer (spare)";
+  }
   if (timeline.enabled()) {
     timeline.Begin(bucket.track, "ALLREDUCE",
                    "\"bytes\":" + std::to_string(bytes) + ",\"dtype\":\"" + DtypeName(first.param) +
-                       "\",\"tensors\":" + std::to_string(bucket.members.size()));
+                       "\",\"tensors\":" + std::to_string(bucket.members.size()) +
+                       ",\"in_place\":" + (view ? "true" : "false"));
   }
   torch::NoGradGuard no_grad;
-  if (!fused) {
-    bucket.flat = first.result.view({-1});
-    bucket.flat.copy_(first.grad.reshape({-1}));
+  if (view) {
+    bucket.flat = first.grad.detach().as_strided({numel}, {1}, first.grad.storage_offset());
+    bytes_in_place_ += bytes;
   } else {
     TimelineSpan span(bucket.track, "MEMCPY_IN_FUSION_BUFFER");
-    if (!fusion_buffer.defined() || fusion_buffer.numel() < numel ||
-        fusion_buffer.scalar_type() != first.param.scalar_type() ||
-        fusion_buffer.device() != first.param.device()) {
+    torch::Tensor spare;
+    torch::Tensor& buffer = fusion_buffer ? *fusion_buffer : spare;
+    if (!buffer.defined() || buffer.numel() < numel ||
+        buffer.scalar_type() != first.param.scalar_type() ||
+        buffer.device() != first.param.device()) {
       int64_t capacity = options_.fusion_threshold_bytes / first.param.element_size();
-      fusion_buffer = torch::empty({std::max(numel, capacity)}, first.param.options());
+      buffer = torch::empty({std::max(numel, capacity)}, first.param.options());
     }
-    bucket.flat = fusion_buffer.narrow(0, 0, numel);
+    bucket.flat = buffer.narrow(0, 0, numel);
     int64_t offset = 0;
     for (size_t index : bucket.members) {
       const Entry& entry = entries_[index];
-      bucket.flat.narrow(0, offset, entry.param.numel()).copy_(entry.grad.reshape({-1}));
+      bucket.flat.narrow(0, offset, entry.param.numel()).view(entry.grad.sizes()).copy_(entry.grad);
       offset += entry.param.numel();
     }
+    bytes_copied_ += bytes;
   }
   if (timeline.enabled()) timeline.Begin(bucket.track, comm_->allreduce_activity());
   bucket.pending = comm_->AllreduceSumAsync(bucket.flat);
@@ -251,25 +359,29 @@ void GradientSync::FinishBucket(Bucket& bucket) {
   torch::NoGradGuard no_grad;
   torch::Tensor world = torch::scalar_tensor(static_cast<double>(comm_->size()),
                                              bucket.flat.options().device(torch::kCPU));
-  if (bucket.members.size() == 1) {
-    bucket.flat.div_(world);
+  if (!bucket.copied) {
+    bucket.flat.div_(world);  // the gradients themselves: averaged in place, one pass
   } else {
     // Averaging and copying out in one pass over the buffer.
     TimelineSpan span(bucket.track, "MEMCPY_OUT_FUSION_BUFFER");
     int64_t offset = 0;
     for (size_t index : bucket.members) {
       Entry& entry = entries_[index];
-      torch::Tensor out = entry.result.view({-1});
-      torch::div_out(out, bucket.flat.narrow(0, offset, entry.param.numel()), world);
+      torch::Tensor slice =
+          bucket.flat.narrow(0, offset, entry.param.numel()).view(entry.grad.sizes());
+      if (entry.grad.is_contiguous()) {
+        torch::Tensor out = entry.grad.view({-1});
+        torch::div_out(out, slice.view({-1}), world);
+      } else {
+        entry.grad.copy_(slice.div(world));
+      }
       offset += entry.param.numel();
     }
   }
+  bucket.flat = torch::Tensor();
   if (timeline.enabled()) timeline.End(bucket.track, "ALLREDUCE");
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t index : bucket.members) {
-    entries_[index].state = State::kDone;
-    entries_[index].grad = torch::Tensor();
-  }
+  for (size_t index : bucket.members) entries_[index].state = State::kDone;
   done_.notify_all();
 }
 

@@ -1,7 +1,9 @@
-// GradientSync: Horovod-style data-parallel gradient averaging. A hook on every parameter queues
-// its gradient the moment backward produces it; a background loop agrees with the other ranks,
-// once per cycle, on which gradients are ready everywhere, copies them into a fusion buffer and
-// allreduces them in buckets while backward goes on. Synchronize() waits and writes the averages.
+// GradientSync: Horovod-style data-parallel gradient averaging. A hook on every parameter's
+// gradient accumulator marks it ready the moment backward has written its .grad; a background
+// loop agrees with the other ranks, once per cycle, on which gradients are ready everywhere and
+// allreduces them in buckets while backward goes on. Gradients that lie side by side in one
+// buffer (FlatParameters' flat gradients) are reduced in place, as one view, with no copy; the
+// others are packed into a fusion buffer. Synchronize() waits until every .grad holds the average.
 #pragma once
 
 #include <torch/torch.h>
@@ -17,6 +19,10 @@
 #include <vector>
 
 #include "runtime/communicator.h"
+
+namespace torch::autograd {
+struct Node;
+}
 
 namespace dtrain::clip {
 
@@ -44,40 +50,47 @@ class GradientSync {
   // accumulate locally, nothing is sent.
   void SetSyncEnabled(bool enabled) { sync_enabled_ = enabled; }
   bool sync_enabled() const { return sync_enabled_; }
-  // Queues the gradient of parameter `index` (construction order) computed outside autograd,
-  // as the hook does for backward's; the caller keeps `grad` unchanged until Synchronize().
-  void Submit(size_t index, const torch::Tensor& grad) { Queue(index, grad); }
-  // After backward: queues parameters backward did not reach, waits for every allreduce and
-  // replaces each .grad with the average over ranks. Throws if a collective failed.
+  // The .grad of parameter `index` (construction order) is complete for this step: what the hook
+  // reports after autograd accumulated it, for gradients written outside autograd. The caller
+  // leaves that .grad alone until Synchronize(), which overwrites it in place with the average.
+  void MarkReady(size_t index);
+  // After backward: queues parameters backward did not reach (a missing .grad counts as zeros),
+  // waits for every allreduce; each .grad then holds the average over ranks, in the tensor it
+  // was (views of a flat gradient buffer stay views). Throws if a collective failed.
   void Synchronize();
 
   int64_t allreduces() const { return allreduces_; }  // collectives issued so far (buckets)
+  // Gradient bytes reduced in place (no copy) and through the fusion buffer, so far.
+  int64_t bytes_in_place() const { return bytes_in_place_; }
+  int64_t bytes_copied() const { return bytes_copied_; }
 
  private:
   enum class State { kIdle, kReady, kDone };
   struct Entry {
     std::string name;
     torch::Tensor param;
-    torch::Tensor grad;    // the gradient to send (queued by the hook)
-    torch::Tensor result;  // the average, written by the loop; becomes .grad
-    torch::Tensor spare;   // the other result tensor: .grad of the last step may still be it
+    torch::Tensor grad;  // the .grad being reduced, from MarkReady until Synchronize
     State state = State::kIdle;
     int64_t bytes = 0;
-    unsigned hook = 0;
+    std::shared_ptr<torch::autograd::Node> accumulator;  // kept alive: it carries our hook
+    uintptr_t hook = 0;
   };
   struct Bucket;
 
-  void Queue(size_t index, const torch::Tensor& grad);
+  void AgreeOnChains();
   void Loop();
   std::vector<size_t> AgreeOnReady(bool& stop);
-  std::vector<std::vector<size_t>> MakeBuckets(const std::vector<size_t>& ready) const;
-  void Reduce(const std::vector<std::vector<size_t>>& buckets);
-  void StartBucket(Bucket& bucket, torch::Tensor& fusion_buffer);
+  std::vector<Bucket> MakeBuckets(const std::vector<size_t>& ready) const;
+  void Reduce(std::vector<Bucket>& buckets);
+  void StartBucket(Bucket& bucket, torch::Tensor* fusion_buffer);
   void FinishBucket(Bucket& bucket);
 
   std::vector<Entry> entries_;
   std::unique_ptr<Communicator> comm_;
   GradientSyncOptions options_;
+  // Chains of gradients that lie end to end in one buffer, in memory order, the same on every
+  // rank (each chain is one flat gradient buffer or a part of one); at least two links each.
+  std::vector<std::vector<size_t>> chains_;
   torch::Tensor fusion_buffers_[2];
   std::atomic<bool> sync_enabled_{true};  // read by the autograd thread's hooks
 
@@ -85,7 +98,7 @@ class GradientSync {
   std::condition_variable done_;
   bool stop_requested_ = false;
   std::string error_;  // set by the loop when a collective failed
-  int64_t allreduces_ = 0;
+  std::atomic<int64_t> allreduces_{0}, bytes_in_place_{0}, bytes_copied_{0};
   std::thread loop_;
 };
 

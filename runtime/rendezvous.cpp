@@ -68,8 +68,11 @@ Rendezvous MeetAllRanks(const DistEnv& env, std::chrono::milliseconds timeout) {
   // Rank 0 hosts the store: it gives up a little later so the others can still ask it who is
   // missing and say so themselves.
   auto grace = env.rank == 0 ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(0);
+  // The others may start up to a whole timeout before rank 0 (which then still waits a whole
+  // timeout for them): they keep trying to connect for twice as long, so a slow rank-0 start is
+  // not reported as a missing rank 0. Their wait for the other ranks starts once connected.
+  result.store = ConnectStore(env, env.rank == 0 ? timeout : 2 * timeout);
   auto deadline = std::chrono::steady_clock::now() + timeout + grace;
-  result.store = ConnectStore(env, timeout);
   result.store->setTimeout(timeout);
   result.store->set(ArrivalKey(env.rank), Bytes(std::to_string(NowMicros())));
   std::vector<int> missing = MissingRanks(*result.store, env.world_size);

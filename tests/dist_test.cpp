@@ -4,7 +4,9 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -98,38 +100,90 @@ TEST(Dist, PlainGatherGivesDifferentGradients) {
   EXPECT_GT(WorstGradientDifference("nograd-local", 2), 0.1);
 }
 
-// The synchronised gradients must be the mean over ranks that a direct allreduce computes.
-void ExpectSyncMatchesDirectAllreduce(const std::string& out, int world, int64_t tensors,
-                                      bool one_allreduce_per_tensor) {
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+constexpr int64_t kSyncTensors = 8;        // as in dist_worker.cpp's RunSync
+constexpr int64_t kSyncBytes = 30217 * 4;  // their float32 bytes
+enum class Layout { kSeparate, kFlat };
+
+// What one rank's synchroniser did (the numbers dist_worker saves after the gradients).
+struct SyncCounts {
+  int64_t allreduces, bytes_in_place, bytes_copied, views;
+};
+
+// The synchronised gradients must be the mean over ranks that a direct allreduce computes, and
+// the timeline must say what happened: fusion-buffer copies appear exactly when bytes were
+// copied. Returns rank 0's counts.
+SyncCounts ExpectSyncMatchesDirectAllreduce(const std::string& out, int world,
+                                            bool one_allreduce_per_tensor) {
+  SyncCounts rank0{};
   for (int r = 0; r < world; ++r) {
     std::vector<torch::Tensor> saved = Load(out, r);
-    ASSERT_EQ(saved.size(), static_cast<size_t>(2 * tensors + 1));
-    for (int64_t i = 0; i < tensors; ++i) {
+    if (saved.size() != static_cast<size_t>(2 * kSyncTensors + 1)) {
+      ADD_FAILURE() << "rank " << r << " saved " << saved.size() << " tensors";
+      return rank0;
+    }
+    for (int64_t i = 0; i < kSyncTensors; ++i) {
       EXPECT_LE(RelativeDifference(saved[2 * i], saved[2 * i + 1]), 1e-6) << "tensor " << i;
     }
-    int64_t allreduces = saved.back().item<int64_t>();
+    torch::Tensor counts = saved.back();
+    SyncCounts c{counts[0].item<int64_t>(), counts[1].item<int64_t>(), counts[2].item<int64_t>(),
+                 counts[3].item<int64_t>()};
     if (one_allreduce_per_tensor) {
-      EXPECT_EQ(allreduces, tensors);
+      EXPECT_EQ(c.allreduces, kSyncTensors);
     } else {
-      EXPECT_LE(allreduces, tensors);
+      EXPECT_LE(c.allreduces, kSyncTensors);
     }
+    EXPECT_EQ(c.bytes_in_place + c.bytes_copied, kSyncBytes) << "rank " << r;
+    std::string timeline = ReadFile(out + "/timeline-" + std::to_string(r) + ".json");
+    EXPECT_NE(timeline.find("GLOO_ALLREDUCE"), std::string::npos) << "rank " << r;
+    EXPECT_EQ(timeline.find("MEMCPY_IN_FUSION_BUFFER") != std::string::npos, c.bytes_copied > 0)
+        << "rank " << r << ": " << c.bytes_copied << " bytes copied, timeline:\n"
+        << timeline;
+    EXPECT_EQ(timeline.find("MEMCPY_OUT_FUSION_BUFFER") != std::string::npos, c.bytes_copied > 0);
+    if (r == 0) rank0 = c;
   }
+  return rank0;
+}
+
+std::string SyncRun(int64_t fusion_bytes, int accum, Layout layout, int world = 2,
+                    int local_world = 0, bool hierarchical = false) {
+  std::vector<std::string> args = {"sync", "OUT", std::to_string(fusion_bytes),
+                                   std::to_string(accum), hierarchical ? "1" : "0"};
+  if (layout == Layout::kFlat) args.push_back("flat");
+  return RunRanks(args, world, local_world);
 }
 
 TEST(Dist, FusionThresholdZeroAndPositiveMatchDirectAllreduce) {
-  ExpectSyncMatchesDirectAllreduce(RunRanks({"sync", "OUT", "0", "1", "0"}, 2), 2, 8, true);
-  ExpectSyncMatchesDirectAllreduce(RunRanks({"sync", "OUT", "65536", "1", "0"}, 2), 2, 8, false);
-  ExpectSyncMatchesDirectAllreduce(RunRanks({"sync", "OUT", std::to_string(64 << 20), "1", "0"}, 2),
-                                   2, 8, false);
+  ExpectSyncMatchesDirectAllreduce(SyncRun(0, 1, Layout::kSeparate), 2, true);
+  ExpectSyncMatchesDirectAllreduce(SyncRun(65536, 1, Layout::kSeparate), 2, false);
+  ExpectSyncMatchesDirectAllreduce(SyncRun(64 << 20, 1, Layout::kSeparate), 2, false);
 }
 
 TEST(Dist, AccumFreqSendsTheSumOfAllMicroBatchesOnce) {
-  ExpectSyncMatchesDirectAllreduce(RunRanks({"sync", "OUT", "65536", "3", "0"}, 2), 2, 8, false);
+  ExpectSyncMatchesDirectAllreduce(SyncRun(65536, 3, Layout::kSeparate), 2, false);
 }
 
 TEST(Dist, HierarchicalAllreduceEqualsFlatOnTwoNodesOfTwo) {
-  ExpectSyncMatchesDirectAllreduce(
-      RunRanks({"sync", "OUT", std::to_string(64 << 20), "1", "1"}, 4, 2), 4, 8, false);
+  ExpectSyncMatchesDirectAllreduce(SyncRun(64 << 20, 1, Layout::kSeparate, 4, 2, true), 4, false);
+}
+
+// Gradients in flat buffers (as the trainer keeps them) are allreduced in place, as views of the
+// buffer: nothing copied, no MEMCPY spans, and every .grad is still its view of the buffer.
+TEST(Dist, FlatGradientsAreReducedInPlaceWithoutCopies) {
+  for (auto [fusion, accum] : {std::pair<int64_t, int>{0, 1}, {65536, 3}, {64 << 20, 1}}) {
+    SCOPED_TRACE("fusion threshold " + std::to_string(fusion) + ", accum " + std::to_string(accum));
+    SyncCounts c =
+        ExpectSyncMatchesDirectAllreduce(SyncRun(fusion, accum, Layout::kFlat), 2, fusion == 0);
+    EXPECT_EQ(c.bytes_copied, 0);
+    EXPECT_EQ(c.bytes_in_place, kSyncBytes);
+    EXPECT_EQ(c.views, kSyncTensors);
+  }
 }
 
 TEST(Dist, RendezvousTimeoutNamesTheMissingRank) {

@@ -1,7 +1,8 @@
 // One rank of a multi-process test: dist_test starts N of these with RANK/WORLD_SIZE/MASTER_*
 // set, each writes what it computed to <out>/rank-R.pt, and dist_test compares.
 //   dist_worker loss <global|local|nograd|nograd-local> <out> <fusion-bytes>
-//   dist_worker sync <out> <fusion-bytes> <accum-freq> <hierarchical 0|1>
+//   dist_worker sync <out> <fusion-bytes> <accum-freq> <hierarchical 0|1> [flat]
+// (flat: the gradients live in two flat buffers, interleaved as the trainer's optimizer groups)
 //   dist_worker rendezvous <timeout-ms>
 #include <torch/torch.h>
 
@@ -12,6 +13,8 @@
 
 #include "runtime/distributed.h"
 #include "runtime/distributed_clip_loss.h"
+#include "runtime/flat_parameters.h"
+#include "runtime/timeline.h"
 #include "tests/dist_tiny_clip.h"
 
 namespace {
@@ -48,13 +51,21 @@ int RunLoss(Distributed& dist, const std::string& mode, const std::string& out, 
 }
 
 // Parameters whose gradients are rank-specific random tensors: the synchronised result must be
-// their mean over ranks, as a direct allreduce of the same tensors computes it.
-int RunSync(Distributed& dist, const std::string& out, int64_t fusion, int accum) {
+// their mean over ranks, as a direct allreduce of the same tensors computes it. Saves, per
+// tensor, the result and the expected mean, then [allreduces, bytes in place, bytes copied,
+// tensors whose .grad is still a view of the flat buffer]; the timeline goes to <out>.
+int RunSync(Distributed& dist, const std::string& out, int64_t fusion, int accum, bool flat) {
   std::vector<int64_t> sizes = {1, 100, 1000, 5000, 3, 20000, 17, 4096};
   std::vector<std::pair<std::string, torch::Tensor>> params;
+  std::vector<std::vector<torch::Tensor>> groups(2);
   for (size_t i = 0; i < sizes.size(); ++i) {
     params.emplace_back("p" + std::to_string(i), torch::zeros({sizes[i]}).requires_grad_());
+    groups[i % 2].push_back(params.back().second);
   }
+  std::unique_ptr<FlatParameters> flat_params;
+  if (flat) flat_params = std::make_unique<FlatParameters>(groups);
+  GlobalTimeline().Open(out + "/timeline-" + std::to_string(dist.rank()) + ".json", dist.rank(),
+                        "localhost", false);
   GradientSyncOptions sync_options;
   sync_options.fusion_threshold_bytes = fusion;
   auto sync = dist.MakeGradientSync(params, sync_options);
@@ -72,13 +83,22 @@ int RunSync(Distributed& dist, const std::string& out, int64_t fusion, int accum
     loss.backward();
   }
   sync->Synchronize();
+  GlobalTimeline().Close();
   std::vector<torch::Tensor> saved;
+  int64_t views = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     dist.world()->AllreduceSum(expected[i]);
     saved.push_back(params[i].second.grad());
     saved.push_back(expected[i] / dist.world_size());
+    if (flat_params) {
+      const torch::Tensor& buffer = flat_params->buffers()[i % 2].grad();
+      const char* begin = static_cast<const char*>(buffer.data_ptr());
+      const char* at = static_cast<const char*>(params[i].second.grad().data_ptr());
+      views += at >= begin && at < begin + buffer.nbytes() ? 1 : 0;
+    }
   }
-  saved.push_back(torch::tensor({sync->allreduces()}));
+  saved.push_back(
+      torch::tensor({sync->allreduces(), sync->bytes_in_place(), sync->bytes_copied(), views}));
   Save(saved, out, dist.rank());
   return 0;
 }
@@ -105,7 +125,8 @@ int main(int argc, char** argv) {
     if (args.at(0) == "sync") {
       options.hierarchical_allreduce = args.at(4) == "1";
       Distributed dist(env, options);
-      return RunSync(dist, args.at(1), std::stoll(args.at(2)), std::stoi(args.at(3)));
+      return RunSync(dist, args.at(1), std::stoll(args.at(2)), std::stoi(args.at(3)),
+                     args.size() > 5 && args.at(5) == "flat");
     }
     std::fprintf(stderr, "dist_worker: unknown scenario %s\n", args.at(0).c_str());
     return 2;
