@@ -35,7 +35,9 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   if (flags.json) {
     std::fputs(RenderJsonReport(spec, result.run, result.findings).c_str(), stdout);
   } else {
-    bool colour = isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    // https://no-color.org: NO_COLOR set to a non-empty value turns colour off.
+    const char* no_color = std::getenv("NO_COLOR");
+    bool colour = isatty(STDOUT_FILENO) && (no_color == nullptr || *no_color == '\0');
     std::fputs(RenderTextReport(spec, result.run, result.findings, colour).c_str(), stdout);
   }
   std::fflush(stdout);

@@ -112,6 +112,20 @@ TEST_F(DoctorLocal, TextReportWithoutColourWhenPiped) {
   EXPECT_NE(r.out.find("0 errors"), std::string::npos) << r.out;
 }
 
+// On a terminal (script(1) gives the doctor one) the report is coloured, unless NO_COLOR is set
+// to something.
+TEST_F(DoctorLocal, ColourOnlyOnATerminalAndNotWithNoColor) {
+  if (Shell("command -v script").status != 0) GTEST_SKIP() << "needs script(1) (util-linux)";
+  const std::string file = WriteCluster("", FreePort());
+  const std::string doctor = std::string(DTRAIN_BINARY_DIR) + "/dtrain doctor -c " + file;
+  Result tty = Shell("NO_COLOR= script -qec '" + doctor + "' /dev/null");
+  EXPECT_NE(tty.out.find("\033[1m"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("\033[32mok"), std::string::npos) << tty.out;
+  Result plain = Shell("NO_COLOR=1 script -qec '" + doctor + "' /dev/null");
+  EXPECT_NE(plain.out.find("0 errors"), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out.find('\033'), std::string::npos) << plain.out;
+}
+
 TEST_F(DoctorLocal, MissingWorkdirAndWrongPinExitOne) {
   Result r = Doctor("-c " + WriteCluster("expect: {python: \"2.7\"}\n", FreePort(),
                                          (dir_ / "no-such-dir").string()));
