@@ -79,7 +79,11 @@ port=29641
 # DTRAIN_PROBE_CLIP_DIR as the doctor sets it: the probe runs `dtrain-clip --version` (which loads
 # LibTorch, ~0.5 s of CPU), so the bare probe and pdsh must do that too for a like-for-like figure.
 probe_env="DTRAIN_PROBE_WORKDIR=$work/project DTRAIN_PROBE_RDZV_ADDR=10.231.0.10 DTRAIN_PROBE_RDZV_PORT=$port DTRAIN_PROBE_CLIP_DIR=$build"
-doctor_on() { bash "$src/tests/cluster/make-cluster.sh" exec "$dir" "$dtrain" doctor -c "$cfg"; }
+# A --timeout far above any run's length: on a loaded machine the default 30 s could cut a large
+# cluster's run short, and a doctor that gives up is not a faster one.
+doctor_on() {
+  bash "$src/tests/cluster/make-cluster.sh" exec "$dir" "$dtrain" doctor -c "$cfg" --timeout 600
+}
 pdsh_on() {
   local listener
   bash "$src/tests/cluster/make-cluster.sh" node "$dir" 0 env DTRAIN_PROBE_MODE=listen \
