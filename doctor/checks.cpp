@@ -248,9 +248,13 @@ std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes) {
     std::string reason = n.failure == ReachFailure::kOther || n.failure == ReachFailure::kNone
                              ? ""
                              : std::string(ReachFailureName(n.failure)) + ": ";
+    // The transport's errors name the node themselves; once is enough.
+    const std::string prefix = fmt::format("node {} ({}): ", n.host, n.address);
+    const std::string error =
+        n.error.rfind(prefix, 0) == 0 ? n.error.substr(prefix.size()) : n.error;
     out.push_back(Make(
         Severity::kError, "reach", "reach", {n.host},
-        fmt::format("node {} ({}) could not be probed: {}{}", n.host, n.address, reason, n.error),
+        fmt::format("node {} ({}) could not be probed: {}{}", n.host, n.address, reason, error),
         ReachRemedy(n.failure, n)));
   }
   if (out.empty()) {

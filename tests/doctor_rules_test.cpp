@@ -200,6 +200,16 @@ TEST(DoctorRules, UnreachableNodeIsAnErrorAndOthersAreStillChecked) {
   EXPECT_EQ(reach->nodes, std::vector<std::string>{"gpu-b"});
   EXPECT_NE(reach->message.find("refused"), std::string::npos);
   EXPECT_NE(reach->remedy.find("sshd"), std::string::npos);
+  NodeFacts late;
+  late.host = "gpu-d";
+  late.address = "10.0.0.14";
+  late.error = "node gpu-d (10.0.0.14): ssh: cannot connect to port 22 within 5 s (timeout)";
+  late.failure = ClassifyReachError(late.error);
+  auto twice = CheckReach({late});
+  ASSERT_EQ(twice.size(), 1u);
+  EXPECT_EQ(twice[0].message,
+            "node gpu-d (10.0.0.14) could not be probed: timeout: ssh: cannot connect to port 22 "
+            "within 5 s (timeout)");
   ASSERT_TRUE(Find(findings, "nccl", Severity::kError)) << "the reached nodes are compared";
 }
 
