@@ -1,4 +1,5 @@
 #include "runtime/bpe_tokenizer.h"
+#include "runtime/html_entities.h"
 #include "runtime/json_text.h"
 
 #include <zlib.h>
@@ -154,7 +155,8 @@ BpeTokenizer::BpeTokenizer(const std::string& merges_path, int context_length)
 std::string BpeTokenizer::CleanText(const std::string& text) {
   std::string out;
   bool pending_space = false;
-  for (uint32_t c : DecodeUtf8(text)) {
+  // OpenCLIP's basic_clean unescapes HTML twice ("&amp;amp;" -> "&"), then whitespace_clean.
+  for (uint32_t c : DecodeUtf8(UnescapeHtml(UnescapeHtml(text)))) {
     if (IsSpace(c)) {
       pending_space = !out.empty();
       continue;

@@ -27,7 +27,8 @@ class BpeTokenizer : public Tokenizer {
 
   // OpenCLIP's pre-tokenisation of cleaned, lower-cased text (exposed for tests).
   static std::vector<std::string> PreTokenize(const std::string& text);
-  // Lower-case ASCII and Latin-1/Greek/Cyrillic letters, collapse whitespace, trim.
+  // Decode HTML character references (twice, as OpenCLIP), lower-case ASCII and
+  // Latin-1/Greek/Cyrillic letters, collapse whitespace, trim.
   static std::string CleanText(const std::string& text);
 
  private:

@@ -2,8 +2,8 @@
 // epoch_latest.pt appears (inotify), so the kill lands inside the save. The previous
 // epoch_latest.pt must still load, and --resume latest must finish with exactly the weights of
 // an uninterrupted run.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
@@ -24,9 +24,9 @@ const std::string kClip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
 
 // 4 epochs of 4 steps; every epoch saves epoch_N.pt and then epoch_latest.pt.
 const std::vector<std::string> kTrain = {
-    "train",         "--train-num-samples", "256", "--batch-size",         "64",
-    "--epochs",      "4",                   "--threads", "1",            "--warmup",
-    "2",             "--zeroshot-frequency", "0",   "--save-most-recent"};
+    "train", "--train-num-samples", "256", "--batch-size", "64", "--epochs",
+    "4",     "--threads",           "1",   "--warmup",     "2",  "--zeroshot-frequency",
+    "0",     "--save-most-recent"};
 
 std::string FreshDir(const std::string& name) {
   std::string dir = ::testing::TempDir() + "/clip_checkpoint_kill_" + name;

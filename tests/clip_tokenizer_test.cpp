@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/bpe_tokenizer.h"
+#include "runtime/html_entities.h"
 #include "runtime/tokenizer.h"
 
 namespace dtrain::clip {
@@ -104,6 +105,21 @@ TEST_F(BpeTest, PreTokenisationMatchesOpenClipsPattern) {
   EXPECT_EQ(BpeTokenizer::PreTokenize("caf\xc3\xa9 \xce\xb1\xce\xb2"),
             (std::vector<std::string>{"caf\xc3\xa9", "\xce\xb1\xce\xb2"}));
   EXPECT_EQ(BpeTokenizer::CleanText("  Hello \t\n WORLD \xc3\x89  "), "hello world \xc3\xa9");
+}
+
+TEST(HtmlEntities, DecodedAsPythonsHtmlUnescape) {
+  // Expected values are what Python's html.unescape returns for the same input.
+  EXPECT_EQ(UnescapeHtml("Fish &amp; Chips &lt;3 &quot;hi&quot; &#39;x&#x27;"),
+            "Fish & Chips <3 \"hi\" 'x'");
+  EXPECT_EQ(UnescapeHtml("caf&eacute; 5&nbsp;&euro; &hellip;"),
+            "caf\xc3\xa9 5\xc2\xa0\xe2\x82\xac \xe2\x80\xa6");
+  EXPECT_EQ(UnescapeHtml("AT&amp T&copy"), "AT& T\xc2\xa9");  // Latin-1 names need no ';'
+  EXPECT_EQ(UnescapeHtml("&hellip &bogus; & &#; &#xZZ;"), "&hellip &bogus; & &#; &#xZZ;");
+  EXPECT_EQ(UnescapeHtml("&#55296;|&#0;|&#99999999999;|&#150;|&#x93;|a&#1;b"),
+            "\xef\xbf\xbd|\xef\xbf\xbd|\xef\xbf\xbd|\xe2\x80\x93|\xe2\x80\x9c|ab");
+  EXPECT_EQ(UnescapeHtml("&#128512;"), "\xf0\x9f\x98\x80");
+  EXPECT_EQ(UnescapeHtml(UnescapeHtml("&amp;amp;")), "&");
+  EXPECT_EQ(BpeTokenizer::CleanText("Tom &amp;amp; Jerry&nbsp;&nbsp;Show"), "tom & jerry show");
 }
 
 TEST_F(BpeTest, SpecialTokensInTextBecomeTheirIds) {
