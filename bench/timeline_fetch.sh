@@ -14,9 +14,10 @@ dtrain=$build/dtrain
 [ -x "$dtrain" ] || { echo "no $dtrain: build the dtrain target first" >&2; exit 2; }
 dir=$build/bench-clusters/timeline-fetch
 cluster=$src/tests/cluster/make-cluster.sh
-trap '"$cluster" down "$dir" >/dev/null 2>&1 || true' EXIT
-"$cluster" up 1 "$dir" 1 2>/dev/null
 logs=$dir/logs
+trap '"$cluster" down "$dir" >/dev/null 2>&1; rm -rf "$logs" "$dir/trace.json" "$dir/copy.json"' EXIT
+"$cluster" up 1 "$dir" 1 2>/dev/null
+rm -rf "$logs"
 mkdir -p "$logs"
 nsenter -t "$(cat "$dir/node0/sshd.pid")" -m mount -t tmpfs tmpfs "$logs"
 
