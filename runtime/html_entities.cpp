@@ -1,4 +1,5 @@
 #include "runtime/html_entities.h"
+#include "runtime/json_text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -35,24 +36,6 @@ constexpr NamedReference kNamed[] = {
     {"rdquo", 0x201D}, {"bdquo", 0x201E}, {"bull", 0x2022},  {"hellip", 0x2026}, {"euro", 0x20AC},
     {"trade", 0x2122},
 };
-
-void AppendUtf8(std::string& out, uint32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
 
 // Windows-1252's letters for references 0x80-0x9F, as browsers (and Python) read them.
 constexpr uint32_t kWindows1252[32] = {
