@@ -14,6 +14,7 @@
 #include "runtime/dist_env.h"
 #include "runtime/fashion_mnist.h"
 #include "runtime/flat_parameters.h"
+#include "runtime/heap_retention.h"
 #include "runtime/lr_schedule.h"
 #include "runtime/metrics_log.h"
 #include "runtime/progress_display.h"
@@ -119,6 +120,7 @@ torch::Device Trainer::ChooseDevice(const std::string& name) {
 }
 
 void Trainer::SetUpRuntime() {
+  RetainFreedHeapMemory();
   if (o_.threads > 0) {
     torch::set_num_threads(o_.threads);
     if (openblas_set_num_threads) openblas_set_num_threads(o_.threads);

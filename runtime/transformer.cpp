@@ -3,7 +3,17 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/self_attention.h"
+
 namespace dtrain::clip {
+
+torch::Tensor LinearRows(const torch::Tensor& x, const torch::Tensor& weight,
+                         const torch::Tensor& bias) {
+  const int64_t in = x.size(-1);
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  return torch::addmm(bias, x.reshape({-1, in}), weight.t()).view(sizes);
+}
 
 AttentionImpl::AttentionImpl(int64_t width) {
   // nn.MultiheadAttention's initialisation: xavier-uniform packed projection, zero biases.
@@ -31,18 +41,9 @@ ResidualAttentionBlockImpl::ResidualAttentionBlockImpl(int64_t width, int64_t he
 
 torch::Tensor ResidualAttentionBlockImpl::forward(const torch::Tensor& x,
                                                   const torch::Tensor& mask) {
-  const int64_t batch = x.size(0), length = x.size(1), head_dim = width_ / heads_;
-  // [B, L, 3W] -> three [B, H, L, D] views.
-  auto qkv = torch::linear(ln_1(x), attn->in_proj_weight, attn->in_proj_bias)
-                 .view({batch, length, 3, heads_, head_dim})
-                 .permute({2, 0, 3, 1, 4});
-  auto q = qkv[0], k = qkv[1], v = qkv[2];
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  auto scores = torch::matmul(q, k.transpose(-2, -1)).mul_(scale);
-  if (mask.defined()) scores.add_(mask);
-  auto weights = torch::softmax(scores, -1);
-  auto context = torch::matmul(weights, v).transpose(1, 2).reshape({batch, length, width_});
-  auto h = x + attn->out_proj(context);
+  auto qkv = LinearRows(ln_1(x), attn->in_proj_weight, attn->in_proj_bias);  // [B, L, 3W]
+  auto context = MultiHeadSelfAttention(qkv, heads_, mask);                  // [B, L, W]
+  auto h = x + LinearRows(context, attn->out_proj->weight, attn->out_proj->bias);
   return h + mlp(ln_2(h));
 }
 
@@ -53,22 +54,23 @@ torch::Tensor ResidualAttentionBlockImpl::ForwardRows(const torch::Tensor& x,
   auto arange = torch::arange(batch, rows.options());
   auto x_rows = x.index({arange, rows});            // [B, W]
   auto normed_rows = normed.index({arange, rows});  // [B, W]
-  auto w = attn->in_proj_weight.split(width_, 0);
-  auto b = attn->in_proj_bias.split(width_, 0);
-  auto q = torch::linear(normed_rows, w[0], b[0]).view({batch, heads_, 1, head_dim});
-  auto kv = torch::linear(normed, torch::cat({w[1], w[2]}), torch::cat({b[1], b[2]}))
-                .view({batch, length, 2, heads_, head_dim})
-                .permute({2, 0, 3, 1, 4});
+  // One query per sample: its scores are dot products over D, not a batch of 1-row matmuls.
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  auto scores = torch::matmul(q, kv[0].transpose(-2, -1)).mul_(scale);  // [B, H, 1, L]
+  auto q = LinearRows(normed_rows, attn->in_proj_weight.narrow(0, 0, width_),
+                      attn->in_proj_bias.narrow(0, 0, width_))
+               .mul_(scale)
+               .view({batch, 1, heads_, head_dim});
+  auto kv = LinearRows(normed, attn->in_proj_weight.narrow(0, width_, 2 * width_),
+                       attn->in_proj_bias.narrow(0, width_, 2 * width_))
+                .view({batch, length, 2, heads_, head_dim});
+  auto scores = (q * kv.select(2, 0)).sum(-1);  // [B, L, H]
   if (causal) {
     auto future = torch::arange(length, rows.options()).unsqueeze(0) > rows.unsqueeze(1);
-    scores.masked_fill_(future.view({batch, 1, 1, length}),
-                        -std::numeric_limits<float>::infinity());
+    scores.masked_fill_(future.unsqueeze(-1), -std::numeric_limits<float>::infinity());
   }
-  auto weights = torch::softmax(scores, -1);
-  auto context = torch::matmul(weights, kv[1]).reshape({batch, width_});
-  auto h = x_rows + attn->out_proj(context);
+  auto weights = torch::softmax(scores, 1).unsqueeze(-1);                      // [B, L, H, 1]
+  auto context = (weights * kv.select(2, 1)).sum(1).reshape({batch, width_});  // [B, W]
+  auto h = x_rows + LinearRows(context, attn->out_proj->weight, attn->out_proj->bias);
   return h + mlp(ln_2(h));
 }
 

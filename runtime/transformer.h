@@ -6,6 +6,11 @@
 
 namespace dtrain::clip {
 
+// torch::linear over the rows of x [..., in] as one addmm on a 2-D view, so the bias lands in the
+// gemm's accumulator instead of a second pass over the output.
+torch::Tensor LinearRows(const torch::Tensor& x, const torch::Tensor& weight,
+                         const torch::Tensor& bias);
+
 // nn.MultiheadAttention's parameters: packed [q; k; v] projection and the output projection.
 class AttentionImpl : public torch::nn::Module {
  public:
@@ -19,7 +24,10 @@ TORCH_MODULE(Attention);
 class MlpImpl : public torch::nn::Module {
  public:
   MlpImpl(int64_t width, int64_t hidden);
-  torch::Tensor forward(const torch::Tensor& x) { return c_proj(torch::gelu(c_fc(x))); }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return LinearRows(torch::gelu(LinearRows(x, c_fc->weight, c_fc->bias)), c_proj->weight,
+                      c_proj->bias);
+  }
   torch::nn::Linear c_fc{nullptr}, c_proj{nullptr};
 };
 TORCH_MODULE(Mlp);

@@ -11,6 +11,7 @@
 #include "runtime/clip_model.h"
 #include "runtime/lr_schedule.h"
 #include "runtime/model_config.h"
+#include "runtime/self_attention.h"
 
 namespace dtrain::clip {
 namespace {
@@ -30,6 +31,33 @@ TEST(Transformer, PooledLastBlockEqualsFullBlockAtThoseRows) {
   auto causal = torch::full({7, 7}, -INFINITY).triu_(1);
   auto full_causal = block->forward(x, causal).index({arange, rows});
   EXPECT_TRUE(Close(block->ForwardRows(x, rows, true), full_causal));
+}
+
+// The fused CPU attention against ATen's matmul/softmax formula: outputs and the gradient of qkv
+// for one upstream gradient, without a mask and with the causal one.
+TEST(SelfAttention, FusedCpuPathEqualsTheReferenceInValueAndGradient) {
+  torch::manual_seed(2);
+  const int64_t batch = 3, length = 7, heads = 4, width = 16;
+  auto qkv = torch::randn({batch, length, 3 * width});
+  auto upstream = torch::randn({batch, length, width});
+  auto causal = torch::full({length, length}, -INFINITY).triu_(1);
+  for (const auto& mask : {torch::Tensor(), causal}) {
+    auto fused_in = qkv.clone().requires_grad_(true);
+    auto reference_in = qkv.clone().requires_grad_(true);
+    auto fused = MultiHeadSelfAttention(fused_in, heads, mask);
+    auto reference = MultiHeadSelfAttentionReference(reference_in, heads, mask);
+    EXPECT_NE(fused.grad_fn()->name().find("FusedSelfAttention"), std::string::npos)
+        << "the CPU float32 path should be the fused one, ran " << fused.grad_fn()->name();
+    EXPECT_TRUE(Close(fused, reference));
+    (fused * upstream).sum().backward();
+    (reference * upstream).sum().backward();
+    EXPECT_TRUE(Close(fused_in.grad(), reference_in.grad()));
+  }
+  // Queries never see later positions under the causal mask.
+  auto changed = qkv.clone();
+  changed.narrow(1, length - 1, 1).normal_();
+  EXPECT_TRUE(Close(MultiHeadSelfAttention(qkv, heads, causal).narrow(1, 0, length - 1),
+                    MultiHeadSelfAttention(changed, heads, causal).narrow(1, 0, length - 1)));
 }
 
 TEST(VisionTower, ShapesFollowThePreset) {
