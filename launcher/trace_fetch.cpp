@@ -5,11 +5,13 @@
 // small whatever the trace size.
 #include "launcher/trace_fetch.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -188,6 +190,19 @@ bool LoadSshOptions(const JobSummary& job, const std::string& override_file, Ssh
   }
 }
 
+// Temporary files of an earlier `dtrain timeline` that was killed mid-fetch: the process that
+// wrote .rank-R.json.fetch-PID is gone, so nothing will ever rename or remove them.
+void RemoveAbandonedDownloads(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    auto at = name.rfind(".json.fetch-");
+    if (name.rfind(".rank-", 0) != 0 || at == std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + at + 12));
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary& job,
@@ -201,6 +216,7 @@ TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary&
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error(fmt::format("{}: cannot create ({})", dir, ec.message()));
+  RemoveAbandonedDownloads(dir);
 
   report.contacted = true;
   TraceDownloads downloads(report);

@@ -4,6 +4,8 @@
 // `dtrain timeline` fetches it. Then a stale local copy is refreshed, and nodes that cannot be
 // reached are warnings naming them and their ranks.
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -141,10 +143,22 @@ TEST(TimelineFetch, TracesOnTheNodesOwnDisksAreFetchedThenMerged) {
   // 2. Complete local copies are kept; one cut short (a copy taken while the rank still wrote)
   // is fetched again.
   fs::resize_file(timeline + "/rank-3.json", 1000);
+  // A temporary file left by a fetch that was killed (its process is gone) is removed; one of a
+  // fetch still running (this process stands in for it) is left alone.
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  const std::string abandoned = timeline + "/.rank-2.json.fetch-" + std::to_string(gone);
+  const std::string live = timeline + "/.rank-2.json.fetch-" + std::to_string(getpid());
+  std::ofstream(abandoned) << "[";
+  std::ofstream(live) << "[";
   merged = Dtrain("timeline --log-dir " + logs + " --job fetch");
   ASSERT_EQ(merged.status, 0) << merged.output;
   EXPECT_NE(merged.output.find("fetched 1 trace "), std::string::npos) << merged.output;
   EXPECT_EQ(ReadMerged(logs + "/fetch/timeline.json").spans[3], kSpans) << merged.output;
+  EXPECT_FALSE(fs::exists(abandoned));
+  EXPECT_TRUE(fs::exists(live));
+  fs::remove(live);
 
   // 3. While the job runs (job.json says so), a local trace may be the file a rank is writing:
   // it is never replaced, only missing ones are fetched.
