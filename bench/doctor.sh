@@ -11,6 +11,8 @@
 # here) and on the nodes (every process their sshd started). On a machine shared with other work
 # the CPU seconds vary less than the wall time. Needs root (namespaces, sshd) and pdsh.
 # Usage: bench/doctor.sh [BUILD_DIR] [SIZES] [REPEAT]     e.g. bench/doctor.sh build "4 16 32" 3
+# DTRAIN_PROBE_SKIP (e.g. "python clip") leaves those probe parts out on every side alike, to see
+# the tools' own cost without the torch import and the dtrain-clip start.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-build}" && pwd)
@@ -78,7 +80,9 @@ mkdir -p "$work/project"
 port=29641
 # DTRAIN_PROBE_CLIP_DIR as the doctor sets it: the probe runs `dtrain-clip --version` (which loads
 # LibTorch, ~0.5 s of CPU), so the bare probe and pdsh must do that too for a like-for-like figure.
-probe_env="DTRAIN_PROBE_WORKDIR=$work/project DTRAIN_PROBE_RDZV_ADDR=10.231.0.10 DTRAIN_PROBE_RDZV_PORT=$port DTRAIN_PROBE_CLIP_DIR=$build"
+skip=${DTRAIN_PROBE_SKIP:-}
+export DTRAIN_PROBE_SKIP=$skip  # the bare probe's
+probe_env="DTRAIN_PROBE_WORKDIR=$work/project DTRAIN_PROBE_RDZV_ADDR=10.231.0.10 DTRAIN_PROBE_RDZV_PORT=$port DTRAIN_PROBE_CLIP_DIR=$build DTRAIN_PROBE_SKIP='$skip'"
 # A --timeout far above any run's length: on a loaded machine the default 30 s could cut a large
 # cluster's run short, and a doctor that gives up is not a faster one.
 doctor_on() {
@@ -96,7 +100,7 @@ pdsh_on() {
   wait "$listener" 2>/dev/null || true
 }
 
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); medians of $repeat alternating runs"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); medians of $repeat alternating runs${skip:+; probe parts left out: $skip}"
 if [ -n "$cg" ]; then
   printf '%-6s %10s %10s %7s   %13s %13s %7s\n' nodes doctor_s pdsh_s ratio doctor_cpu_s pdsh_cpu_s \
     ratio
@@ -110,7 +114,7 @@ for n in $sizes; do
   fi
   cfg=$dir/bench.yaml
   { cat "$dir/cluster.yaml"; echo "workdir: $work/project"; echo "rendezvous: {port: $port}"
-    echo "job: {command: [python3, x.py]}"; } >"$cfg"
+    echo "job: {command: [python3, x.py]}"; echo "env: {DTRAIN_PROBE_SKIP: \"$skip\"}"; } >"$cfg"
   hosts=$(awk '{print $2}' "$dir/nodes" | paste -sd, -)
   # One warm-up of each, so that the page cache holds the same files for both.
   doctor_on >/dev/null 2>&1 || true
@@ -136,6 +140,7 @@ nodes: [{host: here, address: 127.0.0.1}]
 rendezvous: {port: 29631}
 workdir: $work/project
 job: {command: [python3, x.py]}
+env: {DTRAIN_PROBE_SKIP: "$skip"}
 YAML
 bare_probe() {
   env DTRAIN_PROBE_WORKDIR="$work/project" DTRAIN_PROBE_RDZV_ADDR=127.0.0.1 \

@@ -138,11 +138,12 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
   }
   const bool listen = options.rendezvous && n > 0;
   if (listen) {
+    // Started first, so that it is more likely listening when the probes first try it.
     ProcessSpec l = procs[0];
     l.id = static_cast<int>(n);
     l.env["DTRAIN_PROBE_MODE"] = "listen";
     l.env["DTRAIN_PROBE_LISTEN_S"] = fmt::format("{:g}", options.timeout_s + 5);
-    procs.push_back(std::move(l));
+    procs.insert(procs.begin(), std::move(l));
   }
   ProbeEvents events(procs.size());
   transport.Start(procs, events);
