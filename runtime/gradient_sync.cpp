@@ -97,6 +97,7 @@ GradientSync::~GradientSync() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_requested_ = true;
   }
+  work_.notify_all();
   loop_.join();
   for (Entry& entry : entries_) entry.accumulator->del_post_hook(entry.hook);
 }
@@ -162,6 +163,7 @@ void GradientSync::MarkReady(size_t index) {
   entry.grad = entry.param.grad();
   entry.state = State::kReady;
   if (GlobalTimeline().enabled()) GlobalTimeline().Begin(entry.name, "QUEUE");
+  work_.notify_one();
 }
 
 void GradientSync::Synchronize() {
@@ -182,12 +184,30 @@ void GradientSync::Synchronize() {
   }
 }
 
+// A rank joins a negotiation round only once it has a gradient ready (or wants to stop): a
+// gradient goes out only when every rank has it, so nobody needs a round before that, and an
+// idle synchroniser (forward, data loading, evaluation) costs no CPU. After waking from idle it
+// waits one cycle, so that the gradients backward produces meanwhile go out together.
 void GradientSync::Loop() {
   auto cycle = std::chrono::microseconds(static_cast<int64_t>(options_.cycle_time_ms * 1000));
   auto next = std::chrono::steady_clock::now();
   try {
     while (true) {
-      next = std::max(next + cycle, std::chrono::steady_clock::now());
+      bool was_idle = false;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        auto has_work = [&] {
+          if (stop_requested_) return true;
+          for (const Entry& entry : entries_) {
+            if (entry.state == State::kReady) return true;
+          }
+          return false;
+        };
+        was_idle = !has_work();
+        work_.wait(lock, has_work);
+      }
+      auto now = std::chrono::steady_clock::now();
+      next = was_idle ? now + cycle : std::max(next + cycle, now);
       std::this_thread::sleep_until(next);
       bool stop = false;
       std::vector<size_t> ready = AgreeOnReady(stop);

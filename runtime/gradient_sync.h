@@ -95,7 +95,8 @@ class GradientSync {
   std::atomic<bool> sync_enabled_{true};  // read by the autograd thread's hooks
 
   std::mutex mu_;
-  std::condition_variable done_;
+  std::condition_variable done_;  // a bucket finished (or the loop failed)
+  std::condition_variable work_;  // a gradient became ready, or stop was requested
   bool stop_requested_ = false;
   std::string error_;  // set by the loop when a collective failed
   std::atomic<int64_t> allreduces_{0}, bytes_in_place_{0}, bytes_copied_{0};
