@@ -62,12 +62,15 @@ print(f"speed-up {two / one:.2f}x of the ideal 2x (scaling efficiency {two / one
 rows = re.findall(r"^\s*(\d+)\s+\S+\s+\d+\s+([\d.]+)\s+[\d.]+\s+\(\s*([\d.]+)%\)\s+([\d.]+)\s+"
                   r"\(\s*([\d.]+)%\)\s+([\d.]+)\s+\(\s*([\d.]+)%\)\s+([\d.]+)", text, re.M)
 for rank, step_ms, compute_pct, exposed_ms, exposed_pct, wait_ms, wait_pct, comm_ms in rows:
-    print(f"rank {rank}: step {step_ms} ms; communication not hidden behind compute "
+    print(f"rank {rank}: step {step_ms} ms, compute {compute_pct}%; communication not hidden behind compute "
           f"{exposed_pct}% of its time ({exposed_ms} ms of {comm_ms} ms of communication); "
           f"waiting {wait_pct}%")
 overlap = re.search(r"^communication: .*$", text, re.M)
 if overlap:
     print(overlap.group(0))
+largest = re.search(r"^largest fused allreduces:\n(.*)$", text, re.M)
+if largest:
+    print("largest allreduce:", " ".join(largest.group(1).split()))
 if not rows:
     print(text)
 PY
