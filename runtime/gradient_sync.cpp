@@ -70,6 +70,7 @@ GradientSync::GradientSync(std::vector<std::pair<std::string, torch::Tensor>> na
     }
     entries_.push_back(std::move(entry));
   }
+  if (!entries_.empty()) control_device_ = entries_.front().param.device();
   if (options_.broadcast_parameters) {
     torch::NoGradGuard no_grad;
     for (Entry& entry : entries_) {
@@ -135,9 +136,9 @@ void GradientSync::AgreeOnChains() {
   }
   if (n == 0) return;
   torch::Tensor sum = next.clone();
-  comm_->AllreduceSum(sum);
+  AllreduceControl(sum);
   torch::Tensor differs = (sum != next * comm_->size()).to(torch::kInt32);
-  comm_->AllreduceSum(differs);
+  AllreduceControl(differs);
   const int64_t* successor = next.data_ptr<int64_t>();
   const int32_t* disagreed = differs.data_ptr<int32_t>();
   std::vector<bool> has_predecessor(entries_.size(), false);
@@ -227,6 +228,16 @@ void GradientSync::Loop() {
   }
 }
 
+void GradientSync::AllreduceControl(torch::Tensor& values) {
+  if (control_device_.is_cpu()) {
+    comm_->AllreduceSum(values);
+    return;
+  }
+  torch::Tensor on_device = values.to(control_device_);
+  comm_->AllreduceSum(on_device);
+  values.copy_(on_device);
+}
+
 // Horovod's bit-vector negotiation: one small allreduce per cycle of "which gradients are ready
 // here" (plus "I want to stop"); a gradient goes out once every rank has it.
 std::vector<size_t> GradientSync::AgreeOnReady(bool& stop) {
@@ -238,7 +249,7 @@ std::vector<size_t> GradientSync::AgreeOnReady(bool& stop) {
     for (size_t i = 0; i < n; ++i) bits[i] = entries_[i].state == State::kReady ? 1 : 0;
     bits[n] = stop_requested_ ? 1 : 0;
   }
-  comm_->AllreduceSum(mask);
+  AllreduceControl(mask);
   int32_t everyone = comm_->size();
   stop = bits[n] == everyone;
   std::vector<size_t> ready;

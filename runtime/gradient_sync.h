@@ -78,6 +78,9 @@ class GradientSync {
   struct Bucket;
 
   void AgreeOnChains();
+  // The small agreement collectives (layout, readiness bits) run on the gradients' device, as
+  // NCCL takes GPU tensors only; `values` stays where it is and receives the sum.
+  void AllreduceControl(torch::Tensor& values);
   void Loop();
   std::vector<size_t> AgreeOnReady(bool& stop);
   std::vector<Bucket> MakeBuckets(const std::vector<size_t>& ready) const;
@@ -88,6 +91,7 @@ class GradientSync {
   std::vector<Entry> entries_;
   std::unique_ptr<Communicator> comm_;
   GradientSyncOptions options_;
+  torch::Device control_device_{torch::kCPU};  // where AllreduceControl's tensors travel
   // Chains of gradients that lie end to end in one buffer, in memory order, the same on every
   // rank (each chain is one flat gradient buffer or a part of one); at least two links each.
   std::vector<std::vector<size_t>> chains_;
