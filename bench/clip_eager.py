@@ -156,6 +156,7 @@ def main():
     print(json.dumps({"implementation": "pytorch-eager", "torch": torch.__version__,
                       "threads": torch.get_num_threads(), "batch_size": args.batch_size,
                       "steps": len(times), "step_s": sum(times) / len(times),
+                      "median_step_s": sorted(times)[len(times) // 2],
                       "samples_per_s": args.batch_size * len(times) / sum(times)}))
 
 

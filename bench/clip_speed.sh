@@ -19,7 +19,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
-cpp_round() {  # prints mean step seconds after the warmup steps
+# Each round reports the median step (after the warmup steps), so a burst of load from other
+# processes on a shared machine moves the figure less than a mean would.
+cpp_round() {
   local total=$((warmup + steps))
   rm -f "$work/m.jsonl"
   "$clip" train --dataset-type synthetic --batch-size 256 --threads "$threads" \
@@ -29,22 +31,22 @@ cpp_round() {  # prints mean step seconds after the warmup steps
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"event"' not in l]
 times = [r["step_s"] for r in rows if r["step"] > int(sys.argv[2])]
-print(sum(times) / len(times))
+print(sorted(times)[len(times) // 2])
 PY
 }
 
 py_round() {
   "$python" "$here/clip_eager.py" --batch-size 256 --threads "$threads" --steps "$steps" \
-    --warmup-steps "$warmup" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["step_s"])'
+    --warmup-steps "$warmup" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["median_step_s"])'
 }
 
 echo "fmnist-tiny training step, synthetic data, batch 256, $threads threads, $steps timed steps x $rounds rounds"
-printf '%-8s %-14s %-14s\n' round "C++ step_s" "PyTorch step_s"
+printf '%-8s %-16s %-16s\n' round "C++ median s" "PyTorch median s"
 cpp_all=() py_all=()
 for r in $(seq 1 "$rounds"); do
   c=$(cpp_round); p=$(py_round)
   cpp_all+=("$c"); py_all+=("$p")
-  printf '%-8s %-14.4f %-14.4f\n' "$r" "$c" "$p"
+  printf '%-8s %-16.4f %-16.4f\n' "$r" "$c" "$p"
 done
 "$python" - "${cpp_all[*]}" "${py_all[*]}" <<'PY'
 import sys
