@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/metrics_lines.h"
+#include "tests/scratch_dirs.h"
 
 namespace {
 
@@ -21,8 +22,7 @@ using dtrain::test::Field;
 const std::string kBin = DTRAIN_BINARY_DIR;
 
 std::string TempDir() {
-  char pattern[] = "/tmp/dtrain-dist-launch-XXXXXX";
-  return mkdtemp(pattern);
+  return dtrain::testing::ScratchDirs::Make("dtrain-dist-launch");
 }
 
 int RunShell(const std::string& command) {
@@ -38,8 +38,7 @@ TEST(DistLaunch, TwoRanksEndWithIdenticalParameters) {
   int code = RunShell("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
                       "--timeline --log-dir " + dir + "/logs --job e2e -- " + kBin +
                       "/dtrain-clip" + kTrain + " --max-steps 5 --save-frequency 0 " +
-                      "--timeline-mark-cycles --logs " + dir + "/ck > " + dir +
-                      "/launch.log 2>&1");
+                      "--timeline-mark-cycles --logs " + dir + "/ck > " + dir + "/launch.log 2>&1");
   ASSERT_EQ(code, 0) << "see " << dir << "/launch.log";
   auto ends = EndLines(dir);
   ASSERT_EQ(ends.size(), 2u);

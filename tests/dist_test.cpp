@@ -14,6 +14,7 @@
 #include "runtime/distributed_clip_loss.h"
 #include "tests/dist_ranks.h"
 #include "tests/dist_tiny_clip.h"
+#include "tests/scratch_dirs.h"
 
 namespace dtrain::clip {
 namespace {
@@ -22,8 +23,7 @@ const std::string kWorker = std::string(DTRAIN_BINARY_DIR) + "/dist_worker";
 constexpr int64_t kRowsPerRank = 6;  // as in dist_worker.cpp
 
 std::string TempDir() {
-  char pattern[] = "/tmp/dtrain-dist-XXXXXX";
-  return mkdtemp(pattern);
+  return dtrain::testing::ScratchDirs::Make("dtrain-dist");
 }
 
 // Runs `world` ranks of dist_worker with `args` (where "OUT" becomes a fresh folder) and expects
