@@ -11,7 +11,7 @@ if(TARGET dtrain_runtime)
   target_precompile_headers(dist_worker REUSE_FROM dtrain_runtime)
 
   dtrain_test(dist_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/dist_test.cpp LIBS dtrain_runtime
-              LABELS dist TIMEOUT 180)
+              LABEL dist TIMEOUT 180)
   target_precompile_headers(dist_test REUSE_FROM dtrain_runtime)
   add_dependencies(dist_test dist_worker)
 
@@ -24,18 +24,13 @@ endif()
 # End to end through the launcher: needs both executables.
 if(TARGET dtrain_runtime AND TARGET dtrain)
   dtrain_test(dist_launch_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/dist_launch_test.cpp
-              LABELS dist TIMEOUT 240)
+              LABEL dist TIMEOUT 240)
   add_dependencies(dist_launch_test dtrain dtrain-clip)
 endif()
 
 # The same across namespace nodes over ssh (root; skipped otherwise), under the ssh tests' lock.
 if(TARGET dtrain_runtime AND TARGET dtrain)
-  add_executable(dist_ssh_test ${CMAKE_CURRENT_SOURCE_DIR}/dist_ssh_test.cpp)
-  target_include_directories(dist_ssh_test PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(dist_ssh_test PRIVATE dtrain_launcher GTest::gtest GTest::gtest_main)
-  target_compile_definitions(dist_ssh_test PRIVATE
-    DTRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DTRAIN_BINARY_DIR="${CMAKE_BINARY_DIR}")
-  gtest_discover_tests(dist_ssh_test DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT 120 LABELS "dist;netns" RESOURCE_LOCK netns)
+  dtrain_test(dist_ssh_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/dist_ssh_test.cpp
+              LIBS dtrain_launcher LABEL netns TIMEOUT 120 RESOURCE_LOCK netns)
   add_dependencies(dist_ssh_test dtrain dtrain-clip)
 endif()

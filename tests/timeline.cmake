@@ -27,11 +27,6 @@ dtrain_test(timeline_command_test
 add_dependencies(timeline_command_test dtrain)
 # Fetching traces from ssh nodes with private disks: real sshd nodes in network namespaces
 # (root; skipped otherwise), sharing the namespace lock with the other cluster tests.
-add_executable(timeline_fetch_test ${CMAKE_CURRENT_SOURCE_DIR}/timeline_fetch_test.cpp)
-target_include_directories(timeline_fetch_test PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(timeline_fetch_test PRIVATE dtrain_launcher GTest::gtest GTest::gtest_main)
-target_compile_definitions(timeline_fetch_test PRIVATE
-  DTRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DTRAIN_BINARY_DIR="${CMAKE_BINARY_DIR}")
-gtest_discover_tests(timeline_fetch_test DISCOVERY_TIMEOUT 60
-  PROPERTIES TIMEOUT 60 LABELS "ssh;netns" RESOURCE_LOCK netns)
+dtrain_test(timeline_fetch_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_fetch_test.cpp
+            LIBS dtrain_launcher LABEL netns TIMEOUT 120 RESOURCE_LOCK netns)
 add_dependencies(timeline_fetch_test dtrain)
