@@ -89,6 +89,26 @@ class SshTestCluster {
     return out;
   }
 
+  // Waits up to `seconds` until nodes 0..count-1 each run `command` itself (its argv[0] and
+  // arguments, e.g. "sleep 300"; not a shell whose command line contains it).
+  bool WaitForCommandOnNodes(int count, const std::string& command, double seconds) const {
+    auto running = [&](int node) {
+      for (const std::string& p : NodeProcesses(node)) {
+        if (p.find(" " + command) == p.find(' ')) return true;
+      }
+      return false;
+    };
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+    while (true) {
+      bool all = true;
+      for (int i = 0; i < count && all; ++i) all = running(i);
+      if (all) return true;
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
   // What still runs on nodes 0..count-1 once each had up to `seconds` to go idle: "" when all
   // are idle, else a line per busy node naming its first leftover process.
   std::string LeftoverProcesses(int count, double seconds) const {

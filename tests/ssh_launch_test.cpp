@@ -92,17 +92,7 @@ TEST(SshLaunch, KillingDtrainLeavesNoProcessOnAnyNode) {
           logs.c_str(), "--", "sleep", "300", nullptr);
     _exit(127);
   }
-  auto sleeping = [&](int node) {
-    for (const std::string& p : cluster.NodeProcesses(node)) {
-      if (p.find(" sleep 300") == p.find(' ')) return true;
-    }
-    return false;
-  };
-  const auto until = Clock::now() + std::chrono::seconds(10);
-  while (!(sleeping(0) && sleeping(1) && sleeping(2)) && Clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(sleeping(0) && sleeping(1) && sleeping(2)) << "the job never started";
+  ASSERT_TRUE(cluster.WaitForCommandOnNodes(3, "sleep 300", 10)) << "the job never started";
   kill(dtrain, SIGKILL);
   waitpid(dtrain, nullptr, 0);
   EXPECT_EQ(cluster.LeftoverProcesses(3, 3), "");

@@ -272,17 +272,7 @@ TEST(SshTransport, LostConnectionKillsTheRemoteProcesses) {
     rec.Drain(*transport, 60);
     _exit(0);
   }
-  const auto until = Clock::now() + std::chrono::seconds(10);
-  auto running = [&](int node) {
-    for (const std::string& p : cluster.NodeProcesses(node)) {
-      if (p.find(" sleep 300") == p.find(' ')) return true;  // the sleep itself, not a shell
-    }
-    return false;
-  };
-  while (!(running(0) && running(1)) && Clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(running(0) && running(1)) << "the job never started";
+  ASSERT_TRUE(cluster.WaitForCommandOnNodes(2, "sleep 300", 10)) << "the job never started";
   kill(launcher, SIGKILL);
   waitpid(launcher, nullptr, 0);
   EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
