@@ -1,9 +1,12 @@
 # Timelines: the per-rank writer (runtime/timeline.cpp, built here without LibTorch), the
 # streaming reader, the merge, the summary and `dtrain timeline` itself.
+# The writer is compiled once for the tests that record traces.
+add_library(timeline_writer_for_tests STATIC ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp)
+target_include_directories(timeline_writer_for_tests PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(timeline_writer_for_tests PUBLIC Threads::Threads)
 dtrain_test(timeline_writer_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_writer_test.cpp
-          ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp
-  LIBS dtrain_launcher
+  LIBS dtrain_launcher timeline_writer_for_tests
   TIMEOUT 120)
 dtrain_test(timeline_summary_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_summary_test.cpp
@@ -11,18 +14,15 @@ dtrain_test(timeline_summary_test
   TIMEOUT 60)
 dtrain_test(timeline_merge_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_merge_test.cpp
-          ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp
-  LIBS dtrain_launcher
+  LIBS dtrain_launcher timeline_writer_for_tests
   TIMEOUT 120)
 dtrain_test(timeline_record_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_record_test.cpp
-          ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp
-  LIBS dtrain_launcher
+  LIBS dtrain_launcher timeline_writer_for_tests
   TIMEOUT 60)
 dtrain_test(timeline_command_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_command_test.cpp
-          ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp
-  LIBS dtrain_launcher
+  LIBS dtrain_launcher timeline_writer_for_tests
   TIMEOUT 120)
 add_dependencies(timeline_command_test dtrain)
 # Fetching traces from ssh nodes with private disks: real sshd nodes in network namespaces
