@@ -31,8 +31,9 @@ struct Figures {
 };
 
 // The gradient path without autograd's own cost: the gradients are written into the flat
-// gradient buffer (backward's work, not timed), then every one is marked ready (as the hooks do
-// once autograd has accumulated it) and Synchronize() waits until every .grad holds the average.
+// gradient buffer (backward's work, not timed; dtrain-clip's backward writes them already
+// divided by the world size), then every one is marked ready (as the hooks do once autograd has
+// accumulated it) and Synchronize() waits until every .grad holds the average.
 double FusionStep(const torch::Tensor& source, torch::Tensor& flat_grad, size_t tensors,
                   GradientSync& sync, Communicator& world) {
   flat_grad.copy_(source);
@@ -72,12 +73,18 @@ int main(int argc, char** argv) {
     torch::Tensor source = torch::randn({per_tensor * tensors});
     GradientSyncOptions sync_options = GradientSyncOptionsFromEnvironment();
     sync_options.fusion_threshold_bytes = fusion_mib << 20;
+    // As dtrain-clip trains: backward is seeded with 1/world, so the sum is the average.
+    sync_options.gradients_prescaled = true;
     auto sync = dist.MakeGradientSync(params, sync_options);
+    // The same path dividing by the world size after the sum, one more pass over the gradients.
+    sync_options.gradients_prescaled = false;
+    sync_options.broadcast_parameters = false;
+    auto dividing_sync = dist.MakeGradientSync(params, sync_options);
     torch::Tensor flat = torch::randn({per_tensor * tensors});
 
     std::vector<torch::Tensor> separate;
     for (int64_t i = 0; i < tensors; ++i) separate.push_back(torch::randn({per_tensor}));
-    Figures raw, per_tensor_raw, fusion_path;
+    Figures raw, per_tensor_raw, fusion_path, dividing_path;
     for (int it = -2; it < iterations; ++it) {  // two warm-up rounds
       dist.world()->Barrier();
       auto start = Clock::now();
@@ -88,10 +95,13 @@ int main(int argc, char** argv) {
       for (auto& t : separate) dist.world()->AllreduceSum(t);
       double per_tensor_s = Seconds(start);
       double fusion_s = FusionStep(source, flat_grad, params.size(), *sync, *dist.world());
+      double dividing_s =
+          FusionStep(source, flat_grad, params.size(), *dividing_sync, *dist.world());
       if (it < 0) continue;
       raw.seconds += raw_s / iterations;
       per_tensor_raw.seconds += per_tensor_s / iterations;
       fusion_path.seconds += fusion_s / iterations;
+      dividing_path.seconds += dividing_s / iterations;
     }
     int n = dist.world_size();
     double bus = 2.0 * (n - 1) / n;
@@ -107,10 +117,15 @@ int main(int argc, char** argv) {
       std::printf("fusion path:          %8.2f ms  algbw %6.3f GB/s  busbw %6.3f GB/s\n",
                   fusion_path.seconds * 1e3, fusion_path.algbw_gbs(bytes),
                   fusion_path.algbw_gbs(bytes) * bus);
+      std::printf("fusion path, dividing: %7.2f ms  algbw %6.3f GB/s  busbw %6.3f GB/s  "
+                  "(averaged by a pass after the sum, not by backward's seed)\n",
+                  dividing_path.seconds * 1e3, dividing_path.algbw_gbs(bytes),
+                  dividing_path.algbw_gbs(bytes) * bus);
       std::printf(
           "fusion/raw bandwidth: %.3f of one flat allreduce (target >= 0.9), %.3f of one "
-          "allreduce per tensor\n",
-          raw.seconds / fusion_path.seconds, per_tensor_raw.seconds / fusion_path.seconds);
+          "allreduce per tensor; dividing after the sum: %.3f\n",
+          raw.seconds / fusion_path.seconds, per_tensor_raw.seconds / fusion_path.seconds,
+          raw.seconds / dividing_path.seconds);
       std::printf(
           "collectives issued by the fusion path: %lld; gradient bytes reduced in place %.1f "
           "MiB, copied through a fusion buffer %.1f MiB\n",

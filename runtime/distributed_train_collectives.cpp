@@ -29,6 +29,7 @@ GradientSyncOptions SyncOptionsFor(const TrainOptions& options) {
     sync.fusion_threshold_bytes = static_cast<int64_t>(options.fusion_threshold_mb * (1 << 20));
   }
   if (options.cycle_time_ms >= 0) sync.cycle_time_ms = options.cycle_time_ms;
+  sync.gradients_prescaled = true;  // backward is seeded with BackwardSeed() = 1/world size
   return sync;
 }
 

@@ -28,6 +28,7 @@ class DistributedTrainCollectives : public TrainCollectives {
   void BroadcastParameters(std::vector<std::pair<std::string, torch::Tensor>>& params) override;
   torch::Tensor Loss(const torch::Tensor& image_features, const torch::Tensor& text_features,
                      const torch::Tensor& logit_scale) override;
+  double BackwardSeed() const override { return 1.0 / dist_->world_size(); }
   void AfterBackward(bool last) override;
   double SumOverRanks(double value) override;
   void Barrier() override;

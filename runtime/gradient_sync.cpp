@@ -70,6 +70,7 @@ GradientSync::GradientSync(std::vector<std::pair<std::string, torch::Tensor>> na
     }
     entries_.push_back(std::move(entry));
   }
+  idle_count_ = entries_.size();
   if (!entries_.empty()) control_device_ = entries_.front().param.device();
   if (options_.broadcast_parameters) {
     torch::NoGradGuard no_grad;
@@ -163,8 +164,12 @@ void GradientSync::MarkReady(size_t index) {
   if (!entry.param.grad().defined()) entry.param.mutable_grad() = torch::zeros_like(entry.param);
   entry.grad = entry.param.grad();
   entry.state = State::kReady;
+  --idle_count_;
+  ++ready_count_;
   if (GlobalTimeline().enabled()) GlobalTimeline().Begin(entry.name, "QUEUE");
-  work_.notify_one();
+  // The loop cares about the first gradient of a round and about the last one; waking it for
+  // every gradient in between would only cost backward context switches.
+  if (ready_count_ == 1 || idle_count_ == 0) work_.notify_one();
 }
 
 void GradientSync::Synchronize() {
@@ -183,33 +188,28 @@ void GradientSync::Synchronize() {
     entry.grad = torch::Tensor();
     entry.state = State::kIdle;
   }
+  idle_count_ = entries_.size();
 }
 
 // A rank joins a negotiation round only once it has a gradient ready (or wants to stop): a
 // gradient goes out only when every rank has it, so nobody needs a round before that, and an
 // idle synchroniser (forward, data loading, evaluation) costs no CPU. After waking from idle it
-// waits one cycle, so that the gradients backward produces meanwhile go out together.
+// waits one cycle, so that the gradients backward produces meanwhile go out together; it goes
+// at once when no gradient is left to wait for (all ready, e.g. in Synchronize()).
 void GradientSync::Loop() {
   auto cycle = std::chrono::microseconds(static_cast<int64_t>(options_.cycle_time_ms * 1000));
   auto next = std::chrono::steady_clock::now();
   try {
     while (true) {
-      bool was_idle = false;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        auto has_work = [&] {
-          if (stop_requested_) return true;
-          for (const Entry& entry : entries_) {
-            if (entry.state == State::kReady) return true;
-          }
-          return false;
-        };
-        was_idle = !has_work();
-        work_.wait(lock, has_work);
-      }
+      std::unique_lock<std::mutex> lock(mu_);
+      auto has_work = [&] { return stop_requested_ || ready_count_ > 0; };
+      auto nothing_to_wait_for = [&] { return stop_requested_ || idle_count_ == 0; };
+      bool was_idle = !has_work();
+      work_.wait(lock, has_work);
       auto now = std::chrono::steady_clock::now();
       next = was_idle ? now + cycle : std::max(next + cycle, now);
-      std::this_thread::sleep_until(next);
+      work_.wait_until(lock, next, nothing_to_wait_for);
+      lock.unlock();
       bool stop = false;
       std::vector<size_t> ready = AgreeOnReady(stop);
       if (stop) return;
@@ -388,19 +388,22 @@ void GradientSync::FinishBucket(Bucket& bucket) {
   bucket.pending->Wait();
   if (timeline.enabled()) timeline.End(bucket.track, comm_->allreduce_activity());
   torch::NoGradGuard no_grad;
+  const bool divide = !options_.gradients_prescaled && comm_->size() > 1;
   torch::Tensor world = torch::scalar_tensor(static_cast<double>(comm_->size()),
                                              bucket.flat.options().device(torch::kCPU));
   if (!bucket.copied) {
-    bucket.flat.div_(world);  // the gradients themselves: averaged in place, one pass
+    if (divide) bucket.flat.div_(world);  // the gradients themselves: averaged in place
   } else {
-    // Averaging and copying out in one pass over the buffer.
+    // Averaging (when the sum is not the average already) and copying out in one pass.
     TimelineSpan span(bucket.track, "MEMCPY_OUT_FUSION_BUFFER");
     int64_t offset = 0;
     for (size_t index : bucket.members) {
       Entry& entry = entries_[index];
       torch::Tensor slice =
           bucket.flat.narrow(0, offset, entry.param.numel()).view(entry.grad.sizes());
-      if (entry.grad.is_contiguous()) {
+      if (!divide) {
+        entry.grad.copy_(slice);
+      } else if (entry.grad.is_contiguous()) {
         torch::Tensor out = entry.grad.view({-1});
         torch::div_out(out, slice.view({-1}), world);
       } else {
@@ -413,6 +416,7 @@ void GradientSync::FinishBucket(Bucket& bucket) {
   if (timeline.enabled()) timeline.End(bucket.track, "ALLREDUCE");
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t index : bucket.members) entries_[index].state = State::kDone;
+  ready_count_ -= bucket.members.size();
   done_.notify_all();
 }
 

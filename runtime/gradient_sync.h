@@ -30,6 +30,9 @@ struct GradientSyncOptions {
   int64_t fusion_threshold_bytes = 64 << 20;  // bucket size; 0 = one allreduce per tensor
   double cycle_time_ms = 1.0;                 // how often ranks agree on what is ready
   bool broadcast_parameters = true;           // copy rank 0's parameters to all at start
+  // true: every rank's backward was seeded with 1/world size (Horovod's prescale), so the sum
+  // over ranks already is the average and no pass over the gradients divides them afterwards.
+  bool gradients_prescaled = false;
 };
 
 // Defaults from Horovod's variables: HOROVOD_FUSION_THRESHOLD (bytes), HOROVOD_CYCLE_TIME (ms).
@@ -102,6 +105,7 @@ class GradientSync {
   std::condition_variable done_;  // a bucket finished (or the loop failed)
   std::condition_variable work_;  // a gradient became ready, or stop was requested
   bool stop_requested_ = false;
+  size_t idle_count_ = 0, ready_count_ = 0;  // entries in State::kIdle, State::kReady
   std::string error_;  // set by the loop when a collective failed
   std::atomic<int64_t> allreduces_{0}, bytes_in_place_{0}, bytes_copied_{0};
   std::thread loop_;

@@ -29,6 +29,9 @@ class TrainCollectives {
                              const torch::Tensor& text_features, const torch::Tensor& logit_scale) {
     return ContrastiveLoss(image_features, text_features, logit_scale);
   }
+  // What backward is seeded with (loss.backward(seed)): 1/world size when distributed, so that
+  // the gradient sync only has to sum and the sum is the average, with no pass that divides.
+  virtual double BackwardSeed() const { return 1.0; }
   // After each micro-batch's backward; `last` is true for the final one of an --accum-freq
   // step, after which gradients must hold the average over ranks (before the optimizer step).
   virtual void AfterBackward(bool last) { (void)last; }

@@ -76,6 +76,7 @@ class Trainer {
   // One optimizer step over accum_freq micro-batches; false at the end of the epoch.
   bool TrainStep(int epoch);
   torch::Tensor ForwardBackward(std::vector<DeviceBatch>& micro);
+  void Backward(const torch::Tensor& loss);
   void OptimizerStep();
   void SaveCheckpoints(int epoch);
   void Evaluate(int epoch);
@@ -220,6 +221,17 @@ bool Trainer::NextBatch(DeviceBatch& batch) {
   return true;
 }
 
+// Seeded with 1/world size when distributed: each rank's gradients come out pre-divided, and the
+// gradient sync's sum over ranks is the average without another pass over them.
+void Trainer::Backward(const torch::Tensor& loss) {
+  double seed = coll_.BackwardSeed();
+  if (seed == 1.0) {
+    loss.backward();
+  } else {
+    loss.backward(torch::full_like(loss, seed));
+  }
+}
+
 // OpenCLIP's accumulation: features of every micro-batch are computed once without gradients;
 // each micro-batch is then recomputed with gradients and contrasted against all of them, so the
 // summed gradients are those of one large batch.
@@ -235,7 +247,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
     }
     {
       TimelineSpan span("compute", "BACKWARD");
-      loss.backward();
+      Backward(loss);
     }
     coll_.AfterBackward(/*last=*/true);
     return loss.detach();
@@ -264,7 +276,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
     }
     {
       TimelineSpan span("compute", "BACKWARD");
-      loss.backward();
+      Backward(loss);
     }
     coll_.AfterBackward(/*last=*/j + 1 == micro.size());
     last = loss.detach().cpu();  // every j computes the same full-batch loss value

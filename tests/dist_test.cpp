@@ -67,8 +67,12 @@ std::vector<torch::Tensor> SingleProcessGradients(int world) {
 }
 
 // Largest relative difference, over parameters and ranks, from the single-process gradients.
-double WorstGradientDifference(const std::string& mode, int world) {
-  std::string out = RunRanks({"loss", mode, "OUT", std::to_string(64 << 20)}, world);
+// `seeded`: backward seeded with 1/world size and the synchroniser only summing (the trainer's
+// way); otherwise a plain backward and the synchroniser dividing the sum.
+double WorstGradientDifference(const std::string& mode, int world, bool seeded = false) {
+  std::vector<std::string> args = {"loss", mode, "OUT", std::to_string(64 << 20)};
+  if (seeded) args.push_back("seeded");
+  std::string out = RunRanks(args, world);
   std::vector<torch::Tensor> reference = SingleProcessGradients(world);
   double worst = 0;
   for (int r = 0; r < world; ++r) {
@@ -81,16 +85,16 @@ double WorstGradientDifference(const std::string& mode, int world) {
   return worst;
 }
 
-class GatherWithGrad : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+class GatherWithGrad : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
 
 TEST_P(GatherWithGrad, GradientsEqualOneProcessOnTheWholeBatch) {
-  auto [mode, world] = GetParam();
-  EXPECT_LE(WorstGradientDifference(mode, world), 1e-5);
+  auto [mode, world, seeded] = GetParam();
+  EXPECT_LE(WorstGradientDifference(mode, world, seeded), 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dist, GatherWithGrad,
                          ::testing::Combine(::testing::Values("global", "local"),
-                                            ::testing::Values(2, 4)));
+                                            ::testing::Values(2, 4), ::testing::Bool()));
 
 // Why --gather-with-grad exists: with a plain gather the other ranks' features are constants, so
 // each rank loses the gradient its features get from every other rank's loss terms. Training
@@ -152,10 +156,14 @@ SyncCounts ExpectSyncMatchesDirectAllreduce(const std::string& out, int world,
 }
 
 std::string SyncRun(int64_t fusion_bytes, int accum, Layout layout, int world = 2,
-                    int local_world = 0, bool hierarchical = false) {
-  std::vector<std::string> args = {"sync", "OUT", std::to_string(fusion_bytes),
-                                   std::to_string(accum), hierarchical ? "1" : "0"};
-  if (layout == Layout::kFlat) args.push_back("flat");
+                    int local_world = 0, bool hierarchical = false, bool seeded = false) {
+  std::vector<std::string> args = {"sync",
+                                   "OUT",
+                                   std::to_string(fusion_bytes),
+                                   std::to_string(accum),
+                                   hierarchical ? "1" : "0",
+                                   layout == Layout::kFlat ? "flat" : "separate"};
+  if (seeded) args.push_back("seeded");
   return RunRanks(args, world, local_world);
 }
 
@@ -184,6 +192,20 @@ TEST(Dist, FlatGradientsAreReducedInPlaceWithoutCopies) {
     EXPECT_EQ(c.bytes_in_place, kSyncBytes);
     EXPECT_EQ(c.views, kSyncTensors);
   }
+}
+
+// dtrain-clip seeds backward with 1/world size, so the synchroniser only sums: through the
+// fusion buffer (copied out without dividing), in place, and hierarchically, the result is
+// still the mean a direct allreduce computes.
+TEST(Dist, SeededBackwardIsOnlySummed) {
+  ExpectSyncMatchesDirectAllreduce(
+      SyncRun(65536, 1, Layout::kSeparate, 2, 0, /*hierarchical=*/false, /*seeded=*/true), 2,
+      false);
+  ExpectSyncMatchesDirectAllreduce(
+      SyncRun(65536, 3, Layout::kFlat, 2, 0, /*hierarchical=*/false, /*seeded=*/true), 2, false);
+  ExpectSyncMatchesDirectAllreduce(
+      SyncRun(64 << 20, 1, Layout::kSeparate, 4, 2, /*hierarchical=*/true, /*seeded=*/true), 4,
+      false);
 }
 
 TEST(Dist, RendezvousTimeoutNamesTheMissingRank) {

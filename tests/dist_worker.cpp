@@ -1,8 +1,10 @@
 // One rank of a multi-process test: dist_test starts N of these with RANK/WORLD_SIZE/MASTER_*
 // set, each writes what it computed to <out>/rank-R.pt, and dist_test compares.
-//   dist_worker loss <global|local|nograd|nograd-local> <out> <fusion-bytes>
-//   dist_worker sync <out> <fusion-bytes> <accum-freq> <hierarchical 0|1> [flat]
-// (flat: the gradients live in two flat buffers, interleaved as the trainer's optimizer groups)
+//   dist_worker loss <global|local|nograd|nograd-local> <out> <fusion-bytes> [seeded]
+//   dist_worker sync <out> <fusion-bytes> <accum-freq> <hierarchical 0|1> [flat|separate] [seeded]
+// (flat: the gradients live in two flat buffers, interleaved as the trainer's optimizer groups;
+// seeded: backward is seeded with 1/world size and the synchroniser only sums, as dtrain-clip
+// trains)
 //   dist_worker rendezvous <timeout-ms>
 #include <torch/torch.h>
 
@@ -27,10 +29,21 @@ void Save(const std::vector<torch::Tensor>& tensors, const std::string& out, int
   torch::save(tensors, out + "/rank-" + std::to_string(rank) + ".pt");
 }
 
-int RunLoss(Distributed& dist, const std::string& mode, const std::string& out, int64_t fusion) {
+// loss.backward() as dtrain-clip's trainer does it when `seeded`: seeded with 1/world size.
+void Backward(const torch::Tensor& loss, bool seeded, int world) {
+  if (seeded) {
+    loss.backward(torch::full_like(loss, 1.0 / world));
+  } else {
+    loss.backward();
+  }
+}
+
+int RunLoss(Distributed& dist, const std::string& mode, const std::string& out, int64_t fusion,
+            bool seeded) {
   testing::TinyClip model;
   GradientSyncOptions sync_options;
   sync_options.fusion_threshold_bytes = fusion;
+  sync_options.gradients_prescaled = seeded;
   auto sync = dist.MakeGradientSync(testing::NamedParameters(model), sync_options);
   auto [images, texts] = testing::GlobalBatch(kRowsPerRank * dist.world_size());
   auto mine = [&](const torch::Tensor& t) {
@@ -42,7 +55,7 @@ int RunLoss(Distributed& dist, const std::string& mode, const std::string& out, 
   loss_options.local_loss = mode == "local" || mode == "nograd-local";
   torch::Tensor loss =
       ClipLossAcrossRanks(image_f, text_f, model->logit_scale.exp(), dist.world(), loss_options);
-  loss.backward();
+  Backward(loss, seeded, dist.world_size());
   sync->Synchronize();
   std::vector<torch::Tensor> grads;
   for (auto& p : model->parameters()) grads.push_back(p.grad());
@@ -54,7 +67,8 @@ int RunLoss(Distributed& dist, const std::string& mode, const std::string& out, 
 // their mean over ranks, as a direct allreduce of the same tensors computes it. Saves, per
 // tensor, the result and the expected mean, then [allreduces, bytes in place, bytes copied,
 // tensors whose .grad is still a view of the flat buffer]; the timeline goes to <out>.
-int RunSync(Distributed& dist, const std::string& out, int64_t fusion, int accum, bool flat) {
+int RunSync(Distributed& dist, const std::string& out, int64_t fusion, int accum, bool flat,
+            bool seeded) {
   std::vector<int64_t> sizes = {1, 100, 1000, 5000, 3, 20000, 17, 4096};
   std::vector<std::pair<std::string, torch::Tensor>> params;
   std::vector<std::vector<torch::Tensor>> groups(2);
@@ -68,6 +82,7 @@ int RunSync(Distributed& dist, const std::string& out, int64_t fusion, int accum
                         "localhost", false);
   GradientSyncOptions sync_options;
   sync_options.fusion_threshold_bytes = fusion;
+  sync_options.gradients_prescaled = seeded;
   auto sync = dist.MakeGradientSync(params, sync_options);
   torch::manual_seed(100 + dist.rank());
   std::vector<torch::Tensor> expected;
@@ -80,7 +95,7 @@ int RunSync(Distributed& dist, const std::string& out, int64_t fusion, int accum
       expected[i] += g;
       loss = loss + (params[i].second * g).sum();
     }
-    loss.backward();
+    Backward(loss, seeded, dist.world_size());
   }
   sync->Synchronize();
   GlobalTimeline().Close();
@@ -120,13 +135,15 @@ int main(int argc, char** argv) {
     }
     if (args.at(0) == "loss") {
       Distributed dist(env, options);
-      return RunLoss(dist, args.at(1), args.at(2), std::stoll(args.at(3)));
+      return RunLoss(dist, args.at(1), args.at(2), std::stoll(args.at(3)),
+                     args.size() > 4 && args.at(4) == "seeded");
     }
     if (args.at(0) == "sync") {
       options.hierarchical_allreduce = args.at(4) == "1";
       Distributed dist(env, options);
       return RunSync(dist, args.at(1), std::stoll(args.at(2)), std::stoi(args.at(3)),
-                     args.size() > 5 && args.at(5) == "flat");
+                     args.size() > 5 && args.at(5) == "flat",
+                     args.size() > 6 && args.at(6) == "seeded");
     }
     std::fprintf(stderr, "dist_worker: unknown scenario %s\n", args.at(0).c_str());
     return 2;
