@@ -3,7 +3,7 @@
 // one flat gradient buffer (FlatParameters), so the path is the trainer's: ready marks ->
 // negotiation -> allreduce of views of that buffer -> averaged in place. Run as every rank of a
 // job (bench/allreduce.sh starts 2); rank 0 prints the figures.
-//   allreduce_bench [total-MiB=64] [tensors=64] [iterations=10] [fusion-MiB=64]
+//   allreduce_bench [total-MiB=64] [tensors=64] [iterations=20] [fusion-MiB=64]
 #include <torch/torch.h>
 
 #include <chrono>
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   try {
     int64_t total_mib = argc > 1 ? std::stoll(argv[1]) : 64;
     int64_t tensors = argc > 2 ? std::stoll(argv[2]) : 64;
-    int iterations = argc > 3 ? std::stoi(argv[3]) : 10;
+    int iterations = argc > 3 ? std::stoi(argv[3]) : 20;
     int64_t fusion_mib = argc > 4 ? std::stoll(argv[4]) : 64;
     DistEnv env = ReadDistEnvFromProcess();
     DistributedOptions options;
