@@ -117,10 +117,11 @@ int main(int argc, char** argv) {
       std::printf("fusion path:          %8.2f ms  algbw %6.3f GB/s  busbw %6.3f GB/s\n",
                   fusion_path.seconds * 1e3, fusion_path.algbw_gbs(bytes),
                   fusion_path.algbw_gbs(bytes) * bus);
-      std::printf("fusion path, dividing: %7.2f ms  algbw %6.3f GB/s  busbw %6.3f GB/s  "
-                  "(averaged by a pass after the sum, not by backward's seed)\n",
-                  dividing_path.seconds * 1e3, dividing_path.algbw_gbs(bytes),
-                  dividing_path.algbw_gbs(bytes) * bus);
+      std::printf(
+          "fusion path, dividing: %7.2f ms  algbw %6.3f GB/s  busbw %6.3f GB/s  "
+          "(averaged by a pass after the sum, not by backward's seed)\n",
+          dividing_path.seconds * 1e3, dividing_path.algbw_gbs(bytes),
+          dividing_path.algbw_gbs(bytes) * bus);
       std::printf(
           "fusion/raw bandwidth: %.3f of one flat allreduce (target >= 0.9), %.3f of one "
           "allreduce per tensor; dividing after the sum: %.3f\n",

@@ -1,11 +1,13 @@
 // Local processes through Boost.Process: a handler puts each child in its own process group,
-// wires its stdout+stderr to one pipe and stdin to /dev/null or a pipe, and sets its exact
-// environment. Reading and reaping are plain poll(2) and waitpid(2).
+// wires its stdout+stderr to one pipe and stdin to /dev/null or a pipe, sets its exact
+// environment, and leaves a guard in the group that kills it all if dtrain dies outright
+// (launcher/group_guard.h). Reading and reaping are plain poll(2) and waitpid(2).
 #include "launcher/local_transport.h"
+
+#include "launcher/group_guard.h"
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +43,7 @@ struct ChildSetup : bp::extend::handler {
   int* failed_pid = nullptr;  // a child that could not exec, so the parent can reap it
   // PR_SET_PDEATHSIG fires when the forking *thread* ends, so it is only safe from the main one.
   bool die_with_parent = false;
+  pid_t launcher_pid = 0;
 
   template <class Executor>
   void on_setup(Executor& exec) {
@@ -51,7 +54,6 @@ struct ChildSetup : bp::extend::handler {
   template <class Executor>
   void on_exec_setup(Executor& exec) {
     ::setpgid(0, 0);
-    if (die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dtrain killed outright
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -63,6 +65,7 @@ struct ChildSetup : bp::extend::handler {
       exec.set_error(std::error_code(errno, std::system_category()), "cannot enter " + cwd);
       ::_exit(127);
     }
+    if (die_with_parent) SplitIntoGuardAndRank(launcher_pid);  // dtrain killed outright
   }
 
   template <class Executor>
@@ -183,6 +186,7 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
   setup.argv.push_back(nullptr);
   setup.cwd = spec.cwd.empty() ? default_cwd_ : spec.cwd;
   setup.die_with_parent = ::gettid() == ::getpid();
+  setup.launcher_pid = ::getpid();
 
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {

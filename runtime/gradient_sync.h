@@ -106,7 +106,7 @@ class GradientSync {
   std::condition_variable work_;  // a gradient became ready, or stop was requested
   bool stop_requested_ = false;
   size_t idle_count_ = 0, ready_count_ = 0;  // entries in State::kIdle, State::kReady
-  std::string error_;  // set by the loop when a collective failed
+  std::string error_;                        // set by the loop when a collective failed
   std::atomic<int64_t> allreduces_{0}, bytes_in_place_{0}, bytes_copied_{0};
   std::thread loop_;
 };

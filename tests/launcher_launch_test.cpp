@@ -48,6 +48,20 @@ std::string JobDir(const TempDir& dir, const std::string& job) {
   return dir.path() + "/dtrain-logs/" + job;
 }
 
+// Waits until rank-R.log of each of `ranks` ranks of `job` reads "up\n".
+bool AllRanksUp(const TempDir& dir, const std::string& job, int ranks) {
+  return WaitFor(
+      [&] {
+        for (int r = 0; r < ranks; ++r) {
+          if (ReadFile(JobDir(dir, job) + "/rank-" + std::to_string(r) + ".log") != "up\n") {
+            return false;
+          }
+        }
+        return true;
+      },
+      20);
+}
+
 TEST(LocalLaunch, EveryRankSeesItsEnvironment) {
   TempDir dir;
   WriteFile(dir.path() + "/cluster.yaml", R"(transport: local
@@ -188,19 +202,8 @@ TEST(LocalLaunch, SigintLeavesNoProcessBehindAndSparesOtherJobs) {
   DtrainProcess job({"launch", "--nproc-per-node", "3", "--job", Unique("victim"), "--quiet",
                      "--grace-period", "2", "--", "sh", "-c", script},
                     dir.path());
-  auto all_up = [&](const std::string& name, int ranks) {
-    return WaitFor(
-        [&] {
-          for (int r = 0; r < ranks; ++r) {
-            if (ReadFile(JobDir(dir, name) + "/rank-" + std::to_string(r) + ".log") != "up\n")
-              return false;
-          }
-          return true;
-        },
-        20);
-  };
-  ASSERT_TRUE(all_up(Unique("victim"), 3));
-  ASSERT_TRUE(all_up(Unique("other"), 2));
+  ASSERT_TRUE(AllRanksUp(dir, Unique("victim"), 3));
+  ASSERT_TRUE(AllRanksUp(dir, Unique("other"), 2));
   EXPECT_EQ(ProcessesWithEnv("DTRAIN_JOB=" + Unique("victim")).size(), 9u);  // 3 x (sh + 2 sleeps)
   const size_t other_count = ProcessesWithEnv("DTRAIN_JOB=" + Unique("other")).size();
   EXPECT_EQ(other_count, 6u);
@@ -221,17 +224,30 @@ TEST(LocalLaunch, SigintLeavesNoProcessBehindAndSparesOtherJobs) {
   EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=" + Unique("other")).empty());
 }
 
+// dtrain itself killed outright (SIGKILL, the OOM killer): nothing of the job may live on, not
+// even the children the ranks started (data workers holding GPUs), which the kernel does not
+// stop when their parent dies.
+TEST(LocalLaunch, KillingDtrainLeavesNoProcessBehind) {
+  TempDir dir;
+  DtrainProcess job({"launch", "--nproc-per-node", "2", "--job", Unique("killed"), "--quiet", "--",
+                     "sh", "-c", "sleep 1000 & sleep 1000 & echo up; wait"},
+                    dir.path());
+  ASSERT_TRUE(AllRanksUp(dir, Unique("killed"), 2));
+  EXPECT_EQ(ProcessesWithEnv("DTRAIN_JOB=" + Unique("killed")).size(), 6u);  // 2 x (sh + 2 sleeps)
+  job.Signal(SIGKILL);
+  EXPECT_EQ(job.Wait(10), 128 + SIGKILL);
+  EXPECT_TRUE(
+      WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + Unique("killed")).empty(); }, 10))
+      << ProcessesWithEnv("DTRAIN_JOB=" + Unique("killed")).size() << " processes left";
+  for (int pid : ProcessesWithEnv("DTRAIN_JOB=" + Unique("killed"))) ::kill(pid, SIGKILL);
+}
+
 TEST(LocalLaunch, SecondInterruptKillsAtOnce) {
   TempDir dir;
   DtrainProcess job({"launch", "--nproc-per-node", "2", "--job", Unique("stubborn"), "--quiet",
                      "--grace-period", "60", "--", "sh", "-c", "trap '' TERM; echo up; sleep 1000"},
                     dir.path());
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return ReadFile(JobDir(dir, Unique("stubborn")) + "/rank-1.log") == "up\n" &&
-               ReadFile(JobDir(dir, Unique("stubborn")) + "/rank-0.log") == "up\n";
-      },
-      20));
+  ASSERT_TRUE(AllRanksUp(dir, Unique("stubborn"), 2));
   job.Signal(SIGINT);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(::kill(job.pid(), 0), 0);  // still in its grace period: the ranks ignore SIGTERM
