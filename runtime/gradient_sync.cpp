@@ -176,13 +176,7 @@ void GradientSync::Synchronize() {
   if (!sync_enabled_) return;
   for (size_t i = 0; i < entries_.size(); ++i) MarkReady(i);  // those backward did not reach
   std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] {
-    if (!error_.empty()) return true;
-    for (const Entry& entry : entries_) {
-      if (entry.state != State::kDone) return false;
-    }
-    return true;
-  });
+  done_.wait(lock, [&] { return !error_.empty() || (idle_count_ == 0 && ready_count_ == 0); });
   if (!error_.empty()) throw std::runtime_error(error_);
   for (Entry& entry : entries_) {
     entry.grad = torch::Tensor();
@@ -389,8 +383,11 @@ void GradientSync::FinishBucket(Bucket& bucket) {
   if (timeline.enabled()) timeline.End(bucket.track, comm_->allreduce_activity());
   torch::NoGradGuard no_grad;
   const bool divide = !options_.gradients_prescaled && comm_->size() > 1;
-  torch::Tensor world = torch::scalar_tensor(static_cast<double>(comm_->size()),
-                                             bucket.flat.options().device(torch::kCPU));
+  torch::Tensor world;
+  if (divide) {
+    world = torch::scalar_tensor(static_cast<double>(comm_->size()),
+                                 bucket.flat.options().device(torch::kCPU));
+  }
   if (!bucket.copied) {
     if (divide) bucket.flat.div_(world);  // the gradients themselves: averaged in place
   } else {

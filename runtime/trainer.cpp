@@ -224,12 +224,7 @@ bool Trainer::NextBatch(DeviceBatch& batch) {
 // Seeded with 1/world size when distributed: each rank's gradients come out pre-divided, and the
 // gradient sync's sum over ranks is the average without another pass over them.
 void Trainer::Backward(const torch::Tensor& loss) {
-  double seed = coll_.BackwardSeed();
-  if (seed == 1.0) {
-    loss.backward();
-  } else {
-    loss.backward(torch::full_like(loss, seed));
-  }
+  loss.backward(torch::full_like(loss, coll_.BackwardSeed()));
 }
 
 // OpenCLIP's accumulation: features of every micro-batch are computed once without gradients;
