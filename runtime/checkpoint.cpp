@@ -74,8 +74,9 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
   FsyncPath(Directory(path));
 }
 
-TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
-                             torch::optim::Optimizer& optimizer) {
+namespace {
+
+torch::serialize::InputArchive OpenCheckpoint(const std::string& path) {
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);
@@ -83,29 +84,54 @@ TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
     throw std::runtime_error(path + ": not a readable dtrain-clip checkpoint (" +
                              std::string(e.what()).substr(0, 200) + ")");
   }
+  return archive;
+}
+
+void ReadWeights(const std::string& path, torch::serialize::InputArchive& archive,
+                 torch::nn::Module& model) {
   torch::serialize::InputArchive weights;
   archive.read("model", weights);
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& item : model.named_parameters()) {
-      torch::Tensor saved;
-      if (!weights.try_read(item.key(), saved)) {
-        throw std::runtime_error(path + ": parameter " + item.key() +
-                                 " is missing: the checkpoint is of another model");
-      }
-      if (saved.sizes() != item.value().sizes()) {
-        std::ostringstream why;
-        why << path << ": parameter " << item.key() << " has shape " << saved.sizes()
-            << " in the checkpoint but " << item.value().sizes() << " in the model";
-        throw std::runtime_error(why.str());
-      }
-      item.value().copy_(saved);
+  torch::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    torch::Tensor saved;
+    if (!weights.try_read(item.key(), saved)) {
+      throw std::runtime_error(path + ": parameter " + item.key() +
+                               " is missing: the checkpoint is of another model");
     }
-    for (auto& item : model.named_buffers()) {
-      torch::Tensor saved;
-      if (weights.try_read(item.key(), saved, true)) item.value().copy_(saved);
+    if (saved.sizes() != item.value().sizes()) {
+      std::ostringstream why;
+      why << path << ": parameter " << item.key() << " has shape " << saved.sizes()
+          << " in the checkpoint but " << item.value().sizes() << " in the model";
+      throw std::runtime_error(why.str());
     }
+    item.value().copy_(saved);
   }
+  for (auto& item : model.named_buffers()) {
+    torch::Tensor saved;
+    if (weights.try_read(item.key(), saved, true)) item.value().copy_(saved);
+  }
+}
+
+}  // namespace
+
+std::string CheckpointModelName(const std::string& path) {
+  torch::serialize::InputArchive archive = OpenCheckpoint(path);
+  c10::IValue name;
+  if (!archive.try_read("model_name", name) || !name.isString()) {
+    throw std::runtime_error(path + ": the checkpoint does not name its model (pass --model)");
+  }
+  return name.toStringRef();
+}
+
+void LoadCheckpointWeights(const std::string& path, torch::nn::Module& model) {
+  torch::serialize::InputArchive archive = OpenCheckpoint(path);
+  ReadWeights(path, archive, model);
+}
+
+TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
+                             torch::optim::Optimizer& optimizer) {
+  torch::serialize::InputArchive archive = OpenCheckpoint(path);
+  ReadWeights(path, archive, model);
   torch::serialize::InputArchive optimizer_state;
   archive.read("optimizer", optimizer_state);
   optimizer.load(optimizer_state);

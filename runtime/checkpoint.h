@@ -26,6 +26,12 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
 TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
                              torch::optim::Optimizer& optimizer);
 
+// The model a checkpoint was written for (--model's value: a preset or a config path).
+std::string CheckpointModelName(const std::string& path);
+
+// Restores only the model's weights from a checkpoint (export, evaluation).
+void LoadCheckpointWeights(const std::string& path, torch::nn::Module& model);
+
 // `--resume` resolved: "latest" -> <dir>/epoch_latest.pt, else the highest epoch_N.pt, else ""
 // (start fresh); any other value is a path that must exist.
 std::string ResolveResumePath(const std::string& resume, const std::string& checkpoint_dir);

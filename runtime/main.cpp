@@ -1,5 +1,6 @@
 // dtrain-clip: the bundled CLIP trainer. `train` runs training (trainer.cpp), `export-data`
-// writes Fashion-MNIST as CSV+PNG or WebDataset shards. Turns errors into exit codes: 2 for a
+// writes Fashion-MNIST as CSV+PNG or WebDataset shards, `export-weights` writes a checkpoint's
+// weights for OpenCLIP. Turns errors into exit codes: 2 for a
 // bad command line, 1 for anything else.
 #include <cstdio>
 #include <cstring>
@@ -7,8 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "runtime/checkpoint.h"
+#include "runtime/clip_model.h"
 #include "runtime/distributed_train_collectives.h"
 #include "runtime/export_data.h"
+#include "runtime/model_config.h"
+#include "runtime/open_clip_weights.h"
 #include "runtime/train_collectives.h"
 #include "runtime/train_options.h"
 #include "runtime/trainer.h"
@@ -25,6 +30,7 @@ A CLIP trainer in C++ on LibTorch (OpenCLIP's model, loss and flags).
 Commands:
   train         train a CLIP model (default: fmnist-tiny on Fashion-MNIST); see train --help
   export-data   write Fashion-MNIST as CSV+PNG or WebDataset tar shards; see export-data --help
+  export-weights  write a checkpoint's weights under OpenCLIP's names (.safetensors)
 Flags:
   --version     print the version
   --help        this text
@@ -41,6 +47,22 @@ Writes Fashion-MNIST (real images, captions from the templates) in the formats t
   --limit N                 first N samples (0: all)
   --shard-size N            samples per tar shard (1000)
   --source DIR              Fashion-MNIST idx files (default: Debian's location)
+)";
+
+const char* kExportWeightsUsage =
+    R"(Usage: dtrain-clip export-weights --checkpoint FILE --out FILE.safetensors [FLAGS]
+
+Writes the model weights of a dtrain-clip checkpoint (epoch_N.pt) as float32 safetensors under
+OpenCLIP's state_dict names, so that
+  open_clip.create_model(<same architecture>, pretrained="FILE.safetensors")
+loads them. A 1-channel model (fmnist-tiny) is written with OpenCLIP's 3-channel patch
+embedding: feed it the grey image on all three channels.
+
+  --checkpoint FILE         a checkpoint dtrain-clip train wrote
+  --out FILE.safetensors    where to write (atomically)
+  --format open_clip        the only format (default)
+  --model NAME              preset (default: the model the checkpoint names)
+  --model-config FILE       an OpenCLIP model-config JSON instead of a preset
 )";
 
 int64_t ParseCount(const std::string& flag, const std::string& value) {
@@ -89,6 +111,47 @@ int ExportData(const std::vector<std::string>& args) {
   return 0;
 }
 
+int ExportWeights(const std::vector<std::string>& args) {
+  std::string checkpoint, out, model, model_config;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kExportWeightsUsage, stdout);
+      return 0;
+    }
+    if (i + 1 >= args.size()) throw UsageError(flag + " needs a value (see export-weights --help)");
+    const std::string& value = args[++i];
+    if (flag == "--checkpoint") {
+      checkpoint = value;
+    } else if (flag == "--out") {
+      out = value;
+    } else if (flag == "--format") {
+      if (value != "open_clip") throw UsageError("--format: only open_clip is written");
+    } else if (flag == "--model") {
+      model = value;
+    } else if (flag == "--model-config") {
+      model_config = value;
+    } else {
+      throw UsageError("unknown flag '" + flag + "' (see dtrain-clip export-weights --help)");
+    }
+  }
+  if (checkpoint.empty() || out.empty()) {
+    throw UsageError("export-weights needs --checkpoint FILE and --out FILE.safetensors");
+  }
+  if (model.empty() && model_config.empty()) model = dtrain::clip::CheckpointModelName(checkpoint);
+  const bool is_config_file =
+      !model_config.empty() || model.find(".json") != std::string::npos;
+  auto config = is_config_file ? dtrain::clip::LoadModelConfig(model_config.empty() ? model
+                                                                                 : model_config)
+                               : dtrain::clip::PresetModelConfig(model);
+  dtrain::clip::ClipModel clip(config);
+  dtrain::clip::LoadCheckpointWeights(checkpoint, *clip);
+  dtrain::clip::ExportOpenClipWeights(clip, out);
+  std::printf("wrote %s (%lld parameters, OpenCLIP names)\n", out.c_str(),
+              static_cast<long long>(dtrain::clip::ParameterCount(*clip)));
+  return 0;
+}
+
 int Train(const std::vector<std::string>& args) {
   bool help = false;
   dtrain::clip::TrainOptions options = dtrain::clip::ParseTrainFlags(args, &help);
@@ -111,13 +174,15 @@ int main(int argc, char** argv) {
       return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
-      std::printf("dtrain-clip %s\n", dtrain::clip::ClipVersion());
+      std::fputs(dtrain::clip::BuildReport().c_str(), stdout);
       return 0;
     }
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "train") return Train(rest);
     if (args[0] == "export-data") return ExportData(rest);
-    throw UsageError("unknown command '" + args[0] + "' (commands: train, export-data)");
+    if (args[0] == "export-weights") return ExportWeights(rest);
+    throw UsageError("unknown command '" + args[0] +
+                     "' (commands: train, export-data, export-weights)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "dtrain-clip: %s\n", e.what());
     return 2;

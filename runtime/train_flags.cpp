@@ -107,6 +107,7 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
       {"--save-frequency", [](TrainOptions& o, auto& f,
                               auto& v) { o.save_frequency = static_cast<int>(ToInt(f, v, 0)); }},
       {"--resume", [](TrainOptions& o, auto&, auto& v) { o.resume = v; }},
+      {"--pretrained", [](TrainOptions& o, auto&, auto& v) { o.pretrained = v; }},
       {"--zeroshot-frequency",
        [](TrainOptions& o, auto& f, auto& v) {
          o.zeroshot_frequency = static_cast<int>(ToInt(f, v, 0));
@@ -254,6 +255,8 @@ Checkpoints and logs:
   --save-frequency N         save epoch_N.pt every N epochs (1; 0: never)
   --save-most-recent         also keep epoch_latest.pt
   --resume PATH|latest       restore model, optimizer, step and RNG
+  --pretrained FILE          start from OpenCLIP weights (.safetensors, or a torch.save
+                             state_dict / checkpoint) of the same architecture
   --metrics-file FILE        JSONL metrics (default <logs>/metrics/rank-R.jsonl)
   --zeroshot-frequency N     zero-shot eval every N epochs (1; 0: never)
   --zeroshot-samples N       evaluate on the first N test images (0: all 10,000)

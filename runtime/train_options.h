@@ -47,6 +47,7 @@ struct TrainOptions {
   std::string metrics_file;    // --metrics-file (default <log dir>/metrics/rank-R.jsonl)
   int save_frequency = 1;      // epochs between epoch_N.pt; 0: none
   bool save_most_recent = false;  // also keep epoch_latest.pt
+  std::string pretrained;         // --pretrained: OpenCLIP weights to start from
   std::string resume;             // PATH or "latest"
   int zeroshot_frequency = 1;     // epochs between zero-shot evals; 0: none
   int64_t zeroshot_samples = 0;   // test images to evaluate; 0: all 10,000

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "runtime/checkpoint.h"
+#include "runtime/open_clip_weights.h"
 #include "runtime/clip_model.h"
 #include "runtime/data_source.h"
 #include "runtime/dist_env.h"
@@ -34,18 +35,18 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// bfloat16 autocast on CUDA for the forward pass while alive; a no-op for fp32. (LibTorch
-// 1.13's CPU autocast fails inside bf16 kernels, so amp_bf16 is refused on CPU at parse time.)
+// bfloat16 autocast on CUDA for the forward pass while alive; a no-op for fp32. (amp_bf16 is
+// refused on CPU at parse time: the CPU step's own kernels are float32.)
 class AutocastScope {
  public:
   AutocastScope(bool enabled, const torch::Device& device) : enabled_(enabled && device.is_cuda()) {
     if (!enabled_) return;
-    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-    at::autocast::set_enabled(true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
   }
   ~AutocastScope() {
     if (!enabled_) return;
-    at::autocast::set_enabled(false);
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
     at::autocast::clear_cache();
   }
 
@@ -149,6 +150,10 @@ void Trainer::SetUpRuntime() {
 
 void Trainer::BuildModelAndOptimizer() {
   model_ = ClipModel(o_.model_config);
+  if (!o_.pretrained.empty()) {
+    LoadOpenClipWeights(model_, o_.pretrained);
+    std::printf("pretrained: weights from %s\n", o_.pretrained.c_str());
+  }
   model_->to(device_);
   tokenizer_ = MakeTokenizer(o_.model_config.text, o_.bpe_vocab);
   std::vector<torch::Tensor> decay, no_decay;

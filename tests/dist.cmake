@@ -15,6 +15,15 @@ if(TARGET dtrain_runtime)
   target_precompile_headers(dist_test REUSE_FROM dtrain_runtime)
   add_dependencies(dist_test dist_worker)
 
+  # The Gloo backend is built against declarations only (runtime/c10d_gloo_decls): check that
+  # nothing dtrain compiled depends on gloo's layouts.
+  get_target_property(runtime_defs dtrain_runtime INTERFACE_COMPILE_DEFINITIONS)
+  if("DTRAIN_HAVE_GLOO" IN_LIST runtime_defs)
+    add_test(NAME dist.gloo_abi COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gloo_abi_check.sh
+                                        $<TARGET_FILE:dtrain_runtime>)
+    set_tests_properties(dist.gloo_abi PROPERTIES LABELS dist)
+  endif()
+
   add_executable(allreduce_bench ${PROJECT_SOURCE_DIR}/bench/allreduce_bench.cpp)
   target_include_directories(allreduce_bench PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(allreduce_bench PRIVATE dtrain_runtime)
