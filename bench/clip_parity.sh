@@ -12,7 +12,7 @@ build=$(cd "${1:-build}" && pwd)
 samples=${2:-30720}
 batch=${3:-256}
 shift $(($# > 3 ? 3 : $#))
-python=/usr/bin/python3
+python=$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python3
 for bin in dtrain dtrain-clip; do
   [ -x "$build/$bin" ] || { echo "clip_parity: build $bin first (cmake --build $build --target $bin)" >&2; exit 2; }
 done

@@ -17,7 +17,7 @@ start=$(date +%s.%N)
 "$clip" train --batch-size 256 --threads 2 --train-num-samples "$samples" --epochs 1 \
   --save-frequency 0 --logs "$work" --metrics-file "$work/m.jsonl" "$@" | grep -v '^epoch '
 end=$(date +%s.%N)
-/usr/bin/python3 - "$work/m.jsonl" "$start" "$end" "$samples" <<'PY'
+python3 - "$work/m.jsonl" "$start" "$end" "$samples" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 top1 = [r["zeroshot_top1"] for r in rows if r.get("event") == "eval"][-1]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Samples/s of one fmnist-tiny training step (synthetic data, batch 256, 2 threads): dtrain-clip
 # (C++/LibTorch) and the same model in eager PyTorch (bench/clip_eager.py, Debian's
-# python3-torch: the same LibTorch underneath), run alternately in one go; prints the ratio.
+# torch in .venv: the same LibTorch 2.x underneath), run alternately in one go; prints the ratio.
 #
 #   bench/clip_speed.sh [path/to/dtrain-clip]      env: ROUNDS (2), STEPS (10), THREADS (2)
 set -euo pipefail
@@ -11,10 +11,10 @@ rounds=${ROUNDS:-2}
 steps=${STEPS:-10}
 threads=${THREADS:-2}
 warmup=3
-python=/usr/bin/python3
+python=$here/../.venv/bin/python3
 [ -x "$clip" ] || { echo "clip_speed: no dtrain-clip at $clip (pass its path)" >&2; exit 2; }
 "$python" -c 'import torch' 2>/dev/null || {
-  echo "clip_speed: $python has no torch: apt-get install python3-torch" >&2; exit 2; }
+  echo "clip_speed: $python has no torch: run scripts/install-deps.sh" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads

@@ -15,7 +15,7 @@ warmup=${WARMUP:-5}
 batch=${BATCH:-64}
 threads=${THREADS:-1}
 dataset=${DATASET:-synthetic}
-python=/usr/bin/python3
+python=$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python3
 for bin in dtrain dtrain-clip; do
   [ -x "$build/$bin" ] || { echo "dist_scaling: build $bin first (cmake --build $build --target $bin)" >&2; exit 2; }
 done

@@ -18,3 +18,27 @@ foreach(args "--help" "--version" "init --help" "doctor --help" "launch --help" 
   add_test(NAME docs_cli_${test_suffix} COMMAND $<TARGET_FILE:dtrain> ${arg_list})
   set_tests_properties(docs_cli_${test_suffix} PROPERTIES LABELS docs TIMEOUT 30)
 endforeach()
+
+# dtrain-clip: every command answers --help, and --version prints the five lines DESIGN.md names,
+# with the CUDA/NCCL and Gloo lines this build must have (the wheel's LibTorch has all three).
+if(TARGET dtrain-clip)
+  foreach(args "--help" "train --help" "export-data --help" "export-weights --help")
+    string(REPLACE " " "_" test_suffix "${args}")
+    string(REPLACE "-" "" test_suffix "${test_suffix}")
+    separate_arguments(arg_list UNIX_COMMAND "${args}")
+    add_test(NAME docs_clip_${test_suffix} COMMAND $<TARGET_FILE:dtrain-clip> ${arg_list})
+    set_tests_properties(docs_clip_${test_suffix} PROPERTIES LABELS docs TIMEOUT 30)
+  endforeach()
+  get_target_property(clip_defs dtrain_runtime INTERFACE_COMPILE_DEFINITIONS)
+  set(cuda_line "cuda none\nnccl none")
+  if("DTRAIN_HAVE_CUDA" IN_LIST clip_defs)
+    set(cuda_line "cuda [0-9]+\\.[0-9]+\nnccl [0-9]+\\.[0-9]+\\.[0-9]+")
+  endif()
+  set(gloo_line "gloo no")
+  if("DTRAIN_HAVE_GLOO" IN_LIST clip_defs)
+    set(gloo_line "gloo yes")
+  endif()
+  add_test(NAME docs_clip_version COMMAND $<TARGET_FILE:dtrain-clip> --version)
+  set_tests_properties(docs_clip_version PROPERTIES LABELS docs TIMEOUT 30 PASS_REGULAR_EXPRESSION
+    "^dtrain-clip [0-9]+\\.[0-9]+\\.[0-9]+\nlibtorch 2\\.[0-9]+\\.[0-9]+\n${cuda_line}\n${gloo_line}\n$")
+endif()

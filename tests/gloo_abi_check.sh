@@ -14,7 +14,8 @@ if [ -n "$own" ]; then
   echo "$own"
   exit 1
 fi
-if ! nm -C --undefined-only "$lib" | grep -q 'c10d::ProcessGroupGloo::ProcessGroupGloo('; then
+undefined=$(nm -C --undefined-only "$lib")
+if ! grep -qF 'c10d::ProcessGroupGloo::ProcessGroupGloo(' <<<"$undefined"; then
   echo "FAIL: $lib does not construct LibTorch's ProcessGroupGloo: not a Gloo build"
   exit 1
 fi

@@ -11,3 +11,8 @@ if(TARGET dtrain_runtime)
                    $<TARGET_FILE:clip_weights_tool> ${CMAKE_CURRENT_BINARY_DIR}/open_clip_scratch)
   set_tests_properties(open_clip.weight_interchange PROPERTIES TIMEOUT 300 LABELS open_clip)
 endif()
+if(TARGET dtrain_runtime AND TARGET dtrain)
+  dtrain_test(open_clip_launch_test SOURCES open_clip/open_clip_launch_test.cpp
+              LABEL open_clip TIMEOUT 600 RESOURCE_LOCK netns)
+  add_dependencies(open_clip_launch_test dtrain dtrain-clip)
+endif()
