@@ -27,7 +27,7 @@ struct Recorder : TransportEvents {
   Clock::time_point start = Clock::now();
   Transport* stop_on_failure = nullptr;
 
-  void OnOutput(int id, std::string_view bytes) override { output[id] += bytes; }
+  void OnOutput(int id, OutputStream, std::string_view bytes) override { output[id] += bytes; }
   void OnExit(int id, const ExitStatus& status) override {
     EXPECT_EQ(exits.count(id), 0u) << "second exit for " << id;
     exits[id] = status;
