@@ -62,10 +62,7 @@ ReachFailure ClassifyReachError(std::string_view error) {
     return ReachFailure::kAuth;
   }
   if (Contains(e, "refused")) return ReachFailure::kRefused;
-  if (Contains(e, "unreachable") || Contains(e, "no route") || Contains(e, "reset by peer") ||
-      Contains(e, "connection lost") || Contains(e, "broken pipe")) {
-    return ReachFailure::kNetwork;
-  }
+  if (Contains(e, "unreachable") || Contains(e, "no route")) return ReachFailure::kNetwork;
   if (Contains(e, "resolve") || Contains(e, "name or service") || Contains(e, "unknown host")) {
     return ReachFailure::kUnresolved;
   }

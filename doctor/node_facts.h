@@ -21,7 +21,7 @@ enum class ReachFailure {
   kTimeout,
   kRefused,
   kUnresolved,
-  kNetwork,  // no route, network unreachable, connection reset
+  kNetwork,  // no route to the host, network unreachable
   kOther
 };
 const char* ReachFailureName(ReachFailure failure);  // "auth", "host key", "timeout", ...
