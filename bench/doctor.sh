@@ -19,7 +19,8 @@ build=$(cd "${1:-build}" && pwd)
 sizes=${2:-4 16 32}
 repeat=${3:-3}
 dtrain=$build/dtrain
-probe=$src/templates/probe.sh
+probe=$(mktemp)  # the probe as the doctor sends it: the program lookup, then the probe
+cat "$src/templates/dtrain_program.sh" "$src/templates/probe.sh" >"$probe"
 [ -x "$dtrain" ] || { echo "build it first: cmake --build $build --target dtrain" >&2; exit 2; }
 command -v pdsh >/dev/null || { echo "bench/doctor.sh: needs pdsh" >&2; exit 2; }
 work=$(mktemp -d /tmp/dtrain-bench-doctor.XXXXXX)

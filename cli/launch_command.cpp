@@ -1,5 +1,6 @@
 // `dtrain launch`: flags -> LaunchOptions -> RunLaunch.
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "launcher/launch.h"
 
 namespace dtrain {
@@ -8,37 +9,66 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   auto options = std::make_shared<LaunchOptions>();
   auto max_restarts = std::make_shared<int>(0);
   auto ranks = std::make_shared<std::vector<int>>();
+  auto console = std::make_shared<std::string>("both");
   CLI::App* cmd = app.add_subcommand(
       "launch",
       "Start a job on every node with the rank environment; stop all of it if any part fails");
   cmd->footer(
-      "Without -c and without ./cluster.yaml, runs NPROC_PER_NODE local ranks (default: the "
-      "devices in CUDA_VISIBLE_DEVICES, else 1).\nExit status: 0, the first failing rank's status "
-      "(128+signal for a signal), 2 for a usage or cluster-file error.");
-  cmd->add_option("-c,--cluster", options->cluster_file,
+      "The first word that is not an option of dtrain starts the rank command, as with torchrun, "
+      "mpirun and srun: `dtrain launch -np 2 python3 train.py --lr 0.1`.\n"
+      "Nodes: -c FILE, else -H or --hostfile, else ./cluster.yaml, else this machine with "
+      "NPROC_PER_NODE ranks (default: the devices in CUDA_VISIBLE_DEVICES, else 1).\n"
+      "Exit status: 0, the first failing rank's status (128+signal for a signal, 127 when the "
+      "command is not found), 2 for a usage or cluster-file error. More: man dtrain-launch");
+  cmd->add_option("-c,--cluster", options->cluster.cluster_file,
                   "cluster file (default: ./cluster.yaml, else one local node)");
-  cmd->add_option("--nproc-per-node", options->nproc_per_node, "ranks per node (overrides slots)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("-H,--hosts", options->cluster.hosts,
+                  "nodes as HOST[:SLOTS],... (horovodrun/mpirun -H)");
+  cmd->add_option("--hostfile", options->cluster.hostfile,
+                  "nodes from a file of 'HOST slots=N' lines (MPI/DeepSpeed hostfile)");
+  cmd->add_option("--np", options->cluster.np,
+                  "-np N: N ranks in all, filling the nodes' slots in order")
+      ->check(WholeNumberAtLeast(1));
+  cmd->add_option("--nproc-per-node", options->cluster.nproc_per_node,
+                  "ranks per node (overrides slots and NPROC_PER_NODE)")
+      ->check(WholeNumberAtLeast(1));
+  cmd->add_option("--master-port", options->cluster.master_port,
+                  "rendezvous port, MASTER_PORT (default: rendezvous.port; local jobs: "
+                  "MASTER_PORT if set, else a free port)")
+      ->check(PortNumber());
+  cmd->add_option("-x", options->cluster.pass_env,
+                  "NAME or NAME=VALUE: pass a variable to every rank (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--job", options->job_name, "job name (default: YYYYmmdd-HHMMSS-xxxx)");
   cmd->add_option("--log-dir", options->log_dir,
                   "where job folders go (default: the cluster file's log_dir)");
   CLI::Option* restarts = cmd->add_option("--max-restarts", *max_restarts,
                                           "restart the whole job up to K times after a failure")
-                              ->check(CLI::NonNegativeNumber);
+                              ->check(WholeNumberAtLeast(0));
   cmd->add_flag("--timeline", options->timeline, "write a per-rank timeline into the job folder");
+  cmd->add_option("--console,--tee", *console,
+                  "rank streams shown on the console: both, stdout, stderr or none (or torchrun's "
+                  "--tee 3, 1, 2, 0); the logs always get both")
+      ->check(CLI::IsMember({"both", "stdout", "stderr", "none", "0", "1", "2", "3"}));
   cmd->add_option("--ranks-filter", *ranks, "show only these ranks on the console (R,R,...)")
       ->delimiter(',')
+      ->check(WholeNumberAtLeast(0))
       ->allow_extra_args(false);
   cmd->add_flag("--quiet,-q", options->quiet,
                 "show no rank output on the console (logs still get it)");
   cmd->add_option("--grace-period", options->grace_period_s,
                   "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("command", options->command, "the command each rank runs (after --)");
-  cmd->callback([options, max_restarts, ranks, restarts, &run] {
+      ->check(SecondsAtLeast(0));
+  cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
+  cmd->callback([options, max_restarts, ranks, restarts, console, &run] {
     if (restarts->count() > 0) options->max_restarts = *max_restarts;
     options->ranks_filter.insert(ranks->begin(), ranks->end());
+    const std::string& c = *console;
+    options->console = c == "none" || c == "0"     ? ConsoleStreams::kNone
+                       : c == "stdout" || c == "1" ? ConsoleStreams::kStdout
+                       : c == "stderr" || c == "2" ? ConsoleStreams::kStderr
+                                                   : ConsoleStreams::kBoth;
     run = [options] { return RunLaunch(*options); };
   });
 }

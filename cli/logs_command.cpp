@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "launcher/error.h"
 #include "launcher/job_record.h"
 #include "launcher/log_reader.h"
@@ -17,10 +18,10 @@ void AddLogsCommand(CLI::App& app, CommandRun& run) {
                   "where job folders are (default: log_dir of ./cluster.yaml, else ./dtrain-logs)");
   cmd->add_option("--job", options->job, "job name (default: the newest job)");
   cmd->add_option("--rank", options->ranks, "rank to show; repeat for several (default: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(WholeNumberAtLeast(0))
       ->allow_extra_args(false);
   cmd->add_option("--tail,-n", options->tail, "only the last N lines")
-      ->check(CLI::NonNegativeNumber);
+      ->check(WholeNumberAtLeast(0));
   cmd->add_flag("--follow,-f", options->follow, "keep printing new lines until the job ends");
   cmd->add_flag("--list", *list, "list the jobs in the log dir with their status");
   cmd->callback([options, list, &run] {

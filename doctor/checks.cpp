@@ -1,6 +1,8 @@
 // The rules behind `dtrain doctor`, one function each; CheckCluster runs them in report order.
 #include "doctor/checks.h"
 
+#include "launcher/ssh_session.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -138,16 +140,16 @@ Finding CompareAcross(const SharedFact& fact, const std::vector<const NodeFacts*
   return Make(fact.severity, fact.check, column, odd, message, fact.remedy);
 }
 
-std::string ReachRemedy(ReachFailure failure, const NodeFacts& n) {
+std::string ReachRemedy(ReachFailure failure, const NodeFacts& n, int ssh_port) {
   switch (failure) {
     case ReachFailure::kAuth:
       return "install your public key on the node (ssh-copy-id) or set ssh.identity_file / "
              "ssh.user";
     case ReachFailure::kHostKey:
       return fmt::format(
-          "check the host key and add it to known_hosts (ssh-keyscan {}), or use "
+          "check the host key and add it to known_hosts ({}), or use "
           "ssh.host_key_policy: accept-new for new hosts",
-          n.address);
+          KeyscanCommand(n.address, ssh_port));
     case ReachFailure::kTimeout:
       return "check that the node is up and the address is right; raise ssh.connect_timeout or "
              "--timeout if it is just slow";
@@ -155,11 +157,20 @@ std::string ReachRemedy(ReachFailure failure, const NodeFacts& n) {
       return "start sshd on the node, or set ssh.port to the port it listens on";
     case ReachFailure::kUnresolved:
       return "fix the node's address in the cluster file (or its DNS / /etc/hosts entry)";
+    case ReachFailure::kNetwork:
+      return fmt::format(
+          "{}:{} cannot be reached from this machine: check it with `nc -vz {} {}` and the route "
+          "with `ip route get {}` (a firewall, a VPN that is down, a wrong address:); then "
+          "`ssh -p {} {} true`",
+          n.address, ssh_port, n.address, ssh_port, n.address, ssh_port, n.address);
     case ReachFailure::kNone:
     case ReachFailure::kOther:
       break;
   }
-  return "run `sh -s` on the node by hand to see what fails (it needs a POSIX sh)";
+  return fmt::format(
+      "check the connection to {}:{} by hand: `nc -vz {} {}`, then `ssh -p {} {} true` shows the "
+      "error as OpenSSH reports it",
+      n.address, ssh_port, n.address, ssh_port, ssh_port, n.address);
 }
 
 std::optional<Version> PinOf(const NodeFacts& f, const std::string& key) {
@@ -241,7 +252,7 @@ bool GpusExpected(const ClusterSpec& spec) {
                      [](const NodeSpec& n) { return !n.gpus.empty(); });
 }
 
-std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes) {
+std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes, int ssh_port) {
   std::vector<Finding> out;
   for (const auto& n : nodes) {
     if (n.reached) continue;
@@ -255,7 +266,7 @@ std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes) {
     out.push_back(Make(
         Severity::kError, "reach", "reach", {n.host},
         fmt::format("node {} ({}) could not be probed: {}{}", n.host, n.address, reason, error),
-        ReachRemedy(n.failure, n)));
+        ReachRemedy(n.failure, n, ssh_port)));
   }
   if (out.empty()) {
     out.push_back(Make(
@@ -499,8 +510,10 @@ std::vector<Finding> CheckRendezvous(const ProbeRun& run) {
                                n->host, target, n->rendezvous, detail),
         untested ? "install bash and coreutils' timeout, or Python, on the node"
                  : fmt::format("allow TCP port {} from {} to {} (firewall, security group) and "
-                               "check the route; or choose another rendezvous.port",
-                               run.master_port, n->host, first)));
+                               "check it from {}: `nc -vz {} {}`, `ip route get {}`; or choose "
+                               "another rendezvous.port",
+                               run.master_port, n->host, first, n->host, run.master_addr,
+                               run.master_port, run.master_addr)));
   }
   if (out.empty()) {
     out.push_back(Make(Severity::kOk, "rendezvous", "rdzv", {},
@@ -563,7 +576,7 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   auto add = [&all](std::vector<Finding> more) {
     for (auto& f : more) all.push_back(std::move(f));
   };
-  add(CheckReach(run.nodes));
+  add(CheckReach(run.nodes, spec.ssh.port));
   add(CheckConsistency(run.nodes));
   add(CheckTorchNccl(run.nodes));
   add(CheckPins(spec, run.nodes));

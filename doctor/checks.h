@@ -27,7 +27,7 @@ struct Finding {
 std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run);
 
 // The rules one by one (each skips nodes that were not reached).
-std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes, int ssh_port = 22);
 std::vector<Finding> CheckConsistency(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckTorchNccl(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckPins(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes);

@@ -42,6 +42,8 @@ const char* ReachFailureName(ReachFailure failure) {
       return "refused";
     case ReachFailure::kUnresolved:
       return "unknown host";
+    case ReachFailure::kNetwork:
+      return "network";
     case ReachFailure::kOther:
       return "other";
   }
@@ -60,6 +62,7 @@ ReachFailure ClassifyReachError(std::string_view error) {
     return ReachFailure::kAuth;
   }
   if (Contains(e, "refused")) return ReachFailure::kRefused;
+  if (Contains(e, "unreachable") || Contains(e, "no route")) return ReachFailure::kNetwork;
   if (Contains(e, "resolve") || Contains(e, "name or service") || Contains(e, "unknown host")) {
     return ReachFailure::kUnresolved;
   }

@@ -14,7 +14,16 @@
 namespace dtrain {
 
 // Why a node could not be probed, in the words a report uses.
-enum class ReachFailure { kNone, kAuth, kHostKey, kTimeout, kRefused, kUnresolved, kOther };
+enum class ReachFailure {
+  kNone,
+  kAuth,
+  kHostKey,
+  kTimeout,
+  kRefused,
+  kUnresolved,
+  kNetwork,  // no route to the host, network unreachable
+  kOther
+};
 const char* ReachFailureName(ReachFailure failure);  // "auth", "host key", "timeout", ...
 // Sorts a transport error text ("ssh: authentication failed ...") into a ReachFailure.
 ReachFailure ClassifyReachError(std::string_view error);

@@ -2,6 +2,8 @@
 // collects output until every probe has ended or the time is up.
 #include "doctor/probe_runner.h"
 
+#include "launcher/remote_command.h"
+
 #include <chrono>
 #include <csignal>
 
@@ -33,7 +35,7 @@ class ProbeEvents : public TransportEvents {
         exited(count, false),
         exit_s(count, 0) {}
 
-  void OnOutput(int id, std::string_view bytes) override {
+  void OnOutput(int id, OutputStream, std::string_view bytes) override {
     if (!Valid(id)) return;
     if (first_arrival[id] < 0) first_arrival[id] = EpochSeconds();
     output[id].append(bytes.data(), bytes.size());
@@ -133,7 +135,7 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
     p.env = ProbeEnvironment(spec, i, options);
     p.python_path_head = options.workdir;
     p.cwd = "/";
-    p.stdin_data = std::string(ProbeScript());
+    p.stdin_data = std::string(DtrainProgramLookup()) + std::string(ProbeScript());
     procs.push_back(std::move(p));
   }
   const bool listen = options.rendezvous && n > 0;

@@ -13,6 +13,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "launcher/error.h"
+#include "launcher/this_machine.h"
 
 namespace dtrain {
 namespace {
@@ -212,9 +213,10 @@ class SpecReader {
     }
     ExpectMap(root, "the cluster file",
               {"name", "transport", "ssh", "nodes", "rendezvous", "workdir", "python", "env",
-               "expect", "log_dir", "job", "slurm"});
+               "env_file", "expect", "log_dir", "job", "slurm"});
     if (root["name"]) spec.name = String(root["name"], "name");
     if (const YAML::Node t = root["transport"]) {
+      spec.transport_given = true;
       std::string value = String(t, "transport");
       if (value == "ssh") {
         spec.transport = TransportKind::kSsh;
@@ -229,13 +231,29 @@ class SpecReader {
     if (root["ssh"]) ReadSsh(root["ssh"], spec.ssh);
     if (!root["nodes"]) Fail(root, "missing 'nodes': expected a list of {host: NAME, slots: N}");
     ReadNodes(root["nodes"], spec);
+    if (!spec.transport_given) {
+      bool all_here = true;
+      for (const NodeSpec& node : spec.nodes) all_here = all_here && IsThisMachine(node.address);
+      if (all_here) spec.transport = TransportKind::kLocal;
+    }
     if (const YAML::Node r = root["rendezvous"]) {
       ExpectMap(r, "rendezvous", {"port"});
-      if (r["port"]) spec.rendezvous_port = Port(r["port"], "rendezvous.port");
+      if (r["port"]) {
+        spec.rendezvous_port = Port(r["port"], "rendezvous.port");
+        spec.rendezvous_port_given = true;
+      }
     }
     if (root["workdir"]) spec.workdir = String(root["workdir"], "workdir");
     if (root["python"]) spec.python = String(root["python"], "python");
     if (root["env"]) spec.env = Env(root["env"], "env");
+    if (root["env_file"]) {
+      spec.env_file = String(root["env_file"], "env_file");
+      if (spec.env_file.empty()) Fail(root["env_file"], "env_file: expected a file name");
+      const size_t slash = origin_.rfind('/');
+      if (spec.env_file[0] != '/' && spec.env_file[0] != '~' && slash != std::string::npos) {
+        spec.env_file = origin_.substr(0, slash + 1) + spec.env_file;
+      }
+    }
     if (const YAML::Node e = root["expect"]) {
       ExpectMap(e, "expect", {"cuda", "nccl", "python", "torch", "horovod", "driver"});
       spec.expect = StringMap(e, "expect");

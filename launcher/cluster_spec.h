@@ -45,13 +45,17 @@ struct SlurmSpec {
 struct ClusterSpec {
   std::string source;  // the file it came from ("" when built in code)
   std::string name;
+  // ssh by default; local when `transport:` is absent and every node is this machine.
   TransportKind transport = TransportKind::kSsh;
+  bool transport_given = false;  // the file said `transport:`
   SshOptions ssh;
   std::vector<NodeSpec> nodes;
   int rendezvous_port = 29500;
+  bool rendezvous_port_given = false;  // the file said `rendezvous.port:`
   std::string workdir;  // remote cwd and PYTHONPATH head; empty: the launch directory
   std::string python;   // what the doctor checks; empty: python3 on PATH
   std::map<std::string, std::string> env;
+  std::string env_file;  // NAME=VALUE lines for every rank (relative paths: to the file's folder)
   std::map<std::string, std::string> expect;  // cuda, nccl, python, torch, horovod, driver pins
   std::string log_dir = "./dtrain-logs";
   JobSpec job;

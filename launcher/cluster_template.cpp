@@ -37,7 +37,7 @@ void WriteClusterTemplate(const std::string& name, const std::string& path, bool
   int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
   int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0 && errno == EEXIST) {
-    throw Error(path + ": already exists; pass --force to replace it");
+    throw UsageError(path + ": already exists; pass --force to replace it, or -o FILE to write another");
   }
   if (fd < 0) throw Error(path + ": cannot create: " + std::strerror(errno));
   size_t done = 0;

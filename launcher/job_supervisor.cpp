@@ -52,10 +52,10 @@ JobSupervisor::JobSupervisor(Transport& transport, std::map<int, std::unique_ptr
                              ConsoleEcho& console, SupervisorOptions options)
     : transport_(transport), logs_(logs), console_(console), options_(options) {}
 
-void JobSupervisor::OnOutput(int id, std::string_view bytes) {
+void JobSupervisor::OnOutput(int id, OutputStream stream, std::string_view bytes) {
   auto log = logs_.find(id);
   if (log != logs_.end()) log->second->Append(bytes, WallMicros());
-  console_.Output(id, bytes);
+  console_.Output(id, stream, bytes);
 }
 
 void JobSupervisor::OnExit(int id, const ExitStatus& status) {

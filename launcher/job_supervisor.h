@@ -37,7 +37,7 @@ class JobSupervisor : public TransportEvents {
 
   JobOutcome Run(const std::vector<ProcessSpec>& procs);
 
-  void OnOutput(int id, std::string_view bytes) override;
+  void OnOutput(int id, OutputStream stream, std::string_view bytes) override;
   void OnExit(int id, const ExitStatus& status) override;
 
   // The signal that interrupted dtrain (0 if none). Stays set after Run returns, so a caller

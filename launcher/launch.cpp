@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "launcher/cluster_choice.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
 #include "launcher/error.h"
@@ -50,13 +51,6 @@ void MakeDirs(const std::string& path) {
     }
     if (slash == std::string::npos) return;
   }
-}
-
-ClusterSpec LoadCluster(const std::string& file) {
-  if (!file.empty()) return ParseClusterFile(file);
-  struct stat st;
-  if (::stat("cluster.yaml", &st) == 0) return ParseClusterFile("cluster.yaml");
-  return DefaultLocalCluster();
 }
 
 std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<std::string>& argv) {
@@ -100,8 +94,8 @@ std::vector<std::string> DefaultJobCommand() {
 }
 
 int RunLaunch(const LaunchOptions& options) {
-  const ClusterSpec spec = LoadCluster(options.cluster_file);
-  if (options.nproc_per_node < 0) throw UsageError("--nproc-per-node: expected a positive number");
+  const ChosenCluster chosen = ChooseCluster(options.cluster);
+  const ClusterSpec& spec = chosen.spec;
   if (options.grace_period_s < 0) throw UsageError("--grace-period: expected seconds >= 0");
   const std::vector<std::string> command = !options.command.empty()    ? options.command
                                            : !spec.job.command.empty() ? spec.job.command
@@ -132,7 +126,7 @@ int RunLaunch(const LaunchOptions& options) {
   PointLatestAt(log_dir, name);
 
   PlanOptions plan_options;
-  plan_options.nproc_per_node = options.nproc_per_node;
+  plan_options.master_addr = chosen.master_addr;
   plan_options.job_name = name;
   plan_options.job_dir = job_dir;
   plan_options.launch_dir = launch_dir;
@@ -159,10 +153,16 @@ int RunLaunch(const LaunchOptions& options) {
     logs[slot.rank] = std::make_unique<RankLog>(job_dir, slot.rank);
     hosts[slot.rank] = slot.host;
   }
-  ConsoleEcho console(stdout, hosts, options.ranks_filter, options.quiet);
+  ConsoleEcho console(stdout, stderr, hosts, options.ranks_filter,
+                     options.quiet ? ConsoleStreams::kNone : options.console);
   std::fprintf(stderr, "dtrain: job %s: %d rank(s) on %d node(s) (%s), logs in %s\n", name.c_str(),
                record.plan.world_size, record.plan.node_count, record.transport.c_str(),
                job_dir.c_str());
+  std::fprintf(stderr, "dtrain: %s; ranks: %s; rendezvous %s:%d (%s)%s%s\n",
+               chosen.source.c_str(), chosen.ranks_why.c_str(), record.plan.master_addr.c_str(),
+               record.plan.master_port, chosen.port_why.c_str(),
+               chosen.env_file.empty() ? "" : "; env file ", chosen.env_file.c_str());
+  for (const std::string& note : chosen.notes) std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
 
   for (int attempt = 0;; ++attempt) {
     plan_options.restart_count = attempt;

@@ -7,17 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "launcher/cluster_choice.h"
+#include "launcher/console_echo.h"
+
 namespace dtrain {
 
 struct LaunchOptions {
-  std::string cluster_file;         // "" = ./cluster.yaml if present, else DefaultLocalCluster()
-  int nproc_per_node = 0;           // > 0 overrides every node's slots
+  ClusterChoice cluster;            // -c, -H, --hostfile, -np, --nproc-per-node, -x, --master-port
   std::string job_name;             // "" = NewJobName()
   std::string log_dir;              // "" = the cluster file's log_dir
   std::optional<int> max_restarts;  // unset: the cluster file's job.max_restarts
   bool timeline = false;            // or job.timeline in the cluster file
   std::set<int> ranks_filter;       // console only; empty = every rank
   bool quiet = false;               // console only
+  ConsoleStreams console = ConsoleStreams::kBoth;  // which rank streams the console shows
   double grace_period_s = 10;
   std::vector<std::string> command;  // empty: job.command, else the embedded default
 };

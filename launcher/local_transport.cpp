@@ -1,5 +1,5 @@
 // Local processes through Boost.Process: a handler puts each child in its own process group,
-// wires its stdout+stderr to one pipe and stdin to /dev/null or a pipe, sets its exact
+// wires its stdout and stderr to two pipes and stdin to /dev/null or a pipe, sets its exact
 // environment, and leaves a guard in the group that kills it all if dtrain dies outright
 // (launcher/group_guard.h). Reading and reaping are plain poll(2) and waitpid(2).
 #include "launcher/local_transport.h"
@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -39,6 +40,7 @@ struct ChildSetup : bp::extend::handler {
   std::vector<char*> envp;
   int input_fd = -1;
   int output_fd = -1;
+  int error_fd = -1;
   std::string cwd;
   int* failed_pid = nullptr;  // a child that could not exec, so the parent can reap it
   // PR_SET_PDEATHSIG fires when the forking *thread* ends, so it is only safe from the main one.
@@ -60,7 +62,7 @@ struct ChildSetup : bp::extend::handler {
     for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);
     ::dup2(input_fd, 0);
     ::dup2(output_fd, 1);
-    ::dup2(output_fd, 2);
+    ::dup2(error_fd, 2);
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
       exec.set_error(std::error_code(errno, std::system_category()), "cannot enter " + cwd);
       ::_exit(127);
@@ -124,7 +126,8 @@ std::string SelfExecutableDir() {
 std::string ResolveExecutable(const std::string& name, const std::string& path_env) {
   if (name.empty()) return "";
   if (name.find('/') != std::string::npos) return name;
-  if (name.rfind("dtrain", 0) == 0) {
+  const bool own = name == "dtrain" || name.rfind("dtrain-", 0) == 0;
+  if (own) {
     std::string beside = SelfExecutableDir() + "/" + name;
     if (IsExecutableFile(beside)) return beside;
   }
@@ -132,6 +135,13 @@ std::string ResolveExecutable(const std::string& name, const std::string& path_e
   for (std::string dir; std::getline(dirs, dir, ':');) {
     std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
     if (IsExecutableFile(candidate)) return candidate;
+  }
+  if (own) {  // the rest of templates/dtrain_program.sh's list
+    const char* home = std::getenv("HOME");
+    for (std::string dir : {std::string("/usr/local/bin"), std::string("/usr/bin"),
+                            std::string(home ? home : "") + "/.local/bin"}) {
+      if (IsExecutableFile(dir + "/" + name)) return dir + "/" + name;
+    }
   }
   return "";
 }
@@ -146,7 +156,9 @@ LocalTransport::~LocalTransport() {
       while (::waitpid(proc.pid, &raw, 0) < 0 && errno == EINTR) {
       }
     }
-    if (proc.output_fd >= 0) ::close(proc.output_fd);
+    for (int fd : proc.output_fd) {
+      if (fd >= 0) ::close(fd);
+    }
     if (proc.input_fd >= 0) ::close(proc.input_fd);
   }
 }
@@ -177,6 +189,7 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
     proc.status.error = argv0.empty()
                             ? "empty command"
                             : "'" + argv0 + "': command not found (PATH=" + path_env + ")";
+    proc.status.not_found = !argv0.empty();
     return;
   }
   for (std::string& entry : setup.env_storage) setup.envp.push_back(entry.data());
@@ -188,9 +201,15 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
   setup.die_with_parent = ::gettid() == ::getpid();
   setup.launcher_pid = ::getpid();
 
-  int out[2];
+  int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
     proc.status.error = std::string("pipe: ") + std::strerror(errno);
+    return;
+  }
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    proc.status.error = std::string("pipe: ") + std::strerror(errno);
+    ::close(out[0]);
+    ::close(out[1]);
     return;
   }
   int in[2] = {-1, -1};
@@ -201,11 +220,11 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
   }
   if (in[0] < 0) {
     proc.status.error = std::string("stdin: ") + std::strerror(errno);
-    ::close(out[0]);
-    ::close(out[1]);
+    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
     return;
   }
   setup.output_fd = out[1];
+  setup.error_fd = err[1];
   setup.input_fd = in[0];
   int failed_pid = -1;
   setup.failed_pid = &failed_pid;
@@ -218,15 +237,19 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
     if (failed_pid > 0) ::waitpid(failed_pid, nullptr, 0);
   }
   ::close(out[1]);
+  ::close(err[1]);
   ::close(in[0]);
   if (proc.pid <= 0) {
     ::close(out[0]);
+    ::close(err[0]);
     if (in[1] >= 0) ::close(in[1]);
     return;
   }
   ::setpgid(proc.pid, proc.pid);  // also from this side, so no signal can race the child's call
-  proc.output_fd = out[0];
-  SetNonBlocking(proc.output_fd);
+  proc.output_fd[static_cast<int>(OutputStream::kStdout)] = out[0];
+  proc.output_fd[static_cast<int>(OutputStream::kStderr)] = err[0];
+  SetNonBlocking(out[0]);
+  SetNonBlocking(err[0]);
   if (in[1] >= 0) {
     proc.input_fd = in[1];
     proc.input = spec.stdin_data;
@@ -248,21 +271,28 @@ void LocalTransport::WriteInput(LocalProcess& proc) {
   proc.input.clear();
 }
 
-void LocalTransport::ReadOutput(LocalProcess& proc, size_t budget, TransportEvents& events) {
+void LocalTransport::ReadOutput(LocalProcess& proc, OutputStream stream, size_t budget,
+                                TransportEvents& events) {
+  int& fd = proc.output_fd[static_cast<int>(stream)];
   char buf[65536];
   size_t total = 0;
-  while (proc.output_fd >= 0 && total < budget) {
-    ssize_t n = ::read(proc.output_fd, buf, sizeof(buf));
+  while (fd >= 0 && total < budget) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
     if (n <= 0) {  // end of file, or an error that ends the stream just the same
-      ::close(proc.output_fd);
-      proc.output_fd = -1;
+      ::close(fd);
+      fd = -1;
       return;
     }
     total += static_cast<size_t>(n);
-    events.OnOutput(proc.id, std::string_view(buf, static_cast<size_t>(n)));
+    events.OnOutput(proc.id, stream, std::string_view(buf, static_cast<size_t>(n)));
   }
+}
+
+void LocalTransport::ReadAllOutput(LocalProcess& proc, size_t budget, TransportEvents& events) {
+  ReadOutput(proc, OutputStream::kStdout, budget, events);
+  ReadOutput(proc, OutputStream::kStderr, budget, events);
 }
 
 void LocalTransport::Reap(LocalProcess& proc) {
@@ -284,14 +314,18 @@ bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<LocalProcess*> owners;
+    std::vector<OutputStream> streams;
     for (LocalProcess& proc : procs_) {
-      if (proc.output_fd >= 0) {
-        fds.push_back({proc.output_fd, POLLIN, 0});
+      for (OutputStream stream : {OutputStream::kStdout, OutputStream::kStderr}) {
+        if (proc.output_fd[static_cast<int>(stream)] < 0) continue;
+        fds.push_back({proc.output_fd[static_cast<int>(stream)], POLLIN, 0});
         owners.push_back(&proc);
+        streams.push_back(stream);
       }
       if (proc.input_fd >= 0) {
         fds.push_back({proc.input_fd, POLLOUT, 0});
         owners.push_back(&proc);
+        streams.push_back(OutputStream::kStdout);
       }
     }
     const auto left =
@@ -306,7 +340,7 @@ bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
         if (fds[i].events & POLLOUT) {
           if (owners[i]->input_fd >= 0) WriteInput(*owners[i]);
         } else {
-          ReadOutput(*owners[i], kReadBudget, events);
+          ReadOutput(*owners[i], streams[i], kReadBudget, events);
           delivered = true;
         }
       }
@@ -317,9 +351,11 @@ bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
       if (!proc.reaped) Reap(proc);
       if (proc.reaped) {
         // Everything the process wrote is in the pipe now; take it, not what its children add.
-        ReadOutput(proc, kReadBudget * 64, events);
-        if (proc.output_fd >= 0) ::close(proc.output_fd);
-        proc.output_fd = -1;
+        ReadAllOutput(proc, kReadBudget * 64, events);
+        for (int& fd : proc.output_fd) {
+          if (fd >= 0) ::close(fd);
+          fd = -1;
+        }
         if (proc.input_fd >= 0) ::close(proc.input_fd);
         proc.input_fd = -1;
         proc.reported = true;

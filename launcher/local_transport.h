@@ -1,5 +1,5 @@
 // The local transport: every process runs on this machine, each in its own process group, with
-// stdout and stderr sharing one pipe so the order the process wrote in is the order we read.
+// a pipe for stdout and one for stderr, read in one poll loop.
 #pragma once
 
 #include <string>
@@ -9,12 +9,12 @@
 
 namespace dtrain {
 
-// One process started here: its pid (also its process group id), the read end of its output
-// pipe, the bytes still owed to its stdin, and how it ended once reaped.
+// One process started here: its pid (also its process group id), the read ends of its stdout
+// and stderr pipes, the bytes still owed to its stdin, and how it ended once reaped.
 struct LocalProcess {
   int id = 0;
   int pid = -1;
-  int output_fd = -1;
+  int output_fd[2] = {-1, -1};  // indexed by OutputStream
   int input_fd = -1;
   std::string input;        // stdin bytes not yet written
   bool reaped = false;      // waitpid returned its status
@@ -38,8 +38,10 @@ class LocalTransport : public Transport {
 
  private:
   void Spawn(const ProcessSpec& spec, LocalProcess& proc);
-  // Reads what is available (at most `budget` bytes). Closes the pipe at end of file.
-  void ReadOutput(LocalProcess& proc, size_t budget, TransportEvents& events);
+  // Reads what is available on one stream (at most `budget` bytes). Closes it at end of file.
+  void ReadOutput(LocalProcess& proc, OutputStream stream, size_t budget, TransportEvents& events);
+  // Both streams, stdout first.
+  void ReadAllOutput(LocalProcess& proc, size_t budget, TransportEvents& events);
   void WriteInput(LocalProcess& proc);
   void Reap(LocalProcess& proc);
 
@@ -47,9 +49,10 @@ class LocalTransport : public Transport {
   std::vector<LocalProcess> procs_;
 };
 
-// Where `name` (argv[0]) is executed from: itself when it holds a '/', the file of that name
-// beside the running executable for dtrain's own programs (dtrain-clip), else the first
-// executable match on `path_env`. Empty when nothing matches.
+// Where `name` (argv[0]) is executed from: itself when it holds a '/', else the first executable
+// match on `path_env`; dtrain's own programs (dtrain, dtrain-clip) are looked for as
+// templates/dtrain_program.sh does on remote nodes: beside the running executable, on PATH, then
+// /usr/local/bin, /usr/bin, ~/.local/bin. Empty when nothing matches.
 std::string ResolveExecutable(const std::string& name, const std::string& path_env);
 
 // The directory of the running executable (from /proc/self/exe); "" if unknown.

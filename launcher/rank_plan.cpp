@@ -37,7 +37,8 @@ RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options) {
   if (spec.nodes.empty()) throw UsageError(spec.source + ": the cluster has no nodes");
   RankPlan plan;
   plan.node_count = static_cast<int>(spec.nodes.size());
-  plan.master_addr = spec.nodes.front().address;
+  plan.master_addr =
+      options.master_addr.empty() ? spec.nodes.front().address : options.master_addr;
   plan.master_port = spec.rendezvous_port;
   int max_slots = 0;
   for (const NodeSpec& node : spec.nodes) {

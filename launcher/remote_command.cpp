@@ -11,22 +11,34 @@ namespace dtrain {
 namespace {
 
 // $1 stdin bytes, $2 cwd, $3 cwd required (1/0), $4 PYTHONPATH head, $5 grace seconds,
-// $6 number of NAME=VALUE words that follow, then argv. fd 3 keeps the channel's stdin for the
+// $6 dtrain's program dir, $7 number of NAME=VALUE words that follow, then argv. dtrain's own
+// programs (dtrain, dtrain-*) given by bare name are found with dtrain_program, as the doctor
+// finds them. fd 3 keeps the channel's stdin for the
 // watcher; the process gets stdin_data (read first, exactly $1 bytes) or /dev/null. The short
 // spin waits for setsid() in the child, so a signal sent at once still finds the group.
-constexpr const char* kWrapper = R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 ne=$6; shift 6
+constexpr const char* kWrapper = R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 ne=$7; shift 7
 while [ "$ne" -gt 0 ]; do export "$1"; shift; ne=$((ne - 1)); done
 if [ -n "$pph" ]; then PYTHONPATH=$pph${PYTHONPATH:+:$PYTHONPATH}; export PYTHONPATH; fi
 if [ -n "$dir" ] && ! cd "$dir" 2>/dev/null; then
-  if [ "$need" = 1 ]; then echo "dtrain: $(uname -n): cannot change directory to $dir"; exit 126; fi
+  if [ "$need" = 1 ]; then echo "dtrain: $(uname -n): cannot change directory to $dir" >&2; exit 126; fi
   cd
 fi
+case $1 in
+*/*) ;;
+dtrain | dtrain-*) if p=$(dtrain_program "$1" "$pdir"); then shift; set -- "$p" "$@"; fi ;;
+esac
+case $1 in
+*/*) ;;
+*) if ! command -v "$1" >/dev/null 2>&1; then
+     echo "dtrain: $(uname -n): '$1': command not found (PATH=$PATH)" >&2; exit 127
+   fi ;;
+esac
 exec 3<&0
 if [ "$n" -gt 0 ]; then
   data=$(head -c "$n"; echo .); data=${data%.}
-  printf %s "$data" | setsid /bin/sh -c 'exec "$@"' "$1" "$@" 3<&- 2>&1 &
+  printf %s "$data" | setsid /bin/sh -c 'exec "$@"' "$1" "$@" 3<&- &
 else
-  setsid /bin/sh -c 'exec "$@"' "$1" "$@" </dev/null 3<&- 2>&1 &
+  setsid /bin/sh -c 'exec "$@"' "$1" "$@" </dev/null 3<&- &
 fi
 pid=$!
 i=0
@@ -56,7 +68,8 @@ std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptio
   std::vector<std::string> words = {
       std::to_string(proc.stdin_data.size()), options.cwd,
       options.cwd_required ? "1" : "0",       proc.python_path_head,
-      std::to_string(options.grace_seconds),  std::to_string(proc.env.size())};
+      std::to_string(options.grace_seconds),  options.program_dir,
+      std::to_string(proc.env.size())};
   for (const auto& [name, value] : proc.env) {
     if (!IsShellVariableName(name)) {
       throw Error(
@@ -73,7 +86,8 @@ std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptio
   }
   CheckNoNul(options.cwd, "working directory");
   CheckNoNul(proc.python_path_head, "PYTHONPATH head");
-  return "exec /bin/sh -c " + ShellQuote(kWrapper) + " dtrain-rank " + ShellJoin(words);
+  const std::string script = std::string(DtrainProgramLookup()) + kWrapper;
+  return "exec /bin/sh -c " + ShellQuote(script) + " dtrain-rank " + ShellJoin(words);
 }
 
 std::string RemoteSignalLine(int sig) {

@@ -392,7 +392,7 @@ void SlurmTransport::HandleLine(SlurmRun& run, std::string_view line, bool newli
     return;
   }
   const int id = run.plan.task_ids[parsed.task];
-  if (!parsed.output.empty() && !run.exited[parsed.task]) events.OnOutput(id, parsed.output);
+  if (!parsed.output.empty() && !run.exited[parsed.task]) events.OnOutput(id, OutputStream::kStdout, parsed.output);
   if (parsed.started) {
     run.started[parsed.task] = true;
     if (run.step_id.empty()) run.step_id = parsed.step_id;

@@ -65,6 +65,15 @@ std::string ExpandHome(const std::string& path) {
   return path;
 }
 
+std::string KeyscanCommand(const std::string& address, int port) {
+  return port == 22 ? "ssh-keyscan " + address
+                    : "ssh-keyscan -p " + std::to_string(port) + " " + address;
+}
+
+std::string KnownHostsName(const std::string& address, int port) {
+  return port == 22 ? address : "[" + address + "]:" + std::to_string(port);
+}
+
 SshSession::SshSession(const NodeSpec& node, const SshOptions& options)
     : node_(node), options_(options) {
   if (node_.address.empty()) node_.address = node_.host;
@@ -174,8 +183,9 @@ void SshSession::VerifyHostKey() {
       Fail(fmt::format(
           "host key for {} has CHANGED: the server offers {}, which does not match {} "
           "(someone may be intercepting the connection); if the change is expected, remove the "
-          "old entry with `ssh-keygen -R {} -f {}` and connect again",
-          node_.address, offered, known_hosts_, node_.address, known_hosts_));
+          "old entry with `ssh-keygen -R '{}' -f {}` and connect again",
+          node_.address, offered, known_hosts_, KnownHostsName(node_.address, options_.port),
+          known_hosts_));
     case SSH_KNOWN_HOSTS_UNKNOWN:
     case SSH_KNOWN_HOSTS_NOT_FOUND:
       if (options_.host_key_policy == HostKeyPolicy::kAcceptNew) {
@@ -188,9 +198,10 @@ void SshSession::VerifyHostKey() {
       }
       Fail(fmt::format(
           "host key for {} is not in {} (server offers {}); host_key_policy strict refuses "
-          "unknown hosts: check the fingerprint and add it (ssh-keyscan {} >> {}), or set "
+          "unknown hosts: check the fingerprint and add it ({} >> {}), or set "
           "ssh.host_key_policy: accept-new",
-          node_.address, known_hosts_, offered, node_.address, known_hosts_));
+          node_.address, known_hosts_, offered, KeyscanCommand(node_.address, options_.port),
+          known_hosts_));
     case SSH_KNOWN_HOSTS_ERROR:
       break;
   }

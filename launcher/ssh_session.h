@@ -67,4 +67,10 @@ class SshSession {
 // "~/x" -> "$HOME/x"; other paths unchanged.
 std::string ExpandHome(const std::string& path);
 
+// "ssh-keyscan 10.0.0.1", or "ssh-keyscan -p 2222 10.0.0.1" for a node on another port (whose
+// known_hosts entry is then "[10.0.0.1]:2222").
+std::string KeyscanCommand(const std::string& address, int port);
+// The name known_hosts files it under: "10.0.0.1", or "[10.0.0.1]:2222".
+std::string KnownHostsName(const std::string& address, int port);
+
 }  // namespace dtrain

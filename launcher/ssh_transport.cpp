@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/local_transport.h"
 #include "launcher/remote_command.h"
 #include "launcher/ssh_session.h"
 #include "launcher/transport.h"
@@ -36,6 +37,7 @@ constexpr int kGraceSeconds = 5;
 struct Event {
   bool exit = false;  // false: output
   int id = 0;
+  OutputStream stream = OutputStream::kStdout;
   std::string bytes;
   ExitStatus status;
 };
@@ -43,15 +45,16 @@ struct Event {
 // Output and exits, in the order they happened. Consecutive output of one process is merged.
 class EventQueue {
  public:
-  void Output(int id, const char* data, size_t size) {
-    if (!events_.empty() && !events_.back().exit && events_.back().id == id) {
+  void Output(int id, OutputStream stream, const char* data, size_t size) {
+    if (!events_.empty() && !events_.back().exit && events_.back().id == id &&
+        events_.back().stream == stream) {
       events_.back().bytes.append(data, size);
     } else {
-      events_.push_back(Event{false, id, std::string(data, size), {}});
+      events_.push_back(Event{false, id, stream, std::string(data, size), {}});
     }
   }
   void Exit(int id, ExitStatus status) {
-    events_.push_back(Event{true, id, "", std::move(status)});
+    events_.push_back(Event{true, id, OutputStream::kStdout, "", std::move(status)});
   }
   bool empty() const { return events_.empty(); }
   std::deque<Event> TakeAll() {
@@ -81,9 +84,10 @@ struct LinkProcess {
   bool done = false;
 };
 
-int OnChannelData(ssh_session, ssh_channel, void* data, uint32_t len, int, void* user) {
+int OnChannelData(ssh_session, ssh_channel, void* data, uint32_t len, int is_stderr, void* user) {
   auto* p = static_cast<LinkProcess*>(user);
-  p->events->Output(p->spec.id, static_cast<const char*>(data), len);
+  p->events->Output(p->spec.id, is_stderr ? OutputStream::kStderr : OutputStream::kStdout,
+                    static_cast<const char*>(data), len);
   return static_cast<int>(len);
 }
 
@@ -112,6 +116,7 @@ int SignalNumber(const std::string& name) {
 RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& proc) {
   RemoteCommandOptions options;
   options.grace_seconds = kGraceSeconds;
+  options.program_dir = SelfExecutableDir();
   if (!proc.cwd.empty()) {
     options.cwd = proc.cwd;
   } else if (!spec.workdir.empty()) {
@@ -398,7 +403,7 @@ class SshTransport : public Transport {
         --running_;
         events.OnExit(event.id, event.status);
       } else {
-        events.OnOutput(event.id, event.bytes);
+        events.OnOutput(event.id, event.stream, event.bytes);
       }
     }
     return running_ > 0;

@@ -87,7 +87,7 @@ class TraceDownloads : public TransportEvents {
     if (!t.file) t.write_error = fmt::format("{}: cannot write ({})", t.temp, std::strerror(errno));
   }
 
-  void OnOutput(int id, std::string_view bytes) override {
+  void OnOutput(int id, OutputStream, std::string_view bytes) override {
     Transfer& t = transfers_.at(id);
     if (!t.file) return;
     if (std::fwrite(bytes.data(), 1, bytes.size(), t.file) != bytes.size()) {

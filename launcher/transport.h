@@ -30,8 +30,13 @@ struct ExitStatus {
   std::string error;  // set when the transport could not run it at all (spawn, connect, auth)
 
   bool ok() const { return error.empty() && signal == 0 && code == 0; }
-  // What a shell would report: code, 128+signal, or 255 when it never ran.
-  int ShellStatus() const { return !error.empty() ? 255 : signal ? 128 + signal : code; }
+  bool not_found = false;  // the command was not found where it runs (error says where it looked)
+
+  // What a shell would report: code, 128+signal, 127 when the command was not found, or 255
+  // when it never ran for another reason.
+  int ShellStatus() const {
+    return not_found ? 127 : !error.empty() ? 255 : signal ? 128 + signal : code;
+  }
   std::string Describe() const;  // "exit 7", "killed by SIGKILL", "could not start: ..."
   // The inverse of ShellStatus for a status reported by a remote shell: above 128 is a signal.
   static ExitStatus FromShellStatus(int shell_status);
@@ -40,11 +45,16 @@ struct ExitStatus {
 // "SIGKILL" for 9; "signal N" when the C library has no name for it.
 std::string SignalName(int sig);
 
+// Which of a process's streams bytes came from. A transport that cannot tell them apart (Slurm's
+// srun merges them) reports everything as kStdout.
+enum class OutputStream { kStdout, kStderr };
+
 class TransportEvents {
  public:
   virtual ~TransportEvents() = default;
-  // Output of process `id`, stdout and stderr together in the order written.
-  virtual void OnOutput(int id, std::string_view bytes) = 0;
+  // Output of process `id`. Each stream arrives in the order written; across the two streams,
+  // in the order the transport read them.
+  virtual void OnOutput(int id, OutputStream stream, std::string_view bytes) = 0;
   // Called once per process, after its last OnOutput.
   virtual void OnExit(int id, const ExitStatus& status) = 0;
 };

@@ -263,13 +263,9 @@ if spec is not None:
   fi
 }
 
+# dtrain_program (templates/dtrain_program.sh, sent ahead of this script): the lookup launch uses.
 probe_clip() {
-  clip=$(command -v dtrain-clip 2>/dev/null)
-  for c in "$DTRAIN_PROBE_CLIP_DIR/dtrain-clip" /usr/local/bin/dtrain-clip /usr/bin/dtrain-clip \
-    "$HOME/.local/bin/dtrain-clip"; do
-    [ -z "$clip" ] && [ -x "$c" ] && clip=$c
-  done
-  [ -z "$clip" ] && return
+  clip=$(dtrain_program dtrain-clip "$DTRAIN_PROBE_CLIP_DIR") || return
   echo "clip=$clip"
   # A binary that cannot load its libraries (LibTorch) says so on stderr and exits non-zero.
   if out=$(limited 20 "$clip" --version 2>&1); then

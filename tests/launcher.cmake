@@ -23,3 +23,10 @@ dtrain_test(launcher_local_transport_test
   LIBS dtrain_launcher
   TIMEOUT 60)
 add_dependencies(launcher_local_transport_test dtrain)
+# Issue 16: the command line as torchrun/horovodrun users type it (one test per item).
+dtrain_test(launcher_ux_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_ux_test.cpp
+  LIBS dtrain_doctor dtrain_launcher
+  LABEL cli
+  TIMEOUT 300)
+add_dependencies(launcher_ux_test dtrain)

@@ -176,7 +176,7 @@ TEST(LocalLaunch, FailingRankStopsTheJobWithItsStatus) {
 TEST(LocalLaunch, CommandNotFoundIsReported) {
   TempDir dir;
   auto run = RunDtrain({"launch", "--job", "nf", "--", "no-such-program-xyz"}, dir.path());
-  EXPECT_EQ(run.status, 255);
+  EXPECT_EQ(run.status, 127);
   EXPECT_THAT(run.err, HasSubstr("'no-such-program-xyz': command not found"));
   EXPECT_THAT(ReadFile(JobDir(dir, "nf") + "/rank-0.log"), HasSubstr("command not found"));
   // Ranks started after the one that could not start are stopped at once, not after the grace.
@@ -186,7 +186,7 @@ TEST(LocalLaunch, CommandNotFoundIsReported) {
   run = RunDtrain({"launch", "-c", "mixed.yaml", "--job", "mixed", "--grace-period", "30", "--",
                    "sleep", "100"},
                   dir.path());
-  EXPECT_EQ(run.status, 255);
+  EXPECT_EQ(run.status, 127);
   EXPECT_LT(run.seconds, 10);
   EXPECT_THAT(run.err, HasSubstr("rank 0 on node a failed: could not start"));
   EXPECT_THAT(ReadFile(JobDir(dir, "mixed") + "/job.json"), HasSubstr("killed by SIGTERM"));

@@ -16,15 +16,18 @@
 namespace dtrain {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 // Collects what the transport reports.
 struct Recorder : TransportEvents {
-  std::map<int, std::string> output;
+  std::map<int, std::string> output;  // both streams, in the order read
+  std::map<int, std::string> errors;  // stderr alone
   std::map<int, ExitStatus> exits;
-  void OnOutput(int id, std::string_view bytes) override {
+  void OnOutput(int id, OutputStream stream, std::string_view bytes) override {
     EXPECT_EQ(exits.count(id), 0u) << "output after exit";
     output[id].append(bytes);
+    if (stream == OutputStream::kStderr) errors[id].append(bytes);
   }
   void OnExit(int id, const ExitStatus& status) override {
     EXPECT_EQ(exits.count(id), 0u) << "two exits";
@@ -72,7 +75,9 @@ TEST(LocalTransport, OutputInOrderStdinAndStatuses) {
   procs.back().python_path_head = "/head";
   transport.Start(procs, rec);
   RunToEnd(transport, rec);
-  EXPECT_EQ(rec.output[0], "out1\nerr1\nout2\n");
+  // Each stream in order; stderr apart, so dtrain can show it on its own stderr.
+  EXPECT_EQ(rec.errors[0], "err1\n");
+  EXPECT_THAT(rec.output[0], AnyOf("out1\nerr1\nout2\n", "out1\nout2\nerr1\n", "err1\nout1\nout2\n"));
   EXPECT_EQ(rec.exits[0].code, 4);
   EXPECT_EQ(rec.exits[0].Describe(), "exit 4");
   EXPECT_EQ(rec.exits[1].signal, SIGTERM);
@@ -81,6 +86,7 @@ TEST(LocalTransport, OutputInOrderStdinAndStatuses) {
   EXPECT_EQ(rec.output[2], "no newline");
   EXPECT_TRUE(rec.exits[2].ok());
   EXPECT_EQ(rec.output[3], std::string(200000, 'x') + "done\n");
+  EXPECT_EQ(rec.errors[3], "done\n");
   const char* old = std::getenv("PYTHONPATH");
   EXPECT_EQ(rec.output[4], std::string("it's \"$HOME\"\n/head") +
                                (old && *old ? std::string(":") + old : "") + "\n");
@@ -113,7 +119,7 @@ TEST(LocalTransport, UnknownCommandIsAnExitNotAThrow) {
   transport.Start({spec}, rec);
   EXPECT_FALSE(transport.Poll(10, rec));
   EXPECT_THAT(rec.exits[0].error, HasSubstr("command not found"));
-  EXPECT_EQ(rec.exits[0].ShellStatus(), 255);
+  EXPECT_EQ(rec.exits[0].ShellStatus(), 127);  // as a shell, and as over SSH
 }
 
 TEST(LocalTransport, ResolvesExecutables) {

@@ -60,7 +60,7 @@ struct Recorder : TransportEvents {
   std::map<int, std::string> output;
   std::map<int, ExitStatus> exits;
   std::map<int, int> exit_calls;
-  void OnOutput(int id, std::string_view bytes) override { output[id].append(bytes); }
+  void OnOutput(int id, OutputStream, std::string_view bytes) override { output[id].append(bytes); }
   void OnExit(int id, const ExitStatus& status) override {
     exits[id] = status;
     ++exit_calls[id];

@@ -1,5 +1,6 @@
 // The ssh transport against real sshd nodes in network namespaces: launch, environment,
 // tear-down, connection loss, unreachable nodes, authentication and host-key policies.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -27,7 +28,11 @@ struct Recorder : TransportEvents {
   Clock::time_point start = Clock::now();
   Transport* stop_on_failure = nullptr;
 
-  void OnOutput(int id, std::string_view bytes) override { output[id] += bytes; }
+  std::map<int, std::string> errors;  // the channel's stderr alone
+  void OnOutput(int id, OutputStream stream, std::string_view bytes) override {
+    output[id] += bytes;
+    if (stream == OutputStream::kStderr) errors[id] += bytes;
+  }
   void OnExit(int id, const ExitStatus& status) override {
     EXPECT_EQ(exits.count(id), 0u) << "second exit for " << id;
     exits[id] = status;
@@ -76,10 +81,13 @@ TEST(SshTransport, ThreeNodesTwoSlotsRunOnTheirNodesWithTheirEnvironment) {
   for (int rank = 0; rank < 6; ++rank) {
     SCOPED_TRACE(rank);
     EXPECT_TRUE(rec.exits[rank].ok()) << rec.exits[rank].Describe();
-    EXPECT_EQ(rec.output[rank], "host=node" + std::to_string(rank / 2) +
-                                    " rank=" + std::to_string(rank) +
-                                    " pwd=/tmp pp=/shared/project:/node/existing\n"
-                                    "to-stderr\nafter\n");
+    // stdout and stderr arrive on the channel's two streams: each in order, stderr apart.
+    const std::string out = "host=node" + std::to_string(rank / 2) +
+                            " rank=" + std::to_string(rank) +
+                            " pwd=/tmp pp=/shared/project:/node/existing\n";
+    EXPECT_EQ(rec.errors[rank], "to-stderr\n");
+    EXPECT_THAT(rec.output[rank],
+                ::testing::AnyOf(out + "to-stderr\nafter\n", out + "after\nto-stderr\n"));
   }
 }
 

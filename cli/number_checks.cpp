@@ -1,0 +1,50 @@
+#include "cli/number_checks.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace dtrain {
+
+CLI::Validator WholeNumberAtLeast(long long minimum) {
+  return CLI::Validator(
+      [minimum](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long value = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || errno == ERANGE || value < minimum || value > 1 << 30) {
+          return fmt::format("expected a whole number of at least {}, got '{}'", minimum, text);
+        }
+        return "";
+      },
+      fmt::format("INT>={}", minimum));
+}
+
+CLI::Validator SecondsAtLeast(double minimum) {
+  return CLI::Validator(
+      [minimum](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !(value >= minimum) || value > 1e9) {
+          return fmt::format("expected seconds (a number of at least {}), got '{}'", minimum, text);
+        }
+        return "";
+      },
+      "SECONDS");
+}
+
+CLI::Validator PortNumber() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const long value = std::strtol(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || value < 1 || value > 65535) {
+          return fmt::format("expected a TCP port from 1 to 65535, got '{}'", text);
+        }
+        return "";
+      },
+      "PORT");
+}
+
+}  // namespace dtrain

@@ -1,0 +1,188 @@
+// Reads top to bottom in the order the choices apply: nodes, ranks per node, total ranks,
+// environment, rendezvous.
+#include "launcher/cluster_choice.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "launcher/env_file.h"
+#include "launcher/error.h"
+#include "launcher/host_list.h"
+#include "launcher/ssh_session.h"
+#include "launcher/this_machine.h"
+
+namespace dtrain {
+namespace {
+
+constexpr int kDefaultRendezvousPort = 29500;
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+bool AllHere(const std::vector<NodeSpec>& nodes) {
+  for (const NodeSpec& node : nodes) {
+    if (!IsThisMachine(node.address)) return false;
+  }
+  return true;
+}
+
+// -H or --hostfile: default ssh settings, or the ones of -c FILE when both are given.
+void UseHostNodes(const ClusterChoice& choice, ChosenCluster& out) {
+  out.spec.nodes = choice.hosts.empty() ? ParseHostfile(choice.hostfile)
+                                        : ParseHostList(choice.hosts);
+  out.source = choice.hosts.empty() ? "hostfile " + choice.hostfile : "-H " + choice.hosts;
+  if (!choice.cluster_file.empty()) out.source += " with the settings of " + choice.cluster_file;
+  if (!out.spec.transport_given) {
+    out.spec.transport = AllHere(out.spec.nodes) ? TransportKind::kLocal : TransportKind::kSsh;
+  }
+  out.ranks_why = choice.hosts.empty() ? "slots in the hostfile" : "slots in -H";
+}
+
+void ChooseNodes(const ClusterChoice& choice, ChosenCluster& out) {
+  if (!choice.hosts.empty() && !choice.hostfile.empty()) {
+    throw UsageError("-H and --hostfile both list nodes; give one of them");
+  }
+  const bool host_nodes = !choice.hosts.empty() || !choice.hostfile.empty();
+  struct stat st;
+  if (!choice.cluster_file.empty()) {
+    out.spec = ParseClusterFile(choice.cluster_file);
+    out.source = "cluster file " + choice.cluster_file;
+    out.ranks_why = "slots in " + choice.cluster_file;
+  } else if (!host_nodes && ::stat("cluster.yaml", &st) == 0) {
+    out.spec = ParseClusterFile("cluster.yaml");
+    out.source = "cluster file ./cluster.yaml";
+    out.ranks_why = "slots in ./cluster.yaml";
+  } else if (!host_nodes) {
+    out.spec = DefaultLocalCluster();
+    out.source = "no cluster file (this machine)";
+    const std::string nproc = Env("NPROC_PER_NODE");
+    const std::string devices = Env("CUDA_VISIBLE_DEVICES");
+    out.ranks_why = !nproc.empty()     ? "NPROC_PER_NODE=" + nproc
+                    : !devices.empty() ? "the devices in CUDA_VISIBLE_DEVICES=" + devices
+                                       : "the default";
+    return;
+  }
+  if (host_nodes) UseHostNodes(choice, out);
+  if (const std::string nproc = Env("NPROC_PER_NODE"); !nproc.empty() && choice.nproc_per_node == 0) {
+    out.notes.push_back(fmt::format(
+        "NPROC_PER_NODE={} is not used: the ranks per node come from {}; "
+        "use --nproc-per-node {} to override them",
+        nproc, out.ranks_why, nproc));
+  }
+}
+
+// --nproc-per-node, then -np filling the nodes in order (mpirun's and horovodrun's -np).
+void ChooseRanks(const ClusterChoice& choice, ChosenCluster& out) {
+  std::vector<NodeSpec>& nodes = out.spec.nodes;
+  if (choice.nproc_per_node > 0) {
+    for (NodeSpec& node : nodes) node.slots = choice.nproc_per_node;
+    out.ranks_why = "--nproc-per-node";
+  }
+  if (choice.np > 0) {
+    const bool only_default_node = out.source.rfind("no cluster file", 0) == 0;
+    if (only_default_node && choice.nproc_per_node == 0) {
+      nodes.front().slots = choice.np;
+      out.ranks_why = "-np";
+    } else {
+      int total = 0;
+      for (const NodeSpec& node : nodes) total += node.slots;
+      if (choice.np > total) {
+        throw UsageError(fmt::format(
+            "-np {} asks for more ranks than the {} slot(s) of {} ({} node(s)); give more "
+            "slots (HOST:SLOTS, slots=N) or a smaller -np",
+            choice.np, total, out.source, nodes.size()));
+      }
+      int left = choice.np;
+      std::vector<NodeSpec> used;
+      for (NodeSpec& node : nodes) {
+        if (left == 0) break;
+        node.slots = std::min(node.slots, left);
+        left -= node.slots;
+        used.push_back(node);
+      }
+      nodes = used;
+      out.ranks_why = fmt::format("-np {} filling {} in order", choice.np, out.ranks_why);
+    }
+  }
+  bool uniform = true;
+  for (const NodeSpec& node : nodes) uniform = uniform && node.slots == nodes.front().slots;
+  std::string counts;
+  for (const NodeSpec& node : nodes) counts += (counts.empty() ? "" : ",") + std::to_string(node.slots);
+  out.ranks_why = fmt::format("{} per node ({})", uniform ? std::to_string(nodes.front().slots) : counts,
+                              out.ranks_why);
+}
+
+// The env file first, then the file's env (MakeRankPlan adds it), then -x over everything.
+void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
+  out.env_file = out.spec.env_file.empty() ? DefaultEnvFile() : ExpandHome(out.spec.env_file);
+  if (!out.env_file.empty()) {
+    std::map<std::string, std::string> env = ReadEnvFile(out.env_file);
+    for (const auto& [name, value] : out.spec.env) env[name] = value;
+    out.spec.env = env;
+  }
+  for (const std::string& item : choice.pass_env) {
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    std::string value;
+    if (eq != std::string::npos) {
+      value = item.substr(eq + 1);
+    } else if (const char* own = std::getenv(name.c_str())) {
+      value = own;
+    } else {
+      throw UsageError(fmt::format("-x {}: {} is not set in this environment; set it, or give "
+                                   "the value: -x {}=VALUE",
+                                   name, name, name));
+    }
+    if (name.empty()) throw UsageError("-x: expected NAME or NAME=VALUE");
+    out.spec.env[name] = value;
+    for (NodeSpec& node : out.spec.nodes) node.env.erase(name);  // -x wins over per-node env
+  }
+}
+
+void ChooseRendezvous(const ClusterChoice& choice, ChosenCluster& out) {
+  const bool local = out.spec.transport == TransportKind::kLocal;
+  out.master_addr = out.spec.nodes.front().address;
+  if (local && !Env("MASTER_ADDR").empty()) out.master_addr = Env("MASTER_ADDR");
+  const std::string env_port = Env("MASTER_PORT");
+  if (choice.master_port > 0) {
+    out.spec.rendezvous_port = choice.master_port;
+    out.port_why = "--master-port";
+  } else if (local && !env_port.empty()) {
+    char* end = nullptr;
+    const long port = std::strtol(env_port.c_str(), &end, 10);
+    if (*end != '\0' || port < 1 || port > 65535) {
+      throw UsageError(fmt::format("MASTER_PORT={}: expected a port number from 1 to 65535; fix "
+                                   "it, unset it, or pass --master-port PORT",
+                                   env_port));
+    }
+    out.spec.rendezvous_port = static_cast<int>(port);
+    out.port_why = "MASTER_PORT in the environment";
+  } else if (out.spec.rendezvous_port_given) {
+    out.port_why = "rendezvous.port in " + out.spec.source;
+  } else if (local) {
+    out.port_hold = std::make_shared<PortReservation>();
+    out.spec.rendezvous_port = out.port_hold->port();
+    out.port_why = "a free port, held until rank 0 binds it";
+  } else {
+    out.spec.rendezvous_port = kDefaultRendezvousPort;
+    out.port_why = "the default; --master-port or rendezvous.port to change it";
+  }
+}
+
+}  // namespace
+
+ChosenCluster ChooseCluster(const ClusterChoice& choice) {
+  ChosenCluster out;
+  ChooseNodes(choice, out);
+  ChooseRanks(choice, out);
+  ChooseEnvironment(choice, out);
+  ChooseRendezvous(choice, out);
+  return out;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,41 @@
+// The one place that decides which nodes a launch runs on and says why: -c FILE, else -H or
+// --hostfile, else ./cluster.yaml, else this machine alone; then -np, --nproc-per-node, -x, the
+// env file and the rendezvous address and port. The banner prints what it records.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/port_reservation.h"
+
+namespace dtrain {
+
+// What the command line (and the caller's environment) says about nodes.
+struct ClusterChoice {
+  std::string cluster_file;  // -c; "" = ./cluster.yaml when there is no -H/--hostfile
+  std::string hosts;         // -H host:slots,...
+  std::string hostfile;      // --hostfile
+  int nproc_per_node = 0;    // > 0 overrides every node's slots
+  int np = 0;                // > 0: this many ranks in all, filling nodes in order
+  int master_port = 0;       // > 0: --master-port
+  std::vector<std::string> pass_env;  // -x NAME (the caller's value) or -x NAME=VALUE
+};
+
+// The cluster a launch runs on, with each choice explained for the banner.
+struct ChosenCluster {
+  ClusterSpec spec;         // slots, env, transport and rendezvous port final
+  std::string source;       // "cluster file ./cluster.yaml", "-H a:2,b:2", "no cluster file"
+  std::string ranks_why;    // "2 per node (NPROC_PER_NODE=2)"
+  std::string master_addr;  // MASTER_ADDR given to every rank
+  std::string port_why;     // "--master-port", "MASTER_PORT in the environment", ...
+  std::string env_file;     // the env file read, or ""
+  std::vector<std::string> notes;  // settings that were seen but did not apply, and why
+  std::shared_ptr<PortReservation> port_hold;  // set when a free port was picked
+};
+
+// Throws UsageError when the choices contradict each other or a file cannot be read.
+ChosenCluster ChooseCluster(const ClusterChoice& choice);
+
+}  // namespace dtrain

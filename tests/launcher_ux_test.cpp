@@ -1,0 +1,262 @@
+// Issue 16, "torchrun and horovodrun users at home in five minutes": each numbered item tried the
+// way a new user types it, through the built dtrain binary on this machine. The SSH halves
+// (-x, -H, --hostfile, dtrain-clip on nodes, stderr and 127 over SSH) are in ssh_ux_test.cpp.
+#include <sys/stat.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "doctor/checks.h"
+#include "launcher/ssh_session.h"
+#include "tests/launcher_subprocess.h"
+
+namespace dtrain {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::DtrainProcess;
+using testing::ReadFile;
+using testing::RunDtrain;
+using testing::TempDir;
+using testing::WriteFile;
+
+const std::string kPython = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";
+
+// 1. The first word that is not an option of dtrain starts the rank command, `--` or not.
+TEST(Issue16, CommandWithoutDoubleDashIsTheRankCommand) {
+  TempDir dir;
+  auto run = RunDtrain({"launch", "--job", "a", "sh", "-c", "echo one"}, dir.path());
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "[localhost:0] one\n");
+  // The command's own options (--lr) are its own, with and without `--`.
+  for (bool dashes : {false, true}) {
+    std::vector<std::string> args = {"launch", "--nproc-per-node", "2", "--job",
+                                     dashes ? "d" : "n"};
+    if (dashes) args.push_back("--");
+    for (const char* word : {"sh", "-c", "echo \"$RANK $*\"", "train.py", "--lr", "0.1"})
+      args.push_back(word);
+    run = RunDtrain(args, dir.path());
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/" + (dashes ? "d" : "n") + "/rank-1.log"),
+              "1 --lr 0.1\n");
+  }
+}
+
+// 2. Two local torch.distributed jobs at once, neither given a port: both succeed, on different
+// ports; MASTER_PORT in the caller's environment and --master-port are honoured.
+TEST(Issue16, ConcurrentLocalTorchJobsNeverCollide) {
+  struct stat st;
+  if (::stat(kPython.c_str(), &st) != 0) GTEST_SKIP() << "no " << kPython;
+  TempDir dir;
+  WriteFile(dir.path() + "/ddp.py",
+            "import os, time, torch, torch.distributed as dist\n"
+            "dist.init_process_group('gloo')\n"
+            "t = torch.ones(1) * (dist.get_rank() + 1)\n"
+            "dist.all_reduce(t)\n"
+            "time.sleep(2)  # both jobs' stores are up at the same time\n"
+            "dist.barrier()\n"
+            "print('port', os.environ['MASTER_PORT'], 'sum', int(t.item()))\n"
+            "dist.destroy_process_group()\n");
+  DtrainProcess a({"launch", "-np", "2", "--job", "a", kPython, "ddp.py"}, dir.path());
+  DtrainProcess b({"launch", "-np", "2", "--job", "b", kPython, "ddp.py"}, dir.path());
+  ASSERT_EQ(a.Wait(180), 0) << a.err();
+  ASSERT_EQ(b.Wait(180), 0) << b.err();
+  const std::string log_a = ReadFile(dir.path() + "/dtrain-logs/a/rank-0.log");
+  const std::string log_b = ReadFile(dir.path() + "/dtrain-logs/b/rank-0.log");
+  EXPECT_THAT(log_a, HasSubstr(" sum 3"));
+  EXPECT_THAT(log_b, HasSubstr(" sum 3"));
+  EXPECT_NE(log_a, log_b);  // "port P sum 3": different ports
+  EXPECT_THAT(a.err(), HasSubstr("a free port, held until rank 0 binds it"));
+
+  auto run = RunDtrain({"launch", "--job", "env", "sh", "-c", "echo $MASTER_ADDR:$MASTER_PORT"},
+                       dir.path(), {"MASTER_PORT=29777", "MASTER_ADDR=127.0.0.2"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "[localhost:0] 127.0.0.2:29777\n");
+  run = RunDtrain({"launch", "--master-port", "29778", "--job", "flag", "sh", "-c",
+                   "echo $MASTER_PORT"},
+                  dir.path(), {"MASTER_PORT=29777"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "[localhost:0] 29778\n");
+}
+
+// 4. The banner names the cluster file and why there are N ranks per node; NPROC_PER_NODE that
+// a ./cluster.yaml overrides is called out; a file without transport: on this machine is local.
+TEST(Issue16, BannerSaysWhichClusterFileAndWhyThatManyRanks) {
+  TempDir dir;
+  WriteFile(dir.path() + "/cluster.yaml", "nodes: [{host: localhost, slots: 2}]\n");
+  auto run = RunDtrain({"launch", "--job", "c", "true"}, dir.path(), {"NPROC_PER_NODE=3"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("2 rank(s) on 1 node(s) (local)"));  // no SSH to localhost
+  EXPECT_THAT(run.err, HasSubstr("cluster file ./cluster.yaml"));
+  EXPECT_THAT(run.err, HasSubstr("ranks: 2 per node (slots in ./cluster.yaml)"));
+  EXPECT_THAT(run.err, HasSubstr("NPROC_PER_NODE=3 is not used"));
+  EXPECT_THAT(run.err, HasSubstr("--nproc-per-node 3"));
+  ::unlink((dir.path() + "/cluster.yaml").c_str());
+  run = RunDtrain({"launch", "--job", "e", "true"}, dir.path(), {"NPROC_PER_NODE=3"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("no cluster file"));
+  EXPECT_THAT(run.err, HasSubstr("ranks: 3 per node (NPROC_PER_NODE=3)"));
+}
+
+// 5. Unknown options and commands are named, with a suggestion; `dtrain help CMD` works.
+TEST(Issue16, UnknownOptionsAndCommandsSayWhatToDo) {
+  TempDir dir;
+  auto run = RunDtrain({"launch", "--nnodes", "2", "--", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("unknown option --nnodes"));
+  EXPECT_THAT(run.err, Not(HasSubstr("argument was not expected")));
+  run = RunDtrain({"launch", "--nproc-per-nod", "2", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("did you mean --nproc-per-node?"));
+  run = RunDtrain({"lauch"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("unknown command 'lauch' (did you mean launch?)"));
+  run = RunDtrain({"logs", "--tial", "3"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("did you mean --tail?"));
+  run = RunDtrain({"help", "launch"}, dir.path());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("--master-port"));
+  // torchrun's underscore spelling is accepted.
+  run = RunDtrain({"launch", "--nproc_per_node=2", "--job", "u", "true"}, dir.path());
+  EXPECT_EQ(run.status, 0) << run.err;
+  // init refuses to overwrite with status 2, as documented.
+  ASSERT_EQ(RunDtrain({"init"}, dir.path()).status, 0);
+  run = RunDtrain({"init"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("--force"));
+}
+
+// 6. Range errors in words.
+TEST(Issue16, RangeErrorsAreReadable) {
+  TempDir dir;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"launch", "--nproc-per-node", "0", "true"},
+        {"launch", "-np", "0", "true"},
+        {"launch", "--master-port", "70000", "true"},
+        {"logs", "--tail", "-1"}}) {
+    auto run = RunDtrain(args, dir.path());
+    EXPECT_EQ(run.status, 2) << args[1];
+    EXPECT_THAT(run.err, Not(HasSubstr("179769"))) << run.err;
+    EXPECT_THAT(run.err, Not(HasSubstr("0.000000"))) << run.err;
+    EXPECT_THAT(run.err, HasSubstr("expected")) << run.err;
+    EXPECT_THAT(run.err, HasSubstr("--help")) << run.err;
+  }
+}
+
+// 7. The ssh-keyscan hint carries -p for a node on another port.
+TEST(Issue16, KeyscanHintCarriesThePort) {
+  EXPECT_EQ(KeyscanCommand("10.0.0.5", 22), "ssh-keyscan 10.0.0.5");
+  EXPECT_EQ(KeyscanCommand("10.0.0.5", 2222), "ssh-keyscan -p 2222 10.0.0.5");
+  NodeFacts node;
+  node.host = "gpu-b";
+  node.address = "10.0.0.5";
+  node.reached = false;
+  node.error = "node gpu-b (10.0.0.5): ssh: host key for 10.0.0.5 is not in known_hosts";
+  node.failure = ClassifyReachError(node.error);
+  const std::vector<Finding> findings = CheckReach({node}, 2222);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_THAT(findings[0].remedy, HasSubstr("ssh-keyscan -p 2222 10.0.0.5"));
+}
+
+// 8. A network failure's remedy names the address and port and how to check them.
+TEST(Issue16, NetworkFailureRemedyNamesAddressAndPort) {
+  NodeFacts node;
+  node.host = "gpu-c";
+  node.address = "10.0.0.6";
+  node.reached = false;
+  node.error = "node gpu-c (10.0.0.6): ssh: cannot connect to port 22: No route to host";
+  node.failure = ClassifyReachError(node.error);
+  const std::vector<Finding> findings = CheckReach({node}, 22);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_THAT(findings[0].remedy, HasSubstr("nc -vz 10.0.0.6 22"));
+  EXPECT_THAT(findings[0].remedy, HasSubstr("ip route get 10.0.0.6"));
+  EXPECT_THAT(findings[0].remedy, Not(HasSubstr("sh -s")));
+}
+
+// 9 (local half). -np, -H localhost:N, a hostfile, -x and .dtrain_env.
+TEST(Issue16, MpirunAndHorovodrunOptionsOnThisMachine) {
+  TempDir dir;
+  auto run = RunDtrain({"launch", "-np", "3", "--job", "np", "sh", "-c", "echo $WORLD_SIZE"},
+                       dir.path());
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/np/rank-2.log"), "3\n");
+  run = RunDtrain({"launch", "-H", "localhost:2", "--job", "h", "sh", "-c", "echo $LOCAL_WORLD_SIZE"},
+                  dir.path());
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("(local)"));
+  EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/h/rank-1.log"), "2\n");
+  WriteFile(dir.path() + "/hosts", "# DeepSpeed style\nlocalhost slots=4\n");
+  run = RunDtrain({"launch", "--hostfile", "hosts", "-np", "3", "--job", "hf", "sh", "-c",
+                   "echo $WORLD_SIZE"},
+                  dir.path());
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/hf/rank-0.log"), "3\n");
+  WriteFile(dir.path() + "/.dtrain_env", "# every job\nFROM_FILE=a b 'c'\n");
+  run = RunDtrain({"launch", "-x", "MINE", "-x", "SET=x=1", "--job", "x", "sh", "-c",
+                   "printf '%s|%s|%s' \"$MINE\" \"$SET\" \"$FROM_FILE\""},
+                  dir.path(), {"MINE=it's $(here)"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/x/rank-0.log"), "it's $(here)|x=1|a b 'c'");
+  run = RunDtrain({"launch", "-x", "SURELY_UNSET_VAR_16", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("-x SURELY_UNSET_VAR_16=VALUE"));
+  run = RunDtrain({"launch", "-H", "localhost:2", "-np", "5", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("more ranks than the 2 slot(s)"));
+}
+
+// 10. Rank stdout on dtrain's stdout, rank stderr on dtrain's stderr, both in the log;
+// --console narrows the console; command not found is 127; completion sources in bash.
+TEST(Issue16, StderrSeparateConsoleChoiceAnd127AndCompletion) {
+  TempDir dir;
+  auto run = RunDtrain({"launch", "--job", "s", "sh", "-c", "echo out; echo Traceback >&2"},
+                       dir.path());
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "[localhost:0] out\n");
+  EXPECT_THAT(run.err, HasSubstr("[localhost:0] Traceback\n"));
+  const std::string log = ReadFile(dir.path() + "/dtrain-logs/s/rank-0.log");
+  EXPECT_THAT(log, HasSubstr("out\n"));
+  EXPECT_THAT(log, HasSubstr("Traceback\n"));
+  run = RunDtrain({"launch", "--console", "stderr", "--job", "s2", "sh", "-c",
+                   "echo out; echo err >&2"},
+                  dir.path());
+  EXPECT_EQ(run.out, "");
+  EXPECT_THAT(run.err, HasSubstr("[localhost:0] err\n"));
+  run = RunDtrain({"launch", "--tee", "1", "--job", "s3", "sh", "-c", "echo out; echo err >&2"},
+                  dir.path());
+  EXPECT_EQ(run.out, "[localhost:0] out\n");
+  EXPECT_THAT(run.err, Not(HasSubstr("] err")));
+  run = RunDtrain({"launch", "--job", "nf", "no-such-program-16"}, dir.path());
+  EXPECT_EQ(run.status, 127);
+
+  const std::string script = dir.path() + "/dtrain.bash";
+  run = RunDtrain({"completion", "bash"}, dir.path());
+  ASSERT_EQ(run.status, 0) << run.err;
+  WriteFile(script, run.out);
+  const std::string complete =
+      "bash -c 'source " + script +
+      " && COMP_WORDS=(dtrain launch --nproc) && COMP_CWORD=2 && _dtrain && "
+      "echo \"${COMPREPLY[*]}\" && COMP_WORDS=(dtrain la) && COMP_CWORD=1 && _dtrain && "
+      "echo \"${COMPREPLY[*]}\"' 2>&1";
+  std::string out;
+  FILE* pipe = ::popen(complete.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  EXPECT_EQ(::pclose(pipe), 0) << out;
+  EXPECT_EQ(out, "--nproc-per-node\nlaunch\n");
+  for (const char* shell : {"zsh", "fish"}) {
+    run = RunDtrain({"completion", shell}, dir.path());
+    EXPECT_EQ(run.status, 0);
+    EXPECT_THAT(run.out, HasSubstr("master-port")) << shell;
+  }
+}
+
+}  // namespace
+}  // namespace dtrain

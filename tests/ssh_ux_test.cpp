@@ -1,0 +1,160 @@
+// Issue 16 over SSH, on namespace nodes (tests/cluster): -x values reaching every node byte for
+// byte, -H and --hostfile instead of a cluster file, dtrain-clip found where the doctor finds
+// it, rank stderr on dtrain's stderr and 127 for a command not found.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using test::ReadText;
+using test::RunOutput;
+using test::SshTestCluster;
+
+const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
+
+struct ShellRun {
+  std::string out;  // stdout (stderr too when `merged`)
+  int status = -1;
+};
+
+// `command` through sh; its exit status parsed from a trailing "status=N".
+ShellRun Shell(const std::string& command) {
+  ShellRun r;
+  r.out = RunOutput(command + "; echo \"status=$?\"");
+  const size_t at = r.out.rfind("status=");
+  if (at != std::string::npos) {
+    r.status = std::stoi(r.out.substr(at + 7));
+    r.out.erase(at);
+  }
+  return r;
+}
+
+// A HOME with the cluster's client key and known_hosts where OpenSSH users keep them, so -H and
+// --hostfile run with no cluster file at all.
+std::string MakeHome(const SshTestCluster& cluster) {
+  const std::string home = cluster.dir() + "/home";
+  RunOutput("mkdir -p " + home + "/.ssh && cp " + cluster.dir() + "/id_ed25519 " + cluster.dir() +
+            "/known_hosts " + home + "/.ssh/ && chmod 600 " + home + "/.ssh/id_ed25519");
+  return home;
+}
+
+// 9. -x NAME (the caller's value) and -x NAME=VALUE reach every SSH rank byte for byte.
+TEST(Issue16Ssh, PassedEnvironmentReachesEveryNodeByteForByte) {
+  SshTestCluster cluster("ux16-x", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string canary = cluster.dir() + "/pwned";
+  const std::string tricky = "it's \"$(touch " + canary + ")\" `touch " + canary + "`; a\tb\nc";
+  ::setenv("UX16_TRICKY", tricky.c_str(), 1);
+  const std::string logs = cluster.dir() + "/logs";
+  const ShellRun r = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                      " --job x -q -x UX16_TRICKY -x 'UX16_SET=x=1 $HOME' printf '%s|%s' " +
+                      "'$UX16_TRICKY' 2>&1");
+  ::unsetenv("UX16_TRICKY");
+  ASSERT_EQ(r.status, 0) << r.out;
+  // printf's format is the literal word $UX16_TRICKY: nothing was expanded on the way either.
+  EXPECT_EQ(ReadText(logs + "/x/rank-0.log"), "$UX16_TRICKY|");
+  const ShellRun env = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                        " --job env -q -x UX16_SET='x=1 $HOME' -x UX16_TRICKY=\"$(printf 'a\\tb')\" " +
+                        "sh -c 'printf %s \"$UX16_SET|$UX16_TRICKY|$(hostname)\"' 2>&1");
+  ASSERT_EQ(env.status, 0) << env.out;
+  EXPECT_EQ(ReadText(logs + "/env/rank-0.log"), "x=1 $HOME|a\tb|node0");
+  EXPECT_EQ(ReadText(logs + "/env/rank-1.log"), "x=1 $HOME|a\tb|node1");
+  ::setenv("UX16_TRICKY", tricky.c_str(), 1);
+  const ShellRun own = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                        " --job own -q -x UX16_TRICKY sh -c 'printf %s \"$UX16_TRICKY\"' 2>&1");
+  ::unsetenv("UX16_TRICKY");
+  ASSERT_EQ(own.status, 0) << own.out;
+  EXPECT_EQ(ReadText(logs + "/own/rank-1.log"), tricky);
+  struct stat st;
+  EXPECT_NE(::stat(canary.c_str(), &st), 0) << "a value was run as shell code";
+}
+
+// 9. -H host:slots and a DeepSpeed/MPI hostfile, with -np, instead of a cluster file.
+TEST(Issue16Ssh, HostListAndHostfileRunOnTheNodes) {
+  SshTestCluster cluster("ux16-h", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string home = MakeHome(cluster);
+  const std::string a = cluster.Field(0, 1), b = cluster.Field(1, 1);
+  const std::string logs = cluster.dir() + "/logs";
+  const std::string env = "cd " + cluster.dir() + " && HOME=" + home + " ";
+  ShellRun r = Shell(env + kDtrain + " launch -H " + a + ":2," + b + " --log-dir " + logs +
+                " --job h -q hostname 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("3 rank(s) on 2 node(s) (ssh)"));
+  EXPECT_THAT(r.out, HasSubstr("-H " + a + ":2," + b));
+  EXPECT_EQ(ReadText(logs + "/h/rank-0.log"), "node0\n");
+  EXPECT_EQ(ReadText(logs + "/h/rank-1.log"), "node0\n");
+  EXPECT_EQ(ReadText(logs + "/h/rank-2.log"), "node1\n");
+
+  std::ofstream(cluster.dir() + "/hostfile") << "# DeepSpeed hostfile\n"
+                                             << a << " slots=1\n"
+                                             << b << " slots=2\n";
+  r = Shell(env + kDtrain + " launch --hostfile hostfile -np 2 --log-dir " + logs +
+            " --job hf -q sh -c 'echo $(hostname) $RANK/$WORLD_SIZE $LOCAL_WORLD_SIZE' 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(ReadText(logs + "/hf/rank-0.log"), "node0 0/2 1\n");
+  EXPECT_EQ(ReadText(logs + "/hf/rank-1.log"), "node1 1/2 1\n");
+}
+
+// 3. dtrain-clip (and dtrain) beside the launching dtrain are found on the nodes exactly where
+// the doctor finds them, though that folder is not on the nodes' PATH.
+TEST(Issue16Ssh, LaunchRunsTheDtrainClipTheDoctorReports) {
+  SshTestCluster cluster("ux16-clip", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string bin = cluster.dir() + "/bin";
+  RunOutput("mkdir -p " + bin + " && cp " + kDtrain + " " + bin + "/dtrain");
+  std::ofstream(bin + "/dtrain-clip") << "#!/bin/sh\necho \"dtrain-clip 0.1.0 $0 $*\"\n";
+  ::chmod((bin + "/dtrain-clip").c_str(), 0755);
+  const std::string logs = cluster.dir() + "/logs";
+  const ShellRun launch = Shell(bin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " +
+                           logs + " --job clip -q dtrain-clip --version 2>&1");
+  ASSERT_EQ(launch.status, 0) << launch.out;
+  EXPECT_EQ(ReadText(logs + "/clip/rank-1.log"), "dtrain-clip 0.1.0 " + bin + "/dtrain-clip --version\n");
+  const ShellRun self = Shell(bin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " +
+                         logs + " --job self -q dtrain --version 2>&1");
+  ASSERT_EQ(self.status, 0) << self.out;
+  EXPECT_THAT(ReadText(logs + "/self/rank-0.log"), HasSubstr("dtrain "));
+
+  const ShellRun doctor = Shell(bin + "/dtrain doctor -c " +
+                           cluster.cluster_file() + " --json --timeout 30 2>/dev/null");
+  const nlohmann::json doc = nlohmann::json::parse(doctor.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << doctor.out;
+  for (const auto& node : doc["nodes"]) {
+    EXPECT_EQ(node["facts"]["clip_path"], bin + "/dtrain-clip") << node.dump();
+  }
+}
+
+// 10. Over SSH too: rank stderr on dtrain's stderr, stdout on its stdout; not found is 127.
+TEST(Issue16Ssh, StderrApartAndCommandNotFoundIs127) {
+  SshTestCluster cluster("ux16-err", 1, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = cluster.dir() + "/logs";
+  const std::string err = cluster.dir() + "/err.txt";
+  const ShellRun r = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                      " --job s sh -c 'echo out; echo Traceback >&2' 2>" + err);
+  ASSERT_EQ(r.status, 0) << r.out << ReadText(err);
+  EXPECT_EQ(r.out, "[node0:0] out\n");
+  EXPECT_THAT(ReadText(err), HasSubstr("[node0:0] Traceback\n"));
+  const std::string log = ReadText(logs + "/s/rank-0.log");
+  EXPECT_THAT(log, HasSubstr("out\n"));
+  EXPECT_THAT(log, HasSubstr("Traceback\n"));
+  const ShellRun missing = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " +
+                            logs + " --job nf no-such-program-16 2>&1");
+  EXPECT_EQ(missing.status, 127) << missing.out;
+  EXPECT_THAT(missing.out, HasSubstr("'no-such-program-16': command not found"));
+}
+
+}  // namespace
+}  // namespace dtrain
