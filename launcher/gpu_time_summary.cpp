@@ -46,6 +46,27 @@ double Round3(double value) {
   return std::round(value * 1000.0) / 1000.0;
 }
 
+// The per-rank table of GPU time.
+std::string GpuTable(const GpuTimeSummary& summary) {
+  std::string out;
+  out += fmt::format("{:>5}  {:<12} {:>9} {:>16} {:>16} {:>16} {:>16} {:>9}\n", "rank", "host",
+                     "span ms", "compute", "communication", "memcpy/memset", "idle", "overlap");
+  auto cell = [](double ms, double span) {
+    return fmt::format("{:.1f} ({:.1f}%)", ms, Percent(ms, span));
+  };
+  for (const RankGpuTime& r : summary.ranks) {
+    const GpuTime& g = r.gpu;
+    out += fmt::format("{:>5}  {:<12} {:>9.1f} {:>16} {:>16} {:>16} {:>16} {:>9}\n", r.rank,
+                       r.host.empty() ? "-" : r.host, g.span_ms, cell(g.compute_ms, g.span_ms),
+                       cell(g.communication_ms, g.span_ms), cell(g.memcpy_ms, g.span_ms),
+                       cell(g.idle_ms, g.span_ms),
+                       g.overlap_pct < 0 ? std::string("-") : fmt::format("{:.1f}%", g.overlap_pct));
+  }
+  out += "(communication: NCCL kernels not hidden behind compute; overlap: the share of them that "
+         "is)\n";
+  return out;
+}
+
 }  // namespace
 
 GpuTimeSummaryBuilder::GpuTimeSummaryBuilder(std::string step_name)
@@ -245,22 +266,11 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
 }
 
 std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
-  std::string out = "GPU time per rank (PyTorch profiler traces; % of the rank's GPU span)\n";
-  out += fmt::format("{:>5}  {:<12} {:>9} {:>16} {:>16} {:>16} {:>16} {:>9}\n", "rank", "host",
-                     "span ms", "compute", "communication", "memcpy/memset", "idle", "overlap");
-  auto cell = [](double ms, double span) {
-    return fmt::format("{:.1f} ({:.1f}%)", ms, Percent(ms, span));
-  };
-  for (const RankGpuTime& r : summary.ranks) {
-    const GpuTime& g = r.gpu;
-    out += fmt::format("{:>5}  {:<12} {:>9.1f} {:>16} {:>16} {:>16} {:>16} {:>9}\n", r.rank,
-                       r.host.empty() ? "-" : r.host, g.span_ms, cell(g.compute_ms, g.span_ms),
-                       cell(g.communication_ms, g.span_ms), cell(g.memcpy_ms, g.span_ms),
-                       cell(g.idle_ms, g.span_ms),
-                       g.overlap_pct < 0 ? std::string("-") : fmt::format("{:.1f}%", g.overlap_pct));
-  }
-  out += "(communication: NCCL kernels not hidden behind compute; overlap: the share of them that "
-         "is)\n";
+  bool any_gpu = false;
+  for (const RankGpuTime& r : summary.ranks) any_gpu = any_gpu || r.gpu.span_ms > 0;
+  std::string out = any_gpu ? "GPU time per rank (PyTorch profiler traces; % of the rank's GPU span)\n"
+                            : "GPU time: none recorded (PyTorch traces of CPU activity only)\n";
+  if (any_gpu) out += GpuTable(summary);
   bool any_steps = false;
   for (const RankGpuTime& r : summary.ranks) any_steps = any_steps || !r.steps.empty();
   if (any_steps) {
