@@ -1,6 +1,7 @@
 // `dtrain timeline`: flags to a TimelineRequest; prints where the merged trace went, warnings,
 // and with --summary the report.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,22 @@ int RunTimeline(const TimelineRequest& request) {
               report.merge.ranks.size() == 1 ? "" : "s",
               static_cast<unsigned long long>(report.merge.events), report.output.c_str());
   if (request.summary) {
-    std::printf("\n%s\nstep chart: %s\n", FormatTimelineSummary(report.summary).c_str(),
-                report.chart.c_str());
+    std::printf("\n%s", FormatTimelineReport(report).c_str());
+    if (!report.chart.empty()) std::printf("\nstep chart: %s\n", report.chart.c_str());
   }
+  return kExitOk;
+}
+
+// --summary --json: one JSON document on stdout, warnings on stderr.
+int RunTimelineJson(const TimelineRequest& request) {
+  TimelineReport report = MakeTimeline(request);
+  for (const std::string& warning : report.fetch.warnings) {
+    std::fprintf(stderr, "dtrain timeline: warning: %s\n", warning.c_str());
+  }
+  for (const std::string& warning : report.merge.warnings) {
+    std::fprintf(stderr, "dtrain timeline: warning: %s\n", warning.c_str());
+  }
+  std::printf("%s\n", TimelineReportJson(report).dump(2).c_str());
   return kExitOk;
 }
 
@@ -57,10 +71,21 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
                 "Print compute, communication and waiting per rank, the slowest ranks, the "
                 "overlap of communication with compute and the largest fused allreduces; write "
                 "timeline-steps.svg beside the merged trace");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json,
+                "With --summary: print the summary as one JSON document (per rank GPU time, "
+                "overlap, steps, top kernels, stragglers)");
+  cmd->add_option("--step", request->step_name,
+                  "PyTorch traces: the record_function that marks one step (default: "
+                  "ProfilerStep#N)");
   cmd->add_option("-i,--input,files", request->inputs,
-                  "Trace files to merge instead of a job's (per-rank traces or Horovod timelines)")
+                  "Trace files to merge instead of a job's (per-rank traces, Horovod timelines, "
+                  "PyTorch profiler traces .json or .json.gz)")
       ->check(CLI::ExistingFile);
-  cmd->callback([&run, request] { run = [request] { return RunTimeline(*request); }; });
+  cmd->callback([&run, request, json] {
+    if (*json && !request->summary) throw CLI::ValidationError("--json", "needs --summary");
+    run = [request, json] { return *json ? RunTimelineJson(*request) : RunTimeline(*request); };
+  });
 }
 
 }  // namespace dtrain

@@ -59,8 +59,12 @@ std::string JobRecordPath(const std::string& job_dir) {
 void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
   json nodes = json::array();
   for (const NodeSpec& n : r.nodes) {
-    nodes.push_back(
-        {{"host", n.host}, {"address", n.address}, {"slots", n.slots}, {"gpus", n.gpus}});
+    json node = {{"host", n.host}, {"address", n.address}, {"slots", n.slots}, {"gpus", n.gpus}};
+    if (auto offset = r.node_clock_offsets_us.find(n.host);
+        offset != r.node_clock_offsets_us.end()) {
+      node["clock_offset_us"] = offset->second;
+    }
+    nodes.push_back(node);
   }
   json ranks = json::array();
   for (const RankSlot& s : r.plan.ranks) {
@@ -144,6 +148,12 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
     s.cluster_file = doc.value("cluster", "");
     s.launch_dir = doc.value("launch_dir", "");
     const bool timeline = doc.value("timeline", false);
+    std::map<std::string, int64_t> node_offsets;
+    for (const json& node : doc.value("nodes", json::array())) {
+      if (node.contains("clock_offset_us") && node["clock_offset_us"].is_number_integer()) {
+        node_offsets[node.value("host", "")] = node["clock_offset_us"].get<int64_t>();
+      }
+    }
     for (const json& rank : doc.value("ranks", json::array())) {
       const int r = rank.at("rank").get<int>();
       s.rank_hosts[r] = rank.value("host", "");
@@ -154,6 +164,9 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
         trace = fmt::format("{}/{}/timeline/rank-{}.json", doc.value("log_dir", ""), s.name, r);
       }
       if (!trace.empty()) s.rank_traces[r] = trace;
+      if (auto offset = node_offsets.find(s.rank_hosts[r]); offset != node_offsets.end()) {
+        s.rank_clock_offsets_us[r] = offset->second;
+      }
     }
     return s;
   } catch (const json::exception& e) {

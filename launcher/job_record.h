@@ -34,6 +34,9 @@ struct JobRecord {
   std::string launch_dir;
   std::string log_dir;
   std::vector<NodeSpec> nodes;
+  // Node -> the launcher's clock minus the node's, in µs, where measured (PyTorch traces carry
+  // their node's own clock).
+  std::map<std::string, int64_t> node_clock_offsets_us;
   RankPlan plan;
   int max_restarts = 0;
   bool timeline = false;
@@ -63,6 +66,7 @@ struct JobSummary {
   std::string launch_dir;
   std::map<int, std::string> rank_addresses;  // rank -> node address the launcher used
   std::map<int, std::string> rank_traces;     // rank -> DTRAIN_TIMELINE as the rank saw it
+  std::map<int, int64_t> rank_clock_offsets_us;  // rank -> its node's clock offset, if measured
 };
 
 std::string JobRecordPath(const std::string& job_dir);

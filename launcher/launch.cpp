@@ -122,7 +122,7 @@ int RunLaunch(const LaunchOptions& options) {
     name = NewJobName();  // two launches in the same second drew the same suffix
     job_dir = log_dir + "/" + name;
   }
-  if (timeline) MakeDirs(job_dir + "/timeline");
+  MakeDirs(job_dir + "/timeline");  // DTRAIN_TRACE_DIR of local ranks; dtrain-clip's traces
   PointLatestAt(log_dir, name);
 
   PlanOptions plan_options;
@@ -142,6 +142,10 @@ int RunLaunch(const LaunchOptions& options) {
   record.launch_dir = launch_dir;
   record.log_dir = log_dir;
   record.nodes = spec.nodes;
+  // One clock for every rank on this machine; ssh nodes keep theirs unmeasured (absent).
+  if (spec.transport == TransportKind::kLocal) {
+    for (const NodeSpec& node : spec.nodes) record.node_clock_offsets_us[node.host] = 0;
+  }
   record.max_restarts = max_restarts;
   record.timeline = timeline;
   record.started_us = WallMicros();

@@ -93,6 +93,8 @@ RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options) {
       env["DTRAIN_LOG_DIR"] = options.job_dir;
       env["DTRAIN_NODE"] = node.host;
       env["DTRAIN_RESTART_COUNT"] = std::to_string(options.restart_count);
+      // Where a PyTorch script exports its profiler trace (README, `dtrain timeline`).
+      env["DTRAIN_TRACE_DIR"] = options.job_dir + "/timeline";
       if (options.timeline) {
         const std::string trace = fmt::format("{}/timeline/rank-{}.json", options.job_dir, rank);
         env["DTRAIN_TIMELINE"] = trace;

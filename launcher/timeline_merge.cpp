@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/kineto_rank_merge.h"
+#include "launcher/merged_trace_file.h"
 #include "launcher/trace_reader.h"
 #include "launcher/trace_record.h"
 
@@ -59,6 +61,17 @@ RankTraceInfo ScanMetadata(const std::string& path) {
   RankTraceInfo info;
   info.path = path;
   TraceReader reader(path);
+  if (reader.object_form()) {
+    if (!IsKinetoHeader(reader.header())) {
+      throw Error(fmt::format(
+          "{}: not a Chrome trace-event array, nor a PyTorch profiler trace (a JSON object "
+          "without schemaVersion, baseTimeNanoseconds or distributedInfo)",
+          path));
+    }
+    ScanKinetoTrace(reader, info);
+    if (info.rank < 0) info.rank = RankFromFileName(path);
+    return info;
+  }
   std::string text;
   bool have_start = false;
   while (!(have_start && info.has_clock_offset) && reader.NextText(text)) {
@@ -82,31 +95,53 @@ RankTraceInfo ScanMetadata(const std::string& path) {
   return info;
 }
 
-// Ranks for files that name none, and no two files on one rank.
+// Ranks for files that name none, and no two files of one kind on one rank. PyTorch traces
+// name their rank themselves: two of one rank, or of different world sizes, are an error.
 void AssignRanks(std::vector<RankTraceInfo>& ranks, std::vector<std::string>& warnings) {
-  std::set<int> taken;
-  std::vector<RankTraceInfo*> unplaced;
-  for (RankTraceInfo& info : ranks) {
-    if (info.rank >= 0 && taken.insert(info.rank).second) continue;
-    if (info.rank >= 0) {
-      warnings.push_back(fmt::format("{}: rank {} appears in another file too; given a new number",
-                                     info.path, info.rank));
+  std::map<int, const RankTraceInfo*> kineto_by_rank;
+  const RankTraceInfo* sized = nullptr;
+  for (const RankTraceInfo& info : ranks) {
+    if (!info.kineto) continue;
+    if (info.world_size > 0 && sized && sized->world_size != info.world_size) {
+      throw Error(fmt::format("{}: rank {} of world size {}, but {} is rank {} of world size {}: "
+                              "traces of different jobs?",
+                              info.path, info.rank, info.world_size, sized->path, sized->rank,
+                              sized->world_size));
     }
-    unplaced.push_back(&info);
-  }
-  int next = 0;
-  for (RankTraceInfo* info : unplaced) {
-    int from_name = RankFromFileName(info->path);
-    if (from_name >= 0 && taken.insert(from_name).second) {
-      info->rank = from_name;
-      continue;
+    if (info.world_size > 0) sized = &info;
+    if (info.rank < 0) continue;
+    auto [it, added] = kineto_by_rank.emplace(info.rank, &info);
+    if (!added) {
+      throw Error(fmt::format("{}: rank {} again (also in {}): give one PyTorch trace per rank",
+                              info.path, info.rank, it->second->path));
     }
-    while (taken.count(next)) ++next;
-    info->rank = next;
-    taken.insert(next);
   }
-  std::sort(ranks.begin(), ranks.end(),
-            [](const RankTraceInfo& a, const RankTraceInfo& b) { return a.rank < b.rank; });
+  for (const bool kineto : {false, true}) {
+    std::set<int> taken;
+    std::vector<RankTraceInfo*> unplaced;
+    for (RankTraceInfo& info : ranks) {
+      if (info.kineto != kineto) continue;
+      if (info.rank >= 0 && taken.insert(info.rank).second) continue;
+      if (info.rank >= 0) {
+        warnings.push_back(fmt::format(
+            "{}: rank {} appears in another file too; given a new number", info.path, info.rank));
+      }
+      unplaced.push_back(&info);
+    }
+    int next = 0;
+    for (RankTraceInfo* info : unplaced) {
+      int from_name = RankFromFileName(info->path);
+      if (from_name >= 0 && taken.insert(from_name).second) {
+        info->rank = from_name;
+        continue;
+      }
+      while (taken.count(next)) ++next;
+      info->rank = next;
+      taken.insert(next);
+    }
+  }
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const RankTraceInfo& a, const RankTraceInfo& b) { return a.rank < b.rank; });
 }
 
 void PlaceOnCommonClock(std::vector<RankTraceInfo>& ranks, std::vector<std::string>& warnings) {
@@ -115,52 +150,13 @@ void PlaceOnCommonClock(std::vector<RankTraceInfo>& ranks, std::vector<std::stri
     base = std::min(base, info.start_us + info.clock_offset_us);
   for (RankTraceInfo& info : ranks) {
     info.shift_us = info.start_us + info.clock_offset_us - base;
-    if (ranks.size() > 1 && info.rank != 0 && !info.has_clock_offset) {
+    if (ranks.size() > 1 && info.rank != 0 && !info.has_clock_offset && !info.kineto) {
       warnings.push_back(
           fmt::format("{}: rank {} recorded no clock offset to rank 0; its own clock is used",
                       info.path, info.rank));
     }
   }
 }
-
-// The merged array, one record a line, written under a temporary name and renamed when whole.
-class MergedTraceFile {
- public:
-  explicit MergedTraceFile(const std::string& path) : path_(path), temp_(path + ".partial") {
-    file_ = std::fopen(temp_.c_str(), "wb");
-    if (!file_) throw Error(fmt::format("{}: cannot write ({})", temp_, std::strerror(errno)));
-    std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
-    std::fputs("[\n", file_);
-  }
-  ~MergedTraceFile() {
-    if (file_) {
-      std::fclose(file_);
-      std::remove(temp_.c_str());
-    }
-  }
-  void Write(const json& record) { WriteText(record.dump()); }
-  void WriteText(std::string_view text) {
-    if (!first_) std::fwrite(",\n", 1, 2, file_);
-    first_ = false;
-    std::fwrite(text.data(), 1, text.size(), file_);
-  }
-  void Commit() {
-    std::fputs("\n]\n", file_);
-    bool ok = std::ferror(file_) == 0;
-    ok = std::fclose(file_) == 0 && ok;
-    file_ = nullptr;
-    if (!ok || std::rename(temp_.c_str(), path_.c_str()) != 0) {
-      std::remove(temp_.c_str());
-      throw Error(fmt::format("{}: cannot write ({})", path_, std::strerror(errno)));
-    }
-  }
-
- private:
-  std::string path_;
-  std::string temp_;
-  std::FILE* file_ = nullptr;
-  bool first_ = true;
-};
 
 // One source track (a pid in the rank's file) becoming a thread of the rank's process.
 struct ThreadState {
@@ -178,7 +174,7 @@ class RankMerger {
       : info_(info), out_(out), observer_(observer), warnings_(warnings) {}
 
   void Run(int64_t base_us) {
-    WriteProcessHeader(base_us);
+    WriteProcessHeader(info_, out_, base_us);
     TraceReader reader(info_.path);
     std::string text;
     while (reader.NextText(text)) Take(reader, text);
@@ -200,21 +196,24 @@ class RankMerger {
     }
   }
 
- private:
-  void WriteProcessHeader(int64_t base_us) {
-    std::string label = info_.host.empty() ? fmt::format("rank {}", info_.rank)
-                                           : fmt::format("rank {} ({})", info_.rank, info_.host);
+  // The rank's process: its name, its clock, its place (also for a rank's PyTorch trace).
+  static void WriteProcessHeader(const RankTraceInfo& info, MergedTraceFile& out,
+                                 int64_t base_us) {
+    std::string label = info.host.empty() ? fmt::format("rank {}", info.rank)
+                                          : fmt::format("rank {} ({})", info.rank, info.host);
     json args = {{"name", label}, {"start_time_since_epoch_in_micros", base_us}};
-    if (info_.has_clock_offset) {
-      args["clock_offset_us"] = info_.clock_offset_us;
-      args["clock_rtt_us"] = info_.clock_rtt_us;
+    if (info.has_clock_offset) {
+      args["clock_offset_us"] = info.clock_offset_us;
+      args["clock_rtt_us"] = info.clock_rtt_us;
     }
-    out_.Write({{"name", "process_name"}, {"ph", "M"}, {"pid", info_.rank}, {"args", args}});
-    out_.Write({{"name", "process_sort_index"},
-                {"ph", "M"},
-                {"pid", info_.rank},
-                {"args", {{"sort_index", info_.rank}}}});
+    out.Write({{"name", "process_name"}, {"ph", "M"}, {"pid", info.rank}, {"args", args}});
+    out.Write({{"name", "process_sort_index"},
+               {"ph", "M"},
+               {"pid", info.rank},
+               {"args", {{"sort_index", info.rank}}}});
   }
+
+ private:
 
   void NameThread(int tid, const std::string& name) {
     ThreadState& thread = threads_[tid];
@@ -365,7 +364,9 @@ void RefuseOverwritingAnInput(const std::vector<std::string>& inputs, const std:
 
 MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::string& output,
                            const MergedEventObserver& observer,
-                           const std::map<int, std::string>& hosts) {
+                           const std::map<int, std::string>& hosts,
+                           const std::map<int, int64_t>& clock_offsets_us,
+                           const KinetoEventObserver& kineto_observer) {
   if (inputs.empty()) throw UsageError("no timeline files to merge");
   RefuseOverwritingAnInput(inputs, output);
   MergeResult result;
@@ -374,13 +375,24 @@ MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::st
   for (RankTraceInfo& info : result.ranks) {
     auto host = hosts.find(info.rank);
     if (info.host.empty() && host != hosts.end()) info.host = host->second;
+    auto offset = clock_offsets_us.find(info.rank);
+    if (info.kineto && offset != clock_offsets_us.end()) {
+      info.has_clock_offset = true;
+      info.clock_offset_us = offset->second;
+    }
   }
   PlaceOnCommonClock(result.ranks, result.warnings);
   int64_t base = result.ranks.front().start_us + result.ranks.front().clock_offset_us -
                  result.ranks.front().shift_us;
   MergedTraceFile out(output);
   for (RankTraceInfo& info : result.ranks) {
-    RankMerger(info, out, observer, result.warnings).Run(base);
+    if (info.kineto) {
+      info.kineto_shift_us += static_cast<double>(info.shift_us);
+      RankMerger::WriteProcessHeader(info, out, base);
+      MergeKinetoRank(info, out, kineto_observer);
+    } else {
+      RankMerger(info, out, observer, result.warnings).Run(base);
+    }
     result.events += info.events;
   }
   out.Commit();

@@ -1,6 +1,7 @@
-// Merges per-rank Chrome traces (dtrain-clip's, or Horovod's rank-0 timeline) into one trace:
-// one process per rank (pid = rank, named "rank R (host)"), one thread per track of that rank
-// (tensor, fusion buffer, compute), every timestamp on rank 0's clock. Streams record by record.
+// Merges per-rank Chrome traces (dtrain-clip's, Horovod's rank-0 timeline, PyTorch profiler
+// traces) into one trace: one process per rank (pid = rank, named "rank R (host)"), one thread
+// per track of that rank (tensor, fusion buffer, compute; CPU thread, GPU stream), every
+// timestamp on one clock. Streams record by record.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "launcher/kineto_trace.h"
 
 namespace dtrain {
 
@@ -25,6 +28,9 @@ struct RankTraceInfo {
   int64_t shift_us = 0;  // added to the file's ts to get the merged ts
   uint64_t events = 0;
   bool truncated = false;
+  bool kineto = false;          // a PyTorch profiler trace (else dtrain-clip's or Horovod's)
+  int world_size = 0;           // Kineto: distributedInfo.world_size (0: not given)
+  double kineto_shift_us = 0;   // Kineto: added to the file's fractional ts for the merged ts
 };
 
 // One event as it goes into the merged trace, for observers such as the summary.
@@ -52,9 +58,15 @@ struct MergeResult {
 // shows every merged event to `observer` (may be empty). Spans a truncated file leaves open are
 // closed at its last timestamp; such files and other repairs are reported in warnings.
 // `hosts` (rank -> node, e.g. from job.json) names ranks whose trace does not.
-// Throws dtrain::Error on unreadable input or output.
+// PyTorch profiler traces take their rank from distributedInfo (two files of one rank, or of
+// different world sizes, are an error) and their clock from baseTimeNanoseconds plus
+// `clock_offsets_us` (rank -> launcher's clock minus the rank's node's, from job.json); their
+// events go to `kineto_observer`. A PyTorch trace and a dtrain-clip trace of one rank share the
+// rank's process. Throws dtrain::Error on unreadable input or output.
 MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::string& output,
                            const MergedEventObserver& observer,
-                           const std::map<int, std::string>& hosts = {});
+                           const std::map<int, std::string>& hosts = {},
+                           const std::map<int, int64_t>& clock_offsets_us = {},
+                           const KinetoEventObserver& kineto_observer = {});
 
 }  // namespace dtrain

@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 
 // "rank-12.json" -> 12, anything else sorts last.
 long RankNumber(const fs::path& file) {
+  if (file.extension() != ".json") return -1;
   std::string stem = file.stem().string();
   if (stem.rfind("rank-", 0) != 0) return -1;
   try {
@@ -64,20 +65,29 @@ std::vector<std::string> JobTraceFiles(const std::string& job_dir) {
   fs::path dir = fs::path(job_dir) / "timeline";
   std::vector<fs::path> files;
   std::error_code ec;
+  auto is_trace = [](const fs::path& path) {
+    const std::string name = path.filename().string();
+    auto ends = [&name](const std::string& tail) {
+      return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(),
+                                                       tail) == 0;
+    };
+    return name[0] != '.' && (ends(".json") || ends(".json.gz"));
+  };
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.is_regular_file() && RankNumber(entry.path()) >= 0 &&
-        entry.path().extension() == ".json") {
-      files.push_back(entry.path());
-    }
+    if (entry.is_regular_file() && is_trace(entry.path())) files.push_back(entry.path());
   }
   if (files.empty()) {
     throw Error(
-        fmt::format("{}: no per-rank traces (rank-R.json); launch the job with --timeline "
-                    "(or job.timeline: true in the cluster file)",
+        fmt::format("{}: no per-rank traces; launch dtrain-clip with --timeline (or "
+                    "job.timeline: true in the cluster file), or have a PyTorch script export "
+                    "its profiler trace to $DTRAIN_TRACE_DIR (README, `dtrain timeline`)",
                     dir.string()));
   }
-  std::sort(files.begin(), files.end(),
-            [](const fs::path& a, const fs::path& b) { return RankNumber(a) < RankNumber(b); });
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    const unsigned long ra = static_cast<unsigned long>(RankNumber(a));  // -1: after all ranks
+    const unsigned long rb = static_cast<unsigned long>(RankNumber(b));
+    return ra != rb ? ra < rb : a.filename() < b.filename();
+  });
   std::vector<std::string> paths;
   for (const fs::path& f : files) paths.push_back(f.string());
   return paths;
@@ -87,6 +97,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   TimelineReport report;
   std::vector<std::string> inputs = request.inputs;
   std::map<int, std::string> hosts;
+  std::map<int, int64_t> clock_offsets;
   report.output = request.output;
   if (inputs.empty()) {
     std::string log_dir = request.log_dir.empty() ? DefaultLogDir() : request.log_dir;
@@ -95,6 +106,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
     if (request.fetch) report.fetch = FetchRemoteTraces(job_dir, job, request.cluster_file);
     inputs = TracesAfterFetch(job_dir, report.fetch);
     hosts = job.rank_hosts;
+    clock_offsets = job.rank_clock_offsets_us;
     if (report.output.empty()) report.output = job_dir + "/timeline.json";
   } else if (!request.job.empty()) {
     throw UsageError("give either trace files or --job, not both");
@@ -103,17 +115,76 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   }
   if (report.output.empty()) report.output = "timeline.json";
   TimelineSummaryBuilder builder;
+  GpuTimeSummaryBuilder gpu_builder(request.step_name);
   MergedEventObserver observer;
-  if (request.summary) observer = [&builder](const MergedEvent& e) { builder.Add(e); };
-  report.merge = MergeTimelines(inputs, report.output, observer, hosts);
+  KinetoEventObserver kineto_observer;
   if (request.summary) {
+    observer = [&builder](const MergedEvent& e) { builder.Add(e); };
+    kineto_observer = [&gpu_builder](const KinetoEvent& e) { gpu_builder.Add(e); };
+  }
+  report.merge =
+      MergeTimelines(inputs, report.output, observer, hosts, clock_offsets, kineto_observer);
+  if (request.summary) {
+    report.gpu = gpu_builder.Finish(report.merge.ranks);
     report.summary = builder.Finish(report.merge.ranks);
+    bool span_traces = false;
+    for (const RankTraceInfo& info : report.merge.ranks) span_traces |= !info.kineto;
+    if (!span_traces) return report;  // the step chart draws dtrain-clip's spans
     fs::path dir = fs::path(report.output).parent_path();
     report.chart =
         (dir.empty() ? fs::path("timeline-steps.svg") : dir / "timeline-steps.svg").string();
     WriteText(report.chart, StepChartSvg(report.summary));
   }
   return report;
+}
+
+namespace {
+
+// True when some rank's trace is dtrain-clip's or Horovod's (the span summary applies).
+bool HasSpanTraces(const TimelineReport& report) {
+  for (const RankTraceInfo& info : report.merge.ranks) {
+    if (!info.kineto) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string FormatTimelineReport(const TimelineReport& report) {
+  std::string out;
+  if (HasSpanTraces(report)) out += FormatTimelineSummary(report.summary);
+  if (!report.gpu.ranks.empty()) {
+    if (!out.empty()) out += '\n';
+    out += FormatGpuTimeSummary(report.gpu);
+  }
+  return out;
+}
+
+nlohmann::json TimelineReportJson(const TimelineReport& report) {
+  using nlohmann::json;
+  json doc = GpuTimeSummaryJson(report.gpu);
+  json& ranks = doc["ranks"];
+  for (const RankTime& r : report.summary.ranks) {
+    bool span_trace = false;
+    for (const RankTraceInfo& info : report.merge.ranks) {
+      span_trace = span_trace || (info.rank == r.rank && !info.kineto);
+    }
+    if (!span_trace) continue;
+    ranks.push_back({{"rank", r.rank},
+                     {"host", r.host},
+                     {"trace", "dtrain"},
+                     {"wall_ms", r.wall_us / 1000.0},
+                     {"compute_ms", r.compute_us / 1000.0},
+                     {"communication_ms", r.comm_us / 1000.0},
+                     {"communication_exposed_ms", r.comm_exposed_us / 1000.0},
+                     {"wait_ms", r.wait_us / 1000.0},
+                     {"idle_ms", r.idle_us / 1000.0}});
+  }
+  doc["output"] = report.output;
+  doc["chart"] = report.chart;
+  doc["events"] = report.merge.events;
+  doc["warnings"] = report.merge.warnings;
+  return doc;
 }
 
 }  // namespace dtrain

@@ -1,11 +1,13 @@
 // A byte scanner that finds record boundaries (braces outside strings) and hands each record's
-// text to nlohmann::json: constant memory whatever the file size.
+// text to nlohmann::json: constant memory whatever the file size. zlib reads the bytes, so a
+// gzip-compressed trace streams the same way as a plain one.
 #include "launcher/trace_reader.h"
 
 #include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include "launcher/error.h"
 
@@ -18,45 +20,164 @@ bool IsSpace(int c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
+gzFile Gz(void* file) {
+  return static_cast<gzFile>(file);
+}
+
 }  // namespace
 
 TraceReader::TraceReader(const std::string& path) : path_(path), buffer_(kBufferBytes) {
-  file_ = std::fopen(path.c_str(), "rb");
+  file_ = gzopen(path.c_str(), "rb");
   if (!file_) throw Error(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
-  int c = Get();
-  while (IsSpace(c)) c = Get();
+  gzbuffer(Gz(file_), 1 << 18);
+  int c = SkipSpace();
   if (c == EOF) {
     // An empty file: a writer killed before its first byte. Nothing to merge, but readable.
     done_ = true;
     truncated_ = true;
     return;
   }
+  if (c == '{') {
+    object_form_ = true;
+    if (!ReadMembersUntilEvents()) {
+      done_ = true;
+      if (!truncated_) return;  // an object without records
+    }
+    return;
+  }
   if (c != '[') {
-    std::fclose(file_);
+    gzclose(Gz(file_));
     file_ = nullptr;
     throw Error(
-        fmt::format("{}: not a Chrome trace-event array (starts with '{}', expected '['); "
-                    "give a per-rank timeline or a Horovod timeline file",
+        fmt::format("{}: not a Chrome trace (starts with '{}', expected '[' or '{{'); give a "
+                    "per-rank timeline, a Horovod timeline or a PyTorch profiler trace",
                     path, static_cast<char>(c)));
   }
 }
 
 TraceReader::~TraceReader() {
-  if (file_) std::fclose(file_);
+  if (file_) gzclose(Gz(file_));
+}
+
+bool TraceReader::Refill() {
+  int n = gzread(Gz(file_), buffer_.data(), static_cast<unsigned>(buffer_.size()));
+  pos_ = 0;
+  if (n < 0) {
+    int code = 0;
+    const char* what = gzerror(Gz(file_), &code);
+    // A gzip stream cut short reads as the end of the file; the scanner reports the truncation.
+    if (code != Z_BUF_ERROR) Fail(fmt::format("cannot decompress ({})", what));
+    n = 0;
+  }
+  len_ = static_cast<size_t>(n);
+  return len_ > 0;
 }
 
 int TraceReader::Get() {
-  if (pos_ == len_) {
-    len_ = std::fread(buffer_.data(), 1, buffer_.size(), file_);
-    pos_ = 0;
-    if (len_ == 0) return EOF;
-  }
+  if (pos_ == len_ && !Refill()) return EOF;
   ++offset_;
   return static_cast<unsigned char>(buffer_[pos_++]);
 }
 
+int TraceReader::SkipSpace() {
+  int c = Get();
+  while (IsSpace(c)) c = Get();
+  return c;
+}
+
 void TraceReader::Fail(const std::string& what) const {
   throw Error(fmt::format("{}: byte {}: {}", path_, offset_, what));
+}
+
+std::string TraceReader::ValueText(int first) {
+  std::string text(1, static_cast<char>(first));
+  if (first == '"') {
+    bool escaped = false;
+    for (int c = Get();; c = Get()) {
+      if (c == EOF) return truncated_ = true, text;
+      text += static_cast<char>(c);
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        return text;
+      }
+    }
+  }
+  if (first != '{' && first != '[') {  // a number, true, false, null
+    while (pos_ < len_ || Refill()) {
+      char c = buffer_[pos_];
+      if (c == ',' || c == '}' || c == ']' || IsSpace(c)) return text;
+      text += c;
+      ++pos_;
+      ++offset_;
+    }
+    truncated_ = true;
+    return text;
+  }
+  int depth = 1;
+  bool in_string = false;
+  bool escaped = false;
+  while (depth > 0) {
+    int c = Get();
+    if (c == EOF) return truncated_ = true, text;
+    text += static_cast<char>(c);
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return text;
+}
+
+bool TraceReader::ReadMembersUntilEvents() {
+  for (;;) {
+    int c = SkipSpace();
+    while (c == ',') c = SkipSpace();
+    if (c == '}') return false;
+    if (c == EOF) {
+      truncated_ = true;
+      return false;
+    }
+    if (c != '"') Fail(fmt::format("expected a member name, found '{}'", static_cast<char>(c)));
+    std::string key_text = ValueText(c);
+    if (truncated_) return false;
+    if (SkipSpace() != ':') Fail("expected ':' after a member name");
+    std::string key;
+    try {
+      key = nlohmann::json::parse(key_text).get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+      Fail(fmt::format("bad member name: {}", e.what()));
+    }
+    int first = SkipSpace();
+    if (key == "traceEvents") {
+      if (first != '[') Fail("\"traceEvents\" is not an array");
+      return true;
+    }
+    if (first == EOF) {
+      truncated_ = true;
+      return false;
+    }
+    std::string value = ValueText(first);
+    if (truncated_) return false;
+    try {
+      header_[key] = nlohmann::json::parse(value);
+    } catch (const nlohmann::json::exception& e) {
+      Fail(fmt::format("member \"{}\": {}", key, e.what()));
+    }
+  }
 }
 
 bool TraceReader::NextText(std::string& text) {
@@ -65,6 +186,12 @@ bool TraceReader::NextText(std::string& text) {
   while (IsSpace(c) || c == ',') c = Get();
   if (c == EOF || c == ']') {
     done_ = true;
+    // The object form goes on after the array; a file that stops before its closing brace
+    // was cut short.
+    if (object_form_ && (c == EOF || ReadMembersUntilEvents() || truncated_)) {
+      truncated_ = true;
+      record_start_ = offset_;
+    }
     return false;
   }
   if (c != '{') Fail(fmt::format("unexpected '{}' between records", static_cast<char>(c)));
@@ -75,14 +202,10 @@ bool TraceReader::NextText(std::string& text) {
   bool in_string = false;
   bool escaped = false;
   while (depth > 0) {
-    if (pos_ == len_) {
-      len_ = std::fread(buffer_.data(), 1, buffer_.size(), file_);
-      pos_ = 0;
-      if (len_ == 0) {
-        done_ = true;
-        truncated_ = true;
-        return false;
-      }
+    if (pos_ == len_ && !Refill()) {
+      done_ = true;
+      truncated_ = true;
+      return false;
     }
     const char* data = buffer_.data();
     const size_t start = pos_;

@@ -247,6 +247,16 @@ int64_t TraceRecord::Int(std::string_view key, int64_t fallback) const {
   return static_cast<int64_t>(std::strtod(buffer, nullptr));
 }
 
+double TraceRecord::Number(std::string_view key, double fallback) const {
+  std::string_view value = Find(key);
+  if (value.empty() || !(value[0] == '-' || (value[0] >= '0' && value[0] <= '9'))) return fallback;
+  char buffer[64];
+  if (value.size() >= sizeof buffer) return fallback;
+  value.copy(buffer, value.size());
+  buffer[value.size()] = '\0';
+  return std::strtod(buffer, nullptr);
+}
+
 std::string DecodeJsonString(std::string_view text) {
   if (text.size() >= 2 && text.find('\\') == std::string_view::npos) {
     return std::string(text.substr(1, text.size() - 2));

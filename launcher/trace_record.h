@@ -31,6 +31,8 @@ class TraceRecord {
   std::string String(std::string_view key, const std::string& fallback = "") const;
   // The number of `key` (a fraction is cut off), or `fallback` when absent or not a number.
   int64_t Int(std::string_view key, int64_t fallback) const;
+  // The number of `key` with its fraction (PyTorch traces write ns-precise µs), or `fallback`.
+  double Number(std::string_view key, double fallback) const;
 
  private:
   std::vector<Field> fields_;

@@ -30,3 +30,10 @@ add_dependencies(timeline_command_test dtrain)
 dtrain_test(timeline_fetch_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_fetch_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 120 RESOURCE_LOCK netns)
 add_dependencies(timeline_fetch_test dtrain)
+# PyTorch profiler traces: the H100 fixtures in ../shared/fixtures against HolisticTraceAnalysis
+# (run from .venv), a 2-rank Gloo job launched by dtrain that profiles itself, clock offsets.
+dtrain_test(timeline_kineto_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_kineto_test.cpp
+  LIBS dtrain_launcher timeline_writer_for_tests ZLIB::ZLIB
+  TIMEOUT 180)
+add_dependencies(timeline_kineto_test dtrain)

@@ -1,0 +1,258 @@
+// `dtrain timeline` on PyTorch profiler (Kineto) traces, for real: the recorded H100 fixtures
+// against HolisticTraceAnalysis run in the test, a 2-rank Gloo job launched by dtrain that
+// profiles itself, clock alignment from job.json, and damaged input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <zlib.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "launcher/error.h"
+#include "launcher/timeline_report.h"
+#include "tests/timeline_test_files.h"
+
+namespace dtrain {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::ScratchDir;
+using testing::WriteFile;
+
+const std::string kFixtures = std::string(DTRAIN_SOURCE_DIR) + "/../shared/fixtures/kineto";
+const std::string kPython = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";
+const std::string kRank0 = kFixtures + "/ddp-2ranks-gloo-rank0.json.gz";
+const std::string kRank1 = kFixtures + "/ddp-2ranks-gloo-rank1.json.gz";
+
+std::string RunShell(const std::string& command, int* status) {
+  std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
+  int s = ::pclose(pipe);
+  *status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+  return out;
+}
+
+std::string Gunzip(const std::string& path) {
+  gzFile in = gzopen(path.c_str(), "rb");
+  std::string text;
+  std::array<char, 65536> buffer;
+  int n;
+  while ((n = gzread(in, buffer.data(), buffer.size())) > 0) text.append(buffer.data(), n);
+  gzclose(in);
+  return text;
+}
+
+void Gzip(const std::string& path, const std::string& text) {
+  gzFile out = gzopen(path.c_str(), "wb");
+  gzwrite(out, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(out);
+}
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+void RequireFixtures() {
+  // CI clones the repository with shared/ beside it: missing fixtures are a failure.
+  ASSERT_TRUE(fs::exists(kRank0) && fs::exists(kRank1)) << "missing " << kFixtures;
+}
+
+TimelineReport Summarize(const std::vector<std::string>& inputs, const std::string& output) {
+  TimelineRequest request;
+  request.inputs = inputs;
+  request.output = output;
+  request.summary = true;
+  return MakeTimeline(request);
+}
+
+TEST(KinetoTimeline, FixturesBreakdownMatchesHolisticTraceAnalysisAndRankOneStraggles) {
+  RequireFixtures();
+  ScratchDir dir;
+  fs::create_directories(dir / "traces");
+  fs::copy_file(kRank0, dir / "traces/rank0.json.gz");
+  fs::copy_file(kRank1, dir / "traces/rank1.json.gz");
+  int status = 0;
+  std::string out = RunShell(kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_breakdown.py " +
+                            (dir / "traces"),
+                        &status);
+  ASSERT_EQ(status, 0) << out;
+  json hta = json::parse(out.substr(out.rfind("\n[") == std::string::npos ? out.find('[')
+                                                                           : out.rfind("\n[") + 1));
+  ASSERT_EQ(hta.size(), 2u) << out;
+
+  TimelineReport report = Summarize({kRank0, kRank1}, dir / "merged.json");
+  json ours = TimelineReportJson(report);
+  ASSERT_EQ(ours["ranks"].size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    const json& gpu = ours["ranks"][r]["gpu"];
+    const json& ref = hta[r];
+    ASSERT_EQ(ours["ranks"][r]["rank"], r);
+    ASSERT_EQ(ref["rank"], r);
+    const double span = gpu["span_ms"].get<double>();
+    const double idle = 100 * gpu["idle_ms"].get<double>() / span;
+    const double compute = 100 * gpu["compute_ms"].get<double>() / span;
+    const double non_compute =
+        100 * (gpu["busy_ms"].get<double>() - gpu["compute_ms"].get<double>()) / span;
+    EXPECT_NEAR(idle, ref["idle_pct"].get<double>(), 1.0) << "rank " << r;
+    EXPECT_NEAR(compute, ref["compute_pct"].get<double>(), 1.0) << "rank " << r;
+    EXPECT_NEAR(non_compute, ref["non_compute_pct"].get<double>(), 1.0) << "rank " << r;
+    EXPECT_NEAR(span * 1000, ref["kernel_us"].get<double>(), 0.01 * ref["kernel_us"].get<double>());
+    // The parts add up.
+    EXPECT_NEAR(gpu["compute_ms"].get<double>() + gpu["communication_ms"].get<double>() +
+                    gpu["memcpy_ms"].get<double>() + gpu["other_ms"].get<double>(),
+                gpu["busy_ms"].get<double>(), 0.01);
+    EXPECT_NEAR(gpu["busy_ms"].get<double>() + gpu["idle_ms"].get<double>(), span, 0.01);
+    EXPECT_EQ(ours["ranks"][r]["steps"].size(), 4u);  // ProfilerStep#3..6
+  }
+  ASSERT_FALSE(ours["stragglers"].empty());
+  EXPECT_EQ(ours["stragglers"][0]["rank"], 1) << ours["stragglers"].dump();
+  EXPECT_EQ(ours["collectives"].size(), 36u);
+  ASSERT_FALSE(ours["top_kernels"].empty());
+
+  // The merged trace: one process per rank with its CPU threads and GPU streams.
+  json merged = json::parse(testing::ReadFile(dir / "merged.json"));
+  std::map<int, std::string> processes;
+  std::set<std::string> tracks;
+  for (const json& e : merged) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes[e["pid"]] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"]);
+  }
+  EXPECT_EQ(processes, (std::map<int, std::string>{{0, "rank 0"}, {1, "rank 1"}}));
+  EXPECT_TRUE(tracks.count("GPU 0 stream 7")) << merged.size();
+  EXPECT_TRUE(tracks.count("CPU thread 2775"));
+}
+
+TEST(KinetoTimeline, TwoRankGlooJobLaunchedByDtrainProfilesItself) {
+  ScratchDir dir;
+  int status = 0;
+  std::string out = RunShell("cd " + dir.path() + " && NPROC_PER_NODE=2 " + DTRAIN_BINARY_DIR +
+                            "/dtrain launch --log-dir logs --job profiled -- " + kPython + " " +
+                            DTRAIN_SOURCE_DIR + "/tests/kineto/profiled_gloo_job.py",
+                        &status);
+  ASSERT_EQ(status, 0) << out;
+  TimelineRequest request;
+  request.log_dir = dir / "logs";
+  request.job = "profiled";
+  request.summary = true;
+  request.step_name = "train_step";
+  TimelineReport report = MakeTimeline(request);
+  ASSERT_EQ(report.merge.ranks.size(), 2u);
+  for (const RankTraceInfo& info : report.merge.ranks) {
+    EXPECT_TRUE(info.kineto);
+    EXPECT_EQ(info.host, "localhost");
+    EXPECT_GT(info.events, 20u);
+  }
+  json summary = TimelineReportJson(report);
+  ASSERT_EQ(summary["ranks"].size(), 2u);
+  for (const json& rank : summary["ranks"]) {
+    EXPECT_EQ(rank["steps"].size(), 4u) << rank.dump();  // 5 steps, the first one warm-up
+    EXPECT_EQ(rank["gpu"]["busy_ms"], 0.0);              // CPU only
+  }
+  EXPECT_EQ(summary["collectives"].size(), 4u);  // one all_reduce per active step
+  json merged = json::parse(testing::ReadFile(report.output));
+  std::map<int, std::string> processes;
+  for (const json& e : merged) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes[e["pid"]] = e["args"]["name"];
+  }
+  EXPECT_EQ(processes,
+            (std::map<int, std::string>{{0, "rank 0 (localhost)"}, {1, "rank 1 (localhost)"}}));
+  // job.json records the local node's clock offset: 0.
+  json job = json::parse(testing::ReadFile(dir / "logs/profiled/job.json"));
+  EXPECT_EQ(job["nodes"][0]["clock_offset_us"], 0);
+}
+
+// Rank 1's node runs 5 s ahead; job.json says so; the merge puts both ranks on one clock.
+TEST(KinetoTimeline, KnownClockOffsetOfANodeIsTakenOut) {
+  RequireFixtures();
+  ScratchDir dir;
+  const std::string job = dir / "logs/skewed";
+  fs::create_directories(job + "/timeline");
+  fs::copy_file(kRank0, job + "/timeline/pytorch-rank0.json.gz");
+  Gzip(job + "/timeline/pytorch-rank1.json.gz",
+       Replace(Gunzip(kRank1), "\"baseTimeNanoseconds\": 1790857026000000000",
+               "\"baseTimeNanoseconds\": 1790857031000000000"));
+  auto write_job = [&](int64_t offset_b) {
+    json doc = {{"job", "skewed"},
+                {"status", "succeeded"},
+                {"nodes",
+                 {{{"host", "a"}, {"clock_offset_us", 0}},
+                  {{"host", "b"}, {"clock_offset_us", offset_b}}}},
+                {"ranks", {{{"rank", 0}, {"host", "a"}}, {{"rank", 1}, {"host", "b"}}}}};
+    WriteFile(job + "/job.json", doc.dump());
+  };
+  TimelineRequest request;
+  request.log_dir = dir / "logs";
+  request.job = "skewed";
+  request.summary = true;
+  request.fetch = false;
+  TimelineReport aligned_ref = Summarize({kRank0, kRank1}, dir / "ref.json");
+  const double late_ref = aligned_ref.gpu.collectives.front().late_by_ms;
+
+  write_job(0);  // offset not known: rank 1 looks 5 s late everywhere
+  TimelineReport skewed = MakeTimeline(request);
+  EXPECT_NEAR(skewed.gpu.collectives.front().late_by_ms, 5000 - late_ref, 5.0);
+
+  write_job(-5000000);
+  TimelineReport aligned = MakeTimeline(request);
+  ASSERT_EQ(aligned.gpu.collectives.size(), aligned_ref.gpu.collectives.size());
+  for (size_t i = 0; i < aligned.gpu.collectives.size(); ++i) {
+    EXPECT_NEAR(aligned.gpu.collectives[i].late_by_ms, aligned_ref.gpu.collectives[i].late_by_ms,
+                0.001);
+    EXPECT_EQ(aligned.gpu.collectives[i].last_rank, aligned_ref.gpu.collectives[i].last_rank);
+  }
+  EXPECT_EQ(aligned.gpu.stragglers.front().rank, 1);
+}
+
+std::string ErrorOf(const std::vector<std::string>& inputs, const std::string& output) {
+  try {
+    Summarize(inputs, output);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(KinetoTimeline, DamagedOrMismatchedTracesAreErrorsNamingTheFile) {
+  RequireFixtures();
+  ScratchDir dir;
+  const std::string text = Gunzip(kRank1);
+  // Cut short, plain and compressed.
+  WriteFile(dir / "cut.json", text.substr(0, text.size() / 2));
+  EXPECT_NE(ErrorOf({kRank0, dir / "cut.json"}, dir / "m.json").find("cut.json: cut short"),
+            std::string::npos)
+      << ErrorOf({kRank0, dir / "cut.json"}, dir / "m.json");
+  std::string gz = testing::ReadFile(kRank1);
+  WriteFile(dir / "cut.json.gz", gz.substr(0, gz.size() / 2));
+  EXPECT_NE(ErrorOf({kRank0, dir / "cut.json.gz"}, dir / "m.json").find("cut.json.gz"),
+            std::string::npos);
+  // Unknown schema version.
+  WriteFile(dir / "v99.json", Replace(text, "\"schemaVersion\": 1", "\"schemaVersion\": 99"));
+  EXPECT_NE(ErrorOf({kRank0, dir / "v99.json"}, dir / "m.json").find("v99.json: PyTorch profiler "
+                                                                    "trace of schema version 99"),
+            std::string::npos)
+      << ErrorOf({kRank0, dir / "v99.json"}, dir / "m.json");
+  // Two traces of one rank; ranks of different world sizes.
+  std::string again = ErrorOf({kRank0, kRank0}, dir / "m.json");
+  EXPECT_NE(again.find("rank 0 again"), std::string::npos) << again;
+  WriteFile(dir / "world4.json", Replace(text, "\"world_size\": 2", "\"world_size\": 4"));
+  std::string world = ErrorOf({kRank0, dir / "world4.json"}, dir / "m.json");
+  EXPECT_NE(world.find("world4.json"), std::string::npos) << world;
+  EXPECT_NE(world.find("world size"), std::string::npos) << world;
+  EXPECT_FALSE(fs::exists(dir / "m.json"));  // no half-merged output
+}
+
+}  // namespace
+}  // namespace dtrain
