@@ -150,12 +150,25 @@ torch::Tensor MultiHeadSelfAttentionReference(const torch::Tensor& qkv, int64_t 
   return torch::matmul(weights, v).transpose(1, 2).reshape({batch, length, width});
 }
 
+torch::Tensor MultiHeadSelfAttentionSdpa(const torch::Tensor& qkv, int64_t heads,
+                                         const torch::Tensor& mask, bool causal) {
+  const int64_t batch = qkv.size(0), length = qkv.size(1), width = qkv.size(2) / 3;
+  // [B, L, 3W] -> three [B, H, L, D] views; their last dimension stays contiguous, as the fused
+  // kernels need.
+  auto parts = qkv.view({batch, length, 3, heads, width / heads}).permute({2, 0, 3, 1, 4});
+  std::optional<torch::Tensor> attn_mask;
+  if (mask.defined() && !causal) attn_mask = mask.to(qkv.scalar_type());
+  auto out = at::scaled_dot_product_attention(parts[0], parts[1], parts[2], attn_mask, 0.0,
+                                              causal && mask.defined());
+  return out.transpose(1, 2).reshape({batch, length, width});
+}
+
 torch::Tensor MultiHeadSelfAttention(const torch::Tensor& qkv, int64_t heads,
-                                     const torch::Tensor& mask) {
+                                     const torch::Tensor& mask, bool causal) {
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) % (3 * heads) == 0,
               "self-attention expects qkv [B, L, 3 * heads * head_dim], got ", qkv.sizes(),
               " with ", heads, " heads");
-  if (!FusedPathApplies(qkv, mask)) return MultiHeadSelfAttentionReference(qkv, heads, mask);
+  if (!FusedPathApplies(qkv, mask)) return MultiHeadSelfAttentionSdpa(qkv, heads, mask, causal);
   return FusedSelfAttention::apply(qkv, heads, mask.defined() ? mask : torch::empty({0}));
 }
 

@@ -40,9 +40,9 @@ ResidualAttentionBlockImpl::ResidualAttentionBlockImpl(int64_t width, int64_t he
 }
 
 torch::Tensor ResidualAttentionBlockImpl::forward(const torch::Tensor& x,
-                                                  const torch::Tensor& mask) {
+                                                  const torch::Tensor& mask, bool causal) {
   auto qkv = LinearRows(ln_1(x), attn->in_proj_weight, attn->in_proj_bias);  // [B, L, 3W]
-  auto context = MultiHeadSelfAttention(qkv, heads_, mask);                  // [B, L, W]
+  auto context = MultiHeadSelfAttention(qkv, heads_, mask, causal);          // [B, L, W]
   auto h = x + LinearRows(context, attn->out_proj->weight, attn->out_proj->bias);
   return h + mlp(ln_2(h));
 }
@@ -83,16 +83,17 @@ TransformerImpl::TransformerImpl(int64_t width, int64_t layers, int64_t heads, d
   }
 }
 
-torch::Tensor TransformerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+torch::Tensor TransformerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
+                                       bool causal) {
   torch::Tensor h = x;
-  for (auto& block : blocks_) h = block->forward(h, mask);
+  for (auto& block : blocks_) h = block->forward(h, mask, causal);
   return h;
 }
 
 torch::Tensor TransformerImpl::ForwardPooled(const torch::Tensor& x, const torch::Tensor& mask,
                                              const torch::Tensor& rows, bool causal) {
   torch::Tensor h = x;
-  for (size_t i = 0; i + 1 < blocks_.size(); ++i) h = blocks_[i]->forward(h, mask);
+  for (size_t i = 0; i + 1 < blocks_.size(); ++i) h = blocks_[i]->forward(h, mask, causal);
   if (blocks_.empty()) return h.index({torch::arange(h.size(0), rows.options()), rows});
   return blocks_.back()->ForwardRows(h, rows, causal);
 }

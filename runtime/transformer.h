@@ -36,8 +36,9 @@ TORCH_MODULE(Mlp);
 class ResidualAttentionBlockImpl : public torch::nn::Module {
  public:
   ResidualAttentionBlockImpl(int64_t width, int64_t heads, double mlp_ratio);
-  // x [B, L, W]; `mask` is an additive [L, L] attention mask or undefined.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  // x [B, L, W]; `mask` is an additive [L, L] attention mask or undefined; `causal`: it is the
+  // causal mask (the fused attention kernels then apply causality themselves).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, bool causal = false);
   // The block's output at one position per sample, rows[b] in [0, L): [B, W]. Equal to
   // forward(x, mask) gathered at `rows`, computing queries and the MLP for those rows only
   // (the pooled last layer needs nothing else). `causal`: row r sees positions <= r.
@@ -56,7 +57,7 @@ TORCH_MODULE(ResidualAttentionBlock);
 class TransformerImpl : public torch::nn::Module {
  public:
   TransformerImpl(int64_t width, int64_t layers, int64_t heads, double mlp_ratio);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, bool causal = false);
   // forward() followed by taking position rows[b] of each sample, with the last block
   // computing only those rows.
   torch::Tensor ForwardPooled(const torch::Tensor& x, const torch::Tensor& mask,
