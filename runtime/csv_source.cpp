@@ -157,7 +157,7 @@ class CsvDataset : public SampleDataset {
   void Load(int64_t index, int, SampleSlot slot) const override {
     const Row& row = rows_[static_cast<size_t>(index)];
     try {
-      ImageToModelInput(ReadImageFile(row.image_path), channels_, size_, slot.pixels);
+      WriteSample(ReadImageFile(row.image_path), channels_, size_, slot);
     } catch (const std::runtime_error& e) {
       throw BadSample(csv_path_ + ":" + std::to_string(row.line) + ": " + e.what());
     }

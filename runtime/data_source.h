@@ -15,6 +15,7 @@ struct HostBatch {
   int64_t size = 0;  // samples in this batch
   int channels = 0, height = 0, width = 0;
   std::vector<float> pixels;          // size*channels*height*width, normalised
+  std::vector<uint8_t> raw_pixels;    // the same unnormalised, instead (DataOptions::raw_pixels)
   std::vector<std::string> captions;  // one per sample
   std::vector<int> labels;            // class index, or -1 where the dataset has none
   std::vector<int64_t> indices;       // sample ids in dataset order (-1 for streamed data)
@@ -32,6 +33,9 @@ struct DataOptions {
   int prefetch = 4;               // batches queued ahead
   int shuffle_buffer = 1000;      // webdataset: samples shuffled together, per loader thread
   int channels = 1, image_size = 28;  // what the model takes; images are converted/resized
+  // Deliver 8-bit pixels (HostBatch::raw_pixels) for the trainer to normalise on the device: a
+  // quarter of the bytes to copy, and no float pass on the CPU.
+  bool raw_pixels = false;
   bool skip_bad_data = true;      // false: the first bad sample is fatal
   bool drop_last = true;          // false: pad the last shard by repeating samples
   uint64_t seed = 0;

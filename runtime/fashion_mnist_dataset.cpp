@@ -25,7 +25,7 @@ class FashionMnistDataset : public SampleDataset {
     constexpr size_t kPixels = kFashionMnistSide * kFashionMnistSide;
     Image image{kFashionMnistSide, kFashionMnistSide, 1, std::vector<uint8_t>(kPixels)};
     std::memcpy(image.data.data(), &split_.pixels[static_cast<size_t>(index) * kPixels], kPixels);
-    ImageToModelInput(image, channels_, size_, slot.pixels);
+    WriteSample(image, channels_, size_, slot);
     slot.label = split_.labels[static_cast<size_t>(index)];
     const uint64_t draw = MixSeed(
         seed_ ^ MixSeed((static_cast<uint64_t>(epoch) << 32) ^ static_cast<uint64_t>(index)));

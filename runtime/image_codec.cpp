@@ -257,7 +257,12 @@ Normalization NormalizationFor(int channels) {
   return {{0.48145466f, 0.4578275f, 0.40821073f}, {0.26862954f, 0.26130258f, 0.27577711f}};
 }
 
-void ImageToModelInput(const Image& image, int channels, int size, float* out) {
+namespace {
+
+// Converts `image` to at most `channels` and resizes it to size x size, then calls
+// write(k, from, step) for each output channel k: its size*size values are from[i * step].
+template <typename WritePlane>
+void ConvertAndResize(const Image& image, int channels, int size, WritePlane write) {
   if (channels != 1 && channels != 3) throw std::invalid_argument("channels must be 1 or 3");
   CheckImage(image);
   // Shrink the channel count before resizing, grow it after (a gray image is resized once).
@@ -271,16 +276,32 @@ void ImageToModelInput(const Image& image, int channels, int size, float* out) {
     resized = ResizeBilinear(*src, size, size);
     src = &resized;
   }
+  const int sc = src->channels;
+  for (int k = 0; k < channels; ++k) write(k, src->data.data() + (sc == 1 ? 0 : k), sc);
+}
+
+}  // namespace
+
+void ImageToModelInput(const Image& image, int channels, int size, float* out) {
   const std::array<std::array<float, 256>, 3>& table = NormalizationTable(channels);
   const size_t plane = static_cast<size_t>(size) * size;
-  const int sc = src->channels;
-  const uint8_t* in = src->data.data();
-  for (int k = 0; k < channels; ++k) {
+  ConvertAndResize(image, channels, size, [&](int k, const uint8_t* from, int step) {
     const float* lut = table[k].data();
     float* dst = out + k * plane;
-    const uint8_t* from = in + (sc == 1 ? 0 : k);
-    for (size_t i = 0; i < plane; ++i) dst[i] = lut[from[i * sc]];
-  }
+    for (size_t i = 0; i < plane; ++i) dst[i] = lut[from[i * step]];
+  });
+}
+
+void ImageToModelBytes(const Image& image, int channels, int size, uint8_t* out) {
+  const size_t plane = static_cast<size_t>(size) * size;
+  ConvertAndResize(image, channels, size, [&](int k, const uint8_t* from, int step) {
+    uint8_t* dst = out + k * plane;
+    if (step == 1) {
+      std::memcpy(dst, from, plane);
+    } else {
+      for (size_t i = 0; i < plane; ++i) dst[i] = from[i * step];
+    }
+  });
 }
 
 std::vector<uint8_t> ReadFileBytes(const std::string& path) {

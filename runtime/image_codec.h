@@ -41,6 +41,9 @@ Normalization NormalizationFor(int channels);
 // Converts to `channels`, resizes to size x size when needed and writes (x/255 - mean)/std as
 // channels x size x size floats (CHW) at `out`.
 void ImageToModelInput(const Image& image, int channels, int size, float* out);
+// The same conversion and resize, but the 8-bit values as they are (CHW, not normalised): what the
+// trainer normalises itself on the device (NormalizationFor gives the mean and std).
+void ImageToModelBytes(const Image& image, int channels, int size, uint8_t* out);
 
 // Reads a whole file into memory; throws std::runtime_error naming the path.
 std::vector<uint8_t> ReadFileBytes(const std::string& path);

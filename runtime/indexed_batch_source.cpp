@@ -3,10 +3,19 @@
 #include <unordered_set>
 
 #include "runtime/distributed_sampler.h"
+#include "runtime/image_codec.h"
 #include "runtime/prefetch_queue.h"
 #include "runtime/sample_dataset.h"
 
 namespace dtrain::clip {
+
+void WriteSample(const Image& image, int channels, int size, SampleSlot& slot) {
+  if (slot.pixels != nullptr) {
+    ImageToModelInput(image, channels, size, slot.pixels);
+  } else {
+    ImageToModelBytes(image, channels, size, slot.raw);
+  }
+}
 
 void BadSampleLog::Report(const std::string& what) {
   if (!skip_) {
@@ -105,12 +114,20 @@ class IndexedBatchSource : public BatchSource {
     batch.size = size;
     batch.channels = options_.channels;
     batch.height = batch.width = options_.image_size;
-    batch.pixels.resize(static_cast<size_t>(size) * sample);
+    const bool raw = options_.raw_pixels;
+    if (raw) {
+      batch.pixels.clear();
+      batch.raw_pixels.resize(static_cast<size_t>(size) * sample);
+    } else {
+      batch.raw_pixels.clear();
+      batch.pixels.resize(static_cast<size_t>(size) * sample);
+    }
     batch.captions.assign(static_cast<size_t>(size), std::string());
     batch.labels.assign(static_cast<size_t>(size), -1);
     batch.indices.assign(static_cast<size_t>(size), -1);
     for (int64_t i = 0; i < size; ++i) {
-      SampleSlot slot{&batch.pixels[static_cast<size_t>(i) * sample],
+      const size_t at = static_cast<size_t>(i) * sample;
+      SampleSlot slot{raw ? nullptr : &batch.pixels[at], raw ? &batch.raw_pixels[at] : nullptr,
                       batch.captions[static_cast<size_t>(i)], batch.labels[static_cast<size_t>(i)]};
       batch.indices[static_cast<size_t>(i)] = LoadUsable(ids, begin + i, slot);
     }

@@ -39,7 +39,7 @@ bool BatchPrefetcher::Next(HostBatch& batch) {
       Stop();
       std::rethrow_exception(slot.error);
     }
-    if (batch.pixels.capacity() > 0) {
+    if (batch.pixels.capacity() > 0 || batch.raw_pixels.capacity() > 0) {
       std::lock_guard<std::mutex> lock(spare_mutex_);
       if (spares_.size() < queues_.size() + 1) spares_.push_back(std::move(batch));
     }

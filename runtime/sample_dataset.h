@@ -36,12 +36,19 @@ class BadSampleLog {
   std::unordered_set<std::string> reported_;
 };
 
-// Where one sample goes: `pixels` has room for channels x image_size x image_size floats.
+struct Image;
+
+// Where one sample goes: channels x image_size x image_size values at `pixels` (normalised
+// floats) or, when that is null, at `raw` (8-bit, DataOptions::raw_pixels).
 struct SampleSlot {
   float* pixels;
+  uint8_t* raw;
   std::string& caption;
   int& label;
 };
+
+// Writes `image` into the slot in the form it asks for.
+void WriteSample(const Image& image, int channels, int size, SampleSlot& slot);
 
 // Samples addressed by id 0..Size()-1. Load is called from several loader threads at once and
 // throws BadSample for a sample that cannot be used.

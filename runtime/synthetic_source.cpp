@@ -20,14 +20,22 @@ class SyntheticDataset : public SampleDataset {
         values_(static_cast<size_t>(options.channels) * options.image_size * options.image_size),
         seed_(options.seed) {
     const size_t images = std::clamp<size_t>((64u << 20) / (values_ * sizeof(float)), 1, 512);
-    pool_.resize(images * values_);
-    // xorshift64: values uniform in [-2, 2), roughly the range of normalised pixels.
+    // xorshift64: floats uniform in [-2, 2), roughly the range of normalised pixels, or bytes.
     uint64_t state = MixSeed(seed_) | 1;
-    for (float& value : pool_) {
+    auto next = [&state] {
       state ^= state << 13;
       state ^= state >> 7;
       state ^= state << 17;
-      value = static_cast<float>(state >> 40) * (4.0f / 16777216.0f) - 2.0f;
+      return state;
+    };
+    if (options.raw_pixels) {
+      raw_pool_.resize(images * values_);
+      for (uint8_t& value : raw_pool_) value = static_cast<uint8_t>(next() >> 56);
+    } else {
+      pool_.resize(images * values_);
+      for (float& value : pool_) {
+        value = static_cast<float>(next() >> 40) * (4.0f / 16777216.0f) - 2.0f;
+      }
     }
   }
 
@@ -37,15 +45,21 @@ class SyntheticDataset : public SampleDataset {
     const uint64_t draw = MixSeed(seed_ ^ MixSeed(static_cast<uint64_t>(index)));
     slot.label = static_cast<int>(draw % kFashionMnistClasses);
     slot.caption = FashionMnistCaption(slot.label, static_cast<int64_t>((draw >> 8) & 0xffff));
-    const size_t image = (draw >> 24) % (pool_.size() / values_);
-    std::memcpy(slot.pixels, &pool_[image * values_], values_ * sizeof(float));
+    if (slot.pixels != nullptr) {
+      const size_t image = (draw >> 24) % (pool_.size() / values_);
+      std::memcpy(slot.pixels, &pool_[image * values_], values_ * sizeof(float));
+    } else {
+      const size_t image = (draw >> 24) % (raw_pool_.size() / values_);
+      std::memcpy(slot.raw, &raw_pool_[image * values_], values_);
+    }
   }
 
  private:
   int64_t size_;
   size_t values_;
   uint64_t seed_;
-  std::vector<float> pool_;  // random images, values_ floats each
+  std::vector<float> pool_;        // random images, values_ floats each
+  std::vector<uint8_t> raw_pool_;  // or values_ bytes each (DataOptions::raw_pixels)
 };
 
 }  // namespace

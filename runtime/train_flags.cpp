@@ -108,6 +108,8 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
                               auto& v) { o.save_frequency = static_cast<int>(ToInt(f, v, 0)); }},
       {"--resume", [](TrainOptions& o, auto&, auto& v) { o.resume = v; }},
       {"--pretrained", [](TrainOptions& o, auto&, auto& v) { o.pretrained = v; }},
+      {"--pixels",
+       [](TrainOptions& o, auto& f, auto& v) { o.pixels = OneOf(f, v, {"uint8", "float"}); }},
       {"--zeroshot-frequency",
        [](TrainOptions& o, auto& f, auto& v) {
          o.zeroshot_frequency = static_cast<int>(ToInt(f, v, 0));
@@ -264,6 +266,9 @@ Checkpoints and logs:
 Execution:
   --device cpu|cuda|cuda:N   (cpu); cuda alone: cuda:LOCAL_RANK, one GPU per local rank
   --threads N                intra-op threads (0: OMP_NUM_THREADS or all cores)
+  --pixels uint8|float       what loaders hand over: 8-bit pixels normalised on the device
+                             (default on CUDA: a pinned copy on its own stream) or floats
+                             normalised by the loaders (default on the CPU)
 Distributed (rank and world size come from the environment, as dtrain launch sets it):
   --dist-backend gloo|nccl   --local-loss   --gather-with-grad
   --fusion-threshold-mb X    --cycle-time-ms X   --hierarchical-allreduce

@@ -59,6 +59,7 @@ struct TrainOptions {
   int threads = 0;             // intra-op threads; 0: LibTorch's default (OMP_NUM_THREADS)
 
   // Distributed (wired by the distributed runtime; parsed here).
+  std::string pixels;        // --pixels uint8|float ("" = uint8 on CUDA, float on the CPU)
   std::string dist_backend;  // gloo | nccl ("" = by device)
   bool local_loss = false;
   bool gather_with_grad = false;

@@ -10,6 +10,7 @@
 
 #include "runtime/checkpoint.h"
 #include "runtime/open_clip_weights.h"
+#include "runtime/pixel_upload.h"
 #include "runtime/clip_model.h"
 #include "runtime/data_source.h"
 #include "runtime/dist_env.h"
@@ -92,6 +93,7 @@ class Trainer {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<FlatParameters> flat_;
   std::unique_ptr<BatchSource> source_;
+  std::unique_ptr<PixelUpload> upload_;
   CosineLrSchedule schedule_;
   int64_t steps_per_epoch_ = 0;
   TrainProgress progress_;
@@ -187,6 +189,9 @@ void Trainer::Resume() {
 
 void Trainer::OpenData() {
   DataOptions data = o_.data;
+  // 8-bit pixels normalised on the device by default on GPUs; the loaders normalise on the CPU.
+  data.raw_pixels = o_.pixels.empty() ? device_.is_cuda() : o_.pixels == "uint8";
+  upload_ = std::make_unique<PixelUpload>(device_, data.channels);
   data.rank = coll_.rank();
   data.world_size = coll_.world_size();
   source_ = MakeBatchSource(data);
@@ -214,15 +219,11 @@ bool Trainer::NextBatch(DeviceBatch& batch) {
     if (!source_->Next(batch.host)) return false;
   }
   HostBatch& h = batch.host;
-  batch.images =
-      torch::from_blob(h.pixels.data(), {h.size, h.channels, h.height, h.width}, torch::kFloat);
+  batch.images = upload_->Upload(h);
   std::vector<int64_t> rows = tokenizer_->Tokenize(h.captions);
   batch.tokens =
       torch::from_blob(rows.data(), {h.size, tokenizer_->context_length()}, torch::kLong).clone();
-  if (!device_.is_cpu()) {
-    batch.images = batch.images.to(device_, /*non_blocking=*/false);
-    batch.tokens = batch.tokens.to(device_);
-  }
+  if (!device_.is_cpu()) batch.tokens = batch.tokens.to(device_);
   return true;
 }
 

@@ -207,8 +207,13 @@ class WebDatasetSource : public BatchSource {
       if (!AddToBatch(std::move(sample), batch, emit, counts)) return;
     }
     if (batch.size > 0 && !options_.drop_last) {
-      batch.pixels.resize(static_cast<size_t>(batch.size) * options_.channels *
-                          options_.image_size * options_.image_size);
+      const size_t values = static_cast<size_t>(batch.size) * options_.channels *
+                            options_.image_size * options_.image_size;
+      if (options_.raw_pixels) {
+        batch.raw_pixels.resize(values);
+      } else {
+        batch.pixels.resize(values);
+      }
       emit(std::move(batch));
     }
   }
@@ -226,7 +231,13 @@ class WebDatasetSource : public BatchSource {
     if (batch.size == 0) {
       batch.channels = options_.channels;
       batch.height = batch.width = size;
-      batch.pixels.resize(static_cast<size_t>(options_.batch_size) * values);
+      if (options_.raw_pixels) {
+        batch.pixels.clear();
+        batch.raw_pixels.resize(static_cast<size_t>(options_.batch_size) * values);
+      } else {
+        batch.raw_pixels.clear();
+        batch.pixels.resize(static_cast<size_t>(options_.batch_size) * values);
+      }
       batch.captions.clear();
       batch.labels.clear();
       batch.indices.clear();
@@ -234,7 +245,11 @@ class WebDatasetSource : public BatchSource {
     ++counts.attempted;
     try {
       const Image image = DecodeImage(sample.image.data(), sample.image.size(), sample.image_name);
-      ImageToModelInput(image, options_.channels, size, &batch.pixels[batch.size * values]);
+      if (options_.raw_pixels) {
+        ImageToModelBytes(image, options_.channels, size, &batch.raw_pixels[batch.size * values]);
+      } else {
+        ImageToModelInput(image, options_.channels, size, &batch.pixels[batch.size * values]);
+      }
     } catch (const std::runtime_error& e) {
       bad_log_.Report(e.what());
       return true;

@@ -153,3 +153,24 @@ TEST(ClipTrain, SamplerPadKeepsTheRemainderThatDropLastDrops) {
 }
 
 }  // namespace
+
+// --pixels uint8: the loaders hand over 8-bit pixels and the trainer normalises them (on the CPU
+// here; on CUDA after a pinned copy on its own stream). The same samples give the same losses as
+// the loaders' float path, up to float rounding of the two normalisations.
+TEST(ClipTrain, Uint8PixelsNormalisedByTheTrainerGiveTheFloatPathsLosses) {
+  std::map<std::string, std::map<int, std::string>> losses;
+  for (const std::string pixels : {"float", "uint8"}) {
+    std::string dir = FreshDir("pixels_" + pixels);
+    ClipRun run = RunClip("train --train-num-samples 256 --batch-size 32 --threads 2 --max-steps 4 "
+                          "--zeroshot-frequency 0 --save-frequency 0 --pixels " + pixels +
+                          " --logs " + dir);
+    ASSERT_EQ(run.status, 0) << run.output;
+    losses[pixels] = Losses(Lines(dir + "/metrics/rank-0.jsonl"));
+    ASSERT_EQ(losses[pixels].size(), 4u) << run.output;
+  }
+  for (int step = 1; step <= 4; ++step) {
+    EXPECT_NEAR(std::stod(losses["float"][step]), std::stod(losses["uint8"][step]), 1e-4)
+        << "step " << step;
+  }
+  EXPECT_EQ(RunClip("train --pixels half").status, 2);
+}
