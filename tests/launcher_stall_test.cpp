@@ -17,6 +17,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using namespace dtrain::testing;
 
 const std::string kPython = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";
 
