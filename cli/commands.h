@@ -13,6 +13,7 @@ using CommandRun = std::function<int()>;
 void AddInitCommand(CLI::App& app, CommandRun& run);
 void AddLaunchCommand(CLI::App& app, CommandRun& run);
 void AddLogsCommand(CLI::App& app, CommandRun& run);
+void AddStatusCommand(CLI::App& app, CommandRun& run);
 void AddDoctorCommand(CLI::App& app, CommandRun& run);
 void AddTimelineCommand(CLI::App& app, CommandRun& run);
 void AddCompletionCommand(CLI::App& app, CommandRun& run);

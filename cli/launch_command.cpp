@@ -18,8 +18,12 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
       "mpirun and srun: `dtrain launch -np 2 python3 train.py --lr 0.1`.\n"
       "Nodes: -c FILE, else -H or --hostfile, else ./cluster.yaml, else this machine with "
       "NPROC_PER_NODE ranks (default: the devices in CUDA_VISIBLE_DEVICES, else 1).\n"
+      "A rank that makes no progress (dtrain-clip's heartbeat, else output or CPU time) for "
+      "--stall-timeout seconds is reported: every rank's node, pid, state, stack or collective, "
+      "in <log_dir>/<job>/stall-N.txt too.\n"
       "Exit status: 0, the first failing rank's status (128+signal for a signal, 127 when the "
-      "command is not found), 2 for a usage or cluster-file error. More: man dtrain-launch");
+      "command is not found), 124 when stopped for a stall, 2 for a usage or cluster-file error. "
+      "More: man dtrain-launch");
   cmd->add_option("-c,--cluster", options->cluster.cluster_file,
                   "cluster file (default: ./cluster.yaml, else one local node)");
   cmd->add_option("-H,--hosts", options->cluster.hosts,
@@ -60,9 +64,20 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->capture_default_str()
       ->check(SecondsAtLeast(0));
+  auto stall_timeout = std::make_shared<double>(300);
+  CLI::Option* stall = cmd->add_option("--stall-timeout", *stall_timeout,
+                                       "seconds without progress after which a rank is stalled "
+                                       "and the stall report is made; 0: off (default: "
+                                       "job.stall_timeout, else 300)")
+                           ->check(SecondsAtLeast(0));
+  cmd->add_option("--on-stall", options->on_stall,
+                  "what a stall does: report (keep running) or stop (tear down, exit 124)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"report", "stop"}));
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
-  cmd->callback([options, max_restarts, ranks, restarts, console, &run] {
+  cmd->callback([options, max_restarts, ranks, restarts, console, stall, stall_timeout, &run] {
     if (restarts->count() > 0) options->max_restarts = *max_restarts;
+    if (stall->count() > 0) options->stall_timeout_s = *stall_timeout;
     options->ranks_filter.insert(ranks->begin(), ranks->end());
     const std::string& c = *console;
     options->console = c == "none" || c == "0"     ? ConsoleStreams::kNone

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   dtrain::AddDoctorCommand(app, run);
   dtrain::AddLaunchCommand(app, run);
   dtrain::AddLogsCommand(app, run);
+  dtrain::AddStatusCommand(app, run);
   dtrain::AddTimelineCommand(app, run);
   dtrain::AddCompletionCommand(app, run);
   app.add_subcommand("help", "Show the help of a command: dtrain help COMMAND")

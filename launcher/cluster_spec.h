@@ -33,6 +33,7 @@ struct JobSpec {
   std::vector<std::string> command;  // empty: the embedded default (dtrain-clip on Fashion-MNIST)
   int max_restarts = 0;
   bool timeline = false;
+  int stall_timeout_s = 300;  // a rank without progress this long is stalled; 0: no watch
 };
 
 struct SlurmSpec {

@@ -11,6 +11,7 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitFailure = 1,  // a check failed, a job could not run
   kExitUsage = 2,    // bad command line or cluster file
+  kExitStalled = 124,  // dtrain launch --on-stall stop stopped a stalled job (timeout(1)'s 124)
 };
 
 class Error : public std::runtime_error {

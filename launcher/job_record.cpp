@@ -88,6 +88,14 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
                         {"exit_code", OptionalInt(a.exit_code)},
                         {"failed_rank", OptionalInt(a.failed_rank)}});
   }
+  json events = json::array();
+  for (const JobEvent& e : r.events) {
+    events.push_back({{"time", IsoTime(e.time_us)},
+                      {"time_us", e.time_us},
+                      {"kind", e.kind},
+                      {"text", e.text},
+                      {"file", e.file}});
+  }
   json doc = {{"job", r.name},
               {"status", r.status},
               {"exit_code", OptionalInt(r.exit_code)},
@@ -111,7 +119,10 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
               {"master_port", r.plan.master_port},
               {"nodes", nodes},
               {"ranks", ranks},
-              {"attempts", attempts}};
+              {"attempts", attempts},
+              {"stall_timeout_s", r.stall_timeout_s},
+              {"on_stall", r.on_stall},
+              {"events", events}};
   const std::string path = JobRecordPath(job_dir);
   const std::string tmp = path + ".tmp";
   {
@@ -158,6 +169,9 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
       const int r = rank.at("rank").get<int>();
       s.rank_hosts[r] = rank.value("host", "");
       s.rank_addresses[r] = rank.value("address", "");
+      if (rank.contains("exit") && rank["exit"].is_object()) {
+        s.rank_exits[r] = rank["exit"].value("status", "");
+      }
       // Records written before "timeline" was kept per rank: the path the rank plan gives.
       std::string trace = rank.value("timeline", "");
       if (trace.empty() && timeline) {
@@ -167,6 +181,11 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
       if (auto offset = node_offsets.find(s.rank_hosts[r]); offset != node_offsets.end()) {
         s.rank_clock_offsets_us[r] = offset->second;
       }
+    }
+    s.stall_timeout_s = doc.value("stall_timeout_s", 0.0);
+    for (const json& e : doc.value("events", json::array())) {
+      s.events.push_back({e.value("time_us", int64_t{0}), e.value("kind", ""), e.value("text", ""),
+                          e.value("file", "")});
     }
     return s;
   } catch (const json::exception& e) {

@@ -23,6 +23,15 @@ struct JobAttempt {
   int failed_rank = -1;
 };
 
+// Something that happened while the job ran, beside starts and ends: a stall report (kind
+// "stall", `file` the stall-N.txt it wrote).
+struct JobEvent {
+  int64_t time_us = 0;
+  std::string kind;
+  std::string text;  // one line
+  std::string file;  // "" when none
+};
+
 // Everything job.json holds. `status` is running, succeeded, failed or interrupted.
 struct JobRecord {
   std::string name;
@@ -40,12 +49,15 @@ struct JobRecord {
   RankPlan plan;
   int max_restarts = 0;
   bool timeline = false;
+  double stall_timeout_s = 0;  // 0: no stall watch
+  std::string on_stall;        // report | stop
   int64_t started_us = 0;
   int64_t ended_us = 0;
   int exit_code = -1;  // -1 while running
   int failed_rank = -1;
   std::map<int, ExitStatus> rank_status;  // latest attempt; absent while the rank runs
   std::vector<JobAttempt> attempts;
+  std::vector<JobEvent> events;
 };
 
 // The part of job.json that `dtrain logs` and `dtrain timeline` read back.
@@ -67,6 +79,9 @@ struct JobSummary {
   std::map<int, std::string> rank_addresses;  // rank -> node address the launcher used
   std::map<int, std::string> rank_traces;     // rank -> DTRAIN_TIMELINE as the rank saw it
   std::map<int, int64_t> rank_clock_offsets_us;  // rank -> its node's clock offset, if measured
+  std::map<int, std::string> rank_exits;  // rank -> "exit 0", "killed by SIGKILL"; absent: running
+  double stall_timeout_s = 0;
+  std::vector<JobEvent> events;
 };
 
 std::string JobRecordPath(const std::string& job_dir);

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "launcher/error.h"
+
 namespace dtrain {
 namespace {
 
@@ -56,6 +58,7 @@ void JobSupervisor::OnOutput(int id, OutputStream stream, std::string_view bytes
   auto log = logs_.find(id);
   if (log != logs_.end()) log->second->Append(bytes, WallMicros());
   console_.Output(id, stream, bytes);
+  if (options_.stall_watch) options_.stall_watch->OnOutput(id);
 }
 
 void JobSupervisor::OnExit(int id, const ExitStatus& status) {
@@ -67,6 +70,7 @@ void JobSupervisor::OnExit(int id, const ExitStatus& status) {
     if (log != logs_.end()) log->second->Append(line, WallMicros());
   }
   outcome_.statuses[id] = status;
+  if (options_.stall_watch) options_.stall_watch->OnExit(id, status);
   if (!status.ok() && outcome_.failed_rank < 0 && !stopping_) {
     outcome_.failed_rank = id;
     outcome_.exit_code = status.ShellStatus();
@@ -113,6 +117,16 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
       killed = true;
     }
     if (!transport_.Poll(100, *this)) break;
+    if (options_.stall_watch && !stopping_) {
+      std::optional<StallReport> stall = options_.stall_watch->Tick();
+      if (stall && options_.stall_watch->on_stall() == OnStall::kStop) {
+        // Torn down as for a failing rank; the rank the others wait for is the one named.
+        outcome_.exit_code = kExitStalled;
+        outcome_.failed_rank = stall->culprits.empty() ? -1 : stall->culprits.front();
+        outcome_.stall = std::move(stall);
+        BeginStop(SIGTERM);
+      }
+    }
   }
   // Whatever the ranks left behind in their process groups goes with them.
   transport_.SignalAll(SIGKILL);

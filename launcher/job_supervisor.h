@@ -6,17 +6,20 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/console_echo.h"
 #include "launcher/rank_log.h"
+#include "launcher/stall_watch.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
 
 struct SupervisorOptions {
   double grace_period_s = 10;  // between SIGTERM and SIGKILL
+  StallWatch* stall_watch = nullptr;  // null: no stall watch
 };
 
 // How an attempt ended. `exit_code` is what dtrain exits with: 0, the first failing rank's
@@ -25,6 +28,7 @@ struct JobOutcome {
   int exit_code = 0;
   int failed_rank = -1;  // -1: no rank failed first (success, or an interrupt)
   int interrupt_signal = 0;
+  std::optional<StallReport> stall;  // set when the job was stopped for a stall (exit 124)
   std::map<int, ExitStatus> statuses;  // every rank that ended
 };
 

@@ -24,6 +24,7 @@
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
+#include "launcher/stall_watch.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
@@ -87,6 +88,18 @@ void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::s
   std::fputs(text.c_str(), stderr);
 }
 
+// The last line of a job stopped for a stall names the rank the others waited for.
+void ReportStallStop(const RankPlan& plan, const JobOutcome& outcome, const std::string& job) {
+  const StallReport& stall = *outcome.stall;
+  std::string who = "no rank could be singled out";
+  if (outcome.failed_rank >= 0) {
+    const RankSlot& slot = plan.ranks.at(outcome.failed_rank);
+    who = fmt::format("rank {} on node {} stalled", slot.rank, slot.host);
+  }
+  std::fprintf(stderr, "dtrain: %s\ndtrain: job %s stopped (--on-stall stop): %s\n",
+               stall.summary.c_str(), job.c_str(), who.c_str());
+}
+
 }  // namespace
 
 std::vector<std::string> DefaultJobCommand() {
@@ -103,6 +116,10 @@ int RunLaunch(const LaunchOptions& options) {
   const int max_restarts = options.max_restarts.value_or(spec.job.max_restarts);
   if (max_restarts < 0) throw UsageError("--max-restarts: expected a number >= 0");
   const bool timeline = options.timeline || spec.job.timeline;
+  const double stall_timeout_s = options.stall_timeout_s.value_or(spec.job.stall_timeout_s);
+  if (stall_timeout_s < 0) throw UsageError("--stall-timeout: expected seconds >= 0");
+  if (options.on_stall != "report" && options.on_stall != "stop")
+    throw UsageError("--on-stall: expected report or stop, not '" + options.on_stall + "'");
 
   const std::string launch_dir = CurrentDir();
   const std::string log_dir =
@@ -131,6 +148,7 @@ int RunLaunch(const LaunchOptions& options) {
   plan_options.job_dir = job_dir;
   plan_options.launch_dir = launch_dir;
   plan_options.timeline = timeline;
+  plan_options.stall_timeout_s = stall_timeout_s;
   plan_options.omp_num_threads_set = std::getenv("OMP_NUM_THREADS") != nullptr;
 
   JobRecord record;
@@ -148,6 +166,8 @@ int RunLaunch(const LaunchOptions& options) {
   }
   record.max_restarts = max_restarts;
   record.timeline = timeline;
+  record.stall_timeout_s = stall_timeout_s;
+  record.on_stall = options.on_stall;
   record.started_us = WallMicros();
   record.plan = MakeRankPlan(spec, plan_options);
 
@@ -180,7 +200,21 @@ int RunLaunch(const LaunchOptions& options) {
     JobOutcome outcome;
     try {
       std::unique_ptr<Transport> transport = MakeTransport(spec);
-      JobSupervisor supervisor(*transport, logs, console, {options.grace_period_s});
+      std::unique_ptr<StallWatch> stall_watch;
+      if (stall_timeout_s > 0) {
+        StallWatchOptions watch;
+        watch.timeout_s = stall_timeout_s;
+        watch.on_stall = options.on_stall == "stop" ? OnStall::kStop : OnStall::kReport;
+        watch.job_name = name;
+        watch.job_dir = job_dir;
+        watch.on_report = [&](const JobEvent& event) {
+          record.events.push_back(event);
+          WriteJobRecord(job_dir, record);
+        };
+        stall_watch = std::make_unique<StallWatch>(spec, record.plan, std::move(watch));
+      }
+      JobSupervisor supervisor(*transport, logs, console,
+                               {options.grace_period_s, stall_watch.get()});
       outcome = supervisor.Run(ProcessesFor(record.plan, command));
     } catch (const Error& e) {  // the job could not run at all: say so in its record too
       record.status = "failed";
@@ -198,8 +232,11 @@ int RunLaunch(const LaunchOptions& options) {
     record.rank_status = outcome.statuses;
     record.exit_code = outcome.exit_code;
     record.failed_rank = outcome.failed_rank;
-    if (outcome.failed_rank >= 0)
+    if (outcome.stall) {
+      ReportStallStop(record.plan, outcome, name);
+    } else if (outcome.failed_rank >= 0) {
       ReportFailure(record.plan, outcome, job_dir, log_start[outcome.failed_rank]);
+    }
 
     const int interrupt = JobSupervisor::InterruptSignal();
     if (outcome.exit_code == 0 && interrupt == 0) {

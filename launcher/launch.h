@@ -22,6 +22,8 @@ struct LaunchOptions {
   bool quiet = false;               // console only
   ConsoleStreams console = ConsoleStreams::kBoth;  // which rank streams the console shows
   double grace_period_s = 10;
+  std::optional<double> stall_timeout_s;  // unset: job.stall_timeout (default 300); 0: off
+  std::string on_stall = "report";        // report | stop
   std::vector<std::string> command;  // empty: job.command, else the embedded default
 };
 

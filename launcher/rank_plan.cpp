@@ -91,6 +91,9 @@ RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options) {
       env["PYTHONUNBUFFERED"] = "1";
       env["DTRAIN_JOB"] = options.job_name;
       env["DTRAIN_LOG_DIR"] = options.job_dir;
+      if (options.stall_timeout_s > 0) {
+        env["DTRAIN_STALL_TIMEOUT"] = fmt::format("{:g}", options.stall_timeout_s);
+      }
       env["DTRAIN_NODE"] = node.host;
       env["DTRAIN_RESTART_COUNT"] = std::to_string(options.restart_count);
       // Where a PyTorch script exports its profiler trace (README, `dtrain timeline`).

@@ -17,6 +17,7 @@ struct PlanOptions {
   std::string job_dir;      // <log_dir>/<job> as the ranks should see it
   std::string launch_dir;   // PYTHONPATH head for local runs (when workdir is empty)
   bool timeline = false;
+  double stall_timeout_s = 0;  // > 0: DTRAIN_STALL_TIMEOUT, so dtrain-clip's own watch agrees
   int restart_count = 0;
   int cores_per_node = 0;            // OMP_NUM_THREADS = cores / local ranks; 0: this machine's
   bool omp_num_threads_set = false;  // OMP_NUM_THREADS already set where ranks run: keep it

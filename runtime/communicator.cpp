@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "runtime/c10d_compat.h"
+#include "runtime/heartbeat.h"
 
 namespace dtrain::clip {
 namespace {
@@ -14,23 +15,60 @@ class DoneCollective : public PendingCollective {
   void Wait() override {}
 };
 
+// One collective as the heartbeat sees it: entered when started, left when its result is in.
+// A wait that fails (the backend's timeout) says which ranks never entered it.
+class WatchedCollective {
+ public:
+  WatchedCollective(const CommunicatorOptions& o, const char* name, int64_t bytes)
+      : set_(o.set_name), seq_(GlobalHeartbeat().EnterCollective(o.set_name, o.members, name,
+                                                                  bytes, "")) {}
+  ~WatchedCollective() { GlobalHeartbeat().LeaveCollective(set_, seq_); }
+  void Wait(c10d::Work& work) {
+    try {
+      work.wait();
+    } catch (const std::exception& e) {
+      const std::string stall = GlobalHeartbeat().DescribeStall(set_, seq_);
+      if (stall.empty()) throw;
+      throw std::runtime_error(stall + " (" + e.what() + ")");
+    }
+  }
+
+ private:
+  std::string set_;
+  int64_t seq_;
+};
+
+int64_t Bytes(const torch::Tensor& t) {
+  return static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
+}
+
 // c10d work started by a process group.
 class C10dPendingCollective : public PendingCollective {
  public:
-  explicit C10dPendingCollective(c10::intrusive_ptr<c10d::Work> work) : work_(std::move(work)) {}
-  void Wait() override { work_->wait(); }
+  C10dPendingCollective(c10::intrusive_ptr<c10d::Work> work,
+                        std::unique_ptr<WatchedCollective> watch)
+      : work_(std::move(work)), watch_(std::move(watch)) {}
+  void Wait() override {
+    watch_->Wait(*work_);
+    watch_.reset();
+  }
 
  private:
   c10::intrusive_ptr<c10d::Work> work_;
+  std::unique_ptr<WatchedCollective> watch_;
 };
 
 // A Communicator over one c10d group (ProcessGroupGloo or ProcessGroupNCCL).
 // Every call waits for its work, so errors (timeouts, lost peers) surface at the call site.
 class C10dCommunicator : public Communicator {
  public:
-  C10dCommunicator(std::string backend, c10::intrusive_ptr<compat::C10dGroup> group, int rank,
-                   int size)
-      : backend_(std::move(backend)), group_(std::move(group)), rank_(rank), size_(size) {}
+  C10dCommunicator(CommunicatorOptions options, c10::intrusive_ptr<compat::C10dGroup> group,
+                   int rank, int size)
+      : backend_(options.backend),
+        options_(std::move(options)),
+        group_(std::move(group)),
+        rank_(rank),
+        size_(size) {}
 
   const std::string& backend() const override { return backend_; }
   int rank() const override { return rank_; }
@@ -45,7 +83,9 @@ class C10dCommunicator : public Communicator {
     std::vector<at::Tensor> tensors{tensor};
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp::SUM;
-    return std::make_unique<C10dPendingCollective>(group_->allreduce(tensors, options));
+    auto watch = std::make_unique<WatchedCollective>(options_, "ALLREDUCE", Bytes(tensor));
+    return std::make_unique<C10dPendingCollective>(group_->allreduce(tensors, options),
+                                                   std::move(watch));
   }
 
   void ReduceSum(torch::Tensor& tensor, int root) override {
@@ -53,14 +93,16 @@ class C10dCommunicator : public Communicator {
     c10d::ReduceOptions options;
     options.reduceOp = c10d::ReduceOp::SUM;
     options.rootRank = root;
-    group_->reduce(tensors, options)->wait();
+    WatchedCollective watch(options_, "REDUCE", Bytes(tensor));
+    watch.Wait(*group_->reduce(tensors, options));
   }
 
   void Broadcast(torch::Tensor& tensor, int root) override {
     std::vector<at::Tensor> tensors{tensor};
     c10d::BroadcastOptions options;
     options.rootRank = root;
-    group_->broadcast(tensors, options)->wait();
+    WatchedCollective watch(options_, "BROADCAST", Bytes(tensor));
+    watch.Wait(*group_->broadcast(tensors, options));
   }
 
   torch::Tensor Allgather(const torch::Tensor& tensor) override {
@@ -68,14 +110,19 @@ class C10dCommunicator : public Communicator {
     std::vector<at::Tensor> inputs{input};
     std::vector<std::vector<at::Tensor>> outputs(1);
     for (int r = 0; r < size_; ++r) outputs[0].push_back(torch::empty_like(input));
-    group_->allgather(outputs, inputs)->wait();
+    WatchedCollective watch(options_, "ALLGATHER", Bytes(input) * size_);
+    watch.Wait(*group_->allgather(outputs, inputs));
     return torch::cat(outputs[0], 0);
   }
 
-  void Barrier() override { group_->barrier()->wait(); }
+  void Barrier() override {
+    WatchedCollective watch(options_, "BARRIER", 0);
+    watch.Wait(*group_->barrier());
+  }
 
  private:
   std::string backend_;
+  CommunicatorOptions options_;
   c10::intrusive_ptr<compat::C10dGroup> group_;
   int rank_, size_;
 };
@@ -100,7 +147,7 @@ std::unique_ptr<Communicator> MakeCommunicator(const CommunicatorOptions& option
     throw std::runtime_error("unknown --dist-backend '" + options.backend +
                              "' (expected gloo or nccl)");
   }
-  return std::make_unique<C10dCommunicator>(options.backend, std::move(group), rank, size);
+  return std::make_unique<C10dCommunicator>(options, std::move(group), rank, size);
 }
 
 std::string DefaultBackend() {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -45,6 +46,11 @@ struct CommunicatorOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   std::string gloo_interface;  // GLOO_SOCKET_IFNAME
   std::string gloo_bind_host;  // address to bind when no interface is named
+  // What the heartbeat calls this group's collectives ("world", "gradients", a process set's
+  // name) and its members' global ranks (empty: the world, group rank = global rank). Groups
+  // used from different threads need different names: each numbers its collectives.
+  std::string set_name = "world";
+  std::vector<int> members;
 };
 
 // Ranks `rank` of `size` meet through `store` (a PrefixStore per group). Throws std::runtime_error

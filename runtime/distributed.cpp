@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "runtime/c10d_compat.h"
+#include "runtime/heartbeat.h"
 #include "runtime/process_set.h"
 #include "runtime/timeline.h"
 
@@ -66,20 +67,36 @@ Distributed::Distributed(const DistEnv& env, const DistributedOptions& options)
   world_ =
       MakeCommunicator(comm_options_, compat::MakePrefixStore("dtrain/world", rendezvous_.store),
                        env.rank, env.world_size);
+  // The heartbeat and its stall inspector (runtime/heartbeat.h): DTRAIN_STALL_TIMEOUT from
+  // dtrain launch, else Horovod's HOROVOD_STALL_CHECK_TIME_SECONDS.
+  double stall_s = 60;
+  if (const char* v = std::getenv("HOROVOD_STALL_CHECK_TIME_SECONDS"); v && *v) stall_s = std::atof(v);
+  if (const char* v = std::getenv("DTRAIN_STALL_TIMEOUT"); v && *v) stall_s = std::atof(v);
+  const char* job_dir = std::getenv("DTRAIN_LOG_DIR");
+  const char* off = std::getenv("DTRAIN_HEARTBEAT");  // 0: none (bench/heartbeat_cost.sh)
+  if (!(off && std::string(off) == "0"))
+    GlobalHeartbeat().Start(job_dir && *job_dir ? std::string(job_dir) + "/heartbeat" : "", env.rank,
+                          env.world_size,
+                          compat::MakePrefixStore("dtrain/heartbeat", rendezvous_.store), stall_s);
 }
 
-Distributed::~Distributed() = default;
+Distributed::~Distributed() {
+  GlobalHeartbeat().Stop();  // before the store it publishes to goes
+}
 
 std::unique_ptr<GradientSync> Distributed::MakeGradientSync(
     std::vector<std::pair<std::string, torch::Tensor>> named_parameters,
     const GradientSyncOptions& options) {
   if (!env_.distributed()) return nullptr;
-  std::string prefix = "dtrain/grad-sync-" + std::to_string(sync_groups_++);
+  const int index = sync_groups_++;
+  std::string prefix = "dtrain/grad-sync-" + std::to_string(index);
+  CommunicatorOptions sync_options = comm_options_;
+  sync_options.set_name = index == 0 ? "gradients" : "gradients-" + std::to_string(index);
   std::unique_ptr<Communicator> comm;
   if (options_.hierarchical_allreduce) {
-    comm = MakeHierarchicalCommunicator(env_, rendezvous_.store, comm_options_, prefix);
+    comm = MakeHierarchicalCommunicator(env_, rendezvous_.store, sync_options, prefix);
   } else {
-    comm = MakeCommunicator(comm_options_, compat::MakePrefixStore(prefix, rendezvous_.store),
+    comm = MakeCommunicator(sync_options, compat::MakePrefixStore(prefix, rendezvous_.store),
                             env_.rank, env_.world_size);
   }
   return std::make_unique<GradientSync>(std::move(named_parameters), std::move(comm), options);

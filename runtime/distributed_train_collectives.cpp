@@ -1,5 +1,8 @@
 #include "runtime/distributed_train_collectives.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include <unistd.h>
 
 #include <exception>
@@ -20,6 +23,12 @@ DistributedOptions DistributedOptionsFor(const TrainOptions& options) {
   dist.backend = options.dist_backend;
   if (dist.backend.empty()) dist.backend = options.device.rfind("cuda", 0) == 0 ? "nccl" : "gloo";
   dist.hierarchical_allreduce = options.hierarchical_allreduce;
+  // Under `dtrain launch --stall-timeout S` a collective fails after 2 S (the launcher's stall
+  // report comes first, at S, while every process is still there to be looked at).
+  if (const char* stall = std::getenv("DTRAIN_STALL_TIMEOUT"); stall && std::atof(stall) > 0) {
+    dist.collective_timeout = std::chrono::milliseconds(
+        static_cast<int64_t>(std::max(10.0, 2 * std::atof(stall)) * 1000));
+  }
   return dist;
 }
 

@@ -51,7 +51,11 @@ ProcessSet MakeProcessSet(const std::string& name, std::vector<int> ranks, int g
   if (member == set.ranks.end()) return set;
   int rank_in_set = static_cast<int>(member - set.ranks.begin());
   auto set_store = compat::MakePrefixStore(namespace_prefix + "/pset/" + name, store);
-  set.comm = MakeCommunicator(options, set_store, rank_in_set, static_cast<int>(set.ranks.size()));
+  CommunicatorOptions set_options = options;
+  set_options.set_name = options.set_name + "/" + name;  // "gradients/leaders"
+  set_options.members = set.ranks;
+  set.comm =
+      MakeCommunicator(set_options, set_store, rank_in_set, static_cast<int>(set.ranks.size()));
   return set;
 }
 

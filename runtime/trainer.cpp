@@ -20,6 +20,7 @@
 #include "runtime/lr_schedule.h"
 #include "runtime/metrics_log.h"
 #include "runtime/progress_display.h"
+#include "runtime/heartbeat.h"
 #include "runtime/timeline.h"
 #include "runtime/tokenizer.h"
 #include "runtime/zero_shot_eval.h"
@@ -213,6 +214,7 @@ void Trainer::OpenData() {
 }
 
 bool Trainer::NextBatch(DeviceBatch& batch) {
+  GlobalHeartbeat().SetActivity("DATA");
   TimelineSpan span("compute", "DATA");
   {
     TimelineSpan wait("compute", "WAIT_FOR_DATA");  // blocked on the loader
@@ -241,12 +243,14 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
   if (micro.size() == 1) {
     torch::Tensor loss;
     {
+      GlobalHeartbeat().SetActivity("FORWARD");
       TimelineSpan span("compute", "FORWARD");
       AutocastScope autocast(bf16, device_);
       ClipOutput out = model_->forward(micro[0].images, micro[0].tokens);
       loss = coll_.Loss(out.image_features, out.text_features, out.logit_scale);
     }
     {
+      GlobalHeartbeat().SetActivity("BACKWARD");
       TimelineSpan span("compute", "BACKWARD");
       Backward(loss);
     }
@@ -255,6 +259,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
   }
   std::vector<torch::Tensor> images, texts;
   {
+    GlobalHeartbeat().SetActivity("FORWARD");
     TimelineSpan span("compute", "FORWARD");
     torch::NoGradGuard no_grad;
     AutocastScope autocast(bf16, device_);
@@ -267,6 +272,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
   for (size_t j = 0; j < micro.size(); ++j) {
     torch::Tensor loss;
     {
+      GlobalHeartbeat().SetActivity("FORWARD");
       TimelineSpan span("compute", "FORWARD");
       AutocastScope autocast(bf16, device_);
       ClipOutput out = model_->forward(micro[j].images, micro[j].tokens);
@@ -276,6 +282,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
       loss = coll_.Loss(torch::cat(all_images), torch::cat(all_texts), out.logit_scale);
     }
     {
+      GlobalHeartbeat().SetActivity("BACKWARD");
       TimelineSpan span("compute", "BACKWARD");
       Backward(loss);
     }
@@ -286,6 +293,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
 }
 
 void Trainer::OptimizerStep() {
+  GlobalHeartbeat().SetActivity("OPTIMIZER");
   TimelineSpan span("compute", "OPTIMIZER");
   flat_->AdoptGradients();
   if (o_.grad_clip_norm > 0) {
@@ -309,6 +317,7 @@ bool Trainer::TrainStep(int epoch) {
   torch::Tensor loss = ForwardBackward(micro);
   OptimizerStep();
   ++progress_.step;
+  GlobalHeartbeat().SetStep(progress_.step);
   int64_t samples = 0;
   for (auto& m : micro) samples += m.host.size;
   samples *= coll_.world_size();

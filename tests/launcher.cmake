@@ -30,3 +30,9 @@ dtrain_test(launcher_ux_test
   LABEL cli
   TIMEOUT 300)
 add_dependencies(launcher_ux_test dtrain)
+# Issue 15: hangs — stall watch, stall report (py-spy stacks), --on-stall stop, dtrain status.
+dtrain_test(launcher_stall_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_stall_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 400)
+add_dependencies(launcher_stall_test dtrain)

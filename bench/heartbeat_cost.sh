@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# What dtrain-clip's heartbeat costs a training step: the same short data-parallel run (synthetic
+# data, RANKS local ranks through dtrain launch, stall timeout 5 s so the heartbeat is written
+# every second and the store is asked as often) with the heartbeat thread (default) and without
+# (DTRAIN_HEARTBEAT=0), alternated REPEATS times; prints ms per step, the medians and the ratio
+# (target: <= 0.5 % more). The in-memory stores on the step's path happen in both runs.
+# Usage: bench/heartbeat_cost.sh [BUILD_DIR]   (env: RANKS STEPS BATCH REPEATS)
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+dtrain=${DTRAIN:-$build/dtrain}
+clip=${DTRAIN_CLIP:-$build/dtrain-clip}
+ranks=${RANKS:-2}
+steps=${STEPS:-60}
+batch=${BATCH:-64}
+repeats=${REPEATS:-3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+run() {
+  local mode=$1 job=$2 off=1
+  [[ $mode == off ]] && off=0
+  DTRAIN_HEARTBEAT=$off MASTER_PORT=$((20000 + RANDOM % 20000)) NPROC_PER_NODE=$ranks \
+    "$dtrain" launch --quiet --log-dir "$work/logs" --job "$job" --stall-timeout 5 \
+    -x DTRAIN_HEARTBEAT -- \
+    "$clip" train --dataset-type synthetic --max-steps "$steps" \
+    --batch-size "$batch" --train-num-samples $((steps * batch * ranks)) >/dev/null 2>&1
+  sed -n 's/.*done: \([0-9]*\) steps, .* \([0-9.]*\) s training.*/\1 \2/p' \
+    "$work/logs/$job/rank-0.log" | awk '{ printf "%.3f\n", $2 * 1000 / $1 }'
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "dtrain-clip, $ranks ranks, $steps steps of batch $batch per rank, synthetic data;" \
+     "runs alternate off/on, $repeats each"
+: > "$work/off" && : > "$work/on"
+for i in $(seq 1 "$repeats"); do
+  for mode in off on; do
+    ms=$(run "$mode" "$mode-$i")
+    echo "  run $i, heartbeat $mode: $ms ms/step"
+    echo "$ms" >> "$work/$mode"
+  done
+done
+off=$(median < "$work/off")
+on=$(median < "$work/on")
+echo "median ms/step: without heartbeat $off, with heartbeat $on;" \
+     "ratio $(echo "scale=4; $on / $off" | bc) ($(echo "scale=2; 100 * ($on - $off) / $off" | bc) %)"

@@ -1,0 +1,103 @@
+// Heartbeat: what this rank is doing, published cheaply for `dtrain launch`'s stall watch and
+// `dtrain status`, and dtrain-clip's own stall inspector (Horovod's is the model).
+//
+// The training loop and the communicators only store into memory under a mutex held for a few
+// stores (no collective, no file I/O on the step's path). A background thread, every
+// min(2 s, stall timeout / 5):
+//  - rewrites $DTRAIN_LOG_DIR/heartbeat/rank-R.txt through a temporary file and rename (no
+//    fsync: a reader on the node needs the page cache, not the disk), "key value" lines:
+//    pid, rank, step, activity, activity_s, collective, collective_seq, collective_bytes,
+//    collective_set, collective_what, collective_state (waiting|done), collective_s, missing;
+//  - publishes "heartbeat/R" = "step activity wall_us" to the rendezvous store (one small set);
+//  - for a collective this rank has waited in for half the stall timeout, marks itself entered
+//    ("stall/<set>/<seq>/R") and reads which members have not: those are "missing", printed once
+//    as a warning when the stall timeout passes, and named by the error the collective turns
+//    into when the communicator's own timeout ends it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+namespace dtrain::clip {
+
+class Heartbeat {
+ public:
+  Heartbeat() = default;
+  ~Heartbeat();
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  // Starts the writer. `dir` "" = no file; `store` null = no store checks. `stall_timeout_s`
+  // 0: no inspector.
+  void Start(const std::string& dir, int rank, int world_size,
+             c10::intrusive_ptr<c10d::Store> store, double stall_timeout_s);
+  void Stop();
+
+  void SetStep(int64_t step);
+  void SetActivity(const char* activity);  // DATA, FORWARD, BACKWARD, OPTIMIZER, EVAL...
+
+  // A collective on the communicator `set` (its members' global ranks; empty = the world):
+  // Enter returns its sequence number on that set; Leave when its result is in.
+  int64_t EnterCollective(const std::string& set, const std::vector<int>& members,
+                          const char* name, int64_t bytes, const std::string& what);
+  void LeaveCollective(const std::string& set, int64_t seq);
+
+  // "ALLREDUCE #812 (gradients: gradient buffer 2, 24 MiB) on rank 3: waited 600 s; rank 2 has
+  // not entered it: last activity DATA at step 406, 312 s ago" for the collective `seq` on `set`
+  // (asks the store now); for the error of a collective that timed out.
+  std::string DescribeStall(const std::string& set, int64_t seq);
+
+ private:
+  struct Collective {
+    std::string set;
+    std::vector<int> members;
+    const char* name = "";
+    int64_t seq = 0;
+    int64_t bytes = 0;
+    std::string what;
+    std::chrono::steady_clock::time_point started, ended;
+    bool waiting = false;
+    bool marked = false;   // this rank told the store it entered
+    bool warned = false;   // the stall warning was printed
+    std::string missing;   // "2,5" as the store said last
+  };
+
+  void Loop();
+  void WriteFile();
+  void Inspect();
+  std::string MissingRanks(Collective& c);
+  std::string LastActivityOf(int rank);
+  std::string Describe(const Collective& c);
+
+  std::mutex mu_;
+  int64_t step_ = 0;
+  const char* activity_ = "START";
+  std::chrono::steady_clock::time_point activity_since_ = std::chrono::steady_clock::now();
+  std::vector<Collective> in_flight_;  // oldest first
+  Collective last_;                    // the latest one, finished or not
+  bool has_last_ = false;
+  std::vector<std::pair<std::string, int64_t>> seqs_;  // set -> last sequence number
+
+  std::string dir_;
+  int rank_ = 0, world_size_ = 1;
+  c10::intrusive_ptr<c10d::Store> store_;
+  double stall_timeout_s_ = 0;
+  double period_s_ = 2;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// The process's heartbeat (one per rank process).
+Heartbeat& GlobalHeartbeat();
+
+}  // namespace dtrain::clip
