@@ -30,3 +30,10 @@ dtrain_test(launcher_ux_test
   LABEL cli
   TIMEOUT 300)
 add_dependencies(launcher_ux_test dtrain)
+# Issue 20: the bad-input run's findings (F1..F11), each a test that failed before its fix.
+dtrain_test(hardening_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/hardening_test.cpp
+  LIBS dtrain_launcher
+  LABEL cli
+  TIMEOUT 300)
+add_dependencies(hardening_test dtrain)
