@@ -43,7 +43,7 @@ int RunTimelineJson(const TimelineRequest& request) {
   for (const std::string& warning : report.merge.warnings) {
     std::fprintf(stderr, "dtrain timeline: warning: %s\n", warning.c_str());
   }
-  std::printf("%s\n", TimelineReportJson(report).dump(2).c_str());
+  std::printf("%s\n", TimelineReportJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return kExitOk;
 }
 

@@ -287,7 +287,7 @@ std::string RenderJsonReport(const ClusterSpec& spec, const ProbeRun& run,
         {"exit_status", DoctorExitStatus(findings)},
         {"wall_s", run.wall_s}}},
   };
-  return doc.dump(2) + "\n";
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace dtrain

@@ -2,6 +2,9 @@
 // against the list of known keys; every error names FILE:LINE:COL and what was expected.
 #include "launcher/cluster_spec.h"
 
+#include <sys/stat.h>
+
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -53,7 +56,30 @@ class SpecReader {
 
   std::string String(const YAML::Node& node, const std::string& what) const {
     if (!node.IsScalar()) Fail(node, fmt::format("{}: expected a string", what));
+    // Aliases (*name) share one node however often they are used; each use is read again here.
+    // A budget on what is read keeps a small file from expanding into gigabytes.
+    values_read_ += node.Scalar().size() + 16;
+    if (values_read_ > kMaxValueBytes) {
+      Fail(node, fmt::format("the file expands to more than {} MiB of values (aliases such as "
+                             "*name repeating a large map?)",
+                             kMaxValueBytes >> 20));
+    }
     return node.Scalar();
+  }
+
+  // A node's name and address go into ssh, reports and job.json: printable, at most 255 bytes.
+  std::string HostName(const YAML::Node& node, const std::string& what) const {
+    std::string value = String(node, what);
+    if (value.empty()) Fail(node, what + ": expected a non-empty name");
+    if (value.size() > 255) Fail(node, fmt::format("{}: {} bytes; at most 255", what, value.size()));
+    for (unsigned char c : value) {
+      if (c <= 0x20 || c >= 0x7f) {
+        Fail(node, fmt::format("{}: byte 0x{:02x} in '{}'; expected letters, digits, '.', "
+                               "'-', '_', ':' or '@'",
+                               what, c, Printable(value)));
+      }
+    }
+    return value;
   }
 
   long long Integer(const YAML::Node& node, const std::string& what) const {
@@ -109,13 +135,24 @@ class SpecReader {
     return out;
   }
 
+  // Names as POSIX shells accept them ([A-Za-z_][A-Za-z0-9_]*: an ssh rank is started through
+  // one); values without NUL (execve would cut them there).
   std::map<std::string, std::string> Env(const YAML::Node& node, const std::string& what) const {
     auto env = StringMap(node, what);
-    for (const auto& [name, value] : env) {
-      if (name.find('=') != std::string::npos || name.find('\0') != std::string::npos) {
-        Fail(node, fmt::format("{}: variable name '{}' may not contain '='", what, name));
+    for (const auto& item : node) {
+      const std::string name = item.first.Scalar();
+      bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+      for (unsigned char c : name) ok = ok && (std::isalnum(c) || c == '_') && c < 0x80;
+      if (!ok) {
+        Fail(item.first, fmt::format("{}: variable name '{}': expected letters, digits and '_', "
+                                     "not starting with a digit",
+                                     what, Printable(name)));
       }
-      (void)value;
+      if (item.second.Scalar().find('\0') != std::string::npos) {
+        Fail(item.second, fmt::format("{}.{}: the value holds a NUL byte, which no process "
+                                      "environment can carry",
+                                      what, name));
+      }
     }
     return env;
   }
@@ -150,10 +187,8 @@ class SpecReader {
     ExpectMap(node, what, {"host", "address", "slots", "gpus", "env"});
     NodeSpec out;
     if (!node["host"]) Fail(node, what + ": missing 'host' (the node's name)");
-    out.host = String(node["host"], what + ".host");
-    if (out.host.empty()) Fail(node["host"], what + ".host: expected a non-empty name");
-    out.address = node["address"] ? String(node["address"], what + ".address") : out.host;
-    if (out.address.empty()) Fail(node["address"], what + ".address: expected a non-empty address");
+    out.host = HostName(node["host"], what + ".host");
+    out.address = node["address"] ? HostName(node["address"], what + ".address") : out.host;
     if (node["slots"]) out.slots = IntegerIn(node["slots"], what + ".slots", 1, 4096);
     if (const YAML::Node gpus = node["gpus"]) {
       if (!gpus.IsSequence()) Fail(gpus, what + ".gpus: expected a list of GPU indices");
@@ -174,12 +209,19 @@ class SpecReader {
     if (node.size() == 0) Fail(node, "nodes: expected at least one node");
     std::map<std::string, YAML::Mark> hosts;
     size_t index = 0;
+    long long total_ranks = 0;
     for (const auto& item : node) {
       NodeSpec n = ReadNode(item, index++);
       auto [it, fresh] = hosts.emplace(n.host, item["host"].Mark());
       if (!fresh) {
         Fail(item["host"], fmt::format("duplicate host '{}' (first listed at line {})", n.host,
                                        it->second.line + 1));
+      }
+      total_ranks += n.slots;
+      if (total_ranks > kMaxRanks) {
+        Fail(item, fmt::format("nodes: more than {} ranks in all; a cluster that large is not "
+                               "what dtrain launches",
+                               kMaxRanks));
       }
       spec.nodes.push_back(std::move(n));
     }
@@ -271,7 +313,20 @@ class SpecReader {
   }
 
  private:
+  static constexpr size_t kMaxValueBytes = size_t{64} << 20;
+
+  // `text` with bytes outside printable ASCII as \xNN (for messages).
+  static std::string Printable(const std::string& text) {
+    std::string out;
+    for (unsigned char c : text.substr(0, 80)) {
+      out += (c >= 0x20 && c < 0x7f) ? std::string(1, static_cast<char>(c))
+                                     : fmt::format("\\x{:02x}", c);
+    }
+    return text.size() > 80 ? out + "..." : out;
+  }
+
   std::string origin_;
+  mutable size_t values_read_ = 0;
 };
 
 }  // namespace
@@ -292,6 +347,10 @@ ClusterSpec ParseClusterText(const std::string& text, const std::string& origin)
 }
 
 ClusterSpec ParseClusterFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw UsageError(path + ": is a directory; expected a cluster file (YAML)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(path + ": cannot read the cluster file: " + std::strerror(errno));
   std::ostringstream text;

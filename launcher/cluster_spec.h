@@ -43,6 +43,10 @@ struct SlurmSpec {
   std::map<std::string, std::string> extra;  // further sbatch options, passed as --key=value
 };
 
+// More ranks than any cluster dtrain is for (a few hundred machines of 8 GPUs): a sanity limit,
+// so a typo fails at once instead of after minutes of starting processes.
+constexpr int kMaxRanks = 65536;
+
 struct ClusterSpec {
   std::string source;  // the file it came from ("" when built in code)
   std::string name;

@@ -127,7 +127,9 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << doc.dump(2) << "\n";
+    // Arguments and names that are not UTF-8 are kept in the record as U+FFFD; the rank itself
+    // gets them byte for byte.
+    out << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     if (!out) throw Error(tmp + ": cannot write the job record");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {

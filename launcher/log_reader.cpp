@@ -16,6 +16,8 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -116,33 +118,22 @@ std::vector<int> RanksToShow(const std::string& job_dir, const std::vector<int>&
   return asked;
 }
 
-void PrintLines(const std::vector<LogLine>& lines, bool prefixed,
-                const std::map<int, std::string>& hosts, std::FILE* out) {
-  std::string text;
-  for (const LogLine& line : lines) {
-    if (prefixed) {
-      auto host = hosts.find(line.rank);
-      text += fmt::format("[{}:{}] ", host == hosts.end() ? "?" : host->second, line.rank);
-    }
-    text += line.text;
-    text += '\n';
-  }
-  std::fwrite(text.data(), 1, text.size(), out);
-  std::fflush(out);
-}
+constexpr size_t kChunk = 1 << 16;
 
-// Reads every cursor and merges the lines by arrival time (per-rank order kept).
-std::vector<LogLine> ReadMerged(std::vector<RankLogCursor>& cursors, bool final) {
-  std::vector<LogLine> lines;
-  for (RankLogCursor& cursor : cursors) {
-    std::vector<LogLine> more = cursor.ReadNew(final);
-    lines.insert(lines.end(), std::make_move_iterator(more.begin()),
-                 std::make_move_iterator(more.end()));
+// The cursor whose next line arrived first (ties: lower rank, so a rank keeps its order).
+RankLogCursor* NextMerged(std::vector<std::unique_ptr<RankLogCursor>>& cursors, bool final,
+                          LogLineSpan& line) {
+  RankLogCursor* best = nullptr;
+  for (auto& cursor : cursors) {
+    LogLineSpan candidate;
+    if (!cursor->Peek(final, candidate)) continue;
+    if (!best || candidate.time_us < line.time_us ||
+        (candidate.time_us == line.time_us && candidate.rank < line.rank)) {
+      best = cursor.get();
+      line = candidate;
+    }
   }
-  std::stable_sort(lines.begin(), lines.end(), [](const LogLine& a, const LogLine& b) {
-    return a.time_us != b.time_us ? a.time_us < b.time_us : a.rank < b.rank;
-  });
-  return lines;
+  return best;
 }
 
 }  // namespace
@@ -152,50 +143,108 @@ RankLogCursor::RankLogCursor(const std::string& job_dir, int rank)
       log_path_(RankLogPath(job_dir, rank)),
       index_path_(RankIndexPath(job_dir, rank)) {}
 
-void RankLogCursor::ReadIndex() {
-  std::string text = ReadFrom(index_path_, index_offset_);
-  size_t end = text.rfind('\n');
-  if (end == std::string::npos) return;
-  index_offset_ += end + 1;
-  size_t start = 0;
-  while (start <= end) {
-    size_t nl = text.find('\n', start);
+RankLogCursor::~RankLogCursor() {
+  if (log_fd_ >= 0) ::close(log_fd_);
+  if (index_fd_ >= 0) ::close(index_fd_);
+}
+
+// Both files appear when the rank starts; until then there is nothing to read.
+bool RankLogCursor::Open() {
+  if (index_fd_ < 0) index_fd_ = ::open(index_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (log_fd_ < 0) log_fd_ = ::open(log_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  return log_fd_ >= 0;
+}
+
+// Appends the index entries of the next chunk; false when the index has no complete line more.
+bool RankLogCursor::ReadMoreIndex() {
+  if (index_fd_ < 0) return false;
+  char buf[kChunk];
+  ssize_t n;
+  do {
+    n = ::pread(index_fd_, buf, sizeof(buf), static_cast<off_t>(index_offset_));
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return false;
+  const std::string_view text(buf, static_cast<size_t>(n));
+  const size_t last = text.rfind('\n');
+  if (last == std::string_view::npos) {
+    if (static_cast<size_t>(n) < sizeof(buf)) return false;  // a line still being written
+    index_offset_ += static_cast<uint64_t>(n);  // a chunk without a line: not an index, skip it
+    return true;
+  }
+  for (size_t start = 0; start <= last;) {
+    const size_t nl = text.find('\n', start);
     unsigned long long offset = 0;
     long long micros = 0;
-    if (std::sscanf(text.c_str() + start, "%llu %lld", &offset, &micros) == 2) {
+    const std::string entry(text.substr(start, nl - start));
+    if (std::sscanf(entry.c_str(), "%llu %lld", &offset, &micros) == 2) {
       index_.emplace_back(offset, micros);
     }
     start = nl + 1;
   }
+  index_offset_ += last + 1;
+  return true;
 }
 
 int64_t RankLogCursor::TimeOf(uint64_t offset) {
-  while (!index_.empty() && index_.front().first < offset) {
-    last_time_ = std::max(last_time_, index_.front().second);
-    index_.pop_front();
-  }
-  if (!index_.empty() && index_.front().first == offset) {
-    last_time_ = std::max(last_time_, index_.front().second);
-    index_.pop_front();
+  for (;;) {
+    while (!index_.empty() && index_.front().first <= offset) {
+      last_time_ = std::max(last_time_, index_.front().second);
+      index_.pop_front();
+    }
+    if (!index_.empty() || !ReadMoreIndex()) break;
   }
   return last_time_;  // lines without an entry arrived with the entry before them
 }
 
-std::vector<LogLine> RankLogCursor::ReadNew(bool final) {
-  ReadIndex();  // the index is written before the log, so it covers every line read below
-  std::string text = ReadFrom(log_path_, log_offset_);
-  std::vector<LogLine> lines;
-  size_t start = 0;
-  for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start)) {
-    lines.push_back({TimeOf(log_offset_ + start), rank_, text.substr(start, nl - start)});
-    start = nl + 1;
+bool RankLogCursor::Peek(bool final, LogLineSpan& line) {
+  if (peeked_) {
+    line = peeked_line_;
+    return true;
   }
-  if (final && start < text.size()) {
-    lines.push_back({TimeOf(log_offset_ + start), rank_, text.substr(start)});
-    start = text.size();
+  if (!Open()) return false;
+  char buf[kChunk];
+  for (;;) {
+    const uint64_t at = line_begin_ + scanned_;
+    ssize_t n = ::pread(log_fd_, buf, sizeof(buf), static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    const void* nl = std::memchr(buf, '\n', static_cast<size_t>(n));
+    if (nl) {
+      scanned_ += static_cast<uint64_t>(static_cast<const char*>(nl) - buf) + 1;
+      peeked_line_ = {0, rank_, line_begin_, line_begin_ + scanned_, true};
+      peeked_ = true;
+      break;
+    }
+    scanned_ += static_cast<uint64_t>(n);
   }
-  log_offset_ += start;
-  return lines;
+  if (!peeked_ && final && scanned_ > 0) {
+    peeked_line_ = {0, rank_, line_begin_, line_begin_ + scanned_, false};
+    peeked_ = true;
+  }
+  if (!peeked_) return false;
+  // The index is written before the log, so it covers every line read above.
+  peeked_line_.time_us = TimeOf(line_begin_);
+  line = peeked_line_;
+  return true;
+}
+
+void RankLogCursor::Take() {
+  if (!peeked_) return;
+  line_begin_ = peeked_line_.end;
+  scanned_ = 0;
+  peeked_ = false;
+}
+
+void RankLogCursor::Copy(const LogLineSpan& line, std::FILE* out) {
+  char buf[kChunk];
+  for (uint64_t at = line.begin; at < line.end;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof(buf), line.end - at));
+    ssize_t n = ::pread(log_fd_, buf, want, static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the log shrank under us: nothing more to copy
+    std::fwrite(buf, 1, static_cast<size_t>(n), out);
+    at += static_cast<uint64_t>(n);
+  }
 }
 
 std::vector<std::string> LastLines(const std::string& path, int count, uint64_t first_byte) {
@@ -265,9 +314,20 @@ void ShowLogs(const LogsOptions& options, std::FILE* out) {
   }
   const std::vector<int> ranks = RanksToShow(job_dir, options.ranks, hosts);
   const bool prefixed = !(options.ranks.size() == 1);
-  std::vector<RankLogCursor> cursors;
-  for (int r : ranks) cursors.emplace_back(job_dir, r);
+  std::vector<std::unique_ptr<RankLogCursor>> cursors;
+  for (int r : ranks) cursors.push_back(std::make_unique<RankLogCursor>(job_dir, r));
+  std::map<int, RankLogCursor*> by_rank;
+  for (size_t i = 0; i < ranks.size(); ++i) by_rank[ranks[i]] = cursors[i].get();
 
+  // One rank is copied byte for byte; several get "[node:R] " and a newline after every line.
+  auto print = [&](const LogLineSpan& line) {
+    if (prefixed) {
+      auto host = hosts.find(line.rank);
+      std::fprintf(out, "[%s:%d] ", host == hosts.end() ? "?" : host->second.c_str(), line.rank);
+    }
+    by_rank[line.rank]->Copy(line, out);
+    if (prefixed && !line.terminated) std::fputc('\n', out);
+  };
   auto job_over = [&] {
     if (!have_record) return true;
     try {
@@ -277,15 +337,32 @@ void ShowLogs(const LogsOptions& options, std::FILE* out) {
     }
   };
   bool over = !options.follow || job_over();
-  std::vector<LogLine> lines = ReadMerged(cursors, over);
-  if (options.tail >= 0 && lines.size() > static_cast<size_t>(options.tail)) {
-    lines.erase(lines.begin(), lines.end() - options.tail);
+  LogLineSpan line;
+  if (options.tail >= 0) {
+    // Only the positions of the last `tail` lines are kept, not their text.
+    std::deque<LogLineSpan> last;
+    while (RankLogCursor* cursor = NextMerged(cursors, over, line)) {
+      cursor->Take();
+      if (options.tail == 0) continue;
+      if (last.size() == static_cast<size_t>(options.tail)) last.pop_front();
+      last.push_back(line);
+    }
+    for (const LogLineSpan& kept : last) print(kept);
+  } else {
+    while (RankLogCursor* cursor = NextMerged(cursors, over, line)) {
+      cursor->Take();
+      print(line);
+    }
   }
-  PrintLines(lines, prefixed, hosts, out);
+  std::fflush(out);
   while (!over) {
     std::this_thread::sleep_for(std::chrono::duration<double>(options.poll_interval_s));
     over = job_over();  // checked before reading, so the last read sees everything
-    PrintLines(ReadMerged(cursors, over), prefixed, hosts, out);
+    while (RankLogCursor* cursor = NextMerged(cursors, over, line)) {
+      cursor->Take();
+      print(line);
+    }
+    std::fflush(out);
   }
 }
 

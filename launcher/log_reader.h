@@ -12,27 +12,46 @@
 
 namespace dtrain {
 
-struct LogLine {
+// One line of a rank's log by position: the merge orders these and then copies the bytes, so
+// no line is ever held in memory whatever its length.
+struct LogLineSpan {
   int64_t time_us = 0;  // when dtrain received the line's first byte
   int rank = 0;
-  std::string text;  // without the newline
+  uint64_t begin = 0;  // byte offsets in rank-R.log: [begin, end)
+  uint64_t end = 0;
+  bool terminated = false;  // ends with the rank's own '\n'
 };
 
-// Reads the lines one rank's log gains over time, with their arrival times.
+// Walks the lines one rank's log gains over time, with their arrival times from rank-R.idx.
+// Reads both files in fixed-size chunks: memory does not grow with the log.
 class RankLogCursor {
  public:
   RankLogCursor(const std::string& job_dir, int rank);
-  // Lines completed since the last call; with `final`, also an unterminated last line.
-  std::vector<LogLine> ReadNew(bool final);
+  ~RankLogCursor();
+  RankLogCursor(const RankLogCursor&) = delete;
+  RankLogCursor& operator=(const RankLogCursor&) = delete;
+
+  // The next line not yet taken: a complete one, or with `final` also an unterminated rest.
+  bool Peek(bool final, LogLineSpan& line);
+  // Moves past the line Peek returned.
+  void Take();
+  // Writes the bytes of `line` to `out`.
+  void Copy(const LogLineSpan& line, std::FILE* out);
 
  private:
-  void ReadIndex();
+  bool Open();
+  bool ReadMoreIndex();
   int64_t TimeOf(uint64_t offset);
 
   int rank_;
   std::string log_path_;
   std::string index_path_;
-  uint64_t log_offset_ = 0;
+  int log_fd_ = -1;
+  int index_fd_ = -1;
+  uint64_t line_begin_ = 0;  // where the next line starts
+  uint64_t scanned_ = 0;     // bytes from line_begin_ on known to hold no '\n'
+  bool peeked_ = false;
+  LogLineSpan peeked_line_;
   uint64_t index_offset_ = 0;
   std::deque<std::pair<uint64_t, int64_t>> index_;  // (line offset, micros), oldest first
   int64_t last_time_ = 0;

@@ -18,7 +18,10 @@ class MergedTraceFile {
   MergedTraceFile(const MergedTraceFile&) = delete;
   MergedTraceFile& operator=(const MergedTraceFile&) = delete;
 
-  void Write(const nlohmann::json& record) { WriteText(record.dump()); }
+  // Bytes that are not UTF-8 (a trace written by another tool) become U+FFFD, not an exception.
+  void Write(const nlohmann::json& record) {
+    WriteText(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
   // `text` must be one JSON object.
   void WriteText(std::string_view text);
   // Closes the array and renames the file into place; throws dtrain::Error on a write error.

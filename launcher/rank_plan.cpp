@@ -44,6 +44,11 @@ RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options) {
   for (const NodeSpec& node : spec.nodes) {
     plan.world_size += SlotsOf(node, options);
     max_slots = std::max(max_slots, SlotsOf(node, options));
+    if (plan.world_size > kMaxRanks) {
+      throw UsageError(fmt::format("{}: more than {} ranks in all; a cluster that large is not "
+                                   "what dtrain launches",
+                                   spec.source.empty() ? "the cluster" : spec.source, kMaxRanks));
+    }
   }
   // Horovod's cross communicator for local rank L holds the nodes that have a rank L.
   std::vector<int> cross_size(max_slots, 0);

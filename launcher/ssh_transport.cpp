@@ -284,7 +284,8 @@ class NodeLink {
     }
     if (!ssh_is_connected(session_.handle())) {
       FailRemaining(
-          fmt::format("{}: ssh: connection lost: {}", session_.where(), session_.LastError()));
+          fmt::format("{}: ssh: connection lost: {}", session_.where(), session_.LastError()),
+          /*lost=*/true);
     }
     if (AllDone()) Retire();
   }
@@ -298,6 +299,7 @@ class NodeLink {
     } else {
       status.error = fmt::format("{}: ssh: process {} ended without an exit status",
                                  session_.where(), p.spec.id);
+      status.lost = true;
     }
     return status;
   }
@@ -312,11 +314,13 @@ class NodeLink {
     events_.Exit(p.spec.id, status);
   }
 
-  void FailRemaining(const std::string& error) {
+  // `lost`: the processes had started (a dropped connection), not failed to start.
+  void FailRemaining(const std::string& error, bool lost = false) {
     for (auto& p : procs_) {
       if (p->done) continue;
       ExitStatus status;
       status.error = error;
+      status.lost = lost;
       Finish(*p, status);
     }
     Retire();

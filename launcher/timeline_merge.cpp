@@ -158,11 +158,18 @@ void PlaceOnCommonClock(std::vector<RankTraceInfo>& ranks, std::vector<std::stri
   }
 }
 
+const std::string kUnnamedSpan;
+
 // One source track (a pid in the rank's file) becoming a thread of the rank's process.
 struct ThreadState {
   std::string name;
   bool named = false;
-  std::vector<std::string> open;  // names of the spans begun and not yet ended
+  // Names of the spans begun and not yet ended, innermost last. Past kMaxOpenNames (a writer that
+  // never ends its spans) only the count is kept, so memory stays bounded; those are ended
+  // without a name.
+  static constexpr size_t kMaxOpenNames = 4096;
+  std::vector<std::string> open;
+  uint64_t open_unnamed = 0;
   int64_t last_ts = INT64_MIN;
 };
 
@@ -177,7 +184,14 @@ class RankMerger {
     WriteProcessHeader(info_, out_, base_us);
     TraceReader reader(info_.path);
     std::string text;
-    while (reader.NextText(text)) Take(reader, text);
+    while (reader.NextText(text)) {
+      try {
+        Take(reader, text);
+      } catch (const json::exception& e) {  // a value nlohmann refuses: say where it is
+        throw Error(fmt::format("{}: rank {}: record {}: {}", reader.path(), info_.rank,
+                                reader.records(), e.what()));
+      }
+    }
     info_.truncated = reader.truncated();
     if (info_.truncated) {
       warnings_.push_back(
@@ -229,10 +243,12 @@ class RankMerger {
 
   void TakeMetadata(json& record) {
     int pid = static_cast<int>(IntOr(record, "pid", 0));
-    std::string name = record.value("name", "");
+    const json& given = record.value("name", json());
+    const std::string name = given.is_string() ? given.get<std::string>() : "";
     if (pid == 0) return;  // the rank's own header and clock: already in the process header
-    if (name == "process_name" && record.contains("args")) {
-      NameThread(pid, record["args"].value("name", fmt::format("track {}", pid)));
+    if (name == "process_name" && record.contains("args") && record["args"].is_object()) {
+      const json& given = record["args"].value("name", json());
+      NameThread(pid, given.is_string() ? given.get<std::string>() : fmt::format("track {}", pid));
     } else if (name == "process_sort_index") {
       out_.Write({{"name", "thread_sort_index"},
                   {"ph", "M"},
@@ -267,24 +283,33 @@ class RankMerger {
     const bool ends = phase == "E";
     // A global marker becomes one rank's: "s": "p".
     const bool global = phase == "i" && record_.String("s") == "g";
+    bool end_unnamed = false;
     if (phase == "B") {
-      thread.open.push_back(name);
+      if (thread.open.size() < ThreadState::kMaxOpenNames) {
+        thread.open.push_back(name);
+      } else {
+        ++thread.open_unnamed;
+      }
     } else if (ends) {
-      if (thread.open.empty()) {
+      if (thread.open_unnamed > 0) {
+        --thread.open_unnamed;
+        end_unnamed = true;
+      } else if (thread.open.empty()) {
         ++unmatched_ends_;
         return;
+      } else {
+        name = thread.open.back();
+        thread.open.pop_back();
       }
-      name = thread.open.back();
-      thread.open.pop_back();
     }
     out_text_.assign(1, '{');
     for (const TraceRecord::Field& field : record_.fields()) {
       if (field.key == "ts" || field.key == "pid" || field.key == "tid" ||
-          (ends && field.key == "name") || (global && field.key == "s"))
+          (ends && !end_unnamed && field.key == "name") || (global && field.key == "s"))
         continue;
       AddField(field.key, field.value);
     }
-    if (ends) AddField("name", EncodeJsonString(name));
+    if (ends && !end_unnamed) AddField("name", EncodeJsonString(name));
     if (global) AddField("s", "\"p\"");
     AddField("ts", std::to_string(ts));
     AddField("pid", std::to_string(info_.rank));
@@ -323,6 +348,12 @@ class RankMerger {
   void CloseOpenSpans() {
     size_t closed = 0;
     for (auto& [tid, thread] : threads_) {
+      for (; thread.open_unnamed > 0; --thread.open_unnamed, ++closed) {
+        const std::string& unnamed = kUnnamedSpan;
+        Emit({{"ph", "E"}, {"ts", rank_last_ts_}, {"pid", info_.rank}, {"tid", tid},
+              {"args", {{"closed_by_merge", true}}}},
+             tid, 'E', unnamed, rank_last_ts_);
+      }
       while (!thread.open.empty()) {
         std::string name = thread.open.back();
         thread.open.pop_back();
@@ -370,7 +401,13 @@ MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::st
   if (inputs.empty()) throw UsageError("no timeline files to merge");
   RefuseOverwritingAnInput(inputs, output);
   MergeResult result;
-  for (const std::string& path : inputs) result.ranks.push_back(ScanMetadata(path));
+  for (const std::string& path : inputs) {
+    try {
+      result.ranks.push_back(ScanMetadata(path));
+    } catch (const json::exception& e) {
+      throw Error(fmt::format("{}: {}", path, e.what()));
+    }
+  }
   AssignRanks(result.ranks, result.warnings);
   for (RankTraceInfo& info : result.ranks) {
     auto host = hosts.find(info.rank);
@@ -389,7 +426,11 @@ MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::st
     if (info.kineto) {
       info.kineto_shift_us += static_cast<double>(info.shift_us);
       RankMerger::WriteProcessHeader(info, out, base);
-      MergeKinetoRank(info, out, kineto_observer);
+      try {
+        MergeKinetoRank(info, out, kineto_observer);
+      } catch (const json::exception& e) {
+        throw Error(fmt::format("{}: rank {}: {}", info.path, info.rank, e.what()));
+      }
     } else {
       RankMerger(info, out, observer, result.warnings).Run(base);
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -52,6 +53,40 @@ std::vector<std::string> TracesAfterFetch(const std::string& job_dir,
   }
 }
 
+// Entries of <job>/timeline that look like traces but are not files (a link to a device, a
+// dangling link, a folder): said, never dropped silently.
+std::vector<std::string> SkippedTraceEntries(const std::string& job_dir) {
+  std::vector<std::string> notes;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(job_dir) / "timeline", ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool trace_name = name.find(".json") != std::string::npos && name[0] != '.';
+    std::error_code type_ec;
+    if (trace_name && !entry.is_regular_file(type_ec)) {
+      notes.push_back(fmt::format("{}: not a regular file (a link to a device, or dangling?); "
+                                  "skipped",
+                                  entry.path().string()));
+    }
+  }
+  return notes;
+}
+
+// Ranks of a job that recorded timelines whose trace did not make it into the merge.
+std::vector<std::string> MissingRankTraces(const JobSummary& job, const MergeResult& merge) {
+  std::vector<std::string> notes;
+  if (job.rank_traces.empty()) return notes;  // the job did not record span timelines
+  std::set<int> merged;
+  for (const RankTraceInfo& info : merge.ranks) merged.insert(info.rank);
+  for (const auto& [rank, trace] : job.rank_traces) {
+    if (!merged.count(rank)) {
+      notes.push_back(fmt::format("rank {}: no trace ({} is missing or unreadable); merged "
+                                  "{} of {} ranks",
+                                  rank, trace, merged.size(), job.rank_traces.size()));
+    }
+  }
+  return notes;
+}
+
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -98,12 +133,15 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   std::vector<std::string> inputs = request.inputs;
   std::map<int, std::string> hosts;
   std::map<int, int64_t> clock_offsets;
+  std::vector<std::string> input_notes;
+  JobSummary job;
   report.output = request.output;
   if (inputs.empty()) {
     std::string log_dir = request.log_dir.empty() ? DefaultLogDir() : request.log_dir;
     std::string job_dir = ResolveJobDir(log_dir, request.job);
-    JobSummary job = JobRecordOrNothing(job_dir);
+    job = JobRecordOrNothing(job_dir);
     if (request.fetch) report.fetch = FetchRemoteTraces(job_dir, job, request.cluster_file);
+    input_notes = SkippedTraceEntries(job_dir);
     inputs = TracesAfterFetch(job_dir, report.fetch);
     hosts = job.rank_hosts;
     clock_offsets = job.rank_clock_offsets_us;
@@ -124,6 +162,9 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   }
   report.merge =
       MergeTimelines(inputs, report.output, observer, hosts, clock_offsets, kineto_observer);
+  for (std::string& note : MissingRankTraces(job, report.merge)) input_notes.push_back(note);
+  report.merge.warnings.insert(report.merge.warnings.begin(), input_notes.begin(),
+                               input_notes.end());
   if (request.summary) {
     report.gpu = gpu_builder.Finish(report.merge.ranks);
     report.summary = builder.Finish(report.merge.ranks);

@@ -77,12 +77,16 @@ void TimelineSummaryBuilder::Advance(RankState& state, int64_t ts) {
 }
 
 void TimelineSummaryBuilder::Begin(RankState& state, const MergedEvent& event) {
-  std::vector<OpenSpan>& stack = state.open[event.tid];
+  OpenStack& open = state.open[event.tid];
+  if (open.spans.size() >= OpenStack::kMaxOpenSpans) {
+    ++open.overflow;
+    return;
+  }
+  std::vector<OpenSpan>& stack = open.spans;
   OpenSpan span;
   span.kind = ClassifySpan(event.track, event.name);
   span.start_us = event.ts_us;
-  bool inside_fused =
-      std::any_of(stack.begin(), stack.end(), [](const OpenSpan& s) { return s.bytes >= 0; });
+  const bool inside_fused = open.fused_open > 0;
   auto bytes = event.args.find("bytes");
   if (!inside_fused && event.name.find("ALLREDUCE") != std::string::npos &&
       bytes != event.args.end() && bytes->is_number_integer()) {
@@ -97,14 +101,21 @@ void TimelineSummaryBuilder::Begin(RankState& state, const MergedEvent& event) {
   }
   if (!stack.empty()) --state.counts[static_cast<int>(stack.back().kind)];
   ++state.counts[static_cast<int>(span.kind)];
+  if (span.bytes >= 0) ++open.fused_open;
   stack.push_back(std::move(span));
 }
 
 void TimelineSummaryBuilder::End(RankState& state, const MergedEvent& event) {
-  std::vector<OpenSpan>& stack = state.open[event.tid];
+  OpenStack& open = state.open[event.tid];
+  if (open.overflow > 0) {
+    --open.overflow;
+    return;
+  }
+  std::vector<OpenSpan>& stack = open.spans;
   if (stack.empty()) return;
   OpenSpan span = std::move(stack.back());
   stack.pop_back();
+  if (span.bytes >= 0) --open.fused_open;
   --state.counts[static_cast<int>(span.kind)];
   if (!stack.empty()) ++state.counts[static_cast<int>(stack.back().kind)];
   if (event.name == "OPTIMIZER" && state.step_begin_us >= 0) {

@@ -68,10 +68,19 @@ class TimelineSummaryBuilder {
     int64_t tensors = 0;
     std::string dtype;
   };
+  // The spans open on one thread, innermost last. Nesting deeper than kMaxOpenSpans is not a
+  // real trace (a writer that never closes its spans): the excess is only counted, so memory
+  // and time stay bounded.
+  struct OpenStack {
+    static constexpr size_t kMaxOpenSpans = 4096;
+    std::vector<OpenSpan> spans;
+    int fused_open = 0;       // spans in `spans` counted as fused allreduces
+    uint64_t overflow = 0;    // 'B' records past kMaxOpenSpans not yet closed
+  };
   // The sweep over one rank's events.
   struct RankState {
     RankTime time;
-    std::map<int, std::vector<OpenSpan>> open;  // by thread
+    std::map<int, OpenStack> open;  // by thread
     int counts[3] = {0, 0, 0};                  // threads whose innermost span is of each kind
     bool started = false;
     int64_t first_us = 0;

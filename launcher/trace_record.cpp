@@ -267,7 +267,7 @@ std::string DecodeJsonString(std::string_view text) {
 std::string EncodeJsonString(const std::string& value) {
   for (char c : value) {
     if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\') {
-      return nlohmann::json(value).dump();
+      return nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
   }
   return '"' + value + '"';

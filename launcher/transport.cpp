@@ -37,7 +37,7 @@ ExitStatus ExitStatus::FromShellStatus(int shell_status) {
 }
 
 std::string ExitStatus::Describe() const {
-  if (!error.empty()) return "could not start: " + error;
+  if (!error.empty()) return (lost ? "lost while running: " : "could not start: ") + error;
   if (signal != 0) return "killed by " + SignalName(signal);
   return fmt::format("exit {}", code);
 }

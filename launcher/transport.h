@@ -31,9 +31,10 @@ struct ExitStatus {
 
   bool ok() const { return error.empty() && signal == 0 && code == 0; }
   bool not_found = false;  // the command was not found where it runs (error says where it looked)
+  bool lost = false;       // with error: it ran, then the transport lost it (connection dropped)
 
   // What a shell would report: code, 128+signal, 127 when the command was not found, or 255
-  // when it never ran for another reason.
+  // when the transport failed it (it never ran, or its connection dropped while it ran).
   int ShellStatus() const {
     return not_found ? 127 : !error.empty() ? 255 : signal ? 128 + signal : code;
   }

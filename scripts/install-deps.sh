@@ -11,6 +11,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build ccache pkg-config git \
   libcli11-dev libyaml-cpp-dev libfmt-dev libssh-dev libboost-dev nlohmann-json3-dev \
   libgtest-dev libgmock-dev \
+  clang libclang-rt-14-dev \
   libopenblas0-pthread \
   libpng-dev libjpeg-dev zlib1g-dev \
   dataset-fashion-mnist \

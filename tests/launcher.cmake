@@ -23,16 +23,23 @@ dtrain_test(launcher_local_transport_test
   LIBS dtrain_launcher
   TIMEOUT 60)
 add_dependencies(launcher_local_transport_test dtrain)
-# Issue 16: the command line as torchrun/horovodrun users type it (one test per item).
+# The command line as torchrun/horovodrun users type it (one test per item).
 dtrain_test(launcher_ux_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_ux_test.cpp
   LIBS dtrain_doctor dtrain_launcher
   LABEL cli
   TIMEOUT 300)
 add_dependencies(launcher_ux_test dtrain)
-# Issue 15: hangs — stall watch, stall report (py-spy stacks), --on-stall stop, dtrain status.
+# Hangs: stall watch, stall report (py-spy stacks), --on-stall stop, dtrain status.
 dtrain_test(launcher_stall_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_stall_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 400)
 add_dependencies(launcher_stall_test dtrain)
+# Bad input: each finding of a hostile-input run (F1..F11) has a test that failed before its fix.
+dtrain_test(hardening_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/hardening_test.cpp
+  LIBS dtrain_launcher
+  LABEL cli
+  TIMEOUT 300)
+add_dependencies(hardening_test dtrain)

@@ -1,4 +1,4 @@
-// Issue 15: hangs. Real torch.distributed (Gloo) ranks under the built dtrain, one of which stops
+// Hangs. Real torch.distributed (Gloo) ranks under the built dtrain, one of which stops
 // entering collectives; the stall report must name it and its Python frame (py-spy), --on-stall
 // stop must exit 124 and leave no process; a long silent compute step is not a stall; and
 // `dtrain status` reads a running job from another process.

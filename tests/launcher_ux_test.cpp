@@ -1,4 +1,4 @@
-// Issue 16, "torchrun and horovodrun users at home in five minutes": each numbered item tried the
+// torchrun and horovodrun users at home: each numbered item tried the
 // way a new user types it, through the built dtrain binary on this machine. The SSH halves
 // (-x, -H, --hostfile, dtrain-clip on nodes, stderr and 127 over SSH) are in ssh_ux_test.cpp.
 #include <sys/stat.h>

@@ -9,7 +9,7 @@ foreach(t ssh_transport_test ssh_launch_test)
               LABEL netns TIMEOUT 60 RESOURCE_LOCK netns)
 endforeach()
 add_dependencies(ssh_launch_test dtrain)
-# Issue 16 over SSH: -x, -H, --hostfile, dtrain-clip lookup, stderr and 127 on namespace nodes.
+# torchrun/horovodrun habits over SSH: -x, -H, --hostfile, dtrain-clip lookup, stderr and 127 on namespace nodes.
 dtrain_test(ssh_ux_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_ux_test.cpp LIBS dtrain_launcher
             LABEL netns TIMEOUT 180 RESOURCE_LOCK netns)
 add_dependencies(ssh_ux_test dtrain)

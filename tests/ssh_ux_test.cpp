@@ -1,4 +1,4 @@
-// Issue 16 over SSH, on namespace nodes (tests/cluster): -x values reaching every node byte for
+// torchrun/horovodrun habits over SSH, on namespace nodes (tests/cluster): -x values reaching every node byte for
 // byte, -H and --hostfile instead of a cluster file, dtrain-clip found where the doctor finds
 // it, rank stderr on dtrain's stderr and 127 for a command not found.
 #include <sys/stat.h>

@@ -1,0 +1,36 @@
+// What a node's probe printed: facts for the doctor's rules and both reports (text and --json),
+// whatever bytes a broken node sends back.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "doctor/checks.h"
+#include "doctor/node_facts.h"
+#include "doctor/probe_runner.h"
+#include "doctor/report.h"
+#include "launcher/cluster_spec.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  dtrain::ClusterSpec spec;
+  spec.source = "fuzz.yaml";
+  dtrain::ProbeRun run;
+  for (int i = 0; i < 2; ++i) {
+    dtrain::NodeSpec node;
+    node.host = i == 0 ? "a" : "b";
+    node.address = node.host;
+    spec.nodes.push_back(node);
+    dtrain::NodeFacts facts;
+    facts.host = node.host;
+    facts.address = node.address;
+    facts.reached = true;
+    // Node b sees the same output cut in half: nodes that differ exercise the comparisons.
+    const std::string mine = i == 0 ? text : text.substr(0, text.size() / 2);
+    dtrain::ApplyProbeLines(dtrain::SplitProbeOutput(mine), 1.7e9, facts);
+    run.nodes.push_back(facts);
+  }
+  std::vector<dtrain::Finding> findings = dtrain::CheckCluster(spec, run);
+  dtrain::RenderTextReport(spec, run, findings, false);
+  dtrain::RenderJsonReport(spec, run, findings);
+  return 0;
+}

@@ -1,0 +1,38 @@
+// A rank's trace (dtrain-clip's or Horovod's array, PyTorch's Kineto object, gzip or not) through
+// the streaming reader, the merge and both summaries: a merged file or a dtrain::Error naming
+// the file — never "internal error".
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "launcher/error.h"
+#include "launcher/gpu_time_summary.h"
+#include "launcher/timeline_merge.h"
+#include "launcher/timeline_summary.h"
+#include "launcher/trace_reader.h"
+#include "tests/fuzz/fuzz_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string path = dtrain::fuzz::WriteInput("rank-1.json", data, size);
+  try {
+    dtrain::TraceReader reader(path);
+    nlohmann::json record;
+    while (reader.Next(record)) {
+    }
+  } catch (const dtrain::Error&) {
+  } catch (const nlohmann::json::exception&) {  // Next parses; NextText is what the merge uses
+  }
+  try {
+    dtrain::TimelineSummaryBuilder builder;
+    dtrain::GpuTimeSummaryBuilder gpu("");
+    dtrain::MergeResult result = dtrain::MergeTimelines(
+        {path}, dtrain::fuzz::ScratchDir() + "/merged.json",
+        [&builder](const dtrain::MergedEvent& e) { builder.Add(e); }, {{1, "node-a"}}, {{1, 5}},
+        [&gpu](const dtrain::KinetoEvent& e) { gpu.Add(e); });
+    dtrain::FormatTimelineSummary(builder.Finish(result.ranks));
+    gpu.Finish(result.ranks);
+  } catch (const dtrain::Error&) {
+  }
+  return 0;
+}
