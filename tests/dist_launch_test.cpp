@@ -1,14 +1,18 @@
 // dtrain-clip through `dtrain launch`: two local ranks on Fashion-MNIST (Gloo) end with identical
 // parameters; a rank killed mid-training brings the job down and --max-restarts 1 with
-// --resume latest finishes it from the last checkpoint.
+// --resume latest finishes it from the last checkpoint; a rank stopped mid-training is named by
+// the stall watch with the collective the others wait in.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/metrics_lines.h"
@@ -82,3 +86,65 @@ TEST(DistLaunch, KilledRankRestartsAndResumesFromTheLastCheckpoint) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The value after "key " in a heartbeat file's "key value" lines.
+std::string HeartbeatValue(const std::string& text, const std::string& key) {
+  const auto at = text.find("\n" + key + " ");
+  const size_t begin = text.rfind(key + " ", 0) == 0 ? 0 : at == std::string::npos ? at : at + 1;
+  if (begin == std::string::npos) return "";
+  const size_t value = begin + key.size() + 1;
+  return text.substr(value, text.find('\n', value) - value);
+}
+
+}  // namespace
+
+// A dtrain-clip rank stopped (SIGSTOP) mid-training: the stall watch sees its heartbeat stand
+// still while the others wait in a collective, names it and that collective, and --on-stall stop
+// ends the job with 124, the stopped rank named last.
+TEST(DistLaunch, StoppedClipRankIsNamedWithTheCollectiveTheOthersWaitIn) {
+  std::string dir = TempDir();
+  const std::string job = dir + "/logs/stop";
+  const std::string out = dir + "/launch.out";
+  const std::string command =
+      "cd " + dir + " && NPROC_PER_NODE=3 " + kBin + "/dtrain launch --log-dir " + dir +
+      "/logs --job stop --stall-timeout 6 --on-stall stop -- " + kBin + "/dtrain-clip" + kTrain +
+      " --dataset-type synthetic --train-num-samples 100000 --max-steps 100000 --save-frequency 0" +
+      " > " + out + " 2>&1; echo $? > " + dir + "/status";
+  std::thread launch([&] { RunShell(command); });
+  // Rank 1 has taken a few steps: stop it where it is.
+  std::string pid;
+  for (int i = 0; i < 600 && pid.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string beat = Slurp(job + "/heartbeat/rank-1.txt");
+    if (!beat.empty() && std::atoll(HeartbeatValue(beat, "step").c_str()) >= 3) {
+      pid = HeartbeatValue(beat, "pid");
+    }
+  }
+  ASSERT_FALSE(pid.empty()) << "rank 1 never reached step 3:\n" << Slurp(out);
+  ASSERT_EQ(::kill(std::stoi(pid), SIGSTOP), 0);
+  launch.join();
+  EXPECT_EQ(Slurp(dir + "/status"), "124\n") << Slurp(out);
+  const std::string report = Slurp(job + "/stall-1.txt");
+  EXPECT_NE(report.find("the job waits for rank 1"), std::string::npos) << report;
+  EXPECT_NE(report.find("wait in "), std::string::npos) << report;
+  EXPECT_NE(report.find("rank 1 on "), std::string::npos) << report;
+  std::string console = Slurp(out);
+  while (!console.empty() && console.back() == '\n') console.pop_back();
+  const std::string last_line = console.substr(console.rfind('\n') + 1);
+  EXPECT_NE(last_line.find("rank 1"), std::string::npos) << console;
+  // Gone, or a zombie waiting for this sandbox's init to reap it: give the kill a moment.
+  auto alive = [&] {
+    const std::string stat = Slurp("/proc/" + pid + "/stat");
+    const size_t paren = stat.rfind(')');
+    return paren != std::string::npos && stat.compare(paren + 2, 1, "Z") != 0;
+  };
+  for (int i = 0; i < 50 && alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(alive()) << "the stopped rank " << pid << " is still there";
+}

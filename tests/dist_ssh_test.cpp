@@ -3,12 +3,15 @@
 // (3 nodes x 1 rank), and with --hierarchical-allreduce and GLOO_SOCKET_IFNAME (2 nodes x 2
 // ranks). Needs root; skipped otherwise.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "tests/metrics_lines.h"
 #include "tests/ssh_cluster.h"
@@ -92,6 +95,43 @@ TEST(DistSsh, TwoNodesTwoSlotsHierarchicalAllreduceEndsWithIdenticalParameters) 
   ASSERT_EQ(r.status, 0) << r.output << "\nsee " << logs;
   ExpectSameParametersOnEveryNode(logs, "hier", 4, 2);
   RecordProperty("launch_seconds", std::to_string(r.seconds));
+}
+
+// A dtrain-clip rank on node1 stopped (SIGSTOP) mid-training: the stall watch, probing the nodes
+// through ssh, names the rank, its node and the collective the others wait in; --on-stall stop
+// ends the job with 124.
+TEST(DistSsh, StoppedRankOnANodeIsNamedWithItsNodeAndTheCollective) {
+  SshTestCluster cluster("dist-stall-3x1", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = cluster.dir() + "/logs";
+  const std::string out = cluster.dir() + "/launch.out";
+  const std::string clip = kBin + "/dtrain-clip train --batch-size 16 --dataset-type synthetic" +
+                           " --train-num-samples 100000 --max-steps 100000 --zeroshot-frequency 0" +
+                           " --save-frequency 0 --threads 1";
+  std::thread launch([&] {
+    RunOutput(kBin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+              " --job stall --stall-timeout 6 --on-stall stop -- " + clip + " > " + out +
+              " 2>&1; echo $? > " + cluster.dir() + "/status");
+  });
+  std::string pid;
+  for (int i = 0; i < 600 && pid.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::istringstream beat(ReadText(logs + "/stall/heartbeat/rank-1.txt"));
+    std::string key, value, step, p;
+    while (beat >> key >> value) {
+      if (key == "step") step = value;
+      if (key == "pid") p = value;
+    }
+    if (!step.empty() && std::stoll(step) >= 3) pid = p;
+  }
+  ASSERT_FALSE(pid.empty()) << "rank 1 never reached step 3:\n" << ReadText(out);
+  ASSERT_EQ(::kill(std::stoi(pid), SIGSTOP), 0);
+  launch.join();
+  EXPECT_EQ(ReadText(cluster.dir() + "/status"), "124\n") << ReadText(out);
+  const std::string report = ReadText(logs + "/stall/stall-1.txt");
+  EXPECT_NE(report.find("the job waits for rank 1"), std::string::npos) << report;
+  EXPECT_NE(report.find("rank 1 on node1 has not entered it"), std::string::npos) << report;
+  EXPECT_NE(report.find("wait in ALLREDUCE #"), std::string::npos) << report;
 }
 
 }  // namespace

@@ -193,10 +193,13 @@ TEST(TimelineFetch, TracesOnTheNodesOwnDisksAreFetchedThenMerged) {
   EXPECT_NE(merged.output.find("merged 2 ranks"), std::string::npos) << merged.output;
   EXPECT_EQ(ReadMerged(logs + "/fetch/timeline.json").names.size(), 2u);
 
-  // 5. --no-fetch merges what is here without asking any node.
+  // 5. --no-fetch merges what is here without asking any node; the ranks without a trace are
+  // named, not dropped silently.
   merged = Dtrain("timeline --no-fetch --log-dir " + logs + " --job fetch");
   ASSERT_EQ(merged.status, 0) << merged.output;
-  EXPECT_EQ(merged.output.find("warning"), std::string::npos) << merged.output;
+  EXPECT_EQ(merged.output.find("ssh:"), std::string::npos) << merged.output;
+  EXPECT_NE(merged.output.find("rank 2: no trace"), std::string::npos) << merged.output;
+  EXPECT_NE(merged.output.find("merged 2 ranks"), std::string::npos) << merged.output;
 
   // 6. No node reachable and no trace here: an error that says why.
   fs::remove(timeline + "/rank-0.json");
