@@ -147,6 +147,8 @@ class NodeLink {
     deadline_ = Clock::now() + std::chrono::seconds(std::max(1, spec.ssh.connect_timeout_s));
     try {
       session_.Begin();
+      // ConnectTimeout from ~/.ssh/config and bastions' timeouts are known now.
+      deadline_ = Clock::now() + std::chrono::seconds(std::max(1, session_.connect_timeout_s()));
       ssh_event_add_session(event_, session_.handle());
       in_event_ = true;
     } catch (const Error& e) {
