@@ -15,6 +15,7 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run);
 void AddLogsCommand(CLI::App& app, CommandRun& run);
 void AddDoctorCommand(CLI::App& app, CommandRun& run);
 void AddTimelineCommand(CLI::App& app, CommandRun& run);
+void AddSyncCommand(CLI::App& app, CommandRun& run);
 void AddCompletionCommand(CLI::App& app, CommandRun& run);
 
 }  // namespace dtrain

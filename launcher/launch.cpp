@@ -25,6 +25,7 @@
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
 #include "launcher/transport.h"
+#include "launcher/workdir_sync.h"
 
 namespace dtrain {
 namespace {
@@ -167,6 +168,26 @@ int RunLaunch(const LaunchOptions& options) {
                record.plan.master_port, chosen.port_why.c_str(),
                chosen.env_file.empty() ? "" : "; env file ", chosen.env_file.c_str());
   for (const std::string& note : chosen.notes) std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
+
+  if (options.sync) {
+    if (spec.transport != TransportKind::kSsh) {
+      std::fprintf(stderr, "dtrain: --sync: a %s cluster shares this machine's files: nothing to copy\n",
+                   TransportName(spec.transport));
+    } else {
+      SyncOptions sync;
+      sync.source = launch_dir;
+      sync.exclude = log_dir;
+      sync.progress = ::isatty(STDERR_FILENO);
+      const SyncReport synced = SyncWorkdir(spec, sync);
+      std::fputs(DescribeSync(synced).c_str(), stderr);
+      if (!synced.ok()) {
+        record.status = "failed";
+        record.exit_code = kExitFailure;
+        WriteJobRecord(job_dir, record);
+        throw Error("--sync: the workdir could not be copied to every node; no rank was started");
+      }
+    }
+  }
 
   for (int attempt = 0;; ++attempt) {
     plan_options.restart_count = attempt;
