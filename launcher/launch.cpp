@@ -24,6 +24,7 @@
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
+#include "launcher/trace_fetch.h"
 #include "launcher/transport.h"
 #include "launcher/workdir_sync.h"
 
@@ -86,6 +87,22 @@ void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::s
       text += fmt::format("  [{}:{}] {}\n", slot.host, slot.rank, line);
   }
   std::fputs(text.c_str(), stderr);
+}
+
+// Metrics ranks wrote on nodes without shared storage come back into the job folder; files
+// already here and complete (shared storage) are left as they are.
+void FetchMetrics(const std::string& job_dir, const ClusterSpec& spec) {
+  try {
+    const TraceFetchReport fetched =
+        FetchRemoteMetrics(job_dir, ReadJobSummary(job_dir), spec.source, &spec.ssh);
+    if (!fetched.fetched.empty()) {
+      std::fprintf(stderr, "dtrain: metrics of %zu rank(s) fetched from their nodes into %s/metrics\n",
+                   fetched.fetched.size(), job_dir.c_str());
+    }
+    for (const std::string& w : fetched.warnings) std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "dtrain: warning: metrics not fetched: %s\n", e.what());
+  }
 }
 
 }  // namespace
@@ -240,6 +257,7 @@ int RunLaunch(const LaunchOptions& options) {
     }
     record.ended_us = WallMicros();
     WriteJobRecord(job_dir, record);
+    if (spec.transport == TransportKind::kSsh) FetchMetrics(job_dir, spec);
     return record.exit_code;
   }
 }

@@ -173,5 +173,107 @@ TEST(Issue17Ssh, NodesBehindABastion) {
   fs::remove_all(logs);
 }
 
+// The cluster file with `workdir:` (and what the test adds) on the generated nodes.
+std::string WithWorkdir(const SshTestCluster& cluster, const std::string& workdir) {
+  const std::string path = cluster.dir() + "/workdir.yaml";
+  std::ofstream(path) << ReadText(cluster.cluster_file()) << "workdir: " << workdir << "\n";
+  return path;
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// Counts per node in the sync summary: "N file(s)" sent and "N deleted", for every node.
+bool EveryNodeSays(const std::string& out, int nodes, const std::string& what) {
+  for (int i = 0; i < nodes; ++i) {
+    const std::string line = "sync node" + std::to_string(i) + " (";
+    const size_t at = out.find(line);
+    if (at == std::string::npos) return false;
+    const std::string rest = out.substr(at, out.find('\n', at) - at);
+    if (rest.find(what) == std::string::npos) return false;
+  }
+  return true;
+}
+
+// launch --sync into private /srv/node/work on 3 nodes: a Python rank imports the synced
+// package through PYTHONPATH; a second sync sends nothing, a changed file is the only one sent,
+// a deleted file disappears, ignored files never arrive, and a shared folder is skipped.
+TEST(Issue17Ssh, SyncIntoPrivateWorkdirs) {
+  SshTestCluster cluster("s17-sync", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string src = cluster.dir() + "/src";
+  WriteFile(src + "/s17pkg/__init__.py", "VALUE = 'one'\n");
+  WriteFile(src + "/s17pkg/extra.py", "X = 1\n");
+  WriteFile(src + "/.gitignore", "ignored/\n");
+  WriteFile(src + "/ignored/big.bin", "no");
+  WriteFile(src + "/.dtrainignore", "*.tmp\n");
+  WriteFile(src + "/scratch.tmp", "no");
+  const std::string file = WithWorkdir(cluster, "/srv/node/work");
+  const std::string logs = cluster.dir() + "/logs";
+  const std::string in_src = "cd " + src + " && ";
+  const std::string python = " python3 -c 'import s17pkg; print(s17pkg.VALUE)'";
+  ShellRun r = Shell(in_src + kDtrain + " launch --sync -c " + file + " --log-dir " + logs +
+                     " --job one -q" + python + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 4 file(s)")) << r.out;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(ReadText(logs + "/one/rank-" + std::to_string(rank) + ".log"), "one\n");
+  }
+  EXPECT_EQ(cluster.OnNode(2, "ls -A /srv/node/work | grep -v '^.dtrain-sync-manifest$'"),
+            ".dtrainignore\n.gitignore\ns17pkg\n");
+  EXPECT_FALSE(fs::exists("/srv/node/work/s17pkg")) << "the launcher's own /srv/node is not a node's";
+
+  r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 0 file(s), 0.0 MB sent, 0 deleted")) << r.out;
+
+  WriteFile(src + "/s17pkg/__init__.py", "VALUE = 'two!'\n");
+  r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 1 file(s)")) << r.out;
+  r = Shell(in_src + kDtrain + " launch -c " + file + " --log-dir " + logs + " --job two -q" +
+            python + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(ReadText(logs + "/two/rank-1.log"), "two!\n");
+
+  fs::remove(src + "/s17pkg/extra.py");
+  r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 0 file(s), 0.0 MB sent, 1 deleted")) << r.out;
+  for (int node = 0; node < 3; ++node) {
+    EXPECT_EQ(cluster.OnNode(node, "cd /srv/node/work/s17pkg && ls -d *.py"), "__init__.py\n");
+  }
+
+  // The nodes see this machine's files outside /srv/node: syncing src into itself is skipped.
+  const std::string shared = WithWorkdir(cluster, src);
+  r = Shell(in_src + kDtrain + " sync -c " + shared + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(EveryNodeSays(r.out, 3, "shares " + src + " with this machine")) << r.out;
+}
+
+// Ranks on nodes with private storage write metrics under $DTRAIN_LOG_DIR there; when the job
+// ends every rank's file is in the job folder here.
+TEST(Issue17Ssh, MetricsOfEveryRankComeBack) {
+  SshTestCluster cluster("s17-metrics", 3, 2);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = "/srv/node/s17-metrics-logs";
+  fs::remove_all(logs);
+  const ShellRun r = Shell(
+      kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+      " --job m -q sh -c 'mkdir -p \"$DTRAIN_LOG_DIR/metrics\" && printf \"{\\\"step\\\":1,"
+      "\\\"rank\\\":%s,\\\"host\\\":\\\"%s\\\"}\\n\" \"$RANK\" \"$(hostname)\" "
+      ">\"$DTRAIN_LOG_DIR/metrics/rank-$RANK.jsonl\"' 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("metrics of 6 rank(s) fetched")) << r.out;
+  for (int rank = 0; rank < 6; ++rank) {
+    EXPECT_EQ(ReadText(logs + "/m/metrics/rank-" + std::to_string(rank) + ".jsonl"),
+              "{\"step\":1,\"rank\":" + std::to_string(rank) + ",\"host\":\"node" +
+                  std::to_string(rank / 2) + "\"}\n");
+  }
+  fs::remove_all(logs);
+}
+
 }  // namespace
 }  // namespace dtrain
