@@ -132,9 +132,12 @@ TEST(Issue17Ssh, NodesBehindABastion) {
   EXPECT_THAT(hidden.out, HasSubstr("node node1")) << hidden.out;
 
   const std::string file = AliasClusterFile(cluster, {1, 2});
+  // Counted once both ranks printed (both tunnels up) and while they still sleep.
   const ShellRun r = Shell(kDtrain + " launch -c " + file + " --log-dir " + logs +
-                           " --job jump -q sh -c 'hostname; sleep 1.5' & sleep 1; " +
-                           "ip netns exec " + cluster.Field(0, 2) +
+                           " --job jump -q sh -c 'hostname; sleep 4' & for i in $(seq 100); do " +
+                           "[ -s " + logs + "/jump/rank-0.log ] && [ -s " + logs +
+                           "/jump/rank-1.log ] && break; sleep 0.05; done; ip netns exec " +
+                           cluster.Field(0, 2) +
                            " ss -Htn state established '( sport = :22 )' | wc -l; wait");
   EXPECT_EQ(r.out, "1\n") << "one connection to the bastion for both nodes";
   EXPECT_EQ(ReadText(logs + "/jump/rank-0.log"), "node1\n") << r.out;
