@@ -16,6 +16,7 @@ void AddLogsCommand(CLI::App& app, CommandRun& run);
 void AddStatusCommand(CLI::App& app, CommandRun& run);
 void AddDoctorCommand(CLI::App& app, CommandRun& run);
 void AddTimelineCommand(CLI::App& app, CommandRun& run);
+void AddSyncCommand(CLI::App& app, CommandRun& run);
 void AddCompletionCommand(CLI::App& app, CommandRun& run);
 
 }  // namespace dtrain

@@ -49,6 +49,9 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   CLI::Option* restarts = cmd->add_option("--max-restarts", *max_restarts,
                                           "restart the whole job up to K times after a failure")
                               ->check(WholeNumberAtLeast(0));
+  cmd->add_flag("--sync", options->sync,
+                "first copy this directory to every node's workdir that does not share it "
+                "(as dtrain sync)");
   cmd->add_flag("--timeline", options->timeline, "write a per-rank timeline into the job folder");
   cmd->add_option("--console,--tee", *console,
                   "rank streams shown on the console: both, stdout, stderr or none (or torchrun's "

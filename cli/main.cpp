@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   dtrain::AddLogsCommand(app, run);
   dtrain::AddStatusCommand(app, run);
   dtrain::AddTimelineCommand(app, run);
+  dtrain::AddSyncCommand(app, run);
   dtrain::AddCompletionCommand(app, run);
   app.add_subcommand("help", "Show the help of a command: dtrain help COMMAND")
       ->allow_extras();  // rewritten to `COMMAND --help` before parsing

@@ -10,6 +10,7 @@
 
 #include "launcher/env_file.h"
 #include "launcher/error.h"
+#include "launcher/ssh_config.h"
 #include "launcher/host_list.h"
 #include "launcher/ssh_session.h"
 #include "launcher/this_machine.h"
@@ -181,6 +182,7 @@ ChosenCluster ChooseCluster(const ClusterChoice& choice) {
   ChooseNodes(choice, out);
   ChooseRanks(choice, out);
   ChooseEnvironment(choice, out);
+  ApplySshConfigAddresses(out.spec);  // MASTER_ADDR: the HostName ssh reaches, not the alias
   ChooseRendezvous(choice, out);
   return out;
 }

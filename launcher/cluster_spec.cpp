@@ -160,13 +160,23 @@ class SpecReader {
   void ReadSsh(const YAML::Node& node, SshOptions& ssh) const {
     ExpectMap(
         node, "ssh",
-        {"user", "port", "identity_file", "known_hosts", "host_key_policy", "connect_timeout"});
+        {"user", "port", "identity_file", "known_hosts", "host_key_policy", "connect_timeout", "config",
+         "proxy_jump"});
     if (node["user"]) ssh.user = String(node["user"], "ssh.user");
     if (node["port"]) ssh.port = Port(node["port"], "ssh.port");
+    ssh.port_given = static_cast<bool>(node["port"]);
+    if (node["config"]) ssh.config = String(node["config"], "ssh.config");
+    if (node["proxy_jump"]) {
+      ssh.proxy_jump = String(node["proxy_jump"], "ssh.proxy_jump");
+      if (ssh.proxy_jump.empty()) {
+        Fail(node["proxy_jump"], "ssh.proxy_jump: expected [user@]host[:port][,...] or none");
+      }
+    }
     if (node["identity_file"])
       ssh.identity_file = String(node["identity_file"], "ssh.identity_file");
     if (node["known_hosts"]) ssh.known_hosts = String(node["known_hosts"], "ssh.known_hosts");
     if (const YAML::Node policy = node["host_key_policy"]) {
+      ssh.host_key_policy_given = true;
       std::string value = String(policy, "ssh.host_key_policy");
       if (value == "strict") {
         ssh.host_key_policy = HostKeyPolicy::kStrict;
@@ -178,6 +188,7 @@ class SpecReader {
       }
     }
     if (node["connect_timeout"]) {
+      ssh.connect_timeout_given = true;
       ssh.connect_timeout_s = IntegerIn(node["connect_timeout"], "ssh.connect_timeout", 1, 3600);
     }
   }
@@ -188,6 +199,7 @@ class SpecReader {
     NodeSpec out;
     if (!node["host"]) Fail(node, what + ": missing 'host' (the node's name)");
     out.host = HostName(node["host"], what + ".host");
+    out.address_given = static_cast<bool>(node["address"]);
     out.address = node["address"] ? HostName(node["address"], what + ".address") : out.host;
     if (node["slots"]) out.slots = IntegerIn(node["slots"], what + ".slots", 1, 4096);
     if (const YAML::Node gpus = node["gpus"]) {

@@ -19,14 +19,22 @@ struct SshOptions {
   std::string known_hosts;    // empty: ~/.ssh/known_hosts
   HostKeyPolicy host_key_policy = HostKeyPolicy::kStrict;
   int connect_timeout_s = 10;
+  // ssh_config(5) file read for every node: "" = ~/.ssh/config, "none" = none. What the
+  // cluster file sets explicitly wins over it; the *_given flags say what it set.
+  std::string config;
+  std::string proxy_jump;  // "[user@]host[:port],...": bastions in order; "" = from the config
+  bool port_given = false;
+  bool host_key_policy_given = false;
+  bool connect_timeout_given = false;
 };
 
 struct NodeSpec {
   std::string host;     // name used in reports and logs
-  std::string address;  // defaults to host
+  std::string address;  // defaults to host (or its HostName in ~/.ssh/config, for ssh)
   int slots = 1;
   std::vector<int> gpus;  // empty: not listed (CUDA_VISIBLE_DEVICES untouched)
   std::map<std::string, std::string> env;
+  bool address_given = false;  // the cluster file said `address:`
 };
 
 struct JobSpec {

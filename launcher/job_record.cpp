@@ -180,6 +180,8 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
         trace = fmt::format("{}/{}/timeline/rank-{}.json", doc.value("log_dir", ""), s.name, r);
       }
       if (!trace.empty()) s.rank_traces[r] = trace;
+      s.rank_metrics[r] =
+          fmt::format("{}/{}/metrics/rank-{}.jsonl", doc.value("log_dir", ""), s.name, r);
       if (auto offset = node_offsets.find(s.rank_hosts[r]); offset != node_offsets.end()) {
         s.rank_clock_offsets_us[r] = offset->second;
       }

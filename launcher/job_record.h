@@ -78,6 +78,7 @@ struct JobSummary {
   std::string launch_dir;
   std::map<int, std::string> rank_addresses;  // rank -> node address the launcher used
   std::map<int, std::string> rank_traces;     // rank -> DTRAIN_TIMELINE as the rank saw it
+  std::map<int, std::string> rank_metrics;    // rank -> $DTRAIN_LOG_DIR/metrics/rank-R.jsonl
   std::map<int, int64_t> rank_clock_offsets_us;  // rank -> its node's clock offset, if measured
   std::map<int, std::string> rank_exits;  // rank -> "exit 0", "killed by SIGKILL"; absent: running
   double stall_timeout_s = 0;

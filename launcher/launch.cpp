@@ -25,7 +25,9 @@
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
 #include "launcher/stall_watch.h"
+#include "launcher/trace_fetch.h"
 #include "launcher/transport.h"
+#include "launcher/workdir_sync.h"
 
 namespace dtrain {
 namespace {
@@ -98,6 +100,22 @@ void ReportStallStop(const RankPlan& plan, const JobOutcome& outcome, const std:
   }
   std::fprintf(stderr, "dtrain: %s\ndtrain: job %s stopped (--on-stall stop): %s\n",
                stall.summary.c_str(), job.c_str(), who.c_str());
+}
+
+// Metrics ranks wrote on nodes without shared storage come back into the job folder; files
+// already here and complete (shared storage) are left as they are.
+void FetchMetrics(const std::string& job_dir, const ClusterSpec& spec) {
+  try {
+    const TraceFetchReport fetched =
+        FetchRemoteMetrics(job_dir, ReadJobSummary(job_dir), spec.source, &spec.ssh);
+    if (!fetched.fetched.empty()) {
+      std::fprintf(stderr, "dtrain: metrics of %zu rank(s) fetched from their nodes into %s/metrics\n",
+                   fetched.fetched.size(), job_dir.c_str());
+    }
+    for (const std::string& w : fetched.warnings) std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "dtrain: warning: metrics not fetched: %s\n", e.what());
+  }
 }
 
 }  // namespace
@@ -188,6 +206,26 @@ int RunLaunch(const LaunchOptions& options) {
                chosen.env_file.empty() ? "" : "; env file ", chosen.env_file.c_str());
   for (const std::string& note : chosen.notes) std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
 
+  if (options.sync) {
+    if (spec.transport != TransportKind::kSsh) {
+      std::fprintf(stderr, "dtrain: --sync: a %s cluster shares this machine's files: nothing to copy\n",
+                   TransportName(spec.transport));
+    } else {
+      SyncOptions sync;
+      sync.source = launch_dir;
+      sync.exclude = log_dir;
+      sync.progress = ::isatty(STDERR_FILENO);
+      const SyncReport synced = SyncWorkdir(spec, sync);
+      std::fputs(DescribeSync(synced).c_str(), stderr);
+      if (!synced.ok()) {
+        record.status = "failed";
+        record.exit_code = kExitFailure;
+        WriteJobRecord(job_dir, record);
+        throw Error("--sync: the workdir could not be copied to every node; no rank was started");
+      }
+    }
+  }
+
   for (int attempt = 0;; ++attempt) {
     plan_options.restart_count = attempt;
     record.plan = MakeRankPlan(spec, plan_options);
@@ -256,6 +294,7 @@ int RunLaunch(const LaunchOptions& options) {
     }
     record.ended_us = WallMicros();
     WriteJobRecord(job_dir, record);
+    if (spec.transport == TransportKind::kSsh) FetchMetrics(job_dir, spec);
     return record.exit_code;
   }
 }

@@ -65,6 +65,7 @@ void CheckNoNul(const std::string& value, const std::string& what) {
 
 std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptions& options) {
   if (proc.argv.empty()) throw Error(fmt::format("rank {}: empty command", proc.id));
+  if (proc.stdin_source) return "exec " + ShellJoin(proc.argv);  // streams its stdin itself
   std::vector<std::string> words = {
       std::to_string(proc.stdin_data.size()), options.cwd,
       options.cwd_required ? "1" : "0",       proc.python_path_head,

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/ssh_jump.h"
 
 namespace dtrain {
 namespace {
@@ -78,14 +79,43 @@ SshSession::SshSession(const NodeSpec& node, const SshOptions& options)
     : node_(node), options_(options) {
   if (node_.address.empty()) node_.address = node_.host;
   where_ = fmt::format("node {} ({})", node_.host, node_.address);
-  known_hosts_ =
-      ExpandHome(options_.known_hosts.empty() ? "~/.ssh/known_hosts" : options_.known_hosts);
+}
+
+SshSession::SshSession(const SshTarget& target, std::unique_ptr<JumpTunnel> tunnel)
+    : resolved_(true), target_(target), tunnel_(std::move(tunnel)) {
+  where_ = target_.Where();
+  known_hosts_ = target_.known_hosts;
+}
+
+void SshSession::Resolve() {
+  if (resolved_) return;
+  try {
+    target_ = ResolveSshTarget(node_, options_);
+  } catch (const Error& e) {
+    Fail(e.what());
+  }
+  resolved_ = true;
+  where_ = target_.Where();
+  known_hosts_ = target_.known_hosts;
+}
+
+int SshSession::connect_timeout_s() const {
+  int total = target_.connect_timeout_s;
+  for (const SshTarget& jump : target_.jumps) total += jump.connect_timeout_s;
+  return total;
+}
+
+void SshSession::FailFromTunnel() const {
+  if (!tunnel_) return;
+  const std::string error = tunnel_->error();
+  if (!error.empty()) throw Error(fmt::format("{}: {}", where_, error));
 }
 
 SshSession::~SshSession() {
   if (key_) ssh_key_free(key_);
   Close();
   if (session_) ssh_free(session_);
+  tunnel_.reset();  // after libssh let go of its socket
 }
 
 void SshSession::Close() {
@@ -102,7 +132,13 @@ void SshSession::Fail(const std::string& what) const {
 }
 
 void SshSession::FailTimeout() const {
-  const int timeout = options_.connect_timeout_s;
+  const int timeout = connect_timeout_s();
+  FailFromTunnel();
+  if (tunnel_ && step_ == Step::kConnect) {
+    Fail(fmt::format("no SSH greeting through the bastion within {} s (ssh.connect_timeout, "
+                     "bastions included): {}",
+                     timeout, tunnel_->state()));
+  }
   if (step_ == Step::kConnect) {
     // Which part stalled: the TCP handshake, the server's SSH greeting, or the key exchange.
     sockaddr_storage peer{};
@@ -110,13 +146,13 @@ void SshSession::FailTimeout() const {
     const int fd = session_ ? ssh_get_fd(session_) : -1;
     if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) {
       Fail(fmt::format("cannot connect to port {} within {} s (ssh.connect_timeout): no answer",
-                       options_.port, timeout));
+                       target_.port, timeout));
     }
     if (!ssh_get_serverbanner(session_)) {
       Fail(
           fmt::format("port {} accepted the connection but sent no SSH greeting within {} s "
                       "(ssh.connect_timeout): is an SSH server listening there?",
-                      options_.port, timeout));
+                      target_.port, timeout));
     }
     Fail(fmt::format("the SSH key exchange did not finish within {} s (ssh.connect_timeout)",
                      timeout));
@@ -125,26 +161,34 @@ void SshSession::FailTimeout() const {
 }
 
 void SshSession::Begin() {
+  Resolve();
   session_ = ssh_new();
   if (!session_) Fail("cannot create a session (out of memory)");
   const bool no = false;
-  const unsigned port = options_.port;
-  // The cluster file is the whole configuration: ~/.ssh/config is not read.
+  const unsigned port = target_.port;
+  // ssh_config.cpp read ~/.ssh/config already; libssh must not apply it a second time.
   ssh_options_set(session_, SSH_OPTIONS_PROCESS_CONFIG, &no);
-  ssh_options_set(session_, SSH_OPTIONS_HOST, node_.address.c_str());
+  ssh_options_set(session_, SSH_OPTIONS_HOST, target_.address.c_str());
   ssh_options_set(session_, SSH_OPTIONS_PORT, &port);
-  if (!options_.user.empty()) ssh_options_set(session_, SSH_OPTIONS_USER, options_.user.c_str());
+  if (!target_.user.empty()) ssh_options_set(session_, SSH_OPTIONS_USER, target_.user.c_str());
   ssh_options_set(session_, SSH_OPTIONS_KNOWNHOSTS, known_hosts_.c_str());
   ssh_set_blocking(session_, 0);
-  if (!options_.identity_file.empty()) {
-    credentials_.push_back({ExpandHome(options_.identity_file), true});
+  if (!target_.jumps.empty() && !tunnel_) {
+    tunnel_ = OpenJumpTunnel(target_.jumps, target_.address, target_.port);
   }
-  credentials_.push_back({"", false});  // ssh-agent
-  for (const char* name : {"id_ed25519", "id_ecdsa", "id_rsa"}) {
-    credentials_.push_back({HomeDirectory() + "/.ssh/" + name, false});
+  if (tunnel_) {
+    socket_t fd = tunnel_->fd();
+    ssh_options_set(session_, SSH_OPTIONS_FD, &fd);  // libssh owns and closes it from here
+  }
+  for (const std::string& file : target_.identity_files) credentials_.push_back({file, true});
+  if (!target_.identities_only) {
+    credentials_.push_back({"", false});  // ssh-agent
+    for (const char* name : {"id_ed25519", "id_ecdsa", "id_rsa"}) {
+      credentials_.push_back({HomeDirectory() + "/.ssh/" + name, false});
+    }
   }
   AdvanceConnect();  // creates the socket and sends the first packets
-  EnableKeepalive(ssh_get_fd(session_));
+  if (!tunnel_) EnableKeepalive(ssh_get_fd(session_));
 }
 
 bool SshSession::Advance() {
@@ -163,7 +207,10 @@ bool SshSession::Advance() {
 bool SshSession::AdvanceConnect() {
   const int rc = ssh_connect(session_);
   if (rc == SSH_AGAIN) return false;
-  if (rc != SSH_OK) Fail(fmt::format("cannot connect to port {}: {}", options_.port, LastError()));
+  if (rc != SSH_OK) {
+    FailFromTunnel();
+    Fail(fmt::format("cannot connect to port {}: {}", target_.port, LastError()));
+  }
   return true;
 }
 
@@ -184,11 +231,11 @@ void SshSession::VerifyHostKey() {
           "host key for {} has CHANGED: the server offers {}, which does not match {} "
           "(someone may be intercepting the connection); if the change is expected, remove the "
           "old entry with `ssh-keygen -R '{}' -f {}` and connect again",
-          node_.address, offered, known_hosts_, KnownHostsName(node_.address, options_.port),
+          target_.address, offered, known_hosts_, KnownHostsName(target_.address, target_.port),
           known_hosts_));
     case SSH_KNOWN_HOSTS_UNKNOWN:
     case SSH_KNOWN_HOSTS_NOT_FOUND:
-      if (options_.host_key_policy == HostKeyPolicy::kAcceptNew) {
+      if (target_.host_key_policy == HostKeyPolicy::kAcceptNew) {
         std::lock_guard<std::mutex> lock(known_hosts_write_mutex);
         if (ssh_session_update_known_hosts(session_) != SSH_OK) {
           Fail(fmt::format("cannot record host key {} in {}: {}", offered, known_hosts_,
@@ -200,7 +247,7 @@ void SshSession::VerifyHostKey() {
           "host key for {} is not in {} (server offers {}); host_key_policy strict refuses "
           "unknown hosts: check the fingerprint and add it ({} >> {}), or set "
           "ssh.host_key_policy: accept-new",
-          node_.address, known_hosts_, offered, KeyscanCommand(node_.address, options_.port),
+          target_.address, known_hosts_, offered, KeyscanCommand(target_.address, target_.port),
           known_hosts_));
     case SSH_KNOWN_HOSTS_ERROR:
       break;
@@ -220,7 +267,7 @@ bool SshSession::AdvanceAuthentication() {
   Fail(
       fmt::format("authentication failed as {} (tried {}); password prompts are never used: "
                   "authorize one of these keys on the node or set ssh.identity_file",
-                  options_.user.empty() ? "the current user" : options_.user, list));
+                  target_.user.empty() ? "the current user" : target_.user, list));
 }
 
 bool SshSession::TryCredential(bool& waiting) {

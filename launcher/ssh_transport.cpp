@@ -32,6 +32,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kChannelsPerConnection = 8;
 constexpr int kGraceSeconds = 5;
+constexpr size_t kStdinChunk = 256 * 1024;
 
 // What Poll() hands to TransportEvents, queued while libssh's callbacks run.
 struct Event {
@@ -78,6 +79,9 @@ struct LinkProcess {
   bool opened = false;       // the channel is open
   bool started = false;      // the exec request was accepted
   size_t stdin_written = 0;  // bytes of spec.stdin_data sent so far
+  std::string stdin_pending;  // from spec.stdin_source, not yet taken by the channel
+  bool stdin_exhausted = false;
+  bool stdin_closed = false;
   std::optional<int> exit_status;
   std::string exit_signal;  // "TERM" when the server reports a signal
   bool remote_closed = false;
@@ -147,6 +151,8 @@ class NodeLink {
     deadline_ = Clock::now() + std::chrono::seconds(std::max(1, spec.ssh.connect_timeout_s));
     try {
       session_.Begin();
+      // ConnectTimeout from ~/.ssh/config and bastions' timeouts are known now.
+      deadline_ = Clock::now() + std::chrono::seconds(std::max(1, session_.connect_timeout_s()));
       ssh_event_add_session(event_, session_.handle());
       in_event_ = true;
     } catch (const Error& e) {
@@ -262,12 +268,34 @@ class NodeLink {
   }
 
   void WriteStdin(LinkProcess& p) {
+    if (p.spec.stdin_source) return StreamStdin(p);
     const std::string& data = p.spec.stdin_data;
     if (!p.started || p.remote_closed || p.stdin_written >= data.size()) return;
     const int n =
         ssh_channel_write(p.channel, data.data() + p.stdin_written, data.size() - p.stdin_written);
     if (n == SSH_ERROR) throw ChannelError(p, "cannot send stdin");
     if (n > 0) p.stdin_written += n;
+  }
+
+  // Feeds the source while the channel's window takes it; EOF once it is exhausted.
+  void StreamStdin(LinkProcess& p) {
+    if (!p.started || p.remote_closed || p.stdin_closed) return;
+    while (true) {
+      if (p.stdin_pending.empty() && !p.stdin_exhausted) {
+        p.stdin_exhausted = !p.spec.stdin_source->Next(p.stdin_pending, kStdinChunk);
+      }
+      if (p.stdin_pending.empty()) break;
+      const int n = ssh_channel_write(p.channel, p.stdin_pending.data(),
+                                      static_cast<uint32_t>(p.stdin_pending.size()));
+      if (n == SSH_ERROR) throw ChannelError(p, "cannot send stdin");
+      if (n <= 0) return;  // the window is full: more after the server's next adjust
+      p.stdin_pending.erase(0, n);
+      if (!p.stdin_pending.empty()) return;
+    }
+    if (p.stdin_exhausted) {
+      ssh_channel_send_eof(p.channel);
+      p.stdin_closed = true;
+    }
   }
 
   Error ChannelError(const LinkProcess& p, const std::string& what) const {

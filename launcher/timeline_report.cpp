@@ -140,7 +140,13 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
     std::string log_dir = request.log_dir.empty() ? DefaultLogDir() : request.log_dir;
     std::string job_dir = ResolveJobDir(log_dir, request.job);
     job = JobRecordOrNothing(job_dir);
-    if (request.fetch) report.fetch = FetchRemoteTraces(job_dir, job, request.cluster_file);
+    if (request.fetch) {
+      report.fetch = FetchRemoteTraces(job_dir, job, request.cluster_file);
+      // Metrics a node kept (private storage) come along, if the launch could not get them.
+      for (std::string& w : FetchRemoteMetrics(job_dir, job, request.cluster_file).warnings) {
+        report.fetch.warnings.push_back(std::move(w));
+      }
+    }
     input_notes = SkippedTraceEntries(job_dir);
     inputs = TracesAfterFetch(job_dir, report.fetch);
     hosts = job.rank_hosts;

@@ -63,6 +63,8 @@ std::string MessageIn(const std::string& path) {
 // One rank's trace on its way: where it comes from and the temporary file it streams into.
 struct Transfer {
   int rank = 0;
+  std::string what = "trace";  // for messages: "trace", "metrics"
+  bool warn_missing = true;
   std::string node;    // "node gpu-b (10.0.0.12)"
   std::string remote;  // the path on the node
   std::string dest;    // <job>/timeline/rank-R.json
@@ -119,7 +121,7 @@ class TraceDownloads : public TransportEvents {
     } else if (!status.error.empty()) {
       unreachable_[status.error].push_back(t.rank);  // one warning per node, below
     } else if (status.signal == 0 && status.code == kMissing) {
-      Warn(t,
+      if (t.warn_missing) Warn(t,
            fmt::format("{}: no file {} (did the rank start and write a trace?)", t.node, t.remote));
     } else {
       std::string said = MessageIn(t.temp);
@@ -148,7 +150,7 @@ class TraceDownloads : public TransportEvents {
 
  private:
   void Warn(const Transfer& t, const std::string& what) {
-    report_.warnings.push_back(fmt::format("rank {}: trace not fetched: {}", t.rank, what));
+    report_.warnings.push_back(fmt::format("rank {}: {} not fetched: {}", t.rank, t.what, what));
   }
   static void Discard(Transfer& t) {
     if (t.file) std::fclose(t.file);
@@ -196,23 +198,30 @@ void RemoveAbandonedDownloads(const std::string& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
-    auto at = name.rfind(".json.fetch-");
+    auto at = name.rfind(".fetch-");
     if (name.rfind(".rank-", 0) != 0 || at == std::string::npos) continue;
-    pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + at + 12));
+    pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + at + 7));
     if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
   }
 }
 
-}  // namespace
-
-TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary& job,
-                                   const std::string& cluster_file) {
+// One file per rank from its node into <job_dir>/<folder>/rank-R.<extension>.
+TraceFetchReport FetchRankFiles(const std::string& job_dir, const JobSummary& job,
+                                const std::string& cluster_file,
+                                const std::map<int, std::string>& remote_files,
+                                const std::string& folder, const std::string& extension,
+                                const std::string& what, bool warn_missing,
+                                const SshOptions* ssh) {
   TraceFetchReport report;
-  if (job.transport != "ssh" || job.rank_traces.empty()) return report;
+  if (job.transport != "ssh" || remote_files.empty()) return report;
   ClusterSpec spec;
   spec.transport = TransportKind::kSsh;
-  if (!LoadSshOptions(job, cluster_file, spec.ssh, report)) return report;
-  const std::string dir = job_dir + "/timeline";
+  if (ssh) {
+    spec.ssh = *ssh;
+  } else if (!LoadSshOptions(job, cluster_file, spec.ssh, report)) {
+    return report;
+  }
+  const std::string dir = job_dir + "/" + folder;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error(fmt::format("{}: cannot create ({})", dir, ec.message()));
@@ -222,7 +231,7 @@ TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary&
   TraceDownloads downloads(report);
   std::map<std::pair<std::string, std::string>, int> node_index;  // (host, address) -> node
   std::vector<ProcessSpec> procs;
-  for (const auto& [rank, remote] : job.rank_traces) {
+  for (const auto& [rank, remote] : remote_files) {
     auto host = job.rank_hosts.find(rank);
     auto address = job.rank_addresses.find(rank);
     NodeSpec node;
@@ -236,10 +245,12 @@ TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary&
 
     Transfer t;
     t.rank = rank;
+    t.what = what;
+    t.warn_missing = warn_missing;
     t.node = fmt::format("node {} ({})", node.host, node.address);
     t.remote = remote;
-    t.dest = fmt::format("{}/rank-{}.json", dir, rank);
-    t.temp = fmt::format("{}/.rank-{}.json.fetch-{}", dir, rank, ::getpid());
+    t.dest = fmt::format("{}/rank-{}.{}", dir, rank, extension);
+    t.temp = fmt::format("{}/.rank-{}.{}.fetch-{}", dir, rank, extension, ::getpid());
     t.local_size = FileSize(t.dest);
     // While the job runs, a trace here may be the very file a rank is appending to (shared
     // storage, or this machine is the node): never replace it then, only fill in missing ones.
@@ -259,6 +270,20 @@ TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary&
   }
   downloads.ReportUnreachable();
   return report;
+}
+
+}  // namespace
+
+TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary& job,
+                                   const std::string& cluster_file) {
+  return FetchRankFiles(job_dir, job, cluster_file, job.rank_traces, "timeline", "json", "trace",
+                        true, nullptr);
+}
+
+TraceFetchReport FetchRemoteMetrics(const std::string& job_dir, const JobSummary& job,
+                                    const std::string& cluster_file, const SshOptions* ssh) {
+  return FetchRankFiles(job_dir, job, cluster_file, job.rank_metrics, "metrics", "jsonl",
+                        "metrics", false, ssh);
 }
 
 }  // namespace dtrain

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/cluster_spec.h"
 #include "launcher/job_record.h"
 
 namespace dtrain {
@@ -28,5 +29,12 @@ struct TraceFetchReport {
 // from job.json. Throws nothing for unreachable nodes or missing files: see warnings.
 TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary& job,
                                    const std::string& cluster_file);
+
+// The same for metrics/rank-R.jsonl (what ranks wrote under $DTRAIN_LOG_DIR on their nodes),
+// into <job>/metrics/; a node without the file is no warning (not every job writes metrics).
+// `ssh` (the launcher's own options, for -H jobs that have no cluster file) wins when given.
+TraceFetchReport FetchRemoteMetrics(const std::string& job_dir, const JobSummary& job,
+                                    const std::string& cluster_file,
+                                    const SshOptions* ssh = nullptr);
 
 }  // namespace dtrain

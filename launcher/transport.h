@@ -13,6 +13,14 @@
 
 namespace dtrain {
 
+// A process's stdin produced piece by piece (a sync's archive), for data too large to hold.
+class StdinSource {
+ public:
+  virtual ~StdinSource() = default;
+  // Appends up to `max` next bytes to `out`; false once everything was given (EOF follows).
+  virtual bool Next(std::string& out, size_t max) = 0;
+};
+
 // One process to run: a rank of a job, or one probe per node for the doctor.
 struct ProcessSpec {
   int id = 0;                     // the rank (or node index for per-node work); echoed in events
@@ -22,6 +30,9 @@ struct ProcessSpec {
   std::string python_path_head;            // prepended to the node's PYTHONPATH; "" = leave it
   std::string cwd;                         // "" = the transport's default (workdir or launch dir)
   std::string stdin_data;                  // written to stdin, then stdin is closed
+  // When set (ssh only): argv runs as is with the channel as its stdin, fed from this source
+  // and closed at its end; no signal watcher, env, PYTHONPATH or cwd handling.
+  std::shared_ptr<StdinSource> stdin_source;
 };
 
 struct ExitStatus {

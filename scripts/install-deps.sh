@@ -16,7 +16,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libpng-dev libjpeg-dev zlib1g-dev \
   dataset-fashion-mnist \
   openssh-server openssh-client iproute2 procps psmisc groff-base python3 \
-  slurm-wlm munge pdsh \
+  slurm-wlm munge pdsh rsync \
   python3-venv \
   >/dev/null
 

@@ -11,7 +11,8 @@ foreach(page ${DOC_MAN_PAGES})
 endforeach()
 
 foreach(args "--help" "--version" "init --help" "doctor --help" "launch --help" "logs --help"
-             "timeline --help" "status --help" "completion --help" "help launch" "completion bash")
+             "timeline --help" "status --help" "sync --help" "completion --help" "help launch"
+             "completion bash")
   string(REPLACE " " "_" test_suffix "${args}")
   string(REPLACE "-" "" test_suffix "${test_suffix}")
   separate_arguments(arg_list UNIX_COMMAND "${args}")

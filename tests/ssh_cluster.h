@@ -132,6 +132,23 @@ class SshTestCluster {
     return left;
   }
 
+  // Runs `command` under sh inside node i (its network, hostname and private /srv/node);
+  // returns what it printed (stdout and stderr).
+  std::string OnNode(int i, const std::string& command) const {
+    std::string quoted = "'";
+    for (char c : command) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    quoted += "'";
+    return RunOutput(Script() + " node " + dir_ + " " + std::to_string(i) + " sh -c " + quoted +
+                     " 2>&1");
+  }
+
+  // Makes nodes unreachable from the launcher (only other nodes reach them).
+  void Hide(const std::vector<int>& nodes) const {
+    std::string list;
+    for (int i : nodes) list += " " + std::to_string(i);
+    RunOutput(Script() + " hide " + dir_ + list + " 2>&1");
+  }
+
   // Field f of line i in DIR/nodes ("name address netns").
   std::string Field(int i, int f) const {
     std::istringstream lines(ReadText(dir_ + "/nodes"));

@@ -4,13 +4,18 @@
 #   tests/cluster/make-cluster.sh up N DIR [SLOTS]   create N nodes (default 1 slot each)
 #   tests/cluster/make-cluster.sh down DIR           remove them: sshd, namespaces, every process
 #   tests/cluster/make-cluster.sh exec DIR CMD...    run CMD where the nodes are reachable
-#   tests/cluster/make-cluster.sh node DIR I CMD...  run CMD inside node I (its network + hostname)
+#   tests/cluster/make-cluster.sh node DIR I CMD...  run CMD inside node I (network, hostname, mounts)
+#   tests/cluster/make-cluster.sh hide DIR I...      make nodes I... unreachable from the launcher;
+#                                                    other nodes still reach them (bastion tests)
 #
 # Layout. Everything lives in network namespaces this script creates; the host's own network is
 # never touched. A "head" namespace (dtc<id>-head) holds the bridge br0 with 10.231.0.1/24 and is
 # where the launcher runs (`exec`). Node I is namespace dtc<id>-n<I> with eth0 = 10.231.0.<10+I>,
 # its own hostname node<I> (UTS namespace) and a real OpenSSH sshd with its own host key, key-only
-# auth, listening on its address. Inside a node this machine's ~/.bashrc reads as empty (a fresh
+# auth, listening on its address, TCP forwarding allowed (any node can be a bastion). Each node
+# has private storage at /srv/node: a tmpfs in the node's own mount namespace that neither this
+# machine nor the other nodes see (a cluster without shared storage); the rest of the file
+# system is this machine's. Inside a node this machine's ~/.bashrc reads as empty (a fresh
 # machine's non-interactive PATH); set MAKE_CLUSTER_KEEP_BASHRC=1 to keep it. <id> is derived from DIR, so several clusters (different DIRs)
 # coexist, each on its own private bridge.
 #
@@ -26,7 +31,7 @@
 # succeeds. Up to 200 nodes.
 set -euo pipefail
 
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cluster_id() {  # dtc + 6 hex digits of the DIR's absolute path
   local sum
@@ -71,7 +76,7 @@ UseDNS no
 PrintMotd no
 PrintLastLog no
 X11Forwarding no
-AllowTcpForwarding no
+AllowTcpForwarding yes
 MaxSessions 64
 MaxStartups 256
 LoginGraceTime 30
@@ -101,7 +106,8 @@ start_node() {  # index
     mask="mount --bind '$DIR/empty-rc' '$home/.bashrc' && "
   fi
   setsid ip netns exec "$ns" unshare --uts sh -c \
-    "hostname node$i && $mask exec /usr/sbin/sshd -D -f '$nd/sshd_config' -E '$nd/sshd.log'" \
+    "hostname node$i && mount -t tmpfs -o size=4g,mode=755 node$i-private /srv/node && \
+     $mask exec /usr/sbin/sshd -D -f '$nd/sshd_config' -E '$nd/sshd.log'" \
     </dev/null >"$nd/start.log" 2>&1 &
 }
 
@@ -140,6 +146,7 @@ up() {
   [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 && "$n" -le 200 ]] || { echo "make-cluster: N must be 1..200" >&2; exit 2; }
   down "$DIR"
   mkdir -p /run/sshd  # sshd's privilege-separation directory
+  mkdir -p /srv/node  # each node mounts its private tmpfs here, in its own mount namespace
   : >"$DIR/known_hosts"
   : >"$DIR/empty-rc"
   : >"$DIR/nodes"
@@ -173,6 +180,10 @@ case "$cmd" in
   exec) [ $# -ge 3 ] || usage; shift 2; exec ip netns exec "$HEAD" "$@" ;;
   node) [ $# -ge 4 ] || usage; i=$3; shift 3
     pid=$(cat "$DIR/node$i/sshd.pid")
-    exec nsenter -t "$pid" -n -u "$@" ;;
+    exec nsenter -t "$pid" -n -u -m "$@" ;;
+  hide) [ $# -ge 3 ] || usage; shift 2
+    # The node drops every reply to the launcher's address: connections from the head time
+    # out, connections from other nodes (10.231.0.10+) work.
+    for i in "$@"; do ip -n "$ID-n$i" route add unreachable 10.231.0.1/32; done ;;
   *) usage ;;
 esac
