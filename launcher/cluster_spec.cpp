@@ -186,7 +186,7 @@ class SpecReader {
   }
 
   void ReadJob(const YAML::Node& node, JobSpec& job) const {
-    ExpectMap(node, "job", {"command", "max_restarts", "timeline"});
+    ExpectMap(node, "job", {"command", "max_restarts", "timeline", "horovod"});
     if (node["command"]) {
       job.command = StringList(node["command"], "job.command");
       if (job.command.empty()) Fail(node["command"], "job.command: expected a non-empty list");
@@ -195,6 +195,7 @@ class SpecReader {
       job.max_restarts = IntegerIn(node["max_restarts"], "job.max_restarts", 0, 1000);
     }
     if (node["timeline"]) job.timeline = Bool(node["timeline"], "job.timeline");
+    if (node["horovod"]) job.horovod = Bool(node["horovod"], "job.horovod");
   }
 
   void ReadSlurm(const YAML::Node& node, SlurmSpec& slurm) const {

@@ -33,6 +33,7 @@ struct JobSpec {
   std::vector<std::string> command;  // empty: the embedded default (dtrain-clip on Fashion-MNIST)
   int max_restarts = 0;
   bool timeline = false;
+  bool horovod = false;  // serve Horovod's Gloo rendezvous (README "Horovod")
 };
 
 struct SlurmSpec {
