@@ -7,13 +7,17 @@ VENV="$ROOT/.venv"
 # Horovod (issue 21): built from its sdist into its own environment,
 # .venv-horovod/, which layers over .venv/ (one .pth line) so it sees the same
 # torch 2.11 without a second multi-GB copy; nothing is installed into .venv/.
-# Horovod 0.28.1 does not build against torch 2.11 unchanged; two edits are applied to the
+# Horovod 0.28.1 does not build against torch 2.11 unchanged; three edits are applied to the
 # unpacked sdist (README "Horovod"):
 #   1. C++17 instead of C++14, in CMakeLists.txt and horovod/torch/CMakeLists.txt: torch 2.x
 #      headers need 17, and Gloo must be built with the same standard or
 #      gloo::rendezvous::Store::kDefaultTimeout is defined twice at link time.
 #   2. FindPytorch.cmake: Pytorch_CUDA forced off, so the extension is the CPU (Gloo) build;
 #      its CUDA kernels would need a port to the CUDA 13 toolchain (not attempted).
+#   3. horovod/common/gloo/gloo_context.cc, InitializeForProcessSet: use the global context's
+#      HOROVOD_GLOO_IFACE. Stock 0.28.1 reads the process set's own, empty, interface there and
+#      falls back to resolving the node's hostname; where that does not resolve (our namespace
+#      nodes) Gloo's lookupAddrForHostname segfaults in hvd.init() on every multi-node job.
 # The built wheel is cached in ~/.cache/dtrain-wheels so CI builds it once.
 HOROVOD_VERSION=0.28.1
 HVD_VENV="$ROOT/.venv-horovod"
@@ -31,7 +35,8 @@ PY
   cloudpickle==3.1.2 wheel==0.45.1   # wheel: Horovod's setup.py needs bdist_wheel
 HVD_WHEEL="$(ls "$WHEEL_CACHE"/horovod-$HOROVOD_VERSION-*.whl 2>/dev/null | head -1 || true)"
 if [ -z "$HVD_WHEEL" ]; then
-  SRC="$(mktemp -d)"
+  SRC="$WHEEL_CACHE/horovod-src"  # a fixed path, so ccache hits when it is built again
+  rm -rf "$SRC" && mkdir -p "$SRC"
   "$HVD_VENV/bin/python3" -m pip download -q --disable-pip-version-check \
     --no-deps --no-binary :all: horovod==$HOROVOD_VERSION -d "$SRC"
   tar -xzf "$SRC/horovod-$HOROVOD_VERSION.tar.gz" -C "$SRC"
@@ -40,6 +45,9 @@ if [ -z "$HVD_WHEEL" ]; then
     "$HSRC/CMakeLists.txt" "$HSRC/horovod/torch/CMakeLists.txt"
   sed -i 's/^string(TOUPPER "${Pytorch_CUDA}" Pytorch_CUDA)$/set(Pytorch_CUDA FALSE)/' \
     "$HSRC/cmake/Modules/FindPytorch.cmake"
+  sed -i 's|^  assert(global_context.IsEnabled());$|&\n  gloo_iface_ = global_context.gloo_iface_;  // dtrain: HOROVOD_GLOO_IFACE for process sets too|' \
+    "$HSRC/horovod/common/gloo/gloo_context.cc"
+  grep -q "dtrain: HOROVOD_GLOO_IFACE" "$HSRC/horovod/common/gloo/gloo_context.cc"
   HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 \
   HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 HOROVOD_CPU_OPERATIONS=GLOO \
   MAKEFLAGS="${MAKEFLAGS:--j2}" \

@@ -62,11 +62,21 @@ TEST(HorovodLaunch, TwoLocalRanksAllreduceAndTrainAlike) {
   REQUIRE_HOROVOD();
   const std::string dir = kBin + "/horovod_launch/local";
   fs::remove_all(dir);
-  const std::string out = Launch("--horovod -H localhost:2 --log-dir " + dir + " --job hvd",
-                                 kPython + " " + kProgram);
+  const std::string out =
+      Launch("--horovod --timeline -H localhost:2 --log-dir " + dir + " --job hvd",
+             kPython + " " + kProgram);
   ASSERT_NE(out.find("status=0"), std::string::npos) << out;
   EXPECT_NE(out.find("Horovod Gloo rendezvous on 127.0.0.1:"), std::string::npos) << out;
   for (int r = 0; r < 2; ++r) ExpectHorovodRank(RankLog(dir + "/hvd", r), r, 2, r, 2, 0, 1, "lo");
+  // Horovod's own rank-0 timeline lands in the job folder and `dtrain timeline` merges it.
+  const std::string horovod_trace = ReadText(dir + "/hvd/timeline/rank-0.json");
+  EXPECT_NE(horovod_trace.find("GLOO_ALLREDUCE"), std::string::npos) << horovod_trace.substr(0, 500);
+  const std::string merged = RunOutput(kBin + "/dtrain timeline --log-dir " + dir +
+                                       " --job hvd -o " + dir + "/merged.json 2>&1; echo status=$?");
+  EXPECT_NE(merged.find("status=0"), std::string::npos) << merged;
+  const std::string merged_trace = ReadText(dir + "/merged.json");
+  EXPECT_NE(merged_trace.find("GLOO_ALLREDUCE"), std::string::npos) << merged;
+  EXPECT_NE(merged_trace.find("rank 0 (localhost)"), std::string::npos) << merged;
 }
 
 TEST(HorovodLaunch, TwoSshNodesAllreduceAndTrainAlike) {
@@ -133,7 +143,16 @@ TEST(HorovodLaunch, OpenClipTrainsWithHorovodOnTwoLocalRanks) {
       << "    total = sum(out.values()) if isinstance(out, dict) else out\n"
       << "    print(f\"rank {os.environ['HOROVOD_RANK']} loss {float(total):.4f}\", flush=True)\n"
       << "    return out\n"
-      << "open_clip.loss.ClipLoss.forward = forward\n";
+      << "open_clip.loss.ClipLoss.forward = forward\n"
+      // open_clip_train 3.3.0's CSV loader builds DistributedSampler(dataset), which asks
+      // torch.distributed for rank and size; in --horovod mode that is never initialised. Hand
+      // it Horovod's, as a user of that mode must.
+      << "import horovod.torch as hvd, torch.utils.data.distributed as tud\n"
+      << "_sampler_init = tud.DistributedSampler.__init__\n"
+      << "def sampler_init(self, dataset, num_replicas=None, rank=None, *args, **kwargs):\n"
+      << "    _sampler_init(self, dataset, hvd.size() if num_replicas is None else num_replicas,\n"
+      << "                  hvd.rank() if rank is None else rank, *args, **kwargs)\n"
+      << "tud.DistributedSampler.__init__ = sampler_init\n";
   std::ofstream(dir + "/train.py") << "import sys\nimport hvd_openclip\n"
                                    << "from open_clip_train.main import main\nmain(sys.argv[1:])\n";
   std::ofstream(dir + "/cluster.yaml") << "transport: local\nnodes:\n  - {host: localhost, slots: 2}\n"

@@ -55,7 +55,7 @@ for _ in range(steps):
     loss = torch.nn.functional.mse_loss(model(x), y)
     loss.backward()
     opt.step()
-    losses.append(float(loss))
+    losses.append(loss.item())
 
 reference = model_with_init(1000)
 ref_opt = torch.optim.SGD(reference.parameters(), lr=lr)
