@@ -65,7 +65,8 @@ for _ in range(steps):
     (sum(torch.nn.functional.mse_loss(reference(xq), yq) for xq, yq in everyone) / size).backward()
     ref_opt.step()
 
-diff = max(float((p - q).abs().max()) for p, q in zip(model.parameters(), reference.parameters()))
+diff = max((p.detach() - q.detach()).abs().max().item()
+           for p, q in zip(model.parameters(), reference.parameters()))
 print(f"hvd-train equal_reference={int(diff < 1e-9)} max_abs_diff={diff:.3g} "
       f"loss_first={losses[0]:.6f} loss_last={losses[-1]:.6f}", flush=True)
 hvd.shutdown()
