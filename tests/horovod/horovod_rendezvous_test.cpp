@@ -10,6 +10,8 @@
 
 #include <string>
 
+#include "launcher/cluster_spec.h"
+#include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/rank_plan.h"
 
@@ -87,6 +89,41 @@ TEST(HorovodRendezvous, ScopeSizesFollowThePlan) {
   const std::map<std::string, int> want = {
       {"global", 3}, {"local_a", 2}, {"local_b", 1}, {"cross_0", 2}, {"cross_1", 1}};
   EXPECT_EQ(HorovodScopeSizes(plan), want);
+}
+
+TEST(HorovodGloo, InterfaceComesFromIpRouteGet) {
+  EXPECT_EQ(RouteInterface("10.231.0.11 dev eth0 src 10.231.0.10 uid 0 \\    cache \n"), "eth0");
+  EXPECT_EQ(RouteInterface("local 127.0.0.1 dev lo table local src 127.0.0.1 uid 0\n"), "lo");
+  EXPECT_EQ(RouteInterface("RTNETLINK answers: Network is unreachable\n"), "");
+}
+
+TEST(HorovodGloo, OnlyAnExactHorovodArgumentTurnsItOn) {
+  EXPECT_TRUE(CommandAsksForHorovod({"python", "-m", "open_clip_train.main", "--horovod"}));
+  EXPECT_FALSE(CommandAsksForHorovod({"python", "train_horovod.py", "--horovod-fusion=1"}));
+}
+
+TEST(HorovodGloo, EveryRankGetsTheGlooVariablesUnlessTheClusterFileSetsThem) {
+  const ClusterSpec spec = ParseClusterText(
+      "nodes:\n  - {host: a, address: 10.0.0.1, slots: 2}\n"
+      "  - {host: b, address: 10.0.0.2, env: {HOROVOD_GLOO_IFACE: ib0}}\n"
+      "job: {horovod: true}\n",
+      "test");
+  EXPECT_TRUE(spec.job.horovod);
+  RankPlan plan = MakeRankPlan(spec, {});
+  HorovodGlooNetwork net;
+  net.rendezvous_addr = {"10.0.0.9", "10.0.1.9"};
+  net.iface = {"eth0", "eth1"};
+  AddHorovodGlooEnv(plan, net, 4242);
+  ASSERT_EQ(plan.ranks.size(), 3u);
+  for (const RankSlot& slot : plan.ranks) {
+    EXPECT_EQ(slot.env.at("HOROVOD_CONTROLLER"), "gloo");
+    EXPECT_EQ(slot.env.at("HOROVOD_CPU_OPERATIONS"), "gloo");
+    EXPECT_EQ(slot.env.at("HOROVOD_GLOO_RENDEZVOUS_PORT"), "4242");
+    EXPECT_EQ(slot.env.at("HOROVOD_GLOO_RENDEZVOUS_ADDR"), net.rendezvous_addr[slot.node_rank]);
+  }
+  EXPECT_EQ(plan.ranks[1].env.at("HOROVOD_GLOO_IFACE"), "eth0");
+  EXPECT_EQ(plan.ranks[1].env.at("NCCL_SOCKET_IFNAME"), "eth0");
+  EXPECT_EQ(plan.ranks[2].env.at("HOROVOD_GLOO_IFACE"), "ib0") << "the node's env wins";
 }
 
 }  // namespace
