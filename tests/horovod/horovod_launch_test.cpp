@@ -182,5 +182,30 @@ TEST(HorovodLaunch, OpenClipTrainsWithHorovodOnTwoLocalRanks) {
   EXPECT_EQ(losses[0], losses[1]);
 }
 
+// The doctor's probe reads Horovod's build on each node (what `horovodrun --check-build`
+// prints): frameworks torch, controller gloo, tensor operations gloo for the wheel built here.
+TEST(HorovodDoctor, ReportsHorovodsBuildOnEveryNode) {
+  REQUIRE_HOROVOD();
+  SshTestCluster cluster("s21-doctor-2x1", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = cluster.dir() + "/cluster-hvd.yaml";
+  std::ofstream(file) << ReadText(cluster.cluster_file()) << "python: " << kPython << "\n"
+                      << "job: {command: [true]}\n";
+  const std::string out = RunOutput(kBin + "/dtrain doctor -c " + file + " 2>&1; echo status=$?");
+  const std::string json = RunOutput(kBin + "/dtrain doctor --json -c " + file + " 2>&1");
+  const std::regex row("\\n(node[01]) .* 0\\.28\\.1 +torch/gloo/gloo ");
+  EXPECT_EQ(std::distance(std::sregex_iterator(out.begin(), out.end(), row), std::sregex_iterator()),
+            2) << out;
+  EXPECT_NE(out.find("ok      Horovod's frameworks/controllers/tensor operations torch/gloo/gloo"),
+            std::string::npos) << out;
+  for (const char* fact : {"\"horovod_frameworks\": \"torch\"", "\"horovod_controllers\": \"gloo\"",
+                           "\"horovod_ops\": \"gloo\""}) {
+    const std::string text(fact);
+    size_t count = 0;
+    for (size_t at = json.find(text); at != std::string::npos; at = json.find(text, at + 1)) ++count;
+    EXPECT_EQ(count, 2u) << fact << " on both nodes:\n" << json;
+  }
+}
+
 }  // namespace
 }  // namespace dtrain
