@@ -89,6 +89,15 @@ HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec) {
     }
     net.rendezvous_addr.push_back(addr);
   }
+  if (spec.transport == TransportKind::kSlurm) {
+    // Asking would cost a job step (outside an allocation, a batch job in the queue) before the
+    // job itself; Gloo falls back to the address of each node's hostname, which Slurm resolves.
+    net.iface.assign(n, "");
+    net.notes.push_back(
+        "Horovod on Slurm: HOROVOD_GLOO_IFACE is not looked up (set it in env: if the nodes' "
+        "hostnames do not resolve to the interface that reaches the other nodes)");
+    return net;
+  }
   std::vector<ProcessSpec> queries;
   for (size_t i = 0; i < n; ++i) {
     ProcessSpec q;

@@ -19,8 +19,9 @@ struct HorovodGlooNetwork {
 };
 
 // Local transport: loopback everywhere. Otherwise this machine's source address towards each
-// node, and on each node (through the cluster's transport) `ip -o route get` towards another
-// node (the first node; the second for the first node).
+// node, and on each SSH node (through the transport) `ip -o route get` towards another node
+// (the first node; the second for the first node). Slurm nodes are not asked (a job step of its
+// own); their interface stays unset unless the cluster file sets it.
 HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec);
 
 // Adds HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT, HOROVOD_CONTROLLER=gloo, HOROVOD_CPU_OPERATIONS=gloo,
