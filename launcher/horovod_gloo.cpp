@@ -122,10 +122,10 @@ HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec) {
     const std::string iface = RouteInterface(events.out[static_cast<int>(i)]);
     if (iface.empty()) {
       const ExitStatus& s = events.status[static_cast<int>(i)];
-      net.notes.push_back(fmt::format(
-          "Horovod: no network interface found on node {} (`ip -o route get` {}); "
-          "HOROVOD_GLOO_IFACE left unset there (set it in the node's env)",
-          spec.nodes[i].host, s.ok() ? "printed no `dev`" : s.Describe()));
+      net.notes.push_back(
+          fmt::format("Horovod: no network interface found on node {} (`ip -o route get` {}); "
+                      "HOROVOD_GLOO_IFACE left unset there (set it in the node's env)",
+                      spec.nodes[i].host, s.ok() ? "printed no `dev`" : s.Describe()));
     }
     net.iface.push_back(iface);
   }

@@ -14,7 +14,8 @@ namespace dtrain {
 struct HorovodGlooNetwork {
   std::string bind_address;                  // where the rendezvous server listens
   std::vector<std::string> rendezvous_addr;  // per node: this machine as that node reaches it
-  std::vector<std::string> iface;  // per node: the interface that reaches the other nodes; "" unknown
+  std::vector<std::string>
+      iface;  // per node: the interface that reaches the other nodes; "" unknown
   std::vector<std::string> notes;  // what could not be found, for the console
 };
 

@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio.hpp>
 #include <fmt/format.h>
+#include <boost/asio.hpp>
 
 #include "launcher/error.h"
 #include "launcher/rank_plan.h"
@@ -31,13 +31,20 @@ constexpr auto kRequestTimeout = std::chrono::seconds(10);
 
 const char* Reason(int code) {
   switch (code) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 408: return "Request Timeout";
-    case 413: return "Payload Too Large";
-    case 501: return "Not Implemented";
-    case 507: return "Insufficient Storage";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 501:
+      return "Not Implemented";
+    case 507:
+      return "Insufficient Storage";
   }
   return "Error";
 }
@@ -49,7 +56,8 @@ std::map<std::string, int> HorovodScopeSizes(const RankPlan& plan) {
   for (const RankSlot& slot : plan.ranks) {
     sizes["global"] = plan.world_size;
     sizes["local_" + slot.env.at("HOROVOD_HOSTNAME")] = slot.local_world_size;
-    sizes["cross_" + std::to_string(slot.local_rank)] = std::stoi(slot.env.at("HOROVOD_CROSS_SIZE"));
+    sizes["cross_" + std::to_string(slot.local_rank)] =
+        std::stoi(slot.env.at("HOROVOD_CROSS_SIZE"));
   }
   return sizes;
 }
@@ -74,8 +82,7 @@ struct HorovodRendezvous::Server {
     std::string method, path, body, reply;
     size_t content_length = 0;
 
-    Connection(Server& s, tcp::socket sock)
-        : server(s), socket(std::move(sock)), deadline(s.io) {
+    Connection(Server& s, tcp::socket sock) : server(s), socket(std::move(sock)), deadline(s.io) {
       ++server.open_connections;
     }
     ~Connection() { --server.open_connections; }
@@ -233,14 +240,15 @@ HorovodRendezvous::HorovodRendezvous(const std::string& bind_address,
   server_->scope_sizes = std::move(scope_sizes);
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(bind_address, ec);
-  if (ec) throw Error(fmt::format("Horovod rendezvous: bad address {}: {}", bind_address, ec.message()));
+  if (ec)
+    throw Error(fmt::format("Horovod rendezvous: bad address {}: {}", bind_address, ec.message()));
   const tcp::endpoint endpoint(address, 0);
   server_->acceptor.open(endpoint.protocol(), ec);
   if (!ec) server_->acceptor.bind(endpoint, ec);
   if (!ec) server_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    throw Error(fmt::format("Horovod rendezvous: cannot listen on {}: {}", bind_address,
-                            ec.message()));
+    throw Error(
+        fmt::format("Horovod rendezvous: cannot listen on {}: {}", bind_address, ec.message()));
   }
   server_->Accept();
   server_->thread = std::thread([s = server_.get()] { s->io.run(); });
@@ -251,6 +259,8 @@ HorovodRendezvous::~HorovodRendezvous() {
   if (server_->thread.joinable()) server_->thread.join();
 }
 
-int HorovodRendezvous::port() const { return server_->acceptor.local_endpoint().port(); }
+int HorovodRendezvous::port() const {
+  return server_->acceptor.local_endpoint().port();
+}
 
 }  // namespace dtrain

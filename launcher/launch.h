@@ -18,7 +18,7 @@ struct LaunchOptions {
   std::string log_dir;              // "" = the cluster file's log_dir
   std::optional<int> max_restarts;  // unset: the cluster file's job.max_restarts
   bool timeline = false;            // or job.timeline in the cluster file
-  bool horovod = false;  // or job.horovod, or `--horovod` in the command: Gloo rendezvous server
+  bool horovod = false;             // or job.horovod, or a `--horovod` argument of the command
   std::set<int> ranks_filter;       // console only; empty = every rank
   bool quiet = false;               // console only
   ConsoleStreams console = ConsoleStreams::kBoth;  // which rank streams the console shows

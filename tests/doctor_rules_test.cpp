@@ -257,10 +257,11 @@ TEST(DoctorRules, TorchBuildsAndHorovodBuildsAgreeAcrossNodes) {
       << horovod->message;
   // The same frameworks and controllers with other tensor operations (NCCL on one node only).
   std::string nccl_ops = hvd + "horovod_ops=nccl,gloo\n";
-  const auto ops = CheckConsistency(ProbeRunOf({Node("gpu-a", ProbeText() + hvd + "horovod_ops=gloo\n"),
-                                                Node("gpu-b", ProbeText() + hvd + "horovod_ops=gloo\n"),
-                                                Node("gpu-c", ProbeText() + nccl_ops)})
-                                        .nodes);
+  const auto ops =
+      CheckConsistency(ProbeRunOf({Node("gpu-a", ProbeText() + hvd + "horovod_ops=gloo\n"),
+                                   Node("gpu-b", ProbeText() + hvd + "horovod_ops=gloo\n"),
+                                   Node("gpu-c", ProbeText() + nccl_ops)})
+                           .nodes);
   const Finding* by_ops = Find(ops, "horovod-build", Severity::kError);
   ASSERT_TRUE(by_ops);
   EXPECT_EQ(by_ops->nodes, std::vector<std::string>{"gpu-c"});

@@ -28,12 +28,12 @@ const std::string kSource = DTRAIN_SOURCE_DIR;
 const std::string kPython = kSource + "/.venv-horovod/bin/python3";
 const std::string kProgram = kSource + "/tests/horovod/hvd_allreduce_train.py";
 
-#define REQUIRE_HOROVOD()                                                                     \
-  if (!fs::exists(kPython) ||                                                                 \
-      RunOutput(kPython + " -c 'import horovod.torch' 2>&1; echo rc=$?").find("rc=0") ==      \
-          std::string::npos) {                                                                \
-    FAIL() << kPython << " cannot import horovod.torch: run scripts/install-deps.sh (or "     \
-           << "scripts/install-horovod.sh) to build Horovod into .venv-horovod";              \
+#define REQUIRE_HOROVOD()                                                                 \
+  if (!fs::exists(kPython) ||                                                             \
+      RunOutput(kPython + " -c 'import horovod.torch' 2>&1; echo rc=$?").find("rc=0") ==  \
+          std::string::npos) {                                                            \
+    FAIL() << kPython << " cannot import horovod.torch: run scripts/install-deps.sh (or " \
+           << "scripts/install-horovod.sh) to build Horovod into .venv-horovod";          \
   }
 
 std::string Launch(const std::string& flags, const std::string& command) {
@@ -51,7 +51,8 @@ void ExpectHorovodRank(const std::string& log, int rank, int size, int local_ran
   const std::string plan = fmt::format(
       "hvd-plan rank={} size={} local_rank={} local_size={} cross_rank={} cross_size={} iface={}\n",
       rank, size, local_rank, local_size, cross_rank, cross_size, iface);
-  EXPECT_NE(log.find(plan), std::string::npos) << "want " << plan << "rank " << rank << ":\n" << log;
+  EXPECT_NE(log.find(plan), std::string::npos) << "want " << plan << "rank " << rank << ":\n"
+                                               << log;
   EXPECT_NE(log.find("hvd-allreduce exact=1"), std::string::npos) << log;
   EXPECT_NE(log.find("hvd-train equal_reference=1"), std::string::npos) << log;
   std::smatch m;
@@ -71,9 +72,11 @@ TEST(HorovodLaunch, TwoLocalRanksAllreduceAndTrainAlike) {
   for (int r = 0; r < 2; ++r) ExpectHorovodRank(RankLog(dir + "/hvd", r), r, 2, r, 2, 0, 1, "lo");
   // Horovod's own rank-0 timeline lands in the job folder and `dtrain timeline` merges it.
   const std::string horovod_trace = ReadText(dir + "/hvd/timeline/rank-0.json");
-  EXPECT_NE(horovod_trace.find("GLOO_ALLREDUCE"), std::string::npos) << horovod_trace.substr(0, 500);
-  const std::string merged = RunOutput(kBin + "/dtrain timeline --log-dir " + dir +
-                                       " --job hvd -o " + dir + "/merged.json 2>&1; echo status=$?");
+  EXPECT_NE(horovod_trace.find("GLOO_ALLREDUCE"), std::string::npos)
+      << horovod_trace.substr(0, 500);
+  const std::string merged =
+      RunOutput(kBin + "/dtrain timeline --log-dir " + dir + " --job hvd -o " + dir +
+                "/merged.json 2>&1; echo status=$?");
   EXPECT_NE(merged.find("status=0"), std::string::npos) << merged;
   const std::string merged_trace = ReadText(dir + "/merged.json");
   EXPECT_NE(merged_trace.find("GLOO_ALLREDUCE"), std::string::npos) << merged;
@@ -126,14 +129,18 @@ TEST(HorovodLaunch, OpenClipTrainsWithHorovodOnTwoLocalRanks) {
   fs::remove_all(dir);
   fs::create_directories(dir + "/work");
   const std::string made = RunOutput(
-      kPython + " -c \"import PIL.Image as I, random\n"
-                "random.seed(0)\nnames=['a red square','a blue circle','a green line','a dark box']\n"
-                "rows=['filepath\\ttitle']\n"
-                "for i in range(64):\n"
-                "  p='" + dir + "/img%d.png' % i\n"
-                "  I.new('RGB',(32,32),tuple(random.randrange(256) for _ in range(3))).save(p)\n"
-                "  rows.append(p+'\\t'+names[i%4])\n"
-                "open('" + dir + "/train.csv','w').write('\\n'.join(rows)+'\\n')\" 2>&1; echo rc=$?");
+      kPython +
+      " -c \"import PIL.Image as I, random\n"
+      "random.seed(0)\nnames=['a red square','a blue circle','a green line','a dark box']\n"
+      "rows=['filepath\\ttitle']\n"
+      "for i in range(64):\n"
+      "  p='" +
+      dir +
+      "/img%d.png' % i\n"
+      "  I.new('RGB',(32,32),tuple(random.randrange(256) for _ in range(3))).save(p)\n"
+      "  rows.append(p+'\\t'+names[i%4])\n"
+      "open('" +
+      dir + "/train.csv','w').write('\\n'.join(rows)+'\\n')\" 2>&1; echo rc=$?");
   ASSERT_NE(made.find("rc=0"), std::string::npos) << made;
   std::ofstream(dir + "/work/hvd_openclip.py")
       << "import os\nimport open_clip, open_clip.loss\n"
@@ -156,14 +163,16 @@ TEST(HorovodLaunch, OpenClipTrainsWithHorovodOnTwoLocalRanks) {
       << "tud.DistributedSampler.__init__ = sampler_init\n";
   std::ofstream(dir + "/train.py") << "import sys\nimport hvd_openclip\n"
                                    << "from open_clip_train.main import main\nmain(sys.argv[1:])\n";
-  std::ofstream(dir + "/cluster.yaml") << "transport: local\nnodes:\n  - {host: localhost, slots: 2}\n"
-                                       << "workdir: " << dir << "/work\n";
-  const std::string out = Launch(
-      "-c " + dir + "/cluster.yaml --log-dir " + dir + "/logs --job clip",
-      kPython + " " + dir + "/train.py --horovod --train-data " + dir +
-          "/train.csv --dataset-type csv --model fmnist-tiny-bpe --batch-size 8 --epochs 1"
-          " --workers 0 --device cpu --precision fp32 --lr 1e-3 --warmup 1 --seed 0"
-          " --log-every-n-steps 1 --save-frequency 0 --name run --logs " + dir + "/openclip");
+  std::ofstream(dir + "/cluster.yaml")
+      << "transport: local\nnodes:\n  - {host: localhost, slots: 2}\n"
+      << "workdir: " << dir << "/work\n";
+  const std::string out =
+      Launch("-c " + dir + "/cluster.yaml --log-dir " + dir + "/logs --job clip",
+             kPython + " " + dir + "/train.py --horovod --train-data " + dir +
+                 "/train.csv --dataset-type csv --model fmnist-tiny-bpe --batch-size 8 --epochs 1"
+                 " --workers 0 --device cpu --precision fp32 --lr 1e-3 --warmup 1 --seed 0"
+                 " --log-every-n-steps 1 --save-frequency 0 --name run --logs " +
+                 dir + "/openclip");
   ASSERT_NE(out.find("status=0"), std::string::npos) << out;
   EXPECT_NE(out.find("Horovod Gloo rendezvous on"), std::string::npos) << out;
   std::vector<std::string> losses[2];
@@ -194,15 +203,18 @@ TEST(HorovodDoctor, ReportsHorovodsBuildOnEveryNode) {
   const std::string out = RunOutput(kBin + "/dtrain doctor -c " + file + " 2>&1; echo status=$?");
   const std::string json = RunOutput(kBin + "/dtrain doctor --json -c " + file + " 2>&1");
   const std::regex row("\\n(node[01]) .* 0\\.28\\.1 +torch/gloo/gloo ");
-  EXPECT_EQ(std::distance(std::sregex_iterator(out.begin(), out.end(), row), std::sregex_iterator()),
-            2) << out;
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(out.begin(), out.end(), row), std::sregex_iterator()), 2)
+      << out;
   EXPECT_NE(out.find("ok      Horovod's frameworks/controllers/tensor operations torch/gloo/gloo"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   for (const char* fact : {"\"horovod_frameworks\": \"torch\"", "\"horovod_controllers\": \"gloo\"",
                            "\"horovod_ops\": \"gloo\""}) {
     const std::string text(fact);
     size_t count = 0;
-    for (size_t at = json.find(text); at != std::string::npos; at = json.find(text, at + 1)) ++count;
+    for (size_t at = json.find(text); at != std::string::npos; at = json.find(text, at + 1))
+      ++count;
     EXPECT_EQ(count, 2u) << fact << " on both nodes:\n" << json;
   }
 }
