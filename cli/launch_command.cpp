@@ -53,6 +53,9 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                 "first copy this directory to every node's workdir that does not share it "
                 "(as dtrain sync)");
   cmd->add_flag("--timeline", options->timeline, "write a per-rank timeline into the job folder");
+  cmd->add_flag("--horovod", options->horovod,
+                "serve Horovod's Gloo rendezvous and give every rank its HOROVOD_GLOO_* variables "
+                "(also job.horovod, or a command with a --horovod argument); not elastic");
   cmd->add_option("--console,--tee", *console,
                   "rank streams shown on the console: both, stdout, stderr or none (or torchrun's "
                   "--tee 3, 1, 2, 0); the logs always get both")

@@ -92,12 +92,9 @@ std::vector<SharedFact> SharedFacts() {
        [](const NodeFacts& f) { return Shown(f.torch_nccl); },
        "install the same torch build on every node (its bundled NCCL must match across nodes)",
        "nccl", [](const NodeFacts& f) { return f.torch.known(); }},
-      {"horovod-build", "Horovod's frameworks/controllers", Severity::kError,
-       [](const NodeFacts& f) { return f.horovod_frameworks + "/" + f.horovod_controllers; },
-       [](const NodeFacts& f) {
-         return fmt::format("{}/{}", f.horovod_frameworks.empty() ? "none" : f.horovod_frameworks,
-                            f.horovod_controllers.empty() ? "none" : f.horovod_controllers);
-       },
+      {"horovod-build", "Horovod's frameworks/controllers/tensor operations", Severity::kError,
+       [](const NodeFacts& f) { return HorovodBuild(f); },
+       [](const NodeFacts& f) { return HorovodBuild(f); },
        "build Horovod the same way on every node (HOROVOD_WITH_PYTORCH=1, HOROVOD_WITH_GLOO=1, "
        "HOROVOD_GPU_OPERATIONS=NCCL)",
        "horovod", [](const NodeFacts& f) { return f.horovod.known(); }},

@@ -214,4 +214,10 @@ void ApplyProbeLines(const ProbeLines& lines, double arrival_epoch_s, NodeFacts&
   if (ended) f.reached = true;
 }
 
+std::string HorovodBuild(const NodeFacts& f) {
+  if (!f.horovod.known()) return "";
+  auto part = [](const std::string& s) { return s.empty() ? std::string("none") : s; };
+  return part(f.horovod_frameworks) + "/" + part(f.horovod_controllers) + "/" + part(f.horovod_ops);
+}
+
 }  // namespace dtrain

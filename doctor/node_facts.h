@@ -92,4 +92,8 @@ ProbeLines SplitProbeOutput(std::string_view text);
 // `time=` line arrived (for the clock offset); pass a negative value when unknown.
 void ApplyProbeLines(const ProbeLines& lines, double arrival_epoch_s, NodeFacts& facts);
 
+// Horovod's build as `horovodrun --check-build` describes it, "frameworks/controllers/tensor
+// operations", e.g. "torch/gloo/gloo"; "none" for an empty part, "" without Horovod.
+std::string HorovodBuild(const NodeFacts& f);
+
 }  // namespace dtrain

@@ -78,6 +78,11 @@ std::vector<Column> Columns(double median_offset) {
       {"torch", "torch", [](const NodeFacts& n) { return VersionOrFails(n.torch, n.torch_error); }},
       {"horovod", "horovod",
        [](const NodeFacts& n) { return VersionOrFails(n.horovod, n.horovod_error); }},
+      {"horovod build", "horovod",
+       [](const NodeFacts& n) {
+         const std::string build = HorovodBuild(n);
+         return build.empty() ? std::string("-") : build;
+       }},
       {"pythonpath", "pythonpath",
        [](const NodeFacts& n) {
          if (!n.reached) return std::string("-");

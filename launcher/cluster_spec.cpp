@@ -240,7 +240,7 @@ class SpecReader {
   }
 
   void ReadJob(const YAML::Node& node, JobSpec& job) const {
-    ExpectMap(node, "job", {"command", "max_restarts", "timeline", "stall_timeout"});
+    ExpectMap(node, "job", {"command", "max_restarts", "timeline", "stall_timeout", "horovod"});
     if (node["command"]) {
       job.command = StringList(node["command"], "job.command");
       if (job.command.empty()) Fail(node["command"], "job.command: expected a non-empty list");
@@ -252,6 +252,7 @@ class SpecReader {
     if (node["stall_timeout"]) {
       job.stall_timeout_s = IntegerIn(node["stall_timeout"], "job.stall_timeout", 0, 7 * 86400);
     }
+    if (node["horovod"]) job.horovod = Bool(node["horovod"], "job.horovod");
   }
 
   void ReadSlurm(const YAML::Node& node, SlurmSpec& slurm) const {

@@ -42,6 +42,7 @@ struct JobSpec {
   int max_restarts = 0;
   bool timeline = false;
   int stall_timeout_s = 300;  // a rank without progress this long is stalled; 0: no watch
+  bool horovod = false;  // serve Horovod's Gloo rendezvous (README "Horovod")
 };
 
 struct SlurmSpec {

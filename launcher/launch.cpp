@@ -19,6 +19,8 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
 #include "launcher/error.h"
+#include "launcher/horovod_gloo.h"
+#include "launcher/horovod_rendezvous.h"
 #include "launcher/job_record.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/log_reader.h"
@@ -138,6 +140,7 @@ int RunLaunch(const LaunchOptions& options) {
   if (stall_timeout_s < 0) throw UsageError("--stall-timeout: expected seconds >= 0");
   if (options.on_stall != "report" && options.on_stall != "stop")
     throw UsageError("--on-stall: expected report or stop, not '" + options.on_stall + "'");
+  const bool horovod = options.horovod || spec.job.horovod || CommandAsksForHorovod(command);
 
   const std::string launch_dir = CurrentDir();
   const std::string log_dir =
@@ -205,6 +208,12 @@ int RunLaunch(const LaunchOptions& options) {
                record.plan.master_port, chosen.port_why.c_str(),
                chosen.env_file.empty() ? "" : "; env file ", chosen.env_file.c_str());
   for (const std::string& note : chosen.notes) std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
+  HorovodGlooNetwork horovod_network;
+  if (horovod) {
+    horovod_network = FindHorovodGlooNetwork(spec);
+    for (const std::string& note : horovod_network.notes)
+      std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
+  }
 
   if (options.sync) {
     if (spec.transport != TransportKind::kSsh) {
@@ -229,6 +238,15 @@ int RunLaunch(const LaunchOptions& options) {
   for (int attempt = 0;; ++attempt) {
     plan_options.restart_count = attempt;
     record.plan = MakeRankPlan(spec, plan_options);
+    // A fresh store for every attempt, as horovodrun's init(host_alloc_plan); gone with it.
+    std::unique_ptr<HorovodRendezvous> horovod_rendezvous;
+    if (horovod) {
+      horovod_rendezvous = std::make_unique<HorovodRendezvous>(
+          horovod_network.bind_address, HorovodScopeSizes(record.plan));
+      AddHorovodGlooEnv(record.plan, horovod_network, horovod_rendezvous->port());
+      std::fprintf(stderr, "dtrain: Horovod Gloo rendezvous on %s:%d\n",
+                   horovod_network.bind_address.c_str(), horovod_rendezvous->port());
+    }
     record.rank_status.clear();
     record.attempts.push_back({attempt, WallMicros(), 0, -1, -1});
     WriteJobRecord(job_dir, record);

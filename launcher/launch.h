@@ -19,6 +19,7 @@ struct LaunchOptions {
   std::optional<int> max_restarts;  // unset: the cluster file's job.max_restarts
   bool timeline = false;            // or job.timeline in the cluster file
   bool sync = false;                // --sync: the launch directory to every node first
+  bool horovod = false;             // or job.horovod, or a `--horovod` argument of the command
   std::set<int> ranks_filter;       // console only; empty = every rank
   bool quiet = false;               // console only
   ConsoleStreams console = ConsoleStreams::kBoth;  // which rank streams the console shows

@@ -27,3 +27,6 @@ VENV="$ROOT/.venv"
 [ -x "$VENV/bin/python3" ] || python3 -m venv "$VENV"
 "$VENV/bin/python3" -m pip install -q --disable-pip-version-check \
   -r "$ROOT/scripts/python-requirements.txt" -c "$ROOT/scripts/python-constraints.txt"
+
+# Horovod, in its own .venv-horovod/ (see the script).
+"$ROOT/scripts/install-horovod.sh"

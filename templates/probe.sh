@@ -248,9 +248,11 @@ if spec is not None:
             import horovod.torch as hvd
             line("horovod_controllers", ",".join(
                 n for n, f in (("mpi", hvd.mpi_built), ("gloo", hvd.gloo_built)) if f()))
+            # The tensor operations `horovodrun --check-build` lists.
             line("horovod_ops", ",".join(
                 n for n, f in (("nccl", hvd.nccl_built), ("ddl", hvd.ddl_built),
-                               ("ccl", hvd.ccl_built)) if f()))
+                               ("ccl", hvd.ccl_built), ("mpi", hvd.mpi_built),
+                               ("gloo", hvd.gloo_built)) if f()))
     except Exception as e:
         line("horovod_error", why(e))
 '

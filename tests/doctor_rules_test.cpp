@@ -253,8 +253,21 @@ TEST(DoctorRules, TorchBuildsAndHorovodBuildsAgreeAcrossNodes) {
   const Finding* horovod = Find(findings, "horovod-build", Severity::kError);
   ASSERT_TRUE(horovod);
   EXPECT_EQ(horovod->nodes, std::vector<std::string>{"gpu-c"});
-  EXPECT_NE(horovod->message.find("torch/mpi, others torch/gloo,mpi"), std::string::npos)
+  EXPECT_NE(horovod->message.find("torch/mpi/none, others torch/gloo,mpi/none"), std::string::npos)
       << horovod->message;
+  // The same frameworks and controllers with other tensor operations (NCCL on one node only).
+  std::string nccl_ops = hvd + "horovod_ops=nccl,gloo\n";
+  const auto ops =
+      CheckConsistency(ProbeRunOf({Node("gpu-a", ProbeText() + hvd + "horovod_ops=gloo\n"),
+                                   Node("gpu-b", ProbeText() + hvd + "horovod_ops=gloo\n"),
+                                   Node("gpu-c", ProbeText() + nccl_ops)})
+                           .nodes);
+  const Finding* by_ops = Find(ops, "horovod-build", Severity::kError);
+  ASSERT_TRUE(by_ops);
+  EXPECT_EQ(by_ops->nodes, std::vector<std::string>{"gpu-c"});
+  EXPECT_NE(by_ops->message.find("torch/gloo,mpi/nccl,gloo, others torch/gloo,mpi/gloo"),
+            std::string::npos)
+      << by_ops->message;
   EXPECT_TRUE(Find(findings, "torch", Severity::kOk)) << "torch 2.4 itself agrees";
   // Build details are compared only where the package is there: no Horovod at all is no finding.
   EXPECT_FALSE(Find(CheckConsistency(ProbeRunOf({Node("gpu-a", ProbeText())}).nodes),

@@ -138,6 +138,8 @@ TEST(ClusterSpec, WrongTypes) {
               HasSubstr("job.command: expected a list of strings"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {timeline: maybe}\n"),
               HasSubstr("job.timeline: expected true or false"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {horovod: yes-please}\n"),
+              HasSubstr("job.horovod: expected true or false"));
   EXPECT_THAT(ErrorOf("transport: rsh\nnodes: [{host: a}]\n"),
               HasSubstr("c.yaml:1:12: transport: expected ssh, local or slurm, got 'rsh'"));
   EXPECT_THAT(ErrorOf("ssh: {host_key_policy: yolo}\nnodes: [{host: a}]\n"),

@@ -1,0 +1,40 @@
+// What a Horovod program needs, beyond the rank variables, to start its Gloo controller without
+// horovodrun (horovod/runner/gloo_run.py, create_run_env_vars): where the rendezvous server is,
+// the controller and CPU operations, and the network interface Gloo binds on each node.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/rank_plan.h"
+
+namespace dtrain {
+
+struct HorovodGlooNetwork {
+  std::string bind_address;                  // where the rendezvous server listens
+  std::vector<std::string> rendezvous_addr;  // per node: this machine as that node reaches it
+  std::vector<std::string>
+      iface;  // per node: the interface that reaches the other nodes; "" unknown
+  std::vector<std::string> notes;  // what could not be found, for the console
+};
+
+// Local transport: loopback everywhere. Otherwise this machine's source address towards each
+// node, and on each SSH node (through the transport) `ip -o route get` towards another node
+// (the first node; the second for the first node). Slurm nodes are not asked (a job step of its
+// own); their interface stays unset unless the cluster file sets it.
+HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec);
+
+// Adds HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT, HOROVOD_CONTROLLER=gloo, HOROVOD_CPU_OPERATIONS=gloo,
+// HOROVOD_GLOO_IFACE and NCCL_SOCKET_IFNAME to every rank, except where the cluster file or -x
+// already set the variable.
+void AddHorovodGlooEnv(RankPlan& plan, const HorovodGlooNetwork& network, int port);
+
+// The command asks for Horovod itself: one of its arguments is exactly `--horovod` (OpenCLIP's
+// switch, and that of most trainers with a Horovod mode). Nothing else is guessed.
+bool CommandAsksForHorovod(const std::vector<std::string>& command);
+
+// "dev eth0" out of `ip -o route get` output; "" when there is none.
+std::string RouteInterface(const std::string& ip_route_output);
+
+}  // namespace dtrain

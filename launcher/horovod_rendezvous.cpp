@@ -1,0 +1,266 @@
+// One io_context on one thread: every connection reads one request (headers, then
+// Content-Length bytes), answers it HTTP/1.0-style (Content-Length, then close) as Python's
+// BaseHTTPRequestHandler does, and is cut off after kRequestTimeout.
+#include "launcher/horovod_rendezvous.h"
+
+#include <atomic>
+#include <chrono>
+#include <istream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <boost/asio.hpp>
+
+#include "launcher/error.h"
+#include "launcher/rank_plan.h"
+
+namespace dtrain {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+constexpr size_t kMaxHeaderBytes = 16 * 1024;
+constexpr size_t kMaxBodyBytes = 64 * 1024 * 1024;
+constexpr size_t kMaxStoredBytes = 512 * 1024 * 1024;
+constexpr int kMaxConnections = 1024;
+constexpr auto kRequestTimeout = std::chrono::seconds(10);
+
+const char* Reason(int code) {
+  switch (code) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 501:
+      return "Not Implemented";
+    case 507:
+      return "Insufficient Storage";
+  }
+  return "Error";
+}
+
+}  // namespace
+
+std::map<std::string, int> HorovodScopeSizes(const RankPlan& plan) {
+  std::map<std::string, int> sizes;
+  for (const RankSlot& slot : plan.ranks) {
+    sizes["global"] = plan.world_size;
+    sizes["local_" + slot.env.at("HOROVOD_HOSTNAME")] = slot.local_world_size;
+    sizes["cross_" + std::to_string(slot.local_rank)] =
+        std::stoi(slot.env.at("HOROVOD_CROSS_SIZE"));
+  }
+  return sizes;
+}
+
+struct HorovodRendezvous::Server {
+  // The store, touched only on the io thread; declared first so that it outlives the
+  // connections the io_context still holds while it is destroyed.
+  int open_connections = 0;
+  std::map<std::string, std::map<std::string, std::string>> scopes;
+  size_t stored_bytes = 0;
+  std::map<std::string, int> scope_sizes;
+  std::map<std::string, std::vector<std::string>> finished;  // scope -> ranks that DELETEd
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  std::thread thread;
+
+  struct Connection : std::enable_shared_from_this<Connection> {
+    Server& server;
+    tcp::socket socket;
+    asio::steady_timer deadline;
+    asio::streambuf head{kMaxHeaderBytes};
+    std::string method, path, body, reply;
+    size_t content_length = 0;
+
+    Connection(Server& s, tcp::socket sock) : server(s), socket(std::move(sock)), deadline(s.io) {
+      ++server.open_connections;
+    }
+    ~Connection() { --server.open_connections; }
+
+    void Begin() {
+      auto self = shared_from_this();
+      deadline.expires_after(kRequestTimeout);
+      deadline.async_wait([self](boost::system::error_code ec) {
+        if (!ec) self->socket.close();
+      });
+      asio::async_read_until(socket, head, "\r\n\r\n",
+                             [self](boost::system::error_code ec, size_t n) {
+                               if (ec) return self->Answer(ec == asio::error::not_found ? 400 : 0);
+                               self->ParseHead(n);
+                             });
+    }
+
+    void ParseHead(size_t head_bytes) {
+      std::string text(asio::buffers_begin(head.data()),
+                       asio::buffers_begin(head.data()) + head_bytes);
+      head.consume(head_bytes);
+      std::istringstream in(text);
+      std::string version, line;
+      in >> method >> path >> version;
+      std::getline(in, line);
+      while (std::getline(in, line) && line != "\r") {
+        const size_t colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        std::string name = line.substr(0, colon);
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (name == "content-length") {
+          try {
+            content_length = std::stoull(line.substr(colon + 1));
+          } catch (const std::exception&) {
+            return Answer(400);
+          }
+        }
+      }
+      if (method.empty() || path.empty()) return Answer(400);
+      if (content_length > kMaxBodyBytes) return Answer(413);
+      // Whatever of the body came with the headers is in `head` already.
+      const size_t have = std::min(head.size(), content_length);
+      body.assign(asio::buffers_begin(head.data()), asio::buffers_begin(head.data()) + have);
+      head.consume(have);
+      if (body.size() == content_length) return Handle();
+      body.resize(content_length);
+      auto self = shared_from_this();
+      asio::async_read(socket, asio::buffer(&body[have], content_length - have),
+                       [self](boost::system::error_code ec, size_t) {
+                         if (ec) return self->Answer(0);
+                         self->Handle();
+                       });
+    }
+
+    void Handle() {
+      // http_server.py: `_, scope, key = self.path.split('/')`.
+      std::vector<std::string> parts;
+      for (size_t start = 0;;) {
+        const size_t slash = path.find('/', start);
+        parts.push_back(path.substr(start, slash - start));
+        if (slash == std::string::npos) break;
+        start = slash + 1;
+      }
+      if (parts.size() != 3 || !parts[0].empty()) return Answer(400);
+      const std::string& scope = parts[1];
+      const std::string& key = parts[2];
+      if (method == "GET") {
+        auto s = server.scopes.find(scope);
+        if (s == server.scopes.end()) return Answer(404);
+        auto k = s->second.find(key);
+        if (k == s->second.end()) return Answer(404);
+        return Answer(200, k->second);
+      }
+      if (method == "PUT") {
+        std::string& value = server.scopes[scope][key];
+        if (server.stored_bytes - value.size() + body.size() > kMaxStoredBytes) return Answer(507);
+        server.stored_bytes = server.stored_bytes - value.size() + body.size();
+        value = std::move(body);
+        return Answer(200);
+      }
+      if (method == "DELETE") {
+        server.Finish(scope, key);
+        return Answer(200);
+      }
+      Answer(501);
+    }
+
+    // code 0: the peer is gone or too slow; just close.
+    void Answer(int code, const std::string& value = "") {
+      if (code == 0) {
+        deadline.cancel();
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        return;
+      }
+      reply = fmt::format("HTTP/1.0 {} {}\r\nServer: dtrain\r\nContent-Length: {}\r\n\r\n", code,
+                          Reason(code), value.size());
+      reply += value;
+      auto self = shared_from_this();
+      asio::async_write(socket, asio::buffer(reply), [self](boost::system::error_code, size_t) {
+        self->deadline.cancel();
+        boost::system::error_code ignored;
+        self->socket.shutdown(tcp::socket::shutdown_both, ignored);
+        self->socket.close(ignored);
+      });
+    }
+  };
+
+  void Finish(const std::string& scope, const std::string& key) {
+    auto known = scope_sizes.find(scope);
+    if (known != scope_sizes.end()) {
+      std::vector<std::string>& done = finished[scope];
+      done.push_back(key);
+      if (static_cast<int>(done.size()) == known->second) {
+        Drop(scope);
+        done.clear();
+      }
+      return;
+    }
+    auto s = scopes.find(scope);
+    if (s == scopes.end()) return;
+    if (auto k = s->second.find(key); k != s->second.end()) {
+      stored_bytes -= k->second.size();
+      s->second.erase(k);
+    }
+    if (s->second.empty()) scopes.erase(s);
+  }
+
+  void Drop(const std::string& scope) {
+    auto s = scopes.find(scope);
+    if (s == scopes.end()) return;
+    for (const auto& [key, value] : s->second) stored_bytes -= value.size();
+    scopes.erase(s);
+  }
+
+  void Accept() {
+    acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        if (open_connections >= kMaxConnections) {
+          boost::system::error_code ignored;
+          socket.close(ignored);
+        } else {
+          std::make_shared<Connection>(*this, std::move(socket))->Begin();
+        }
+      }
+      Accept();
+    });
+  }
+};
+
+HorovodRendezvous::HorovodRendezvous(const std::string& bind_address,
+                                     std::map<std::string, int> scope_sizes)
+    : server_(std::make_unique<Server>()) {
+  server_->scope_sizes = std::move(scope_sizes);
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(bind_address, ec);
+  if (ec)
+    throw Error(fmt::format("Horovod rendezvous: bad address {}: {}", bind_address, ec.message()));
+  const tcp::endpoint endpoint(address, 0);
+  server_->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) server_->acceptor.bind(endpoint, ec);
+  if (!ec) server_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    throw Error(
+        fmt::format("Horovod rendezvous: cannot listen on {}: {}", bind_address, ec.message()));
+  }
+  server_->Accept();
+  server_->thread = std::thread([s = server_.get()] { s->io.run(); });
+}
+
+HorovodRendezvous::~HorovodRendezvous() {
+  server_->io.stop();
+  if (server_->thread.joinable()) server_->thread.join();
+}
+
+int HorovodRendezvous::port() const {
+  return server_->acceptor.local_endpoint().port();
+}
+
+}  // namespace dtrain

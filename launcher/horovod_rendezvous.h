@@ -1,0 +1,37 @@
+// HorovodRendezvous: the HTTP key-value store horovodrun runs for Horovod's Gloo controller
+// (horovod/runner/http/http_server.py, RendezvousHandler), served from the launching process.
+// Ranks PUT/GET /<scope>/<key> (404 until a key exists) and DELETE /<scope>/<rank> when done;
+// a scope of known size ("global", "local_<host>", "cross_<local rank>") is emptied once all
+// its ranks said so, any other scope loses the key. Bounded: request size, body size, stored
+// bytes, open connections and time per request; stops with the object.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace dtrain {
+
+struct RankPlan;
+
+// Scope -> number of ranks in it, as horovodrun's RendezvousHTTPServer.init(host_alloc_plan).
+std::map<std::string, int> HorovodScopeSizes(const RankPlan& plan);
+
+class HorovodRendezvous {
+ public:
+  // Listens on bind_address (e.g. "127.0.0.1", "0.0.0.0") at a free port, serving on its own
+  // thread. Throws Error when it cannot listen.
+  HorovodRendezvous(const std::string& bind_address, std::map<std::string, int> scope_sizes);
+  ~HorovodRendezvous();  // closes the listener and every connection, joins the thread
+  HorovodRendezvous(const HorovodRendezvous&) = delete;
+  HorovodRendezvous& operator=(const HorovodRendezvous&) = delete;
+
+  int port() const;
+
+  struct Server;  // the Asio side, in horovod_rendezvous.cpp
+
+ private:
+  std::unique_ptr<Server> server_;
+};
+
+}  // namespace dtrain

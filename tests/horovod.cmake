@@ -1,0 +1,9 @@
+# Horovod without horovodrun (issue 21): the rendezvous server's protocol on its own, then real
+# horovod.torch programs (from .venv-horovod, made by scripts/install-deps.sh) under dtrain launch.
+dtrain_test(horovod_rendezvous_test SOURCES horovod/horovod_rendezvous_test.cpp
+            LIBS dtrain_launcher LABEL horovod)
+if(TARGET dtrain)
+  dtrain_test(horovod_launch_test SOURCES horovod/horovod_launch_test.cpp LIBS dtrain_launcher
+              LABEL horovod TIMEOUT 900 RESOURCE_LOCK netns)
+  add_dependencies(horovod_launch_test dtrain)
+endif()
