@@ -4,7 +4,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="$ROOT/.venv"
-# Horovod (issue 21): built from its sdist into its own environment,
+# Horovod: built from its sdist into its own environment,
 # .venv-horovod/, which layers over .venv/ (one .pth line) so it sees the same
 # torch 2.11 without a second multi-GB copy; nothing is installed into .venv/.
 # Horovod 0.28.1 does not build against torch 2.11 unchanged; three edits are applied to the

@@ -13,7 +13,7 @@ add_dependencies(ssh_launch_test dtrain)
 dtrain_test(ssh_ux_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_ux_test.cpp LIBS dtrain_launcher
             LABEL netns TIMEOUT 180 RESOURCE_LOCK netns)
 add_dependencies(ssh_ux_test dtrain)
-# Issue 17: ~/.ssh/config aliases, bastions (ProxyJump), sync and results from private storage.
+# ~/.ssh/config aliases, bastions (ProxyJump), sync and results from private storage.
 dtrain_test(ssh_real_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_real_cluster_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 300 RESOURCE_LOCK netns)
 add_dependencies(ssh_real_cluster_test dtrain)

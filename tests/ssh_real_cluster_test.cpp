@@ -1,4 +1,4 @@
-// Issue 17 on namespace nodes (tests/cluster) that look like real clusters: nodes named only by
+// Real-cluster SSH on namespace nodes (tests/cluster) that look like real clusters: nodes named only by
 // ~/.ssh/config Host aliases, nodes reachable only through a bastion (ProxyJump), and private
 // storage at /srv/node on every node (nothing shared with the launching machine there).
 #include <sys/stat.h>
