@@ -210,5 +210,27 @@ TEST(Hardening, ClusterFileSmallerItems) {
               HasSubstr("at most 255"));
 }
 
+// Nesting deeper than yaml-cpp parses is said as such, with the limit, not as "bad file".
+TEST(Hardening, DeepYamlNestingSaysSo) {
+  const std::string flow = "nodes: " + std::string(1000, '[') + std::string(1000, ']') + "\n";
+  EXPECT_THAT(ParseError(flow), HasSubstr("nested more than"));
+  EXPECT_THAT(ParseError(flow), Not(HasSubstr("bad file")));
+  std::string block;
+  for (int i = 0; i < 1000; ++i) block += std::string(i, ' ') + "a:\n";
+  EXPECT_THAT(ParseError(block), HasSubstr("nested more than"));
+}
+
+// After a restart the rank log says where the next attempt begins, on a line of its own.
+TEST(Hardening, RestartsAreSeparatedInRankLogs) {
+  TempDir dir;
+  auto run = RunDtrain({"launch", "--log-dir", "logs", "--job", "again", "--max-restarts", "2",
+                        "--", "sh", "-c", "printf 'try\\nhalf'; exit 3"},
+                       dir.path());
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_EQ(ReadFile(dir.path() + "/logs/again/rank-0.log"),
+            "try\nhalf\n--- dtrain: restart 1 of 2 ---\ntry\nhalf\n--- dtrain: restart 2 of 2 ---\n"
+            "try\nhalf");
+}
+
 }  // namespace
 }  // namespace dtrain

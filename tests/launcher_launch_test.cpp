@@ -242,6 +242,23 @@ TEST(LocalLaunch, KillingDtrainLeavesNoProcessBehind) {
   for (int pid : ProcessesWithEnv("DTRAIN_JOB=" + Unique("killed"))) ::kill(pid, SIGKILL);
 }
 
+// A rank's child that left the rank's process group and session (setsid, as daemons do) dies with
+// dtrain too: the guard is the subreaper of everything the rank starts.
+TEST(LocalLaunch, KillingDtrainEndsChildrenThatCalledSetsid) {
+  TempDir dir;
+  const std::string name = Unique("escaped");
+  DtrainProcess job(
+      {"launch", "--job", name, "--quiet", "--", "sh", "-c", "setsid sleep 1000 & echo up; wait"},
+      dir.path());
+  ASSERT_TRUE(AllRanksUp(dir, name, 1));
+  ASSERT_TRUE(WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + name).size() == 2u; }, 10));
+  job.Signal(SIGKILL);
+  EXPECT_EQ(job.Wait(10), 128 + SIGKILL);
+  EXPECT_TRUE(WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + name).empty(); }, 10))
+      << ProcessesWithEnv("DTRAIN_JOB=" + name).size() << " processes left";
+  for (int pid : ProcessesWithEnv("DTRAIN_JOB=" + name)) ::kill(pid, SIGKILL);
+}
+
 TEST(LocalLaunch, SecondInterruptKillsAtOnce) {
   TempDir dir;
   DtrainProcess job({"launch", "--nproc-per-node", "2", "--job", Unique("stubborn"), "--quiet",
