@@ -316,7 +316,8 @@ TEST(LocalLaunch, MaxRestartsRestartsTheWholeJob) {
   auto run = RunDtrain({"launch", "--job", "r", "--max-restarts", "3", "--", "sh", "-c", script},
                        dir.path());
   EXPECT_EQ(run.status, 0) << run.err;
-  EXPECT_EQ(ReadFile(JobDir(dir, "r") + "/rank-0.log"), "try 0\ntry 1\ntry 2\n");
+  EXPECT_EQ(ReadFile(JobDir(dir, "r") + "/rank-0.log"),
+            "try 0\n--- dtrain: restart 1 of 3 ---\ntry 1\n--- dtrain: restart 2 of 3 ---\ntry 2\n");
   EXPECT_THAT(run.err, HasSubstr("restarting job r (restart 2 of 3)"));
   // The failure report quotes the failed attempt only.
   EXPECT_THAT(run.err, HasSubstr("last 1 lines of"));
@@ -327,7 +328,7 @@ TEST(LocalLaunch, MaxRestartsRestartsTheWholeJob) {
   run = RunDtrain({"launch", "--job", "r2", "--max-restarts", "1", "--", "sh", "-c", script},
                   dir.path());
   EXPECT_EQ(run.status, 5);
-  EXPECT_EQ(ReadFile(JobDir(dir, "r2") + "/rank-0.log"), "try 0\ntry 1\n");
+  EXPECT_EQ(ReadFile(JobDir(dir, "r2") + "/rank-0.log"), "try 0\n--- dtrain: restart 1 of 1 ---\ntry 1\n");
 }
 
 TEST(LocalLaunch, UsageAndClusterFileErrorsExitTwo) {
