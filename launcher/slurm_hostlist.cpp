@@ -57,6 +57,10 @@ std::vector<std::string> ExpandRanges(const std::string& ranges, const std::stri
     if (!AllDigits(low) || !AllDigits(high)) {
       Malformed(hostlist, fmt::format("'{}' is not a number or a range like 01-03", part));
     }
+    // Host numbers are short; a longer one would not fit in an unsigned long.
+    if (low.size() > 9 || high.size() > 9) {
+      Malformed(hostlist, fmt::format("'{}' has a number of more than 9 digits", part));
+    }
     const unsigned long first = std::stoul(low);
     const unsigned long last = std::stoul(high);
     if (last < first) Malformed(hostlist, fmt::format("range '{}' runs backwards", part));

@@ -26,6 +26,9 @@ TEST(SlurmHostlist, RejectsMalformedExpressions) {
   EXPECT_THROW(ExpandHostlist("node[3-1]"), Error);
   EXPECT_THROW(ExpandHostlist("node[a-b]"), Error);
   EXPECT_THROW(ExpandHostlist("a,,b"), Error);
+  // A number past unsigned long is a malformed host list, not std::out_of_range.
+  EXPECT_THROW(ExpandHostlist("t[01111111111111111111111111111111-01]"), Error);
+  EXPECT_THROW(ExpandHostlist("t[1-99999999999999999999]"), Error);
 }
 
 ClusterSpec TwoNodeSpec() {
