@@ -35,6 +35,8 @@ std::vector<std::string> SplitTopLevel(const std::string& hostlist) {
   return items;
 }
 
+constexpr size_t kMaxHosts = 65536;
+
 bool AllDigits(const std::string& text) {
   if (text.empty()) return false;
   for (char c : text) {
@@ -78,6 +80,10 @@ void ExpandName(const std::string& name, const std::string& hostlist,
   const size_t open = name.find('[');
   if (open == std::string::npos) {
     if (name.find(']') != std::string::npos) Malformed(hostlist, "']' without '['");
+    // Ranges multiply (a[1-99999]b[1-99999]); no job has more nodes than ranks.
+    if (hosts.size() >= kMaxHosts) {
+      Malformed(hostlist, fmt::format("expands to more than {} hosts", kMaxHosts));
+    }
     hosts.push_back(name);
     return;
   }
