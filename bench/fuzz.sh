@@ -11,13 +11,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DTRAIN_FUZZ_BUILD:-$root/build-fuzz}
 CC=${CC:-clang} CXX=${CXX:-clang++}
 command -v "$CXX" >/dev/null || { echo "fuzz.sh: $CXX not found (scripts/install-deps.sh installs clang)" >&2; exit 2; }
+# Builds and fuzzers run at niceness 10 (a shared machine), not 10 more than the caller's: a
+# caller already at `nice -n 10` would otherwise leave them at 19, starved behind everything.
+polite=()
+[ "$(nice)" -lt 10 ] && polite=(nice -n $((10 - $(nice))))
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=($(ls "$root"/tests/fuzz/fuzz_*.cpp | sed "s|.*/fuzz_\(.*\)\.cpp|\1|"))
 fi
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" -DDTRAIN_FUZZ=ON >/dev/null
-nice -n 10 cmake --build "$build" --target "${targets[@]/#/fuzz_}" >"$build/build.log" 2>&1 ||
+"${polite[@]}" cmake --build "$build" --target "${targets[@]/#/fuzz_}" >"$build/build.log" 2>&1 ||
   { tail -30 "$build/build.log" >&2; exit 2; }
 failed=0
 for t in "${targets[@]}"; do
@@ -27,7 +31,7 @@ for t in "${targets[@]}"; do
   [ -d "$root/tests/fuzz/crashes/$t" ] && cp "$root/tests/fuzz/crashes/$t"/* "$work/corpus/"
   # -rss_limit_mb: memory out of proportion to the input is a finding too (F2, F8).
   (cd "$work" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-     nice -n 10 "$build/fuzz_$t" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
+     "${polite[@]}" "$build/fuzz_$t" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
      -timeout=10 -artifact_prefix="$build/crashes/$t/" -print_final_stats=1 corpus \
      >"$work/log" 2>&1) || true
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)

@@ -37,8 +37,11 @@ std::string Shown(const Version& v) {
   return v.known() ? v.text : "none";
 }
 
-std::string OnAll(size_t count) {
-  return count == 1 ? "on the only node" : fmt::format("on all {} nodes", count);
+// Where an agreeing fact holds: every node of the cluster, or only those that answered (and have
+// the package the fact is about).
+std::string OnAll(size_t compared, size_t total) {
+  if (compared < total) return fmt::format("on {} of {} nodes", compared, total);
+  return total == 1 ? "on the only node" : fmt::format("on all {} nodes", total);
 }
 
 // One fact that must agree across nodes: how to group it and how to show it.
@@ -101,7 +104,8 @@ std::vector<SharedFact> SharedFacts() {
   };
 }
 
-Finding CompareAcross(const SharedFact& fact, const std::vector<const NodeFacts*>& nodes) {
+Finding CompareAcross(const SharedFact& fact, const std::vector<const NodeFacts*>& nodes,
+                      size_t cluster_size) {
   // Groups in first-seen order; the largest group is the majority (ties: the first node's).
   std::vector<std::string> order;
   std::map<std::string, std::vector<const NodeFacts*>> groups;
@@ -117,8 +121,9 @@ Finding CompareAcross(const SharedFact& fact, const std::vector<const NodeFacts*
   const std::string majority_shown = fact.shown(*groups[majority].front());
   const char* column = fact.column ? fact.column : fact.check;
   if (order.size() == 1) {
-    return Make(Severity::kOk, fact.check, column, {},
-                fmt::format("{} {} {}", fact.label, majority_shown, OnAll(nodes.size())));
+    return Make(
+        Severity::kOk, fact.check, column, {},
+        fmt::format("{} {} {}", fact.label, majority_shown, OnAll(nodes.size(), cluster_size)));
   }
   std::vector<std::string> odd, described;
   std::string odd_shown;
@@ -285,7 +290,7 @@ std::vector<Finding> CheckConsistency(const std::vector<NodeFacts>& nodes) {
     }
     bool any = std::any_of(compared.begin(), compared.end(),
                            [&](const NodeFacts* n) { return !fact.key(*n).empty(); });
-    if (any) out.push_back(CompareAcross(fact, compared));
+    if (any) out.push_back(CompareAcross(fact, compared, nodes.size()));
   }
   return out;
 }

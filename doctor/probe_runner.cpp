@@ -66,11 +66,15 @@ std::string LastLine(const std::string& text) {
                      end - (begin == std::string::npos ? 0 : begin + 1) + 1);
 }
 
-// Fills one node's facts from what its probe printed and how it ended.
-void FinishNode(const ProbeEvents& events, size_t i, double timeout_s, NodeFacts& facts) {
+// Fills one node's facts from what its probe printed and how it ended. `killed_at` is when the
+// run stopped every probe at the timeout (-1: it did not): a probe that ended badly from then on
+// was stopped by it.
+void FinishNode(const ProbeEvents& events, size_t i, double timeout_s, double killed_at,
+                NodeFacts& facts) {
   ApplyProbeLines(SplitProbeOutput(events.output[i]), events.first_arrival[i], facts);
   facts.probe_seconds = events.exit_s[i];
-  if (!events.exited[i]) {
+  const bool stopped = killed_at >= 0 && events.exit_s[i] >= killed_at && !events.exits[i].ok();
+  if (!events.exited[i] || stopped) {
     facts.reached = false;
     facts.failure = ReachFailure::kTimeout;
     facts.error = fmt::format("no answer within {:g} s (the probe was stopped)", timeout_s);
@@ -184,7 +188,7 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
     facts.address = spec.nodes[i].address;
     facts.slots = spec.nodes[i].slots;
     facts.listed_gpus = spec.nodes[i].gpus;
-    FinishNode(events, i, options.timeout_s, facts);
+    FinishNode(events, i, options.timeout_s, killed_at, facts);
     run.nodes.push_back(std::move(facts));
   }
   if (listen) run.listener = ReadListener(events, n);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include "launcher/error.h"
@@ -349,6 +350,12 @@ ClusterSpec ParseClusterText(const std::string& text, const std::string& origin)
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp words this as "bad file"; a cluster file is a few levels deep.
+    throw UsageError(
+        fmt::format("{}: not valid YAML: nested more than {} levels deep (the YAML "
+                    "reader's limit)",
+                    reader.Where(e.mark), e.depth()));
   } catch (const YAML::Exception& e) {
     throw UsageError(reader.Where(e.mark) + ": not valid YAML: " + e.msg);
   }

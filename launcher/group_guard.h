@@ -4,7 +4,10 @@
 // process dtrain starts for a rank therefore forks once more: the child goes on to exec the rank
 // command, and the parent stays behind as the guard, in the same process group. The guard waits;
 // when the rank ends it ends the same way (exit code or signal, so dtrain sees the rank's status
-// under the pid it started), and when dtrain is gone it SIGKILLs the whole group.
+// under the pid it started), and when dtrain is gone it SIGKILLs the whole group. The guard is
+// also the subreaper of the rank's descendants, so one that left the group (setsid) is handed to
+// it when its parent dies, and killed too. Not covered: descendants still running when the rank
+// itself ends or when dtrain SIGKILLs the group after the grace period (the guard ends then).
 #pragma once
 
 #include <sys/types.h>

@@ -50,6 +50,15 @@ std::string Hostname() {
   return buf;
 }
 
+// An integer member of `object`, or `fallback` when it is missing or not an integer: a float
+// such as 1e20 need not fit, and converting one that does not is undefined.
+template <class T>
+T IntegerOr(const json& object, const char* key, T fallback) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number_integer() ? it->get<T>() : fallback;
+}
+
 }  // namespace
 
 std::string JobRecordPath(const std::string& job_dir) {
@@ -148,14 +157,14 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
     s.name = doc.at("job").get<std::string>();
     s.status = doc.at("status").get<std::string>();
     s.command = doc.value("command", std::vector<std::string>{});
-    s.started_us = doc.value("started_us", int64_t{0});
-    s.ended_us = doc.value("ended_us", int64_t{0});
-    s.exit_code = doc["exit_code"].is_number() ? doc["exit_code"].get<int>() : -1;
-    s.failed_rank = doc["failed_rank"].is_number() ? doc["failed_rank"].get<int>() : -1;
-    s.restarts = doc.value("restarts", 0);
+    s.started_us = IntegerOr(doc, "started_us", int64_t{0});
+    s.ended_us = IntegerOr(doc, "ended_us", int64_t{0});
+    s.exit_code = IntegerOr(doc, "exit_code", -1);
+    s.failed_rank = IntegerOr(doc, "failed_rank", -1);
+    s.restarts = IntegerOr(doc, "restarts", 0);
     if (doc.contains("launcher")) {
       s.launcher_host = doc["launcher"].value("host", "");
-      s.launcher_pid = doc["launcher"].value("pid", 0);
+      s.launcher_pid = IntegerOr(doc["launcher"], "pid", 0);
     }
     s.transport = doc.value("transport", "");
     s.cluster_file = doc.value("cluster", "");
@@ -168,7 +177,8 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
       }
     }
     for (const json& rank : doc.value("ranks", json::array())) {
-      const int r = rank.at("rank").get<int>();
+      const int r = IntegerOr(rank, "rank", -1);
+      if (r < 0) throw Error(path + ": a rank entry without a rank number");
       s.rank_hosts[r] = rank.value("host", "");
       s.rank_addresses[r] = rank.value("address", "");
       if (rank.contains("exit") && rank["exit"].is_object()) {
@@ -188,8 +198,8 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
     }
     s.stall_timeout_s = doc.value("stall_timeout_s", 0.0);
     for (const json& e : doc.value("events", json::array())) {
-      s.events.push_back({e.value("time_us", int64_t{0}), e.value("kind", ""), e.value("text", ""),
-                          e.value("file", "")});
+      s.events.push_back({IntegerOr(e, "time_us", int64_t{0}), e.value("kind", ""),
+                          e.value("text", ""), e.value("file", "")});
     }
     return s;
   } catch (const json::exception& e) {

@@ -250,12 +250,15 @@ int RunLaunch(const LaunchOptions& options) {
     record.rank_status.clear();
     record.attempts.push_back({attempt, WallMicros(), 0, -1, -1});
     WriteJobRecord(job_dir, record);
+    if (attempt > 0) {
+      for (const auto& [rank, log] : logs) log->MarkRestart(attempt, max_restarts, WallMicros());
+    }
     std::map<int, uint64_t> log_start;
     for (const auto& [rank, log] : logs) log_start[rank] = log->size();
 
     JobOutcome outcome;
     try {
-      std::unique_ptr<Transport> transport = MakeTransport(spec);
+      std::unique_ptr<Transport> transport = MakeTransport(spec, options.grace_period_s);
       std::unique_ptr<StallWatch> stall_watch;
       if (stall_timeout_s > 0) {
         StallWatchOptions watch;

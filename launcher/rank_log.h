@@ -1,5 +1,6 @@
 // The file a rank's output lands in: <job_dir>/rank-R.log holds exactly the bytes the rank wrote,
-// appended unbuffered as they arrive; the sidecar rank-R.idx holds "OFFSET MICROS" text lines
+// appended unbuffered as they arrive (after a restart, one line of dtrain's own marks where the
+// next attempt begins); the sidecar rank-R.idx holds "OFFSET MICROS" text lines
 // (a line start's byte offset in the log, its wall-clock arrival in microseconds since the epoch)
 // for the first line starting in each chunk received; the lines after it in the log, up to the
 // next entry, arrived with it. That is how `dtrain logs` interleaves ranks in time order.
@@ -27,6 +28,10 @@ class RankLog {
   RankLog& operator=(const RankLog&) = delete;
 
   void Append(std::string_view bytes, int64_t now_us);
+  // Before the output of restart `restart` (of at most `max_restarts`): the line
+  // "--- dtrain: restart R of M ---", on a line of its own even when the last attempt ended
+  // mid-line.
+  void MarkRestart(int restart, int max_restarts, int64_t now_us);
   const std::string& path() const { return log_path_; }
   uint64_t size() const { return offset_; }  // bytes in the log so far
 

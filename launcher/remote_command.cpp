@@ -2,6 +2,8 @@
 // positional parameters, so no value is ever parsed as shell code on the node.
 #include "launcher/remote_command.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "launcher/error.h"
@@ -10,7 +12,7 @@
 namespace dtrain {
 namespace {
 
-// $1 stdin bytes, $2 cwd, $3 cwd required (1/0), $4 PYTHONPATH head, $5 grace seconds,
+// $1 stdin bytes, $2 cwd, $3 cwd required (1/0), $4 PYTHONPATH head, $5 grace in tenths of a s,
 // $6 dtrain's program dir, $7 number of NAME=VALUE words that follow, then argv. dtrain's own
 // programs (dtrain, dtrain-*) given by bare name are found with dtrain_program, as the doctor
 // finds them. fd 3 keeps the channel's stdin for the
@@ -46,7 +48,7 @@ while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
 ( while IFS= read -r s; do kill -s "$s" -- -"$pid" || kill -s "$s" "$pid"; done
   kill -s TERM -- -"$pid" || kill -s TERM "$pid" || exit 0
   i=0
-  while [ "$i" -lt "$grace"0 ] && kill -0 -"$pid"; do sleep 0.1; i=$((i + 1)); done
+  while [ "$i" -lt "$grace" ] && kill -0 -"$pid"; do sleep 0.1; i=$((i + 1)); done
   kill -s KILL -- -"$pid" ) <&3 >/dev/null 2>&1 &
 w=$!
 exec 3<&- 2>/dev/null
@@ -66,11 +68,13 @@ void CheckNoNul(const std::string& value, const std::string& what) {
 std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptions& options) {
   if (proc.argv.empty()) throw Error(fmt::format("rank {}: empty command", proc.id));
   if (proc.stdin_source) return "exec " + ShellJoin(proc.argv);  // streams its stdin itself
-  std::vector<std::string> words = {
-      std::to_string(proc.stdin_data.size()), options.cwd,
-      options.cwd_required ? "1" : "0",       proc.python_path_head,
-      std::to_string(options.grace_seconds),  options.program_dir,
-      std::to_string(proc.env.size())};
+  std::vector<std::string> words = {std::to_string(proc.stdin_data.size()),
+                                    options.cwd,
+                                    options.cwd_required ? "1" : "0",
+                                    proc.python_path_head,
+                                    std::to_string(std::llround(options.grace_s * 10)),
+                                    options.program_dir,
+                                    std::to_string(proc.env.size())};
   for (const auto& [name, value] : proc.env) {
     if (!IsShellVariableName(name)) {
       throw Error(

@@ -18,7 +18,7 @@ std::string_view DtrainProgramLookup();
 struct RemoteCommandOptions {
   std::string cwd;           // where the process starts; "" = the login directory
   bool cwd_required = true;  // false: fall back to the login directory when cwd is missing
-  int grace_seconds = 5;     // after EOF: SIGTERM, then SIGKILL once this many seconds passed
+  double grace_s = 5;        // after EOF: SIGTERM, then SIGKILL once this long passed (0.1 s steps)
   std::string program_dir;   // where dtrain/dtrain-clip are looked for first (dtrain_program)
 };
 

@@ -35,6 +35,8 @@ std::vector<std::string> SplitTopLevel(const std::string& hostlist) {
   return items;
 }
 
+constexpr size_t kMaxHosts = 65536;
+
 bool AllDigits(const std::string& text) {
   if (text.empty()) return false;
   for (char c : text) {
@@ -57,6 +59,10 @@ std::vector<std::string> ExpandRanges(const std::string& ranges, const std::stri
     if (!AllDigits(low) || !AllDigits(high)) {
       Malformed(hostlist, fmt::format("'{}' is not a number or a range like 01-03", part));
     }
+    // Host numbers are short; a longer one would not fit in an unsigned long.
+    if (low.size() > 9 || high.size() > 9) {
+      Malformed(hostlist, fmt::format("'{}' has a number of more than 9 digits", part));
+    }
     const unsigned long first = std::stoul(low);
     const unsigned long last = std::stoul(high);
     if (last < first) Malformed(hostlist, fmt::format("range '{}' runs backwards", part));
@@ -74,6 +80,10 @@ void ExpandName(const std::string& name, const std::string& hostlist,
   const size_t open = name.find('[');
   if (open == std::string::npos) {
     if (name.find(']') != std::string::npos) Malformed(hostlist, "']' without '['");
+    // Ranges multiply (a[1-99999]b[1-99999]); no job has more nodes than ranks.
+    if (hosts.size() >= kMaxHosts) {
+      Malformed(hostlist, fmt::format("expands to more than {} hosts", kMaxHosts));
+    }
     hosts.push_back(name);
     return;
   }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <vector>
 
@@ -55,6 +56,24 @@ std::string Fingerprint(ssh_key key) {
   ssh_clean_pubkey_hash(&hash);
   std::string out = fmt::format("{} {}", ssh_key_type_to_char(ssh_key_type(key)), text ? text : "");
   ssh_string_free_char(text);
+  return out;
+}
+
+// The fingerprints `known_hosts` holds for `host` ("addr" or "[addr]:port", hashed entries
+// included), in file order: what a changed host key was expected to be.
+std::vector<std::string> RecordedFingerprints(const std::string& known_hosts,
+                                              const std::string& host) {
+  std::vector<std::string> out;
+  std::ifstream in(known_hosts);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    ssh_knownhosts_entry* entry = nullptr;
+    if (ssh_known_hosts_parse_line(host.c_str(), line.c_str(), &entry) == SSH_OK && entry) {
+      out.push_back(Fingerprint(entry->publickey));
+    }
+    ssh_knownhosts_entry_free(entry);
+  }
   return out;
 }
 
@@ -226,13 +245,19 @@ void SshSession::VerifyHostKey() {
     case SSH_KNOWN_HOSTS_OK:
       return;
     case SSH_KNOWN_HOSTS_CHANGED:
-    case SSH_KNOWN_HOSTS_OTHER:
+    case SSH_KNOWN_HOSTS_OTHER: {
+      const std::string host = KnownHostsName(target_.address, target_.port);
+      std::string expected;
+      for (const std::string& fp : RecordedFingerprints(known_hosts_, host)) {
+        expected += (expected.empty() ? "" : " or ") + fp;
+      }
       Fail(fmt::format(
-          "host key for {} has CHANGED: the server offers {}, which does not match {} "
-          "(someone may be intercepting the connection); if the change is expected, remove the "
-          "old entry with `ssh-keygen -R '{}' -f {}` and connect again",
-          target_.address, offered, known_hosts_, KnownHostsName(target_.address, target_.port),
-          known_hosts_));
+          "host key for {} has CHANGED: the server offers {}, which does not match {} (expected "
+          "{}; someone may be intercepting the connection); if the change is expected, remove "
+          "the old entry with `ssh-keygen -R '{}' -f {}` and connect again",
+          target_.address, offered, known_hosts_,
+          expected.empty() ? "an entry of another type" : expected, host, known_hosts_));
+    }
     case SSH_KNOWN_HOSTS_UNKNOWN:
     case SSH_KNOWN_HOSTS_NOT_FOUND:
       if (target_.host_key_policy == HostKeyPolicy::kAcceptNew) {

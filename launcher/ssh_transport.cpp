@@ -31,7 +31,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kChannelsPerConnection = 8;
-constexpr int kGraceSeconds = 5;
 constexpr size_t kStdinChunk = 256 * 1024;
 
 // What Poll() hands to TransportEvents, queued while libssh's callbacks run.
@@ -117,9 +116,10 @@ int SignalNumber(const std::string& name) {
 
 // cwd: the process's own, else workdir (must exist), else the launch directory when the node
 // has it (a shared file system), else the login directory.
-RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& proc) {
+RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& proc,
+                                    double grace_period_s) {
   RemoteCommandOptions options;
-  options.grace_seconds = kGraceSeconds;
+  options.grace_s = grace_period_s;
   options.program_dir = SelfExecutableDir();
   if (!proc.cwd.empty()) {
     options.cwd = proc.cwd;
@@ -139,11 +139,11 @@ RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& 
 class NodeLink {
  public:
   NodeLink(const ClusterSpec& spec, const NodeSpec& node, std::vector<ProcessSpec> procs,
-           EventQueue& events, ssh_event event)
+           double grace_period_s, EventQueue& events, ssh_event event)
       : session_(node, spec.ssh), events_(events), event_(event) {
     for (ProcessSpec& proc : procs) {
       auto p = std::make_unique<LinkProcess>();
-      p->options = CommandOptions(spec, proc);
+      p->options = CommandOptions(spec, proc, grace_period_s);
       p->spec = std::move(proc);
       p->events = &events_;
       procs_.push_back(std::move(p));
@@ -390,7 +390,8 @@ class NodeLink {
 // their events.
 class SshTransport : public Transport {
  public:
-  explicit SshTransport(const ClusterSpec& spec) : spec_(spec), event_(ssh_event_new()) {
+  SshTransport(const ClusterSpec& spec, double grace_period_s)
+      : spec_(spec), grace_period_s_(grace_period_s), event_(ssh_event_new()) {
     if (!event_) throw Error("ssh: cannot create an event loop (out of memory)");
   }
 
@@ -417,8 +418,8 @@ class SshTransport : public Transport {
       for (size_t first = 0; first < list.size(); first += kChannelsPerConnection) {
         const size_t last = std::min(list.size(), first + kChannelsPerConnection);
         std::vector<ProcessSpec> chunk(list.begin() + first, list.begin() + last);
-        links_.push_back(
-            std::make_unique<NodeLink>(spec_, spec_.nodes[node], std::move(chunk), queue_, event_));
+        links_.push_back(std::make_unique<NodeLink>(spec_, spec_.nodes[node], std::move(chunk),
+                                                    grace_period_s_, queue_, event_));
       }
     }
     for (auto& link : links_) link->Advance();
@@ -470,6 +471,7 @@ class SshTransport : public Transport {
   }
 
   ClusterSpec spec_;
+  double grace_period_s_;  // a node's wait between SIGTERM and SIGKILL once the connection is gone
   ssh_event event_;
   EventQueue queue_;
   std::vector<std::unique_ptr<NodeLink>> links_;
@@ -478,8 +480,8 @@ class SshTransport : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec) {
-  return std::make_unique<SshTransport>(spec);
+std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec, double grace_period_s) {
+  return std::make_unique<SshTransport>(spec, grace_period_s);
 }
 
 }  // namespace dtrain

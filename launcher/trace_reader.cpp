@@ -29,29 +29,34 @@ gzFile Gz(void* file) {
 TraceReader::TraceReader(const std::string& path) : path_(path), buffer_(kBufferBytes) {
   file_ = gzopen(path.c_str(), "rb");
   if (!file_) throw Error(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
-  gzbuffer(Gz(file_), 1 << 18);
-  int c = SkipSpace();
-  if (c == EOF) {
-    // An empty file: a writer killed before its first byte. Nothing to merge, but readable.
-    done_ = true;
-    truncated_ = true;
-    return;
-  }
-  if (c == '{') {
-    object_form_ = true;
-    if (!ReadMembersUntilEvents()) {
+  // The destructor does not run for a constructor that throws: zlib's state is closed here.
+  try {
+    gzbuffer(Gz(file_), 1 << 18);
+    int c = SkipSpace();
+    if (c == EOF) {
+      // An empty file: a writer killed before its first byte. Nothing to merge, but readable.
       done_ = true;
-      if (!truncated_) return;  // an object without records
+      truncated_ = true;
+      return;
     }
-    return;
-  }
-  if (c != '[') {
+    if (c == '{') {
+      object_form_ = true;
+      if (!ReadMembersUntilEvents()) {
+        done_ = true;
+        if (!truncated_) return;  // an object without records
+      }
+      return;
+    }
+    if (c != '[') {
+      throw Error(
+          fmt::format("{}: not a Chrome trace (starts with '{}', expected '[' or '{{'); give a "
+                      "per-rank timeline, a Horovod timeline or a PyTorch profiler trace",
+                      path, static_cast<char>(c)));
+    }
+  } catch (...) {
     gzclose(Gz(file_));
     file_ = nullptr;
-    throw Error(
-        fmt::format("{}: not a Chrome trace (starts with '{}', expected '[' or '{{'); give a "
-                    "per-rank timeline, a Horovod timeline or a PyTorch profiler trace",
-                    path, static_cast<char>(c)));
+    throw;
   }
 }
 

@@ -8,16 +8,16 @@
 
 namespace dtrain {
 
-std::unique_ptr<Transport> MakeTransport(const ClusterSpec& spec) {
+std::unique_ptr<Transport> MakeTransport(const ClusterSpec& spec, double grace_period_s) {
   switch (spec.transport) {
     case TransportKind::kLocal:
       return MakeLocalTransport(spec);
     case TransportKind::kSsh:
-      return MakeSshTransport(spec);
+      return MakeSshTransport(spec, grace_period_s);
     case TransportKind::kSlurm:
       return MakeSlurmTransport(spec);
   }
-  return MakeSshTransport(spec);
+  return MakeSshTransport(spec, grace_period_s);
 }
 
 // "SIGKILL" for 9; "signal 42" when the C library has no abbreviation for it.

@@ -85,12 +85,18 @@ class Transport {
   virtual void SignalAll(int sig) = 0;
 };
 
-// The transport the cluster file asks for.
-std::unique_ptr<Transport> MakeTransport(const ClusterSpec& spec);
+// How long a node waits between SIGTERM and SIGKILL when it loses dtrain (a dropped SSH
+// connection) and nobody said otherwise (`dtrain launch --grace-period` does).
+constexpr double kDefaultRemoteGraceS = 5;
+
+// The transport the cluster file asks for. `grace_period_s`: see kDefaultRemoteGraceS.
+std::unique_ptr<Transport> MakeTransport(const ClusterSpec& spec,
+                                         double grace_period_s = kDefaultRemoteGraceS);
 // One constructor per transport, each in its own file (local_transport.cpp, ssh_transport.cpp,
 // slurm_transport.cpp).
 std::unique_ptr<Transport> MakeLocalTransport(const ClusterSpec& spec);
-std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec);
+std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec,
+                                            double grace_period_s = kDefaultRemoteGraceS);
 std::unique_ptr<Transport> MakeSlurmTransport(const ClusterSpec& spec);
 
 }  // namespace dtrain

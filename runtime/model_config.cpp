@@ -143,6 +143,8 @@ ModelConfig LoadModelConfig(const std::string& path) {
 void ValidateModelConfig(const ModelConfig& c) {
   auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
   if (c.embed_dim <= 0) fail("embed_dim must be positive");
+  if (c.vision.heads <= 0 || c.text.heads <= 0) fail("heads must be positive");
+  if (c.vision.patch_size <= 0) fail("vision patch_size must be positive");
   if (c.vision.width % c.vision.heads) fail("vision width must be a multiple of its heads");
   if (c.text.width % c.text.heads) fail("text width must be a multiple of its heads");
   if (c.vision.image_size % c.vision.patch_size) {

@@ -148,6 +148,22 @@ TEST_F(DoctorLocal, BusyRendezvousPortIsAnError) {
   EXPECT_NE(r.out.find("in use"), std::string::npos) << r.out;
 }
 
+// A probe still running at --timeout is stopped with SIGKILL; the report says it did not answer
+// in time, not that it was killed.
+TEST_F(DoctorLocal, ProbeStoppedAtTimeoutIsATimeout) {
+  const std::string slow = (dir_ / "slow-python").string();
+  std::ofstream(slow) << "#!/bin/sh\nsleep 60\n";
+  std::filesystem::permissions(slow, std::filesystem::perms::owner_all);
+  Result r = Doctor("--json --timeout 2 -c " + WriteCluster("python: " + slow + "\n", FreePort()));
+  EXPECT_EQ(r.status, 1) << r.out;
+  auto doc = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << r.out;
+  const auto& node = doc["nodes"][0];
+  EXPECT_EQ(node["reached"], false) << node.dump();
+  EXPECT_EQ(node["failure"], "timeout") << node.dump();
+  EXPECT_EQ(node["error"], "no answer within 2 s (the probe was stopped)") << node.dump();
+}
+
 TEST_F(DoctorLocal, ClusterFileErrorExitsTwo) {
   std::string path = WriteCluster("bogus_key: 1\n", FreePort());
   Result r = Doctor("-c " + path);

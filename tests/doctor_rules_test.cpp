@@ -213,6 +213,23 @@ TEST(DoctorRules, UnreachableNodeIsAnErrorAndOthersAreStillChecked) {
   ASSERT_TRUE(Find(findings, "nccl", Severity::kError)) << "the reached nodes are compared";
 }
 
+// With one of two nodes down, an agreeing fact holds on the node that answered, not "on the only
+// node" of the cluster.
+TEST(DoctorRules, AgreementCountsTheNodesCompared) {
+  NodeFacts down;
+  down.host = "gpu-b";
+  down.address = "10.0.0.12";
+  down.failure = ReachFailure::kTimeout;
+  down.error = "no answer within 5 s (the probe was stopped)";
+  auto findings = CheckConsistency({Node("gpu-a", ProbeText()), down});
+  const Finding* nccl = Find(findings, "nccl", Severity::kOk);
+  ASSERT_TRUE(nccl);
+  EXPECT_EQ(nccl->message, "NCCL 2.21.5 on 1 of 2 nodes");
+  auto alone = CheckConsistency({Node("gpu-a", ProbeText())});
+  ASSERT_TRUE(Find(alone, "nccl", Severity::kOk));
+  EXPECT_EQ(Find(alone, "nccl", Severity::kOk)->message, "NCCL 2.21.5 on the only node");
+}
+
 TEST(DoctorRules, ReachFailureReasons) {
   EXPECT_EQ(ClassifyReachError("node b: ssh: authentication failed for root@10.0.0.2 (publickey)"),
             ReachFailure::kAuth);

@@ -242,6 +242,23 @@ TEST(LocalLaunch, KillingDtrainLeavesNoProcessBehind) {
   for (int pid : ProcessesWithEnv("DTRAIN_JOB=" + Unique("killed"))) ::kill(pid, SIGKILL);
 }
 
+// A rank's child that left the rank's process group and session (setsid, as daemons do) dies with
+// dtrain too: the guard is the subreaper of everything the rank starts.
+TEST(LocalLaunch, KillingDtrainEndsChildrenThatCalledSetsid) {
+  TempDir dir;
+  const std::string name = Unique("escaped");
+  DtrainProcess job(
+      {"launch", "--job", name, "--quiet", "--", "sh", "-c", "setsid sleep 1000 & echo up; wait"},
+      dir.path());
+  ASSERT_TRUE(AllRanksUp(dir, name, 1));
+  ASSERT_TRUE(WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + name).size() == 2u; }, 10));
+  job.Signal(SIGKILL);
+  EXPECT_EQ(job.Wait(10), 128 + SIGKILL);
+  EXPECT_TRUE(WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + name).empty(); }, 10))
+      << ProcessesWithEnv("DTRAIN_JOB=" + name).size() << " processes left";
+  for (int pid : ProcessesWithEnv("DTRAIN_JOB=" + name)) ::kill(pid, SIGKILL);
+}
+
 TEST(LocalLaunch, SecondInterruptKillsAtOnce) {
   TempDir dir;
   DtrainProcess job({"launch", "--nproc-per-node", "2", "--job", Unique("stubborn"), "--quiet",
@@ -299,7 +316,8 @@ TEST(LocalLaunch, MaxRestartsRestartsTheWholeJob) {
   auto run = RunDtrain({"launch", "--job", "r", "--max-restarts", "3", "--", "sh", "-c", script},
                        dir.path());
   EXPECT_EQ(run.status, 0) << run.err;
-  EXPECT_EQ(ReadFile(JobDir(dir, "r") + "/rank-0.log"), "try 0\ntry 1\ntry 2\n");
+  EXPECT_EQ(ReadFile(JobDir(dir, "r") + "/rank-0.log"),
+            "try 0\n--- dtrain: restart 1 of 3 ---\ntry 1\n--- dtrain: restart 2 of 3 ---\ntry 2\n");
   EXPECT_THAT(run.err, HasSubstr("restarting job r (restart 2 of 3)"));
   // The failure report quotes the failed attempt only.
   EXPECT_THAT(run.err, HasSubstr("last 1 lines of"));
@@ -310,7 +328,7 @@ TEST(LocalLaunch, MaxRestartsRestartsTheWholeJob) {
   run = RunDtrain({"launch", "--job", "r2", "--max-restarts", "1", "--", "sh", "-c", script},
                   dir.path());
   EXPECT_EQ(run.status, 5);
-  EXPECT_EQ(ReadFile(JobDir(dir, "r2") + "/rank-0.log"), "try 0\ntry 1\n");
+  EXPECT_EQ(ReadFile(JobDir(dir, "r2") + "/rank-0.log"), "try 0\n--- dtrain: restart 1 of 1 ---\ntry 1\n");
 }
 
 TEST(LocalLaunch, UsageAndClusterFileErrorsExitTwo) {

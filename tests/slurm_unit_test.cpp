@@ -26,6 +26,11 @@ TEST(SlurmHostlist, RejectsMalformedExpressions) {
   EXPECT_THROW(ExpandHostlist("node[3-1]"), Error);
   EXPECT_THROW(ExpandHostlist("node[a-b]"), Error);
   EXPECT_THROW(ExpandHostlist("a,,b"), Error);
+  // A number past unsigned long is a malformed host list, not std::out_of_range.
+  EXPECT_THROW(ExpandHostlist("t[01111111111111111111111111111111-01]"), Error);
+  EXPECT_THROW(ExpandHostlist("t[1-99999999999999999999]"), Error);
+  // Ranges multiply: 85 x 3 x 84041 x 5 names would take minutes and gigabytes.
+  EXPECT_THROW(ExpandHostlist("g[01-84,04]u[1-3]p[01-84040,04]c[0-4]"), Error);
 }
 
 ClusterSpec TwoNodeSpec() {

@@ -98,6 +98,31 @@ TEST(SshLaunch, KillingDtrainLeavesNoProcessOnAnyNode) {
   EXPECT_EQ(cluster.LeftoverProcesses(3, 3), "");
 }
 
+// Once dtrain is gone (its connection dropped), a node waits --grace-period between SIGTERM and
+// SIGKILL, as dtrain itself would.
+TEST(SshLaunch, ADroppedConnectionKillsAfterTheGracePeriod) {
+  SshTestCluster cluster("dl-grace", 1, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = cluster.dir() + "/logs";
+  const pid_t dtrain = fork();
+  if (dtrain == 0) {
+    const std::string cluster_file = cluster.cluster_file();
+    execl(kDtrain.c_str(), "dtrain", "launch", "-q", "-c", cluster_file.c_str(), "--log-dir",
+          logs.c_str(), "--grace-period", "1", "--", "sh", "-c", "trap '' TERM; sleep 300",
+          nullptr);
+    _exit(127);
+  }
+  ASSERT_TRUE(cluster.WaitForCommandOnNodes(1, "sleep 300", 10)) << "the job never started";
+  kill(dtrain, SIGKILL);
+  waitpid(dtrain, nullptr, 0);
+  const auto killed = std::chrono::steady_clock::now();
+  EXPECT_EQ(cluster.LeftoverProcesses(1, 10), "");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  EXPECT_GT(seconds, 0.8) << "SIGTERM is ignored: only SIGKILL after the grace period ends it";
+  EXPECT_LT(seconds, 3.5) << "--grace-period 1, not a fixed 5 s";
+}
+
 TEST(SshLaunch, AnUnreachableNodeIsNamedWithinTheConnectTimeout) {
   SshTestCluster cluster("dl-ghost", 1, 1);
   REQUIRE_CLUSTER(cluster);

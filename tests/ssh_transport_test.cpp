@@ -221,6 +221,10 @@ TEST(SshTransport, ChangedHostKeyIsRefusedNamingTheFingerprint) {
                                        "/node0/ssh_host_ed25519_key.pub | cut -d' ' -f2");
     EXPECT_NE(status.error.find(real.substr(0, real.size() - 1)), std::string::npos)
         << status.error << " lacks " << real;
+    const std::string expected = RunOutput("ssh-keygen -lf " + other + ".pub | cut -d' ' -f2");
+    EXPECT_NE(status.error.find("(expected ssh-ed25519 " + expected.substr(0, expected.size() - 1)),
+              std::string::npos)
+        << status.error << " lacks the recorded " << expected;
   }
 }
 
