@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -87,12 +88,83 @@ std::string RanksWord(const std::vector<int>& ranks) {
   return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", RankList(ranks));
 }
 
-// dtrain-clip: the largest group waiting in one collective; the live ranks outside it (or the
-// ranks its members found missing in the store) are the ones it waits for.
+// A heartbeat file is rewritten at least every 2 s while the rank's process runs: one older than
+// this comes from a rank that stopped (its writer thread with it), whatever the file still says.
+constexpr double kLiveHeartbeatS = 5.0;
+
+bool LiveWaiter(const RankView& r) {
+  return Waiting(r) && !Stopped(r) && r.facts->heartbeat_age_s >= 0 &&
+         r.facts->heartbeat_age_s <= kLiveHeartbeatS;
+}
+
+// The ranks a waiting rank found missing from its collective in the rendezvous store.
+std::vector<int> MissingOf(const RankView& r) {
+  std::vector<int> missing;
+  const std::string text = Get(r.facts->heartbeat, "missing");
+  for (size_t at = 0; at < text.size();) {
+    missing.push_back(std::atoi(text.c_str() + at));
+    at = text.find(',', at);
+    at = at == std::string::npos ? text.size() : at + 1;
+  }
+  return missing;
+}
+
+// "; rank 2 on node2 has not entered it: last activity DATA at step 406, 312 s ago".
+std::string NotEntered(const std::vector<RankView>& ranks, int m) {
+  auto r = std::find_if(ranks.begin(), ranks.end(), [m](const RankView& x) { return x.rank == m; });
+  if (r == ranks.end()) return "";
+  std::string text = fmt::format("; rank {} on {} has not entered it", m, r->host);
+  if (r->facts && !r->facts->heartbeat.empty()) {
+    const auto& mhb = r->facts->heartbeat;
+    text += fmt::format(": last activity {} at step {}, {:.0f} s ago", Get(mhb, "activity"),
+                        Get(mhb, "step"), r->idle_s);
+  }
+  if (Stopped(*r)) text += " (its process is stopped)";
+  return text;
+}
+
+std::string WaitVerb(const std::vector<int>& ranks) { return ranks.size() == 1 ? "waits" : "wait"; }
+
+// dtrain-clip, from what live waiters found in the store: each waits for the ranks missing from
+// its collective; those that are not themselves live waiters (stopped, stuck outside any
+// collective) are the ones the job waits for. Waiting chains (2 waits for 0, which waits for 1)
+// end there.
+bool FromWaitGraph(const std::vector<RankView>& ranks, Verdict& v) {
+  std::set<int> live_waiters;
+  for (const RankView& r : ranks)
+    if (LiveWaiter(r)) live_waiters.insert(r.rank);
+  std::vector<int> sinks;
+  const RankView* first = nullptr;
+  std::vector<int> waiting;
+  for (const RankView& r : ranks) {
+    if (!live_waiters.count(r.rank)) continue;
+    bool waits_on_sink = false;
+    for (int m : MissingOf(r)) {
+      if (live_waiters.count(m)) continue;
+      waits_on_sink = true;
+      if (std::find(sinks.begin(), sinks.end(), m) == sinks.end()) sinks.push_back(m);
+    }
+    if (waits_on_sink) {
+      if (!first) first = &r;
+      waiting.push_back(r.rank);
+    }
+  }
+  if (sinks.empty()) return false;
+  std::sort(sinks.begin(), sinks.end());
+  v.summary = fmt::format("{} {} in {}", RanksWord(waiting), WaitVerb(waiting),
+                          CollectiveName(first->facts->heartbeat));
+  for (int m : sinks) v.summary += NotEntered(ranks, m);
+  v.culprits = sinks;
+  return true;
+}
+
+// dtrain-clip, before any store inspection: the largest group of live ranks waiting in one
+// collective; the ranks outside it are the ones it waits for.
 bool FromHeartbeats(const std::vector<RankView>& ranks, Verdict& v) {
+  if (FromWaitGraph(ranks, v)) return true;
   std::map<std::string, std::vector<const RankView*>> groups;
   for (const RankView& r : ranks) {
-    if (Waiting(r)) {
+    if (LiveWaiter(r)) {
       groups[Get(r.facts->heartbeat, "collective_set") + "#" +
              Get(r.facts->heartbeat, "collective_seq")]
           .push_back(&r);
@@ -110,19 +182,8 @@ bool FromHeartbeats(const std::vector<RankView>& ranks, Verdict& v) {
     if (!r.ended && std::find(waiting.begin(), waiting.end(), r.rank) == waiting.end())
       missing.push_back(r.rank);
   }
-  if (missing.empty()) {  // everyone is in it: trust what the store told its members
-    for (const RankView* r : waiters) {
-      std::string text = Get(r->facts->heartbeat, "missing");
-      for (size_t at = 0; at < text.size();) {
-        missing.push_back(std::atoi(text.c_str() + at));
-        at = text.find(',', at);
-        at = at == std::string::npos ? text.size() : at + 1;
-      }
-      if (!missing.empty()) break;
-    }
-  }
   const auto& hb = waiters.front()->facts->heartbeat;
-  v.summary = fmt::format("{} wait in {}", RanksWord(waiting), CollectiveName(hb));
+  v.summary = fmt::format("{} {} in {}", RanksWord(waiting), WaitVerb(waiting), CollectiveName(hb));
   if (missing.empty()) {
     v.summary += "; every rank has entered it (a rank may have stopped inside it)";
     for (const RankView& r : ranks)
@@ -130,17 +191,7 @@ bool FromHeartbeats(const std::vector<RankView>& ranks, Verdict& v) {
     return !v.culprits.empty();
   }
   v.culprits = missing;
-  for (int m : missing) {
-    auto r = std::find_if(ranks.begin(), ranks.end(), [m](const RankView& x) { return x.rank == m; });
-    if (r == ranks.end()) continue;
-    v.summary += fmt::format("; rank {} on {} has not entered it", m, r->host);
-    if (r->facts && !r->facts->heartbeat.empty()) {
-      const auto& mhb = r->facts->heartbeat;
-      v.summary += fmt::format(": last activity {} at step {}, {:.0f} s ago", Get(mhb, "activity"),
-                               Get(mhb, "step"), r->idle_s);
-    }
-    if (Stopped(*r)) v.summary += " (its process is stopped)";
-  }
+  for (int m : missing) v.summary += NotEntered(ranks, m);
   return true;
 }
 
