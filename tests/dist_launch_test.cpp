@@ -94,15 +94,6 @@ std::string Slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// The value after "key " in a heartbeat file's "key value" lines.
-std::string HeartbeatValue(const std::string& text, const std::string& key) {
-  const auto at = text.find("\n" + key + " ");
-  const size_t begin = text.rfind(key + " ", 0) == 0 ? 0 : at == std::string::npos ? at : at + 1;
-  if (begin == std::string::npos) return "";
-  const size_t value = begin + key.size() + 1;
-  return text.substr(value, text.find('\n', value) - value);
-}
-
 }  // namespace
 
 // A dtrain-clip rank stopped (SIGSTOP) mid-training: the stall watch sees its heartbeat stand
@@ -122,10 +113,8 @@ TEST(DistLaunch, StoppedClipRankIsNamedWithTheCollectiveTheOthersWaitIn) {
   std::string pid;
   for (int i = 0; i < 600 && pid.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const std::string beat = Slurp(job + "/heartbeat/rank-1.txt");
-    if (!beat.empty() && std::atoll(HeartbeatValue(beat, "step").c_str()) >= 3) {
-      pid = HeartbeatValue(beat, "pid");
-    }
+    auto beat = dtrain::test::HeartbeatFields(job + "/heartbeat/rank-1.txt");
+    if (std::atoll(beat["step"].c_str()) >= 3) pid = beat["pid"];
   }
   ASSERT_FALSE(pid.empty()) << "rank 1 never reached step 3:\n" << Slurp(out);
   ASSERT_EQ(::kill(std::stoi(pid), SIGSTOP), 0);

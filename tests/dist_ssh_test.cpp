@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -116,13 +115,8 @@ TEST(DistSsh, StoppedRankOnANodeIsNamedWithItsNodeAndTheCollective) {
   std::string pid;
   for (int i = 0; i < 600 && pid.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::istringstream beat(ReadText(logs + "/stall/heartbeat/rank-1.txt"));
-    std::string key, value, step, p;
-    while (beat >> key >> value) {
-      if (key == "step") step = value;
-      if (key == "pid") p = value;
-    }
-    if (!step.empty() && std::stoll(step) >= 3) pid = p;
+    auto beat = test::HeartbeatFields(logs + "/stall/heartbeat/rank-1.txt");
+    if (std::atoll(beat["step"].c_str()) >= 3) pid = beat["pid"];
   }
   ASSERT_FALSE(pid.empty()) << "rank 1 never reached step 3:\n" << ReadText(out);
   ASSERT_EQ(::kill(std::stoi(pid), SIGSTOP), 0);

@@ -1,5 +1,6 @@
 // Reading dtrain-clip's metrics files in end-to-end tests: the end line of every rank and one
-// field of a JSON line (the lines are flat objects that dtrain-clip writes itself).
+// field of a JSON line (the lines are flat objects that dtrain-clip writes itself); and a rank's
+// heartbeat file.
 #pragma once
 
 #include <filesystem>
@@ -31,6 +32,18 @@ inline std::string Field(const std::string& line, const std::string& key) {
   size_t start = at + key.size() + 3;
   size_t end = line.find_first_of(",}", start);
   return line.substr(start, end - start);
+}
+
+// A dtrain-clip heartbeat file's "key value" lines (the value is the rest of the line), by key;
+// empty when the file is not there yet.
+inline std::map<std::string, std::string> HeartbeatFields(const std::string& path) {
+  std::ifstream in(path);
+  std::map<std::string, std::string> fields;
+  for (std::string line; std::getline(in, line);) {
+    const size_t space = line.find(' ');
+    if (space != std::string::npos) fields[line.substr(0, space)] = line.substr(space + 1);
+  }
+  return fields;
 }
 
 }  // namespace dtrain::test
