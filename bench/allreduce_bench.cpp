@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/distributed.h"
-#include "runtime/flat_parameters.h"
-#include "runtime/timeline.h"
+#include "runtime/dist/distributed.h"
+#include "runtime/train/flat_parameters.h"
+#include "runtime/trace/timeline.h"
 
 namespace {
 

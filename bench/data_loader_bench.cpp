@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "runtime/data_source.h"
-#include "runtime/export_data.h"
+#include "runtime/data/data_source.h"
+#include "runtime/data/export_data.h"
 
 namespace clip = dtrain::clip;
 

@@ -54,6 +54,6 @@ fi
 "$dtrain" timeline --log-dir "$work/logs" --job "on-$repeats" --summary | sed 's/^/  /'
 
 # The writer alone: ns per record on the recording thread.
-c++ -std=c++17 -O2 -I"$src" "$src/bench/timeline_record_cost.cpp" "$src/runtime/timeline.cpp" \
+c++ -std=c++17 -O2 -I"$src" "$src/bench/timeline_record_cost.cpp" "$src/runtime/trace/timeline.cpp" \
   -o "$work/timeline_record_cost" -pthread
 "$work/timeline_record_cost" "$work/cost.json"

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "runtime/timeline.h"
+#include "runtime/trace/timeline.h"
 
 namespace {
 

@@ -10,6 +10,7 @@
 
 #include "launcher/error.h"
 #include "launcher/trace_record.h"
+#include "runtime/trace/trace_vocabulary.h"
 
 namespace dtrain {
 namespace {
@@ -63,7 +64,7 @@ class KinetoRankMerger {
       name = tid_text.empty() ? pid_text : fmt::format("{} {}", pid_text, tid_text);
       sort += 2000000;
     }
-    out_.Write({{"name", "thread_name"},
+    out_.Write({{"name", trace::kThreadName},
                 {"ph", "M"},
                 {"pid", info_.rank},
                 {"tid", track.tid},

@@ -33,7 +33,7 @@ struct RankFacts {
   std::string host;
   std::vector<RankProcess> processes;  // main() first
   double cpu_s = 0;                    // all its processes together
-  // dtrain-clip's heartbeat (runtime/heartbeat.h keys: step, activity, collective, ...) and how
+  // dtrain-clip's heartbeat (runtime/dist/heartbeat.h keys: step, activity, collective, ...) and how
   // long ago its file was written, on the node's clock.
   std::map<std::string, std::string> heartbeat;
   double heartbeat_age_s = -1;  // -1: no heartbeat file

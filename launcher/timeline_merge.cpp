@@ -20,6 +20,7 @@
 #include "launcher/merged_trace_file.h"
 #include "launcher/trace_reader.h"
 #include "launcher/trace_record.h"
+#include "runtime/trace/trace_vocabulary.h"
 
 namespace dtrain {
 namespace {
@@ -80,15 +81,17 @@ RankTraceInfo ScanMetadata(const std::string& path) {
     if (record.value("ph", "") != "M" || !record.contains("args")) continue;
     const json& args = record["args"];
     std::string name = record.value("name", "");
-    if (name == "process_name" && args.contains("start_time_since_epoch_in_micros")) {
+    if (name == trace::kProcessName && args.contains(trace::kArgStartTime)) {
       have_start = true;
-      info.start_us = IntOr(args, "start_time_since_epoch_in_micros", 0);
-      info.rank = static_cast<int>(IntOr(args, "rank", -1));
-      if (args.contains("host") && args["host"].is_string()) info.host = args["host"];
-    } else if (name == "clock_offset") {
+      info.start_us = IntOr(args, trace::kArgStartTime, 0);
+      info.rank = static_cast<int>(IntOr(args, trace::kArgRank, -1));
+      if (args.contains(trace::kArgHost) && args[trace::kArgHost].is_string()) {
+        info.host = args[trace::kArgHost];
+      }
+    } else if (name == trace::kClockOffset) {
       info.has_clock_offset = true;
-      info.clock_offset_us = IntOr(args, "clock_offset_us", 0);
-      info.clock_rtt_us = IntOr(args, "clock_rtt_us", 0);
+      info.clock_offset_us = IntOr(args, trace::kArgClockOffsetUs, 0);
+      info.clock_rtt_us = IntOr(args, trace::kArgClockRttUs, 0);
     }
   }
   if (info.rank < 0) info.rank = RankFromFileName(path);
@@ -215,16 +218,16 @@ class RankMerger {
                                  int64_t base_us) {
     std::string label = info.host.empty() ? fmt::format("rank {}", info.rank)
                                           : fmt::format("rank {} ({})", info.rank, info.host);
-    json args = {{"name", label}, {"start_time_since_epoch_in_micros", base_us}};
+    json args = {{trace::kArgName, label}, {trace::kArgStartTime, base_us}};
     if (info.has_clock_offset) {
-      args["clock_offset_us"] = info.clock_offset_us;
-      args["clock_rtt_us"] = info.clock_rtt_us;
+      args[trace::kArgClockOffsetUs] = info.clock_offset_us;
+      args[trace::kArgClockRttUs] = info.clock_rtt_us;
     }
-    out.Write({{"name", "process_name"}, {"ph", "M"}, {"pid", info.rank}, {"args", args}});
-    out.Write({{"name", "process_sort_index"},
+    out.Write({{"name", trace::kProcessName}, {"ph", "M"}, {"pid", info.rank}, {"args", args}});
+    out.Write({{"name", trace::kProcessSortIndex},
                {"ph", "M"},
                {"pid", info.rank},
-               {"args", {{"sort_index", info.rank}}}});
+               {"args", {{trace::kArgSortIndex, info.rank}}}});
   }
 
  private:
@@ -234,7 +237,7 @@ class RankMerger {
     if (thread.named && thread.name == name) return;
     thread.name = name;
     thread.named = true;
-    out_.Write({{"name", "thread_name"},
+    out_.Write({{"name", trace::kThreadName},
                 {"ph", "M"},
                 {"pid", info_.rank},
                 {"tid", tid},
@@ -246,15 +249,15 @@ class RankMerger {
     const json& given = record.value("name", json());
     const std::string name = given.is_string() ? given.get<std::string>() : "";
     if (pid == 0) return;  // the rank's own header and clock: already in the process header
-    if (name == "process_name" && record.contains("args") && record["args"].is_object()) {
-      const json& given = record["args"].value("name", json());
+    if (name == trace::kProcessName && record.contains("args") && record["args"].is_object()) {
+      const json& given = record["args"].value(trace::kArgName, json());
       NameThread(pid, given.is_string() ? given.get<std::string>() : fmt::format("track {}", pid));
-    } else if (name == "process_sort_index") {
+    } else if (name == trace::kProcessSortIndex) {
       out_.Write({{"name", "thread_sort_index"},
                   {"ph", "M"},
                   {"pid", info_.rank},
                   {"tid", pid},
-                  {"args", {{"sort_index", pid}}}});
+                  {"args", {{trace::kArgSortIndex, pid}}}});
     }
   }
 

@@ -1,6 +1,7 @@
 // A sweep over each rank's events in time order: between two events the rank is in the state the
 // open spans describe, and that interval is added to the matching category.
 #include "launcher/timeline_summary.h"
+#include "runtime/trace/trace_vocabulary.h"
 
 #include <algorithm>
 
@@ -43,11 +44,12 @@ std::string Bytes(int64_t bytes) {
 }  // namespace
 
 SpanKind ClassifySpan(const std::string& track, const std::string& name) {
-  if (name == "QUEUE" || StartsWith(name, "WAIT") || StartsWith(name, "NEGOTIATE")) {
+  if (name == trace::kQueue || StartsWith(name, trace::kWaitPrefix) ||
+      StartsWith(name, trace::kNegotiatePrefix)) {
     return SpanKind::kWait;
   }
-  if (name == "DATA" || name == "FORWARD" || name == "BACKWARD" || name == "OPTIMIZER" ||
-      track == "compute") {
+  if (name == trace::kData || name == trace::kForward || name == trace::kBackward ||
+      name == trace::kOptimizer || track == trace::kComputeTrack) {
     return SpanKind::kCompute;
   }
   return SpanKind::kComm;
@@ -87,13 +89,13 @@ void TimelineSummaryBuilder::Begin(RankState& state, const MergedEvent& event) {
   span.kind = ClassifySpan(event.track, event.name);
   span.start_us = event.ts_us;
   const bool inside_fused = open.fused_open > 0;
-  auto bytes = event.args.find("bytes");
-  if (!inside_fused && event.name.find("ALLREDUCE") != std::string::npos &&
+  auto bytes = event.args.find(trace::kArgBytes);
+  if (!inside_fused && event.name.find(trace::kAllreduce) != std::string::npos &&
       bytes != event.args.end() && bytes->is_number_integer()) {
     span.bytes = bytes->get<int64_t>();
-    auto tensors = event.args.find("tensors");
+    auto tensors = event.args.find(trace::kArgTensors);
     if (tensors != event.args.end() && tensors->is_number_integer()) span.tensors = *tensors;
-    auto dtype = event.args.find("dtype");
+    auto dtype = event.args.find(trace::kArgDtype);
     if (dtype != event.args.end() && dtype->is_string()) span.dtype = *dtype;
   }
   if (span.kind == SpanKind::kCompute && state.time.step_us.empty() && state.step_begin_us < 0) {
@@ -118,7 +120,7 @@ void TimelineSummaryBuilder::End(RankState& state, const MergedEvent& event) {
   if (span.bytes >= 0) --open.fused_open;
   --state.counts[static_cast<int>(span.kind)];
   if (!stack.empty()) ++state.counts[static_cast<int>(stack.back().kind)];
-  if (event.name == "OPTIMIZER" && state.step_begin_us >= 0) {
+  if (event.name == trace::kOptimizer && state.step_begin_us >= 0) {
     state.time.step_us.push_back(event.ts_us - state.step_begin_us);
     state.step_begin_us = event.ts_us;
   }

@@ -1,10 +1,10 @@
 # dtrain-clip core: model, tokenizers, loss, schedule, checkpoints and short training runs on the
 # real Fashion-MNIST files.
-if(TARGET dtrain_runtime)
-  dtrain_test(clip_model_test SOURCES clip_model_test.cpp LIBS dtrain_runtime)
-  target_precompile_headers(clip_model_test REUSE_FROM dtrain_runtime)
-  dtrain_test(clip_tokenizer_test SOURCES clip_tokenizer_test.cpp LIBS dtrain_runtime)
-  dtrain_test(clip_training_test SOURCES clip_training_test.cpp LIBS dtrain_runtime TIMEOUT 240)
+if(TARGET dtrain_clip_train)
+  dtrain_test(clip_model_test SOURCES clip_model_test.cpp LIBS dtrain_clip_train)
+  target_precompile_headers(clip_model_test REUSE_FROM dtrain_clip_model)
+  dtrain_test(clip_tokenizer_test SOURCES clip_tokenizer_test.cpp LIBS dtrain_clip_train)
+  dtrain_test(clip_training_test SOURCES clip_training_test.cpp LIBS dtrain_clip_train TIMEOUT 240)
   add_dependencies(clip_training_test dtrain-clip)
   dtrain_test(clip_checkpoint_kill_test SOURCES clip_checkpoint_kill_test.cpp TIMEOUT 300)
   add_dependencies(clip_checkpoint_kill_test dtrain-clip)

@@ -7,11 +7,11 @@
 #include <fstream>
 #include <set>
 
-#include "runtime/clip_loss.h"
-#include "runtime/clip_model.h"
-#include "runtime/lr_schedule.h"
-#include "runtime/model_config.h"
-#include "runtime/self_attention.h"
+#include "runtime/model/clip_loss.h"
+#include "runtime/model/clip_model.h"
+#include "runtime/train/lr_schedule.h"
+#include "runtime/config/model_config.h"
+#include "runtime/model/self_attention.h"
 
 namespace dtrain::clip {
 namespace {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/bpe_tokenizer.h"
-#include "runtime/html_entities.h"
-#include "runtime/tokenizer.h"
+#include "runtime/text/bpe_tokenizer.h"
+#include "runtime/text/html_entities.h"
+#include "runtime/text/tokenizer.h"
 
 namespace dtrain::clip {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "runtime/fashion_mnist.h"
+#include "runtime/data/fashion_mnist.h"
 
 namespace dtrain::clip {
 namespace {

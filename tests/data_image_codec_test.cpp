@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "runtime/image_codec.h"
+#include "runtime/data/image_codec.h"
 
 namespace dtrain::clip {
 namespace {

@@ -8,11 +8,11 @@
 #include <map>
 #include <set>
 
-#include "runtime/data_source.h"
-#include "runtime/export_data.h"
-#include "runtime/fashion_mnist.h"
-#include "runtime/image_codec.h"
-#include "runtime/tar_archive.h"
+#include "runtime/data/data_source.h"
+#include "runtime/data/export_data.h"
+#include "runtime/data/fashion_mnist.h"
+#include "runtime/data/image_codec.h"
+#include "runtime/data/tar_archive.h"
 
 namespace dtrain::clip {
 namespace {

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-#include "runtime/prefetch_queue.h"
+#include "runtime/data/prefetch_queue.h"
 
 namespace dtrain::clip {
 namespace {

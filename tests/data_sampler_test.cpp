@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "runtime/distributed_sampler.h"
-#include "runtime/shard_list.h"
+#include "runtime/data/distributed_sampler.h"
+#include "runtime/data/shard_list.h"
 
 namespace dtrain::clip {
 namespace {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/tar_archive.h"
+#include "runtime/data/tar_archive.h"
 
 namespace dtrain::clip {
 namespace {

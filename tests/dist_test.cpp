@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/dist_env.h"
-#include "runtime/distributed_clip_loss.h"
+#include "runtime/dist/dist_env.h"
+#include "runtime/dist/distributed_clip_loss.h"
 #include "tests/dist_ranks.h"
 #include "tests/dist_tiny_clip.h"
 #include "tests/scratch_dirs.h"

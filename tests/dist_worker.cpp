@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/distributed.h"
-#include "runtime/distributed_clip_loss.h"
-#include "runtime/flat_parameters.h"
-#include "runtime/timeline.h"
+#include "runtime/dist/distributed.h"
+#include "runtime/dist/distributed_clip_loss.h"
+#include "runtime/train/flat_parameters.h"
+#include "runtime/trace/timeline.h"
 #include "tests/dist_tiny_clip.h"
 
 namespace {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # usage: gloo_abi_check.sh LIBDTRAIN_RUNTIME.a
 # dtrain-clip compiles c10d's ProcessGroupGloo.hpp against declarations of gloo's names only
-# (runtime/c10d_gloo_decls). That is sound only while nothing dtrain builds depends on a gloo
+# (runtime/dist/c10d_gloo_decls). That is sound only while nothing dtrain builds depends on a gloo
 # class's layout: no definition in namespace gloo (inline functions, vtables, typeinfo) and none
 # of ProcessGroupGloo::GlooStore (a gloo::rendezvous::Store subclass) may be emitted here. And the
 # library must really use LibTorch's Gloo backend, so the check cannot pass on a build without it.

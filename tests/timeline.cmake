@@ -1,12 +1,8 @@
-# Timelines: the per-rank writer (runtime/timeline.cpp, built here without LibTorch), the
-# streaming reader, the merge, the summary and `dtrain timeline` itself.
-# The writer is compiled once for the tests that record traces.
-add_library(timeline_writer_for_tests STATIC ${PROJECT_SOURCE_DIR}/runtime/timeline.cpp)
-target_include_directories(timeline_writer_for_tests PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(timeline_writer_for_tests PUBLIC Threads::Threads)
+# Timelines: the per-rank writer (runtime/trace, LibTorch-free), the streaming reader, the merge,
+# the summary and `dtrain timeline` itself.
 dtrain_test(timeline_writer_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_writer_test.cpp
-  LIBS dtrain_launcher timeline_writer_for_tests
+  LIBS dtrain_launcher dtrain_clip_trace
   TIMEOUT 120)
 dtrain_test(timeline_summary_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_summary_test.cpp
@@ -14,15 +10,15 @@ dtrain_test(timeline_summary_test
   TIMEOUT 60)
 dtrain_test(timeline_merge_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_merge_test.cpp
-  LIBS dtrain_launcher timeline_writer_for_tests
+  LIBS dtrain_launcher dtrain_clip_trace
   TIMEOUT 120)
 dtrain_test(timeline_record_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_record_test.cpp
-  LIBS dtrain_launcher timeline_writer_for_tests
+  LIBS dtrain_launcher dtrain_clip_trace
   TIMEOUT 60)
 dtrain_test(timeline_command_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_command_test.cpp
-  LIBS dtrain_launcher timeline_writer_for_tests
+  LIBS dtrain_launcher dtrain_clip_trace
   TIMEOUT 120)
 add_dependencies(timeline_command_test dtrain)
 # Fetching traces from ssh nodes with private disks: real sshd nodes in network namespaces
@@ -32,8 +28,9 @@ dtrain_test(timeline_fetch_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_fet
 add_dependencies(timeline_fetch_test dtrain)
 # PyTorch profiler traces: the H100 fixtures in ../shared/fixtures against HolisticTraceAnalysis
 # (run from .venv), a 2-rank Gloo job launched by dtrain that profiles itself, clock offsets.
+find_package(ZLIB REQUIRED)  # the test writes .json.gz traces
 dtrain_test(timeline_kineto_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_kineto_test.cpp
-  LIBS dtrain_launcher timeline_writer_for_tests ZLIB::ZLIB
+  LIBS dtrain_launcher dtrain_clip_trace ZLIB::ZLIB
   TIMEOUT 180)
 add_dependencies(timeline_kineto_test dtrain)

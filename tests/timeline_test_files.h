@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "runtime/timeline.h"
+#include "runtime/trace/timeline.h"
 
 namespace dtrain::testing {
 

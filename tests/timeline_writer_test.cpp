@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/trace_reader.h"
-#include "runtime/timeline.h"
+#include "runtime/trace/timeline.h"
 #include "tests/timeline_test_files.h"
 
 namespace dtrain {

@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "runtime/bpe_tokenizer.h"
-#include "runtime/html_entities.h"
+#include "runtime/text/bpe_tokenizer.h"
+#include "runtime/text/html_entities.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

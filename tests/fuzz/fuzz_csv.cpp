@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "runtime/data_source.h"
-#include "runtime/sample_dataset.h"
+#include "runtime/data/data_source.h"
+#include "runtime/data/sample_dataset.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "runtime/image_codec.h"
+#include "runtime/data/image_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "runtime/json_reader.h"
-#include "runtime/model_config.h"
+#include "runtime/formats/json_reader.h"
+#include "runtime/config/model_config.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

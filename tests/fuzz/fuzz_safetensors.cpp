@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "runtime/safetensors_file.h"
+#include "runtime/formats/safetensors_file.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

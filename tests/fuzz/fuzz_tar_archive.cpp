@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "runtime/tar_archive.h"
+#include "runtime/data/tar_archive.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -13,11 +13,11 @@
 #include <map>
 #include <string>
 
-#include "runtime/bpe_tokenizer.h"
-#include "runtime/clip_model.h"
-#include "runtime/model_config.h"
-#include "runtime/open_clip_weights.h"
-#include "runtime/safetensors_file.h"
+#include "runtime/text/bpe_tokenizer.h"
+#include "runtime/model/clip_model.h"
+#include "runtime/config/model_config.h"
+#include "runtime/model/open_clip_weights.h"
+#include "runtime/formats/safetensors_file.h"
 
 namespace {
 

@@ -1,0 +1,44 @@
+// TrainCollectives: the points where the training loop talks to other ranks. The base class is
+// the single-process behaviour (rank 0 of 1, nothing to exchange); the distributed runtime
+// overrides it, so the loop reads the same with one rank or many.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/model/clip_loss.h"
+
+namespace dtrain::clip {
+
+class TrainCollectives {
+ public:
+  virtual ~TrainCollectives() = default;
+  virtual int rank() const { return 0; }
+  virtual int world_size() const { return 1; }
+  virtual std::string host() const { return ""; }
+
+  // Once, before training (after a resume): make every rank start from rank 0's weights.
+  virtual void BroadcastParameters(std::vector<std::pair<std::string, torch::Tensor>>& params) {
+    (void)params;
+  }
+  // The contrastive loss of this rank's features (gathering other ranks' when distributed).
+  virtual torch::Tensor Loss(const torch::Tensor& image_features,
+                             const torch::Tensor& text_features, const torch::Tensor& logit_scale) {
+    return ContrastiveLoss(image_features, text_features, logit_scale);
+  }
+  // What backward is seeded with (loss.backward(seed)): 1/world size when distributed, so that
+  // the gradient sync only has to sum and the sum is the average, with no pass that divides.
+  virtual double BackwardSeed() const { return 1.0; }
+  // After each micro-batch's backward; `last` is true for the final one of an --accum-freq
+  // step, after which gradients must hold the average over ranks (before the optimizer step).
+  virtual void AfterBackward(bool last) { (void)last; }
+  // Sum of `value` over ranks (metrics such as skipped samples); identity with one rank.
+  virtual double SumOverRanks(double value) { return value; }
+  // Every rank waits here (around checkpoints and evaluation).
+  virtual void Barrier() {}
+};
+
+}  // namespace dtrain::clip

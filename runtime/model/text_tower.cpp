@@ -1,0 +1,51 @@
+#include "runtime/model/text_tower.h"
+
+#include <cmath>
+#include <limits>
+
+namespace dtrain::clip {
+
+TextTowerImpl::TextTowerImpl(const TextConfig& config, int64_t embed_dim) : config_(config) {
+  const int64_t width = config.width;
+  token_embedding =
+      register_module("token_embedding", torch::nn::Embedding(config.vocab_size, width));
+  positional_embedding =
+      register_parameter("positional_embedding", torch::empty({config.context_length, width}));
+  transformer = register_module("transformer",
+                                Transformer(width, config.layers, config.heads, config.mlp_ratio));
+  ln_final =
+      register_module("ln_final", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
+  text_projection = register_parameter("text_projection", torch::empty({width, embed_dim}));
+
+  // OpenCLIP's TextTransformer.init_parameters().
+  torch::NoGradGuard no_grad;
+  const double w = static_cast<double>(width);
+  const double proj_std = std::pow(w, -0.5) * std::pow(2.0 * config.layers, -0.5);
+  const double attn_std = std::pow(w, -0.5);
+  const double fc_std = std::pow(2.0 * w, -0.5);
+  torch::nn::init::normal_(token_embedding->weight, 0, 0.02);
+  torch::nn::init::normal_(positional_embedding, 0, 0.01);
+  for (int64_t i = 0; i < transformer->layers(); ++i) {
+    auto block = transformer->block(i);
+    torch::nn::init::normal_(block->attn->in_proj_weight, 0, attn_std);
+    torch::nn::init::normal_(block->attn->out_proj->weight, 0, proj_std);
+    torch::nn::init::normal_(block->mlp->c_fc->weight, 0, fc_std);
+    torch::nn::init::normal_(block->mlp->c_proj->weight, 0, proj_std);
+  }
+  torch::nn::init::normal_(text_projection, 0, attn_std);
+}
+
+torch::Tensor TextTowerImpl::forward(const torch::Tensor& tokens) {
+  TORCH_CHECK(tokens.dim() == 2 && tokens.size(1) == config_.context_length,
+              "text tower expects tokens [B, ", config_.context_length, "], got ", tokens.sizes());
+  auto end_positions = tokens.argmax(-1);
+  const int64_t length = end_positions.max().item<int64_t>() + 1;
+  auto x = token_embedding(tokens.narrow(1, 0, length)) + positional_embedding.narrow(0, 0, length);
+  auto mask = torch::full({length, length}, -std::numeric_limits<float>::infinity(),
+                          x.options().dtype(torch::kFloat))
+                  .triu_(1);
+  auto pooled = transformer->ForwardPooled(x, mask, end_positions, /*causal=*/true);
+  return torch::matmul(ln_final(pooled), text_projection);
+}
+
+}  // namespace dtrain::clip

@@ -1,0 +1,461 @@
+#include "runtime/train/trainer.h"
+
+#include <ATen/autocast_mode.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "runtime/train/checkpoint.h"
+#include "runtime/model/open_clip_weights.h"
+#include "runtime/train/pixel_upload.h"
+#include "runtime/model/clip_model.h"
+#include "runtime/data/data_source.h"
+#include "runtime/dist/dist_env.h"
+#include "runtime/data/fashion_mnist.h"
+#include "runtime/train/flat_parameters.h"
+#include "runtime/train/heap_retention.h"
+#include "runtime/train/lr_schedule.h"
+#include "runtime/train/metrics_log.h"
+#include "runtime/train/progress_display.h"
+#include "runtime/dist/heartbeat.h"
+#include "runtime/trace/timeline.h"
+#include "runtime/text/tokenizer.h"
+#include "runtime/train/zero_shot_eval.h"
+#include "runtime/trace/trace_vocabulary.h"
+
+// OpenBLAS keeps its own thread pool; LibTorch's set_num_threads does not size it.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
+namespace dtrain::clip {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// bfloat16 autocast on CUDA for the forward pass while alive; a no-op for fp32. (amp_bf16 is
+// refused on CPU at parse time: the CPU step's own kernels are float32.)
+class AutocastScope {
+ public:
+  AutocastScope(bool enabled, const torch::Device& device) : enabled_(enabled && device.is_cuda()) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+    at::autocast::clear_cache();
+  }
+
+ private:
+  bool enabled_;
+};
+
+// One micro-batch as tensors; `host` keeps the pixels that `images` borrows alive until backward.
+struct DeviceBatch {
+  HostBatch host;
+  torch::Tensor images, tokens;
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& options, TrainCollectives& collectives)
+      : o_(options), coll_(collectives), device_(ChooseDevice(options.device)) {}
+
+  int Run();
+
+ private:
+  static torch::Device ChooseDevice(const std::string& name);
+  void SetUpRuntime();
+  void BuildModelAndOptimizer();
+  void Resume();
+  void OpenData();
+  bool NextBatch(DeviceBatch& batch);
+  // One optimizer step over accum_freq micro-batches; false at the end of the epoch.
+  bool TrainStep(int epoch);
+  torch::Tensor ForwardBackward(std::vector<DeviceBatch>& micro);
+  void Backward(const torch::Tensor& loss);
+  void OptimizerStep();
+  void SaveCheckpoints(int epoch);
+  void Evaluate(int epoch);
+  void LogStep(int epoch, double loss, double step_seconds);
+
+  const TrainOptions& o_;
+  TrainCollectives& coll_;
+  torch::Device device_;
+  std::string checkpoint_dir_;
+  ClipModel model_{nullptr};
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<FlatParameters> flat_;
+  std::unique_ptr<BatchSource> source_;
+  std::unique_ptr<PixelUpload> upload_;
+  CosineLrSchedule schedule_;
+  int64_t steps_per_epoch_ = 0;
+  TrainProgress progress_;
+  MetricsLog metrics_;
+  std::unique_ptr<ProgressDisplay> display_;
+  double train_seconds_ = 0;
+  int64_t samples_this_run_ = 0;
+  int64_t steps_this_run_ = 0;
+  double last_lr_ = 0;
+};
+
+torch::Device Trainer::ChooseDevice(const std::string& name) {
+  torch::Device device(name);
+  if (device.is_cuda() && !torch::cuda::is_available()) {
+    throw std::runtime_error("--device " + name +
+                             ": this LibTorch has no CUDA or no GPU is visible (build against a "
+                             "CUDA LibTorch, check CUDA_VISIBLE_DEVICES)");
+  }
+  // Plain "cuda": each local rank takes its own GPU, as torchrun scripts do with
+  // torch.cuda.set_device(LOCAL_RANK). When the launcher narrows CUDA_VISIBLE_DEVICES to one GPU
+  // per rank, that GPU is cuda:0.
+  if (device.is_cuda() && !device.has_index()) {
+    int count = static_cast<int>(torch::cuda::device_count());
+    int local_rank = ReadDistEnvFromProcess().local_rank;
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count));
+  }
+  return device;
+}
+
+void Trainer::SetUpRuntime() {
+  RetainFreedHeapMemory();
+  if (o_.threads > 0) {
+    torch::set_num_threads(o_.threads);
+    if (openblas_set_num_threads) openblas_set_num_threads(o_.threads);
+  }
+  torch::manual_seed(o_.seed);
+  std::string logs = o_.logs;
+  if (logs.empty()) {
+    const char* env = std::getenv("DTRAIN_LOG_DIR");
+    logs = env && *env ? env : "logs";
+  }
+  checkpoint_dir_ = o_.checkpoint_dir.empty() ? logs + "/checkpoints" : o_.checkpoint_dir;
+  metrics_.Open(MetricsPathFor(o_.metrics_file, o_.logs, coll_.rank()));
+  display_ = std::make_unique<ProgressDisplay>(stdout, o_.log_every_n_steps);
+  // --timeline-path, else DTRAIN_TIMELINE (dtrain launch --timeline), else HOROVOD_TIMELINE
+  // (rank 0); --timeline-mark-cycles or HOROVOD_TIMELINE_MARK_CYCLES=1 adds CYCLE_START marks.
+  if (!GlobalTimeline().enabled()) {
+    std::string path = o_.timeline_path;
+    if (path.empty() && o_.timeline && !std::getenv("DTRAIN_TIMELINE")) {
+      path = logs + "/timeline/rank-" + std::to_string(coll_.rank()) + ".json";
+    }
+    GlobalTimeline().OpenFromEnvironment(coll_.rank(), coll_.host(), path,
+                                         o_.timeline_mark_cycles);
+  }
+}
+
+void Trainer::BuildModelAndOptimizer() {
+  model_ = ClipModel(o_.model_config);
+  if (!o_.pretrained.empty()) {
+    LoadOpenClipWeights(model_, o_.pretrained);
+    std::printf("pretrained: weights from %s\n", o_.pretrained.c_str());
+  }
+  model_->to(device_);
+  tokenizer_ = MakeTokenizer(o_.model_config.text, o_.bpe_vocab);
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const auto& item : model_->named_parameters()) {
+    (TakesWeightDecay(item.key(), item.value()) ? decay : no_decay).push_back(item.value());
+  }
+  flat_ =
+      std::make_unique<FlatParameters>(std::vector<std::vector<torch::Tensor>>{no_decay, decay});
+  auto options = torch::optim::AdamWOptions(o_.lr).betas({o_.beta1, o_.beta2}).eps(o_.eps);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<torch::Tensor>{flat_->buffers()[0]},
+                      std::make_unique<torch::optim::AdamWOptions>(
+                          torch::optim::AdamWOptions(options).weight_decay(0)));
+  groups.emplace_back(std::vector<torch::Tensor>{flat_->buffers()[1]},
+                      std::make_unique<torch::optim::AdamWOptions>(
+                          torch::optim::AdamWOptions(options).weight_decay(o_.wd)));
+  optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
+}
+
+void Trainer::Resume() {
+  std::string path = ResolveResumePath(o_.resume, checkpoint_dir_);
+  if (path.empty()) {
+    if (!o_.resume.empty())
+      std::printf("resume: no checkpoint in %s, starting fresh\n", checkpoint_dir_.c_str());
+    return;
+  }
+  progress_ = LoadCheckpoint(path, *model_, *optimizer_);
+  std::printf("resumed from %s: epoch %lld, step %lld\n", path.c_str(),
+              static_cast<long long>(progress_.epoch), static_cast<long long>(progress_.step));
+}
+
+void Trainer::OpenData() {
+  DataOptions data = o_.data;
+  // 8-bit pixels normalised on the device by default on GPUs; the loaders normalise on the CPU.
+  data.raw_pixels = o_.pixels.empty() ? device_.is_cuda() : o_.pixels == "uint8";
+  upload_ = std::make_unique<PixelUpload>(device_, data.channels);
+  data.rank = coll_.rank();
+  data.world_size = coll_.world_size();
+  source_ = MakeBatchSource(data);
+  int64_t batches = source_->BatchesPerEpoch();
+  if (batches < 0) {  // streamed shards: estimate from --train-num-samples
+    if (data.train_num_samples <= 0) {
+      throw std::runtime_error("--dataset-type " + data.dataset_type +
+                               " needs --train-num-samples to plan the learning-rate schedule");
+    }
+    batches = data.train_num_samples / (static_cast<int64_t>(data.batch_size) * data.world_size);
+  }
+  steps_per_epoch_ = batches / o_.accum_freq;
+  if (steps_per_epoch_ < 1) {
+    throw std::runtime_error("an epoch has " + std::to_string(batches) +
+                             " batches per rank: fewer than --accum-freq " +
+                             std::to_string(o_.accum_freq) + "; lower --batch-size or add data");
+  }
+  schedule_ = CosineLrSchedule{o_.lr, o_.warmup, steps_per_epoch_ * o_.epochs};
+}
+
+bool Trainer::NextBatch(DeviceBatch& batch) {
+  GlobalHeartbeat().SetActivity(trace::kData);
+  TimelineSpan span(trace::kComputeTrack, trace::kData);
+  {
+    TimelineSpan wait(trace::kComputeTrack, trace::kWaitForData);  // blocked on the loader
+    if (!source_->Next(batch.host)) return false;
+  }
+  HostBatch& h = batch.host;
+  batch.images = upload_->Upload(h);
+  std::vector<int64_t> rows = tokenizer_->Tokenize(h.captions);
+  batch.tokens =
+      torch::from_blob(rows.data(), {h.size, tokenizer_->context_length()}, torch::kLong).clone();
+  if (!device_.is_cpu()) batch.tokens = batch.tokens.to(device_);
+  return true;
+}
+
+// Seeded with 1/world size when distributed: each rank's gradients come out pre-divided, and the
+// gradient sync's sum over ranks is the average without another pass over them.
+void Trainer::Backward(const torch::Tensor& loss) {
+  loss.backward(torch::full_like(loss, coll_.BackwardSeed()));
+}
+
+// OpenCLIP's accumulation: features of every micro-batch are computed once without gradients;
+// each micro-batch is then recomputed with gradients and contrasted against all of them, so the
+// summed gradients are those of one large batch.
+torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
+  const bool bf16 = o_.precision == "amp_bf16";
+  if (micro.size() == 1) {
+    torch::Tensor loss;
+    {
+      GlobalHeartbeat().SetActivity(trace::kForward);
+      TimelineSpan span(trace::kComputeTrack, trace::kForward);
+      AutocastScope autocast(bf16, device_);
+      ClipOutput out = model_->forward(micro[0].images, micro[0].tokens);
+      loss = coll_.Loss(out.image_features, out.text_features, out.logit_scale);
+    }
+    {
+      GlobalHeartbeat().SetActivity(trace::kBackward);
+      TimelineSpan span(trace::kComputeTrack, trace::kBackward);
+      Backward(loss);
+    }
+    coll_.AfterBackward(/*last=*/true);
+    return loss.detach();
+  }
+  std::vector<torch::Tensor> images, texts;
+  {
+    GlobalHeartbeat().SetActivity(trace::kForward);
+    TimelineSpan span(trace::kComputeTrack, trace::kForward);
+    torch::NoGradGuard no_grad;
+    AutocastScope autocast(bf16, device_);
+    for (auto& m : micro) {
+      images.push_back(model_->EncodeImage(m.images));
+      texts.push_back(model_->EncodeText(m.tokens));
+    }
+  }
+  torch::Tensor last;
+  for (size_t j = 0; j < micro.size(); ++j) {
+    torch::Tensor loss;
+    {
+      GlobalHeartbeat().SetActivity(trace::kForward);
+      TimelineSpan span(trace::kComputeTrack, trace::kForward);
+      AutocastScope autocast(bf16, device_);
+      ClipOutput out = model_->forward(micro[j].images, micro[j].tokens);
+      auto all_images = images, all_texts = texts;
+      all_images[j] = out.image_features;
+      all_texts[j] = out.text_features;
+      loss = coll_.Loss(torch::cat(all_images), torch::cat(all_texts), out.logit_scale);
+    }
+    {
+      GlobalHeartbeat().SetActivity(trace::kBackward);
+      TimelineSpan span(trace::kComputeTrack, trace::kBackward);
+      Backward(loss);
+    }
+    coll_.AfterBackward(/*last=*/j + 1 == micro.size());
+    last = loss.detach().cpu();  // every j computes the same full-batch loss value
+  }
+  return last;
+}
+
+void Trainer::OptimizerStep() {
+  GlobalHeartbeat().SetActivity(trace::kOptimizer);
+  TimelineSpan span(trace::kComputeTrack, trace::kOptimizer);
+  flat_->AdoptGradients();
+  if (o_.grad_clip_norm > 0) {
+    torch::nn::utils::clip_grad_norm_(flat_->buffers(), o_.grad_clip_norm);
+  }
+  optimizer_->step();
+  model_->ClampLogitScale();
+}
+
+bool Trainer::TrainStep(int epoch) {
+  const auto start = Clock::now();
+  std::vector<DeviceBatch> micro(o_.accum_freq);
+  for (auto& m : micro) {
+    if (!NextBatch(m)) return false;
+  }
+  last_lr_ = schedule_.At(progress_.step);
+  for (auto& group : optimizer_->param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(last_lr_);
+  }
+  flat_->ZeroGrad();
+  torch::Tensor loss = ForwardBackward(micro);
+  OptimizerStep();
+  ++progress_.step;
+  GlobalHeartbeat().SetStep(progress_.step);
+  int64_t samples = 0;
+  for (auto& m : micro) samples += m.host.size;
+  samples *= coll_.world_size();
+  progress_.samples += samples;
+  samples_this_run_ += samples;
+  ++steps_this_run_;
+  const double seconds = SecondsSince(start);
+  train_seconds_ += seconds;
+  LogStep(epoch, loss.item<double>(), seconds);
+  return true;
+}
+
+void Trainer::LogStep(int epoch, double loss, double step_seconds) {
+  const double samples_per_s = train_seconds_ > 0 ? samples_this_run_ / train_seconds_ : 0;
+  const int64_t total = steps_per_epoch_ * o_.epochs;
+  const double eta = steps_this_run_ > 0 ? train_seconds_ / static_cast<double>(steps_this_run_) *
+                                               static_cast<double>(total - progress_.step)
+                                         : 0;
+  metrics_.Write(MetricsLine()
+                     .Add("step", progress_.step)
+                     .Add("epoch", epoch)
+                     .Add("loss", loss)
+                     .Add("lr", last_lr_)
+                     .Add("samples_per_s", samples_per_s)
+                     .Add("step_s", step_seconds)
+                     .Add("logit_scale", model_->logit_scale.exp().item<double>()));
+  display_->Step(epoch + 1, o_.epochs, progress_.step, total, loss, samples_per_s, eta);
+}
+
+void Trainer::SaveCheckpoints(int epoch) {
+  const int completed = epoch + 1;
+  const bool periodic =
+      o_.save_frequency > 0 && (completed % o_.save_frequency == 0 || completed == o_.epochs);
+  if (coll_.rank() != 0 || (!periodic && !o_.save_most_recent)) return;
+  MakeDirectories(checkpoint_dir_);
+  if (periodic) {
+    SaveCheckpoint(checkpoint_dir_ + "/epoch_" + std::to_string(completed) + ".pt", *model_,
+                   *optimizer_, progress_, o_.model_config.name);
+  }
+  if (o_.save_most_recent) {
+    SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
+                   o_.model_config.name);
+  }
+}
+
+void Trainer::Evaluate(int epoch) {
+  const int completed = epoch + 1;
+  if (o_.zeroshot_frequency <= 0 || coll_.rank() != 0) return;
+  if (completed % o_.zeroshot_frequency != 0 && completed != o_.epochs) return;
+  if (o_.data.dataset_type == "synthetic" && o_.val_data.empty()) return;
+  const std::string dir = !o_.val_data.empty() ? o_.val_data
+                          : o_.data.dataset_type == "fashion-mnist" && !o_.data.train_data.empty()
+                              ? o_.data.train_data
+                              : DefaultFashionMnistDir();
+  FashionMnistImages test = LoadFashionMnistTest(
+      dir, o_.model_config.vision.channels, o_.model_config.vision.image_size, o_.zeroshot_samples);
+  ZeroShotResult result;
+  {
+    AutocastScope autocast(o_.precision == "amp_bf16", device_);
+    result = ZeroShotTop1(model_, *tokenizer_, test, device_);
+  }
+  display_->Break();
+  std::printf("zero-shot top-1 %.4f on %lld Fashion-MNIST test images (%.1f s)\n", result.top1,
+              static_cast<long long>(result.images), result.seconds);
+  metrics_.Write(MetricsLine()
+                     .Add("event", "eval")
+                     .Add("epoch", completed)
+                     .Add("step", progress_.step)
+                     .Add("zeroshot_top1", result.top1)
+                     .Add("images", result.images)
+                     .Add("eval_s", result.seconds));
+}
+
+int Trainer::Run() {
+  const auto wall_start = Clock::now();
+  SetUpRuntime();
+  BuildModelAndOptimizer();
+  Resume();
+  auto named = model_->named_parameters();
+  std::vector<std::pair<std::string, torch::Tensor>> named_params;
+  for (const auto& item : named) named_params.emplace_back(item.key(), item.value());
+  coll_.BroadcastParameters(named_params);
+  OpenData();
+  if (coll_.rank() == 0) {
+    std::printf(
+        "dtrain-clip: %s (%lld parameters), %s data, batch %d x %d rank(s), %lld steps/epoch, "
+        "%d epoch(s), %s on %s, %d thread(s)\n",
+        o_.model_config.name.c_str(), static_cast<long long>(ParameterCount(*model_)),
+        o_.data.dataset_type.c_str(), o_.data.batch_size * o_.accum_freq, coll_.world_size(),
+        static_cast<long long>(steps_per_epoch_), o_.epochs, o_.precision.c_str(),
+        device_.str().c_str(), torch::get_num_threads());
+    std::fflush(stdout);
+  }
+  bool stopped = false;
+  for (int epoch = static_cast<int>(progress_.epoch); epoch < o_.epochs && !stopped; ++epoch) {
+    source_->StartEpoch(epoch);
+    int64_t steps = 0;
+    while (steps < steps_per_epoch_) {
+      if (o_.max_steps > 0 && progress_.step >= o_.max_steps) {
+        stopped = true;
+        break;
+      }
+      if (!TrainStep(epoch)) break;
+      ++steps;
+    }
+    if (stopped) break;
+    progress_.epoch = epoch + 1;
+    display_->Break();
+    coll_.Barrier();
+    SaveCheckpoints(epoch);
+    Evaluate(epoch);
+    coll_.Barrier();
+  }
+  display_->Break();
+  const double skipped = coll_.SumOverRanks(static_cast<double>(source_->SkippedSamples()));
+  const std::string hash = ParameterHash(*model_);
+  const double samples_per_s = train_seconds_ > 0 ? samples_this_run_ / train_seconds_ : 0;
+  metrics_.Write(MetricsLine()
+                     .Add("event", "end")
+                     .Add("step", progress_.step)
+                     .Add("epoch", progress_.epoch)
+                     .Add("samples", samples_this_run_)
+                     .Add("samples_per_s", samples_per_s)
+                     .Add("train_s", train_seconds_)
+                     .Add("wall_s", SecondsSince(wall_start))
+                     .Add("skipped_samples", static_cast<int64_t>(skipped))
+                     .Add("param_hash", hash));
+  std::printf("done: %lld steps, %.1f samples/s, %.1f s training, param hash %s\n",
+              static_cast<long long>(progress_.step), samples_per_s, train_seconds_, hash.c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+int RunTraining(const TrainOptions& options, TrainCollectives& collectives) {
+  return Trainer(options, collectives).Run();
+}
+
+}  // namespace dtrain::clip
