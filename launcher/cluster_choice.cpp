@@ -10,9 +10,9 @@
 
 #include "launcher/env_file.h"
 #include "launcher/error.h"
-#include "launcher/ssh_config.h"
+#include "launcher/ssh/ssh_config.h"
 #include "launcher/host_list.h"
-#include "launcher/ssh_session.h"
+#include "launcher/ssh/ssh_session.h"
 #include "launcher/this_machine.h"
 
 namespace dtrain {

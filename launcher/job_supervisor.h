@@ -12,7 +12,7 @@
 
 #include "launcher/console_echo.h"
 #include "launcher/rank_log.h"
-#include "launcher/stall_watch.h"
+#include "launcher/hangs/stall_watch.h"
 #include "launcher/transport.h"
 
 namespace dtrain {

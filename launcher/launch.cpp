@@ -26,10 +26,10 @@
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
-#include "launcher/stall_watch.h"
-#include "launcher/trace_fetch.h"
+#include "launcher/hangs/stall_watch.h"
+#include "launcher/timeline/trace_fetch.h"
 #include "launcher/transport.h"
-#include "launcher/workdir_sync.h"
+#include "launcher/ssh/workdir_sync.h"
 
 namespace dtrain {
 namespace {

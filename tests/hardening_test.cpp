@@ -17,8 +17,8 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/error.h"
 #include "launcher/job_record.h"
-#include "launcher/timeline_merge.h"
-#include "launcher/timeline_summary.h"
+#include "launcher/timeline/timeline_merge.h"
+#include "launcher/timeline/timeline_summary.h"
 #include "launcher/transport.h"
 #include "tests/launcher_subprocess.h"
 

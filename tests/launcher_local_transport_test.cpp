@@ -11,7 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "launcher/local_transport.h"
+#include "launcher/local/local_transport.h"
 
 namespace dtrain {
 namespace {

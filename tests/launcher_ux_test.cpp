@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "doctor/checks.h"
-#include "launcher/ssh_session.h"
+#include "launcher/ssh/ssh_session.h"
 #include "tests/launcher_subprocess.h"
 
 namespace dtrain {

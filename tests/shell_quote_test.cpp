@@ -8,7 +8,7 @@
 #include <csignal>
 #include <string>
 
-#include "launcher/remote_command.h"
+#include "launcher/ssh/remote_command.h"
 #include "launcher/shell_quote.h"
 
 namespace dtrain {

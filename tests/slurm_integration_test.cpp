@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "launcher/slurm_child.h"
+#include "launcher/slurm/slurm_child.h"
 #include "launcher/transport.h"
 
 namespace dtrain {

@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "launcher/error.h"
-#include "launcher/slurm_batch.h"
-#include "launcher/slurm_hostlist.h"
-#include "launcher/slurm_step.h"
+#include "launcher/slurm/slurm_batch.h"
+#include "launcher/slurm/slurm_hostlist.h"
+#include "launcher/slurm/slurm_step.h"
 
 namespace dtrain {
 namespace {

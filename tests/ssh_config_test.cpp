@@ -1,4 +1,4 @@
-// ssh_config(5) reading and merging (launcher/ssh_config.cpp), sync ignore rules and the tar
+// ssh_config(5) reading and merging (launcher/ssh/ssh_config.cpp), sync ignore rules and the tar
 // stream, run locally: the namespace tests (ssh_real_cluster_test) show them working end to end.
 #include <unistd.h>
 
@@ -11,9 +11,9 @@
 #include <gtest/gtest.h>
 
 #include "launcher/error.h"
-#include "launcher/ssh_config.h"
-#include "launcher/sync_ignore.h"
-#include "launcher/tar_stream.h"
+#include "launcher/ssh/ssh_config.h"
+#include "launcher/ssh/sync_ignore.h"
+#include "launcher/ssh/tar_stream.h"
 #include "tests/ssh_cluster.h"
 
 namespace dtrain {

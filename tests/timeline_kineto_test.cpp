@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/error.h"
-#include "launcher/timeline_report.h"
+#include "launcher/timeline/timeline_report.h"
 #include "tests/timeline_test_files.h"
 
 namespace dtrain {

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/error.h"
-#include "launcher/timeline_merge.h"
+#include "launcher/timeline/timeline_merge.h"
 #include "tests/timeline_test_files.h"
 
 namespace dtrain {

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "launcher/timeline_merge.h"
-#include "launcher/trace_record.h"
+#include "launcher/timeline/timeline_merge.h"
+#include "launcher/timeline/trace_record.h"
 #include "tests/timeline_test_files.h"
 
 namespace dtrain {

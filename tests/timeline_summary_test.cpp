@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "launcher/step_chart_svg.h"
-#include "launcher/timeline_merge.h"
-#include "launcher/timeline_summary.h"
+#include "launcher/timeline/step_chart_svg.h"
+#include "launcher/timeline/timeline_merge.h"
+#include "launcher/timeline/timeline_summary.h"
 #include "tests/timeline_test_files.h"
 
 namespace dtrain {

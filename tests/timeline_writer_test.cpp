@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "launcher/trace_reader.h"
+#include "launcher/timeline/trace_reader.h"
 #include "runtime/trace/timeline.h"
 #include "tests/timeline_test_files.h"
 

@@ -6,7 +6,7 @@
 
 #include "launcher/error.h"
 #include "launcher/host_list.h"
-#include "launcher/slurm_hostlist.h"
+#include "launcher/slurm/slurm_hostlist.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "launcher/error.h"
-#include "launcher/gpu_time_summary.h"
-#include "launcher/timeline_merge.h"
-#include "launcher/timeline_summary.h"
-#include "launcher/trace_reader.h"
+#include "launcher/timeline/gpu_time_summary.h"
+#include "launcher/timeline/timeline_merge.h"
+#include "launcher/timeline/timeline_summary.h"
+#include "launcher/timeline/trace_reader.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

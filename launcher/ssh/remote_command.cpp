@@ -1,0 +1,107 @@
+// The remote wrapper is a fixed POSIX sh script; everything that varies reaches it as quoted
+// positional parameters, so no value is ever parsed as shell code on the node.
+#include "launcher/ssh/remote_command.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+#include "launcher/shell_quote.h"
+
+namespace dtrain {
+namespace {
+
+// $1 stdin bytes, $2 cwd, $3 cwd required (1/0), $4 PYTHONPATH head, $5 grace in tenths of a s,
+// $6 dtrain's program dir, $7 number of NAME=VALUE words that follow, then argv. dtrain's own
+// programs (dtrain, dtrain-*) given by bare name are found with dtrain_program, as the doctor
+// finds them. fd 3 keeps the channel's stdin for the
+// watcher; the process gets stdin_data (read first, exactly $1 bytes) or /dev/null. The short
+// spin waits for setsid() in the child, so a signal sent at once still finds the group.
+constexpr const char* kWrapper = R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 ne=$7; shift 7
+while [ "$ne" -gt 0 ]; do export "$1"; shift; ne=$((ne - 1)); done
+if [ -n "$pph" ]; then PYTHONPATH=$pph${PYTHONPATH:+:$PYTHONPATH}; export PYTHONPATH; fi
+if [ -n "$dir" ] && ! cd "$dir" 2>/dev/null; then
+  if [ "$need" = 1 ]; then echo "dtrain: $(uname -n): cannot change directory to $dir" >&2; exit 126; fi
+  cd
+fi
+case $1 in
+*/*) ;;
+dtrain | dtrain-*) if p=$(dtrain_program "$1" "$pdir"); then shift; set -- "$p" "$@"; fi ;;
+esac
+case $1 in
+*/*) ;;
+*) if ! command -v "$1" >/dev/null 2>&1; then
+     echo "dtrain: $(uname -n): '$1': command not found (PATH=$PATH)" >&2; exit 127
+   fi ;;
+esac
+exec 3<&0
+if [ "$n" -gt 0 ]; then
+  data=$(head -c "$n"; echo .); data=${data%.}
+  printf %s "$data" | setsid /bin/sh -c 'exec "$@"' "$1" "$@" 3<&- &
+else
+  setsid /bin/sh -c 'exec "$@"' "$1" "$@" </dev/null 3<&- &
+fi
+pid=$!
+i=0
+while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
+( while IFS= read -r s; do kill -s "$s" -- -"$pid" || kill -s "$s" "$pid"; done
+  kill -s TERM -- -"$pid" || kill -s TERM "$pid" || exit 0
+  i=0
+  while [ "$i" -lt "$grace" ] && kill -0 -"$pid"; do sleep 0.1; i=$((i + 1)); done
+  kill -s KILL -- -"$pid" ) <&3 >/dev/null 2>&1 &
+w=$!
+exec 3<&- 2>/dev/null
+wait "$pid"; st=$?
+kill "$w"
+kill -s TERM -- -"$pid"
+exit "$st")sh";
+
+void CheckNoNul(const std::string& value, const std::string& what) {
+  if (value.find('\0') != std::string::npos) {
+    throw Error(fmt::format("{} holds a NUL byte, which no process can receive", what));
+  }
+}
+
+}  // namespace
+
+std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptions& options) {
+  if (proc.argv.empty()) throw Error(fmt::format("rank {}: empty command", proc.id));
+  if (proc.stdin_source) return "exec " + ShellJoin(proc.argv);  // streams its stdin itself
+  std::vector<std::string> words = {std::to_string(proc.stdin_data.size()),
+                                    options.cwd,
+                                    options.cwd_required ? "1" : "0",
+                                    proc.python_path_head,
+                                    std::to_string(std::llround(options.grace_s * 10)),
+                                    options.program_dir,
+                                    std::to_string(proc.env.size())};
+  for (const auto& [name, value] : proc.env) {
+    if (!IsShellVariableName(name)) {
+      throw Error(
+          fmt::format("rank {}: environment variable name '{}' is not a valid name "
+                      "(letters, digits and _, not starting with a digit)",
+                      proc.id, name));
+    }
+    CheckNoNul(value, fmt::format("rank {}: environment variable {}", proc.id, name));
+    words.push_back(name + "=" + value);
+  }
+  for (const std::string& arg : proc.argv) {
+    CheckNoNul(arg, fmt::format("rank {}: command argument", proc.id));
+    words.push_back(arg);
+  }
+  CheckNoNul(options.cwd, "working directory");
+  CheckNoNul(proc.python_path_head, "PYTHONPATH head");
+  const std::string script = std::string(DtrainProgramLookup()) + kWrapper;
+  return "exec /bin/sh -c " + ShellQuote(script) + " dtrain-rank " + ShellJoin(words);
+}
+
+std::string RemoteSignalLine(int sig) {
+  std::string name = SignalName(sig);
+  if (name.rfind("SIG", 0) == 0)
+    name = name.substr(3);
+  else
+    name = std::to_string(sig);
+  return name + "\n";
+}
+
+}  // namespace dtrain

@@ -1,0 +1,487 @@
+// The ssh transport. Each node's processes ride on NodeLinks: one non-blocking SSH connection
+// each (at most kChannelsPerConnection processes, under OpenSSH's default MaxSessions of 10).
+// One ssh_event polls every link's socket from Poll(), on the caller's thread: all nodes
+// connect, exchange keys, authenticate and start at the same time, each against its own
+// ssh.connect_timeout deadline, so a slow or dead node never holds up another.
+#include <limits.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <libssh/callbacks.h>
+#include <libssh/libssh.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+#include "launcher/local/local_transport.h"
+#include "launcher/ssh/remote_command.h"
+#include "launcher/ssh/ssh_session.h"
+#include "launcher/transport.h"
+
+namespace dtrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kChannelsPerConnection = 8;
+constexpr size_t kStdinChunk = 256 * 1024;
+
+// What Poll() hands to TransportEvents, queued while libssh's callbacks run.
+struct Event {
+  bool exit = false;  // false: output
+  int id = 0;
+  OutputStream stream = OutputStream::kStdout;
+  std::string bytes;
+  ExitStatus status;
+};
+
+// Output and exits, in the order they happened. Consecutive output of one process is merged.
+class EventQueue {
+ public:
+  void Output(int id, OutputStream stream, const char* data, size_t size) {
+    if (!events_.empty() && !events_.back().exit && events_.back().id == id &&
+        events_.back().stream == stream) {
+      events_.back().bytes.append(data, size);
+    } else {
+      events_.push_back(Event{false, id, stream, std::string(data, size), {}});
+    }
+  }
+  void Exit(int id, ExitStatus status) {
+    events_.push_back(Event{true, id, OutputStream::kStdout, "", std::move(status)});
+  }
+  bool empty() const { return events_.empty(); }
+  std::deque<Event> TakeAll() {
+    std::deque<Event> out;
+    out.swap(events_);
+    return out;
+  }
+
+ private:
+  std::deque<Event> events_;
+};
+
+// One process on a link: its channel, how far it got, what the server said about its end.
+struct LinkProcess {
+  ProcessSpec spec;
+  RemoteCommandOptions options;
+  EventQueue* events = nullptr;
+  ssh_channel channel = nullptr;
+  ssh_channel_callbacks_struct callbacks{};
+  std::string command;       // built when its turn to start comes
+  bool opened = false;       // the channel is open
+  bool started = false;      // the exec request was accepted
+  size_t stdin_written = 0;  // bytes of spec.stdin_data sent so far
+  std::string stdin_pending;  // from spec.stdin_source, not yet taken by the channel
+  bool stdin_exhausted = false;
+  bool stdin_closed = false;
+  std::optional<int> exit_status;
+  std::string exit_signal;  // "TERM" when the server reports a signal
+  bool remote_closed = false;
+  bool done = false;
+};
+
+int OnChannelData(ssh_session, ssh_channel, void* data, uint32_t len, int is_stderr, void* user) {
+  auto* p = static_cast<LinkProcess*>(user);
+  p->events->Output(p->spec.id, is_stderr ? OutputStream::kStderr : OutputStream::kStdout,
+                    static_cast<const char*>(data), len);
+  return static_cast<int>(len);
+}
+
+void OnChannelExitStatus(ssh_session, ssh_channel, int status, void* user) {
+  static_cast<LinkProcess*>(user)->exit_status = status;
+}
+
+void OnChannelExitSignal(ssh_session, ssh_channel, const char* signal, int, const char*,
+                         const char*, void* user) {
+  static_cast<LinkProcess*>(user)->exit_signal = signal ? signal : "?";
+}
+
+void OnChannelClose(ssh_session, ssh_channel, void* user) {
+  static_cast<LinkProcess*>(user)->remote_closed = true;
+}
+
+int SignalNumber(const std::string& name) {
+  for (int sig = 1; sig < 65; ++sig) {
+    if (SignalName(sig) == "SIG" + name) return sig;
+  }
+  return SIGTERM;
+}
+
+// cwd: the process's own, else workdir (must exist), else the launch directory when the node
+// has it (a shared file system), else the login directory.
+RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& proc,
+                                    double grace_period_s) {
+  RemoteCommandOptions options;
+  options.grace_s = grace_period_s;
+  options.program_dir = SelfExecutableDir();
+  if (!proc.cwd.empty()) {
+    options.cwd = proc.cwd;
+  } else if (!spec.workdir.empty()) {
+    options.cwd = spec.workdir;
+  } else {
+    char buffer[PATH_MAX];
+    if (getcwd(buffer, sizeof buffer)) options.cwd = buffer;
+    options.cwd_required = false;
+  }
+  return options;
+}
+
+// NodeLink: one SSH connection carrying some of one node's processes, from connect to the last
+// exit. Advance() moves it on after every poll; it reports each process's exit exactly once.
+// Destroying a link closes its channels, which terminates the remote process groups.
+class NodeLink {
+ public:
+  NodeLink(const ClusterSpec& spec, const NodeSpec& node, std::vector<ProcessSpec> procs,
+           double grace_period_s, EventQueue& events, ssh_event event)
+      : session_(node, spec.ssh), events_(events), event_(event) {
+    for (ProcessSpec& proc : procs) {
+      auto p = std::make_unique<LinkProcess>();
+      p->options = CommandOptions(spec, proc, grace_period_s);
+      p->spec = std::move(proc);
+      p->events = &events_;
+      procs_.push_back(std::move(p));
+    }
+    deadline_ = Clock::now() + std::chrono::seconds(std::max(1, spec.ssh.connect_timeout_s));
+    try {
+      session_.Begin();
+      // ConnectTimeout from ~/.ssh/config and bastions' timeouts are known now.
+      deadline_ = Clock::now() + std::chrono::seconds(std::max(1, session_.connect_timeout_s()));
+      ssh_event_add_session(event_, session_.handle());
+      in_event_ = true;
+    } catch (const Error& e) {
+      FailRemaining(e.what());
+    }
+  }
+
+  ~NodeLink() {
+    for (auto& p : procs_) FreeChannel(*p);
+    Detach();
+    session_.Close();
+  }
+
+  bool done() const { return done_; }
+  // While connecting: when the connect timeout expires.
+  std::optional<Clock::time_point> deadline() const {
+    if (done_ || ready_) return std::nullopt;
+    return deadline_;
+  }
+
+  void Advance() {
+    if (done_) return;
+    try {
+      if (!ready_) {
+        if (!session_.Advance()) {
+          if (Clock::now() >= deadline_) session_.FailTimeout();
+          return;
+        }
+        ready_ = true;
+      }
+      StartProcesses();
+      Collect();
+    } catch (const Error& e) {
+      FailRemaining(e.what());
+    }
+  }
+
+  // Delivered to running processes now; processes not started yet never start (and a link
+  // still connecting gives up at once).
+  void Signal(int sig) {
+    if (done_) return;
+    if (first_signal_ == 0) first_signal_ = sig;
+    if (!ready_) {
+      // Still connecting: nothing runs on the node yet, so stop here rather than wait.
+      for (auto& p : procs_) {
+        ExitStatus status;
+        status.signal = sig;
+        if (!p->done) Finish(*p, status);
+      }
+      Retire();
+      return;
+    }
+    const std::string line = RemoteSignalLine(sig);
+    for (auto& p : procs_) {
+      // The remote watcher turns a line on the channel's stdin into kill(-pgid, sig).
+      if (p->started && !p->done && !p->remote_closed) {
+        ssh_channel_write(p->channel, line.data(), line.size());
+      }
+    }
+  }
+
+ private:
+  // Opens a channel per process and starts it, one at a time, never waiting.
+  void StartProcesses() {
+    for (auto& p : procs_) {
+      if (p->done || p->started) continue;
+      if (first_signal_ != 0) {
+        ExitStatus status;
+        status.signal = first_signal_;  // never started: ended by the signal that cancelled it
+        Finish(*p, status);
+        continue;
+      }
+      try {
+        if (!StartProcess(*p)) return;  // waiting for the server
+      } catch (const Error& e) {
+        ExitStatus status;
+        status.error = e.what();
+        Finish(*p, status);
+      }
+    }
+  }
+
+  // True once `p` runs; false while waiting for the server.
+  bool StartProcess(LinkProcess& p) {
+    if (p.command.empty()) p.command = BuildRemoteCommand(p.spec, p.options);
+    if (!p.channel) {
+      p.channel = ssh_channel_new(session_.handle());
+      if (!p.channel) throw ChannelError(p, "cannot create a channel");
+    }
+    if (!p.opened) {
+      const int rc = ssh_channel_open_session(p.channel);
+      if (rc == SSH_AGAIN) return false;
+      if (rc != SSH_OK) {
+        throw ChannelError(p,
+                           "cannot open a channel (the server's MaxSessions allows fewer "
+                           "sessions per connection?)");
+      }
+      p.opened = true;
+      ssh_callbacks_init(&p.callbacks);
+      p.callbacks.userdata = &p;
+      p.callbacks.channel_data_function = OnChannelData;
+      p.callbacks.channel_exit_status_function = OnChannelExitStatus;
+      p.callbacks.channel_exit_signal_function = OnChannelExitSignal;
+      p.callbacks.channel_close_function = OnChannelClose;
+      ssh_set_channel_callbacks(p.channel, &p.callbacks);
+    }
+    const int rc = ssh_channel_request_exec(p.channel, p.command.c_str());
+    if (rc == SSH_AGAIN) return false;
+    if (rc != SSH_OK) throw ChannelError(p, "cannot start the command");
+    p.started = true;
+    WriteStdin(p);
+    return true;
+  }
+
+  void WriteStdin(LinkProcess& p) {
+    if (p.spec.stdin_source) return StreamStdin(p);
+    const std::string& data = p.spec.stdin_data;
+    if (!p.started || p.remote_closed || p.stdin_written >= data.size()) return;
+    const int n =
+        ssh_channel_write(p.channel, data.data() + p.stdin_written, data.size() - p.stdin_written);
+    if (n == SSH_ERROR) throw ChannelError(p, "cannot send stdin");
+    if (n > 0) p.stdin_written += n;
+  }
+
+  // Feeds the source while the channel's window takes it; EOF once it is exhausted.
+  void StreamStdin(LinkProcess& p) {
+    if (!p.started || p.remote_closed || p.stdin_closed) return;
+    while (true) {
+      if (p.stdin_pending.empty() && !p.stdin_exhausted) {
+        p.stdin_exhausted = !p.spec.stdin_source->Next(p.stdin_pending, kStdinChunk);
+      }
+      if (p.stdin_pending.empty()) break;
+      const int n = ssh_channel_write(p.channel, p.stdin_pending.data(),
+                                      static_cast<uint32_t>(p.stdin_pending.size()));
+      if (n == SSH_ERROR) throw ChannelError(p, "cannot send stdin");
+      if (n <= 0) return;  // the window is full: more after the server's next adjust
+      p.stdin_pending.erase(0, n);
+      if (!p.stdin_pending.empty()) return;
+    }
+    if (p.stdin_exhausted) {
+      ssh_channel_send_eof(p.channel);
+      p.stdin_closed = true;
+    }
+  }
+
+  Error ChannelError(const LinkProcess& p, const std::string& what) const {
+    return Error(fmt::format("{}: ssh: process {}: {}: {}", session_.where(), p.spec.id, what,
+                             session_.LastError()));
+  }
+
+  // Reports processes whose channel the server closed, and everything when the link died.
+  void Collect() {
+    for (auto& p : procs_) {
+      if (p->done) continue;
+      WriteStdin(*p);
+      if (p->remote_closed) Finish(*p, EndStatus(*p));
+    }
+    if (!ssh_is_connected(session_.handle())) {
+      FailRemaining(
+          fmt::format("{}: ssh: connection lost: {}", session_.where(), session_.LastError()),
+          /*lost=*/true);
+    }
+    if (AllDone()) Retire();
+  }
+
+  ExitStatus EndStatus(const LinkProcess& p) const {
+    ExitStatus status;
+    if (!p.exit_signal.empty()) {
+      status.signal = SignalNumber(p.exit_signal);
+    } else if (p.exit_status) {
+      status = ExitStatus::FromShellStatus(*p.exit_status);
+    } else {
+      status.error = fmt::format("{}: ssh: process {} ended without an exit status",
+                                 session_.where(), p.spec.id);
+      status.lost = true;
+    }
+    return status;
+  }
+
+  bool AllDone() const {
+    return std::all_of(procs_.begin(), procs_.end(), [](const auto& p) { return p->done; });
+  }
+
+  void Finish(LinkProcess& p, const ExitStatus& status) {
+    p.done = true;
+    FreeChannel(p);
+    events_.Exit(p.spec.id, status);
+  }
+
+  // `lost`: the processes had started (a dropped connection), not failed to start.
+  void FailRemaining(const std::string& error, bool lost = false) {
+    for (auto& p : procs_) {
+      if (p->done) continue;
+      ExitStatus status;
+      status.error = error;
+      status.lost = lost;
+      Finish(*p, status);
+    }
+    Retire();
+  }
+
+  // Every process reported: the connection is no longer needed.
+  void Retire() {
+    done_ = true;
+    Detach();
+    session_.Close();
+  }
+
+  void Detach() {
+    if (in_event_) ssh_event_remove_session(event_, session_.handle());
+    in_event_ = false;
+  }
+
+  // Closing our side (EOF on the remote stdin) also tells the watcher to end the group.
+  void FreeChannel(LinkProcess& p) {
+    if (!p.channel) return;
+    if (p.opened) ssh_remove_channel_callbacks(p.channel, &p.callbacks);
+    if (ssh_channel_is_open(p.channel)) ssh_channel_close(p.channel);
+    ssh_channel_free(p.channel);
+    p.channel = nullptr;
+  }
+
+  SshSession session_;
+  EventQueue& events_;
+  ssh_event event_;
+  std::vector<std::unique_ptr<LinkProcess>> procs_;  // stable addresses for the callbacks
+  Clock::time_point deadline_;
+  bool in_event_ = false;
+  bool ready_ = false;
+  bool done_ = false;
+  int first_signal_ = 0;
+};
+
+// SshTransport: groups processes by node into links, polls them all in one ssh_event and relays
+// their events.
+class SshTransport : public Transport {
+ public:
+  SshTransport(const ClusterSpec& spec, double grace_period_s)
+      : spec_(spec), grace_period_s_(grace_period_s), event_(ssh_event_new()) {
+    if (!event_) throw Error("ssh: cannot create an event loop (out of memory)");
+  }
+
+  ~SshTransport() override {
+    links_.clear();  // before the event they are registered in
+    ssh_event_free(event_);
+  }
+
+  void Start(const std::vector<ProcessSpec>& procs, TransportEvents&) override {
+    std::vector<std::vector<ProcessSpec>> by_node(spec_.nodes.size());
+    for (const ProcessSpec& proc : procs) {
+      ++running_;
+      if (proc.node_index < 0 || proc.node_index >= static_cast<int>(spec_.nodes.size())) {
+        ExitStatus status;
+        status.error =
+            fmt::format("process {}: no node {} in the cluster file", proc.id, proc.node_index);
+        queue_.Exit(proc.id, status);
+        continue;
+      }
+      by_node[proc.node_index].push_back(proc);
+    }
+    for (size_t node = 0; node < by_node.size(); ++node) {
+      auto& list = by_node[node];
+      for (size_t first = 0; first < list.size(); first += kChannelsPerConnection) {
+        const size_t last = std::min(list.size(), first + kChannelsPerConnection);
+        std::vector<ProcessSpec> chunk(list.begin() + first, list.begin() + last);
+        links_.push_back(std::make_unique<NodeLink>(spec_, spec_.nodes[node], std::move(chunk),
+                                                    grace_period_s_, queue_, event_));
+      }
+    }
+    for (auto& link : links_) link->Advance();
+  }
+
+  bool Poll(int timeout_ms, TransportEvents& events) override {
+    if (running_ == 0) return false;
+    if (queue_.empty()) {
+      Wait(timeout_ms);
+      for (auto& link : links_) link->Advance();
+    }
+    for (Event& event : queue_.TakeAll()) {
+      if (event.exit) {
+        --running_;
+        events.OnExit(event.id, event.status);
+      } else {
+        events.OnOutput(event.id, event.stream, event.bytes);
+      }
+    }
+    return running_ > 0;
+  }
+
+  void SignalAll(int sig) override {
+    for (auto& link : links_) link->Signal(sig);
+  }
+
+ private:
+  // Waits for socket activity on any link, at most timeout_ms and never past a connect deadline.
+  void Wait(int timeout_ms) {
+    const auto now = Clock::now();
+    auto until =
+        timeout_ms < 0 ? Clock::time_point::max() : now + std::chrono::milliseconds(timeout_ms);
+    bool active = false;
+    for (const auto& link : links_) {
+      if (link->done()) continue;
+      active = true;
+      if (auto deadline = link->deadline()) until = std::min(until, *deadline);
+    }
+    const int wait_ms =
+        until == Clock::time_point::max()
+            ? -1
+            : static_cast<int>(std::max<long long>(
+                  0, std::chrono::ceil<std::chrono::milliseconds>(until - now).count()));
+    if (active) {
+      ssh_event_dopoll(event_, wait_ms);
+    } else if (wait_ms > 0) {
+      poll(nullptr, 0, wait_ms);  // nothing to wait for but the clock
+    }
+  }
+
+  ClusterSpec spec_;
+  double grace_period_s_;  // a node's wait between SIGTERM and SIGKILL once the connection is gone
+  ssh_event event_;
+  EventQueue queue_;
+  std::vector<std::unique_ptr<NodeLink>> links_;
+  int running_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec, double grace_period_s) {
+  return std::make_unique<SshTransport>(spec, grace_period_s);
+}
+
+}  // namespace dtrain

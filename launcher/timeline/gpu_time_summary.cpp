@@ -1,0 +1,367 @@
+// The GPU-time split follows HTA 0.5.0's get_temporal_breakdown (hta/analyzers/
+// breakdown_analysis.py): GPU activity launched during a rank's last profiler step is left out
+// (a step the profiler cut), the span runs from the first activity's start to the last one's
+// end, idle is the span less the union of all activity. One sweep over the activity edges gives
+// every category at once.
+#include "launcher/timeline/gpu_time_summary.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace dtrain {
+namespace {
+
+bool IsProfilerStep(std::string_view name) {
+  return name.find("ProfilerStep") != std::string_view::npos;
+}
+
+const char* KindName(GpuActivityKind kind) {
+  switch (kind) {
+    case GpuActivityKind::kCompute:
+      return "compute";
+    case GpuActivityKind::kCommunication:
+      return "communication";
+    case GpuActivityKind::kMemory:
+      return "memcpy";
+    case GpuActivityKind::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+// A stretch of time in which the GPU did the `kind` of work that counts first.
+struct Segment {
+  double start;
+  double end;
+  GpuActivityKind kind;
+};
+
+double Percent(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0;
+}
+
+double Round3(double value) {
+  return std::round(value * 1000.0) / 1000.0;
+}
+
+// The per-rank table of GPU time.
+std::string GpuTable(const GpuTimeSummary& summary) {
+  std::string out;
+  out += fmt::format("{:>5}  {:<12} {:>9} {:>16} {:>16} {:>16} {:>16} {:>9}\n", "rank", "host",
+                     "span ms", "compute", "communication", "memcpy/memset", "idle", "overlap");
+  auto cell = [](double ms, double span) {
+    return fmt::format("{:.1f} ({:.1f}%)", ms, Percent(ms, span));
+  };
+  for (const RankGpuTime& r : summary.ranks) {
+    const GpuTime& g = r.gpu;
+    out += fmt::format("{:>5}  {:<12} {:>9.1f} {:>16} {:>16} {:>16} {:>16} {:>9}\n", r.rank,
+                       r.host.empty() ? "-" : r.host, g.span_ms, cell(g.compute_ms, g.span_ms),
+                       cell(g.communication_ms, g.span_ms), cell(g.memcpy_ms, g.span_ms),
+                       cell(g.idle_ms, g.span_ms),
+                       g.overlap_pct < 0 ? std::string("-") : fmt::format("{:.1f}%", g.overlap_pct));
+  }
+  out += "(communication: NCCL kernels not hidden behind compute; overlap: the share of them that "
+         "is)\n";
+  return out;
+}
+
+}  // namespace
+
+GpuTimeSummaryBuilder::GpuTimeSummaryBuilder(std::string step_name)
+    : step_name_(std::move(step_name)) {}
+
+uint32_t GpuTimeSummaryBuilder::Intern(std::string_view name) {
+  auto it = name_ids_.find(std::string(name));
+  if (it != name_ids_.end()) return it->second;
+  names_.emplace_back(name);
+  uint32_t id = static_cast<uint32_t>(names_.size() - 1);
+  name_ids_.emplace(names_.back(), id);
+  return id;
+}
+
+void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
+  RankState& state = ranks_[event.rank];
+  const double end = event.ts_us + event.dur_us;
+  if (IsGpuActivityCategory(event.cat) && event.stream >= 0) {
+    state.activities.push_back(Activity{event.ts_us, end, event.correlation, Intern(event.name),
+                                        ClassifyGpuActivity(event.name)});
+    return;
+  }
+  if (event.correlation >= 0) {
+    auto [it, added] = state.launch_us.emplace(event.correlation, event.ts_us);
+    if (!added) it->second = std::min(it->second, event.ts_us);
+  }
+  if (IsProfilerStep(event.name)) {
+    profiler_step_names_.emplace(std::string(event.name), 0);
+    state.last_profiler_step_us = std::max(state.last_profiler_step_us, event.ts_us);
+  }
+  if (event.cat == "user_annotation") {
+    const bool step = step_name_.empty() ? event.name.rfind("ProfilerStep#", 0) == 0
+                                         : event.name == step_name_;
+    if (step) state.steps.push_back(Span{event.ts_us, end, Intern(event.name)});
+  }
+  if (IsCollectiveAnnotation(event.cat, event.name)) {
+    state.collectives.push_back(Span{event.ts_us, end, Intern(event.name)});
+  }
+}
+
+RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state) {
+  RankGpuTime out;
+  out.rank = rank;
+  // HTA keeps the GPU activity whose launch came before the last profiler step began, when the
+  // trace has profiler steps at all (two or more).
+  const bool filter = profiler_step_names_.size() >= 2;
+  struct Edge {
+    double ts;
+    int delta;
+    GpuActivityKind kind;
+  };
+  std::vector<Edge> edges;
+  edges.reserve(state.activities.size() * 2);
+  for (const Activity& a : state.activities) {
+    if (filter) {
+      auto launch = state.launch_us.find(a.correlation);
+      if (launch == state.launch_us.end() || launch->second >= state.last_profiler_step_us) {
+        continue;
+      }
+    }
+    edges.push_back({a.start, +1, a.kind});
+    edges.push_back({a.end, -1, a.kind});
+    KernelTotal& total = kernels_[a.name];
+    total.kind = a.kind;
+    total.count += 1;
+    total.total_ms += (a.end - a.start) / 1000.0;
+    total.max_us = std::max(total.max_us, a.end - a.start);
+    ++out.activities;
+  }
+  std::vector<Activity>().swap(state.activities);
+  std::sort(edges.begin(), edges.end(),
+            [](const Edge& a, const Edge& b) { return a.ts < b.ts; });
+  std::vector<Segment> segments;
+  int open[4] = {0, 0, 0, 0};
+  double us[5] = {0, 0, 0, 0, 0};  // by kind, then idle
+  double comm_total = 0, overlap = 0;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    if (i > 0) {
+      const double dt = edges[i].ts - edges[i - 1].ts;
+      int layer = 4;
+      for (int k = 0; k < 4; ++k) {
+        if (open[k] > 0) {
+          layer = k;
+          break;
+        }
+      }
+      us[layer] += dt;
+      if (open[1] > 0) comm_total += dt;
+      if (open[1] > 0 && open[0] > 0) overlap += dt;
+      if (layer < 4 && dt > 0) {
+        const auto kind = static_cast<GpuActivityKind>(layer);
+        if (!segments.empty() && segments.back().kind == kind &&
+            segments.back().end == edges[i - 1].ts) {
+          segments.back().end = edges[i].ts;
+        } else {
+          segments.push_back({edges[i - 1].ts, edges[i].ts, kind});
+        }
+      }
+    }
+    open[static_cast<int>(edges[i].kind)] += edges[i].delta;
+  }
+  GpuTime& gpu = out.gpu;
+  gpu.span_ms = edges.empty() ? 0 : (edges.back().ts - edges.front().ts) / 1000.0;
+  gpu.compute_ms = us[0] / 1000.0;
+  gpu.communication_ms = us[1] / 1000.0;
+  gpu.memcpy_ms = us[2] / 1000.0;
+  gpu.other_ms = us[3] / 1000.0;
+  gpu.idle_ms = us[4] / 1000.0;
+  gpu.busy_ms = gpu.compute_ms + gpu.communication_ms + gpu.memcpy_ms + gpu.other_ms;
+  gpu.communication_total_ms = comm_total / 1000.0;
+  gpu.overlap_pct = comm_total > 0 ? Percent(overlap, comm_total) : -1;
+
+  std::sort(state.steps.begin(), state.steps.end(),
+            [](const Span& a, const Span& b) { return a.start < b.start; });
+  for (const Span& step : state.steps) {
+    GpuStep s{names_[step.name], step.start / 1000.0, (step.end - step.start) / 1000.0, 0, 0};
+    auto it = std::lower_bound(segments.begin(), segments.end(), step.start,
+                               [](const Segment& seg, double t) { return seg.end <= t; });
+    for (; it != segments.end() && it->start < step.end; ++it) {
+      const double part = std::min(it->end, step.end) - std::max(it->start, step.start);
+      if (part <= 0) continue;
+      s.gpu_busy_ms += part / 1000.0;
+      if (it->kind == GpuActivityKind::kCompute) s.gpu_compute_ms += part / 1000.0;
+    }
+    out.steps.push_back(s);
+  }
+  return out;
+}
+
+GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& ranks) {
+  GpuTimeSummary summary;
+  summary.step_name = step_name_.empty() ? "ProfilerStep#N" : step_name_;
+  for (auto& [rank, state] : ranks_) {
+    RankGpuTime time = Sweep(rank, state);
+    for (const RankTraceInfo& info : ranks) {
+      if (info.rank == rank) time.host = info.host;
+    }
+    summary.ranks.push_back(std::move(time));
+  }
+  for (auto& [id, total] : kernels_) {
+    total.name = names_[id];
+    summary.top_kernels.push_back(total);
+  }
+  std::sort(summary.top_kernels.begin(), summary.top_kernels.end(),
+            [](const KernelTotal& a, const KernelTotal& b) { return a.total_ms > b.total_ms; });
+  if (summary.top_kernels.size() > GpuTimeSummary::kTopKernels) {
+    summary.top_kernels.resize(GpuTimeSummary::kTopKernels);
+  }
+
+  // Collectives: the n-th of one name on every rank is one collective (c10d issues them in the
+  // same order on every rank of a process group); its arrival on a rank is its start there.
+  std::map<std::pair<uint32_t, int>, std::vector<std::pair<int, double>>> arrivals;
+  for (auto& [rank, state] : ranks_) {
+    std::sort(state.collectives.begin(), state.collectives.end(),
+              [](const Span& a, const Span& b) { return a.start < b.start; });
+    std::map<uint32_t, int> seen;
+    for (const Span& c : state.collectives) {
+      arrivals[{c.name, seen[c.name]++}].push_back({rank, c.start});
+    }
+  }
+  std::map<int, Straggler> by_rank;
+  std::vector<std::pair<double, CollectiveArrival>> ordered;
+  for (const auto& [key, who] : arrivals) {
+    if (who.size() < 2) continue;
+    double first = who.front().second, last = who.front().second;
+    int last_rank = who.front().first;
+    for (const auto& [rank, ts] : who) {
+      first = std::min(first, ts);
+      if (ts > last) {
+        last = ts;
+        last_rank = rank;
+      }
+      by_rank[rank].rank = rank;
+      by_rank[rank].collectives += 1;
+    }
+    const double late_ms = (last - first) / 1000.0;
+    Straggler& s = by_rank[last_rank];
+    s.collectives_last += 1;
+    s.total_late_ms += late_ms;
+    s.max_late_ms = std::max(s.max_late_ms, late_ms);
+    ordered.push_back({first, CollectiveArrival{names_[key.first], key.second, last_rank, late_ms}});
+  }
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [ts, c] : ordered) summary.collectives.push_back(std::move(c));
+  for (const auto& [rank, s] : by_rank) {
+    if (s.collectives_last > 0) summary.stragglers.push_back(s);
+  }
+  std::sort(summary.stragglers.begin(), summary.stragglers.end(),
+            [](const Straggler& a, const Straggler& b) {
+              if (a.collectives_last != b.collectives_last) {
+                return a.collectives_last > b.collectives_last;
+              }
+              return a.total_late_ms > b.total_late_ms;
+            });
+  return summary;
+}
+
+std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
+  bool any_gpu = false;
+  for (const RankGpuTime& r : summary.ranks) any_gpu = any_gpu || r.gpu.span_ms > 0;
+  std::string out = any_gpu ? "GPU time per rank (PyTorch profiler traces; % of the rank's GPU span)\n"
+                            : "GPU time: none recorded (PyTorch traces of CPU activity only)\n";
+  if (any_gpu) out += GpuTable(summary);
+  bool any_steps = false;
+  for (const RankGpuTime& r : summary.ranks) any_steps = any_steps || !r.steps.empty();
+  if (any_steps) {
+    out += fmt::format("\nSteps ({}): duration ms and GPU busy %, per rank\n", summary.step_name);
+    for (const RankGpuTime& r : summary.ranks) {
+      out += fmt::format("  rank {}:", r.rank);
+      for (const GpuStep& s : r.steps) {
+        out += fmt::format("  {:.1f} ({:.0f}%)", s.duration_ms, Percent(s.gpu_busy_ms, s.duration_ms));
+      }
+      out += '\n';
+    }
+  }
+  if (!summary.top_kernels.empty()) {
+    out += "\nTop kernels (all ranks)\n";
+    for (const KernelTotal& k : summary.top_kernels) {
+      std::string name = k.name.size() > 90 ? k.name.substr(0, 87) + "..." : k.name;
+      out += fmt::format("  {:>9.2f} ms {:>6}x {:<13} {}\n", k.total_ms, k.count, KindName(k.kind),
+                         name);
+    }
+  }
+  if (!summary.collectives.empty()) {
+    out += fmt::format("\nStragglers: of {} collectives matched across ranks, the last to arrive\n",
+                       summary.collectives.size());
+    for (const Straggler& s : summary.stragglers) {
+      out += fmt::format("  rank {}: last at {} of {} ({:.0f}%), {:.2f} ms late in all, "
+                         "{:.2f} ms at most\n",
+                         s.rank, s.collectives_last, s.collectives,
+                         Percent(s.collectives_last, s.collectives), s.total_late_ms, s.max_late_ms);
+    }
+  }
+  return out;
+}
+
+nlohmann::json GpuTimeSummaryJson(const GpuTimeSummary& summary) {
+  using nlohmann::json;
+  json ranks = json::array();
+  for (const RankGpuTime& r : summary.ranks) {
+    const GpuTime& g = r.gpu;
+    json steps = json::array();
+    for (const GpuStep& s : r.steps) {
+      steps.push_back({{"name", s.name},
+                       {"start_ms", Round3(s.start_ms)},
+                       {"duration_ms", Round3(s.duration_ms)},
+                       {"gpu_busy_ms", Round3(s.gpu_busy_ms)},
+                       {"gpu_compute_ms", Round3(s.gpu_compute_ms)}});
+    }
+    ranks.push_back(
+        {{"rank", r.rank},
+         {"host", r.host},
+         {"trace", "pytorch"},
+         {"gpu",
+          {{"span_ms", Round3(g.span_ms)},
+           {"busy_ms", Round3(g.busy_ms)},
+           {"compute_ms", Round3(g.compute_ms)},
+           {"communication_ms", Round3(g.communication_ms)},
+           {"communication_total_ms", Round3(g.communication_total_ms)},
+           {"memcpy_ms", Round3(g.memcpy_ms)},
+           {"other_ms", Round3(g.other_ms)},
+           {"idle_ms", Round3(g.idle_ms)},
+           {"activities", r.activities}}},
+         {"overlap_pct", g.overlap_pct < 0 ? json(nullptr) : json(Round3(g.overlap_pct))},
+         {"steps", steps}});
+  }
+  json kernels = json::array();
+  for (const KernelTotal& k : summary.top_kernels) {
+    kernels.push_back({{"name", k.name},
+                       {"kind", KindName(k.kind)},
+                       {"count", k.count},
+                       {"total_ms", Round3(k.total_ms)},
+                       {"max_us", Round3(k.max_us)}});
+  }
+  json collectives = json::array();
+  for (const CollectiveArrival& c : summary.collectives) {
+    collectives.push_back({{"name", c.name},
+                           {"occurrence", c.occurrence},
+                           {"last_rank", c.last_rank},
+                           {"late_by_ms", Round3(c.late_by_ms)}});
+  }
+  json stragglers = json::array();
+  for (const Straggler& s : summary.stragglers) {
+    stragglers.push_back({{"rank", s.rank},
+                          {"collectives_last", s.collectives_last},
+                          {"collectives", s.collectives},
+                          {"total_late_ms", Round3(s.total_late_ms)},
+                          {"max_late_ms", Round3(s.max_late_ms)}});
+  }
+  return {{"step", summary.step_name},
+          {"ranks", ranks},
+          {"top_kernels", kernels},
+          {"collectives", collectives},
+          {"stragglers", stragglers}};
+}
+
+}  // namespace dtrain

@@ -1,0 +1,129 @@
+// Where each rank's GPU time went, from PyTorch profiler traces: busy time split into compute,
+// communication and memory kernels as HolisticTraceAnalysis's temporal breakdown splits it, idle
+// time, communication hidden behind compute, per-step times, the top kernels, and per collective
+// the rank that arrived last. Built event by event during the streaming merge; memory grows with
+// the number of GPU activities and collectives (a few dozen bytes each), not with the trace text.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "launcher/timeline/kineto_trace.h"
+#include "launcher/timeline/timeline_merge.h"
+
+namespace dtrain {
+
+// One rank's GPU time over its span (first activity start to last activity end). The categories
+// are exclusive, compute first, then communication, memory, other:
+// compute + communication + memcpy + other = busy; busy + idle = span.
+struct GpuTime {
+  double span_ms = 0;
+  double busy_ms = 0;
+  double compute_ms = 0;
+  double communication_ms = 0;        // communication kernels while no compute kernel runs
+  double communication_total_ms = 0;  // communication kernels, overlapped or not
+  double memcpy_ms = 0;               // memcpy/memset while neither of the above runs
+  double other_ms = 0;                // kernels HTA counts as neither (e.g. *Sync*)
+  double idle_ms = 0;
+  double overlap_pct = -1;  // communication overlapped by compute, % of communication; -1: none
+};
+
+// One step (a ProfilerStep#N span, or a record_function the user named) on one rank.
+struct GpuStep {
+  std::string name;
+  double start_ms = 0;  // merged clock
+  double duration_ms = 0;
+  double gpu_busy_ms = 0;
+  double gpu_compute_ms = 0;
+};
+
+struct RankGpuTime {
+  int rank = 0;
+  std::string host;
+  GpuTime gpu;
+  int64_t activities = 0;  // GPU activities counted (HTA leaves out the last profiler step's)
+  std::vector<GpuStep> steps;
+};
+
+struct KernelTotal {
+  std::string name;
+  GpuActivityKind kind = GpuActivityKind::kCompute;
+  int64_t count = 0;
+  double total_ms = 0;
+  double max_us = 0;
+};
+
+// The n-th collective of one name, matched across the ranks that ran it.
+struct CollectiveArrival {
+  std::string name;
+  int occurrence = 0;
+  int last_rank = 0;
+  double late_by_ms = 0;  // last arrival minus first arrival
+};
+
+// A rank that arrived last at some collectives.
+struct Straggler {
+  int rank = 0;
+  int collectives_last = 0;
+  int collectives = 0;  // matched collectives in all
+  double total_late_ms = 0;
+  double max_late_ms = 0;
+};
+
+struct GpuTimeSummary {
+  std::vector<RankGpuTime> ranks;  // by rank; PyTorch traces only
+  std::vector<KernelTotal> top_kernels;  // most total time first, at most kTopKernels
+  std::vector<CollectiveArrival> collectives;  // in order of first arrival
+  std::vector<Straggler> stragglers;  // most often last first
+  std::string step_name;              // what a step is
+  static constexpr size_t kTopKernels = 10;
+};
+
+class GpuTimeSummaryBuilder {
+ public:
+  // `step_name`: the record_function that marks one step; empty: ProfilerStep#N.
+  explicit GpuTimeSummaryBuilder(std::string step_name = "");
+  void Add(const KinetoEvent& event);
+  GpuTimeSummary Finish(const std::vector<RankTraceInfo>& ranks);
+
+ private:
+  struct Activity {
+    double start;
+    double end;
+    int64_t correlation;
+    uint32_t name;
+    GpuActivityKind kind;
+  };
+  struct Span {
+    double start;
+    double end;
+    uint32_t name;
+  };
+  struct RankState {
+    std::vector<Activity> activities;
+    std::unordered_map<int64_t, double> launch_us;  // correlation -> earliest CPU-side ts
+    double last_profiler_step_us = -1e300;
+    std::vector<Span> steps;
+    std::vector<Span> collectives;
+  };
+
+  uint32_t Intern(std::string_view name);
+  RankGpuTime Sweep(int rank, RankState& state);
+
+  std::string step_name_;
+  std::map<int, RankState> ranks_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::map<std::string, int, std::less<>> profiler_step_names_;
+  std::map<uint32_t, KernelTotal> kernels_;
+};
+
+std::string FormatGpuTimeSummary(const GpuTimeSummary& summary);
+nlohmann::json GpuTimeSummaryJson(const GpuTimeSummary& summary);
+
+}  // namespace dtrain

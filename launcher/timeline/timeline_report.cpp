@@ -1,0 +1,237 @@
+// Resolves the inputs and outputs, then one streaming merge feeds the summary as it goes.
+#include "launcher/timeline/timeline_report.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+#include "launcher/job_record.h"
+#include "launcher/log_reader.h"
+#include "launcher/timeline/step_chart_svg.h"
+
+namespace dtrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "rank-12.json" -> 12, anything else sorts last.
+long RankNumber(const fs::path& file) {
+  if (file.extension() != ".json") return -1;
+  std::string stem = file.stem().string();
+  if (stem.rfind("rank-", 0) != 0) return -1;
+  try {
+    return std::stol(stem.substr(5));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// The job's record; empty when there is none (traces copied by hand still merge).
+JobSummary JobRecordOrNothing(const std::string& job_dir) {
+  try {
+    return ReadJobSummary(job_dir);
+  } catch (const Error&) {
+    return {};
+  }
+}
+
+// The job's traces on this machine; when there are none, the error also says why fetching
+// them from the nodes did not help.
+std::vector<std::string> TracesAfterFetch(const std::string& job_dir,
+                                          const TraceFetchReport& fetch) {
+  try {
+    return JobTraceFiles(job_dir);
+  } catch (const Error& e) {
+    if (fetch.warnings.empty()) throw;
+    std::string why;
+    for (const std::string& warning : fetch.warnings) why += "\n  " + warning;
+    throw Error(fmt::format("{}; fetching them from the nodes failed:{}", e.what(), why));
+  }
+}
+
+// Entries of <job>/timeline that look like traces but are not files (a link to a device, a
+// dangling link, a folder): said, never dropped silently.
+std::vector<std::string> SkippedTraceEntries(const std::string& job_dir) {
+  std::vector<std::string> notes;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(job_dir) / "timeline", ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool trace_name = name.find(".json") != std::string::npos && name[0] != '.';
+    std::error_code type_ec;
+    if (trace_name && !entry.is_regular_file(type_ec)) {
+      notes.push_back(fmt::format("{}: not a regular file (a link to a device, or dangling?); "
+                                  "skipped",
+                                  entry.path().string()));
+    }
+  }
+  return notes;
+}
+
+// Ranks of a job that recorded timelines whose trace did not make it into the merge.
+std::vector<std::string> MissingRankTraces(const JobSummary& job, const MergeResult& merge) {
+  std::vector<std::string> notes;
+  if (job.rank_traces.empty()) return notes;  // the job did not record span timelines
+  std::set<int> merged;
+  for (const RankTraceInfo& info : merge.ranks) merged.insert(info.rank);
+  for (const auto& [rank, trace] : job.rank_traces) {
+    if (!merged.count(rank)) {
+      notes.push_back(fmt::format("rank {}: no trace ({} is missing or unreadable); merged "
+                                  "{} of {} ranks",
+                                  rank, trace, merged.size(), job.rank_traces.size()));
+    }
+  }
+  return notes;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw Error(fmt::format("{}: cannot write", path));
+}
+
+}  // namespace
+
+std::vector<std::string> JobTraceFiles(const std::string& job_dir) {
+  fs::path dir = fs::path(job_dir) / "timeline";
+  std::vector<fs::path> files;
+  std::error_code ec;
+  auto is_trace = [](const fs::path& path) {
+    const std::string name = path.filename().string();
+    auto ends = [&name](const std::string& tail) {
+      return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(),
+                                                       tail) == 0;
+    };
+    return name[0] != '.' && (ends(".json") || ends(".json.gz"));
+  };
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.is_regular_file() && is_trace(entry.path())) files.push_back(entry.path());
+  }
+  if (files.empty()) {
+    throw Error(
+        fmt::format("{}: no per-rank traces; launch dtrain-clip with --timeline (or "
+                    "job.timeline: true in the cluster file), or have a PyTorch script export "
+                    "its profiler trace to $DTRAIN_TRACE_DIR (README, `dtrain timeline`)",
+                    dir.string()));
+  }
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    const unsigned long ra = static_cast<unsigned long>(RankNumber(a));  // -1: after all ranks
+    const unsigned long rb = static_cast<unsigned long>(RankNumber(b));
+    return ra != rb ? ra < rb : a.filename() < b.filename();
+  });
+  std::vector<std::string> paths;
+  for (const fs::path& f : files) paths.push_back(f.string());
+  return paths;
+}
+
+TimelineReport MakeTimeline(const TimelineRequest& request) {
+  TimelineReport report;
+  std::vector<std::string> inputs = request.inputs;
+  std::map<int, std::string> hosts;
+  std::map<int, int64_t> clock_offsets;
+  std::vector<std::string> input_notes;
+  JobSummary job;
+  report.output = request.output;
+  if (inputs.empty()) {
+    std::string log_dir = request.log_dir.empty() ? DefaultLogDir() : request.log_dir;
+    std::string job_dir = ResolveJobDir(log_dir, request.job);
+    job = JobRecordOrNothing(job_dir);
+    if (request.fetch) {
+      report.fetch = FetchRemoteTraces(job_dir, job, request.cluster_file);
+      // Metrics a node kept (private storage) come along, if the launch could not get them.
+      for (std::string& w : FetchRemoteMetrics(job_dir, job, request.cluster_file).warnings) {
+        report.fetch.warnings.push_back(std::move(w));
+      }
+    }
+    input_notes = SkippedTraceEntries(job_dir);
+    inputs = TracesAfterFetch(job_dir, report.fetch);
+    hosts = job.rank_hosts;
+    clock_offsets = job.rank_clock_offsets_us;
+    if (report.output.empty()) report.output = job_dir + "/timeline.json";
+  } else if (!request.job.empty()) {
+    throw UsageError("give either trace files or --job, not both");
+  } else if (!request.cluster_file.empty()) {
+    throw UsageError("-c names the cluster to fetch a job's traces from; not for trace files");
+  }
+  if (report.output.empty()) report.output = "timeline.json";
+  TimelineSummaryBuilder builder;
+  GpuTimeSummaryBuilder gpu_builder(request.step_name);
+  MergedEventObserver observer;
+  KinetoEventObserver kineto_observer;
+  if (request.summary) {
+    observer = [&builder](const MergedEvent& e) { builder.Add(e); };
+    kineto_observer = [&gpu_builder](const KinetoEvent& e) { gpu_builder.Add(e); };
+  }
+  report.merge =
+      MergeTimelines(inputs, report.output, observer, hosts, clock_offsets, kineto_observer);
+  for (std::string& note : MissingRankTraces(job, report.merge)) input_notes.push_back(note);
+  report.merge.warnings.insert(report.merge.warnings.begin(), input_notes.begin(),
+                               input_notes.end());
+  if (request.summary) {
+    report.gpu = gpu_builder.Finish(report.merge.ranks);
+    report.summary = builder.Finish(report.merge.ranks);
+    bool span_traces = false;
+    for (const RankTraceInfo& info : report.merge.ranks) span_traces |= !info.kineto;
+    if (!span_traces) return report;  // the step chart draws dtrain-clip's spans
+    fs::path dir = fs::path(report.output).parent_path();
+    report.chart =
+        (dir.empty() ? fs::path("timeline-steps.svg") : dir / "timeline-steps.svg").string();
+    WriteText(report.chart, StepChartSvg(report.summary));
+  }
+  return report;
+}
+
+namespace {
+
+// True when some rank's trace is dtrain-clip's or Horovod's (the span summary applies).
+bool HasSpanTraces(const TimelineReport& report) {
+  for (const RankTraceInfo& info : report.merge.ranks) {
+    if (!info.kineto) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string FormatTimelineReport(const TimelineReport& report) {
+  std::string out;
+  if (HasSpanTraces(report)) out += FormatTimelineSummary(report.summary);
+  if (!report.gpu.ranks.empty()) {
+    if (!out.empty()) out += '\n';
+    out += FormatGpuTimeSummary(report.gpu);
+  }
+  return out;
+}
+
+nlohmann::json TimelineReportJson(const TimelineReport& report) {
+  using nlohmann::json;
+  json doc = GpuTimeSummaryJson(report.gpu);
+  json& ranks = doc["ranks"];
+  for (const RankTime& r : report.summary.ranks) {
+    bool span_trace = false;
+    for (const RankTraceInfo& info : report.merge.ranks) {
+      span_trace = span_trace || (info.rank == r.rank && !info.kineto);
+    }
+    if (!span_trace) continue;
+    ranks.push_back({{"rank", r.rank},
+                     {"host", r.host},
+                     {"trace", "dtrain"},
+                     {"wall_ms", r.wall_us / 1000.0},
+                     {"compute_ms", r.compute_us / 1000.0},
+                     {"communication_ms", r.comm_us / 1000.0},
+                     {"communication_exposed_ms", r.comm_exposed_us / 1000.0},
+                     {"wait_ms", r.wait_us / 1000.0},
+                     {"idle_ms", r.idle_us / 1000.0}});
+  }
+  doc["output"] = report.output;
+  doc["chart"] = report.chart;
+  doc["events"] = report.merge.events;
+  doc["warnings"] = report.merge.warnings;
+  return doc;
+}
+
+}  // namespace dtrain

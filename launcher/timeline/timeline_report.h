@@ -1,0 +1,47 @@
+// `dtrain timeline` end to end: find a job's per-rank traces (or take the files given), merge
+// them into one trace, and with a summary, write the step chart beside the merged file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/timeline/gpu_time_summary.h"
+#include "launcher/timeline/timeline_merge.h"
+#include "launcher/timeline/timeline_summary.h"
+#include "launcher/timeline/trace_fetch.h"
+
+namespace dtrain {
+
+struct TimelineRequest {
+  std::string log_dir;              // empty: DefaultLogDir()
+  std::string job;                  // empty: the newest job
+  std::vector<std::string> inputs;  // trace files given by hand; empty: the job's traces
+  std::string output;  // empty: <job>/timeline.json, or ./timeline.json for files given by hand
+  bool summary = false;
+  std::string step_name;     // PyTorch traces: the record_function of one step; "": ProfilerStep#N
+  bool fetch = true;         // copy traces left on an ssh job's nodes here first
+  std::string cluster_file;  // ssh settings for fetching; empty: the job's own cluster file
+};
+
+struct TimelineReport {
+  std::string output;
+  std::string chart;  // timeline-steps.svg beside the output; empty without a summary
+  TraceFetchReport fetch;
+  MergeResult merge;
+  TimelineSummary summary;
+  GpuTimeSummary gpu;  // the ranks with PyTorch profiler traces
+};
+
+// The per-rank traces of a job folder: dtrain-clip's rank-R.json by rank, then every other
+// .json or .json.gz there (PyTorch profiler traces written to DTRAIN_TRACE_DIR) by name.
+// Throws Error when there are none.
+std::vector<std::string> JobTraceFiles(const std::string& job_dir);
+
+// Throws dtrain::Error (no job, no traces, unreadable or invalid files).
+TimelineReport MakeTimeline(const TimelineRequest& request);
+
+// The summary as `--summary` prints it, and as `--summary --json` does.
+std::string FormatTimelineReport(const TimelineReport& report);
+nlohmann::json TimelineReportJson(const TimelineReport& report);
+
+}  // namespace dtrain
