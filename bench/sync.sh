@@ -21,7 +21,7 @@ dtrain=$build/dtrain
 command -v rsync >/dev/null || { echo "sync: rsync is not installed (scripts/install-deps.sh)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "sync: needs root (network namespaces, sshd)" >&2; exit 2; }
 cluster=$here/../tests/cluster/make-cluster.sh
-work=$(mktemp -d /tmp/s17-bench.XXXX)
+work=$(mktemp -d /tmp/sync-bench.XXXX)
 trap '"$cluster" down "$work/c" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
 # The tree: files spread over 100 folders, sizes equal, contents random.

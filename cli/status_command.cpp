@@ -3,7 +3,7 @@
 
 #include "cli/commands.h"
 #include "launcher/error.h"
-#include "launcher/job_status.h"
+#include "launcher/hangs/job_status.h"
 
 namespace dtrain {
 

@@ -1,6 +1,6 @@
 // `dtrain sync`: flags -> ClusterChoice -> RunSync.
 #include "cli/commands.h"
-#include "launcher/workdir_sync.h"
+#include "launcher/ssh/workdir_sync.h"
 
 namespace dtrain {
 

@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "launcher/error.h"
-#include "launcher/timeline_report.h"
+#include "launcher/timeline/timeline_report.h"
 
 namespace dtrain {
 namespace {

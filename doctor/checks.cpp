@@ -1,7 +1,7 @@
 // The rules behind `dtrain doctor`, one function each; CheckCluster runs them in report order.
 #include "doctor/checks.h"
 
-#include "launcher/ssh_session.h"
+#include "launcher/ssh/ssh_session.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // collects output until every probe has ended or the time is up.
 #include "doctor/probe_runner.h"
 
-#include "launcher/remote_command.h"
+#include "launcher/ssh/remote_command.h"
 
 #include <chrono>
 #include <csignal>

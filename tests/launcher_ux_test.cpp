@@ -28,7 +28,7 @@ using testing::WriteFile;
 const std::string kPython = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";
 
 // 1. The first word that is not an option of dtrain starts the rank command, `--` or not.
-TEST(Issue16, CommandWithoutDoubleDashIsTheRankCommand) {
+TEST(LaunchUx, CommandWithoutDoubleDashIsTheRankCommand) {
   TempDir dir;
   auto run = RunDtrain({"launch", "--job", "a", "sh", "-c", "echo one"}, dir.path());
   ASSERT_EQ(run.status, 0) << run.err;
@@ -49,7 +49,7 @@ TEST(Issue16, CommandWithoutDoubleDashIsTheRankCommand) {
 
 // 2. Two local torch.distributed jobs at once, neither given a port: both succeed, on different
 // ports; MASTER_PORT in the caller's environment and --master-port are honoured.
-TEST(Issue16, ConcurrentLocalTorchJobsNeverCollide) {
+TEST(LaunchUx, ConcurrentLocalTorchJobsNeverCollide) {
   struct stat st;
   if (::stat(kPython.c_str(), &st) != 0) GTEST_SKIP() << "no " << kPython;
   TempDir dir;
@@ -86,7 +86,7 @@ TEST(Issue16, ConcurrentLocalTorchJobsNeverCollide) {
 
 // 4. The banner names the cluster file and why there are N ranks per node; NPROC_PER_NODE that
 // a ./cluster.yaml overrides is called out; a file without transport: on this machine is local.
-TEST(Issue16, BannerSaysWhichClusterFileAndWhyThatManyRanks) {
+TEST(LaunchUx, BannerSaysWhichClusterFileAndWhyThatManyRanks) {
   TempDir dir;
   WriteFile(dir.path() + "/cluster.yaml", "nodes: [{host: localhost, slots: 2}]\n");
   auto run = RunDtrain({"launch", "--job", "c", "true"}, dir.path(), {"NPROC_PER_NODE=3"});
@@ -104,7 +104,7 @@ TEST(Issue16, BannerSaysWhichClusterFileAndWhyThatManyRanks) {
 }
 
 // 5. Unknown options and commands are named, with a suggestion; `dtrain help CMD` works.
-TEST(Issue16, UnknownOptionsAndCommandsSayWhatToDo) {
+TEST(LaunchUx, UnknownOptionsAndCommandsSayWhatToDo) {
   TempDir dir;
   auto run = RunDtrain({"launch", "--nnodes", "2", "--", "true"}, dir.path());
   EXPECT_EQ(run.status, 2);
@@ -133,7 +133,7 @@ TEST(Issue16, UnknownOptionsAndCommandsSayWhatToDo) {
 }
 
 // 6. Range errors in words.
-TEST(Issue16, RangeErrorsAreReadable) {
+TEST(LaunchUx, RangeErrorsAreReadable) {
   TempDir dir;
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"launch", "--nproc-per-node", "0", "true"},
@@ -150,7 +150,7 @@ TEST(Issue16, RangeErrorsAreReadable) {
 }
 
 // 7. The ssh-keyscan hint carries -p for a node on another port.
-TEST(Issue16, KeyscanHintCarriesThePort) {
+TEST(LaunchUx, KeyscanHintCarriesThePort) {
   EXPECT_EQ(KeyscanCommand("10.0.0.5", 22), "ssh-keyscan 10.0.0.5");
   EXPECT_EQ(KeyscanCommand("10.0.0.5", 2222), "ssh-keyscan -p 2222 10.0.0.5");
   NodeFacts node;
@@ -165,7 +165,7 @@ TEST(Issue16, KeyscanHintCarriesThePort) {
 }
 
 // 8. A network failure's remedy names the address and port and how to check them.
-TEST(Issue16, NetworkFailureRemedyNamesAddressAndPort) {
+TEST(LaunchUx, NetworkFailureRemedyNamesAddressAndPort) {
   NodeFacts node;
   node.host = "gpu-c";
   node.address = "10.0.0.6";
@@ -180,7 +180,7 @@ TEST(Issue16, NetworkFailureRemedyNamesAddressAndPort) {
 }
 
 // 9 (local half). -np, -H localhost:N, a hostfile, -x and .dtrain_env.
-TEST(Issue16, MpirunAndHorovodrunOptionsOnThisMachine) {
+TEST(LaunchUx, MpirunAndHorovodrunOptionsOnThisMachine) {
   TempDir dir;
   auto run = RunDtrain({"launch", "-np", "3", "--job", "np", "sh", "-c", "echo $WORLD_SIZE"},
                        dir.path());
@@ -213,7 +213,7 @@ TEST(Issue16, MpirunAndHorovodrunOptionsOnThisMachine) {
 
 // 10. Rank stdout on dtrain's stdout, rank stderr on dtrain's stderr, both in the log;
 // --console narrows the console; command not found is 127; completion sources in bash.
-TEST(Issue16, StderrSeparateConsoleChoiceAnd127AndCompletion) {
+TEST(LaunchUx, StderrSeparateConsoleChoiceAnd127AndCompletion) {
   TempDir dir;
   auto run = RunDtrain({"launch", "--job", "s", "sh", "-c", "echo out; echo Traceback >&2"},
                        dir.path());

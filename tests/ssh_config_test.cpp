@@ -24,7 +24,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string Scratch(const std::string& name) {
-  const std::string dir = std::string(DTRAIN_BINARY_DIR) + "/s17-unit/" + name;
+  const std::string dir = std::string(DTRAIN_BINARY_DIR) + "/sshconf-unit/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -57,6 +57,40 @@ TEST(SshConfig, FirstValueWinsPatternsNegationIncludeAndTokens) {
     FAIL() << "a bad Port was accepted";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr(dir + "/bad:2: Port"));
+  }
+}
+
+TEST(SshConfig, MatchBlocksByHostOriginalHostUserAndNegation) {
+  const std::string dir = Scratch("match");
+  std::ofstream(dir + "/config")
+      << "Host gpu-*\n  HostName %h.cluster.lab\n"
+      << "Match host *.cluster.lab !originalhost gpu-9\n  Port 2200\n"
+      << "Match originalhost gpu-9\n  Port 2209\n"
+      << "Match user alice host gpu-1.cluster.lab\n  IdentityFile /keys/alice\n"
+      << "Match !user alice\n  IdentityFile /keys/other\n"
+      << "Match localuser no-such-local-user-here\n  ConnectTimeout 99\n"
+      << "Match canonical\n  ProxyJump never\n"
+      << "Match exec \"true\"\n  User never\n"
+      << "Match all\n  ConnectTimeout 5\n";
+  // host is matched against the HostName so far, %h expanded; originalhost against the name.
+  const SshHostSettings one = ReadSshConfig(dir + "/config", "gpu-1", "alice");
+  EXPECT_EQ(one.port, 2200);
+  EXPECT_THAT(one.identity_files, ElementsAre("/keys/alice"));
+  EXPECT_EQ(one.connect_timeout_s, 5);
+  EXPECT_FALSE(one.proxy_jump.has_value());  // dtrain does not canonicalise
+  EXPECT_FALSE(one.user.has_value());        // exec blocks are skipped
+  const SshHostSettings nine = ReadSshConfig(dir + "/config", "gpu-9", "bob");
+  EXPECT_EQ(nine.port, 2209);
+  EXPECT_THAT(nine.identity_files, ElementsAre("/keys/other"));
+  const SshHostSettings other = ReadSshConfig(dir + "/config", "login");
+  EXPECT_FALSE(other.port.has_value());  // no HostName: host is the name, not *.cluster.lab
+
+  std::ofstream(dir + "/bad") << "Match host\n  Port 1\n";
+  try {
+    ReadSshConfig(dir + "/bad", "a");
+    FAIL() << "Match host without a value was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(dir + "/bad:1: Match host needs a value"));
   }
 }
 

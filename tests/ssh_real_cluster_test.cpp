@@ -82,8 +82,8 @@ std::string AliasClusterFile(const SshTestCluster& cluster, const std::vector<in
 
 // Every node answers under its own name, with MASTER_ADDR its HostName (not the alias), and
 // the doctor reaches all of them; with the config switched off nothing connects, naming node0.
-TEST(Issue17Ssh, HostNamesOnlyResolvedThroughSshConfig) {
-  SshTestCluster cluster("s17-config", 2, 1);
+TEST(RealClusterSsh, HostNamesOnlyResolvedThroughSshConfig) {
+  SshTestCluster cluster("rc-config", 2, 1);
   REQUIRE_CLUSTER(cluster);
   TestHome home(cluster, 2);
   const std::string file = AliasClusterFile(cluster, {0, 1});
@@ -113,8 +113,8 @@ TEST(Issue17Ssh, HostNamesOnlyResolvedThroughSshConfig) {
 // Nodes 1 and 2 answer only node0. Through ProxyJump node0 (in the config), launch, doctor and
 // timeline fetch reach them over one connection to the bastion; a bastion whose host key
 // changed is refused, naming the bastion.
-TEST(Issue17Ssh, NodesBehindABastion) {
-  SshTestCluster cluster("s17-bastion", 3, 1);
+TEST(RealClusterSsh, NodesBehindABastion) {
+  SshTestCluster cluster("rc-bastion", 3, 1);
   REQUIRE_CLUSTER(cluster);
   cluster.Hide({1, 2});
   TestHome home(cluster, 3);
@@ -124,7 +124,7 @@ TEST(Issue17Ssh, NodesBehindABastion) {
   }
   // Hidden for real: without the bastion, node1 cannot be reached.
   const std::string direct = AliasClusterFile(cluster, {1}, "ssh: {proxy_jump: none, connect_timeout: 2}\n");
-  const std::string logs = "/srv/node/s17-bastion-logs";  // private on every node
+  const std::string logs = "/srv/node/rc-bastion-logs";  // private on every node
   fs::remove_all(logs);
   const ShellRun hidden = Shell(kDtrain + " launch -c " + direct + " --log-dir " + logs +
                                 " --job direct -q true 2>&1");
@@ -203,8 +203,8 @@ bool EveryNodeSays(const std::string& out, int nodes, const std::string& what) {
 // launch --sync into private /srv/node/work on 3 nodes: a Python rank imports the synced
 // package through PYTHONPATH; a second sync sends nothing, a changed file is the only one sent,
 // a deleted file disappears, ignored files never arrive, and a shared folder is skipped.
-TEST(Issue17Ssh, SyncIntoPrivateWorkdirs) {
-  SshTestCluster cluster("s17-sync", 3, 1);
+TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
+  SshTestCluster cluster("rc-sync", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string src = cluster.dir() + "/src";
   WriteFile(src + "/s17pkg/__init__.py", "VALUE = 'one'\n");
@@ -258,10 +258,10 @@ TEST(Issue17Ssh, SyncIntoPrivateWorkdirs) {
 
 // Ranks on nodes with private storage write metrics under $DTRAIN_LOG_DIR there; when the job
 // ends every rank's file is in the job folder here.
-TEST(Issue17Ssh, MetricsOfEveryRankComeBack) {
-  SshTestCluster cluster("s17-metrics", 3, 2);
+TEST(RealClusterSsh, MetricsOfEveryRankComeBack) {
+  SshTestCluster cluster("rc-metrics", 3, 2);
   REQUIRE_CLUSTER(cluster);
-  const std::string logs = "/srv/node/s17-metrics-logs";
+  const std::string logs = "/srv/node/rc-metrics-logs";
   fs::remove_all(logs);
   const ShellRun r = Shell(
       kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +

@@ -51,7 +51,7 @@ std::string MakeHome(const SshTestCluster& cluster) {
 }
 
 // 9. -x NAME (the caller's value) and -x NAME=VALUE reach every SSH rank byte for byte.
-TEST(Issue16Ssh, PassedEnvironmentReachesEveryNodeByteForByte) {
+TEST(SshUx, PassedEnvironmentReachesEveryNodeByteForByte) {
   SshTestCluster cluster("ux16-x", 2, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string canary = cluster.dir() + "/pwned";
@@ -82,7 +82,7 @@ TEST(Issue16Ssh, PassedEnvironmentReachesEveryNodeByteForByte) {
 }
 
 // 9. -H host:slots and a DeepSpeed/MPI hostfile, with -np, instead of a cluster file.
-TEST(Issue16Ssh, HostListAndHostfileRunOnTheNodes) {
+TEST(SshUx, HostListAndHostfileRunOnTheNodes) {
   SshTestCluster cluster("ux16-h", 2, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string home = MakeHome(cluster);
@@ -110,7 +110,7 @@ TEST(Issue16Ssh, HostListAndHostfileRunOnTheNodes) {
 
 // 3. dtrain-clip (and dtrain) beside the launching dtrain are found on the nodes exactly where
 // the doctor finds them, though that folder is not on the nodes' PATH.
-TEST(Issue16Ssh, LaunchRunsTheDtrainClipTheDoctorReports) {
+TEST(SshUx, LaunchRunsTheDtrainClipTheDoctorReports) {
   SshTestCluster cluster("ux16-clip", 2, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string bin = cluster.dir() + "/bin";
@@ -137,7 +137,7 @@ TEST(Issue16Ssh, LaunchRunsTheDtrainClipTheDoctorReports) {
 }
 
 // 10. Over SSH too: rank stderr on dtrain's stderr, stdout on its stdout; not found is 127.
-TEST(Issue16Ssh, StderrApartAndCommandNotFoundIs127) {
+TEST(SshUx, StderrApartAndCommandNotFoundIs127) {
   SshTestCluster cluster("ux16-err", 1, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string logs = cluster.dir() + "/logs";

@@ -69,10 +69,11 @@ std::vector<std::string> Words(const std::string& line, bool& bad_quote) {
   return words;
 }
 
-// A Host line's patterns: any positive match and no negated match.
-bool HostMatches(const std::vector<std::string>& patterns, const std::string& host) {
+// A pattern list (a Host line's words, or a Match criterion's comma-separated list): any
+// positive match and no negated match.
+bool PatternsMatch(const std::vector<std::string>& patterns, size_t first, const std::string& host) {
   bool matched = false;
-  for (size_t i = 1; i < patterns.size(); ++i) {
+  for (size_t i = first; i < patterns.size(); ++i) {
     const std::string& p = patterns[i];
     const bool negated = !p.empty() && p[0] == '!';
     if (fnmatch((negated ? p.substr(1) : p).c_str(), host.c_str(), 0) != 0) continue;
@@ -80,6 +81,15 @@ bool HostMatches(const std::vector<std::string>& patterns, const std::string& ho
     matched = true;
   }
   return matched;
+}
+
+bool PatternListMatches(const std::string& list, const std::string& name) {
+  std::vector<std::string> patterns;
+  std::stringstream in(list);
+  for (std::string p; std::getline(in, p, ',');) {
+    if (!p.empty()) patterns.push_back(p);
+  }
+  return PatternsMatch(patterns, 0, name);
 }
 
 bool YesNo(const std::string& value, const std::string& where) {
@@ -91,7 +101,8 @@ bool YesNo(const std::string& value, const std::string& where) {
 
 class ConfigReader {
  public:
-  ConfigReader(std::string host, SshHostSettings& out) : host_(std::move(host)), out_(out) {}
+  ConfigReader(std::string host, std::string user, SshHostSettings& out)
+      : host_(std::move(host)), user_(std::move(user)), out_(out) {}
 
   void ReadFile(const std::string& path, int depth) {
     std::ifstream in(path);
@@ -108,6 +119,59 @@ class ConfigReader {
   }
 
  private:
+  // A Match line: every criterion (optionally negated with '!') must hold. As ssh evaluates
+  // them: `host` against the HostName given so far (else the name), `originalhost` against the
+  // name, `user` against the remote user (the cluster file's, else the config's so far, else the
+  // local one), `localuser`, `all`, `final` (dtrain reads the file once, as the final pass),
+  // `canonical` (dtrain does not canonicalise: never). Other criteria (exec, localnetwork,
+  // tagged, ...) never match, so their blocks are skipped.
+  bool MatchLine(const std::vector<std::string>& words, const std::string& where) {
+    if (words.size() < 2) throw Error(where + ": Match needs criteria, e.g. `Match host gpu-*`");
+    bool all_hold = true;
+    for (size_t i = 1; i < words.size(); ++i) {
+      std::string criterion = Lower(words[i]);
+      const bool negated = !criterion.empty() && criterion[0] == '!';
+      if (negated) criterion.erase(0, 1);
+      bool holds = false;
+      if (criterion == "all" || criterion == "final") {
+        holds = true;
+      } else if (criterion == "canonical") {
+        holds = false;
+      } else {
+        if (i + 1 >= words.size()) {
+          throw Error(fmt::format("{}: Match {} needs a value", where, criterion));
+        }
+        const std::string& list = words[++i];
+        if (criterion == "host") {
+          holds = PatternListMatches(list, out_.hostname ? HostNameSoFar() : host_);
+        } else if (criterion == "originalhost") {
+          holds = PatternListMatches(list, host_);
+        } else if (criterion == "user") {
+          holds = PatternListMatches(list, !user_.empty() ? user_ : out_.user.value_or(LocalUser()));
+        } else if (criterion == "localuser") {
+          holds = PatternListMatches(list, LocalUser());
+        }
+      }
+      all_hold = all_hold && (holds != negated);
+    }
+    return all_hold;
+  }
+
+  // HostName with %h (the name) and %% expanded, as Match host sees it.
+  std::string HostNameSoFar() const {
+    std::string out;
+    const std::string& h = *out_.hostname;
+    for (size_t i = 0; i < h.size(); ++i) {
+      if (h[i] == '%' && i + 1 < h.size() && (h[i + 1] == 'h' || h[i + 1] == '%')) {
+        out += h[i + 1] == 'h' ? host_ : "%";
+        ++i;
+      } else {
+        out += h[i];
+      }
+    }
+    return out;
+  }
+
   void ReadLine(const std::string& line, const std::string& where, int depth) {
     bool bad_quote = false;
     std::vector<std::string> words = Words(line, bad_quote);
@@ -115,11 +179,11 @@ class ConfigReader {
     if (words.empty() || words[0][0] == '#') return;
     const std::string key = Lower(words[0]);
     if (key == "host") {
-      active_ = HostMatches(words, host_);
+      active_ = PatternsMatch(words, 1, host_);
       return;
     }
     if (key == "match") {
-      active_ = words.size() == 2 && Lower(words[1]) == "all";
+      active_ = MatchLine(words, where);
       return;
     }
     if (!active_) return;
@@ -176,6 +240,7 @@ class ConfigReader {
   }
 
   std::string host_;
+  std::string user_;  // the cluster file's user for this host, if it gives one
   SshHostSettings& out_;
   bool active_ = true;
 };
@@ -253,7 +318,7 @@ HostKeyPolicy PolicyFrom(const std::string& strict, const std::string& where) {
 SshTarget Resolve(const std::string& name, const std::string& explicit_address,
                   const SshOptions& options, const std::string& config_path, bool for_node) {
   SshHostSettings config;
-  if (!config_path.empty()) config = ReadSshConfig(config_path, name);
+  if (!config_path.empty()) config = ReadSshConfig(config_path, name, options.user);
   SshTarget t;
   t.role = for_node ? "node" : "bastion";
   t.name = name;
@@ -300,9 +365,10 @@ SshTarget Resolve(const std::string& name, const std::string& explicit_address,
 
 }  // namespace
 
-SshHostSettings ReadSshConfig(const std::string& path, const std::string& host) {
+SshHostSettings ReadSshConfig(const std::string& path, const std::string& host,
+                              const std::string& user) {
   SshHostSettings settings;
-  ConfigReader(host, settings).ReadFile(path, 0);
+  ConfigReader(host, user, settings).ReadFile(path, 0);
   return settings;
 }
 
@@ -334,7 +400,7 @@ void ApplySshConfigAddresses(ClusterSpec& spec) {
   if (path.empty()) return;
   for (NodeSpec& node : spec.nodes) {
     if (node.address_given || node.address != node.host) continue;
-    const SshHostSettings config = ReadSshConfig(path, node.host);
+    const SshHostSettings config = ReadSshConfig(path, node.host, spec.ssh.user);
     if (!config.hostname) continue;
     SshTarget t;
     t.port = config.port.value_or(spec.ssh.port);

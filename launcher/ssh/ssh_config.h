@@ -25,9 +25,12 @@ struct SshHostSettings {
   std::optional<std::string> proxy_jump;  // as written; "none" kept as "none"
 };
 
-// Reads `path` (Include followed) for `host`. A missing file says nothing; a malformed line
-// throws Error("FILE:LINE: ..."). Match blocks other than `Match all` are skipped (unsupported).
-SshHostSettings ReadSshConfig(const std::string& path, const std::string& host);
+// Reads `path` (Include followed) for `host`; `user` is the cluster file's user for it, if any
+// (what `Match user` sees first). A missing file says nothing; a malformed line throws
+// Error("FILE:LINE: ..."). Match supports host, originalhost, user, localuser, all, final and
+// canonical, negated or not; blocks under other criteria (exec, tagged, ...) are skipped.
+SshHostSettings ReadSshConfig(const std::string& path, const std::string& host,
+                              const std::string& user = "");
 
 // The config file to read for these options: ssh.config, else ~/.ssh/config; "" for none.
 std::string SshConfigPath(const SshOptions& options);
