@@ -22,6 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 std::string Scratch(const std::string& name) {
   const std::string dir = std::string(DTRAIN_BINARY_DIR) + "/sshconf-unit/" + name;
@@ -52,12 +53,8 @@ TEST(SshConfig, FirstValueWinsPatternsNegationIncludeAndTokens) {
   EXPECT_FALSE(x.user.has_value());
 
   std::ofstream(dir + "/bad") << "Host *\n  Port many\n";
-  try {
-    ReadSshConfig(dir + "/bad", "a");
-    FAIL() << "a bad Port was accepted";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(dir + "/bad:2: Port"));
-  }
+  EXPECT_THAT([&] { ReadSshConfig(dir + "/bad", "a"); },
+              ThrowsMessage<Error>(HasSubstr(dir + "/bad:2: Port")));
 }
 
 TEST(SshConfig, MatchBlocksByHostOriginalHostUserAndNegation) {
@@ -86,12 +83,8 @@ TEST(SshConfig, MatchBlocksByHostOriginalHostUserAndNegation) {
   EXPECT_FALSE(other.port.has_value());  // no HostName: host is the name, not *.cluster.lab
 
   std::ofstream(dir + "/bad") << "Match host\n  Port 1\n";
-  try {
-    ReadSshConfig(dir + "/bad", "a");
-    FAIL() << "Match host without a value was accepted";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(dir + "/bad:1: Match host needs a value"));
-  }
+  EXPECT_THAT([&] { ReadSshConfig(dir + "/bad", "a"); },
+              ThrowsMessage<Error>(HasSubstr(dir + "/bad:1: Match host needs a value")));
 }
 
 TEST(SshConfig, ClusterFileKeysWinAndJumpsResolve) {

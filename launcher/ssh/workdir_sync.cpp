@@ -44,10 +44,26 @@ printf '\0'
 cat .dtrain-sync-manifest 2>/dev/null
 exit 0)sh";
 
-// $1 destination, $2 staging folder name. stdin: the tar archive. Files land in the staging
-// folder first and are renamed into place (one mv per folder, not per file: a process per file
-// costs more than the copy); the manifest goes last.
+// $1 destination, $2 staging folder name. stdin: the tar archive. A destination that does not
+// exist yet is unpacked beside it and renamed into place whole (one rename: nobody sees a part of
+// it). Into an existing one, files land in the staging folder first and are renamed into place
+// (one mv per folder, not per file: a process per file costs more than the copy); the manifest
+// goes last.
 constexpr const char* kReceiveScript = R"sh(dest=$1 stage=$2
+while [ "$dest" != / ] && [ "${dest%/}" != "$dest" ]; do dest=${dest%/}; done
+if [ ! -e "$dest" ]; then
+  mkdir -p -- "$(dirname -- "$dest")" || { echo "cannot create the folder of $dest" >&2; exit 3; }
+  whole="$dest$stage"
+  rm -rf -- "$whole" && mkdir -- "$whole" || { echo "cannot create $whole" >&2; exit 3; }
+  if ! tar -xf - -C "$whole" 2>"$whole.err"; then
+    cat "$whole.err" >&2; rm -rf -- "$whole" "$whole.err"; exit 4
+  fi
+  rm -f -- "$whole.err" "$whole/.dtrain-sync-delete"
+  if ! mv -T -- "$whole" "$dest" 2>/dev/null; then
+    rm -rf -- "$whole"; echo "$dest appeared while it was being synced; sync again" >&2; exit 5
+  fi
+  exit 0
+fi
 mkdir -p -- "$dest" && cd -- "$dest" || { echo "cannot create or enter $dest" >&2; exit 3; }
 rm -rf -- "$stage" && mkdir -- "$stage" || exit 3
 if ! tar -xf - -C "$stage" 2>"$stage.err"; then
