@@ -207,8 +207,8 @@ TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
   SshTestCluster cluster("rc-sync", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string src = cluster.dir() + "/src";
-  WriteFile(src + "/s17pkg/__init__.py", "VALUE = 'one'\n");
-  WriteFile(src + "/s17pkg/extra.py", "X = 1\n");
+  WriteFile(src + "/syncpkg/__init__.py", "VALUE = 'one'\n");
+  WriteFile(src + "/syncpkg/extra.py", "X = 1\n");
   WriteFile(src + "/.gitignore", "ignored/\n");
   WriteFile(src + "/ignored/big.bin", "no");
   WriteFile(src + "/.dtrainignore", "*.tmp\n");
@@ -216,7 +216,7 @@ TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
   const std::string file = WithWorkdir(cluster, "/srv/node/work");
   const std::string logs = cluster.dir() + "/logs";
   const std::string in_src = "cd " + src + " && ";
-  const std::string python = " python3 -c 'import s17pkg; print(s17pkg.VALUE)'";
+  const std::string python = " python3 -c 'import syncpkg; print(syncpkg.VALUE)'";
   ShellRun r = Shell(in_src + kDtrain + " launch --sync -c " + file + " --log-dir " + logs +
                      " --job one -q" + python + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
@@ -225,14 +225,14 @@ TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
     EXPECT_EQ(ReadText(logs + "/one/rank-" + std::to_string(rank) + ".log"), "one\n");
   }
   EXPECT_EQ(cluster.OnNode(2, "ls -A /srv/node/work | grep -v '^.dtrain-sync-manifest$'"),
-            ".dtrainignore\n.gitignore\ns17pkg\n");
-  EXPECT_FALSE(fs::exists("/srv/node/work/s17pkg")) << "the launcher's own /srv/node is not a node's";
+            ".dtrainignore\n.gitignore\nsyncpkg\n");
+  EXPECT_FALSE(fs::exists("/srv/node/work/syncpkg")) << "the launcher's own /srv/node is not a node's";
 
   r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 0 file(s), 0.0 MB sent, 0 deleted")) << r.out;
 
-  WriteFile(src + "/s17pkg/__init__.py", "VALUE = 'two!'\n");
+  WriteFile(src + "/syncpkg/__init__.py", "VALUE = 'two!'\n");
   r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 1 file(s)")) << r.out;
@@ -241,12 +241,12 @@ TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(ReadText(logs + "/two/rank-1.log"), "two!\n");
 
-  fs::remove(src + "/s17pkg/extra.py");
+  fs::remove(src + "/syncpkg/extra.py");
   r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 0 file(s), 0.0 MB sent, 1 deleted")) << r.out;
   for (int node = 0; node < 3; ++node) {
-    EXPECT_EQ(cluster.OnNode(node, "cd /srv/node/work/s17pkg && ls -d *.py"), "__init__.py\n");
+    EXPECT_EQ(cluster.OnNode(node, "cd /srv/node/work/syncpkg && ls -d *.py"), "__init__.py\n");
   }
 
   // The nodes see this machine's files outside /srv/node: syncing src into itself is skipped.
@@ -254,6 +254,49 @@ TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
   r = Shell(in_src + kDtrain + " sync -c " + shared + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(EveryNodeSays(r.out, 3, "shares " + src + " with this machine")) << r.out;
+}
+
+// Symbolic links arrive as links with their targets as written (as `rsync -a` copies them), into
+// a new folder and into an existing one; an unchanged link is not sent again, a retargeted one is,
+// a removed one disappears.
+TEST(RealClusterSsh, SyncCopiesSymlinksAsLinks) {
+  SshTestCluster cluster("rc-links", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string src = cluster.dir() + "/src";
+  WriteFile(src + "/pkg/a.py", "A = 1\n");
+  WriteFile(src + "/pkg/b.py", "B = 2\n");
+  fs::create_symlink("a.py", src + "/pkg/current.py");
+  fs::create_directory_symlink("pkg", src + "/lib");
+  fs::create_symlink("/etc/hostname", src + "/host");
+  const std::string long_target(150, 'x');
+  fs::create_symlink(long_target, src + "/dangling-long");
+  const std::string file = WithWorkdir(cluster, "/srv/node/links");
+  const std::string in_src = "cd " + src + " && ";
+  const std::string links =
+      "cd /srv/node/links && for l in pkg/current.py lib host dangling-long; do "
+      "printf '%s -> %s\\n' $l $(readlink $l); done; cat lib/current.py";
+  ShellRun r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(EveryNodeSays(r.out, 2, ": 6 file(s)")) << r.out;
+  const std::string expected = "pkg/current.py -> a.py\nlib -> pkg\nhost -> /etc/hostname\n"
+                               "dangling-long -> " + long_target + "\nA = 1\n";
+  for (int node = 0; node < 2; ++node) EXPECT_EQ(cluster.OnNode(node, links), expected);
+
+  r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(EveryNodeSays(r.out, 2, ": 0 file(s), 0.0 MB sent, 0 deleted")) << r.out;
+
+  fs::remove(src + "/pkg/current.py");
+  fs::create_symlink("./b.py", src + "/pkg/current.py");  // another length: stat tells it apart
+  fs::remove(src + "/host");
+  r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(EveryNodeSays(r.out, 2, ": 1 file(s), 0.0 MB sent, 1 deleted")) << r.out;
+  for (int node = 0; node < 2; ++node) {
+    EXPECT_EQ(cluster.OnNode(node, "readlink /srv/node/links/pkg/current.py; "
+                                   "cat /srv/node/links/lib/current.py; ls /srv/node/links"),
+              "./b.py\nB = 2\ndangling-long\nlib\npkg\n");
+  }
 }
 
 // Ranks on nodes with private storage write metrics under $DTRAIN_LOG_DIR there; when the job

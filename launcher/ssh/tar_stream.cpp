@@ -24,9 +24,10 @@ void Octal(char* field, size_t width, uint64_t value) {
 }
 
 std::string Header(const std::string& name, uint64_t size, int64_t mtime, unsigned mode,
-                   char type) {
+                   char type, const std::string& link_target = "") {
   char block[kBlock] = {};
   std::memcpy(block, name.data(), std::min<size_t>(name.size(), 100));
+  std::memcpy(block + 157, link_target.data(), std::min<size_t>(link_target.size(), 100));
   Octal(block + 100, 8, mode & 07777);
   Octal(block + 108, 8, 0);
   Octal(block + 116, 8, 0);
@@ -93,8 +94,15 @@ void TarStream::BeginEntry() {
   std::string pax;
   if (e.name.size() > 99) pax += PaxRecord("path", e.name);
   if (e.size >= 077777777777ULL) pax += PaxRecord("size", std::to_string(e.size));
+  if (e.link_target.size() > 99) pax += PaxRecord("linkpath", e.link_target);
   if (!pax.empty()) {
     header_ += Header("././@PaxHeader", pax.size(), e.mtime, 0644, 'x') + pax + Padding(pax.size());
+  }
+  if (!e.link_target.empty()) {
+    header_ += Header(e.name, 0, e.mtime, 0777, '2', e.link_target);
+    data_left_ = 0;
+    padding_ = 0;
+    return;
   }
   header_ += Header(e.name, e.size, e.mtime, e.mode, '0');
   data_left_ = e.size;

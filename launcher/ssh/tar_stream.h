@@ -25,6 +25,7 @@ struct TarEntry {
   uint64_t size = 0;     // bytes the archive promises (a file that shrank is padded with zeros)
   int64_t mtime = 0;     // seconds since the epoch
   unsigned mode = 0644;
+  std::string link_target;  // non-empty: a symbolic link to this (no data, size 0)
 };
 
 class TarStream : public StdinSource {

@@ -39,7 +39,7 @@ constexpr const char* kDeleteList = ".dtrain-sync-delete";
 constexpr const char* kListScript = R"sh(cd -- "$1" 2>/dev/null || { echo new; exit 0; }
 if [ -e "$2" ]; then echo shared; exit 0; fi
 echo have
-find . -name '.dtrain-sync*' -prune -o -type f -printf '%s %T@ %P\0' || exit 4
+find . -name '.dtrain-sync*' -prune -o \( -type f -o -type l \) -printf '%s %T@ %P\0' || exit 4
 printf '\0'
 cat .dtrain-sync-manifest 2>/dev/null
 exit 0)sh";
@@ -77,7 +77,8 @@ fi
 mv -f -- "$stage/.dtrain-sync-manifest" "$stage.manifest" 2>/dev/null
 (cd "$stage" && find . -type d -print0 | (cd .. && xargs -0 mkdir -p --) &&
   find . -type d -exec sh -c 'for d; do
-    find "$d" -maxdepth 1 -type f -print0 | xargs -0 -r mv -f -t "../$d" -- || exit 1; done' sh {} +
+    find "$d" -maxdepth 1 \( -type f -o -type l \) -print0 |
+      xargs -0 -r mv -f -t "../$d" -- || exit 1; done' sh {} +
 ) || { rm -rf -- "$stage"; exit 5; }
 rm -rf -- "$stage"
 if [ -f "$stage.manifest" ]; then mv -f -- "$stage.manifest" .dtrain-sync-manifest; fi
@@ -89,6 +90,7 @@ struct LocalFile {
   uint64_t size = 0;
   int64_t mtime = 0;
   unsigned mode = 0644;
+  std::string link_target;  // a symbolic link (copied as a link, as `rsync -a` does)
 };
 
 struct RemoteFile {
@@ -122,11 +124,19 @@ void Scan(const std::string& root, const std::string& relative, const std::strin
     if (S_ISDIR(st.st_mode)) {
       if (full == exclude || ignore.Ignored(rel, true)) continue;
       Scan(root, rel, exclude, ignore, out);
-    } else if (S_ISREG(st.st_mode) && !ignore.Ignored(rel, false)) {
-      out.push_back({rel, full, static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec,
-                     static_cast<unsigned>(st.st_mode & 07777)});
+    } else if ((S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && !ignore.Ignored(rel, false)) {
+      LocalFile f{rel, full, static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec,
+                  static_cast<unsigned>(st.st_mode & 07777), ""};
+      if (S_ISLNK(st.st_mode)) {
+        std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
+        const ssize_t n = ::readlink(full.c_str(), target.data(), target.size());
+        if (n <= 0 || static_cast<size_t>(n) >= target.size()) continue;  // changed meanwhile
+        target.resize(static_cast<size_t>(n));
+        f.link_target = std::move(target);
+      }
+      out.push_back(std::move(f));
     }
-    // Symbolic links, sockets and devices are not copied.
+    // Sockets, pipes and devices are not copied.
   }
 }
 
@@ -261,7 +271,9 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
   auto hashes = std::make_shared<ContentHashes>();
   auto hash_of = [&](const LocalFile& f) -> const std::string& {
     auto it = hashes->find(f.path);
-    if (it == hashes->end()) it = hashes->emplace(f.path, FileSha256(f.full)).first;
+    if (it == hashes->end()) {
+      it = hashes->emplace(f.path, f.link_target.empty() ? FileSha256(f.full) : "").first;
+    }
     return it->second;
   };
   std::vector<ProcessSpec> sends;
@@ -302,9 +314,10 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
           continue;
         }
       }
-      entries.push_back({f.path, f.full, "", f.size, f.mtime, f.mode});
+      entries.push_back({f.path, f.link_target.empty() ? f.full : "", "",
+                         f.link_target.empty() ? f.size : 0, f.mtime, f.mode, f.link_target});
       ++result.files_sent;
-      result.bytes_sent += f.size;
+      if (f.link_target.empty()) result.bytes_sent += f.size;
     }
     std::string deletions;
     for (const auto& [path, entry] : state.manifest) {
