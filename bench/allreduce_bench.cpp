@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "runtime/dist/distributed.h"
-#include "runtime/train/flat_parameters.h"
 #include "runtime/trace/timeline.h"
+#include "runtime/train/flat_parameters.h"
 
 namespace {
 

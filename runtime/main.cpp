@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/train/checkpoint.h"
-#include "runtime/model/clip_model.h"
-#include "runtime/dist/distributed_train_collectives.h"
-#include "runtime/data/export_data.h"
 #include "runtime/config/model_config.h"
-#include "runtime/model/open_clip_weights.h"
-#include "runtime/dist/train_collectives.h"
 #include "runtime/config/train_options.h"
+#include "runtime/data/export_data.h"
+#include "runtime/dist/distributed_train_collectives.h"
+#include "runtime/dist/train_collectives.h"
+#include "runtime/model/clip_model.h"
+#include "runtime/model/open_clip_weights.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/trainer.h"
 #include "runtime/version.h"
 

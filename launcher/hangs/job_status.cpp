@@ -14,10 +14,11 @@
 
 #include "launcher/cluster_spec.h"
 #include "launcher/error.h"
+#include "launcher/hangs/rank_probe.h"
 #include "launcher/job_record.h"
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
-#include "launcher/hangs/rank_probe.h"
+#include "runtime/trace/heartbeat_vocabulary.h"
 
 namespace dtrain {
 namespace {
@@ -49,8 +50,9 @@ std::optional<ClusterSpec> SpecFor(const JobSummary& job, std::map<std::string, 
     return spec;
   }
   if (job.transport != "ssh") {
-    why["(all)"] = "the " + job.transport +
-                   " transport is not probed from another terminal; state from the job's files only";
+    why["(all)"] =
+        "the " + job.transport +
+        " transport is not probed from another terminal; state from the job's files only";
     return std::nullopt;
   }
   spec.transport = TransportKind::kSsh;
@@ -69,9 +71,8 @@ std::optional<ClusterSpec> SpecFor(const JobSummary& job, std::map<std::string, 
     auto address = job.rank_addresses.find(rank);
     NodeSpec node;
     node.host = host;
-    node.address = address == job.rank_addresses.end() || address->second.empty()
-                       ? host
-                       : address->second;
+    node.address =
+        address == job.rank_addresses.end() || address->second.empty() ? host : address->second;
     if (seen.insert({node.host, node.address}).second) spec.nodes.push_back(node);
   }
   return spec;
@@ -79,13 +80,20 @@ std::optional<ClusterSpec> SpecFor(const JobSummary& job, std::map<std::string, 
 
 std::string StateWord(char state) {
   switch (state) {
-    case 'R': return "running";
-    case 'S': return "sleeping";
-    case 'D': return "disk-wait";
-    case 'T': return "stopped";
-    case 't': return "traced";
-    case 'Z': return "zombie";
-    default: return std::string(1, state);
+    case 'R':
+      return "running";
+    case 'S':
+      return "sleeping";
+    case 'D':
+      return "disk-wait";
+    case 'T':
+      return "stopped";
+    case 't':
+      return "traced";
+    case 'Z':
+      return "zombie";
+    default:
+      return std::string(1, state);
   }
 }
 
@@ -129,12 +137,13 @@ JobStatus ReadJobStatus(const StatusOptions& options) {
       r.state = StateWord(f.main()->state);
       r.cpu_s = f.cpu_s;
       if (!f.heartbeat.empty()) {
-        r.step = Get(f.heartbeat, "step");
-        r.activity = Get(f.heartbeat, "collective_state") == "waiting"
-                         ? Get(f.heartbeat, "collective") + " #" + Get(f.heartbeat, "collective_seq")
-                         : Get(f.heartbeat, "activity");
+        r.step = Get(f.heartbeat, heartbeat::kStep);
+        r.activity = Get(f.heartbeat, heartbeat::kCollectiveState) == heartbeat::kWaiting
+                         ? Get(f.heartbeat, heartbeat::kCollective) + " #" +
+                               Get(f.heartbeat, heartbeat::kCollectiveSeq)
+                         : Get(f.heartbeat, heartbeat::kActivity);
         // The heartbeat says how long the rank has been in what it does now.
-        const double in_activity = std::atof(Get(f.heartbeat, "activity_s").c_str());
+        const double in_activity = std::atof(Get(f.heartbeat, heartbeat::kActivitySeconds).c_str());
         r.idle_s = std::max(0.0, f.heartbeat_age_s) + in_activity;
       }
     } else {
@@ -149,27 +158,28 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
   if (json) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const RankStatus& r : s.ranks) {
-      ranks.push_back({{"rank", r.rank},
-                       {"node", r.host},
-                       {"pid", r.pid > 0 ? nlohmann::json(r.pid) : nlohmann::json(nullptr)},
-                       {"state", r.state},
-                       {"step", r.step.empty() ? nlohmann::json(nullptr)
-                                               : nlohmann::json(std::atoll(r.step.c_str()))},
-                       {"activity", r.activity},
-                       {"idle_s", r.idle_s < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.idle_s)},
-                       {"cpu_s", r.cpu_s < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.cpu_s)},
-                       {"last_line", r.last_line}});
+      ranks.push_back(
+          {{"rank", r.rank},
+           {"node", r.host},
+           {"pid", r.pid > 0 ? nlohmann::json(r.pid) : nlohmann::json(nullptr)},
+           {"state", r.state},
+           {"step",
+            r.step.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::atoll(r.step.c_str()))},
+           {"activity", r.activity},
+           {"idle_s", r.idle_s < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.idle_s)},
+           {"cpu_s", r.cpu_s < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.cpu_s)},
+           {"last_line", r.last_line}});
     }
-    nlohmann::json doc = {{"job", s.job},
-                          {"job_dir", s.job_dir},
-                          {"status", s.status},
-                          {"transport", s.transport},
-                          {"exit_code", s.exit_code < 0 ? nlohmann::json(nullptr)
-                                                        : nlohmann::json(s.exit_code)},
-                          {"stall_timeout_s", s.stall_timeout_s},
-                          {"stall_reports", s.stall_reports},
-                          {"node_errors", s.node_errors},
-                          {"ranks", ranks}};
+    nlohmann::json doc = {
+        {"job", s.job},
+        {"job_dir", s.job_dir},
+        {"status", s.status},
+        {"transport", s.transport},
+        {"exit_code", s.exit_code < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.exit_code)},
+        {"stall_timeout_s", s.stall_timeout_s},
+        {"stall_reports", s.stall_reports},
+        {"node_errors", s.node_errors},
+        {"ranks", ranks}};
     std::fprintf(out, "%s\n", doc.dump(2).c_str());
     return;
   }

@@ -19,11 +19,11 @@ struct StatusOptions {
 struct RankStatus {
   int rank = 0;
   std::string host;
-  int pid = 0;            // 0: not found (or the job ended)
-  std::string state;      // running, sleeping, stopped, ..., or how it ended
-  std::string step;       // dtrain-clip's step, "" when unknown
-  std::string activity;   // dtrain-clip's activity, "" when unknown
-  double idle_s = -1;     // seconds since its last progress (log written, heartbeat); -1 unknown
+  int pid = 0;           // 0: not found (or the job ended)
+  std::string state;     // running, sleeping, stopped, ..., or how it ended
+  std::string step;      // dtrain-clip's step, "" when unknown
+  std::string activity;  // dtrain-clip's activity, "" when unknown
+  double idle_s = -1;    // seconds since its last progress (log written, heartbeat); -1 unknown
   double cpu_s = -1;
   std::string last_line;
 };

@@ -21,8 +21,8 @@ struct RankProcess {
   std::string comm;
   std::string wchan;  // kernel function it sleeps in; "0" or "" when running or not shown
   std::string cmd;
-  double cpu_s = 0;                      // user + system
-  std::vector<std::string> stack_lines;  // py-spy dump, as printed
+  double cpu_s = 0;                                  // user + system
+  std::vector<std::string> stack_lines;              // py-spy dump, as printed
   std::map<std::string, std::string> frame_sources;  // "file:line" -> that source line
   std::string stack_error;                           // why there is no stack
 };
@@ -33,8 +33,8 @@ struct RankFacts {
   std::string host;
   std::vector<RankProcess> processes;  // main() first
   double cpu_s = 0;                    // all its processes together
-  // dtrain-clip's heartbeat (runtime/dist/heartbeat.h keys: step, activity, collective, ...) and how
-  // long ago its file was written, on the node's clock.
+  // dtrain-clip's heartbeat (runtime/dist/heartbeat.h keys: step, activity, collective, ...) and
+  // how long ago its file was written, on the node's clock.
   std::map<std::string, std::string> heartbeat;
   double heartbeat_age_s = -1;  // -1: no heartbeat file
 

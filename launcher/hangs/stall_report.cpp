@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "runtime/trace/heartbeat_vocabulary.h"
+
 namespace dtrain {
 namespace {
 
@@ -29,15 +31,16 @@ std::string Bytes(const std::string& bytes_text) {
 
 // "ALLREDUCE #812 (gradients: gradient buffer 2, 24 MiB)"
 std::string CollectiveName(const std::map<std::string, std::string>& hb) {
-  std::string what = Get(hb, "collective_what");
-  std::string detail = Get(hb, "collective_set");
+  std::string what = Get(hb, heartbeat::kCollectiveWhat);
+  std::string detail = Get(hb, heartbeat::kCollectiveSet);
   if (!what.empty()) detail += (detail.empty() ? "" : ": ") + what;
-  detail += (detail.empty() ? "" : ", ") + Bytes(Get(hb, "collective_bytes"));
-  return fmt::format("{} #{} ({})", Get(hb, "collective"), Get(hb, "collective_seq"), detail);
+  detail += (detail.empty() ? "" : ", ") + Bytes(Get(hb, heartbeat::kCollectiveBytes));
+  return fmt::format("{} #{} ({})", Get(hb, heartbeat::kCollective),
+                     Get(hb, heartbeat::kCollectiveSeq), detail);
 }
 
 bool Waiting(const RankView& r) {
-  return r.facts && Get(r.facts->heartbeat, "collective_state") == "waiting";
+  return r.facts && Get(r.facts->heartbeat, heartbeat::kCollectiveState) == heartbeat::kWaiting;
 }
 
 bool Stopped(const RankView& r) {
@@ -46,10 +49,13 @@ bool Stopped(const RankView& r) {
 }
 
 std::string KernelView(const RankProcess& p) {
-  static const std::map<char, const char*> kStates = {
-      {'R', "running"},       {'S', "sleeping"}, {'D', "in uninterruptible wait"},
-      {'T', "stopped"},       {'t', "stopped by a debugger"},
-      {'Z', "a zombie"},      {'I', "idle"}};
+  static const std::map<char, const char*> kStates = {{'R', "running"},
+                                                      {'S', "sleeping"},
+                                                      {'D', "in uninterruptible wait"},
+                                                      {'T', "stopped"},
+                                                      {'t', "stopped by a debugger"},
+                                                      {'Z', "a zombie"},
+                                                      {'I', "idle"}};
   auto state = kStates.find(p.state);
   std::string text = state == kStates.end() ? std::string(1, p.state) : state->second;
   if (!p.wchan.empty() && p.wchan != "0") text += " in " + p.wchan;
@@ -68,8 +74,9 @@ std::string Where(const RankView& r) {
     if (Waiting(r)) {
       where = "in " + CollectiveName(hb);
     } else {
-      where = fmt::format("{} at step {}", Get(hb, "activity"), Get(hb, "step"));
-      if (!Get(hb, "collective").empty()) where += "; last in " + CollectiveName(hb);
+      where =
+          fmt::format("{} at step {}", Get(hb, heartbeat::kActivity), Get(hb, heartbeat::kStep));
+      if (!Get(hb, heartbeat::kCollective).empty()) where += "; last in " + CollectiveName(hb);
     }
   } else if (!p.stack_lines.empty()) {
     where = InnermostFrame(p);
@@ -100,7 +107,7 @@ bool LiveWaiter(const RankView& r) {
 // The ranks a waiting rank found missing from its collective in the rendezvous store.
 std::vector<int> MissingOf(const RankView& r) {
   std::vector<int> missing;
-  const std::string text = Get(r.facts->heartbeat, "missing");
+  const std::string text = Get(r.facts->heartbeat, heartbeat::kMissing);
   for (size_t at = 0; at < text.size();) {
     missing.push_back(std::atoi(text.c_str() + at));
     at = text.find(',', at);
@@ -116,14 +123,16 @@ std::string NotEntered(const std::vector<RankView>& ranks, int m) {
   std::string text = fmt::format("; rank {} on {} has not entered it", m, r->host);
   if (r->facts && !r->facts->heartbeat.empty()) {
     const auto& mhb = r->facts->heartbeat;
-    text += fmt::format(": last activity {} at step {}, {:.0f} s ago", Get(mhb, "activity"),
-                        Get(mhb, "step"), r->idle_s);
+    text += fmt::format(": last activity {} at step {}, {:.0f} s ago",
+                        Get(mhb, heartbeat::kActivity), Get(mhb, heartbeat::kStep), r->idle_s);
   }
   if (Stopped(*r)) text += " (its process is stopped)";
   return text;
 }
 
-std::string WaitVerb(const std::vector<int>& ranks) { return ranks.size() == 1 ? "waits" : "wait"; }
+std::string WaitVerb(const std::vector<int>& ranks) {
+  return ranks.size() == 1 ? "waits" : "wait";
+}
 
 // dtrain-clip, from what live waiters found in the store: each waits for the ranks missing from
 // its collective; those that are not themselves live waiters (stopped, stuck outside any
@@ -165,8 +174,8 @@ bool FromHeartbeats(const std::vector<RankView>& ranks, Verdict& v) {
   std::map<std::string, std::vector<const RankView*>> groups;
   for (const RankView& r : ranks) {
     if (LiveWaiter(r)) {
-      groups[Get(r.facts->heartbeat, "collective_set") + "#" +
-             Get(r.facts->heartbeat, "collective_seq")]
+      groups[Get(r.facts->heartbeat, heartbeat::kCollectiveSet) + "#" +
+             Get(r.facts->heartbeat, heartbeat::kCollectiveSeq)]
           .push_back(&r);
     }
   }
@@ -205,8 +214,8 @@ bool FromStacks(const std::vector<RankView>& ranks, Verdict& v) {
     groups[InnermostFrame(*p)].push_back(r.rank);
   }
   if (groups.size() < 2) {
-    if (groups.size() == 1) v.summary = fmt::format("{} in {}", RanksWord(groups.begin()->second),
-                                                    groups.begin()->first);
+    if (groups.size() == 1)
+      v.summary = fmt::format("{} in {}", RanksWord(groups.begin()->second), groups.begin()->first);
     return false;
   }
   auto in_collective = [](const std::string& frame) {
@@ -227,9 +236,9 @@ bool FromStacks(const std::vector<RankView>& ranks, Verdict& v) {
   }
   std::vector<std::string> parts;
   for (const auto& [frame, members] : ordered) {
-    parts.push_back(members.size() > 1
-                        ? fmt::format("{} ranks ({}) in {}", members.size(), RankList(members), frame)
-                        : fmt::format("rank {} in {}", members.front(), frame));
+    parts.push_back(members.size() > 1 ? fmt::format("{} ranks ({}) in {}", members.size(),
+                                                     RankList(members), frame)
+                                       : fmt::format("rank {} in {}", members.front(), frame));
   }
   v.summary = fmt::format("{}", fmt::join(parts, "; "));
   std::sort(v.culprits.begin(), v.culprits.end());
@@ -249,7 +258,8 @@ void FromKernel(const std::vector<RankView>& ranks, Verdict& v) {
   if (v.summary.empty() && !v.culprits.empty()) {
     std::vector<std::string> parts;
     for (int c : v.culprits) {
-      auto r = std::find_if(ranks.begin(), ranks.end(), [c](const RankView& x) { return x.rank == c; });
+      auto r =
+          std::find_if(ranks.begin(), ranks.end(), [c](const RankView& x) { return x.rank == c; });
       parts.push_back(fmt::format("rank {} on {}: {}, no progress for {:.0f} s", c, r->host,
                                   Where(*r), r->idle_s));
     }

@@ -17,17 +17,17 @@ struct RankView {
   int rank = 0;
   std::string host;
   bool ended = false;
-  std::string exit;  // how it ended, when it did
+  std::string exit;   // how it ended, when it did
   double idle_s = 0;  // seconds since its last progress
   std::string last_line;
   std::optional<RankFacts> facts;  // absent: the probe did not find it
 };
 
 struct StallReport {
-  std::string text;              // the whole report, lines ending in '\n'
-  std::string summary;           // one line: who waits for whom
-  std::vector<int> culprits;     // the ranks the others wait for (best guess, never empty)
-  std::vector<int> stalled;      // ranks idle for at least the timeout
+  std::string text;           // the whole report, lines ending in '\n'
+  std::string summary;        // one line: who waits for whom
+  std::vector<int> culprits;  // the ranks the others wait for (best guess, never empty)
+  std::vector<int> stalled;   // ranks idle for at least the timeout
 };
 
 // `node_errors`: nodes the probe could not read (named in the report).

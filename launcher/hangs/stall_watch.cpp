@@ -11,6 +11,7 @@
 
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
+#include "runtime/trace/heartbeat_vocabulary.h"
 
 namespace dtrain {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 // CPU counts as progress above this share of one core (a process blocked in a collective
 // still wakes up now and then; a computing one uses a whole core).
 constexpr double kBusyShare = 0.05;
-constexpr double kMinCpuStep_s = 0.03;  // three clock ticks
+constexpr double kMinCpuStep_s = 0.03;   // three clock ticks
 constexpr double kProbeDeadline_s = 20;  // py-spy is given 10 s per process
 
 std::string Get(const std::map<std::string, std::string>& m, const std::string& key) {
@@ -69,14 +70,15 @@ void StallWatch::Observe(const ProbeResult& result, Clock::time_point now) {
     bool computing = true;
     if (!f.heartbeat.empty()) {
       p.has_heartbeat = true;
-      const std::string key = Get(f.heartbeat, "step") + "|" + Get(f.heartbeat, "activity") + "|" +
-                              Get(f.heartbeat, "collective_seq") + "|" +
-                              Get(f.heartbeat, "collective_state");
+      const std::string key = Get(f.heartbeat, heartbeat::kStep) + "|" +
+                              Get(f.heartbeat, heartbeat::kActivity) + "|" +
+                              Get(f.heartbeat, heartbeat::kCollectiveSeq) + "|" +
+                              Get(f.heartbeat, heartbeat::kCollectiveState);
       if (key != p.heartbeat_key) {
         p.heartbeat_key = key;
         p.last_progress = now;
       }
-      computing = Get(f.heartbeat, "collective_state") != "waiting";
+      computing = Get(f.heartbeat, heartbeat::kCollectiveState) != heartbeat::kWaiting;
     }
     const double dt = std::chrono::duration<double>(now - p.cpu_at).count();
     const double used = f.cpu_s - p.cpu_s;

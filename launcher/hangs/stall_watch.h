@@ -14,10 +14,10 @@
 #include <string>
 
 #include "launcher/cluster_spec.h"
-#include "launcher/job_record.h"
-#include "launcher/rank_plan.h"
 #include "launcher/hangs/rank_probe.h"
 #include "launcher/hangs/stall_report.h"
+#include "launcher/job_record.h"
+#include "launcher/rank_plan.h"
 
 namespace dtrain {
 

@@ -71,7 +71,8 @@ std::vector<std::string> Words(const std::string& line, bool& bad_quote) {
 
 // A pattern list (a Host line's words, or a Match criterion's comma-separated list): any
 // positive match and no negated match.
-bool PatternsMatch(const std::vector<std::string>& patterns, size_t first, const std::string& host) {
+bool PatternsMatch(const std::vector<std::string>& patterns, size_t first,
+                   const std::string& host) {
   bool matched = false;
   for (size_t i = first; i < patterns.size(); ++i) {
     const std::string& p = patterns[i];
@@ -147,7 +148,8 @@ class ConfigReader {
         } else if (criterion == "originalhost") {
           holds = PatternListMatches(list, host_);
         } else if (criterion == "user") {
-          holds = PatternListMatches(list, !user_.empty() ? user_ : out_.user.value_or(LocalUser()));
+          holds =
+              PatternListMatches(list, !user_.empty() ? user_ : out_.user.value_or(LocalUser()));
         } else if (criterion == "localuser") {
           holds = PatternListMatches(list, LocalUser());
         }
@@ -215,7 +217,8 @@ class ConfigReader {
       char* end = nullptr;
       const long seconds = std::strtol(value.c_str(), &end, 10);
       if (*end || seconds < 1) {
-        throw Error(fmt::format("{}: ConnectTimeout: expected seconds >= 1, got '{}'", where, value));
+        throw Error(
+            fmt::format("{}: ConnectTimeout: expected seconds >= 1, got '{}'", where, value));
       }
       Set(out_.connect_timeout_s, static_cast<int>(seconds));
     } else if (key == "proxyjump") {
@@ -255,14 +258,30 @@ std::string ExpandTokens(const std::string& text, const SshTarget& target,
       continue;
     }
     switch (text[++i]) {
-      case 'h': out += original_host; break;
-      case 'n': out += original_host; break;
-      case 'p': out += std::to_string(target.port); break;
-      case 'r': out += target.user.empty() ? LocalUser() : target.user; break;
-      case 'u': out += LocalUser(); break;
-      case 'd': out += ExpandHome("~"); break;
-      case '%': out += '%'; break;
-      default: out += '%'; out += text[i];
+      case 'h':
+        out += original_host;
+        break;
+      case 'n':
+        out += original_host;
+        break;
+      case 'p':
+        out += std::to_string(target.port);
+        break;
+      case 'r':
+        out += target.user.empty() ? LocalUser() : target.user;
+        break;
+      case 'u':
+        out += LocalUser();
+        break;
+      case 'd':
+        out += ExpandHome("~");
+        break;
+      case '%':
+        out += '%';
+        break;
+      default:
+        out += '%';
+        out += text[i];
     }
   }
   return ExpandHome(out);
@@ -285,7 +304,8 @@ std::vector<JumpSpec> ParseJumps(const std::string& list, const std::string& whe
       jump.user = item.substr(0, at);
       item = item.substr(at + 1);
     }
-    if (auto colon = item.rfind(':'); colon != std::string::npos && item.find(']') == std::string::npos) {
+    if (auto colon = item.rfind(':');
+        colon != std::string::npos && item.find(']') == std::string::npos) {
       char* end = nullptr;
       const long port = std::strtol(item.c_str() + colon + 1, &end, 10);
       if (*end || port < 1 || port > 65535) {
@@ -294,7 +314,8 @@ std::vector<JumpSpec> ParseJumps(const std::string& list, const std::string& whe
       jump.port = static_cast<int>(port);
       item = item.substr(0, colon);
     }
-    if (item.size() > 2 && item.front() == '[' && item.back() == ']') item = item.substr(1, item.size() - 2);
+    if (item.size() > 2 && item.front() == '[' && item.back() == ']')
+      item = item.substr(1, item.size() - 2);
     if (item.empty()) {
       throw Error(fmt::format("{}: expected [user@]host[:port][,...], got '{}'", where, list));
     }
@@ -310,8 +331,8 @@ HostKeyPolicy PolicyFrom(const std::string& strict, const std::string& where) {
   // accept unknown keys only (as accept-new).
   if (strict == "yes" || strict == "ask") return HostKeyPolicy::kStrict;
   if (strict == "accept-new" || strict == "no" || strict == "off") return HostKeyPolicy::kAcceptNew;
-  throw Error(fmt::format("{}: StrictHostKeyChecking: expected yes, ask, accept-new or no, got '{}'",
-                          where, strict));
+  throw Error(fmt::format(
+      "{}: StrictHostKeyChecking: expected yes, ask, accept-new or no, got '{}'", where, strict));
 }
 
 // The target for `name` with config settings applied under the cluster file's explicit keys.
@@ -324,17 +345,17 @@ SshTarget Resolve(const std::string& name, const std::string& explicit_address,
   t.name = name;
   t.port = options.port_given ? options.port : config.port.value_or(options.port);
   t.user = !options.user.empty() ? options.user : config.user.value_or("");
-  t.address = !explicit_address.empty()
-                  ? explicit_address
-                  : config.hostname ? ExpandTokens(*config.hostname, t, name) : name;
+  t.address = !explicit_address.empty() ? explicit_address
+              : config.hostname         ? ExpandTokens(*config.hostname, t, name)
+                                        : name;
   if (!options.identity_file.empty()) t.identity_files.push_back(ExpandHome(options.identity_file));
   for (const std::string& file : config.identity_files) {
     t.identity_files.push_back(ExpandTokens(file, t, name));
   }
   t.identities_only = config.identities_only.value_or(false);
   t.known_hosts = !options.known_hosts.empty() ? ExpandHome(options.known_hosts)
-                  : config.known_hosts      ? ExpandTokens(*config.known_hosts, t, name)
-                                            : ExpandHome("~/.ssh/known_hosts");
+                  : config.known_hosts         ? ExpandTokens(*config.known_hosts, t, name)
+                                               : ExpandHome("~/.ssh/known_hosts");
   t.host_key_policy = options.host_key_policy;
   if (!options.host_key_policy_given && config.strict_checking) {
     t.host_key_policy = PolicyFrom(*config.strict_checking, config_path + ": host " + name);

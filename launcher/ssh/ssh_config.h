@@ -19,7 +19,7 @@ struct SshHostSettings {
   std::optional<int> port;
   std::vector<std::string> identity_files;  // every IdentityFile line that applies, in order
   std::optional<bool> identities_only;
-  std::optional<std::string> known_hosts;     // the first UserKnownHostsFile entry
+  std::optional<std::string> known_hosts;      // the first UserKnownHostsFile entry
   std::optional<std::string> strict_checking;  // StrictHostKeyChecking as written, lower case
   std::optional<int> connect_timeout_s;
   std::optional<std::string> proxy_jump;  // as written; "none" kept as "none"
@@ -42,7 +42,7 @@ struct SshTarget {
   std::string name;           // the node's (or bastion's) name as written
   std::string address;        // what to connect to (seen from the last bastion, if any)
   int port = 22;
-  std::string user;  // "" = the current user
+  std::string user;                         // "" = the current user
   std::vector<std::string> identity_files;  // explicit ones, tried before the agent
   bool identities_only = false;             // no agent, no default ~/.ssh/id_* keys
   std::string known_hosts;                  // expanded path

@@ -23,8 +23,8 @@ void Octal(char* field, size_t width, uint64_t value) {
   std::memcpy(field, text.data(), std::min(text.size(), width - 1));
 }
 
-std::string Header(const std::string& name, uint64_t size, int64_t mtime, unsigned mode,
-                   char type, const std::string& link_target = "") {
+std::string Header(const std::string& name, uint64_t size, int64_t mtime, unsigned mode, char type,
+                   const std::string& link_target = "") {
   char block[kBlock] = {};
   std::memcpy(block, name.data(), std::min<size_t>(name.size(), 100));
   std::memcpy(block + 157, link_target.data(), std::min<size_t>(link_target.size(), 100));
@@ -35,7 +35,10 @@ std::string Header(const std::string& name, uint64_t size, int64_t mtime, unsign
   Octal(block + 136, 12, mtime > 0 ? static_cast<uint64_t>(mtime) : 0);
   std::memset(block + 148, ' ', 8);
   block[156] = type;
-  std::memcpy(block + 257, "ustar\0" "00", 8);
+  std::memcpy(block + 257,
+              "ustar\0"
+              "00",
+              8);
   unsigned sum = 0;
   for (unsigned char c : block) sum += c;
   std::string check = fmt::format("{:06o}", sum);
@@ -143,7 +146,8 @@ bool TarStream::Next(std::string& out, size_t max) {
     }
     if (data_left_ > 0) {
       const TarEntry& e = entries_[index_];
-      const size_t want = static_cast<size_t>(std::min<uint64_t>(data_left_, max - (out.size() - start)));
+      const size_t want =
+          static_cast<size_t>(std::min<uint64_t>(data_left_, max - (out.size() - start)));
       const size_t at = out.size();
       out.resize(at + want);
       size_t got = 0;
@@ -153,7 +157,8 @@ bool TarStream::Next(std::string& out, size_t max) {
       } else if (fd_ >= 0) {
         const ssize_t n = ::read(fd_, out.data() + at, want);
         if (n > 0) got = static_cast<size_t>(n);
-        if (digest_ && n > 0) EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(digest_), out.data() + at, n);
+        if (digest_ && n > 0)
+          EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(digest_), out.data() + at, n);
       }
       if (got == 0) {  // the file shrank or cannot be read: zeros keep the archive whole
         std::memset(out.data() + at, 0, want);

@@ -19,11 +19,11 @@ namespace dtrain {
 using ContentHashes = std::map<std::string, std::string>;
 
 struct TarEntry {
-  std::string name;      // path inside the archive ("a/b.py")
-  std::string source;    // file to read; "" = `data`
-  std::string data;      // contents when there is no source
-  uint64_t size = 0;     // bytes the archive promises (a file that shrank is padded with zeros)
-  int64_t mtime = 0;     // seconds since the epoch
+  std::string name;    // path inside the archive ("a/b.py")
+  std::string source;  // file to read; "" = `data`
+  std::string data;    // contents when there is no source
+  uint64_t size = 0;   // bytes the archive promises (a file that shrank is padded with zeros)
+  int64_t mtime = 0;   // seconds since the epoch
   unsigned mode = 0644;
   std::string link_target;  // non-empty: a symbolic link to this (no data, size 0)
 };
@@ -49,7 +49,7 @@ class TarStream : public StdinSource {
   std::function<std::vector<TarEntry>()> finish_;
   bool finished_ = false;
   size_t index_ = 0;
-  bool begun_ = false;  // entries_[index_]'s header was made
+  bool begun_ = false;      // entries_[index_]'s header was made
   std::string header_;      // pending header (and padding) bytes
   uint64_t data_left_ = 0;  // of the current entry
   uint64_t padding_ = 0;

@@ -10,13 +10,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
 #include <climits>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -109,7 +109,8 @@ void Scan(const std::string& root, const std::string& relative, const std::strin
   const std::string dir = relative.empty() ? root : root + "/" + relative;
   ignore.ReadFolder(dir, relative);
   DIR* d = opendir(dir.c_str());
-  if (!d) throw Error(fmt::format("{}: cannot read the folder to sync: {}", dir, std::strerror(errno)));
+  if (!d)
+    throw Error(fmt::format("{}: cannot read the folder to sync: {}", dir, std::strerror(errno)));
   std::vector<std::string> names;
   while (dirent* e = readdir(d)) {
     if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) names.push_back(e->d_name);
@@ -125,8 +126,12 @@ void Scan(const std::string& root, const std::string& relative, const std::strin
       if (full == exclude || ignore.Ignored(rel, true)) continue;
       Scan(root, rel, exclude, ignore, out);
     } else if ((S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && !ignore.Ignored(rel, false)) {
-      LocalFile f{rel, full, static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec,
-                  static_cast<unsigned>(st.st_mode & 07777), ""};
+      LocalFile f{rel,
+                  full,
+                  static_cast<uint64_t>(st.st_size),
+                  st.st_mtim.tv_sec,
+                  static_cast<unsigned>(st.st_mode & 07777),
+                  ""};
       if (S_ISLNK(st.st_mode)) {
         std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
         const ssize_t n = ::readlink(full.c_str(), target.data(), target.size());
@@ -198,7 +203,9 @@ NodeState ParseListing(const std::string& out) {
   return state;
 }
 
-std::string Megabytes(uint64_t bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
+std::string Megabytes(uint64_t bytes) {
+  return fmt::format("{:.1f} MB", bytes / 1e6);
+}
 
 // The probe that tells shared storage apart: created here, looked for on every node.
 class ProbeFile {
@@ -228,9 +235,10 @@ bool SyncReport::ok() const {
 
 SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
   if (spec.transport != TransportKind::kSsh) {
-    throw UsageError(fmt::format("sync: the cluster is transport {}, whose nodes are this machine "
-                                 "or reach their files through Slurm; sync is for ssh clusters",
-                                 TransportName(spec.transport)));
+    throw UsageError(
+        fmt::format("sync: the cluster is transport {}, whose nodes are this machine "
+                    "or reach their files through Slurm; sync is for ssh clusters",
+                    TransportName(spec.transport)));
   }
   SyncReport report;
   report.destination = !options.destination.empty() ? options.destination
@@ -283,9 +291,10 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
     NodeSyncResult& result = report.nodes[i];
     const ExitStatus& status = listed.exits[static_cast<int>(i)];
     if (!status.ok()) {
-      result.error = !status.error.empty() ? status.error
-                     : fmt::format("listing {} failed ({}): {}", report.destination,
-                                   status.Describe(), listed.err[static_cast<int>(i)]);
+      result.error = !status.error.empty()
+                         ? status.error
+                         : fmt::format("listing {} failed ({}): {}", report.destination,
+                                       status.Describe(), listed.err[static_cast<int>(i)]);
       continue;
     }
     NodeState state = ParseListing(listed.out[static_cast<int>(i)]);
@@ -301,8 +310,8 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
         const RemoteFile& r = there->second;
         auto known = state.manifest.find(f.path);
         const bool same_stat = r.size == f.size && r.mtime == f.mtime;
-        const bool known_content = known != state.manifest.end() &&
-                                   known->second.size == r.size && known->second.mtime == r.mtime;
+        const bool known_content = known != state.manifest.end() && known->second.size == r.size &&
+                                   known->second.mtime == r.mtime;
         if (same_stat) {
           kept[f.path] = {known_content ? known->second.hash : "-", r.size, r.mtime};
           ++result.files_unchanged;
@@ -333,8 +342,9 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
       for (const LocalFile& f : local) {
         auto k = kept.find(f.path);
         if (k != kept.end()) {
-          manifest += fmt::format("{} {} {} {}", k->second.hash, k->second.size, k->second.mtime,
-                                  f.path) + '\0';
+          manifest +=
+              fmt::format("{} {} {} {}", k->second.hash, k->second.size, k->second.mtime, f.path) +
+              '\0';
         } else {
           auto h = hashes->find(f.path);
           const std::string hash = h != hashes->end() && !h->second.empty() ? h->second : "-";
@@ -343,7 +353,8 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
       }
       const int64_t now = static_cast<int64_t>(::time(nullptr));
       std::vector<TarEntry> out;
-      if (!deletions.empty()) out.push_back({kDeleteList, "", deletions, deletions.size(), now, 0644});
+      if (!deletions.empty())
+        out.push_back({kDeleteList, "", deletions, deletions.size(), now, 0644});
       out.push_back({kManifest, "", manifest, manifest.size(), now, 0644});
       return out;
     };
@@ -352,8 +363,9 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
     ProcessSpec p;
     p.id = static_cast<int>(i);
     p.node_index = p.id;
-    p.argv = {"/bin/sh", "-c", kReceiveScript, "dtrain-sync", report.destination,
-              fmt::format(".dtrain-sync-stage.{}", ::getpid())};
+    p.argv = {"/bin/sh",          "-c",
+              kReceiveScript,     "dtrain-sync",
+              report.destination, fmt::format(".dtrain-sync-stage.{}", ::getpid())};
     p.stdin_source = stream;
     sends.push_back(p);
   }
@@ -370,7 +382,8 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
       uint64_t given = 0;
       for (const auto& [id, s] : streams) given += s->bytes_given();
       std::fprintf(stderr, "\rdtrain: sync: %zu of %zu node(s) done, %s of %s   ",
-                   sent.exits.size(), sends.size(), Megabytes(std::min(given, total_to_send)).c_str(),
+                   sent.exits.size(), sends.size(),
+                   Megabytes(std::min(given, total_to_send)).c_str(),
                    Megabytes(total_to_send).c_str());
     }
     if (options.progress) std::fputs("\r\033[K", stderr);
@@ -388,8 +401,10 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
                          : fmt::format("writing into {} failed ({}){}{}", report.destination,
                                        status.Describe(), said.empty() ? "" : ": ", said);
     } else if (!streams[p.id]->read_error().empty()) {
-      result.error = fmt::format("cannot read {} here; it was sent as zeros and goes again next "
-                                 "sync", streams[p.id]->read_error());
+      result.error = fmt::format(
+          "cannot read {} here; it was sent as zeros and goes again next "
+          "sync",
+          streams[p.id]->read_error());
     }
   }
   for (NodeSyncResult& r : report.nodes) {
@@ -405,12 +420,12 @@ std::string DescribeSync(const SyncReport& report) {
       text += fmt::format("dtrain: sync {}: FAILED: {}; fix it and run `dtrain sync` again\n",
                           n.node, n.error);
     } else if (n.shared) {
-      text += fmt::format("dtrain: sync {}: shares {} with this machine: nothing to copy\n",
-                          n.node, report.destination);
+      text += fmt::format("dtrain: sync {}: shares {} with this machine: nothing to copy\n", n.node,
+                          report.destination);
     } else {
-      text += fmt::format("dtrain: sync {}: {} file(s), {} sent, {} deleted, {} unchanged ({:.1f} s)\n",
-                          n.node, n.files_sent, Megabytes(n.bytes_sent), n.files_deleted,
-                          n.files_unchanged, n.seconds);
+      text += fmt::format(
+          "dtrain: sync {}: {} file(s), {} sent, {} deleted, {} unchanged ({:.1f} s)\n", n.node,
+          n.files_sent, Megabytes(n.bytes_sent), n.files_deleted, n.files_unchanged, n.seconds);
     }
   }
   return text;

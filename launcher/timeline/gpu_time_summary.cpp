@@ -56,14 +56,16 @@ std::string GpuTable(const GpuTimeSummary& summary) {
   };
   for (const RankGpuTime& r : summary.ranks) {
     const GpuTime& g = r.gpu;
-    out += fmt::format("{:>5}  {:<12} {:>9.1f} {:>16} {:>16} {:>16} {:>16} {:>9}\n", r.rank,
-                       r.host.empty() ? "-" : r.host, g.span_ms, cell(g.compute_ms, g.span_ms),
-                       cell(g.communication_ms, g.span_ms), cell(g.memcpy_ms, g.span_ms),
-                       cell(g.idle_ms, g.span_ms),
-                       g.overlap_pct < 0 ? std::string("-") : fmt::format("{:.1f}%", g.overlap_pct));
+    out +=
+        fmt::format("{:>5}  {:<12} {:>9.1f} {:>16} {:>16} {:>16} {:>16} {:>9}\n", r.rank,
+                    r.host.empty() ? "-" : r.host, g.span_ms, cell(g.compute_ms, g.span_ms),
+                    cell(g.communication_ms, g.span_ms), cell(g.memcpy_ms, g.span_ms),
+                    cell(g.idle_ms, g.span_ms),
+                    g.overlap_pct < 0 ? std::string("-") : fmt::format("{:.1f}%", g.overlap_pct));
   }
-  out += "(communication: NCCL kernels not hidden behind compute; overlap: the share of them that "
-         "is)\n";
+  out +=
+      "(communication: NCCL kernels not hidden behind compute; overlap: the share of them that "
+      "is)\n";
   return out;
 }
 
@@ -98,8 +100,8 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
     state.last_profiler_step_us = std::max(state.last_profiler_step_us, event.ts_us);
   }
   if (event.cat == "user_annotation") {
-    const bool step = step_name_.empty() ? event.name.rfind("ProfilerStep#", 0) == 0
-                                         : event.name == step_name_;
+    const bool step =
+        step_name_.empty() ? event.name.rfind("ProfilerStep#", 0) == 0 : event.name == step_name_;
     if (step) state.steps.push_back(Span{event.ts_us, end, Intern(event.name)});
   }
   if (IsCollectiveAnnotation(event.cat, event.name)) {
@@ -137,8 +139,7 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state) {
     ++out.activities;
   }
   std::vector<Activity>().swap(state.activities);
-  std::sort(edges.begin(), edges.end(),
-            [](const Edge& a, const Edge& b) { return a.ts < b.ts; });
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.ts < b.ts; });
   std::vector<Segment> segments;
   int open[4] = {0, 0, 0, 0};
   double us[5] = {0, 0, 0, 0, 0};  // by kind, then idle
@@ -247,7 +248,8 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
     s.collectives_last += 1;
     s.total_late_ms += late_ms;
     s.max_late_ms = std::max(s.max_late_ms, late_ms);
-    ordered.push_back({first, CollectiveArrival{names_[key.first], key.second, last_rank, late_ms}});
+    ordered.push_back(
+        {first, CollectiveArrival{names_[key.first], key.second, last_rank, late_ms}});
   }
   std::sort(ordered.begin(), ordered.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -268,8 +270,9 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
 std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
   bool any_gpu = false;
   for (const RankGpuTime& r : summary.ranks) any_gpu = any_gpu || r.gpu.span_ms > 0;
-  std::string out = any_gpu ? "GPU time per rank (PyTorch profiler traces; % of the rank's GPU span)\n"
-                            : "GPU time: none recorded (PyTorch traces of CPU activity only)\n";
+  std::string out = any_gpu
+                        ? "GPU time per rank (PyTorch profiler traces; % of the rank's GPU span)\n"
+                        : "GPU time: none recorded (PyTorch traces of CPU activity only)\n";
   if (any_gpu) out += GpuTable(summary);
   bool any_steps = false;
   for (const RankGpuTime& r : summary.ranks) any_steps = any_steps || !r.steps.empty();
@@ -278,7 +281,8 @@ std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
     for (const RankGpuTime& r : summary.ranks) {
       out += fmt::format("  rank {}:", r.rank);
       for (const GpuStep& s : r.steps) {
-        out += fmt::format("  {:.1f} ({:.0f}%)", s.duration_ms, Percent(s.gpu_busy_ms, s.duration_ms));
+        out +=
+            fmt::format("  {:.1f} ({:.0f}%)", s.duration_ms, Percent(s.gpu_busy_ms, s.duration_ms));
       }
       out += '\n';
     }
@@ -295,10 +299,11 @@ std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
     out += fmt::format("\nStragglers: of {} collectives matched across ranks, the last to arrive\n",
                        summary.collectives.size());
     for (const Straggler& s : summary.stragglers) {
-      out += fmt::format("  rank {}: last at {} of {} ({:.0f}%), {:.2f} ms late in all, "
-                         "{:.2f} ms at most\n",
-                         s.rank, s.collectives_last, s.collectives,
-                         Percent(s.collectives_last, s.collectives), s.total_late_ms, s.max_late_ms);
+      out += fmt::format(
+          "  rank {}: last at {} of {} ({:.0f}%), {:.2f} ms late in all, "
+          "{:.2f} ms at most\n",
+          s.rank, s.collectives_last, s.collectives, Percent(s.collectives_last, s.collectives),
+          s.total_late_ms, s.max_late_ms);
     }
   }
   return out;

@@ -76,11 +76,11 @@ struct Straggler {
 };
 
 struct GpuTimeSummary {
-  std::vector<RankGpuTime> ranks;  // by rank; PyTorch traces only
-  std::vector<KernelTotal> top_kernels;  // most total time first, at most kTopKernels
+  std::vector<RankGpuTime> ranks;              // by rank; PyTorch traces only
+  std::vector<KernelTotal> top_kernels;        // most total time first, at most kTopKernels
   std::vector<CollectiveArrival> collectives;  // in order of first arrival
-  std::vector<Straggler> stragglers;  // most often last first
-  std::string step_name;              // what a step is
+  std::vector<Straggler> stragglers;           // most often last first
+  std::string step_name;                       // what a step is
   static constexpr size_t kTopKernels = 10;
 };
 

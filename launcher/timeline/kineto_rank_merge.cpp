@@ -37,9 +37,10 @@ class KinetoRankMerger {
     std::string text;
     while (reader.NextText(text)) Take(reader, text);
     if (reader.truncated()) {
-      throw Error(fmt::format("{} (a PyTorch profiler trace is written whole: this file is "
-                              "damaged; export it again)",
-                              reader.truncation_note()));
+      throw Error(
+          fmt::format("{} (a PyTorch profiler trace is written whole: this file is "
+                      "damaged; export it again)",
+                      reader.truncation_note()));
     }
   }
 
@@ -129,8 +130,8 @@ class KinetoRankMerger {
       }
     }
     name_ = record_.String("name");
-    observer_(KinetoEvent{info_.rank, cat, name_, ts, record_.Number("dur", 0), stream,
-                          correlation});
+    observer_(
+        KinetoEvent{info_.rank, cat, name_, ts, record_.Number("dur", 0), stream, correlation});
   }
 
   void AddField(std::string_view key, std::string_view value) {

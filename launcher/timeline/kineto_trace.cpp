@@ -54,8 +54,8 @@ KinetoTraceInfo ReadKinetoHeader(const std::string& path, const nlohmann::json& 
     info.rank = IntMember(path, *dist, "rank", "distributedInfo");
     info.world_size = IntMember(path, *dist, "world_size", "distributedInfo");
     if (info.rank >= 0 && info.world_size > 0 && info.rank >= info.world_size) {
-      throw Error(fmt::format("{}: distributedInfo says rank {} of world size {}", path,
-                              info.rank, info.world_size));
+      throw Error(fmt::format("{}: distributedInfo says rank {} of world size {}", path, info.rank,
+                              info.world_size));
     }
     if (auto backend = dist->find("backend"); backend != dist->end() && backend->is_string()) {
       info.backend = backend->get<std::string>();

@@ -19,9 +19,9 @@ constexpr int kKinetoSchemaVersion = 1;
 // What a Kineto trace's header says about its rank and clock.
 struct KinetoTraceInfo {
   int schema_version = 0;
-  int rank = -1;         // distributedInfo.rank; -1 when the job was not distributed
-  int world_size = 0;    // distributedInfo.world_size
-  std::string backend;   // distributedInfo.backend (nccl, gloo, ...)
+  int rank = -1;             // distributedInfo.rank; -1 when the job was not distributed
+  int world_size = 0;        // distributedInfo.world_size
+  std::string backend;       // distributedInfo.backend (nccl, gloo, ...)
   int64_t base_time_ns = 0;  // baseTimeNanoseconds: Unix time of ts 0, in ns
 };
 
@@ -49,10 +49,10 @@ struct KinetoEvent {
   int rank;
   std::string_view cat;
   std::string_view name;
-  double ts_us;          // merged clock
-  double dur_us;         // 'X' events; 0 otherwise
-  int64_t stream;        // args.stream: GPU activity; -1 on the CPU side
-  int64_t correlation;   // args.correlation (a launch and its GPU activity share it); -1: none
+  double ts_us;         // merged clock
+  double dur_us;        // 'X' events; 0 otherwise
+  int64_t stream;       // args.stream: GPU activity; -1 on the CPU side
+  int64_t correlation;  // args.correlation (a launch and its GPU activity share it); -1: none
 };
 using KinetoEventObserver = std::function<void(const KinetoEvent&)>;
 

@@ -106,10 +106,10 @@ void AssignRanks(std::vector<RankTraceInfo>& ranks, std::vector<std::string>& wa
   for (const RankTraceInfo& info : ranks) {
     if (!info.kineto) continue;
     if (info.world_size > 0 && sized && sized->world_size != info.world_size) {
-      throw Error(fmt::format("{}: rank {} of world size {}, but {} is rank {} of world size {}: "
-                              "traces of different jobs?",
-                              info.path, info.rank, info.world_size, sized->path, sized->rank,
-                              sized->world_size));
+      throw Error(fmt::format(
+          "{}: rank {} of world size {}, but {} is rank {} of world size {}: "
+          "traces of different jobs?",
+          info.path, info.rank, info.world_size, sized->path, sized->rank, sized->world_size));
     }
     if (info.world_size > 0) sized = &info;
     if (info.rank < 0) continue;
@@ -214,8 +214,7 @@ class RankMerger {
   }
 
   // The rank's process: its name, its clock, its place (also for a rank's PyTorch trace).
-  static void WriteProcessHeader(const RankTraceInfo& info, MergedTraceFile& out,
-                                 int64_t base_us) {
+  static void WriteProcessHeader(const RankTraceInfo& info, MergedTraceFile& out, int64_t base_us) {
     std::string label = info.host.empty() ? fmt::format("rank {}", info.rank)
                                           : fmt::format("rank {} ({})", info.rank, info.host);
     json args = {{trace::kArgName, label}, {trace::kArgStartTime, base_us}};
@@ -231,7 +230,6 @@ class RankMerger {
   }
 
  private:
-
   void NameThread(int tid, const std::string& name) {
     ThreadState& thread = threads_[tid];
     if (thread.named && thread.name == name) return;
@@ -353,7 +351,10 @@ class RankMerger {
     for (auto& [tid, thread] : threads_) {
       for (; thread.open_unnamed > 0; --thread.open_unnamed, ++closed) {
         const std::string& unnamed = kUnnamedSpan;
-        Emit({{"ph", "E"}, {"ts", rank_last_ts_}, {"pid", info_.rank}, {"tid", tid},
+        Emit({{"ph", "E"},
+              {"ts", rank_last_ts_},
+              {"pid", info_.rank},
+              {"tid", tid},
               {"args", {{"closed_by_merge", true}}}},
              tid, 'E', unnamed, rank_last_ts_);
       }

@@ -63,9 +63,10 @@ std::vector<std::string> SkippedTraceEntries(const std::string& job_dir) {
     const bool trace_name = name.find(".json") != std::string::npos && name[0] != '.';
     std::error_code type_ec;
     if (trace_name && !entry.is_regular_file(type_ec)) {
-      notes.push_back(fmt::format("{}: not a regular file (a link to a device, or dangling?); "
-                                  "skipped",
-                                  entry.path().string()));
+      notes.push_back(
+          fmt::format("{}: not a regular file (a link to a device, or dangling?); "
+                      "skipped",
+                      entry.path().string()));
     }
   }
   return notes;
@@ -79,9 +80,10 @@ std::vector<std::string> MissingRankTraces(const JobSummary& job, const MergeRes
   for (const RankTraceInfo& info : merge.ranks) merged.insert(info.rank);
   for (const auto& [rank, trace] : job.rank_traces) {
     if (!merged.count(rank)) {
-      notes.push_back(fmt::format("rank {}: no trace ({} is missing or unreadable); merged "
-                                  "{} of {} ranks",
-                                  rank, trace, merged.size(), job.rank_traces.size()));
+      notes.push_back(
+          fmt::format("rank {}: no trace ({} is missing or unreadable); merged "
+                      "{} of {} ranks",
+                      rank, trace, merged.size(), job.rank_traces.size()));
     }
   }
   return notes;
@@ -103,8 +105,8 @@ std::vector<std::string> JobTraceFiles(const std::string& job_dir) {
   auto is_trace = [](const fs::path& path) {
     const std::string name = path.filename().string();
     auto ends = [&name](const std::string& tail) {
-      return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(),
-                                                       tail) == 0;
+      return name.size() > tail.size() &&
+             name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
     };
     return name[0] != '.' && (ends(".json") || ends(".json.gz"));
   };

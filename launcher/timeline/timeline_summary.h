@@ -74,14 +74,14 @@ class TimelineSummaryBuilder {
   struct OpenStack {
     static constexpr size_t kMaxOpenSpans = 4096;
     std::vector<OpenSpan> spans;
-    int fused_open = 0;       // spans in `spans` counted as fused allreduces
-    uint64_t overflow = 0;    // 'B' records past kMaxOpenSpans not yet closed
+    int fused_open = 0;     // spans in `spans` counted as fused allreduces
+    uint64_t overflow = 0;  // 'B' records past kMaxOpenSpans not yet closed
   };
   // The sweep over one rank's events.
   struct RankState {
     RankTime time;
     std::map<int, OpenStack> open;  // by thread
-    int counts[3] = {0, 0, 0};                  // threads whose innermost span is of each kind
+    int counts[3] = {0, 0, 0};      // threads whose innermost span is of each kind
     bool started = false;
     int64_t first_us = 0;
     int64_t last_us = 0;

@@ -121,8 +121,9 @@ class TraceDownloads : public TransportEvents {
     } else if (!status.error.empty()) {
       unreachable_[status.error].push_back(t.rank);  // one warning per node, below
     } else if (status.signal == 0 && status.code == kMissing) {
-      if (t.warn_missing) Warn(t,
-           fmt::format("{}: no file {} (did the rank start and write a trace?)", t.node, t.remote));
+      if (t.warn_missing)
+        Warn(t, fmt::format("{}: no file {} (did the rank start and write a trace?)", t.node,
+                            t.remote));
     } else {
       std::string said = MessageIn(t.temp);
       Warn(t, fmt::format("{}: reading {} failed ({}){}{}", t.node, t.remote, status.Describe(),
@@ -210,8 +211,7 @@ TraceFetchReport FetchRankFiles(const std::string& job_dir, const JobSummary& jo
                                 const std::string& cluster_file,
                                 const std::map<int, std::string>& remote_files,
                                 const std::string& folder, const std::string& extension,
-                                const std::string& what, bool warn_missing,
-                                const SshOptions* ssh) {
+                                const std::string& what, bool warn_missing, const SshOptions* ssh) {
   TraceFetchReport report;
   if (job.transport != "ssh" || remote_files.empty()) return report;
   ClusterSpec spec;
@@ -282,8 +282,8 @@ TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary&
 
 TraceFetchReport FetchRemoteMetrics(const std::string& job_dir, const JobSummary& job,
                                     const std::string& cluster_file, const SshOptions* ssh) {
-  return FetchRankFiles(job_dir, job, cluster_file, job.rank_metrics, "metrics", "jsonl",
-                        "metrics", false, ssh);
+  return FetchRankFiles(job_dir, job, cluster_file, job.rank_metrics, "metrics", "jsonl", "metrics",
+                        false, ssh);
 }
 
 }  // namespace dtrain

@@ -1,7 +1,7 @@
 // Reads a Chrome trace-event file one record at a time, so a trace of any size needs only the
-// memory of its largest record. Both of Chrome's forms: a JSON array ("[ {...}, {...} ]", dtrain-clip
-// and Horovod) and a JSON object whose "traceEvents" member holds the array (PyTorch's Kineto
-// traces); the object's other members are its header(). Plain or gzip-compressed (.json.gz).
+// memory of its largest record. Both of Chrome's forms: a JSON array ("[ {...}, {...} ]",
+// dtrain-clip and Horovod) and a JSON object whose "traceEvents" member holds the array (PyTorch's
+// Kineto traces); the object's other members are its header(). Plain or gzip-compressed (.json.gz).
 // A file cut short (a killed writer) ends the records early and is reported by truncated(); a
 // missing closing ']' is not (Horovod's older writers never close the array).
 #pragma once

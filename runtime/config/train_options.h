@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/data/data_source.h"
 #include "runtime/config/model_config.h"
+#include "runtime/data/data_source.h"
 
 namespace dtrain::clip {
 
@@ -66,7 +66,7 @@ struct TrainOptions {
   double fusion_threshold_mb = -1;  // -1: HOROVOD_FUSION_THRESHOLD or the default
   double cycle_time_ms = -1;        // -1: HOROVOD_CYCLE_TIME or the default
   bool hierarchical_allreduce = false;
-  bool timeline = false;  // --timeline (or DTRAIN_TIMELINE set)
+  bool timeline = false;              // --timeline (or DTRAIN_TIMELINE set)
   bool timeline_mark_cycles = false;  // --timeline-mark-cycles (or HOROVOD_TIMELINE_MARK_CYCLES)
   std::string timeline_path;
 };

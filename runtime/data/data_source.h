@@ -27,19 +27,19 @@ struct DataOptions {
   std::string csv_img_key = "filepath";
   std::string csv_caption_key = "title";
   std::string csv_separator = "\t";
-  int64_t train_num_samples = 0;  // 0: the whole dataset
-  int batch_size = 256;           // per rank
-  int workers = 1;                // loader threads
-  int prefetch = 4;               // batches queued ahead
-  int shuffle_buffer = 1000;      // webdataset: samples shuffled together, per loader thread
+  int64_t train_num_samples = 0;      // 0: the whole dataset
+  int batch_size = 256;               // per rank
+  int workers = 1;                    // loader threads
+  int prefetch = 4;                   // batches queued ahead
+  int shuffle_buffer = 1000;          // webdataset: samples shuffled together, per loader thread
   int channels = 1, image_size = 28;  // what the model takes; images are converted/resized
   // Deliver 8-bit pixels (HostBatch::raw_pixels) for the trainer to normalise on the device: a
   // quarter of the bytes to copy, and no float pass on the CPU.
   bool raw_pixels = false;
-  bool skip_bad_data = true;      // false: the first bad sample is fatal
-  bool drop_last = true;          // false: pad the last shard by repeating samples
+  bool skip_bad_data = true;  // false: the first bad sample is fatal
+  bool drop_last = true;      // false: pad the last shard by repeating samples
   uint64_t seed = 0;
-  int rank = 0, world_size = 1;   // explicit: never read from a global distributed state
+  int rank = 0, world_size = 1;  // explicit: never read from a global distributed state
 };
 
 class BatchSource {

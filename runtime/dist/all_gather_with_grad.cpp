@@ -2,8 +2,8 @@
 
 #include <cstdint>
 
-#include "runtime/trace/timeline.h"
 #include "runtime/formats/json_object.h"
+#include "runtime/trace/timeline.h"
 #include "runtime/trace/trace_vocabulary.h"
 
 namespace dtrain::clip {

@@ -21,8 +21,8 @@ class DoneCollective : public PendingCollective {
 class WatchedCollective {
  public:
   WatchedCollective(const CommunicatorOptions& o, const char* name, int64_t bytes)
-      : set_(o.set_name), seq_(GlobalHeartbeat().EnterCollective(o.set_name, o.members, name,
-                                                                  bytes, "")) {}
+      : set_(o.set_name),
+        seq_(GlobalHeartbeat().EnterCollective(o.set_name, o.members, name, bytes, "")) {}
   ~WatchedCollective() { GlobalHeartbeat().LeaveCollective(set_, seq_); }
   void Wait(c10d::Work& work) {
     try {

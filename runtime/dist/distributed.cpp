@@ -70,14 +70,15 @@ Distributed::Distributed(const DistEnv& env, const DistributedOptions& options)
   // The heartbeat and its stall inspector (runtime/dist/heartbeat.h): DTRAIN_STALL_TIMEOUT from
   // dtrain launch, else Horovod's HOROVOD_STALL_CHECK_TIME_SECONDS.
   double stall_s = 60;
-  if (const char* v = std::getenv("HOROVOD_STALL_CHECK_TIME_SECONDS"); v && *v) stall_s = std::atof(v);
+  if (const char* v = std::getenv("HOROVOD_STALL_CHECK_TIME_SECONDS"); v && *v)
+    stall_s = std::atof(v);
   if (const char* v = std::getenv("DTRAIN_STALL_TIMEOUT"); v && *v) stall_s = std::atof(v);
   const char* job_dir = std::getenv("DTRAIN_LOG_DIR");
   const char* off = std::getenv("DTRAIN_HEARTBEAT");  // 0: none (bench/heartbeat_cost.sh)
   if (!(off && std::string(off) == "0"))
-    GlobalHeartbeat().Start(job_dir && *job_dir ? std::string(job_dir) + "/heartbeat" : "", env.rank,
-                          env.world_size,
-                          compat::MakePrefixStore("dtrain/heartbeat", rendezvous_.store), stall_s);
+    GlobalHeartbeat().Start(
+        job_dir && *job_dir ? std::string(job_dir) + "/heartbeat" : "", env.rank, env.world_size,
+        compat::MakePrefixStore("dtrain/heartbeat", rendezvous_.store), stall_s);
 }
 
 Distributed::~Distributed() {

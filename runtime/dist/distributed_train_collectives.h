@@ -1,14 +1,14 @@
-// DistributedTrainCollectives: the training loop's collectives (runtime/dist/train_collectives.h) over
-// real ranks: rank 0's weights broadcast at start, the loss over features gathered from every
+// DistributedTrainCollectives: the training loop's collectives (runtime/dist/train_collectives.h)
+// over real ranks: rank 0's weights broadcast at start, the loss over features gathered from every
 // rank, gradients averaged Horovod-style while backward runs, sums and barriers for metrics.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "runtime/config/train_options.h"
 #include "runtime/dist/distributed.h"
 #include "runtime/dist/train_collectives.h"
-#include "runtime/config/train_options.h"
 
 namespace dtrain::clip {
 

@@ -28,8 +28,8 @@ torch::Tensor PackIntoFusionBuffer(torch::Tensor& buffer, const std::vector<torc
   for (const torch::Tensor& grad : grads) numel += grad.numel();
   if (!buffer.defined() || buffer.numel() < numel || buffer.scalar_type() != first.scalar_type() ||
       buffer.device() != first.device()) {
-    buffer = torch::empty({std::max(numel, capacity_bytes / first.element_size())},
-                          first.options());
+    buffer =
+        torch::empty({std::max(numel, capacity_bytes / first.element_size())}, first.options());
   }
   torch::Tensor flat = buffer.narrow(0, 0, numel);
   int64_t offset = 0;

@@ -22,10 +22,10 @@ namespace dtrain::clip {
 // way back out.
 struct GradientSync::Bucket {
   std::vector<size_t> members;
-  int chain = -1;       // members are consecutive links of chains_[chain]
-  bool copied = false;  // this rank reduces it through a fusion buffer
+  int chain = -1;                    // members are consecutive links of chains_[chain]
+  bool copied = false;               // this rank reduces it through a fusion buffer
   std::vector<torch::Tensor> grads;  // the members' .grad, in order
-  torch::Tensor flat;   // what the collective reduces: a view of the gradients, or a buffer
+  torch::Tensor flat;  // what the collective reduces: a view of the gradients, or a buffer
   std::unique_ptr<PendingCollective> pending;
   std::string track;
 };

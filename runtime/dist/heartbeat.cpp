@@ -1,6 +1,7 @@
 // The heartbeat writer thread and the stall inspector. Setters take the mutex for a few stores;
 // everything slow (file, store) happens on the writer thread.
 #include "runtime/dist/heartbeat.h"
+#include "runtime/trace/heartbeat_vocabulary.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -89,7 +90,8 @@ void Heartbeat::SetActivity(const char* activity) {
 int64_t Heartbeat::EnterCollective(const std::string& set, const std::vector<int>& members,
                                    const char* name, int64_t bytes, const std::string& what) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto seq = std::find_if(seqs_.begin(), seqs_.end(), [&](const auto& s) { return s.first == set; });
+  auto seq =
+      std::find_if(seqs_.begin(), seqs_.end(), [&](const auto& s) { return s.first == set; });
   if (seq == seqs_.end()) seq = seqs_.insert(seqs_.end(), {set, 0});
   Collective c;
   c.set = set;
@@ -136,17 +138,26 @@ void Heartbeat::WriteFile() {
   std::ostringstream text;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    text << "pid " << ::getpid() << "\nrank " << rank_ << "\nstep " << step_ << "\nactivity "
-         << activity_ << "\nactivity_s " << Since(activity_since_) << "\n";
+    auto line = [&text](const char* key, const auto& value) {
+      text << key << ' ' << value << '\n';
+    };
+    line(heartbeat::kPid, ::getpid());
+    line(heartbeat::kRank, rank_);
+    line(heartbeat::kStep, step_);
+    line(heartbeat::kActivity, activity_);
+    line(heartbeat::kActivitySeconds, Since(activity_since_));
     const Collective* c = !in_flight_.empty() ? &in_flight_.front() : has_last_ ? &last_ : nullptr;
     if (c) {
-      text << "collective " << c->name << "\ncollective_seq " << c->seq << "\ncollective_bytes "
-           << c->bytes << "\ncollective_set " << c->set << "\ncollective_what " << c->what
-           << "\ncollective_state " << (c->waiting ? "waiting" : "done") << "\ncollective_s "
-           << Since(c->waiting ? c->started : c->ended) << "\n";
-      if (c->waiting && !c->missing.empty()) text << "missing " << c->missing << "\n";
+      line(heartbeat::kCollective, c->name);
+      line(heartbeat::kCollectiveSeq, c->seq);
+      line(heartbeat::kCollectiveBytes, c->bytes);
+      line(heartbeat::kCollectiveSet, c->set);
+      line(heartbeat::kCollectiveWhat, c->what);
+      line(heartbeat::kCollectiveState, c->waiting ? heartbeat::kWaiting : heartbeat::kDone);
+      line(heartbeat::kCollectiveSeconds, Since(c->waiting ? c->started : c->ended));
+      if (c->waiting && !c->missing.empty()) line(heartbeat::kMissing, c->missing);
     }
-    text << "written_us " << WallMicros() << "\n";
+    line(heartbeat::kWrittenUs, WallMicros());
   }
   const std::string path = dir_ + "/rank-" + std::to_string(rank_) + ".txt";
   const std::string tmp = path + ".tmp";

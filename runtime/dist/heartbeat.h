@@ -46,8 +46,8 @@ class Heartbeat {
 
   // A collective on the communicator `set` (its members' global ranks; empty = the world):
   // Enter returns its sequence number on that set; Leave when its result is in.
-  int64_t EnterCollective(const std::string& set, const std::vector<int>& members,
-                          const char* name, int64_t bytes, const std::string& what);
+  int64_t EnterCollective(const std::string& set, const std::vector<int>& members, const char* name,
+                          int64_t bytes, const std::string& what);
   void LeaveCollective(const std::string& set, int64_t seq);
 
   // "ALLREDUCE #812 (gradients: gradient buffer 2, 24 MiB) on rank 3: waited 600 s; rank 2 has
@@ -65,9 +65,9 @@ class Heartbeat {
     std::string what;
     std::chrono::steady_clock::time_point started, ended;
     bool waiting = false;
-    bool marked = false;   // this rank told the store it entered
-    bool warned = false;   // the stall warning was printed
-    std::string missing;   // "2,5" as the store said last
+    bool marked = false;  // this rank told the store it entered
+    bool warned = false;  // the stall warning was printed
+    std::string missing;  // "2,5" as the store said last
   };
 
   void Loop();

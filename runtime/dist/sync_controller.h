@@ -26,8 +26,7 @@ class SyncController {
 
   // The indices ready on every rank, sorted; `stop` is true when every rank asked to stop.
   // Collective: one allreduce of ready_here.size() + 1 integers.
-  std::vector<size_t> AgreeOnReady(const std::vector<bool>& ready_here, bool stop_here,
-                                   bool& stop);
+  std::vector<size_t> AgreeOnReady(const std::vector<bool>& ready_here, bool stop_here, bool& stop);
 
  private:
   // Sums `values` over the ranks; `values` stays where it is and receives the sum.

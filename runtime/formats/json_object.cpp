@@ -51,6 +51,8 @@ std::string JsonObject::Body() const {
   return out;
 }
 
-std::string JsonObject::ToJson() const { return "{" + Body() + "}"; }
+std::string JsonObject::ToJson() const {
+  return "{" + Body() + "}";
+}
 
 }  // namespace dtrain::clip

@@ -64,9 +64,8 @@ SafetensorsEntry ParseEntry(const std::string& name, const JsonValue& v, const s
   e.begin = NonNegativeInteger(offsets->second.array[0], path, where + "'s data_offsets");
   e.end = NonNegativeInteger(offsets->second.array[1], path, where + "'s data_offsets");
   if (e.end < e.begin || e.end - e.begin != elements * static_cast<uint64_t>(size)) {
-    Fail(path, where + ": data_offsets [" + std::to_string(e.begin) + ", " +
-                   std::to_string(e.end) + "] do not hold " + std::to_string(elements) + " " +
-                   e.dtype + " elements");
+    Fail(path, where + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                   "] do not hold " + std::to_string(elements) + " " + e.dtype + " elements");
   }
   return e;
 }
@@ -74,9 +73,9 @@ SafetensorsEntry ParseEntry(const std::string& name, const JsonValue& v, const s
 }  // namespace
 
 int SafetensorsDtypeSize(const std::string& dtype) {
-  static const std::map<std::string, int> sizes = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},
-      {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}};
+  static const std::map<std::string, int> sizes = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2},
+                                                   {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1},
+                                                   {"U8", 1},  {"BOOL", 1}};
   auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -96,7 +95,8 @@ SafetensorsHeader ReadSafetensorsHeader(const std::string& path) {
                    " for a file of " + std::to_string(file_size) + " bytes)");
   }
   std::string text(header_len, '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(header_len))) Fail(path, "truncated header");
+  if (!in.read(text.data(), static_cast<std::streamsize>(header_len)))
+    Fail(path, "truncated header");
   const JsonValue root = ParseJson(text, path);
   if (!root.is_object()) Fail(path, "the header is not a JSON object");
 
@@ -182,7 +182,8 @@ void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTens
     for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(len >> (8 * i));
     out.write(reinterpret_cast<const char*>(len_bytes), 8);
     out.write(json.data(), static_cast<std::streamsize>(json.size()));
-    for (const auto& t : tensors) out.write(t.bytes.data(), static_cast<std::streamsize>(t.bytes.size()));
+    for (const auto& t : tensors)
+      out.write(t.bytes.data(), static_cast<std::streamsize>(t.bytes.size()));
     out.flush();
     if (!out) {
       std::remove(temp.c_str());

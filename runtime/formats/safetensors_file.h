@@ -21,7 +21,7 @@ struct SafetensorsEntry {
 // A file's header, checked: every range inside the file, sizes equal to shape x dtype size.
 struct SafetensorsHeader {
   std::string path;
-  uint64_t data_start = 0;  // file offset of the data section
+  uint64_t data_start = 0;                // file offset of the data section
   std::vector<SafetensorsEntry> entries;  // in file order
   std::map<std::string, std::string> metadata;
 };

@@ -21,14 +21,15 @@ const char* kConvKey = "visual.conv1.weight";
 const std::set<std::string> kIgnoredKeys = {"attn_mask", "visual.attn_mask"};
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 torch::ScalarType ScalarTypeOf(const std::string& dtype, const std::string& path) {
   static const std::map<std::string, torch::ScalarType> types = {
-      {"F64", torch::kFloat64}, {"F32", torch::kFloat32}, {"F16", torch::kFloat16},
-      {"BF16", torch::kBFloat16}, {"I64", torch::kInt64}, {"I32", torch::kInt32},
-      {"I16", torch::kInt16},   {"I8", torch::kInt8},     {"U8", torch::kUInt8},
+      {"F64", torch::kFloat64},   {"F32", torch::kFloat32}, {"F16", torch::kFloat16},
+      {"BF16", torch::kBFloat16}, {"I64", torch::kInt64},   {"I32", torch::kInt32},
+      {"I16", torch::kInt16},     {"I8", torch::kInt8},     {"U8", torch::kUInt8},
       {"BOOL", torch::kBool}};
   auto it = types.find(dtype);
   if (it == types.end()) throw std::runtime_error(path + ": unsupported dtype " + dtype);
@@ -118,8 +119,8 @@ void LoadOpenClipWeights(ClipModel& model, const std::string& path) {
     const std::string key = OpenClipKey(item.key());
     auto it = by_key.find(key);
     if (it == by_key.end()) {
-      throw std::runtime_error(path + ": has no '" + key + "' (the model '" +
-                               model->config().name + "' needs it): another architecture?");
+      throw std::runtime_error(path + ": has no '" + key + "' (the model '" + model->config().name +
+                               "' needs it): another architecture?");
     }
     torch::Tensor t = it->second.to(torch::kFloat32);
     torch::Tensor target = item.value();

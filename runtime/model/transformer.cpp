@@ -39,8 +39,8 @@ ResidualAttentionBlockImpl::ResidualAttentionBlockImpl(int64_t width, int64_t he
   mlp = register_module("mlp", Mlp(width, static_cast<int64_t>(width * mlp_ratio)));
 }
 
-torch::Tensor ResidualAttentionBlockImpl::forward(const torch::Tensor& x,
-                                                  const torch::Tensor& mask, bool causal) {
+torch::Tensor ResidualAttentionBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
+                                                  bool causal) {
   auto qkv = LinearRows(ln_1(x), attn->in_proj_weight, attn->in_proj_bias);  // [B, L, 3W]
   auto context = MultiHeadSelfAttention(qkv, heads_, mask, causal);          // [B, L, W]
   auto h = x + LinearRows(context, attn->out_proj->weight, attn->out_proj->bias);

@@ -1,6 +1,6 @@
 #include "runtime/text/bpe_tokenizer.h"
-#include "runtime/text/html_entities.h"
 #include "runtime/formats/json_text.h"
+#include "runtime/text/html_entities.h"
 
 #include <zlib.h>
 

@@ -118,9 +118,10 @@ struct Timeline::Impl {
   }
 
   void FormatTrackHeader(std::string& out, const std::string& track, int pid) {
-    out += ",\n" + MetadataRecord(trace::kProcessName, pid, JsonObject().Add(trace::kArgName, track));
-    out += ",\n" +
-           MetadataRecord(trace::kProcessSortIndex, pid, JsonObject().Add(trace::kArgSortIndex, pid));
+    out +=
+        ",\n" + MetadataRecord(trace::kProcessName, pid, JsonObject().Add(trace::kArgName, track));
+    out += ",\n" + MetadataRecord(trace::kProcessSortIndex, pid,
+                                  JsonObject().Add(trace::kArgSortIndex, pid));
   }
 
   int TrackPid(std::string& out, const std::string& track) {
@@ -211,18 +212,16 @@ void Timeline::Open(const std::string& path, int rank, const std::string& host, 
   impl->start_epoch_us = EpochMicros();
 
   // The header: Horovod's process_name record with the start time, plus who wrote it.
-  std::string head = "[\n" +
-                     MetadataRecord(trace::kProcessName, 0,
-                                    JsonObject()
-                                        .Add(trace::kArgName, "rank " + std::to_string(rank) +
-                                                                  " (" + host + ")")
-                                        .Add(trace::kArgStartTime, impl->start_epoch_us)
-                                        .Add(trace::kArgRank, rank)
-                                        .Add(trace::kArgHost, host)) +
-                     ",\n" +
-                     MetadataRecord(trace::kProcessSortIndex, 0,
-                                    JsonObject().Add(trace::kArgSortIndex, 0)) +
-                     "]";
+  std::string head =
+      "[\n" +
+      MetadataRecord(trace::kProcessName, 0,
+                     JsonObject()
+                         .Add(trace::kArgName, "rank " + std::to_string(rank) + " (" + host + ")")
+                         .Add(trace::kArgStartTime, impl->start_epoch_us)
+                         .Add(trace::kArgRank, rank)
+                         .Add(trace::kArgHost, host)) +
+      ",\n" +
+      MetadataRecord(trace::kProcessSortIndex, 0, JsonObject().Add(trace::kArgSortIndex, 0)) + "]";
   if (::write(fd, head.data(), head.size()) != static_cast<ssize_t>(head.size())) {
     std::fprintf(stderr, "dtrain-clip: timeline %s: cannot write (%s); no trace is written\n",
                  path.c_str(), std::strerror(errno));

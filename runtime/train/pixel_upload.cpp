@@ -19,7 +19,7 @@ struct PixelUpload::CudaCopy {
   explicit CudaCopy(const torch::Device& device)
       : stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())) {}
   c10::cuda::CUDAStream stream;
-  std::array<torch::Tensor, 2> staging;                // pinned host bytes
+  std::array<torch::Tensor, 2> staging;                      // pinned host bytes
   std::array<std::optional<at::cuda::CUDAEvent>, 2> copied;  // the last copy out of each
   int next = 0;
 };
@@ -65,7 +65,8 @@ torch::Tensor PixelUpload::Upload(HostBatch& batch) {
     if (c.copied[slot]) c.copied[slot]->synchronize();
     const int64_t n = bytes.numel();
     if (!c.staging[slot].defined() || c.staging[slot].numel() < n) {
-      c.staging[slot] = torch::empty({n}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
+      c.staging[slot] =
+          torch::empty({n}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
     }
     std::memcpy(c.staging[slot].data_ptr(), bytes.data_ptr(), static_cast<size_t>(n));
     auto compute = c10::cuda::getCurrentCUDAStream(device_.index());

@@ -8,23 +8,23 @@
 #include <cstdlib>
 #include <memory>
 
-#include "runtime/train/checkpoint.h"
-#include "runtime/model/open_clip_weights.h"
-#include "runtime/train/pixel_upload.h"
-#include "runtime/model/clip_model.h"
 #include "runtime/data/data_source.h"
-#include "runtime/dist/dist_env.h"
 #include "runtime/data/fashion_mnist.h"
+#include "runtime/dist/dist_env.h"
+#include "runtime/dist/heartbeat.h"
+#include "runtime/model/clip_model.h"
+#include "runtime/model/open_clip_weights.h"
+#include "runtime/text/tokenizer.h"
+#include "runtime/trace/timeline.h"
+#include "runtime/trace/trace_vocabulary.h"
+#include "runtime/train/checkpoint.h"
 #include "runtime/train/flat_parameters.h"
 #include "runtime/train/heap_retention.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/metrics_log.h"
+#include "runtime/train/pixel_upload.h"
 #include "runtime/train/progress_display.h"
-#include "runtime/dist/heartbeat.h"
-#include "runtime/trace/timeline.h"
-#include "runtime/text/tokenizer.h"
 #include "runtime/train/zero_shot_eval.h"
-#include "runtime/trace/trace_vocabulary.h"
 
 // OpenBLAS keeps its own thread pool; LibTorch's set_num_threads does not size it.
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
@@ -147,8 +147,7 @@ void Trainer::SetUpRuntime() {
     if (path.empty() && o_.timeline && !std::getenv("DTRAIN_TIMELINE")) {
       path = logs + "/timeline/rank-" + std::to_string(coll_.rank()) + ".json";
     }
-    GlobalTimeline().OpenFromEnvironment(coll_.rank(), coll_.host(), path,
-                                         o_.timeline_mark_cycles);
+    GlobalTimeline().OpenFromEnvironment(coll_.rank(), coll_.host(), path, o_.timeline_mark_cycles);
   }
 }
 

@@ -2,8 +2,8 @@
 // bottom: set up, resume, broadcast, then per epoch: steps, checkpoint, zero-shot evaluation.
 #pragma once
 
-#include "runtime/dist/train_collectives.h"
 #include "runtime/config/train_options.h"
+#include "runtime/dist/train_collectives.h"
 
 namespace dtrain::clip {
 

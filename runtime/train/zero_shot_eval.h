@@ -5,8 +5,8 @@
 
 #include <torch/torch.h>
 
-#include "runtime/model/clip_model.h"
 #include "runtime/data/fashion_mnist.h"
+#include "runtime/model/clip_model.h"
 #include "runtime/text/tokenizer.h"
 
 namespace dtrain::clip {
