@@ -85,6 +85,14 @@ ClusterSpec ParseClusterText(const std::string& text, const std::string& origin)
 // NPROC_PER_NODE ranks (default: the devices in CUDA_VISIBLE_DEVICES, else 1).
 ClusterSpec DefaultLocalCluster();
 
+// The one place that picks the default cluster file: "cluster.yaml" when the current
+// directory has one, else "".
+std::string DefaultClusterFile();
+
+// The cluster of `path` (-c), else of ./cluster.yaml when there is one, else
+// DefaultLocalCluster(). Throws like ParseClusterFile.
+ClusterSpec LoadClusterOrDefault(const std::string& path);
+
 const char* TransportName(TransportKind kind);
 
 }  // namespace dtrain
