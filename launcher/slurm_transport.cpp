@@ -3,7 +3,6 @@
 // templates/sbatch.sh that only holds the nodes while dtrain runs steps in it and follows them.
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -106,7 +105,7 @@ struct SlurmRun {
   std::vector<ProcessSpec> procs;  // until launched
   SlurmStepPlan plan;
   std::string name;
-  SlurmChild child;
+  Subprocess child;  // srun
   bool launched = false;
   bool reaped = false;
   bool done = false;
@@ -160,10 +159,7 @@ SlurmTransport::~SlurmTransport() {
   for (auto& run : runs_) {
     if (run->launched && !run->reaped) {
       Cancel(*run, SIGKILL);
-      for (int* fd : {&run->child.in, &run->child.out, &run->child.err}) {
-        if (*fd >= 0) close(*fd);
-      }
-      waitpid(run->child.pid, nullptr, 0);
+      run->child.Finish();
     }
   }
   if (own_job_ && !job_id_.empty()) RunSlurmCommand({"scancel", "--quiet", job_id_}, "", 10000);
@@ -249,13 +245,13 @@ void SlurmTransport::Launch(SlurmRun& run, TransportEvents& events) {
   try {
     if (first_address_.empty()) first_address_ = NodeAddress(hosts_.front());
     run.plan = PlanSlurmStep(run.procs, spec_, hosts_, first_address_, RandomMarker());
-    std::map<std::string, std::string> env = run.plan.env;
+    EnvOverrides env(run.plan.env.begin(), run.plan.env.end());
     if (run.plan.tasks_per_node == 0) {
       run.hostfile = WriteHostfile(SlurmHostfile(run.plan));
       env["SLURM_HOSTFILE"] = run.hostfile;
     }
-    run.child = SpawnSlurmChild(SrunArgv(run.plan, job_id_, run.name), EnvironmentWith(env),
-                                !run.plan.stdin_data.empty());
+    run.child = StartSlurmClient(SrunArgv(run.plan, job_id_, run.name), env,
+                                 !run.plan.stdin_data.empty());
   } catch (const Error& e) {
     Fail(run, e.what(), events);
     return;
@@ -263,16 +259,15 @@ void SlurmTransport::Launch(SlurmRun& run, TransportEvents& events) {
   run.launched = true;
   run.started.assign(run.plan.task_ids.size(), false);
   run.exited.assign(run.plan.task_ids.size(), false);
-  if (run.child.in >= 0) {
+  if (run.child.in_fd >= 0) {
     const std::string& data = run.plan.stdin_data;
     for (size_t at = 0; at < data.size();) {
-      const ssize_t n = write(run.child.in, data.data() + at, data.size() - at);
+      const ssize_t n = write(run.child.in_fd, data.data() + at, data.size() - at);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       at += static_cast<size_t>(n);
     }
-    close(run.child.in);
-    run.child.in = -1;
+    Subprocess::Close(run.child.in_fd);
   }
   run.procs.clear();
 }
@@ -318,12 +313,12 @@ bool SlurmTransport::Poll(int timeout_ms, TransportEvents& events) {
   std::vector<std::pair<SlurmRun*, bool>> owners;
   for (auto& run : runs_) {
     if (!run->launched || run->done) continue;
-    if (run->child.out >= 0) {
-      fds.push_back({run->child.out, POLLIN, 0});
+    if (run->child.out_fd >= 0) {
+      fds.push_back({run->child.out_fd, POLLIN, 0});
       owners.push_back({run.get(), true});
     }
-    if (run->child.err >= 0) {
-      fds.push_back({run->child.err, POLLIN, 0});
+    if (run->child.err_fd >= 0) {
+      fds.push_back({run->child.err_fd, POLLIN, 0});
       owners.push_back({run.get(), false});
     }
   }
@@ -336,16 +331,15 @@ bool SlurmTransport::Poll(int timeout_ms, TransportEvents& events) {
     for (size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       SlurmRun& run = *owners[i].first;
-      ReadFrom(run, owners[i].second ? run.child.out : run.child.err, owners[i].second, events);
+      ReadFrom(run, owners[i].second ? run.child.out_fd : run.child.err_fd, owners[i].second,
+               events);
     }
   }
   for (auto& run : runs_) {
-    if (!run->launched || run->done || run->child.out >= 0 || run->child.err >= 0) continue;
-    int wait_status = 0;
-    const pid_t reaped = waitpid(run->child.pid, &wait_status, 0);
+    if (!run->launched || run->done || run->child.out_fd >= 0 || run->child.err_fd >= 0) continue;
+    run->srun_status = run->child.Finish().ShellStatus();  // 255 when it was lost
     run->reaped = true;
     if (!run->hostfile.empty()) unlink(run->hostfile.c_str());
-    run->srun_status = reaped == run->child.pid ? ShellStatusOf(wait_status) : 255;
     Finish(*run, events);
   }
   for (auto& run : runs_) {
@@ -356,12 +350,10 @@ bool SlurmTransport::Poll(int timeout_ms, TransportEvents& events) {
 
 void SlurmTransport::ReadFrom(SlurmRun& run, int& fd, bool is_stdout, TransportEvents& events) {
   char buffer[65536];
-  const ssize_t n = read(fd, buffer, sizeof buffer);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  const size_t n = Subprocess::Read(fd, buffer, sizeof buffer);
   std::string& pending = is_stdout ? run.out_pending : run.err_pending;
-  if (n <= 0) {
-    close(fd);
-    fd = -1;
+  if (n == 0 && fd >= 0) return;  // nothing to read after all
+  if (n == 0) {
     if (!pending.empty()) {
       if (is_stdout) HandleLine(run, pending, false, events);
       if (!is_stdout) HandleSrunLine(run, pending);
@@ -369,7 +361,7 @@ void SlurmTransport::ReadFrom(SlurmRun& run, int& fd, bool is_stdout, TransportE
     }
     return;
   }
-  pending.append(buffer, static_cast<size_t>(n));
+  pending.append(buffer, n);
   size_t start = 0;
   for (size_t end = pending.find('\n'); end != std::string::npos;
        start = end + 1, end = pending.find('\n', start)) {
@@ -464,7 +456,7 @@ void SlurmTransport::Cancel(SlurmRun& run, int sig) {
   }
   // No task has started yet (or scancel failed): srun, on SIGTERM, cancels its own step. Only a
   // second request to kill ends srun itself.
-  kill(run.child.pid, sig == SIGKILL && run.terminated ? SIGKILL : SIGTERM);
+  run.child.Signal(sig == SIGKILL && run.terminated ? SIGKILL : SIGTERM);
   run.terminated = true;
 }
 

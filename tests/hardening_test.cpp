@@ -20,7 +20,7 @@
 #include "launcher/timeline_merge.h"
 #include "launcher/timeline_summary.h"
 #include "launcher/transport.h"
-#include "tests/launcher_subprocess.h"
+#include "tests/support/dtrain_process.h"
 
 namespace dtrain {
 namespace {

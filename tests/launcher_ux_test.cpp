@@ -12,7 +12,7 @@
 
 #include "doctor/checks.h"
 #include "launcher/ssh_session.h"
-#include "tests/launcher_subprocess.h"
+#include "tests/support/dtrain_process.h"
 
 namespace dtrain {
 namespace {
