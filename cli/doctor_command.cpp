@@ -22,8 +22,8 @@ struct DoctorFlags {
 
 int RunDoctorCommand(const DoctorFlags& flags) {
   if (flags.timeout_s <= 0) throw UsageError("--timeout: expected a number of seconds > 0");
-  const ClusterSpec spec = LoadClusterOrDefault(flags.cluster_file);
-  DoctorResult result = RunDoctor(spec, flags.timeout_s);
+  const DoctorResult result = RunDoctor(LoadClusterOrDefault(flags.cluster_file), flags.timeout_s);
+  const ClusterSpec& spec = result.spec;
   if (flags.json) {
     std::fputs(RenderJsonReport(spec, result.run, result.findings).c_str(), stdout);
   } else {

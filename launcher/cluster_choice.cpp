@@ -142,7 +142,6 @@ void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
 
 void ChooseRendezvous(const ClusterChoice& choice, ChosenCluster& out) {
   const bool local = out.spec.transport == TransportKind::kLocal;
-  out.master_addr = out.spec.nodes.front().address;
   if (local && !Env("MASTER_ADDR").empty()) out.master_addr = Env("MASTER_ADDR");
   const std::string env_port = Env("MASTER_PORT");
   if (choice.master_port > 0) {

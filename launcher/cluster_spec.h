@@ -52,6 +52,14 @@ struct SlurmSpec {
   std::map<std::string, std::string> extra;  // further sbatch options, passed as --key=value
 };
 
+// Where a `transport: slurm` cluster's nodes are. Set by placing the spec on its allocation
+// (launcher/slurm_allocation.h) before any rank plan is made; never read from the file.
+struct SlurmPlacement {
+  bool placed = false;
+  std::string job_id;               // srun --jobid; "" = the caller's allocation (SLURM_JOB_ID)
+  std::string job_name = "dtrain";  // srun --job-name of every step
+};
+
 // More ranks than any cluster dtrain is for (a few hundred machines of 8 GPUs): a sanity limit,
 // so a typo fails at once instead of after minutes of starting processes.
 constexpr int kMaxRanks = 65536;
@@ -74,6 +82,7 @@ struct ClusterSpec {
   std::string log_dir = "./dtrain-logs";
   JobSpec job;
   SlurmSpec slurm;
+  SlurmPlacement slurm_placement;
 };
 
 // Throws UsageError("FILE:LINE:COL: ...") on any problem.

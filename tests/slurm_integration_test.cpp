@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include "launcher/error.h"
+#include "launcher/slurm_allocation.h"
 #include "launcher/slurm_child.h"
 #include "launcher/transport.h"
 
@@ -80,6 +82,18 @@ ClusterSpec SlurmSpec(int count, int slots) {
   }
   spec.slurm.time = "00:05:00";
   return spec;
+}
+
+// A cluster placed on its own allocation: a batch job named dtrain-slurm-test, cancelled when
+// the Placed goes (or the caller's allocation, when SLURM_JOB_ID is set).
+struct Placed {
+  SlurmAllocation allocation;
+  ClusterSpec spec;
+};
+std::unique_ptr<Placed> Place(const ClusterSpec& spec) {
+  auto placed = std::make_unique<Placed>();
+  placed->spec = PlaceOnSlurm(spec, {"dtrain-slurm-test", ""}, placed->allocation);
+  return placed;
 }
 
 // Ranks shaped as the rank plan makes them (node-major), with values a shell would mangle.
@@ -157,7 +171,8 @@ void ExpectRankEnvironment(const Recorder& events, int rank, int local, const st
 
 TEST_F(SlurmTransportTest, BatchJobRunsRanksOnTwoNodesWithTheirEnvironment) {
   setenv("PYTHONPATH", "/old/path", 1);
-  const ClusterSpec spec = SlurmSpec(2, 2);
+  auto placed = Place(SlurmSpec(2, 2));
+  const ClusterSpec& spec = placed->spec;
   auto transport = MakeTransport(spec);
   Recorder events;
   transport->Start(Ranks(spec, kPrintEnv), events);
@@ -167,7 +182,8 @@ TEST_F(SlurmTransportTest, BatchJobRunsRanksOnTwoNodesWithTheirEnvironment) {
     EXPECT_TRUE(events.exits[rank].ok()) << events.exits[rank].Describe();
     ExpectRankEnvironment(events, rank, rank % 2, rank < 2 ? "node1" : "node2", "/old/path");
   }
-  transport.reset();  // cancels the batch job that held the allocation
+  transport.reset();
+  placed.reset();  // cancels the batch job that held the allocation
   EXPECT_EQ(Squeue({"-n", "dtrain-slurm-test", "-t", "PD,R"}), "");
 }
 
@@ -188,7 +204,8 @@ TEST_F(SlurmTransportTest, InsideAnAllocationRunsAStepInIt) {
   setenv("SLURM_JOB_NODELIST", nodelist.c_str(), 1);
   Recorder events;
   {
-    const ClusterSpec spec = SlurmSpec(2, 1);
+    auto placed = Place(SlurmSpec(2, 1));
+    const ClusterSpec& spec = placed->spec;
     auto transport = MakeTransport(spec);
     transport->Start(
         Ranks(spec, {"sh", "-c", "echo step $SLURM_JOB_ID.$SLURM_STEP_ID on $HOROVOD_HOSTNAME"}),
@@ -206,7 +223,8 @@ TEST_F(SlurmTransportTest, InsideAnAllocationRunsAStepInIt) {
 }
 
 TEST_F(SlurmTransportTest, FailingRankReportsItsExitStatus) {
-  const ClusterSpec spec = SlurmSpec(1, 2);
+  auto placed = Place(SlurmSpec(1, 2));
+  const ClusterSpec& spec = placed->spec;
   auto transport = MakeTransport(spec);
   Recorder events;
   transport->Start(Ranks(spec, {"sh", "-c", "echo rank $RANK; [ $RANK = 1 ] && exit 7; exit 0"}),
@@ -219,7 +237,8 @@ TEST_F(SlurmTransportTest, FailingRankReportsItsExitStatus) {
 }
 
 TEST_F(SlurmTransportTest, InterruptCancelsTheStepAndLeavesNoTask) {
-  const ClusterSpec spec = SlurmSpec(2, 1);
+  auto placed = Place(SlurmSpec(2, 1));
+  const ClusterSpec& spec = placed->spec;
   auto transport = MakeTransport(spec);
   Recorder events;
   transport->Start(Ranks(spec, {"sh", "-c", "echo ready; exec sleep 97"}), events);
@@ -238,6 +257,7 @@ TEST_F(SlurmTransportTest, InterruptCancelsTheStepAndLeavesNoTask) {
   // Slurm forgets a cancelled step (and the held job) within a few seconds; no task process
   // may survive it.
   transport.reset();
+  placed.reset();
   std::string steps = "?";
   for (int i = 0; i < 50 && !steps.empty(); ++i) {
     steps = Squeue({"--steps", "-n", "dtrain-slurm-test"});
@@ -250,7 +270,8 @@ TEST_F(SlurmTransportTest, InterruptCancelsTheStepAndLeavesNoTask) {
 // The doctor's shape: one probe per node reading its script from stdin, plus a listener on the
 // first node (so the nodes run different numbers of tasks).
 TEST_F(SlurmTransportTest, OneProbePerNodeReadsItsStdin) {
-  const ClusterSpec spec = SlurmSpec(2, 4);
+  auto placed = Place(SlurmSpec(2, 4));
+  const ClusterSpec& spec = placed->spec;
   std::vector<ProcessSpec> procs;
   for (int node = 0; node < 3; ++node) {
     ProcessSpec probe;
@@ -272,7 +293,8 @@ TEST_F(SlurmTransportTest, OneProbePerNodeReadsItsStdin) {
   EXPECT_EQ(events.output[2], "listen on node1 with [arg one] to 127.0.0.1\n");
 }
 
-// Ctrl-C while the batch job still waits for nodes: the job is withdrawn, every rank reported.
+// Ctrl-C while the batch job still waits for nodes: the job is withdrawn, and the wait ends as
+// interrupted (128+SIGINT).
 TEST_F(SlurmTransportTest, InterruptWhilePendingWithdrawsTheBatchJob) {
   const SlurmCommandResult busy =
       RunSlurmCommand({"sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=4",
@@ -280,21 +302,24 @@ TEST_F(SlurmTransportTest, InterruptWhilePendingWithdrawsTheBatchJob) {
                       "", 10000);
   ASSERT_EQ(busy.status, 0) << busy.Describe();
   const std::string busy_job = busy.out.substr(0, busy.out.find_first_of(";\n"));
-  const ClusterSpec spec = SlurmSpec(2, 1);
-  auto transport = MakeTransport(spec);
-  Recorder events;
-  transport->Start(Ranks(spec, {"true"}), events);
   std::string state;
-  for (int i = 0; i < 50 && state != "PENDING\n"; ++i) {
-    transport->Poll(100, events);
-    state = Squeue({"-n", "dtrain-slurm-test", "-o", "%T"});
+  std::thread ctrl_c([&state] {
+    for (int i = 0; i < 50 && state != "PENDING\n"; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      state = Squeue({"-n", "dtrain-slurm-test", "-o", "%T"});
+    }
+    if (state == "PENDING\n") kill(getpid(), SIGINT);  // what Ctrl-C at the terminal sends
+  });
+  int exit_code = 0;
+  try {
+    Place(SlurmSpec(2, 1));
+  } catch (const Error& e) {
+    exit_code = e.exit_code();
+    EXPECT_NE(std::string(e.what()).find("SIGINT"), std::string::npos) << e.what();
   }
+  ctrl_c.join();
   ASSERT_EQ(state, "PENDING\n");
-  transport->SignalAll(SIGINT);
-  ASSERT_TRUE(RunToEnd(*transport, events, 10));
-  for (int rank = 0; rank < 2; ++rank) {
-    EXPECT_EQ(events.exits[rank].signal, SIGINT) << events.exits[rank].Describe();
-  }
+  EXPECT_EQ(exit_code, 128 + SIGINT);
   EXPECT_EQ(Squeue({"-n", "dtrain-slurm-test", "-t", "PD,R"}), "");
   RunSlurmCommand({"scancel", busy_job}, "", 10000);
 }
@@ -303,7 +328,8 @@ TEST_F(SlurmTransportTest, InterruptWhilePendingWithdrawsTheBatchJob) {
 // step has run for DTRAIN_SLURM_IDLE_S seconds.
 TEST_F(SlurmTransportTest, AbandonedBatchJobReleasesItsNodes) {
   setenv("DTRAIN_SLURM_IDLE_S", "2", 1);
-  const ClusterSpec spec = SlurmSpec(1, 1);
+  auto placed = Place(SlurmSpec(1, 1));
+  const ClusterSpec& spec = placed->spec;
   auto transport = MakeTransport(spec);
   Recorder events;
   transport->Start(Ranks(spec, {"true"}), events);
@@ -318,15 +344,26 @@ TEST_F(SlurmTransportTest, AbandonedBatchJobReleasesItsNodes) {
   EXPECT_EQ(left, "") << "the batch job still holds its nodes while dtrain is alive but idle";
 }
 
-TEST_F(SlurmTransportTest, RejectedSubmissionIsAnErrorForEveryRank) {
+TEST_F(SlurmTransportTest, RejectedSubmissionIsAnError) {
   ClusterSpec spec = SlurmSpec(1, 2);
   spec.slurm.partition = "no-such-partition";
+  std::string error;
+  try {
+    Place(spec);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("no-such-partition"), std::string::npos) << error;
+}
+
+TEST_F(SlurmTransportTest, UnplacedClusterIsAnErrorForEveryRank) {
+  const ClusterSpec spec = SlurmSpec(1, 2);
   auto transport = MakeTransport(spec);
   Recorder events;
   transport->Start(Ranks(spec, {"true"}), events);
   EXPECT_FALSE(transport->Poll(10, events));
   for (int rank = 0; rank < 2; ++rank) {
-    EXPECT_NE(events.exits[rank].error.find("no-such-partition"), std::string::npos)
+    EXPECT_NE(events.exits[rank].error.find("not placed"), std::string::npos)
         << events.exits[rank].Describe();
   }
 }
