@@ -35,6 +35,10 @@ struct NodeSpec {
   std::vector<int> gpus;  // empty: not listed (CUDA_VISIBLE_DEVICES untouched)
   std::map<std::string, std::string> env;
   bool address_given = false;  // the cluster file said `address:`
+  // The machine's own name where only placing the cluster tells it (a Slurm node name, see
+  // launcher/slurm_allocation.h); "" = host. Ranks see it as HOROVOD_HOSTNAME.
+  std::string machine = "";
+  const std::string& MachineName() const { return machine.empty() ? host : machine; }
 };
 
 struct JobSpec {

@@ -233,9 +233,9 @@ PlanOptions PlanOptionsFor(const ChosenCluster& chosen, const JobSettings& job,
   plan.job_name = folder.name;
   plan.job_dir = folder.job_dir;
   plan.launch_dir = folder.launch_dir;
+  plan.omp_num_threads_set = std::getenv("OMP_NUM_THREADS") != nullptr;
   plan.timeline = job.timeline;
   plan.stall_timeout_s = job.stall_timeout_s;
-  plan.omp_num_threads_set = std::getenv("OMP_NUM_THREADS") != nullptr;
   return plan;
 }
 

@@ -162,7 +162,7 @@ ClusterSpec PlaceOnNodes(const ClusterSpec& spec, const std::vector<std::string>
   }
   ClusterSpec placed = spec;
   for (size_t i = 0; i < placed.nodes.size(); ++i) {
-    placed.nodes[i].host = hosts[i];
+    placed.nodes[i].machine = hosts[i];
     placed.nodes[i].address = i < addresses.size() ? addresses[i] : hosts[i];
   }
   placed.slurm_placement = {true, job_id, job_name};

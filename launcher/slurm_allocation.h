@@ -50,9 +50,9 @@ class SlurmAllocation {
   std::chrono::steady_clock::time_point next_check_{};
 };
 
-// The pure part of placing: node i of `spec` keeps its slots, gpus and env and runs on hosts[i]
-// (its host; its address is addresses[i]); the placement names `job_id` and `job_name`. Throws
-// dtrain::Error when there are fewer hosts than nodes.
+// The pure part of placing: node i of `spec` keeps its name (host), slots, gpus and env and runs
+// on Slurm node hosts[i] (its machine), reached at addresses[i]; the placement names `job_id`
+// and `job_name`. Throws dtrain::Error when there are fewer hosts than nodes.
 ClusterSpec PlaceOnNodes(const ClusterSpec& spec, const std::vector<std::string>& hosts,
                          const std::vector<std::string>& addresses, const std::string& job_id,
                          const std::string& job_name);

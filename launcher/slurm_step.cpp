@@ -107,7 +107,7 @@ SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const Cluster
       throw Error(fmt::format("transport slurm: node {} is not one of the cluster's {} node(s)",
                               entry.first, spec.nodes.size()));
     }
-    plan.hosts.push_back(spec.nodes[entry.first].host);
+    plan.hosts.push_back(spec.nodes[entry.first].MachineName());
   }
   plan.argv = procs.front().argv;
   plan.cwd = procs.front().cwd;

@@ -12,26 +12,20 @@
 
 #include "launcher/subprocess.h"
 #include "tests/support/files.h"
+#include "tests/support/shell_run.h"
 
 namespace dtrain {
 namespace {
 
 using ::testing::HasSubstr;
 using testing::ReadFile;
+using testing::ReadToEnd;
 using testing::TempDir;
 
 SubprocessOptions Shell(const std::string& script) {
   SubprocessOptions options;
   options.argv = {"sh", "-c", script};
   return options;
-}
-
-// Everything a pipe carries until its end.
-std::string ReadToEnd(int& fd) {
-  std::string text;
-  char buffer[4096];
-  while (fd >= 0) text.append(buffer, Subprocess::Read(fd, buffer, sizeof buffer));
-  return text;
 }
 
 // Starts `options`, reads stdout to its end and reaps: the output and how it ended.

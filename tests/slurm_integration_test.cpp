@@ -21,6 +21,8 @@
 #include "launcher/slurm_allocation.h"
 #include "launcher/slurm_child.h"
 #include "launcher/transport.h"
+#include "tests/support/files.h"
+#include "tests/support/transport_recorder.h"
 
 namespace dtrain {
 namespace {
@@ -59,17 +61,7 @@ class SlurmCluster : public ::testing::Environment {
   bool started_ = false;
 };
 
-// Collects everything the transport reports, per process id.
-struct Recorder : TransportEvents {
-  std::map<int, std::string> output;
-  std::map<int, ExitStatus> exits;
-  std::map<int, int> exit_calls;
-  void OnOutput(int id, OutputStream, std::string_view bytes) override { output[id].append(bytes); }
-  void OnExit(int id, const ExitStatus& status) override {
-    exits[id] = status;
-    ++exit_calls[id];
-  }
-};
+using Recorder = testing::TransportRecorder;
 
 // `count` nodes with `slots` ranks each; the hosts are labels, Slurm picks node1, node2.
 ClusterSpec SlurmSpec(int count, int slots) {
@@ -110,7 +102,7 @@ std::vector<ProcessSpec> Ranks(const ClusterSpec& spec, const std::vector<std::s
                {"LOCAL_RANK", std::to_string(local)},
                {"MASTER_ADDR", spec.nodes[0].address},
                {"MASTER_PORT", "29500"},
-               {"HOROVOD_HOSTNAME", spec.nodes[node].host},
+               {"HOROVOD_HOSTNAME", spec.nodes[node].MachineName()},
                {"DTRAIN_JOB", "slurm-test"},
                {"TRICKY", "it's \"$(echo no)\" `x` $HOME\n\ttab"}};
       if (rank == 1) p.env["ONLY_ONE"] = "yes";
@@ -121,19 +113,20 @@ std::vector<ProcessSpec> Ranks(const ClusterSpec& spec, const std::vector<std::s
   return procs;
 }
 
-// Polls until every process reported its exit, or the deadline passes.
-bool RunToEnd(Transport& transport, Recorder& events, int seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (transport.Poll(200, events)) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-  }
-  return true;
-}
-
 std::string Squeue(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"squeue", "-h"};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunSlurmCommand(argv, "", 10000).out;
+}
+
+// A batch job of its own holding both nodes (`tasks` per node) for two minutes: its id, or "".
+std::string HoldNodes(int tasks, const std::string& name) {
+  const SlurmCommandResult held = RunSlurmCommand(
+      {"sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=" + std::to_string(tasks),
+       "--job-name=" + name, "--output=/dev/null", "--wrap=sleep 120"},
+      "", 10000);
+  EXPECT_EQ(held.status, 0) << held.Describe();
+  return held.status == 0 ? held.out.substr(0, held.out.find_first_of(";\n")) : "";
 }
 
 class SlurmTransportTest : public ::testing::Test {
@@ -176,7 +169,7 @@ TEST_F(SlurmTransportTest, BatchJobRunsRanksOnTwoNodesWithTheirEnvironment) {
   auto transport = MakeTransport(spec);
   Recorder events;
   transport->Start(Ranks(spec, kPrintEnv), events);
-  ASSERT_TRUE(RunToEnd(*transport, events, 60));
+  ASSERT_TRUE(events.RunToEnd(*transport, 60));
   for (int rank = 0; rank < 4; ++rank) {
     ASSERT_EQ(events.exit_calls[rank], 1);
     EXPECT_TRUE(events.exits[rank].ok()) << events.exits[rank].Describe();
@@ -188,12 +181,8 @@ TEST_F(SlurmTransportTest, BatchJobRunsRanksOnTwoNodesWithTheirEnvironment) {
 }
 
 TEST_F(SlurmTransportTest, InsideAnAllocationRunsAStepInIt) {
-  const SlurmCommandResult held =
-      RunSlurmCommand({"sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=1",
-                       "--job-name=outer", "--output=/dev/null", "--wrap=sleep 120"},
-                      "", 10000);
-  ASSERT_EQ(held.status, 0) << held.Describe();
-  const std::string job = held.out.substr(0, held.out.find_first_of(";\n"));
+  const std::string job = HoldNodes(1, "outer");
+  ASSERT_NE(job, "");
   for (int i = 0; i < 50 && Squeue({"-j", job, "-o", "%T"}).rfind("RUNNING", 0) != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -210,7 +199,7 @@ TEST_F(SlurmTransportTest, InsideAnAllocationRunsAStepInIt) {
     transport->Start(
         Ranks(spec, {"sh", "-c", "echo step $SLURM_JOB_ID.$SLURM_STEP_ID on $HOROVOD_HOSTNAME"}),
         events);
-    EXPECT_TRUE(RunToEnd(*transport, events, 60));
+    EXPECT_TRUE(events.RunToEnd(*transport, 60));
   }
   unsetenv("SLURM_JOB_ID");
   unsetenv("SLURM_JOB_NODELIST");
@@ -229,7 +218,7 @@ TEST_F(SlurmTransportTest, FailingRankReportsItsExitStatus) {
   Recorder events;
   transport->Start(Ranks(spec, {"sh", "-c", "echo rank $RANK; [ $RANK = 1 ] && exit 7; exit 0"}),
                    events);
-  ASSERT_TRUE(RunToEnd(*transport, events, 60));
+  ASSERT_TRUE(events.RunToEnd(*transport, 60));
   EXPECT_TRUE(events.exits[0].ok()) << events.exits[0].Describe();
   EXPECT_EQ(events.exits[1].code, 7) << events.exits[1].Describe();
   EXPECT_EQ(events.exits[1].ShellStatus(), 7);
@@ -249,7 +238,7 @@ TEST_F(SlurmTransportTest, InterruptCancelsTheStepAndLeavesNoTask) {
   }
   ASSERT_EQ(events.output[0], "ready\n");
   transport->SignalAll(SIGINT);
-  ASSERT_TRUE(RunToEnd(*transport, events, 30));
+  ASSERT_TRUE(events.RunToEnd(*transport, 30));
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_EQ(events.exits[rank].signal, SIGINT) << events.exits[rank].Describe();
     EXPECT_EQ(events.exits[rank].ShellStatus(), 130);
@@ -286,7 +275,7 @@ TEST_F(SlurmTransportTest, OneProbePerNodeReadsItsStdin) {
   auto transport = MakeTransport(spec);
   Recorder events;
   transport->Start(procs, events);
-  ASSERT_TRUE(RunToEnd(*transport, events, 60));
+  ASSERT_TRUE(events.RunToEnd(*transport, 60));
   for (int id = 0; id < 3; ++id) EXPECT_TRUE(events.exits[id].ok()) << events.exits[id].Describe();
   EXPECT_EQ(events.output[0], "probe on node1 with [arg one] to 127.0.0.1\n");
   EXPECT_EQ(events.output[1], "probe on node2 with [arg one] to 127.0.0.1\n");
@@ -296,12 +285,8 @@ TEST_F(SlurmTransportTest, OneProbePerNodeReadsItsStdin) {
 // Ctrl-C while the batch job still waits for nodes: the job is withdrawn, and the wait ends as
 // interrupted (128+SIGINT).
 TEST_F(SlurmTransportTest, InterruptWhilePendingWithdrawsTheBatchJob) {
-  const SlurmCommandResult busy =
-      RunSlurmCommand({"sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=4",
-                       "--job-name=busy", "--output=/dev/null", "--wrap=sleep 120"},
-                      "", 10000);
-  ASSERT_EQ(busy.status, 0) << busy.Describe();
-  const std::string busy_job = busy.out.substr(0, busy.out.find_first_of(";\n"));
+  const std::string busy_job = HoldNodes(4, "busy");
+  ASSERT_NE(busy_job, "");
   std::string state;
   std::thread ctrl_c([&state] {
     for (int i = 0; i < 50 && state != "PENDING\n"; ++i) {
@@ -333,7 +318,7 @@ TEST_F(SlurmTransportTest, AbandonedBatchJobReleasesItsNodes) {
   auto transport = MakeTransport(spec);
   Recorder events;
   transport->Start(Ranks(spec, {"true"}), events);
-  ASSERT_TRUE(RunToEnd(*transport, events, 60));
+  ASSERT_TRUE(events.RunToEnd(*transport, 60));
   unsetenv("DTRAIN_SLURM_IDLE_S");
   EXPECT_TRUE(events.exits[0].ok()) << events.exits[0].Describe();
   std::string left = "?";
@@ -372,12 +357,7 @@ TEST_F(SlurmTransportTest, UnplacedClusterIsAnErrorForEveryRank) {
 
 const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::ReadFile;
 
 // A fresh folder with a two-node cluster file whose logs land in <folder>/logs.
 std::string ClusterFolder(const std::string& name, int slots) {

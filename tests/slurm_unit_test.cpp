@@ -53,6 +53,7 @@ TEST(SlurmAllocation, PlacedSpecGivesRanksTheAllocatedNodes) {
   EXPECT_EQ(spec.slurm_placement.job_id, "42");
   EXPECT_EQ(spec.slurm_placement.job_name, "dtrain-x");
   EXPECT_EQ(spec.nodes[1].slots, 2);
+  EXPECT_EQ(spec.nodes[1].host, "second");  // the file's name labels the node in logs
   // MASTER_ADDR is the first allocated node's address; the node name is Slurm's.
   const RankPlan plan = MakeRankPlan(spec, {});
   EXPECT_EQ(plan.master_addr, "addr0");
@@ -72,7 +73,7 @@ std::vector<ProcessSpec> FourRanks(const ClusterSpec& spec) {
     p.argv = {"python3", "train.py"};
     p.env = {{"RANK", std::to_string(rank)},
              {"MASTER_ADDR", spec.nodes[0].address},
-             {"HOROVOD_HOSTNAME", spec.nodes[rank / 2].host},
+             {"HOROVOD_HOSTNAME", spec.nodes[rank / 2].MachineName()},
              {"NCCL_DEBUG", "WARN"}};
     if (rank == 2) p.env["ONLY_TWO"] = "it's \"$(quoted)\"\n";
     p.python_path_head = "/work";
