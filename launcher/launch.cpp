@@ -113,10 +113,12 @@ void FetchMetrics(const std::string& job_dir, const ClusterSpec& spec) {
     const TraceFetchReport fetched =
         FetchRemoteMetrics(job_dir, ReadJobSummary(job_dir), spec.source, &spec.ssh);
     if (!fetched.fetched.empty()) {
-      std::fprintf(stderr, "dtrain: metrics of %zu rank(s) fetched from their nodes into %s/metrics\n",
+      std::fprintf(stderr,
+                   "dtrain: metrics of %zu rank(s) fetched from their nodes into %s/metrics\n",
                    fetched.fetched.size(), job_dir.c_str());
     }
-    for (const std::string& w : fetched.warnings) std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
+    for (const std::string& w : fetched.warnings)
+      std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
   } catch (const Error& e) {
     std::fprintf(stderr, "dtrain: warning: metrics not fetched: %s\n", e.what());
   }
@@ -243,17 +245,19 @@ void PrintBanner(const JobRecord& record, const ChosenCluster& chosen, const std
   std::fprintf(stderr, "dtrain: job %s: %d rank(s) on %d node(s) (%s), logs in %s\n",
                record.name.c_str(), record.plan.world_size, record.plan.node_count,
                record.transport.c_str(), job_dir.c_str());
-  std::fprintf(stderr, "dtrain: %s; ranks: %s; rendezvous %s:%d (%s)%s%s\n",
-               chosen.source.c_str(), chosen.ranks_why.c_str(), record.plan.master_addr.c_str(),
-               record.plan.master_port, chosen.port_why.c_str(),
-               chosen.env_file.empty() ? "" : "; env file ", chosen.env_file.c_str());
-  for (const std::string& note : chosen.notes) std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
+  std::fprintf(stderr, "dtrain: %s; ranks: %s; rendezvous %s:%d (%s)%s%s\n", chosen.source.c_str(),
+               chosen.ranks_why.c_str(), record.plan.master_addr.c_str(), record.plan.master_port,
+               chosen.port_why.c_str(), chosen.env_file.empty() ? "" : "; env file ",
+               chosen.env_file.c_str());
+  for (const std::string& note : chosen.notes)
+    std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
 }
 
 // --sync: the launch directory to every ssh node before any rank starts.
 void SyncLaunchDir(const ClusterSpec& spec, const JobFolder& folder, JobRecord& record) {
   if (spec.transport != TransportKind::kSsh) {
-    std::fprintf(stderr, "dtrain: --sync: a %s cluster shares this machine's files: nothing to copy\n",
+    std::fprintf(stderr,
+                 "dtrain: --sync: a %s cluster shares this machine's files: nothing to copy\n",
                  TransportName(spec.transport));
     return;
   }
@@ -292,8 +296,8 @@ JobOutcome RunAttempt(Job& job, int attempt, std::map<int, uint64_t>& log_start)
   // A fresh store for every attempt, as horovodrun's init(host_alloc_plan); gone with it.
   std::unique_ptr<HorovodRendezvous> horovod_rendezvous;
   if (job.settings.horovod) {
-    horovod_rendezvous = std::make_unique<HorovodRendezvous>(
-        job.horovod_network.bind_address, HorovodScopeSizes(record.plan));
+    horovod_rendezvous = std::make_unique<HorovodRendezvous>(job.horovod_network.bind_address,
+                                                             HorovodScopeSizes(record.plan));
     AddHorovodGlooEnv(record.plan, job.horovod_network, horovod_rendezvous->port());
     std::fprintf(stderr, "dtrain: Horovod Gloo rendezvous on %s:%d\n",
                  job.horovod_network.bind_address.c_str(), horovod_rendezvous->port());

@@ -34,7 +34,9 @@ EnvOverrides OverridesFor(const ProcessSpec& spec) {
   if (!spec.python_path_head.empty()) {
     const auto set = env.find("PYTHONPATH");
     const char* inherited = std::getenv("PYTHONPATH");
-    const std::string old = set != env.end() && set->second ? *set->second : inherited ? inherited : "";
+    const std::string old = set != env.end() && set->second ? *set->second
+                            : inherited                     ? inherited
+                                                            : "";
     env["PYTHONPATH"] = old.empty() ? spec.python_path_head : spec.python_path_head + ":" + old;
   }
   return env;

@@ -63,7 +63,9 @@ std::vector<std::string> NodeAddresses(const std::vector<std::string>& hosts) {
 }
 
 volatile sig_atomic_t g_wait_interrupt = 0;
-void OnWaitInterrupt(int sig) { g_wait_interrupt = sig; }
+void OnWaitInterrupt(int sig) {
+  g_wait_interrupt = sig;
+}
 
 // Ctrl-C (and SIGTERM, SIGHUP) only sets a flag while dtrain waits for nodes.
 class WaitInterrupts {
@@ -80,12 +82,14 @@ class WaitInterrupts {
 
  private:
   static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[3] {};
+  struct sigaction old_[3]{};
 };
 
 }  // namespace
 
-SlurmAllocation::~SlurmAllocation() { Withdraw(); }
+SlurmAllocation::~SlurmAllocation() {
+  Withdraw();
+}
 
 void SlurmAllocation::Request(const ClusterSpec& spec, const SlurmJobIdentity& job) {
   job_ = job;
@@ -104,8 +108,8 @@ void SlurmAllocation::Request(const ClusterSpec& spec, const SlurmJobIdentity& j
   }
   int tasks_per_node = 0;
   for (const NodeSpec& node : spec.nodes) tasks_per_node = std::max(tasks_per_node, node.slots);
-  const std::string script = RenderSbatchScript(spec.slurm, job.name,
-                                                static_cast<int>(spec.nodes.size()), tasks_per_node);
+  const std::string script =
+      RenderSbatchScript(spec.slurm, job.name, static_cast<int>(spec.nodes.size()), tasks_per_node);
   if (!job.record_dir.empty()) std::ofstream(job.record_dir + "/sbatch.sh") << script;
   const SlurmCommandResult submitted =
       RunSlurmCommand({"sbatch", "--parsable"}, script, kClientTimeoutMs);
@@ -177,9 +181,10 @@ ClusterSpec PlaceOnSlurm(const ClusterSpec& spec, const SlurmJobIdentity& job,
   while (!allocation.Ready()) {
     if (g_wait_interrupt != 0) {
       allocation.Withdraw();
-      throw Error(fmt::format("interrupted by {} while Slurm job {} waited for nodes; it was withdrawn",
-                              SignalName(g_wait_interrupt), allocation.job_id()),
-                  128 + g_wait_interrupt);
+      throw Error(
+          fmt::format("interrupted by {} while Slurm job {} waited for nodes; it was withdrawn",
+                      SignalName(g_wait_interrupt), allocation.job_id()),
+          128 + g_wait_interrupt);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -108,7 +108,9 @@ std::string FindOnPath(const std::string& name, const std::string& path_env) {
   return "";
 }
 
-Subprocess::Subprocess(Subprocess&& other) noexcept { *this = std::move(other); }
+Subprocess::Subprocess(Subprocess&& other) noexcept {
+  *this = std::move(other);
+}
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   if (this == &other) return *this;
@@ -122,7 +124,9 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   return *this;
 }
 
-Subprocess::~Subprocess() { Release(); }
+Subprocess::~Subprocess() {
+  Release();
+}
 
 void Subprocess::Release() {
   if (running()) {
@@ -161,7 +165,8 @@ std::string Subprocess::Start(const SubprocessOptions& options) {
   const std::string program = !options.program.empty()
                                   ? options.program
                                   : FindOnPath(options.argv[0], EnvironmentValue(env, "PATH"));
-  if (program.empty()) return fmt::format("cannot run {}: {}", options.argv[0], std::strerror(ENOENT));
+  if (program.empty())
+    return fmt::format("cannot run {}: {}", options.argv[0], std::strerror(ENOENT));
 
   std::vector<char*> argv, envp;
   std::vector<std::string> argv_storage = options.argv;
@@ -235,9 +240,13 @@ std::string Subprocess::Start(const SubprocessOptions& options) {
              : fmt::format("cannot run {}: {}", program, std::strerror(failure.error));
 }
 
-int Subprocess::Signal(int sig) const { return ::kill(pid_, sig); }
+int Subprocess::Signal(int sig) const {
+  return ::kill(pid_, sig);
+}
 
-int Subprocess::SignalGroup(int sig) const { return ::kill(-pid_, sig); }
+int Subprocess::SignalGroup(int sig) const {
+  return ::kill(-pid_, sig);
+}
 
 void Subprocess::Reaped(int wait_status) {
   reaped_ = true;

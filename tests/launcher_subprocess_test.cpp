@@ -133,7 +133,7 @@ TEST(Subprocess, DoneWithoutWaitingAndKilledWithItsGroupWhenDropped) {
   EXPECT_FALSE(child.Done());
   const pid_t group = child.pid();
   child = Subprocess();  // the old child's whole group is killed and the child reaped
-  bool gone = false;  // the background sleep, a zombie for a moment, is reaped by init
+  bool gone = false;     // the background sleep, a zombie for a moment, is reaped by init
   for (int i = 0; i < 200 && !gone; ++i, ::usleep(10000)) gone = ::kill(-group, 0) != 0;
   EXPECT_TRUE(gone);
 }

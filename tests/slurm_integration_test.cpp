@@ -425,8 +425,8 @@ TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {
 TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
   const std::string dir = Folder("int", 1);
   SubprocessOptions options;
-  options.argv = {kDtrain, "launch", "-c", dir + "/cluster.yaml", "--job",
-                  "stop", "--", "sh", "-c", "echo ready; exec sleep 89"};
+  options.argv = {kDtrain, "launch", "-c", dir + "/cluster.yaml",      "--job", "stop",
+                  "--",    "sh",     "-c", "echo ready; exec sleep 89"};
   options.out = options.err = Stdio::kNull;
   Subprocess dtrain;
   ASSERT_EQ(dtrain.Start(options), "");
