@@ -206,9 +206,10 @@ JobRecord NewJobRecord(const ClusterSpec& spec, const JobSettings& job, const Jo
   return record;
 }
 
-// A job that ends before any attempt (its nodes never came, --sync failed) says so in job.json.
+// A job that ends before any attempt (its nodes never came, --sync failed, Ctrl-C while it
+// waited for nodes: 128+signal) says so in job.json.
 void RecordFailureBeforeStart(const std::string& job_dir, JobRecord& record, int exit_code) {
-  record.status = "failed";
+  record.status = exit_code > 128 ? "interrupted" : "failed";
   record.exit_code = exit_code;
   record.ended_us = WallMicros();
   WriteJobRecord(job_dir, record);
