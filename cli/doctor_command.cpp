@@ -3,7 +3,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
@@ -23,15 +22,8 @@ struct DoctorFlags {
 
 int RunDoctorCommand(const DoctorFlags& flags) {
   if (flags.timeout_s <= 0) throw UsageError("--timeout: expected a number of seconds > 0");
-  ClusterSpec spec;
-  if (!flags.cluster_file.empty()) {
-    spec = ParseClusterFile(flags.cluster_file);
-  } else if (std::filesystem::exists("cluster.yaml")) {
-    spec = ParseClusterFile("cluster.yaml");
-  } else {
-    spec = DefaultLocalCluster();
-  }
-  DoctorResult result = RunDoctor(spec, flags.timeout_s);
+  const DoctorResult result = RunDoctor(LoadClusterOrDefault(flags.cluster_file), flags.timeout_s);
+  const ClusterSpec& spec = result.spec;
   if (flags.json) {
     std::fputs(RenderJsonReport(spec, result.run, result.findings).c_str(), stdout);
   } else {

@@ -5,6 +5,7 @@
 
 #include <climits>
 
+#include "launcher/slurm/slurm_allocation.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
@@ -34,9 +35,12 @@ ProbeOptions DefaultProbeOptions(const ClusterSpec& spec, double timeout_s) {
   return options;
 }
 
-DoctorResult RunDoctor(const ClusterSpec& spec, double timeout_s) {
-  std::unique_ptr<Transport> transport = MakeTransport(spec);
+DoctorResult RunDoctor(const ClusterSpec& cluster, double timeout_s) {
+  SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the probes
   DoctorResult result;
+  result.spec = PlaceOnSlurm(cluster, {"dtrain", ""}, allocation);
+  const ClusterSpec& spec = result.spec;
+  std::unique_ptr<Transport> transport = MakeTransport(spec);
   result.run = RunProbes(spec, *transport, DefaultProbeOptions(spec, timeout_s));
   result.findings = CheckCluster(spec, result.run);
   return result;

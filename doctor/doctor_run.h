@@ -12,12 +12,13 @@
 namespace dtrain {
 
 struct DoctorResult {
+  ClusterSpec spec;  // what was probed: a Slurm cluster placed on its allocation's nodes
   ProbeRun run;
   std::vector<Finding> findings;
 };
 
-// Throws dtrain::Error only when the transport cannot be built at all; a node that fails is a
-// finding. `timeout_s` bounds the whole probe.
+// Throws dtrain::Error only when the transport cannot be built at all (or a Slurm cluster gets
+// no allocation); a node that fails is a finding. `timeout_s` bounds the whole probe.
 DoctorResult RunDoctor(const ClusterSpec& spec, double timeout_s);
 
 // The ProbeOptions RunDoctor uses: workdir = spec.workdir or the current directory, and

@@ -87,131 +87,150 @@ ProbeLines SplitProbeOutput(std::string_view text) {
   return lines;
 }
 
-void ApplyProbeLines(const ProbeLines& lines, double arrival_epoch_s, NodeFacts& f) {
+namespace {
+
+// What several probe lines hold before they combine into one fact (a version from one of
+// several sources), and the doctor's clock when the `time=` line arrived.
+struct ProbeText {
+  double arrival_epoch_s = -1;
   std::string header_defines, proc_driver, nvcc_line, version_json, version_txt, lib_string;
   std::vector<std::string> proc_gpus;
   Version smi_driver;
   bool ended = false;
-  for (const auto& [key, value] : lines) {
-    if (key == "time") {
-      double t = std::strtod(value.c_str(), nullptr);
-      if (t > 0 && arrival_epoch_s >= 0) {
-        f.clock_offset_s = t - arrival_epoch_s;
-        f.clock_known = true;
-      }
-    } else if (key == "hostname") {
-      f.hostname = value;
-    } else if (key == "os") {
-      f.os = value;
-    } else if (key == "kernel") {
-      f.kernel = value;
-    } else if (key == "cpus") {
-      f.cpus = static_cast<int>(Number(value));
-    } else if (key == "mem_kib") {
-      f.mem_kib = Number(value);
-    } else if (key == "shm_kib") {
-      f.shm_kib = Number(value);
-    } else if (key == "disk_free_kib") {
-      f.disk_free_kib = Number(value);
-    } else if (key == "workdir") {
-      f.workdir = value;
-    } else if (key == "workdir_exists") {
-      f.workdir_exists = value == "yes";
-    } else if (key == "nofile") {
-      f.nofile = value == "unlimited" ? -1 : Number(value);
-    } else if (key == "driver_proc") {
-      proc_driver = value;
-    } else if (key == "gpu") {
-      if (auto gpu = ParseNvidiaSmiGpuLine(value)) {
-        if (!smi_driver.known()) smi_driver = VersionOrEmpty(Version::Parse(gpu->driver));
-        f.gpus.push_back(*gpu);
-      } else if (f.nvidia_smi_error.empty()) {
-        f.nvidia_smi_error = value;
-      }
-    } else if (key == "gpu_proc") {
-      proc_gpus.push_back(value);
-    } else if (key == "nvidia_smi_error") {
-      f.nvidia_smi_error = value;
-    } else if (key == "cuda_home") {
-      f.cuda_home = value;
-    } else if (key == "cuda_version_json") {
-      version_json = value;
-    } else if (key == "cuda_version_txt") {
-      version_txt = value;
-    } else if (key == "nvcc") {
-      nvcc_line = value;
-    } else if (key == "nccl_h") {
-      f.nccl_header_path = value;
-    } else if (key == "nccl_define") {
-      header_defines += value + "\n";
-    } else if (key == "nccl_lib") {
-      f.nccl_library_path = value;
-    } else if (key == "nccl_lib_string") {
-      lib_string = value;
-    } else if (key == "python") {
-      f.python = value;
-    } else if (key == "python_error") {
-      f.python_error = value;
-    } else if (key == "python_version") {
-      f.python_version = VersionOrEmpty(Version::Parse(value));
-    } else if (key == "pythonpath_workdir") {
-      f.pythonpath_workdir = value;
-    } else if (key == "torch") {
-      f.torch = VersionOrEmpty(Version::Find(value));
-      f.torch.text = value;  // keep "2.4.0+cu121" for display
-    } else if (key == "torch_cuda") {
-      f.torch_cuda = VersionOrEmpty(Version::Parse(value));
-    } else if (key == "torch_nccl") {
-      f.torch_nccl = VersionOrEmpty(NcclFromTorch(value));
-    } else if (key == "torch_error") {
-      f.torch_error = value;
-    } else if (key == "horovod") {
-      f.horovod = VersionOrEmpty(Version::Find(value));
-    } else if (key == "horovod_frameworks") {
-      f.horovod_frameworks = value;
-    } else if (key == "horovod_controllers") {
-      f.horovod_controllers = value;
-    } else if (key == "horovod_ops") {
-      f.horovod_ops = value;
-    } else if (key == "horovod_error") {
-      f.horovod_error = value;
-    } else if (key == "clip") {
-      f.clip_path = value;
-    } else if (key == "clip_version") {
-      f.clip = VersionOrEmpty(Version::Find(value));
-    } else if (key == "clip_error") {
-      f.clip_error = value;
-    } else if (key == "rdzv") {
-      f.rendezvous = value;
-    } else if (key == "rdzv_detail") {
-      f.rendezvous_detail = value;
-    } else if (key == "probe_end") {
-      ended = true;
-    }
+};
+
+using ApplyValue = void (*)(const std::string& value, NodeFacts& f, ProbeText& t);
+
+void ApplyTime(const std::string& value, NodeFacts& f, ProbeText& t) {
+  const double node_time = std::strtod(value.c_str(), nullptr);
+  if (node_time > 0 && t.arrival_epoch_s >= 0) {
+    f.clock_offset_s = node_time - t.arrival_epoch_s;
+    f.clock_known = true;
   }
-  if (smi_driver.known()) {
-    f.driver = smi_driver;
+}
+
+void ApplyGpu(const std::string& value, NodeFacts& f, ProbeText& t) {
+  if (auto gpu = ParseNvidiaSmiGpuLine(value)) {
+    if (!t.smi_driver.known()) t.smi_driver = VersionOrEmpty(Version::Parse(gpu->driver));
+    f.gpus.push_back(*gpu);
+  } else if (f.nvidia_smi_error.empty()) {
+    f.nvidia_smi_error = value;
   }
-  if (auto proc = ParseProcDriverVersion(proc_driver)) {
+}
+
+void ApplyTorch(const std::string& value, NodeFacts& f, ProbeText&) {
+  f.torch = VersionOrEmpty(Version::Find(value));
+  f.torch.text = value;  // keep "2.4.0+cu121" for display
+}
+
+// One key the probe writes (templates/probe.sh) and where its value goes: into a fact as it is,
+// into the text several lines combine (CombineProbeText), or through a function.
+struct ProbeKey {
+  std::string_view key;
+  std::string NodeFacts::*fact = nullptr;
+  std::string ProbeText::*text = nullptr;
+  ApplyValue apply = nullptr;
+};
+
+using F = NodeFacts;
+using T = ProbeText;
+const ProbeKey kProbeKeys[] = {
+    {"time", nullptr, nullptr, ApplyTime},
+    {"hostname", &F::hostname},
+    {"os", &F::os},
+    {"kernel", &F::kernel},
+    {"cpus", nullptr, nullptr, [](const std::string& v, F& f, T&) { f.cpus = int(Number(v)); }},
+    {"mem_kib", nullptr, nullptr, [](const std::string& v, F& f, T&) { f.mem_kib = Number(v); }},
+    {"shm_kib", nullptr, nullptr, [](const std::string& v, F& f, T&) { f.shm_kib = Number(v); }},
+    {"disk_free_kib", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.disk_free_kib = Number(v); }},
+    {"workdir", &F::workdir},
+    {"workdir_exists", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.workdir_exists = v == "yes"; }},
+    {"nofile", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.nofile = v == "unlimited" ? -1 : Number(v); }},
+    {"driver_proc", nullptr, &T::proc_driver},
+    {"gpu", nullptr, nullptr, ApplyGpu},
+    {"gpu_proc", nullptr, nullptr,
+     [](const std::string& v, F&, T& t) { t.proc_gpus.push_back(v); }},
+    {"nvidia_smi_error", &F::nvidia_smi_error},
+    {"cuda_home", &F::cuda_home},
+    {"cuda_version_json", nullptr, &T::version_json},
+    {"cuda_version_txt", nullptr, &T::version_txt},
+    {"nvcc", nullptr, &T::nvcc_line},
+    {"nccl_h", &F::nccl_header_path},
+    {"nccl_define", nullptr, nullptr,
+     [](const std::string& v, F&, T& t) { t.header_defines += v + "\n"; }},
+    {"nccl_lib", &F::nccl_library_path},
+    {"nccl_lib_string", nullptr, &T::lib_string},
+    {"python", &F::python},
+    {"python_error", &F::python_error},
+    {"python_version", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.python_version = VersionOrEmpty(Version::Parse(v)); }},
+    {"pythonpath_workdir", &F::pythonpath_workdir},
+    {"torch", nullptr, nullptr, ApplyTorch},
+    {"torch_cuda", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.torch_cuda = VersionOrEmpty(Version::Parse(v)); }},
+    {"torch_nccl", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.torch_nccl = VersionOrEmpty(NcclFromTorch(v)); }},
+    {"torch_error", &F::torch_error},
+    {"horovod", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.horovod = VersionOrEmpty(Version::Find(v)); }},
+    {"horovod_frameworks", &F::horovod_frameworks},
+    {"horovod_controllers", &F::horovod_controllers},
+    {"horovod_ops", &F::horovod_ops},
+    {"horovod_error", &F::horovod_error},
+    {"rdzv", &F::rendezvous},
+    {"rdzv_detail", &F::rendezvous_detail},
+    {"clip_version", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.clip = VersionOrEmpty(Version::Find(v)); }},
+    {"clip", &F::clip_path},
+    {"clip_error", &F::clip_error},
+    {"probe_end", nullptr, nullptr, [](const std::string&, F&, T& t) { t.ended = true; }},
+};
+
+// The facts several lines make together: the driver, the GPU list, CUDA and NCCL versions.
+void CombineProbeText(const ProbeText& t, NodeFacts& f) {
+  if (t.smi_driver.known()) {
+    f.driver = t.smi_driver;
+  }
+  if (auto proc = ParseProcDriverVersion(t.proc_driver)) {
     if (!f.driver.known()) f.driver = proc->version;
     f.driver_open_module = proc->open_module;
   }
-  if (f.gpus.empty() && !proc_gpus.empty()) {
-    for (const std::string& model : proc_gpus) f.gpus.push_back(GpuInfo{model, 0, f.driver.text});
+  if (f.gpus.empty() && !t.proc_gpus.empty()) {
+    for (const std::string& model : t.proc_gpus) f.gpus.push_back(GpuInfo{model, 0, f.driver.text});
     f.gpus_from_proc = true;
   }
-  f.nvcc = VersionOrEmpty(CudaFromNvcc(nvcc_line));
-  if (auto v = CudaFromVersionJson(version_json)) {
+  f.nvcc = VersionOrEmpty(CudaFromNvcc(t.nvcc_line));
+  if (auto v = CudaFromVersionJson(t.version_json)) {
     f.cuda = *v;
-  } else if (auto t = CudaFromVersionTxt(version_txt)) {
-    f.cuda = *t;
+  } else if (auto txt = CudaFromVersionTxt(t.version_txt)) {
+    f.cuda = *txt;
   } else {
     f.cuda = f.nvcc;
   }
-  f.nccl_header = VersionOrEmpty(NcclFromHeader(header_defines));
+  f.nccl_header = VersionOrEmpty(NcclFromHeader(t.header_defines));
   f.nccl_library = VersionOrEmpty(NcclFromLibraryName(f.nccl_library_path));
-  if (!f.nccl_library.known()) f.nccl_library = VersionOrEmpty(NcclFromLibraryString(lib_string));
-  if (ended) f.reached = true;
+  if (!f.nccl_library.known()) f.nccl_library = VersionOrEmpty(NcclFromLibraryString(t.lib_string));
+  if (t.ended) f.reached = true;
+}
+
+}  // namespace
+
+void ApplyProbeLines(const ProbeLines& lines, double arrival_epoch_s, NodeFacts& f) {
+  ProbeText text;
+  text.arrival_epoch_s = arrival_epoch_s;
+  for (const auto& [key, value] : lines) {
+    for (const ProbeKey& row : kProbeKeys) {
+      if (key != row.key) continue;
+      if (row.fact) f.*row.fact = value;
+      if (row.text) text.*row.text = value;
+      if (row.apply) row.apply(value, f, text);
+      break;
+    }
+  }
+  CombineProbeText(text, f);
 }
 
 std::string HorovodBuild(const NodeFacts& f) {

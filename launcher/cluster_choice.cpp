@@ -2,7 +2,6 @@
 // environment, rendezvous.
 #include "launcher/cluster_choice.h"
 
-#include <sys/stat.h>
 
 #include <cstdlib>
 
@@ -49,15 +48,11 @@ void ChooseNodes(const ClusterChoice& choice, ChosenCluster& out) {
     throw UsageError("-H and --hostfile both list nodes; give one of them");
   }
   const bool host_nodes = !choice.hosts.empty() || !choice.hostfile.empty();
-  struct stat st;
-  if (!choice.cluster_file.empty()) {
-    out.spec = ParseClusterFile(choice.cluster_file);
-    out.source = "cluster file " + choice.cluster_file;
-    out.ranks_why = "slots in " + choice.cluster_file;
-  } else if (!host_nodes && ::stat("cluster.yaml", &st) == 0) {
-    out.spec = ParseClusterFile("cluster.yaml");
-    out.source = "cluster file ./cluster.yaml";
-    out.ranks_why = "slots in ./cluster.yaml";
+  if (!choice.cluster_file.empty() || (!host_nodes && !DefaultClusterFile().empty())) {
+    out.spec = LoadClusterOrDefault(choice.cluster_file);
+    const std::string shown = choice.cluster_file.empty() ? "./cluster.yaml" : choice.cluster_file;
+    out.source = "cluster file " + shown;
+    out.ranks_why = "slots in " + shown;
   } else if (!host_nodes) {
     out.spec = DefaultLocalCluster();
     out.source = "no cluster file (this machine)";
@@ -147,7 +142,6 @@ void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
 
 void ChooseRendezvous(const ClusterChoice& choice, ChosenCluster& out) {
   const bool local = out.spec.transport == TransportKind::kLocal;
-  out.master_addr = out.spec.nodes.front().address;
   if (local && !Env("MASTER_ADDR").empty()) out.master_addr = Env("MASTER_ADDR");
   const std::string env_port = Env("MASTER_PORT");
   if (choice.master_port > 0) {

@@ -28,7 +28,9 @@ struct ChosenCluster {
   ClusterSpec spec;         // slots, env, transport and rendezvous port final
   std::string source;       // "cluster file ./cluster.yaml", "-H a:2,b:2", "no cluster file"
   std::string ranks_why;    // "2 per node (NPROC_PER_NODE=2)"
-  std::string master_addr;  // MASTER_ADDR given to every rank
+  // MASTER_ADDR given to every rank; "" = the first node's address where the ranks run (for
+  // Slurm, the first allocated node's)
+  std::string master_addr;
   std::string port_why;     // "--master-port", "MASTER_PORT in the environment", ...
   std::string env_file;     // the env file read, or ""
   std::vector<std::string> notes;  // settings that were seen but did not apply, and why

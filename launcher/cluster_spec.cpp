@@ -378,6 +378,16 @@ ClusterSpec ParseClusterFile(const std::string& path) {
   return ParseClusterText(text.str(), path);
 }
 
+std::string DefaultClusterFile() {
+  struct stat st;
+  return ::stat("cluster.yaml", &st) == 0 ? "cluster.yaml" : "";
+}
+
+ClusterSpec LoadClusterOrDefault(const std::string& path) {
+  const std::string file = path.empty() ? DefaultClusterFile() : path;
+  return file.empty() ? DefaultLocalCluster() : ParseClusterFile(file);
+}
+
 ClusterSpec DefaultLocalCluster() {
   int slots = 1;
   if (const char* nproc = std::getenv("NPROC_PER_NODE"); nproc && *nproc) {

@@ -35,6 +35,10 @@ struct NodeSpec {
   std::vector<int> gpus;  // empty: not listed (CUDA_VISIBLE_DEVICES untouched)
   std::map<std::string, std::string> env;
   bool address_given = false;  // the cluster file said `address:`
+  // The machine's own name where only placing the cluster tells it (a Slurm node name, see
+  // launcher/slurm/slurm_allocation.h); "" = host. Ranks see it as HOROVOD_HOSTNAME.
+  std::string machine = "";
+  const std::string& MachineName() const { return machine.empty() ? host : machine; }
 };
 
 struct JobSpec {
@@ -50,6 +54,14 @@ struct SlurmSpec {
   std::string time;
   std::string account;
   std::map<std::string, std::string> extra;  // further sbatch options, passed as --key=value
+};
+
+// Where a `transport: slurm` cluster's nodes are. Set by placing the spec on its allocation
+// (launcher/slurm/slurm_allocation.h) before any rank plan is made; never read from the file.
+struct SlurmPlacement {
+  bool placed = false;
+  std::string job_id;               // srun --jobid; "" = the caller's allocation (SLURM_JOB_ID)
+  std::string job_name = "dtrain";  // srun --job-name of every step
 };
 
 // More ranks than any cluster dtrain is for (a few hundred machines of 8 GPUs): a sanity limit,
@@ -74,6 +86,7 @@ struct ClusterSpec {
   std::string log_dir = "./dtrain-logs";
   JobSpec job;
   SlurmSpec slurm;
+  SlurmPlacement slurm_placement;
 };
 
 // Throws UsageError("FILE:LINE:COL: ...") on any problem.
@@ -84,6 +97,14 @@ ClusterSpec ParseClusterText(const std::string& text, const std::string& origin)
 // The spec used when there is neither -c nor ./cluster.yaml: one local node with
 // NPROC_PER_NODE ranks (default: the devices in CUDA_VISIBLE_DEVICES, else 1).
 ClusterSpec DefaultLocalCluster();
+
+// The one place that picks the default cluster file: "cluster.yaml" when the current
+// directory has one, else "".
+std::string DefaultClusterFile();
+
+// The cluster of `path` (-c), else of ./cluster.yaml when there is one, else
+// DefaultLocalCluster(). Throws like ParseClusterFile.
+ClusterSpec LoadClusterOrDefault(const std::string& path);
 
 const char* TransportName(TransportKind kind);
 

@@ -1,7 +1,6 @@
 // job.json as nlohmann::json, written to a temporary file and renamed into place.
 #include "launcher/job_record.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -238,15 +237,12 @@ void PointLatestAt(const std::string& log_dir, const std::string& name) {
 }
 
 std::string DefaultLogDir() {
-  struct stat st;
-  if (::stat("cluster.yaml", &st) == 0) {
-    try {
-      return ParseClusterFile("cluster.yaml").log_dir;
-    } catch (const Error&) {
-      // A broken cluster file is reported by the commands that run jobs; logs still work.
-    }
+  try {
+    return LoadClusterOrDefault("").log_dir;
+  } catch (const Error&) {
+    // A broken cluster file is reported by the commands that run jobs; logs still work.
+    return ClusterSpec().log_dir;
   }
-  return "./dtrain-logs";
 }
 
 }  // namespace dtrain

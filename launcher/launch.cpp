@@ -1,6 +1,7 @@
-// RunLaunch reads top to bottom: load the cluster, name the job and make its folder, then run
-// attempts (plan -> transport -> supervisor) until one succeeds, is interrupted, or restarts
-// run out; job.json is rewritten at every step.
+// RunLaunch reads top to bottom: choose the cluster, settle the job's settings, make its folder,
+// place the cluster on its nodes (a Slurm allocation), plan the ranks, then run attempts
+// (transport -> supervisor) until one succeeds, is interrupted, or restarts run out; job.json
+// is rewritten at every step.
 #include "launcher/launch.h"
 
 #include <sys/stat.h>
@@ -26,6 +27,7 @@
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
+#include "launcher/slurm/slurm_allocation.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/timeline/trace_fetch.h"
 #include "launcher/transport.h"
@@ -111,13 +113,268 @@ void FetchMetrics(const std::string& job_dir, const ClusterSpec& spec) {
     const TraceFetchReport fetched =
         FetchRemoteMetrics(job_dir, ReadJobSummary(job_dir), spec.source, &spec.ssh);
     if (!fetched.fetched.empty()) {
-      std::fprintf(stderr, "dtrain: metrics of %zu rank(s) fetched from their nodes into %s/metrics\n",
+      std::fprintf(stderr,
+                   "dtrain: metrics of %zu rank(s) fetched from their nodes into %s/metrics\n",
                    fetched.fetched.size(), job_dir.c_str());
     }
-    for (const std::string& w : fetched.warnings) std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
+    for (const std::string& w : fetched.warnings)
+      std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
   } catch (const Error& e) {
     std::fprintf(stderr, "dtrain: warning: metrics not fetched: %s\n", e.what());
   }
+}
+
+// What the command line and the cluster file settle for this job.
+struct JobSettings {
+  std::vector<std::string> command;
+  int max_restarts = 0;
+  bool timeline = false;
+  double stall_timeout_s = 0;
+  bool horovod = false;
+};
+
+JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& spec) {
+  if (options.grace_period_s < 0) throw UsageError("--grace-period: expected seconds >= 0");
+  JobSettings job;
+  job.command = !options.command.empty()    ? options.command
+                : !spec.job.command.empty() ? spec.job.command
+                                            : DefaultJobCommand();
+  job.max_restarts = options.max_restarts.value_or(spec.job.max_restarts);
+  if (job.max_restarts < 0) throw UsageError("--max-restarts: expected a number >= 0");
+  job.timeline = options.timeline || spec.job.timeline;
+  job.stall_timeout_s = options.stall_timeout_s.value_or(spec.job.stall_timeout_s);
+  if (job.stall_timeout_s < 0) throw UsageError("--stall-timeout: expected seconds >= 0");
+  if (options.on_stall != "report" && options.on_stall != "stop")
+    throw UsageError("--on-stall: expected report or stop, not '" + options.on_stall + "'");
+  job.horovod = options.horovod || spec.job.horovod || CommandAsksForHorovod(job.command);
+  return job;
+}
+
+// Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.
+struct JobFolder {
+  std::string launch_dir;
+  std::string log_dir;
+  std::string name;
+  std::string job_dir;
+};
+
+JobFolder MakeJobFolder(const LaunchOptions& options, const ClusterSpec& spec) {
+  JobFolder folder;
+  folder.launch_dir = CurrentDir();
+  folder.log_dir =
+      Absolute(options.log_dir.empty() ? spec.log_dir : options.log_dir, folder.launch_dir);
+  folder.name = options.job_name.empty() ? NewJobName() : options.job_name;
+  CheckJobName(folder.name);
+  if (folder.name == "latest") throw UsageError("job name 'latest' is the link to the newest job");
+  MakeDirs(folder.log_dir);
+  folder.job_dir = folder.log_dir + "/" + folder.name;
+  for (int tries = 1; ::mkdir(folder.job_dir.c_str(), 0755) != 0; ++tries) {
+    if (errno != EEXIST) {
+      throw Error(folder.job_dir + ": cannot create the job folder: " + std::strerror(errno));
+    }
+    if (!options.job_name.empty() || tries == 10) {
+      throw UsageError(folder.job_dir + ": the job exists already; choose another --job");
+    }
+    folder.name = NewJobName();  // two launches in the same second drew the same suffix
+    folder.job_dir = folder.log_dir + "/" + folder.name;
+  }
+  MakeDirs(folder.job_dir + "/timeline");  // DTRAIN_TRACE_DIR of local ranks; dtrain-clip's traces
+  PointLatestAt(folder.log_dir, folder.name);
+  return folder;
+}
+
+JobRecord NewJobRecord(const ClusterSpec& spec, const JobSettings& job, const JobFolder& folder,
+                       const std::string& on_stall) {
+  JobRecord record;
+  record.name = folder.name;
+  record.cluster_source = spec.source;
+  record.cluster_name = spec.name;
+  record.transport = TransportName(spec.transport);
+  record.command = job.command;
+  record.launch_dir = folder.launch_dir;
+  record.log_dir = folder.log_dir;
+  record.nodes = spec.nodes;
+  // One clock for every rank on this machine; ssh nodes keep theirs unmeasured (absent).
+  if (spec.transport == TransportKind::kLocal) {
+    for (const NodeSpec& node : spec.nodes) record.node_clock_offsets_us[node.host] = 0;
+  }
+  record.max_restarts = job.max_restarts;
+  record.timeline = job.timeline;
+  record.stall_timeout_s = job.stall_timeout_s;
+  record.on_stall = on_stall;
+  record.started_us = WallMicros();
+  return record;
+}
+
+// A job that ends before any attempt (its nodes never came, --sync failed, Ctrl-C while it
+// waited for nodes: 128+signal) says so in job.json.
+void RecordFailureBeforeStart(const std::string& job_dir, JobRecord& record, int exit_code) {
+  record.status = exit_code > 128 ? "interrupted" : "failed";
+  record.exit_code = exit_code;
+  record.ended_us = WallMicros();
+  WriteJobRecord(job_dir, record);
+}
+
+// The cluster on the nodes it runs on: a Slurm cluster on its allocation, the rest as they are.
+ClusterSpec PlaceCluster(const ClusterSpec& spec, const JobFolder& folder,
+                         SlurmAllocation& allocation, JobRecord& record) {
+  try {
+    const ClusterSpec placed =
+        PlaceOnSlurm(spec, {"dtrain-" + folder.name, folder.job_dir}, allocation);
+    record.nodes = placed.nodes;
+    return placed;
+  } catch (const Error& e) {
+    RecordFailureBeforeStart(folder.job_dir, record, e.exit_code());
+    throw;
+  }
+}
+
+PlanOptions PlanOptionsFor(const ChosenCluster& chosen, const JobSettings& job,
+                           const JobFolder& folder) {
+  PlanOptions plan;
+  plan.master_addr = chosen.master_addr;
+  plan.job_name = folder.name;
+  plan.job_dir = folder.job_dir;
+  plan.launch_dir = folder.launch_dir;
+  plan.omp_num_threads_set = std::getenv("OMP_NUM_THREADS") != nullptr;
+  plan.timeline = job.timeline;
+  plan.stall_timeout_s = job.stall_timeout_s;
+  return plan;
+}
+
+void PrintBanner(const JobRecord& record, const ChosenCluster& chosen, const std::string& job_dir) {
+  std::fprintf(stderr, "dtrain: job %s: %d rank(s) on %d node(s) (%s), logs in %s\n",
+               record.name.c_str(), record.plan.world_size, record.plan.node_count,
+               record.transport.c_str(), job_dir.c_str());
+  std::fprintf(stderr, "dtrain: %s; ranks: %s; rendezvous %s:%d (%s)%s%s\n", chosen.source.c_str(),
+               chosen.ranks_why.c_str(), record.plan.master_addr.c_str(), record.plan.master_port,
+               chosen.port_why.c_str(), chosen.env_file.empty() ? "" : "; env file ",
+               chosen.env_file.c_str());
+  for (const std::string& note : chosen.notes)
+    std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
+}
+
+// --sync: the launch directory to every ssh node before any rank starts.
+void SyncLaunchDir(const ClusterSpec& spec, const JobFolder& folder, JobRecord& record) {
+  if (spec.transport != TransportKind::kSsh) {
+    std::fprintf(stderr,
+                 "dtrain: --sync: a %s cluster shares this machine's files: nothing to copy\n",
+                 TransportName(spec.transport));
+    return;
+  }
+  SyncOptions sync;
+  sync.source = folder.launch_dir;
+  sync.exclude = folder.log_dir;
+  sync.progress = ::isatty(STDERR_FILENO);
+  const SyncReport synced = SyncWorkdir(spec, sync);
+  std::fputs(DescribeSync(synced).c_str(), stderr);
+  if (!synced.ok()) {
+    RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
+    throw Error("--sync: the workdir could not be copied to every node; no rank was started");
+  }
+}
+
+// Everything an attempt needs that stays the same across attempts.
+struct Job {
+  const LaunchOptions& options;
+  const ClusterSpec& spec;
+  const JobSettings& settings;
+  const JobFolder& folder;
+  PlanOptions plan_options;
+  const HorovodGlooNetwork& horovod_network;
+  std::map<int, std::unique_ptr<RankLog>>& logs;
+  ConsoleEcho& console;
+  JobRecord& record;
+};
+
+// One attempt: a fresh rank plan, Horovod store, transport and stall watch; the supervisor's
+// outcome. `log_start`: where this attempt's output starts in each log. Throws when the job
+// could not run at all (its record says so first).
+JobOutcome RunAttempt(Job& job, int attempt, std::map<int, uint64_t>& log_start) {
+  JobRecord& record = job.record;
+  job.plan_options.restart_count = attempt;
+  record.plan = MakeRankPlan(job.spec, job.plan_options);
+  // A fresh store for every attempt, as horovodrun's init(host_alloc_plan); gone with it.
+  std::unique_ptr<HorovodRendezvous> horovod_rendezvous;
+  if (job.settings.horovod) {
+    horovod_rendezvous = std::make_unique<HorovodRendezvous>(job.horovod_network.bind_address,
+                                                             HorovodScopeSizes(record.plan));
+    AddHorovodGlooEnv(record.plan, job.horovod_network, horovod_rendezvous->port());
+    std::fprintf(stderr, "dtrain: Horovod Gloo rendezvous on %s:%d\n",
+                 job.horovod_network.bind_address.c_str(), horovod_rendezvous->port());
+  }
+  record.rank_status.clear();
+  record.attempts.push_back({attempt, WallMicros(), 0, -1, -1});
+  WriteJobRecord(job.folder.job_dir, record);
+  if (attempt > 0) {
+    for (const auto& [rank, log] : job.logs)
+      log->MarkRestart(attempt, job.settings.max_restarts, WallMicros());
+  }
+  for (const auto& [rank, log] : job.logs) log_start[rank] = log->size();
+  try {
+    std::unique_ptr<Transport> transport = MakeTransport(job.spec, job.options.grace_period_s);
+    std::unique_ptr<StallWatch> stall_watch;
+    if (job.settings.stall_timeout_s > 0) {
+      StallWatchOptions watch;
+      watch.timeout_s = job.settings.stall_timeout_s;
+      watch.on_stall = job.options.on_stall == "stop" ? OnStall::kStop : OnStall::kReport;
+      watch.job_name = job.folder.name;
+      watch.job_dir = job.folder.job_dir;
+      watch.on_report = [&](const JobEvent& event) {
+        record.events.push_back(event);
+        WriteJobRecord(job.folder.job_dir, record);
+      };
+      stall_watch = std::make_unique<StallWatch>(job.spec, record.plan, std::move(watch));
+    }
+    JobSupervisor supervisor(*transport, job.logs, job.console,
+                             {job.options.grace_period_s, stall_watch.get()});
+    return supervisor.Run(ProcessesFor(record.plan, job.settings.command));
+  } catch (const Error& e) {  // the job could not run at all: say so in its record too
+    record.status = "failed";
+    record.exit_code = e.exit_code();
+    record.ended_us = record.attempts.back().ended_us = WallMicros();
+    record.attempts.back().exit_code = e.exit_code();
+    WriteJobRecord(job.folder.job_dir, record);
+    throw;
+  }  // the transport's end reaps whatever is left of this attempt
+}
+
+// Records how the attempt ended and says why it failed; true when the job is to run again.
+bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
+                const std::map<int, uint64_t>& log_start) {
+  JobRecord& record = job.record;
+  JobAttempt& this_attempt = record.attempts.back();
+  this_attempt.ended_us = WallMicros();
+  this_attempt.exit_code = outcome.exit_code;
+  this_attempt.failed_rank = outcome.failed_rank;
+  record.rank_status = outcome.statuses;
+  record.exit_code = outcome.exit_code;
+  record.failed_rank = outcome.failed_rank;
+  if (outcome.stall) {
+    ReportStallStop(record.plan, outcome, record.name);
+  } else if (outcome.failed_rank >= 0) {
+    ReportFailure(record.plan, outcome, job.folder.job_dir, log_start.at(outcome.failed_rank));
+  }
+
+  const int interrupt = JobSupervisor::InterruptSignal();
+  if (outcome.exit_code == 0 && interrupt == 0) {
+    record.status = "succeeded";
+  } else if (interrupt != 0) {
+    record.status = "interrupted";
+    if (outcome.failed_rank < 0) record.exit_code = 128 + interrupt;
+    std::fprintf(stderr, "dtrain: job %s interrupted by %s; every rank stopped\n",
+                 record.name.c_str(), SignalName(interrupt).c_str());
+  } else if (attempt < job.settings.max_restarts) {
+    std::fprintf(stderr, "dtrain: restarting job %s (restart %d of %d)\n", record.name.c_str(),
+                 attempt + 1, job.settings.max_restarts);
+    WriteJobRecord(job.folder.job_dir, record);
+    return true;
+  } else {
+    record.status = "failed";
+  }
+  record.ended_us = WallMicros();
+  WriteJobRecord(job.folder.job_dir, record);
+  return false;
 }
 
 }  // namespace
@@ -128,196 +385,39 @@ std::vector<std::string> DefaultJobCommand() {
 
 int RunLaunch(const LaunchOptions& options) {
   const ChosenCluster chosen = ChooseCluster(options.cluster);
-  const ClusterSpec& spec = chosen.spec;
-  if (options.grace_period_s < 0) throw UsageError("--grace-period: expected seconds >= 0");
-  const std::vector<std::string> command = !options.command.empty()    ? options.command
-                                           : !spec.job.command.empty() ? spec.job.command
-                                                                       : DefaultJobCommand();
-  const int max_restarts = options.max_restarts.value_or(spec.job.max_restarts);
-  if (max_restarts < 0) throw UsageError("--max-restarts: expected a number >= 0");
-  const bool timeline = options.timeline || spec.job.timeline;
-  const double stall_timeout_s = options.stall_timeout_s.value_or(spec.job.stall_timeout_s);
-  if (stall_timeout_s < 0) throw UsageError("--stall-timeout: expected seconds >= 0");
-  if (options.on_stall != "report" && options.on_stall != "stop")
-    throw UsageError("--on-stall: expected report or stop, not '" + options.on_stall + "'");
-  const bool horovod = options.horovod || spec.job.horovod || CommandAsksForHorovod(command);
-
-  const std::string launch_dir = CurrentDir();
-  const std::string log_dir =
-      Absolute(options.log_dir.empty() ? spec.log_dir : options.log_dir, launch_dir);
-  std::string name = options.job_name.empty() ? NewJobName() : options.job_name;
-  CheckJobName(name);
-  if (name == "latest") throw UsageError("job name 'latest' is the link to the newest job");
-  MakeDirs(log_dir);
-  std::string job_dir = log_dir + "/" + name;
-  for (int tries = 1; ::mkdir(job_dir.c_str(), 0755) != 0; ++tries) {
-    if (errno != EEXIST) {
-      throw Error(job_dir + ": cannot create the job folder: " + std::strerror(errno));
-    }
-    if (!options.job_name.empty() || tries == 10) {
-      throw UsageError(job_dir + ": the job exists already; choose another --job");
-    }
-    name = NewJobName();  // two launches in the same second drew the same suffix
-    job_dir = log_dir + "/" + name;
-  }
-  MakeDirs(job_dir + "/timeline");  // DTRAIN_TRACE_DIR of local ranks; dtrain-clip's traces
-  PointLatestAt(log_dir, name);
-
-  PlanOptions plan_options;
-  plan_options.master_addr = chosen.master_addr;
-  plan_options.job_name = name;
-  plan_options.job_dir = job_dir;
-  plan_options.launch_dir = launch_dir;
-  plan_options.timeline = timeline;
-  plan_options.stall_timeout_s = stall_timeout_s;
-  plan_options.omp_num_threads_set = std::getenv("OMP_NUM_THREADS") != nullptr;
-
-  JobRecord record;
-  record.name = name;
-  record.cluster_source = spec.source;
-  record.cluster_name = spec.name;
-  record.transport = TransportName(spec.transport);
-  record.command = command;
-  record.launch_dir = launch_dir;
-  record.log_dir = log_dir;
-  record.nodes = spec.nodes;
-  // One clock for every rank on this machine; ssh nodes keep theirs unmeasured (absent).
-  if (spec.transport == TransportKind::kLocal) {
-    for (const NodeSpec& node : spec.nodes) record.node_clock_offsets_us[node.host] = 0;
-  }
-  record.max_restarts = max_restarts;
-  record.timeline = timeline;
-  record.stall_timeout_s = stall_timeout_s;
-  record.on_stall = options.on_stall;
-  record.started_us = WallMicros();
+  const JobSettings settings = SettleJobSettings(options, chosen.spec);
+  const JobFolder folder = MakeJobFolder(options, chosen.spec);
+  JobRecord record = NewJobRecord(chosen.spec, settings, folder, options.on_stall);
+  SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the launch
+  const ClusterSpec spec = PlaceCluster(chosen.spec, folder, allocation, record);
+  const PlanOptions plan_options = PlanOptionsFor(chosen, settings, folder);
   record.plan = MakeRankPlan(spec, plan_options);
 
   std::map<int, std::unique_ptr<RankLog>> logs;
   std::map<int, std::string> hosts;
   for (const RankSlot& slot : record.plan.ranks) {
-    logs[slot.rank] = std::make_unique<RankLog>(job_dir, slot.rank);
+    logs[slot.rank] = std::make_unique<RankLog>(folder.job_dir, slot.rank);
     hosts[slot.rank] = slot.host;
   }
   ConsoleEcho console(stdout, stderr, hosts, options.ranks_filter,
-                     options.quiet ? ConsoleStreams::kNone : options.console);
-  std::fprintf(stderr, "dtrain: job %s: %d rank(s) on %d node(s) (%s), logs in %s\n", name.c_str(),
-               record.plan.world_size, record.plan.node_count, record.transport.c_str(),
-               job_dir.c_str());
-  std::fprintf(stderr, "dtrain: %s; ranks: %s; rendezvous %s:%d (%s)%s%s\n",
-               chosen.source.c_str(), chosen.ranks_why.c_str(), record.plan.master_addr.c_str(),
-               record.plan.master_port, chosen.port_why.c_str(),
-               chosen.env_file.empty() ? "" : "; env file ", chosen.env_file.c_str());
-  for (const std::string& note : chosen.notes) std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
+                      options.quiet ? ConsoleStreams::kNone : options.console);
+  PrintBanner(record, chosen, folder.job_dir);
   HorovodGlooNetwork horovod_network;
-  if (horovod) {
+  if (settings.horovod) {
     horovod_network = FindHorovodGlooNetwork(spec);
     for (const std::string& note : horovod_network.notes)
       std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
   }
+  if (options.sync) SyncLaunchDir(spec, folder, record);
 
-  if (options.sync) {
-    if (spec.transport != TransportKind::kSsh) {
-      std::fprintf(stderr, "dtrain: --sync: a %s cluster shares this machine's files: nothing to copy\n",
-                   TransportName(spec.transport));
-    } else {
-      SyncOptions sync;
-      sync.source = launch_dir;
-      sync.exclude = log_dir;
-      sync.progress = ::isatty(STDERR_FILENO);
-      const SyncReport synced = SyncWorkdir(spec, sync);
-      std::fputs(DescribeSync(synced).c_str(), stderr);
-      if (!synced.ok()) {
-        record.status = "failed";
-        record.exit_code = kExitFailure;
-        WriteJobRecord(job_dir, record);
-        throw Error("--sync: the workdir could not be copied to every node; no rank was started");
-      }
-    }
-  }
-
+  Job job{options, spec, settings, folder, plan_options, horovod_network, logs, console, record};
   for (int attempt = 0;; ++attempt) {
-    plan_options.restart_count = attempt;
-    record.plan = MakeRankPlan(spec, plan_options);
-    // A fresh store for every attempt, as horovodrun's init(host_alloc_plan); gone with it.
-    std::unique_ptr<HorovodRendezvous> horovod_rendezvous;
-    if (horovod) {
-      horovod_rendezvous = std::make_unique<HorovodRendezvous>(
-          horovod_network.bind_address, HorovodScopeSizes(record.plan));
-      AddHorovodGlooEnv(record.plan, horovod_network, horovod_rendezvous->port());
-      std::fprintf(stderr, "dtrain: Horovod Gloo rendezvous on %s:%d\n",
-                   horovod_network.bind_address.c_str(), horovod_rendezvous->port());
-    }
-    record.rank_status.clear();
-    record.attempts.push_back({attempt, WallMicros(), 0, -1, -1});
-    WriteJobRecord(job_dir, record);
-    if (attempt > 0) {
-      for (const auto& [rank, log] : logs) log->MarkRestart(attempt, max_restarts, WallMicros());
-    }
     std::map<int, uint64_t> log_start;
-    for (const auto& [rank, log] : logs) log_start[rank] = log->size();
-
-    JobOutcome outcome;
-    try {
-      std::unique_ptr<Transport> transport = MakeTransport(spec, options.grace_period_s);
-      std::unique_ptr<StallWatch> stall_watch;
-      if (stall_timeout_s > 0) {
-        StallWatchOptions watch;
-        watch.timeout_s = stall_timeout_s;
-        watch.on_stall = options.on_stall == "stop" ? OnStall::kStop : OnStall::kReport;
-        watch.job_name = name;
-        watch.job_dir = job_dir;
-        watch.on_report = [&](const JobEvent& event) {
-          record.events.push_back(event);
-          WriteJobRecord(job_dir, record);
-        };
-        stall_watch = std::make_unique<StallWatch>(spec, record.plan, std::move(watch));
-      }
-      JobSupervisor supervisor(*transport, logs, console,
-                               {options.grace_period_s, stall_watch.get()});
-      outcome = supervisor.Run(ProcessesFor(record.plan, command));
-    } catch (const Error& e) {  // the job could not run at all: say so in its record too
-      record.status = "failed";
-      record.exit_code = e.exit_code();
-      record.ended_us = record.attempts.back().ended_us = WallMicros();
-      record.attempts.back().exit_code = e.exit_code();
-      WriteJobRecord(job_dir, record);
-      throw;
-    }  // the transport's end reaps whatever is left of this attempt
-
-    JobAttempt& this_attempt = record.attempts.back();
-    this_attempt.ended_us = WallMicros();
-    this_attempt.exit_code = outcome.exit_code;
-    this_attempt.failed_rank = outcome.failed_rank;
-    record.rank_status = outcome.statuses;
-    record.exit_code = outcome.exit_code;
-    record.failed_rank = outcome.failed_rank;
-    if (outcome.stall) {
-      ReportStallStop(record.plan, outcome, name);
-    } else if (outcome.failed_rank >= 0) {
-      ReportFailure(record.plan, outcome, job_dir, log_start[outcome.failed_rank]);
-    }
-
-    const int interrupt = JobSupervisor::InterruptSignal();
-    if (outcome.exit_code == 0 && interrupt == 0) {
-      record.status = "succeeded";
-    } else if (interrupt != 0) {
-      record.status = "interrupted";
-      if (outcome.failed_rank < 0) record.exit_code = 128 + interrupt;
-      std::fprintf(stderr, "dtrain: job %s interrupted by %s; every rank stopped\n", name.c_str(),
-                   SignalName(interrupt).c_str());
-    } else if (attempt < max_restarts) {
-      std::fprintf(stderr, "dtrain: restarting job %s (restart %d of %d)\n", name.c_str(),
-                   attempt + 1, max_restarts);
-      WriteJobRecord(job_dir, record);
-      continue;
-    } else {
-      record.status = "failed";
-    }
-    record.ended_us = WallMicros();
-    WriteJobRecord(job_dir, record);
-    if (spec.transport == TransportKind::kSsh) FetchMetrics(job_dir, spec);
-    return record.exit_code;
+    const JobOutcome outcome = RunAttempt(job, attempt, log_start);
+    if (!EndAttempt(job, outcome, attempt, log_start)) break;
   }
+  if (spec.transport == TransportKind::kSsh) FetchMetrics(folder.job_dir, spec);
+  return record.exit_code;
 }
 
 }  // namespace dtrain

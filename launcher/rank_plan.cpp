@@ -87,7 +87,7 @@ RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options) {
       env["HOROVOD_LOCAL_SIZE"] = std::to_string(local_size);
       env["HOROVOD_CROSS_RANK"] = std::to_string(cross_seen[l]++);
       env["HOROVOD_CROSS_SIZE"] = std::to_string(cross_size[l]);
-      env["HOROVOD_HOSTNAME"] = node.host;
+      env["HOROVOD_HOSTNAME"] = node.MachineName();
       env["NPROC_PER_NODE"] = std::to_string(local_size);
       if (!node.gpus.empty()) env["CUDA_VISIBLE_DEVICES"] = GpusFor(node.gpus, l, local_size);
       if (!options.omp_num_threads_set) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "launcher/cluster_spec.h"
+#include "launcher/exit_status.h"
 
 namespace dtrain {
 
@@ -34,28 +35,6 @@ struct ProcessSpec {
   // and closed at its end; no signal watcher, env, PYTHONPATH or cwd handling.
   std::shared_ptr<StdinSource> stdin_source;
 };
-
-struct ExitStatus {
-  int code = 0;       // exit code when the process exited
-  int signal = 0;     // terminating signal, 0 if it exited
-  std::string error;  // set when the transport could not run it at all (spawn, connect, auth)
-
-  bool ok() const { return error.empty() && signal == 0 && code == 0; }
-  bool not_found = false;  // the command was not found where it runs (error says where it looked)
-  bool lost = false;       // with error: it ran, then the transport lost it (connection dropped)
-
-  // What a shell would report: code, 128+signal, 127 when the command was not found, or 255
-  // when the transport failed it (it never ran, or its connection dropped while it ran).
-  int ShellStatus() const {
-    return not_found ? 127 : !error.empty() ? 255 : signal ? 128 + signal : code;
-  }
-  std::string Describe() const;  // "exit 7", "killed by SIGKILL", "could not start: ..."
-  // The inverse of ShellStatus for a status reported by a remote shell: above 128 is a signal.
-  static ExitStatus FromShellStatus(int shell_status);
-};
-
-// "SIGKILL" for 9; "signal N" when the C library has no name for it.
-std::string SignalName(int sig);
 
 // Which of a process's streams bytes came from. A transport that cannot tell them apart (Slurm's
 // srun merges them) reports everything as kStdout.

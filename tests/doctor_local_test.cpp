@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "doctor/tool_versions.h"
+#include "tests/support/files.h"
+#include "tests/support/shell_run.h"
 
 namespace dtrain {
 namespace {
@@ -23,24 +25,13 @@ struct Result {
   std::string out;
 };
 
+// `status`: the exit code, -1 when a signal ended it.
 Result Shell(const std::string& command) {
-  Result r;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
+  const testing::ShellRun run = testing::RunShell(command);
+  return {run.status.signal != 0 || !run.status.error.empty() ? -1 : run.status.code, run.out};
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadFile;
 
 // A free TCP port on this machine (bound, then released).
 int FreePort() {

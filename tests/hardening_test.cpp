@@ -20,7 +20,8 @@
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
 #include "launcher/transport.h"
-#include "tests/launcher_subprocess.h"
+#include "tests/support/cluster_text.h"
+#include "tests/support/dtrain_process.h"
 
 namespace dtrain {
 namespace {
@@ -36,15 +37,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-std::string ParseError(const std::string& text) {
-  try {
-    ParseClusterText(text, "c.yaml");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), kExitUsage) << e.what();
-    return e.what();
-  }
-  return "";
-}
+std::string ParseError(const std::string& text) { return testing::ClusterTextError(text); }
 
 // F1: an argument that is not UTF-8 reaches the rank byte for byte; job.json stays readable.
 TEST(Hardening, F1NonUtf8ArgumentRunsAndIsRecorded) {

@@ -18,6 +18,11 @@ dtrain_test(launcher_logs_test
   LIBS dtrain_launcher
   TIMEOUT 60)
 add_dependencies(launcher_logs_test dtrain)
+# Subprocess, the one way dtrain starts a process.
+dtrain_test(launcher_subprocess_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_subprocess_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
 dtrain_test(launcher_local_transport_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_local_transport_test.cpp
   LIBS dtrain_launcher

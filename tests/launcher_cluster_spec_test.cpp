@@ -10,6 +10,7 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/cluster_template.h"
 #include "launcher/error.h"
+#include "tests/support/cluster_text.h"
 
 namespace dtrain {
 namespace {
@@ -46,16 +47,7 @@ job:
 slurm: {partition: debug, time: "00:30:00", account: proj, options: {qos: high}}
 )";
 
-// The error text for `text`, or "" if it parsed. Every failure must be a dtrain::Error.
-std::string ErrorOf(const std::string& text) {
-  try {
-    ParseClusterText(text, "c.yaml");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), kExitUsage) << e.what();
-    return e.what();
-  }
-  return "";
-}
+std::string ErrorOf(const std::string& text) { return testing::ClusterTextError(text); }
 
 TEST(ClusterSpec, ReadsEveryKey) {
   ClusterSpec s = ParseClusterText(kFullExample, "c.yaml");

@@ -9,7 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/launcher_subprocess.h"
+#include "tests/support/dtrain_process.h"
 
 namespace dtrain {
 namespace {

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher/local/local_transport.h"
+#include "tests/support/transport_recorder.h"
 
 namespace dtrain {
 namespace {
@@ -19,21 +20,7 @@ namespace {
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
-// Collects what the transport reports.
-struct Recorder : TransportEvents {
-  std::map<int, std::string> output;  // both streams, in the order read
-  std::map<int, std::string> errors;  // stderr alone
-  std::map<int, ExitStatus> exits;
-  void OnOutput(int id, OutputStream stream, std::string_view bytes) override {
-    EXPECT_EQ(exits.count(id), 0u) << "output after exit";
-    output[id].append(bytes);
-    if (stream == OutputStream::kStderr) errors[id].append(bytes);
-  }
-  void OnExit(int id, const ExitStatus& status) override {
-    EXPECT_EQ(exits.count(id), 0u) << "two exits";
-    exits[id] = status;
-  }
-};
+using Recorder = testing::TransportRecorder;
 
 ProcessSpec Shell(int id, const std::string& script) {
   ProcessSpec spec;
@@ -55,8 +42,7 @@ bool Gone(int pid) {
 }
 
 void RunToEnd(LocalTransport& transport, Recorder& recorder) {
-  for (int i = 0; i < 200 && transport.Poll(100, recorder); ++i) {
-  }
+  EXPECT_TRUE(recorder.RunToEnd(transport, 20));
 }
 
 TEST(LocalTransport, OutputInOrderStdinAndStatuses) {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher/log_reader.h"
-#include "tests/launcher_subprocess.h"
+#include "tests/support/dtrain_process.h"
 
 namespace dtrain {
 namespace {

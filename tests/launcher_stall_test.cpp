@@ -12,7 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/launcher_subprocess.h"
+#include "tests/support/dtrain_process.h"
 
 namespace {
 
@@ -48,11 +48,6 @@ bool HavePython() {
          std::system((kPython + " -c 'import torch' 2>/dev/null").c_str()) == 0;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 TEST(Stall, PythonRankSleepingBeforeAllreduceIsNamedWithItsFrame) {
   if (!HavePython()) GTEST_SKIP() << "no torch in " << kPython;
   TempDir dir;
@@ -66,8 +61,8 @@ TEST(Stall, PythonRankSleepingBeforeAllreduceIsNamedWithItsFrame) {
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(WaitFor([&] { return ::access(report.c_str(), R_OK) == 0; }, 120))
       << p.err();
-  const std::string log0 = Slurp(dir.path() + "/logs/hang/rank-0.log");
-  const std::string text = Slurp(report);
+  const std::string log0 = ReadFile(dir.path() + "/logs/hang/rank-0.log");
+  const std::string text = ReadFile(report);
   EXPECT_THAT(log0, HasSubstr("step 2"));
   EXPECT_THAT(text, HasSubstr("the job waits for rank 2")) << text;
   EXPECT_THAT(text, HasSubstr("rank 2 in <module> (")) << text;
@@ -75,7 +70,10 @@ TEST(Stall, PythonRankSleepingBeforeAllreduceIsNamedWithItsFrame) {
   EXPECT_THAT(text, HasSubstr("2 ranks (0,1) in all_reduce")) << text;
   // Still running after a report (--on-stall report); the job record has the event.
   EXPECT_NE(::kill(p.pid(), 0), -1);
-  EXPECT_THAT(Slurp(dir.path() + "/logs/hang/job.json"), HasSubstr("stall-1.txt"));
+  // The report is written first, then the job record names it.
+  const std::string record = dir.path() + "/logs/hang/job.json";
+  WaitFor([&] { return ReadFile(record).find("stall-1.txt") != std::string::npos; }, 10);
+  EXPECT_THAT(ReadFile(record), HasSubstr("stall-1.txt"));
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("report %0.1f s after launch (timeout %g s)\n", waited, timeout_s);
@@ -98,7 +96,7 @@ TEST(Stall, OnStallStopExits124AndLeavesNothing) {
   EXPECT_THAT(last, HasSubstr("rank 2 on node")) << err;
   EXPECT_THAT(last, HasSubstr("stalled")) << err;
   EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=stop").empty());
-  EXPECT_THAT(Slurp(dir.path() + "/logs/stop/job.json"), HasSubstr("\"exit_code\": 124"));
+  EXPECT_THAT(ReadFile(dir.path() + "/logs/stop/job.json"), HasSubstr("\"exit_code\": 124"));
 }
 
 TEST(Stall, LongSilentComputeIsNotAStall) {
@@ -120,7 +118,7 @@ TEST(Stall, StatusShowsARunningJobAndAnEndedOne) {
                    "--", "sh", "slow.sh"},
                   dir.path());
   ASSERT_TRUE(WaitFor(
-      [&] { return Slurp(dir.path() + "/logs/st/rank-3.log").find("hello") != std::string::npos; },
+      [&] { return ReadFile(dir.path() + "/logs/st/rank-3.log").find("hello") != std::string::npos; },
       30));
   DtrainRun live = RunDtrain({"status", "--log-dir", dir.path() + "/logs", "--json"}, dir.path());
   EXPECT_EQ(live.status, 0) << live.err;

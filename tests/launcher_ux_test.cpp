@@ -12,7 +12,8 @@
 
 #include "doctor/checks.h"
 #include "launcher/ssh/ssh_session.h"
-#include "tests/launcher_subprocess.h"
+#include "tests/support/dtrain_process.h"
+#include "tests/support/shell_run.h"
 
 namespace dtrain {
 namespace {
@@ -243,14 +244,10 @@ TEST(LaunchUx, StderrSeparateConsoleChoiceAnd127AndCompletion) {
       "bash -c 'source " + script +
       " && COMP_WORDS=(dtrain launch --nproc) && COMP_CWORD=2 && _dtrain && "
       "echo \"${COMPREPLY[*]}\" && COMP_WORDS=(dtrain la) && COMP_CWORD=1 && _dtrain && "
-      "echo \"${COMPREPLY[*]}\"' 2>&1";
-  std::string out;
-  FILE* pipe = ::popen(complete.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  EXPECT_EQ(::pclose(pipe), 0) << out;
-  EXPECT_EQ(out, "--nproc-per-node\nlaunch\n");
+      "echo \"${COMPREPLY[*]}\"'";
+  const testing::ShellRun completed = testing::RunShell(complete);
+  EXPECT_TRUE(completed.status.ok()) << completed.out;
+  EXPECT_EQ(completed.out, "--nproc-per-node\nlaunch\n");
   for (const char* shell : {"zsh", "fish"}) {
     run = RunDtrain({"completion", shell}, dir.path());
     EXPECT_EQ(run.status, 0);

@@ -2,7 +2,6 @@
 // them: values survive byte for byte, signal lines reach the process group, EOF ends the job.
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -10,6 +9,7 @@
 
 #include "launcher/ssh/remote_command.h"
 #include "launcher/shell_quote.h"
+#include "launcher/subprocess.h"
 
 namespace dtrain {
 namespace {
@@ -39,46 +39,31 @@ struct ShellRun {
 
 ShellRun RunShell(const std::string& command, const std::string& input,
                   const std::string& then_send = "", bool close_stdin = true) {
-  int in[2], out[2];
-  EXPECT_EQ(pipe(in), 0);
-  EXPECT_EQ(pipe(out), 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    dup2(out[1], 2);
-    close(in[1]);
-    close(out[0]);
-    execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
+  SubprocessOptions options;
+  options.argv = {"/bin/sh", "-c", "exec 2>&1; " + command};  // the shell's stderr joins too
+  options.in = Stdio::kPipe;
+  options.err = Stdio::kNull;
+  Subprocess child;
+  EXPECT_EQ(child.Start(options), "");
   signal(SIGPIPE, SIG_IGN);
-  EXPECT_EQ(write(in[1], input.data(), input.size()), static_cast<ssize_t>(input.size()));
+  EXPECT_EQ(write(child.in_fd, input.data(), input.size()), static_cast<ssize_t>(input.size()));
   ShellRun run;
   char buffer[4096];
   bool sent = false;
-  for (;;) {
-    pollfd p{out[0], POLLIN, 0};
+  while (child.out_fd >= 0) {
+    pollfd p{child.out_fd, POLLIN, 0};
     if (poll(&p, 1, 300) == 0 && !sent) {  // quiet for a moment: the process is running
       if (!then_send.empty()) {
-        EXPECT_EQ(write(in[1], then_send.data(), then_send.size()),
+        EXPECT_EQ(write(child.in_fd, then_send.data(), then_send.size()),
                   static_cast<ssize_t>(then_send.size()));
       }
       sent = true;
-      if (close_stdin) close(in[1]), in[1] = -1;
+      if (close_stdin) Subprocess::Close(child.in_fd);
       continue;
     }
-    const ssize_t n = read(out[0], buffer, sizeof buffer);
-    if (n <= 0) break;
-    run.output.append(buffer, n);
+    run.output.append(buffer, Subprocess::Read(child.out_fd, buffer, sizeof buffer));
   }
-  if (in[1] >= 0) close(in[1]);
-  close(out[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.status = child.Finish().ShellStatus();
   return run;
 }
 

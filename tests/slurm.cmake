@@ -1,5 +1,6 @@
 # Slurm transport: unit tests, and integration tests against a real Slurm (munged, slurmctld and
-# slurmd started by tests/slurm/slurm-cluster.sh) that skip with a message when Slurm is absent.
+# slurmd started by tests/slurm/slurm-cluster.sh) that fail when Slurm cannot start as root and
+# skip with a message when not root.
 dtrain_test(slurm_unit_test SOURCES slurm_unit_test.cpp LIBS dtrain_launcher TIMEOUT 60)
 
 # One process for the whole integration set, so the cluster starts and stops once.

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "launcher/error.h"
+#include "launcher/rank_plan.h"
+#include "launcher/slurm/slurm_allocation.h"
 #include "launcher/slurm/slurm_batch.h"
 #include "launcher/slurm/slurm_hostlist.h"
 #include "launcher/slurm/slurm_step.h"
@@ -40,6 +42,27 @@ ClusterSpec TwoNodeSpec() {
   return spec;
 }
 
+// The two nodes placed on the allocation's first two.
+ClusterSpec Placed(const Hosts& hosts) {
+  return PlaceOnNodes(TwoNodeSpec(), hosts, {"addr0", "addr1", "addr2"}, "42", "dtrain-x");
+}
+
+TEST(SlurmAllocation, PlacedSpecGivesRanksTheAllocatedNodes) {
+  const ClusterSpec spec = Placed({"n07", "n08", "n09"});
+  EXPECT_TRUE(spec.slurm_placement.placed);
+  EXPECT_EQ(spec.slurm_placement.job_id, "42");
+  EXPECT_EQ(spec.slurm_placement.job_name, "dtrain-x");
+  EXPECT_EQ(spec.nodes[1].slots, 2);
+  EXPECT_EQ(spec.nodes[1].host, "second");  // the file's name labels the node in logs
+  // MASTER_ADDR is the first allocated node's address; the node name is Slurm's.
+  const RankPlan plan = MakeRankPlan(spec, {});
+  EXPECT_EQ(plan.master_addr, "addr0");
+  EXPECT_EQ(plan.ranks.at(1).env.at("MASTER_ADDR"), "addr0");
+  EXPECT_EQ(plan.ranks.at(1).env.at("HOROVOD_HOSTNAME"), "n07");
+  EXPECT_EQ(plan.ranks.at(2).env.at("HOROVOD_HOSTNAME"), "n08");
+  EXPECT_THROW(Placed({"n1"}), Error);  // too few nodes
+}
+
 // Ranks as the launcher would hand them over: node-major, MASTER_ADDR = first node's address.
 std::vector<ProcessSpec> FourRanks(const ClusterSpec& spec) {
   std::vector<ProcessSpec> procs;
@@ -49,8 +72,8 @@ std::vector<ProcessSpec> FourRanks(const ClusterSpec& spec) {
     p.node_index = rank / 2;
     p.argv = {"python3", "train.py"};
     p.env = {{"RANK", std::to_string(rank)},
-             {"MASTER_ADDR", "10.0.0.1"},
-             {"HOROVOD_HOSTNAME", spec.nodes[rank / 2].host},
+             {"MASTER_ADDR", spec.nodes[0].address},
+             {"HOROVOD_HOSTNAME", spec.nodes[rank / 2].MachineName()},
              {"NCCL_DEBUG", "WARN"}};
     if (rank == 2) p.env["ONLY_TWO"] = "it's \"$(quoted)\"\n";
     p.python_path_head = "/work";
@@ -60,14 +83,13 @@ std::vector<ProcessSpec> FourRanks(const ClusterSpec& spec) {
 }
 
 TEST(SlurmStep, PlacesTasksInBlockOrderAndSplitsTheEnvironment) {
-  const ClusterSpec spec = TwoNodeSpec();
-  const SlurmStepPlan plan =
-      PlanSlurmStep(FourRanks(spec), spec, {"n07", "n08", "n09"}, "addr0", "@m@");
+  const ClusterSpec spec = Placed({"n07", "n08", "n09"});
+  const SlurmStepPlan plan = PlanSlurmStep(FourRanks(spec), spec, "@m@");
   EXPECT_EQ(plan.task_ids, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(plan.node_count, 2);
   EXPECT_EQ(plan.tasks_per_node, 2);
   EXPECT_EQ(plan.hosts, (Hosts{"n07", "n08"}));
-  // Shared values are set once; MASTER_ADDR becomes the first allocated node's address.
+  // Shared values are set once; MASTER_ADDR is the first allocated node's address.
   EXPECT_EQ(plan.env.at("NCCL_DEBUG"), "WARN");
   EXPECT_EQ(plan.env.at("MASTER_ADDR"), "addr0");
   EXPECT_EQ(plan.env.at("DTRAIN_PYTHONPATH_HEAD"), "/work");
@@ -82,8 +104,8 @@ TEST(SlurmStep, PlacesTasksInBlockOrderAndSplitsTheEnvironment) {
 }
 
 TEST(SlurmStep, SrunArgvCarriesTheShapeAndTheCommandUnquoted) {
-  const ClusterSpec spec = TwoNodeSpec();
-  const SlurmStepPlan plan = PlanSlurmStep(FourRanks(spec), spec, {"n1", "n2"}, "addr0", "@m@");
+  const ClusterSpec spec = Placed({"n1", "n2"});
+  const SlurmStepPlan plan = PlanSlurmStep(FourRanks(spec), spec, "@m@");
   const std::vector<std::string> argv = SrunArgv(plan, "42", "dtrain-x");
   const auto has = [&](const std::string& arg) {
     return std::find(argv.begin(), argv.end(), arg) != argv.end();
@@ -100,21 +122,23 @@ TEST(SlurmStep, SrunArgvCarriesTheShapeAndTheCommandUnquoted) {
 }
 
 TEST(SlurmStep, RejectsShapesOneStepCannotRun) {
-  ClusterSpec spec = TwoNodeSpec();
+  ClusterSpec spec = Placed({"n1", "n2"});
   std::vector<ProcessSpec> procs = FourRanks(spec);
-  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1"}, "addr0", "@m@"), Error);  // too few nodes
+  procs[3].node_index = 2;  // not a node of the cluster
+  EXPECT_THROW(PlanSlurmStep(procs, spec, "@m@"), Error);
+  procs = FourRanks(spec);
   procs[1].argv = {"other"};
-  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1", "n2"}, "addr0", "@m@"), Error);
+  EXPECT_THROW(PlanSlurmStep(procs, spec, "@m@"), Error);
   procs = FourRanks(spec);
   procs[0].env["NOT-AN.IDENT"] = "x";
-  EXPECT_THROW(PlanSlurmStep(procs, spec, {"n1", "n2"}, "addr0", "@m@"), Error);
+  EXPECT_THROW(PlanSlurmStep(procs, spec, "@m@"), Error);
 }
 
 TEST(SlurmStep, UnevenNodesUseAHostfile) {
-  ClusterSpec spec = TwoNodeSpec();
+  ClusterSpec spec = Placed({"n1", "n2"});
   std::vector<ProcessSpec> procs = FourRanks(spec);
   procs.erase(procs.begin());  // ranks 2, 1, 0: two on the first node, one on the second
-  const SlurmStepPlan plan = PlanSlurmStep(procs, spec, {"n1", "n2"}, "addr0", "@m@");
+  const SlurmStepPlan plan = PlanSlurmStep(procs, spec, "@m@");
   EXPECT_EQ(plan.tasks_per_node, 0);
   EXPECT_EQ(plan.task_node, (std::vector<int>{0, 0, 1}));
   EXPECT_EQ(plan.task_local, (std::vector<int>{0, 1, 0}));

@@ -11,6 +11,7 @@
 
 #include "launcher/transport.h"
 #include "tests/ssh_cluster.h"
+#include "tests/support/transport_recorder.h"
 
 namespace dtrain {
 namespace {
@@ -20,37 +21,7 @@ using test::ReadText;
 using test::RunOutput;
 using test::SshTestCluster;
 
-// Records what a transport reports; optionally stops everything on the first failure.
-struct Recorder : TransportEvents {
-  std::map<int, std::string> output;
-  std::map<int, ExitStatus> exits;
-  std::map<int, double> exit_after_s;
-  Clock::time_point start = Clock::now();
-  Transport* stop_on_failure = nullptr;
-
-  std::map<int, std::string> errors;  // the channel's stderr alone
-  void OnOutput(int id, OutputStream stream, std::string_view bytes) override {
-    output[id] += bytes;
-    if (stream == OutputStream::kStderr) errors[id] += bytes;
-  }
-  void OnExit(int id, const ExitStatus& status) override {
-    EXPECT_EQ(exits.count(id), 0u) << "second exit for " << id;
-    exits[id] = status;
-    exit_after_s[id] = std::chrono::duration<double>(Clock::now() - start).count();
-    if (stop_on_failure && !status.ok()) {
-      stop_on_failure->SignalAll(SIGTERM);
-      stop_on_failure = nullptr;
-    }
-  }
-  // Polls until every process ended or `seconds` passed; false on timeout.
-  bool Drain(Transport& transport, double seconds) {
-    const auto until = start + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-    while (Clock::now() < until) {
-      if (!transport.Poll(100, *this)) return true;
-    }
-    return false;
-  }
-};
+using Recorder = testing::TransportRecorder;
 
 ProcessSpec Shell(int id, int node, const std::string& script) {
   ProcessSpec p;
@@ -77,7 +48,7 @@ TEST(SshTransport, ThreeNodesTwoSlotsRunOnTheirNodesWithTheirEnvironment) {
   }
   Recorder rec;
   transport->Start(procs, rec);
-  ASSERT_TRUE(rec.Drain(*transport, 20));
+  ASSERT_TRUE(rec.RunToEnd(*transport, 20));
   for (int rank = 0; rank < 6; ++rank) {
     SCOPED_TRACE(rank);
     EXPECT_TRUE(rec.exits[rank].ok()) << rec.exits[rank].Describe();
@@ -118,7 +89,7 @@ TEST(SshTransport, ValuesReachTheProcessByteForByteAndExecuteNothing) {
   }
   Recorder rec;
   transport->Start(procs, rec);
-  ASSERT_TRUE(rec.Drain(*transport, 20));
+  ASSERT_TRUE(rec.RunToEnd(*transport, 20));
   for (size_t i = 0; i < values.size(); ++i) {
     EXPECT_TRUE(rec.exits[i].ok()) << rec.exits[i].Describe();
     EXPECT_EQ(rec.output[i], values[i] + "|" + values[i] + "|" + values[i]);
@@ -138,7 +109,7 @@ TEST(SshTransport, FailureOnNodeTwoBringsDownEveryNodeAndLeavesNothing) {
   Recorder rec;
   rec.stop_on_failure = transport.get();
   transport->Start(procs, rec);
-  ASSERT_TRUE(rec.Drain(*transport, 15));
+  ASSERT_TRUE(rec.RunToEnd(*transport, 15));
   EXPECT_EQ(rec.exits[5].code, 3);
   for (int rank = 0; rank < 5; ++rank) {
     EXPECT_EQ(rec.exits[rank].signal, SIGTERM) << rank << ": " << rec.exits[rank].Describe();
@@ -159,7 +130,7 @@ TEST(SshTransport, UnreachableNodeFailsWithinTheConnectTimeoutAndDelaysNoOther) 
   auto transport = MakeTransport(spec);
   Recorder rec;
   transport->Start({Shell(0, 0, "true"), Shell(1, 1, "echo one"), Shell(2, 2, "echo two")}, rec);
-  ASSERT_TRUE(rec.Drain(*transport, 10));
+  ASSERT_TRUE(rec.RunToEnd(*transport, 10));
   EXPECT_NE(rec.exits[0].error.find("node ghost (10.231.0.250): ssh: cannot connect"),
             std::string::npos)
       << rec.exits[0].error;
@@ -176,7 +147,7 @@ ExitStatus RunTrue(const ClusterSpec& spec) {
   auto transport = MakeTransport(spec);
   Recorder rec;
   transport->Start({Shell(0, 0, "true")}, rec);
-  EXPECT_TRUE(rec.Drain(*transport, 15));
+  EXPECT_TRUE(rec.RunToEnd(*transport, 15));
   return rec.exits[0];
 }
 
@@ -246,7 +217,7 @@ TEST(SshTransport, StrictRefusesUnknownHostsAndAcceptNewRecordsThem) {
   auto transport = MakeTransport(spec);
   Recorder rec;
   transport->Start({Shell(0, 0, "true"), Shell(1, 1, "true")}, rec);
-  ASSERT_TRUE(rec.Drain(*transport, 15));
+  ASSERT_TRUE(rec.RunToEnd(*transport, 15));
   EXPECT_TRUE(rec.exits[0].ok()) << rec.exits[0].Describe();
   EXPECT_TRUE(rec.exits[1].ok()) << rec.exits[1].Describe();
   const std::string recorded = ReadText(known);
@@ -281,7 +252,7 @@ TEST(SshTransport, LostConnectionKillsTheRemoteProcesses) {
     auto transport = MakeTransport(spec);
     Recorder rec;
     transport->Start({Shell(0, 0, "sleep 300 & wait"), Shell(1, 1, "sleep 300 & wait")}, rec);
-    rec.Drain(*transport, 60);
+    rec.RunToEnd(*transport, 60);
     _exit(0);
   }
   ASSERT_TRUE(cluster.WaitForCommandOnNodes(2, "sleep 300", 10)) << "the job never started";
@@ -304,7 +275,7 @@ TEST(SshTransport, KilledSshdSessionReportsTheNodeAndKillsItsProcesses) {
   for (const std::string& p : cluster.NodeProcesses(0)) {
     if (p.find("sshd") != std::string::npos) kill(std::stoi(p), SIGKILL);
   }
-  ASSERT_TRUE(rec.Drain(*transport, 15));
+  ASSERT_TRUE(rec.RunToEnd(*transport, 15));
   EXPECT_NE(rec.exits[0].error.find("node node0 (10.231.0.10): ssh: connection lost"),
             std::string::npos)
       << rec.exits[0].Describe();

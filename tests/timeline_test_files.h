@@ -2,6 +2,8 @@
 // the real writer in a separate process (as each rank of a job is).
 #pragma once
 
+#include "tests/support/files.h"  // ReadFile, WriteFile
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,17 +34,6 @@ class ScratchDir {
  private:
   std::string path_;
 };
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-inline void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 // Runs `body` in a child process and waits for it; returns its exit status (-1 if signalled).
 inline int RunInChild(const std::function<void()>& body) {

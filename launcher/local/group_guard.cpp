@@ -15,7 +15,8 @@ namespace dtrain {
 namespace {
 
 // The guard holds no descriptor: not the rank's output pipe (dtrain must see it end with the
-// rank) and not Boost's exec-error pipe (Boost waits for it to close to know the exec worked).
+// rank) and not Subprocess's exec-error pipe (dtrain waits for it to close to know the exec
+// worked).
 void CloseAllDescriptors() {
 #ifdef SYS_close_range
   if (::syscall(SYS_close_range, 0U, ~0U, 0U) == 0) return;

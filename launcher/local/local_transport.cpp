@@ -1,7 +1,6 @@
-// Local processes through Boost.Process: a handler puts each child in its own process group,
-// wires its stdout and stderr to two pipes and stdin to /dev/null or a pipe, sets its exact
-// environment, and leaves a guard in the group that kills it all if dtrain dies outright
-// (launcher/local/group_guard.h). Reading and reaping are plain poll(2) and waitpid(2).
+// Local processes: each a Subprocess in its own process group, stdout and stderr on two pipes,
+// stdin /dev/null or a pipe, its exact environment, and a guard left in the group that kills it
+// all if dtrain dies outright (launcher/local/group_guard.h). Reading and reaping are one poll(2) loop.
 #include "launcher/local/local_transport.h"
 
 #include "launcher/local/group_guard.h"
@@ -9,7 +8,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,82 +15,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
-
-#include <boost/process/args.hpp>
-#include <boost/process/child.hpp>
-#include <boost/process/exe.hpp>
-#include <boost/process/extend.hpp>
-
-extern char** environ;
 
 namespace dtrain {
 namespace {
-
-namespace bp = boost::process;
-
-// The child's side of the launch, prepared before fork so the child only calls async-signal-safe
-// functions: argv and envp as C arrays, the fds to install, the directory to enter.
-struct ChildSetup : bp::extend::handler {
-  const std::vector<std::string>* argv_storage = nullptr;
-  std::vector<char*> argv;
-  std::vector<std::string> env_storage;
-  std::vector<char*> envp;
-  int input_fd = -1;
-  int output_fd = -1;
-  int error_fd = -1;
-  std::string cwd;
-  int* failed_pid = nullptr;  // a child that could not exec, so the parent can reap it
-  // PR_SET_PDEATHSIG fires when the forking *thread* ends, so it is only safe from the main one.
-  bool die_with_parent = false;
-  pid_t launcher_pid = 0;
-
-  template <class Executor>
-  void on_setup(Executor& exec) {
-    exec.cmd_line = argv.data();
-    exec.env = envp.data();
-  }
-
-  template <class Executor>
-  void on_exec_setup(Executor& exec) {
-    ::setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);
-    ::dup2(input_fd, 0);
-    ::dup2(output_fd, 1);
-    ::dup2(error_fd, 2);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
-      exec.set_error(std::error_code(errno, std::system_category()), "cannot enter " + cwd);
-      ::_exit(127);
-    }
-    if (die_with_parent) SplitIntoGuardAndRank(launcher_pid);  // dtrain killed outright
-  }
-
-  template <class Executor>
-  void on_error(Executor& exec, const std::error_code&) {
-    if (failed_pid && exec.pid > 0) *failed_pid = exec.pid;
-  }
-};
-
-std::vector<std::string> MergedEnvironment(const ProcessSpec& spec) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const char* eq = std::strchr(*e, '=');
-    if (eq) env[std::string(*e, eq - *e)] = eq + 1;
-  }
-  for (const auto& [name, value] : spec.env) env[name] = value;
-  if (!spec.python_path_head.empty()) {
-    auto old = env.find("PYTHONPATH");
-    const bool keep = old != env.end() && !old->second.empty();
-    env["PYTHONPATH"] = keep ? spec.python_path_head + ":" + old->second : spec.python_path_head;
-  }
-  std::vector<std::string> out;
-  out.reserve(env.size());
-  for (const auto& [name, value] : env) out.push_back(name + "=" + value);
-  return out;
-}
 
 bool IsExecutableFile(const std::string& path) {
   struct stat st;
@@ -100,17 +25,25 @@ bool IsExecutableFile(const std::string& path) {
 }
 
 void SetNonBlocking(int fd) {
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-ExitStatus StatusFromWait(int raw) {
-  ExitStatus status;
-  if (WIFSIGNALED(raw)) {
-    status.signal = WTERMSIG(raw);
-  } else {
-    status.code = WEXITSTATUS(raw);
+// The spec's variables, with its PYTHONPATH head in front of the PYTHONPATH dtrain has.
+EnvOverrides OverridesFor(const ProcessSpec& spec) {
+  EnvOverrides env(spec.env.begin(), spec.env.end());
+  if (!spec.python_path_head.empty()) {
+    const auto set = env.find("PYTHONPATH");
+    const char* inherited = std::getenv("PYTHONPATH");
+    const std::string old = set != env.end() && set->second ? *set->second
+                            : inherited                     ? inherited
+                                                            : "";
+    env["PYTHONPATH"] = old.empty() ? spec.python_path_head : spec.python_path_head + ":" + old;
   }
-  return status;
+  return env;
+}
+
+int& StreamFd(LocalProcess& proc, OutputStream stream) {
+  return stream == OutputStream::kStdout ? proc.child.out_fd : proc.child.err_fd;
 }
 
 }  // namespace
@@ -131,11 +64,8 @@ std::string ResolveExecutable(const std::string& name, const std::string& path_e
     std::string beside = SelfExecutableDir() + "/" + name;
     if (IsExecutableFile(beside)) return beside;
   }
-  std::stringstream dirs(path_env);
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (IsExecutableFile(candidate)) return candidate;
-  }
+  const std::string found = FindOnPath(name, path_env);
+  if (!found.empty()) return found;
   if (own) {  // the rest of templates/dtrain_program.sh's list
     const char* home = std::getenv("HOME");
     for (std::string dir : {std::string("/usr/local/bin"), std::string("/usr/bin"),
@@ -147,21 +77,6 @@ std::string ResolveExecutable(const std::string& name, const std::string& path_e
 }
 
 LocalTransport::LocalTransport(std::string default_cwd) : default_cwd_(std::move(default_cwd)) {}
-
-LocalTransport::~LocalTransport() {
-  for (LocalProcess& proc : procs_) {
-    if (proc.pid > 0 && !proc.reaped) {
-      ::kill(-proc.pid, SIGKILL);
-      int raw = 0;
-      while (::waitpid(proc.pid, &raw, 0) < 0 && errno == EINTR) {
-      }
-    }
-    for (int fd : proc.output_fd) {
-      if (fd >= 0) ::close(fd);
-    }
-    if (proc.input_fd >= 0) ::close(proc.input_fd);
-  }
-}
 
 void LocalTransport::Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) {
   for (const ProcessSpec& spec : procs) {
@@ -177,116 +92,61 @@ void LocalTransport::Start(const std::vector<ProcessSpec>& procs, TransportEvent
 }
 
 void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
-  ChildSetup setup;
-  setup.env_storage = MergedEnvironment(spec);
-  std::string path_env;
-  for (const std::string& entry : setup.env_storage) {
-    if (entry.rfind("PATH=", 0) == 0) path_env = entry.substr(5);
-  }
+  SubprocessOptions options;
+  options.argv = spec.argv;
+  options.env = OverridesFor(spec);
+  const std::string path_env = EnvironmentValue(MergeEnvironment(options.env), "PATH");
   const std::string argv0 = spec.argv.empty() ? "" : spec.argv[0];
-  const std::string exe = ResolveExecutable(argv0, path_env);
-  if (exe.empty()) {
+  options.program = ResolveExecutable(argv0, path_env);
+  if (options.program.empty()) {
     proc.status.error = argv0.empty()
                             ? "empty command"
                             : "'" + argv0 + "': command not found (PATH=" + path_env + ")";
     proc.status.not_found = !argv0.empty();
     return;
   }
-  for (std::string& entry : setup.env_storage) setup.envp.push_back(entry.data());
-  setup.envp.push_back(nullptr);
-  std::vector<std::string> argv = spec.argv;
-  for (std::string& arg : argv) setup.argv.push_back(arg.data());
-  setup.argv.push_back(nullptr);
-  setup.cwd = spec.cwd.empty() ? default_cwd_ : spec.cwd;
-  setup.die_with_parent = ::gettid() == ::getpid();
-  setup.launcher_pid = ::getpid();
-
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) {
-    proc.status.error = std::string("pipe: ") + std::strerror(errno);
+  options.cwd = spec.cwd.empty() ? default_cwd_ : spec.cwd;
+  options.in = spec.stdin_data.empty() ? Stdio::kNull : Stdio::kPipe;
+  // PR_SET_PDEATHSIG fires when the forking *thread* ends, so it is only safe from the main one.
+  if (::gettid() == ::getpid()) {
+    options.pre_exec = [launcher = ::getpid()] { SplitIntoGuardAndRank(launcher); };
+  }
+  const std::string error = proc.child.Start(options);
+  if (!error.empty()) {
+    proc.status.error = error;
     return;
   }
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    proc.status.error = std::string("pipe: ") + std::strerror(errno);
-    ::close(out[0]);
-    ::close(out[1]);
-    return;
-  }
-  int in[2] = {-1, -1};
-  if (spec.stdin_data.empty()) {
-    in[0] = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  } else if (::pipe2(in, O_CLOEXEC) != 0) {
-    in[0] = in[1] = -1;
-  }
-  if (in[0] < 0) {
-    proc.status.error = std::string("stdin: ") + std::strerror(errno);
-    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
-    return;
-  }
-  setup.output_fd = out[1];
-  setup.error_fd = err[1];
-  setup.input_fd = in[0];
-  int failed_pid = -1;
-  setup.failed_pid = &failed_pid;
-  try {
-    bp::child child(bp::exe = exe, setup);
-    proc.pid = child.id();
-    child.detach();  // reaped with waitpid below, not by Boost
-  } catch (const std::exception& e) {
-    proc.status.error = "'" + exe + "': " + e.what();
-    if (failed_pid > 0) ::waitpid(failed_pid, nullptr, 0);
-  }
-  ::close(out[1]);
-  ::close(err[1]);
-  ::close(in[0]);
-  if (proc.pid <= 0) {
-    ::close(out[0]);
-    ::close(err[0]);
-    if (in[1] >= 0) ::close(in[1]);
-    return;
-  }
-  ::setpgid(proc.pid, proc.pid);  // also from this side, so no signal can race the child's call
-  proc.output_fd[static_cast<int>(OutputStream::kStdout)] = out[0];
-  proc.output_fd[static_cast<int>(OutputStream::kStderr)] = err[0];
-  SetNonBlocking(out[0]);
-  SetNonBlocking(err[0]);
-  if (in[1] >= 0) {
-    proc.input_fd = in[1];
+  SetNonBlocking(proc.child.out_fd);
+  SetNonBlocking(proc.child.err_fd);
+  if (proc.child.in_fd >= 0) {
     proc.input = spec.stdin_data;
-    SetNonBlocking(proc.input_fd);
+    SetNonBlocking(proc.child.in_fd);
     WriteInput(proc);
   }
 }
 
 void LocalTransport::WriteInput(LocalProcess& proc) {
   while (!proc.input.empty()) {
-    ssize_t n = ::write(proc.input_fd, proc.input.data(), proc.input.size());
+    ssize_t n = ::write(proc.child.in_fd, proc.input.data(), proc.input.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
     if (n < 0) break;  // EPIPE: the process stopped reading; what it did not take is dropped
     proc.input.erase(0, static_cast<size_t>(n));
   }
-  ::close(proc.input_fd);
-  proc.input_fd = -1;
+  Subprocess::Close(proc.child.in_fd);
   proc.input.clear();
 }
 
 void LocalTransport::ReadOutput(LocalProcess& proc, OutputStream stream, size_t budget,
                                 TransportEvents& events) {
-  int& fd = proc.output_fd[static_cast<int>(stream)];
+  int& fd = StreamFd(proc, stream);
   char buf[65536];
   size_t total = 0;
   while (fd >= 0 && total < budget) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;
-    if (n <= 0) {  // end of file, or an error that ends the stream just the same
-      ::close(fd);
-      fd = -1;
-      return;
-    }
-    total += static_cast<size_t>(n);
-    events.OnOutput(proc.id, stream, std::string_view(buf, static_cast<size_t>(n)));
+    const size_t n = Subprocess::Read(fd, buf, sizeof(buf));
+    if (n == 0) return;  // nothing more now, or the end
+    total += n;
+    events.OnOutput(proc.id, stream, std::string_view(buf, n));
   }
 }
 
@@ -296,15 +156,9 @@ void LocalTransport::ReadAllOutput(LocalProcess& proc, size_t budget, TransportE
 }
 
 void LocalTransport::Reap(LocalProcess& proc) {
-  int raw = 0;
-  pid_t r = ::waitpid(proc.pid, &raw, WNOHANG);
-  if (r == proc.pid) {
-    proc.reaped = true;
-    proc.status = StatusFromWait(raw);
-  } else if (r < 0 && errno == ECHILD) {
-    proc.reaped = true;
-    proc.status.error = "lost track of process " + std::to_string(proc.pid);
-  }
+  if (!proc.child.Done()) return;
+  proc.reaped = true;
+  proc.status = proc.child.status();
 }
 
 bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
@@ -317,13 +171,13 @@ bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
     std::vector<OutputStream> streams;
     for (LocalProcess& proc : procs_) {
       for (OutputStream stream : {OutputStream::kStdout, OutputStream::kStderr}) {
-        if (proc.output_fd[static_cast<int>(stream)] < 0) continue;
-        fds.push_back({proc.output_fd[static_cast<int>(stream)], POLLIN, 0});
+        if (StreamFd(proc, stream) < 0) continue;
+        fds.push_back({StreamFd(proc, stream), POLLIN, 0});
         owners.push_back(&proc);
         streams.push_back(stream);
       }
-      if (proc.input_fd >= 0) {
-        fds.push_back({proc.input_fd, POLLOUT, 0});
+      if (proc.child.in_fd >= 0) {
+        fds.push_back({proc.child.in_fd, POLLOUT, 0});
         owners.push_back(&proc);
         streams.push_back(OutputStream::kStdout);
       }
@@ -338,7 +192,7 @@ bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
       for (size_t i = 0; i < fds.size(); ++i) {
         if (!fds[i].revents) continue;
         if (fds[i].events & POLLOUT) {
-          if (owners[i]->input_fd >= 0) WriteInput(*owners[i]);
+          if (owners[i]->child.in_fd >= 0) WriteInput(*owners[i]);
         } else {
           ReadOutput(*owners[i], streams[i], kReadBudget, events);
           delivered = true;
@@ -352,12 +206,7 @@ bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
       if (proc.reaped) {
         // Everything the process wrote is in the pipe now; take it, not what its children add.
         ReadAllOutput(proc, kReadBudget * 64, events);
-        for (int& fd : proc.output_fd) {
-          if (fd >= 0) ::close(fd);
-          fd = -1;
-        }
-        if (proc.input_fd >= 0) ::close(proc.input_fd);
-        proc.input_fd = -1;
+        proc.child.Finish();  // closes the pipes: what the process's children add is not its
         proc.reported = true;
         events.OnExit(proc.id, proc.status);
         delivered = true;
@@ -372,10 +221,10 @@ bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
 
 void LocalTransport::SignalAll(int sig) {
   for (LocalProcess& proc : procs_) {
-    if (proc.pid <= 0 || proc.group_gone) continue;
+    if (proc.child.pid() <= 0 || proc.group_gone) continue;
     // After the leader is reaped its group may still hold children; the group id cannot be
     // reused while any of them lives, so signalling it reaches only this job's processes.
-    if (::kill(-proc.pid, sig) != 0 && errno == ESRCH && proc.reaped) proc.group_gone = true;
+    if (proc.child.SignalGroup(sig) != 0 && errno == ESRCH && proc.reaped) proc.group_gone = true;
   }
 }
 

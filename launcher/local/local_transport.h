@@ -5,32 +5,31 @@
 #include <string>
 #include <vector>
 
+#include "launcher/subprocess.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
 
-// One process started here: its pid (also its process group id), the read ends of its stdout
-// and stderr pipes, the bytes still owed to its stdin, and how it ended once reaped.
+// One process started here: the child (its pid is also its process group id, its pipes carry
+// stdout, stderr and stdin), the bytes still owed to its stdin, and how it ended once reaped.
 struct LocalProcess {
   int id = 0;
-  int pid = -1;
-  int output_fd[2] = {-1, -1};  // indexed by OutputStream
-  int input_fd = -1;
+  Subprocess child;
   std::string input;        // stdin bytes not yet written
-  bool reaped = false;      // waitpid returned its status
+  bool reaped = false;      // the child was reaped, or never started (status says why)
   bool group_gone = false;  // no process of its group is left
   bool reported = false;    // OnExit was delivered
   ExitStatus status;
 };
 
-// Runs ProcessSpecs as children of this process. Poll() reads every pipe with poll(2) and
-// reaps with waitpid(WNOHANG); SignalAll() signals only the groups it started.
+// Runs ProcessSpecs as children of this process (launcher/subprocess.h). Poll() reads every pipe
+// with poll(2) and reaps without waiting; SignalAll() signals only the groups it started.
 class LocalTransport : public Transport {
  public:
   // `default_cwd`: where processes run when ProcessSpec::cwd is empty ("" = this process's cwd).
   explicit LocalTransport(std::string default_cwd);
-  // Kills and reaps whatever is still running, so no process outlives the transport.
-  ~LocalTransport() override;
+  // Whatever is still running is killed and reaped (by each Subprocess), so no process
+  // outlives the transport.
 
   void Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) override;
   bool Poll(int timeout_ms, TransportEvents& events) override;

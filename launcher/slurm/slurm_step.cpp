@@ -66,25 +66,9 @@ std::map<int, int> TasksPerNodeIndex(const std::vector<ProcessSpec>& procs) {
   return counts;
 }
 
-// The environment of one task: the spec's, with node identities made Slurm's, plus the
-// PYTHONPATH head under its own name.
-std::map<std::string, std::string> TaskEnv(const ProcessSpec& p, const ClusterSpec& spec,
-                                           const std::string& host,
-                                           const std::string& first_address) {
+// The environment of one task: the spec's, plus the PYTHONPATH head under its own name.
+std::map<std::string, std::string> TaskEnv(const ProcessSpec& p) {
   std::map<std::string, std::string> env = p.env;
-  for (const char* name : {"MASTER_ADDR", "DTRAIN_PROBE_RDZV_ADDR"}) {
-    auto it = env.find(name);
-    if (it != env.end() && !spec.nodes.empty() &&
-        (it->second == spec.nodes.front().address || it->second == spec.nodes.front().host)) {
-      it->second = first_address;
-    }
-  }
-  auto it = env.find("HOROVOD_HOSTNAME");
-  if (it != env.end() && p.node_index >= 0 && p.node_index < static_cast<int>(spec.nodes.size()) &&
-      (it->second == spec.nodes[p.node_index].host ||
-       it->second == spec.nodes[p.node_index].address)) {
-    it->second = host;
-  }
   if (!p.python_path_head.empty()) env[kPythonPathHead] = p.python_path_head;
   return env;
 }
@@ -108,8 +92,7 @@ const char* SlurmTaskScript() {
 }
 
 SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const ClusterSpec& spec,
-                            const std::vector<std::string>& allocation_hosts,
-                            const std::string& first_address, const std::string& marker) {
+                            const std::string& marker) {
   if (procs.empty()) throw Error("transport slurm: nothing to run");
   CheckSameForAll(procs);
   const std::map<int, int> per_node = TasksPerNodeIndex(procs);
@@ -119,12 +102,13 @@ SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const Cluster
   for (const auto& entry : per_node) {
     if (entry.second != plan.tasks_per_node) plan.tasks_per_node = 0;
   }
-  if (static_cast<int>(allocation_hosts.size()) < plan.node_count) {
-    throw Error(fmt::format("the Slurm allocation has {} node(s) ({}); the job needs {}",
-                            allocation_hosts.size(), fmt::join(allocation_hosts, ","),
-                            plan.node_count));
+  for (const auto& entry : per_node) {
+    if (entry.first < 0 || entry.first >= static_cast<int>(spec.nodes.size())) {
+      throw Error(fmt::format("transport slurm: node {} is not one of the cluster's {} node(s)",
+                              entry.first, spec.nodes.size()));
+    }
+    plan.hosts.push_back(spec.nodes[entry.first].MachineName());
   }
-  plan.hosts.assign(allocation_hosts.begin(), allocation_hosts.begin() + plan.node_count);
   plan.argv = procs.front().argv;
   plan.cwd = procs.front().cwd;
   plan.stdin_data = procs.front().stdin_data;
@@ -143,8 +127,7 @@ SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const Cluster
     const bool same_node = t > 0 && order[t]->node_index == order[t - 1]->node_index;
     plan.task_node.push_back(t == 0 ? 0 : plan.task_node.back() + (same_node ? 0 : 1));
     plan.task_local.push_back(same_node ? plan.task_local.back() + 1 : 0);
-    const std::string& host = plan.hosts[plan.task_node.back()];
-    envs.push_back(TaskEnv(*order[t], spec, host, first_address));
+    envs.push_back(TaskEnv(*order[t]));
     for (const auto& entry : envs.back()) names.insert(entry.first);
   }
 

@@ -13,8 +13,8 @@
 
 namespace dtrain {
 
-// Everything needed to run and follow the step; built from the ProcessSpecs and the
-// allocation's node names. Pure data.
+// Everything needed to run and follow the step; built from the ProcessSpecs and the nodes of
+// the placed spec. Pure data.
 struct SlurmStepPlan {
   std::vector<int> task_ids;    // task t (SLURM_PROCID) -> ProcessSpec::id
   std::vector<int> task_node;   // task t -> position of its node in `hosts` (SLURM_NODEID)
@@ -29,14 +29,12 @@ struct SlurmStepPlan {
   std::string marker;                      // tags the wrapper's status lines
 };
 
-// Throws dtrain::Error when the processes do not fit one step: every task must run the same command
-// in the same directory with the same stdin, and the allocation needs at least as many nodes as the
-// processes use. MASTER_ADDR (and the doctor's rendezvous address) naming the cluster file's first
-// node becomes `first_address` (the first allocated node's NodeAddr); HOROVOD_HOSTNAME becomes the
-// allocated node's name.
+// Throws dtrain::Error when the processes do not fit one step: every task must run the same
+// command in the same directory with the same stdin. `spec` is placed on its allocation
+// (launcher/slurm/slurm_allocation.h): a process's node_index names the allocated node it runs on, and
+// the processes' environments are taken as they are.
 SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const ClusterSpec& spec,
-                            const std::vector<std::string>& allocation_hosts,
-                            const std::string& first_address, const std::string& marker);
+                            const std::string& marker);
 
 // SLURM_HOSTFILE's text (one host per task) for steps with uneven tasks per node.
 std::string SlurmHostfile(const SlurmStepPlan& plan);

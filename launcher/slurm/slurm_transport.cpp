@@ -1,9 +1,8 @@
-// Transport for `transport: slurm`. Each Start() becomes one srun job step over the allocation:
-// the current one when dtrain runs inside it (SLURM_JOB_ID set), else a batch job rendered from
-// templates/sbatch.sh that only holds the nodes while dtrain runs steps in it and follows them.
+// Transport for `transport: slurm`. Each Start() becomes one srun job step in the allocation the
+// spec was placed on (launcher/slurm/slurm_allocation.h): the processes' node indices name the
+// allocated nodes, and the placement names the job; the transport changes nothing it is given.
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,14 +10,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "launcher/error.h"
-#include "launcher/slurm/slurm_batch.h"
 #include "launcher/slurm/slurm_child.h"
 #include "launcher/slurm/slurm_hostlist.h"
 #include "launcher/slurm/slurm_step.h"
@@ -27,22 +23,11 @@
 namespace dtrain {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr int kClientTimeoutMs = 30000;
-
-std::string Getenv(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
 
 std::string RandomMarker() {
   std::random_device device;
   return fmt::format("@dtrain-slurm-{:08x}{:08x}@", device(), device());
-}
-
-std::string Trim(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
 }
 
 // "Exited with exit code 3", "Killed", ... as srun reports a task that ended badly.
@@ -78,18 +63,6 @@ bool IsRoutineTaskMessage(const std::string& line) {
   return false;
 }
 
-// How the node is reached (slurm.conf's NodeAddr, which defaults to its name).
-std::string NodeAddress(const std::string& node) {
-  const SlurmCommandResult shown =
-      RunSlurmCommand({"scontrol", "show", "node", "-o", node}, "", kClientTimeoutMs);
-  const std::string key = "NodeAddr=";
-  const size_t at = shown.out.find(key);
-  if (shown.status != 0 || at == std::string::npos) return node;
-  const std::string address =
-      shown.out.substr(at + key.size(), shown.out.find_first_of(" \n", at) - at - key.size());
-  return address.empty() ? node : address;
-}
-
 // A temporary SLURM_HOSTFILE (srun reads it on this machine when it starts the step).
 std::string WriteHostfile(const std::string& text) {
   char path[] = "/tmp/dtrain-slurm-hosts-XXXXXX";
@@ -105,8 +78,7 @@ std::string WriteHostfile(const std::string& text) {
 struct SlurmRun {
   std::vector<ProcessSpec> procs;  // until launched
   SlurmStepPlan plan;
-  std::string name;
-  SlurmChild child;
+  Subprocess child;  // srun
   bool launched = false;
   bool reaped = false;
   bool done = false;
@@ -131,10 +103,6 @@ class SlurmTransport : public Transport {
   void SignalAll(int sig) override;
 
  private:
-  enum class Allocation { kNone, kPending, kReady };
-
-  void Allocate(const std::vector<ProcessSpec>& procs);
-  void CheckPending();
   void Launch(SlurmRun& run, TransportEvents& events);
   void Fail(SlurmRun& run, const std::string& why, TransportEvents& events);
   void ReadFrom(SlurmRun& run, int& fd, bool is_stdout, TransportEvents& events);
@@ -144,15 +112,6 @@ class SlurmTransport : public Transport {
   void Cancel(SlurmRun& run, int sig);
 
   ClusterSpec spec_;
-  Allocation allocation_ = Allocation::kNone;
-  std::string job_id_;  // "" inside the caller's allocation
-  bool own_job_ = false;
-  std::string allocation_error_;
-  std::vector<std::string> hosts_;
-  std::string first_address_;  // NodeAddr of hosts_[0]: MASTER_ADDR
-  std::string last_reason_;
-  Clock::time_point next_check_{};
-  int cancelled_signal_ = 0;  // set when SignalAll came before the allocation started
   std::vector<std::unique_ptr<SlurmRun>> runs_;
 };
 
@@ -160,73 +119,8 @@ SlurmTransport::~SlurmTransport() {
   for (auto& run : runs_) {
     if (run->launched && !run->reaped) {
       Cancel(*run, SIGKILL);
-      for (int* fd : {&run->child.in, &run->child.out, &run->child.err}) {
-        if (*fd >= 0) close(*fd);
-      }
-      waitpid(run->child.pid, nullptr, 0);
+      run->child.Finish();
     }
-  }
-  if (own_job_ && !job_id_.empty()) RunSlurmCommand({"scancel", "--quiet", job_id_}, "", 10000);
-}
-
-void SlurmTransport::Allocate(const std::vector<ProcessSpec>& procs) {
-  const std::string inside = Getenv("SLURM_JOB_ID");
-  if (!inside.empty()) {
-    std::string nodelist = Getenv("SLURM_JOB_NODELIST");
-    if (nodelist.empty()) nodelist = Getenv("SLURM_NODELIST");
-    hosts_ = ExpandHostlist(nodelist);
-    if (hosts_.empty()) {
-      throw Error(
-          "SLURM_JOB_ID is set but SLURM_JOB_NODELIST is not: run dtrain inside salloc "
-          "or sbatch, or unset SLURM_JOB_ID to submit a batch job");
-    }
-    allocation_ = Allocation::kReady;
-    return;
-  }
-  std::map<int, int> per_node;
-  for (const ProcessSpec& p : procs) ++per_node[p.node_index];
-  int tasks_per_node = 0;
-  for (const auto& entry : per_node) tasks_per_node = std::max(tasks_per_node, entry.second);
-  std::string job_name = "dtrain";
-  const auto job = procs.front().env.find("DTRAIN_JOB");
-  if (job != procs.front().env.end()) job_name += "-" + job->second;
-  const std::string script =
-      RenderSbatchScript(spec_.slurm, job_name, static_cast<int>(per_node.size()), tasks_per_node);
-  const auto job_dir = procs.front().env.find("DTRAIN_LOG_DIR");
-  if (job_dir != procs.front().env.end()) std::ofstream(job_dir->second + "/sbatch.sh") << script;
-  const SlurmCommandResult submitted =
-      RunSlurmCommand({"sbatch", "--parsable"}, script, kClientTimeoutMs);
-  if (submitted.status != 0) {
-    throw Error("sbatch could not submit the job: " + submitted.Describe());
-  }
-  job_id_ = Trim(submitted.out.substr(0, submitted.out.find(';')));
-  own_job_ = true;
-  allocation_ = Allocation::kPending;
-  std::fprintf(stderr, "dtrain: submitted Slurm batch job %s (%s); waiting for it to start\n",
-               job_id_.c_str(), job_name.c_str());
-}
-
-void SlurmTransport::CheckPending() {
-  if (Clock::now() < next_check_) return;
-  next_check_ = Clock::now() + std::chrono::milliseconds(500);
-  const SlurmCommandResult answer =
-      RunSlurmCommand({"squeue", "-h", "-j", job_id_, "-o", "%T|%N|%r"}, "", kClientTimeoutMs);
-  if (answer.status != 0 && answer.err.find("Invalid job id") == std::string::npos) {
-    allocation_error_ = "squeue failed: " + answer.Describe();
-    return;
-  }
-  const SlurmJobState job = ParseSqueueLine(answer.out);
-  if (job.state == "RUNNING" && !job.nodelist.empty()) {
-    hosts_ = ExpandHostlist(job.nodelist);
-    allocation_ = Allocation::kReady;
-  } else if (IsFinishedJobState(job.state)) {
-    allocation_error_ = fmt::format("Slurm job {} ended before it started ({}{})", job_id_,
-                                    job.state.empty() ? "no longer known to squeue" : job.state,
-                                    job.reason.empty() ? "" : ": " + job.reason);
-  } else if (job.reason != last_reason_ && job.reason != "None") {
-    last_reason_ = job.reason;
-    std::fprintf(stderr, "dtrain: Slurm job %s is %s (%s)\n", job_id_.c_str(), job.state.c_str(),
-                 job.reason.c_str());
   }
 }
 
@@ -235,27 +129,25 @@ void SlurmTransport::Start(const std::vector<ProcessSpec>& procs, TransportEvent
   runs_.push_back(std::make_unique<SlurmRun>());
   SlurmRun& run = *runs_.back();
   run.procs = procs;
-  const auto job = procs.front().env.find("DTRAIN_JOB");
-  run.name = job != procs.front().env.end() ? "dtrain-" + job->second : "dtrain";
-  try {
-    if (allocation_ == Allocation::kNone) Allocate(procs);
-    if (allocation_ == Allocation::kReady) Launch(run, events);
-  } catch (const Error& e) {
-    Fail(run, e.what(), events);
+  if (!spec_.slurm_placement.placed) {
+    Fail(run, "transport slurm: the cluster was not placed on a Slurm allocation (PlaceOnSlurm)",
+         events);
+    return;
   }
+  Launch(run, events);
 }
 
 void SlurmTransport::Launch(SlurmRun& run, TransportEvents& events) {
   try {
-    if (first_address_.empty()) first_address_ = NodeAddress(hosts_.front());
-    run.plan = PlanSlurmStep(run.procs, spec_, hosts_, first_address_, RandomMarker());
-    std::map<std::string, std::string> env = run.plan.env;
+    run.plan = PlanSlurmStep(run.procs, spec_, RandomMarker());
+    EnvOverrides env(run.plan.env.begin(), run.plan.env.end());
     if (run.plan.tasks_per_node == 0) {
       run.hostfile = WriteHostfile(SlurmHostfile(run.plan));
       env["SLURM_HOSTFILE"] = run.hostfile;
     }
-    run.child = SpawnSlurmChild(SrunArgv(run.plan, job_id_, run.name), EnvironmentWith(env),
-                                !run.plan.stdin_data.empty());
+    const SlurmPlacement& placement = spec_.slurm_placement;
+    run.child = StartSlurmClient(SrunArgv(run.plan, placement.job_id, placement.job_name), env,
+                                 !run.plan.stdin_data.empty());
   } catch (const Error& e) {
     Fail(run, e.what(), events);
     return;
@@ -263,16 +155,15 @@ void SlurmTransport::Launch(SlurmRun& run, TransportEvents& events) {
   run.launched = true;
   run.started.assign(run.plan.task_ids.size(), false);
   run.exited.assign(run.plan.task_ids.size(), false);
-  if (run.child.in >= 0) {
+  if (run.child.in_fd >= 0) {
     const std::string& data = run.plan.stdin_data;
     for (size_t at = 0; at < data.size();) {
-      const ssize_t n = write(run.child.in, data.data() + at, data.size() - at);
+      const ssize_t n = write(run.child.in_fd, data.data() + at, data.size() - at);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       at += static_cast<size_t>(n);
     }
-    close(run.child.in);
-    run.child.in = -1;
+    Subprocess::Close(run.child.in_fd);
   }
   run.procs.clear();
 }
@@ -291,61 +182,35 @@ void SlurmTransport::Fail(SlurmRun& run, const std::string& why, TransportEvents
 }
 
 bool SlurmTransport::Poll(int timeout_ms, TransportEvents& events) {
-  if (allocation_ == Allocation::kPending) {
-    try {
-      if (cancelled_signal_ == 0 && allocation_error_.empty()) CheckPending();
-    } catch (const Error& e) {
-      allocation_error_ = e.what();  // e.g. a node list dtrain cannot read
-    }
-    if (allocation_ == Allocation::kReady) {
-      for (auto& run : runs_) {
-        if (!run->done && !run->launched) Launch(*run, events);
-      }
-    }
-    for (auto& run : runs_) {
-      if (run->done || run->launched) continue;
-      if (cancelled_signal_ != 0) {
-        ExitStatus status;
-        status.signal = cancelled_signal_;
-        for (const ProcessSpec& p : run->procs) events.OnExit(p.id, status);
-        run->done = true;
-      } else if (!allocation_error_.empty()) {
-        Fail(*run, allocation_error_, events);
-      }
-    }
-  }
   std::vector<pollfd> fds;
   std::vector<std::pair<SlurmRun*, bool>> owners;
   for (auto& run : runs_) {
     if (!run->launched || run->done) continue;
-    if (run->child.out >= 0) {
-      fds.push_back({run->child.out, POLLIN, 0});
+    if (run->child.out_fd >= 0) {
+      fds.push_back({run->child.out_fd, POLLIN, 0});
       owners.push_back({run.get(), true});
     }
-    if (run->child.err >= 0) {
-      fds.push_back({run->child.err, POLLIN, 0});
+    if (run->child.err_fd >= 0) {
+      fds.push_back({run->child.err_fd, POLLIN, 0});
       owners.push_back({run.get(), false});
     }
   }
   bool busy = false;
   for (auto& run : runs_) busy = busy || !run->done;
   if (!busy) return false;
-  int wait_ms = timeout_ms;
-  if (allocation_ == Allocation::kPending) wait_ms = std::min(timeout_ms, 100);
-  if (poll(fds.data(), fds.size(), fds.empty() ? std::min(wait_ms, 50) : wait_ms) > 0) {
+  if (poll(fds.data(), fds.size(), fds.empty() ? std::min(timeout_ms, 50) : timeout_ms) > 0) {
     for (size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       SlurmRun& run = *owners[i].first;
-      ReadFrom(run, owners[i].second ? run.child.out : run.child.err, owners[i].second, events);
+      ReadFrom(run, owners[i].second ? run.child.out_fd : run.child.err_fd, owners[i].second,
+               events);
     }
   }
   for (auto& run : runs_) {
-    if (!run->launched || run->done || run->child.out >= 0 || run->child.err >= 0) continue;
-    int wait_status = 0;
-    const pid_t reaped = waitpid(run->child.pid, &wait_status, 0);
+    if (!run->launched || run->done || run->child.out_fd >= 0 || run->child.err_fd >= 0) continue;
+    run->srun_status = run->child.Finish().ShellStatus();  // 255 when it was lost
     run->reaped = true;
     if (!run->hostfile.empty()) unlink(run->hostfile.c_str());
-    run->srun_status = reaped == run->child.pid ? ShellStatusOf(wait_status) : 255;
     Finish(*run, events);
   }
   for (auto& run : runs_) {
@@ -356,12 +221,10 @@ bool SlurmTransport::Poll(int timeout_ms, TransportEvents& events) {
 
 void SlurmTransport::ReadFrom(SlurmRun& run, int& fd, bool is_stdout, TransportEvents& events) {
   char buffer[65536];
-  const ssize_t n = read(fd, buffer, sizeof buffer);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  const size_t n = Subprocess::Read(fd, buffer, sizeof buffer);
   std::string& pending = is_stdout ? run.out_pending : run.err_pending;
-  if (n <= 0) {
-    close(fd);
-    fd = -1;
+  if (n == 0 && fd >= 0) return;  // nothing to read after all
+  if (n == 0) {
     if (!pending.empty()) {
       if (is_stdout) HandleLine(run, pending, false, events);
       if (!is_stdout) HandleSrunLine(run, pending);
@@ -369,7 +232,7 @@ void SlurmTransport::ReadFrom(SlurmRun& run, int& fd, bool is_stdout, TransportE
     }
     return;
   }
-  pending.append(buffer, static_cast<size_t>(n));
+  pending.append(buffer, n);
   size_t start = 0;
   for (size_t end = pending.find('\n'); end != std::string::npos;
        start = end + 1, end = pending.find('\n', start)) {
@@ -464,15 +327,11 @@ void SlurmTransport::Cancel(SlurmRun& run, int sig) {
   }
   // No task has started yet (or scancel failed): srun, on SIGTERM, cancels its own step. Only a
   // second request to kill ends srun itself.
-  kill(run.child.pid, sig == SIGKILL && run.terminated ? SIGKILL : SIGTERM);
+  run.child.Signal(sig == SIGKILL && run.terminated ? SIGKILL : SIGTERM);
   run.terminated = true;
 }
 
 void SlurmTransport::SignalAll(int sig) {
-  if (allocation_ == Allocation::kPending) {
-    cancelled_signal_ = sig;
-    if (own_job_) RunSlurmCommand({"scancel", "--quiet", job_id_}, "", kClientTimeoutMs);
-  }
   for (auto& run : runs_) {
     if (run->launched && !run->done && !run->reaped) Cancel(*run, sig);
   }

@@ -1,21 +1,19 @@
-// Test support for running the built dtrain binary as a real process: start it with output in
-// files, wait with a deadline, signal it, and find processes left behind by a job (any process
-// whose environment carries DTRAIN_JOB=<job>).
+// Test support for running the built dtrain binary as a real process (a Subprocess): start it
+// with output in files, wait with a deadline, signal it, and find processes left behind by a
+// job (any process whose environment carries DTRAIN_JOB=<job>).
 #pragma once
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "launcher/subprocess.h"
+#include "tests/support/files.h"
 
 namespace dtrain::testing {
 
@@ -23,78 +21,40 @@ inline std::string DtrainPath() {
   return std::string(DTRAIN_BINARY_DIR) + "/dtrain";
 }
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-inline void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-// A fresh directory under /tmp, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/dtrain-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // A dtrain process started in `cwd`, stdout and stderr captured in files there.
 class DtrainProcess {
  public:
+  // `env`: "NAME=value" entries set on top of the test's environment.
   DtrainProcess(const std::vector<std::string>& args, const std::string& cwd,
-                const std::vector<std::string>& env = {})
-      : cwd_(cwd) {
+                const std::vector<std::string>& env = {}) {
     static int counter = 0;
     const std::string tag = std::to_string(::getpid()) + "-" + std::to_string(counter++);
-    out_path_ = cwd + "/.stdout-" + tag;
-    err_path_ = cwd + "/.stderr-" + tag;
+    SubprocessOptions options;
+    options.argv = {DtrainPath()};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    for (const std::string& entry : env) {
+      options.env[entry.substr(0, entry.find('='))] = entry.substr(entry.find('=') + 1);
+    }
+    options.cwd = cwd;
+    options.out = options.err = Stdio::kFile;  // like a shell job: in its own process group
+    options.out_file = out_path_ = cwd + "/.stdout-" + tag;
+    options.err_file = err_path_ = cwd + "/.stderr-" + tag;
     start_ = std::chrono::steady_clock::now();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setpgid(0, 0);  // like a shell job: a signal to dtrain alone, not to the test
-      if (::chdir(cwd.c_str()) != 0) ::_exit(126);
-      int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(out, 1);
-      ::dup2(err, 2);
-      for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
-      std::vector<std::string> argv_storage = {DtrainPath()};
-      argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (std::string& a : argv_storage) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-  }
-  ~DtrainProcess() {
-    if (pid_ > 0 && status_ < 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
+    const std::string error = process_.Start(options);
+    if (!error.empty()) WriteFile(err_path_, error);
   }
 
-  int pid() const { return pid_; }
-  void Signal(int sig) { ::kill(pid_, sig); }
+  int pid() const { return process_.pid(); }
+  void Signal(int sig) { process_.Signal(sig); }
 
   // dtrain's exit status as a shell reports it; -1 if it did not end within `timeout_s`.
   int Wait(double timeout_s = 60) {
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     while (status_ < 0) {
-      int raw = 0;
-      if (::waitpid(pid_, &raw, WNOHANG) == pid_) {
-        status_ = WIFSIGNALED(raw) ? 128 + WTERMSIG(raw) : WEXITSTATUS(raw);
+      if (process_.pid() < 0) return status_ = 127;  // it could not start
+      if (process_.Done()) {
+        status_ = process_.status().ShellStatus();
         seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
         break;
       }
@@ -108,11 +68,10 @@ class DtrainProcess {
   std::string err() const { return ReadFile(err_path_); }
 
  private:
-  std::string cwd_;
+  Subprocess process_;  // killed with its group and reaped if the test ends first
   std::string out_path_;
   std::string err_path_;
   std::chrono::steady_clock::time_point start_;
-  int pid_ = -1;
   int status_ = -1;
   double seconds_ = 0;
 };

@@ -1,0 +1,44 @@
+// How a process ended, in numbers and in words.
+#include "launcher/exit_status.h"
+
+#include <sys/wait.h>
+
+#include <csignal>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace dtrain {
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+ExitStatus ExitStatus::FromShellStatus(int shell_status) {
+  ExitStatus status;
+  if (shell_status > 128 && shell_status < 128 + 65) {
+    status.signal = shell_status - 128;
+  } else {
+    status.code = shell_status;
+  }
+  return status;
+}
+
+ExitStatus ExitStatus::FromWaitStatus(int wait_status) {
+  ExitStatus status;
+  if (WIFSIGNALED(wait_status)) {
+    status.signal = WTERMSIG(wait_status);
+  } else {
+    status.code = WEXITSTATUS(wait_status);
+  }
+  return status;
+}
+
+std::string ExitStatus::Describe() const {
+  if (!error.empty()) return (lost ? "lost while running: " : "could not start: ") + error;
+  if (signal != 0) return "killed by " + SignalName(signal);
+  return fmt::format("exit {}", code);
+}
+
+}  // namespace dtrain
