@@ -115,8 +115,15 @@ void FetchMetrics(const std::string& job_dir, const ClusterSpec& spec) {
                    fetched.fetched.size(), job_dir.c_str());
     }
     for (const std::string& w : fetched.warnings) std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
+    const TraceFetchReport traces =
+        FetchRemoteProfilerTraces(job_dir, ReadJobSummary(job_dir), spec.source, &spec.ssh);
+    if (!traces.fetched.empty())
+      std::fprintf(stderr, "dtrain: %zu PyTorch profiler trace(s) fetched from the nodes\n",
+                   traces.fetched.size());
+    for (const std::string& w : traces.warnings)
+      std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
   } catch (const Error& e) {
-    std::fprintf(stderr, "dtrain: warning: metrics not fetched: %s\n", e.what());
+    std::fprintf(stderr, "dtrain: warning: metrics or traces not fetched: %s\n", e.what());
   }
 }
 
@@ -181,10 +188,10 @@ int RunLaunch(const LaunchOptions& options) {
   record.launch_dir = launch_dir;
   record.log_dir = log_dir;
   record.nodes = spec.nodes;
-  // One clock for every rank on this machine; ssh nodes keep theirs unmeasured (absent).
-  if (spec.transport == TransportKind::kLocal) {
-    for (const NodeSpec& node : spec.nodes) record.node_clock_offsets_us[node.host] = 0;
-  }
+  std::vector<std::string> clock_notes;  // PyTorch traces carry their node's clock
+  record.node_clocks = MeasureNodeClocks(spec, clock_notes);
+  for (const std::string& note : clock_notes)
+    std::fprintf(stderr, "dtrain: warning: %s\n", note.c_str());
   record.max_restarts = max_restarts;
   record.timeline = timeline;
   record.stall_timeout_s = stall_timeout_s;

@@ -37,4 +37,12 @@ TraceFetchReport FetchRemoteMetrics(const std::string& job_dir, const JobSummary
                                     const std::string& cluster_file,
                                     const SshOptions* ssh = nullptr);
 
+// The PyTorch profiler traces (names ending .json or .json.gz) that ranks wrote into
+// $DTRAIN_TRACE_DIR on their nodes, into <job>/timeline/ under the same names (a name found on
+// several nodes becomes NODE-NAME); dtrain-clip's rank-R.json there are FetchRemoteTraces'.
+// The same rules as above: kept when as large here, only missing ones while the job runs.
+TraceFetchReport FetchRemoteProfilerTraces(const std::string& job_dir, const JobSummary& job,
+                                           const std::string& cluster_file,
+                                           const SshOptions* ssh = nullptr);
+
 }  // namespace dtrain
