@@ -424,7 +424,7 @@ MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::st
   MergedTraceFile out(output);
   for (RankTraceInfo& info : result.ranks) {
     if (info.kineto) {
-      info.kineto_shift_us += static_cast<double>(info.shift_us);
+      info.kineto_shift_ns += info.shift_us * 1000;
       RankMerger::WriteProcessHeader(info, out, base);
       try {
         MergeKinetoRank(info, out, kineto_observer);

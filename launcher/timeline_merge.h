@@ -30,7 +30,7 @@ struct RankTraceInfo {
   bool truncated = false;
   bool kineto = false;          // a PyTorch profiler trace (else dtrain-clip's or Horovod's)
   int world_size = 0;           // Kineto: distributedInfo.world_size (0: not given)
-  double kineto_shift_us = 0;   // Kineto: added to the file's fractional ts for the merged ts
+  int64_t kineto_shift_ns = 0;  // Kineto: added to the file's ts (in ns) for the merged ts
 };
 
 // One event as it goes into the merged trace, for observers such as the summary.
