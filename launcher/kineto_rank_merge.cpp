@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -134,35 +135,17 @@ class KinetoRankMerger {
   };
 
   static void Pick(const TraceRecord::Field& field, Wanted& w) {
-    const std::string_view k = field.key;
-    switch (k.size()) {
-      case 1:
-        if (k == "s") w.s = field.value;
-        break;
-      case 2:
-        if (k == "ph")
-          w.ph = field.value;
-        else if (k == "ts")
-          w.ts = field.value;
-        else if (k == "id")
-          w.id = field.value;
-        break;
-      case 3:
-        if (k == "pid")
-          w.pid = field.value;
-        else if (k == "tid")
-          w.tid = field.value;
-        else if (k == "cat")
-          w.cat = field.value;
-        else if (k == "dur")
-          w.dur = field.value;
-        break;
-      case 4:
-        if (k == "args")
-          w.args = field.value;
-        else if (k == "name")
-          w.name = field.value;
-        break;
+    using Member = std::string_view Wanted::*;
+    static constexpr std::pair<std::string_view, Member> kKeys[] = {
+        {"ph", &Wanted::ph},   {"ts", &Wanted::ts},     {"pid", &Wanted::pid},
+        {"tid", &Wanted::tid}, {"cat", &Wanted::cat},   {"name", &Wanted::name},
+        {"dur", &Wanted::dur}, {"args", &Wanted::args}, {"s", &Wanted::s},
+        {"id", &Wanted::id}};
+    for (const auto& [key, member] : kKeys) {
+      if (field.key == key) {
+        w.*member = field.value;
+        return;
+      }
     }
   }
 
@@ -190,10 +173,7 @@ class KinetoRankMerger {
   }
 
   void Take(const TraceReader& reader, std::string_view text) {
-    std::string problem = record_.Parse(text);
-    if (!problem.empty()) {
-      throw Error(fmt::format("{}: record {}: {}", reader.path(), reader.records(), problem));
-    }
+    record_.ParseOrThrow(text, reader.path(), reader.records());
     Wanted w;
     for (const TraceRecord::Field& field : record_.fields()) Pick(field, w);
     const std::string_view phase = Text(w.ph, ph_scratch_);

@@ -115,8 +115,8 @@ void FetchMetrics(const std::string& job_dir, const ClusterSpec& spec) {
                    fetched.fetched.size(), job_dir.c_str());
     }
     for (const std::string& w : fetched.warnings) std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
-    const TraceFetchReport traces =
-        FetchRemoteProfilerTraces(job_dir, ReadJobSummary(job_dir), spec.source, &spec.ssh);
+    const TraceFetchReport traces = FetchRemoteProfilerTraces(
+        job_dir, ReadJobSummary(job_dir), spec.source, &spec.ssh, fetched.unreachable);
     if (!traces.fetched.empty())
       std::fprintf(stderr, "dtrain: %zu PyTorch profiler trace(s) fetched from the nodes\n",
                    traces.fetched.size());
@@ -188,10 +188,6 @@ int RunLaunch(const LaunchOptions& options) {
   record.launch_dir = launch_dir;
   record.log_dir = log_dir;
   record.nodes = spec.nodes;
-  std::vector<std::string> clock_notes;  // PyTorch traces carry their node's clock
-  record.node_clocks = MeasureNodeClocks(spec, clock_notes);
-  for (const std::string& note : clock_notes)
-    std::fprintf(stderr, "dtrain: warning: %s\n", note.c_str());
   record.max_restarts = max_restarts;
   record.timeline = timeline;
   record.stall_timeout_s = stall_timeout_s;
@@ -242,6 +238,7 @@ int RunLaunch(const LaunchOptions& options) {
     }
   }
 
+  NodeClockProbe clock_probe(spec);  // PyTorch traces carry their node's clock; taken below
   for (int attempt = 0;; ++attempt) {
     plan_options.restart_count = attempt;
     record.plan = MakeRankPlan(spec, plan_options);
@@ -291,6 +288,11 @@ int RunLaunch(const LaunchOptions& options) {
       throw;
     }  // the transport's end reaps whatever is left of this attempt
 
+    if (attempt == 0) {
+      std::vector<std::string> notes;
+      record.node_clocks = clock_probe.Take(notes);
+      for (const std::string& n : notes) std::fprintf(stderr, "dtrain: warning: %s\n", n.c_str());
+    }
     JobAttempt& this_attempt = record.attempts.back();
     this_attempt.ended_us = WallMicros();
     this_attempt.exit_code = outcome.exit_code;

@@ -4,6 +4,9 @@
 // each sample's round trip is one network round trip plus the node's answer.
 #include "launcher/node_clock.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <chrono>
 #include <memory>
 
@@ -22,8 +25,10 @@ constexpr const char* kClockScript = R"sh(if command -v bash >/dev/null 2>&1 &&
   exec bash -c 'while read -r _; do echo "$EPOCHREALTIME"; done'
 fi
 while read -r _; do date +%s.%6N; done)sh";
-// The whole measurement gives up after this: it must never hold up a launch for long.
-constexpr auto kMeasureLimit = std::chrono::seconds(3);
+// The whole measurement gives up after this, connections included: it must never hold up a
+// launch for long (a node that cannot be reached would otherwise cost its connect timeout
+// twice, here and again when the ranks start).
+constexpr auto kMeasureLimit = std::chrono::milliseconds(1500);
 
 // "1790857026.123456" (or with a ',': bash follows the locale) -> µs; false for anything else.
 bool ParseWallClock(std::string_view text, int64_t& us) {
@@ -146,11 +151,11 @@ std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
     const ClockPings& p = *node_pings[i];
     NodeClock clock;
     if (!p.problem.empty() || !EstimateNodeClock(p.samples(), clock)) {
-      const std::string why = !p.problem.empty() ? p.problem
-                              : !p.error.empty() ? p.error
-                              : running
-                                  ? fmt::format("no answer within {} s", kMeasureLimit.count())
-                                  : "no answer";
+      const std::string why =
+          !p.problem.empty() ? p.problem
+          : !p.error.empty() ? p.error
+          : running          ? fmt::format("no answer within {} s", kMeasureLimit.count() / 1000.0)
+                             : "no answer";
       warnings.push_back(fmt::format(
           "node {}: clock offset not measured ({}); its PyTorch profiler traces are merged on "
           "its own clock",
@@ -160,6 +165,30 @@ std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
     clocks[spec.nodes[i].host] = clock;
   }
   return clocks;  // the transport's end closes whatever still runs
+}
+
+NodeClockProbe::NodeClockProbe(const ClusterSpec& spec) {
+  thread_ = std::thread([this, spec] {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    try {
+      clocks_ = MeasureNodeClocks(spec, warnings_);
+    } catch (const std::exception& e) {
+      warnings_.push_back(fmt::format("node clock offsets not measured: {}", e.what()));
+    }
+  });
+}
+
+NodeClockProbe::~NodeClockProbe() {
+  if (thread_.joinable()) thread_.join();
+}
+
+std::map<std::string, NodeClock> NodeClockProbe::Take(std::vector<std::string>& warnings) {
+  if (thread_.joinable()) thread_.join();
+  for (std::string& w : warnings_) warnings.push_back(std::move(w));
+  warnings_.clear();
+  return std::move(clocks_);
 }
 
 }  // namespace dtrain

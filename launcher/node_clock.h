@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "launcher/cluster_spec.h"
@@ -39,5 +40,24 @@ bool EstimateNodeClock(const std::vector<ClockSample>& samples, NodeClock& clock
 std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
                                                    std::vector<std::string>& warnings,
                                                    int pings = 8);
+
+// MeasureNodeClocks on a thread of its own, so that the launch goes on meanwhile: the ranks start
+// at once, and a node that cannot be reached costs its connect timeout once, not twice. The
+// thread blocks every signal: Ctrl-C stays with the launcher's supervisor.
+class NodeClockProbe {
+ public:
+  explicit NodeClockProbe(const ClusterSpec& spec);
+  ~NodeClockProbe();  // waits for the thread (at most the measurement's time limit)
+  NodeClockProbe(const NodeClockProbe&) = delete;
+  NodeClockProbe& operator=(const NodeClockProbe&) = delete;
+
+  // Waits for the measurement and hands over its result; empty on a second call.
+  std::map<std::string, NodeClock> Take(std::vector<std::string>& warnings);
+
+ private:
+  std::thread thread_;
+  std::map<std::string, NodeClock> clocks_;
+  std::vector<std::string> warnings_;
+};
 
 }  // namespace dtrain

@@ -259,10 +259,7 @@ class RankMerger {
   }
 
   void Take(const TraceReader& reader, const std::string& text) {
-    std::string problem = record_.Parse(text);
-    if (!problem.empty()) {
-      throw Error(fmt::format("{}: record {}: {}", reader.path(), reader.records(), problem));
-    }
+    record_.ParseOrThrow(text, reader.path(), reader.records());
     const std::string phase = record_.String("ph");
     if (phase == "M") {
       json record = ParseRecord(reader, text);

@@ -71,6 +71,7 @@ struct Transfer {
   std::string label;           // for messages: "rank 3", a file name
   std::string what = "trace";  // for messages: "trace", "metrics"
   bool warn_missing = true;
+  std::string host;    // the node's name
   std::string node;    // "node gpu-b (10.0.0.12)"
   std::string remote;  // the path on the node
   std::string dest;    // <job>/timeline/rank-R.json
@@ -126,6 +127,7 @@ class TraceDownloads : public TransportEvents {
       Warn(t, t.write_error);
     } else if (!status.error.empty()) {
       unreachable_[status.error].push_back(t.id);  // one warning per node, below
+      if (!status.lost) report_.unreachable.insert(t.host);
     } else if (status.signal == 0 && status.code == kMissing) {
       if (t.warn_missing) Warn(t,
            fmt::format("{}: no file {} (did the rank start and write a trace?)", t.node, t.remote));
@@ -271,6 +273,7 @@ void FetchNodeFiles(const std::string& dir, const JobSummary& job, ClusterSpec s
     t.label = file.label;
     t.what = what;
     t.warn_missing = warn_missing;
+    t.host = file.node.host;
     t.node = fmt::format("node {} ({})", file.node.host, file.node.address);
     t.remote = file.remote;
     t.dest = fmt::format("{}/{}", dir, file.name);
@@ -351,6 +354,7 @@ std::map<int, std::vector<std::string>> ListNodeTraceFiles(const ClusterSpec& sp
     if (auto error = listing.errors.find(id); error != listing.errors.end()) {
       report.warnings.push_back(fmt::format("{}; PyTorch profiler traces on node {} not fetched",
                                             error->second, spec.nodes[i].host));
+      report.unreachable.insert(spec.nodes[i].host);
       continue;
     }
     std::string_view text = listing.output[id];
@@ -377,14 +381,16 @@ TraceFetchReport FetchRemoteMetrics(const std::string& job_dir, const JobSummary
 }
 
 TraceFetchReport FetchRemoteProfilerTraces(const std::string& job_dir, const JobSummary& job,
-                                           const std::string& cluster_file, const SshOptions* ssh) {
+                                           const std::string& cluster_file, const SshOptions* ssh,
+                                           const std::set<std::string>& skip) {
   TraceFetchReport report;
   ClusterSpec spec;
   if (job.trace_dir.empty() || !JobSsh(job, cluster_file, ssh, spec, report)) return report;
   std::set<std::pair<std::string, std::string>> seen;  // (host, address)
   for (const auto& [rank, host] : job.rank_hosts) {
     NodeSpec node = RankNode(job, rank);
-    if (!node.address.empty() && seen.emplace(node.host, node.address).second) {
+    if (!node.address.empty() && !skip.count(node.host) &&
+        seen.emplace(node.host, node.address).second) {
       spec.nodes.push_back(node);
     }
   }

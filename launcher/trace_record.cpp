@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "launcher/error.h"
+
 namespace dtrain {
 namespace {
 
@@ -232,6 +234,11 @@ std::string TraceRecord::Parse(std::string_view text) {
   scan.SkipSpace();
   if (scan.pos != text.size()) return fmt::format("text after the object at byte {}", scan.pos);
   return "";
+}
+
+void TraceRecord::ParseOrThrow(std::string_view text, const std::string& path, uint64_t number) {
+  std::string problem = Parse(text);
+  if (!problem.empty()) throw Error(fmt::format("{}: record {}: {}", path, number, problem));
 }
 
 std::string_view TraceRecord::Find(std::string_view key) const {
