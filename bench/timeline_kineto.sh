@@ -4,6 +4,7 @@
 # Usage: bench/timeline_kineto.sh [BUILD_DIR] [MB_PER_RANK] [RANKS...]   (default: build 100 2 8 32)
 # Traces: the H100 fixtures (../shared/fixtures/kineto) replicated to MB_PER_RANK per rank (steps
 # repeated, shifted in time, ids kept unique) with rank ids rewritten, gzipped as torch writes them.
+# With BASELINE=/path/to/another/dtrain, that binary is timed on the same traces too (last columns).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"; MB="${2:-100}"; shift $(( $# > 2 ? 2 : $# )) || true
@@ -49,7 +50,8 @@ peak() {  # wall seconds and peak RSS (MB) of a command
   /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" > "$WORK/out" 2>&1 || { cat "$WORK/out" >&2; return 1; }
   read -r wall kb < "$WORK/time"; echo "$wall $((kb / 1024))"
 }
-printf '%6s %9s | %10s %9s | %10s %9s | %8s %8s\n' ranks "MB/rank" "HTA s" "HTA MB" "dtrain s" "dtrain MB" "time x" "mem x"
+printf '%6s %9s | %10s %9s | %10s %9s | %8s %8s' ranks "MB/rank" "HTA s" "HTA MB" "dtrain s" "dtrain MB" "time x" "mem x"
+[ -z "${BASELINE:-}" ] && echo || printf ' | %10s %8s\n' "baseline s" "time x"
 for n in "${RANKS[@]}"; do
   dir="$WORK/r$n"; mkdir -p "$dir"
   for ((r = 0; r < n; r++)); do
@@ -58,8 +60,14 @@ for n in "${RANKS[@]}"; do
   done
   read -r h_wall h_mb < <(peak "$PY" "$ROOT/tests/kineto/hta_breakdown.py" "$dir")
   read -r d_wall d_mb < <(peak "$BUILD/dtrain" timeline --summary --json -o "$WORK/merged.json" "$dir"/*.json.gz)
-  printf '%6s %9s | %10s %9s | %10s %9s | %7.1fx %7.1fx\n' "$n" "$base_mb" "$h_wall" "$h_mb" "$d_wall" "$d_mb" \
+  printf '%6s %9s | %10s %9s | %10s %9s | %7.1fx %7.1fx' "$n" "$base_mb" "$h_wall" "$h_mb" "$d_wall" "$d_mb" \
     "$(echo "$h_wall / $d_wall" | bc -l)" "$(echo "$h_mb / $d_mb" | bc -l)"
+  if [ -n "${BASELINE:-}" ]; then
+    read -r b_wall b_mb < <(peak "$BASELINE" timeline --summary --json -o "$WORK/merged.json" "$dir"/*.json.gz)
+    printf ' | %10s %7.1fx\n' "$b_wall" "$(echo "$h_wall / $b_wall" | bc -l)"
+  else
+    echo
+  fi
   rm -rf "$dir" "$WORK/merged.json"
 done
 echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores)"

@@ -68,9 +68,9 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
   json nodes = json::array();
   for (const NodeSpec& n : r.nodes) {
     json node = {{"host", n.host}, {"address", n.address}, {"slots", n.slots}, {"gpus", n.gpus}};
-    if (auto offset = r.node_clock_offsets_us.find(n.host);
-        offset != r.node_clock_offsets_us.end()) {
-      node["clock_offset_us"] = offset->second;
+    if (auto clock = r.node_clocks.find(n.host); clock != r.node_clocks.end()) {
+      node["clock_offset_us"] = clock->second.offset_us;  // the launcher's clock minus the node's
+      node["clock_rtt_us"] = clock->second.rtt_us;        // the round trip it was measured in
     }
     nodes.push_back(node);
   }
@@ -169,6 +169,9 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
     s.cluster_file = doc.value("cluster", "");
     s.launch_dir = doc.value("launch_dir", "");
     const bool timeline = doc.value("timeline", false);
+    if (!doc.value("log_dir", "").empty()) {
+      s.trace_dir = fmt::format("{}/{}/timeline", doc.value("log_dir", ""), s.name);
+    }
     std::map<std::string, int64_t> node_offsets;
     for (const json& node : doc.value("nodes", json::array())) {
       if (node.contains("clock_offset_us") && node["clock_offset_us"].is_number_integer()) {

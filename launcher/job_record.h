@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "launcher/cluster_spec.h"
+#include "launcher/node_clock.h"
 #include "launcher/rank_plan.h"
 #include "launcher/transport.h"
 
@@ -43,9 +44,9 @@ struct JobRecord {
   std::string launch_dir;
   std::string log_dir;
   std::vector<NodeSpec> nodes;
-  // Node -> the launcher's clock minus the node's, in µs, where measured (PyTorch traces carry
-  // their node's own clock).
-  std::map<std::string, int64_t> node_clock_offsets_us;
+  // Node -> its clock as measured at launch (node_clock.h: offset = the launcher's clock minus
+  // the node's), where measured; PyTorch traces carry their node's own clock.
+  std::map<std::string, NodeClock> node_clocks;
   RankPlan plan;
   int max_restarts = 0;
   bool timeline = false;
@@ -79,6 +80,7 @@ struct JobSummary {
   std::map<int, std::string> rank_addresses;  // rank -> node address the launcher used
   std::map<int, std::string> rank_traces;     // rank -> DTRAIN_TIMELINE as the rank saw it
   std::map<int, std::string> rank_metrics;    // rank -> $DTRAIN_LOG_DIR/metrics/rank-R.jsonl
+  std::string trace_dir;  // $DTRAIN_TRACE_DIR as every rank saw it on its node ("": no log_dir)
   std::map<int, int64_t> rank_clock_offsets_us;  // rank -> its node's clock offset, if measured
   std::map<int, std::string> rank_exits;  // rank -> "exit 0", "killed by SIGKILL"; absent: running
   double stall_timeout_s = 0;

@@ -117,10 +117,16 @@ void FetchMetrics(const std::string& job_dir, const ClusterSpec& spec) {
                    "dtrain: metrics of %zu rank(s) fetched from their nodes into %s/metrics\n",
                    fetched.fetched.size(), job_dir.c_str());
     }
-    for (const std::string& w : fetched.warnings)
+    for (const std::string& w : fetched.warnings) std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
+    const TraceFetchReport traces = FetchRemoteProfilerTraces(
+        job_dir, ReadJobSummary(job_dir), spec.source, &spec.ssh, fetched.unreachable);
+    if (!traces.fetched.empty())
+      std::fprintf(stderr, "dtrain: %zu PyTorch profiler trace(s) fetched from the nodes\n",
+                   traces.fetched.size());
+    for (const std::string& w : traces.warnings)
       std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
   } catch (const Error& e) {
-    std::fprintf(stderr, "dtrain: warning: metrics not fetched: %s\n", e.what());
+    std::fprintf(stderr, "dtrain: warning: metrics or traces not fetched: %s\n", e.what());
   }
 }
 
@@ -194,10 +200,6 @@ JobRecord NewJobRecord(const ClusterSpec& spec, const JobSettings& job, const Jo
   record.launch_dir = folder.launch_dir;
   record.log_dir = folder.log_dir;
   record.nodes = spec.nodes;
-  // One clock for every rank on this machine; ssh nodes keep theirs unmeasured (absent).
-  if (spec.transport == TransportKind::kLocal) {
-    for (const NodeSpec& node : spec.nodes) record.node_clock_offsets_us[node.host] = 0;
-  }
   record.max_restarts = job.max_restarts;
   record.timeline = job.timeline;
   record.stall_timeout_s = job.stall_timeout_s;
@@ -411,9 +413,15 @@ int RunLaunch(const LaunchOptions& options) {
   if (options.sync) SyncLaunchDir(spec, folder, record);
 
   Job job{options, spec, settings, folder, plan_options, horovod_network, logs, console, record};
+  NodeClockProbe clock_probe(spec);  // PyTorch traces carry their node's clock; taken below
   for (int attempt = 0;; ++attempt) {
     std::map<int, uint64_t> log_start;
     const JobOutcome outcome = RunAttempt(job, attempt, log_start);
+    if (attempt == 0) {
+      std::vector<std::string> notes;
+      record.node_clocks = clock_probe.Take(notes);
+      for (const std::string& n : notes) std::fprintf(stderr, "dtrain: warning: %s\n", n.c_str());
+    }
     if (!EndAttempt(job, outcome, attempt, log_start)) break;
   }
   if (spec.transport == TransportKind::kSsh) FetchMetrics(folder.job_dir, spec);

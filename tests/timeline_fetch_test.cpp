@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "launcher/node_clock.h"
 #include "tests/ssh_cluster.h"
 
 namespace dtrain {
@@ -210,6 +213,77 @@ TEST(TimelineFetch, TracesOnTheNodesOwnDisksAreFetchedThenMerged) {
   EXPECT_NE(merged.output.find("fetching them from the nodes failed"), std::string::npos)
       << merged.output;
   EXPECT_NE(merged.output.find("node node0"), std::string::npos) << merged.output;
+}
+
+// A PyTorch job on nodes with private storage (/srv/node): each rank exports its profiler trace
+// into $DTRAIN_TRACE_DIR on its own node. The launch measures every node's clock (the namespaces
+// share this machine's kernel clock, so the offsets are 0 within their round trips) and brings
+// the traces back at the end; `dtrain timeline` fetches one that went missing here again.
+TEST(TimelineFetch, PyTorchTracesOfPrivateNodesAreFetchedAndNodeClocksMeasured) {
+  const std::string fixtures = std::string(DTRAIN_SOURCE_DIR) + "/../shared/fixtures/kineto";
+  ASSERT_TRUE(fs::exists(fixtures + "/ddp-2ranks-gloo-rank0.json.gz")) << "missing " << fixtures;
+  SshTestCluster cluster("tl-kineto", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = "/srv/node/tl-kineto-logs";  // private on every node
+  fs::remove_all(logs);
+  const std::string program = cluster.dir() + "/export-trace.sh";
+  std::ofstream(program) << "set -e\nmkdir -p \"$DTRAIN_TRACE_DIR\"\ncp " << fixtures
+                         << "/ddp-2ranks-gloo-rank$RANK.json.gz "
+                         << "\"$DTRAIN_TRACE_DIR/pytorch-rank$RANK.json.gz\"\n";
+  const CommandRun launch = Dtrain("launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                                   " --job profiled -q -- sh " + program);
+  ASSERT_EQ(launch.status, 0) << launch.output;
+  EXPECT_EQ(launch.output.find("warning"), std::string::npos) << launch.output;
+
+  // Every node's clock, measured over its ssh connection.
+  const nlohmann::json job = nlohmann::json::parse(ReadText(logs + "/profiled/job.json"));
+  ASSERT_EQ(job["nodes"].size(), 2u);
+  for (const nlohmann::json& node : job["nodes"]) {
+    ASSERT_TRUE(node.contains("clock_offset_us") && node.contains("clock_rtt_us")) << node.dump();
+    const int64_t offset = node["clock_offset_us"];
+    const int64_t rtt = node["clock_rtt_us"];
+    EXPECT_GT(rtt, 0) << node.dump();
+    EXPECT_LT(rtt, 200000) << node.dump();
+    EXPECT_LE(std::abs(offset), rtt / 2 + 1) << node.dump();
+    std::printf("%s: clock offset %lld us, round trip %lld us\n",
+                node["host"].get<std::string>().c_str(), static_cast<long long>(offset),
+                static_cast<long long>(rtt));
+  }
+  // Measuring costs well under a second, connections included, for all nodes at once.
+  std::vector<std::string> warnings;
+  const auto start = std::chrono::steady_clock::now();
+  const std::map<std::string, NodeClock> clocks = MeasureNodeClocks(cluster.Spec(), warnings);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(clocks.size(), 2u) << (warnings.empty() ? "" : warnings.front());
+  EXPECT_LT(seconds, 1.0);
+  std::printf("measuring 2 nodes took %.3f s\n", seconds);
+
+  // The traces came back at the end of the job, byte for byte.
+  const std::string timeline = logs + "/profiled/timeline";
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string name = "/pytorch-rank" + std::to_string(rank) + ".json.gz";
+    ASSERT_TRUE(fs::exists(timeline + name)) << launch.output;
+    EXPECT_EQ(RunOutput("md5sum < " + timeline + name),
+              RunOutput("md5sum < " + fixtures + "/ddp-2ranks-gloo-rank" + std::to_string(rank) +
+                        ".json.gz"));
+  }
+
+  // One missing here: `dtrain timeline` fetches it again, then summarizes both ranks.
+  fs::remove(timeline + "/pytorch-rank1.json.gz");
+  CommandRun summary = Dtrain("timeline --summary --json --log-dir " + logs + " --job profiled");
+  ASSERT_EQ(summary.status, 0) << summary.output;
+  const size_t json_at = summary.output.find('{');
+  ASSERT_NE(json_at, std::string::npos) << summary.output;
+  const nlohmann::json doc = nlohmann::json::parse(
+      summary.output.substr(json_at, summary.output.rfind('}') + 1 - json_at), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << summary.output;
+  std::map<int, std::string> ranks;
+  for (const nlohmann::json& r : doc["ranks"]) ranks[r["rank"]] = r["host"];
+  EXPECT_EQ(ranks, (std::map<int, std::string>{{0, "node0"}, {1, "node1"}})) << summary.output;
+  EXPECT_TRUE(doc["warnings"].empty()) << summary.output;
+  EXPECT_TRUE(fs::exists(timeline + "/pytorch-rank1.json.gz"));
+  fs::remove_all(logs);
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 // dropped: the merge names the rank's process and its tracks itself.
 #include "launcher/timeline/kineto_rank_merge.h"
 
+#include <charconv>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -23,6 +25,57 @@ constexpr int64_t kFlowIdsPerRank = int64_t{1} << 40;
 // The start placed before the first record's ts: Kineto does not write its events in time order.
 constexpr int64_t kStartMarginUs = 1000000;
 
+// A Kineto time (µs with up to 3 decimals, "4564792043213.035") in integer ns, exactly; other
+// number forms through strtod. Not a number: 0.
+int64_t Nanos(std::string_view text) {
+  size_t i = 0;
+  const bool negative = !text.empty() && text[0] == '-';
+  if (negative) ++i;
+  int64_t whole = 0;
+  const size_t digits_from = i;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i - digits_from < 16) {
+    whole = whole * 10 + (text[i++] - '0');
+  }
+  int64_t fraction = 0;
+  int fraction_digits = 0;
+  if (i > digits_from && i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && fraction_digits < 4) {
+      fraction = fraction * 10 + (text[i++] - '0');
+      ++fraction_digits;
+    }
+  }
+  if (i > digits_from && i == text.size() && fraction_digits <= 3) {
+    for (int d = fraction_digits; d < 3; ++d) fraction *= 10;
+    const int64_t ns = whole * 1000 + fraction;
+    return negative ? -ns : ns;
+  }
+  TraceRecord one;  // exponents, more decimals, very long numbers
+  std::string record = "{\"v\":" + std::string(text) + "}";
+  if (!one.Parse(record).empty()) return 0;
+  return std::llround(one.Number("v", 0) * 1000.0);
+}
+
+void AppendInt(int64_t value, std::string& out) {
+  char buffer[24];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
+  out.append(buffer, end);
+}
+
+// ns as µs with 3 decimals, as "{:.3f}" would write them.
+void AppendMicros(int64_t ns, std::string& out) {
+  if (ns < 0) {
+    out += '-';
+    ns = -ns;
+  }
+  AppendInt(ns / 1000, out);
+  const int fraction = static_cast<int>(ns % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + fraction / 100),
+                          static_cast<char>('0' + fraction / 10 % 10),
+                          static_cast<char>('0' + fraction % 10)};
+  out.append(digits, 4);
+}
+
 bool IsGpuTrackCategory(std::string_view cat) {
   return IsGpuActivityCategory(cat) || cat == "gpu_user_annotation";
 }
@@ -34,13 +87,12 @@ class KinetoRankMerger {
 
   void Run() {
     TraceReader reader(info_.path);
-    std::string text;
-    while (reader.NextText(text)) Take(reader, text);
+    std::string_view text;
+    while (reader.NextView(text)) Take(reader, text);
     if (reader.truncated()) {
-      throw Error(
-          fmt::format("{} (a PyTorch profiler trace is written whole: this file is "
-                      "damaged; export it again)",
-                      reader.truncation_note()));
+      throw Error(fmt::format("{} (a PyTorch profiler trace is written whole: this file is "
+                              "damaged; export it again)",
+                              reader.truncation_note()));
     }
   }
 
@@ -77,61 +129,105 @@ class KinetoRankMerger {
                 {"args", {{"sort_index", sort}}}});
   }
 
-  void Take(const TraceReader& reader, const std::string& text) {
-    std::string problem = record_.Parse(text);
-    if (!problem.empty()) {
-      throw Error(fmt::format("{}: record {}: {}", reader.path(), reader.records(), problem));
+  // The fields the merge reads or replaces, found in one pass (the last of a key wins, as in
+  // nlohmann::json).
+  struct Wanted {
+    std::string_view ph, ts, pid, tid, cat, name, dur, args, s, id;
+  };
+
+  static void Pick(const TraceRecord::Field& field, Wanted& w) {
+    using Member = std::string_view Wanted::*;
+    static constexpr std::pair<std::string_view, Member> kKeys[] = {
+        {"ph", &Wanted::ph},   {"ts", &Wanted::ts},     {"pid", &Wanted::pid},
+        {"tid", &Wanted::tid}, {"cat", &Wanted::cat},   {"name", &Wanted::name},
+        {"dur", &Wanted::dur}, {"args", &Wanted::args}, {"s", &Wanted::s},
+        {"id", &Wanted::id}};
+    for (const auto& [key, member] : kKeys) {
+      if (field.key == key) {
+        w.*member = field.value;
+        return;
+      }
     }
-    const std::string phase = record_.String("ph");
-    if (phase.empty() || phase == "M" || record_.Find("ts").empty()) return;
-    std::string_view pid = record_.Find("pid");
-    std::string_view tid = record_.Find("tid");
+  }
+
+  // A string field's content (decoded into `scratch` only when it has escapes); "" when it is
+  // absent or not a string.
+  static std::string_view Text(std::string_view value, std::string& scratch) {
+    if (value.size() < 2 || value[0] != '"') return {};
+    if (value.find('\\') == std::string_view::npos) return value.substr(1, value.size() - 2);
+    scratch = DecodeJsonString(value);
+    return scratch;
+  }
+
+  Track& TrackOf(std::string_view pid, std::string_view tid) {
+    // Records come in runs of one thread: most look-ups are the last track again.
+    if (last_track_ && pid == last_pid_ && tid == last_tid_) return *last_track_;
     key_.assign(pid);
     key_ += '/';
     key_.append(tid);
     auto [it, added] = tracks_.try_emplace(key_);
-    Track& track = it->second;
-    if (added) track.tid = kFirstKinetoTid + static_cast<int>(tracks_.size()) - 1;
-    const std::string cat = record_.String("cat");
+    if (added) it->second.tid = kFirstKinetoTid + static_cast<int>(tracks_.size()) - 1;
+    last_pid_.assign(pid);
+    last_tid_.assign(tid);
+    last_track_ = &it->second;
+    return it->second;
+  }
+
+  void Take(const TraceReader& reader, std::string_view text) {
+    record_.ParseOrThrow(text, reader.path(), reader.records());
+    Wanted w;
+    for (const TraceRecord::Field& field : record_.fields()) Pick(field, w);
+    const std::string_view phase = Text(w.ph, ph_scratch_);
+    if (phase.empty() || phase == "M" || w.ts.empty()) return;
+    Track& track = TrackOf(w.pid, w.tid);
+    const std::string_view cat = Text(w.cat, cat_scratch_);
     const bool flow = phase == "s" || phase == "t" || phase == "f";
-    if (!track.named && !flow) NameTrack(track, pid, tid, cat);
-    const double ts = record_.Number("ts", 0) + info_.kineto_shift_us;
-    const bool global = phase == "i" && record_.String("s") == "g";
+    if (!track.named && !flow) NameTrack(track, w.pid, w.tid, cat);
+    const int64_t ts_ns = Nanos(w.ts) + info_.kineto_shift_ns;
+    const bool global = phase == "i" && Text(w.s, s_scratch_) == "g";
     out_text_.assign(1, '{');
     for (const TraceRecord::Field& field : record_.fields()) {
-      if (field.key == "ts" || field.key == "pid" || field.key == "tid" ||
-          (global && field.key == "s") || (flow && field.key == "id"))
+      const std::string_view k = field.key;
+      if (k.size() <= 3 &&
+          (k == "ts" || k == "pid" || k == "tid" || (global && k == "s") || (flow && k == "id")))
         continue;
-      AddField(field.key, field.value);
+      AddField(k, field.value);
     }
     if (global) AddField("s", "\"p\"");
     if (flow) {
       const int64_t id = record_.Int("id", 0);
       AddField("id", std::to_string(static_cast<int64_t>(info_.rank) * kFlowIdsPerRank + id));
     }
-    AddField("ts", fmt::format("{:.3f}", ts));
-    AddField("pid", std::to_string(info_.rank));
-    AddField("tid", std::to_string(track.tid));
+    AddKey("ts");
+    AppendMicros(ts_ns, out_text_);
+    AddKey("pid");
+    AppendInt(info_.rank, out_text_);
+    AddKey("tid");
+    AppendInt(track.tid, out_text_);
     out_text_ += '}';
     out_.WriteText(out_text_);
     ++info_.events;
-    if (observer_ && phase == "X") Observe(cat, ts);
+    if (observer_ && phase == "X") Observe(w, cat, static_cast<double>(ts_ns) / 1000.0);
   }
 
-  void Observe(const std::string& cat, double ts) {
+  void Observe(const Wanted& w, std::string_view cat, double ts) {
     int64_t stream = -1;
     int64_t correlation = -1;
     const bool gpu = IsGpuActivityCategory(cat);
-    if (gpu || cat == "cuda_runtime" || cat == "cuda_driver") {
-      std::string_view args = record_.Find("args");
-      if (!args.empty() && args_.Parse(args).empty()) {
-        if (gpu) stream = args_.Int("stream", -1);
-        correlation = args_.Int("correlation", -1);
-      }
+    if ((gpu || cat == "cuda_runtime" || cat == "cuda_driver") && !w.args.empty() &&
+        args_.Parse(w.args).empty()) {
+      if (gpu) stream = args_.Int("stream", -1);
+      correlation = args_.Int("correlation", -1);
     }
-    name_ = record_.String("name");
+    const double dur = w.dur.empty() ? 0 : static_cast<double>(Nanos(w.dur)) / 1000.0;
     observer_(
-        KinetoEvent{info_.rank, cat, name_, ts, record_.Number("dur", 0), stream, correlation});
+        KinetoEvent{info_.rank, cat, Text(w.name, name_scratch_), ts, dur, stream, correlation});
+  }
+
+  void AddKey(std::string_view key) {
+    out_text_ += ",\"";
+    out_text_ += key;
+    out_text_ += "\":";
   }
 
   void AddField(std::string_view key, std::string_view value) {
@@ -147,9 +243,11 @@ class KinetoRankMerger {
   const KinetoEventObserver& observer_;
   std::map<std::string, Track> tracks_;  // by the file's "pid/tid" text
   std::string key_;
+  std::string last_pid_, last_tid_;
+  Track* last_track_ = nullptr;  // map nodes stay put
   TraceRecord record_;
   TraceRecord args_;
-  std::string name_;
+  std::string ph_scratch_, cat_scratch_, s_scratch_, name_scratch_;
   std::string out_text_;
 };
 
@@ -170,12 +268,11 @@ void ScanKinetoTrace(TraceReader& reader, RankTraceInfo& info) {
     first_ts = record.Number("ts", 0);
     break;
   }
-  // Integer µs apart from the fraction: a double of Unix µs would keep only quarter µs.
+  // Integer ns: a double of Unix µs would keep only quarter µs.
   const int64_t base_us = header.base_time_ns / 1000;
-  const double base_fraction_us = static_cast<double>(header.base_time_ns % 1000) / 1000.0;
   info.start_us = base_us + static_cast<int64_t>(std::floor(first_ts)) - kStartMarginUs;
   // The merge adds shift_us (start_us onto the common clock) to this in MergeTimelines.
-  info.kineto_shift_us = static_cast<double>(base_us - info.start_us) + base_fraction_us;
+  info.kineto_shift_ns = (base_us - info.start_us) * 1000 + header.base_time_ns % 1000;
 }
 
 void MergeKinetoRank(RankTraceInfo& info, MergedTraceFile& out,

@@ -20,7 +20,7 @@ namespace dtrain {
 // file for a header it cannot use.
 void ScanKinetoTrace(TraceReader& reader, RankTraceInfo& info);
 
-// Pass 2. `info.kineto_shift_us` places the file's ts on the merged clock. Throws dtrain::Error
+// Pass 2. `info.kineto_shift_ns` places the file's ts on the merged clock. Throws dtrain::Error
 // naming the file for a record that is not valid JSON or a file cut short (Kineto writes a trace
 // whole, so a short one is damaged, not a rank killed mid-write).
 void MergeKinetoRank(RankTraceInfo& info, MergedTraceFile& out,

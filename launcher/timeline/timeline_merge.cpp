@@ -260,10 +260,7 @@ class RankMerger {
   }
 
   void Take(const TraceReader& reader, const std::string& text) {
-    std::string problem = record_.Parse(text);
-    if (!problem.empty()) {
-      throw Error(fmt::format("{}: record {}: {}", reader.path(), reader.records(), problem));
-    }
+    record_.ParseOrThrow(text, reader.path(), reader.records());
     const std::string phase = record_.String("ph");
     if (phase == "M") {
       json record = ParseRecord(reader, text);
@@ -428,7 +425,7 @@ MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::st
   MergedTraceFile out(output);
   for (RankTraceInfo& info : result.ranks) {
     if (info.kineto) {
-      info.kineto_shift_us += static_cast<double>(info.shift_us);
+      info.kineto_shift_ns += info.shift_us * 1000;
       RankMerger::WriteProcessHeader(info, out, base);
       try {
         MergeKinetoRank(info, out, kineto_observer);

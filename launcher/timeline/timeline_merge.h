@@ -28,9 +28,9 @@ struct RankTraceInfo {
   int64_t shift_us = 0;  // added to the file's ts to get the merged ts
   uint64_t events = 0;
   bool truncated = false;
-  bool kineto = false;         // a PyTorch profiler trace (else dtrain-clip's or Horovod's)
-  int world_size = 0;          // Kineto: distributedInfo.world_size (0: not given)
-  double kineto_shift_us = 0;  // Kineto: added to the file's fractional ts for the merged ts
+  bool kineto = false;          // a PyTorch profiler trace (else dtrain-clip's or Horovod's)
+  int world_size = 0;           // Kineto: distributedInfo.world_size (0: not given)
+  int64_t kineto_shift_ns = 0;  // Kineto: added to the file's ts (in ns) for the merged ts
 };
 
 // One event as it goes into the merged trace, for observers such as the summary.

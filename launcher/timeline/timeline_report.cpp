@@ -89,6 +89,15 @@ std::vector<std::string> MissingRankTraces(const JobSummary& job, const MergeRes
   return notes;
 }
 
+// Folds `more` (another kind of file from the same nodes) into `into`.
+void AddFetchReport(TraceFetchReport& into, TraceFetchReport more) {
+  into.contacted = into.contacted || more.contacted;
+  into.fetched.insert(into.fetched.end(), more.fetched.begin(), more.fetched.end());
+  into.bytes += more.bytes;
+  into.up_to_date += more.up_to_date;
+  for (std::string& w : more.warnings) into.warnings.push_back(std::move(w));
+}
+
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -144,6 +153,8 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
     job = JobRecordOrNothing(job_dir);
     if (request.fetch) {
       report.fetch = FetchRemoteTraces(job_dir, job, request.cluster_file);
+      TraceFetchReport profiler = FetchRemoteProfilerTraces(job_dir, job, request.cluster_file);
+      AddFetchReport(report.fetch, std::move(profiler));
       // Metrics a node kept (private storage) come along, if the launch could not get them.
       for (std::string& w : FetchRemoteMetrics(job_dir, job, request.cluster_file).warnings) {
         report.fetch.warnings.push_back(std::move(w));

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -36,6 +37,10 @@ size=$(wc -c <"$f") || exit 4
 size=$((size))
 [ "$size" -gt "$have" ] || exit 10
 exec cat -- "$f")sh";
+// $1 the job's trace folder on the node: the traces in it, one name a line (none: no folder).
+constexpr const char* kListScript = R"sh(cd "$1" 2>/dev/null || exit 0
+for f in *.json *.json.gz; do [ -f "$f" ] && printf '%s\n' "$f"; done
+exit 0)sh";
 constexpr int kMissing = 3;
 constexpr int kUpToDate = 10;
 constexpr size_t kMessageBytes = 400;
@@ -62,9 +67,11 @@ std::string MessageIn(const std::string& path) {
 
 // One rank's trace on its way: where it comes from and the temporary file it streams into.
 struct Transfer {
-  int rank = 0;
+  int id = 0;                  // the rank, or a running number
+  std::string label;           // for messages: "rank 3", a file name
   std::string what = "trace";  // for messages: "trace", "metrics"
   bool warn_missing = true;
+  std::string host;    // the node's name
   std::string node;    // "node gpu-b (10.0.0.12)"
   std::string remote;  // the path on the node
   std::string dest;    // <job>/timeline/rank-R.json
@@ -84,7 +91,7 @@ class TraceDownloads : public TransportEvents {
   }
 
   void Add(Transfer transfer) {
-    Transfer& t = transfers_[transfer.rank] = std::move(transfer);
+    Transfer& t = transfers_[transfer.id] = std::move(transfer);
     t.file = std::fopen(t.temp.c_str(), "wb");
     if (!t.file) t.write_error = fmt::format("{}: cannot write ({})", t.temp, std::strerror(errno));
   }
@@ -108,7 +115,7 @@ class TraceDownloads : public TransportEvents {
     t.file = nullptr;
     if (status.ok() && t.write_error.empty()) {
       if (std::rename(t.temp.c_str(), t.dest.c_str()) == 0) {
-        report_.fetched.push_back(t.rank);
+        report_.fetched.push_back(t.id);
         report_.bytes += t.bytes;
         return;
       }
@@ -119,11 +126,11 @@ class TraceDownloads : public TransportEvents {
     } else if (!t.write_error.empty()) {
       Warn(t, t.write_error);
     } else if (!status.error.empty()) {
-      unreachable_[status.error].push_back(t.rank);  // one warning per node, below
+      unreachable_[status.error].push_back(t.id);  // one warning per node, below
+      if (!status.lost) report_.unreachable.insert(t.host);
     } else if (status.signal == 0 && status.code == kMissing) {
-      if (t.warn_missing)
-        Warn(t, fmt::format("{}: no file {} (did the rank start and write a trace?)", t.node,
-                            t.remote));
+      if (t.warn_missing) Warn(t,
+           fmt::format("{}: no file {} (did the rank start and write a trace?)", t.node, t.remote));
     } else {
       std::string said = MessageIn(t.temp);
       Warn(t, fmt::format("{}: reading {} failed ({}){}{}", t.node, t.remote, status.Describe(),
@@ -132,18 +139,22 @@ class TraceDownloads : public TransportEvents {
     Discard(t);
   }
 
-  // One warning per node that could not be reached, naming its ranks.
+  // One warning per node that could not be reached, naming its ranks (or files).
   void ReportUnreachable() {
-    for (const auto& [error, ranks] : unreachable_) {
+    for (const auto& [error, ids] : unreachable_) {
+      const bool of_ranks = transfers_.at(ids.front()).label.rfind("rank ", 0) == 0;
       std::string list;
       bool any_local = false;
-      for (int rank : ranks) {
-        list += fmt::format("{}{}", list.empty() ? "" : ", ", rank);
-        any_local = any_local || transfers_.at(rank).local_size >= 0;
+      for (int id : ids) {
+        const Transfer& t = transfers_.at(id);
+        list +=
+            fmt::format("{}{}", list.empty() ? "" : ", ", of_ranks ? std::to_string(id) : t.label);
+        any_local = any_local || t.local_size >= 0;
       }
+      const char* plural = ids.size() == 1 ? "" : "s";
       report_.warnings.push_back(
-          fmt::format("{}; trace{} of rank{} {} not fetched{}", error, ranks.size() == 1 ? "" : "s",
-                      ranks.size() == 1 ? "" : "s", list,
+          fmt::format("{}; {} not fetched{}", error,
+                      of_ranks ? fmt::format("trace{} of rank{} {}", plural, plural, list) : list,
                       any_local ? " (the copies already here, which may be incomplete, are merged)"
                                 : " (the merge goes on without them)"));
     }
@@ -151,7 +162,7 @@ class TraceDownloads : public TransportEvents {
 
  private:
   void Warn(const Transfer& t, const std::string& what) {
-    report_.warnings.push_back(fmt::format("rank {}: {} not fetched: {}", t.rank, t.what, what));
+    report_.warnings.push_back(fmt::format("{}: {} not fetched: {}", t.label, t.what, what));
   }
   static void Discard(Transfer& t) {
     if (t.file) std::fclose(t.file);
@@ -194,34 +205,55 @@ bool LoadSshOptions(const JobSummary& job, const std::string& override_file, Ssh
 }
 
 // Temporary files of an earlier `dtrain timeline` that was killed mid-fetch: the process that
-// wrote .rank-R.json.fetch-PID is gone, so nothing will ever rename or remove them.
+// wrote .NAME.fetch-PID is gone, so nothing will ever rename or remove them.
 void RemoveAbandonedDownloads(const std::string& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     auto at = name.rfind(".fetch-");
-    if (name.rfind(".rank-", 0) != 0 || at == std::string::npos) continue;
+    if (name[0] != '.' || at == std::string::npos) continue;
     pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + at + 7));
     if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
   }
 }
 
-// One file per rank from its node into <job_dir>/<folder>/rank-R.<extension>.
-TraceFetchReport FetchRankFiles(const std::string& job_dir, const JobSummary& job,
-                                const std::string& cluster_file,
-                                const std::map<int, std::string>& remote_files,
-                                const std::string& folder, const std::string& extension,
-                                const std::string& what, bool warn_missing, const SshOptions* ssh) {
-  TraceFetchReport report;
-  if (job.transport != "ssh" || remote_files.empty()) return report;
-  ClusterSpec spec;
+// One file on one node, to be copied into a folder of the job here.
+struct NodeFile {
+  int id = 0;         // the rank, or a running number for files of no one rank
+  std::string label;  // for messages: "rank 3", "pytorch-rank0.json.gz"
+  NodeSpec node;
+  std::string remote;  // the path on the node
+  std::string name;    // the file name here
+};
+
+// The ssh settings to reach a job's nodes: `ssh` (the launcher's own) when given, else from
+// the cluster file. The nodes themselves come from job.json, as the launcher addressed them.
+bool JobSsh(const JobSummary& job, const std::string& cluster_file, const SshOptions* ssh,
+            ClusterSpec& spec, TraceFetchReport& report) {
+  if (job.transport != "ssh") return false;
   spec.transport = TransportKind::kSsh;
   if (ssh) {
     spec.ssh = *ssh;
-  } else if (!LoadSshOptions(job, cluster_file, spec.ssh, report)) {
-    return report;
+    return true;
   }
-  const std::string dir = job_dir + "/" + folder;
+  return LoadSshOptions(job, cluster_file, spec.ssh, report);
+}
+
+// The node each rank ran on; empty where the record names none.
+NodeSpec RankNode(const JobSummary& job, int rank) {
+  NodeSpec node;
+  auto host = job.rank_hosts.find(rank);
+  auto address = job.rank_addresses.find(rank);
+  node.host = host == job.rank_hosts.end() ? "" : host->second;
+  node.address = address == job.rank_addresses.end() ? "" : address->second;
+  if (node.address.empty()) node.address = node.host;
+  return node;
+}
+
+// Copies `files` into `dir`, every node's at once over the transport for `ssh_spec`.
+void FetchNodeFiles(const std::string& dir, const JobSummary& job, ClusterSpec ssh_spec,
+                    const std::vector<NodeFile>& files, const std::string& what, bool warn_missing,
+                    TraceFetchReport& report) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error(fmt::format("{}: cannot create ({})", dir, ec.message()));
@@ -231,45 +263,107 @@ TraceFetchReport FetchRankFiles(const std::string& job_dir, const JobSummary& jo
   TraceDownloads downloads(report);
   std::map<std::pair<std::string, std::string>, int> node_index;  // (host, address) -> node
   std::vector<ProcessSpec> procs;
-  for (const auto& [rank, remote] : remote_files) {
-    auto host = job.rank_hosts.find(rank);
-    auto address = job.rank_addresses.find(rank);
-    NodeSpec node;
-    node.host = host == job.rank_hosts.end() ? "" : host->second;
-    node.address = address == job.rank_addresses.end() ? "" : address->second;
-    if (node.address.empty()) node.address = node.host;
-    if (node.address.empty()) continue;  // a record without a node for this rank
-    auto [at, added] = node_index.emplace(std::make_pair(node.host, node.address),
-                                          static_cast<int>(spec.nodes.size()));
-    if (added) spec.nodes.push_back(node);
+  for (const NodeFile& file : files) {
+    auto [at, added] = node_index.emplace(std::make_pair(file.node.host, file.node.address),
+                                          static_cast<int>(ssh_spec.nodes.size()));
+    if (added) ssh_spec.nodes.push_back(file.node);
 
     Transfer t;
-    t.rank = rank;
+    t.id = file.id;
+    t.label = file.label;
     t.what = what;
     t.warn_missing = warn_missing;
-    t.node = fmt::format("node {} ({})", node.host, node.address);
-    t.remote = remote;
-    t.dest = fmt::format("{}/rank-{}.{}", dir, rank, extension);
-    t.temp = fmt::format("{}/.rank-{}.{}.fetch-{}", dir, rank, extension, ::getpid());
+    t.host = file.node.host;
+    t.node = fmt::format("node {} ({})", file.node.host, file.node.address);
+    t.remote = file.remote;
+    t.dest = fmt::format("{}/{}", dir, file.name);
+    t.temp = fmt::format("{}/.{}.fetch-{}", dir, file.name, ::getpid());
     t.local_size = FileSize(t.dest);
     // While the job runs, a trace here may be the very file a rank is appending to (shared
     // storage, or this machine is the node): never replace it then, only fill in missing ones.
     if (t.local_size >= 0 && job.status == "running") continue;
     ProcessSpec proc;
-    proc.id = rank;
+    proc.id = file.id;
     proc.node_index = at->second;
-    proc.argv = {"/bin/sh",      "-c",   kFetchScript,
-                 "dtrain-fetch", remote, std::to_string(t.local_size)};
+    proc.argv = {"/bin/sh",      "-c",        kFetchScript,
+                 "dtrain-fetch", file.remote, std::to_string(t.local_size)};
     proc.cwd = "/";
     procs.push_back(std::move(proc));
     downloads.Add(std::move(t));
   }
-  std::unique_ptr<Transport> transport = MakeSshTransport(spec);
+  std::unique_ptr<Transport> transport = MakeSshTransport(ssh_spec);
   transport->Start(procs, downloads);
   while (transport->Poll(1000, downloads)) {
   }
   downloads.ReportUnreachable();
+}
+
+// One file per rank from its node into <job_dir>/<folder>/rank-R.<extension>.
+TraceFetchReport FetchRankFiles(const std::string& job_dir, const JobSummary& job,
+                                const std::string& cluster_file,
+                                const std::map<int, std::string>& remote_files,
+                                const std::string& folder, const std::string& extension,
+                                const std::string& what, bool warn_missing, const SshOptions* ssh) {
+  TraceFetchReport report;
+  ClusterSpec spec;
+  if (remote_files.empty() || !JobSsh(job, cluster_file, ssh, spec, report)) return report;
+  std::vector<NodeFile> files;
+  for (const auto& [rank, remote] : remote_files) {
+    NodeFile file;
+    file.id = rank;
+    file.label = fmt::format("rank {}", rank);
+    file.node = RankNode(job, rank);
+    if (file.node.address.empty()) continue;  // a record without a node for this rank
+    file.remote = remote;
+    file.name = fmt::format("rank-{}.{}", rank, extension);
+    files.push_back(std::move(file));
+  }
+  FetchNodeFiles(job_dir + "/" + folder, job, spec, files, what, warn_missing, report);
   return report;
+}
+
+// Lists what every node holds in `remote_dir` (names ending .json or .json.gz) by node.
+std::map<int, std::vector<std::string>> ListNodeTraceFiles(const ClusterSpec& spec,
+                                                           const std::string& remote_dir,
+                                                           TraceFetchReport& report) {
+  struct Listing : TransportEvents {
+    std::map<int, std::string> output;
+    std::map<int, std::string> errors;
+    void OnOutput(int id, OutputStream stream, std::string_view bytes) override {
+      if (stream == OutputStream::kStdout) output[id].append(bytes);
+    }
+    void OnExit(int id, const ExitStatus& status) override {
+      if (!status.ok()) errors[id] = status.error.empty() ? status.Describe() : status.error;
+    }
+  } listing;
+  std::vector<ProcessSpec> procs;
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    ProcessSpec proc;
+    proc.id = proc.node_index = static_cast<int>(i);
+    proc.argv = {"/bin/sh", "-c", kListScript, "dtrain-list", remote_dir};
+    proc.cwd = "/";
+    procs.push_back(std::move(proc));
+  }
+  std::unique_ptr<Transport> transport = MakeSshTransport(spec);
+  transport->Start(procs, listing);
+  while (transport->Poll(1000, listing)) {
+  }
+  std::map<int, std::vector<std::string>> names;
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    const int id = static_cast<int>(i);
+    if (auto error = listing.errors.find(id); error != listing.errors.end()) {
+      report.warnings.push_back(fmt::format("{}; PyTorch profiler traces on node {} not fetched",
+                                            error->second, spec.nodes[i].host));
+      report.unreachable.insert(spec.nodes[i].host);
+      continue;
+    }
+    std::string_view text = listing.output[id];
+    for (size_t end; (end = text.find('\n')) != std::string_view::npos;
+         text.remove_prefix(end + 1)) {
+      if (end > 0) names[id].emplace_back(text.substr(0, end));
+    }
+  }
+  return names;
 }
 
 }  // namespace
@@ -282,8 +376,52 @@ TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary&
 
 TraceFetchReport FetchRemoteMetrics(const std::string& job_dir, const JobSummary& job,
                                     const std::string& cluster_file, const SshOptions* ssh) {
-  return FetchRankFiles(job_dir, job, cluster_file, job.rank_metrics, "metrics", "jsonl", "metrics",
-                        false, ssh);
+  return FetchRankFiles(job_dir, job, cluster_file, job.rank_metrics, "metrics", "jsonl",
+                        "metrics", false, ssh);
+}
+
+TraceFetchReport FetchRemoteProfilerTraces(const std::string& job_dir, const JobSummary& job,
+                                           const std::string& cluster_file, const SshOptions* ssh,
+                                           const std::set<std::string>& skip) {
+  TraceFetchReport report;
+  ClusterSpec spec;
+  if (job.trace_dir.empty() || !JobSsh(job, cluster_file, ssh, spec, report)) return report;
+  std::set<std::pair<std::string, std::string>> seen;  // (host, address)
+  for (const auto& [rank, host] : job.rank_hosts) {
+    NodeSpec node = RankNode(job, rank);
+    if (!node.address.empty() && !skip.count(node.host) &&
+        seen.emplace(node.host, node.address).second) {
+      spec.nodes.push_back(node);
+    }
+  }
+  if (spec.nodes.empty()) return report;
+  const std::map<int, std::vector<std::string>> listed =
+      ListNodeTraceFiles(spec, job.trace_dir, report);
+  std::set<std::string> span_traces;  // dtrain-clip's, fetched by rank (FetchRemoteTraces)
+  for (const auto& [rank, trace] : job.rank_traces) span_traces.insert(trace);
+  std::map<std::string, int> nodes_with;  // file name -> how many nodes have one
+  for (const auto& [node, names] : listed) {
+    for (const std::string& name : names) ++nodes_with[name];
+  }
+  std::vector<NodeFile> files;
+  for (const auto& [node, names] : listed) {
+    for (const std::string& name : names) {
+      NodeFile file;
+      file.remote = job.trace_dir + "/" + name;
+      if (span_traces.count(file.remote)) continue;
+      file.id = static_cast<int>(files.size());
+      file.node = spec.nodes[node];
+      // Two nodes with a file of one name (a script that does not put the rank in it): both
+      // are kept, each named after its node.
+      file.name = nodes_with[name] > 1 ? fmt::format("{}-{}", file.node.host, name) : name;
+      file.label = file.name;
+      files.push_back(std::move(file));
+    }
+  }
+  spec.nodes.clear();
+  if (!files.empty())
+    FetchNodeFiles(job_dir + "/timeline", job, spec, files, "trace", true, report);
+  return report;
 }
 
 }  // namespace dtrain

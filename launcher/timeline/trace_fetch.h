@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct TraceFetchReport {
   uint64_t bytes = 0;        // bytes copied
   int up_to_date = 0;        // ranks whose local trace was already complete
   std::vector<std::string> warnings;
+  std::set<std::string> unreachable;  // hosts of the nodes that could not be reached
 };
 
 // For jobs of transport ssh only (others return an empty report). SSH options come from
@@ -36,5 +38,15 @@ TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary&
 TraceFetchReport FetchRemoteMetrics(const std::string& job_dir, const JobSummary& job,
                                     const std::string& cluster_file,
                                     const SshOptions* ssh = nullptr);
+
+// The PyTorch profiler traces (names ending .json or .json.gz) that ranks wrote into
+// $DTRAIN_TRACE_DIR on their nodes, into <job>/timeline/ under the same names (a name found on
+// several nodes becomes NODE-NAME); dtrain-clip's rank-R.json there are FetchRemoteTraces'.
+// The same rules as above: kept when as large here, only missing ones while the job runs.
+// Nodes in `skip` (found unreachable by a fetch just before) are not asked again.
+TraceFetchReport FetchRemoteProfilerTraces(const std::string& job_dir, const JobSummary& job,
+                                           const std::string& cluster_file,
+                                           const SshOptions* ssh = nullptr,
+                                           const std::set<std::string>& skip = {});
 
 }  // namespace dtrain

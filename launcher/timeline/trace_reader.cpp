@@ -16,6 +16,18 @@ namespace {
 
 constexpr size_t kBufferBytes = 1 << 20;
 
+// Bytes the record scanner stops at: outside strings the quote and braces, inside them the
+// quote and the backslash.
+struct ByteSet {
+  bool in[256] = {};
+  constexpr explicit ByteSet(std::string_view bytes) {
+    for (char b : bytes) in[static_cast<unsigned char>(b)] = true;
+  }
+  constexpr bool operator[](unsigned char b) const { return in[b]; }
+};
+constexpr ByteSet kStructureStop("\"{}");
+constexpr ByteSet kStringStop("\"\\");
+
 bool IsSpace(int c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
@@ -186,6 +198,13 @@ bool TraceReader::ReadMembersUntilEvents() {
 }
 
 bool TraceReader::NextText(std::string& text) {
+  std::string_view view;
+  if (!NextView(view)) return false;
+  text.assign(view);
+  return true;
+}
+
+bool TraceReader::NextView(std::string_view& view) {
   if (done_) return false;
   int c = Get();
   while (IsSpace(c) || c == ',') c = Get();
@@ -201,43 +220,58 @@ bool TraceReader::NextText(std::string& text) {
   }
   if (c != '{') Fail(fmt::format("unexpected '{}' between records", static_cast<char>(c)));
   record_start_ = offset_ - 1;
-  text.assign(1, '{');
-  // Scan the buffer in place and copy each stretch of the record at once.
+  // Scan the buffer in place, jumping from one byte that matters to the next; a record that
+  // lies whole in the buffer is handed out where it is, one that crosses a refill is copied.
+  const size_t first = pos_ - 1;
+  bool copied = false;
   int depth = 1;
   bool in_string = false;
   bool escaped = false;
   while (depth > 0) {
-    if (pos_ == len_ && !Refill()) {
-      done_ = true;
-      truncated_ = true;
-      return false;
+    if (pos_ == len_) {
+      if (!copied) record_.assign(buffer_.data() + first, len_ - first);
+      copied = true;
+      if (!Refill()) {
+        done_ = true;
+        truncated_ = true;
+        return false;
+      }
     }
-    const char* data = buffer_.data();
+    const unsigned char* data = reinterpret_cast<const unsigned char*>(buffer_.data());
     const size_t start = pos_;
     size_t i = pos_;
     while (i < len_ && depth > 0) {
-      const char b = data[i++];
-      if (in_string) {
-        if (escaped) {
-          escaped = false;
-        } else if (b == '\\') {
+      if (escaped) {
+        escaped = false;
+        ++i;
+      } else if (in_string) {
+        while (i < len_ && !kStringStop[data[i]]) ++i;
+        if (i == len_) break;
+        if (data[i++] == '\\') {
           escaped = true;
-        } else if (b == '"') {
+        } else {
           in_string = false;
         }
-      } else if (b == '"') {
-        in_string = true;
-      } else if (b == '{') {
-        ++depth;
-      } else if (b == '}') {
-        --depth;
+      } else {
+        while (i < len_ && !kStructureStop[data[i]]) ++i;
+        if (i == len_) break;
+        const unsigned char b = data[i++];
+        if (b == '"') {
+          in_string = true;
+        } else if (b == '{') {
+          ++depth;
+        } else {
+          --depth;
+        }
       }
     }
-    text.append(data + start, i - start);
+    if (copied) record_.append(buffer_.data() + start, i - start);
     offset_ += i - start;
     pos_ = i;
   }
   ++records_;
+  view =
+      copied ? std::string_view(record_) : std::string_view(buffer_.data() + first, pos_ - first);
   return true;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +27,8 @@ class TraceReader {
   // The text of the next complete record; false at the end of the array or of the file.
   // Throws dtrain::Error (path and byte offset) on text that is not a trace record.
   bool NextText(std::string& text);
+  // The same without a copy: `view` stays valid until the next call.
+  bool NextView(std::string_view& view);
   // The next record, parsed.
   bool Next(nlohmann::json& record);
 
@@ -52,6 +55,7 @@ class TraceReader {
   std::string path_;
   void* file_ = nullptr;  // zlib's gzFile: reads gzip and plain files alike
   std::vector<char> buffer_;
+  std::string record_;  // a record that crossed a refill
   size_t pos_ = 0;
   size_t len_ = 0;
   uint64_t offset_ = 0;  // bytes consumed

@@ -8,10 +8,22 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "launcher/error.h"
+
 namespace dtrain {
 namespace {
 
-constexpr int kMaxDepth = 512;  // nlohmann's parser allows deeper, but no trace needs this
+constexpr int kMaxDepth = 512;
+
+// String bytes that stand for themselves: printable ASCII except '"' and '\\'.
+struct PlainBytes {
+  bool in[256] = {};
+  constexpr PlainBytes() {
+    for (int b = 0x20; b < 0x80; ++b) in[b] = b != '"' && b != '\\';
+  }
+  constexpr bool operator[](unsigned char b) const { return in[b]; }
+};
+constexpr PlainBytes kPlain;  // nlohmann's parser allows deeper, but no trace needs this
 
 // Scans JSON values in `text` from `pos`; on a syntax error sets `error` and stops.
 class JsonScanner {
@@ -36,6 +48,9 @@ class JsonScanner {
     if (!At('"')) return Fail("expected a string");
     ++pos;
     while (pos < text_.size()) {
+      // Printable ASCII other than '"' and '\\' needs no look: most of every string.
+      while (pos < text_.size() && kPlain[static_cast<unsigned char>(text_[pos])]) ++pos;
+      if (pos >= text_.size()) break;
       const unsigned char c = text_[pos];
       if (c == '"') {
         ++pos;
@@ -219,6 +234,11 @@ std::string TraceRecord::Parse(std::string_view text) {
   scan.SkipSpace();
   if (scan.pos != text.size()) return fmt::format("text after the object at byte {}", scan.pos);
   return "";
+}
+
+void TraceRecord::ParseOrThrow(std::string_view text, const std::string& path, uint64_t number) {
+  std::string problem = Parse(text);
+  if (!problem.empty()) throw Error(fmt::format("{}: record {}: {}", path, number, problem));
 }
 
 std::string_view TraceRecord::Find(std::string_view key) const {

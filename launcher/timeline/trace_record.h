@@ -23,6 +23,9 @@ class TraceRecord {
   // Views into `text`, which must outlive this record's use. Returns "" when `text` is one valid
   // JSON object, else what is wrong and at which byte.
   std::string Parse(std::string_view text);
+  // Parse() for the `number`-th record of the file `path`: throws dtrain::Error naming both
+  // when the text is not one valid JSON object.
+  void ParseOrThrow(std::string_view text, const std::string& path, uint64_t number);
 
   const std::vector<Field>& fields() const { return fields_; }
   // The value text of `key`; empty when absent.

@@ -1,0 +1,63 @@
+// How far each node's wall clock is from the launching machine's, measured at launch so that
+// traces stamped with a node's own clock (PyTorch profiler's baseTimeNanoseconds) can be put on
+// the launcher's. NTP-style: the launcher sends a few pings over the node's ssh connection, the
+// node answers each with its wall clock in µs, and the ping with the smallest round trip wins.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+
+namespace dtrain {
+
+// Sign convention: offset_us = the launcher's clock minus the node's. A node running 5 s ahead
+// has -5000000; a node's timestamp plus offset_us is the launcher's time. The estimate is off
+// by at most rtt_us / 2 (the round trip it came from; 0 for this machine's own clock).
+struct NodeClock {
+  int64_t offset_us = 0;
+  int64_t rtt_us = 0;
+};
+
+// One ping: the launcher's wall clock when it was sent and when the answer came back, and the
+// node's wall clock in the answer (all µs since the Unix epoch).
+struct ClockSample {
+  int64_t sent_us = 0;
+  int64_t remote_us = 0;
+  int64_t received_us = 0;
+};
+
+// The best-of-N estimate: the sample with the smallest round trip, offset from the midpoint of
+// its send and receive times. False when there is no usable sample (none, or received < sent).
+bool EstimateNodeClock(const std::vector<ClockSample>& samples, NodeClock& clock);
+
+// Every node's clock by host: 0 for a local cluster (one clock), measured for ssh nodes in
+// parallel (`pings` round trips each, well under a second in all), nothing for Slurm. A node
+// that cannot be reached or answers nonsense is left out and said in `warnings`.
+std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
+                                                   std::vector<std::string>& warnings,
+                                                   int pings = 8);
+
+// MeasureNodeClocks on a thread of its own, so that the launch goes on meanwhile: the ranks start
+// at once, and a node that cannot be reached costs its connect timeout once, not twice. The
+// thread blocks every signal: Ctrl-C stays with the launcher's supervisor.
+class NodeClockProbe {
+ public:
+  explicit NodeClockProbe(const ClusterSpec& spec);
+  ~NodeClockProbe();  // waits for the thread (at most the measurement's time limit)
+  NodeClockProbe(const NodeClockProbe&) = delete;
+  NodeClockProbe& operator=(const NodeClockProbe&) = delete;
+
+  // Waits for the measurement and hands over its result; empty on a second call.
+  std::map<std::string, NodeClock> Take(std::vector<std::string>& warnings);
+
+ private:
+  std::thread thread_;
+  std::map<std::string, NodeClock> clocks_;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace dtrain
