@@ -67,7 +67,8 @@ TEST(SshConfig, MatchBlocksByHostOriginalHostUserAndNegation) {
       << "Match !user alice\n  IdentityFile /keys/other\n"
       << "Match localuser no-such-local-user-here\n  ConnectTimeout 99\n"
       << "Match canonical\n  ProxyJump never\n"
-      << "Match exec \"true\"\n  User never\n"
+      << "Match exec \"test %n = gpu-9\"\n  User nine\n"
+      << "Match originalhost gpu-1 exec \"exit 3\"\n  User never\n"
       << "Match all\n  ConnectTimeout 5\n";
   // host is matched against the HostName so far, %h expanded; originalhost against the name.
   const SshHostSettings one = ReadSshConfig(dir + "/config", "gpu-1", "alice");
@@ -75,9 +76,10 @@ TEST(SshConfig, MatchBlocksByHostOriginalHostUserAndNegation) {
   EXPECT_THAT(one.identity_files, ElementsAre("/keys/alice"));
   EXPECT_EQ(one.connect_timeout_s, 5);
   EXPECT_FALSE(one.proxy_jump.has_value());  // dtrain does not canonicalise
-  EXPECT_FALSE(one.user.has_value());        // exec blocks are skipped
+  EXPECT_FALSE(one.user.has_value());        // neither exec holds for gpu-1
   const SshHostSettings nine = ReadSshConfig(dir + "/config", "gpu-9", "bob");
   EXPECT_EQ(nine.port, 2209);
+  EXPECT_EQ(nine.user, "nine");  // Match exec ran `test gpu-9 = gpu-9`
   EXPECT_THAT(nine.identity_files, ElementsAre("/keys/other"));
   const SshHostSettings other = ReadSshConfig(dir + "/config", "login");
   EXPECT_FALSE(other.port.has_value());  // no HostName: host is the name, not *.cluster.lab

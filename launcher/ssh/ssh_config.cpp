@@ -11,6 +11,7 @@
 #include <fnmatch.h>
 #include <glob.h>
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/subprocess.h"
 #include "launcher/ssh/ssh_session.h"
 
 namespace dtrain {
@@ -124,8 +126,9 @@ class ConfigReader {
   // them: `host` against the HostName given so far (else the name), `originalhost` against the
   // name, `user` against the remote user (the cluster file's, else the config's so far, else the
   // local one), `localuser`, `all`, `final` (dtrain reads the file once, as the final pass),
-  // `canonical` (dtrain does not canonicalise: never). Other criteria (exec, localnetwork,
-  // tagged, ...) never match, so their blocks are skipped.
+  // `canonical` (dtrain does not canonicalise: never), `exec` (the command, tokens expanded, run
+  // by /bin/sh; exit 0 holds). Other criteria (localnetwork, tagged, ...) never match, so their
+  // blocks are skipped.
   bool MatchLine(const std::vector<std::string>& words, const std::string& where) {
     if (words.size() < 2) throw Error(where + ": Match needs criteria, e.g. `Match host gpu-*`");
     bool all_hold = true;
@@ -152,11 +155,60 @@ class ConfigReader {
               PatternListMatches(list, !user_.empty() ? user_ : out_.user.value_or(LocalUser()));
         } else if (criterion == "localuser") {
           holds = PatternListMatches(list, LocalUser());
+        } else if (criterion == "exec") {
+          holds = all_hold && ExecSucceeds(list, where);  // run only while the line still holds
         }
       }
       all_hold = all_hold && (holds != negated);
     }
     return all_hold;
+  }
+
+  // Match exec: `command` with %h %n %p %r %u %l %% expanded, run by /bin/sh with stdin and
+  // stdout on /dev/null (its stderr is dtrain's), as ssh runs it; at most 10 s.
+  bool ExecSucceeds(const std::string& command, const std::string& where) {
+    std::string expanded;
+    for (size_t i = 0; i < command.size(); ++i) {
+      if (command[i] != '%' || i + 1 == command.size()) {
+        expanded += command[i];
+        continue;
+      }
+      const char token = command[++i];
+      char local_host[256] = {};
+      switch (token) {
+        case 'h': expanded += out_.hostname ? HostNameSoFar() : host_; break;
+        case 'n': expanded += host_; break;
+        case 'p': expanded += std::to_string(out_.port.value_or(22)); break;
+        case 'r': expanded += !user_.empty() ? user_ : out_.user.value_or(LocalUser()); break;
+        case 'u': expanded += LocalUser(); break;
+        case 'l':
+          ::gethostname(local_host, sizeof local_host - 1);
+          expanded += local_host;
+          break;
+        case '%': expanded += '%'; break;
+        default:
+          throw Error(fmt::format("{}: Match exec: unknown token %{} (dtrain expands %h %n %p %r "
+                                  "%u %l %%)", where, token));
+      }
+    }
+    SubprocessOptions options;
+    options.argv = {"/bin/sh", "-c", expanded};
+    options.out = Stdio::kNull;
+    options.err = Stdio::kInherit;
+    Subprocess child;
+    if (std::string why = child.Start(options); !why.empty()) {
+      throw Error(fmt::format("{}: Match exec: cannot run /bin/sh: {}", where, why));
+    }
+    for (int waited_ms = 0; !child.Done(); waited_ms += 10) {
+      if (waited_ms >= 10000) {
+        child.SignalGroup(SIGKILL);
+        child.Finish();
+        throw Error(fmt::format("{}: Match exec \"{}\" did not finish within 10 s", where,
+                                expanded));
+      }
+      ::usleep(10000);
+    }
+    return child.status().ok();
   }
 
   // HostName with %h (the name) and %% expanded, as Match host sees it.

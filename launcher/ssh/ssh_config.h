@@ -27,8 +27,9 @@ struct SshHostSettings {
 
 // Reads `path` (Include followed) for `host`; `user` is the cluster file's user for it, if any
 // (what `Match user` sees first). A missing file says nothing; a malformed line throws
-// Error("FILE:LINE: ..."). Match supports host, originalhost, user, localuser, all, final and
-// canonical, negated or not; blocks under other criteria (exec, tagged, ...) are skipped.
+// Error("FILE:LINE: ..."). Match supports host, originalhost, user, localuser, exec, all, final
+// and canonical, negated or not; blocks under other criteria (localnetwork, tagged, ...) are
+// skipped.
 SshHostSettings ReadSshConfig(const std::string& path, const std::string& host,
                               const std::string& user = "");
 
