@@ -573,6 +573,21 @@ std::vector<Finding> CheckLimits(const std::vector<NodeFacts>& nodes) {
   return out;
 }
 
+// A Python job's stall report shows each rank's Python stack only where py-spy is.
+std::vector<Finding> CheckPySpy(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes) {
+  if (!JobUsesPython(spec)) return {};
+  std::vector<std::string> without;
+  for (const NodeFacts* n : Reached(nodes)) {
+    if (n->py_spy_probed && n->py_spy.empty()) without.push_back(n->host);
+  }
+  if (without.empty()) return {};
+  return {Make(Severity::kWarning, "py-spy", "", without,
+               fmt::format("py-spy is not on {}: a stall report shows the kernel's view of "
+                           "their ranks (state, wchan), not their Python stacks",
+                           NodesWord(without)),
+               "pip install py-spy (into the job's Python environment, or ~/.local)")};
+}
+
 std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) {
   std::vector<Finding> all;
   auto add = [&all](std::vector<Finding> more) {
@@ -590,6 +605,7 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   add(CheckRendezvous(run));
   add(CheckClockSkew(run.nodes));
   add(CheckLimits(run.nodes));
+  add(CheckPySpy(spec, run.nodes));
   return all;
 }
 

@@ -180,6 +180,11 @@ const ProbeKey kProbeKeys[] = {
     {"horovod_controllers", &F::horovod_controllers},
     {"horovod_ops", &F::horovod_ops},
     {"horovod_error", &F::horovod_error},
+    {"py_spy", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) {
+       f.py_spy_probed = true;
+       f.py_spy = v;
+     }},
     {"rdzv", &F::rendezvous},
     {"rdzv_detail", &F::rendezvous_detail},
     {"clip_version", nullptr, nullptr,

@@ -71,6 +71,10 @@ struct NodeFacts {
   std::string torch_error;
   Version horovod;
   std::string horovod_frameworks, horovod_controllers, horovod_ops, horovod_error;
+  // py-spy, for the Python stacks of stall reports: "PATH VERSION" where the rank probe looks
+  // (beside the probe's python, on PATH, ~/.local/bin); "" when none; unknown until Python ran.
+  bool py_spy_probed = false;
+  std::string py_spy;
 
   // dtrain-clip.
   std::string clip_path;

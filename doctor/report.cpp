@@ -215,6 +215,7 @@ nlohmann::json NodeJson(const NodeFacts& n) {
       {"horovod_controllers", OrNull(n.horovod_controllers)},
       {"horovod_ops", OrNull(n.horovod_ops)},
       {"horovod_error", OrNull(n.horovod_error)},
+      {"py_spy", OrNull(n.py_spy)},
       {"clip", VersionJson(n.clip)},
       {"clip_path", OrNull(n.clip_path)},
       {"clip_error", OrNull(n.clip_error)},

@@ -6,7 +6,8 @@
 # Environment (all optional): DTRAIN_PROBE_WORKDIR (the job's workdir), DTRAIN_PROBE_PYTHON
 # (the cluster file's python), DTRAIN_PROBE_RDZV_ADDR / DTRAIN_PROBE_RDZV_PORT (the rendezvous
 # listener to connect to), DTRAIN_PROBE_CLIP_DIR (where dtrain-clip sits beside dtrain),
-# DTRAIN_PROBE_SKIP (space-separated parts to leave out: python torch horovod clip rdzv nccl_lib).
+# DTRAIN_PROBE_SKIP (space-separated parts to leave out: python torch horovod py_spy clip rdzv
+# nccl_lib).
 # With DTRAIN_PROBE_MODE=listen it instead listens on DTRAIN_PROBE_RDZV_PORT for
 # DTRAIN_PROBE_LISTEN_S seconds (the rendezvous test's other end) and prints listening=PORT.
 # The whole script is one function run with stdin from /dev/null, so that no command it runs
@@ -255,6 +256,25 @@ if spec is not None:
                                ("gloo", hvd.gloo_built)) if f()))
     except Exception as e:
         line("horovod_error", why(e))
+# py-spy where the stall report's rank probe looks for it: beside this python, on PATH,
+# ~/.local/bin.
+if "py_spy" not in skip:
+    import shutil, subprocess
+    found = ""
+    for c in (os.path.join(os.path.dirname(sys.executable), "py-spy"), shutil.which("py-spy"),
+              os.path.expanduser("~/.local/bin/py-spy")):
+        if c and os.access(c, os.X_OK):
+            found = c
+            break
+    version = ""
+    if found:
+        try:
+            words = subprocess.run([found, "--version"], capture_output=True, text=True,
+                                   timeout=10).stdout.split()
+            version = words[-1] if words else "unknown"
+        except Exception:
+            version = "unknown"
+    line("py_spy", (found + " " + version) if found else "")
 '
   st=$?
   # A crash while importing (a broken CUDA library can take the interpreter down with it).

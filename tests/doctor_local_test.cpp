@@ -95,6 +95,31 @@ TEST_F(DoctorLocal, HealthyNodeExitsZeroWithRealFacts) {
   }
 }
 
+// py-spy (Python stacks in stall reports) is found where the rank probe looks: beside the job's
+// python; a Python job on a node without it gets a warning naming the node.
+TEST_F(DoctorLocal, PySpyBesideThePythonOrAWarningNamingTheNode) {
+  const std::string venv_python = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";
+  if (access((std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/py-spy").c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "no py-spy in .venv (scripts/install-deps.sh installs it)";
+  }
+  Result with = Doctor("--json -c " + WriteCluster("python: " + venv_python + "\n", FreePort()));
+  ASSERT_EQ(with.status, 0) << with.out;
+  auto doc = nlohmann::json::parse(with.out);
+  EXPECT_EQ(doc["nodes"][0]["facts"]["py_spy"].get<std::string>().rfind(
+                std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/py-spy ", 0),
+            0u)
+      << with.out;
+  EXPECT_EQ(with.out.find("\"py-spy\""), std::string::npos) << with.out;
+
+  if (access("/usr/bin/py-spy", X_OK) == 0) return;  // the system python has one beside it
+  Result without = Shell("env -i PATH=/usr/bin:/bin HOME=" + dir_.string() + " NO_COLOR=1 " +
+                         DTRAIN_BINARY_DIR + "/dtrain doctor -c " +
+                         WriteCluster("python: /usr/bin/python3\n", FreePort()));
+  EXPECT_EQ(without.status, 0) << without.out;  // a warning, not an error
+  EXPECT_NE(without.out.find("py-spy is not on node here"), std::string::npos) << without.out;
+  EXPECT_NE(without.out.find("pip install py-spy"), std::string::npos) << without.out;
+}
+
 TEST_F(DoctorLocal, TextReportWithoutColourWhenPiped) {
   Result r = Doctor("-c " + WriteCluster("", FreePort()));
   ASSERT_EQ(r.status, 0) << r.out;
