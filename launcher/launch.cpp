@@ -26,6 +26,7 @@
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
+#include "launcher/ssh_preflight.h"
 #include "launcher/stall_watch.h"
 #include "launcher/trace_fetch.h"
 #include "launcher/transport.h"
@@ -141,6 +142,7 @@ int RunLaunch(const LaunchOptions& options) {
   if (options.on_stall != "report" && options.on_stall != "stop")
     throw UsageError("--on-stall: expected report or stop, not '" + options.on_stall + "'");
   const bool horovod = options.horovod || spec.job.horovod || CommandAsksForHorovod(command);
+  PreflightSshNodes(spec);  // every node reachable, its host key as recorded: or nothing starts
 
   const std::string launch_dir = CurrentDir();
   const std::string log_dir =

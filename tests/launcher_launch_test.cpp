@@ -15,6 +15,7 @@ namespace dtrain {
 namespace {
 
 using testing::DtrainProcess;
+using testing::DtrainRun;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::ProcessesWithEnv;
@@ -257,6 +258,27 @@ TEST(LocalLaunch, KillingDtrainEndsChildrenThatCalledSetsid) {
   EXPECT_TRUE(WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + name).empty(); }, 10))
       << ProcessesWithEnv("DTRAIN_JOB=" + name).size() << " processes left";
   for (int pid : ProcessesWithEnv("DTRAIN_JOB=" + name)) ::kill(pid, SIGKILL);
+}
+
+// When another rank fails, a rank's child that called setsid goes with the torn-down rank:
+// the guard kills what the rank leaves running before it reports the rank's end.
+TEST(LocalLaunch, TeardownEndsChildrenThatCalledSetsid) {
+  TempDir dir;
+  const std::string name = Unique("teardown-setsid");
+  const std::string pidfile = dir.path() + "/escaped.pid";
+  const DtrainRun run = RunDtrain(
+      {"launch", "--nproc-per-node", "2", "--job", name, "--quiet", "--", "sh", "-c",
+       "if [ $RANK = 0 ]; then setsid sleep 1000 & echo $! > " + pidfile +
+           "; sleep 1000; else while [ ! -s " + pidfile + " ]; do sleep 0.05; done; exit 3; fi"},
+      dir.path());
+  EXPECT_EQ(run.status, 3) << run.err;
+  const std::string pid = ReadFile(pidfile);
+  ASSERT_FALSE(pid.empty());
+  const int escaped = std::stoi(pid);
+  // Gone, not a zombie: no live process of the job is left.
+  EXPECT_TRUE(WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + name).empty(); }, 5))
+      << "the setsid'd sleep " << escaped << " outlived the job";
+  for (int p : ProcessesWithEnv("DTRAIN_JOB=" + name)) ::kill(p, SIGKILL);
 }
 
 TEST(LocalLaunch, SecondInterruptKillsAtOnce) {
