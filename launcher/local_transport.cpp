@@ -161,9 +161,11 @@ LocalTransport::~LocalTransport() {
     }
     if (proc.input_fd >= 0) ::close(proc.input_fd);
   }
+  orphans_.KillAll();
 }
 
 void LocalTransport::Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) {
+  orphans_.Adopt(procs);
   for (const ProcessSpec& spec : procs) {
     procs_.emplace_back();
     LocalProcess& proc = procs_.back();
@@ -376,6 +378,7 @@ void LocalTransport::SignalAll(int sig) {
     // After the leader is reaped its group may still hold children; the group id cannot be
     // reused while any of them lives, so signalling it reaches only this job's processes.
     if (::kill(-proc.pid, sig) != 0 && errno == ESRCH && proc.reaped) proc.group_gone = true;
+    if (sig != SIGKILL && sig != SIGSTOP && !proc.group_gone) ::kill(-proc.pid, SIGCONT);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/rank_orphans.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
@@ -47,6 +48,7 @@ class LocalTransport : public Transport {
 
   std::string default_cwd_;
   std::vector<LocalProcess> procs_;
+  RankOrphans orphans_;  // descendants that outlived their guard
 };
 
 // Where `name` (argv[0]) is executed from: itself when it holds a '/', else the first executable

@@ -281,6 +281,44 @@ TEST(LocalLaunch, TeardownEndsChildrenThatCalledSetsid) {
   for (int p : ProcessesWithEnv("DTRAIN_JOB=" + name)) ::kill(p, SIGKILL);
 }
 
+// A rank that ignores SIGTERM is SIGKILLed with its whole group after the grace period, its
+// guard included; its setsid'd child is then handed to dtrain, which kills it.
+TEST(LocalLaunch, SetsidChildOfARankKilledAfterTheGracePeriodEndsToo) {
+  TempDir dir;
+  const std::string name = Unique("grace-setsid");
+  const std::string pidfile = dir.path() + "/escaped.pid";
+  const DtrainRun run = RunDtrain(
+      {"launch", "--nproc-per-node", "2", "--job", name, "--quiet", "--grace-period", "1", "--",
+       "sh", "-c",
+       "if [ $RANK = 0 ]; then trap '' TERM; setsid sleep 1000 & echo $! > " + pidfile +
+           "; while :; do sleep 0.1; done; else while [ ! -s " + pidfile +
+           " ]; do sleep 0.05; done; exit 3; fi"},
+      dir.path());
+  EXPECT_EQ(run.status, 3) << run.err;
+  ASSERT_FALSE(ReadFile(pidfile).empty());
+  EXPECT_TRUE(WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + name).empty(); }, 5))
+      << "the setsid'd sleep " << ReadFile(pidfile) << " outlived the job";
+  for (int p : ProcessesWithEnv("DTRAIN_JOB=" + name)) ::kill(p, SIGKILL);
+}
+
+// A stopped rank (SIGSTOP, Ctrl-Z) hears the teardown's SIGTERM at once: it is continued, not
+// left for the SIGKILL at the end of the grace period.
+TEST(LocalLaunch, StoppedRankEndsWithoutWaitingForTheGracePeriod) {
+  TempDir dir;
+  const std::string name = Unique("stopped");
+  const std::string pidfile = dir.path() + "/stopped.pid";
+  const DtrainRun run = RunDtrain(
+      {"launch", "--nproc-per-node", "2", "--job", name, "--quiet", "--grace-period", "30", "--",
+       "sh", "-c",
+       "if [ $RANK = 0 ]; then echo $$ > " + pidfile + "; kill -STOP $$; sleep 1000; else while [ ! -s " +
+           pidfile + " ]; do sleep 0.05; done; sleep 0.3; exit 3; fi"},
+      dir.path());
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_LT(run.seconds, 10) << "the stopped rank waited for --grace-period 30";
+  EXPECT_TRUE(ProcessesWithEnv("DTRAIN_JOB=" + name).empty());
+  for (int p : ProcessesWithEnv("DTRAIN_JOB=" + name)) ::kill(p, SIGKILL);
+}
+
 TEST(LocalLaunch, SecondInterruptKillsAtOnce) {
   TempDir dir;
   DtrainProcess job({"launch", "--nproc-per-node", "2", "--job", Unique("stubborn"), "--quiet",
