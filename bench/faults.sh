@@ -4,23 +4,36 @@
 # /proc/*/environ, and dtrain itself exited). Faults: dtrain SIGKILLed (the guards must end the
 # ranks), a rank SIGKILLed, a rank SIGSTOPped (found by --stall-timeout S --on-stall stop), and
 # Ctrl-C (SIGINT to dtrain). Each rank is `sh` printing a line every 0.2 s, with a setsid'd
-# `sleep` of its own (which must go too). Prints one line per fault: median and worst of REPEAT.
-# Usage: bench/faults.sh [BUILD_DIR] [RANKS] [REPEAT] [STALL_S]
+# `sleep` of its own (which must go too; over ssh a plain background one). Prints one line per fault: median and worst of REPEAT.
+# TRANSPORT ssh (root): the same on 2 sshd nodes in network namespaces (tests/cluster), RANKS/2
+# each; the nodes share this machine's pid space, so /proc shows their processes too.
+# Usage: bench/faults.sh [BUILD_DIR] [RANKS] [REPEAT] [STALL_S] [local|ssh]
 set -euo pipefail
 build=${1:-build}
 ranks=${2:-4}
 repeat=${3:-5}
 stall=${4:-3}
+transport=${5:-local}
+root=$(cd "$(dirname "$0")/.." && pwd)
 dtrain=$(cd "$build" && pwd)/dtrain
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+cluster=$work/cluster
+trap '[ -d "$cluster" ] && "$root/tests/cluster/make-cluster.sh" down "$cluster" >/dev/null 2>&1; rm -rf "$work"' EXIT
 cd "$work"
+head_netns=""
+if [ "$transport" = ssh ]; then
+  "$root/tests/cluster/make-cluster.sh" up 2 "$cluster" $((ranks / 2)) >/dev/null
+  head_netns=$(cat "$cluster/head-netns")
+fi
 
-python3 - "$dtrain" "$ranks" "$repeat" "$stall" <<'EOF'
+python3 - "$dtrain" "$ranks" "$repeat" "$stall" "$transport" "$head_netns" "$cluster" <<'EOF'
 import os, signal, statistics, subprocess, sys, time
 
 dtrain, ranks, repeat, stall = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-RANK_COMMAND = "setsid sleep 1000 & echo up; while :; do echo tick; sleep 0.2; done"
+transport, head_netns, cluster = sys.argv[5], sys.argv[6], sys.argv[7]
+# Over ssh without the setsid'd sleep: on a node only the rank's process group is ended.
+ESCAPE = "setsid sleep 1000 & " if transport == "local" else "sleep 1000 & "
+RANK_COMMAND = ESCAPE + "echo up; while :; do echo tick; sleep 0.2; done"
 
 
 def job_processes(job):
@@ -68,8 +81,11 @@ def all_up(job):
 
 def run(fault, n):
     job = f"fault-{fault}-{n}-{os.getpid()}"
-    args = [dtrain, "launch", "--nproc-per-node", str(ranks), "--job", job, "--quiet",
-            "--grace-period", "5"]
+    args = [dtrain, "launch", "--job", job, "--quiet", "--grace-period", "5"]
+    if transport == "ssh":  # `ip netns exec` execs dtrain: the pid stays dtrain's
+        args = ["ip", "netns", "exec", head_netns] + args + ["-c", f"{cluster}/cluster.yaml"]
+    else:
+        args += ["--nproc-per-node", str(ranks)]
     if fault == "rank-stop":
         args += ["--stall-timeout", str(stall), "--on-stall", "stop"]
     proc = subprocess.Popen(args + ["--", "sh", "-c", RANK_COMMAND], stdout=subprocess.DEVNULL,
@@ -98,12 +114,13 @@ def run(fault, n):
 
 
 what = {
-    "dtrain-kill": "dtrain SIGKILLed (ranks end through their guards)",
+    "dtrain-kill": "dtrain SIGKILLed (" + ("ranks end through their guards)" if transport == "local"
+                                          else "each node ends its ranks when the connection drops)"),
     "rank-kill": "one rank SIGKILLed (the others torn down)",
     "rank-stop": f"one rank SIGSTOPped (--stall-timeout {stall:g} --on-stall stop)",
     "ctrl-c": "Ctrl-C (SIGINT to dtrain)",
 }
-print(f"{ranks} local ranks, {repeat} runs per fault; seconds from the fault until no process "
+print(f"{ranks} {transport} ranks, {repeat} runs per fault; seconds from the fault until no process "
       f"of the job is left and dtrain has exited")
 for fault, text in what.items():
     times, codes = [], set()
@@ -112,5 +129,6 @@ for fault, text in what.items():
         times.append(seconds)
         codes.add(code)
     print(f"{fault}: median {statistics.median(times):.3f} s, worst {max(times):.3f} s; "
-          f"exit {','.join(str(c) for c in sorted(codes))}; {text}", flush=True)
+          f"exit {','.join(str(c) if c >= 0 else signal.Signals(-c).name for c in sorted(codes))}; "
+          f"{text}", flush=True)
 EOF

@@ -128,9 +128,10 @@ void PreflightSshNodes(const ClusterSpec& spec) {
   NodeChecks checks(spec);
   while (!checks.Advance()) {
     if (const int sig = JobSupervisor::InterruptSignal()) {
-      throw Error(fmt::format("interrupted by {} while connecting to the nodes; no rank was started",
-                              SignalName(sig)),
-                  128 + sig);
+      throw Error(
+          fmt::format("interrupted by {} while connecting to the nodes; no rank was started",
+                      SignalName(sig)),
+          128 + sig);
     }
     checks.Wait();
   }

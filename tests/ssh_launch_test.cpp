@@ -122,7 +122,8 @@ TEST(SshLaunch, ChangedHostKeyOnOneNodeStartsNoRankAnywhere) {
   SshTestCluster cluster("dl-hostkey", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string node1 = cluster.dir() + "/node1";
-  const std::string old_fp = RunOutput("ssh-keygen -lf " + node1 + "/ssh_host_ed25519_key.pub | cut -d' ' -f2");
+  const std::string old_fp =
+      RunOutput("ssh-keygen -lf " + node1 + "/ssh_host_ed25519_key.pub | cut -d' ' -f2");
   // node1 is reached at 127.0.0.2 through the slow forwarder; known_hosts has its old key there.
   RunOutput("echo \"127.0.0.2 $(cut -d' ' -f1,2 " + node1 + "/ssh_host_ed25519_key.pub)\" >> " +
             cluster.dir() + "/known_hosts");
@@ -131,11 +132,13 @@ TEST(SshLaunch, ChangedHostKeyOnOneNodeStartsNoRankAnywhere) {
   // node1 is reinstalled: a new host key, which its sshd loads on SIGHUP.
   RunOutput("cd " + node1 + " && rm -f ssh_host_ed25519_key* && ssh-keygen -q -t ed25519 -N '' " +
             "-f ssh_host_ed25519_key && kill -HUP $(cat sshd.pid)");
-  const std::string new_fp = RunOutput("ssh-keygen -lf " + node1 + "/ssh_host_ed25519_key.pub | cut -d' ' -f2");
+  const std::string new_fp =
+      RunOutput("ssh-keygen -lf " + node1 + "/ssh_host_ed25519_key.pub | cut -d' ' -f2");
   ASSERT_NE(old_fp, new_fp);
   bool reloaded = false;
   for (int i = 0; i < 100 && !reloaded; ++i) {
-    reloaded = RunOutput("ssh-keyscan -t ed25519 " + cluster.Field(1, 1) + " 2>/dev/null | ssh-keygen -lf - 2>/dev/null")
+    reloaded = RunOutput("ssh-keyscan -t ed25519 " + cluster.Field(1, 1) +
+                         " 2>/dev/null | ssh-keygen -lf - 2>/dev/null")
                    .find(new_fp.substr(0, new_fp.size() - 1)) != std::string::npos;
     if (!reloaded) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
