@@ -75,7 +75,10 @@ TEST(Stall, PythonRankSleepingBeforeAllreduceIsNamedWithItsFrame) {
   EXPECT_THAT(text, HasSubstr("2 ranks (0,1) in all_reduce")) << text;
   // Still running after a report (--on-stall report); the job record has the event.
   EXPECT_NE(::kill(p.pid(), 0), -1);
-  EXPECT_THAT(Slurp(dir.path() + "/logs/hang/job.json"), HasSubstr("stall-1.txt"));
+  // The event reaches job.json just after stall-1.txt is written.
+  const std::string record = dir.path() + "/logs/hang/job.json";
+  EXPECT_TRUE(WaitFor([&] { return Slurp(record).find("stall-1.txt") != std::string::npos; }, 10))
+      << Slurp(record);
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("report %0.1f s after launch (timeout %g s)\n", waited, timeout_s);
