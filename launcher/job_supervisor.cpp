@@ -21,30 +21,22 @@ void OnInterrupt(int sig) {
   g_interrupt_count = g_interrupt_count + 1;
 }
 
-// Installs the interrupt handlers for the lifetime of the object and restores the old ones.
-class InterruptHandlers {
- public:
-  InterruptHandlers() {
-    struct sigaction action {};
-    action.sa_handler = OnInterrupt;
-    sigemptyset(&action.sa_mask);
-    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &action, &old_[i]);
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    ::sigaction(SIGPIPE, &ignore, &old_pipe_);  // a closed console must not kill dtrain
-  }
-  ~InterruptHandlers() {
-    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
-    ::sigaction(SIGPIPE, &old_pipe_, nullptr);
-  }
-
- private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
-  struct sigaction old_pipe_ {};
-};
-
 }  // namespace
+
+InterruptHandlers::InterruptHandlers() {
+  struct sigaction action {};
+  action.sa_handler = OnInterrupt;
+  sigemptyset(&action.sa_mask);
+  for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &action, &old_[i]);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &old_pipe_);  // a closed console must not kill dtrain
+}
+
+InterruptHandlers::~InterruptHandlers() {
+  for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  ::sigaction(SIGPIPE, &old_pipe_, nullptr);
+}
 
 int JobSupervisor::InterruptSignal() {
   return g_interrupt_signal;

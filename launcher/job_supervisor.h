@@ -4,6 +4,9 @@
 // period. Output goes to the rank logs and the console as it arrives.
 #pragma once
 
+#include <signal.h>
+
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +33,21 @@ struct JobOutcome {
   int interrupt_signal = 0;
   std::optional<StallReport> stall;  // set when the job was stopped for a stall (exit 124)
   std::map<int, ExitStatus> statuses;  // every rank that ended
+};
+
+// Installs the interrupt handlers (SIGINT, SIGTERM, SIGHUP set the flag JobSupervisor reads;
+// SIGPIPE is ignored) for the lifetime of the object and restores the old ones.
+class InterruptHandlers {
+ public:
+  InterruptHandlers();
+  ~InterruptHandlers();
+  InterruptHandlers(const InterruptHandlers&) = delete;
+  InterruptHandlers& operator=(const InterruptHandlers&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+  struct sigaction old_pipe_ {};
 };
 
 // Events from the transport, fanned out to the rank logs and the console, with the first

@@ -30,6 +30,7 @@
 #include "launcher/slurm/slurm_allocation.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/timeline/trace_fetch.h"
+#include "launcher/ssh/ssh_preflight.h"
 #include "launcher/transport.h"
 #include "launcher/ssh/workdir_sync.h"
 
@@ -388,6 +389,7 @@ std::vector<std::string> DefaultJobCommand() {
 int RunLaunch(const LaunchOptions& options) {
   const ChosenCluster chosen = ChooseCluster(options.cluster);
   const JobSettings settings = SettleJobSettings(options, chosen.spec);
+  PreflightSshNodes(chosen.spec);  // every node reachable, its host key as recorded: or nothing starts
   const JobFolder folder = MakeJobFolder(options, chosen.spec);
   JobRecord record = NewJobRecord(chosen.spec, settings, folder, options.on_stall);
   SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the launch

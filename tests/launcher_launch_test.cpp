@@ -15,6 +15,7 @@ namespace dtrain {
 namespace {
 
 using testing::DtrainProcess;
+using testing::DtrainRun;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::ProcessesWithEnv;
@@ -257,6 +258,62 @@ TEST(LocalLaunch, KillingDtrainEndsChildrenThatCalledSetsid) {
   EXPECT_TRUE(WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + name).empty(); }, 10))
       << ProcessesWithEnv("DTRAIN_JOB=" + name).size() << " processes left";
   for (int pid : ProcessesWithEnv("DTRAIN_JOB=" + name)) ::kill(pid, SIGKILL);
+}
+
+// A 2-rank job torn down because rank 1 fails (exit 3) once rank 0 ran `rank0`, which writes a
+// pid to the file PIDFILE stands for; rank 0 then waits. Returns the run; `left` gets how
+// many live processes of the job remain after up to 5 s (they are killed then).
+DtrainRun FailAfterRankZero(const std::string& name, const std::string& rank0,
+                            const std::vector<std::string>& options, size_t& left) {
+  TempDir dir;
+  const std::string pidfile = dir.path() + "/rank0.pid";
+  std::vector<std::string> args = {"launch", "--nproc-per-node", "2", "--job", name, "--quiet"};
+  args.insert(args.end(), options.begin(), options.end());
+  std::string command = rank0;
+  command.replace(command.find("PIDFILE"), 7, pidfile);
+  args.insert(args.end(), {"--", "sh", "-c",
+                           "if [ $RANK = 0 ]; then " + command +
+                               "; while :; do sleep 0.1; done; else while [ ! -s " + pidfile +
+                               " ]; do sleep 0.05; done; sleep 0.2; exit 3; fi"});
+  const DtrainRun run = RunDtrain(args, dir.path());
+  EXPECT_FALSE(ReadFile(pidfile).empty()) << run.err;
+  // Gone, not a zombie: no live process of the job is left.
+  WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + name).empty(); }, 5);
+  left = ProcessesWithEnv("DTRAIN_JOB=" + name).size();
+  for (int p : ProcessesWithEnv("DTRAIN_JOB=" + name)) ::kill(p, SIGKILL);
+  return run;
+}
+
+// When another rank fails, a rank's child that called setsid goes with the torn-down rank:
+// the guard kills what the rank leaves running before it reports the rank's end.
+TEST(LocalLaunch, TeardownEndsChildrenThatCalledSetsid) {
+  size_t left = 0;
+  const DtrainRun run = FailAfterRankZero(Unique("teardown-setsid"),
+                                          "setsid sleep 1000 & echo $! > PIDFILE", {}, left);
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_EQ(left, 0u) << "the setsid'd sleep outlived the job";
+}
+
+// A rank that ignores SIGTERM is SIGKILLed with its whole group after the grace period, its
+// guard included; its setsid'd child is then handed to dtrain, which kills it.
+TEST(LocalLaunch, SetsidChildOfARankKilledAfterTheGracePeriodEndsToo) {
+  size_t left = 0;
+  const DtrainRun run = FailAfterRankZero(Unique("grace-setsid"),
+                                          "trap '' TERM; setsid sleep 1000 & echo $! > PIDFILE",
+                                          {"--grace-period", "1"}, left);
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_EQ(left, 0u) << "the setsid'd sleep outlived the job";
+}
+
+// A stopped rank (SIGSTOP, Ctrl-Z) hears the teardown's SIGTERM at once: it is continued, not
+// left for the SIGKILL at the end of the grace period.
+TEST(LocalLaunch, StoppedRankEndsWithoutWaitingForTheGracePeriod) {
+  size_t left = 0;
+  const DtrainRun run = FailAfterRankZero(Unique("stopped"), "echo $$ > PIDFILE; kill -STOP $$",
+                                          {"--grace-period", "30"}, left);
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_LT(run.seconds, 10) << "the stopped rank waited for --grace-period 30";
+  EXPECT_EQ(left, 0u);
 }
 
 TEST(LocalLaunch, SecondInterruptKillsAtOnce) {

@@ -1,11 +1,17 @@
 // `dtrain launch` over ssh on namespace nodes: rank logs on the launching machine, the rank
 // environment on every node, tear-down across nodes, and no leftovers when dtrain is killed.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <thread>
 
 #include "tests/ssh_cluster.h"
 
@@ -40,6 +46,123 @@ LaunchResult Launch(const std::string& args) {
   if (at != std::string::npos) r.status = std::stoi(r.output.substr(at + 7));
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return r;
+}
+
+// A TCP forwarder from `listen_address`:22 to `target`:22 that holds each connection for
+// `delay_ms` before it forwards anything: a node that is slow to reach, so that the other
+// nodes are through long before it answers. One connection at a time, in a thread.
+class SlowForwarder {
+ public:
+  SlowForwarder(const std::string& listen_address, const std::string& target, int delay_ms)
+      : target_(target), delay_ms_(delay_ms) {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int on = 1;
+    setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    sockaddr_in addr = Address(listen_address);
+    ok_ = bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+          listen(listener_, 16) == 0;
+    if (ok_) thread_ = std::thread([this] { Serve(); });
+  }
+  ~SlowForwarder() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    close(listener_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  static sockaddr_in Address(const std::string& ip) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(22);
+    inet_pton(AF_INET, ip.c_str(), &addr.sin_addr);
+    return addr;
+  }
+  void Serve() {
+    while (!stop_) {
+      pollfd p{listener_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      const int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) continue;
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+      const int server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in addr = Address(target_);
+      if (connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+        Relay(client, server);
+      }
+      close(server);
+      close(client);
+    }
+  }
+  void Relay(int a, int b) {
+    char buffer[16384];
+    while (!stop_) {
+      pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+      if (poll(fds, 2, 50) <= 0) continue;
+      for (int i = 0; i < 2; ++i) {
+        if (!fds[i].revents) continue;
+        const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+        if (n <= 0 || write(fds[1 - i].fd, buffer, n) != n) return;
+      }
+    }
+  }
+
+  std::string target_;
+  int delay_ms_;
+  int listener_ = -1;
+  bool ok_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Every node is checked before the first rank starts anywhere: a node whose host key changed
+// stops the launch with both fingerprints and the fix, and no rank ran on any node, though the
+// changed node answers last (2 s late) and the others were ready long before.
+TEST(SshLaunch, ChangedHostKeyOnOneNodeStartsNoRankAnywhere) {
+  SshTestCluster cluster("dl-hostkey", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string node1 = cluster.dir() + "/node1";
+  const std::string old_fp =
+      RunOutput("ssh-keygen -lf " + node1 + "/ssh_host_ed25519_key.pub | cut -d' ' -f2");
+  // node1 is reached at 127.0.0.2 through the slow forwarder; known_hosts has its old key there.
+  RunOutput("echo \"127.0.0.2 $(cut -d' ' -f1,2 " + node1 + "/ssh_host_ed25519_key.pub)\" >> " +
+            cluster.dir() + "/known_hosts");
+  SlowForwarder forwarder("127.0.0.2", cluster.Field(1, 1), 2000);
+  ASSERT_TRUE(forwarder.ok());
+  // node1 is reinstalled: a new host key, which its sshd loads on SIGHUP.
+  RunOutput("cd " + node1 + " && rm -f ssh_host_ed25519_key* && ssh-keygen -q -t ed25519 -N '' " +
+            "-f ssh_host_ed25519_key && kill -HUP $(cat sshd.pid)");
+  const std::string new_fp =
+      RunOutput("ssh-keygen -lf " + node1 + "/ssh_host_ed25519_key.pub | cut -d' ' -f2");
+  ASSERT_NE(old_fp, new_fp);
+  bool reloaded = false;
+  for (int i = 0; i < 100 && !reloaded; ++i) {
+    reloaded = RunOutput("ssh-keyscan -t ed25519 " + cluster.Field(1, 1) +
+                         " 2>/dev/null | ssh-keygen -lf - 2>/dev/null")
+                   .find(new_fp.substr(0, new_fp.size() - 1)) != std::string::npos;
+    if (!reloaded) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(reloaded) << "node1's sshd did not take its new host key";
+  std::string text = ReadText(cluster.cluster_file());
+  text.replace(text.find("address: 10.231.0.11"), 20, "address: 127.0.0.2");
+  const std::string file = cluster.dir() + "/cluster-changed.yaml";
+  std::ofstream(file) << text;
+
+  const LaunchResult r = Launch("-c " + file + " --log-dir " + cluster.dir() +
+                                "/logs -q -- sh -c 'touch /srv/node/marker-$RANK; sleep 5'");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("node node1 (127.0.0.2)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(file), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(old_fp.substr(0, old_fp.size() - 1)), std::string::npos)
+      << r.output << " lacks the recorded " << old_fp;
+  EXPECT_NE(r.output.find(new_fp.substr(0, new_fp.size() - 1)), std::string::npos)
+      << r.output << " lacks the offered " << new_fp;
+  EXPECT_NE(r.output.find("ssh-keygen -R"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no rank was started"), std::string::npos) << r.output;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(cluster.OnNode(i, "ls /srv/node"), "") << "a rank ran on node" << i;
+  }
+  EXPECT_EQ(cluster.LeftoverProcesses(3, 3), "");
 }
 
 TEST(SshLaunch, RankLogsShowEachNodesHostnameAndEnvironment) {

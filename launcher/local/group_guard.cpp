@@ -54,13 +54,12 @@ size_t ReadChildren(pid_t* pids, size_t max) {
   return count;
 }
 
-// Kills everything the rank started, then this process with its group. As the subreaper of the
-// rank's descendants, the guard inherits each one whose parent died, including those that left
-// the group (setsid): it kills its children (and a child's own group) until none is left, for at
-// most about 5 s (a process stuck in the kernel cannot be waited for).
-[[noreturn]] void KillGroup(pid_t rank) {
+// Kills every child of this process (and each child's own group, when it has left ours) until
+// none is left, for at most about 5 s (a process stuck in the kernel cannot be waited for). As
+// the subreaper of the rank's descendants, the guard inherits each one whose parent died,
+// including those that left the group (setsid), so this reaches all of them.
+void KillChildren() {
   const pid_t group = ::getpgrp();
-  ::kill(rank, SIGKILL);
   for (int round = 0; round < 1000; ++round) {
     pid_t children[256];
     const size_t count = ReadChildren(children, 256);
@@ -71,11 +70,17 @@ size_t ReadChildren(pid_t* pids, size_t max) {
     }
     while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
-    if (::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) break;
+    if (::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) return;
     const timespec pause = {0, 5 * 1000 * 1000};
     ::nanosleep(&pause, nullptr);
   }
-  ::kill(-group, SIGKILL);  // this process is in the group too
+}
+
+// Kills everything the rank started, then this process with its group.
+[[noreturn]] void KillGroup(pid_t rank) {
+  ::kill(rank, SIGKILL);
+  KillChildren();
+  ::kill(-::getpgrp(), SIGKILL);  // this process is in the group too
   ::_exit(128 + SIGKILL);
 }
 
@@ -121,11 +126,14 @@ void SplitIntoGuardAndRank(pid_t launcher) {
     const int sig = ::sigwaitinfo(&all, &info);
     if (::getppid() != launcher) KillGroup(rank);
     if (sig != SIGCHLD) continue;  // dtrain signals the whole group: the rank has it already
-    // Inherited descendants end here too; only the rank's end ends the guard.
+    // Inherited descendants end here too; only the rank's end ends the guard, and what the
+    // rank left running (in its group or not) ends with it.
     int raw = 0;
     pid_t ended;
     while ((ended = ::waitpid(-1, &raw, WNOHANG)) > 0) {
-      if (ended == rank) EndAs(raw);
+      if (ended != rank) continue;
+      KillChildren();
+      EndAs(raw);
     }
   }
 }

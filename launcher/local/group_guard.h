@@ -6,8 +6,10 @@
 // when the rank ends it ends the same way (exit code or signal, so dtrain sees the rank's status
 // under the pid it started), and when dtrain is gone it SIGKILLs the whole group. The guard is
 // also the subreaper of the rank's descendants, so one that left the group (setsid) is handed to
-// it when its parent dies, and killed too. Not covered: descendants still running when the rank
-// itself ends or when dtrain SIGKILLs the group after the grace period (the guard ends then).
+// it when its parent dies, and killed too: when dtrain is gone, and when the rank itself ends
+// (a rank that failed, or one stopped at teardown), before the guard reports its end. Not
+// covered: when dtrain SIGKILLs the whole group after the grace period the guard dies at once,
+// and a descendant that left the group lives on.
 #pragma once
 
 #include <sys/types.h>

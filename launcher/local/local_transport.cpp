@@ -78,7 +78,13 @@ std::string ResolveExecutable(const std::string& name, const std::string& path_e
 
 LocalTransport::LocalTransport(std::string default_cwd) : default_cwd_(std::move(default_cwd)) {}
 
+LocalTransport::~LocalTransport() {
+  procs_.clear();
+  orphans_.KillAll();
+}
+
 void LocalTransport::Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) {
+  orphans_.Adopt(procs);
   for (const ProcessSpec& spec : procs) {
     procs_.emplace_back();
     LocalProcess& proc = procs_.back();
@@ -225,6 +231,8 @@ void LocalTransport::SignalAll(int sig) {
     // After the leader is reaped its group may still hold children; the group id cannot be
     // reused while any of them lives, so signalling it reaches only this job's processes.
     if (proc.child.SignalGroup(sig) != 0 && errno == ESRCH && proc.reaped) proc.group_gone = true;
+    // A stopped rank would sit on SIGTERM until the grace period's SIGKILL.
+    if (sig != SIGKILL && sig != SIGSTOP && !proc.group_gone) proc.child.SignalGroup(SIGCONT);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/local/rank_orphans.h"
 #include "launcher/subprocess.h"
 #include "launcher/transport.h"
 
@@ -28,8 +29,9 @@ class LocalTransport : public Transport {
  public:
   // `default_cwd`: where processes run when ProcessSpec::cwd is empty ("" = this process's cwd).
   explicit LocalTransport(std::string default_cwd);
-  // Whatever is still running is killed and reaped (by each Subprocess), so no process
-  // outlives the transport.
+  // Whatever is still running is killed and reaped (by each Subprocess), then the orphans
+  // that left their groups, so no process outlives the transport.
+  ~LocalTransport() override;
 
   void Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) override;
   bool Poll(int timeout_ms, TransportEvents& events) override;
@@ -46,6 +48,7 @@ class LocalTransport : public Transport {
 
   std::string default_cwd_;
   std::vector<LocalProcess> procs_;
+  RankOrphans orphans_;  // descendants that outlived their guard
 };
 
 // Where `name` (argv[0]) is executed from: itself when it holds a '/', else the first executable

@@ -17,7 +17,8 @@ namespace {
 // programs (dtrain, dtrain-*) given by bare name are found with dtrain_program, as the doctor
 // finds them. fd 3 keeps the channel's stdin for the
 // watcher; the process gets stdin_data (read first, exactly $1 bytes) or /dev/null. The short
-// spin waits for setsid() in the child, so a signal sent at once still finds the group.
+// spin waits for setsid() in the child, so a signal sent at once still finds the group. Every
+// signal is followed by SIGCONT, so a stopped process acts on it now (SIGKILL needs none).
 constexpr const char* kWrapper = R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 ne=$7; shift 7
 while [ "$ne" -gt 0 ]; do export "$1"; shift; ne=$((ne - 1)); done
 if [ -n "$pph" ]; then PYTHONPATH=$pph${PYTHONPATH:+:$PYTHONPATH}; export PYTHONPATH; fi
@@ -45,8 +46,9 @@ fi
 pid=$!
 i=0
 while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
-( while IFS= read -r s; do kill -s "$s" -- -"$pid" || kill -s "$s" "$pid"; done
+( while IFS= read -r s; do kill -s "$s" -- -"$pid" || kill -s "$s" "$pid"; kill -s CONT -- -"$pid"; done
   kill -s TERM -- -"$pid" || kill -s TERM "$pid" || exit 0
+  kill -s CONT -- -"$pid"
   i=0
   while [ "$i" -lt "$grace" ] && kill -0 -"$pid"; do sleep 0.1; i=$((i + 1)); done
   kill -s KILL -- -"$pid" ) <&3 >/dev/null 2>&1 &

@@ -54,7 +54,7 @@ json ParseRecord(const TraceReader& reader, const std::string& text) {
 int64_t IntOr(const json& object, const char* key, int64_t fallback) {
   auto it = object.find(key);
   if (it == object.end() || !it->is_number()) return fallback;
-  return it->is_number_float() ? static_cast<int64_t>(it->get<double>()) : it->get<int64_t>();
+  return TraceIntegerOr(it->get<double>(), fallback);  // exact for every trace integer
 }
 
 // Pass 1: the metadata that places this file on the common clock.

@@ -262,9 +262,16 @@ int64_t TraceRecord::Int(std::string_view key, int64_t fallback) const {
   if (value.size() >= sizeof buffer) return fallback;
   value.copy(buffer, value.size());
   buffer[value.size()] = '\0';
-  if (value.find_first_of(".eE") == std::string_view::npos)
-    return std::strtoll(buffer, nullptr, 10);
-  return static_cast<int64_t>(std::strtod(buffer, nullptr));
+  if (value.find_first_of(".eE") == std::string_view::npos) {
+    const int64_t integer = std::strtoll(buffer, nullptr, 10);  // saturates, then is refused
+    return integer >= -kMaxTraceInteger && integer <= kMaxTraceInteger ? integer : fallback;
+  }
+  return TraceIntegerOr(std::strtod(buffer, nullptr), fallback);
+}
+
+int64_t TraceIntegerOr(double value, int64_t fallback) {
+  if (!(value >= -kMaxTraceInteger && value <= kMaxTraceInteger)) return fallback;
+  return static_cast<int64_t>(value);
 }
 
 double TraceRecord::Number(std::string_view key, double fallback) const {

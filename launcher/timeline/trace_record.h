@@ -32,7 +32,8 @@ class TraceRecord {
   std::string_view Find(std::string_view key) const;
   // The decoded string of `key`, or `fallback` when absent or not a string.
   std::string String(std::string_view key, const std::string& fallback = "") const;
-  // The number of `key` (a fraction is cut off), or `fallback` when absent or not a number.
+  // The number of `key` (a fraction is cut off), or `fallback` when absent, not a number, or
+  // not a trace integer (TraceIntegerOr).
   int64_t Int(std::string_view key, int64_t fallback) const;
   // The number of `key` with its fraction (PyTorch traces write ns-precise µs), or `fallback`.
   double Number(std::string_view key, double fallback) const;
@@ -40,6 +41,14 @@ class TraceRecord {
  private:
   std::vector<Field> fields_;
 };
+
+// The largest magnitude a trace integer (µs since the epoch, a duration, an id) may have: 2^53,
+// about 285 years of microseconds, exact in a double. Sums of a few such values cannot overflow
+// int64_t, and a float outside int64_t's range (converting it is undefined) is refused.
+constexpr int64_t kMaxTraceInteger = int64_t{1} << 53;
+// `value` with its fraction cut off, or `fallback` when it is not within ±kMaxTraceInteger (NaN
+// included).
+int64_t TraceIntegerOr(double value, int64_t fallback);
 
 // The decoded content of a JSON string's text ("\"a\\nb\"" -> "a\nb").
 std::string DecodeJsonString(std::string_view text);
