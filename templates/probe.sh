@@ -256,7 +256,7 @@ if spec is not None:
                                ("gloo", hvd.gloo_built)) if f()))
     except Exception as e:
         line("horovod_error", why(e))
-# py-spy where the stall report's rank probe looks for it: beside this python, on PATH,
+# py-spy where the rank probe of stall reports looks for it: beside this python, on PATH,
 # ~/.local/bin.
 if "py_spy" not in skip:
     import shutil, subprocess

@@ -354,8 +354,8 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
       const int64_t now = static_cast<int64_t>(::time(nullptr));
       std::vector<TarEntry> out;
       if (!deletions.empty())
-        out.push_back({kDeleteList, "", deletions, deletions.size(), now, 0644});
-      out.push_back({kManifest, "", manifest, manifest.size(), now, 0644});
+        out.push_back({kDeleteList, "", deletions, deletions.size(), now, 0644, ""});
+      out.push_back({kManifest, "", manifest, manifest.size(), now, 0644, ""});
       return out;
     };
     auto stream = std::make_shared<TarStream>(std::move(entries), hashes, finish);
