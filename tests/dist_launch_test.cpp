@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/metrics_lines.h"
-#include "tests/scratch_dirs.h"
+#include "tests/support/metrics_lines.h"
+#include "tests/support/scratch_dirs.h"
 
 namespace {
 

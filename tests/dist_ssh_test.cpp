@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "tests/metrics_lines.h"
-#include "tests/ssh_cluster.h"
+#include "tests/support/metrics_lines.h"
+#include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
 namespace {

@@ -12,9 +12,9 @@
 
 #include "runtime/dist/dist_env.h"
 #include "runtime/dist/distributed_clip_loss.h"
-#include "tests/dist_ranks.h"
-#include "tests/dist_tiny_clip.h"
-#include "tests/scratch_dirs.h"
+#include "tests/support/dist_ranks.h"
+#include "tests/support/dist_tiny_clip.h"
+#include "tests/support/scratch_dirs.h"
 
 namespace dtrain::clip {
 namespace {

@@ -17,7 +17,7 @@
 #include "runtime/dist/distributed_clip_loss.h"
 #include "runtime/train/flat_parameters.h"
 #include "runtime/trace/timeline.h"
-#include "tests/dist_tiny_clip.h"
+#include "tests/support/dist_tiny_clip.h"
 
 namespace {
 

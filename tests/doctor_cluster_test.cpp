@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/ssh_cluster.h"
+#include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
 namespace {

@@ -14,7 +14,7 @@
 #include "launcher/ssh/ssh_config.h"
 #include "launcher/ssh/sync_ignore.h"
 #include "launcher/ssh/tar_stream.h"
-#include "tests/ssh_cluster.h"
+#include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
 namespace {

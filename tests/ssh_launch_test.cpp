@@ -13,7 +13,7 @@
 #include <fstream>
 #include <thread>
 
-#include "tests/ssh_cluster.h"
+#include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
 namespace {

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "launcher/transport.h"
-#include "tests/ssh_cluster.h"
+#include "tests/support/ssh_cluster.h"
 #include "tests/support/transport_recorder.h"
 
 namespace dtrain {

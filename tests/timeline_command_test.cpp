@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/job_record.h"
-#include "tests/timeline_test_files.h"
+#include "tests/support/timeline_test_files.h"
 
 namespace dtrain {
 namespace {

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/node_clock.h"
-#include "tests/ssh_cluster.h"
+#include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
 namespace {

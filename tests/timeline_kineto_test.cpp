@@ -16,7 +16,7 @@
 
 #include "launcher/error.h"
 #include "launcher/timeline/timeline_report.h"
-#include "tests/timeline_test_files.h"
+#include "tests/support/timeline_test_files.h"
 
 namespace dtrain {
 namespace {

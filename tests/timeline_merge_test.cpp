@@ -15,7 +15,7 @@
 
 #include "launcher/error.h"
 #include "launcher/timeline/timeline_merge.h"
-#include "tests/timeline_test_files.h"
+#include "tests/support/timeline_test_files.h"
 
 namespace dtrain {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/trace_record.h"
-#include "tests/timeline_test_files.h"
+#include "tests/support/timeline_test_files.h"
 
 namespace dtrain {
 namespace {

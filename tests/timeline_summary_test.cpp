@@ -6,7 +6,7 @@
 #include "launcher/timeline/step_chart_svg.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
-#include "tests/timeline_test_files.h"
+#include "tests/support/timeline_test_files.h"
 
 namespace dtrain {
 namespace {

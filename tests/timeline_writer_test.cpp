@@ -15,7 +15,7 @@
 
 #include "launcher/timeline/trace_reader.h"
 #include "runtime/trace/timeline.h"
-#include "tests/timeline_test_files.h"
+#include "tests/support/timeline_test_files.h"
 
 namespace dtrain {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "tests/ssh_cluster.h"
+#include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
 namespace {

@@ -11,7 +11,7 @@
 #include <regex>
 #include <string>
 
-#include "tests/ssh_cluster.h"
+#include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
 namespace {
