@@ -389,7 +389,8 @@ std::vector<std::string> DefaultJobCommand() {
 int RunLaunch(const LaunchOptions& options) {
   const ChosenCluster chosen = ChooseCluster(options.cluster);
   const JobSettings settings = SettleJobSettings(options, chosen.spec);
-  PreflightSshNodes(chosen.spec);  // every node reachable, its host key as recorded: or nothing starts
+  // Every ssh node reachable, its host key as recorded: or nothing starts anywhere.
+  PreflightSshNodes(chosen.spec);
   const JobFolder folder = MakeJobFolder(options, chosen.spec);
   JobRecord record = NewJobRecord(chosen.spec, settings, folder, options.on_stall);
   SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the launch

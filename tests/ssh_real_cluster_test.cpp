@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -200,19 +201,26 @@ bool EveryNodeSays(const std::string& out, int nodes, const std::string& what) {
   return true;
 }
 
+// The folder to sync: `files` (path below it -> contents) under the cluster's scratch folder.
+std::string SourceTree(const SshTestCluster& cluster,
+                       const std::map<std::string, std::string>& files) {
+  const std::string src = cluster.dir() + "/src";
+  for (const auto& [path, text] : files) WriteFile(src + "/" + path, text);
+  return src;
+}
+
 // launch --sync into private /srv/node/work on 3 nodes: a Python rank imports the synced
 // package through PYTHONPATH; a second sync sends nothing, a changed file is the only one sent,
 // a deleted file disappears, ignored files never arrive, and a shared folder is skipped.
 TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
   SshTestCluster cluster("rc-sync", 3, 1);
   REQUIRE_CLUSTER(cluster);
-  const std::string src = cluster.dir() + "/src";
-  WriteFile(src + "/syncpkg/__init__.py", "VALUE = 'one'\n");
-  WriteFile(src + "/syncpkg/extra.py", "X = 1\n");
-  WriteFile(src + "/.gitignore", "ignored/\n");
-  WriteFile(src + "/ignored/big.bin", "no");
-  WriteFile(src + "/.dtrainignore", "*.tmp\n");
-  WriteFile(src + "/scratch.tmp", "no");
+  const std::string src = SourceTree(cluster, {{"syncpkg/__init__.py", "VALUE = 'one'\n"},
+                                               {"syncpkg/extra.py", "X = 1\n"},
+                                               {".gitignore", "ignored/\n"},
+                                               {"ignored/big.bin", "no"},
+                                               {".dtrainignore", "*.tmp\n"},
+                                               {"scratch.tmp", "no"}});
   const std::string file = WithWorkdir(cluster, "/srv/node/work");
   const std::string logs = cluster.dir() + "/logs";
   const std::string in_src = "cd " + src + " && ";
@@ -262,9 +270,7 @@ TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
 TEST(RealClusterSsh, SyncCopiesSymlinksAsLinks) {
   SshTestCluster cluster("rc-links", 2, 1);
   REQUIRE_CLUSTER(cluster);
-  const std::string src = cluster.dir() + "/src";
-  WriteFile(src + "/pkg/a.py", "A = 1\n");
-  WriteFile(src + "/pkg/b.py", "B = 2\n");
+  const std::string src = SourceTree(cluster, {{"pkg/a.py", "A = 1\n"}, {"pkg/b.py", "B = 2\n"}});
   fs::create_symlink("a.py", src + "/pkg/current.py");
   fs::create_directory_symlink("pkg", src + "/lib");
   fs::create_symlink("/etc/hostname", src + "/host");
