@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher/local/local_transport.h"
+#include "tests/support/files.h"
 #include "tests/support/transport_recorder.h"
 
 namespace dtrain {
@@ -63,7 +64,8 @@ TEST(LocalTransport, OutputInOrderStdinAndStatuses) {
   RunToEnd(transport, rec);
   // Each stream in order; stderr apart, so dtrain can show it on its own stderr.
   EXPECT_EQ(rec.errors[0], "err1\n");
-  EXPECT_THAT(rec.output[0], AnyOf("out1\nerr1\nout2\n", "out1\nout2\nerr1\n", "err1\nout1\nout2\n"));
+  EXPECT_THAT(rec.output[0],
+              AnyOf("out1\nerr1\nout2\n", "out1\nout2\nerr1\n", "err1\nout1\nout2\n"));
   EXPECT_EQ(rec.exits[0].code, 4);
   EXPECT_EQ(rec.exits[0].Describe(), "exit 4");
   EXPECT_EQ(rec.exits[1].signal, SIGTERM);
@@ -89,7 +91,14 @@ TEST(LocalTransport, SignalAllReachesChildrenOfRanks) {
   }
   const int grandchild = std::stoi(rec.output[0]);
   EXPECT_EQ(rec.output[1], "/\n");  // the default working directory
-  transport.SignalAll(SIGTERM);     // the shell traps it; its background sleep gets it too
+  // Until the background child has exec'd sleep it is a copy of the shell with the shell's trap,
+  // which would swallow the signal: wait for `sleep` (a race the shell has, not the transport).
+  for (int i = 0;
+       i < 500 && testing::ReadFile("/proc/" + std::to_string(grandchild) + "/comm") != "sleep\n";
+       ++i) {
+    transport.Poll(10, rec);
+  }
+  transport.SignalAll(SIGTERM);  // the shell traps it; its background sleep gets it too
   RunToEnd(transport, rec);
   EXPECT_EQ(rec.exits[1].signal, SIGTERM);
   EXPECT_TRUE(rec.exits[0].ok());
