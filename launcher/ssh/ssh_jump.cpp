@@ -152,6 +152,7 @@ class JumpNetwork {
       if (bastion->in_event) ssh_event_remove_session(event_, bastion->session->handle());
     }
     bastions_.clear();  // closes every bastion connection
+    ssh_event_remove_fd(event_, wake_read_);  // ssh_event_free leaves an fd's record allocated
     ssh_event_free(event_);
   }
 
