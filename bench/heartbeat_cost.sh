@@ -4,7 +4,8 @@
 # every second and the store is asked as often) with the heartbeat thread (default) and without
 # (DTRAIN_HEARTBEAT=0), alternated REPEATS times; prints ms per step, the medians and the ratio
 # (target: <= 0.5 % more). The in-memory stores on the step's path happen in both runs.
-# Usage: bench/heartbeat_cost.sh [BUILD_DIR]   (env: RANKS STEPS BATCH REPEATS)
+# Usage: bench/heartbeat_cost.sh [BUILD_DIR]   (env: RANKS STEPS BATCH REPEATS STALL_TIMEOUT;
+# STALL_TIMEOUT, default 5, sets the heartbeat's period: a fifth of it, between 0.2 and 2 s)
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 dtrain=${DTRAIN:-$build/dtrain}
@@ -13,6 +14,7 @@ ranks=${RANKS:-2}
 steps=${STEPS:-60}
 batch=${BATCH:-64}
 repeats=${REPEATS:-3}
+stall_timeout=${STALL_TIMEOUT:-5}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -20,7 +22,7 @@ run() {
   local mode=$1 job=$2 off=1
   [[ $mode == off ]] && off=0
   DTRAIN_HEARTBEAT=$off MASTER_PORT=$((20000 + RANDOM % 20000)) NPROC_PER_NODE=$ranks \
-    "$dtrain" launch --quiet --log-dir "$work/logs" --job "$job" --stall-timeout 5 \
+    "$dtrain" launch --quiet --log-dir "$work/logs" --job "$job" --stall-timeout "$stall_timeout" \
     -x DTRAIN_HEARTBEAT -- \
     "$clip" train --dataset-type synthetic --max-steps "$steps" \
     --batch-size "$batch" --train-num-samples $((steps * batch * ranks)) >/dev/null 2>&1
