@@ -7,6 +7,7 @@
 # Usage: bench/heartbeat_cost.sh [BUILD_DIR]   (env: RANKS STEPS BATCH REPEATS STALL_TIMEOUT;
 # STALL_TIMEOUT, default 5, sets the heartbeat's period: a fifth of it, between 0.2 and 2 s)
 set -euo pipefail
+source "$(dirname "$0")/off_on_runs.sh"
 build=$(cd "${1:-build}" && pwd)
 dtrain=${DTRAIN:-$build/dtrain}
 clip=${DTRAIN_CLIP:-$build/dtrain-clip}
@@ -26,23 +27,9 @@ run() {
     -x DTRAIN_HEARTBEAT -- \
     "$clip" train --dataset-type synthetic --max-steps "$steps" \
     --batch-size "$batch" --train-num-samples $((steps * batch * ranks)) >/dev/null 2>&1
-  sed -n 's/.*done: \([0-9]*\) steps, .* \([0-9.]*\) s training.*/\1 \2/p' \
-    "$work/logs/$job/rank-0.log" | awk '{ printf "%.3f\n", $2 * 1000 / $1 }'
+  clip_ms_per_step "$work/logs/$job/rank-0.log" 3
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-
-echo "dtrain-clip, $ranks ranks, $steps steps of batch $batch per rank, synthetic data;" \
-     "runs alternate off/on, $repeats each"
-: > "$work/off" && : > "$work/on"
-for i in $(seq 1 "$repeats"); do
-  for mode in off on; do
-    ms=$(run "$mode" "$mode-$i")
-    echo "  run $i, heartbeat $mode: $ms ms/step"
-    echo "$ms" >> "$work/$mode"
-  done
-done
-off=$(median < "$work/off")
-on=$(median < "$work/on")
+alternate_off_on heartbeat
 echo "median ms/step: without heartbeat $off, with heartbeat $on;" \
      "ratio $(echo "scale=4; $on / $off" | bc) ($(echo "scale=2; 100 * ($on - $off) / $off" | bc) %)"

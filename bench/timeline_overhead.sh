@@ -6,6 +6,7 @@
 # Usage: bench/timeline_overhead.sh [BUILD_DIR]   (env: RANKS STEPS BATCH REPEATS; DTRAIN and
 # DTRAIN_CLIP pick other binaries than BUILD_DIR's)
 set -euo pipefail
+source "$(dirname "$0")/off_on_runs.sh"
 build=$(cd "${1:-build}" && pwd)
 dtrain=${DTRAIN:-$build/dtrain}
 clip=${DTRAIN_CLIP:-$build/dtrain-clip}
@@ -25,24 +26,10 @@ run() {
     "$dtrain" launch --quiet --log-dir "$work/logs" --job "$job" "${flags[@]}" -- \
     "$clip" train --dataset-type synthetic --max-steps "$steps" "${flags[@]}" \
     --batch-size "$batch" --train-num-samples $((steps * batch * ranks)) >/dev/null 2>&1
-  sed -n 's/.*done: \([0-9]*\) steps, .* \([0-9.]*\) s training.*/\1 \2/p' \
-    "$work/logs/$job/rank-0.log" | awk '{ printf "%.2f\n", $2 * 1000 / $1 }'
+  clip_ms_per_step "$work/logs/$job/rank-0.log" 2
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-
-echo "dtrain-clip, $ranks ranks, $steps steps of batch $batch per rank, synthetic data;" \
-     "runs alternate off/on, $repeats each"
-: > "$work/off" && : > "$work/on"
-for i in $(seq 1 "$repeats"); do
-  for mode in off on; do
-    ms=$(run "$mode" "$mode-$i")
-    echo "  run $i, timeline $mode: $ms ms/step"
-    echo "$ms" >> "$work/$mode"
-  done
-done
-off=$(median < "$work/off")
-on=$(median < "$work/on")
+alternate_off_on timeline
 echo "median ms/step: without timeline $off, with timeline $on;" \
      "overhead $(echo "scale=2; 100 * ($on - $off) / $off" | bc) %"
 trace="$work/logs/on-$repeats/timeline/rank-0.json"

@@ -1,0 +1,30 @@
+# Sourced (not run) by the benches that time dtrain-clip with a feature off and on, alternated so
+# both see the same machine: heartbeat_cost.sh, timeline_overhead.sh. They define `run MODE JOB`
+# (MODE off or on; prints ms per step) and set $work, $repeats, $ranks, $steps and $batch.
+
+# ms per step from a rank log's "done: N steps, ..., T s training" line, DECIMALS digits.
+clip_ms_per_step() {
+  sed -n 's/.*done: \([0-9]*\) steps, .* \([0-9.]*\) s training.*/\1 \2/p' "$1" |
+    awk -v d="$2" '{ printf "%.*f\n", d, $2 * 1000 / $1 }'
+}
+
+# The median of the numbers on stdin (the mean of the middle two for an even count).
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# Runs off and on $repeats times each, alternating; prints each run as "run I, WHAT MODE: X
+# ms/step" and sets $off and $on to the medians.
+alternate_off_on() {
+  local what=$1 i mode ms
+  echo "dtrain-clip, $ranks ranks, $steps steps of batch $batch per rank, synthetic data;" \
+       "runs alternate off/on, $repeats each"
+  : > "$work/off" && : > "$work/on"
+  for i in $(seq 1 "$repeats"); do
+    for mode in off on; do
+      ms=$(run "$mode" "$mode-$i")
+      echo "  run $i, $what $mode: $ms ms/step"
+      echo "$ms" >> "$work/$mode"
+    done
+  done
+  off=$(median < "$work/off")
+  on=$(median < "$work/on")
+}
