@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/support/dtrain_process.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
@@ -208,16 +208,12 @@ TEST(SshLaunch, KillingDtrainLeavesNoProcessOnAnyNode) {
   SshTestCluster cluster("dl-kill", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string logs = cluster.dir() + "/logs";
-  const pid_t dtrain = fork();
-  if (dtrain == 0) {
-    const std::string cluster_file = cluster.cluster_file();
-    execl(kDtrain.c_str(), "dtrain", "launch", "-q", "-c", cluster_file.c_str(), "--log-dir",
-          logs.c_str(), "--", "sleep", "300", nullptr);
-    _exit(127);
-  }
+  testing::DtrainProcess dtrain(
+      {"launch", "-q", "-c", cluster.cluster_file(), "--log-dir", logs, "--", "sleep", "300"},
+      cluster.dir());
   ASSERT_TRUE(cluster.WaitForCommandOnNodes(3, "sleep 300", 10)) << "the job never started";
-  kill(dtrain, SIGKILL);
-  waitpid(dtrain, nullptr, 0);
+  dtrain.Signal(SIGKILL);
+  dtrain.Wait();
   EXPECT_EQ(cluster.LeftoverProcesses(3, 3), "");
 }
 
@@ -227,17 +223,13 @@ TEST(SshLaunch, ADroppedConnectionKillsAfterTheGracePeriod) {
   SshTestCluster cluster("dl-grace", 1, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string logs = cluster.dir() + "/logs";
-  const pid_t dtrain = fork();
-  if (dtrain == 0) {
-    const std::string cluster_file = cluster.cluster_file();
-    execl(kDtrain.c_str(), "dtrain", "launch", "-q", "-c", cluster_file.c_str(), "--log-dir",
-          logs.c_str(), "--grace-period", "1", "--", "sh", "-c", "trap '' TERM; sleep 300",
-          nullptr);
-    _exit(127);
-  }
+  testing::DtrainProcess dtrain({"launch", "-q", "-c", cluster.cluster_file(), "--log-dir", logs,
+                                 "--grace-period", "1", "--", "sh", "-c",
+                                 "trap '' TERM; sleep 300"},
+                                cluster.dir());
   ASSERT_TRUE(cluster.WaitForCommandOnNodes(1, "sleep 300", 10)) << "the job never started";
-  kill(dtrain, SIGKILL);
-  waitpid(dtrain, nullptr, 0);
+  dtrain.Signal(SIGKILL);
+  dtrain.Wait();
   const auto killed = std::chrono::steady_clock::now();
   EXPECT_EQ(cluster.LeftoverProcesses(1, 10), "");
   const double seconds =
@@ -268,19 +260,15 @@ TEST(SshLaunch, CtrlCWhileANodeIsStillConnectingStopsAtOnce) {
   std::ofstream(file) << ReadText(cluster.cluster_file())
                       << "  - {host: ghost, address: 10.231.0.250}\n";  // 5 s to time out
   const std::string logs = cluster.dir() + "/logs";
-  const pid_t dtrain = fork();
-  if (dtrain == 0) {
-    execl(kDtrain.c_str(), "dtrain", "launch", "-q", "-c", file.c_str(), "--log-dir", logs.c_str(),
-          "--", "sleep", "300", nullptr);
-    _exit(127);
-  }
+  testing::DtrainProcess dtrain(
+      {"launch", "-q", "-c", file, "--log-dir", logs, "--", "sleep", "300"}, cluster.dir());
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   const auto start = Clock::now();
-  kill(dtrain, SIGINT);
-  int status = 0;
-  waitpid(dtrain, &status, 0);
+  dtrain.Signal(SIGINT);
+  ASSERT_GE(dtrain.Wait(), 0);
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.5);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT) << status;
+  EXPECT_EQ(dtrain.exit_status().signal, 0) << dtrain.err();  // it exited, not killed
+  EXPECT_EQ(dtrain.exit_status().code, 128 + SIGINT) << dtrain.err();
   EXPECT_EQ(cluster.LeftoverProcesses(1, 3), "");
 }
 

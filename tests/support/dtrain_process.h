@@ -64,6 +64,7 @@ class DtrainProcess {
     return status_;
   }
   double seconds() const { return seconds_; }
+  const ExitStatus& exit_status() const { return process_.status(); }  // once Wait() returned
   std::string out() const { return ReadFile(out_path_); }
   std::string err() const { return ReadFile(err_path_); }
 
