@@ -102,6 +102,60 @@ bool YesNo(const std::string& value, const std::string& where) {
   throw Error(fmt::format("{}: expected yes or no, got '{}'", where, value));
 }
 
+// What ssh_config(5)'s % tokens stand for.
+struct PercentTokens {
+  std::string host;           // %h
+  std::string original_host;  // %n: the name as written
+  int port = 22;              // %p
+  std::string remote_user;    // %r; "" = the local user
+};
+
+// Expands %h %n %p %r %u (the local user) %l (this machine's name) %d (home) and %%. A token it
+// does not know is kept as written and, when `unknown` is given, reported there.
+std::string ExpandPercentTokens(const std::string& text, const PercentTokens& tokens,
+                                char* unknown = nullptr) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%' || i + 1 == text.size()) {
+      out += text[i];
+      continue;
+    }
+    char local_host[256] = {};
+    switch (const char token = text[++i]) {
+      case 'h':
+        out += tokens.host;
+        break;
+      case 'n':
+        out += tokens.original_host;
+        break;
+      case 'p':
+        out += std::to_string(tokens.port);
+        break;
+      case 'r':
+        out += tokens.remote_user.empty() ? LocalUser() : tokens.remote_user;
+        break;
+      case 'u':
+        out += LocalUser();
+        break;
+      case 'l':
+        ::gethostname(local_host, sizeof local_host - 1);
+        out += local_host;
+        break;
+      case 'd':
+        out += ExpandHome("~");
+        break;
+      case '%':
+        out += '%';
+        break;
+      default:
+        out += '%';
+        out += token;
+        if (unknown && !*unknown) *unknown = token;
+    }
+  }
+  return out;
+}
+
 class ConfigReader {
  public:
   ConfigReader(std::string host, std::string user, SshHostSettings& out)
@@ -147,7 +201,7 @@ class ConfigReader {
         }
         const std::string& list = words[++i];
         if (criterion == "host") {
-          holds = PatternListMatches(list, out_.hostname ? HostNameSoFar() : host_);
+          holds = PatternListMatches(list, TokensSoFar().host);
         } else if (criterion == "originalhost") {
           holds = PatternListMatches(list, host_);
         } else if (criterion == "user") {
@@ -167,29 +221,13 @@ class ConfigReader {
   // Match exec: `command` with %h %n %p %r %u %l %% expanded, run by /bin/sh with stdin and
   // stdout on /dev/null (its stderr is dtrain's), as ssh runs it; at most 10 s.
   bool ExecSucceeds(const std::string& command, const std::string& where) {
-    std::string expanded;
-    for (size_t i = 0; i < command.size(); ++i) {
-      if (command[i] != '%' || i + 1 == command.size()) {
-        expanded += command[i];
-        continue;
-      }
-      const char token = command[++i];
-      char local_host[256] = {};
-      switch (token) {
-        case 'h': expanded += out_.hostname ? HostNameSoFar() : host_; break;
-        case 'n': expanded += host_; break;
-        case 'p': expanded += std::to_string(out_.port.value_or(22)); break;
-        case 'r': expanded += !user_.empty() ? user_ : out_.user.value_or(LocalUser()); break;
-        case 'u': expanded += LocalUser(); break;
-        case 'l':
-          ::gethostname(local_host, sizeof local_host - 1);
-          expanded += local_host;
-          break;
-        case '%': expanded += '%'; break;
-        default:
-          throw Error(fmt::format("{}: Match exec: unknown token %{} (dtrain expands %h %n %p %r "
-                                  "%u %l %%)", where, token));
-      }
+    char unknown = 0;
+    const std::string expanded = ExpandPercentTokens(command, TokensSoFar(), &unknown);
+    if (unknown) {
+      throw Error(
+          fmt::format("{}: Match exec: unknown token %{} (dtrain expands %h %n %p %r "
+                      "%u %l %d %%)",
+                      where, unknown));
     }
     SubprocessOptions options;
     options.argv = {"/bin/sh", "-c", expanded};
@@ -211,19 +249,15 @@ class ConfigReader {
     return child.status().ok();
   }
 
-  // HostName with %h (the name) and %% expanded, as Match host sees it.
-  std::string HostNameSoFar() const {
-    std::string out;
-    const std::string& h = *out_.hostname;
-    for (size_t i = 0; i < h.size(); ++i) {
-      if (h[i] == '%' && i + 1 < h.size() && (h[i + 1] == 'h' || h[i + 1] == '%')) {
-        out += h[i + 1] == 'h' ? host_ : "%";
-        ++i;
-      } else {
-        out += h[i];
-      }
-    }
-    return out;
+  // The tokens as they stand at this line: %h is the HostName given so far (else the name).
+  PercentTokens TokensSoFar() const {
+    PercentTokens tokens;
+    tokens.original_host = host_;
+    tokens.host = host_;
+    tokens.port = out_.port.value_or(22);
+    tokens.remote_user = !user_.empty() ? user_ : out_.user.value_or("");
+    if (out_.hostname) tokens.host = ExpandPercentTokens(*out_.hostname, tokens);
+    return tokens;
   }
 
   void ReadLine(const std::string& line, const std::string& where, int depth) {
@@ -300,43 +334,11 @@ class ConfigReader {
   bool active_ = true;
 };
 
-// %h (the host name), %p, %r, %u, %d, %% in HostName, IdentityFile and UserKnownHostsFile.
+// The tokens in HostName, IdentityFile and UserKnownHostsFile (%h is the name as written).
 std::string ExpandTokens(const std::string& text, const SshTarget& target,
                          const std::string& original_host) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%' || i + 1 == text.size()) {
-      out += text[i];
-      continue;
-    }
-    switch (text[++i]) {
-      case 'h':
-        out += original_host;
-        break;
-      case 'n':
-        out += original_host;
-        break;
-      case 'p':
-        out += std::to_string(target.port);
-        break;
-      case 'r':
-        out += target.user.empty() ? LocalUser() : target.user;
-        break;
-      case 'u':
-        out += LocalUser();
-        break;
-      case 'd':
-        out += ExpandHome("~");
-        break;
-      case '%':
-        out += '%';
-        break;
-      default:
-        out += '%';
-        out += text[i];
-    }
-  }
-  return ExpandHome(out);
+  return ExpandHome(
+      ExpandPercentTokens(text, {original_host, original_host, target.port, target.user}));
 }
 
 // One ProxyJump entry: [user@]host[:port] or ssh://[user@]host[:port].
