@@ -173,9 +173,11 @@ TEST(TarStream, GnuTarReadsItBack) {
   for (size_t i = 0; i < big.size(); i += 997) big[i] = static_cast<char>(i);
   std::ofstream(dir + "/big", std::ios::binary) << big;
   auto hashes = std::make_shared<ContentHashes>();
-  TarStream stream({{"a/small", dir + "/small", "", 6, 1700000000, 0644},
-                    {long_name, dir + "/big", "", big.size(), 1700000001, 0755}},
-                   hashes, [] { return std::vector<TarEntry>{{"last", "", "end", 3, 1, 0644}}; });
+  TarStream stream({{"a/small", dir + "/small", "", 6, 1700000000, 0644, ""},
+                    {long_name, dir + "/big", "", big.size(), 1700000001, 0755, ""}},
+                   hashes, [] {
+                     return std::vector<TarEntry>{{"last", "", "end", 3, 1, 0644, ""}};
+                   });
   std::string archive;
   while (stream.Next(archive, 4096)) {
   }
