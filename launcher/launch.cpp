@@ -107,25 +107,29 @@ void ReportStallStop(const RankPlan& plan, const JobOutcome& outcome, const std:
                stall.summary.c_str(), job.c_str(), who.c_str());
 }
 
-// Metrics ranks wrote on nodes without shared storage come back into the job folder; files
-// already here and complete (shared storage) are left as they are.
-void FetchMetrics(const std::string& job_dir, const ClusterSpec& spec) {
+// Metrics and PyTorch traces ranks wrote on nodes without shared storage come back into the job
+// folder; files already here and complete (shared storage) are left as they are.
+void FetchNodeResults(const std::string& job_dir, const ClusterSpec& spec) {
+  auto warn = [](const TraceFetchReport& report) {
+    for (const std::string& w : report.warnings)
+      std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
+  };
   try {
-    const TraceFetchReport fetched =
-        FetchRemoteMetrics(job_dir, ReadJobSummary(job_dir), spec.source, &spec.ssh);
+    const JobSummary job = ReadJobSummary(job_dir);
+    const TraceFetchReport fetched = FetchRemoteMetrics(job_dir, job, spec.source, &spec.ssh);
     if (!fetched.fetched.empty()) {
       std::fprintf(stderr,
                    "dtrain: metrics of %zu rank(s) fetched from their nodes into %s/metrics\n",
                    fetched.fetched.size(), job_dir.c_str());
     }
-    for (const std::string& w : fetched.warnings) std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
-    const TraceFetchReport traces = FetchRemoteProfilerTraces(
-        job_dir, ReadJobSummary(job_dir), spec.source, &spec.ssh, fetched.unreachable);
-    if (!traces.fetched.empty())
+    warn(fetched);
+    const TraceFetchReport traces =
+        FetchRemoteProfilerTraces(job_dir, job, spec.source, &spec.ssh, fetched.unreachable);
+    if (!traces.fetched.empty()) {
       std::fprintf(stderr, "dtrain: %zu PyTorch profiler trace(s) fetched from the nodes\n",
                    traces.fetched.size());
-    for (const std::string& w : traces.warnings)
-      std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
+    }
+    warn(traces);
   } catch (const Error& e) {
     std::fprintf(stderr, "dtrain: warning: metrics or traces not fetched: %s\n", e.what());
   }
@@ -427,7 +431,7 @@ int RunLaunch(const LaunchOptions& options) {
     }
     if (!EndAttempt(job, outcome, attempt, log_start)) break;
   }
-  if (spec.transport == TransportKind::kSsh) FetchMetrics(folder.job_dir, spec);
+  if (spec.transport == TransportKind::kSsh) FetchNodeResults(folder.job_dir, spec);
   return record.exit_code;
 }
 
