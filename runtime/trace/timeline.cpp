@@ -46,9 +46,13 @@ struct Record {
   int64_t ts_us;
 };
 
-// A metadata record ("ph": "M") of the Chrome trace format.
+// A metadata record ("ph": "M") of the Chrome trace format; `args_body`: its args, no braces.
+std::string MetadataRecord(const char* name, int pid, const std::string& args_body) {
+  return "{" + JsonObject().Add("name", name).Add("ph", "M").Add("pid", pid).Body() +
+         ",\"args\":{" + args_body + "}}";
+}
 std::string MetadataRecord(const char* name, int pid, const JsonObject& args) {
-  return JsonObject().Add("name", name).Add("ph", "M").Add("pid", pid).Add("args", args).ToJson();
+  return MetadataRecord(name, pid, args.Body());
 }
 
 int64_t EpochMicros() {
@@ -135,9 +139,7 @@ struct Timeline::Impl {
 
   void Format(std::string& out, const Record& r) {
     if (r.kind == RecordKind::kClockOffset) {
-      out += ",\n{\"name\":";
-      AppendJsonString(out, trace::kClockOffset);
-      out += ",\"ph\":\"M\",\"pid\":0,\"args\":{" + r.args + "}}";
+      out += ",\n" + MetadataRecord(r.name, 0, r.args);
       return;
     }
     if (r.kind == RecordKind::kInstant && r.track.empty()) {
