@@ -427,6 +427,9 @@ class SshTransport : public Transport {
 
   bool Poll(int timeout_ms, TransportEvents& events) override {
     if (running_ == 0) return false;
+    // First what needs no waiting: stdin that the last events made ready (a sync's archive once
+    // its listing was read, the next clock ping once the last one was answered).
+    for (auto& link : links_) link->Advance();
     if (queue_.empty()) {
       Wait(timeout_ms);
       for (auto& link : links_) link->Advance();

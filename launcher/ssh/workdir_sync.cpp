@@ -1,6 +1,6 @@
-// SyncWorkdir reads top to bottom: scan here (ignore rules applied), list every node (one ssh
-// process each, all at once), decide per node what moves, stream the archives (all at once),
-// report. Shared storage is found with a probe file: a uniquely named file created here in the
+// SyncWorkdir reads top to bottom: scan here (ignore rules applied), start one ssh process per
+// node (all at once) that lists the node's files and then receives; as each listing arrives,
+// decide what moves to that node and stream its archive on the same channel; report. Shared storage is found with a probe file: a uniquely named file created here in the
 // source folder; a node that sees it in its destination shares the folder and is skipped.
 #include "launcher/ssh/workdir_sync.h"
 
@@ -33,23 +33,32 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kManifest = ".dtrain-sync-manifest";
 constexpr const char* kDeleteList = ".dtrain-sync-delete";
 
-// $1 destination, $2 probe file name. Prints "new" (no such folder), "shared" (the probe is
-// there), or "have" then NUL-terminated "size mtime path" records, an empty record, and the
-// manifest.
-constexpr const char* kListScript = R"sh(cd -- "$1" 2>/dev/null || { echo new; exit 0; }
-if [ -e "$2" ]; then echo shared; exit 0; fi
+// Everything a sync does on a node, over one connection: list, then receive. $1 destination,
+// $2 probe file name, $3 staging folder name.
+//
+// The listing on stdout: "new" (no such folder), "shared" (the probe is there), or "have", the
+// NUL-terminated "size mtime path" records, an empty record, the manifest's length on a line of
+// its own and the manifest. Then one line on stdin says what follows: "send" and a tar archive,
+// or nothing at all (EOF) when the node is in sync.
+//
+// A destination that does not exist yet is unpacked beside it and renamed into place whole (one
+// rename: nobody sees a part of it). Into an existing one, files land in the staging folder
+// first and are renamed into place (one mv per folder, not per file: a process per file costs
+// more than the copy); the manifest goes last.
+constexpr const char* kSyncScript = R"sh(dest=$1 probe=$2 stage=$3
+(
+if ! cd -- "$dest" 2>/dev/null; then echo new; exit 0; fi
+if [ -e "$probe" ]; then echo shared; exit 0; fi
 echo have
 find . -name '.dtrain-sync*' -prune -o \( -type f -o -type l \) -printf '%s %T@ %P\0' || exit 4
 printf '\0'
-cat .dtrain-sync-manifest 2>/dev/null
-exit 0)sh";
-
-// $1 destination, $2 staging folder name. stdin: the tar archive. A destination that does not
-// exist yet is unpacked beside it and renamed into place whole (one rename: nobody sees a part of
-// it). Into an existing one, files land in the staging folder first and are renamed into place
-// (one mv per folder, not per file: a process per file costs more than the copy); the manifest
-// goes last.
-constexpr const char* kReceiveScript = R"sh(dest=$1 stage=$2
+m=0
+if [ -f .dtrain-sync-manifest ]; then m=$(wc -c <.dtrain-sync-manifest) || m=0; fi
+echo $((m))
+if [ $((m)) -gt 0 ]; then head -c $((m)) .dtrain-sync-manifest; fi
+) || exit $?
+IFS= read -r go || exit 0
+[ "$go" = send ] || exit 0
 while [ "$dest" != / ] && [ "${dest%/}" != "$dest" ]; do dest=${dest%/}; done
 if [ ! -e "$dest" ]; then
   mkdir -p -- "$(dirname -- "$dest")" || { echo "cannot create the folder of $dest" >&2; exit 3; }
@@ -145,17 +154,6 @@ void Scan(const std::string& root, const std::string& relative, const std::strin
   }
 }
 
-// Collects each process's stdout and end.
-class Outputs : public TransportEvents {
- public:
-  void OnOutput(int id, OutputStream stream, std::string_view bytes) override {
-    (stream == OutputStream::kStdout ? out[id] : err[id]).append(bytes);
-  }
-  void OnExit(int id, const ExitStatus& status) override { exits[id] = status; }
-  std::map<int, std::string> out, err;
-  std::map<int, ExitStatus> exits;
-};
-
 // What a node holds: its files and the manifest the last sync left.
 struct NodeState {
   std::string kind;  // new, shared, have
@@ -175,16 +173,44 @@ std::vector<std::string> SplitNul(const std::string& text, size_t from, size_t t
   return parts;
 }
 
-// "size mtime path" (mtime may have a fraction) and "hash size mtime path" records.
-NodeState ParseListing(const std::string& out) {
-  NodeState state;
+// Where a node's listing (kSyncScript) is in its stdout so far.
+struct ListingParts {
+  size_t kind_end = 0;      // the first line's newline
+  size_t files_end = 0;     // the empty record ending the file records
+  size_t manifest_at = 0;   // the manifest's first byte
+  size_t end = 0;           // one past the listing's last byte; 0 while it is not all there
+};
+
+ListingParts FindListing(const std::string& out) {
+  ListingParts parts;
   const size_t eol = out.find('\n');
-  state.kind = out.substr(0, eol);
+  if (eol == std::string::npos) return parts;
+  parts.kind_end = eol;
+  if (out.compare(0, eol, "have") != 0) {
+    parts.end = eol + 1;
+    return parts;
+  }
+  if (out.size() > eol + 1 && out[eol + 1] == '\0') {
+    parts.files_end = eol + 1;  // no files at all
+  } else {
+    const size_t pair = out.find(std::string("\0\0", 2), eol + 1);
+    if (pair == std::string::npos) return parts;
+    parts.files_end = pair + 1;
+  }
+  const size_t length_eol = out.find('\n', parts.files_end + 1);
+  if (length_eol == std::string::npos) return parts;
+  const uint64_t length = std::strtoull(out.c_str() + parts.files_end + 1, nullptr, 10);
+  parts.manifest_at = length_eol + 1;
+  if (out.size() >= parts.manifest_at + length) parts.end = parts.manifest_at + length;
+  return parts;
+}
+
+// "size mtime path" (mtime may have a fraction) and "hash size mtime path" records.
+NodeState ParseListing(const std::string& out, const ListingParts& parts) {
+  NodeState state;
+  state.kind = out.substr(0, parts.kind_end);
   if (state.kind != "have") return state;
-  const size_t end = out.find(std::string("\0\0", 2), eol);
-  size_t files_end = end == std::string::npos ? out.size() : end + 1;
-  if (out.size() > eol + 1 && out[eol + 1] == '\0') files_end = eol + 1;  // no files at all
-  for (const std::string& record : SplitNul(out, eol + 1, files_end)) {
+  for (const std::string& record : SplitNul(out, parts.kind_end + 1, parts.files_end)) {
     char* rest = nullptr;
     RemoteFile f;
     f.size = std::strtoull(record.c_str(), &rest, 10);
@@ -192,7 +218,7 @@ NodeState ParseListing(const std::string& out) {
     const size_t path_at = record.find(' ', record.find(' ') + 1);
     if (path_at != std::string::npos) state.files[record.substr(path_at + 1)] = f;
   }
-  for (const std::string& record : SplitNul(out, std::min(out.size(), files_end + 1), out.size())) {
+  for (const std::string& record : SplitNul(out, parts.manifest_at, parts.end)) {
     char hash[65] = {};
     unsigned long long size = 0;
     long long mtime = 0;
@@ -224,6 +250,198 @@ class ProbeFile {
   std::string name_, path_;
 };
 
+// What a node's sync script reads once it has listed: nothing until this machine has decided,
+// then "send" and the archive, or EOF at once when the node is in sync.
+class NodeFeed : public StdinSource {
+ public:
+  void Send(std::shared_ptr<TarStream> archive) {
+    archive_ = std::move(archive);
+    pending_ = "send\n";
+    decided_ = true;
+  }
+  void Skip() { decided_ = true; }
+  bool Next(std::string& out, size_t max) override {
+    if (!decided_) return true;  // still listing: nothing yet, and no EOF
+    if (!pending_.empty()) {
+      out += pending_;
+      pending_.clear();
+      return true;
+    }
+    return archive_ && archive_->Next(out, max);
+  }
+  const TarStream* archive() const { return archive_.get(); }
+
+ private:
+  bool decided_ = false;
+  std::string pending_;
+  std::shared_ptr<TarStream> archive_;
+};
+
+// Decides, per node, what moves: files whose size or mtime differ there and whose content hash
+// differs too, and the deletions (files an earlier sync put there that are gone here).
+class SyncPlanner {
+ public:
+  explicit SyncPlanner(std::vector<LocalFile> local)
+      : local_(std::make_shared<const std::vector<LocalFile>>(std::move(local))) {
+    for (const LocalFile& f : *local_) paths_.insert(f.path);
+  }
+
+  // The archive for a node that holds `state`, counted into `result`; nullptr when in sync.
+  std::shared_ptr<TarStream> Plan(const NodeState& state, NodeSyncResult& result) {
+    std::vector<TarEntry> entries;
+    std::map<std::string, ManifestEntry> kept;  // unchanged files: what the node has
+    for (const LocalFile& f : *local_) {
+      auto there = state.files.find(f.path);
+      if (there != state.files.end()) {
+        const RemoteFile& r = there->second;
+        auto known = state.manifest.find(f.path);
+        const bool same_stat = r.size == f.size && r.mtime == f.mtime;
+        const bool known_content = known != state.manifest.end() && known->second.size == r.size &&
+                                   known->second.mtime == r.mtime;
+        if (same_stat) {
+          kept[f.path] = {known_content ? known->second.hash : "-", r.size, r.mtime};
+          ++result.files_unchanged;
+          continue;
+        }
+        if (known_content && r.size == f.size && known->second.hash == HashOf(f)) {
+          kept[f.path] = known->second;  // touched here, same bytes: nothing to send
+          ++result.files_unchanged;
+          continue;
+        }
+      }
+      entries.push_back({f.path, f.link_target.empty() ? f.full : "", "",
+                         f.link_target.empty() ? f.size : 0, f.mtime, f.mode, f.link_target});
+      ++result.files_sent;
+      if (f.link_target.empty()) result.bytes_sent += f.size;
+    }
+    std::string deletions;
+    for (const auto& [path, entry] : state.manifest) {
+      if (!paths_.count(path) && state.files.count(path)) {
+        deletions += path + '\0';
+        ++result.files_deleted;
+      }
+    }
+    if (entries.empty() && deletions.empty()) return nullptr;
+    // The manifest goes last: it needs the hashes computed while streaming.
+    auto finish = [local = local_, kept, deletions, hashes = hashes_]() {
+      std::string manifest;
+      for (const LocalFile& f : *local) {
+        auto k = kept.find(f.path);
+        if (k != kept.end()) {
+          manifest +=
+              fmt::format("{} {} {} {}", k->second.hash, k->second.size, k->second.mtime, f.path) +
+              '\0';
+        } else {
+          auto h = hashes->find(f.path);
+          const std::string hash = h != hashes->end() && !h->second.empty() ? h->second : "-";
+          manifest += fmt::format("{} {} {} {}", hash, f.size, f.mtime, f.path) + '\0';
+        }
+      }
+      const int64_t now = static_cast<int64_t>(::time(nullptr));
+      std::vector<TarEntry> out;
+      if (!deletions.empty())
+        out.push_back({kDeleteList, "", deletions, deletions.size(), now, 0644, ""});
+      out.push_back({kManifest, "", manifest, manifest.size(), now, 0644, ""});
+      return out;
+    };
+    return std::make_shared<TarStream>(std::move(entries), hashes_, finish);
+  }
+
+ private:
+  const std::string& HashOf(const LocalFile& f) {
+    auto it = hashes_->find(f.path);
+    if (it == hashes_->end()) {
+      it = hashes_->emplace(f.path, f.link_target.empty() ? FileSha256(f.full) : "").first;
+    }
+    return it->second;
+  }
+
+  std::shared_ptr<const std::vector<LocalFile>> local_;  // shared with the archives' manifests
+  std::set<std::string> paths_;
+  std::shared_ptr<ContentHashes> hashes_ = std::make_shared<ContentHashes>();
+};
+
+// One sync process per node: its listing is read as it arrives, and the moment it is all there
+// the node's archive is planned and starts flowing on the same channel.
+class NodeSyncs : public TransportEvents {
+ public:
+  NodeSyncs(SyncPlanner& planner, SyncReport& report) : planner_(planner), report_(report) {}
+
+  std::shared_ptr<NodeFeed> Feed(int node) {
+    return feeds_.emplace(node, std::make_shared<NodeFeed>()).first->second;
+  }
+
+  void OnOutput(int id, OutputStream stream, std::string_view bytes) override {
+    if (stream == OutputStream::kStderr) {
+      err_[id].append(bytes);
+      return;
+    }
+    if (listed_.count(id)) return;  // the receiving side prints nothing on stdout
+    std::string& out = out_[id];
+    out.append(bytes);
+    const ListingParts parts = FindListing(out);
+    if (parts.end == 0) return;
+    listed_.insert(id);
+    NodeSyncResult& result = report_.nodes[id];
+    const NodeState state = ParseListing(out, parts);
+    out.clear();
+    NodeFeed& feed = *feeds_.at(id);
+    if (state.kind == "shared") {
+      result.shared = true;
+      return feed.Skip();
+    }
+    std::shared_ptr<TarStream> archive = planner_.Plan(state, result);
+    if (!archive) return feed.Skip();
+    to_send_ += result.bytes_sent;
+    feed.Send(std::move(archive));
+  }
+
+  void OnExit(int id, const ExitStatus& status) override {
+    NodeSyncResult& result = report_.nodes[id];
+    result.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    ++ended_;
+    std::string said = err_[id];
+    while (!said.empty() && said.back() == '\n') said.pop_back();
+    const TarStream* archive = feeds_.at(id)->archive();
+    if (!status.ok()) {
+      result.error = !status.error.empty() ? status.error
+                     : !listed_.count(id)
+                         ? fmt::format("listing {} failed ({}): {}", report_.destination,
+                                       status.Describe(), said)
+                         : fmt::format("writing into {} failed ({}){}{}", report_.destination,
+                                       status.Describe(), said.empty() ? "" : ": ", said);
+    } else if (!listed_.count(id)) {
+      result.error = fmt::format("listing {} ended early: the node's shell printed {}",
+                                 report_.destination,
+                                 out_[id].empty() ? "nothing" : "an incomplete listing");
+    } else if (archive && !archive->read_error().empty()) {
+      result.error = fmt::format(
+          "cannot read {} here; it was sent as zeros and goes again next sync",
+          archive->read_error());
+    }
+  }
+
+  int ended() const { return ended_; }
+  uint64_t to_send() const { return to_send_; }
+  uint64_t given() const {
+    uint64_t bytes = 0;
+    for (const auto& [id, feed] : feeds_) {
+      if (feed->archive()) bytes += feed->archive()->bytes_given();
+    }
+    return bytes;
+  }
+
+ private:
+  SyncPlanner& planner_;
+  SyncReport& report_;
+  const Clock::time_point start_ = Clock::now();
+  std::map<int, std::shared_ptr<NodeFeed>> feeds_;
+  std::map<int, std::string> out_, err_;
+  std::set<int> listed_;
+  int ended_ = 0;
+  uint64_t to_send_ = 0;
+};
+
 }  // namespace
 
 bool SyncReport::ok() const {
@@ -248,168 +466,36 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
   std::vector<LocalFile> local;
   Scan(options.source, "", options.exclude, ignore, local);
   report.local_files = static_cast<int>(local.size());
-  std::set<std::string> local_paths;
-  for (const LocalFile& f : local) local_paths.insert(f.path);
   for (const LocalFile& f : local) report.local_bytes += f.size;
+  SyncPlanner planner(std::move(local));
   const ProbeFile probe(options.source);
 
-  // 1. What every node holds.
-  std::vector<ProcessSpec> lists;
+  NodeSyncs syncs(planner, report);
+  std::vector<ProcessSpec> procs;
+  const std::string stage = fmt::format(".dtrain-sync-stage.{}", ::getpid());
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     ProcessSpec p;
     p.id = static_cast<int>(i);
     p.node_index = p.id;
-    p.argv = {"/bin/sh", "-c", kListScript, "dtrain-sync", report.destination, probe.name()};
-    p.cwd = "/";
-    lists.push_back(p);
+    p.argv = {"/bin/sh",    "-c", kSyncScript, "dtrain-sync", report.destination, probe.name(),
+              stage};
+    p.stdin_source = syncs.Feed(p.id);
+    procs.push_back(p);
     NodeSyncResult r;
     r.node = fmt::format("{} ({})", spec.nodes[i].host, spec.nodes[i].address);
     report.nodes.push_back(r);
   }
-  const auto start = Clock::now();
-  Outputs listed;
-  {
-    std::unique_ptr<Transport> transport = MakeSshTransport(spec);
-    transport->Start(lists, listed);
-    while (transport->Poll(1000, listed)) {
-    }
+  std::unique_ptr<Transport> transport = MakeSshTransport(spec);
+  transport->Start(procs, syncs);
+  auto last_draw = Clock::now();
+  while (transport->Poll(200, syncs)) {
+    if (!options.progress || Clock::now() - last_draw < std::chrono::milliseconds(200)) continue;
+    last_draw = Clock::now();
+    std::fprintf(stderr, "\rdtrain: sync: %d of %zu node(s) done, %s of %s   ", syncs.ended(),
+                 procs.size(), Megabytes(std::min(syncs.given(), syncs.to_send())).c_str(),
+                 Megabytes(syncs.to_send()).c_str());
   }
-
-  // 2. What moves where.
-  auto hashes = std::make_shared<ContentHashes>();
-  auto hash_of = [&](const LocalFile& f) -> const std::string& {
-    auto it = hashes->find(f.path);
-    if (it == hashes->end()) {
-      it = hashes->emplace(f.path, f.link_target.empty() ? FileSha256(f.full) : "").first;
-    }
-    return it->second;
-  };
-  std::vector<ProcessSpec> sends;
-  std::map<int, std::shared_ptr<TarStream>> streams;
-  uint64_t total_to_send = 0;
-  for (size_t i = 0; i < spec.nodes.size(); ++i) {
-    NodeSyncResult& result = report.nodes[i];
-    const ExitStatus& status = listed.exits[static_cast<int>(i)];
-    if (!status.ok()) {
-      result.error = !status.error.empty()
-                         ? status.error
-                         : fmt::format("listing {} failed ({}): {}", report.destination,
-                                       status.Describe(), listed.err[static_cast<int>(i)]);
-      continue;
-    }
-    NodeState state = ParseListing(listed.out[static_cast<int>(i)]);
-    if (state.kind == "shared") {
-      result.shared = true;
-      continue;
-    }
-    std::vector<TarEntry> entries;
-    std::map<std::string, ManifestEntry> kept;  // unchanged files: what the node has
-    for (const LocalFile& f : local) {
-      auto there = state.files.find(f.path);
-      if (there != state.files.end()) {
-        const RemoteFile& r = there->second;
-        auto known = state.manifest.find(f.path);
-        const bool same_stat = r.size == f.size && r.mtime == f.mtime;
-        const bool known_content = known != state.manifest.end() && known->second.size == r.size &&
-                                   known->second.mtime == r.mtime;
-        if (same_stat) {
-          kept[f.path] = {known_content ? known->second.hash : "-", r.size, r.mtime};
-          ++result.files_unchanged;
-          continue;
-        }
-        if (known_content && r.size == f.size && known->second.hash == hash_of(f)) {
-          kept[f.path] = known->second;  // touched here, same bytes: nothing to send
-          ++result.files_unchanged;
-          continue;
-        }
-      }
-      entries.push_back({f.path, f.link_target.empty() ? f.full : "", "",
-                         f.link_target.empty() ? f.size : 0, f.mtime, f.mode, f.link_target});
-      ++result.files_sent;
-      if (f.link_target.empty()) result.bytes_sent += f.size;
-    }
-    std::string deletions;
-    for (const auto& [path, entry] : state.manifest) {
-      if (!local_paths.count(path) && state.files.count(path)) {
-        deletions += path + '\0';
-        ++result.files_deleted;
-      }
-    }
-    if (entries.empty() && deletions.empty()) continue;  // already in sync
-    total_to_send += result.bytes_sent;
-    auto finish = [local, kept, deletions, hashes]() {
-      std::string manifest;
-      for (const LocalFile& f : local) {
-        auto k = kept.find(f.path);
-        if (k != kept.end()) {
-          manifest +=
-              fmt::format("{} {} {} {}", k->second.hash, k->second.size, k->second.mtime, f.path) +
-              '\0';
-        } else {
-          auto h = hashes->find(f.path);
-          const std::string hash = h != hashes->end() && !h->second.empty() ? h->second : "-";
-          manifest += fmt::format("{} {} {} {}", hash, f.size, f.mtime, f.path) + '\0';
-        }
-      }
-      const int64_t now = static_cast<int64_t>(::time(nullptr));
-      std::vector<TarEntry> out;
-      if (!deletions.empty())
-        out.push_back({kDeleteList, "", deletions, deletions.size(), now, 0644, ""});
-      out.push_back({kManifest, "", manifest, manifest.size(), now, 0644, ""});
-      return out;
-    };
-    auto stream = std::make_shared<TarStream>(std::move(entries), hashes, finish);
-    streams[static_cast<int>(i)] = stream;
-    ProcessSpec p;
-    p.id = static_cast<int>(i);
-    p.node_index = p.id;
-    p.argv = {"/bin/sh",          "-c",
-              kReceiveScript,     "dtrain-sync",
-              report.destination, fmt::format(".dtrain-sync-stage.{}", ::getpid())};
-    p.stdin_source = stream;
-    sends.push_back(p);
-  }
-
-  // 3. Every archive at once.
-  Outputs sent;
-  if (!sends.empty()) {
-    std::unique_ptr<Transport> transport = MakeSshTransport(spec);
-    transport->Start(sends, sent);
-    auto last_draw = Clock::now();
-    while (transport->Poll(200, sent)) {
-      if (!options.progress || Clock::now() - last_draw < std::chrono::milliseconds(200)) continue;
-      last_draw = Clock::now();
-      uint64_t given = 0;
-      for (const auto& [id, s] : streams) given += s->bytes_given();
-      std::fprintf(stderr, "\rdtrain: sync: %zu of %zu node(s) done, %s of %s   ",
-                   sent.exits.size(), sends.size(),
-                   Megabytes(std::min(given, total_to_send)).c_str(),
-                   Megabytes(total_to_send).c_str());
-    }
-    if (options.progress) std::fputs("\r\033[K", stderr);
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (const ProcessSpec& p : sends) {
-    NodeSyncResult& result = report.nodes[p.id];
-    result.seconds = seconds;
-    const ExitStatus& status = sent.exits[p.id];
-    if (!status.ok()) {
-      std::string said = sent.err[p.id];
-      while (!said.empty() && said.back() == '\n') said.pop_back();
-      result.error = !status.error.empty()
-                         ? status.error
-                         : fmt::format("writing into {} failed ({}){}{}", report.destination,
-                                       status.Describe(), said.empty() ? "" : ": ", said);
-    } else if (!streams[p.id]->read_error().empty()) {
-      result.error = fmt::format(
-          "cannot read {} here; it was sent as zeros and goes again next "
-          "sync",
-          streams[p.id]->read_error());
-    }
-  }
-  for (NodeSyncResult& r : report.nodes) {
-    if (r.seconds == 0) r.seconds = seconds;
-  }
+  if (options.progress) std::fputs("\r\033[K", stderr);
   return report;
 }
 

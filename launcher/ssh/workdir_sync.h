@@ -1,10 +1,11 @@
 // `dtrain sync` and `dtrain launch --sync`: the launch directory mirrored into the workdir of
-// every node that does not already share it, before any rank starts. Per node: one listing
-// (the node's files with size and mtime, and the manifest the last sync left there), then one
-// tar stream of just the files whose size or mtime differ and whose content hash differs too,
-// with the list of files to delete (files an earlier sync put there that are gone here). The
-// node unpacks into a staging folder inside the workdir and renames each file into place, so
-// a rank never sees half a file. All nodes at once, over the ssh transport's connections.
+// every node that does not already share it, before any rank starts. Per node, one process on
+// one connection: it lists the node's files (size and mtime) and the manifest the last sync left
+// there, then receives one tar stream of just the files whose size or mtime differ and whose
+// content hash differs too, with the list of files to delete (files an earlier sync put there
+// that are gone here). The node unpacks into a staging folder inside the workdir and renames
+// each file into place, so a rank never sees half a file. All nodes at once, over the ssh
+// transport.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,7 @@ struct NodeSyncResult {
   uint64_t bytes_sent = 0;    // file contents sent (the archive adds 512-byte headers)
   int files_deleted = 0;
   int files_unchanged = 0;
-  double seconds = 0;
+  double seconds = 0;         // from the start of the sync to this node's end
   std::string error;          // "" when the node is in sync
 };
 
