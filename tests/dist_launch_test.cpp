@@ -49,6 +49,14 @@ TEST(DistLaunch, TwoRanksEndWithIdenticalParameters) {
   EXPECT_EQ(Field(ends["rank-0.jsonl"], "param_hash"), Field(ends["rank-1.jsonl"], "param_hash"));
   EXPECT_FALSE(Field(ends["rank-0.jsonl"], "param_hash").empty());
   EXPECT_EQ(Field(ends["rank-1.jsonl"], "step"), "5");
+  // The heartbeat's own bill (what bench/heartbeat_cost.sh adds up): its writer ran, and the
+  // time in its setters on the step's path was counted.
+  for (const char* rank : {"rank-0.jsonl", "rank-1.jsonl"}) {
+    ASSERT_FALSE(Field(ends[rank], "heartbeat_beats").empty()) << ends[rank];
+    EXPECT_GE(std::stoll(Field(ends[rank], "heartbeat_beats")), 1) << ends[rank];
+    EXPECT_GT(std::stod(Field(ends[rank], "heartbeat_path_ms")), 0) << ends[rank];
+    EXPECT_GE(std::stod(Field(ends[rank], "heartbeat_writer_cpu_ms")), 0) << ends[rank];
+  }
   // Every rank wrote its trace, and --timeline-mark-cycles marked the gradient cycles in it.
   for (const char* rank : {"0", "1"}) {
     std::ifstream trace(dir + "/logs/e2e/timeline/rank-" + rank + ".json");

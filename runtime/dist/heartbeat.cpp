@@ -4,6 +4,7 @@
 #include "runtime/trace/heartbeat_vocabulary.h"
 
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +46,27 @@ std::string Size(int64_t bytes) {
   return text;
 }
 
+int64_t ThreadCpuNanos() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+// Adds the time from its making to its end to a counter: the heartbeat's bill for a setter.
+class PathTimer {
+ public:
+  explicit PathTimer(std::atomic<int64_t>& total) : total_(total), start_(Clock::now()) {}
+  ~PathTimer() {
+    total_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_)
+                         .count(),
+                     std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<int64_t>& total_;
+  Clock::time_point start_;
+};
+
 }  // namespace
 
 Heartbeat::~Heartbeat() {
@@ -75,11 +97,13 @@ void Heartbeat::Stop() {
 }
 
 void Heartbeat::SetStep(int64_t step) {
+  const PathTimer timer(path_ns_);
   std::lock_guard<std::mutex> lock(mu_);
   step_ = step;
 }
 
 void Heartbeat::SetActivity(const char* activity) {
+  const PathTimer timer(path_ns_);
   std::lock_guard<std::mutex> lock(mu_);
   if (activity_ != activity) {
     activity_ = activity;
@@ -89,6 +113,7 @@ void Heartbeat::SetActivity(const char* activity) {
 
 int64_t Heartbeat::EnterCollective(const std::string& set, const std::vector<int>& members,
                                    const char* name, int64_t bytes, const std::string& what) {
+  const PathTimer timer(path_ns_);
   std::lock_guard<std::mutex> lock(mu_);
   auto seq =
       std::find_if(seqs_.begin(), seqs_.end(), [&](const auto& s) { return s.first == set; });
@@ -109,6 +134,7 @@ int64_t Heartbeat::EnterCollective(const std::string& set, const std::vector<int
 }
 
 void Heartbeat::LeaveCollective(const std::string& set, int64_t seq) {
+  const PathTimer timer(path_ns_);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = std::find_if(in_flight_.begin(), in_flight_.end(),
                          [&](const Collective& c) { return c.set == set && c.seq == seq; });
@@ -129,6 +155,8 @@ void Heartbeat::Loop() {
     } catch (const std::exception&) {
       // The store went away (rank 0 ended): the heartbeat is best effort.
     }
+    writer_cpu_ns_.store(ThreadCpuNanos(), std::memory_order_relaxed);
+    beats_.fetch_add(1, std::memory_order_relaxed);
     lock.lock();
     stop_cv_.wait_for(lock, std::chrono::duration<double>(period_s_), [this] { return stop_; });
   }
@@ -254,6 +282,14 @@ std::string Heartbeat::DescribeStall(const std::string& set, int64_t seq) {
     }
   }
   return Describe(c);
+}
+
+HeartbeatCost Heartbeat::Cost() const {
+  HeartbeatCost cost;
+  cost.path_ms = static_cast<double>(path_ns_.load(std::memory_order_relaxed)) / 1e6;
+  cost.writer_cpu_ms = static_cast<double>(writer_cpu_ns_.load(std::memory_order_relaxed)) / 1e6;
+  cost.beats = beats_.load(std::memory_order_relaxed);
+  return cost;
 }
 
 Heartbeat& GlobalHeartbeat() {

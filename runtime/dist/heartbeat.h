@@ -13,8 +13,11 @@
 //    ("stall/<set>/<seq>/R") and reads which members have not: those are "missing", printed once
 //    as a warning when the stall timeout passes, and named by the error the collective turns
 //    into when the communicator's own timeout ends it.
+// It keeps its own bill (Cost()): time spent in its setters on the step's path and the writer
+// thread's CPU time, which dtrain-clip's end metrics report (bench/heartbeat_cost.sh reads them).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -27,6 +30,13 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 namespace dtrain::clip {
+
+// What the heartbeat has cost this process so far.
+struct HeartbeatCost {
+  double path_ms = 0;        // inside SetStep/SetActivity/Enter/LeaveCollective, lock waits included
+  double writer_cpu_ms = 0;  // the writer thread's CPU time (file, store, inspector)
+  int64_t beats = 0;         // the writer's rounds
+};
 
 class Heartbeat {
  public:
@@ -54,6 +64,8 @@ class Heartbeat {
   // not entered it: last activity DATA at step 406, 312 s ago" for the collective `seq` on `set`
   // (asks the store now); for the error of a collective that timed out.
   std::string DescribeStall(const std::string& set, int64_t seq);
+
+  HeartbeatCost Cost() const;
 
  private:
   struct Collective {
@@ -95,6 +107,9 @@ class Heartbeat {
   std::condition_variable stop_cv_;
   bool stop_ = false;
   std::thread thread_;
+  std::atomic<int64_t> path_ns_{0};
+  std::atomic<int64_t> writer_cpu_ns_{0};
+  std::atomic<int64_t> beats_{0};
 };
 
 // The process's heartbeat (one per rank process).

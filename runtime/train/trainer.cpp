@@ -435,6 +435,7 @@ int Trainer::Run() {
   const double skipped = coll_.SumOverRanks(static_cast<double>(source_->SkippedSamples()));
   const std::string hash = ParameterHash(*model_);
   const double samples_per_s = train_seconds_ > 0 ? samples_this_run_ / train_seconds_ : 0;
+  const HeartbeatCost heartbeat = GlobalHeartbeat().Cost();
   metrics_.Write(MetricsLine()
                      .Add("event", "end")
                      .Add("step", progress_.step)
@@ -444,7 +445,10 @@ int Trainer::Run() {
                      .Add("train_s", train_seconds_)
                      .Add("wall_s", SecondsSince(wall_start))
                      .Add("skipped_samples", static_cast<int64_t>(skipped))
-                     .Add("param_hash", hash));
+                     .Add("param_hash", hash)
+                     .Add("heartbeat_path_ms", heartbeat.path_ms)
+                     .Add("heartbeat_writer_cpu_ms", heartbeat.writer_cpu_ms)
+                     .Add("heartbeat_beats", heartbeat.beats));
   std::printf("done: %lld steps, %.1f samples/s, %.1f s training, param hash %s\n",
               static_cast<long long>(progress_.step), samples_per_s, train_seconds_, hash.c_str());
   std::fflush(stdout);
