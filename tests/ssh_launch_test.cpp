@@ -272,5 +272,34 @@ TEST(SshLaunch, CtrlCWhileANodeIsStillConnectingStopsAtOnce) {
   EXPECT_EQ(cluster.LeftoverProcesses(1, 3), "");
 }
 
+// Logins per node, from the node's sshd log (make-cluster.sh logs at INFO).
+int Logins(const SshTestCluster& cluster, int node) {
+  const std::string log = ReadText(cluster.dir() + "/node" + std::to_string(node) + "/sshd.log");
+  int n = 0;
+  for (size_t at = 0; (at = log.find("Accepted publickey", at)) != std::string::npos; ++at) ++n;
+  return n;
+}
+
+// A launch with --sync into private workdirs logs in to each node twice: the check before launch
+// hands its session to the sync, the sync to the ranks, the ranks to the end-of-job fetch; the
+// clock probe (its own thread) has one of its own.
+TEST(SshLaunch, EachNodeIsLoggedInToTwicePerLaunch) {
+  SshTestCluster cluster("dl-logins", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string project = cluster.dir() + "/project";
+  const std::string logs = cluster.dir() + "/logs";
+  std::system(("mkdir -p " + project + " && echo 'print(1)' > " + project + "/train.py").c_str());
+  const std::string file = ClusterFileWith(cluster, "workdir: /srv/node/work\n");
+  const int before[2] = {Logins(cluster, 0), Logins(cluster, 1)};
+  const std::string out =
+      RunOutput("cd " + project + " && " + kDtrain + " launch -q --sync -c " + file +
+                " --log-dir " + logs + " --job twice -- sh -c 'cat train.py' 2>&1; echo status=$?");
+  ASSERT_NE(out.find("status=0"), std::string::npos) << out;
+  EXPECT_EQ(ReadText(logs + "/twice/rank-1.log"), "print(1)\n");
+  for (int node = 0; node < 2; ++node) {
+    EXPECT_EQ(Logins(cluster, node) - before[node], 2) << "node" << node << "\n" << out;
+  }
+}
+
 }  // namespace
 }  // namespace dtrain

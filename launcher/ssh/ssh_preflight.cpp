@@ -1,5 +1,6 @@
 // One ssh_event polls a session per node (SshSession: connect, host key, authentication) until
-// every node is through or has failed; nothing is run on the nodes and each session is closed.
+// every node is through or has failed; nothing is run on the nodes. A node that got through
+// leaves its session in SshSessionPool, so the job's transport does not log in again.
 #include "launcher/ssh/ssh_preflight.h"
 
 #include <libssh/libssh.h>
@@ -16,6 +17,7 @@
 #include "launcher/error.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/ssh/ssh_session.h"
+#include "launcher/ssh/ssh_session_pool.h"
 
 namespace dtrain {
 namespace {
@@ -27,6 +29,7 @@ constexpr int kPollSliceMs = 100;
 
 // One node's check: its session, its deadline, and how it ended.
 struct NodeCheck {
+  const NodeSpec* node = nullptr;
   std::unique_ptr<SshSession> session;
   Clock::time_point deadline;
   bool in_event = false;
@@ -37,12 +40,13 @@ struct NodeCheck {
 // Every session in one ssh_event; the event lets go of each session before it is freed.
 class NodeChecks {
  public:
-  explicit NodeChecks(const ClusterSpec& spec) : event_(ssh_event_new()) {
+  explicit NodeChecks(const ClusterSpec& spec) : options_(spec.ssh), event_(ssh_event_new()) {
     if (!event_) throw Error("ssh: cannot create an event loop (out of memory)");
     std::set<std::string> seen;
     for (const NodeSpec& node : spec.nodes) {
       if (!seen.insert(node.host).second) continue;
       NodeCheck check;
+      check.node = &node;
       check.session = std::make_unique<SshSession>(node, spec.ssh);
       check.deadline = Clock::now() + std::chrono::seconds(std::max(1, spec.ssh.connect_timeout_s));
       checks_.push_back(std::move(check));
@@ -63,7 +67,7 @@ class NodeChecks {
       if (check.done) continue;
       try {
         if (check.session->Advance()) {
-          Finish(check);
+          Finish(check, /*through=*/true);
         } else if (Clock::now() >= check.deadline) {
           check.session->FailTimeout();
         }
@@ -109,13 +113,19 @@ class NodeChecks {
       Finish(check);
     }
   }
-  void Finish(NodeCheck& check) {
+  // `through`: connected, host key verified and logged in; the session goes to the pool.
+  void Finish(NodeCheck& check, bool through = false) {
     check.done = true;
     if (check.in_event) ssh_event_remove_session(event_, check.session->handle());
     check.in_event = false;
-    check.session->Close();
+    if (through) {
+      SshSessionPool::Global().Give(*check.node, options_, std::move(check.session));
+    } else if (check.session) {
+      check.session->Close();
+    }
   }
 
+  SshOptions options_;
   ssh_event event_;
   std::vector<NodeCheck> checks_;
 };

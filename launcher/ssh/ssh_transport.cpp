@@ -23,6 +23,7 @@
 #include "launcher/local/local_transport.h"
 #include "launcher/ssh/remote_command.h"
 #include "launcher/ssh/ssh_session.h"
+#include "launcher/ssh/ssh_session_pool.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
@@ -135,12 +136,18 @@ RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& 
 
 // NodeLink: one SSH connection carrying some of one node's processes, from connect to the last
 // exit. Advance() moves it on after every poll; it reports each process's exit exactly once.
-// Destroying a link closes its channels, which terminates the remote process groups.
+// Destroying a link closes its channels, which terminates the remote process groups. A link
+// starts on an idle session from SshSessionPool when there is one, and hands its session back
+// there once every process ended well (the connection still good, nothing failed on it).
 class NodeLink {
  public:
   NodeLink(const ClusterSpec& spec, const NodeSpec& node, std::vector<ProcessSpec> procs,
            double grace_period_s, EventQueue& events, ssh_event event)
-      : session_(node, spec.ssh), events_(events), event_(event) {
+      : node_(node),
+        options_(spec.ssh),
+        session_(SshSessionPool::Global().Take(node, spec.ssh)),
+        events_(events),
+        event_(event) {
     for (ProcessSpec& proc : procs) {
       auto p = std::make_unique<LinkProcess>();
       p->options = CommandOptions(spec, proc, grace_period_s);
@@ -148,22 +155,19 @@ class NodeLink {
       p->events = &events_;
       procs_.push_back(std::move(p));
     }
-    deadline_ = Clock::now() + std::chrono::seconds(std::max(1, spec.ssh.connect_timeout_s));
-    try {
-      session_.Begin();
-      // ConnectTimeout from ~/.ssh/config and bastions' timeouts are known now.
-      deadline_ = Clock::now() + std::chrono::seconds(std::max(1, session_.connect_timeout_s()));
-      ssh_event_add_session(event_, session_.handle());
+    if (session_) {
+      pooled_ = ready_ = true;  // logged in already
+      ssh_event_add_session(event_, session_->handle());
       in_event_ = true;
-    } catch (const Error& e) {
-      FailRemaining(e.what());
+      return;
     }
+    Connect();
   }
 
   ~NodeLink() {
     for (auto& p : procs_) FreeChannel(*p);
     Detach();
-    session_.Close();
+    if (session_) session_->Close();
   }
 
   bool done() const { return done_; }
@@ -177,8 +181,8 @@ class NodeLink {
     if (done_) return;
     try {
       if (!ready_) {
-        if (!session_.Advance()) {
-          if (Clock::now() >= deadline_) session_.FailTimeout();
+        if (!session_->Advance()) {
+          if (Clock::now() >= deadline_) session_->FailTimeout();
           return;
         }
         ready_ = true;
@@ -215,6 +219,38 @@ class NodeLink {
   }
 
  private:
+  void Connect() {
+    session_ = std::make_unique<SshSession>(node_, options_);
+    deadline_ = Clock::now() + std::chrono::seconds(std::max(1, options_.connect_timeout_s));
+    try {
+      session_->Begin();
+      // ConnectTimeout from ~/.ssh/config and bastions' timeouts are known now.
+      deadline_ = Clock::now() + std::chrono::seconds(std::max(1, session_->connect_timeout_s()));
+      ssh_event_add_session(event_, session_->handle());
+      in_event_ = true;
+    } catch (const Error& e) {
+      FailRemaining(e.what());
+    }
+  }
+
+  // A session from the pool that fails before anything ran on it (the network dropped it while
+  // it waited): log in afresh instead. False when that does not apply.
+  bool ConnectAfresh() {
+    if (!pooled_ || std::any_of(procs_.begin(), procs_.end(),
+                                [](const auto& p) { return p->started || p->done; })) {
+      return false;
+    }
+    pooled_ = ready_ = false;
+    for (auto& p : procs_) {
+      FreeChannel(*p);
+      p->opened = false;
+    }
+    Detach();
+    session_->Close();
+    Connect();
+    return true;
+  }
+
   // Opens a channel per process and starts it, one at a time, never waiting.
   void StartProcesses() {
     for (auto& p : procs_) {
@@ -228,6 +264,8 @@ class NodeLink {
       try {
         if (!StartProcess(*p)) return;  // waiting for the server
       } catch (const Error& e) {
+        if (ConnectAfresh()) return;
+        failed_ = true;
         ExitStatus status;
         status.error = e.what();
         Finish(*p, status);
@@ -239,7 +277,7 @@ class NodeLink {
   bool StartProcess(LinkProcess& p) {
     if (p.command.empty()) p.command = BuildRemoteCommand(p.spec, p.options);
     if (!p.channel) {
-      p.channel = ssh_channel_new(session_.handle());
+      p.channel = ssh_channel_new(session_->handle());
       if (!p.channel) throw ChannelError(p, "cannot create a channel");
     }
     if (!p.opened) {
@@ -299,8 +337,8 @@ class NodeLink {
   }
 
   Error ChannelError(const LinkProcess& p, const std::string& what) const {
-    return Error(fmt::format("{}: ssh: process {}: {}: {}", session_.where(), p.spec.id, what,
-                             session_.LastError()));
+    return Error(fmt::format("{}: ssh: process {}: {}: {}", session_->where(), p.spec.id, what,
+                             session_->LastError()));
   }
 
   // Reports processes whose channel the server closed, and everything when the link died.
@@ -310,9 +348,10 @@ class NodeLink {
       WriteStdin(*p);
       if (p->remote_closed) Finish(*p, EndStatus(*p));
     }
-    if (!ssh_is_connected(session_.handle())) {
+    if (!ssh_is_connected(session_->handle())) {
+      if (ConnectAfresh()) return;
       FailRemaining(
-          fmt::format("{}: ssh: connection lost: {}", session_.where(), session_.LastError()),
+          fmt::format("{}: ssh: connection lost: {}", session_->where(), session_->LastError()),
           /*lost=*/true);
     }
     if (AllDone()) Retire();
@@ -326,7 +365,7 @@ class NodeLink {
       status = ExitStatus::FromShellStatus(*p.exit_status);
     } else {
       status.error = fmt::format("{}: ssh: process {} ended without an exit status",
-                                 session_.where(), p.spec.id);
+                                 session_->where(), p.spec.id);
       status.lost = true;
     }
     return status;
@@ -344,6 +383,7 @@ class NodeLink {
 
   // `lost`: the processes had started (a dropped connection), not failed to start.
   void FailRemaining(const std::string& error, bool lost = false) {
+    failed_ = true;
     for (auto& p : procs_) {
       if (p->done) continue;
       ExitStatus status;
@@ -354,15 +394,20 @@ class NodeLink {
     Retire();
   }
 
-  // Every process reported: the connection is no longer needed.
+  // Every process reported: the connection is no longer needed here. When all went well it
+  // waits in the pool for the next transport to this node.
   void Retire() {
     done_ = true;
     Detach();
-    session_.Close();
+    if (ready_ && !failed_ && first_signal_ == 0) {
+      SshSessionPool::Global().Give(node_, options_, std::move(session_));
+      return;
+    }
+    if (session_) session_->Close();
   }
 
   void Detach() {
-    if (in_event_) ssh_event_remove_session(event_, session_.handle());
+    if (in_event_ && session_) ssh_event_remove_session(event_, session_->handle());
     in_event_ = false;
   }
 
@@ -375,7 +420,9 @@ class NodeLink {
     p.channel = nullptr;
   }
 
-  SshSession session_;
+  NodeSpec node_;
+  SshOptions options_;
+  std::unique_ptr<SshSession> session_;  // null once handed to the pool
   EventQueue& events_;
   ssh_event event_;
   std::vector<std::unique_ptr<LinkProcess>> procs_;  // stable addresses for the callbacks
@@ -383,6 +430,8 @@ class NodeLink {
   bool in_event_ = false;
   bool ready_ = false;
   bool done_ = false;
+  bool pooled_ = false;  // the session came from the pool
+  bool failed_ = false;  // the connection or a channel on it failed: not for the pool
   int first_signal_ = 0;
 };
 

@@ -80,7 +80,7 @@ AllowTcpForwarding yes
 MaxSessions 64
 MaxStartups 256
 LoginGraceTime 30
-LogLevel ERROR
+LogLevel INFO
 EOF
 }
 

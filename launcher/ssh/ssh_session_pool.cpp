@@ -1,0 +1,75 @@
+#include "launcher/ssh/ssh_session_pool.h"
+
+#include <fmt/format.h>
+
+namespace dtrain {
+namespace {
+
+// Everything that decides where and as whom a session logs in.
+std::string PoolKey(const NodeSpec& node, const SshOptions& o) {
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", node.host, node.address, o.user, o.port,
+                     o.identity_file, o.known_hosts, static_cast<int>(o.host_key_policy),
+                     o.config, o.proxy_jump);
+}
+
+}  // namespace
+
+SshSessionPool& SshSessionPool::Global() {
+  static SshSessionPool* pool = new SshSessionPool;
+  return *pool;
+}
+
+std::unique_ptr<SshSession> SshSessionPool::Take(const NodeSpec& node, const SshOptions& options) {
+  std::unique_ptr<SshSession> session;
+  std::vector<Idle> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = idle_.find(PoolKey(node, options));
+    const auto now = std::chrono::steady_clock::now();
+    while (it != idle_.end() && !it->second.empty() && !session) {
+      Idle last = std::move(it->second.back());
+      it->second.pop_back();
+      if (now - last.since < kPoolIdleLimit && ssh_is_connected(last.session->handle())) {
+        session = std::move(last.session);
+      } else {
+        expired.push_back(std::move(last));
+      }
+    }
+  }
+  return session;  // `expired` sessions disconnect here, outside the lock
+}
+
+void SshSessionPool::Give(const NodeSpec& node, const SshOptions& options,
+                          std::unique_ptr<SshSession> session) {
+  if (!session || !session->handle() || !ssh_is_connected(session->handle())) return;
+  DropExpired();
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_[PoolKey(node, options)].push_back({std::move(session), std::chrono::steady_clock::now()});
+}
+
+size_t SshSessionPool::idle() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [key, sessions] : idle_) n += sessions.size();
+  return n;
+}
+
+void SshSessionPool::DropExpired() {
+  std::vector<Idle> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& [key, sessions] : idle_) {
+      for (auto it = sessions.begin(); it != sessions.end();) {
+        if (now - it->since >= kPoolIdleLimit) {
+          expired.push_back(std::move(*it));
+          it = sessions.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace dtrain

@@ -1,0 +1,48 @@
+// SshSessionPool: authenticated SSH connections kept for the next user in this process, so a
+// launch logs in to each node about once instead of once per step: the check before launch
+// hands its sessions to the job's transport, and the ranks' connections, once the ranks ended,
+// carry the end-of-job fetch. A session is kept only while idle (no channel, in no event loop)
+// and only for kPoolIdleLimit: an older one may have been dropped by the network without either
+// side knowing, so it is closed instead of used. Thread-safe (the clock probe has its own
+// thread); a session is used by one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/ssh/ssh_session.h"
+
+namespace dtrain {
+
+constexpr std::chrono::seconds kPoolIdleLimit{30};
+
+class SshSessionPool {
+ public:
+  // The process's pool. Never destroyed: sessions still in it end with the process.
+  static SshSessionPool& Global();
+
+  // An idle authenticated session to `node` reached as `options` say, or nullptr.
+  std::unique_ptr<SshSession> Take(const NodeSpec& node, const SshOptions& options);
+  // Keeps `session` for the next Take of the same node and options. It must be authenticated,
+  // have no channel open and be in no ssh_event. A disconnected one is dropped.
+  void Give(const NodeSpec& node, const SshOptions& options, std::unique_ptr<SshSession> session);
+  // How many sessions wait (for tests).
+  size_t idle() const;
+
+ private:
+  struct Idle {
+    std::unique_ptr<SshSession> session;
+    std::chrono::steady_clock::time_point since;
+  };
+  void DropExpired();
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::vector<Idle>> idle_;  // by node and options
+};
+
+}  // namespace dtrain
