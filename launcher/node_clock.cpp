@@ -139,7 +139,10 @@ std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
     procs.push_back(std::move(proc));
   }
   ClockAnswers answers(node_pings);
-  std::unique_ptr<Transport> transport = MakeSshTransport(spec);
+  // Runs beside the ranks' transport, which starts on the sessions the check before launch
+  // left: this one logs in afresh rather than race it for them.
+  std::unique_ptr<Transport> transport =
+      MakeSshTransport(spec, kDefaultRemoteGraceS, /*take_idle_sessions=*/false);
   transport->Start(procs, answers);
   const auto give_up = std::chrono::steady_clock::now() + kMeasureLimit;
   bool running = true;

@@ -74,8 +74,12 @@ std::unique_ptr<Transport> MakeTransport(const ClusterSpec& spec,
 // One constructor per transport, each in its own file (local_transport.cpp, ssh_transport.cpp,
 // slurm_transport.cpp).
 std::unique_ptr<Transport> MakeLocalTransport(const ClusterSpec& spec);
+// `take_idle_sessions` false: log in afresh instead of taking idle sessions from the pool
+// (launcher/ssh/ssh_session_pool.h) that a transport started next wants more (the clock probe
+// beside the ranks' transport). Either way its sessions go to the pool when done.
 std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec,
-                                            double grace_period_s = kDefaultRemoteGraceS);
+                                            double grace_period_s = kDefaultRemoteGraceS,
+                                            bool take_idle_sessions = true);
 std::unique_ptr<Transport> MakeSlurmTransport(const ClusterSpec& spec);
 
 }  // namespace dtrain

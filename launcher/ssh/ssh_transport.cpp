@@ -142,10 +142,10 @@ RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& 
 class NodeLink {
  public:
   NodeLink(const ClusterSpec& spec, const NodeSpec& node, std::vector<ProcessSpec> procs,
-           double grace_period_s, EventQueue& events, ssh_event event)
+           double grace_period_s, bool take_idle_session, EventQueue& events, ssh_event event)
       : node_(node),
         options_(spec.ssh),
-        session_(SshSessionPool::Global().Take(node, spec.ssh)),
+        session_(take_idle_session ? SshSessionPool::Global().Take(node, spec.ssh) : nullptr),
         events_(events),
         event_(event) {
     for (ProcessSpec& proc : procs) {
@@ -439,8 +439,11 @@ class NodeLink {
 // their events.
 class SshTransport : public Transport {
  public:
-  SshTransport(const ClusterSpec& spec, double grace_period_s)
-      : spec_(spec), grace_period_s_(grace_period_s), event_(ssh_event_new()) {
+  SshTransport(const ClusterSpec& spec, double grace_period_s, bool take_idle_sessions)
+      : spec_(spec),
+        grace_period_s_(grace_period_s),
+        take_idle_sessions_(take_idle_sessions),
+        event_(ssh_event_new()) {
     if (!event_) throw Error("ssh: cannot create an event loop (out of memory)");
   }
 
@@ -468,7 +471,8 @@ class SshTransport : public Transport {
         const size_t last = std::min(list.size(), first + kChannelsPerConnection);
         std::vector<ProcessSpec> chunk(list.begin() + first, list.begin() + last);
         links_.push_back(std::make_unique<NodeLink>(spec_, spec_.nodes[node], std::move(chunk),
-                                                    grace_period_s_, queue_, event_));
+                                                    grace_period_s_, take_idle_sessions_, queue_,
+                                                    event_));
       }
     }
     for (auto& link : links_) link->Advance();
@@ -524,6 +528,7 @@ class SshTransport : public Transport {
 
   ClusterSpec spec_;
   double grace_period_s_;  // a node's wait between SIGTERM and SIGKILL once the connection is gone
+  bool take_idle_sessions_;
   ssh_event event_;
   EventQueue queue_;
   std::vector<std::unique_ptr<NodeLink>> links_;
@@ -532,8 +537,9 @@ class SshTransport : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec, double grace_period_s) {
-  return std::make_unique<SshTransport>(spec, grace_period_s);
+std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec, double grace_period_s,
+                                            bool take_idle_sessions) {
+  return std::make_unique<SshTransport>(spec, grace_period_s, take_idle_sessions);
 }
 
 }  // namespace dtrain
