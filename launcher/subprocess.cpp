@@ -209,6 +209,9 @@ std::string Subprocess::Start(const SubprocessOptions& options) {
     for (int s = 0; s < 3; ++s) {
       if (child_fd[s] >= 0) ::dup2(child_fd[s], s);  // dup2 clears close-on-exec on the copy
     }
+    // Nothing else of dtrain's reaches the program: libssh opens its sockets without
+    // close-on-exec, and an open SSH connection must not outlive dtrain in a child.
+    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
     if (cwd && ::chdir(cwd) != 0) FailInChild(failure_pipe[1], kEnterDirectory);
     if (options.pre_exec) options.pre_exec();
     ::execve(program.c_str(), argv.data(), envp.data());

@@ -1,5 +1,6 @@
 // Subprocess, the one way dtrain starts a process: exit codes and signals, the environment
-// (overrides and removals), the working directory, the pre-exec hook, pipes and files.
+// (overrides and removals), the working directory, the pre-exec hook, pipes and files, and no
+// other descriptor of dtrain's.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -43,6 +44,19 @@ TEST(Subprocess, ExitCodesAndSignals) {
   EXPECT_EQ(killed.signal, SIGTERM);
   EXPECT_EQ(killed.ShellStatus(), 128 + SIGTERM);
   EXPECT_EQ(killed.Describe(), "killed by SIGTERM");
+}
+
+// A descriptor dtrain holds open without close-on-exec (as libssh holds its sockets) does not
+// reach the program; the streams it was given do.
+TEST(Subprocess, OnlyItsOwnStreamsReachTheProgram) {
+  const int held = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC
+  ASSERT_GE(held, 3);
+  const std::string fd = std::to_string(held);
+  SubprocessOptions options =
+      Shell("for f in 1 2 " + fd + "; do [ -e /proc/self/fd/$f ] && echo \"$f open\" || "
+            "echo \"$f closed\"; done");
+  EXPECT_EQ(RunToEnd(options).first, "1 open\n2 open\n" + fd + " closed\n");
+  ::close(held);
 }
 
 TEST(Subprocess, EnvironmentOverridesAndRemovals) {
