@@ -121,6 +121,22 @@ TEST(SlurmStep, SrunArgvCarriesTheShapeAndTheCommandUnquoted) {
             (std::vector<std::string>{"dtrain-task", "python3", "train.py"}));
 }
 
+// The rank probe runs beside the ranks: its step must not wait for the CPUs their step holds.
+TEST(SlurmStep, ProcessesBesideTheRanksRunAsAnOverlappingStep) {
+  const ClusterSpec spec = Placed({"n1", "n2"});
+  std::vector<ProcessSpec> procs = FourRanks(spec);
+  const auto overlaps = [&](const std::vector<ProcessSpec>& p) {
+    const std::vector<std::string> argv = SrunArgv(PlanSlurmStep(p, spec, "@m@"), "42", "x");
+    const auto flag = std::find(argv.begin(), argv.end(), "--overlap");
+    return flag < std::find(argv.begin(), argv.end(), "dtrain-task");  // srun's, not the task's
+  };
+  EXPECT_FALSE(overlaps(procs));
+  for (ProcessSpec& p : procs) p.beside_ranks = true;
+  EXPECT_TRUE(overlaps(procs));
+  procs[2].beside_ranks = false;  // one step cannot both overlap and not
+  EXPECT_THROW(PlanSlurmStep(procs, spec, "@m@"), Error);
+}
+
 TEST(SlurmStep, RejectsShapesOneStepCannotRun) {
   ClusterSpec spec = Placed({"n1", "n2"});
   std::vector<ProcessSpec> procs = FourRanks(spec);
