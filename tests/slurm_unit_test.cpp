@@ -1,12 +1,15 @@
-// Slurm transport pieces that need no cluster: hostlists, step plans, labelled output, sbatch.
+// Slurm transport pieces that need no cluster: hostlists, step plans, labelled output, sbatch,
+// what job.json keeps of the Slurm job.
 #include <gtest/gtest.h>
 
 #include "launcher/error.h"
+#include "launcher/job_record.h"
 #include "launcher/rank_plan.h"
 #include "launcher/slurm/slurm_allocation.h"
 #include "launcher/slurm/slurm_batch.h"
 #include "launcher/slurm/slurm_hostlist.h"
 #include "launcher/slurm/slurm_step.h"
+#include "tests/support/files.h"
 
 namespace dtrain {
 namespace {
@@ -178,6 +181,33 @@ TEST(SlurmStep, ParsesLabelledLinesAndWrapperStatus) {
   EXPECT_EQ(line.step_id, "17.2");
   EXPECT_EQ(line.output, "");
   EXPECT_EQ(ParseSlurmTaskLine("srun: error: x", true, "@m@").task, -1);
+}
+
+// `dtrain status` probes a Slurm job from another terminal: job.json names the job, its steps'
+// name and the Slurm node of each node.
+TEST(SlurmJobRecord, NamesTheJobAndTheNodesItRanOn) {
+  testing::TempDir dir;
+  JobRecord record;
+  record.name = "j";
+  record.transport = "slurm";
+  const ClusterSpec spec = Placed({"n07", "n08"});
+  record.nodes = spec.nodes;
+  record.slurm = spec.slurm_placement;
+  record.plan = MakeRankPlan(spec, {});
+  WriteJobRecord(dir.path(), record);
+  const JobSummary job = ReadJobSummary(dir.path());
+  EXPECT_TRUE(job.slurm.placed);
+  EXPECT_EQ(job.slurm.job_id, "42");
+  EXPECT_EQ(job.slurm.job_name, "dtrain-x");
+  EXPECT_EQ(job.rank_hosts.at(3), "second");
+  EXPECT_EQ(job.node_machines,
+            (std::map<std::string, std::string>{{"first", "n07"}, {"second", "n08"}}));
+  record.transport = "ssh";
+  record.nodes = TwoNodeSpec().nodes;
+  record.slurm = {};
+  WriteJobRecord(dir.path(), record);
+  EXPECT_FALSE(ReadJobSummary(dir.path()).slurm.placed);
+  EXPECT_TRUE(ReadJobSummary(dir.path()).node_machines.empty());
 }
 
 TEST(SlurmBatch, RendersTheTemplateWithTheSlurmSection) {
