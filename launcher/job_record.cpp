@@ -68,6 +68,7 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
   json nodes = json::array();
   for (const NodeSpec& n : r.nodes) {
     json node = {{"host", n.host}, {"address", n.address}, {"slots", n.slots}, {"gpus", n.gpus}};
+    if (!n.machine.empty()) node["machine"] = n.machine;  // the Slurm node it was placed on
     if (auto clock = r.node_clocks.find(n.host); clock != r.node_clocks.end()) {
       node["clock_offset_us"] = clock->second.offset_us;  // the launcher's clock minus the node's
       node["clock_rtt_us"] = clock->second.rtt_us;        // the round trip it was measured in
@@ -131,6 +132,7 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
               {"stall_timeout_s", r.stall_timeout_s},
               {"on_stall", r.on_stall},
               {"events", events}};
+  if (r.slurm.placed) doc["slurm"] = {{"job_id", r.slurm.job_id}, {"job_name", r.slurm.job_name}};
   const std::string path = JobRecordPath(job_dir);
   const std::string tmp = path + ".tmp";
   {
@@ -177,6 +179,9 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
       if (node.contains("clock_offset_us") && node["clock_offset_us"].is_number_integer()) {
         node_offsets[node.value("host", "")] = node["clock_offset_us"].get<int64_t>();
       }
+      if (!node.value("machine", "").empty()) {
+        s.node_machines[node.value("host", "")] = node.value("machine", "");
+      }
     }
     for (const json& rank : doc.value("ranks", json::array())) {
       const int r = IntegerOr(rank, "rank", -1);
@@ -197,6 +202,9 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
       if (auto offset = node_offsets.find(s.rank_hosts[r]); offset != node_offsets.end()) {
         s.rank_clock_offsets_us[r] = offset->second;
       }
+    }
+    if (doc.contains("slurm") && doc["slurm"].is_object()) {
+      s.slurm = {true, doc["slurm"].value("job_id", ""), doc["slurm"].value("job_name", "")};
     }
     s.stall_timeout_s = doc.value("stall_timeout_s", 0.0);
     for (const json& e : doc.value("events", json::array())) {

@@ -44,6 +44,9 @@ struct JobRecord {
   std::string launch_dir;
   std::string log_dir;
   std::vector<NodeSpec> nodes;
+  // The Slurm job a `transport: slurm` job runs in (its id also when dtrain runs inside the
+  // caller's allocation) and the name of its steps; placed = false for other transports.
+  SlurmPlacement slurm;
   // Node -> its clock as measured at launch (node_clock.h: offset = the launcher's clock minus
   // the node's), where measured; PyTorch traces carry their node's own clock.
   std::map<std::string, NodeClock> node_clocks;
@@ -78,6 +81,8 @@ struct JobSummary {
   std::string cluster_file;               // as given to dtrain launch (relative to launch_dir)
   std::string launch_dir;
   std::map<int, std::string> rank_addresses;  // rank -> node address the launcher used
+  std::map<std::string, std::string> node_machines;  // node name -> its machine (a Slurm node)
+  SlurmPlacement slurm;                              // as JobRecord::slurm
   std::map<int, std::string> rank_traces;     // rank -> DTRAIN_TIMELINE as the rank saw it
   std::map<int, std::string> rank_metrics;    // rank -> $DTRAIN_LOG_DIR/metrics/rank-R.jsonl
   std::string trace_dir;  // $DTRAIN_TRACE_DIR as every rank saw it on its node ("": no log_dir)

@@ -229,6 +229,13 @@ ClusterSpec PlaceCluster(const ClusterSpec& spec, const JobFolder& folder,
     const ClusterSpec placed =
         PlaceOnSlurm(spec, {"dtrain-" + folder.name, folder.job_dir}, allocation);
     record.nodes = placed.nodes;
+    record.slurm = placed.slurm_placement;
+    // Inside the caller's allocation srun finds the job in SLURM_JOB_ID; the record names it
+    // for `dtrain status`, which runs elsewhere.
+    const char* caller_job = std::getenv("SLURM_JOB_ID");
+    if (record.slurm.placed && record.slurm.job_id.empty() && caller_job) {
+      record.slurm.job_id = caller_job;
+    }
     return placed;
   } catch (const Error& e) {
     RecordFailureBeforeStart(folder.job_dir, record, e.exit_code());

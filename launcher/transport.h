@@ -34,6 +34,10 @@ struct ProcessSpec {
   // When set (ssh only): argv runs as is with the channel as its stdin, fed from this source
   // and closed at its end; no signal watcher, env, PYTHONPATH or cwd handling.
   std::shared_ptr<StdinSource> stdin_source;
+  // Runs beside the job's ranks on their nodes (the rank probe) and must not wait for the CPUs
+  // they hold: slurm starts it as an overlapping step (srun --overlap); the other transports
+  // have no resources to wait for and ignore it.
+  bool beside_ranks = false;
 };
 
 // Which of a process's streams bytes came from. A transport that cannot tell them apart (Slurm's

@@ -77,6 +77,15 @@ probe_stack() {
   fi
   out=$(timeout 10 "$spy" dump --pid "$pid" 2>&1)
   status=$?
+  # py-spy cannot suspend a process that another tracer holds for a moment (a debugger, the
+  # probe of another node on the same machine): once more after that one let go.
+  case "$out" in
+    *"Failed to suspend process"*)
+      sleep 0.5
+      out=$(timeout 10 "$spy" dump --pid "$pid" 2>&1)
+      status=$?
+      ;;
+  esac
   if [ $status -ne 0 ]; then
     echo "pyerr $pid $spy dump failed ($status): $(echo "$out" | tail -n 1)"
     return

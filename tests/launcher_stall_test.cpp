@@ -13,26 +13,12 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/dtrain_process.h"
+#include "tests/support/hanging_torch.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 using namespace dtrain::testing;
-
-const std::string kPython = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";
-
-// Rank 2 sleeps before its fourth all_reduce; the others wait in it.
-const char* kHangingScript = R"(import os, sys, time
-import torch, torch.distributed as dist
-dist.init_process_group("gloo", timeout=__import__("datetime").timedelta(seconds=600))
-rank = dist.get_rank()
-t = torch.ones(4)
-for step in range(100):
-    if rank == 2 and step == 3:
-        time.sleep(3600)
-    dist.all_reduce(t)
-    print(f"step {step}", flush=True)
-)";
 
 // Silent, CPU-busy for 12 s, then done.
 const char* kBusyScript = R"(import time
@@ -43,18 +29,13 @@ while time.time() < end:
 print("done", flush=True)
 )";
 
-bool HavePython() {
-  return ::access(kPython.c_str(), X_OK) == 0 &&
-         std::system((kPython + " -c 'import torch' 2>/dev/null").c_str()) == 0;
-}
-
 TEST(Stall, PythonRankSleepingBeforeAllreduceIsNamedWithItsFrame) {
-  if (!HavePython()) GTEST_SKIP() << "no torch in " << kPython;
+  if (!HaveTorch()) GTEST_SKIP() << "no torch in " << kVenvPython;
   TempDir dir;
-  WriteFile(dir.path() + "/hang.py", kHangingScript);
+  WriteFile(dir.path() + "/hang.py", HangingTorchScript(2));
   const double timeout_s = 6;
   DtrainProcess p({"launch", "-np", "3", "--log-dir", dir.path() + "/logs", "--job", "hang",
-                   "--stall-timeout", "6", "--", kPython, "hang.py"},
+                   "--stall-timeout", "6", "--", kVenvPython, "hang.py"},
                   dir.path());
   // The report comes within the timeout + 5 s after the hang (step 2 is the last line).
   const std::string report = dir.path() + "/logs/hang/stall-1.txt";
@@ -82,13 +63,13 @@ TEST(Stall, PythonRankSleepingBeforeAllreduceIsNamedWithItsFrame) {
 }
 
 TEST(Stall, OnStallStopExits124AndLeavesNothing) {
-  if (!HavePython()) GTEST_SKIP() << "no torch in " << kPython;
+  if (!HaveTorch()) GTEST_SKIP() << "no torch in " << kVenvPython;
   TempDir dir;
-  WriteFile(dir.path() + "/hang.py", kHangingScript);
-  DtrainProcess p({"launch", "-np", "3", "--log-dir", dir.path() + "/logs", "--job", "stop",
-                   "--stall-timeout", "5", "--on-stall", "stop", "--grace-period", "3", "--",
-                   kPython, "hang.py"},
-                  dir.path());
+  WriteFile(dir.path() + "/hang.py", HangingTorchScript(2));
+  DtrainProcess p(
+      {"launch", "-np", "3", "--log-dir", dir.path() + "/logs", "--job", "stop", "--stall-timeout",
+       "5", "--on-stall", "stop", "--grace-period", "3", "--", kVenvPython, "hang.py"},
+      dir.path());
   EXPECT_EQ(p.Wait(180), 124) << p.err();
   const std::string err = p.err();
   std::string last = err.substr(0, err.find_last_not_of('\n') + 1);

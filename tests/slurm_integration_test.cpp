@@ -2,8 +2,10 @@
 // munged, slurmctld and one slurmd (this host) before the tests and stops them after. When Slurm
 // cannot start, the tests fail as root (CI runs as root, where Slurm must work) and are skipped,
 // saying why, otherwise (slurmd needs root).
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,7 +23,9 @@
 #include "launcher/slurm/slurm_allocation.h"
 #include "launcher/slurm/slurm_child.h"
 #include "launcher/transport.h"
+#include "tests/support/dtrain_process.h"
 #include "tests/support/files.h"
+#include "tests/support/hanging_torch.h"
 #include "tests/support/transport_recorder.h"
 
 namespace dtrain {
@@ -479,6 +483,96 @@ TEST_F(DtrainLaunchOnSlurm, TrainsDtrainClipOnTwoNodes) {
   EXPECT_NE(ReadFile(dir + "/logs/clip/rank-1.log").find("done:"), std::string::npos);
   EXPECT_NE(ReadFile(dir + "/logs/clip/metrics/rank-0.jsonl").find("\"event\":\"end\""),
             std::string::npos);
+}
+
+// A free TCP port on this machine (bound, then released): the job's rendezvous, so that jobs
+// of other tests on this machine cannot answer it.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Rank 1 of a torch.distributed (Gloo) job sleeps before an all_reduce rank 0 waits in. The
+// rank probe runs as steps beside the ranks' step (which holds every CPU of the allocation), so
+// the stall is reported soon after the timeout, naming rank 1, its node and its Python frame;
+// --on-stall stop ends the job with 124 and leaves no step and no task.
+TEST_F(DtrainLaunchOnSlurm, StalledRankIsNamedAndOnStallStopLeavesNothing) {
+  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
+  const std::string dir = Folder("stall", 1);
+  testing::WriteFile(dir + "/hang.py", testing::HangingTorchScript(1));
+  testing::DtrainProcess dtrain(
+      {"launch", "-c", dir + "/cluster.yaml", "--job", "stall", "--master-port",
+       std::to_string(FreePort()), "--stall-timeout", "3", "--on-stall", "stop", "--grace-period",
+       "3", "--", testing::kVenvPython, dir + "/hang.py"},
+      dir);
+  ASSERT_EQ(dtrain.Wait(120), 124) << dtrain.err();
+  // Python's start and the rendezvous take a few seconds; the probes none to speak of.
+  EXPECT_LT(dtrain.seconds(), 30) << dtrain.err();
+  std::printf("stopped %.1f s after launch (stall timeout 3 s)\n", dtrain.seconds());
+  const std::string err = dtrain.err();
+  const std::string report = ReadFile(dir + "/logs/stall/stall-1.txt");
+  EXPECT_EQ(ReadFile(dir + "/logs/stall/rank-0.log").find("step 3"), std::string::npos);
+  EXPECT_NE(report.find("the job waits for rank 1\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("rank 1 in <module> ("), std::string::npos) << report;
+  EXPECT_NE(report.find("hang.py:8) `time.sleep(3600)`"), std::string::npos) << report;
+  EXPECT_NE(report.find("rank 1 on b (pid "), std::string::npos) << report;
+  EXPECT_NE(report.find("Python stack (py-spy)"), std::string::npos) << report;
+  EXPECT_EQ(report.find("not probed"), std::string::npos) << report;
+  EXPECT_NE(err.find("dtrain: stall: rank"), std::string::npos) << err;
+  EXPECT_NE(err.find("dtrain: stall report written to " + dir + "/logs/stall/stall-1.txt"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("job stall stopped (--on-stall stop): rank 1 on node b stalled"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(ReadFile(dir + "/logs/stall/job.json").find("\"exit_code\": 124"), std::string::npos);
+  std::string left = "?";
+  for (int i = 0; i < 50 && !left.empty(); ++i) {
+    left = Squeue({"--steps", "-n", "dtrain-stall"}) + Squeue({"-n", "dtrain-stall", "-t", "PD,R"});
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(left, "");
+  EXPECT_TRUE(testing::ProcessesWithEnv("DTRAIN_JOB=stall").empty()) << "a task outlived the job";
+  EXPECT_NE(system("pgrep -f '[h]ang.py' >/dev/null"), 0) << "a rank outlived the job";
+}
+
+// `dtrain status` from another process finds the Slurm job in job.json and probes its ranks
+// with a step of their job.
+TEST_F(DtrainLaunchOnSlurm, StatusProbesTheRanksOfARunningJob) {
+  const std::string dir = Folder("status", 1);
+  testing::DtrainProcess dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "st", "--", "sh",
+                                 "-c", "echo hello from $RANK; exec sleep 79"},
+                                dir);
+  const std::string log0 = dir + "/logs/st/rank-0.log", log1 = dir + "/logs/st/rank-1.log";
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !ReadFile(log0).empty() && !ReadFile(log1).empty(); }, 30))
+      << dtrain.err();
+  const testing::DtrainRun live =
+      testing::RunDtrain({"status", "--log-dir", dir + "/logs", "--json"}, dir, {}, 30);
+  EXPECT_EQ(live.status, 0) << live.err;
+  for (const char* expected :
+       {"\"status\": \"running\"", "\"transport\": \"slurm\"", "\"node_errors\": {}",
+        "\"node\": \"b\"", "\"last_line\": \"hello from 1\""}) {
+    EXPECT_NE(live.out.find(expected), std::string::npos) << expected << " in " << live.out;
+  }
+  EXPECT_EQ(live.out.find("\"pid\": null"), std::string::npos) << live.out;
+  EXPECT_EQ(live.out.find("not found"), std::string::npos) << live.out;
+  const std::string sleeping = "\"state\": \"sleeping\"";  // both ranks
+  const size_t first = live.out.find(sleeping);
+  EXPECT_NE(first, std::string::npos) << live.out;
+  EXPECT_NE(live.out.find(sleeping, first + 1), std::string::npos) << live.out;
+  dtrain.Signal(SIGINT);
+  EXPECT_EQ(dtrain.Wait(60), 130) << dtrain.err();
+  const testing::DtrainRun ended =
+      testing::RunDtrain({"status", "--log-dir", dir + "/logs", "--job", "st"}, dir, {}, 30);
+  EXPECT_EQ(ended.status, 0) << ended.err;
+  EXPECT_NE(ended.out.find("job st: interrupted"), std::string::npos) << ended.out;
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
-// Slurm transport pieces that need no cluster: hostlists, step plans, labelled output, sbatch.
+// Slurm transport pieces that need no cluster: hostlists, step plans, labelled output, sbatch,
+// what job.json keeps of the Slurm job.
 #include <gtest/gtest.h>
 
 #include "launcher/error.h"
+#include "launcher/job_record.h"
 #include "launcher/rank_plan.h"
 #include "launcher/slurm/slurm_allocation.h"
 #include "launcher/slurm/slurm_batch.h"
 #include "launcher/slurm/slurm_hostlist.h"
 #include "launcher/slurm/slurm_step.h"
+#include "tests/support/files.h"
 
 namespace dtrain {
 namespace {
@@ -121,6 +124,22 @@ TEST(SlurmStep, SrunArgvCarriesTheShapeAndTheCommandUnquoted) {
             (std::vector<std::string>{"dtrain-task", "python3", "train.py"}));
 }
 
+// The rank probe runs beside the ranks: its step must not wait for the CPUs their step holds.
+TEST(SlurmStep, ProcessesBesideTheRanksRunAsAnOverlappingStep) {
+  const ClusterSpec spec = Placed({"n1", "n2"});
+  std::vector<ProcessSpec> procs = FourRanks(spec);
+  const auto overlaps = [&](const std::vector<ProcessSpec>& p) {
+    const std::vector<std::string> argv = SrunArgv(PlanSlurmStep(p, spec, "@m@"), "42", "x");
+    const auto flag = std::find(argv.begin(), argv.end(), "--overlap");
+    return flag < std::find(argv.begin(), argv.end(), "dtrain-task");  // srun's, not the task's
+  };
+  EXPECT_FALSE(overlaps(procs));
+  for (ProcessSpec& p : procs) p.beside_ranks = true;
+  EXPECT_TRUE(overlaps(procs));
+  procs[2].beside_ranks = false;  // one step cannot both overlap and not
+  EXPECT_THROW(PlanSlurmStep(procs, spec, "@m@"), Error);
+}
+
 TEST(SlurmStep, RejectsShapesOneStepCannotRun) {
   ClusterSpec spec = Placed({"n1", "n2"});
   std::vector<ProcessSpec> procs = FourRanks(spec);
@@ -162,6 +181,33 @@ TEST(SlurmStep, ParsesLabelledLinesAndWrapperStatus) {
   EXPECT_EQ(line.step_id, "17.2");
   EXPECT_EQ(line.output, "");
   EXPECT_EQ(ParseSlurmTaskLine("srun: error: x", true, "@m@").task, -1);
+}
+
+// `dtrain status` probes a Slurm job from another terminal: job.json names the job, its steps'
+// name and the Slurm node of each node.
+TEST(SlurmJobRecord, NamesTheJobAndTheNodesItRanOn) {
+  testing::TempDir dir;
+  JobRecord record;
+  record.name = "j";
+  record.transport = "slurm";
+  const ClusterSpec spec = Placed({"n07", "n08"});
+  record.nodes = spec.nodes;
+  record.slurm = spec.slurm_placement;
+  record.plan = MakeRankPlan(spec, {});
+  WriteJobRecord(dir.path(), record);
+  const JobSummary job = ReadJobSummary(dir.path());
+  EXPECT_TRUE(job.slurm.placed);
+  EXPECT_EQ(job.slurm.job_id, "42");
+  EXPECT_EQ(job.slurm.job_name, "dtrain-x");
+  EXPECT_EQ(job.rank_hosts.at(3), "second");
+  EXPECT_EQ(job.node_machines,
+            (std::map<std::string, std::string>{{"first", "n07"}, {"second", "n08"}}));
+  record.transport = "ssh";
+  record.nodes = TwoNodeSpec().nodes;
+  record.slurm = {};
+  WriteJobRecord(dir.path(), record);
+  EXPECT_FALSE(ReadJobSummary(dir.path()).slurm.placed);
+  EXPECT_TRUE(ReadJobSummary(dir.path()).node_machines.empty());
 }
 
 TEST(SlurmBatch, RendersTheTemplateWithTheSlurmSection) {

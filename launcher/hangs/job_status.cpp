@@ -39,7 +39,9 @@ double SecondsSinceModified(const std::string& path) {
 }
 
 // The nodes of the job and how to reach them: as job.json recorded them; SSH settings from the
-// cluster file the job was launched with. Empty when the transport cannot be driven from here.
+// cluster file the job was launched with; for Slurm, the job (a probe is one more step in it)
+// and the Slurm node each node was placed on. Empty when the transport cannot be driven from
+// here.
 std::optional<ClusterSpec> SpecFor(const JobSummary& job, std::map<std::string, std::string>& why) {
   ClusterSpec spec;
   if (job.transport == "local") {
@@ -49,22 +51,32 @@ std::optional<ClusterSpec> SpecFor(const JobSummary& job, std::map<std::string, 
     spec.nodes.push_back(node);  // every rank is on this machine: one probe sees them all
     return spec;
   }
-  if (job.transport != "ssh") {
+  if (job.transport == "slurm") {
+    if (!job.slurm.placed || job.slurm.job_id.empty()) {
+      why["(all)"] =
+          "job.json names no Slurm job (a dtrain older than this one wrote it); state from the "
+          "job's files only";
+      return std::nullopt;
+    }
+    spec.transport = TransportKind::kSlurm;
+    spec.slurm_placement = job.slurm;
+  } else if (job.transport == "ssh") {
+    spec.transport = TransportKind::kSsh;
+    std::string file = job.cluster_file;
+    if (!file.empty() && fs::path(file).is_relative() && !job.launch_dir.empty())
+      file = (fs::path(job.launch_dir) / file).string();
+    if (!file.empty() && fs::exists(file)) {
+      try {
+        spec.ssh = ParseClusterFile(file).ssh;
+      } catch (const Error& e) {
+        why["(all)"] = std::string("ssh settings: ") + e.what();
+      }
+    }
+  } else {
     why["(all)"] =
         "the " + job.transport +
         " transport is not probed from another terminal; state from the job's files only";
     return std::nullopt;
-  }
-  spec.transport = TransportKind::kSsh;
-  std::string file = job.cluster_file;
-  if (!file.empty() && fs::path(file).is_relative() && !job.launch_dir.empty())
-    file = (fs::path(job.launch_dir) / file).string();
-  if (!file.empty() && fs::exists(file)) {
-    try {
-      spec.ssh = ParseClusterFile(file).ssh;
-    } catch (const Error& e) {
-      why["(all)"] = std::string("ssh settings: ") + e.what();
-    }
   }
   std::set<std::pair<std::string, std::string>> seen;
   for (const auto& [rank, host] : job.rank_hosts) {
@@ -73,6 +85,8 @@ std::optional<ClusterSpec> SpecFor(const JobSummary& job, std::map<std::string, 
     node.host = host;
     node.address =
         address == job.rank_addresses.end() || address->second.empty() ? host : address->second;
+    if (auto machine = job.node_machines.find(host); machine != job.node_machines.end())
+      node.machine = machine->second;
     if (seen.insert({node.host, node.address}).second) spec.nodes.push_back(node);
   }
   return spec;

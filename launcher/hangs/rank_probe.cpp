@@ -147,6 +147,7 @@ void RankProbe::Start() {
     if (!request_.py_spy.empty()) p.env["DTRAIN_PROBE_PY_SPY"] = request_.py_spy;
     p.cwd = "/";
     p.stdin_data = std::string(RankProbeScript());
+    p.beside_ranks = true;  // the ranks hold their nodes' CPUs while it looks at them
     procs.push_back(std::move(p));
   }
   started_s_ = NowSeconds();

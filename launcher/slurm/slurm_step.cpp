@@ -76,10 +76,11 @@ std::map<std::string, std::string> TaskEnv(const ProcessSpec& p) {
 void CheckSameForAll(const std::vector<ProcessSpec>& procs) {
   for (const ProcessSpec& p : procs) {
     const ProcessSpec& first = procs.front();
-    if (p.argv != first.argv || p.cwd != first.cwd || p.stdin_data != first.stdin_data) {
+    if (p.argv != first.argv || p.cwd != first.cwd || p.stdin_data != first.stdin_data ||
+        p.beside_ranks != first.beside_ranks) {
       throw Error(fmt::format(
           "transport slurm runs one srun step, so every process needs the same command, "
-          "directory and stdin; process {} differs from process {}",
+          "directory, stdin and overlap; process {} differs from process {}",
           p.id, first.id));
     }
   }
@@ -112,6 +113,7 @@ SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const Cluster
   plan.argv = procs.front().argv;
   plan.cwd = procs.front().cwd;
   plan.stdin_data = procs.front().stdin_data;
+  plan.overlap = procs.front().beside_ranks;
   plan.marker = marker;
 
   // Block order: tasks sorted by node, then by id, as srun --distribution=block places them.
@@ -185,6 +187,9 @@ std::vector<std::string> SrunArgv(const SlurmStepPlan& plan, const std::string& 
     argv.push_back("--distribution=arbitrary");
     argv.push_back("--overcommit");
   }
+  // Without it the step would wait for CPUs the job's ranks hold ("step creation temporarily
+  // disabled") until they end.
+  if (plan.overlap) argv.push_back("--overlap");
   argv.push_back("--label");
   argv.push_back("--kill-on-bad-exit=0");
   argv.push_back(plan.stdin_data.empty() ? "--input=none" : "--input=all");

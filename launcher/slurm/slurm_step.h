@@ -27,12 +27,13 @@ struct SlurmStepPlan {
   std::string cwd;                         // "" = srun's own
   std::string stdin_data;                  // sent to every task (srun --input=all)
   std::string marker;                      // tags the wrapper's status lines
+  bool overlap = false;  // shares the CPUs the job's other steps hold (ProcessSpec::beside_ranks)
 };
 
 // Throws dtrain::Error when the processes do not fit one step: every task must run the same
-// command in the same directory with the same stdin. `spec` is placed on its allocation
-// (launcher/slurm/slurm_allocation.h): a process's node_index names the allocated node it runs on, and
-// the processes' environments are taken as they are.
+// command in the same directory with the same stdin, all beside the ranks or none. `spec` is placed
+// on its allocation (launcher/slurm/slurm_allocation.h): a process's node_index names the allocated
+// node it runs on, and the processes' environments are taken as they are.
 SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const ClusterSpec& spec,
                             const std::string& marker);
 
