@@ -40,6 +40,7 @@ std::vector<Finding> CheckClip(const ClusterSpec& spec, const std::vector<NodeFa
 std::vector<Finding> CheckRendezvous(const ProbeRun& run);
 std::vector<Finding> CheckClockSkew(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckLimits(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckPySpy(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes);
 
 // True when the job's command is a Python interpreter or a Python launcher (torchrun, ...), or
 // the cluster file names `python:`.

@@ -1,0 +1,24 @@
+// Internal to the doctor: the small pieces its rule files share (checks.cpp, version_checks.cpp,
+// connection_checks.cpp, node_checks.cpp). Not part of the doctor's interface, which is checks.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "doctor/checks.h"
+
+namespace dtrain::checks {
+
+// The items separated by `sep`.
+std::string Join(const std::vector<std::string>& items, const char* sep = ", ");
+
+// The nodes the probe reached, in cluster order.
+std::vector<const NodeFacts*> Reached(const std::vector<NodeFacts>& nodes);
+
+Finding Make(Severity severity, std::string check, std::string fact, std::vector<std::string> nodes,
+             std::string message, std::string remedy = "");
+
+// The file name of the job's program ("dtrain-clip" when the cluster file names no command).
+std::string JobProgram(const ClusterSpec& spec);
+
+}  // namespace dtrain::checks
