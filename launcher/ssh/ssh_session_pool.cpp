@@ -15,8 +15,11 @@ std::string PoolKey(const NodeSpec& node, const SshOptions& o) {
 }  // namespace
 
 SshSessionPool& SshSessionPool::Global() {
-  static SshSessionPool* pool = new SshSessionPool;
-  return *pool;
+  // Made on first use, so it goes at exit before anything made earlier: the sessions still in
+  // it close, and with the last of them the bastion tunnels' thread ends (joined), before the
+  // statics that thread uses are gone.
+  static SshSessionPool pool;
+  return pool;
 }
 
 std::unique_ptr<SshSession> SshSessionPool::Take(const NodeSpec& node, const SshOptions& options) {

@@ -23,7 +23,7 @@ constexpr std::chrono::seconds kPoolIdleLimit{30};
 
 class SshSessionPool {
  public:
-  // The process's pool. Never destroyed: sessions still in it end with the process.
+  // The process's pool. At exit, the sessions still in it are closed.
   static SshSessionPool& Global();
 
   // An idle authenticated session to `node` reached as `options` say, or nullptr.
