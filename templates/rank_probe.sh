@@ -4,7 +4,8 @@
 # `dtrain status`, through the job's transport; POSIX sh, coreutils and grep only.
 #
 # Environment: DTRAIN_PROBE_JOB (the job name: a rank's process carries DTRAIN_JOB=<it>),
-# DTRAIN_PROBE_STACKS=1 to take Python stacks with py-spy, DTRAIN_PROBE_PY_SPY (a py-spy to try
+# DTRAIN_PROBE_DIR (when set, the job's folder: a rank also carries DTRAIN_LOG_DIR=<it>, which
+# tells it from a rank of another job of the same name), DTRAIN_PROBE_STACKS=1 to take Python stacks with py-spy, DTRAIN_PROBE_PY_SPY (a py-spy to try
 # first). Output, one record a line, fields separated by one space (last field free text):
 #   now <epoch ms>              the node's clock
 #   ticks <CLK_TCK>
@@ -25,10 +26,13 @@ rank_probe_main() {
   echo "now $(($(date +%s%N) / 1000000))"
   echo "ticks $(getconf CLK_TCK 2>/dev/null || echo 100)"
   # One grep over every process's environment: only the job's processes match.
-  for env_file in $(grep -lzx "DTRAIN_JOB=$job" /proc/[0-9]*/environ 2>/dev/null); do
+  for env_file in $(grep -lzxF "DTRAIN_JOB=$job" /proc/[0-9]*/environ 2>/dev/null); do
     dir=${env_file%/environ}
     pid=${dir#/proc/}
     [ "$pid" = "$$" ] && continue
+    if [ -n "$DTRAIN_PROBE_DIR" ]; then
+      grep -qzxF "DTRAIN_LOG_DIR=$DTRAIN_PROBE_DIR" "$env_file" 2>/dev/null || continue
+    fi
     rank=$(grep -zx 'RANK=[0-9]*' "$env_file" 2>/dev/null | tr -d '\0')
     rank=${rank#RANK=}
     [ -n "$rank" ] || continue

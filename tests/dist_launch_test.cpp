@@ -109,11 +109,11 @@ std::string Slurp(const std::string& path) {
 // ends the job with 124, the stopped rank named last.
 TEST(DistLaunch, StoppedClipRankIsNamedWithTheCollectiveTheOthersWaitIn) {
   std::string dir = TempDir();
-  const std::string job = dir + "/logs/stop";
+  const std::string job = dir + "/logs/clip-stop";
   const std::string out = dir + "/launch.out";
   const std::string command =
       "cd " + dir + " && NPROC_PER_NODE=3 " + kBin + "/dtrain launch --log-dir " + dir +
-      "/logs --job stop --stall-timeout 6 --on-stall stop -- " + kBin + "/dtrain-clip" + kTrain +
+      "/logs --job clip-stop --stall-timeout 6 --on-stall stop -- " + kBin + "/dtrain-clip" + kTrain +
       " --dataset-type synthetic --train-num-samples 100000 --max-steps 100000 --save-frequency 0" +
       " > " + out + " 2>&1; echo $? > " + dir + "/status";
   std::thread launch([&] { RunShell(command); });

@@ -1,13 +1,15 @@
 // Hangs. Real torch.distributed (Gloo) ranks under the built dtrain, one of which stops
 // entering collectives; the stall report must name it and its Python frame (py-spy), --on-stall
 // stop must exit 124 and leave no process; a long silent compute step is not a stall; and
-// `dtrain status` reads a running job from another process.
+// `dtrain status` reads a running job from another process, never another job's ranks.
 #include <signal.h>
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -114,6 +116,40 @@ TEST(Stall, StatusShowsARunningJobAndAnEndedOne) {
   EXPECT_THAT(ended.out, HasSubstr("job st: succeeded, exit 0"));
   EXPECT_THAT(ended.out, HasSubstr("exit 0"));
   EXPECT_THAT(ended.out, HasSubstr("bye"));
+}
+
+// Two running jobs of one name, in two log folders: the probe tells them apart by the job's
+// folder, so each status shows its own ranks' processes only.
+TEST(Stall, StatusOfOneJobIgnoresAnotherOfTheSameName) {
+  TempDir dir;
+  std::vector<std::unique_ptr<DtrainProcess>> jobs;
+  // b first: its ranks have the lower pids, the ones a probe that mixed the jobs would show.
+  for (const char* which : {"b", "a"}) {
+    jobs.push_back(std::make_unique<DtrainProcess>(
+        std::vector<std::string>{"launch", "-np", "2", "--log-dir",
+                                 dir.path() + "/logs-" + which, "--job", "same", "--", "sh",
+                                 "-c", "echo up; exec sleep 30"},
+        dir.path()));
+    const std::string log = dir.path() + "/logs-" + which + "/same/rank-1.log";
+    ASSERT_TRUE(WaitFor([&] { return ReadFile(log).find("up") != std::string::npos; }, 30));
+  }
+  DtrainRun a = RunDtrain({"status", "--log-dir", dir.path() + "/logs-a", "--job", "same",
+                           "--json"},
+                          dir.path());
+  ASSERT_EQ(a.status, 0) << a.err;
+  // Every pid it names runs with job a's folder.
+  size_t named = 0;
+  for (size_t at = 0; (at = a.out.find("\"pid\": ", at)) != std::string::npos; ++at) {
+    const int pid = std::atoi(a.out.c_str() + at + 7);
+    ASSERT_GT(pid, 0) << a.out;
+    EXPECT_THAT(ReadFile("/proc/" + std::to_string(pid) + "/environ"),
+                HasSubstr("DTRAIN_LOG_DIR=" + dir.path() + "/logs-a/same"))
+        << "pid " << pid << " is not job a's\n" << a.out;
+    ++named;
+  }
+  EXPECT_EQ(named, 2u) << a.out;
+  for (auto& job : jobs) job->Signal(SIGINT);
+  for (auto& job : jobs) EXPECT_EQ(job->Wait(60), 128 + SIGINT);
 }
 
 }  // namespace

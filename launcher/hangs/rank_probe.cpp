@@ -143,6 +143,7 @@ void RankProbe::Start() {
     p.node_index = static_cast<int>(i);
     p.argv = {"sh", "-s"};
     p.env["DTRAIN_PROBE_JOB"] = request_.job_name;
+    if (!request_.job_dir.empty()) p.env["DTRAIN_PROBE_DIR"] = request_.job_dir;
     if (request_.stacks) p.env["DTRAIN_PROBE_STACKS"] = "1";
     if (!request_.py_spy.empty()) p.env["DTRAIN_PROBE_PY_SPY"] = request_.py_spy;
     p.cwd = "/";

@@ -52,6 +52,9 @@ struct ProbeRequest {
   std::string job_name;  // ranks carry DTRAIN_JOB=<it>
   bool stacks = false;   // take Python stacks (py-spy) too
   std::string py_spy;    // a py-spy to try first ("" = beside the rank's python, PATH)
+  // The job's folder as its ranks were told it (DTRAIN_LOG_DIR): with the name, it tells this
+  // job's ranks from those of another job of the same name on the node. "" = the name alone.
+  std::string job_dir;
 };
 
 // Runs the probe on every node of `spec` through a transport made for it, asynchronously: Start
