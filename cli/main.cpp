@@ -7,8 +7,11 @@
 #include "cli/argument_split.h"
 #include "cli/commands.h"
 #include "launcher/error.h"
+#include "launcher/ssh/ssh_session_pool.h"
 
 int main(int argc, char** argv) {
+  // SSH connections kept for reuse close before main returns, while all they need is there.
+  const dtrain::SshSessionPool::CloseAtScopeEnd close_ssh_sessions;
   CLI::App app{"dtrain: check, launch and inspect distributed training jobs"};
   app.set_version_flag("--version", std::string("dtrain ") + DTRAIN_VERSION);
   app.require_subcommand(1);

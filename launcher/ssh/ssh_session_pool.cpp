@@ -15,11 +15,21 @@ std::string PoolKey(const NodeSpec& node, const SshOptions& o) {
 }  // namespace
 
 SshSessionPool& SshSessionPool::Global() {
-  // Made on first use, so it goes at exit before anything made earlier: the sessions still in
-  // it close, and with the last of them the bastion tunnels' thread ends (joined), before the
-  // statics that thread uses are gone.
-  static SshSessionPool pool;
-  return pool;
+  // Never destroyed: at exit OpenSSL, which a session needs to close, may already be gone.
+  static SshSessionPool* pool = new SshSessionPool;
+  return *pool;
+}
+
+void SshSessionPool::CloseAll() {
+  std::map<std::string, std::vector<Idle>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.swap(idle_);
+  }
+}  // the sessions close here, outside the lock
+
+SshSessionPool::CloseAtScopeEnd::~CloseAtScopeEnd() {
+  Global().CloseAll();
 }
 
 std::unique_ptr<SshSession> SshSessionPool::Take(const NodeSpec& node, const SshOptions& options) {
