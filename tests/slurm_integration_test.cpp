@@ -507,7 +507,7 @@ TEST_F(DtrainLaunchOnSlurm, StalledRankIsNamedAndOnStallStopLeavesNothing) {
   const std::string dir = Folder("stall", 1);
   testing::WriteFile(dir + "/hang.py", testing::HangingTorchScript(1));
   testing::DtrainProcess dtrain(
-      {"launch", "-c", dir + "/cluster.yaml", "--job", "stall", "--master-port",
+      {"launch", "-c", dir + "/cluster.yaml", "--job", "slurm-stall", "--master-port",
        std::to_string(FreePort()), "--stall-timeout", "3", "--on-stall", "stop", "--grace-period",
        "3", "--", testing::kVenvPython, dir + "/hang.py"},
       dir);
@@ -516,8 +516,8 @@ TEST_F(DtrainLaunchOnSlurm, StalledRankIsNamedAndOnStallStopLeavesNothing) {
   EXPECT_LT(dtrain.seconds(), 30) << dtrain.err();
   std::printf("stopped %.1f s after launch (stall timeout 3 s)\n", dtrain.seconds());
   const std::string err = dtrain.err();
-  const std::string report = ReadFile(dir + "/logs/stall/stall-1.txt");
-  EXPECT_EQ(ReadFile(dir + "/logs/stall/rank-0.log").find("step 3"), std::string::npos);
+  const std::string report = ReadFile(dir + "/logs/slurm-stall/stall-1.txt");
+  EXPECT_EQ(ReadFile(dir + "/logs/slurm-stall/rank-0.log").find("step 3"), std::string::npos);
   EXPECT_NE(report.find("the job waits for rank 1\n"), std::string::npos) << report;
   EXPECT_NE(report.find("rank 1 in <module> ("), std::string::npos) << report;
   EXPECT_NE(report.find("hang.py:8) `time.sleep(3600)`"), std::string::npos) << report;
@@ -525,21 +525,25 @@ TEST_F(DtrainLaunchOnSlurm, StalledRankIsNamedAndOnStallStopLeavesNothing) {
   EXPECT_NE(report.find("Python stack (py-spy)"), std::string::npos) << report;
   EXPECT_EQ(report.find("not probed"), std::string::npos) << report;
   EXPECT_NE(err.find("dtrain: stall: rank"), std::string::npos) << err;
-  EXPECT_NE(err.find("dtrain: stall report written to " + dir + "/logs/stall/stall-1.txt"),
+  EXPECT_NE(err.find("dtrain: stall report written to " + dir + "/logs/slurm-stall/stall-1.txt"),
             std::string::npos)
       << err;
-  EXPECT_NE(err.find("job stall stopped (--on-stall stop): rank 1 on node b stalled"),
+  EXPECT_NE(err.find("job slurm-stall stopped (--on-stall stop): rank 1 on node b stalled"),
             std::string::npos)
       << err;
-  EXPECT_NE(ReadFile(dir + "/logs/stall/job.json").find("\"exit_code\": 124"), std::string::npos);
+  EXPECT_NE(ReadFile(dir + "/logs/slurm-stall/job.json").find("\"exit_code\": 124"),
+            std::string::npos);
   std::string left = "?";
   for (int i = 0; i < 50 && !left.empty(); ++i) {
-    left = Squeue({"--steps", "-n", "dtrain-stall"}) + Squeue({"-n", "dtrain-stall", "-t", "PD,R"});
+    left = Squeue({"--steps", "-n", "dtrain-slurm-stall"}) +
+           Squeue({"-n", "dtrain-slurm-stall", "-t", "PD,R"});
     if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_EQ(left, "");
-  EXPECT_TRUE(testing::ProcessesWithEnv("DTRAIN_JOB=stall").empty()) << "a task outlived the job";
-  EXPECT_NE(system("pgrep -f '[h]ang.py' >/dev/null"), 0) << "a rank outlived the job";
+  EXPECT_TRUE(testing::ProcessesWithEnv("DTRAIN_JOB=slurm-stall").empty())
+      << "a task outlived the job";
+  EXPECT_NE(system(("pgrep -f '" + dir + "/[h]ang.py' >/dev/null").c_str()), 0)
+      << "a rank outlived the job";
 }
 
 // `dtrain status` from another process finds the Slurm job in job.json and probes its ranks
