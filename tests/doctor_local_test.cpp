@@ -15,6 +15,7 @@
 
 #include "doctor/tool_versions.h"
 #include "tests/support/files.h"
+#include "tests/support/free_port.h"
 #include "tests/support/shell_run.h"
 
 namespace dtrain {
@@ -33,17 +34,7 @@ Result Shell(const std::string& command) {
 
 using testing::ReadFile;
 
-// A free TCP port on this machine (bound, then released).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using test::FreePort;
 
 class DoctorLocal : public ::testing::Test {
  protected:

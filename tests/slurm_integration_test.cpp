@@ -25,6 +25,7 @@
 #include "launcher/transport.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/files.h"
+#include "tests/support/free_port.h"
 #include "tests/support/hanging_torch.h"
 #include "tests/support/transport_recorder.h"
 
@@ -485,18 +486,7 @@ TEST_F(DtrainLaunchOnSlurm, TrainsDtrainClipOnTwoNodes) {
             std::string::npos);
 }
 
-// A free TCP port on this machine (bound, then released): the job's rendezvous, so that jobs
-// of other tests on this machine cannot answer it.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using test::FreePort;
 
 // Rank 1 of a torch.distributed (Gloo) job sleeps before an all_reduce rank 0 waits in. The
 // rank probe runs as steps beside the ranks' step (which holds every CPU of the allocation), so

@@ -17,19 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/free_port.h"
+
 namespace dtrain::clip::testing {
 
-inline int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using dtrain::test::FreePort;
 
 struct RankProcesses {
   std::vector<pid_t> pids;
