@@ -191,12 +191,13 @@ class KinetoRankMerger {
       if (k.size() <= 3 &&
           (k == "ts" || k == "pid" || k == "tid" || (global && k == "s") || (flow && k == "id")))
         continue;
-      AddField(k, field.value);
+      AppendRecordField(out_text_, k, field.value);
     }
-    if (global) AddField("s", "\"p\"");
+    if (global) AppendRecordField(out_text_, "s", "\"p\"");
     if (flow) {
       const int64_t id = record_.Int("id", 0);
-      AddField("id", std::to_string(static_cast<int64_t>(info_.rank) * kFlowIdsPerRank + id));
+      AppendRecordField(out_text_, "id",
+                        std::to_string(static_cast<int64_t>(info_.rank) * kFlowIdsPerRank + id));
     }
     AddKey("ts");
     AppendMicros(ts_ns, out_text_);
@@ -228,14 +229,6 @@ class KinetoRankMerger {
     out_text_ += ",\"";
     out_text_ += key;
     out_text_ += "\":";
-  }
-
-  void AddField(std::string_view key, std::string_view value) {
-    if (out_text_.size() > 1) out_text_ += ',';
-    out_text_ += '"';
-    out_text_ += key;
-    out_text_ += "\":";
-    out_text_ += value;
   }
 
   RankTraceInfo& info_;

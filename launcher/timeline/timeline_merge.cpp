@@ -305,13 +305,13 @@ class RankMerger {
       if (field.key == "ts" || field.key == "pid" || field.key == "tid" ||
           (ends && !end_unnamed && field.key == "name") || (global && field.key == "s"))
         continue;
-      AddField(field.key, field.value);
+      AppendRecordField(out_text_, field.key, field.value);
     }
-    if (ends && !end_unnamed) AddField("name", EncodeJsonString(name));
-    if (global) AddField("s", "\"p\"");
-    AddField("ts", std::to_string(ts));
-    AddField("pid", std::to_string(info_.rank));
-    AddField("tid", std::to_string(tid));
+    if (ends && !end_unnamed) AppendRecordField(out_text_, "name", EncodeJsonString(name));
+    if (global) AppendRecordField(out_text_, "s", "\"p\"");
+    AppendRecordField(out_text_, "ts", std::to_string(ts));
+    AppendRecordField(out_text_, "pid", std::to_string(info_.rank));
+    AppendRecordField(out_text_, "tid", std::to_string(tid));
     out_text_ += '}';
     out_.WriteText(out_text_);
     ++info_.events;
@@ -323,14 +323,6 @@ class RankMerger {
     }
     observer_(MergedEvent{info_.rank, tid, threads_[tid].name, phase[0], name, ts,
                           record_.Int("dur", 0), parsed.is_null() ? kNoArgs : parsed});
-  }
-
-  void AddField(std::string_view key, std::string_view value) {
-    if (out_text_.size() > 1) out_text_ += ',';
-    out_text_ += '"';
-    out_text_ += key;
-    out_text_ += "\":";
-    out_text_ += value;
   }
 
   void Emit(const json& record, int tid, char phase, const std::string& name, int64_t ts) {

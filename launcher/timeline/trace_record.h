@@ -55,4 +55,14 @@ std::string DecodeJsonString(std::string_view text);
 // The JSON string text of `value` ("a\nb" -> "\"a\\nb\"").
 std::string EncodeJsonString(const std::string& value);
 
+// Appends `"key":value` (`value` is JSON text, copied as is) to a record being written that
+// starts with '{', with a comma before it unless it is the record's first field.
+inline void AppendRecordField(std::string& record, std::string_view key, std::string_view value) {
+  if (record.size() > 1) record += ',';
+  record += '"';
+  record += key;
+  record += "\":";
+  record += value;
+}
+
 }  // namespace dtrain
