@@ -172,7 +172,8 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
     s.launch_dir = doc.value("launch_dir", "");
     const bool timeline = doc.value("timeline", false);
     if (!doc.value("log_dir", "").empty()) {
-      s.trace_dir = fmt::format("{}/{}/timeline", doc.value("log_dir", ""), s.name);
+      s.rank_job_dir = fmt::format("{}/{}", doc.value("log_dir", ""), s.name);
+      s.trace_dir = s.rank_job_dir + "/timeline";
     }
     std::map<std::string, int64_t> node_offsets;
     for (const json& node : doc.value("nodes", json::array())) {

@@ -85,7 +85,8 @@ struct JobSummary {
   SlurmPlacement slurm;                              // as JobRecord::slurm
   std::map<int, std::string> rank_traces;     // rank -> DTRAIN_TIMELINE as the rank saw it
   std::map<int, std::string> rank_metrics;    // rank -> $DTRAIN_LOG_DIR/metrics/rank-R.jsonl
-  std::string trace_dir;  // $DTRAIN_TRACE_DIR as every rank saw it on its node ("": no log_dir)
+  std::string rank_job_dir;  // $DTRAIN_LOG_DIR (the job's folder) as every rank saw it ("": none)
+  std::string trace_dir;     // $DTRAIN_TRACE_DIR as every rank saw it on its node ("": no log_dir)
   std::map<int, int64_t> rank_clock_offsets_us;  // rank -> its node's clock offset, if measured
   std::map<int, std::string> rank_exits;  // rank -> "exit 0", "killed by SIGKILL"; absent: running
   double stall_timeout_s = 0;

@@ -130,13 +130,7 @@ JobStatus ReadJobStatus(const StatusOptions& options) {
   ProbeResult probe;
   if (job.status == "running") {
     if (std::optional<ClusterSpec> spec = SpecFor(job, status.node_errors)) {
-      // The job's folder as its ranks saw it: their DTRAIN_TRACE_DIR is <it>/timeline.
-      const std::string suffix = "/timeline";
-      std::string ranks_job_dir;
-      if (job.trace_dir.size() > suffix.size() &&
-          job.trace_dir.compare(job.trace_dir.size() - suffix.size(), suffix.size(), suffix) == 0)
-        ranks_job_dir = job.trace_dir.substr(0, job.trace_dir.size() - suffix.size());
-      probe = RankProbe::RunToEnd(*spec, ProbeRequest{job.name, false, "", ranks_job_dir},
+      probe = RankProbe::RunToEnd(*spec, ProbeRequest{job.name, false, "", job.rank_job_dir},
                                   kProbeDeadline_s);
       for (const auto& [host, error] : probe.node_errors) status.node_errors[host] = error;
     }

@@ -117,8 +117,8 @@ std::optional<StallReport> StallWatch::Tick() {
     for (auto& [rank, p] : ranks_)
       any_idle = any_idle || (!p.ended && IdleSeconds(p, now) >= options_.timeout_s);
     if (any_idle && !reported_) {
-      probe_ = std::make_unique<RankProbe>(spec_, ProbeRequest{options_.job_name, true, "", options_.job_dir},
-                                           kProbeDeadline_s);
+      probe_ = std::make_unique<RankProbe>(
+          spec_, ProbeRequest{options_.job_name, true, "", options_.job_dir}, kProbeDeadline_s);
       probe_with_stacks_ = true;
       probe_->Start();
     }
@@ -127,8 +127,8 @@ std::optional<StallReport> StallWatch::Tick() {
   if (now < next_probe_) return std::nullopt;
   next_probe_ = now + std::chrono::milliseconds(
                           static_cast<long long>(ProbeInterval(options_.timeout_s) * 1000));
-  probe_ = std::make_unique<RankProbe>(spec_, ProbeRequest{options_.job_name, false, "", options_.job_dir},
-                                       kProbeDeadline_s);
+  probe_ = std::make_unique<RankProbe>(
+      spec_, ProbeRequest{options_.job_name, false, "", options_.job_dir}, kProbeDeadline_s);
   probe_with_stacks_ = false;
   probe_->Start();
   return std::nullopt;
