@@ -33,23 +33,23 @@ SshSessionPool::CloseAtScopeEnd::~CloseAtScopeEnd() {
 }
 
 std::unique_ptr<SshSession> SshSessionPool::Take(const NodeSpec& node, const SshOptions& options) {
+  DropExpired();
   std::unique_ptr<SshSession> session;
-  std::vector<Idle> expired;
+  std::vector<Idle> gone;  // no longer connected
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = idle_.find(PoolKey(node, options));
-    const auto now = std::chrono::steady_clock::now();
     while (it != idle_.end() && !it->second.empty() && !session) {
       Idle last = std::move(it->second.back());
       it->second.pop_back();
-      if (now - last.since < kPoolIdleLimit && ssh_is_connected(last.session->handle())) {
+      if (ssh_is_connected(last.session->handle())) {
         session = std::move(last.session);
       } else {
-        expired.push_back(std::move(last));
+        gone.push_back(std::move(last));
       }
     }
   }
-  return session;  // `expired` sessions disconnect here, outside the lock
+  return session;  // `gone` sessions are freed here, outside the lock
 }
 
 void SshSessionPool::Give(const NodeSpec& node, const SshOptions& options,
@@ -60,15 +60,8 @@ void SshSessionPool::Give(const NodeSpec& node, const SshOptions& options,
   idle_[PoolKey(node, options)].push_back({std::move(session), std::chrono::steady_clock::now()});
 }
 
-size_t SshSessionPool::idle() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  size_t n = 0;
-  for (const auto& [key, sessions] : idle_) n += sessions.size();
-  return n;
-}
-
 void SshSessionPool::DropExpired() {
-  std::vector<Idle> expired;
+  std::vector<Idle> expired;  // closed on return, outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
     const auto now = std::chrono::steady_clock::now();

@@ -44,17 +44,16 @@ class SshSessionPool {
   void Give(const NodeSpec& node, const SshOptions& options, std::unique_ptr<SshSession> session);
   // Closes every session that waits.
   void CloseAll();
-  // How many sessions wait (for tests).
-  size_t idle() const;
 
  private:
   struct Idle {
     std::unique_ptr<SshSession> session;
     std::chrono::steady_clock::time_point since;
   };
+  // Closes the sessions that waited kPoolIdleLimit or longer.
   void DropExpired();
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::map<std::string, std::vector<Idle>> idle_;  // by node and options
 };
 
