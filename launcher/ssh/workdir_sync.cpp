@@ -181,7 +181,9 @@ struct ListingParts {
   size_t end = 0;           // one past the listing's last byte; 0 while it is not all there
 };
 
-ListingParts FindListing(const std::string& out) {
+// `searched`: how far an earlier call on a shorter `out` looked for the end of the file records
+// without finding it; it resumes there, so a long listing arriving in many pieces is scanned once.
+ListingParts FindListing(const std::string& out, size_t& searched) {
   ListingParts parts;
   const size_t eol = out.find('\n');
   if (eol == std::string::npos) return parts;
@@ -193,8 +195,11 @@ ListingParts FindListing(const std::string& out) {
   if (out.size() > eol + 1 && out[eol + 1] == '\0') {
     parts.files_end = eol + 1;  // no files at all
   } else {
-    const size_t pair = out.find(std::string("\0\0", 2), eol + 1);
-    if (pair == std::string::npos) return parts;
+    const size_t pair = out.find(std::string("\0\0", 2), std::max(eol + 1, searched));
+    if (pair == std::string::npos) {
+      searched = out.size() - 1;  // a pair may still start at the last byte
+      return parts;
+    }
     parts.files_end = pair + 1;
   }
   const size_t length_eol = out.find('\n', parts.files_end + 1);
@@ -379,7 +384,7 @@ class NodeSyncs : public TransportEvents {
     if (listed_.count(id)) return;  // the receiving side prints nothing on stdout
     std::string& out = out_[id];
     out.append(bytes);
-    const ListingParts parts = FindListing(out);
+    const ListingParts parts = FindListing(out, searched_[id]);
     if (parts.end == 0) return;
     listed_.insert(id);
     NodeSyncResult& result = report_.nodes[id];
@@ -437,6 +442,7 @@ class NodeSyncs : public TransportEvents {
   const Clock::time_point start_ = Clock::now();
   std::map<int, std::shared_ptr<NodeFeed>> feeds_;
   std::map<int, std::string> out_, err_;
+  std::map<int, size_t> searched_;  // FindListing's resume points
   std::set<int> listed_;
   int ended_ = 0;
   uint64_t to_send_ = 0;
