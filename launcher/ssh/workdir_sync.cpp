@@ -1,11 +1,10 @@
 // SyncWorkdir reads top to bottom: scan here (ignore rules applied), start one ssh process per
 // node (all at once) that lists the node's files and then receives; as each listing arrives,
-// decide what moves to that node and stream its archive on the same channel; report. Shared storage is found with a probe file: a uniquely named file created here in the
+// decide what moves to that node (sync_plan.h) and stream its archive on the same channel;
+// report. Shared storage is found with a probe file: a uniquely named file created here in the
 // source folder; a node that sees it in its destination shares the folder and is skipped.
 #include "launcher/ssh/workdir_sync.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,7 +21,7 @@
 
 #include "launcher/error.h"
 #include "launcher/ssh/ssh_config.h"
-#include "launcher/ssh/sync_ignore.h"
+#include "launcher/ssh/sync_plan.h"
 #include "launcher/ssh/tar_stream.h"
 #include "launcher/transport.h"
 
@@ -30,8 +29,6 @@ namespace dtrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr const char* kManifest = ".dtrain-sync-manifest";
-constexpr const char* kDeleteList = ".dtrain-sync-delete";
 
 // Everything a sync does on a node, over one connection: list, then receive. $1 destination,
 // $2 probe file name, $3 staging folder name.
@@ -92,74 +89,6 @@ mv -f -- "$stage/.dtrain-sync-manifest" "$stage.manifest" 2>/dev/null
 rm -rf -- "$stage"
 if [ -f "$stage.manifest" ]; then mv -f -- "$stage.manifest" .dtrain-sync-manifest; fi
 exit 0)sh";
-
-struct LocalFile {
-  std::string path;  // relative
-  std::string full;
-  uint64_t size = 0;
-  int64_t mtime = 0;
-  unsigned mode = 0644;
-  std::string link_target;  // a symbolic link (copied as a link, as `rsync -a` does)
-};
-
-struct RemoteFile {
-  uint64_t size = 0;
-  int64_t mtime = 0;
-};
-
-struct ManifestEntry {
-  std::string hash;
-  uint64_t size = 0;
-  int64_t mtime = 0;
-};
-
-void Scan(const std::string& root, const std::string& relative, const std::string& exclude,
-          SyncIgnore& ignore, std::vector<LocalFile>& out) {
-  const std::string dir = relative.empty() ? root : root + "/" + relative;
-  ignore.ReadFolder(dir, relative);
-  DIR* d = opendir(dir.c_str());
-  if (!d)
-    throw Error(fmt::format("{}: cannot read the folder to sync: {}", dir, std::strerror(errno)));
-  std::vector<std::string> names;
-  while (dirent* e = readdir(d)) {
-    if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) names.push_back(e->d_name);
-  }
-  closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const std::string& name : names) {
-    const std::string rel = relative.empty() ? name : relative + "/" + name;
-    const std::string full = root + "/" + rel;
-    struct stat st;
-    if (lstat(full.c_str(), &st) != 0) continue;  // vanished meanwhile
-    if (S_ISDIR(st.st_mode)) {
-      if (full == exclude || ignore.Ignored(rel, true)) continue;
-      Scan(root, rel, exclude, ignore, out);
-    } else if ((S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && !ignore.Ignored(rel, false)) {
-      LocalFile f{rel,
-                  full,
-                  static_cast<uint64_t>(st.st_size),
-                  st.st_mtim.tv_sec,
-                  static_cast<unsigned>(st.st_mode & 07777),
-                  ""};
-      if (S_ISLNK(st.st_mode)) {
-        std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
-        const ssize_t n = ::readlink(full.c_str(), target.data(), target.size());
-        if (n <= 0 || static_cast<size_t>(n) >= target.size()) continue;  // changed meanwhile
-        target.resize(static_cast<size_t>(n));
-        f.link_target = std::move(target);
-      }
-      out.push_back(std::move(f));
-    }
-    // Sockets, pipes and devices are not copied.
-  }
-}
-
-// What a node holds: its files and the manifest the last sync left.
-struct NodeState {
-  std::string kind;  // new, shared, have
-  std::map<std::string, RemoteFile> files;
-  std::map<std::string, ManifestEntry> manifest;
-};
 
 std::vector<std::string> SplitNul(const std::string& text, size_t from, size_t to) {
   std::vector<std::string> parts;
@@ -282,90 +211,6 @@ class NodeFeed : public StdinSource {
   std::shared_ptr<TarStream> archive_;
 };
 
-// Decides, per node, what moves: files whose size or mtime differ there and whose content hash
-// differs too, and the deletions (files an earlier sync put there that are gone here).
-class SyncPlanner {
- public:
-  explicit SyncPlanner(std::vector<LocalFile> local)
-      : local_(std::make_shared<const std::vector<LocalFile>>(std::move(local))) {
-    for (const LocalFile& f : *local_) paths_.insert(f.path);
-  }
-
-  // The archive for a node that holds `state`, counted into `result`; nullptr when in sync.
-  std::shared_ptr<TarStream> Plan(const NodeState& state, NodeSyncResult& result) {
-    std::vector<TarEntry> entries;
-    std::map<std::string, ManifestEntry> kept;  // unchanged files: what the node has
-    for (const LocalFile& f : *local_) {
-      auto there = state.files.find(f.path);
-      if (there != state.files.end()) {
-        const RemoteFile& r = there->second;
-        auto known = state.manifest.find(f.path);
-        const bool same_stat = r.size == f.size && r.mtime == f.mtime;
-        const bool known_content = known != state.manifest.end() && known->second.size == r.size &&
-                                   known->second.mtime == r.mtime;
-        if (same_stat) {
-          kept[f.path] = {known_content ? known->second.hash : "-", r.size, r.mtime};
-          ++result.files_unchanged;
-          continue;
-        }
-        if (known_content && r.size == f.size && known->second.hash == HashOf(f)) {
-          kept[f.path] = known->second;  // touched here, same bytes: nothing to send
-          ++result.files_unchanged;
-          continue;
-        }
-      }
-      entries.push_back({f.path, f.link_target.empty() ? f.full : "", "",
-                         f.link_target.empty() ? f.size : 0, f.mtime, f.mode, f.link_target});
-      ++result.files_sent;
-      if (f.link_target.empty()) result.bytes_sent += f.size;
-    }
-    std::string deletions;
-    for (const auto& [path, entry] : state.manifest) {
-      if (!paths_.count(path) && state.files.count(path)) {
-        deletions += path + '\0';
-        ++result.files_deleted;
-      }
-    }
-    if (entries.empty() && deletions.empty()) return nullptr;
-    // The manifest goes last: it needs the hashes computed while streaming.
-    auto finish = [local = local_, kept, deletions, hashes = hashes_]() {
-      std::string manifest;
-      for (const LocalFile& f : *local) {
-        auto k = kept.find(f.path);
-        if (k != kept.end()) {
-          manifest +=
-              fmt::format("{} {} {} {}", k->second.hash, k->second.size, k->second.mtime, f.path) +
-              '\0';
-        } else {
-          auto h = hashes->find(f.path);
-          const std::string hash = h != hashes->end() && !h->second.empty() ? h->second : "-";
-          manifest += fmt::format("{} {} {} {}", hash, f.size, f.mtime, f.path) + '\0';
-        }
-      }
-      const int64_t now = static_cast<int64_t>(::time(nullptr));
-      std::vector<TarEntry> out;
-      if (!deletions.empty())
-        out.push_back({kDeleteList, "", deletions, deletions.size(), now, 0644, ""});
-      out.push_back({kManifest, "", manifest, manifest.size(), now, 0644, ""});
-      return out;
-    };
-    return std::make_shared<TarStream>(std::move(entries), hashes_, finish);
-  }
-
- private:
-  const std::string& HashOf(const LocalFile& f) {
-    auto it = hashes_->find(f.path);
-    if (it == hashes_->end()) {
-      it = hashes_->emplace(f.path, f.link_target.empty() ? FileSha256(f.full) : "").first;
-    }
-    return it->second;
-  }
-
-  std::shared_ptr<const std::vector<LocalFile>> local_;  // shared with the archives' manifests
-  std::set<std::string> paths_;
-  std::shared_ptr<ContentHashes> hashes_ = std::make_shared<ContentHashes>();
-};
-
 // One sync process per node: its listing is read as it arrives, and the moment it is all there
 // the node's archive is planned and starts flowing on the same channel.
 class NodeSyncs : public TransportEvents {
@@ -468,9 +313,7 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
   report.destination = !options.destination.empty() ? options.destination
                        : !spec.workdir.empty()      ? spec.workdir
                                                     : options.source;
-  SyncIgnore ignore;
-  std::vector<LocalFile> local;
-  Scan(options.source, "", options.exclude, ignore, local);
+  std::vector<LocalFile> local = ScanSyncSource(options.source, options.exclude);
   report.local_files = static_cast<int>(local.size());
   for (const LocalFile& f : local) report.local_bytes += f.size;
   SyncPlanner planner(std::move(local));
