@@ -2,7 +2,7 @@
 # PyTorch profiler traces through HolisticTraceAnalysis (temporal breakdown) and through
 # `dtrain timeline --summary`, side by side: wall time, peak memory, ratios.
 # Usage: bench/timeline_kineto.sh [BUILD_DIR] [MB_PER_RANK] [RANKS...]   (default: build 100 2 8 32)
-# Traces: the H100 fixtures (../shared/fixtures/kineto) replicated to MB_PER_RANK per rank (steps
+# Traces: the H100 fixtures (tests/fixtures/kineto) replicated to MB_PER_RANK per rank (steps
 # repeated, shifted in time, ids kept unique) with rank ids rewritten, gzipped as torch writes them.
 # With BASELINE=/path/to/another/dtrain, that binary is timed on the same traces too (last columns).
 set -euo pipefail
@@ -10,7 +10,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"; MB="${2:-100}"; shift $(( $# > 2 ? 2 : $# )) || true
 RANKS=("$@"); [ ${#RANKS[@]} -gt 0 ] || RANKS=(2 8 32)
 PY="$ROOT/.venv/bin/python3"
-FIX="$ROOT/../shared/fixtures/kineto"
+FIX="$ROOT/tests/fixtures/kineto"
 WORK="$(mktemp -d /tmp/dtrain-bench-kineto-XXXXXX)"; trap 'rm -rf "$WORK"' EXIT
 [ -f "$FIX/ddp-2ranks-gloo-rank0.json.gz" ] || { echo "missing $FIX" >&2; exit 1; }
 

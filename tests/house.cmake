@@ -4,3 +4,7 @@ add_test(NAME house.runtime_layers
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/runtime_layers_check.py
                  ${PROJECT_SOURCE_DIR})
 set_tests_properties(house.runtime_layers PROPERTIES LABELS docs TIMEOUT 30)
+# A clone stands alone: no file refers to a folder beside the repository (tests/fixtures/README.md).
+add_test(NAME house.self_contained
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/self_contained_check.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(house.self_contained PROPERTIES LABELS docs TIMEOUT 30)

@@ -26,7 +26,7 @@ add_dependencies(timeline_command_test dtrain)
 dtrain_test(timeline_fetch_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_fetch_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 120 RESOURCE_LOCK netns)
 add_dependencies(timeline_fetch_test dtrain)
-# PyTorch profiler traces: the H100 fixtures in ../shared/fixtures against HolisticTraceAnalysis
+# PyTorch profiler traces: the H100 fixtures in tests/fixtures/kineto against HolisticTraceAnalysis
 # (run from .venv), a 2-rank Gloo job launched by dtrain that profiles itself, clock offsets.
 find_package(ZLIB REQUIRED)  # the test writes .json.gz traces
 dtrain_test(timeline_kineto_test

@@ -220,7 +220,7 @@ TEST(TimelineFetch, TracesOnTheNodesOwnDisksAreFetchedThenMerged) {
 // share this machine's kernel clock, so the offsets are 0 within their round trips) and brings
 // the traces back at the end; `dtrain timeline` fetches one that went missing here again.
 TEST(TimelineFetch, PyTorchTracesOfPrivateNodesAreFetchedAndNodeClocksMeasured) {
-  const std::string fixtures = std::string(DTRAIN_SOURCE_DIR) + "/../shared/fixtures/kineto";
+  const std::string fixtures = std::string(DTRAIN_SOURCE_DIR) + "/tests/fixtures/kineto";
   ASSERT_TRUE(fs::exists(fixtures + "/ddp-2ranks-gloo-rank0.json.gz")) << "missing " << fixtures;
   SshTestCluster cluster("tl-kineto", 2, 1);
   REQUIRE_CLUSTER(cluster);

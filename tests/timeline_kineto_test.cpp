@@ -26,7 +26,7 @@ using nlohmann::json;
 using testing::ScratchDir;
 using testing::WriteFile;
 
-const std::string kFixtures = std::string(DTRAIN_SOURCE_DIR) + "/../shared/fixtures/kineto";
+const std::string kFixtures = std::string(DTRAIN_SOURCE_DIR) + "/tests/fixtures/kineto";
 const std::string kPython = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";
 const std::string kRank0 = kFixtures + "/ddp-2ranks-gloo-rank0.json.gz";
 const std::string kRank1 = kFixtures + "/ddp-2ranks-gloo-rank1.json.gz";
@@ -66,7 +66,7 @@ std::string Replace(std::string text, const std::string& from, const std::string
 }
 
 void RequireFixtures() {
-  // CI clones the repository with shared/ beside it: missing fixtures are a failure.
+  // The fixtures are part of the repository: missing ones are a failure.
   ASSERT_TRUE(fs::exists(kRank0) && fs::exists(kRank1)) << "missing " << kFixtures;
 }
 
