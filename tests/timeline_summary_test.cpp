@@ -1,4 +1,5 @@
 // The summary's figures against a trace built by hand, where every figure is known exactly.
+#include <cmath>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -145,6 +146,43 @@ TEST(TimelineSummary, StepChartHasABarPerRankAndALinePerRank) {
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   EXPECT_NE(svg.find("rank 0: compute 1.5 ms"), std::string::npos) << svg;
   EXPECT_NE(svg.find("rank 1: compute 1.2 ms"), std::string::npos) << svg;
+}
+
+TEST(TimelineSummary, StepChartAxisTicksAreRoundNumbers) {
+  struct Case {
+    double max;
+    double step, top;
+    int decimals;
+  };
+  for (const Case& c : {Case{1142.5, 250, 1250, 0}, Case{1.5, 0.5, 1.5, 1}, Case{7, 2, 8, 0},
+                        Case{0.75, 0.2, 0.8, 1}, Case{12.0, 2.5, 12.5, 1}, Case{100, 20, 100, 0},
+                        Case{0.0005, 0.0001, 0.0005, 4}}) {
+    AxisScale s = RoundAxis(c.max);
+    EXPECT_DOUBLE_EQ(s.step, c.step) << c.max;
+    EXPECT_NEAR(s.top, c.top, 1e-12) << c.max;
+    EXPECT_GE(s.top, c.max);
+    EXPECT_LE(s.ticks, 5) << c.max;
+    EXPECT_EQ(s.decimals, c.decimals) << c.max;
+  }
+  // The chart's own axis labels: each a multiple of the axis step, from 0 to the top.
+  ScratchDir dir;
+  TimelineSummary summary = Summarise(dir);
+  std::string svg = StepChartSvg(summary);
+  const std::string marker = "text-anchor=\"end\">";
+  std::vector<double> labels;
+  for (size_t at = svg.find(marker); at != std::string::npos; at = svg.find(marker, at + 1)) {
+    labels.push_back(std::stod(svg.substr(at + marker.size())));
+  }
+  ASSERT_GE(labels.size(), 4u) << svg;
+  const double step = labels[1] - labels[0];
+  EXPECT_DOUBLE_EQ(labels[0], 0.0);
+  for (double v : labels) {
+    EXPECT_NEAR(v / step, std::round(v / step), 1e-6) << v << " in\n" << svg;
+    double mantissa = step / std::pow(10.0, std::floor(std::log10(step)));
+    EXPECT_TRUE(std::fabs(mantissa - 1) < 1e-6 || std::fabs(mantissa - 2) < 1e-6 ||
+                std::fabs(mantissa - 2.5) < 1e-6 || std::fabs(mantissa - 5) < 1e-6)
+        << step;
+  }
 }
 
 TEST(TimelineSummary, ClassifiesHorovodActivities) {

@@ -3,6 +3,7 @@
 #include "launcher/timeline/step_chart_svg.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
@@ -49,14 +50,14 @@ double StepQuantileMs(const RankTime& r, double q) {
   return Ms(sorted[static_cast<size_t>(q * static_cast<double>(sorted.size() - 1))]);
 }
 
-void Axis(std::string& svg, int top, int height, double max_ms, const char* label) {
-  for (int i = 0; i <= 4; ++i) {
-    double v = max_ms * i / 4.0;
-    int y = top + height - static_cast<int>(height * i / 4.0);
+void Axis(std::string& svg, int top, int height, const AxisScale& scale, const char* label) {
+  for (int i = 0; i <= scale.ticks; ++i) {
+    double v = scale.step * i;
+    int y = top + height - static_cast<int>(std::lround(height * v / scale.top));
     svg += fmt::format(
         "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#ddd\"/>"
-        "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.1f}</text>\n",
-        kLeft, y, kWidth - kRight, y, kLeft - 6, y + 4, v);
+        "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.{}f}</text>\n",
+        kLeft, y, kWidth - kRight, y, kLeft - 6, y + 4, v, scale.decimals);
   }
   svg += fmt::format(
       "<text x=\"14\" y=\"{}\" font-size=\"12\" transform=\"rotate(-90 14 {})\" "
@@ -142,6 +143,24 @@ void Lines(std::string& svg, const TimelineSummary& summary, double max_ms) {
 
 }  // namespace
 
+AxisScale RoundAxis(double max_value) {
+  AxisScale scale;
+  if (!(max_value > 0) || !std::isfinite(max_value)) max_value = 1;
+  // The smallest step of 1, 2, 2.5 or 5 times a power of ten that covers the value in at most
+  // five ticks above zero.
+  double power = std::pow(10.0, std::floor(std::log10(max_value / 5)));
+  for (double mantissa : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    scale.step = mantissa * power;
+    if (scale.step * 5 >= max_value * (1 - 1e-9)) break;
+  }
+  scale.ticks = std::max(1, static_cast<int>(std::ceil(max_value / scale.step - 1e-9)));
+  scale.top = scale.step * scale.ticks;
+  double digits = -std::floor(std::log10(scale.step) + 1e-9);
+  if (std::fabs(scale.step / std::pow(10.0, -digits) - 2.5) < 1e-9) digits += 1;
+  scale.decimals = std::max(0, static_cast<int>(digits));
+  return scale;
+}
+
 std::string StepChartSvg(const TimelineSummary& summary) {
   double max_ms = 0.001;
   // Scaled to the slowest 95th-percentile step: one outlier (the first step) must not flatten
@@ -149,6 +168,8 @@ std::string StepChartSvg(const TimelineSummary& summary) {
   for (const RankTime& r : summary.ranks) {
     max_ms = std::max({max_ms, BarMs(r), StepQuantileMs(r, 0.95)});
   }
+  const AxisScale scale = RoundAxis(max_ms);
+  max_ms = scale.top;  // bars and lines scale to the axis' top, a round number
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\">\n"
@@ -156,13 +177,13 @@ std::string StepChartSvg(const TimelineSummary& summary) {
       "<text x=\"{2}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">Step time per rank (mean; "
       "whisker: 5th to 95th percentile step)</text>\n",
       kWidth, kHeight, kLeft);
-  Axis(svg, kBarTop, kBarHeight, max_ms, "ms per step");
+  Axis(svg, kBarTop, kBarHeight, scale, "ms per step");
   Bars(svg, summary, max_ms);
   svg += fmt::format(
       "<text x=\"{}\" y=\"{}\" font-size=\"14\" font-weight=\"bold\">Step time "
       "over the run, one line per rank</text>\n",
       kLeft, kLineTop - 14);
-  Axis(svg, kLineTop, kLineHeight, max_ms, "ms");
+  Axis(svg, kLineTop, kLineHeight, scale, "ms");
   Lines(svg, summary, max_ms);
   svg += "</svg>\n";
   return svg;

@@ -11,4 +11,13 @@ namespace dtrain {
 
 std::string StepChartSvg(const TimelineSummary& summary);
 
+// A value axis from 0 with ticks at round numbers: `ticks` steps of `step` (1, 2, 2.5 or 5 times a
+// power of ten) up to `top`, the first such value at or above the largest one shown; labels with
+// `decimals` digits after the point.
+struct AxisScale {
+  double step = 1, top = 1;
+  int ticks = 1, decimals = 0;
+};
+AxisScale RoundAxis(double max_value);
+
 }  // namespace dtrain
