@@ -14,7 +14,7 @@ warmup=3
 python=$here/../.venv/bin/python3
 [ -x "$clip" ] || { echo "clip_speed: no dtrain-clip at $clip (pass its path)" >&2; exit 2; }
 "$python" -c 'import torch' 2>/dev/null || {
-  echo "clip_speed: $python has no torch: run scripts/install-deps.sh" >&2; exit 2; }
+  echo "clip_speed: $python has no torch: run scripts/install-deps.sh --tests" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads

@@ -10,7 +10,7 @@ shift
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DTRAIN_FUZZ_BUILD:-$root/build-fuzz}
 CC=${CC:-clang} CXX=${CXX:-clang++}
-command -v "$CXX" >/dev/null || { echo "fuzz.sh: $CXX not found (scripts/install-deps.sh installs clang)" >&2; exit 2; }
+command -v "$CXX" >/dev/null || { echo "fuzz.sh: $CXX not found (scripts/install-deps.sh --tests installs clang)" >&2; exit 2; }
 # Builds and fuzzers run at niceness 10 (a shared machine), not 10 more than the caller's: a
 # caller already at `nice -n 10` would otherwise leave them at 19, starved behind everything.
 polite=()

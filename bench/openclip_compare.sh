@@ -24,7 +24,7 @@ samples=${SAMPLES:-8192} batch=${BATCH:-64} epochs=${EPOCHS:-1} threads=${THREAD
 lr=${LR:-1e-3} warmup=${WARMUP:-10}
 [ -x "$clip" ] || { echo "openclip_compare: no dtrain-clip in $build (build first)" >&2; exit 2; }
 "$python" -c 'import open_clip_train' 2>/dev/null ||
-  { echo "openclip_compare: $python has no open_clip_train: run scripts/install-deps.sh" >&2; exit 2; }
+  { echo "openclip_compare: $python has no open_clip_train: run scripts/install-deps.sh --tests" >&2; exit 2; }
 bpe=$("$python" -c 'import open_clip,os; print(os.path.join(os.path.dirname(open_clip.__file__), "bpe_simple_vocab_16e6.txt.gz"))')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -18,7 +18,7 @@ sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(4 16)
 dtrain=$build/dtrain
 [ -x "$dtrain" ] || { echo "sync: build dtrain first ($dtrain)" >&2; exit 2; }
-command -v rsync >/dev/null || { echo "sync: rsync is not installed (scripts/install-deps.sh)" >&2; exit 2; }
+command -v rsync >/dev/null || { echo "sync: rsync is not installed (scripts/install-deps.sh --tests)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "sync: needs root (network namespaces, sshd)" >&2; exit 2; }
 cluster=$here/../tests/cluster/make-cluster.sh
 work=$(mktemp -d /tmp/sync-bench.XXXX)

@@ -91,7 +91,7 @@ TEST_F(DoctorLocal, HealthyNodeExitsZeroWithRealFacts) {
 TEST_F(DoctorLocal, PySpyBesideThePythonOrAWarningNamingTheNode) {
   const std::string venv_python = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";
   if (access((std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/py-spy").c_str(), X_OK) != 0) {
-    GTEST_SKIP() << "no py-spy in .venv (scripts/install-deps.sh installs it)";
+    GTEST_SKIP() << "no py-spy in .venv (scripts/install-deps.sh --tests installs it)";
   }
   Result with = Doctor("--json -c " + WriteCluster("python: " + venv_python + "\n", FreePort()));
   ASSERT_EQ(with.status, 0) << with.out;

@@ -1,5 +1,5 @@
 # Horovod without horovodrun: the rendezvous server's protocol on its own, then real
-# horovod.torch programs (from .venv-horovod, made by scripts/install-deps.sh) under dtrain launch.
+# horovod.torch programs (from .venv-horovod, made by scripts/install-deps.sh --tests) under dtrain launch.
 dtrain_test(horovod_rendezvous_test SOURCES horovod/horovod_rendezvous_test.cpp
             LIBS dtrain_launcher LABEL horovod)
 if(TARGET dtrain)

@@ -1,4 +1,4 @@
-# The real OpenCLIP (open_clip_torch in .venv, from scripts/install-deps.sh) as peer: weights move
+# The real OpenCLIP (open_clip_torch in .venv, from scripts/install-deps.sh --tests) as peer: weights move
 # both ways with the same features; OpenCLIP's own training runs under dtrain launch.
 set(DTRAIN_VENV_PYTHON ${PROJECT_SOURCE_DIR}/.venv/bin/python3)
 if(TARGET dtrain_clip_train)

@@ -1,4 +1,4 @@
-// Real horovod.torch programs (Horovod 0.28.1 built by scripts/install-deps.sh into
+// Real horovod.torch programs (Horovod 0.28.1 built by scripts/install-deps.sh --tests into
 // .venv-horovod) started by `dtrain launch --horovod`, no horovodrun: 2 local ranks, 2 ranks on
 // two namespace nodes over ssh (root; skipped otherwise), a rank that dies, and OpenCLIP's own
 // training with --horovod. A missing .venv-horovod is a failure, not a skip.
@@ -28,12 +28,12 @@ const std::string kSource = DTRAIN_SOURCE_DIR;
 const std::string kPython = kSource + "/.venv-horovod/bin/python3";
 const std::string kProgram = kSource + "/tests/horovod/hvd_allreduce_train.py";
 
-#define REQUIRE_HOROVOD()                                                                 \
-  if (!fs::exists(kPython) ||                                                             \
-      RunOutput(kPython + " -c 'import horovod.torch' 2>&1; echo rc=$?").find("rc=0") ==  \
-          std::string::npos) {                                                            \
-    FAIL() << kPython << " cannot import horovod.torch: run scripts/install-deps.sh (or " \
-           << "scripts/install-horovod.sh) to build Horovod into .venv-horovod";          \
+#define REQUIRE_HOROVOD()                                                                         \
+  if (!fs::exists(kPython) ||                                                                     \
+      RunOutput(kPython + " -c 'import horovod.torch' 2>&1; echo rc=$?").find("rc=0") ==          \
+          std::string::npos) {                                                                    \
+    FAIL() << kPython << " cannot import horovod.torch: run scripts/install-deps.sh --tests (or " \
+           << "scripts/install-horovod.sh) to build Horovod into .venv-horovod";                  \
   }
 
 std::string Launch(const std::string& flags, const std::string& command) {
@@ -123,7 +123,7 @@ TEST(HorovodLaunch, OpenClipTrainsWithHorovodOnTwoLocalRanks) {
   REQUIRE_HOROVOD();
   if (RunOutput(kPython + " -c 'import open_clip_train.main' 2>&1; echo rc=$?").find("rc=0") ==
       std::string::npos) {
-    FAIL() << kPython << " cannot import open_clip_train: run scripts/install-deps.sh";
+    FAIL() << kPython << " cannot import open_clip_train: run scripts/install-deps.sh --tests";
   }
   const std::string dir = kBin + "/horovod_launch/openclip";
   fs::remove_all(dir);

@@ -23,7 +23,7 @@ die() { echo "slurm-cluster: $*" >&2; exit 1; }
 need() {
   for tool in munged slurmctld slurmd scontrol srun sbatch; do
     command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] ||
-      die "$tool not found: install slurm-wlm and munge (scripts/install-deps.sh)"
+      die "$tool not found: install slurm-wlm and munge (scripts/install-deps.sh --tests)"
   done
 }
 
