@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "doctor/check_support.h"
+#include "launcher/error.h"
 #include "launcher/job_record.h"
 #include "launcher/launch.h"
 #include "launcher/rank_log.h"
