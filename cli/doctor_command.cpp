@@ -1,4 +1,5 @@
-// `dtrain doctor -c FILE [--json] [--timeout S]`: flags in, RunDoctor, report out.
+// `dtrain doctor -c FILE [--json] [--timeout S] [--exclude-bad -o FILE]`: flags in, RunDoctor,
+// report out (and the healthy nodes' hostfile).
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "doctor/doctor_run.h"
+#include "doctor/healthy_hostfile.h"
 #include "doctor/report.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/error.h"
@@ -18,6 +20,8 @@ struct DoctorFlags {
   std::string cluster_file;
   bool json = false;
   double timeout_s = 30;
+  bool exclude_bad = false;
+  std::string hostfile;  // -o
 };
 
 int RunDoctorCommand(const DoctorFlags& flags) {
@@ -33,6 +37,11 @@ int RunDoctorCommand(const DoctorFlags& flags) {
     std::fputs(RenderTextReport(spec, result.run, result.findings, colour).c_str(), stdout);
   }
   std::fflush(stdout);
+  if (flags.exclude_bad) {
+    const std::string wrote =
+        WriteHealthyHostfile(flags.hostfile, MakeHealthyHostfile(result.run, result.findings));
+    std::fprintf(stderr, "dtrain doctor: %s\n", wrote.c_str());
+  }
   return DoctorExitStatus(result.findings);
 }
 
@@ -50,6 +59,13 @@ void AddDoctorCommand(CLI::App& app, CommandRun& run) {
   cmd->add_option("--timeout", flags->timeout_s,
                   "Seconds to wait for all nodes; a node slower than this is reported")
       ->capture_default_str();
+  CLI::Option* exclude = cmd->add_flag(
+      "--exclude-bad", flags->exclude_bad,
+      "Write the nodes without an error to -o FILE, a hostfile for dtrain launch --hostfile");
+  CLI::Option* output =
+      cmd->add_option("-o,--output", flags->hostfile, "The hostfile --exclude-bad writes");
+  exclude->needs(output);
+  output->needs(exclude);
   cmd->footer(
       "Exit status: 0 no errors (warnings allowed), 1 a check failed, 2 usage or "
       "cluster-file error.");
