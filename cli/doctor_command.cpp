@@ -61,7 +61,7 @@ void AddDoctorCommand(CLI::App& app, CommandRun& run) {
       ->capture_default_str();
   CLI::Option* exclude = cmd->add_flag(
       "--exclude-bad", flags->exclude_bad,
-      "Write the nodes without an error to -o FILE, a hostfile for dtrain launch --hostfile");
+      "Write the nodes without an error to -o FILE, a hostfile for launch --hostfile");
   CLI::Option* output =
       cmd->add_option("-o,--output", flags->hostfile, "The hostfile --exclude-bad writes");
   exclude->needs(output);
