@@ -1,4 +1,5 @@
-// `dtrain doctor -c FILE [--json] [--timeout S]`: flags in, RunDoctor, report out.
+// `dtrain doctor -c FILE [--json] [--timeout S] [--exclude-bad -o FILE]`: flags in, RunDoctor,
+// report out (and the healthy nodes' hostfile).
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include "cli/commands.h"
 #include "doctor/bandwidth_run.h"
 #include "doctor/doctor_run.h"
+#include "doctor/healthy_hostfile.h"
 #include "doctor/report.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/error.h"
@@ -21,6 +23,8 @@ struct DoctorFlags {
   double timeout_s = 30;
   bool bandwidth = false;
   int bandwidth_mib = 8;
+  bool exclude_bad = false;
+  std::string hostfile;  // -o
 };
 
 int RunDoctorCommand(const DoctorFlags& flags) {
@@ -47,6 +51,11 @@ int RunDoctorCommand(const DoctorFlags& flags) {
     std::fputs(RenderTextReport(spec, result.run, result.findings, colour).c_str(), stdout);
   }
   std::fflush(stdout);
+  if (flags.exclude_bad) {
+    const std::string wrote =
+        WriteHealthyHostfile(flags.hostfile, MakeHealthyHostfile(result.run, result.findings));
+    std::fprintf(stderr, "dtrain doctor: %s\n", wrote.c_str());
+  }
   return DoctorExitStatus(result.findings);
 }
 
@@ -69,6 +78,13 @@ void AddDoctorCommand(CLI::App& app, CommandRun& run) {
                 "job's backend and name the slow node or link");
   cmd->add_option("--bandwidth-mib", flags->bandwidth_mib, "MiB per allreduce of --bandwidth")
       ->capture_default_str();
+  CLI::Option* exclude = cmd->add_flag(
+      "--exclude-bad", flags->exclude_bad,
+      "Write the nodes without an error to -o FILE, a hostfile for launch --hostfile");
+  CLI::Option* output =
+      cmd->add_option("-o,--output", flags->hostfile, "The hostfile --exclude-bad writes");
+  exclude->needs(output);
+  output->needs(exclude);
   cmd->footer(
       "Exit status: 0 no errors (warnings allowed), 1 a check failed, 2 usage or "
       "cluster-file error.");
