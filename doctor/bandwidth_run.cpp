@@ -55,7 +55,8 @@ BandwidthResult RunBandwidthTest(const ClusterSpec& probed, const BandwidthOptio
   }
   LaunchOptions launch;
   launch.cluster = options.cluster;
-  if (launch.cluster.nproc_per_node == 0 && !GpusExpected(probed)) launch.cluster.nproc_per_node = 1;
+  if (launch.cluster.nproc_per_node == 0 && !GpusExpected(probed))
+    launch.cluster.nproc_per_node = 1;
   launch.job_name = "doctor-bandwidth-" + NewJobName();
   launch.log_dir = log_dir;
   launch.max_restarts = 0;
@@ -63,7 +64,8 @@ BandwidthResult RunBandwidthTest(const ClusterSpec& probed, const BandwidthOptio
   launch.console = ConsoleStreams::kNone;
   launch.stall_timeout_s = 0;
   launch.grace_period_s = 3;
-  launch.command = {"dtrain-clip", "bandwidth", "--size-mib", std::to_string(options.size_mib),
+  launch.command = {"dtrain-clip",  "bandwidth",
+                    "--size-mib",   std::to_string(options.size_mib),
                     "--iterations", std::to_string(options.iterations)};
   result.launch_status = RunLaunch(launch);
   result.job_dir = log_dir + "/" + launch.job_name;
@@ -91,21 +93,19 @@ BandwidthResult RunBandwidthTest(const ClusterSpec& probed, const BandwidthOptio
 
   if (result.launch_status != 0) {
     // Which rank failed, on which node, and the end of what it printed.
-    std::string why = fmt::format("the bandwidth test stopped with status {}",
-                                  result.launch_status);
+    std::string why =
+        fmt::format("the bandwidth test stopped with status {}", result.launch_status);
     std::vector<std::string> nodes;
     if (job.failed_rank >= 0) {
       const std::string host = job.rank_hosts.count(job.failed_rank)
                                    ? job.rank_hosts.at(job.failed_rank)
                                    : std::string("?");
       nodes.push_back(host);
-      const std::string tail =
-          LastLines(ReadFile(RankLogPath(result.job_dir, job.failed_rank)), 3);
-      why = fmt::format("the bandwidth test could not run on node {} (rank {}, {}){}", host,
-                        job.failed_rank,
-                        job.rank_exits.count(job.failed_rank) ? job.rank_exits.at(job.failed_rank)
-                                                              : "failed",
-                        tail.empty() ? "" : ": " + tail);
+      const std::string tail = LastLines(ReadFile(RankLogPath(result.job_dir, job.failed_rank)), 3);
+      why = fmt::format(
+          "the bandwidth test could not run on node {} (rank {}, {}){}", host, job.failed_rank,
+          job.rank_exits.count(job.failed_rank) ? job.rank_exits.at(job.failed_rank) : "failed",
+          tail.empty() ? "" : ": " + tail);
     }
     result.verdict.findings.push_back(Make(
         Severity::kError, "bandwidth", "", nodes, why,
@@ -137,18 +137,20 @@ std::string AddBandwidthJson(const std::string& report_json, const BandwidthResu
   }
   auto names = [&](const std::vector<int>& nodes) {
     nlohmann::json out = nlohmann::json::array();
-    for (int n : nodes) out.push_back(n < static_cast<int>(result.hosts.size()) ? result.hosts[n] : "");
+    for (int n : nodes)
+      out.push_back(n < static_cast<int>(result.hosts.size()) ? result.hosts[n] : "");
     return out;
   };
   nlohmann::json links = nlohmann::json::array();
   for (const auto& [a, b] : result.verdict.slow_links) links.push_back(names({a, b}));
-  nlohmann::json doc = {{"launch_status", result.launch_status},
-                        {"job_dir", result.job_dir.empty() ? nlohmann::json() : nlohmann::json(result.job_dir)},
-                        {"reference_busbw_gbs", result.verdict.reference_gbs},
-                        {"slow_nodes", names(result.verdict.slow_nodes)},
-                        {"slow_links", links},
-                        {"slow_inside_nodes", names(result.verdict.slow_inside)},
-                        {"figures", figures}};
+  nlohmann::json doc = {
+      {"launch_status", result.launch_status},
+      {"job_dir", result.job_dir.empty() ? nlohmann::json() : nlohmann::json(result.job_dir)},
+      {"reference_busbw_gbs", result.verdict.reference_gbs},
+      {"slow_nodes", names(result.verdict.slow_nodes)},
+      {"slow_links", links},
+      {"slow_inside_nodes", names(result.verdict.slow_inside)},
+      {"figures", figures}};
   nlohmann::json report = nlohmann::json::parse(report_json);
   report["bandwidth"] = doc;
   return report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

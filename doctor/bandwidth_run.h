@@ -20,8 +20,8 @@ struct BandwidthOptions {
 };
 
 struct BandwidthResult {
-  int launch_status = 0;  // dtrain launch's exit status for the test job
-  std::string job_dir;    // the test job's folder (kept when something failed)
+  int launch_status = 0;           // dtrain launch's exit status for the test job
+  std::string job_dir;             // the test job's folder (kept when something failed)
   std::vector<std::string> hosts;  // node index -> name
   std::vector<BandwidthFigure> figures;
   BandwidthVerdict verdict;  // verdict.findings include a failed start

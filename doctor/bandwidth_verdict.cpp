@@ -70,10 +70,10 @@ BandwidthVerdict JudgeBandwidth(const std::vector<BandwidthFigure>& figures,
   std::vector<const BandwidthFigure*> pairs, inside;
   for (const BandwidthFigure& f : figures) {
     if (f.kind == "all") {
-      v.findings.push_back(Make(
-          Severity::kOk, "bandwidth", "", {},
-          fmt::format("allreduce bus bandwidth of all {} node(s), {} rank(s): {} ({}, {} MiB)",
-                      f.nodes.size(), f.ranks, Gbs(f.busbw_gbs), f.backend, f.bytes >> 20)));
+      v.findings.push_back(
+          Make(Severity::kOk, "bandwidth", "", {},
+               fmt::format("allreduce bus bandwidth of all {} node(s), {} rank(s): {} ({}, {} MiB)",
+                           f.nodes.size(), f.ranks, Gbs(f.busbw_gbs), f.backend, f.bytes >> 20)));
     } else if (f.kind == "pair" && f.nodes.size() == 2) {
       pairs.push_back(&f);
     } else if (f.kind == "node" && f.nodes.size() == 1) {
@@ -150,22 +150,21 @@ BandwidthVerdict JudgeBandwidth(const std::vector<BandwidthFigure>& figures,
     if (inside.size() < 2 || f->busbw_gbs >= inside_reference * slow_fraction) continue;
     const int node = f->nodes[0];
     v.slow_inside.push_back(node);
-    v.findings.push_back(Make(
-        Severity::kError, "bandwidth", "", {Host(hosts, node)},
-        fmt::format("node {}: its {} ranks reach each other at {}, below {:.0f}% of the other "
-                    "nodes' median {}",
-                    Host(hosts, node), f->ranks, Gbs(f->busbw_gbs), slow_fraction * 100,
-                    Gbs(inside_reference)),
-        "on GPU nodes, check NVLink (`nvidia-smi nvlink -s`, `nvidia-smi topo -m`) and the "
-        "Fabric Manager; drain the node until fixed"));
+    v.findings.push_back(
+        Make(Severity::kError, "bandwidth", "", {Host(hosts, node)},
+             fmt::format("node {}: its {} ranks reach each other at {}, below {:.0f}% of the other "
+                         "nodes' median {}",
+                         Host(hosts, node), f->ranks, Gbs(f->busbw_gbs), slow_fraction * 100,
+                         Gbs(inside_reference)),
+             "on GPU nodes, check NVLink (`nvidia-smi nvlink -s`, `nvidia-smi topo -m`) and the "
+             "Fabric Manager; drain the node until fixed"));
   }
   for (const BandwidthFigure* f : inside) {
     if (std::find(v.slow_inside.begin(), v.slow_inside.end(), f->nodes[0]) != v.slow_inside.end())
       continue;
     v.findings.push_back(Make(Severity::kOk, "bandwidth", "", {Host(hosts, f->nodes[0])},
                               fmt::format("node {}: {} ranks inside the node: {}",
-                                          Host(hosts, f->nodes[0]), f->ranks,
-                                          Gbs(f->busbw_gbs))));
+                                          Host(hosts, f->nodes[0]), f->ranks, Gbs(f->busbw_gbs))));
   }
   return v;
 }

@@ -32,7 +32,7 @@ struct BandwidthVerdict {
   double reference_gbs = 0;  // the median of each node's best pair (0: no pairs)
   std::vector<int> slow_nodes;
   std::vector<std::pair<int, int>> slow_links;
-  std::vector<int> slow_inside;  // nodes whose ranks reach each other slowly (NVLink, PCIe)
+  std::vector<int> slow_inside;   // nodes whose ranks reach each other slowly (NVLink, PCIe)
   std::vector<Finding> findings;  // ok figures first, then what is slow
 };
 

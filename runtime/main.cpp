@@ -42,7 +42,8 @@ Flags:
   --help        this text
 )";
 
-const char* kExportUsage = R"(Usage: dtrain-clip export-data --format csv|webdataset --out DIR [FLAGS]
+const char* kExportUsage =
+    R"(Usage: dtrain-clip export-data --format csv|webdataset --out DIR [FLAGS]
 
 Writes Fashion-MNIST (real images, captions from the templates) in the formats that
 `dtrain-clip train --dataset-type csv|webdataset` reads, and prints the --train-data value.
@@ -159,11 +160,10 @@ int ExportWeights(const std::vector<std::string>& args) {
     throw UsageError("export-weights needs --checkpoint FILE and --out FILE.safetensors");
   }
   if (model.empty() && model_config.empty()) model = dtrain::clip::CheckpointModelName(checkpoint);
-  const bool is_config_file =
-      !model_config.empty() || model.find(".json") != std::string::npos;
-  auto config = is_config_file ? dtrain::clip::LoadModelConfig(model_config.empty() ? model
-                                                                                 : model_config)
-                               : dtrain::clip::PresetModelConfig(model);
+  const bool is_config_file = !model_config.empty() || model.find(".json") != std::string::npos;
+  auto config = is_config_file
+                    ? dtrain::clip::LoadModelConfig(model_config.empty() ? model : model_config)
+                    : dtrain::clip::PresetModelConfig(model);
   dtrain::clip::ClipModel clip(config);
   dtrain::clip::LoadCheckpointWeights(checkpoint, *clip);
   dtrain::clip::ExportOpenClipWeights(clip, out);

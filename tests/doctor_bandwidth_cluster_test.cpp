@@ -27,8 +27,7 @@ struct DoctorRun {
 DoctorRun DoctorBandwidth(const std::string& cluster_file) {
   DoctorRun r;
   std::string out = RunOutput(std::string(DTRAIN_BINARY_DIR) + "/dtrain doctor --json -c " +
-                              cluster_file +
-                              " --timeout 20 --bandwidth --bandwidth-mib 4 2>&1 >" +
+                              cluster_file + " --timeout 20 --bandwidth --bandwidth-mib 4 2>&1 >" +
                               cluster_file + ".json; echo \"rc=$?\"");
   size_t rc = out.rfind("rc=");
   r.status = std::stoi(out.substr(rc + 3));

@@ -113,8 +113,8 @@ TEST(DoctorBandwidth, TwoNodesCannotTellNodeFromLink) {
 }
 
 TEST(DoctorBandwidth, ASlowInsideOfANodeIsNamed) {
-  BandwidthVerdict v = JudgeBandwidth(
-      {Inside(0, 350), Inside(1, 360), Inside(2, 40), Inside(3, 355)}, kHosts);
+  BandwidthVerdict v =
+      JudgeBandwidth({Inside(0, 350), Inside(1, 360), Inside(2, 40), Inside(3, 355)}, kHosts);
   EXPECT_EQ(v.slow_inside, std::vector<int>{2});
   EXPECT_NE(Errors(v).find("node node2: its 8 ranks reach each other at 40.00 GB/s"),
             std::string::npos)

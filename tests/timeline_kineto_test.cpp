@@ -85,12 +85,12 @@ TEST(KinetoTimeline, FixturesBreakdownMatchesHolisticTraceAnalysisAndRankOneStra
   fs::copy_file(kRank0, dir / "traces/rank0.json.gz");
   fs::copy_file(kRank1, dir / "traces/rank1.json.gz");
   int status = 0;
-  std::string out = RunShell(kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_breakdown.py " +
-                            (dir / "traces"),
-                        &status);
+  std::string out = RunShell(
+      kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_breakdown.py " + (dir / "traces"),
+      &status);
   ASSERT_EQ(status, 0) << out;
-  json hta = json::parse(out.substr(out.rfind("\n[") == std::string::npos ? out.find('[')
-                                                                           : out.rfind("\n[") + 1));
+  json hta = json::parse(
+      out.substr(out.rfind("\n[") == std::string::npos ? out.find('[') : out.rfind("\n[") + 1));
   ASSERT_EQ(hta.size(), 2u) << out;
 
   TimelineReport report = Summarize({kRank0, kRank1}, dir / "merged.json");
@@ -144,14 +144,14 @@ struct Breakdown {
 
 Breakdown HtaBreakdown(const fs::path& folder, bool rounding) {
   int status = 0;
-  std::string out = RunShell(std::string(rounding ? "" : "HTA_DISABLE_NS_ROUNDING=1 ") + kPython +
-                                 " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_breakdown.py " +
-                                 folder.string(),
-                             &status);
+  std::string out =
+      RunShell(std::string(rounding ? "" : "HTA_DISABLE_NS_ROUNDING=1 ") + kPython + " " +
+                   DTRAIN_SOURCE_DIR + "/tests/kineto/hta_breakdown.py " + folder.string(),
+               &status);
   EXPECT_EQ(status, 0) << out;
   size_t at = out.rfind("\n[");
-  json doc = json::parse(out.substr(at == std::string::npos ? out.find('[') : at + 1), nullptr,
-                         false);
+  json doc =
+      json::parse(out.substr(at == std::string::npos ? out.find('[') : at + 1), nullptr, false);
   if (!doc.is_array() || doc.empty()) {
     ADD_FAILURE() << folder << ": " << out;
     return {};
@@ -177,10 +177,10 @@ TEST(KinetoTimeline, BreakdownAgreesWithHolisticTraceAnalysisOnEveryIsolatedCase
   RequireFixtures();
   ScratchDir dir;
   int status = 0;
-  const std::string made = RunShell(kPython + " " + DTRAIN_SOURCE_DIR +
-                                        "/tests/kineto/hta_cases.py " + kRank0 + " " +
-                                        (dir / "cases").string(),
-                                    &status);
+  const std::string made =
+      RunShell(kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_cases.py " + kRank0 + " " +
+                   (dir / "cases"),
+               &status);
   ASSERT_EQ(status, 0) << made;
   std::vector<std::string> cases;
   for (size_t at = 0, end; (end = made.find('\n', at)) != std::string::npos; at = end + 1) {
@@ -188,9 +188,10 @@ TEST(KinetoTimeline, BreakdownAgreesWithHolisticTraceAnalysisOnEveryIsolatedCase
   }
   ASSERT_EQ(cases.size(), 9u) << made;
   for (const std::string& name : cases) {
-    const fs::path folder = dir / "cases" / name;
+    const fs::path folder = fs::path(dir / "cases") / name;
     const Breakdown hta = HtaBreakdown(folder, false);
-    const Breakdown ours = DtrainBreakdown(folder / "rank0.json.gz", dir / (name + ".json"));
+    const Breakdown ours =
+        DtrainBreakdown(folder / "rank0.json.gz", fs::path(dir / (name + ".json")));
     EXPECT_NEAR(ours.idle, hta.idle, 0.5) << name;
     EXPECT_NEAR(ours.compute, hta.compute, 0.5) << name;
     EXPECT_NEAR(ours.non_compute, hta.non_compute, 0.5) << name;
@@ -206,16 +207,16 @@ TEST(KinetoTimeline, HtaDefaultRoundingLosesShortKernelsAndDtrainDoesNot) {
   RequireFixtures();
   ScratchDir dir;
   int status = 0;
-  const std::string made = RunShell(kPython + " " + DTRAIN_SOURCE_DIR +
-                                        "/tests/kineto/hta_cases.py " + kRank0 + " " +
-                                        (dir / "cases").string(),
-                                    &status);
+  const std::string made =
+      RunShell(kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_cases.py " + kRank0 + " " +
+                   (dir / "cases"),
+               &status);
   ASSERT_EQ(status, 0) << made;
-  const Breakdown whole = HtaBreakdown(dir / "cases/fixture", false);
-  const Breakdown cut_exact = HtaBreakdown(dir / "cases/short_kernels", false);
-  const Breakdown cut_rounded = HtaBreakdown(dir / "cases/short_kernels", true);
-  const Breakdown ours =
-      DtrainBreakdown(dir / "cases/short_kernels/rank0.json.gz", dir / "merged.json");
+  const Breakdown whole = HtaBreakdown(fs::path(dir / "cases/fixture"), false);
+  const Breakdown cut_exact = HtaBreakdown(fs::path(dir / "cases/short_kernels"), false);
+  const Breakdown cut_rounded = HtaBreakdown(fs::path(dir / "cases/short_kernels"), true);
+  const Breakdown ours = DtrainBreakdown(fs::path(dir / "cases/short_kernels/rank0.json.gz"),
+                                         fs::path(dir / "merged.json"));
   // Cutting a kernel into pieces does not change the GPU's work.
   EXPECT_NEAR(cut_exact.compute, whole.compute, 0.05);
   EXPECT_NEAR(ours.compute, whole.compute, 0.05);
@@ -228,9 +229,9 @@ TEST(KinetoTimeline, TwoRankGlooJobLaunchedByDtrainProfilesItself) {
   ScratchDir dir;
   int status = 0;
   std::string out = RunShell("cd " + dir.path() + " && NPROC_PER_NODE=2 " + DTRAIN_BINARY_DIR +
-                            "/dtrain launch --log-dir logs --job profiled -- " + kPython + " " +
-                            DTRAIN_SOURCE_DIR + "/tests/kineto/profiled_gloo_job.py",
-                        &status);
+                                 "/dtrain launch --log-dir logs --job profiled -- " + kPython +
+                                 " " + DTRAIN_SOURCE_DIR + "/tests/kineto/profiled_gloo_job.py",
+                             &status);
   ASSERT_EQ(status, 0) << out;
   TimelineRequest request;
   request.log_dir = dir / "logs";
@@ -274,12 +275,12 @@ TEST(KinetoTimeline, KnownClockOffsetOfANodeIsTakenOut) {
        Replace(Gunzip(kRank1), "\"baseTimeNanoseconds\": 1790857026000000000",
                "\"baseTimeNanoseconds\": 1790857031000000000"));
   auto write_job = [&](int64_t offset_b) {
-    json doc = {{"job", "skewed"},
-                {"status", "succeeded"},
-                {"nodes",
-                 {{{"host", "a"}, {"clock_offset_us", 0}},
-                  {{"host", "b"}, {"clock_offset_us", offset_b}}}},
-                {"ranks", {{{"rank", 0}, {"host", "a"}}, {{"rank", 1}, {"host", "b"}}}}};
+    json doc = {
+        {"job", "skewed"},
+        {"status", "succeeded"},
+        {"nodes",
+         {{{"host", "a"}, {"clock_offset_us", 0}}, {{"host", "b"}, {"clock_offset_us", offset_b}}}},
+        {"ranks", {{{"rank", 0}, {"host", "a"}}, {{"rank", 1}, {"host", "b"}}}}};
     WriteFile(job + "/job.json", doc.dump());
   };
   TimelineRequest request;
@@ -329,8 +330,9 @@ TEST(KinetoTimeline, DamagedOrMismatchedTracesAreErrorsNamingTheFile) {
             std::string::npos);
   // Unknown schema version.
   WriteFile(dir / "v99.json", Replace(text, "\"schemaVersion\": 1", "\"schemaVersion\": 99"));
-  EXPECT_NE(ErrorOf({kRank0, dir / "v99.json"}, dir / "m.json").find("v99.json: PyTorch profiler "
-                                                                    "trace of schema version 99"),
+  EXPECT_NE(ErrorOf({kRank0, dir / "v99.json"}, dir / "m.json")
+                .find("v99.json: PyTorch profiler "
+                      "trace of schema version 99"),
             std::string::npos)
       << ErrorOf({kRank0, dir / "v99.json"}, dir / "m.json");
   // Two traces of one rank; ranks of different world sizes.

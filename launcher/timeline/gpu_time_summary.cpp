@@ -91,6 +91,14 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
                                         ClassifyGpuActivity(event.name)});
     return;
   }
+  // A stream's synchronisation record ("Stream Wait Event", "Stream Sync") sits on the GPU
+  // timeline, and HTA counts it among the GPU's activity: it bounds the span as HTA's does. Its
+  // duration is the host's wait, not GPU work, so it adds no busy time (where HTA counts it).
+  if (event.cat == "cuda_sync" && event.stream >= 0) {
+    state.activities.push_back(Activity{event.ts_us, end, event.correlation, Intern(event.name),
+                                        GpuActivityKind::kOther, true});
+    return;
+  }
   if (event.correlation >= 0) {
     auto [it, added] = state.launch_us.emplace(event.correlation, event.ts_us);
     if (!added) it->second = std::min(it->second, event.ts_us);
@@ -128,6 +136,13 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state) {
       if (launch == state.launch_us.end() || launch->second >= state.last_profiler_step_us) {
         continue;
       }
+    }
+    if (a.marker) {
+      edges.push_back({a.start, +1, a.kind});  // the span reaches its end; nothing open between
+      edges.push_back({a.start, -1, a.kind});
+      edges.push_back({a.end, +1, a.kind});
+      edges.push_back({a.end, -1, a.kind});
+      continue;
     }
     edges.push_back({a.start, +1, a.kind});
     edges.push_back({a.end, -1, a.kind});

@@ -98,6 +98,7 @@ class GpuTimeSummaryBuilder {
     int64_t correlation;
     uint32_t name;
     GpuActivityKind kind;
+    bool marker = false;  // a stream synchronisation record: it bounds the span, no GPU work
   };
   struct Span {
     double start;

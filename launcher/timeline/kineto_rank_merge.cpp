@@ -90,9 +90,10 @@ class KinetoRankMerger {
     std::string_view text;
     while (reader.NextView(text)) Take(reader, text);
     if (reader.truncated()) {
-      throw Error(fmt::format("{} (a PyTorch profiler trace is written whole: this file is "
-                              "damaged; export it again)",
-                              reader.truncation_note()));
+      throw Error(
+          fmt::format("{} (a PyTorch profiler trace is written whole: this file is "
+                      "damaged; export it again)",
+                      reader.truncation_note()));
     }
   }
 
@@ -214,7 +215,8 @@ class KinetoRankMerger {
   void Observe(const Wanted& w, std::string_view cat, double ts) {
     int64_t stream = -1;
     int64_t correlation = -1;
-    const bool gpu = IsGpuActivityCategory(cat);
+    // Stream synchronisation records sit on a GPU stream too (the summary bounds spans by them).
+    const bool gpu = IsGpuActivityCategory(cat) || cat == "cuda_sync";
     if ((gpu || cat == "cuda_runtime" || cat == "cuda_driver") && !w.args.empty() &&
         args_.Parse(w.args).empty()) {
       if (gpu) stream = args_.Int("stream", -1);

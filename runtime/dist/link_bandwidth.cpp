@@ -101,9 +101,9 @@ void RunLinkBandwidth(Distributed& dist, const LinkBandwidthOptions& options, st
       if (env.local_rank != 0) continue;
       for (const auto& [a, b] : rounds[r]) {
         if (env.node() != a && env.node() != b) continue;
-        ProcessSet pair = MakeProcessSet(
-            "pair-" + std::to_string(a) + "-" + std::to_string(b), {a * per_node, b * per_node},
-            env.rank, store, set_options, "dtrain/bandwidth");
+        ProcessSet pair = MakeProcessSet("pair-" + std::to_string(a) + "-" + std::to_string(b),
+                                         {a * per_node, b * per_node}, env.rank, store, set_options,
+                                         "dtrain/bandwidth");
         seconds = SecondsPerAllreduce(*pair.comm, options.bytes, options.iterations, device);
         if (env.node() == a) Report(out, "pair", {a, b}, 2, backend, options.bytes, seconds);
       }
