@@ -644,7 +644,9 @@ class Bench:
     def run(self):
         self.environment()
         build = self.r["build"]
-        if build.get("ok") is False:
+        if build.get("ok") is False and not build.get("built_here"):
+            self.fatal.append(f"no dtrain-clip in --build-dir {build.get('build_dir')}")
+        elif build.get("ok") is False:
             self.fatal.append("the build failed (" + (build.get("log") or "no log") + "): "
                               + " / ".join((build.get("log_tail") or [])[-3:]))
         elif not self.version():

@@ -131,7 +131,9 @@ fi
 if [ "$device" = cpu ]; then
   model=fmnist-tiny
   batch_sizes=${batch_sizes:-32} steps=${steps:-10} warmup=${warmup:-3} budget=${budget:-240}
-  impls=${impls:-dtrain-clip,eager$([ $cpu_compile = 1 ] && echo ,compile),open_clip}
+  compile=""
+  [ $cpu_compile = 1 ] && compile=,compile
+  impls=${impls:-dtrain-clip,eager$compile,open_clip}
 else
   model=vit-b-32
   batch_sizes=${batch_sizes:-256,512} steps=${steps:-40} warmup=${warmup:-10} budget=${budget:-570}
@@ -176,6 +178,7 @@ if [ -z "$build_dir" ]; then
   fi
   build_s=$(($(date +%s) - t1))
 fi
+[ -d "$build_dir" ] || die "--build-dir $build_dir: no such folder"
 build_dir=$(cd "$build_dir" && pwd)
 [ -x "$build_dir/dtrain-clip" ] || build_ok=0
 "$python" - "$build_json" "$build_dir" "$built" "$build_ok" "$configure_s" "$build_s" "${carry:-}" \
