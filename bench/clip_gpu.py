@@ -379,7 +379,11 @@ class Bench:
     def guess_s(self, impl, batch):
         done = [r for r in self.r["runs"] if r["impl"] == impl and r.get("wall_s")]
         if done:
-            return done[-1]["wall_s"] * max(1.0, batch / done[-1]["batch_size"])
+            # Start-up and compilation stay; the steps scale with the batch.
+            last = done[-1]
+            stepping = (last.get("step_ms") or 0) / 1000 * (self.a.warmup_steps + self.a.steps)
+            stepping = min(stepping, last["wall_s"])
+            return (last["wall_s"] - stepping) * 1.1 + stepping * batch / last["batch_size"]
         return FIRST_RUN_GUESS_S["cuda" if self.cuda else "cpu"].get(impl, 60)
 
     def run_one(self, impl, batch):
@@ -394,7 +398,8 @@ class Bench:
         os.makedirs(work)
         total = self.a.warmup_steps + self.a.steps
         if impl == "dtrain-clip":
-            cmd = self.clip_cmd(batch, total, work, timeline=True)
+            # One step more: the timed steps are measured from the end of the last warmup step.
+            cmd = self.clip_cmd(batch, total + 1, work, timeline=True)
         else:
             cmd = [self.a.python, os.path.join(HERE, "clip_reference.py"), "--model", self.a.model,
                    "--mode", impl, "--device", self.a.device, "--precision", self.precision,
