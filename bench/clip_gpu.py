@@ -612,7 +612,7 @@ class Bench:
                 lines.append(f"{b:>5} {impl:<24} {r['samples_per_s']:>10.1f} "
                              f"{fmt(r.get('ratio_to_eager'), '8.2f'):>8} "
                              f"{fmt(r.get('achieved_tflops'), '8.2f'):>8} "
-                             f"{fmt(100 * r['mfu'] if r.get('mfu') is not None else None, '5.1f'):>5}% "
+                             f"{fmt(100 * r['mfu'], '5.1f') + '%' if r.get('mfu') is not None else '-':>6} "
                              f"{fmt(r.get('peak_memory_mib'), '9.0f'):>9} {r['step_ms']:>8.1f}  {note}")
         lines.append("peak MiB: " + ("nvidia-smi memory.used peak minus before each run (CUDA "
                                       "context included)" if self.cuda else "peak resident set"))
