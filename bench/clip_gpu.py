@@ -626,8 +626,9 @@ class Bench:
                 lines.append(f"{r['batch_size']:>5} {m['DATA']:>8.2f} {m['WAIT_FOR_DATA']:>8.2f} "
                              f"{m['FORWARD']:>8.2f} {m['BACKWARD']:>9.2f} {m['OPTIMIZER']:>10.2f} "
                              f"{m['outside_spans']:>8.2f} {m['step']:>8.2f}")
-            lines.append("outside: the rest of the step (LogStep's loss.item() and logit_scale "
-                         "reads wait for the GPU there)")
+            lines.append("outside: the rest of the step" + (
+                " (LogStep's loss.item() and logit_scale reads wait for the GPU there)"
+                if self.cuda else " (logging)"))
         fl = self.r["flops"].get(str(self.a.batch_sizes[0]))
         if fl:
             lines.append(f"FLOPs per sample (train, 3x forward, text context {fl['text_tokens']}): "

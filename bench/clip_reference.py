@@ -208,7 +208,8 @@ def main():
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     if cuda:
-        torch.cuda.set_device(device)
+        if device.index is not None:  # set_device refuses a plain "cuda"
+            torch.cuda.set_device(device)
         device = torch.device("cuda", torch.cuda.current_device())
     torch.manual_seed(args.seed)
     p = PRESETS[args.model]
@@ -230,11 +231,11 @@ def main():
 
     generator = torch.Generator().manual_seed(args.seed)
     images_u8, tokens = synthetic_batches(p, args.batch_size, channels, device, generator)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "amp_bf16")
+    bf16 = precision == "amp_bf16"
 
     def forward_loss(pixels, text):
         images = pixels.float().mul_(1 / 63.75).sub_(2.0)  # [0, 255] -> [-2, 2)
-        with autocast:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             return loss_fn(*model(images, text))
 
     step_fn = forward_loss
