@@ -28,9 +28,9 @@
 # and OpenCLIP's bpe_simple_vocab_16e6.txt.gz (the vit-b-32 text tower needs it) into
 # build-carry/ (ignored by git, so it travels only when named). On the GPU, --carry DIR or
 # DTRAIN_CARRY=DIR (default: build-carry/ when it exists) puts DIR on CMAKE_PREFIX_PATH and
-# DIR/lib on LD_LIBRARY_PATH. With dtrain's device tool:
-#   bench/clip_gpu.sh --carry-prepare build-carry                     # here
-#   run(command="bench/clip_gpu.sh", carry=["build-carry"], timeout_s=600)
+# DIR/lib on LD_LIBRARY_PATH:
+#   bench/clip_gpu.sh --carry-prepare build-carry      # here, once
+#   bench/clip_gpu.sh                                  # there, with build-carry/ copied beside
 # A second call on the still-warm machine reuses build-gpu/ (add --build-dir build-gpu) and can
 # pick what the budget left out, e.g. --batch-sizes 512 --impls dtrain-clip,eager,compile.
 set -euo pipefail
