@@ -89,9 +89,13 @@ class MemorySampler:
         self.baseline = None
 
     def query(self):
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
-                              "-i", self.gpu_id], capture_output=True, text=True, timeout=30)
-        return float(out.stdout.split()[0]) if out.returncode == 0 and out.stdout.split() else None
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used",
+                                  "--format=csv,noheader,nounits", "-i", self.gpu_id],
+                                 capture_output=True, text=True, timeout=30)
+            return float(out.stdout.split()[0]) if out.returncode == 0 else None
+        except (OSError, IndexError, ValueError, subprocess.TimeoutExpired):
+            return None
 
     def __enter__(self):
         if self.gpu_id is not None:
@@ -273,7 +277,7 @@ class Bench:
         probe = ("import json,torch;d={'torch':torch.__version__,'torch_cuda':torch.version.cuda,"
                  "'cuda_available':torch.cuda.is_available()}\n"
                  "if torch.cuda.is_available():\n"
-                 " p=torch.cuda.get_device_properties(0);d.update(gpu=p.name,"
+                 f" p=torch.cuda.get_device_properties({self.device_index()});d.update(gpu=p.name,"
                  "gpu_memory_mib=p.total_memory/2**20,compute_capability=f'{p.major}.{p.minor}',"
                  "gpu_uuid=str(getattr(p,'uuid','')))\n"
                  "print(json.dumps(d))")
@@ -300,6 +304,9 @@ class Bench:
                 "in bench/clip_gpu.py with its datasheet)") if self.cuda else
                 "CPU run: no peak FLOP/s table for CPUs, MFU left out; achieved TFLOP/s kept"}
 
+    def device_index(self):
+        return int(self.a.device.split(":")[1]) if ":" in self.a.device else 0
+
     def gpu_id(self):
         """nvidia-smi's name for the GPU the runs use (its UUID, else the first of
         CUDA_VISIBLE_DEVICES, else 0); None on the CPU or without nvidia-smi."""
@@ -309,12 +316,13 @@ class Bench:
             uuid = self.r["environment"].get("gpu_uuid") or ""
             visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
             for candidate in (uuid if uuid.startswith("GPU-") else "GPU-" + uuid if uuid else "",
-                              visible, "0"):
+                              visible if ":" not in self.a.device else "",
+                              str(self.device_index())):
                 if candidate and MemorySampler(candidate).query() is not None:
                     self._gpu_id = candidate
                     break
             else:
-                self._gpu_id = "0"
+                self._gpu_id = str(self.device_index())
         return self._gpu_id
 
     def version(self):
