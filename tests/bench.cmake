@@ -1,0 +1,10 @@
+# Benchmarks that must not rot: bench/clip_gpu.sh (the one-call GPU bench) run end to end on the
+# CPU (fmnist-tiny, batch 32) against this build's dtrain-clip, then its results file checked for
+# every section with numbers (bench/clip_gpu.py check).
+if(TARGET dtrain-clip)
+  set(clip_gpu_out ${CMAKE_CURRENT_BINARY_DIR}/clip_gpu_cpu)
+  add_test(NAME bench.clip_gpu_cpu
+           COMMAND sh -c "rm -rf \"$3\" && bash \"$1/bench/clip_gpu.sh\" --device cpu --build-dir \"$2\" --out \"$3\" && \"$1/.venv/bin/python3\" \"$1/bench/clip_gpu.py\" check \"$3/clip_gpu_results.json\""
+                   clip-gpu-cpu ${PROJECT_SOURCE_DIR} $<TARGET_FILE_DIR:dtrain-clip> ${clip_gpu_out})
+  set_tests_properties(bench.clip_gpu_cpu PROPERTIES LABELS bench TIMEOUT 300)
+endif()
