@@ -24,6 +24,7 @@ using test::SshTestCluster;
 using testing::DtrainProcess;
 
 constexpr double kNodeTimeout = 3;
+constexpr const char* kNodeTimeoutArg = "3";
 constexpr double kGrace = 2;
 
 // Each rank counts steps from the job's checkpoint file (rank 0 writes it after every step) to
@@ -74,7 +75,7 @@ CutResult RunAndCut(const SshTestCluster& cluster, const std::string& dir,
                                    "--log-dir",
                                    dir,
                                    "--node-timeout",
-                                   "3",
+                                   kNodeTimeoutArg,
                                    "--grace-period",
                                    "2",
                                    "--max-restarts",
@@ -104,6 +105,8 @@ CutResult RunAndCut(const SshTestCluster& cluster, const std::string& dir,
   r.err = dtrain.err();
   cluster.OnNode(1, "ip link set eth0 up");
   r.record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  std::printf("cut node1: lost after %.2f s, its rank gone after %.2f s\n%s", r.detected_s,
+              r.rank_gone_s, r.err.c_str());
   return r;
 }
 
