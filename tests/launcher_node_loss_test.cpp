@@ -28,14 +28,15 @@ constexpr const char* kNodeTimeoutArg = "3";
 constexpr double kGrace = 2;
 
 // Each rank counts steps from the job's checkpoint file (rank 0 writes it after every step) to
-// 24, a step every 0.25 s; rank 0 also writes a metrics line per step. `nodeloss-rank` marks the
-// rank's processes on its node.
+// 40, a step every 0.25 s; rank 0 also writes a metrics line per step. `nodeloss-rank` marks the
+// rank's processes on its node. Cut at step 4, the cut node's rank would run 9 s more on its
+// own: longer than the node timeout, a sample of its dead-man switch and the grace period.
 const char* kRankScript = R"sh(
 ck=$DTRAIN_LOG_DIR/checkpoint
 s=0; [ -f "$ck" ] && s=$(cat "$ck")
 echo "rank $RANK of $WORLD_SIZE on $DTRAIN_NODE starts at step $s"
 mkdir -p "$DTRAIN_LOG_DIR/metrics"
-while [ "$s" -lt 24 ]; do
+while [ "$s" -lt 40 ]; do
   sleep 0.25; s=$((s + 1))
   if [ "$RANK" = 0 ]; then
     echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
