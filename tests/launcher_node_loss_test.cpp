@@ -156,6 +156,13 @@ TEST(NodeLoss, CutNodeIsReplacedByTheSpareAndEndsItsOwnRank) {
   ExpectLostAndRecovered(r, {"node0", "node2", "node3"}, 3);
   ExpectResumed(dir + "/cut", 3);
   EXPECT_NE(r.err.find("spare node(s), used once a node is quarantined: node3"), std::string::npos);
+  const testing::DtrainRun status =
+      testing::RunDtrain({"status", "--log-dir", dir, "--job", "cut"}, dir);
+  EXPECT_NE(status.out.find("attempt 1 on node0,node1,node2: node-lost (node node1 blamed)"),
+            std::string::npos)
+      << status.out << status.err;
+  EXPECT_NE(status.out.find("node node1 quarantined: node node1 lost"), std::string::npos)
+      << status.out;
 }
 
 TEST(NodeLoss, NnodesMinMaxGoesOnWithFewerNodes) {
