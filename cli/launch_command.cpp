@@ -47,7 +47,9 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   cmd->add_option("--log-dir", options->log_dir,
                   "where job folders go (default: the cluster file's log_dir)");
   CLI::Option* restarts = cmd->add_option("--max-restarts", *max_restarts,
-                                          "restart the whole job up to K times after a failure")
+                                          "restart the whole job up to K times in all after "
+                                          "failures (1, 2, 4 ... 30 s apart; an error every rank "
+                                          "hits at start is not retried)")
                               ->check(WholeNumberAtLeast(0));
   cmd->add_flag("--sync", options->sync,
                 "first copy this directory to every node's workdir that does not share it "
@@ -80,9 +82,25 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "what a stall does: report (keep running) or stop (tear down, exit 124)")
       ->capture_default_str()
       ->check(CLI::IsMember({"report", "stop"}));
+  auto node_timeout = std::make_shared<double>(10);
+  CLI::Option* node_timeout_option =
+      cmd->add_option("--node-timeout", *node_timeout,
+                      "seconds an ssh node may answer nothing before it is lost (its ranks "
+                      "stopped everywhere, and ended by the node itself); 0: off (default: "
+                      "job.node_timeout, else 10)")
+          ->check(SecondsAtLeast(0));
+  cmd->add_option("--spares", options->spares,
+                  "the last N listed nodes wait as spares, used once a node is quarantined "
+                  "(also `spare: true` on a node)")
+      ->check(WholeNumberAtLeast(0));
+  cmd->add_option("--nnodes", options->nnodes,
+                  "N or MIN:MAX nodes (torchrun's): a restart goes on with fewer nodes while at "
+                  "least MIN are healthy");
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
-  cmd->callback([options, max_restarts, ranks, restarts, console, stall, stall_timeout, &run] {
+  cmd->callback([options, max_restarts, ranks, restarts, console, stall, stall_timeout,
+                 node_timeout, node_timeout_option, &run] {
     if (restarts->count() > 0) options->max_restarts = *max_restarts;
+    if (node_timeout_option->count() > 0) options->node_timeout_s = *node_timeout;
     if (stall->count() > 0) options->stall_timeout_s = *stall_timeout;
     options->ranks_filter.insert(ranks->begin(), ranks->end());
     const std::string& c = *console;

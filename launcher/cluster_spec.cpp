@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -72,7 +73,8 @@ class SpecReader {
   std::string HostName(const YAML::Node& node, const std::string& what) const {
     std::string value = String(node, what);
     if (value.empty()) Fail(node, what + ": expected a non-empty name");
-    if (value.size() > 255) Fail(node, fmt::format("{}: {} bytes; at most 255", what, value.size()));
+    if (value.size() > 255)
+      Fail(node, fmt::format("{}: {} bytes; at most 255", what, value.size()));
     for (unsigned char c : value) {
       if (c <= 0x20 || c >= 0x7f) {
         Fail(node, fmt::format("{}: byte 0x{:02x} in '{}'; expected letters, digits, '.', "
@@ -159,10 +161,9 @@ class SpecReader {
   }
 
   void ReadSsh(const YAML::Node& node, SshOptions& ssh) const {
-    ExpectMap(
-        node, "ssh",
-        {"user", "port", "identity_file", "known_hosts", "host_key_policy", "connect_timeout", "config",
-         "proxy_jump"});
+    ExpectMap(node, "ssh",
+              {"user", "port", "identity_file", "known_hosts", "host_key_policy", "connect_timeout",
+               "config", "proxy_jump"});
     if (node["user"]) ssh.user = String(node["user"], "ssh.user");
     if (node["port"]) ssh.port = Port(node["port"], "ssh.port");
     ssh.port_given = static_cast<bool>(node["port"]);
@@ -196,7 +197,7 @@ class SpecReader {
 
   NodeSpec ReadNode(const YAML::Node& node, size_t index) const {
     const std::string what = fmt::format("nodes[{}]", index);
-    ExpectMap(node, what, {"host", "address", "slots", "gpus", "env"});
+    ExpectMap(node, what, {"host", "address", "slots", "gpus", "env", "spare"});
     NodeSpec out;
     if (!node["host"]) Fail(node, what + ": missing 'host' (the node's name)");
     out.host = HostName(node["host"], what + ".host");
@@ -214,6 +215,7 @@ class SpecReader {
       }
     }
     if (node["env"]) out.env = Env(node["env"], what + ".env");
+    if (node["spare"]) out.spare = Bool(node["spare"], what + ".spare");
     return out;
   }
 
@@ -238,10 +240,15 @@ class SpecReader {
       }
       spec.nodes.push_back(std::move(n));
     }
+    if (std::all_of(spec.nodes.begin(), spec.nodes.end(),
+                    [](const NodeSpec& n) { return n.spare; })) {
+      Fail(node, "nodes: every node is a spare (spare: true); at least one must run the job");
+    }
   }
 
   void ReadJob(const YAML::Node& node, JobSpec& job) const {
-    ExpectMap(node, "job", {"command", "max_restarts", "timeline", "stall_timeout", "horovod"});
+    ExpectMap(node, "job",
+              {"command", "max_restarts", "timeline", "stall_timeout", "horovod", "node_timeout"});
     if (node["command"]) {
       job.command = StringList(node["command"], "job.command");
       if (job.command.empty()) Fail(node["command"], "job.command: expected a non-empty list");
@@ -254,6 +261,9 @@ class SpecReader {
       job.stall_timeout_s = IntegerIn(node["stall_timeout"], "job.stall_timeout", 0, 7 * 86400);
     }
     if (node["horovod"]) job.horovod = Bool(node["horovod"], "job.horovod");
+    if (node["node_timeout"]) {
+      job.node_timeout_s = IntegerIn(node["node_timeout"], "job.node_timeout", 2, 86400);
+    }
   }
 
   void ReadSlurm(const YAML::Node& node, SlurmSpec& slurm) const {

@@ -13,7 +13,7 @@ enum class TransportKind { kSsh, kLocal, kSlurm };
 enum class HostKeyPolicy { kStrict, kAcceptNew };
 
 struct SshOptions {
-  std::string user;           // empty: the current user
+  std::string user;  // empty: the current user
   int port = 22;
   std::string identity_file;  // empty: agent, then ~/.ssh/id_*
   std::string known_hosts;    // empty: ~/.ssh/known_hosts
@@ -35,6 +35,7 @@ struct NodeSpec {
   std::vector<int> gpus;  // empty: not listed (CUDA_VISIBLE_DEVICES untouched)
   std::map<std::string, std::string> env;
   bool address_given = false;  // the cluster file said `address:`
+  bool spare = false;          // `spare: true`: used only once another node was quarantined
   // The machine's own name where only placing the cluster tells it (a Slurm node name, see
   // launcher/slurm/slurm_allocation.h); "" = host. Ranks see it as HOROVOD_HOSTNAME.
   std::string machine = "";
@@ -46,7 +47,8 @@ struct JobSpec {
   int max_restarts = 0;
   bool timeline = false;
   int stall_timeout_s = 300;  // a rank without progress this long is stalled; 0: no watch
-  bool horovod = false;  // serve Horovod's Gloo rendezvous (README "Horovod")
+  bool horovod = false;       // serve Horovod's Gloo rendezvous (README "Horovod")
+  int node_timeout_s = 10;    // an ssh node silent this long is lost (and ends its ranks itself)
 };
 
 struct SlurmSpec {

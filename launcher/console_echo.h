@@ -23,10 +23,12 @@ enum class ConsoleStreams { kNone = 0, kStdout = 1, kStderr = 2, kBoth = 3 };
 class ConsoleEcho {
  public:
   // `hosts`: rank -> node name. Empty `ranks` shows every rank.
-  ConsoleEcho(std::FILE* out, std::FILE* err, std::map<int, std::string> hosts,
-              std::set<int> ranks, ConsoleStreams streams);
+  ConsoleEcho(std::FILE* out, std::FILE* err, std::map<int, std::string> hosts, std::set<int> ranks,
+              ConsoleStreams streams);
 
   void Output(int rank, OutputStream stream, std::string_view bytes);
+  // A restart on other nodes: rank -> node name from now on.
+  void SetHosts(std::map<int, std::string> hosts) { hosts_ = std::move(hosts); }
   // Shows a rank's unterminated last lines, if any (call when the rank has ended).
   void Finish(int rank);
 

@@ -60,6 +60,25 @@ T IntegerOr(const json& object, const char* key, T fallback) {
 
 }  // namespace
 
+std::string DescribeAttempt(const JobAttempt& a, const JobAttempt* next) {
+  std::string nodes;
+  for (const std::string& n : a.nodes) nodes += (nodes.empty() ? "" : ",") + n;
+  std::string text = fmt::format("attempt {} on {}: ", a.restart_count + 1,
+                                 nodes.empty() ? std::string("?") : nodes);
+  if (a.exit_code < 0) return text + "running";
+  if (a.cause.empty()) return text + "succeeded";
+  text += a.cause;
+  if (!a.blamed_node.empty()) text += fmt::format(" (node {} blamed)", a.blamed_node);
+  if (!a.detail.empty()) text += ": " + a.detail;
+  if (next && a.fault_us) {
+    text += next->first_step_us
+                ? fmt::format("; next attempt's first step {:.1f} s after the fault",
+                              (next->first_step_us - a.fault_us) / 1e6)
+                : "; next attempt's first step not seen";
+  }
+  return text;
+}
+
 std::string JobRecordPath(const std::string& job_dir) {
   return job_dir + "/job.json";
 }
@@ -69,6 +88,10 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
   for (const NodeSpec& n : r.nodes) {
     json node = {{"host", n.host}, {"address", n.address}, {"slots", n.slots}, {"gpus", n.gpus}};
     if (!n.machine.empty()) node["machine"] = n.machine;  // the Slurm node it was placed on
+    if (n.spare) node["spare"] = true;
+    if (auto q = r.quarantined.find(n.host); q != r.quarantined.end()) {
+      node["quarantined"] = q->second;
+    }
     if (auto clock = r.node_clocks.find(n.host); clock != r.node_clocks.end()) {
       node["clock_offset_us"] = clock->second.offset_us;  // the launcher's clock minus the node's
       node["clock_rtt_us"] = clock->second.rtt_us;        // the round trip it was measured in
@@ -89,13 +112,26 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
   }
   json attempts = json::array();
   for (const JobAttempt& a : r.attempts) {
-    attempts.push_back({{"restart_count", a.restart_count},
-                        {"started", IsoTime(a.started_us)},
-                        {"started_us", a.started_us},
-                        {"ended", IsoTime(a.ended_us)},
-                        {"ended_us", a.ended_us},
-                        {"exit_code", OptionalInt(a.exit_code)},
-                        {"failed_rank", OptionalInt(a.failed_rank)}});
+    attempts.push_back(
+        {{"restart_count", a.restart_count},
+         {"started", IsoTime(a.started_us)},
+         {"started_us", a.started_us},
+         {"ended", IsoTime(a.ended_us)},
+         {"ended_us", a.ended_us},
+         {"exit_code", OptionalInt(a.exit_code)},
+         {"failed_rank", OptionalInt(a.failed_rank)},
+         {"nodes", a.nodes},
+         {"cause", a.cause.empty() ? json(nullptr) : json(a.cause)},
+         {"blamed_node", a.blamed_node.empty() ? json(nullptr) : json(a.blamed_node)},
+         {"detail", a.detail},
+         {"fault_us", a.fault_us ? json(a.fault_us) : json(nullptr)},
+         {"first_step_us", a.first_step_us ? json(a.first_step_us) : json(nullptr)}});
+    if (attempts.size() >= 2) {  // the fault before it, to this attempt's first step
+      const JobAttempt& before = r.attempts[attempts.size() - 2];
+      if (before.fault_us && a.first_step_us) {
+        attempts[attempts.size() - 2]["recovery_s"] = (a.first_step_us - before.fault_us) / 1e6;
+      }
+    }
   }
   json events = json::array();
   for (const JobEvent& e : r.events) {
@@ -131,6 +167,7 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
               {"attempts", attempts},
               {"stall_timeout_s", r.stall_timeout_s},
               {"on_stall", r.on_stall},
+              {"node_timeout_s", r.node_timeout_s},
               {"events", events}};
   if (r.slurm.placed) doc["slurm"] = {{"job_id", r.slurm.job_id}, {"job_name", r.slurm.job_name}};
   const std::string path = JobRecordPath(job_dir);
@@ -208,6 +245,26 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
       s.slurm = {true, doc["slurm"].value("job_id", ""), doc["slurm"].value("job_name", "")};
     }
     s.stall_timeout_s = doc.value("stall_timeout_s", 0.0);
+    for (const json& a : doc.value("attempts", json::array())) {
+      JobAttempt at;
+      at.restart_count = IntegerOr(a, "restart_count", 0);
+      at.started_us = IntegerOr(a, "started_us", int64_t{0});
+      at.ended_us = IntegerOr(a, "ended_us", int64_t{0});
+      at.exit_code = IntegerOr(a, "exit_code", -1);
+      at.failed_rank = IntegerOr(a, "failed_rank", -1);
+      at.nodes = a.value("nodes", std::vector<std::string>{});
+      if (a.contains("cause") && a["cause"].is_string()) at.cause = a["cause"].get<std::string>();
+      if (a.contains("blamed_node") && a["blamed_node"].is_string())
+        at.blamed_node = a["blamed_node"].get<std::string>();
+      at.detail = a.value("detail", "");
+      at.fault_us = IntegerOr(a, "fault_us", int64_t{0});
+      at.first_step_us = IntegerOr(a, "first_step_us", int64_t{0});
+      s.attempts.push_back(std::move(at));
+    }
+    for (const json& node : doc.value("nodes", json::array())) {
+      if (node.contains("quarantined") && node["quarantined"].is_string())
+        s.quarantined[node.value("host", "")] = node["quarantined"].get<std::string>();
+    }
     for (const json& e : doc.value("events", json::array())) {
       s.events.push_back({IntegerOr(e, "time_us", int64_t{0}), e.value("kind", ""),
                           e.value("text", ""), e.value("file", "")});

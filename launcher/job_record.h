@@ -22,7 +22,18 @@ struct JobAttempt {
   int64_t ended_us = 0;
   int exit_code = -1;  // -1 while running
   int failed_rank = -1;
+  std::vector<std::string> nodes;  // the nodes it ran on
+  std::string cause;  // "" (succeeded or running), node-lost, signal, stall, error, interrupted
+  std::string blamed_node;  // "" when none
+  std::string detail;       // one line on what happened
+  int64_t fault_us = 0;     // when dtrain saw the fault (0: none)
+  int64_t first_step_us =
+      0;  // its first completed step, where seen (first_step_watch.h); 0: unknown
 };
+
+// "attempt 2 on node0,node2,node3: node-lost (node node1), node node1 lost: ...; next attempt's
+// first step 14.2 s after the fault". `next`: the attempt after it, if any.
+std::string DescribeAttempt(const JobAttempt& attempt, const JobAttempt* next);
 
 // Something that happened while the job ran, beside starts and ends: a stall report (kind
 // "stall", `file` the stall-N.txt it wrote).
@@ -62,6 +73,8 @@ struct JobRecord {
   std::map<int, ExitStatus> rank_status;  // latest attempt; absent while the rank runs
   std::vector<JobAttempt> attempts;
   std::vector<JobEvent> events;
+  double node_timeout_s = 0;                       // 0: nodes not watched
+  std::map<std::string, std::string> quarantined;  // node -> why it is no longer used
 };
 
 // The part of job.json that `dtrain logs` and `dtrain timeline` read back.
@@ -80,17 +93,19 @@ struct JobSummary {
   std::string transport;                  // local, ssh or slurm
   std::string cluster_file;               // as given to dtrain launch (relative to launch_dir)
   std::string launch_dir;
-  std::map<int, std::string> rank_addresses;  // rank -> node address the launcher used
+  std::map<int, std::string> rank_addresses;         // rank -> node address the launcher used
   std::map<std::string, std::string> node_machines;  // node name -> its machine (a Slurm node)
   SlurmPlacement slurm;                              // as JobRecord::slurm
-  std::map<int, std::string> rank_traces;     // rank -> DTRAIN_TIMELINE as the rank saw it
-  std::map<int, std::string> rank_metrics;    // rank -> $DTRAIN_LOG_DIR/metrics/rank-R.jsonl
+  std::map<int, std::string> rank_traces;            // rank -> DTRAIN_TIMELINE as the rank saw it
+  std::map<int, std::string> rank_metrics;           // rank -> $DTRAIN_LOG_DIR/metrics/rank-R.jsonl
   std::string rank_job_dir;  // $DTRAIN_LOG_DIR (the job's folder) as every rank saw it ("": none)
   std::string trace_dir;     // $DTRAIN_TRACE_DIR as every rank saw it on its node ("": no log_dir)
   std::map<int, int64_t> rank_clock_offsets_us;  // rank -> its node's clock offset, if measured
   std::map<int, std::string> rank_exits;  // rank -> "exit 0", "killed by SIGKILL"; absent: running
   double stall_timeout_s = 0;
   std::vector<JobEvent> events;
+  std::vector<JobAttempt> attempts;
+  std::map<std::string, std::string> quarantined;  // node -> why
 };
 
 std::string JobRecordPath(const std::string& job_dir);

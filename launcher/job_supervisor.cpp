@@ -62,11 +62,23 @@ void JobSupervisor::OnExit(int id, const ExitStatus& status) {
     if (log != logs_.end()) log->second->Append(line, WallMicros());
   }
   outcome_.statuses[id] = status;
+  outcome_.ended_us[id] = WallMicros();
   if (options_.stall_watch) options_.stall_watch->OnExit(id, status);
   if (!status.ok() && outcome_.failed_rank < 0 && !stopping_) {
     outcome_.failed_rank = id;
     outcome_.exit_code = status.ShellStatus();
-    BeginStop(SIGTERM);
+    outcome_.failed_us = WallMicros();
+    const auto now = std::chrono::steady_clock::now();
+    const bool plain_error = status.error.empty() && status.signal == 0;
+    if (plain_error && now - started_ < std::chrono::duration<double>(options_.early_failure_s)) {
+      hold_until_ = now + std::chrono::milliseconds(static_cast<int>(kEarlyHoldS * 1000));
+      return;
+    }
+  }
+  if (!status.ok() && !stopping_ &&
+      (!status.error.empty() || status.signal != 0 ||
+       hold_until_ == std::chrono::steady_clock::time_point::max())) {
+    BeginStop(SIGTERM);  // a lost node or a signal ends a hold at once
   }
 }
 
@@ -78,6 +90,7 @@ void JobSupervisor::BeginStop(int sig) {
 JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
   using Clock = std::chrono::steady_clock;
   InterruptHandlers handlers;
+  started_ = Clock::now();
   if (g_interrupt_signal == 0) transport_.Start(procs, *this);
   // A rank that could not start stops the job from inside Start; ranks started after it
   // must hear that too.
@@ -108,12 +121,15 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
       transport_.SignalAll(SIGKILL);
       killed = true;
     }
+    if (!stopping_ && Clock::now() >= hold_until_) BeginStop(SIGTERM);
     if (!transport_.Poll(100, *this)) break;
+    if (options_.first_step) options_.first_step->Tick();
     if (options_.stall_watch && !stopping_) {
       std::optional<StallReport> stall = options_.stall_watch->Tick();
       if (stall && options_.stall_watch->on_stall() == OnStall::kStop) {
         // Torn down as for a failing rank; the rank the others wait for is the one named.
         outcome_.exit_code = kExitStalled;
+        outcome_.failed_us = WallMicros();
         outcome_.failed_rank = stall->culprits.empty() ? -1 : stall->culprits.front();
         outcome_.stall = std::move(stall);
         BeginStop(SIGTERM);

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <array>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,16 +15,24 @@
 #include <vector>
 
 #include "launcher/console_echo.h"
-#include "launcher/rank_log.h"
+#include "launcher/first_step_watch.h"
 #include "launcher/hangs/stall_watch.h"
+#include "launcher/rank_log.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
 
 struct SupervisorOptions {
-  double grace_period_s = 10;  // between SIGTERM and SIGKILL
+  double grace_period_s = 10;         // between SIGTERM and SIGKILL
   StallWatch* stall_watch = nullptr;  // null: no stall watch
+  // > 0: a rank that exits with an error code this soon after the start holds the teardown for
+  // up to kEarlyHoldS, so ranks failing the same way (an import error) report it themselves and
+  // the failure can be told deterministic (restart_policy.h). 0: teardown at once.
+  double early_failure_s = 0;
+  FirstStepWatch* first_step = nullptr;  // null: not watched
 };
+
+constexpr double kEarlyHoldS = 1.5;
 
 // How an attempt ended. `exit_code` is what dtrain exits with: 0, the first failing rank's
 // status (128+signal for a signal), or 128+signal of the interrupt that stopped it.
@@ -31,8 +40,10 @@ struct JobOutcome {
   int exit_code = 0;
   int failed_rank = -1;  // -1: no rank failed first (success, or an interrupt)
   int interrupt_signal = 0;
-  std::optional<StallReport> stall;  // set when the job was stopped for a stall (exit 124)
+  std::optional<StallReport> stall;    // set when the job was stopped for a stall (exit 124)
   std::map<int, ExitStatus> statuses;  // every rank that ended
+  std::map<int, int64_t> ended_us;     // when each rank's end was seen (wall clock)
+  int64_t failed_us = 0;               // when the first failure (or stall stop) was seen
 };
 
 // Installs the interrupt handlers (SIGINT, SIGTERM, SIGHUP set the flag JobSupervisor reads;
@@ -75,6 +86,8 @@ class JobSupervisor : public TransportEvents {
   SupervisorOptions options_;
   JobOutcome outcome_;
   bool stopping_ = false;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point hold_until_ = std::chrono::steady_clock::time_point::max();
 };
 
 }  // namespace dtrain

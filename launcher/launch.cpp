@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -20,19 +21,21 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
 #include "launcher/error.h"
+#include "launcher/hangs/stall_watch.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/job_record.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/log_reader.h"
+#include "launcher/node_pool.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
+#include "launcher/restart_policy.h"
 #include "launcher/slurm/slurm_allocation.h"
-#include "launcher/hangs/stall_watch.h"
-#include "launcher/timeline/trace_fetch.h"
 #include "launcher/ssh/ssh_preflight.h"
-#include "launcher/transport.h"
 #include "launcher/ssh/workdir_sync.h"
+#include "launcher/timeline/trace_fetch.h"
+#include "launcher/transport.h"
 
 namespace dtrain {
 namespace {
@@ -109,13 +112,31 @@ void ReportStallStop(const RankPlan& plan, const JobOutcome& outcome, const std:
 
 // Metrics and PyTorch traces ranks wrote on nodes without shared storage come back into the job
 // folder; files already here and complete (shared storage) are left as they are.
-void FetchNodeResults(const std::string& job_dir, const ClusterSpec& spec) {
+// Nodes in `lost` are not asked: nothing at the end of a job waits on a node that stopped
+// answering (`dtrain logs`/`dtrain timeline` fetch its files later, once it is back).
+void FetchNodeResults(const std::string& job_dir, const ClusterSpec& spec,
+                      const std::set<std::string>& lost) {
   auto warn = [](const TraceFetchReport& report) {
     for (const std::string& w : report.warnings)
       std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
   };
   try {
-    const JobSummary job = ReadJobSummary(job_dir);
+    JobSummary job = ReadJobSummary(job_dir);
+    for (auto it = job.rank_hosts.begin(); it != job.rank_hosts.end();) {
+      if (!lost.count(it->second)) {
+        ++it;
+        continue;
+      }
+      job.rank_metrics.erase(it->first);
+      job.rank_traces.erase(it->first);
+      it = job.rank_hosts.erase(it);
+    }
+    for (const std::string& host : lost) {
+      std::fprintf(stderr,
+                   "dtrain: node %s was lost: its metrics and traces were not fetched (later: "
+                   "dtrain timeline --job %s, once it answers)\n",
+                   host.c_str(), job.name.c_str());
+    }
     const TraceFetchReport fetched = FetchRemoteMetrics(job_dir, job, spec.source, &spec.ssh);
     if (!fetched.fetched.empty()) {
       std::fprintf(stderr,
@@ -123,8 +144,10 @@ void FetchNodeResults(const std::string& job_dir, const ClusterSpec& spec) {
                    fetched.fetched.size(), job_dir.c_str());
     }
     warn(fetched);
+    std::set<std::string> skip = fetched.unreachable;
+    skip.insert(lost.begin(), lost.end());
     const TraceFetchReport traces =
-        FetchRemoteProfilerTraces(job_dir, job, spec.source, &spec.ssh, fetched.unreachable);
+        FetchRemoteProfilerTraces(job_dir, job, spec.source, &spec.ssh, skip);
     if (!traces.fetched.empty()) {
       std::fprintf(stderr, "dtrain: %zu PyTorch profiler trace(s) fetched from the nodes\n",
                    traces.fetched.size());
@@ -142,6 +165,8 @@ struct JobSettings {
   bool timeline = false;
   double stall_timeout_s = 0;
   bool horovod = false;
+  double node_timeout_s = 0;  // 0: ssh nodes not watched
+  NodeCount node_count;       // --nnodes
 };
 
 JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& spec) {
@@ -158,6 +183,10 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   if (options.on_stall != "report" && options.on_stall != "stop")
     throw UsageError("--on-stall: expected report or stop, not '" + options.on_stall + "'");
   job.horovod = options.horovod || spec.job.horovod || CommandAsksForHorovod(job.command);
+  job.node_timeout_s = options.node_timeout_s.value_or(spec.job.node_timeout_s);
+  if (job.node_timeout_s != 0 && job.node_timeout_s < 2)
+    throw UsageError("--node-timeout: expected 0 (off) or seconds >= 2");
+  if (!options.nnodes.empty()) job.node_count = ParseNodeCount(options.nnodes);
   return job;
 }
 
@@ -209,6 +238,7 @@ JobRecord NewJobRecord(const ClusterSpec& spec, const JobSettings& job, const Jo
   record.timeline = job.timeline;
   record.stall_timeout_s = job.stall_timeout_s;
   record.on_stall = on_stall;
+  record.node_timeout_s = spec.transport == TransportKind::kSsh ? job.node_timeout_s : 0;
   record.started_us = WallMicros();
   return record;
 }
@@ -299,15 +329,38 @@ struct Job {
   std::map<int, std::unique_ptr<RankLog>>& logs;
   ConsoleEcho& console;
   JobRecord& record;
+  NodePool& pool;
+  std::set<std::string> lost_nodes;  // not asked for anything at the end
 };
+
+// The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.
+ClusterSpec AttemptSpec(const ClusterSpec& spec, const std::vector<int>& picked) {
+  ClusterSpec attempt = spec;
+  attempt.nodes.clear();
+  for (int i : picked) attempt.nodes.push_back(spec.nodes[i]);
+  return attempt;
+}
+
+// Logs for every rank of the plan (a restart on bigger nodes has more), and the console's hosts.
+void PrepareLogs(Job& job) {
+  std::map<int, std::string> hosts;
+  for (const RankSlot& slot : job.record.plan.ranks) {
+    if (!job.logs.count(slot.rank))
+      job.logs[slot.rank] = std::make_unique<RankLog>(job.folder.job_dir, slot.rank);
+    hosts[slot.rank] = slot.host;
+  }
+  job.console.SetHosts(std::move(hosts));
+}
 
 // One attempt: a fresh rank plan, Horovod store, transport and stall watch; the supervisor's
 // outcome. `log_start`: where this attempt's output starts in each log. Throws when the job
 // could not run at all (its record says so first).
-JobOutcome RunAttempt(Job& job, int attempt, std::map<int, uint64_t>& log_start) {
+JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
+                      std::map<int, uint64_t>& log_start) {
   JobRecord& record = job.record;
   job.plan_options.restart_count = attempt;
-  record.plan = MakeRankPlan(job.spec, job.plan_options);
+  record.plan = MakeRankPlan(spec, job.plan_options);
+  PrepareLogs(job);
   // A fresh store for every attempt, as horovodrun's init(host_alloc_plan); gone with it.
   std::unique_ptr<HorovodRendezvous> horovod_rendezvous;
   if (job.settings.horovod) {
@@ -318,7 +371,11 @@ JobOutcome RunAttempt(Job& job, int attempt, std::map<int, uint64_t>& log_start)
                  job.horovod_network.bind_address.c_str(), horovod_rendezvous->port());
   }
   record.rank_status.clear();
-  record.attempts.push_back({attempt, WallMicros(), 0, -1, -1});
+  JobAttempt started;
+  started.restart_count = attempt;
+  started.started_us = WallMicros();
+  for (const NodeSpec& node : spec.nodes) started.nodes.push_back(node.host);
+  record.attempts.push_back(started);
   WriteJobRecord(job.folder.job_dir, record);
   if (attempt > 0) {
     for (const auto& [rank, log] : job.logs)
@@ -326,7 +383,8 @@ JobOutcome RunAttempt(Job& job, int attempt, std::map<int, uint64_t>& log_start)
   }
   for (const auto& [rank, log] : job.logs) log_start[rank] = log->size();
   try {
-    std::unique_ptr<Transport> transport = MakeTransport(job.spec, job.options.grace_period_s);
+    std::unique_ptr<Transport> transport =
+        MakeTransport(spec, job.options.grace_period_s, job.settings.node_timeout_s);
     std::unique_ptr<StallWatch> stall_watch;
     if (job.settings.stall_timeout_s > 0) {
       StallWatchOptions watch;
@@ -338,11 +396,18 @@ JobOutcome RunAttempt(Job& job, int attempt, std::map<int, uint64_t>& log_start)
         record.events.push_back(event);
         WriteJobRecord(job.folder.job_dir, record);
       };
-      stall_watch = std::make_unique<StallWatch>(job.spec, record.plan, std::move(watch));
+      stall_watch = std::make_unique<StallWatch>(spec, record.plan, std::move(watch));
     }
-    JobSupervisor supervisor(*transport, job.logs, job.console,
-                             {job.options.grace_period_s, stall_watch.get()});
-    return supervisor.Run(ProcessesFor(record.plan, job.settings.command));
+    FirstStepWatch first_step(job.folder.job_dir + "/metrics/rank-0.jsonl");
+    SupervisorOptions supervise;
+    supervise.grace_period_s = job.options.grace_period_s;
+    supervise.stall_watch = stall_watch.get();
+    supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
+    supervise.first_step = &first_step;
+    JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
+    JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command));
+    record.attempts.back().first_step_us = first_step.first_step_us();
+    return outcome;
   } catch (const Error& e) {  // the job could not run at all: say so in its record too
     record.status = "failed";
     record.exit_code = e.exit_code();
@@ -353,6 +418,37 @@ JobOutcome RunAttempt(Job& job, int attempt, std::map<int, uint64_t>& log_start)
   }  // the transport's end reaps whatever is left of this attempt
 }
 
+// "dtrain: node node1 lost: no answer for 10 s, last seen 12:01:07; its rank(s) 1 ended with it".
+void ReportNodeLost(const RankPlan& plan, const AttemptVerdict& verdict) {
+  std::string ranks;
+  for (const RankSlot& slot : plan.ranks) {
+    if (slot.host == verdict.blamed_host)
+      ranks += (ranks.empty() ? "" : ",") + std::to_string(slot.rank);
+  }
+  std::fprintf(stderr, "dtrain: %s; its rank(s) %s went with it; every other rank stopped\n",
+               verdict.detail.c_str(), ranks.c_str());
+}
+
+// Waits out the backoff before a restart; false when an interrupt came meanwhile.
+bool WaitBeforeRestart(double seconds) {
+  InterruptHandlers handlers;
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  while (std::chrono::steady_clock::now() < until) {
+    if (JobSupervisor::InterruptSignal() != 0) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return JobSupervisor::InterruptSignal() == 0;
+}
+
+// Index in the cluster's nodes of the node named `host`, -1 if none.
+int NodeIndex(const ClusterSpec& spec, const std::string& host) {
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    if (spec.nodes[i].host == host) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 // Records how the attempt ended and says why it failed; true when the job is to run again.
 bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                 const std::map<int, uint64_t>& log_start) {
@@ -361,16 +457,38 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   this_attempt.ended_us = WallMicros();
   this_attempt.exit_code = outcome.exit_code;
   this_attempt.failed_rank = outcome.failed_rank;
+  const int interrupt = JobSupervisor::InterruptSignal();
+  const AttemptVerdict verdict =
+      JudgeAttempt(record.plan, outcome, this_attempt.started_us, interrupt);
+  this_attempt.cause = verdict.cause;
+  this_attempt.blamed_node = verdict.blamed_host;
+  this_attempt.detail = verdict.detail;
+  this_attempt.fault_us = outcome.failed_us;
   record.rank_status = outcome.statuses;
   record.exit_code = outcome.exit_code;
   record.failed_rank = outcome.failed_rank;
-  if (outcome.stall) {
+  if (verdict.node_lost) {
+    job.lost_nodes.insert(verdict.blamed_host);
+    ReportNodeLost(record.plan, verdict);
+  } else if (outcome.stall) {
     ReportStallStop(record.plan, outcome, record.name);
   } else if (outcome.failed_rank >= 0) {
     ReportFailure(record.plan, outcome, job.folder.job_dir, log_start.at(outcome.failed_rank));
   }
+  // This machine alone (transport local) is never excluded for failures: there is no other.
+  if (interrupt == 0 && !verdict.blamed_host.empty() &&
+      (verdict.node_lost || job.spec.transport != TransportKind::kLocal)) {
+    const int index = NodeIndex(job.spec, verdict.blamed_host);
+    const std::string why =
+        index < 0 ? "" : job.pool.Blame(index, verdict.node_lost, verdict.detail);
+    if (!why.empty()) {
+      record.quarantined[verdict.blamed_host] = why;
+      std::fprintf(stderr, "dtrain: node %s quarantined for the rest of job %s: %s\n",
+                   verdict.blamed_host.c_str(), record.name.c_str(), why.c_str());
+    }
+  }
 
-  const int interrupt = JobSupervisor::InterruptSignal();
+  std::vector<int> next_nodes;
   if (outcome.exit_code == 0 && interrupt == 0) {
     record.status = "succeeded";
   } else if (interrupt != 0) {
@@ -378,17 +496,49 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
     if (outcome.failed_rank < 0) record.exit_code = 128 + interrupt;
     std::fprintf(stderr, "dtrain: job %s interrupted by %s; every rank stopped\n",
                  record.name.c_str(), SignalName(interrupt).c_str());
+  } else if (verdict.deterministic && attempt < job.settings.max_restarts) {
+    record.status = "failed";
+    std::fprintf(stderr,
+                 "dtrain: job %s not restarted: %s, which another attempt would only repeat\n",
+                 record.name.c_str(), verdict.detail.c_str());
+  } else if (attempt < job.settings.max_restarts && (next_nodes = job.pool.Pick()).empty()) {
+    record.status = "failed";
+    std::fprintf(stderr, "dtrain: job %s cannot restart: %s\n", record.name.c_str(),
+                 job.pool.why_not().c_str());
   } else if (attempt < job.settings.max_restarts) {
-    std::fprintf(stderr, "dtrain: restarting job %s (restart %d of %d)\n", record.name.c_str(),
-                 attempt + 1, job.settings.max_restarts);
+    const double backoff = BackoffSeconds(attempt + 1);
+    std::string nodes;
+    for (int i : next_nodes) {
+      nodes += (nodes.empty() ? "" : ",") + job.spec.nodes[i].host;
+      if (job.spec.nodes[i].spare) nodes += " (spare)";
+    }
+    std::fprintf(stderr, "dtrain: restarting job %s (restart %d of %d) in %g s on %s; cause: %s\n",
+                 record.name.c_str(), attempt + 1, job.settings.max_restarts, backoff,
+                 nodes.c_str(), verdict.cause.c_str());
     WriteJobRecord(job.folder.job_dir, record);
-    return true;
+    if (WaitBeforeRestart(backoff)) return true;
+    record.status = "interrupted";
+    record.exit_code = 128 + JobSupervisor::InterruptSignal();
   } else {
     record.status = "failed";
+    if (job.settings.max_restarts > 0) {
+      std::fprintf(stderr, "dtrain: job %s failed: all %d restart(s) used\n", record.name.c_str(),
+                   job.settings.max_restarts);
+    }
   }
   record.ended_us = WallMicros();
   WriteJobRecord(job.folder.job_dir, record);
   return false;
+}
+
+// The end of the console: one line per attempt, when there was more than one.
+void PrintAttempts(const JobRecord& record) {
+  if (record.attempts.size() < 2) return;
+  std::fprintf(stderr, "dtrain: job %s attempts:\n", record.name.c_str());
+  for (size_t i = 0; i < record.attempts.size(); ++i) {
+    const JobAttempt* next = i + 1 < record.attempts.size() ? &record.attempts[i + 1] : nullptr;
+    std::fprintf(stderr, "dtrain:   %s\n", DescribeAttempt(record.attempts[i], next).c_str());
+  }
 }
 
 }  // namespace
@@ -400,24 +550,31 @@ std::vector<std::string> DefaultJobCommand() {
 int RunLaunch(const LaunchOptions& options) {
   const ChosenCluster chosen = ChooseCluster(options.cluster);
   const JobSettings settings = SettleJobSettings(options, chosen.spec);
+  ClusterSpec chosen_spec = chosen.spec;
+  if (options.spares > 0) MarkSpares(chosen_spec.nodes, options.spares);
+  NodePool pool(chosen_spec.nodes, settings.node_count);
   // Every ssh node reachable, its host key as recorded: or nothing starts anywhere.
-  PreflightSshNodes(chosen.spec);
-  const JobFolder folder = MakeJobFolder(options, chosen.spec);
-  JobRecord record = NewJobRecord(chosen.spec, settings, folder, options.on_stall);
+  PreflightSshNodes(chosen_spec);
+  const JobFolder folder = MakeJobFolder(options, chosen_spec);
+  JobRecord record = NewJobRecord(chosen_spec, settings, folder, options.on_stall);
   SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the launch
-  const ClusterSpec spec = PlaceCluster(chosen.spec, folder, allocation, record);
+  const ClusterSpec spec = PlaceCluster(chosen_spec, folder, allocation, record);
   const PlanOptions plan_options = PlanOptionsFor(chosen, settings, folder);
-  record.plan = MakeRankPlan(spec, plan_options);
+  std::vector<int> nodes = pool.Pick();
+  record.plan = MakeRankPlan(AttemptSpec(spec, nodes), plan_options);
 
   std::map<int, std::unique_ptr<RankLog>> logs;
-  std::map<int, std::string> hosts;
-  for (const RankSlot& slot : record.plan.ranks) {
-    logs[slot.rank] = std::make_unique<RankLog>(folder.job_dir, slot.rank);
-    hosts[slot.rank] = slot.host;
-  }
-  ConsoleEcho console(stdout, stderr, hosts, options.ranks_filter,
+  ConsoleEcho console(stdout, stderr, {}, options.ranks_filter,
                       options.quiet ? ConsoleStreams::kNone : options.console);
   PrintBanner(record, chosen, folder.job_dir);
+  std::string spares;
+  for (const NodeSpec& node : spec.nodes) {
+    if (node.spare) spares += (spares.empty() ? "" : ",") + node.host;
+  }
+  if (!spares.empty()) {
+    std::fprintf(stderr, "dtrain: spare node(s), used once a node is quarantined: %s\n",
+                 spares.c_str());
+  }
   HorovodGlooNetwork horovod_network;
   if (settings.horovod) {
     horovod_network = FindHorovodGlooNetwork(spec);
@@ -426,11 +583,13 @@ int RunLaunch(const LaunchOptions& options) {
   }
   if (options.sync) SyncLaunchDir(spec, folder, record);
 
-  Job job{options, spec, settings, folder, plan_options, horovod_network, logs, console, record};
+  Job job{options, spec,   settings, folder, plan_options, horovod_network, logs,
+          console, record, pool,     {}};
   NodeClockProbe clock_probe(spec);  // PyTorch traces carry their node's clock; taken below
   for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) nodes = pool.Pick();
     std::map<int, uint64_t> log_start;
-    const JobOutcome outcome = RunAttempt(job, attempt, log_start);
+    const JobOutcome outcome = RunAttempt(job, attempt, AttemptSpec(spec, nodes), log_start);
     if (attempt == 0) {
       std::vector<std::string> notes;
       record.node_clocks = clock_probe.Take(notes);
@@ -438,7 +597,8 @@ int RunLaunch(const LaunchOptions& options) {
     }
     if (!EndAttempt(job, outcome, attempt, log_start)) break;
   }
-  if (spec.transport == TransportKind::kSsh) FetchNodeResults(folder.job_dir, spec);
+  PrintAttempts(record);
+  if (spec.transport == TransportKind::kSsh) FetchNodeResults(folder.job_dir, spec, job.lost_nodes);
   return record.exit_code;
 }
 

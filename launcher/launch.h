@@ -1,5 +1,7 @@
 // `dtrain launch` top to bottom: cluster file -> rank plan -> transport -> supervised job ->
-// logs and job.json, restarting the whole job up to max_restarts times after a failure.
+// logs and job.json, restarting the whole job up to max_restarts times after a failure, on the
+// nodes the node pool still trusts (node_pool.h) and after the restart policy's backoff
+// (restart_policy.h).
 #pragma once
 
 #include <optional>
@@ -26,7 +28,10 @@ struct LaunchOptions {
   double grace_period_s = 10;
   std::optional<double> stall_timeout_s;  // unset: job.stall_timeout (default 300); 0: off
   std::string on_stall = "report";        // report | stop
-  std::vector<std::string> command;  // empty: job.command, else the embedded default
+  std::optional<double> node_timeout_s;   // unset: job.node_timeout (default 10)
+  int spares = 0;                         // --spares N: the last N listed nodes wait as spares
+  std::string nnodes;                     // --nnodes N or MIN:MAX; "" = every non-spare node
+  std::vector<std::string> command;       // empty: job.command, else the embedded default
 };
 
 // The command run when neither the command line nor the cluster file names one.

@@ -72,9 +72,20 @@ class Transport {
 // connection) and nobody said otherwise (`dtrain launch --grace-period` does).
 constexpr double kDefaultRemoteGraceS = 5;
 
-// The transport the cluster file asks for. `grace_period_s`: see kDefaultRemoteGraceS.
+// How the ssh transport looks after nodes while their processes run.
+struct SshWatch {
+  double grace_period_s = kDefaultRemoteGraceS;  // see kDefaultRemoteGraceS
+  // > 0: every node's connection is checked every half second, a node silent this long is lost
+  // (its processes end with ExitStatus::lost, the error naming it), and each process's node
+  // ends it when it has not heard from dtrain this long (remote_command.h). 0: neither.
+  double node_timeout_s = 0;
+};
+
+// The transport the cluster file asks for. `grace_period_s`: see kDefaultRemoteGraceS;
+// `node_timeout_s`: see SshWatch (ssh only; the others ignore it).
 std::unique_ptr<Transport> MakeTransport(const ClusterSpec& spec,
-                                         double grace_period_s = kDefaultRemoteGraceS);
+                                         double grace_period_s = kDefaultRemoteGraceS,
+                                         double node_timeout_s = 0);
 // One constructor per transport, each in its own file (local_transport.cpp, ssh_transport.cpp,
 // slurm_transport.cpp).
 std::unique_ptr<Transport> MakeLocalTransport(const ClusterSpec& spec);
@@ -83,6 +94,8 @@ std::unique_ptr<Transport> MakeLocalTransport(const ClusterSpec& spec);
 // beside the ranks' transport). Either way its sessions go to the pool when done.
 std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec,
                                             double grace_period_s = kDefaultRemoteGraceS,
+                                            bool take_idle_sessions = true);
+std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec, const SshWatch& watch,
                                             bool take_idle_sessions = true);
 std::unique_ptr<Transport> MakeSlurmTransport(const ClusterSpec& spec);
 

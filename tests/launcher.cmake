@@ -52,3 +52,9 @@ dtrain_test(hardening_test
   LABEL cli
   TIMEOUT 300)
 add_dependencies(hardening_test dtrain)
+# Issue 27: restarts that make sense (node pool, one budget, backoff, deterministic errors).
+dtrain_test(launcher_restart_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_restart_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 120)
+add_dependencies(launcher_restart_test dtrain)

@@ -4,11 +4,12 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <string>
 
-#include "launcher/ssh/remote_command.h"
 #include "launcher/shell_quote.h"
+#include "launcher/ssh/remote_command.h"
 #include "launcher/subprocess.h"
 
 namespace dtrain {
@@ -149,6 +150,48 @@ TEST(RemoteCommand, EndOfInputTerminatesTheJob) {
   EXPECT_EQ(run.output, "up\n");
   EXPECT_EQ(run.status, 128 + SIGTERM);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(RemoteCommand, DeadManSwitchEndsTheGroupWhenDtrainFallsSilent) {
+  // stdin stays open and nothing arrives: a cut network, where no EOF ever comes.
+  RemoteCommandOptions options;
+  options.node_timeout_s = 2;
+  options.grace_s = 1;
+  const auto start = std::chrono::steady_clock::now();
+  const ShellRun run = RunShell(
+      BuildRemoteCommand(Proc({"sh", "-c", "sleep 12 & echo up; wait"}), options), "", "", false);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(run.output, "up\n");
+  EXPECT_EQ(run.status, 128 + SIGTERM);
+  EXPECT_GE(took, 2.0);
+  EXPECT_LT(took, 2 + 1 + 1 + 1.5);  // node timeout, a sample's second, grace, slack
+}
+
+TEST(RemoteCommand, HeartbeatLinesKeepTheDeadManSwitchQuiet) {
+  RemoteCommandOptions options;
+  options.node_timeout_s = 2;
+  SubprocessOptions run;
+  run.argv = {"/bin/sh", "-c",
+              BuildRemoteCommand(Proc({"sh", "-c", "sleep 5; echo done"}), options)};
+  run.in = Stdio::kPipe;
+  run.err = Stdio::kNull;
+  Subprocess child;
+  ASSERT_EQ(child.Start(run), "");
+  signal(SIGPIPE, SIG_IGN);
+  std::string output;
+  char buffer[256];
+  while (child.out_fd >= 0) {
+    pollfd p{child.out_fd, POLLIN, 0};
+    if (poll(&p, 1, 500) == 0) {
+      const ssize_t n = write(child.in_fd, kHeartbeatLine.data(), kHeartbeatLine.size());
+      EXPECT_EQ(n, static_cast<ssize_t>(kHeartbeatLine.size()));
+      continue;
+    }
+    output.append(buffer, Subprocess::Read(child.out_fd, buffer, sizeof buffer));
+  }
+  EXPECT_EQ(output, "done\n");
+  EXPECT_EQ(child.Finish().code, 0);
 }
 
 TEST(RemoteCommand, RefusesNamesAndValuesNoShellCanCarry) {

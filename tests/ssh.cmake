@@ -19,3 +19,7 @@ dtrain_test(ssh_real_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_real_c
 add_dependencies(ssh_real_cluster_test dtrain)
 dtrain_test(ssh_config_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_config_test.cpp
             LIBS dtrain_launcher LABEL ssh TIMEOUT 60)
+# Issue 27: a node's link cut and left cut (node timeout, dead-man switch, spares, --nnodes).
+dtrain_test(launcher_node_loss_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_loss_test.cpp
+            LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
+add_dependencies(launcher_node_loss_test dtrain)

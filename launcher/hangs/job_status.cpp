@@ -126,6 +126,13 @@ JobStatus ReadJobStatus(const StatusOptions& options) {
   status.stall_timeout_s = job.stall_timeout_s;
   for (const JobEvent& e : job.events)
     if (e.kind == "stall") status.stall_reports.push_back(e.file);
+  if (job.attempts.size() > 1) {
+    for (size_t i = 0; i < job.attempts.size(); ++i) {
+      const JobAttempt* next = i + 1 < job.attempts.size() ? &job.attempts[i + 1] : nullptr;
+      status.attempts.push_back(DescribeAttempt(job.attempts[i], next));
+    }
+  }
+  status.quarantined = job.quarantined;
 
   ProbeResult probe;
   if (job.status == "running") {
@@ -194,6 +201,8 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
         {"stall_timeout_s", s.stall_timeout_s},
         {"stall_reports", s.stall_reports},
         {"node_errors", s.node_errors},
+        {"attempts", s.attempts},
+        {"quarantined", s.quarantined},
         {"ranks", ranks}};
     std::fprintf(out, "%s\n", doc.dump(2).c_str());
     return;
@@ -215,6 +224,9 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
   }
   for (const std::string& report : s.stall_reports)
     std::fprintf(out, "stall report: %s\n", report.c_str());
+  for (const std::string& attempt : s.attempts) std::fprintf(out, "%s\n", attempt.c_str());
+  for (const auto& [host, why] : s.quarantined)
+    std::fprintf(out, "node %s quarantined: %s\n", host.c_str(), why.c_str());
 }
 
 }  // namespace dtrain

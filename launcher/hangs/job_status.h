@@ -38,6 +38,8 @@ struct JobStatus {
   std::vector<RankStatus> ranks;
   std::vector<std::string> stall_reports;  // stall-N.txt files, in order
   std::map<std::string, std::string> node_errors;
+  std::vector<std::string> attempts;               // one line each (DescribeAttempt), if restarted
+  std::map<std::string, std::string> quarantined;  // node -> why it is no longer used
 };
 
 // Throws Error when the job cannot be found or read.

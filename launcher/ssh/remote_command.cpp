@@ -13,13 +13,19 @@ namespace dtrain {
 namespace {
 
 // $1 stdin bytes, $2 cwd, $3 cwd required (1/0), $4 PYTHONPATH head, $5 grace in tenths of a s,
-// $6 dtrain's program dir, $7 number of NAME=VALUE words that follow, then argv. dtrain's own
+// $6 dtrain's program dir, $7 node timeout in whole seconds (0: no dead-man switch), $8 number of
+// NAME=VALUE words that follow, then argv. dtrain's own
 // programs (dtrain, dtrain-*) given by bare name are found with dtrain_program, as the doctor
 // finds them. fd 3 keeps the channel's stdin for the
 // watcher; the process gets stdin_data (read first, exactly $1 bytes) or /dev/null. The short
 // spin waits for setsid() in the child, so a signal sent at once still finds the group. Every
 // signal is followed by SIGCONT, so a stopped process acts on it now (SIGKILL needs none).
-constexpr const char* kWrapper = R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 ne=$7; shift 7
+// The dead-man switch: dtrain writes a "." line every half second; the watcher counts them into
+// a file, and a second loop samples that file every second. When it has not changed for the
+// node timeout (the network to dtrain is cut, dtrain hangs; the channel may never see EOF) the
+// group is ended as on EOF: TERM, then KILL after the grace period.
+constexpr const char* kWrapper =
+    R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 nt=$7 ne=$8; shift 8
 while [ "$ne" -gt 0 ]; do export "$1"; shift; ne=$((ne - 1)); done
 if [ -n "$pph" ]; then PYTHONPATH=$pph${PYTHONPATH:+:$PYTHONPATH}; export PYTHONPATH; fi
 if [ -n "$dir" ] && ! cd "$dir" 2>/dev/null; then
@@ -46,17 +52,38 @@ fi
 pid=$!
 i=0
 while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
-( while IFS= read -r s; do kill -s "$s" -- -"$pid" || kill -s "$s" "$pid"; kill -s CONT -- -"$pid"; done
+end_group() {
   kill -s TERM -- -"$pid" || kill -s TERM "$pid" || exit 0
   kill -s CONT -- -"$pid"
   i=0
   while [ "$i" -lt "$grace" ] && kill -0 -"$pid"; do sleep 0.1; i=$((i + 1)); done
-  kill -s KILL -- -"$pid" ) <&3 >/dev/null 2>&1 &
+  kill -s KILL -- -"$pid"
+}
+hb= d=
+if [ "$nt" -gt 0 ]; then
+  hb=${TMPDIR:-/tmp}/dtrain-alive.$$
+  : >"$hb"
+  ( last= m=0
+    while kill -0 -"$pid"; do
+      sleep 1
+      v=.; read -r v <"$hb"
+      if [ "$v" != "$last" ]; then last=$v m=0; else m=$((m + 1)); fi
+      if [ "$m" -ge "$nt" ]; then end_group; exit 0; fi
+    done ) </dev/null >/dev/null 2>&1 &
+  d=$!
+fi
+( c=0
+  while IFS= read -r s; do
+    if [ "$s" = . ]; then c=$((c + 1)); [ -n "$hb" ] && echo "$c" >"$hb"; continue; fi
+    kill -s "$s" -- -"$pid" || kill -s "$s" "$pid"; kill -s CONT -- -"$pid"
+  done
+  end_group ) <&3 >/dev/null 2>&1 &
 w=$!
 exec 3<&- 2>/dev/null
 wait "$pid"; st=$?
-kill "$w"
+kill "$w" $d
 kill -s TERM -- -"$pid"
+[ -n "$hb" ] && rm -f "$hb"
 exit "$st")sh";
 
 void CheckNoNul(const std::string& value, const std::string& what) {
@@ -76,6 +103,7 @@ std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptio
                                     proc.python_path_head,
                                     std::to_string(std::llround(options.grace_s * 10)),
                                     options.program_dir,
+                                    std::to_string(std::llround(std::ceil(options.node_timeout_s))),
                                     std::to_string(proc.env.size())};
   for (const auto& [name, value] : proc.env) {
     if (!IsShellVariableName(name)) {

@@ -3,8 +3,14 @@
 // One ssh_event polls every link's socket from Poll(), on the caller's thread: all nodes
 // connect, exchange keys, authenticate and start at the same time, each against its own
 // ssh.connect_timeout deadline, so a slow or dead node never holds up another.
+// With a node timeout (dtrain launch) every link that runs processes is watched: every half
+// second a "." goes to a heartbeat channel (`cat` on the node, which sends it back) and a "."
+// line to every process's channel (its dead-man switch, remote_command.h). A link that heard
+// nothing from its node for the node timeout is lost: its processes end as lost, naming the node
+// and when it last answered, and its connection is dropped without a goodbye.
 #include <limits.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <libssh/callbacks.h>
@@ -13,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <ctime>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -33,6 +40,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kChannelsPerConnection = 8;
 constexpr size_t kStdinChunk = 256 * 1024;
+constexpr auto kHeartbeatEvery = std::chrono::milliseconds(500);
 
 // What Poll() hands to TransportEvents, queued while libssh's callbacks run.
 struct Event {
@@ -75,10 +83,10 @@ struct LinkProcess {
   EventQueue* events = nullptr;
   ssh_channel channel = nullptr;
   ssh_channel_callbacks_struct callbacks{};
-  std::string command;       // built when its turn to start comes
-  bool opened = false;       // the channel is open
-  bool started = false;      // the exec request was accepted
-  size_t stdin_written = 0;  // bytes of spec.stdin_data sent so far
+  std::string command;        // built when its turn to start comes
+  bool opened = false;        // the channel is open
+  bool started = false;       // the exec request was accepted
+  size_t stdin_written = 0;   // bytes of spec.stdin_data sent so far
   std::string stdin_pending;  // from spec.stdin_source, not yet taken by the channel
   bool stdin_exhausted = false;
   bool stdin_closed = false;
@@ -86,10 +94,12 @@ struct LinkProcess {
   std::string exit_signal;  // "TERM" when the server reports a signal
   bool remote_closed = false;
   bool done = false;
+  Clock::time_point* heard = nullptr;  // the link's last answer from the node
 };
 
 int OnChannelData(ssh_session, ssh_channel, void* data, uint32_t len, int is_stderr, void* user) {
   auto* p = static_cast<LinkProcess*>(user);
+  if (p->heard) *p->heard = Clock::now();
   p->events->Output(p->spec.id, is_stderr ? OutputStream::kStderr : OutputStream::kStdout,
                     static_cast<const char*>(data), len);
   return static_cast<int>(len);
@@ -115,12 +125,28 @@ int SignalNumber(const std::string& name) {
   return SIGTERM;
 }
 
+// The heartbeat channel's answers: anything the node sends back on it.
+int OnHeartbeatData(ssh_session, ssh_channel, void*, uint32_t len, int, void* user) {
+  *static_cast<Clock::time_point*>(user) = Clock::now();
+  return static_cast<int>(len);
+}
+
+// "12:01:07", this machine's local time.
+std::string ClockTime(std::time_t t) {
+  std::tm local{};
+  localtime_r(&t, &local);
+  char text[16];
+  std::strftime(text, sizeof text, "%H:%M:%S", &local);
+  return text;
+}
+
 // cwd: the process's own, else workdir (must exist), else the launch directory when the node
 // has it (a shared file system), else the login directory.
 RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& proc,
-                                    double grace_period_s) {
+                                    const SshWatch& watch) {
   RemoteCommandOptions options;
-  options.grace_s = grace_period_s;
+  options.grace_s = watch.grace_period_s;
+  options.node_timeout_s = watch.node_timeout_s;
   options.program_dir = SelfExecutableDir();
   if (!proc.cwd.empty()) {
     options.cwd = proc.cwd;
@@ -142,17 +168,19 @@ RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& 
 class NodeLink {
  public:
   NodeLink(const ClusterSpec& spec, const NodeSpec& node, std::vector<ProcessSpec> procs,
-           double grace_period_s, bool take_idle_session, EventQueue& events, ssh_event event)
+           const SshWatch& watch, bool take_idle_session, EventQueue& events, ssh_event event)
       : node_(node),
+        node_timeout_s_(watch.node_timeout_s),
         options_(spec.ssh),
         session_(take_idle_session ? SshSessionPool::Global().Take(node, spec.ssh) : nullptr),
         events_(events),
         event_(event) {
     for (ProcessSpec& proc : procs) {
       auto p = std::make_unique<LinkProcess>();
-      p->options = CommandOptions(spec, proc, grace_period_s);
+      p->options = CommandOptions(spec, proc, watch);
       p->spec = std::move(proc);
       p->events = &events_;
+      p->heard = &heard_;
       procs_.push_back(std::move(p));
     }
     if (session_) {
@@ -166,15 +194,18 @@ class NodeLink {
 
   ~NodeLink() {
     for (auto& p : procs_) FreeChannel(*p);
+    FreeHeartbeat();
     Detach();
     if (session_) session_->Close();
   }
 
   bool done() const { return done_; }
-  // While connecting: when the connect timeout expires.
+  // While connecting: when the connect timeout expires; while watched: the next heartbeat.
   std::optional<Clock::time_point> deadline() const {
-    if (done_ || ready_) return std::nullopt;
-    return deadline_;
+    if (done_) return std::nullopt;
+    if (!ready_) return deadline_;
+    if (watched()) return next_beat_;
+    return std::nullopt;
   }
 
   void Advance() {
@@ -189,6 +220,7 @@ class NodeLink {
       }
       StartProcesses();
       Collect();
+      Watch();
     } catch (const Error& e) {
       FailRemaining(e.what());
     }
@@ -219,6 +251,89 @@ class NodeLink {
   }
 
  private:
+  bool watched() const { return node_timeout_s_ > 0 && ready_ && !done_; }
+
+  // Heartbeats out, answers in: a node silent for the node timeout is lost.
+  void Watch() {
+    if (!watched()) return;
+    const auto now = Clock::now();
+    if (!watch_started_) {
+      watch_started_ = true;
+      heard_ = next_beat_ = now;
+    }
+    if (!heartbeat_ && !heartbeat_failed_) OpenHeartbeat();
+    if (now >= next_beat_) {
+      next_beat_ = now + kHeartbeatEvery;
+      if (heartbeat_) ssh_channel_write(heartbeat_channel_, ".", 1);
+      for (auto& p : procs_) {
+        if (p->started && !p->done && !p->remote_closed && !p->spec.stdin_source) {
+          ssh_channel_write(p->channel, kHeartbeatLine.data(), kHeartbeatLine.size());
+        }
+      }
+    }
+    if (heard_ > last_heard_) {
+      last_heard_ = heard_;
+      last_heard_wall_ = std::time(nullptr);
+    }
+    const double silent_s = std::chrono::duration<double>(now - heard_).count();
+    if (!heartbeat_failed_ && silent_s >= node_timeout_s_) Lose(silent_s);
+  }
+
+  // Opens the heartbeat channel (`cat` on the node) step by step; true once it runs. A node
+  // that refuses it (MaxSessions) goes unwatched rather than failing its ranks.
+  bool OpenHeartbeat() {
+    if (!heartbeat_channel_) {
+      heartbeat_channel_ = ssh_channel_new(session_->handle());
+      if (!heartbeat_channel_) return NoHeartbeat();
+    }
+    if (!heartbeat_opened_) {
+      const int rc = ssh_channel_open_session(heartbeat_channel_);
+      if (rc == SSH_AGAIN) return false;
+      if (rc != SSH_OK) return NoHeartbeat();
+      heartbeat_opened_ = true;
+      ssh_callbacks_init(&heartbeat_callbacks_);
+      heartbeat_callbacks_.userdata = &heard_;
+      heartbeat_callbacks_.channel_data_function = OnHeartbeatData;
+      ssh_set_channel_callbacks(heartbeat_channel_, &heartbeat_callbacks_);
+    }
+    const int rc = ssh_channel_request_exec(heartbeat_channel_, "exec cat");
+    if (rc == SSH_AGAIN) return false;
+    if (rc != SSH_OK) return NoHeartbeat();
+    heartbeat_ = true;
+    return true;
+  }
+
+  bool NoHeartbeat() {
+    std::fprintf(stderr,
+                 "dtrain: warning: %s: no heartbeat channel (%s); a lost node is not noticed "
+                 "before its connection drops\n",
+                 session_->where().c_str(), session_->LastError().c_str());
+    heartbeat_failed_ = true;
+    FreeHeartbeat();
+    return false;
+  }
+
+  void FreeHeartbeat() {
+    if (!heartbeat_channel_) return;
+    if (heartbeat_opened_) ssh_remove_channel_callbacks(heartbeat_channel_, &heartbeat_callbacks_);
+    if (!lost_ && ssh_channel_is_open(heartbeat_channel_)) ssh_channel_close(heartbeat_channel_);
+    ssh_channel_free(heartbeat_channel_);
+    heartbeat_channel_ = nullptr;
+  }
+
+  // The node answered nothing for the node timeout: its processes are lost. Nothing more is
+  // sent to it (no channel close, no goodbye): the socket is shut, so nothing waits on it.
+  void Lose(double silent_s) {
+    lost_ = true;
+    const std::string error =
+        fmt::format("node {} lost: no answer for {:.0f} s, last seen {}", node_.host, silent_s,
+                    last_heard_wall_ ? ClockTime(last_heard_wall_) : std::string("never"));
+    if (const socket_t fd = ssh_get_fd(session_->handle()); fd != SSH_INVALID_SOCKET) {
+      ::shutdown(fd, SHUT_RDWR);
+    }
+    FailRemaining(error, /*lost=*/true);
+  }
+
   void Connect() {
     session_ = std::make_unique<SshSession>(node_, options_);
     deadline_ = Clock::now() + std::chrono::seconds(std::max(1, options_.connect_timeout_s));
@@ -398,6 +513,7 @@ class NodeLink {
   // waits in the pool for the next transport to this node.
   void Retire() {
     done_ = true;
+    FreeHeartbeat();
     Detach();
     if (ready_ && !failed_ && first_signal_ == 0) {
       SshSessionPool::Global().Give(node_, options_, std::move(session_));
@@ -415,12 +531,13 @@ class NodeLink {
   void FreeChannel(LinkProcess& p) {
     if (!p.channel) return;
     if (p.opened) ssh_remove_channel_callbacks(p.channel, &p.callbacks);
-    if (ssh_channel_is_open(p.channel)) ssh_channel_close(p.channel);
+    if (!lost_ && ssh_channel_is_open(p.channel)) ssh_channel_close(p.channel);
     ssh_channel_free(p.channel);
     p.channel = nullptr;
   }
 
   NodeSpec node_;
+  double node_timeout_s_;  // 0: not watched
   SshOptions options_;
   std::unique_ptr<SshSession> session_;  // null once handed to the pool
   EventQueue& events_;
@@ -433,15 +550,27 @@ class NodeLink {
   bool pooled_ = false;  // the session came from the pool
   bool failed_ = false;  // the connection or a channel on it failed: not for the pool
   int first_signal_ = 0;
+  // The heartbeat (node_timeout_s_ > 0).
+  ssh_channel heartbeat_channel_ = nullptr;
+  ssh_channel_callbacks_struct heartbeat_callbacks_{};
+  bool heartbeat_opened_ = false;
+  bool heartbeat_ = false;  // running: beats go out
+  bool heartbeat_failed_ = false;
+  bool watch_started_ = false;
+  Clock::time_point next_beat_;
+  Clock::time_point heard_;       // the last answer (heartbeat echo or any output)
+  Clock::time_point last_heard_;  // heard_ as last seen by Watch(), with its wall-clock time
+  std::time_t last_heard_wall_ = 0;
+  bool lost_ = false;
 };
 
 // SshTransport: groups processes by node into links, polls them all in one ssh_event and relays
 // their events.
 class SshTransport : public Transport {
  public:
-  SshTransport(const ClusterSpec& spec, double grace_period_s, bool take_idle_sessions)
+  SshTransport(const ClusterSpec& spec, const SshWatch& watch, bool take_idle_sessions)
       : spec_(spec),
-        grace_period_s_(grace_period_s),
+        watch_(watch),
         take_idle_sessions_(take_idle_sessions),
         event_(ssh_event_new()) {
     if (!event_) throw Error("ssh: cannot create an event loop (out of memory)");
@@ -471,8 +600,7 @@ class SshTransport : public Transport {
         const size_t last = std::min(list.size(), first + kChannelsPerConnection);
         std::vector<ProcessSpec> chunk(list.begin() + first, list.begin() + last);
         links_.push_back(std::make_unique<NodeLink>(spec_, spec_.nodes[node], std::move(chunk),
-                                                    grace_period_s_, take_idle_sessions_, queue_,
-                                                    event_));
+                                                    watch_, take_idle_sessions_, queue_, event_));
       }
     }
     for (auto& link : links_) link->Advance();
@@ -527,7 +655,7 @@ class SshTransport : public Transport {
   }
 
   ClusterSpec spec_;
-  double grace_period_s_;  // a node's wait between SIGTERM and SIGKILL once the connection is gone
+  SshWatch watch_;
   bool take_idle_sessions_;
   ssh_event event_;
   EventQueue queue_;
@@ -539,7 +667,12 @@ class SshTransport : public Transport {
 
 std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec, double grace_period_s,
                                             bool take_idle_sessions) {
-  return std::make_unique<SshTransport>(spec, grace_period_s, take_idle_sessions);
+  return MakeSshTransport(spec, SshWatch{grace_period_s, 0}, take_idle_sessions);
+}
+
+std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec, const SshWatch& watch,
+                                            bool take_idle_sessions) {
+  return std::make_unique<SshTransport>(spec, watch, take_idle_sessions);
 }
 
 }  // namespace dtrain

@@ -1,0 +1,84 @@
+// The verdict reads the outcome in order: interrupt, success, lost node, stall, then the first
+// failing rank's own end.
+#include "launcher/restart_policy.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace dtrain {
+namespace {
+
+// Every rank ended by itself with the same non-zero exit code, all soon after the start.
+bool SameErrorEverywhere(const RankPlan& plan, const JobOutcome& outcome, int64_t started_us) {
+  // One rank alone says nothing about the others: its early error is retried.
+  if (outcome.statuses.size() != plan.ranks.size() || plan.ranks.size() < 2) return false;
+  const ExitStatus& first = outcome.statuses.begin()->second;
+  for (const auto& [rank, status] : outcome.statuses) {
+    if (!status.error.empty() || status.signal != 0 || status.code == 0 ||
+        status.code != first.code) {
+      return false;
+    }
+    auto ended = outcome.ended_us.find(rank);
+    if (ended == outcome.ended_us.end() || ended->second - started_us > kEarlyFailureS * 1e6)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int64_t started_us,
+                            int interrupt) {
+  AttemptVerdict v;
+  if (interrupt != 0) {
+    v.cause = "interrupted";
+    v.detail = "interrupted by " + SignalName(interrupt);
+    return v;
+  }
+  if (outcome.exit_code == 0) return v;
+  const RankSlot* slot = nullptr;
+  if (outcome.failed_rank >= 0 && outcome.failed_rank < static_cast<int>(plan.ranks.size()))
+    slot = &plan.ranks[outcome.failed_rank];
+  if (slot) v.blamed_host = slot->host;
+  // A lost node ends every rank on it with the same error; any of them names it.
+  for (const auto& [rank, status] : outcome.statuses) {
+    if (!status.lost && status.error.empty()) continue;
+    if (status.not_found) continue;
+    if (rank == outcome.failed_rank || !slot) {
+      v.cause = "node-lost";
+      v.node_lost = true;
+      v.blamed_host = plan.ranks.at(rank).host;
+      v.detail = status.error;
+      return v;
+    }
+  }
+  if (outcome.stall) {
+    v.cause = "stall";
+    v.detail = outcome.stall->summary;
+    return v;
+  }
+  if (!slot) {
+    v.cause = "error";
+    v.detail = fmt::format("exit {}", outcome.exit_code);
+    return v;
+  }
+  const ExitStatus& status = outcome.statuses.at(outcome.failed_rank);
+  v.cause = status.signal != 0 ? "signal" : "error";
+  v.detail = fmt::format("rank {} on node {}: {}", slot->rank, slot->host, status.Describe());
+  if (v.cause == "error" && SameErrorEverywhere(plan, outcome, started_us)) {
+    v.deterministic = true;
+    v.blamed_host.clear();  // no node's fault
+    v.detail = fmt::format("every rank exited with {} within {:g} s of the start", status.code,
+                           kEarlyFailureS);
+  }
+  return v;
+}
+
+double BackoffSeconds(int restart) {
+  double s = 1;
+  for (int i = 1; i < restart && s < kMaxBackoffS; ++i) s *= 2;
+  return std::min(s, kMaxBackoffS);
+}
+
+}  // namespace dtrain

@@ -1,0 +1,35 @@
+// What ended an attempt of a job and what follows from it (torchrun's --max-restarts, one budget
+// for the whole job): the cause (node lost, rank killed by a signal, stall stop, the program's
+// own error), the node blamed, whether to try again (never for an error every rank hit the same
+// way right after start: it would only happen again) and how long to wait first.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "launcher/job_supervisor.h"
+#include "launcher/rank_plan.h"
+
+namespace dtrain {
+
+// An error is deterministic when every rank (two or more) exited by itself with the same non-zero
+// code within this many seconds of the attempt's start (an import error, a bad argument).
+constexpr double kEarlyFailureS = 10;
+
+struct AttemptVerdict {
+  std::string cause;        // "" (succeeded), node-lost, signal, stall, error, interrupted
+  std::string blamed_host;  // "" when no node is to blame
+  bool node_lost = false;   // the blamed node is gone (quarantined at once)
+  bool deterministic = false;
+  std::string detail;  // one line: "node gpu-b lost: no answer for 10 s, last seen 12:01:07"
+};
+
+// `interrupt`: the signal that interrupted dtrain (0: none).
+AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int64_t started_us,
+                            int interrupt);
+
+// Seconds to wait before restart `restart` (1, 2, ...): 1, 2, 4, ... at most kMaxBackoffS.
+constexpr double kMaxBackoffS = 30;
+double BackoffSeconds(int restart);
+
+}  // namespace dtrain

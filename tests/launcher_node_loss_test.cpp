@@ -1,0 +1,190 @@
+// Issue 27: a node dies, the job goes on. Real faults on sshd nodes in network namespaces: a
+// node's link is cut (`ip link set eth0 down`) and stays cut. dtrain must name the node lost
+// within --node-timeout + 1 s, stop the others, restart without it (a spare in its place, or
+// fewer nodes with --nnodes MIN:MAX), resume from the job's checkpoint file and finish; the cut
+// node's rank must end by itself (its dead-man switch) while the link is still down.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/support/dtrain_process.h"
+#include "tests/support/scratch_dirs.h"
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+using test::ReadText;
+using test::SshTestCluster;
+using testing::DtrainProcess;
+
+constexpr double kNodeTimeout = 3;
+constexpr const char* kNodeTimeoutArg = "3";
+constexpr double kGrace = 2;
+
+// Each rank counts steps from the job's checkpoint file (rank 0 writes it after every step) to
+// 40, a step every 0.25 s; rank 0 also writes a metrics line per step. `nodeloss-rank` marks the
+// rank's processes on its node. Cut at step 4, the cut node's rank would run 9 s more on its
+// own: longer than the node timeout, a sample of its dead-man switch and the grace period.
+const char* kRankScript = R"sh(
+ck=$DTRAIN_LOG_DIR/checkpoint
+s=0; [ -f "$ck" ] && s=$(cat "$ck")
+echo "rank $RANK of $WORLD_SIZE on $DTRAIN_NODE starts at step $s"
+mkdir -p "$DTRAIN_LOG_DIR/metrics"
+while [ "$s" -lt 40 ]; do
+  sleep 0.25; s=$((s + 1))
+  if [ "$RANK" = 0 ]; then
+    echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
+    echo "{\"step\": $s}" >>"$DTRAIN_LOG_DIR/metrics/rank-0.jsonl"
+  fi
+done
+echo "rank $RANK done")sh";
+
+int CheckpointStep(const std::string& job_dir) {
+  const std::string text = ReadText(job_dir + "/checkpoint");
+  return text.empty() ? -1 : std::atoi(text.c_str());
+}
+
+bool RankRunsOn(const SshTestCluster& cluster, int node) {
+  for (const std::string& p : cluster.NodeProcesses(node)) {
+    if (p.find("nodeloss-rank") != std::string::npos) return true;
+  }
+  return false;
+}
+
+struct CutResult {
+  double detected_s = -1;   // cut -> "node node1 lost" on dtrain's stderr
+  double rank_gone_s = -1;  // cut -> no process of the rank left on the cut node
+  int status = -1;
+  std::string err;
+  json record;
+};
+
+// Starts the job, cuts node1 once it checkpointed step 4, and watches both sides.
+CutResult RunAndCut(const SshTestCluster& cluster, const std::string& dir,
+                    const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"launch",
+                                   "-c",
+                                   cluster.cluster_file(),
+                                   "--job",
+                                   "cut",
+                                   "--log-dir",
+                                   dir,
+                                   "--node-timeout",
+                                   kNodeTimeoutArg,
+                                   "--grace-period",
+                                   "2",
+                                   "--max-restarts",
+                                   "2",
+                                   "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (const char* word : {"--", "sh", "-c", kRankScript, "nodeloss-rank"}) args.push_back(word);
+  DtrainProcess dtrain(args, dir);
+  const std::string job_dir = dir + "/cut";
+  CutResult r;
+  const auto up_until = Clock::now() + std::chrono::seconds(30);
+  while (CheckpointStep(job_dir) < 4 && Clock::now() < up_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(CheckpointStep(job_dir), 4) << dtrain.err();
+  EXPECT_TRUE(RankRunsOn(cluster, 1));
+  cluster.OnNode(1, "ip link set eth0 down");
+  const auto cut = Clock::now();
+  while (Clock::now() - cut < std::chrono::seconds(30) && (r.detected_s < 0 || r.rank_gone_s < 0)) {
+    const double t = std::chrono::duration<double>(Clock::now() - cut).count();
+    if (r.detected_s < 0 && dtrain.err().find("node node1 lost") != std::string::npos)
+      r.detected_s = t;
+    if (r.rank_gone_s < 0 && !RankRunsOn(cluster, 1)) r.rank_gone_s = t;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  r.status = dtrain.Wait(60);
+  r.err = dtrain.err();
+  cluster.OnNode(1, "ip link set eth0 up");
+  r.record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  std::printf("cut node1: lost after %.2f s, its rank gone after %.2f s\n%s", r.detected_s,
+              r.rank_gone_s, r.err.c_str());
+  return r;
+}
+
+void ExpectLostAndRecovered(const CutResult& r, const std::vector<std::string>& second_nodes,
+                            int world_size) {
+  EXPECT_GE(r.detected_s, kNodeTimeout - 0.5) << r.err;
+  EXPECT_LE(r.detected_s, kNodeTimeout + 1) << r.err;
+  EXPECT_GE(r.rank_gone_s, 0) << "node1's rank still ran 30 s after the cut";
+  EXPECT_LE(r.rank_gone_s, kNodeTimeout + 1 + kGrace + 0.5) << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("node node1 lost: no answer for 3 s, last seen "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("node node1 quarantined"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.record.is_object());
+  const json& attempts = r.record["attempts"];
+  ASSERT_EQ(attempts.size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(attempts[0]["cause"], "node-lost");
+  EXPECT_EQ(attempts[0]["blamed_node"], "node1");
+  EXPECT_EQ(attempts[1]["nodes"], json(second_nodes));
+  EXPECT_TRUE(attempts[0].contains("recovery_s")) << attempts.dump(2);
+  EXPECT_EQ(r.record["world_size"], world_size);
+  for (const json& node : r.record["nodes"]) {
+    EXPECT_EQ(node.contains("quarantined"), node["host"] == "node1") << node.dump();
+  }
+}
+
+// The second attempt resumed: its rank 0 started past step 0.
+void ExpectResumed(const std::string& job_dir, int world_size) {
+  const std::string log = ReadText(job_dir + "/rank-0.log");
+  const size_t restart = log.find("--- dtrain: restart 1");
+  ASSERT_NE(restart, std::string::npos) << log;
+  const std::string again = log.substr(restart);
+  const std::string prefix =
+      "rank 0 of " + std::to_string(world_size) + " on node0 starts at step ";
+  const size_t at = again.find(prefix);
+  ASSERT_NE(at, std::string::npos) << again;
+  EXPECT_GE(std::atoi(again.c_str() + at + prefix.size()), 4) << again;
+  EXPECT_NE(again.find("rank 0 done"), std::string::npos) << again;
+}
+
+TEST(NodeLoss, CutNodeIsReplacedByTheSpareAndEndsItsOwnRank) {
+  SshTestCluster cluster("node-loss-spare", 4, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("node-loss-spare");
+  const CutResult r = RunAndCut(cluster, dir, {"--spares", "1"});
+  ExpectLostAndRecovered(r, {"node0", "node2", "node3"}, 3);
+  ExpectResumed(dir + "/cut", 3);
+  EXPECT_NE(r.err.find("spare node(s), used once a node is quarantined: node3"), std::string::npos);
+  const testing::DtrainRun status =
+      testing::RunDtrain({"status", "--log-dir", dir, "--job", "cut"}, dir);
+  EXPECT_NE(status.out.find("attempt 1 on node0,node1,node2: node-lost (node node1 blamed)"),
+            std::string::npos)
+      << status.out << status.err;
+  EXPECT_NE(status.out.find("node node1 quarantined: node node1 lost"), std::string::npos)
+      << status.out;
+}
+
+TEST(NodeLoss, NnodesMinMaxGoesOnWithFewerNodes) {
+  SshTestCluster cluster("node-loss-shrink", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("node-loss-shrink");
+  const CutResult r = RunAndCut(cluster, dir, {"--nnodes", "2:3"});
+  ExpectLostAndRecovered(r, {"node0", "node2"}, 2);
+  ExpectResumed(dir + "/cut", 2);
+}
+
+TEST(NodeLoss, BelowMinimumTheJobFailsWithTheReason) {
+  SshTestCluster cluster("node-loss-min", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("node-loss-min");
+  const CutResult r = RunAndCut(cluster, dir, {});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("cannot restart: 2 healthy node(s) left, the job needs at least 3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_LE(r.detected_s, kNodeTimeout + 1) << r.err;
+}
+
+}  // namespace
+}  // namespace dtrain

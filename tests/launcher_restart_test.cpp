@@ -1,0 +1,104 @@
+// Restarts that make sense (issue 27): the node pool's rules (unit), and on local ranks for real:
+// one restart budget for the whole job, a backoff between attempts that grows, the cause of each
+// attempt in job.json, and an error every rank hits at start that is not retried.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "launcher/error.h"
+#include "launcher/node_pool.h"
+#include "launcher/restart_policy.h"
+#include "tests/support/dtrain_process.h"
+#include "tests/support/files.h"
+
+namespace dtrain {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using testing::RunDtrain;
+
+std::vector<NodeSpec> Nodes(int n) {
+  std::vector<NodeSpec> nodes(n);
+  for (int i = 0; i < n; ++i) nodes[i].host = "n" + std::to_string(i);
+  return nodes;
+}
+
+TEST(NodePool, SparesWaitUntilANodeIsQuarantined) {
+  std::vector<NodeSpec> nodes = Nodes(4);
+  MarkSpares(nodes, 1);
+  NodePool pool(nodes, {});
+  EXPECT_EQ(pool.Pick(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(pool.Blame(1, /*lost=*/true, "node n1 lost"), "node n1 lost");
+  EXPECT_EQ(pool.Pick(), (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(pool.Blame(2, false, "exit 1"), "");  // one failure: still trusted
+  EXPECT_EQ(pool.Pick(), (std::vector<int>{0, 2, 3}));
+  EXPECT_THAT(pool.Blame(2, false, "exit 1"), HasSubstr("2 failed attempts"));
+  EXPECT_TRUE(pool.Pick().empty());  // 2 healthy, the job needs 3
+  EXPECT_EQ(pool.why_not(), "2 healthy node(s) left, the job needs at least 3");
+}
+
+TEST(NodePool, NnodesMinMaxShrinksDownToTheMinimum) {
+  NodePool pool(Nodes(3), ParseNodeCount("2:3"));
+  pool.Blame(0, true, "lost");
+  EXPECT_EQ(pool.Pick(), (std::vector<int>{1, 2}));
+  pool.Blame(2, true, "lost");
+  EXPECT_TRUE(pool.Pick().empty());
+  EXPECT_THAT(pool.why_not(), HasSubstr("at least 2 (--nnodes)"));
+  EXPECT_THROW(ParseNodeCount("3:2"), Error);
+  EXPECT_THROW(NodePool(Nodes(2), ParseNodeCount("3")), Error);
+  std::vector<NodeSpec> nodes = Nodes(2);
+  EXPECT_THROW(MarkSpares(nodes, 2), Error);
+}
+
+TEST(RestartPolicy, BackoffDoublesUpToThirtySeconds) {
+  EXPECT_EQ(BackoffSeconds(1), 1);
+  EXPECT_EQ(BackoffSeconds(2), 2);
+  EXPECT_EQ(BackoffSeconds(3), 4);
+  EXPECT_EQ(BackoffSeconds(6), 30);
+  EXPECT_EQ(BackoffSeconds(60), 30);
+}
+
+TEST(Restarts, AnErrorEveryRankHitsAtStartIsNotRetried) {
+  testing::TempDir dir;
+  const auto run = RunDtrain({"launch", "--job", "det", "--nproc-per-node", "2", "--max-restarts",
+                              "3", "--", "sh", "-c", "echo import error >&2; exit 3"},
+                             dir.path());
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("job det not restarted: every rank exited with 3 within 10 s of "
+                                 "the start"));
+  const json record = json::parse(testing::ReadFile(dir.path() + "/dtrain-logs/det/job.json"));
+  ASSERT_EQ(record["attempts"].size(), 1u) << record.dump(2);
+  EXPECT_EQ(record["attempts"][0]["cause"], "error");
+}
+
+TEST(Restarts, OneBudgetForTheJobWithGrowingBackoff) {
+  testing::TempDir dir;
+  // Rank 1 is killed by a signal soon after it starts, every attempt; rank 0 would run on.
+  const char* script = "if [ $RANK = 1 ]; then sleep 0.3; kill -9 $$; fi; sleep 30";
+  const auto run =
+      RunDtrain({"launch", "--job", "budget", "--nproc-per-node", "2", "--max-restarts", "3",
+                 "--grace-period", "1", "--", "sh", "-c", script},
+                dir.path(), {}, 120);
+  EXPECT_EQ(run.status, 128 + 9) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("all 3 restart(s) used"));
+  EXPECT_THAT(run.err, HasSubstr("restarting job budget (restart 3 of 3) in 4 s"));
+  const json record = json::parse(testing::ReadFile(dir.path() + "/dtrain-logs/budget/job.json"));
+  const json& attempts = record["attempts"];
+  ASSERT_EQ(attempts.size(), 4u) << record.dump(2);
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    EXPECT_EQ(attempts[i]["cause"], "signal") << attempts[i].dump();
+    EXPECT_EQ(attempts[i]["failed_rank"], 1);
+    if (i == 0) continue;
+    const double gap =
+        (attempts[i]["started_us"].get<int64_t>() - attempts[i - 1]["ended_us"].get<int64_t>()) /
+        1e6;
+    EXPECT_GE(gap, BackoffSeconds(static_cast<int>(i)) - 0.05) << "before attempt " << i + 1;
+    EXPECT_LT(gap, BackoffSeconds(static_cast<int>(i)) + 1.0) << "before attempt " << i + 1;
+  }
+  EXPECT_THAT(run.err, HasSubstr("job budget attempts:"));
+}
+
+}  // namespace
+}  // namespace dtrain
