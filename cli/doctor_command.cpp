@@ -1,4 +1,5 @@
-// `dtrain doctor -c FILE [--json] [--timeout S]`: flags in, RunDoctor, report out.
+// `dtrain doctor -c FILE [--json] [--timeout S] [--exclude-bad -o FILE]`: flags in, RunDoctor,
+// report out (and the healthy nodes' hostfile).
 #include <unistd.h>
 
 #include <cstdio>
@@ -6,7 +7,9 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "doctor/bandwidth_run.h"
 #include "doctor/doctor_run.h"
+#include "doctor/healthy_hostfile.h"
 #include "doctor/report.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/error.h"
@@ -18,14 +21,29 @@ struct DoctorFlags {
   std::string cluster_file;
   bool json = false;
   double timeout_s = 30;
+  bool bandwidth = false;
+  int bandwidth_mib = 8;
+  bool exclude_bad = false;
+  std::string hostfile;  // -o
 };
 
 int RunDoctorCommand(const DoctorFlags& flags) {
   if (flags.timeout_s <= 0) throw UsageError("--timeout: expected a number of seconds > 0");
-  const DoctorResult result = RunDoctor(LoadClusterOrDefault(flags.cluster_file), flags.timeout_s);
+  if (flags.bandwidth_mib < 1) throw UsageError("--bandwidth-mib: expected a size in MiB >= 1");
+  DoctorResult result = RunDoctor(LoadClusterOrDefault(flags.cluster_file), flags.timeout_s);
   const ClusterSpec& spec = result.spec;
+  BandwidthResult bandwidth;
+  if (flags.bandwidth) {
+    BandwidthOptions options;
+    options.cluster.cluster_file = flags.cluster_file;
+    options.size_mib = flags.bandwidth_mib;
+    bandwidth = RunBandwidthTest(spec, options);
+    for (const Finding& f : bandwidth.verdict.findings) result.findings.push_back(f);
+  }
   if (flags.json) {
-    std::fputs(RenderJsonReport(spec, result.run, result.findings).c_str(), stdout);
+    std::string report = RenderJsonReport(spec, result.run, result.findings);
+    if (flags.bandwidth) report = AddBandwidthJson(report, bandwidth);
+    std::fputs(report.c_str(), stdout);
   } else {
     // https://no-color.org: NO_COLOR set to a non-empty value turns colour off.
     const char* no_color = std::getenv("NO_COLOR");
@@ -33,6 +51,11 @@ int RunDoctorCommand(const DoctorFlags& flags) {
     std::fputs(RenderTextReport(spec, result.run, result.findings, colour).c_str(), stdout);
   }
   std::fflush(stdout);
+  if (flags.exclude_bad) {
+    const std::string wrote =
+        WriteHealthyHostfile(flags.hostfile, MakeHealthyHostfile(result.run, result.findings));
+    std::fprintf(stderr, "dtrain doctor: %s\n", wrote.c_str());
+  }
   return DoctorExitStatus(result.findings);
 }
 
@@ -50,6 +73,18 @@ void AddDoctorCommand(CLI::App& app, CommandRun& run) {
   cmd->add_option("--timeout", flags->timeout_s,
                   "Seconds to wait for all nodes; a node slower than this is reported")
       ->capture_default_str();
+  cmd->add_flag("--bandwidth", flags->bandwidth,
+                "Also measure allreduce bandwidth (all nodes, node pairs, inside nodes) with the "
+                "job's backend and name the slow node or link");
+  cmd->add_option("--bandwidth-mib", flags->bandwidth_mib, "MiB per allreduce of --bandwidth")
+      ->capture_default_str();
+  CLI::Option* exclude = cmd->add_flag(
+      "--exclude-bad", flags->exclude_bad,
+      "Write the nodes without an error to -o FILE, a hostfile for launch --hostfile");
+  CLI::Option* output =
+      cmd->add_option("-o,--output", flags->hostfile, "The hostfile --exclude-bad writes");
+  exclude->needs(output);
+  output->needs(exclude);
   cmd->footer(
       "Exit status: 0 no errors (warnings allowed), 1 a check failed, 2 usage or "
       "cluster-file error.");

@@ -1,6 +1,7 @@
 // What the doctor's rules share: severities, what the cluster file asks for (Python, GPUs), and
 // CheckCluster, which runs every rule in report order. The rules themselves are in
-// version_checks.cpp, connection_checks.cpp and node_checks.cpp.
+// version_checks.cpp, connection_checks.cpp, node_checks.cpp and, for health,
+// gpu_health_checks.cpp, kernel_log_checks.cpp, infiniband_checks.cpp and host_health_checks.cpp.
 #include "doctor/checks.h"
 
 #include <algorithm>
@@ -63,6 +64,15 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   add(CheckClockSkew(run.nodes));
   add(CheckLimits(run.nodes));
   add(CheckPySpy(spec, run.nodes));
+  add(CheckNvidiaSmiAnswers(run.nodes));
+  add(CheckGpuCount(run.nodes));
+  add(CheckGpuHealth(run.nodes));
+  add(CheckNvlink(run.nodes));
+  add(CheckKernelLog(run.nodes));
+  add(CheckInfiniband(run.nodes));
+  add(CheckFreeSpace(run.nodes));
+  add(CheckSwap(run.nodes));
+  add(CheckClocksource(run.nodes));
   return all;
 }
 

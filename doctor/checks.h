@@ -42,6 +42,18 @@ std::vector<Finding> CheckClockSkew(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckLimits(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckPySpy(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes);
 
+// Health: whether a node is fit to run a job, not only like the others (gpu_health_checks.cpp,
+// kernel_log_checks.cpp, infiniband_checks.cpp, host_health_checks.cpp).
+std::vector<Finding> CheckNvidiaSmiAnswers(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckGpuCount(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckGpuHealth(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckNvlink(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckKernelLog(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckInfiniband(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckSwap(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckClocksource(const std::vector<NodeFacts>& nodes);
+
 // True when the job's command is a Python interpreter or a Python launcher (torchrun, ...), or
 // the cluster file names `python:`.
 bool JobUsesPython(const ClusterSpec& spec);

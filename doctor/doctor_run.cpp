@@ -32,6 +32,10 @@ ProbeOptions DefaultProbeOptions(const ClusterSpec& spec, double timeout_s) {
   options.timeout_s = timeout_s;
   options.workdir = spec.workdir.empty() ? CurrentDirectory() : spec.workdir;
   options.clip_dir = ExecutableDirectory();
+  if (!spec.log_dir.empty()) {
+    options.log_dir =
+        spec.log_dir[0] == '/' ? spec.log_dir : CurrentDirectory() + "/" + spec.log_dir;
+  }
   return options;
 }
 

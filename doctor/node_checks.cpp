@@ -53,6 +53,7 @@ std::vector<Finding> CheckGpus(const ClusterSpec& spec, const std::vector<NodeFa
   if (!GpusExpected(spec)) return out;
   for (const NodeFacts* n : Reached(nodes)) {
     int count = static_cast<int>(n->gpus.size());
+    if (count == 0 && n->health.smi_timeout_s > 0) continue;  // CheckNvidiaSmiAnswers says it
     if (count == 0) {
       std::string why = n->nvidia_smi_error.empty() ? "" : ": " + n->nvidia_smi_error;
       out.push_back(Make(Severity::kError, "gpus", "gpus", {n->host},

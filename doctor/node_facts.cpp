@@ -96,6 +96,8 @@ struct ProbeText {
   std::string header_defines, proc_driver, nvcc_line, version_json, version_txt, lib_string;
   std::vector<std::string> proc_gpus;
   Version smi_driver;
+  std::string smi_q, smi_topo, smi_nvlink;  // nvidia-smi's texts, a probe line each line
+  std::vector<std::string> xid_lines;
   bool ended = false;
 };
 
@@ -116,6 +118,34 @@ void ApplyGpu(const std::string& value, NodeFacts& f, ProbeText& t) {
   } else if (f.nvidia_smi_error.empty()) {
     f.nvidia_smi_error = value;
   }
+}
+
+// "mlx5_0/1;4: ACTIVE;5: LinkUp;400 Gb/sec (4X NDR);InfiniBand"
+void ApplyInfinibandPort(const std::string& value, NodeFacts& f, ProbeText&) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t semi = value.find(';', start);
+    parts.push_back(value.substr(start, semi - start));
+    if (semi == std::string::npos) break;
+    start = semi + 1;
+  }
+  parts.resize(5);
+  f.health.ib_ports.push_back({parts[0], parts[1], parts[2], parts[3], parts[4]});
+}
+
+// "workdir;66527632;/;/root": what, free KiB, mount point, path (last: it may hold ';').
+void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
+  const size_t a = value.find(';');
+  const size_t b = value.find(';', a == std::string::npos ? a : a + 1);
+  const size_t c = value.find(';', b == std::string::npos ? b : b + 1);
+  if (c == std::string::npos) return;
+  FreeSpace space;
+  space.what = value.substr(0, a);
+  space.free_kib = Number(value.substr(a + 1, b - a - 1));
+  space.mount = value.substr(b + 1, c - b - 1);
+  space.path = value.substr(c + 1);
+  f.health.free_space.push_back(space);
 }
 
 void ApplyTorch(const std::string& value, NodeFacts& f, ProbeText&) {
@@ -191,8 +221,53 @@ const ProbeKey kProbeKeys[] = {
      [](const std::string& v, F& f, T&) { f.clip = VersionOrEmpty(Version::Find(v)); }},
     {"clip", &F::clip_path},
     {"clip_error", &F::clip_error},
+    {"smi_timeout", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) {
+       f.health.smi_timeout_s = std::max(f.health.smi_timeout_s, std::strtod(v.c_str(), nullptr));
+     }},
+    {"smi_q", nullptr, nullptr, [](const std::string& v, F&, T& t) { t.smi_q += v + "\n"; }},
+    {"smi_q_error", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.smi_error = v; }},
+    {"smi_topo", nullptr, nullptr, [](const std::string& v, F&, T& t) { t.smi_topo += v + "\n"; }},
+    {"smi_nvlink", nullptr, nullptr,
+     [](const std::string& v, F&, T& t) { t.smi_nvlink += v + "\n"; }},
+    {"nvswitch", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.nvswitch_devices = v == "yes"; }},
+    {"fabricmanager", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.fabric_manager = v; }},
+    {"kernel_log", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.kernel_log = v; }},
+    {"kernel_log_error", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.kernel_log_error = v; }},
+    {"xid_line", nullptr, nullptr,
+     [](const std::string& v, F&, T& t) { t.xid_lines.push_back(v); }},
+    {"xid_lines_total", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.xid_lines_total = Number(v); }},
+    {"ib_port", nullptr, nullptr, ApplyInfinibandPort},
+    {"peermem", nullptr, nullptr, [](const std::string& v, F& f, T&) { f.health.peermem = v; }},
+    {"swap_kib", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.swap_kib = Number(v); }},
+    {"clocksource", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.clocksource = v; }},
+    {"clocksources_available", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.clocksources_available = v; }},
+    {"free_space", nullptr, nullptr, ApplyFreeSpace},
     {"probe_end", nullptr, nullptr, [](const std::string&, F&, T& t) { t.ended = true; }},
 };
+
+// nvidia-smi's texts and the kernel log's Xid lines, parsed.
+void CombineHealthText(const ProbeText& t, NodeHealth& h) {
+  if (!t.smi_q.empty()) {
+    h.smi = ParseNvidiaSmiQuery(t.smi_q);
+    h.smi_reported = h.smi.attached >= 0 || !h.smi.gpus.empty();
+  }
+  h.nvlink_peers = ParseTopologyNvlinkPeers(t.smi_topo);
+  h.nvlinks = ParseNvlinkStatus(t.smi_nvlink);
+  h.xids = ParseXidLines(t.xid_lines);
+  if (h.xid_lines_total < static_cast<long long>(t.xid_lines.size())) {
+    h.xid_lines_total = static_cast<long long>(t.xid_lines.size());
+  }
+}
 
 // The facts several lines make together: the driver, the GPU list, CUDA and NCCL versions.
 void CombineProbeText(const ProbeText& t, NodeFacts& f) {
@@ -203,6 +278,7 @@ void CombineProbeText(const ProbeText& t, NodeFacts& f) {
     if (!f.driver.known()) f.driver = proc->version;
     f.driver_open_module = proc->open_module;
   }
+  f.health.gpus_in_driver = static_cast<int>(t.proc_gpus.size());
   if (f.gpus.empty() && !t.proc_gpus.empty()) {
     for (const std::string& model : t.proc_gpus) f.gpus.push_back(GpuInfo{model, 0, f.driver.text});
     f.gpus_from_proc = true;
@@ -218,6 +294,7 @@ void CombineProbeText(const ProbeText& t, NodeFacts& f) {
   f.nccl_header = VersionOrEmpty(NcclFromHeader(t.header_defines));
   f.nccl_library = VersionOrEmpty(NcclFromLibraryName(f.nccl_library_path));
   if (!f.nccl_library.known()) f.nccl_library = VersionOrEmpty(NcclFromLibraryString(t.lib_string));
+  CombineHealthText(t, f.health);
   if (t.ended) f.reached = true;
 }
 

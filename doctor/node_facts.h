@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "doctor/node_health.h"
 #include "doctor/tool_versions.h"
 #include "doctor/version.h"
 
@@ -83,6 +84,9 @@ struct NodeFacts {
 
   // Rendezvous: "ok", "refused", "timeout", "unreachable", "untested", "" (not run).
   std::string rendezvous, rendezvous_detail;
+
+  // Fitness to run a job: GPU state, NVLink, Xid errors, InfiniBand, host.
+  NodeHealth health;
 
   // The NCCL jobs load: the library when found, else the header's version.
   const Version& Nccl() const { return nccl_library.known() ? nccl_library : nccl_header; }

@@ -117,6 +117,7 @@ std::map<std::string, std::string> ProbeEnvironment(const ClusterSpec& spec, siz
   env["DTRAIN_PROBE_WORKDIR"] = options.workdir;
   if (!spec.python.empty()) env["DTRAIN_PROBE_PYTHON"] = spec.python;
   if (!options.clip_dir.empty()) env["DTRAIN_PROBE_CLIP_DIR"] = options.clip_dir;
+  if (!options.log_dir.empty()) env["DTRAIN_PROBE_LOG_DIR"] = options.log_dir;
   if (!options.skip.empty()) env["DTRAIN_PROBE_SKIP"] = options.skip;
   if (options.rendezvous) {
     env["DTRAIN_PROBE_RDZV_ADDR"] = spec.nodes[0].address;

@@ -15,6 +15,7 @@ struct ProbeOptions {
   double timeout_s = 30;   // a node whose probe has not ended by then is reported, not waited for
   std::string workdir;     // the job's workdir as the nodes see it (spec.workdir or launch dir)
   std::string clip_dir;    // where dtrain-clip sits beside this dtrain, a hint for the probe
+  std::string log_dir;     // where ranks write (the cluster file's log_dir, absolute)
   bool rendezvous = true;  // run the rendezvous connection test
   std::string skip;        // DTRAIN_PROBE_SKIP for the probe (parts to leave out)
 };

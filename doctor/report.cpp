@@ -172,6 +172,95 @@ nlohmann::json OrNull(const std::string& s) {
   return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
 }
 
+nlohmann::json NumberOrNull(long long n) {
+  return n < 0 ? nlohmann::json(nullptr) : nlohmann::json(n);
+}
+
+nlohmann::json GpuHealthJson(const GpuHealth& g, const NodeHealth& h) {
+  nlohmann::json processes = nlohmann::json::array();
+  for (const GpuProcess& p : g.processes) {
+    processes.push_back({{"pid", NumberOrNull(p.pid)},
+                         {"name", OrNull(p.name)},
+                         {"used_mib", NumberOrNull(p.used_mib)}});
+  }
+  nlohmann::json nvlink = nullptr;
+  for (const GpuNvlinks& links : h.nvlinks) {
+    if (links.gpu != g.index) continue;
+    nvlink = {{"active", links.active}, {"inactive", links.inactive}};
+  }
+  return {{"index", g.index},
+          {"bus_id", g.bus_id},
+          {"name", OrNull(g.name)},
+          {"persistence_mode", OrNull(g.persistence_mode)},
+          {"ecc_mode", OrNull(g.ecc_current)},
+          {"ecc_mode_pending", OrNull(g.ecc_pending)},
+          {"volatile_dram_uncorrectable", NumberOrNull(g.dram_uncorrectable)},
+          {"volatile_sram_uncorrectable", NumberOrNull(g.sram_uncorrectable)},
+          {"remapped_rows_pending", OrNull(g.remapped_rows_pending)},
+          {"remapping_failure", OrNull(g.remapping_failure)},
+          {"retired_pages_pending", OrNull(g.retired_pages_pending)},
+          {"pcie_gen", NumberOrNull(g.pcie_gen_current)},
+          {"pcie_gen_max", NumberOrNull(g.pcie_gen_max)},
+          {"pcie_width", NumberOrNull(g.pcie_width_current)},
+          {"pcie_width_max", NumberOrNull(g.pcie_width_max)},
+          {"idle", g.idle},
+          {"hw_slowdowns", g.hw_slowdowns},
+          {"fb_used_mib", NumberOrNull(g.fb_used_mib)},
+          {"fb_total_mib", NumberOrNull(g.fb_total_mib)},
+          {"processes", processes},
+          {"fabric_state", OrNull(g.fabric_state)},
+          {"fabric_status", OrNull(g.fabric_status)},
+          {"nvlink_peers", g.index < static_cast<int>(h.nvlink_peers.size())
+                               ? nlohmann::json(h.nvlink_peers[g.index])
+                               : nlohmann::json(nullptr)},
+          {"nvlink", nvlink}};
+}
+
+nlohmann::json HealthJson(const NodeHealth& h) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const GpuHealth& g : h.smi.gpus) gpus.push_back(GpuHealthJson(g, h));
+  nlohmann::json xids = nlohmann::json::array();
+  for (const XidEvent& e : h.xids) {
+    const GpuHealth* gpu = e.switch_xid ? nullptr : h.GpuAt(e.device);
+    xids.push_back({{"kind", e.switch_xid ? "sxid" : "xid"},
+                    {"device", e.device},
+                    {"gpu", gpu ? nlohmann::json(gpu->index) : nlohmann::json(nullptr)},
+                    {"code", e.code},
+                    {"text", e.text}});
+  }
+  nlohmann::json ports = nlohmann::json::array();
+  for (const InfinibandPort& p : h.ib_ports) {
+    ports.push_back({{"port", p.name},
+                     {"state", p.state},
+                     {"phys_state", p.phys_state},
+                     {"rate", p.rate},
+                     {"link_layer", p.link_layer}});
+  }
+  nlohmann::json space = nlohmann::json::array();
+  for (const FreeSpace& f : h.free_space) {
+    space.push_back(
+        {{"what", f.what}, {"path", f.path}, {"mount", f.mount}, {"free_kib", f.free_kib}});
+  }
+  return {{"nvidia_smi_timeout_s",
+           h.smi_timeout_s > 0 ? nlohmann::json(h.smi_timeout_s) : nlohmann::json(nullptr)},
+          {"nvidia_smi_q_error", OrNull(h.smi_error)},
+          {"gpus_in_driver", h.gpus_in_driver},
+          {"gpus", gpus},
+          {"nvswitch_devices", h.nvswitch_devices},
+          {"fabric_manager", OrNull(h.fabric_manager)},
+          {"kernel_log", OrNull(h.kernel_log)},
+          {"kernel_log_error", OrNull(h.kernel_log_error)},
+          {"xid_lines", h.xid_lines_total},
+          {"xids", xids},
+          {"infiniband", ports},
+          {"nvidia_peermem",
+           h.peermem.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.peermem == "yes")},
+          {"swap_kib", NumberOrNull(h.swap_kib)},
+          {"clocksource", OrNull(h.clocksource)},
+          {"clocksources_available", OrNull(h.clocksources_available)},
+          {"free_space", space}};
+}
+
 nlohmann::json NodeJson(const NodeFacts& n) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : n.gpus) {
@@ -221,6 +310,7 @@ nlohmann::json NodeJson(const NodeFacts& n) {
       {"clip_error", OrNull(n.clip_error)},
       {"rendezvous", OrNull(n.rendezvous)},
       {"rendezvous_detail", OrNull(n.rendezvous_detail)},
+      {"health", HealthJson(n.health)},
   };
   return {{"host", n.host},
           {"address", n.address},

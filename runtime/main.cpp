@@ -2,6 +2,8 @@
 // writes Fashion-MNIST as CSV+PNG or WebDataset shards, `export-weights` writes a checkpoint's
 // weights for OpenCLIP. Turns errors into exit codes: 2 for a
 // bad command line, 1 for anything else.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -11,7 +13,9 @@
 #include "runtime/config/model_config.h"
 #include "runtime/config/train_options.h"
 #include "runtime/data/export_data.h"
+#include "runtime/dist/distributed.h"
 #include "runtime/dist/distributed_train_collectives.h"
+#include "runtime/dist/link_bandwidth.h"
 #include "runtime/dist/train_collectives.h"
 #include "runtime/model/clip_model.h"
 #include "runtime/model/open_clip_weights.h"
@@ -31,6 +35,8 @@ Commands:
   train         train a CLIP model (default: fmnist-tiny on Fashion-MNIST); see train --help
   export-data   write Fashion-MNIST as CSV+PNG or WebDataset tar shards; see export-data --help
   export-weights  write a checkpoint's weights under OpenCLIP's names (.safetensors)
+  bandwidth     allreduce bus bandwidth of every rank, of node pairs and within nodes (what
+                `dtrain doctor --bandwidth` runs on every node); see bandwidth --help
 Flags:
   --version     print the version
   --help        this text
@@ -63,6 +69,20 @@ embedding: feed it the grey image on all three channels.
   --format open_clip        the only format (default)
   --model NAME              preset (default: the model the checkpoint names)
   --model-config FILE       an OpenCLIP model-config JSON instead of a preset
+)";
+
+const char* kBandwidthUsage = R"(Usage: dtrain-clip bandwidth [FLAGS]
+
+Run as every rank of a job (dtrain launch, one rank per node, or one per GPU): measures the
+allreduce bus bandwidth (nccl-tests' busbw = algbw * 2(n-1)/n) of all ranks together, within each
+node when a node has several ranks, and between pairs of nodes (each node against two others),
+with the job's backend. Prints one line per figure, "dtrain-bandwidth {json}", from the lowest
+rank of each group; `dtrain doctor --bandwidth` reads them and names the slow node or link.
+
+  --size-mib N              MiB per allreduce (8)
+  --iterations N            timed allreduces per figure, after one warm-up (5)
+  --no-pairs                skip the pairwise rounds
+  --dist-backend gloo|nccl  default: nccl when a GPU is visible, else gloo
 )";
 
 int64_t ParseCount(const std::string& flag, const std::string& value) {
@@ -152,6 +172,38 @@ int ExportWeights(const std::vector<std::string>& args) {
   return 0;
 }
 
+int Bandwidth(const std::vector<std::string>& args) {
+  dtrain::clip::LinkBandwidthOptions options;
+  dtrain::clip::DistributedOptions dist_options;
+  dist_options.rendezvous_timeout = std::chrono::minutes(2);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kBandwidthUsage, stdout);
+      return 0;
+    }
+    if (flag == "--no-pairs") {
+      options.pairs = false;
+      continue;
+    }
+    if (i + 1 >= args.size()) throw UsageError(flag + " needs a value (see bandwidth --help)");
+    const std::string& value = args[++i];
+    if (flag == "--size-mib") {
+      options.bytes = std::max<int64_t>(1, ParseCount(flag, value)) << 20;
+    } else if (flag == "--iterations") {
+      options.iterations = static_cast<int>(std::max<int64_t>(1, ParseCount(flag, value)));
+    } else if (flag == "--dist-backend") {
+      if (value != "gloo" && value != "nccl") throw UsageError("--dist-backend: gloo or nccl");
+      dist_options.backend = value;
+    } else {
+      throw UsageError("unknown flag '" + flag + "' (see dtrain-clip bandwidth --help)");
+    }
+  }
+  dtrain::clip::Distributed dist(dtrain::clip::ReadDistEnvFromProcess(), dist_options);
+  dtrain::clip::RunLinkBandwidth(dist, options, stdout);
+  return 0;
+}
+
 int Train(const std::vector<std::string>& args) {
   bool help = false;
   dtrain::clip::TrainOptions options = dtrain::clip::ParseTrainFlags(args, &help);
@@ -181,8 +233,9 @@ int main(int argc, char** argv) {
     if (args[0] == "train") return Train(rest);
     if (args[0] == "export-data") return ExportData(rest);
     if (args[0] == "export-weights") return ExportWeights(rest);
+    if (args[0] == "bandwidth") return Bandwidth(rest);
     throw UsageError("unknown command '" + args[0] +
-                     "' (commands: train, export-data, export-weights)");
+                     "' (commands: train, export-data, export-weights, bandwidth)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "dtrain-clip: %s\n", e.what());
     return 2;

@@ -7,7 +7,9 @@
 # (the cluster file's python), DTRAIN_PROBE_RDZV_ADDR / DTRAIN_PROBE_RDZV_PORT (the rendezvous
 # listener to connect to), DTRAIN_PROBE_CLIP_DIR (where dtrain-clip sits beside dtrain),
 # DTRAIN_PROBE_SKIP (space-separated parts to leave out: python torch horovod py_spy clip rdzv
-# nccl_lib).
+# nccl_lib gpu_health kernel_log), DTRAIN_PROBE_LOG_DIR (where ranks write their logs),
+# DTRAIN_PROBE_SMI_TIMEOUT (seconds each nvidia-smi call may take, default 10),
+# DTRAIN_PROBE_SYSFS (the folder read as /sys, for tests).
 # With DTRAIN_PROBE_MODE=listen it instead listens on DTRAIN_PROBE_RDZV_PORT for
 # DTRAIN_PROBE_LISTEN_S seconds (the rendezvous test's other end) and prints listening=PORT.
 # The whole script is one function run with stdin from /dev/null, so that no command it runs
@@ -32,24 +34,41 @@ probe_main() {
   tmp=$(mktemp -d 2>/dev/null || { d="/tmp/dtrain-probe.$$"; mkdir -m 700 "$d" && echo "$d"; })
   trap 'rm -rf "$tmp"' EXIT
 
+  kill_after=""
+  timeout -k 1 5 true 2>/dev/null && kill_after="-k 1"
+  smi_limit=${DTRAIN_PROBE_SMI_TIMEOUT:-10}
+  sys=${DTRAIN_PROBE_SYSFS:-/sys}
+
   # Slow parts first, in the background; their output lands in files printed at the end.
-  if skipping rdzv; then :; else probe_rendezvous >"$tmp/rdzv" 2>&1 & fi
+  waits=""
+  smi=$(find_nvidia_smi)
+  if [ -n "$smi" ]; then
+    smi_started=$(date +%s)
+    probe_nvidia_smi "$smi" >"$tmp/smi" 2>&1 &
+  fi
+  if [ -n "$smi" ] || [ -d /proc/driver/nvidia ]; then
+    skipping kernel_log || { probe_kernel_log >"$tmp/kernel" 2>&1 & waits="$waits $!"; }
+  fi
+  if skipping rdzv; then :; else probe_rendezvous >"$tmp/rdzv" 2>&1 & waits="$waits $!"; fi
   py=$(find_python)
   if [ -n "$py" ]; then
-    skipping python || probe_python "$py" >"$tmp/python" 2>&1 &
+    skipping python || { probe_python "$py" >"$tmp/python" 2>&1 & waits="$waits $!"; }
   else
     echo "python_error=no python (tried ${DTRAIN_PROBE_PYTHON:-python3, python})"
   fi
-  skipping clip || probe_clip >"$tmp/clip" 2>&1 &
+  skipping clip || { probe_clip >"$tmp/clip" 2>&1 & waits="$waits $!"; }
 
   probe_system
+  probe_host
   probe_gpus
+  probe_infiniband
   probe_cuda
   probe_nccl
-  wait
-  for part in python clip rdzv; do
+  for pid in $waits; do wait "$pid"; done
+  for part in python clip rdzv kernel; do
     [ -s "$tmp/$part" ] && sed -n '/^[a-z_]*=/p' "$tmp/$part"
   done
+  [ -n "$smi" ] && wait_nvidia_smi
   echo "probe_end=1"
 }
 
@@ -68,7 +87,10 @@ probe_system() {
   echo "kernel=$(uname -r)"
   echo "cpus=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)"
   while read -r key value _; do
-    [ "$key" = "MemTotal:" ] && echo "mem_kib=$value" && break
+    case $key in
+      MemTotal:) echo "mem_kib=$value" ;;
+      SwapTotal:) echo "swap_kib=$value" ;;
+    esac
   done </proc/meminfo
   if [ -d /dev/shm ]; then
     # shellcheck disable=SC2046
@@ -88,11 +110,56 @@ probe_system() {
   echo "nofile=$(ulimit -n)"
 }
 
-# Runs "$@" with a time limit when coreutils' timeout exists.
+# Runs "$@" with a time limit when coreutils' timeout exists; a command that ignores SIGTERM gets
+# SIGKILL a second later (-k, where this timeout has it). Exit status 124 or 137: timed out.
 limited() {
   secs=$1
   shift
-  if command -v timeout >/dev/null 2>&1; then timeout "$secs" "$@"; else "$@"; fi
+  # shellcheck disable=SC2086
+  if command -v timeout >/dev/null 2>&1; then timeout $kill_after "$secs" "$@"; else "$@"; fi
+}
+
+# The host's side of a job: its clock source, and free space where the job writes.
+probe_host() {
+  cs="$sys/devices/system/clocksource/clocksource0"
+  { read -r c <"$cs/current_clocksource" && echo "clocksource=$c"; } 2>/dev/null
+  { read -r c <"$cs/available_clocksource" && echo "clocksources_available=$c"; } 2>/dev/null
+  free_space workdir "${DTRAIN_PROBE_WORKDIR:-$HOME}"
+  [ -n "$DTRAIN_PROBE_LOG_DIR" ] && free_space "log dir" "$DTRAIN_PROBE_LOG_DIR"
+  free_space /tmp "${TMPDIR:-/tmp}"
+}
+
+# free_space=WHAT;FREE_KIB;MOUNT;PATH for the nearest existing folder of PATH.
+free_space() {
+  what=$1
+  path=$2
+  d=$2
+  while [ -n "$d" ] && [ ! -d "$d" ]; do
+    case $d in */*) d=${d%/*} ;; *) d="" ;; esac
+  done
+  # shellcheck disable=SC2046
+  set -- $(df -Pk "${d:-/}" 2>/dev/null | tail -n 1)
+  [ -n "$4" ] && echo "free_space=$what;$4;$6;$path"
+}
+
+# InfiniBand and RoCE ports as sysfs shows them, and whether GPUDirect RDMA's module is loaded.
+probe_infiniband() {
+  ports=0
+  for port in "$sys"/class/infiniband/*/ports/*; do
+    [ -d "$port" ] || continue
+    dev=${port%/ports/*}
+    state="" phys="" rate="" layer=""
+    {
+      read -r state <"$port/state"
+      read -r phys <"$port/phys_state"
+      read -r rate <"$port/rate"
+      read -r layer <"$port/link_layer"
+    } 2>/dev/null
+    echo "ib_port=${dev##*/}/${port##*/};$state;$phys;$rate;$layer"
+    ports=$((ports + 1))
+  done
+  [ "$ports" -eq 0 ] && return
+  if [ -d "$sys/module/nvidia_peermem" ]; then echo "peermem=yes"; else echo "peermem=no"; fi
 }
 
 probe_gpus() {
@@ -106,18 +173,100 @@ probe_gpus() {
       [ "$key" = "Model" ] && echo "gpu_proc=${value#"${value%%[![:space:]]*}"}" && break
     done <"$info"
   done
-  smi=$(command -v nvidia-smi 2>/dev/null)
+  [ -n "$smi" ] && echo "nvidia_smi=$smi"
+}
+
+find_nvidia_smi() {
+  s=$(command -v nvidia-smi 2>/dev/null)
   for c in /usr/bin/nvidia-smi /usr/local/nvidia/bin/nvidia-smi /usr/local/bin/nvidia-smi \
     /opt/nvidia/bin/nvidia-smi; do
-    [ -z "$smi" ] && [ -x "$c" ] && smi=$c
+    [ -z "$s" ] && [ -x "$c" ] && s=$c
   done
-  [ -z "$smi" ] && return
-  echo "nvidia_smi=$smi"
-  if out=$(limited 10 "$smi" --query-gpu=name,memory.total,driver_version \
-    --format=csv,noheader 2>&1); then
-    printf '%s\n' "$out" | while IFS= read -r line; do echo "gpu=$line"; done
+  echo "$s"
+}
+
+# nvidia-smi's GPU list (gpu=) and health reports (-q, topo -m, nvlink -s), four calls at once,
+# each within $smi_limit seconds: a hung driver makes nvidia-smi hang. Writes $tmp/smi.done last.
+probe_nvidia_smi() {
+  limited "$smi_limit" "$1" --query-gpu=name,memory.total,driver_version --format=csv,noheader \
+    >"$tmp/smi.list" 2>&1 &
+  list=$!
+  if ! skipping gpu_health; then
+    limited "$smi_limit" "$1" -q >"$tmp/smi.q" 2>&1 &
+    q=$!
+    limited "$smi_limit" "$1" topo -m >"$tmp/smi.topo" 2>&1 &
+    topo=$!
+    limited "$smi_limit" "$1" nvlink -s >"$tmp/smi.nvlink" 2>&1 &
+    nvlink=$!
+    nvswitch=no
+    for d in /dev/nvidia-nvswitch*; do [ -e "$d" ] && nvswitch=yes; done
+    echo "nvswitch=$nvswitch"
+    if command -v systemctl >/dev/null 2>&1; then
+      echo "fabricmanager=$(limited 3 systemctl is-active nvidia-fabricmanager 2>/dev/null |
+        head -n 1)"
+    fi
+  fi
+  wait "$list"
+  smi_answer $? list gpu nvidia_smi_error
+  skipping gpu_health && { : >"$tmp/smi.done"; return; }
+  wait "$q"
+  smi_answer $? q smi_q smi_q_error
+  wait "$topo"
+  smi_answer $? topo smi_topo smi_topo_error
+  wait "$nvlink"
+  smi_answer $? nvlink smi_nvlink smi_nvlink_error
+  : >"$tmp/smi.done"
+}
+
+# STATUS PART KEY ERROR_KEY: a line KEY=... per line nvidia-smi printed (padding before -q's
+# colons squeezed), smi_timeout= when it did not answer in time, else its first line as the error.
+smi_answer() {
+  case $1 in
+    0) sed -e '/^Legend:/,$d' -e 's/[[:space:]]*: /: /' -e "s/^/$3=/" "$tmp/smi.$2" ;;
+    124 | 137) echo "smi_timeout=$smi_limit" ;;
+    *) echo "$4=$(head -n 1 "$tmp/smi.$2")" ;;
+  esac
+}
+
+# Prints what probe_nvidia_smi found. A call stuck in the kernel (a hung driver) survives even
+# SIGKILL, so its job is waited for until the time limit (and the second of -k) has passed, and no
+# longer: the node is then reported with smi_timeout=.
+wait_nvidia_smi() {
+  deadline=$((smi_started + smi_limit + 2))
+  while [ ! -e "$tmp/smi.done" ] && [ "$(date +%s)" -lt "$deadline" ]; do
+    sleep 0.05 2>/dev/null || sleep 1
+  done
+  if [ -e "$tmp/smi.done" ]; then
+    sed -n '/^[a-z_]*=/p' "$tmp/smi"
   else
-    echo "nvidia_smi_error=$(printf '%s' "$out" | head -n 1)"
+    echo "smi_timeout=$smi_limit"
+  fi
+}
+
+# The Xid (GPU) and SXid (NVSwitch) lines of this boot's kernel log: dmesg, else journalctl -k
+# (both need privileges on many systems: kernel.dmesg_restrict, the systemd-journal group). At
+# most the first and the last 200 such lines are sent.
+probe_kernel_log() {
+  src=""
+  if limited 5 dmesg >"$tmp/kmsg" 2>"$tmp/kmsg.err" && [ -s "$tmp/kmsg" ]; then
+    src=dmesg
+  elif limited 5 journalctl -k -b -q --no-pager >"$tmp/kmsg" 2>>"$tmp/kmsg.err" &&
+    [ -s "$tmp/kmsg" ]; then
+    src=journalctl
+  fi
+  if [ -z "$src" ]; then
+    echo "kernel_log_error=$(grep . "$tmp/kmsg.err" | head -n 2 | tr '\n' ' ')"
+    return
+  fi
+  echo "kernel_log=$src"
+  grep 'Xid (' "$tmp/kmsg" >"$tmp/xid"
+  n=$(wc -l <"$tmp/xid")
+  echo "xid_lines_total=$((n + 0))"
+  if [ "$n" -le 400 ]; then
+    sed 's/^/xid_line=/' "$tmp/xid"
+  else
+    head -n 200 "$tmp/xid" | sed 's/^/xid_line=/'
+    tail -n 200 "$tmp/xid" | sed 's/^/xid_line=/'
   fi
 }
 

@@ -18,6 +18,10 @@ if(TARGET dtrain_clip_train)
   # The bucket planner alone (pure, no processes).
   dtrain_test(dist_bucket_plan_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/dist_bucket_plan_test.cpp
               LIBS dtrain_clip_dist LABEL dist TIMEOUT 60)
+  # The link bandwidth test's schedule of node pairs (pure).
+  dtrain_test(dist_bandwidth_schedule_test
+              SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/dist_bandwidth_schedule_test.cpp
+              LIBS dtrain_clip_dist LABEL dist TIMEOUT 60)
 
   # The Gloo backend is built against declarations only (runtime/dist/c10d_gloo_decls): check that
   # nothing dtrain compiled depends on gloo's layouts.

@@ -13,3 +13,24 @@ dtrain_test(doctor_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_clust
             LIBS dtrain_launcher nlohmann_json::nlohmann_json LABEL netns TIMEOUT 180
             RESOURCE_LOCK netns)
 add_dependencies(doctor_cluster_test dtrain)
+
+# --bandwidth: the verdict (unit), and on four namespace nodes with one link throttled by tc
+# (dtrain-clip measures, so only where the runtime is built).
+dtrain_test(doctor_bandwidth_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_bandwidth_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
+if(TARGET dtrain-clip)
+  dtrain_test(doctor_bandwidth_cluster_test
+              SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_bandwidth_cluster_test.cpp
+              LIBS dtrain_launcher nlohmann_json::nlohmann_json LABEL netns TIMEOUT 240
+              RESOURCE_LOCK netns)
+  add_dependencies(doctor_bandwidth_cluster_test dtrain dtrain-clip)
+endif()
+# Health rules on the recorded H100 outputs and faulty variants of them (unit).
+dtrain_test(doctor_health_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_test.cpp
+            LIBS dtrain_doctor nlohmann_json::nlohmann_json TIMEOUT 60)
+
+# Health checks on namespace nodes over SSH, with nvidia-smi, dmesg and sysfs stand-ins.
+dtrain_test(doctor_health_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_cluster_test.cpp
+            LIBS dtrain_launcher nlohmann_json::nlohmann_json LABEL netns TIMEOUT 180
+            RESOURCE_LOCK netns)
+add_dependencies(doctor_health_cluster_test dtrain)

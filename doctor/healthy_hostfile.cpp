@@ -1,0 +1,58 @@
+// The nodes the doctor found fit, as a hostfile.
+#include "doctor/healthy_hostfile.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+
+namespace dtrain {
+
+HealthyHostfile MakeHealthyHostfile(const ProbeRun& run, const std::vector<Finding>& findings) {
+  std::map<std::string, std::vector<std::string>> why;  // host -> error messages naming it
+  for (const Finding& f : findings) {
+    if (f.severity != Severity::kError) continue;
+    for (const std::string& host : f.nodes) why[host].push_back(f.message);
+  }
+  HealthyHostfile out;
+  out.text =
+      "# Written by dtrain doctor --exclude-bad: the nodes without an error, for\n"
+      "# dtrain launch --hostfile (with -c CLUSTER_FILE for its ssh settings).\n";
+  for (const NodeFacts& n : run.nodes) {
+    auto it = why.find(n.host);
+    if (it == why.end()) {
+      out.kept.push_back(n.host);
+      out.text += fmt::format("{} slots={}{}\n", n.address, n.slots,
+                              n.address == n.host ? "" : "  # " + n.host);
+      continue;
+    }
+    out.excluded.push_back(n.host);
+    std::string reasons;
+    for (const std::string& message : it->second) {
+      reasons += (reasons.empty() ? "" : "; ") + message;
+    }
+    for (char& c : reasons) c = c == '\n' ? ' ' : c;
+    out.text += fmt::format("# excluded {}: {}\n", n.host, reasons);
+  }
+  return out;
+}
+
+std::string WriteHealthyHostfile(const std::string& path, const HealthyHostfile& hostfile) {
+  std::ofstream file(path, std::ios::trunc);
+  if (file) file << hostfile.text;
+  if (!file || !file.flush()) {
+    throw Error(fmt::format("{}: cannot write the hostfile: {}", path, std::strerror(errno)));
+  }
+  std::string left_out;
+  for (const std::string& host : hostfile.excluded)
+    left_out += (left_out.empty() ? "" : ", ") + host;
+  return fmt::format("wrote {}: {} of {} nodes{}{}", path, hostfile.kept.size(),
+                     hostfile.kept.size() + hostfile.excluded.size(),
+                     left_out.empty() ? "" : "; left out: ", left_out);
+}
+
+}  // namespace dtrain

@@ -1,0 +1,96 @@
+// The rules about the host a job runs on: free space where it writes, swap, and the clock
+// source. Thresholds and their sources are in dtrain-doctor(1).
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "doctor/check_support.h"
+#include "doctor/checks.h"
+
+namespace dtrain {
+
+using checks::Join;
+using checks::Make;
+using checks::Reached;
+
+namespace {
+
+// Below this much free space a job cannot even write its logs and compile caches (error); below
+// the second one checkpoints and traces of a real model will not fit (warning).
+constexpr long long kFreeErrorKib = 1LL << 20;     // 1 GiB
+constexpr long long kFreeWarningKib = 10LL << 20;  // 10 GiB
+
+std::string Size(long long kib) {
+  if (kib < (1LL << 20)) return fmt::format("{} MiB", kib / 1024);
+  return fmt::format("{:.1f} GiB", static_cast<double>(kib) / (1 << 20));
+}
+
+std::string NodesWord(const std::vector<std::string>& hosts) {
+  return fmt::format("{} {}", hosts.size() == 1 ? "node" : "nodes", Join(hosts));
+}
+
+}  // namespace
+
+std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes) {
+  std::vector<Finding> out;
+  for (const NodeFacts* n : Reached(nodes)) {
+    // One finding per file system, naming every place of the job on it.
+    std::vector<std::string> mounts;
+    std::map<std::string, std::vector<std::string>> places;
+    std::map<std::string, long long> free;
+    for (const FreeSpace& s : n->health.free_space) {
+      if (!places.count(s.mount)) mounts.push_back(s.mount);
+      places[s.mount].push_back(s.what == s.path ? s.path : s.what + " " + s.path);
+      free[s.mount] = s.free_kib;
+    }
+    for (const std::string& mount : mounts) {
+      const long long kib = free[mount];
+      if (kib < 0 || kib >= kFreeWarningKib) continue;
+      out.push_back(Make(kib < kFreeErrorKib ? Severity::kError : Severity::kWarning, "disk", "",
+                         {n->host},
+                         fmt::format("node {}: {} free on {} ({})", n->host, Size(kib), mount,
+                                     Join(places[mount])),
+                         "free space there, or point workdir, log_dir or TMPDIR elsewhere: ranks "
+                         "write logs, traces, checkpoints and compile caches"));
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> CheckSwap(const std::vector<NodeFacts>& nodes) {
+  std::vector<std::string> hosts;
+  for (const NodeFacts* n : Reached(nodes)) {
+    if (n->health.swap_kib > 0) hosts.push_back(n->host);
+  }
+  if (hosts.empty()) return {};
+  return {Make(Severity::kWarning, "swap", "", hosts,
+               fmt::format("swap is on on {}: a rank that is paged out stalls every other rank at "
+                           "the next collective, long enough for NCCL's watchdog to end the job",
+                           NodesWord(hosts)),
+               "swapoff -a (and remove it from /etc/fstab), as Kubernetes and most HPC sites run "
+               "GPU nodes")};
+}
+
+std::vector<Finding> CheckClocksource(const std::vector<NodeFacts>& nodes) {
+  std::map<std::string, std::vector<std::string>> by_source;
+  for (const NodeFacts* n : Reached(nodes)) {
+    const NodeHealth& h = n->health;
+    const bool slow = h.clocksource == "hpet" || h.clocksource == "acpi_pm";
+    const bool tsc = (" " + h.clocksources_available + " ").find(" tsc ") != std::string::npos;
+    if (slow && tsc) by_source[h.clocksource].push_back(n->host);
+  }
+  std::vector<Finding> out;
+  for (const auto& [source, hosts] : by_source) {
+    out.push_back(Make(
+        Severity::kWarning, "clocksource", "", hosts,
+        fmt::format("{} {} the {} clock source though tsc is available: every clock read then "
+                    "costs microseconds instead of nanoseconds (timers, profilers, NCCL)",
+                    NodesWord(hosts), hosts.size() == 1 ? "uses" : "use", source),
+        "echo tsc | sudo tee /sys/devices/system/clocksource/clocksource0/current_clocksource, "
+        "and see why the kernel left tsc (dmesg | grep -i clocksource)"));
+  }
+  return out;
+}
+
+}  // namespace dtrain

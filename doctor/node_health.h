@@ -1,0 +1,64 @@
+// NodeHealth: what the probe found about a node's fitness to run a job, beside its versions:
+// each GPU's state from nvidia-smi, NVLink, Fabric Manager, Xid errors in the kernel log,
+// InfiniBand ports, and the host (free space, swap, clock source). Part of NodeFacts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "doctor/nvidia_smi_report.h"
+#include "doctor/xid_events.h"
+
+namespace dtrain {
+
+// /sys/class/infiniband/<device>/ports/<port>: "mlx5_0/1", "4: ACTIVE", "5: LinkUp",
+// "400 Gb/sec (4X NDR)", "InfiniBand" (or "Ethernet" for RoCE).
+struct InfinibandPort {
+  std::string name, state, phys_state, rate, link_layer;
+  bool Up() const { return state == "4: ACTIVE" && phys_state == "5: LinkUp"; }
+};
+
+// Free space where a job writes: "workdir", "log dir", "/tmp" (the nearest existing folder of
+// the path is measured).
+struct FreeSpace {
+  std::string what, path, mount;
+  long long free_kib = -1;
+};
+
+struct NodeHealth {
+  // nvidia-smi: > 0 when one of its calls did not answer within this many seconds.
+  double smi_timeout_s = 0;
+  bool smi_reported = false;  // `nvidia-smi -q` printed a report
+  std::string smi_error;      // what `nvidia-smi -q` printed when it failed
+  NvidiaSmiReport smi;
+  int gpus_in_driver = 0;           // /proc/driver/nvidia/gpus: the GPUs the kernel module holds
+  std::vector<int> nvlink_peers;    // `topo -m`: per GPU, the GPUs it reaches over NVLink
+  std::vector<GpuNvlinks> nvlinks;  // `nvlink -s`
+  bool nvswitch_devices = false;    // /dev/nvidia-nvswitch* exist
+  std::string fabric_manager;       // systemctl is-active nvidia-fabricmanager; "" unknown
+
+  // Kernel log of this boot.
+  std::string kernel_log;        // "dmesg" or "journalctl"; "" when not read
+  std::string kernel_log_error;  // why it could not be read
+  std::vector<XidEvent> xids;
+  long long xid_lines_total = 0;  // Xid/SXid lines in the log (the probe sends at most 400)
+
+  // InfiniBand / RoCE.
+  std::vector<InfinibandPort> ib_ports;
+  std::string peermem;  // nvidia_peermem loaded: "yes", "no"; "" when there are no IB devices
+
+  // Host.
+  long long swap_kib = -1;  // SwapTotal
+  std::string clocksource, clocksources_available;
+  std::vector<FreeSpace> free_space;
+
+  // The GPU whose PCI address is `device` (PciDeviceKey form), or nullptr.
+  const GpuHealth* GpuAt(const std::string& device) const {
+    for (const GpuHealth& g : smi.gpus) {
+      if (PciDeviceKey(g.bus_id) == device) return &g;
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace dtrain

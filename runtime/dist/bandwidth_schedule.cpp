@@ -1,0 +1,34 @@
+#include "runtime/dist/bandwidth_schedule.h"
+
+#include <algorithm>
+
+namespace dtrain::clip {
+
+std::vector<std::vector<std::pair<int, int>>> NodePairRounds(int nodes) {
+  std::vector<std::vector<std::pair<int, int>>> rounds;
+  if (nodes < 2) return rounds;
+  if (nodes == 2) return {{{0, 1}}};
+  // Edge i joins i and i+1 (mod n). Even n: even edges, then odd ones. Odd n: the even edges up
+  // to n-3, the odd ones, then the closing edge (n-1, 0) alone.
+  std::vector<std::pair<int, int>> even, odd, closing;
+  for (int i = 0; i < nodes; ++i) {
+    std::pair<int, int> edge{std::min(i, (i + 1) % nodes), std::max(i, (i + 1) % nodes)};
+    if (nodes % 2 == 1 && i == nodes - 1) {
+      closing.push_back(edge);
+    } else {
+      (i % 2 == 0 ? even : odd).push_back(edge);
+    }
+  }
+  rounds.push_back(even);
+  rounds.push_back(odd);
+  if (!closing.empty()) rounds.push_back(closing);
+  return rounds;
+}
+
+double AllreduceBusBandwidth(int64_t bytes, double seconds_per_op, int ranks) {
+  if (seconds_per_op <= 0 || ranks < 1) return 0;
+  const double algbw = static_cast<double>(bytes) / seconds_per_op / 1e9;
+  return algbw * 2.0 * (ranks - 1) / ranks;
+}
+
+}  // namespace dtrain::clip

@@ -1,0 +1,19 @@
+// The arithmetic of the link bandwidth test (link_bandwidth.h), apart from LibTorch: which node
+// pairs are measured together, and the bus bandwidth of an allreduce.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace dtrain::clip {
+
+// Which node pairs meet in which round: the ring 0-1, 1-2, ..., (n-1)-0 cut into rounds in which
+// no node appears twice (2 rounds for an even count, 3 for an odd one), so every node of 3 or
+// more is measured against two different partners whatever n is. Two nodes: one pair; one: none.
+std::vector<std::vector<std::pair<int, int>>> NodePairRounds(int nodes);
+
+// nccl-tests' bus bandwidth of an allreduce: algbw * 2(n-1)/n, in GB/s (1e9 bytes).
+double AllreduceBusBandwidth(int64_t bytes, double seconds_per_op, int ranks);
+
+}  // namespace dtrain::clip

@@ -1,0 +1,115 @@
+#include "runtime/dist/link_bandwidth.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+
+#include <unistd.h>
+
+#include "runtime/dist/c10d_compat.h"
+#include "runtime/dist/process_set.h"
+
+namespace dtrain::clip {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+torch::Device BandwidthDevice(const std::string& backend, const DistEnv& env) {
+  if (backend != "nccl") return torch::kCPU;
+  const int count = static_cast<int>(torch::cuda::device_count());
+  if (count == 0) throw std::runtime_error("the nccl backend needs a GPU and none is visible");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % count));
+}
+
+// Seconds per allreduce of `bytes` over `comm`, after one untimed warm-up. Every member runs the
+// same number of operations, so nobody waits on a collective the others never start.
+double SecondsPerAllreduce(Communicator& comm, int64_t bytes, int iterations,
+                           const torch::Device& device) {
+  torch::Tensor data =
+      torch::ones({std::max<int64_t>(1, bytes / 4)}, torch::dtype(torch::kFloat32).device(device));
+  comm.AllreduceSum(data);
+  comm.Barrier();
+  if (device.is_cuda()) torch::cuda::synchronize();
+  const auto start = Clock::now();
+  for (int i = 0; i < iterations; ++i) comm.AllreduceSum(data);
+  if (device.is_cuda()) torch::cuda::synchronize();
+  return std::chrono::duration<double>(Clock::now() - start).count() / std::max(1, iterations);
+}
+
+std::string HostName() {
+  if (const char* h = std::getenv("HOROVOD_HOSTNAME"); h && *h) return h;
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("?");
+}
+
+// One line per figure; only the group's lowest rank prints it.
+void Report(std::FILE* out, const char* kind, const std::vector<int>& nodes, int ranks,
+            const std::string& backend, int64_t bytes, double seconds) {
+  std::string list;
+  for (int n : nodes) list += (list.empty() ? "" : ",") + std::to_string(n);
+  const double algbw = seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
+  std::fprintf(out,
+               "dtrain-bandwidth {\"kind\":\"%s\",\"nodes\":[%s],\"ranks\":%d,\"backend\":\"%s\","
+               "\"bytes\":%lld,\"seconds\":%.6f,\"algbw_gbs\":%.6f,\"busbw_gbs\":%.6f}\n",
+               kind, list.c_str(), ranks, backend.c_str(), static_cast<long long>(bytes), seconds,
+               algbw, AllreduceBusBandwidth(bytes, seconds, ranks));
+  std::fflush(out);
+}
+
+}  // namespace
+
+void RunLinkBandwidth(Distributed& dist, const LinkBandwidthOptions& options, std::FILE* out) {
+  const DistEnv& env = dist.env();
+  const std::string backend = dist.backend();
+  const torch::Device device = BandwidthDevice(backend, env);
+  std::fprintf(out, "dtrain-bandwidth-rank {\"rank\":%d,\"node\":%d,\"host\":\"%s\"}\n", env.rank,
+               env.node(), HostName().c_str());
+  std::fflush(out);
+  if (!env.distributed()) return;
+  Communicator& world = *dist.world();
+  const int nodes = env.nodes();
+  const int per_node = env.local_world_size;
+  auto store = dist.rendezvous().store;
+  CommunicatorOptions set_options =
+      CommunicatorOptionsFor(env, backend, std::chrono::milliseconds(std::chrono::minutes(2)));
+  set_options.set_name = "bandwidth";
+
+  // 1. Every rank together: what a data-parallel job's allreduce gets.
+  std::vector<int> all_nodes;
+  for (int n = 0; n < nodes; ++n) all_nodes.push_back(n);
+  double seconds = SecondsPerAllreduce(world, options.bytes, options.iterations, device);
+  if (env.rank == 0) Report(out, "all", all_nodes, env.world_size, backend, options.bytes, seconds);
+
+  // 2. Within each node, all nodes at once (NVLink / PCIe / shared memory between local ranks).
+  if (per_node > 1) {
+    std::vector<int> members;
+    for (int l = 0; l < per_node; ++l) members.push_back(env.node() * per_node + l);
+    world.Barrier();
+    ProcessSet node_set = MakeProcessSet("node" + std::to_string(env.node()), members, env.rank,
+                                         store, set_options, "dtrain/bandwidth");
+    seconds = SecondsPerAllreduce(*node_set.comm, options.bytes, options.iterations, device);
+    if (env.local_rank == 0) {
+      Report(out, "node", {env.node()}, per_node, backend, options.bytes, seconds);
+    }
+  }
+
+  // 3. Pairs of nodes, between their local ranks 0; the pairs of one round run at once.
+  if (options.pairs && nodes > 2) {
+    const auto rounds = NodePairRounds(nodes);
+    for (size_t r = 0; r < rounds.size(); ++r) {
+      world.Barrier();
+      if (env.local_rank != 0) continue;
+      for (const auto& [a, b] : rounds[r]) {
+        if (env.node() != a && env.node() != b) continue;
+        ProcessSet pair = MakeProcessSet(
+            "pair-" + std::to_string(a) + "-" + std::to_string(b), {a * per_node, b * per_node},
+            env.rank, store, set_options, "dtrain/bandwidth");
+        seconds = SecondsPerAllreduce(*pair.comm, options.bytes, options.iterations, device);
+        if (env.node() == a) Report(out, "pair", {a, b}, 2, backend, options.bytes, seconds);
+      }
+    }
+  }
+  world.Barrier();
+}
+
+}  // namespace dtrain::clip

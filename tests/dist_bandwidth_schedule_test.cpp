@@ -1,0 +1,46 @@
+// The link bandwidth test's schedule: every pair a ring edge, no node twice in a round, every node
+// of three or more measured against two different partners; and nccl-tests' bus bandwidth.
+#include "runtime/dist/bandwidth_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace dtrain::clip {
+namespace {
+
+TEST(BandwidthSchedule, RoundsCoverTheRingWithNoNodeTwiceInARound) {
+  for (int n = 3; n <= 65; ++n) {
+    const auto rounds = NodePairRounds(n);
+    EXPECT_EQ(rounds.size(), n % 2 == 0 ? 2u : 3u) << n;
+    std::set<std::pair<int, int>> seen;
+    std::map<int, std::set<int>> partners;
+    for (const auto& round : rounds) {
+      std::set<int> busy;
+      for (const auto& [a, b] : round) {
+        EXPECT_LT(a, b);
+        EXPECT_TRUE(busy.insert(a).second) << n << ": node " << a << " twice in a round";
+        EXPECT_TRUE(busy.insert(b).second) << n << ": node " << b << " twice in a round";
+        EXPECT_TRUE(b == a + 1 || (a == 0 && b == n - 1)) << n << ": " << a << "-" << b;
+        seen.insert({a, b});
+        partners[a].insert(b);
+        partners[b].insert(a);
+      }
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(n)) << n;  // every ring edge once
+    for (int node = 0; node < n; ++node) EXPECT_EQ(partners[node].size(), 2u) << n << " " << node;
+  }
+  EXPECT_EQ(NodePairRounds(2), (std::vector<std::vector<std::pair<int, int>>>{{{0, 1}}}));
+  EXPECT_TRUE(NodePairRounds(1).empty());
+}
+
+TEST(BandwidthSchedule, BusBandwidthIsNcclTestsDefinition) {
+  // 1 GB in 1 s over 8 ranks: algbw 1 GB/s, busbw 2*7/8.
+  EXPECT_DOUBLE_EQ(AllreduceBusBandwidth(1000000000, 1.0, 8), 1.75);
+  EXPECT_DOUBLE_EQ(AllreduceBusBandwidth(500000000, 1.0, 2), 0.5);
+  EXPECT_EQ(AllreduceBusBandwidth(100, 0, 2), 0);
+}
+
+}  // namespace
+}  // namespace dtrain::clip

@@ -1,0 +1,106 @@
+// `dtrain doctor --bandwidth` on four real sshd nodes in network namespaces (tests/cluster):
+// dtrain-clip measures with Gloo over the nodes' veth links. With one node's link throttled by
+// `tc ... tbf rate 200mbit` on both ends of its veth, the doctor names that node, and only it,
+// and its pairs measure near the rate tc set; with no throttle it names none.
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using test::RunOutput;
+using test::SshTestCluster;
+
+struct DoctorRun {
+  int status = -1;
+  nlohmann::json doc;
+  std::string text;
+};
+
+DoctorRun DoctorBandwidth(const std::string& cluster_file) {
+  DoctorRun r;
+  std::string out = RunOutput(std::string(DTRAIN_BINARY_DIR) + "/dtrain doctor --json -c " +
+                              cluster_file +
+                              " --timeout 20 --bandwidth --bandwidth-mib 4 2>&1 >" +
+                              cluster_file + ".json; echo \"rc=$?\"");
+  size_t rc = out.rfind("rc=");
+  r.status = std::stoi(out.substr(rc + 3));
+  r.text = test::ReadText(cluster_file + ".json") + "\nstderr:\n" + out.substr(0, rc);
+  r.doc = nlohmann::json::parse(test::ReadText(cluster_file + ".json"), nullptr, false);
+  return r;
+}
+
+std::vector<std::string> BandwidthErrors(const DoctorRun& r) {
+  std::vector<std::string> out;
+  if (!r.doc.is_object()) return out;
+  for (const auto& f : r.doc["findings"]) {
+    if (f["check"] == "bandwidth" && f["severity"] == "error") out.push_back(f["message"]);
+  }
+  return out;
+}
+
+TEST(DoctorBandwidthCluster, NamesTheThrottledNodeAndOnlyIt) {
+  SshTestCluster cluster("doctor-bandwidth", 4, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = cluster.cluster_file();
+
+  // 1. No throttle: every pair is measured and nothing is named.
+  DoctorRun fast = DoctorBandwidth(file);
+  ASSERT_TRUE(fast.doc.is_object()) << fast.text;
+  EXPECT_EQ(fast.status, 0) << fast.text;
+  EXPECT_TRUE(BandwidthErrors(fast).empty()) << fast.text;
+  const nlohmann::json& bw = fast.doc["bandwidth"];
+  ASSERT_TRUE(bw.is_object()) << fast.text;
+  EXPECT_EQ(bw["launch_status"], 0) << fast.text;
+  int pairs = 0, all = 0;
+  for (const auto& f : bw["figures"]) {
+    pairs += f["kind"] == "pair";
+    all += f["kind"] == "all";
+    EXPECT_EQ(f["backend"], "gloo");
+    EXPECT_GT(f["busbw_gbs"].get<double>(), 0) << f.dump();
+  }
+  EXPECT_EQ(all, 1) << bw.dump();
+  EXPECT_EQ(pairs, 4) << bw.dump();  // the ring 0-1, 1-2, 2-3, 3-0
+  EXPECT_TRUE(bw["slow_nodes"].empty()) << bw.dump();
+
+  // 2. node2's link limited to 200 Mbit/s in both directions: on the bridge's end of its veth
+  // (in the head namespace, where this test runs) and on its own eth0.
+  const std::string tbf = " root tbf rate 200mbit burst 256kbit latency 100ms 2>&1; echo rc=$?";
+  std::string head = RunOutput("tc qdisc add dev nd2" + tbf);
+  ASSERT_NE(head.find("rc=0"), std::string::npos) << head;
+  std::string own = cluster.OnNode(2, "tc qdisc add dev eth0" + tbf);
+  ASSERT_NE(own.find("rc=0"), std::string::npos) << own;
+
+  DoctorRun slow = DoctorBandwidth(file);
+  ASSERT_TRUE(slow.doc.is_object()) << slow.text;
+  EXPECT_EQ(slow.status, 1) << slow.text;
+  EXPECT_EQ(slow.doc["bandwidth"]["slow_nodes"], nlohmann::json::array({"node2"})) << slow.text;
+  EXPECT_TRUE(slow.doc["bandwidth"]["slow_links"].empty()) << slow.text;
+  std::vector<std::string> errors = BandwidthErrors(slow);
+  ASSERT_EQ(errors.size(), 1u) << slow.text;
+  EXPECT_NE(errors[0].find("node node2 is slow"), std::string::npos) << errors[0];
+  // Its pairs move about what tc lets through: 200 Mbit/s = 0.025 GB/s (a 2-rank allreduce's
+  // bus bandwidth equals its algorithm bandwidth).
+  for (const auto& f : slow.doc["bandwidth"]["figures"]) {
+    if (f["kind"] != "pair") continue;
+    const auto nodes = f["nodes"].get<std::vector<std::string>>();
+    const bool with_node2 = nodes[0] == "node2" || nodes[1] == "node2";
+    const double gbs = f["busbw_gbs"].get<double>();
+    if (with_node2) {
+      EXPECT_LT(gbs, 0.03) << f.dump();
+      EXPECT_GT(gbs, 0.01) << f.dump();
+    } else {
+      EXPECT_GT(gbs, 0.05) << f.dump();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dtrain

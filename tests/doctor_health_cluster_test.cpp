@@ -1,0 +1,220 @@
+// The doctor's health checks over SSH on real sshd nodes in network namespaces (tests/cluster),
+// with stand-ins for nvidia-smi, dmesg and systemctl first on each node's PATH (node `env:` in the
+// cluster file) and an InfiniBand sysfs tree under DTRAIN_PROBE_SYSFS: the stand-ins print the
+// outputs of an 8-GPU HGX H100 node built from the formats recorded on a real H100, healthy on
+// node0, faulty on node1 and node2. And an nvidia-smi that never answers (one ignoring SIGTERM).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/nvidia_smi_fixture.h"
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using test::RunOutput;
+using test::SshTestCluster;
+
+struct DoctorRun {
+  int status = -1;
+  nlohmann::json doc;
+  std::string text;
+};
+
+// `dtrain doctor ARGS -c FILE`, stdout and stderr together.
+DoctorRun Doctor(const std::string& args, const std::string& cluster_file) {
+  DoctorRun r;
+  std::string out = RunOutput("NO_COLOR=1 " + std::string(DTRAIN_BINARY_DIR) + "/dtrain doctor " +
+                              args + " -c " + cluster_file + " --timeout 20 2>&1; echo \"rc=$?\"");
+  size_t rc = out.rfind("rc=");
+  r.status = std::stoi(out.substr(rc + 3));
+  r.text = out.substr(0, rc);
+  r.doc = nlohmann::json::parse(r.text, nullptr, false);
+  return r;
+}
+
+std::vector<nlohmann::json> Findings(const DoctorRun& r, const std::string& check,
+                                     const std::string& severity) {
+  std::vector<nlohmann::json> out;
+  if (!r.doc.is_object()) return out;
+  for (const auto& f : r.doc["findings"]) {
+    if (f["check"] == check && f["severity"] == severity) out.push_back(f);
+  }
+  return out;
+}
+
+void WriteExecutable(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), 0755);
+}
+
+// Stand-ins in `bin`: nvidia-smi printing these outputs, dmesg printing `kernel`, and systemctl
+// saying Fabric Manager is active.
+void WriteStandIns(const std::string& bin, const std::string& query, const std::string& kernel) {
+  std::filesystem::create_directories(bin);
+  std::ofstream(bin + "/q.txt") << query;
+  std::ofstream(bin + "/topo.txt") << test::HgxTopology();
+  std::ofstream(bin + "/nvlink.txt") << test::NvlinkStatus();
+  std::ofstream(bin + "/list.csv") << test::GpuListCsv(8);
+  std::ofstream(bin + "/dmesg.txt") << kernel;
+  WriteExecutable(bin + "/nvidia-smi",
+                  "#!/bin/sh\nd=$(dirname \"$0\")\ncase \"$1\" in\n"
+                  "  -q) cat \"$d/q.txt\" ;;\n"
+                  "  topo) cat \"$d/topo.txt\" ;;\n"
+                  "  nvlink) cat \"$d/nvlink.txt\" ;;\n"
+                  "  *) cat \"$d/list.csv\" ;;\nesac\n");
+  WriteExecutable(bin + "/dmesg", "#!/bin/sh\ncat \"$(dirname \"$0\")/dmesg.txt\"\n");
+  WriteExecutable(bin + "/systemctl", "#!/bin/sh\necho active\n");
+}
+
+// /sys/class/infiniband/<device>/ports/1 under `root`, and /sys/module/nvidia_peermem.
+void WriteInfiniband(const std::string& root, const std::string& device, const std::string& state,
+                     const std::string& phys_state, const std::string& rate) {
+  const std::string port = root + "/class/infiniband/" + device + "/ports/1";
+  std::filesystem::create_directories(port);
+  std::ofstream(port + "/state") << state << "\n";
+  std::ofstream(port + "/phys_state") << phys_state << "\n";
+  std::ofstream(port + "/rate") << rate << "\n";
+  std::ofstream(port + "/link_layer") << "InfiniBand\n";
+  std::filesystem::create_directories(root + "/module/nvidia_peermem");
+}
+
+// The cluster file of `cluster` with each node's stand-in folder first on its PATH and its sysfs
+// stand-in, plus `extra` lines.
+std::string ClusterFile(const SshTestCluster& cluster, int nodes, const std::string& extra) {
+  std::string text = test::ReadText(cluster.cluster_file());
+  for (int i = 0; i < nodes; ++i) {
+    const std::string name = "node" + std::to_string(i);
+    const std::string line = "{host: " + name + ", address: " + cluster.Field(i, 1) + ", slots: 1}";
+    const size_t at = text.find(line);
+    if (at == std::string::npos) continue;
+    const std::string dir = cluster.dir() + "/" + name;
+    text.replace(at, line.size(),
+                 "{host: " + name + ", address: " + cluster.Field(i, 1) +
+                     ", slots: 1, env: {PATH: '" + dir + "-bin:/usr/local/sbin:/usr/local/bin:" +
+                     "/usr/sbin:/usr/bin:/sbin:/bin', DTRAIN_PROBE_SYSFS: '" + dir + "-sys'}}");
+  }
+  const std::string file = cluster.dir() + "/health.yaml";
+  std::ofstream(file) << text << extra;
+  return file;
+}
+
+// The case: three nodes alike, two of them broken. Before the health checks the doctor
+// said "3 nodes, 0 errors, 0 warnings" and exited 0.
+TEST(DoctorHealthCluster, FaultyNodesAreNamedAndLeftOut) {
+  SshTestCluster cluster("doctor-health", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = cluster.dir();
+  std::filesystem::create_directories(dir + "/project");
+  // node0: healthy. node1: rows pending remap on GPU 2 and a failed remap on GPU 6, one NVLink
+  // of GPU 4 inactive. node2: Xid 79 on GPU 3 in its kernel log, GPU 5 at PCIe x8 of x16.
+  WriteStandIns(dir + "/node0-bin", test::HgxQuery(), "[    1.0] Linux version 6.1\n");
+  std::string q1 = test::WithField(test::HgxQuery(), 2, "Remapped Rows", "Pending", "Yes");
+  q1 = test::WithField(q1, 6, "Remapped Rows", "Remapping Failure Occurred", "Yes");
+  WriteStandIns(dir + "/node1-bin", q1, "[    1.0] Linux version 6.1\n");
+  std::ofstream(dir + "/node1-bin/nvlink.txt") << test::NvlinkStatus(8, 18, {{4, 7}});
+  WriteStandIns(
+      dir + "/node2-bin",
+      test::WithField(test::HgxQuery(), 5, "PCI/GPU Link Info/Link Width", "Current", "8x"),
+      "[    1.0] Linux version 6.1\n[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, "
+      "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n");
+  for (int i = 0; i < 3; ++i) {
+    WriteInfiniband(dir + "/node" + std::to_string(i) + "-sys", "mlx5_0", "4: ACTIVE", "5: LinkUp",
+                    "400 Gb/sec (4X NDR)");
+  }
+  const std::string file = ClusterFile(
+      cluster, 3, "workdir: " + dir + "/project\njob: {command: [python3, train.py]}\n");
+
+  const DoctorRun text = Doctor("", file);
+  EXPECT_EQ(text.status, 1) << text.text;
+  EXPECT_NE(text.text.find("node node1: row remapping is pending on GPU 2: the GPU needs a reset"),
+            std::string::npos)
+      << text.text;
+  EXPECT_NE(text.text.find("node node2: Xid 79 on GPU 3 (PCI 0000:5d:00), once this boot: GPU has "
+                           "fallen off the bus"),
+            std::string::npos)
+      << text.text;
+  std::printf("%s", text.text.c_str());  // the report the man page shows
+
+  const DoctorRun json = Doctor("--json", file);
+  ASSERT_TRUE(json.doc.is_object()) << json.text;
+  EXPECT_EQ(json.status, 1);
+  auto nodes_of = [&](const std::string& check, const std::string& severity) {
+    std::vector<std::string> nodes;
+    for (const auto& f : Findings(json, check, severity)) {
+      for (const auto& n : f["nodes"]) nodes.push_back(n.get<std::string>());
+    }
+    return nodes;
+  };
+  EXPECT_EQ(nodes_of("gpu-remap", "error"), (std::vector<std::string>{"node1", "node1"}))
+      << json.text;
+  EXPECT_EQ(nodes_of("nvlink", "error"), std::vector<std::string>{"node1"}) << json.text;
+  EXPECT_EQ(nodes_of("xid", "error"), std::vector<std::string>{"node2"}) << json.text;
+  EXPECT_EQ(nodes_of("gpu-pcie", "warning"), std::vector<std::string>{"node2"}) << json.text;
+  for (const auto& f : json.doc["findings"]) {  // py-spy is on no node: a warning on all
+    if (f["severity"] != "error") continue;
+    for (const auto& n : f["nodes"]) EXPECT_NE(n, "node0") << f.dump();
+  }
+  const auto& node0 = json.doc["nodes"][0]["facts"]["health"];
+  EXPECT_EQ(node0["gpus"].size(), 8u) << node0.dump();
+  EXPECT_EQ(node0["kernel_log"], "dmesg");
+  EXPECT_EQ(node0["fabric_manager"], "active");
+  EXPECT_EQ(node0["infiniband"][0]["state"], "4: ACTIVE");
+  EXPECT_EQ(node0["nvidia_peermem"], true);
+  EXPECT_EQ(json.doc["nodes"][2]["facts"]["health"]["xids"][0]["gpu"], 3);
+
+  // --exclude-bad: node0 alone, which `dtrain launch --hostfile` then runs on.
+  const DoctorRun excluded = Doctor("--exclude-bad -o " + dir + "/good.txt", file);
+  EXPECT_EQ(excluded.status, 1);
+  EXPECT_NE(excluded.text.find("wrote " + dir + "/good.txt: 1 of 3 nodes; left out: node1, node2"),
+            std::string::npos)
+      << excluded.text;
+  const std::string hosts = test::ReadText(dir + "/good.txt");
+  EXPECT_NE(hosts.find(cluster.Field(0, 1) + " slots=1  # node0\n"), std::string::npos) << hosts;
+  EXPECT_NE(hosts.find("# excluded node2: node node2: Xid 79 on GPU 3"), std::string::npos)
+      << hosts;
+  const std::string launched = RunOutput(std::string(DTRAIN_BINARY_DIR) + "/dtrain launch -c " +
+                                         file + " --hostfile " + dir + "/good.txt --log-dir " +
+                                         dir + "/logs --job good -q hostname 2>&1; echo rc=$?");
+  EXPECT_NE(launched.find("rc=0"), std::string::npos) << launched;
+  EXPECT_EQ(test::ReadText(dir + "/logs/good/rank-0.log"), "node0\n") << launched;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/logs/good/rank-1.log"));
+}
+
+// An nvidia-smi that never answers (a hung driver), and one that ignores SIGTERM: named within
+// the probe's limit, and nothing is left running on the nodes.
+TEST(DoctorHealthCluster, HungNvidiaSmiIsNamedWithinTheTimeout) {
+  SshTestCluster cluster("doctor-hung", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = cluster.dir();
+  std::filesystem::create_directories(dir + "/node0-bin");
+  std::filesystem::create_directories(dir + "/node1-bin");
+  WriteExecutable(dir + "/node0-bin/nvidia-smi", "#!/bin/sh\nsleep 1000\n");
+  WriteExecutable(dir + "/node1-bin/nvidia-smi", "#!/bin/sh\ntrap '' TERM\nsleep 1000\n");
+  const std::string file = ClusterFile(cluster, 2, "env: {DTRAIN_PROBE_SMI_TIMEOUT: '3'}\n");
+  const auto start = std::chrono::steady_clock::now();
+  const DoctorRun r = Doctor("--json", file);
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(r.doc.is_object()) << r.text;
+  EXPECT_EQ(r.status, 1);
+  const auto hung = Findings(r, "nvidia-smi", "error");
+  ASSERT_EQ(hung.size(), 2u) << r.text;
+  EXPECT_EQ(hung[0]["message"],
+            "nvidia-smi did not answer within 3 s on node node0: the driver may be hung");
+  EXPECT_EQ(hung[1]["nodes"][0], "node1");
+  EXPECT_EQ(r.doc["nodes"][1]["reached"], true) << "the probe itself ended";
+  EXPECT_LT(wall_s, 12) << r.text;
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 5), "") << "timeout -k killed the stand-ins";
+}
+
+}  // namespace
+}  // namespace dtrain
