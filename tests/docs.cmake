@@ -1,7 +1,8 @@
 # Documentation checks: every man page renders without a single groff warning, and every
 # subcommand answers --help with status 0.
 find_program(GROFF groff REQUIRED)
-file(GLOB DOC_MAN_PAGES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/man/*.1 ${PROJECT_SOURCE_DIR}/man/*.5)
+file(GLOB DOC_MAN_PAGES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/man/*.1 ${PROJECT_SOURCE_DIR}/man/*.5
+     ${PROJECT_SOURCE_DIR}/man/*.7)
 foreach(page ${DOC_MAN_PAGES})
   get_filename_component(page_name ${page} NAME)
   add_test(NAME docs_groff_${page_name}
