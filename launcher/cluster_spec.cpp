@@ -72,7 +72,8 @@ class SpecReader {
   std::string HostName(const YAML::Node& node, const std::string& what) const {
     std::string value = String(node, what);
     if (value.empty()) Fail(node, what + ": expected a non-empty name");
-    if (value.size() > 255) Fail(node, fmt::format("{}: {} bytes; at most 255", what, value.size()));
+    if (value.size() > 255)
+      Fail(node, fmt::format("{}: {} bytes; at most 255", what, value.size()));
     for (unsigned char c : value) {
       if (c <= 0x20 || c >= 0x7f) {
         Fail(node, fmt::format("{}: byte 0x{:02x} in '{}'; expected letters, digits, '.', "
@@ -159,10 +160,9 @@ class SpecReader {
   }
 
   void ReadSsh(const YAML::Node& node, SshOptions& ssh) const {
-    ExpectMap(
-        node, "ssh",
-        {"user", "port", "identity_file", "known_hosts", "host_key_policy", "connect_timeout", "config",
-         "proxy_jump"});
+    ExpectMap(node, "ssh",
+              {"user", "port", "identity_file", "known_hosts", "host_key_policy", "connect_timeout",
+               "config", "proxy_jump"});
     if (node["user"]) ssh.user = String(node["user"], "ssh.user");
     if (node["port"]) ssh.port = Port(node["port"], "ssh.port");
     ssh.port_given = static_cast<bool>(node["port"]);
@@ -241,7 +241,8 @@ class SpecReader {
   }
 
   void ReadJob(const YAML::Node& node, JobSpec& job) const {
-    ExpectMap(node, "job", {"command", "max_restarts", "timeline", "stall_timeout", "horovod"});
+    ExpectMap(node, "job",
+              {"command", "max_restarts", "timeline", "stall_timeout", "horovod", "role"});
     if (node["command"]) {
       job.command = StringList(node["command"], "job.command");
       if (job.command.empty()) Fail(node["command"], "job.command: expected a non-empty list");
@@ -254,6 +255,10 @@ class SpecReader {
       job.stall_timeout_s = IntegerIn(node["stall_timeout"], "job.stall_timeout", 0, 7 * 86400);
     }
     if (node["horovod"]) job.horovod = Bool(node["horovod"], "job.horovod");
+    if (node["role"]) {
+      job.role = String(node["role"], "job.role");
+      if (job.role.empty()) Fail(node["role"], "job.role: expected a non-empty name");
+    }
   }
 
   void ReadSlurm(const YAML::Node& node, SlurmSpec& slurm) const {

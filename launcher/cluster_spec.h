@@ -13,7 +13,7 @@ enum class TransportKind { kSsh, kLocal, kSlurm };
 enum class HostKeyPolicy { kStrict, kAcceptNew };
 
 struct SshOptions {
-  std::string user;           // empty: the current user
+  std::string user;  // empty: the current user
   int port = 22;
   std::string identity_file;  // empty: agent, then ~/.ssh/id_*
   std::string known_hosts;    // empty: ~/.ssh/known_hosts
@@ -46,7 +46,8 @@ struct JobSpec {
   int max_restarts = 0;
   bool timeline = false;
   int stall_timeout_s = 300;  // a rank without progress this long is stalled; 0: no watch
-  bool horovod = false;  // serve Horovod's Gloo rendezvous (README "Horovod")
+  bool horovod = false;       // serve Horovod's Gloo rendezvous (README "Horovod")
+  std::string role;           // ROLE_NAME of every rank; "" = torchrun's "default"
 };
 
 struct SlurmSpec {

@@ -20,6 +20,7 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
 #include "launcher/error.h"
+#include "launcher/hangs/stall_watch.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/job_record.h"
@@ -28,11 +29,10 @@
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
 #include "launcher/slurm/slurm_allocation.h"
-#include "launcher/hangs/stall_watch.h"
-#include "launcher/timeline/trace_fetch.h"
 #include "launcher/ssh/ssh_preflight.h"
-#include "launcher/transport.h"
 #include "launcher/ssh/workdir_sync.h"
+#include "launcher/timeline/trace_fetch.h"
+#include "launcher/transport.h"
 
 namespace dtrain {
 namespace {
@@ -253,6 +253,11 @@ PlanOptions PlanOptionsFor(const ChosenCluster& chosen, const JobSettings& job,
   plan.omp_num_threads_set = std::getenv("OMP_NUM_THREADS") != nullptr;
   plan.timeline = job.timeline;
   plan.stall_timeout_s = job.stall_timeout_s;
+  plan.max_restarts = job.max_restarts;
+  plan.role = chosen.spec.job.role;
+  if (const char* v = std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING")) {
+    plan.nccl_async_error_handling = v;
+  }
   return plan;
 }
 
