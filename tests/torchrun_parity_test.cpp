@@ -59,9 +59,7 @@ const std::set<std::string> kAgentOnly = {
     "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"};
 // Values that name this run rather than a rank's place in it: checked for consistency below.
 const std::set<std::string> kRunValues = {"MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-                                          "TORCHELASTIC_ERROR_FILE",
-                                          // True once dtrain hosts the job's store
-                                          "TORCHELASTIC_USE_AGENT_STORE"};
+                                          "TORCHELASTIC_ERROR_FILE"};
 
 TEST(TorchrunParity, EveryVariableTorchrunSetsDtrainSetsAlike) {
   REQUIRE_TORCHRUN();
@@ -104,6 +102,67 @@ TEST(TorchrunParity, EveryVariableTorchrunSetsDtrainSetsAlike) {
         got[r]["TORCHELASTIC_ERROR_FILE"],
         "'" + dir.path() + "/logs/parity/errors/attempt-0/rank-" + std::to_string(r) + ".json'");
   }
+}
+
+// torchrun's "Root Cause": rank 1 raises in a @record main and then prints 200 lines of noise;
+// with --quiet (no rank output on the console) the report still leads with the exception, its
+// rank, node, time and innermost file:line, and job.json records it. Each attempt has its own
+// error file, so the restart's report is not the first attempt's file read again.
+TEST(TorchrunParity, FailureReportLeadsWithTheRecordedException) {
+  REQUIRE_TORCHRUN();
+  TempDir dir("torchrun-record");
+  const testing::ShellRun run =
+      RunShell("cd " + dir.path() + " && " + BareEnv() + kDtrain +
+               " launch -q -np 2 --max-restarts 1 --log-dir " + dir.path() +
+               "/logs --job rec -- python " + kScripts + "/record_fails.py");
+  EXPECT_EQ(run.status.ShellStatus(), 1) << run.out;
+  const std::regex cause(
+      "dtrain: rank 1 on node localhost failed: exit 1\n"
+      "dtrain: root cause: rank 1 on node localhost at [0-9-]+ [0-9:]+ UTC: "
+      "ValueError: expected 3 rows, got 4 on rank 1\n"
+      "dtrain:   at " +
+      kScripts + "/record_fails.py:18 \\(traceback in " + dir.path() +
+      "/logs/rec/errors/attempt-1/rank-1.json\\)\n");
+  EXPECT_TRUE(std::regex_search(run.out, cause)) << run.out;
+  EXPECT_NE(run.out.find("errors/attempt-0/rank-1.json)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("shutdown noise 199"), std::string::npos) << "the tail follows";
+  EXPECT_TRUE(fs::exists(dir.path() + "/logs/rec/errors/attempt-0/rank-1.json"));
+  EXPECT_FALSE(fs::exists(dir.path() + "/logs/rec/errors/attempt-0/rank-0.json"));
+  const std::string record = ReadFile(dir.path() + "/logs/rec/job.json");
+  EXPECT_NE(record.find("\"root_cause\""), std::string::npos) << record;
+  EXPECT_NE(record.find("rank 1 on node localhost: ValueError: expected 3 rows, got 4 on rank 1 ("),
+            std::string::npos)
+      << record;
+
+  // A rank that writes no error file keeps the plain report.
+  const testing::ShellRun plain = RunShell(
+      "cd " + dir.path() + " && " + BareEnv() + kDtrain + " launch -q -np 1 --log-dir " +
+      dir.path() + "/logs --job plain -- python -c 'import sys; print(\"bye\"); sys.exit(3)'");
+  EXPECT_EQ(plain.status.ShellStatus(), 3) << plain.out;
+  EXPECT_EQ(plain.out.find("root cause"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("[localhost:0] bye"), std::string::npos) << plain.out;
+}
+
+// The job's store is dtrain's and outlives every rank: rank 0 leaves at once, rank 1 writes to
+// the store a second later and succeeds. -x TORCHELASTIC_USE_AGENT_STORE=False keeps rank 0 the
+// host (no store started). How often ranks that skip destroy_process_group abort is measured by
+// bench/job_store_aborts.sh (not asserted here: see the issue note).
+TEST(TorchrunParity, TheStoreOutlivesRankZero) {
+  REQUIRE_TORCHRUN();
+  TempDir dir("torchrun-store");
+  auto launch = [&](const std::string& job, const std::string& flags) {
+    return RunShell("cd " + dir.path() + " && " + BareEnv() +
+                    "NO_DESTROY_LINGER=1 NO_DESTROY_LATE_SET=1 " + kDtrain + " launch -q -np 2 " +
+                    flags + " --log-dir " + dir.path() + "/logs --job " + job + " -- python " +
+                    kScripts + "/no_destroy.py");
+  };
+  const testing::ShellRun ours = launch("ours", "");
+  EXPECT_TRUE(ours.status.ok()) << ours.out;
+  EXPECT_NE(ours.out.find("dtrain: the job's TCPStore on 127.0.0.1:"), std::string::npos)
+      << ours.out;
+  EXPECT_NE(ReadFile(dir.path() + "/logs/ours/rank-1.log").find("late set ok"), std::string::npos);
+  const testing::ShellRun rank0 = launch("rank0", "-x TORCHELASTIC_USE_AGENT_STORE=False");
+  EXPECT_EQ(rank0.out.find("the job's TCPStore"), std::string::npos) << rank0.out;
 }
 
 }  // namespace
