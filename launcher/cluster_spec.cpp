@@ -248,7 +248,8 @@ class SpecReader {
 
   void ReadJob(const YAML::Node& node, JobSpec& job) const {
     ExpectMap(node, "job",
-              {"command", "max_restarts", "timeline", "stall_timeout", "horovod", "node_timeout"});
+              {"command", "max_restarts", "timeline", "stall_timeout", "horovod", "node_timeout",
+               "role"});
     if (node["command"]) {
       job.command = StringList(node["command"], "job.command");
       if (job.command.empty()) Fail(node["command"], "job.command: expected a non-empty list");
@@ -263,6 +264,10 @@ class SpecReader {
     if (node["horovod"]) job.horovod = Bool(node["horovod"], "job.horovod");
     if (node["node_timeout"]) {
       job.node_timeout_s = IntegerIn(node["node_timeout"], "job.node_timeout", 2, 86400);
+    }
+    if (node["role"]) {
+      job.role = String(node["role"], "job.role");
+      if (job.role.empty()) Fail(node["role"], "job.role: expected a non-empty name");
     }
   }
 

@@ -49,6 +49,7 @@ struct JobSpec {
   int stall_timeout_s = 300;  // a rank without progress this long is stalled; 0: no watch
   bool horovod = false;       // serve Horovod's Gloo rendezvous (README "Horovod")
   int node_timeout_s = 10;    // an ssh node silent this long is lost (and ends its ranks itself)
+  std::string role;           // ROLE_NAME of every rank; "" = torchrun's "default"
 };
 
 struct SlurmSpec {

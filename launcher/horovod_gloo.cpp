@@ -69,7 +69,7 @@ std::string RouteInterface(const std::string& ip_route_output) {
   return "";
 }
 
-HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec) {
+HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_nodes) {
   HorovodGlooNetwork net;
   const size_t n = spec.nodes.size();
   if (spec.transport == TransportKind::kLocal) {
@@ -88,6 +88,10 @@ HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec) {
       addr = spec.nodes.front().address;
     }
     net.rendezvous_addr.push_back(addr);
+  }
+  if (!ask_nodes) {
+    net.iface.assign(n, "");
+    return net;
   }
   if (spec.transport == TransportKind::kSlurm) {
     // Asking would cost a job step (outside an allocation, a batch job in the queue) before the
@@ -132,7 +136,8 @@ HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec) {
   return net;
 }
 
-void AddHorovodGlooEnv(RankPlan& plan, const HorovodGlooNetwork& network, int port) {
+void AddHorovodGlooEnv(RankPlan& plan, const HorovodGlooNetwork& network, int port,
+                       bool nccl_iface) {
   for (RankSlot& slot : plan.ranks) {
     auto& env = slot.env;
     env.emplace("HOROVOD_GLOO_RENDEZVOUS_ADDR", network.rendezvous_addr.at(slot.node_rank));
@@ -142,7 +147,7 @@ void AddHorovodGlooEnv(RankPlan& plan, const HorovodGlooNetwork& network, int po
     const std::string& iface = network.iface.at(slot.node_rank);
     if (!iface.empty()) {
       env.emplace("HOROVOD_GLOO_IFACE", iface);
-      env.emplace("NCCL_SOCKET_IFNAME", iface);
+      if (nccl_iface) env.emplace("NCCL_SOCKET_IFNAME", iface);
     }
   }
 }

@@ -23,12 +23,15 @@ struct HorovodGlooNetwork {
 // node, and on each SSH node (through the transport) `ip -o route get` towards another node
 // (the first node; the second for the first node). Slurm nodes are not asked (a job step of its
 // own); their interface stays unset unless the cluster file sets it.
-HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec);
+// `ask_nodes` false (a job that did not ask for Horovod, served in case it is one): no query,
+// SSH nodes' interfaces stay unset and Gloo takes the address of each node's hostname.
+HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_nodes = true);
 
 // Adds HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT, HOROVOD_CONTROLLER=gloo, HOROVOD_CPU_OPERATIONS=gloo,
-// HOROVOD_GLOO_IFACE and NCCL_SOCKET_IFNAME to every rank, except where the cluster file or -x
-// already set the variable.
-void AddHorovodGlooEnv(RankPlan& plan, const HorovodGlooNetwork& network, int port);
+// HOROVOD_GLOO_IFACE and (with `nccl_iface`, a job that asked for Horovod) NCCL_SOCKET_IFNAME to
+// every rank, except where the cluster file or -x already set the variable.
+void AddHorovodGlooEnv(RankPlan& plan, const HorovodGlooNetwork& network, int port,
+                       bool nccl_iface = true);
 
 // The command asks for Horovod itself: one of its arguments is exactly `--horovod` (OpenCLIP's
 // switch, and that of most trainers with a Horovod mode). Nothing else is guessed.

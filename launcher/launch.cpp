@@ -25,9 +25,11 @@
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/job_record.h"
+#include "launcher/job_store.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/log_reader.h"
 #include "launcher/node_pool.h"
+#include "launcher/rank_error_file.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
 #include "launcher/restart_policy.h"
@@ -78,15 +80,17 @@ std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<st
   return procs;
 }
 
-// "rank 3 on node gpu-b failed: exit 7", then the last lines of its log.
+// "rank 3 on node gpu-b failed: exit 7", then the root cause when a rank's @record error file
+// gives one (rank, node, time, exception, innermost file:line), then the last lines of its log.
 // `from`: where this attempt's output starts in the log.
 void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::string& job_dir,
-                   uint64_t from) {
+                   uint64_t from, const std::optional<RankError>& cause) {
   const RankSlot& slot = plan.ranks.at(outcome.failed_rank);
   const ExitStatus& status = outcome.statuses.at(outcome.failed_rank);
   const std::string log = RankLogPath(job_dir, slot.rank);
   std::string text = fmt::format("dtrain: rank {} on node {} failed: {}\n", slot.rank, slot.host,
                                  status.Describe());
+  if (cause) text += DescribeRankError(*cause, plan.ranks.at(cause->rank).host);
   std::vector<std::string> tail = LastLines(log, kFailureTailLines, from);
   if (tail.empty()) {
     text += fmt::format("dtrain: it wrote nothing to {}\n", log);
@@ -283,6 +287,11 @@ PlanOptions PlanOptionsFor(const ChosenCluster& chosen, const JobSettings& job,
   plan.omp_num_threads_set = std::getenv("OMP_NUM_THREADS") != nullptr;
   plan.timeline = job.timeline;
   plan.stall_timeout_s = job.stall_timeout_s;
+  plan.max_restarts = job.max_restarts;
+  plan.role = chosen.spec.job.role;
+  if (const char* v = std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING")) {
+    plan.nccl_async_error_handling = v;
+  }
   return plan;
 }
 
@@ -331,6 +340,7 @@ struct Job {
   JobRecord& record;
   NodePool& pool;
   std::set<std::string> lost_nodes;  // not asked for anything at the end
+  bool store_failed = false;  // the job's TCPStore could not start: not tried again
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.
@@ -352,6 +362,35 @@ void PrepareLogs(Job& job) {
   job.console.SetHosts(std::move(hosts));
 }
 
+// The job's TCPStore when the job is a Python program (JobPython), started with its Python on
+// node 0 at the rendezvous; null (rank 0 hosts the store, as before) when it is not, on Slurm,
+// when the user set TORCHELASTIC_USE_AGENT_STORE to anything but True, or when the store could
+// not start there (said once).
+std::unique_ptr<JobStore> StartJobStore(Job& job, const ClusterSpec& spec, const RankPlan& plan,
+                                        int attempt) {
+  const std::string python = JobPython(job.settings.command, spec);
+  if (python.empty() || spec.transport == TransportKind::kSlurm || job.store_failed)
+    return nullptr;
+  // -x TORCHELASTIC_USE_AGENT_STORE=False (or the cluster file's env) keeps rank 0 the host.
+  auto asked = spec.env.find("TORCHELASTIC_USE_AGENT_STORE");
+  if (asked != spec.env.end() && asked->second != "True") return nullptr;
+  auto store = std::make_unique<JobStore>(spec, python, plan.master_addr, plan.master_port);
+  if (store->ready()) {
+    if (attempt == 0) {
+      std::fprintf(stderr, "dtrain: the job's TCPStore on %s:%d (%s on node %s)\n",
+                   plan.master_addr.c_str(), plan.master_port, python.c_str(),
+                   spec.nodes.front().host.c_str());
+    }
+    return store;
+  }
+  std::fprintf(stderr,
+               "dtrain: note: the job's TCPStore did not start with %s on node %s: %s; "
+               "rank 0 hosts it\n",
+               python.c_str(), spec.nodes.front().host.c_str(), store->why().c_str());
+  job.store_failed = true;
+  return nullptr;
+}
+
 // One attempt: a fresh rank plan, Horovod store, transport and stall watch; the supervisor's
 // outcome. `log_start`: where this attempt's output starts in each log. Throws when the job
 // could not run at all (its record says so first).
@@ -360,13 +399,22 @@ JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
   JobRecord& record = job.record;
   job.plan_options.restart_count = attempt;
   record.plan = MakeRankPlan(spec, job.plan_options);
+  MakeDirs(fmt::format("{}/errors/attempt-{}", job.folder.job_dir, attempt));
+  // The job's TCPStore, ended after this attempt's last rank (at this function's end).
+  std::unique_ptr<JobStore> store = StartJobStore(job, spec, record.plan, attempt);
+  if (store) {
+    job.plan_options.agent_store = true;
+    record.plan = MakeRankPlan(spec, job.plan_options);
+    job.plan_options.agent_store = false;
+  }
   PrepareLogs(job);
-  // A fresh store for every attempt, as horovodrun's init(host_alloc_plan); gone with it.
-  std::unique_ptr<HorovodRendezvous> horovod_rendezvous;
+  // A fresh store for every attempt, as horovodrun's init(host_alloc_plan); gone with it. Served
+  // for every job, so a Horovod program starts without --horovod (a thread and a socket).
+  auto horovod_rendezvous = std::make_unique<HorovodRendezvous>(job.horovod_network.bind_address,
+                                                                HorovodScopeSizes(record.plan));
+  AddHorovodGlooEnv(record.plan, job.horovod_network, horovod_rendezvous->port(),
+                    job.settings.horovod);
   if (job.settings.horovod) {
-    horovod_rendezvous = std::make_unique<HorovodRendezvous>(job.horovod_network.bind_address,
-                                                             HorovodScopeSizes(record.plan));
-    AddHorovodGlooEnv(record.plan, job.horovod_network, horovod_rendezvous->port());
     std::fprintf(stderr, "dtrain: Horovod Gloo rendezvous on %s:%d\n",
                  job.horovod_network.bind_address.c_str(), horovod_rendezvous->port());
   }
@@ -449,6 +497,26 @@ int NodeIndex(const ClusterSpec& spec, const std::string& host) {
   return -1;
 }
 
+// The root cause of a failed attempt from the ranks' @record error files (rank_error_file.h);
+// those SSH nodes wrote on their own disks are fetched into the job folder first.
+std::optional<RankError> FindRootCause(Job& job, int attempt, int failed_rank) {
+  const std::string& job_dir = job.folder.job_dir;
+  std::vector<std::pair<int, std::string>> files;
+  bool missing = false;
+  for (const RankSlot& slot : job.record.plan.ranks) {
+    files.emplace_back(slot.rank, ErrorFilePath(job_dir, attempt, slot.rank));
+    missing = missing || ::access(files.back().second.c_str(), F_OK) != 0;
+  }
+  if (missing && job.spec.transport == TransportKind::kSsh) {
+    try {
+      FetchRemoteErrorFiles(job_dir, ReadJobSummary(job_dir), job.spec.ssh, attempt);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "dtrain: warning: error files not fetched: %s\n", e.what());
+    }
+  }
+  return FirstRankError(files, failed_rank);
+}
+
 // Records how the attempt ended and says why it failed; true when the job is to run again.
 bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                 const std::map<int, uint64_t>& log_start) {
@@ -473,7 +541,14 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   } else if (outcome.stall) {
     ReportStallStop(record.plan, outcome, record.name);
   } else if (outcome.failed_rank >= 0) {
-    ReportFailure(record.plan, outcome, job.folder.job_dir, log_start.at(outcome.failed_rank));
+    const std::optional<RankError> cause = FindRootCause(job, attempt, outcome.failed_rank);
+    if (cause) {
+      record.events.push_back({WallMicros(), "root_cause",
+                               RankErrorLine(*cause, record.plan.ranks.at(cause->rank).host),
+                               cause->path});
+    }
+    ReportFailure(record.plan, outcome, job.folder.job_dir, log_start.at(outcome.failed_rank),
+                  cause);
   }
   // This machine alone (transport local) is never excluded for failures: there is no other.
   if (interrupt == 0 && !verdict.blamed_host.empty() &&
@@ -575,9 +650,10 @@ int RunLaunch(const LaunchOptions& options) {
     std::fprintf(stderr, "dtrain: spare node(s), used once a node is quarantined: %s\n",
                  spares.c_str());
   }
-  HorovodGlooNetwork horovod_network;
+  // Every job gets Horovod's rendezvous; only a job that asked for Horovod has its nodes' network
+  // interfaces looked up (a query per SSH node) and hears what could not be found.
+  const HorovodGlooNetwork horovod_network = FindHorovodGlooNetwork(spec, settings.horovod);
   if (settings.horovod) {
-    horovod_network = FindHorovodGlooNetwork(spec);
     for (const std::string& note : horovod_network.notes)
       std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
   }

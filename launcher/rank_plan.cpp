@@ -31,23 +31,44 @@ std::string GpusFor(const std::vector<int>& gpus, int local_rank, int local_size
   return out;
 }
 
+void AddTorchElasticEnv(const PlanOptions& options, int rank, int world_size,
+                        std::map<std::string, std::string>& env) {
+  // torch/distributed/elastic/agent/server/local_elastic_agent.py, _start_workers: one role.
+  env["ROLE_NAME"] = options.role.empty() ? "default" : options.role;
+  env["ROLE_RANK"] = std::to_string(rank);
+  env["ROLE_WORLD_SIZE"] = std::to_string(world_size);
+  env["TORCHELASTIC_RUN_ID"] = options.job_name;
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(options.restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);
+  env["TORCHELASTIC_USE_AGENT_STORE"] = options.agent_store ? "True" : "False";
+  env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = options.nccl_async_error_handling;
+  // .../elastic/multiprocessing/api.py: what @record writes to, and the signals the rank's
+  // own start_processes would hand on.
+  env["TORCHELASTIC_ERROR_FILE"] = ErrorFilePath(options.job_dir, options.restart_count, rank);
+  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
+}
+
 }  // namespace
+
+std::string ErrorFilePath(const std::string& job_dir, int attempt, int rank) {
+  return fmt::format("{}/errors/attempt-{}/rank-{}.json", job_dir, attempt, rank);
+}
 
 RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options) {
   if (spec.nodes.empty()) throw UsageError(spec.source + ": the cluster has no nodes");
   RankPlan plan;
   plan.node_count = static_cast<int>(spec.nodes.size());
-  plan.master_addr =
-      options.master_addr.empty() ? spec.nodes.front().address : options.master_addr;
+  plan.master_addr = options.master_addr.empty() ? spec.nodes.front().address : options.master_addr;
   plan.master_port = spec.rendezvous_port;
   int max_slots = 0;
   for (const NodeSpec& node : spec.nodes) {
     plan.world_size += SlotsOf(node, options);
     max_slots = std::max(max_slots, SlotsOf(node, options));
     if (plan.world_size > kMaxRanks) {
-      throw UsageError(fmt::format("{}: more than {} ranks in all; a cluster that large is not "
-                                   "what dtrain launches",
-                                   spec.source.empty() ? "the cluster" : spec.source, kMaxRanks));
+      throw UsageError(
+          fmt::format("{}: more than {} ranks in all; a cluster that large is not "
+                      "what dtrain launches",
+                      spec.source.empty() ? "the cluster" : spec.source, kMaxRanks));
     }
   }
   // Horovod's cross communicator for local rank L holds the nodes that have a rank L.
@@ -79,6 +100,7 @@ RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options) {
       env["LOCAL_WORLD_SIZE"] = std::to_string(local_size);
       env["NODE_RANK"] = std::to_string(n);
       env["GROUP_RANK"] = std::to_string(n);
+      env["GROUP_WORLD_SIZE"] = std::to_string(plan.node_count);
       env["MASTER_ADDR"] = plan.master_addr;
       env["MASTER_PORT"] = std::to_string(plan.master_port);
       env["HOROVOD_RANK"] = std::to_string(rank);
@@ -101,6 +123,7 @@ RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options) {
       }
       env["DTRAIN_NODE"] = node.host;
       env["DTRAIN_RESTART_COUNT"] = std::to_string(options.restart_count);
+      AddTorchElasticEnv(options, rank, plan.world_size, env);
       // Where a PyTorch script exports its profiler trace (README, `dtrain timeline`).
       env["DTRAIN_TRACE_DIR"] = options.job_dir + "/timeline";
       if (options.timeline) {

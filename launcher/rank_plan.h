@@ -11,14 +11,21 @@
 namespace dtrain {
 
 struct PlanOptions {
-  int nproc_per_node = 0;  // > 0 overrides every node's slots
+  int nproc_per_node = 0;   // > 0 overrides every node's slots
   std::string master_addr;  // "" = the first node's address
   std::string job_name;
-  std::string job_dir;      // <log_dir>/<job> as the ranks should see it
-  std::string launch_dir;   // PYTHONPATH head for local runs (when workdir is empty)
+  std::string job_dir;     // <log_dir>/<job> as the ranks should see it
+  std::string launch_dir;  // PYTHONPATH head for local runs (when workdir is empty)
   bool timeline = false;
   double stall_timeout_s = 0;  // > 0: DTRAIN_STALL_TIMEOUT, so dtrain-clip's own watch agrees
   int restart_count = 0;
+  int max_restarts = 0;  // TORCHELASTIC_MAX_RESTARTS
+  std::string role;      // ROLE_NAME; "" = torchrun's "default"
+  // dtrain hosts the job's TCPStore (launcher/job_store.h): TORCHELASTIC_USE_AGENT_STORE=True,
+  // so every rank is a client of it; false: rank 0 hosts it, as before.
+  bool agent_store = false;
+  // TORCH_NCCL_ASYNC_ERROR_HANDLING: torchrun's agent passes on its own value, else "1".
+  std::string nccl_async_error_handling = "1";
   int cores_per_node = 0;            // OMP_NUM_THREADS = cores / local ranks; 0: this machine's
   bool omp_num_threads_set = false;  // OMP_NUM_THREADS already set where ranks run: keep it
 };
@@ -46,5 +53,9 @@ struct RankPlan {
 };
 
 RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options);
+
+// Where rank `rank` of attempt `attempt` finds TORCHELASTIC_ERROR_FILE, torch's @record error
+// file: <job_dir>/errors/attempt-A/rank-R.json, so no attempt reads another's.
+std::string ErrorFilePath(const std::string& job_dir, int attempt, int rank);
 
 }  // namespace dtrain

@@ -123,5 +123,37 @@ TEST(RankPlan, TimelineRestartsWorkdirAndPythonPath) {
   EXPECT_EQ(MakeRankPlan(plain, o).ranks[0].env.count("OMP_NUM_THREADS"), 0u);
 }
 
+// torchrun's variables (torch/distributed/elastic/agent/server/local_elastic_agent.py); the
+// values torchrun itself gives are checked against a real torchrun in torchrun_parity_test.
+TEST(RankPlan, TorchElasticVariablesAsTorchrunSetsThem) {
+  PlanOptions o = Options();
+  o.restart_count = 1;
+  o.max_restarts = 3;
+  RankPlan plan = MakeRankPlan(TwoNodes(), o);
+  const RankSlot& s = plan.ranks[3];
+  EXPECT_EQ(s.env.at("GROUP_RANK"), "1");
+  EXPECT_EQ(s.env.at("GROUP_WORLD_SIZE"), "2");
+  EXPECT_EQ(s.env.at("ROLE_NAME"), "default");
+  EXPECT_EQ(s.env.at("ROLE_RANK"), "3");
+  EXPECT_EQ(s.env.at("ROLE_WORLD_SIZE"), "5");
+  EXPECT_EQ(s.env.at("TORCHELASTIC_RUN_ID"), "j1");
+  EXPECT_EQ(s.env.at("TORCHELASTIC_RESTART_COUNT"), "1");
+  EXPECT_EQ(s.env.at("TORCHELASTIC_MAX_RESTARTS"), "3");
+  EXPECT_EQ(s.env.at("TORCHELASTIC_USE_AGENT_STORE"), "False");
+  EXPECT_EQ(s.env.at("TORCHELASTIC_ERROR_FILE"), "/logs/j1/errors/attempt-1/rank-3.json");
+  EXPECT_EQ(s.env.at("TORCHELASTIC_SIGNALS_TO_HANDLE"), "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
+  EXPECT_EQ(s.env.at("TORCH_NCCL_ASYNC_ERROR_HANDLING"), "1");
+
+  o.role = "trainer";
+  o.agent_store = true;
+  o.nccl_async_error_handling = "0";
+  plan = MakeRankPlan(TwoNodes(), o);
+  EXPECT_EQ(plan.ranks[0].env.at("ROLE_NAME"), "trainer");
+  EXPECT_EQ(plan.ranks[0].env.at("TORCHELASTIC_USE_AGENT_STORE"), "True");
+  EXPECT_EQ(plan.ranks[0].env.at("TORCH_NCCL_ASYNC_ERROR_HANDLING"), "0");
+  EXPECT_EQ(ParseClusterText("nodes: [{host: a}]\njob: {role: trainer}\n", "r").job.role,
+            "trainer");
+}
+
 }  // namespace
 }  // namespace dtrain

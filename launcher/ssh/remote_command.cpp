@@ -14,8 +14,9 @@ namespace {
 
 // $1 stdin bytes, $2 cwd, $3 cwd required (1/0), $4 PYTHONPATH head, $5 grace in tenths of a s,
 // $6 dtrain's program dir, $7 node timeout in whole seconds (0: no dead-man switch), $8 number of
-// NAME=VALUE words that follow, then argv. dtrain's own
-// programs (dtrain, dtrain-*) given by bare name are found with dtrain_program, as the doctor
+// NAME=VALUE words that follow, then argv. The folder of TORCHELASTIC_ERROR_FILE is made (torch's
+// @record writes the file, not its folder); dtrain's own programs (dtrain, dtrain-*) given by
+// bare name are found with dtrain_program, as the doctor
 // finds them. fd 3 keeps the channel's stdin for the
 // watcher; the process gets stdin_data (read first, exactly $1 bytes) or /dev/null. The short
 // spin waits for setsid() in the child, so a signal sent at once still finds the group. Every
@@ -27,6 +28,7 @@ namespace {
 constexpr const char* kWrapper =
     R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 nt=$7 ne=$8; shift 8
 while [ "$ne" -gt 0 ]; do export "$1"; shift; ne=$((ne - 1)); done
+if [ -n "$TORCHELASTIC_ERROR_FILE" ]; then mkdir -p "${TORCHELASTIC_ERROR_FILE%/*}" 2>/dev/null; fi
 if [ -n "$pph" ]; then PYTHONPATH=$pph${PYTHONPATH:+:$PYTHONPATH}; export PYTHONPATH; fi
 if [ -n "$dir" ] && ! cd "$dir" 2>/dev/null; then
   if [ "$need" = 1 ]; then echo "dtrain: $(uname -n): cannot change directory to $dir" >&2; exit 126; fi

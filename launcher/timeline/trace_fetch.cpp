@@ -22,6 +22,7 @@
 
 #include "launcher/cluster_spec.h"
 #include "launcher/error.h"
+#include "launcher/rank_plan.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
@@ -129,8 +130,9 @@ class TraceDownloads : public TransportEvents {
       unreachable_[status.error].push_back(t.id);  // one warning per node, below
       if (!status.lost) report_.unreachable.insert(t.host);
     } else if (status.signal == 0 && status.code == kMissing) {
-      if (t.warn_missing) Warn(t,
-           fmt::format("{}: no file {} (did the rank start and write a trace?)", t.node, t.remote));
+      if (t.warn_missing)
+        Warn(t, fmt::format("{}: no file {} (did the rank start and write a trace?)", t.node,
+                            t.remote));
     } else {
       std::string said = MessageIn(t.temp);
       Warn(t, fmt::format("{}: reading {} failed ({}){}{}", t.node, t.remote, status.Describe(),
@@ -376,8 +378,8 @@ TraceFetchReport FetchRemoteTraces(const std::string& job_dir, const JobSummary&
 
 TraceFetchReport FetchRemoteMetrics(const std::string& job_dir, const JobSummary& job,
                                     const std::string& cluster_file, const SshOptions* ssh) {
-  return FetchRankFiles(job_dir, job, cluster_file, job.rank_metrics, "metrics", "jsonl",
-                        "metrics", false, ssh);
+  return FetchRankFiles(job_dir, job, cluster_file, job.rank_metrics, "metrics", "jsonl", "metrics",
+                        false, ssh);
 }
 
 TraceFetchReport FetchRemoteProfilerTraces(const std::string& job_dir, const JobSummary& job,
@@ -422,6 +424,16 @@ TraceFetchReport FetchRemoteProfilerTraces(const std::string& job_dir, const Job
   if (!files.empty())
     FetchNodeFiles(job_dir + "/timeline", job, spec, files, "trace", true, report);
   return report;
+}
+
+TraceFetchReport FetchRemoteErrorFiles(const std::string& job_dir, const JobSummary& job,
+                                       const SshOptions& ssh, int attempt) {
+  std::map<int, std::string> remote;
+  if (job.rank_job_dir.empty()) return {};
+  for (const auto& [rank, host] : job.rank_hosts)
+    remote[rank] = ErrorFilePath(job.rank_job_dir, attempt, rank);
+  return FetchRankFiles(job_dir, job, "", remote, fmt::format("errors/attempt-{}", attempt), "json",
+                        "error file", false, &ssh);
 }
 
 }  // namespace dtrain

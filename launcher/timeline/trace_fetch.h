@@ -49,4 +49,10 @@ TraceFetchReport FetchRemoteProfilerTraces(const std::string& job_dir, const Job
                                            const SshOptions* ssh = nullptr,
                                            const std::set<std::string>& skip = {});
 
+// The @record error files (TORCHELASTIC_ERROR_FILE) of attempt `attempt` that ranks wrote on
+// their nodes, into <job>/errors/attempt-A/rank-R.json; a rank without one is no warning (only
+// a rank that raised writes one).
+TraceFetchReport FetchRemoteErrorFiles(const std::string& job_dir, const JobSummary& job,
+                                       const SshOptions& ssh, int attempt);
+
 }  // namespace dtrain

@@ -83,6 +83,18 @@ TEST(HorovodLaunch, TwoLocalRanksAllreduceAndTrainAlike) {
   EXPECT_NE(merged_trace.find("rank 0 (localhost)"), std::string::npos) << merged;
 }
 
+// No --horovod, no `--horovod` argument: the program is launched like any other and Horovod
+// still initialises (horovodrun's users type `dtrain launch -np 2 python train.py`).
+TEST(HorovodLaunch, TwoLocalRanksWithoutTheFlag) {
+  REQUIRE_HOROVOD();
+  const std::string dir = kBin + "/horovod_launch/noflag";
+  fs::remove_all(dir);
+  const std::string out = Launch("-np 2 --log-dir " + dir + " --job hvd", kPython + " " + kProgram);
+  ASSERT_NE(out.find("status=0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Horovod Gloo rendezvous on"), std::string::npos) << "said only when asked";
+  for (int r = 0; r < 2; ++r) ExpectHorovodRank(RankLog(dir + "/hvd", r), r, 2, r, 2, 0, 1, "lo");
+}
+
 TEST(HorovodLaunch, TwoSshNodesAllreduceAndTrainAlike) {
   REQUIRE_HOROVOD();
   SshTestCluster cluster("s21-hvd-2x1", 2, 1);

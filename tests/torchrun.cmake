@@ -1,0 +1,7 @@
+# torchrun parity: dtrain launch against a real torchrun (torch from .venv) on the same scripts
+# (tests/torchrun/): the rank environment, @record error files, the job's TCPStore.
+if(TARGET dtrain)
+  dtrain_test(torchrun_parity_test SOURCES torchrun_parity_test.cpp LIBS dtrain_launcher
+              LABEL torchrun TIMEOUT 600)
+  add_dependencies(torchrun_parity_test dtrain)
+endif()
