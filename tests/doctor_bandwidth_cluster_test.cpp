@@ -10,31 +10,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/doctor_run.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
 namespace {
 
+using test::DoctorRun;
 using test::RunOutput;
 using test::SshTestCluster;
-
-struct DoctorRun {
-  int status = -1;
-  nlohmann::json doc;
-  std::string text;
-};
-
-DoctorRun DoctorBandwidth(const std::string& cluster_file) {
-  DoctorRun r;
-  std::string out = RunOutput(std::string(DTRAIN_BINARY_DIR) + "/dtrain doctor --json -c " +
-                              cluster_file + " --timeout 20 --bandwidth --bandwidth-mib 4 2>&1 >" +
-                              cluster_file + ".json; echo \"rc=$?\"");
-  size_t rc = out.rfind("rc=");
-  r.status = std::stoi(out.substr(rc + 3));
-  r.text = test::ReadText(cluster_file + ".json") + "\nstderr:\n" + out.substr(0, rc);
-  r.doc = nlohmann::json::parse(test::ReadText(cluster_file + ".json"), nullptr, false);
-  return r;
-}
 
 std::vector<std::string> BandwidthErrors(const DoctorRun& r) {
   std::vector<std::string> out;
@@ -51,7 +35,7 @@ TEST(DoctorBandwidthCluster, NamesTheThrottledNodeAndOnlyIt) {
   const std::string file = cluster.cluster_file();
 
   // 1. No throttle: every pair is measured and nothing is named.
-  DoctorRun fast = DoctorBandwidth(file);
+  DoctorRun fast = test::RunDoctor("--json --bandwidth --bandwidth-mib 4", file);
   ASSERT_TRUE(fast.doc.is_object()) << fast.text;
   EXPECT_EQ(fast.status, 0) << fast.text;
   EXPECT_TRUE(BandwidthErrors(fast).empty()) << fast.text;
@@ -77,7 +61,7 @@ TEST(DoctorBandwidthCluster, NamesTheThrottledNodeAndOnlyIt) {
   std::string own = cluster.OnNode(2, "tc qdisc add dev eth0" + tbf);
   ASSERT_NE(own.find("rc=0"), std::string::npos) << own;
 
-  DoctorRun slow = DoctorBandwidth(file);
+  DoctorRun slow = test::RunDoctor("--json --bandwidth --bandwidth-mib 4", file);
   ASSERT_TRUE(slow.doc.is_object()) << slow.text;
   EXPECT_EQ(slow.status, 1) << slow.text;
   EXPECT_EQ(slow.doc["bandwidth"]["slow_nodes"], nlohmann::json::array({"node2"})) << slow.text;

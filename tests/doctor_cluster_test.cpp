@@ -14,41 +14,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/doctor_run.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
 namespace {
 
+using test::DoctorRun;
+using test::Findings;
 using test::RunOutput;
 using test::SshTestCluster;
-
-struct DoctorRun {
-  int status = -1;
-  nlohmann::json doc;
-  std::string text;
-};
-
-DoctorRun Doctor(const std::string& cluster_file) {
-  DoctorRun r;
-  std::string out = RunOutput(std::string(DTRAIN_BINARY_DIR) + "/dtrain doctor --json -c " +
-                              cluster_file + " --timeout 20 2>/dev/null; echo \"rc=$?\"");
-  size_t rc = out.rfind("rc=");
-  r.status = std::stoi(out.substr(rc + 3));
-  r.text = out.substr(0, rc);
-  r.doc = nlohmann::json::parse(r.text, nullptr, false);
-  return r;
-}
-
-// Findings of `check` with `severity`, as (nodes, message, remedy) JSON objects.
-std::vector<nlohmann::json> Findings(const DoctorRun& r, const std::string& check,
-                                     const std::string& severity) {
-  std::vector<nlohmann::json> out;
-  if (!r.doc.is_object()) return out;
-  for (const auto& f : r.doc["findings"]) {
-    if (f["check"] == check && f["severity"] == severity) out.push_back(f);
-  }
-  return out;
-}
 
 std::vector<std::string> Nodes(const nlohmann::json& finding) {
   return finding["nodes"].get<std::vector<std::string>>();
@@ -102,7 +77,7 @@ TEST(DoctorCluster, AlikeThenOddCudaThenBlockedPortThenNodeDown) {
                       << "\njob: {command: [python3, train.py]}\n";
 
   // 1. All nodes alike.
-  DoctorRun alike = Doctor(file);
+  DoctorRun alike = test::RunDoctor("--json", file);
   ASSERT_TRUE(alike.doc.is_object()) << alike.text;
   EXPECT_EQ(alike.status, 0) << alike.text;
   for (const auto& node : alike.doc["nodes"]) {
@@ -116,7 +91,7 @@ TEST(DoctorCluster, AlikeThenOddCudaThenBlockedPortThenNodeDown) {
   WriteFakeCuda(fs::path(cluster.dir()) / "fake-cuda");
   std::string mounted = MountFakeCuda(cluster, 2, cluster.dir() + "/fake-cuda");
   ASSERT_NE(mounted.find("rc=0"), std::string::npos) << mounted;
-  DoctorRun odd = Doctor(file);
+  DoctorRun odd = test::RunDoctor("--json", file);
   EXPECT_EQ(odd.status, 1) << odd.text;
   EXPECT_EQ(odd.doc["nodes"][2]["facts"]["cuda"], "12.2.2") << odd.text;
   auto cuda = Findings(odd, "cuda", "error");
@@ -135,7 +110,7 @@ TEST(DoctorCluster, AlikeThenOddCudaThenBlockedPortThenNodeDown) {
       RunOutput("ip netns exec " + cluster.Field(1, 2) + " ip route add unreachable " +
                 cluster.Field(0, 1) + "/32 2>&1; echo rc=$?");
   ASSERT_NE(route.find("rc=0"), std::string::npos) << route;
-  DoctorRun blocked = Doctor(file);
+  DoctorRun blocked = test::RunDoctor("--json", file);
   EXPECT_EQ(blocked.status, 1);
   auto rdzv = Findings(blocked, "rendezvous", "error");
   ASSERT_EQ(rdzv.size(), 1u) << blocked.text;
@@ -145,7 +120,7 @@ TEST(DoctorCluster, AlikeThenOddCudaThenBlockedPortThenNodeDown) {
 
   // 4. node2 goes down: an error row with the reason; node0 and node1 are still checked.
   RunOutput("kill -KILL $(cat " + cluster.dir() + "/node2/sshd.pid)");
-  DoctorRun down = Doctor(file);
+  DoctorRun down = test::RunDoctor("--json", file);
   EXPECT_EQ(down.status, 1);
   auto reach = Findings(down, "reach", "error");
   ASSERT_EQ(reach.size(), 1u) << down.text;
@@ -167,7 +142,7 @@ TEST(DoctorCluster, SshFailuresCarryTheirReason) {
   std::string stranger = base;
   stranger.replace(stranger.find(dir + "/id_ed25519"), dir.size() + 11, dir + "/stranger");
   std::ofstream(dir + "/auth.yaml") << stranger;
-  DoctorRun auth = Doctor(dir + "/auth.yaml");
+  DoctorRun auth = test::RunDoctor("--json", dir + "/auth.yaml");
   EXPECT_EQ(auth.status, 1) << auth.text;
   ASSERT_EQ(Findings(auth, "reach", "error").size(), 2u) << auth.text;
   EXPECT_EQ(auth.doc["nodes"][0]["failure"], "auth") << auth.doc["nodes"][0].dump();
@@ -176,7 +151,7 @@ TEST(DoctorCluster, SshFailuresCarryTheirReason) {
   std::string unknown = base;
   unknown.replace(unknown.find(dir + "/known_hosts"), dir.size() + 12, dir + "/empty_known_hosts");
   std::ofstream(dir + "/hostkey.yaml") << unknown;
-  DoctorRun hostkey = Doctor(dir + "/hostkey.yaml");
+  DoctorRun hostkey = test::RunDoctor("--json", dir + "/hostkey.yaml");
   EXPECT_EQ(hostkey.status, 1) << hostkey.text;
   EXPECT_EQ(hostkey.doc["nodes"][1]["failure"], "host key") << hostkey.doc["nodes"][1].dump();
 
@@ -202,7 +177,7 @@ TEST(DoctorCluster, SshFailuresCarryTheirReason) {
   silent += "  - {host: silent, address: " + silent_address + ", slots: 1}\n";
   std::ofstream(dir + "/silent.yaml") << silent;
   const auto start = std::chrono::steady_clock::now();
-  DoctorRun timeout = Doctor(dir + "/silent.yaml");
+  DoctorRun timeout = test::RunDoctor("--json", dir + "/silent.yaml");
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(timeout.doc.is_object()) << timeout.text;

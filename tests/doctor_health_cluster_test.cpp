@@ -14,42 +14,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/doctor_run.h"
 #include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
 namespace {
 
+using test::DoctorRun;
+using test::Findings;
 using test::RunOutput;
 using test::SshTestCluster;
-
-struct DoctorRun {
-  int status = -1;
-  nlohmann::json doc;
-  std::string text;
-};
-
-// `dtrain doctor ARGS -c FILE`, stdout and stderr together.
-DoctorRun Doctor(const std::string& args, const std::string& cluster_file) {
-  DoctorRun r;
-  std::string out = RunOutput("NO_COLOR=1 " + std::string(DTRAIN_BINARY_DIR) + "/dtrain doctor " +
-                              args + " -c " + cluster_file + " --timeout 20 2>&1; echo \"rc=$?\"");
-  size_t rc = out.rfind("rc=");
-  r.status = std::stoi(out.substr(rc + 3));
-  r.text = out.substr(0, rc);
-  r.doc = nlohmann::json::parse(r.text, nullptr, false);
-  return r;
-}
-
-std::vector<nlohmann::json> Findings(const DoctorRun& r, const std::string& check,
-                                     const std::string& severity) {
-  std::vector<nlohmann::json> out;
-  if (!r.doc.is_object()) return out;
-  for (const auto& f : r.doc["findings"]) {
-    if (f["check"] == check && f["severity"] == severity) out.push_back(f);
-  }
-  return out;
-}
 
 void WriteExecutable(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
@@ -133,7 +108,7 @@ TEST(DoctorHealthCluster, FaultyNodesAreNamedAndLeftOut) {
   const std::string file = ClusterFile(
       cluster, 3, "workdir: " + dir + "/project\njob: {command: [python3, train.py]}\n");
 
-  const DoctorRun text = Doctor("", file);
+  const DoctorRun text = test::RunDoctor("", file);
   EXPECT_EQ(text.status, 1) << text.text;
   EXPECT_NE(text.text.find("node node1: row remapping is pending on GPU 2: the GPU needs a reset"),
             std::string::npos)
@@ -144,7 +119,7 @@ TEST(DoctorHealthCluster, FaultyNodesAreNamedAndLeftOut) {
       << text.text;
   std::printf("%s", text.text.c_str());  // the report the man page shows
 
-  const DoctorRun json = Doctor("--json", file);
+  const DoctorRun json = test::RunDoctor("--json", file);
   ASSERT_TRUE(json.doc.is_object()) << json.text;
   EXPECT_EQ(json.status, 1);
   auto nodes_of = [&](const std::string& check, const std::string& severity) {
@@ -172,7 +147,7 @@ TEST(DoctorHealthCluster, FaultyNodesAreNamedAndLeftOut) {
   EXPECT_EQ(json.doc["nodes"][2]["facts"]["health"]["xids"][0]["gpu"], 3);
 
   // --exclude-bad: node0 alone, which `dtrain launch --hostfile` then runs on.
-  const DoctorRun excluded = Doctor("--exclude-bad -o " + dir + "/good.txt", file);
+  const DoctorRun excluded = test::RunDoctor("--exclude-bad -o " + dir + "/good.txt", file);
   EXPECT_EQ(excluded.status, 1);
   EXPECT_NE(excluded.text.find("wrote " + dir + "/good.txt: 1 of 3 nodes; left out: node1, node2"),
             std::string::npos)
@@ -201,7 +176,7 @@ TEST(DoctorHealthCluster, HungNvidiaSmiIsNamedWithinTheTimeout) {
   WriteExecutable(dir + "/node1-bin/nvidia-smi", "#!/bin/sh\ntrap '' TERM\nsleep 1000\n");
   const std::string file = ClusterFile(cluster, 2, "env: {DTRAIN_PROBE_SMI_TIMEOUT: '3'}\n");
   const auto start = std::chrono::steady_clock::now();
-  const DoctorRun r = Doctor("--json", file);
+  const DoctorRun r = test::RunDoctor("--json", file);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(r.doc.is_object()) << r.text;

@@ -168,6 +168,21 @@ Breakdown DtrainBreakdown(const fs::path& trace, const fs::path& merged) {
           span * 1000};
 }
 
+// tests/kineto/hta_cases.py's traces, one folder per case under `out`; the cases' names.
+std::vector<std::string> MakeCases(const std::string& out) {
+  int status = 0;
+  const std::string made = RunShell(
+      kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_cases.py " + kRank0 + " " + out,
+      &status);
+  EXPECT_EQ(status, 0) << made;
+  std::vector<std::string> cases;
+  for (size_t at = 0, end; status == 0 && (end = made.find('\n', at)) != std::string::npos;
+       at = end + 1) {
+    cases.push_back(made.substr(at, end - at));
+  }
+  return cases;
+}
+
 // One trace per way a breakdown can go wrong (tests/kineto/hta_cases.py, cut from the fixture):
 // kernels cut below a microsecond, launches just before and after the last step begins, kernels
 // before the first step, a second stream, memcpy/memset overlapping compute, NCCL kernels half
@@ -176,17 +191,8 @@ Breakdown DtrainBreakdown(const fs::path& trace, const fs::path& merged) {
 TEST(KinetoTimeline, BreakdownAgreesWithHolisticTraceAnalysisOnEveryIsolatedCase) {
   RequireFixtures();
   ScratchDir dir;
-  int status = 0;
-  const std::string made =
-      RunShell(kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_cases.py " + kRank0 + " " +
-                   (dir / "cases"),
-               &status);
-  ASSERT_EQ(status, 0) << made;
-  std::vector<std::string> cases;
-  for (size_t at = 0, end; (end = made.find('\n', at)) != std::string::npos; at = end + 1) {
-    cases.push_back(made.substr(at, end - at));
-  }
-  ASSERT_EQ(cases.size(), 9u) << made;
+  const std::vector<std::string> cases = MakeCases(dir / "cases");
+  ASSERT_EQ(cases.size(), 9u);
   for (const std::string& name : cases) {
     const fs::path folder = fs::path(dir / "cases") / name;
     const Breakdown hta = HtaBreakdown(folder, false);
@@ -206,12 +212,7 @@ TEST(KinetoTimeline, BreakdownAgreesWithHolisticTraceAnalysisOnEveryIsolatedCase
 TEST(KinetoTimeline, HtaDefaultRoundingLosesShortKernelsAndDtrainDoesNot) {
   RequireFixtures();
   ScratchDir dir;
-  int status = 0;
-  const std::string made =
-      RunShell(kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_cases.py " + kRank0 + " " +
-                   (dir / "cases"),
-               &status);
-  ASSERT_EQ(status, 0) << made;
+  ASSERT_FALSE(MakeCases(dir / "cases").empty());
   const Breakdown whole = HtaBreakdown(fs::path(dir / "cases/fixture"), false);
   const Breakdown cut_exact = HtaBreakdown(fs::path(dir / "cases/short_kernels"), false);
   const Breakdown cut_rounded = HtaBreakdown(fs::path(dir / "cases/short_kernels"), true);
