@@ -263,7 +263,9 @@ class SpecReader {
     }
     if (node["horovod"]) job.horovod = Bool(node["horovod"], "job.horovod");
     if (node["node_timeout"]) {
-      job.node_timeout_s = IntegerIn(node["node_timeout"], "job.node_timeout", 2, 86400);
+      job.node_timeout_s = IntegerIn(node["node_timeout"], "job.node_timeout", 0, 86400);
+      if (job.node_timeout_s == 1)
+        Fail(node["node_timeout"], "job.node_timeout: expected 0 (off) or seconds >= 2");
     }
     if (node["role"]) {
       job.role = String(node["role"], "job.role");
