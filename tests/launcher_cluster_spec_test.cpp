@@ -47,7 +47,9 @@ job:
 slurm: {partition: debug, time: "00:30:00", account: proj, options: {qos: high}}
 )";
 
-std::string ErrorOf(const std::string& text) { return testing::ClusterTextError(text); }
+std::string ErrorOf(const std::string& text) {
+  return testing::ClusterTextError(text);
+}
 
 TEST(ClusterSpec, ReadsEveryKey) {
   ClusterSpec s = ParseClusterText(kFullExample, "c.yaml");
@@ -157,6 +159,11 @@ TEST(ClusterSpec, MissingNodesDuplicatesAndRanges) {
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\nnodes: [{host: b}]\n"),
               HasSubstr("duplicate key 'nodes'"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {max_restarts: -1}\n"), HasSubstr("max_restarts"));
+  // job.node_timeout: 0 turns the watch off, as --node-timeout 0 does; 1 s is too short.
+  EXPECT_EQ(
+      ParseClusterText("nodes: [{host: a}]\njob: {node_timeout: 0}\n", "x").job.node_timeout_s, 0);
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {node_timeout: 1}\n"),
+              HasSubstr("job.node_timeout: expected 0 (off) or seconds >= 2"));
 }
 
 TEST(ClusterSpec, BrokenYamlAndEmptyFiles) {
