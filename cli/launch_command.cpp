@@ -56,8 +56,9 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                 "(as dtrain sync)");
   cmd->add_flag("--timeline", options->timeline, "write a per-rank timeline into the job folder");
   cmd->add_flag("--horovod", options->horovod,
-                "serve Horovod's Gloo rendezvous and give every rank its HOROVOD_GLOO_* variables "
-                "(also job.horovod, or a command with a --horovod argument); not elastic");
+                "also look up each node's interface for Horovod's Gloo and NCCL (HOROVOD_GLOO_IFACE, "
+                "NCCL_SOCKET_IFNAME; also job.horovod, or a --horovod argument); the rendezvous "
+                "is served to every job; not elastic");
   cmd->add_option("--console,--tee", *console,
                   "rank streams shown on the console: both, stdout, stderr or none (or torchrun's "
                   "--tee 3, 1, 2, 0); the logs always get both")
