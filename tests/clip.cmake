@@ -9,3 +9,9 @@ if(TARGET dtrain_clip_train)
   dtrain_test(clip_checkpoint_kill_test SOURCES clip_checkpoint_kill_test.cpp TIMEOUT 300)
   add_dependencies(clip_checkpoint_kill_test dtrain-clip)
 endif()
+
+# Mid-epoch resumption through the launcher, on the same and on fewer ranks.
+if(TARGET dtrain_clip_train AND TARGET dtrain)
+  dtrain_test(clip_resume_test SOURCES clip_resume_test.cpp TIMEOUT 300)
+  add_dependencies(clip_resume_test dtrain dtrain-clip)
+endif()
