@@ -35,14 +35,14 @@ std::string Slurp(const std::string& path) {
 }
 
 // Runs dtrain-clip on `ranks` local ranks through dtrain launch, logging sample ids to
-// <dir>/samples.log and checkpoints under <dir>/checkpoints.
+// <dir>/samples.log, checkpoints under <dir>/checkpoints and rank output to <dir>/launch/run/.
 void Launch(const std::string& dir, int ranks, const std::string& extra) {
   fs::create_directories(dir);
   const std::string command = "cd " + dir + " && NPROC_PER_NODE=" + std::to_string(ranks) + " " +
-                              kBin + "/dtrain launch --quiet --log-dir " + dir + "/launch -- " +
-                              kBin + "/dtrain-clip" + kTrain + " --logs " + dir +
-                              " --log-sample-ids " + dir + "/samples.log " + extra + " >> " + dir +
-                              "/output.log 2>&1";
+                              kBin + "/dtrain launch --quiet --log-dir " + dir +
+                              "/launch --job run -- " + kBin + "/dtrain-clip" + kTrain +
+                              " --logs " + dir + " --log-sample-ids " + dir + "/samples.log " +
+                              extra + " >> " + dir + "/output.log 2>&1";
   int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command << "\n"
                                                              << Slurp(dir + "/output.log");
@@ -114,8 +114,11 @@ TEST_F(ClipResume, SameRanksTrainEveryStepOnTheSamplesOfAnUninterruptedRun) {
   ASSERT_EQ(stopped.size(), 3u) << Slurp(root_ + "/stopped/output.log");
 
   const std::string dir = Resumed("resumed-2", 2);
-  const std::string output = Slurp(dir + "/output.log");
-  EXPECT_NE(output.find("continues after its first 16 samples"), std::string::npos) << output;
+  const std::string output = Slurp(dir + "/launch/run/rank-0.log");
+  EXPECT_NE(output.find("continues after its first 16 samples (written by 2 rank(s), global "
+                        "batch 8; now 2 rank(s), global batch 8)"),
+            std::string::npos)
+      << output;
   const StepSamples joined = Joined(stopped, 2, ReadSamples(dir + "/samples.log"));
   EXPECT_EQ(joined, straight);
   // Same ranks, same data, same steps: the same weights at the end.
@@ -128,6 +131,8 @@ TEST_F(ClipResume, OneRankAfterTwoTrainsEverySampleOfTheEpochOnce) {
   ASSERT_EQ(straight.size(), 16u);
 
   const std::string dir = Resumed("resumed-1", 1);
+  const std::string output = Slurp(dir + "/launch/run/rank-0.log");
+  EXPECT_NE(output.find("now 1 rank(s), global batch 4)"), std::string::npos) << output;
   const StepSamples after = ReadSamples(dir + "/samples.log");
   // Epoch 1's remaining 48 samples take 12 steps of 4 on one rank (steps 3..14), epoch 2 then 16.
   ASSERT_EQ(after.size(), 28u) << Slurp(dir + "/output.log");
