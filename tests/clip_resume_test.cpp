@@ -1,13 +1,15 @@
 // A job restarted mid-epoch from a --save-every-n-steps checkpoint continues the epoch sample for
 // sample: every rank logs the ids it trained on (--log-sample-ids), and the runs interrupted by
 // --max-steps and resumed with --resume latest, on the same 2 ranks or on 1, must have trained on
-// exactly the samples of an uninterrupted 2-rank run, none skipped and none twice.
+// exactly the samples of an uninterrupted 2-rank run, none skipped and none twice; and so must
+// a job whose rank is SIGKILLed and which dtrain launch restarts.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -144,6 +146,49 @@ TEST_F(ClipResume, OneRankAfterTwoTrainsEverySampleOfTheEpochOnce) {
   ASSERT_EQ(std::set<long>(epoch1.begin(), epoch1.end()).size(), 64u);
   EXPECT_EQ(Samples(joined, 1, 14), epoch1) << "epoch 1 across the restart";
   EXPECT_EQ(Samples(joined, 15, 30), Samples(straight, 9, 16)) << "epoch 2 after it";
+}
+
+// The node-loss case end to end: rank 1 is SIGKILLed mid-epoch (some steps after a step
+// checkpoint, perhaps inside one), dtrain launch --max-restarts 1 restarts the job and
+// --resume latest takes it on from the last step checkpoint. Each attempt logs its own samples.
+TEST_F(ClipResume, KilledRankRestartsAndTheJobTrainsTheSamplesOfAnUninterruptedRun) {
+  const StepSamples straight = ReadSamples(root_ + "/straight/samples.log");
+  ASSERT_EQ(straight.size(), 16u);
+  const std::string dir = root_ + "/killed";
+  fs::create_directories(dir);
+  const std::string clip = kBin + "/dtrain-clip" + kTrain + " --resume latest --logs " + dir +
+                           " --log-sample-ids " + dir + "/samples-$DTRAIN_RESTART_COUNT.log";
+  std::ofstream(dir + "/rank.sh")
+      << "log=" << dir << "/samples-0.log\n"
+      << "if [ \"$RANK\" = 1 ] && [ \"$DTRAIN_RESTART_COUNT\" = 0 ]; then\n"
+      << "  " << clip << " & pid=$!\n"
+      << "  while kill -0 $pid 2>/dev/null && ! grep -q '^5 ' $log 2>/dev/null; do sleep 0.02; "
+         "done\n"
+      << "  kill -9 $pid; wait $pid; exit 137\n"
+      << "fi\n"
+      << "exec " << clip << "\n";
+  const std::string command = "cd " + dir + " && NPROC_PER_NODE=2 " + kBin +
+                              "/dtrain launch --quiet --max-restarts 1 --log-dir " + dir +
+                              "/launch --job run -- sh " + dir + "/rank.sh > " + dir +
+                              "/output.log 2>&1";
+  int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << Slurp(dir + "/output.log");
+
+  const StepSamples first = ReadSamples(dir + "/samples-0.log");
+  const StepSamples second = ReadSamples(dir + "/samples-1.log");
+  ASSERT_FALSE(second.empty()) << "no restart after the kill: " << Slurp(dir + "/output.log");
+  // The restart began right after the checkpoint it resumed from: a step one of the first
+  // attempt saved (every 2), at or after step 4 (step 5 was seen before the kill).
+  const long checkpoint = second.begin()->first - 1;
+  std::cout << "first attempt reached step " << (first.empty() ? 0 : first.rbegin()->first)
+            << "; the restart resumed after step " << checkpoint << std::endl;
+  EXPECT_GE(checkpoint, 4);
+  EXPECT_EQ(checkpoint % 2, 0);
+  ASSERT_FALSE(first.empty());
+  EXPECT_LE(checkpoint, first.rbegin()->first);
+  // Steps of the first attempt after the checkpoint (the one in flight at the kill among them)
+  // are trained again; all others exactly as in the uninterrupted run.
+  EXPECT_EQ(Joined(first, checkpoint, second), straight);
 }
 
 }  // namespace
