@@ -22,6 +22,36 @@ std::vector<std::vector<int64_t>> AllRanks(int64_t n, int world, bool drop_last,
   return ranks;
 }
 
+// A resume mid-epoch: the first `consumed` ids of the epoch's global order (what `from` ranks took
+// in `steps` steps of `batch` each) are passed over, and the rest is split over `to` ranks.
+TEST(DistributedSampler, ResumedEpochContinuesTheGlobalOrderOnTheSameOrFewerRanks) {
+  const int64_t n = 96, batch = 4;
+  const int from = 2, steps = 3;
+  auto full = AllRanks(n, from, true, 1);
+  // Global position p of the epoch's order is full[p % from][p / from].
+  auto position = [&](int64_t p) { return full[p % from][p / from]; };
+  const int64_t consumed = steps * batch * from;
+  std::multiset<int64_t> before;
+  for (int64_t p = 0; p < consumed; ++p) before.insert(position(p));
+  for (int to : {2, 1}) {
+    std::multiset<int64_t> seen = before;
+    for (int r = 0; r < to; ++r) {
+      DistributedSampler sampler({n, r, to, 42, true, true, 0});
+      auto share = sampler.EpochIndices(1, consumed);
+      EXPECT_EQ(static_cast<int64_t>(share.size()), sampler.SamplesPerRank(consumed));
+      EXPECT_EQ(static_cast<int64_t>(share.size()), (n - consumed) / to);
+      for (size_t i = 0; i < share.size(); ++i) {
+        // Position consumed + i*to + r: with the same world size exactly the rank's own tail.
+        EXPECT_EQ(share[i], position(consumed + static_cast<int64_t>(i) * to + r));
+        seen.insert(share[i]);
+      }
+    }
+    std::set<int64_t> distinct(seen.begin(), seen.end());
+    EXPECT_EQ(distinct.size(), seen.size()) << "a sample seen twice resuming on " << to;
+    EXPECT_EQ(static_cast<int64_t>(seen.size()), n) << "a sample skipped resuming on " << to;
+  }
+}
+
 TEST(DistributedSampler, DropLastGivesEqualDisjointSharesCoveringAllButTheRemainder) {
   for (int64_t n : {1000, 1001, 7}) {
     for (int world : {1, 2, 3, 4, 7}) {

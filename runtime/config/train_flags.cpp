@@ -107,6 +107,9 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
       {"--save-frequency", [](TrainOptions& o, auto& f,
                               auto& v) { o.save_frequency = static_cast<int>(ToInt(f, v, 0)); }},
       {"--resume", [](TrainOptions& o, auto&, auto& v) { o.resume = v; }},
+      {"--save-every-n-steps",
+       [](TrainOptions& o, auto& f, auto& v) { o.save_every_n_steps = ToInt(f, v, 0); }},
+      {"--log-sample-ids", [](TrainOptions& o, auto&, auto& v) { o.log_sample_ids = v; }},
       {"--pretrained", [](TrainOptions& o, auto&, auto& v) { o.pretrained = v; }},
       {"--pixels",
        [](TrainOptions& o, auto& f, auto& v) { o.pixels = OneOf(f, v, {"uint8", "float"}); }},
@@ -256,7 +259,11 @@ Checkpoints and logs:
   --checkpoint-dir DIR       where epoch_N.pt go (default <logs>/checkpoints)
   --save-frequency N         save epoch_N.pt every N epochs (1; 0: never)
   --save-most-recent         also keep epoch_latest.pt
-  --resume PATH|latest       restore model, optimizer, step and RNG
+  --save-every-n-steps N     also write epoch_latest.pt every N optimizer steps, with the place
+                             in the epoch, so --resume latest continues mid-epoch (0: off)
+  --resume PATH|latest       restore model, optimizer, step and RNG, and the place in the epoch
+                             (on the same or fewer ranks: the rest of the epoch is split anew)
+  --log-sample-ids FILE      testing aid: every rank appends "STEP ID ID ..." per batch
   --pretrained FILE          start from OpenCLIP weights (.safetensors, or a torch.save
                              state_dict / checkpoint) of the same architecture
   --metrics-file FILE        JSONL metrics (default <logs>/metrics/rank-R.jsonl)

@@ -46,13 +46,15 @@ struct TrainOptions {
   std::string checkpoint_dir;  // --checkpoint-dir (default <logs>/checkpoints)
   std::string metrics_file;    // --metrics-file (default <log dir>/metrics/rank-R.jsonl)
   int save_frequency = 1;      // epochs between epoch_N.pt; 0: none
-  bool save_most_recent = false;  // also keep epoch_latest.pt
-  std::string pretrained;         // --pretrained: OpenCLIP weights to start from
-  std::string resume;             // PATH or "latest"
-  int zeroshot_frequency = 1;     // epochs between zero-shot evals; 0: none
-  int64_t zeroshot_samples = 0;   // test images to evaluate; 0: all 10,000
-  int log_every_n_steps = 10;     // plain progress lines (a TTY gets a live line)
-  int64_t max_steps = 0;          // stop after this many optimizer steps (0: no limit)
+  bool save_most_recent = false;   // also keep epoch_latest.pt
+  int64_t save_every_n_steps = 0;  // also write epoch_latest.pt every N steps, mid-epoch (0: off)
+  std::string log_sample_ids;      // testing aid: append "STEP ID ..." per batch trained on
+  std::string pretrained;          // --pretrained: OpenCLIP weights to start from
+  std::string resume;              // PATH or "latest"
+  int zeroshot_frequency = 1;      // epochs between zero-shot evals; 0: none
+  int64_t zeroshot_samples = 0;    // test images to evaluate; 0: all 10,000
+  int log_every_n_steps = 10;      // plain progress lines (a TTY gets a live line)
+  int64_t max_steps = 0;           // stop after this many optimizer steps (0: no limit)
 
   // Execution.
   std::string device = "cpu";  // cpu | cuda | cuda:N

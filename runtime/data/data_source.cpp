@@ -1,11 +1,23 @@
 // MakeBatchSource: the dataset type named in DataOptions -> its loader.
 #include "runtime/data/data_source.h"
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "runtime/data/sample_dataset.h"
 
 namespace dtrain::clip {
+
+int64_t BatchSource::ResumeEpoch(int epoch, int64_t consumed) {
+  if (consumed > 0) {
+    std::fprintf(stderr,
+                 "dtrain-clip: this data source streams and cannot pass over the %lld samples of "
+                 "epoch %d already trained on: the epoch starts again from its beginning\n",
+                 static_cast<long long>(consumed), epoch + 1);
+  }
+  StartEpoch(epoch);
+  return BatchesPerEpoch();
+}
 
 std::unique_ptr<BatchSource> MakeBatchSource(const DataOptions& options) {
   if (options.channels != 1 && options.channels != 3) {

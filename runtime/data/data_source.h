@@ -46,6 +46,11 @@ class BatchSource {
  public:
   virtual ~BatchSource() = default;
   virtual void StartEpoch(int epoch) = 0;
+  // Starts `epoch` mid-way (a resume): its first `consumed` samples of the epoch's global order,
+  // trained on by all ranks of the run that wrote the checkpoint, are passed over and the rest is
+  // split over this run's ranks. Returns the batches this rank gets from what is left, or -1 when
+  // unknown. Streamed shards cannot skip: they say so on stderr and start the epoch whole.
+  virtual int64_t ResumeEpoch(int epoch, int64_t consumed);
   // Fills `batch`; false at the end of the epoch.
   virtual bool Next(HostBatch& batch) = 0;
   // Batches this rank sees per epoch, or -1 when unknown in advance (streamed shards).

@@ -1,5 +1,6 @@
 #include "runtime/data/distributed_sampler.h"
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -41,16 +42,20 @@ DistributedSampler::DistributedSampler(const Options& options) : options_(option
   epoch_size_ = options.num_samples > 0 && options.num_samples < options.dataset_size
                     ? options.num_samples
                     : options.dataset_size;
-  per_rank_ = options.drop_last ? epoch_size_ / options.world_size
-                                : (epoch_size_ + options.world_size - 1) / options.world_size;
-  if (per_rank_ == 0) {
+  if (SamplesPerRank() == 0) {
     throw std::invalid_argument(
         "sampler: " + std::to_string(epoch_size_) + " samples cannot give each of " +
         std::to_string(options.world_size) + " ranks one sample with drop-last");
   }
 }
 
-std::vector<int64_t> DistributedSampler::EpochIndices(int epoch) const {
+int64_t DistributedSampler::SamplesPerRank(int64_t consumed) const {
+  const int64_t left = epoch_size_ - std::clamp<int64_t>(consumed, 0, epoch_size_);
+  const int64_t world = options_.world_size;
+  return options_.drop_last ? left / world : (left + world - 1) / world;
+}
+
+std::vector<int64_t> DistributedSampler::EpochIndices(int epoch, int64_t consumed) const {
   std::vector<int64_t> order;
   if (options_.shuffle) {
     order = SeededPermutation(options_.dataset_size,
@@ -60,12 +65,16 @@ std::vector<int64_t> DistributedSampler::EpochIndices(int epoch) const {
     std::iota(order.begin(), order.end(), int64_t{0});
   }
   order.resize(static_cast<size_t>(epoch_size_));
-  const int64_t total = per_rank_ * options_.world_size;
-  for (int64_t i = epoch_size_; i < total; ++i) {
-    order.push_back(order[static_cast<size_t>((i - epoch_size_) % epoch_size_)]);
+  consumed = std::clamp<int64_t>(consumed, 0, epoch_size_);
+  order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(consumed));
+  const int64_t left = epoch_size_ - consumed;
+  const int64_t per_rank = SamplesPerRank(consumed);
+  const int64_t total = per_rank * options_.world_size;
+  for (int64_t i = left; i < total; ++i) {
+    order.push_back(order[static_cast<size_t>((i - left) % left)]);
   }
   std::vector<int64_t> mine;
-  mine.reserve(static_cast<size_t>(per_rank_));
+  mine.reserve(static_cast<size_t>(per_rank));
   for (int64_t i = options_.rank; i < total; i += options_.world_size) {
     mine.push_back(order[static_cast<size_t>(i)]);
   }

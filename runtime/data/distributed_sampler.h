@@ -24,15 +24,17 @@ class DistributedSampler {
   // Throws std::invalid_argument on a rank outside [0, world_size) or an empty dataset.
   explicit DistributedSampler(const Options& options);
 
-  // This rank's sample ids for `epoch`, in the order to visit them.
-  std::vector<int64_t> EpochIndices(int epoch) const;
+  // This rank's sample ids for `epoch`, in the order to visit them. `consumed` > 0 resumes the
+  // epoch mid-way: the first `consumed` ids of the epoch's global order (trained on by all ranks,
+  // perhaps of another world size) are passed over and only the rest is padded/cut and split, so
+  // no id is skipped or repeated across the restart.
+  std::vector<int64_t> EpochIndices(int epoch, int64_t consumed = 0) const;
   // How many ids EpochIndices returns (the same on every rank).
-  int64_t SamplesPerRank() const { return per_rank_; }
+  int64_t SamplesPerRank(int64_t consumed = 0) const;
 
  private:
   Options options_;
   int64_t epoch_size_ = 0;  // samples taken from the permutation before padding/cutting
-  int64_t per_rank_ = 0;
 };
 
 // A portable Fisher-Yates permutation of 0..n-1 from splitmix64: the same on every platform and

@@ -58,8 +58,7 @@ class IndexedBatchSource : public BatchSource {
         bad_log_(std::move(bad_log)) {
     if (options.batch_size < 1) throw std::runtime_error("batch size must be at least 1");
     const int64_t n = sampler_.SamplesPerRank();
-    batches_ = options.drop_last ? n / options.batch_size
-                                 : (n + options.batch_size - 1) / options.batch_size;
+    batches_ = BatchesFor(n);
     if (batches_ == 0) {
       throw std::runtime_error(
           "data: " + std::to_string(n) + " samples per rank make no batch of " +
@@ -68,19 +67,24 @@ class IndexedBatchSource : public BatchSource {
   }
   ~IndexedBatchSource() override { prefetcher_.Stop(); }
 
-  void StartEpoch(int epoch) override {
+  void StartEpoch(int epoch) override { ResumeEpoch(epoch, 0); }
+
+  int64_t ResumeEpoch(int epoch, int64_t consumed) override {
     prefetcher_.Stop();
     epoch_ = epoch;
-    ids_ = std::make_shared<const std::vector<int64_t>>(sampler_.EpochIndices(epoch));
+    ids_ = std::make_shared<const std::vector<int64_t>>(sampler_.EpochIndices(epoch, consumed));
     started_ = true;
+    const int64_t batches = BatchesFor(static_cast<int64_t>(ids_->size()));
     const int workers = std::max(1, options_.workers);
-    prefetcher_.Start(workers, options_.prefetch, [this, workers](int w, const auto& emit) {
-      for (int64_t b = w; b < batches_; b += workers) {
-        HostBatch batch = prefetcher_.Spare();
-        LoadBatch(b, batch);
-        if (!emit(std::move(batch))) return;
-      }
-    });
+    prefetcher_.Start(workers, options_.prefetch,
+                      [this, workers, batches](int w, const auto& emit) {
+                        for (int64_t b = w; b < batches; b += workers) {
+                          HostBatch batch = prefetcher_.Spare();
+                          LoadBatch(b, batch);
+                          if (!emit(std::move(batch))) return;
+                        }
+                      });
+    return batches;
   }
 
   bool Next(HostBatch& batch) override {
@@ -92,6 +96,12 @@ class IndexedBatchSource : public BatchSource {
   int64_t SkippedSamples() const override { return bad_log_->Count(); }
 
  private:
+  // Batches in `samples` ids of this rank: a last partial one only without drop-last.
+  int64_t BatchesFor(int64_t samples) const {
+    const int64_t size = options_.batch_size;
+    return options_.drop_last ? samples / size : (samples + size - 1) / size;
+  }
+
   static DistributedSampler::Options SamplerOptionsFor(const SampleDataset& dataset,
                                                        const DataOptions& options) {
     DistributedSampler::Options s;

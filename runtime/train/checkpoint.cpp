@@ -51,6 +51,9 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
   archive.write("epoch", torch::tensor(progress.epoch));
   archive.write("step", torch::tensor(progress.step));
   archive.write("samples", torch::tensor(progress.samples));
+  archive.write("epoch_samples", torch::tensor(progress.epoch_samples));
+  archive.write("world_size", torch::tensor(progress.world_size));
+  archive.write("global_batch", torch::tensor(progress.global_batch));
   {
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
@@ -144,6 +147,10 @@ TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
   progress.step = value.item<int64_t>();
   archive.read("samples", value);
   progress.samples = value.item<int64_t>();
+  // Absent from checkpoints written before mid-epoch saves: an epoch boundary.
+  if (archive.try_read("epoch_samples", value)) progress.epoch_samples = value.item<int64_t>();
+  if (archive.try_read("world_size", value)) progress.world_size = value.item<int64_t>();
+  if (archive.try_read("global_batch", value)) progress.global_batch = value.item<int64_t>();
   torch::Tensor rng;
   archive.read("rng_cpu", rng);
   at::Generator generator = at::detail::getDefaultCPUGenerator();

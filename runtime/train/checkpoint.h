@@ -14,6 +14,12 @@ struct TrainProgress {
   int64_t epoch = 0;    // epochs completed
   int64_t step = 0;     // optimizer steps taken
   int64_t samples = 0;  // samples seen (all ranks)
+  // Mid-epoch position (--save-every-n-steps): samples of epoch `epoch` already trained on, a
+  // prefix of that epoch's global order over all ranks; 0 at an epoch boundary. With the world
+  // size and global batch of the run that wrote it (0: not recorded, as in older checkpoints).
+  int64_t epoch_samples = 0;
+  int64_t world_size = 0;
+  int64_t global_batch = 0;
 };
 
 // Writes `path` atomically. Throws std::runtime_error naming the path.
@@ -22,7 +28,8 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
                     const std::string& model_name);
 
 // Restores what SaveCheckpoint wrote into `model` and `optimizer` (same architecture) and the
-// CPU RNG; returns the progress. Throws std::runtime_error naming the path and the mismatch.
+// CPU RNG; returns the progress (fields an older checkpoint lacks read as 0). Throws
+// std::runtime_error naming the path and the mismatch.
 TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
                              torch::optim::Optimizer& optimizer);
 

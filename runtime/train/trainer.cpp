@@ -24,6 +24,7 @@
 #include "runtime/train/metrics_log.h"
 #include "runtime/train/pixel_upload.h"
 #include "runtime/train/progress_display.h"
+#include "runtime/train/sample_log.h"
 #include "runtime/train/zero_shot_eval.h"
 
 // OpenBLAS keeps its own thread pool; LibTorch's set_num_threads does not size it.
@@ -83,8 +84,14 @@ class Trainer {
   void Backward(const torch::Tensor& loss);
   void OptimizerStep();
   void SaveCheckpoints(int epoch);
+  void SaveStepCheckpoint();
+  // Starts `epoch` (mid-way after a mid-epoch resume); returns the optimizer steps it holds.
+  int64_t StartEpoch(int epoch);
   void Evaluate(int epoch);
   void LogStep(int epoch, double loss, double step_seconds);
+  int64_t GlobalBatch() const {
+    return int64_t{o_.data.batch_size} * o_.accum_freq * coll_.world_size();
+  }
 
   const TrainOptions& o_;
   TrainCollectives& coll_;
@@ -100,6 +107,7 @@ class Trainer {
   int64_t steps_per_epoch_ = 0;
   TrainProgress progress_;
   MetricsLog metrics_;
+  SampleLog sample_log_;
   std::unique_ptr<ProgressDisplay> display_;
   double train_seconds_ = 0;
   int64_t samples_this_run_ = 0;
@@ -139,6 +147,7 @@ void Trainer::SetUpRuntime() {
   }
   checkpoint_dir_ = o_.checkpoint_dir.empty() ? logs + "/checkpoints" : o_.checkpoint_dir;
   metrics_.Open(MetricsPathFor(o_.metrics_file, o_.logs, coll_.rank()));
+  sample_log_.Open(o_.log_sample_ids);
   display_ = std::make_unique<ProgressDisplay>(stdout, o_.log_every_n_steps);
   // --timeline-path, else DTRAIN_TIMELINE (dtrain launch --timeline), else HOROVOD_TIMELINE
   // (rank 0); --timeline-mark-cycles or HOROVOD_TIMELINE_MARK_CYCLES=1 adds CYCLE_START marks.
@@ -186,6 +195,16 @@ void Trainer::Resume() {
   progress_ = LoadCheckpoint(path, *model_, *optimizer_);
   std::printf("resumed from %s: epoch %lld, step %lld\n", path.c_str(),
               static_cast<long long>(progress_.epoch), static_cast<long long>(progress_.step));
+  if (progress_.epoch_samples > 0) {
+    std::printf(
+        "resume: epoch %lld continues after its first %lld samples (written by %lld rank(s), "
+        "global batch %lld; now %d rank(s), global batch %lld)\n",
+        static_cast<long long>(progress_.epoch + 1),
+        static_cast<long long>(progress_.epoch_samples),
+        static_cast<long long>(progress_.world_size),
+        static_cast<long long>(progress_.global_batch), coll_.world_size(),
+        static_cast<long long>(GlobalBatch()));
+  }
 }
 
 void Trainer::OpenData() {
@@ -319,9 +338,13 @@ bool Trainer::TrainStep(int epoch) {
   ++progress_.step;
   GlobalHeartbeat().SetStep(progress_.step);
   int64_t samples = 0;
-  for (auto& m : micro) samples += m.host.size;
+  for (auto& m : micro) {
+    samples += m.host.size;
+    sample_log_.Write(progress_.step, m.host.indices);
+  }
   samples *= coll_.world_size();
   progress_.samples += samples;
+  progress_.epoch_samples += samples;
   samples_this_run_ += samples;
   ++steps_this_run_;
   const double seconds = SecondsSince(start);
@@ -351,16 +374,39 @@ void Trainer::SaveCheckpoints(int epoch) {
   const int completed = epoch + 1;
   const bool periodic =
       o_.save_frequency > 0 && (completed % o_.save_frequency == 0 || completed == o_.epochs);
-  if (coll_.rank() != 0 || (!periodic && !o_.save_most_recent)) return;
+  // Step saves keep epoch_latest.pt, so it must also move on at the epoch's end.
+  const bool latest = o_.save_most_recent || o_.save_every_n_steps > 0;
+  if (coll_.rank() != 0 || (!periodic && !latest)) return;
   MakeDirectories(checkpoint_dir_);
   if (periodic) {
     SaveCheckpoint(checkpoint_dir_ + "/epoch_" + std::to_string(completed) + ".pt", *model_,
                    *optimizer_, progress_, o_.model_config.name);
   }
-  if (o_.save_most_recent) {
+  if (latest) {
     SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
                    o_.model_config.name);
   }
+}
+
+// Mid-epoch: epoch_latest.pt with the place in the epoch, so a restart (perhaps on fewer ranks)
+// continues the epoch's sample order where this run stands.
+void Trainer::SaveStepCheckpoint() {
+  if (o_.save_every_n_steps <= 0 || progress_.step % o_.save_every_n_steps != 0) return;
+  if (coll_.rank() != 0) return;
+  MakeDirectories(checkpoint_dir_);
+  SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
+                 o_.model_config.name);
+}
+
+int64_t Trainer::StartEpoch(int epoch) {
+  progress_.world_size = coll_.world_size();
+  progress_.global_batch = GlobalBatch();
+  if (progress_.epoch_samples <= 0) {
+    source_->StartEpoch(epoch);
+    return steps_per_epoch_;
+  }
+  const int64_t batches = source_->ResumeEpoch(epoch, progress_.epoch_samples);
+  return batches < 0 ? steps_per_epoch_ : batches / o_.accum_freq;
 }
 
 void Trainer::Evaluate(int epoch) {
@@ -413,18 +459,20 @@ int Trainer::Run() {
   }
   bool stopped = false;
   for (int epoch = static_cast<int>(progress_.epoch); epoch < o_.epochs && !stopped; ++epoch) {
-    source_->StartEpoch(epoch);
+    const int64_t steps_this_epoch = StartEpoch(epoch);
     int64_t steps = 0;
-    while (steps < steps_per_epoch_) {
+    while (steps < steps_this_epoch) {
       if (o_.max_steps > 0 && progress_.step >= o_.max_steps) {
         stopped = true;
         break;
       }
       if (!TrainStep(epoch)) break;
       ++steps;
+      SaveStepCheckpoint();
     }
     if (stopped) break;
     progress_.epoch = epoch + 1;
+    progress_.epoch_samples = 0;
     display_->Break();
     coll_.Barrier();
     SaveCheckpoints(epoch);
