@@ -81,7 +81,8 @@ with the job's backend. Prints one line per figure, "dtrain-bandwidth {json}", f
 rank of each group; `dtrain doctor --bandwidth` reads them and names the slow node or link.
 
   --size-mib N              MiB per allreduce (8)
-  --iterations N            timed allreduces per figure, after one warm-up (5)
+  --iterations N            timed allreduces per figure, after one warm-up; the fastest
+                            counts (5)
   --no-pairs                skip the pairwise rounds
   --dist-backend gloo|nccl  default: nccl when a GPU is visible, else gloo
 )";
