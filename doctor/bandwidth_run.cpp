@@ -29,16 +29,21 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-std::string LastLines(const std::string& text, int count) {
-  size_t at = text.size();
-  while (at > 0 && text[at - 1] == '\n') --at;
-  for (int n = 0; n < count && at > 0;) {
-    if (text[--at] == '\n') ++n;
+// What a failed rank said: its last "error:" line (dtrain-clip's own, before any C++ stack the
+// exception carried), else its last line.
+std::string WhyItFailed(const std::string& text) {
+  std::string last, error;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line.rfind("frame #", 0) == 0) continue;
+    last = line;
+    if (line.find("error:") != std::string::npos) error = line;
   }
-  std::string tail = text.substr(at);
-  while (!tail.empty() && (tail.front() == '\n')) tail.erase(0, 1);
-  while (!tail.empty() && tail.back() == '\n') tail.pop_back();
-  return tail;
+  return error.empty() ? last : error;
 }
 
 }  // namespace
@@ -101,7 +106,7 @@ BandwidthResult RunBandwidthTest(const ClusterSpec& probed, const BandwidthOptio
                                    ? job.rank_hosts.at(job.failed_rank)
                                    : std::string("?");
       nodes.push_back(host);
-      const std::string tail = LastLines(ReadFile(RankLogPath(result.job_dir, job.failed_rank)), 3);
+      const std::string tail = WhyItFailed(ReadFile(RankLogPath(result.job_dir, job.failed_rank)));
       why = fmt::format(
           "the bandwidth test could not run on node {} (rank {}, {}){}", host, job.failed_rank,
           job.rank_exits.count(job.failed_rank) ? job.rank_exits.at(job.failed_rank) : "failed",

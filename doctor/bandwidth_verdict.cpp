@@ -67,6 +67,12 @@ std::vector<BandwidthFigure> ParseBandwidthLines(std::string_view text) {
 BandwidthVerdict JudgeBandwidth(const std::vector<BandwidthFigure>& figures,
                                 const std::vector<std::string>& hosts, double slow_fraction) {
   BandwidthVerdict v;
+  // A pair measured again alone (it fell below half the reference while sharing its round with
+  // the other pairs) is judged by that figure.
+  std::map<std::pair<int, int>, const BandwidthFigure*> alone;
+  for (const BandwidthFigure& f : figures) {
+    if (f.kind == "pair_alone" && f.nodes.size() == 2) alone[{f.nodes[0], f.nodes[1]}] = &f;
+  }
   std::vector<const BandwidthFigure*> pairs, inside;
   for (const BandwidthFigure& f : figures) {
     if (f.kind == "all") {
@@ -75,7 +81,8 @@ BandwidthVerdict JudgeBandwidth(const std::vector<BandwidthFigure>& figures,
                fmt::format("allreduce bus bandwidth of all {} node(s), {} rank(s): {} ({}, {} MiB)",
                            f.nodes.size(), f.ranks, Gbs(f.busbw_gbs), f.backend, f.bytes >> 20)));
     } else if (f.kind == "pair" && f.nodes.size() == 2) {
-      pairs.push_back(&f);
+      auto again = alone.find({f.nodes[0], f.nodes[1]});
+      pairs.push_back(again == alone.end() ? &f : again->second);
     } else if (f.kind == "node" && f.nodes.size() == 1) {
       inside.push_back(&f);
     }

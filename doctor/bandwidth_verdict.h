@@ -2,7 +2,8 @@
 // the allreduce bus bandwidth of all nodes, then which node or link is slow. A node is slow when
 // every pair it took part in (at least two, with different partners) fell below `slow_fraction`
 // of the reference; a slow pair whose two nodes are not slow is a slow link. The reference is
-// the median over nodes of each node's best pair, so one slow node cannot drag it down.
+// the median over nodes of each node's best pair, so one slow node cannot drag it down. A pair
+// that was measured again alone (below half the reference in its round) is judged by that figure.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@
 namespace dtrain {
 
 struct BandwidthFigure {
-  std::string kind;        // "all", "node" (within one node), "pair"
+  std::string kind;  // "all", "node" (within one node), "pair", "pair_alone" (measured again alone)
   std::vector<int> nodes;  // node indexes in the job's order
   int ranks = 0;
   std::string backend;  // gloo | nccl

@@ -6,6 +6,8 @@
 
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace dtrain::clip {
 namespace {
@@ -33,6 +35,14 @@ TEST(BandwidthSchedule, RoundsCoverTheRingWithNoNodeTwiceInARound) {
   }
   EXPECT_EQ(NodePairRounds(2), (std::vector<std::vector<std::pair<int, int>>>{{{0, 1}}}));
   EXPECT_TRUE(NodePairRounds(1).empty());
+}
+
+TEST(BandwidthSchedule, PairsBelowHalfTheReferenceAreMeasuredAgain) {
+  // Ring of 4; node 2's pairs (1-2, 2-3) slow. Best per node: 2.0, 2.0, 0.03, 1.8 -> median 1.9.
+  const std::vector<std::pair<int, int>> pairs = {{0, 1}, {2, 3}, {1, 2}, {0, 3}};
+  EXPECT_EQ(SlowPairs(pairs, {2.0, 0.03, 0.02, 1.8}, 4), (std::vector<size_t>{1, 2}));
+  EXPECT_TRUE(SlowPairs(pairs, {2.0, 1.5, 1.9, 1.8}, 4).empty());
+  EXPECT_TRUE(SlowPairs({}, {}, 0).empty());
 }
 
 TEST(BandwidthSchedule, BusBandwidthIsNcclTestsDefinition) {

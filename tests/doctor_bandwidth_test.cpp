@@ -97,6 +97,24 @@ TEST(DoctorBandwidth, ASingleSlowPairIsALink) {
   EXPECT_NE(Errors(v).find("the link between node1 and node2 is slow"), std::string::npos);
 }
 
+TEST(DoctorBandwidth, APairFastWhenMeasuredAloneIsNotSlow) {
+  // node1-node2 slow in its round (the machine was busy) but fast alone: nothing is named. node2's
+  // pairs with the throttled node 3 stay slow alone.
+  std::vector<BandwidthFigure> f = RingOfFour(-1);
+  f[1].busbw_gbs = 0.1;
+  BandwidthFigure again = Pair(1, 2, 1.95);
+  again.kind = "pair_alone";
+  f.push_back(again);
+  BandwidthVerdict v = JudgeBandwidth(f, kHosts);
+  EXPECT_TRUE(v.slow_links.empty()) << Errors(v);
+  EXPECT_TRUE(v.slow_nodes.empty()) << Errors(v);
+  std::vector<BandwidthFigure> g = RingOfFour(2);
+  BandwidthFigure still = Pair(1, 2, 0.024);
+  still.kind = "pair_alone";
+  g.push_back(still);
+  EXPECT_EQ(JudgeBandwidth(g, kHosts).slow_nodes, std::vector<int>{2});
+}
+
 TEST(DoctorBandwidth, ASlowNodeAmongThreeIsNamed) {
   // Three nodes: pairs 0-1, 1-2, 0-2; node 0 slow makes two of three pairs slow, so the median of
   // the pairs would be slow too; each node's best partner keeps the reference fast.

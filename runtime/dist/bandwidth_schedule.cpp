@@ -25,6 +25,30 @@ std::vector<std::vector<std::pair<int, int>>> NodePairRounds(int nodes) {
   return rounds;
 }
 
+std::vector<size_t> SlowPairs(const std::vector<std::pair<int, int>>& pairs,
+                              const std::vector<double>& busbw_gbs, int nodes) {
+  std::vector<double> best(static_cast<size_t>(std::max(nodes, 0)), -1);
+  for (size_t i = 0; i < pairs.size() && i < busbw_gbs.size(); ++i) {
+    for (int n : {pairs[i].first, pairs[i].second}) {
+      if (n >= 0 && n < nodes) best[n] = std::max(best[n], busbw_gbs[i]);
+    }
+  }
+  std::vector<double> measured;
+  for (double b : best) {
+    if (b >= 0) measured.push_back(b);
+  }
+  std::vector<size_t> slow;
+  if (measured.empty()) return slow;
+  std::sort(measured.begin(), measured.end());
+  const size_t mid = measured.size() / 2;
+  const double reference =
+      measured.size() % 2 ? measured[mid] : (measured[mid - 1] + measured[mid]) / 2;
+  for (size_t i = 0; i < pairs.size() && i < busbw_gbs.size(); ++i) {
+    if (busbw_gbs[i] < reference / 2) slow.push_back(i);
+  }
+  return slow;
+}
+
 double AllreduceBusBandwidth(int64_t bytes, double seconds_per_op, int ranks) {
   if (seconds_per_op <= 0 || ranks < 1) return 0;
   const double algbw = static_cast<double>(bytes) / seconds_per_op / 1e9;

@@ -2,6 +2,7 @@
 // pairs are measured together, and the bus bandwidth of an allreduce.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -12,6 +13,12 @@ namespace dtrain::clip {
 // no node appears twice (2 rounds for an even count, 3 for an odd one), so every node of 3 or
 // more is measured against two different partners whatever n is. Two nodes: one pair; one: none.
 std::vector<std::vector<std::pair<int, int>>> NodePairRounds(int nodes);
+
+// The pairs (indexes into `pairs`) whose figure falls below half the reference, the median over
+// nodes of each node's best pair: the ones measured again alone. The doctor judges with the same
+// reference (doctor/bandwidth_verdict.h).
+std::vector<size_t> SlowPairs(const std::vector<std::pair<int, int>>& pairs,
+                              const std::vector<double>& busbw_gbs, int nodes);
 
 // nccl-tests' bus bandwidth of an allreduce: algbw * 2(n-1)/n, in GB/s (1e9 bytes).
 double AllreduceBusBandwidth(int64_t bytes, double seconds_per_op, int ranks);

@@ -103,17 +103,44 @@ void RunLinkBandwidth(Distributed& dist, const LinkBandwidthOptions& options, st
   // 3. Pairs of nodes, between their local ranks 0; the pairs of one round run at once.
   if (options.pairs && nodes > 2) {
     const auto rounds = NodePairRounds(nodes);
+    std::vector<std::pair<int, int>> edges;
+    for (const auto& round : rounds) edges.insert(edges.end(), round.begin(), round.end());
+    torch::Tensor figures = torch::zeros({static_cast<int64_t>(edges.size())},
+                                         torch::dtype(torch::kFloat64).device(device));
+    size_t edge = 0;
     for (size_t r = 0; r < rounds.size(); ++r) {
       world.Barrier();
-      if (env.local_rank != 0) continue;
       for (const auto& [a, b] : rounds[r]) {
-        if (env.node() != a && env.node() != b) continue;
+        const size_t index = edge++;
+        if (env.local_rank != 0 || (env.node() != a && env.node() != b)) continue;
         ProcessSet pair = MakeProcessSet("pair-" + std::to_string(a) + "-" + std::to_string(b),
                                          {a * per_node, b * per_node}, env.rank, store, set_options,
                                          "dtrain/bandwidth");
         seconds = SecondsPerAllreduce(*pair.comm, options.bytes, options.iterations, device);
-        if (env.node() == a) Report(out, "pair", {a, b}, 2, backend, options.bytes, seconds);
+        if (env.node() == a) {
+          Report(out, "pair", {a, b}, 2, backend, options.bytes, seconds);
+          figures[static_cast<int64_t>(index)] = AllreduceBusBandwidth(options.bytes, seconds, 2);
+        }
       }
+    }
+    // 4. The pairs that fell below half the reference, measured again one at a time: the pairs of
+    // a round share whatever their nodes share (on one machine, its cores); a slow link stays
+    // slow alone. Every rank gets every pair's figure and so picks the same pairs.
+    world.AllreduceSum(figures);
+    const torch::Tensor all = figures.to(torch::kCPU);
+    std::vector<double> values(edges.size());
+    for (size_t i = 0; i < edges.size(); ++i) {
+      values[i] = all[static_cast<int64_t>(i)].item<double>();
+    }
+    for (size_t i : SlowPairs(edges, values, nodes)) {
+      const int a = edges[i].first, b = edges[i].second;
+      world.Barrier();
+      if (env.local_rank != 0 || (env.node() != a && env.node() != b)) continue;
+      ProcessSet pair = MakeProcessSet("alone-" + std::to_string(a) + "-" + std::to_string(b),
+                                       {a * per_node, b * per_node}, env.rank, store, set_options,
+                                       "dtrain/bandwidth");
+      seconds = SecondsPerAllreduce(*pair.comm, options.bytes, options.iterations, device);
+      if (env.node() == a) Report(out, "pair_alone", {a, b}, 2, backend, options.bytes, seconds);
     }
   }
   world.Barrier();
