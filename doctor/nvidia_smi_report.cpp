@@ -8,14 +8,10 @@
 #include <cstdlib>
 #include <map>
 
+#include "doctor/tool_output_text.h"
+
 namespace dtrain {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::vector<std::string_view> Lines(std::string_view text) {
   std::vector<std::string_view> lines;
@@ -31,7 +27,7 @@ std::vector<std::string_view> Lines(std::string_view text) {
 
 // The leading number of "16x", "81559 MiB", "5"; -1 when there is none.
 long long LeadingNumber(std::string_view s) {
-  s = Trim(s);
+  s = TrimSpace(s);
   if (s.empty() || !std::isdigit(static_cast<unsigned char>(s.front()))) return -1;
   return std::strtoll(std::string(s).c_str(), nullptr, 10);
 }
@@ -102,13 +98,13 @@ NvidiaSmiReport ParseNvidiaSmiQuery(std::string_view text) {
   std::vector<std::pair<std::string, GpuBlock>> blocks;  // bus id, fields
   std::vector<std::string> sections;                     // below the GPU line, by depth
   for (std::string_view raw : Lines(text)) {
-    const std::string_view line = Trim(raw);
+    const std::string_view line = TrimSpace(raw);
     if (line.empty() || StartsWith(line, "=")) continue;
     const size_t indent = raw.find_first_not_of(' ');
     const size_t depth = indent / 4;  // 0: top level; 1: a GPU's own fields
     if (depth == 0 && StartsWith(line, "GPU ") && line.find(" : ") == std::string_view::npos &&
         line.find(": ") == std::string_view::npos) {
-      blocks.emplace_back(std::string(Trim(line.substr(4))), GpuBlock{});
+      blocks.emplace_back(std::string(TrimSpace(line.substr(4))), GpuBlock{});
       sections.clear();
       continue;
     }
@@ -116,10 +112,10 @@ NvidiaSmiReport ParseNvidiaSmiQuery(std::string_view text) {
     std::string_view key, value;
     bool pair = true;
     if (colon != std::string_view::npos) {
-      key = Trim(line.substr(0, colon));
-      value = Trim(line.substr(colon + 2));
+      key = TrimSpace(line.substr(0, colon));
+      value = TrimSpace(line.substr(colon + 2));
     } else if (line.back() == ':') {
-      key = Trim(line.substr(0, line.size() - 1));
+      key = TrimSpace(line.substr(0, line.size() - 1));
     } else {
       pair = false;
     }
@@ -169,7 +165,7 @@ std::vector<int> ParseTopologyNvlinkPeers(std::string_view text) {
     size_t start = 0;
     while (true) {
       size_t tab = clean.find('\t', start);
-      out.emplace_back(Trim(std::string_view(clean).substr(start, tab - start)));
+      out.emplace_back(TrimSpace(std::string_view(clean).substr(start, tab - start)));
       if (tab == std::string::npos) break;
       start = tab + 1;
     }
@@ -204,7 +200,7 @@ std::vector<int> ParseTopologyNvlinkPeers(std::string_view text) {
 std::vector<GpuNvlinks> ParseNvlinkStatus(std::string_view text) {
   std::vector<GpuNvlinks> out;
   for (std::string_view raw : Lines(text)) {
-    const std::string_view line = Trim(raw);
+    const std::string_view line = TrimSpace(raw);
     if (StartsWith(line, "GPU ")) {
       GpuNvlinks g;
       g.gpu = static_cast<int>(LeadingNumber(line.substr(4)));
@@ -224,7 +220,7 @@ std::vector<GpuNvlinks> ParseNvlinkStatus(std::string_view text) {
 }
 
 std::string PciDeviceKey(std::string_view bus_id) {
-  bus_id = Trim(bus_id);
+  bus_id = TrimSpace(bus_id);
   if (StartsWith(bus_id, "PCI:")) bus_id.remove_prefix(4);
   std::vector<std::string_view> parts;
   while (true) {

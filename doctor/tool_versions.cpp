@@ -6,14 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "doctor/tool_output_text.h"
+
 namespace dtrain {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // The integer after "#define NAME" in a C header; nullopt if the macro is not defined so.
 std::optional<long long> DefinedInteger(std::string_view header, std::string_view name) {
@@ -38,16 +34,16 @@ std::optional<long long> DefinedInteger(std::string_view header, std::string_vie
 }  // namespace
 
 std::optional<GpuInfo> ParseNvidiaSmiGpuLine(std::string_view line) {
-  line = Trim(line);
+  line = TrimSpace(line);
   // The name may in principle hold a comma, so split from the right.
   size_t last = line.rfind(',');
   if (last == std::string_view::npos) return std::nullopt;
   size_t middle = line.rfind(',', last - 1);
   if (middle == std::string_view::npos || middle == 0) return std::nullopt;
   GpuInfo gpu;
-  gpu.name = std::string(Trim(line.substr(0, middle)));
-  std::string_view memory = Trim(line.substr(middle + 1, last - middle - 1));
-  std::string_view driver = Trim(line.substr(last + 1));
+  gpu.name = std::string(TrimSpace(line.substr(0, middle)));
+  std::string_view memory = TrimSpace(line.substr(middle + 1, last - middle - 1));
+  std::string_view driver = TrimSpace(line.substr(last + 1));
   auto mem = Version::Find(memory);
   auto drv = Version::Parse(driver);
   if (gpu.name.empty() || !mem || !drv) return std::nullopt;
@@ -146,7 +142,7 @@ std::optional<Version> NcclFromLibraryString(std::string_view text) {
 }
 
 std::optional<Version> NcclFromTorch(std::string_view text) {
-  text = Trim(text);
+  text = TrimSpace(text);
   if (!text.empty() && text.front() == '(') {
     std::vector<int> parts;
     std::string_view rest = text.substr(1);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "doctor/nvidia_smi_report.h"
+#include "doctor/tool_output_text.h"
 
 namespace dtrain {
 namespace {
@@ -54,12 +55,6 @@ const XidRow* Row(int code) {
   return nullptr;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 XidClass ClassifyXid(int code) {
@@ -90,7 +85,7 @@ std::vector<XidEvent> ParseXidLines(const std::vector<std::string>& lines) {
     if (rest.empty() || !std::isdigit(static_cast<unsigned char>(rest.front()))) continue;
     e.code = std::atoi(std::string(rest.substr(0, rest.find(','))).c_str());
     const size_t comma = rest.find(',');
-    e.text = comma == std::string_view::npos ? "" : std::string(Trim(rest.substr(comma + 1)));
+    e.text = comma == std::string_view::npos ? "" : std::string(TrimSpace(rest.substr(comma + 1)));
     e.fatal = sxid && e.text.rfind("Fatal", 0) == 0;
     out.push_back(std::move(e));
   }
