@@ -1,6 +1,7 @@
 // `dtrain launch`: flags -> LaunchOptions -> RunLaunch.
 #include "cli/commands.h"
 #include "cli/number_checks.h"
+#include "doctor/restart_health_check.h"
 #include "launcher/launch.h"
 
 namespace dtrain {
@@ -55,10 +56,11 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                 "first copy this directory to every node's workdir that does not share it "
                 "(as dtrain sync)");
   cmd->add_flag("--timeline", options->timeline, "write a per-rank timeline into the job folder");
-  cmd->add_flag("--horovod", options->horovod,
-                "also look up each node's interface for Horovod's Gloo and NCCL (HOROVOD_GLOO_IFACE, "
-                "NCCL_SOCKET_IFNAME; also job.horovod, or a --horovod argument); the rendezvous "
-                "is served to every job; not elastic");
+  cmd->add_flag(
+      "--horovod", options->horovod,
+      "also look up each node's interface for Horovod's Gloo and NCCL (HOROVOD_GLOO_IFACE, "
+      "NCCL_SOCKET_IFNAME; also job.horovod, or a --horovod argument); the rendezvous "
+      "is served to every job; not elastic");
   cmd->add_option("--console,--tee", *console,
                   "rank streams shown on the console: both, stdout, stderr or none (or torchrun's "
                   "--tee 3, 1, 2, 0); the logs always get both")
@@ -97,9 +99,21 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   cmd->add_option("--nnodes", options->nnodes,
                   "N or MIN:MAX nodes (torchrun's): a restart goes on with fewer nodes while at "
                   "least MIN are healthy");
+  auto health_check = std::make_shared<std::string>("on");
+  cmd->add_option("--restart-health-check", *health_check,
+                  "before a restart, run the doctor's fast health checks (GPUs, NVLink, Xid "
+                  "errors, InfiniBand, free space) on the failed attempt's nodes and quarantine "
+                  "the unfit: on or off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
   cmd->callback([options, max_restarts, ranks, restarts, console, stall, stall_timeout,
-                 node_timeout, node_timeout_option, &run] {
+                 node_timeout, node_timeout_option, health_check, &run] {
+    if (*health_check == "on") {
+      options->check_nodes = [](const ClusterSpec& nodes) {
+        return CheckNodesBeforeRestart(nodes, kRestartCheckTimeoutS);
+      };
+    }
     if (restarts->count() > 0) options->max_restarts = *max_restarts;
     if (node_timeout_option->count() > 0) options->node_timeout_s = *node_timeout;
     if (stall->count() > 0) options->stall_timeout_s = *stall_timeout;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -340,7 +341,7 @@ struct Job {
   JobRecord& record;
   NodePool& pool;
   std::set<std::string> lost_nodes;  // not asked for anything at the end
-  bool store_failed = false;  // the job's TCPStore could not start: not tried again
+  bool store_failed = false;         // the job's TCPStore could not start: not tried again
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.
@@ -369,8 +370,7 @@ void PrepareLogs(Job& job) {
 std::unique_ptr<JobStore> StartJobStore(Job& job, const ClusterSpec& spec, const RankPlan& plan,
                                         int attempt) {
   const std::string python = JobPython(job.settings.command, spec);
-  if (python.empty() || spec.transport == TransportKind::kSlurm || job.store_failed)
-    return nullptr;
+  if (python.empty() || spec.transport == TransportKind::kSlurm || job.store_failed) return nullptr;
   // -x TORCHELASTIC_USE_AGENT_STORE=False (or the cluster file's env) keeps rank 0 the host.
   auto asked = spec.env.find("TORCHELASTIC_USE_AGENT_STORE");
   if (asked != spec.env.end() && asked->second != "True") return nullptr;
@@ -517,6 +517,50 @@ std::optional<RankError> FindRootCause(Job& job, int attempt, int failed_rank) {
   return FirstRankError(files, failed_rank);
 }
 
+// Quarantines `host` for the rest of the job, saying why on the console and in job.json.
+void Quarantine(Job& job, int index, const std::string& why) {
+  const std::string& host = job.spec.nodes[index].host;
+  job.pool.Quarantine(index, why);
+  job.record.quarantined[host] = why;
+  std::fprintf(stderr, "dtrain: node %s quarantined for the rest of job %s: %s\n", host.c_str(),
+               job.record.name.c_str(), why.c_str());
+}
+
+// Before a restart: the last attempt's nodes that were not lost through the health check
+// (LaunchOptions::check_nodes); the unfit are quarantined. Returns the seconds it took.
+double CheckNodesBeforeRestart(Job& job) {
+  if (!job.options.check_nodes) return 0;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<int> nodes;
+  for (const std::string& host : job.record.attempts.back().nodes) {
+    const int index = NodeIndex(job.spec, host);
+    if (index >= 0 && job.pool.quarantined(index).empty()) nodes.push_back(index);
+  }
+  if (nodes.empty()) return 0;
+  std::map<std::string, std::string> unfit;
+  try {
+    unfit = job.options.check_nodes(AttemptSpec(job.spec, nodes));
+  } catch (const Error& e) {  // the check could not run at all: the restart goes on unchecked
+    std::fprintf(stderr, "dtrain: warning: no health check before the restart: %s\n", e.what());
+    return 0;
+  }
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string names;
+  for (int index : nodes) {
+    auto it = unfit.find(job.spec.nodes[index].host);
+    if (it == unfit.end()) continue;
+    names += (names.empty() ? "" : ",") + it->first;
+    Quarantine(job, index, "failed the health check before restart: " + it->second);
+  }
+  const std::string line =
+      fmt::format("health check before restart: {} node(s) in {:.1f} s, {}", nodes.size(), took_s,
+                  names.empty() ? std::string("all fit") : "unfit: " + names);
+  std::fprintf(stderr, "dtrain: %s\n", line.c_str());
+  job.record.events.push_back({WallMicros(), "health_check", line, ""});
+  return took_s;
+}
+
 // Records how the attempt ended and says why it failed; true when the job is to run again.
 bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                 const std::map<int, uint64_t>& log_start) {
@@ -554,16 +598,17 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   if (interrupt == 0 && !verdict.blamed_host.empty() &&
       (verdict.node_lost || job.spec.transport != TransportKind::kLocal)) {
     const int index = NodeIndex(job.spec, verdict.blamed_host);
-    const std::string why =
-        index < 0 ? "" : job.pool.Blame(index, verdict.node_lost, verdict.detail);
-    if (!why.empty()) {
-      record.quarantined[verdict.blamed_host] = why;
-      std::fprintf(stderr, "dtrain: node %s quarantined for the rest of job %s: %s\n",
-                   verdict.blamed_host.c_str(), record.name.c_str(), why.c_str());
+    if (index >= 0) {
+      const std::string why = job.pool.Blame(index, verdict.node_lost, verdict.detail);
+      if (!why.empty()) Quarantine(job, index, why);
     }
   }
 
   std::vector<int> next_nodes;
+  double checked_s = 0;  // the health check's time, taken out of the backoff
+  const bool may_restart = interrupt == 0 && outcome.exit_code != 0 && !verdict.deterministic &&
+                           attempt < job.settings.max_restarts;
+  if (may_restart) checked_s = CheckNodesBeforeRestart(job);
   if (outcome.exit_code == 0 && interrupt == 0) {
     record.status = "succeeded";
   } else if (interrupt != 0) {
@@ -582,6 +627,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                  job.pool.why_not().c_str());
   } else if (attempt < job.settings.max_restarts) {
     const double backoff = BackoffSeconds(attempt + 1);
+    const double wait_s = std::max(0.0, backoff - checked_s);
     std::string nodes;
     for (int i : next_nodes) {
       nodes += (nodes.empty() ? "" : ",") + job.spec.nodes[i].host;
@@ -591,7 +637,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                  record.name.c_str(), attempt + 1, job.settings.max_restarts, backoff,
                  nodes.c_str(), verdict.cause.c_str());
     WriteJobRecord(job.folder.job_dir, record);
-    if (WaitBeforeRestart(backoff)) return true;
+    if (WaitBeforeRestart(wait_s)) return true;
     record.status = "interrupted";
     record.exit_code = 128 + JobSupervisor::InterruptSignal();
   } else {

@@ -4,6 +4,8 @@
 // (restart_policy.h).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -32,6 +34,10 @@ struct LaunchOptions {
   int spares = 0;                         // --spares N: the last N listed nodes wait as spares
   std::string nnodes;                     // --nnodes N or MIN:MAX; "" = every non-spare node
   std::vector<std::string> command;       // empty: job.command, else the embedded default
+  // Run on a failed attempt's nodes (those not lost) before a restart: host -> why, for the nodes
+  // unfit to run the next attempt, which are quarantined. The CLI sets the doctor's fast health
+  // checks (doctor/restart_health_check.h) unless --restart-health-check off; unset: none.
+  std::function<std::map<std::string, std::string>(const ClusterSpec&)> check_nodes;
 };
 
 // The command run when neither the command line nor the cluster file names one.

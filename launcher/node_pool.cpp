@@ -75,6 +75,11 @@ std::string NodePool::why_not() const {
                      min_ == max_ ? "" : " (--nnodes)");
 }
 
+void NodePool::Quarantine(int index, const std::string& why) {
+  Node& node = nodes_.at(index);
+  if (node.quarantined.empty()) node.quarantined = why;
+}
+
 std::string NodePool::Blame(int index, bool lost, const std::string& cause) {
   Node& node = nodes_.at(index);
   if (!node.quarantined.empty()) return "";

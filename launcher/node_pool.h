@@ -42,6 +42,8 @@ class NodePool {
   // quarantines it at once, anything else after kFailuresToQuarantine. Returns the reason when
   // this call quarantined it ("" otherwise).
   std::string Blame(int index, bool lost, const std::string& cause);
+  // Quarantines node `index` at once for `why` (it failed the health check before a restart).
+  void Quarantine(int index, const std::string& why);
 
   bool spare(int index) const { return nodes_[index].spare; }
   const std::string& host(int index) const { return nodes_[index].host; }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/doctor_run.h"
+#include "tests/support/gpu_node_stand_ins.h"
 #include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/ssh_cluster.h"
 
@@ -25,62 +26,9 @@ using test::DoctorRun;
 using test::Findings;
 using test::RunOutput;
 using test::SshTestCluster;
-
-void WriteExecutable(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-  ::chmod(path.c_str(), 0755);
-}
-
-// Stand-ins in `bin`: nvidia-smi printing these outputs, dmesg printing `kernel`, and systemctl
-// saying Fabric Manager is active.
-void WriteStandIns(const std::string& bin, const std::string& query, const std::string& kernel) {
-  std::filesystem::create_directories(bin);
-  std::ofstream(bin + "/q.txt") << query;
-  std::ofstream(bin + "/topo.txt") << test::HgxTopology();
-  std::ofstream(bin + "/nvlink.txt") << test::NvlinkStatus();
-  std::ofstream(bin + "/list.csv") << test::GpuListCsv(8);
-  std::ofstream(bin + "/dmesg.txt") << kernel;
-  WriteExecutable(bin + "/nvidia-smi",
-                  "#!/bin/sh\nd=$(dirname \"$0\")\ncase \"$1\" in\n"
-                  "  -q) cat \"$d/q.txt\" ;;\n"
-                  "  topo) cat \"$d/topo.txt\" ;;\n"
-                  "  nvlink) cat \"$d/nvlink.txt\" ;;\n"
-                  "  *) cat \"$d/list.csv\" ;;\nesac\n");
-  WriteExecutable(bin + "/dmesg", "#!/bin/sh\ncat \"$(dirname \"$0\")/dmesg.txt\"\n");
-  WriteExecutable(bin + "/systemctl", "#!/bin/sh\necho active\n");
-}
-
-// /sys/class/infiniband/<device>/ports/1 under `root`, and /sys/module/nvidia_peermem.
-void WriteInfiniband(const std::string& root, const std::string& device, const std::string& state,
-                     const std::string& phys_state, const std::string& rate) {
-  const std::string port = root + "/class/infiniband/" + device + "/ports/1";
-  std::filesystem::create_directories(port);
-  std::ofstream(port + "/state") << state << "\n";
-  std::ofstream(port + "/phys_state") << phys_state << "\n";
-  std::ofstream(port + "/rate") << rate << "\n";
-  std::ofstream(port + "/link_layer") << "InfiniBand\n";
-  std::filesystem::create_directories(root + "/module/nvidia_peermem");
-}
-
-// The cluster file of `cluster` with each node's stand-in folder first on its PATH and its sysfs
-// stand-in, plus `extra` lines.
-std::string ClusterFile(const SshTestCluster& cluster, int nodes, const std::string& extra) {
-  std::string text = test::ReadText(cluster.cluster_file());
-  for (int i = 0; i < nodes; ++i) {
-    const std::string name = "node" + std::to_string(i);
-    const std::string line = "{host: " + name + ", address: " + cluster.Field(i, 1) + ", slots: 1}";
-    const size_t at = text.find(line);
-    if (at == std::string::npos) continue;
-    const std::string dir = cluster.dir() + "/" + name;
-    text.replace(at, line.size(),
-                 "{host: " + name + ", address: " + cluster.Field(i, 1) +
-                     ", slots: 1, env: {PATH: '" + dir + "-bin:/usr/local/sbin:/usr/local/bin:" +
-                     "/usr/sbin:/usr/bin:/sbin:/bin', DTRAIN_PROBE_SYSFS: '" + dir + "-sys'}}");
-  }
-  const std::string file = cluster.dir() + "/health.yaml";
-  std::ofstream(file) << text << extra;
-  return file;
-}
+using test::WriteExecutable;
+using test::WriteInfiniband;
+using test::WriteStandIns;
 
 // The case: three nodes alike, two of them broken. Before the health checks the doctor
 // said "3 nodes, 0 errors, 0 warnings" and exited 0.
@@ -105,7 +53,7 @@ TEST(DoctorHealthCluster, FaultyNodesAreNamedAndLeftOut) {
     WriteInfiniband(dir + "/node" + std::to_string(i) + "-sys", "mlx5_0", "4: ACTIVE", "5: LinkUp",
                     "400 Gb/sec (4X NDR)");
   }
-  const std::string file = ClusterFile(
+  const std::string file = test::StandInClusterFile(
       cluster, 3, "workdir: " + dir + "/project\njob: {command: [python3, train.py]}\n");
 
   const DoctorRun text = test::RunDoctor("", file);
@@ -174,7 +122,8 @@ TEST(DoctorHealthCluster, HungNvidiaSmiIsNamedWithinTheTimeout) {
   std::filesystem::create_directories(dir + "/node1-bin");
   WriteExecutable(dir + "/node0-bin/nvidia-smi", "#!/bin/sh\nsleep 1000\n");
   WriteExecutable(dir + "/node1-bin/nvidia-smi", "#!/bin/sh\ntrap '' TERM\nsleep 1000\n");
-  const std::string file = ClusterFile(cluster, 2, "env: {DTRAIN_PROBE_SMI_TIMEOUT: '3'}\n");
+  const std::string file =
+      test::StandInClusterFile(cluster, 2, "env: {DTRAIN_PROBE_SMI_TIMEOUT: '3'}\n");
   const auto start = std::chrono::steady_clock::now();
   const DoctorRun r = test::RunDoctor("--json", file);
   const double wall_s =

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "tests/support/dtrain_process.h"
+#include "tests/support/gpu_node_stand_ins.h"
+#include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
 
@@ -184,6 +186,92 @@ TEST(NodeLoss, BelowMinimumTheJobFailsWithTheReason) {
             std::string::npos)
       << r.err;
   EXPECT_LE(r.detected_s, kNodeTimeout + 1) << r.err;
+}
+
+// A GPU falls off the bus in the first attempt: node1's rank fails at step 4 and its kernel log
+// now shows Xid 79 (the stand-in dmesg first on node1's PATH). Every node answers nvidia-smi
+// like a healthy HGX H100 node.
+const char* kGpuFaultScript = R"sh(
+ck=$DTRAIN_LOG_DIR/checkpoint
+s=0; [ -f "$ck" ] && s=$(cat "$ck")
+while [ "$s" -lt 12 ]; do
+  sleep 0.25; s=$((s + 1))
+  [ "$RANK" = 0 ] && echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
+  if [ "$DTRAIN_NODE" = node1 ] && [ "$s" = 4 ]; then
+    echo "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." >>"$(dirname "$(command -v nvidia-smi)")/dmesg.txt"
+    echo "RuntimeError: CUDA error: unspecified launch failure" >&2
+    exit 1
+  fi
+done
+echo "rank $RANK done")sh";
+
+struct GpuFaultRun {
+  int status = -1;
+  std::string err;
+  json record;
+};
+
+// Three nodes and a spare, node1's GPU lost in the first attempt; `extra` dtrain options.
+GpuFaultRun RunWithGpuFault(const std::string& name, const std::vector<std::string>& extra) {
+  GpuFaultRun r;
+  SshTestCluster cluster(name, 4, 1);
+  if (!cluster.error().empty()) {
+    r.err = cluster.error();
+    return r;
+  }
+  for (int i = 0; i < 4; ++i) {
+    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
+                        "[    1.0] Linux version 6.1\n");
+  }
+  const std::string file = test::StandInClusterFile(cluster, 4, "");
+  const std::string dir = testing::ScratchDirs::Make(name);
+  std::vector<std::string> args = {"launch",    "-c",     file,       "--job", "fault",
+                                   "--log-dir", dir,      "--spares", "1",     "--max-restarts",
+                                   "2",         "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (const char* word : {"--", "sh", "-c", kGpuFaultScript, "gpu-fault-rank"})
+    args.push_back(word);
+  DtrainProcess dtrain(args, dir);
+  r.status = dtrain.Wait(90);
+  r.err = dtrain.err();
+  r.record = json::parse(ReadText(dir + "/fault/job.json"), nullptr, false);
+  std::printf("%s", r.err.c_str());
+  return r;
+}
+
+// One failure alone does not quarantine a node (kFailuresToQuarantine); the health check before
+// the restart finds the Xid and quarantines node1 at once: the spare takes its place.
+TEST(NodeLoss, NodeFailingTheHealthCheckBeforeRestartIsQuarantined) {
+  const GpuFaultRun r = RunWithGpuFault("node-loss-health", {});
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain: node node1 quarantined for the rest of job fault: failed the "
+                       "health check before restart: node node1: Xid 79 on GPU 3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("dtrain: health check before restart: 3 node(s) in "), std::string::npos);
+  EXPECT_NE(r.err.find("s, unfit: node1\n"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  const json& attempts = r.record["attempts"];
+  ASSERT_EQ(attempts.size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(attempts[0]["blamed_node"], "node1");
+  EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
+  EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("health check"), std::string::npos)
+      << r.record["nodes"].dump(2);
+  bool event = false;
+  for (const json& e : r.record["events"]) event = event || e["kind"] == "health_check";
+  EXPECT_TRUE(event) << r.record["events"].dump(2);
+}
+
+// The same fault without the check: node1, blamed once, runs the next attempt again.
+TEST(NodeLoss, WithoutTheHealthCheckTheFaultyNodeRunsAgain) {
+  const GpuFaultRun r = RunWithGpuFault("node-loss-nocheck", {"--restart-health-check", "off"});
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("health check"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][1]["nodes"], json({"node0", "node1", "node2"}));
 }
 
 }  // namespace

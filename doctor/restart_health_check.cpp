@@ -1,0 +1,41 @@
+// CheckNodesBeforeRestart: probe (health parts only) -> the doctor's health rules -> unfit nodes.
+#include "doctor/restart_health_check.h"
+
+#include "doctor/checks.h"
+#include "doctor/doctor_run.h"
+#include "doctor/probe_runner.h"
+#include "launcher/transport.h"
+
+namespace dtrain {
+
+const char* const kRestartCheckSkips = "python torch horovod py_spy clip rdzv nccl_lib";
+
+std::map<std::string, std::string> CheckNodesBeforeRestart(const ClusterSpec& spec,
+                                                           double timeout_s) {
+  ProbeOptions options = DefaultProbeOptions(spec, timeout_s);
+  options.rendezvous = false;  // the job's own rendezvous port may still be in TIME_WAIT
+  options.skip = kRestartCheckSkips;
+  std::unique_ptr<Transport> transport = MakeTransport(spec);
+  const ProbeRun run = RunProbes(spec, *transport, options);
+
+  // The rules about a node's own fitness; those comparing nodes or versions are the doctor's.
+  std::vector<Finding> findings = CheckReach(run.nodes, spec.ssh.port);
+  for (auto rule : {CheckNvidiaSmiAnswers, CheckGpuCount, CheckGpuHealth, CheckNvlink,
+                    CheckKernelLog, CheckInfiniband, CheckFreeSpace}) {
+    for (Finding& f : rule(run.nodes)) findings.push_back(std::move(f));
+  }
+  std::map<std::string, std::string> unfit;
+  for (const Finding& f : findings) {
+    if (f.severity != Severity::kError) continue;
+    for (const std::string& host : f.nodes) {
+      std::string& why = unfit[host];
+      why += (why.empty() ? "" : "; ") + f.message;
+    }
+  }
+  for (auto& [host, why] : unfit) {
+    for (char& c : why) c = c == '\n' ? ' ' : c;
+  }
+  return unfit;
+}
+
+}  // namespace dtrain

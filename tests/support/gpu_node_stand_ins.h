@@ -1,0 +1,80 @@
+// Stand-ins that make a namespace node (tests/support/ssh_cluster.h) look like an 8-GPU HGX H100
+// node to the doctor's probe: nvidia-smi, dmesg and systemctl first on the node's PATH (the
+// node's `env:` in the cluster file), printing outputs built from the formats recorded on a real
+// H100 (tests/support/nvidia_smi_fixture.h), and an InfiniBand sysfs tree under
+// DTRAIN_PROBE_SYSFS. A test makes a node faulty by editing what its stand-ins print.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/support/nvidia_smi_fixture.h"
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain::test {
+
+inline void WriteExecutable(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), 0755);
+}
+
+// Stand-ins in `bin`: nvidia-smi printing these outputs, dmesg printing `kernel`, and systemctl
+// saying Fabric Manager is active. The outputs are files beside them (q.txt, dmesg.txt, ...): a
+// test may rewrite one while a job runs.
+inline void WriteStandIns(const std::string& bin, const std::string& query,
+                          const std::string& kernel) {
+  std::filesystem::create_directories(bin);
+  std::ofstream(bin + "/q.txt") << query;
+  std::ofstream(bin + "/topo.txt") << HgxTopology();
+  std::ofstream(bin + "/nvlink.txt") << NvlinkStatus();
+  std::ofstream(bin + "/list.csv") << GpuListCsv(8);
+  std::ofstream(bin + "/dmesg.txt") << kernel;
+  WriteExecutable(bin + "/nvidia-smi",
+                  "#!/bin/sh\nd=$(dirname \"$0\")\ncase \"$1\" in\n"
+                  "  -q) cat \"$d/q.txt\" ;;\n"
+                  "  topo) cat \"$d/topo.txt\" ;;\n"
+                  "  nvlink) cat \"$d/nvlink.txt\" ;;\n"
+                  "  *) cat \"$d/list.csv\" ;;\nesac\n");
+  WriteExecutable(bin + "/dmesg", "#!/bin/sh\ncat \"$(dirname \"$0\")/dmesg.txt\"\n");
+  WriteExecutable(bin + "/systemctl", "#!/bin/sh\necho active\n");
+}
+
+// /sys/class/infiniband/<device>/ports/1 under `root`, and /sys/module/nvidia_peermem.
+inline void WriteInfiniband(const std::string& root, const std::string& device,
+                            const std::string& state, const std::string& phys_state,
+                            const std::string& rate) {
+  const std::string port = root + "/class/infiniband/" + device + "/ports/1";
+  std::filesystem::create_directories(port);
+  std::ofstream(port + "/state") << state << "\n";
+  std::ofstream(port + "/phys_state") << phys_state << "\n";
+  std::ofstream(port + "/rate") << rate << "\n";
+  std::ofstream(port + "/link_layer") << "InfiniBand\n";
+  std::filesystem::create_directories(root + "/module/nvidia_peermem");
+}
+
+// The cluster file of `cluster` with each node's stand-in folder (<dir>/nodeI-bin) first on its
+// PATH and its sysfs stand-in (<dir>/nodeI-sys), plus `extra` lines; written to <dir>/`name`.
+inline std::string StandInClusterFile(const SshTestCluster& cluster, int nodes,
+                                      const std::string& extra,
+                                      const std::string& name = "health.yaml") {
+  std::string text = ReadText(cluster.cluster_file());
+  for (int i = 0; i < nodes; ++i) {
+    const std::string host = "node" + std::to_string(i);
+    const std::string line = "{host: " + host + ", address: " + cluster.Field(i, 1) + ", slots: 1}";
+    const size_t at = text.find(line);
+    if (at == std::string::npos) continue;
+    const std::string dir = cluster.dir() + "/" + host;
+    text.replace(at, line.size(),
+                 "{host: " + host + ", address: " + cluster.Field(i, 1) +
+                     ", slots: 1, env: {PATH: '" + dir + "-bin:/usr/local/sbin:/usr/local/bin:" +
+                     "/usr/sbin:/usr/bin:/sbin:/bin', DTRAIN_PROBE_SYSFS: '" + dir + "-sys'}}");
+  }
+  const std::string file = cluster.dir() + "/" + name;
+  std::ofstream(file) << text << extra;
+  return file;
+}
+
+}  // namespace dtrain::test
