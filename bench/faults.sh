@@ -7,10 +7,10 @@
 # `sleep` of its own (which must go too; over ssh a plain background one). Prints one line per fault: median and worst of REPEAT.
 # TRANSPORT ssh (root): the same on 2 sshd nodes in network namespaces (tests/cluster), RANKS/2
 # each; the nodes share this machine's pid space, so /proc shows their processes too.
-# TRANSPORT ssh also measures a node lost (issue 27) on 3 fresh namespace nodes, the last a spare
-# (--spares 1 --max-restarts 1 --node-timeout NODE_TIMEOUT): node1's network cut (ip link set
-# eth0 down) or its sshd killed (listener and sessions, by pid): seconds from the fault until
-# dtrain names the node lost, and until the next attempt (on the spare) has started.
+# TRANSPORT ssh also measures recovery (bench/faults_recovery.py) on 3 fresh namespace nodes, the
+# last a spare (--spares 1 --max-restarts 1 --node-timeout NODE_TIMEOUT): a rank SIGKILLed, all
+# of node1's processes SIGKILLed, node1's network cut, its sshd killed, a rank SIGSTOPped: time to
+# detect, time to the next attempt's first step, steps lost, orphans.
 # Usage: bench/faults.sh [BUILD_DIR] [RANKS] [REPEAT] [STALL_S] [local|ssh] [NODE_TIMEOUT]
 set -euo pipefail
 build=${1:-build}
@@ -139,93 +139,5 @@ for fault, text in what.items():
 EOF
 
 [ "$transport" = ssh ] || exit 0
-python3 - "$dtrain" "$repeat" "$node_timeout" "$root/tests/cluster/make-cluster.sh" "$work/lost" <<'EOF'
-import json, os, signal, statistics, subprocess, sys, time
-
-dtrain, repeat, node_timeout = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-script, cluster = sys.argv[4], sys.argv[5]
-RANK = "echo up; while :; do sleep 0.2; done"
-
-
-def sshd_pids(netns):
-    """The node's sshd processes: its listener and the sessions it forked."""
-    pids = []
-    out = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout
-    for pid in out.split():
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip().startswith("sshd"):
-                    pids.append(int(pid))
-        except OSError:
-            pass
-    return pids
-
-
-def ranks_up(job):
-    for r in (0, 1):
-        try:
-            with open(f"dtrain-logs/{job}/rank-{r}.log") as f:
-                if not f.read().startswith("up"):
-                    return False
-        except OSError:
-            return False
-    return True
-
-
-def run(fault, n):
-    subprocess.run([script, "up", "3", cluster], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    head = open(f"{cluster}/head-netns").read().strip()
-    netns = open(f"{cluster}/nodes").read().splitlines()[1].split()[2]
-    job = f"lost-{fault}-{n}-{os.getpid()}"
-    args = ["ip", "netns", "exec", head, dtrain, "launch", "-c", f"{cluster}/cluster.yaml",
-            "--job", job, "--quiet", "--spares", "1", "--max-restarts", "1", "--node-timeout",
-            node_timeout, "--grace-period", "2", "--", "sh", "-c", RANK]
-    err_path = f"{job}.err"
-    with open(err_path, "w") as err:
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-    deadline = time.monotonic() + 30
-    while not ranks_up(job):
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"{job}: ranks did not come up")
-        time.sleep(0.02)
-    start = time.monotonic()
-    if fault == "node-cut":
-        subprocess.run([script, "node", cluster, "1", "ip", "link", "set", "eth0", "down"],
-                       check=True)
-    else:
-        for pid in sshd_pids(netns):
-            os.kill(pid, signal.SIGKILL)
-    detect = next_attempt = float("inf")
-    while time.monotonic() - start < 60 and next_attempt == float("inf"):
-        now = time.monotonic() - start
-        with open(err_path) as f:
-            if detect == float("inf") and "node node1" in f.read():
-                detect = now
-        try:
-            with open(f"dtrain-logs/{job}/job.json") as f:
-                if len(json.load(f)["attempts"]) >= 2:
-                    next_attempt = now
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=30)
-    subprocess.run([script, "down", cluster], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return detect, next_attempt
-
-
-print(f"node lost (3 ssh nodes, 1 spare, --node-timeout {node_timeout}), {repeat} runs each; "
-      f"seconds from the fault until dtrain names the node lost / the next attempt has started")
-for fault, text in (("node-cut", "node1's network cut (ip link set eth0 down)"),
-                    ("sshd-kill", "node1's sshd killed (listener and sessions, SIGKILL)")):
-    detects, nexts = [], []
-    for n in range(repeat):
-        d, a = run(fault, n)
-        detects.append(d)
-        nexts.append(a)
-    print(f"{fault}: detected median {statistics.median(detects):.2f} s, worst "
-          f"{max(detects):.2f} s; next attempt median {statistics.median(nexts):.2f} s, worst "
-          f"{max(nexts):.2f} s; {text}", flush=True)
-EOF
+python3 "$root/bench/faults_recovery.py" "$dtrain" "$repeat" "$node_timeout" \
+  "$root/tests/cluster/make-cluster.sh" "$work/lost"

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -75,8 +76,15 @@ std::string DescribeAttempt(const JobAttempt& a, const JobAttempt* next) {
                 ? fmt::format("; next attempt's first step {:.1f} s after the fault",
                               (next->first_step_us - a.fault_us) / 1e6)
                 : "; next attempt's first step not seen";
+    const int64_t lost = StepsLost(a, *next);
+    if (lost >= 0) text += fmt::format(", {} step(s) lost", lost);
   }
   return text;
+}
+
+int64_t StepsLost(const JobAttempt& a, const JobAttempt& next) {
+  if (a.last_step < 0 || next.first_step < 1) return -1;
+  return std::max<int64_t>(0, a.last_step - (next.first_step - 1));
 }
 
 std::string JobRecordPath(const std::string& job_dir) {
@@ -125,12 +133,16 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
          {"blamed_node", a.blamed_node.empty() ? json(nullptr) : json(a.blamed_node)},
          {"detail", a.detail},
          {"fault_us", a.fault_us ? json(a.fault_us) : json(nullptr)},
-         {"first_step_us", a.first_step_us ? json(a.first_step_us) : json(nullptr)}});
+         {"first_step_us", a.first_step_us ? json(a.first_step_us) : json(nullptr)},
+         {"first_step", a.first_step >= 0 ? json(a.first_step) : json(nullptr)},
+         {"last_step", a.last_step >= 0 ? json(a.last_step) : json(nullptr)}});
     if (attempts.size() >= 2) {  // the fault before it, to this attempt's first step
       const JobAttempt& before = r.attempts[attempts.size() - 2];
+      json& failed = attempts[attempts.size() - 2];
       if (before.fault_us && a.first_step_us) {
-        attempts[attempts.size() - 2]["recovery_s"] = (a.first_step_us - before.fault_us) / 1e6;
+        failed["recovery_s"] = (a.first_step_us - before.fault_us) / 1e6;
       }
+      if (const int64_t lost = StepsLost(before, a); lost >= 0) failed["steps_lost"] = lost;
     }
   }
   json events = json::array();
@@ -259,6 +271,8 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
       at.detail = a.value("detail", "");
       at.fault_us = IntegerOr(a, "fault_us", int64_t{0});
       at.first_step_us = IntegerOr(a, "first_step_us", int64_t{0});
+      at.first_step = IntegerOr(a, "first_step", int64_t{-1});
+      at.last_step = IntegerOr(a, "last_step", int64_t{-1});
       s.attempts.push_back(std::move(at));
     }
     for (const json& node : doc.value("nodes", json::array())) {

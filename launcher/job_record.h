@@ -27,12 +27,18 @@ struct JobAttempt {
   std::string blamed_node;  // "" when none
   std::string detail;       // one line on what happened
   int64_t fault_us = 0;     // when dtrain saw the fault (0: none)
-  int64_t first_step_us =
-      0;  // its first completed step, where seen (first_step_watch.h); 0: unknown
+  // Its first completed step, where seen (step_watch.h); 0: unknown.
+  int64_t first_step_us = 0;
+  int64_t first_step = -1;  // the step numbers of its first and last metrics lines; -1: unknown
+  int64_t last_step = -1;
 };
 
+// Steps `a` completed that the attempt after it did again: a's last step minus the step `next`
+// resumed from (its first step - 1); -1 when either is unknown.
+int64_t StepsLost(const JobAttempt& a, const JobAttempt& next);
+
 // "attempt 2 on node0,node2,node3: node-lost (node node1), node node1 lost: ...; next attempt's
-// first step 14.2 s after the fault". `next`: the attempt after it, if any.
+// first step 14.2 s after the fault, 3 step(s) lost". `next`: the attempt after it, if any.
 std::string DescribeAttempt(const JobAttempt& attempt, const JobAttempt* next);
 
 // Something that happened while the job ran, beside starts and ends: a stall report (kind

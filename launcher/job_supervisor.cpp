@@ -123,7 +123,7 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
     }
     if (!stopping_ && Clock::now() >= hold_until_) BeginStop(SIGTERM);
     if (!transport_.Poll(100, *this)) break;
-    if (options_.first_step) options_.first_step->Tick();
+    if (options_.steps) options_.steps->Tick();
     if (options_.stall_watch && !stopping_) {
       std::optional<StallReport> stall = options_.stall_watch->Tick();
       if (stall && options_.stall_watch->on_stall() == OnStall::kStop) {

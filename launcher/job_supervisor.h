@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "launcher/console_echo.h"
-#include "launcher/first_step_watch.h"
+#include "launcher/step_watch.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/rank_log.h"
 #include "launcher/transport.h"
@@ -29,7 +29,7 @@ struct SupervisorOptions {
   // up to kEarlyHoldS, so ranks failing the same way (an import error) report it themselves and
   // the failure can be told deterministic (restart_policy.h). 0: teardown at once.
   double early_failure_s = 0;
-  FirstStepWatch* first_step = nullptr;  // null: not watched
+  StepWatch* steps = nullptr;  // null: not watched
 };
 
 constexpr double kEarlyHoldS = 1.5;

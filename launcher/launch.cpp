@@ -446,15 +446,18 @@ JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
       };
       stall_watch = std::make_unique<StallWatch>(spec, record.plan, std::move(watch));
     }
-    FirstStepWatch first_step(job.folder.job_dir + "/metrics/rank-0.jsonl");
+    StepWatch steps(job.folder.job_dir + "/metrics/rank-0.jsonl");
     SupervisorOptions supervise;
     supervise.grace_period_s = job.options.grace_period_s;
     supervise.stall_watch = stall_watch.get();
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
-    supervise.first_step = &first_step;
+    supervise.steps = &steps;
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
     JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command));
-    record.attempts.back().first_step_us = first_step.first_step_us();
+    steps.Finish();
+    record.attempts.back().first_step_us = steps.first_step_us();
+    record.attempts.back().first_step = steps.first_step();
+    record.attempts.back().last_step = steps.last_step();
     return outcome;
   } catch (const Error& e) {  // the job could not run at all: say so in its record too
     record.status = "failed";

@@ -7,8 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/error.h"
+#include "launcher/job_record.h"
 #include "launcher/node_pool.h"
 #include "launcher/restart_policy.h"
+#include "launcher/step_watch.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/files.h"
 
@@ -58,6 +60,59 @@ TEST(RestartPolicy, BackoffDoublesUpToThirtySeconds) {
   EXPECT_EQ(BackoffSeconds(3), 4);
   EXPECT_EQ(BackoffSeconds(6), 30);
   EXPECT_EQ(BackoffSeconds(60), 30);
+}
+
+TEST(StepWatch, StepNumbersFromMetricsLines) {
+  EXPECT_EQ(MetricsLineStep(R"({"step":12,"epoch":0,"loss":4.2})"), 12);
+  EXPECT_EQ(MetricsLineStep(R"({"epoch": 1, "step" : 7})"), 7);
+  EXPECT_EQ(MetricsLineStep(R"({"event":"end","samples":640})"), -1);
+  EXPECT_EQ(MetricsLineStep(R"({"step":"warmup"})"), -1);
+  EXPECT_EQ(MetricsLineStep(R"({"steps_total":3})"), -1);
+}
+
+TEST(StepWatch, StepsLostAreTheStepsTheNextAttemptDidAgain) {
+  JobAttempt failed, next;
+  failed.last_step = 17;
+  next.first_step = 16;  // resumed from the checkpoint of step 15
+  EXPECT_EQ(StepsLost(failed, next), 2);
+  next.first_step = 1;  // no checkpoint: from the start
+  EXPECT_EQ(StepsLost(failed, next), 17);
+  next.first_step = 18;  // checkpointed its last step
+  EXPECT_EQ(StepsLost(failed, next), 0);
+  next.first_step = -1;  // the next attempt's steps not seen
+  EXPECT_EQ(StepsLost(failed, next), -1);
+}
+
+// Rank 0 checkpoints every 3 steps, appends a metrics line per step, and is SIGKILLed right after
+// step 7 of the first attempt: the next attempt resumes from step 6, so 1 step was lost.
+TEST(Restarts, StepsLostAndTheTimeToTheNextFirstStepAreRecorded) {
+  testing::TempDir dir;
+  const char* script = R"sh(
+ck=$DTRAIN_LOG_DIR/ck; s=0; [ -f "$ck" ] && s=$(cat "$ck")
+mkdir -p "$DTRAIN_LOG_DIR/metrics"
+while [ "$s" -lt 10 ]; do
+  sleep 0.1; s=$((s + 1))
+  [ "$RANK" = 0 ] || continue
+  echo "{\"step\": $s}" >>"$DTRAIN_LOG_DIR/metrics/rank-0.jsonl"
+  [ $((s % 3)) = 0 ] && echo "$s" >"$ck"
+  [ "$s" = 7 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && kill -9 $$
+done
+exit 0)sh";
+  const auto run = RunDtrain({"launch", "--job", "lost", "--nproc-per-node", "2", "--max-restarts",
+                              "1", "--grace-period", "1", "--", "sh", "-c", script},
+                             dir.path(), {}, 60);
+  EXPECT_EQ(run.status, 0) << run.err;
+  const json record = json::parse(testing::ReadFile(dir.path() + "/dtrain-logs/lost/job.json"));
+  const json& attempts = record["attempts"];
+  ASSERT_EQ(attempts.size(), 2u) << record.dump(2);
+  EXPECT_EQ(attempts[0]["first_step"], 1);
+  EXPECT_EQ(attempts[0]["last_step"], 7);
+  EXPECT_EQ(attempts[1]["first_step"], 7);
+  EXPECT_EQ(attempts[1]["last_step"], 10);
+  EXPECT_EQ(attempts[0]["steps_lost"], 1) << attempts.dump(2);
+  ASSERT_TRUE(attempts[0].contains("recovery_s")) << attempts.dump(2);
+  EXPECT_GT(attempts[0]["recovery_s"].get<double>(), BackoffSeconds(1));
+  EXPECT_THAT(run.err, HasSubstr("s after the fault, 1 step(s) lost"));
 }
 
 TEST(Restarts, AnErrorEveryRankHitsAtStartIsNotRetried) {
