@@ -573,11 +573,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   this_attempt.exit_code = outcome.exit_code;
   this_attempt.failed_rank = outcome.failed_rank;
   const int interrupt = JobSupervisor::InterruptSignal();
-  const AttemptVerdict verdict =
-      JudgeAttempt(record.plan, outcome, this_attempt.started_us, interrupt);
-  this_attempt.cause = verdict.cause;
-  this_attempt.blamed_node = verdict.blamed_host;
-  this_attempt.detail = verdict.detail;
+  AttemptVerdict verdict = JudgeAttempt(record.plan, outcome, this_attempt.started_us, interrupt);
   this_attempt.fault_us = outcome.failed_us;
   record.rank_status = outcome.statuses;
   record.exit_code = outcome.exit_code;
@@ -594,9 +590,18 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                                RankErrorLine(*cause, record.plan.ranks.at(cause->rank).host),
                                cause->path});
     }
-    ReportFailure(record.plan, outcome, job.folder.job_dir, log_start.at(outcome.failed_rank),
-                  cause);
+    const uint64_t from = log_start.at(outcome.failed_rank);
+    ReportFailure(record.plan, outcome, job.folder.job_dir, from, cause);
+    // A collective that timed out names the rank that waited, not the one it waited for.
+    std::string said = cause ? cause->message + "\n" : "";
+    for (const std::string& line :
+         LastLines(RankLogPath(job.folder.job_dir, outcome.failed_rank), kFailureTailLines, from))
+      said += line + "\n";
+    MarkCollectiveTimeout(record.plan, verdict, said);
   }
+  this_attempt.cause = verdict.cause;
+  this_attempt.blamed_node = verdict.blamed_host;
+  this_attempt.detail = verdict.detail;
   // This machine alone (transport local) is never excluded for failures: there is no other.
   if (interrupt == 0 && !verdict.blamed_host.empty() &&
       (verdict.node_lost || job.spec.transport != TransportKind::kLocal)) {

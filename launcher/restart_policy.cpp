@@ -3,6 +3,8 @@
 #include "launcher/restart_policy.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -73,6 +75,36 @@ AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int
                            kEarlyFailureS);
   }
   return v;
+}
+
+bool SaysCollectiveTimedOut(const std::string& text) {
+  std::string lower = text;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto has = [&lower](const char* needle) { return lower.find(needle) != std::string::npos; };
+  if (has("collective operation timeout")) return true;  // NCCL's watchdog
+  if (has("timed out waiting") && (has("for recv operation") || has("for send operation")))
+    return true;  // Gloo's pairs
+  if (has("distbackenderror") && (has("timed out") || has("timeout"))) return true;
+  return has("collective") && (has("timed out") || has("timeout after"));
+}
+
+void MarkCollectiveTimeout(const RankPlan& plan, AttemptVerdict& verdict, const std::string& text) {
+  if (verdict.cause != "error" && verdict.cause != "signal") return;
+  if (verdict.deterministic || !SaysCollectiveTimedOut(text)) return;
+  verdict.cause = "collective-timeout";
+  verdict.blamed_host.clear();
+  const std::string missing = " has not entered it";  // runtime/dist/heartbeat.cpp
+  const size_t at = text.find(missing);
+  const size_t word = at == std::string::npos ? at : text.rfind("rank ", at);
+  if (word == std::string::npos) return;
+  const int rank = std::atoi(text.c_str() + word + 5);
+  for (const RankSlot& slot : plan.ranks) {
+    if (slot.rank == rank) verdict.blamed_host = slot.host;
+  }
+  if (!verdict.blamed_host.empty())
+    verdict.detail +=
+        fmt::format("; rank {} on node {} never entered the collective", rank, verdict.blamed_host);
 }
 
 double BackoffSeconds(int restart) {

@@ -17,7 +17,8 @@ namespace dtrain {
 constexpr double kEarlyFailureS = 10;
 
 struct AttemptVerdict {
-  std::string cause;        // "" (succeeded), node-lost, signal, stall, error, interrupted
+  std::string cause;        // "" (succeeded), node-lost, signal, stall, collective-timeout, error,
+                            // interrupted
   std::string blamed_host;  // "" when no node is to blame
   bool node_lost = false;   // the blamed node is gone (quarantined at once)
   bool deterministic = false;
@@ -27,6 +28,17 @@ struct AttemptVerdict {
 // `interrupt`: the signal that interrupted dtrain (0: none).
 AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int64_t started_us,
                             int interrupt);
+
+// True when `text` (a rank's root cause and last log lines) says a collective timed out: NCCL's
+// watchdog ("Watchdog caught collective operation timeout"), Gloo ("Timed out waiting 30000ms
+// for recv operation to complete"), c10d's DistBackendError or dtrain-clip's communicator.
+bool SaysCollectiveTimedOut(const std::string& text);
+
+// An error or signal (NCCL's watchdog aborts the process) whose `text` says a collective timed
+// out becomes cause "collective-timeout". The rank that waited is not to blame: the node blamed
+// is that of the rank dtrain-clip names as missing ("rank 3 has not entered it"), else none.
+// Other verdicts are left as they are.
+void MarkCollectiveTimeout(const RankPlan& plan, AttemptVerdict& verdict, const std::string& text);
 
 // Seconds to wait before restart `restart` (1, 2, ...): 1, 2, 4, ... at most kMaxBackoffS.
 constexpr double kMaxBackoffS = 30;

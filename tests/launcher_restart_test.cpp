@@ -13,6 +13,7 @@
 #include "launcher/step_watch.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/files.h"
+#include "tests/support/hanging_torch.h"
 
 namespace dtrain {
 namespace {
@@ -113,6 +114,69 @@ exit 0)sh";
   ASSERT_TRUE(attempts[0].contains("recovery_s")) << attempts.dump(2);
   EXPECT_GT(attempts[0]["recovery_s"].get<double>(), BackoffSeconds(1));
   EXPECT_THAT(run.err, HasSubstr("s after the fault, 1 step(s) lost"));
+}
+
+TEST(RestartPolicy, CollectiveTimeoutsAreToldApartAndBlameTheMissingRank) {
+  RankPlan plan;
+  for (int r = 0; r < 4; ++r) {
+    RankSlot slot;
+    slot.rank = r;
+    slot.host = "gpu-" + std::to_string(r / 2);
+    plan.ranks.push_back(slot);
+  }
+  auto judged = [&plan](const std::string& cause, const std::string& text) {
+    AttemptVerdict v;
+    v.cause = cause;
+    v.blamed_host = "gpu-0";
+    v.detail = "rank 0 on node gpu-0: exit 1";
+    MarkCollectiveTimeout(plan, v, text);
+    return v;
+  };
+  // NCCL's watchdog aborts the rank: a signal.
+  AttemptVerdict v = judged("signal",
+                            "[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+                            "collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, "
+                            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600054 "
+                            "milliseconds before timing out.");
+  EXPECT_EQ(v.cause, "collective-timeout");
+  EXPECT_EQ(v.blamed_host, "");
+  v = judged("error",
+             "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed "
+             "out waiting 30000ms for recv operation to complete");
+  EXPECT_EQ(v.cause, "collective-timeout");
+  // dtrain-clip names the rank that never came.
+  v = judged("error",
+             "RuntimeError: allreduce #12 (world: gradients, 1.2 MiB) on rank 0: waited 30 s; "
+             "rank 3 has not entered it: last activity forward at step 11, 31 s ago (Timed out "
+             "waiting 30000ms for recv operation to complete)");
+  EXPECT_EQ(v.cause, "collective-timeout");
+  EXPECT_EQ(v.blamed_host, "gpu-1");
+  EXPECT_THAT(v.detail, HasSubstr("rank 3 on node gpu-1 never entered the collective"));
+  // Not a collective: left alone.
+  v = judged("error", "ValueError: bad shape\nTimeoutError: reading the dataset timed out");
+  EXPECT_EQ(v.cause, "error");
+  EXPECT_EQ(v.blamed_host, "gpu-0");
+  v = judged("stall", "Watchdog caught collective operation timeout");
+  EXPECT_EQ(v.cause, "stall");
+}
+
+// The real thing: torch.distributed's Gloo all_reduce with a 3 s timeout, rank 1 not coming.
+TEST(Restarts, GlooCollectiveTimeoutIsToldApart) {
+  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
+  testing::TempDir dir;
+  const std::string script = dir.path() + "/late.py";
+  testing::WriteFile(script,
+                     "import datetime, time, torch, torch.distributed as dist\n"
+                     "dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=3))\n"
+                     "if dist.get_rank() == 1:\n    time.sleep(60)\n"
+                     "dist.all_reduce(torch.ones(4))\n");
+  const auto run = RunDtrain({"launch", "--job", "late", "-np", "2", "--quiet", "--grace-period",
+                              "1", "--", testing::kVenvPython, script},
+                             dir.path(), {}, 90);
+  EXPECT_EQ(run.status, 1) << run.err;
+  const json record = json::parse(testing::ReadFile(dir.path() + "/dtrain-logs/late/job.json"));
+  ASSERT_EQ(record["attempts"].size(), 1u) << record.dump(2);
+  EXPECT_EQ(record["attempts"][0]["cause"], "collective-timeout") << run.err;
 }
 
 TEST(Restarts, AnErrorEveryRankHitsAtStartIsNotRetried) {
