@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "launcher/attempt_steps.h"
 #include "launcher/cluster_choice.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
@@ -660,6 +661,17 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   return false;
 }
 
+// Rank 0's metrics, fetched from its node (no shared storage), give the steps of the attempts
+// that ran rank 0 there (attempt_steps.h); job.json is written again when they do.
+void PlaceFetchedSteps(JobRecord& record, const std::string& job_dir) {
+  if (record.attempts.size() < 2 || record.plan.ranks.empty()) return;
+  const std::string& host = record.plan.ranks.front().host;
+  auto clock = record.node_clocks.find(host);
+  const int64_t offset = clock == record.node_clocks.end() ? 0 : clock->second.offset_us;
+  if (FillAttemptSteps(record.attempts, host, job_dir + "/metrics/rank-0.jsonl", offset) > 0)
+    WriteJobRecord(job_dir, record);
+}
+
 // The end of the console: one line per attempt, when there was more than one.
 void PrintAttempts(const JobRecord& record) {
   if (record.attempts.size() < 2) return;
@@ -727,8 +739,11 @@ int RunLaunch(const LaunchOptions& options) {
     }
     if (!EndAttempt(job, outcome, attempt, log_start)) break;
   }
+  if (spec.transport == TransportKind::kSsh) {
+    FetchNodeResults(folder.job_dir, spec, job.lost_nodes);
+    PlaceFetchedSteps(record, folder.job_dir);
+  }
   PrintAttempts(record);
-  if (spec.transport == TransportKind::kSsh) FetchNodeResults(folder.job_dir, spec, job.lost_nodes);
   return record.exit_code;
 }
 

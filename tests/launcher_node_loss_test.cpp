@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -188,6 +189,48 @@ TEST(NodeLoss, BelowMinimumTheJobFailsWithTheReason) {
             std::string::npos)
       << r.err;
   EXPECT_LE(r.detected_s, kNodeTimeout + 1) << r.err;
+}
+
+// Nodes without shared storage (each rank's log folder on /srv/node, private to its node): rank 0
+// appends a metrics line with a step and a time per step, checkpoints every 3 steps and is
+// SIGKILLed after step 7 of the first attempt. Nothing is seen live; once rank 0's metrics are
+// fetched at the end, each attempt's steps are placed by their time: the second attempt
+// resumed from step 6, so 1 step was lost.
+TEST(NodeLoss, StepsOfNodesWithoutSharedStorageArePlacedAfterTheJob) {
+  SshTestCluster cluster("node-loss-private", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = "/srv/node/node-loss-private";  // private on every node
+  std::filesystem::remove_all(logs);
+  std::filesystem::create_directories(logs);
+  const char* script = R"sh(
+ck=$DTRAIN_LOG_DIR/ck; s=0; [ -f "$ck" ] && s=$(cat "$ck")
+mkdir -p "$DTRAIN_LOG_DIR/metrics"
+while [ "$s" -lt 10 ]; do
+  sleep 0.1; s=$((s + 1))
+  [ "$RANK" = 0 ] || continue
+  echo "{\"step\": $s, \"time\": $(date +%s.%N)}" >>"$DTRAIN_LOG_DIR/metrics/rank-0.jsonl"
+  [ $((s % 3)) = 0 ] && echo "$s" >"$ck"
+  [ "$s" = 7 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && kill -9 $$
+done
+exit 0)sh";
+  DtrainProcess dtrain(
+      {"launch", "-c", cluster.cluster_file(), "--job", "private", "--log-dir", logs,
+       "--max-restarts", "1", "--grace-period", "1", "--quiet", "--", "sh", "-c", script},
+      logs);
+  EXPECT_EQ(dtrain.Wait(60), 0) << dtrain.err();
+  const json record = json::parse(ReadText(logs + "/private/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << dtrain.err();
+  const json& attempts = record["attempts"];
+  ASSERT_EQ(attempts.size(), 2u) << record.dump(2);
+  EXPECT_EQ(attempts[0]["first_step"], 1) << attempts.dump(2);
+  EXPECT_EQ(attempts[0]["last_step"], 7);
+  EXPECT_EQ(attempts[1]["first_step"], 7);
+  EXPECT_EQ(attempts[1]["last_step"], 10);
+  EXPECT_EQ(attempts[0]["steps_lost"], 1);
+  ASSERT_TRUE(attempts[0].contains("recovery_s")) << attempts.dump(2);
+  EXPECT_GT(attempts[0]["recovery_s"].get<double>(), 0.9);  // the backoff is 1 s
+  EXPECT_NE(dtrain.err().find("s after the fault, 1 step(s) lost"), std::string::npos)
+      << dtrain.err();
 }
 
 // A GPU falls off the bus in the first attempt: node1's rank fails at step 4 and its kernel log

@@ -1,0 +1,43 @@
+#include "launcher/attempt_steps.h"
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace dtrain {
+
+int FillAttemptSteps(std::vector<JobAttempt>& attempts, const std::string& host,
+                     const std::string& metrics_path, int64_t clock_offset_us) {
+  std::vector<JobAttempt*> open;
+  for (JobAttempt& a : attempts) {
+    if (a.first_step < 0 && !a.nodes.empty() && a.nodes.front() == host && a.ended_us > 0)
+      open.push_back(&a);
+  }
+  std::ifstream in(metrics_path);
+  if (open.empty() || !in) return 0;
+  // A line written just before its rank was stopped may reach the file after the attempt's end
+  // was recorded: a little slack, far shorter than any restart's backoff.
+  constexpr int64_t kSlackUs = 500000;
+  int filled = 0;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+    if (!doc.is_object() || !doc.contains("step") || !doc["step"].is_number_integer() ||
+        !doc.contains("time") || !doc["time"].is_number())
+      continue;
+    const int64_t step = doc["step"].get<int64_t>();
+    const int64_t at_us = static_cast<int64_t>(doc["time"].get<double>() * 1e6) + clock_offset_us;
+    for (JobAttempt* a : open) {
+      if (at_us < a->started_us || at_us > a->ended_us + kSlackUs) continue;
+      if (a->first_step < 0) {
+        a->first_step = step;
+        a->first_step_us = at_us;
+        ++filled;
+      }
+      a->last_step = step;
+      break;
+    }
+  }
+  return filled;
+}
+
+}  // namespace dtrain
