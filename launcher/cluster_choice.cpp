@@ -31,10 +31,24 @@ bool AllHere(const std::vector<NodeSpec>& nodes) {
   return true;
 }
 
-// -H or --hostfile: default ssh settings, or the ones of -c FILE when both are given.
+// -H or --hostfile: default ssh settings, or the ones of -c FILE when both are given. A listed
+// node the cluster file also names (by host or address, as `dtrain doctor --exclude-bad` writes
+// addresses) keeps the file's settings for it (env, gpus, address, spare), with the list's slots.
 void UseHostNodes(const ClusterChoice& choice, ChosenCluster& out) {
+  const std::vector<NodeSpec> known = out.spec.nodes;  // the cluster file's, if any
   out.spec.nodes = choice.hosts.empty() ? ParseHostfile(choice.hostfile)
                                         : ParseHostList(choice.hosts);
+  for (NodeSpec& node : out.spec.nodes) {
+    for (const NodeSpec& file_node : known) {
+      if (file_node.host != node.host && file_node.address != node.address &&
+          file_node.address != node.host)
+        continue;
+      const int slots = node.slots;
+      node = file_node;
+      node.slots = slots;
+      break;
+    }
+  }
   out.source = choice.hosts.empty() ? "hostfile " + choice.hostfile : "-H " + choice.hosts;
   if (!choice.cluster_file.empty()) out.source += " with the settings of " + choice.cluster_file;
   if (!out.spec.transport_given) {

@@ -1,0 +1,398 @@
+// RunAttempt and EndAttempt (job_attempt.h), with what they say on the console.
+#include "launcher/job_attempt.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+#include "launcher/hangs/stall_watch.h"
+#include "launcher/horovod_rendezvous.h"
+#include "launcher/job_store.h"
+#include "launcher/log_reader.h"
+#include "launcher/rank_error_file.h"
+#include "launcher/step_watch.h"
+#include "launcher/timeline/trace_fetch.h"
+#include "launcher/transport.h"
+
+namespace dtrain {
+namespace {
+
+constexpr int kFailureTailLines = 20;
+
+void MakeErrorFolder(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) throw Error(path + ": cannot create the directory: " + error.message());
+}
+
+std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<std::string>& argv) {
+  std::vector<ProcessSpec> procs;
+  for (const RankSlot& slot : plan.ranks) {
+    ProcessSpec spec;
+    spec.id = slot.rank;
+    spec.node_index = slot.node_rank;
+    spec.argv = argv;
+    spec.env = slot.env;
+    spec.python_path_head = slot.python_path_head;
+    procs.push_back(std::move(spec));
+  }
+  return procs;
+}
+
+// "rank 3 on node gpu-b failed: exit 7", then the root cause when a rank's @record error file
+// gives one (rank, node, time, exception, innermost file:line), then the last lines of its log.
+// `from`: where this attempt's output starts in the log.
+void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::string& job_dir,
+                   uint64_t from, const std::optional<RankError>& cause) {
+  const RankSlot& slot = plan.ranks.at(outcome.failed_rank);
+  const ExitStatus& status = outcome.statuses.at(outcome.failed_rank);
+  const std::string log = RankLogPath(job_dir, slot.rank);
+  std::string text = fmt::format("dtrain: rank {} on node {} failed: {}\n", slot.rank, slot.host,
+                                 status.Describe());
+  if (cause) text += DescribeRankError(*cause, plan.ranks.at(cause->rank).host);
+  std::vector<std::string> tail = LastLines(log, kFailureTailLines, from);
+  if (tail.empty()) {
+    text += fmt::format("dtrain: it wrote nothing to {}\n", log);
+  } else {
+    text += fmt::format("dtrain: last {} lines of {}:\n", tail.size(), log);
+    for (const std::string& line : tail)
+      text += fmt::format("  [{}:{}] {}\n", slot.host, slot.rank, line);
+  }
+  std::fputs(text.c_str(), stderr);
+}
+
+// The last line of a job stopped for a stall names the rank the others waited for.
+void ReportStallStop(const RankPlan& plan, const JobOutcome& outcome, const std::string& job) {
+  const StallReport& stall = *outcome.stall;
+  std::string who = "no rank could be singled out";
+  if (outcome.failed_rank >= 0) {
+    const RankSlot& slot = plan.ranks.at(outcome.failed_rank);
+    who = fmt::format("rank {} on node {} stalled", slot.rank, slot.host);
+  }
+  std::fprintf(stderr, "dtrain: %s\ndtrain: job %s stopped (--on-stall stop): %s\n",
+               stall.summary.c_str(), job.c_str(), who.c_str());
+}
+
+// Logs for every rank of the plan (a restart on bigger nodes has more), and the console's hosts.
+void PrepareLogs(Job& job) {
+  std::map<int, std::string> hosts;
+  for (const RankSlot& slot : job.record.plan.ranks) {
+    if (!job.logs.count(slot.rank))
+      job.logs[slot.rank] = std::make_unique<RankLog>(job.folder.job_dir, slot.rank);
+    hosts[slot.rank] = slot.host;
+  }
+  job.console.SetHosts(std::move(hosts));
+}
+
+// The job's TCPStore when the job is a Python program (JobPython), started with its Python on
+// node 0 at the rendezvous; null (rank 0 hosts the store, as before) when it is not, on Slurm,
+// when the user set TORCHELASTIC_USE_AGENT_STORE to anything but True, or when the store could
+// not start there (said once).
+std::unique_ptr<JobStore> StartJobStore(Job& job, const ClusterSpec& spec, const RankPlan& plan,
+                                        int attempt) {
+  const std::string python = JobPython(job.settings.command, spec);
+  if (python.empty() || spec.transport == TransportKind::kSlurm || job.store_failed) return nullptr;
+  // -x TORCHELASTIC_USE_AGENT_STORE=False (or the cluster file's env) keeps rank 0 the host.
+  auto asked = spec.env.find("TORCHELASTIC_USE_AGENT_STORE");
+  if (asked != spec.env.end() && asked->second != "True") return nullptr;
+  auto store = std::make_unique<JobStore>(spec, python, plan.master_addr, plan.master_port);
+  if (store->ready()) {
+    if (attempt == 0) {
+      std::fprintf(stderr, "dtrain: the job's TCPStore on %s:%d (%s on node %s)\n",
+                   plan.master_addr.c_str(), plan.master_port, python.c_str(),
+                   spec.nodes.front().host.c_str());
+    }
+    return store;
+  }
+  std::fprintf(stderr,
+               "dtrain: note: the job's TCPStore did not start with %s on node %s: %s; "
+               "rank 0 hosts it\n",
+               python.c_str(), spec.nodes.front().host.c_str(), store->why().c_str());
+  job.store_failed = true;
+  return nullptr;
+}
+
+// "dtrain: node node1 lost: no answer for 10 s, last seen 12:01:07; its rank(s) 1 ended with it".
+void ReportNodeLost(const RankPlan& plan, const AttemptVerdict& verdict) {
+  std::string ranks;
+  for (const RankSlot& slot : plan.ranks) {
+    if (slot.host == verdict.blamed_host)
+      ranks += (ranks.empty() ? "" : ",") + std::to_string(slot.rank);
+  }
+  std::fprintf(stderr, "dtrain: %s; its rank(s) %s went with it; every other rank stopped\n",
+               verdict.detail.c_str(), ranks.c_str());
+}
+
+// Waits out the backoff before a restart; false when an interrupt came meanwhile.
+bool WaitBeforeRestart(double seconds) {
+  InterruptHandlers handlers;
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  while (std::chrono::steady_clock::now() < until) {
+    if (JobSupervisor::InterruptSignal() != 0) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return JobSupervisor::InterruptSignal() == 0;
+}
+
+// Index in the cluster's nodes of the node named `host`, -1 if none.
+int NodeIndex(const ClusterSpec& spec, const std::string& host) {
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    if (spec.nodes[i].host == host) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// The root cause of a failed attempt from the ranks' @record error files (rank_error_file.h);
+// those SSH nodes wrote on their own disks are fetched into the job folder first.
+std::optional<RankError> FindRootCause(Job& job, int attempt, int failed_rank) {
+  const std::string& job_dir = job.folder.job_dir;
+  std::vector<std::pair<int, std::string>> files;
+  bool missing = false;
+  for (const RankSlot& slot : job.record.plan.ranks) {
+    files.emplace_back(slot.rank, ErrorFilePath(job_dir, attempt, slot.rank));
+    missing = missing || ::access(files.back().second.c_str(), F_OK) != 0;
+  }
+  if (missing && job.spec.transport == TransportKind::kSsh) {
+    try {
+      FetchRemoteErrorFiles(job_dir, ReadJobSummary(job_dir), job.spec.ssh, attempt);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "dtrain: warning: error files not fetched: %s\n", e.what());
+    }
+  }
+  return FirstRankError(files, failed_rank);
+}
+
+// Quarantines `host` for the rest of the job, saying why on the console and in job.json.
+void Quarantine(Job& job, int index, const std::string& why) {
+  const std::string& host = job.spec.nodes[index].host;
+  job.pool.Quarantine(index, why);
+  job.record.quarantined[host] = why;
+  std::fprintf(stderr, "dtrain: node %s quarantined for the rest of job %s: %s\n", host.c_str(),
+               job.record.name.c_str(), why.c_str());
+}
+
+// Before a restart: the last attempt's nodes that were not lost through the health check
+// (LaunchOptions::check_nodes); the unfit are quarantined. Returns the seconds it took.
+double CheckNodesBeforeRestart(Job& job) {
+  if (!job.options.check_nodes) return 0;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<int> nodes;
+  for (const std::string& host : job.record.attempts.back().nodes) {
+    const int index = NodeIndex(job.spec, host);
+    if (index >= 0 && job.pool.quarantined(index).empty()) nodes.push_back(index);
+  }
+  if (nodes.empty()) return 0;
+  std::map<std::string, std::string> unfit;
+  try {
+    unfit = job.options.check_nodes(AttemptSpec(job.spec, nodes));
+  } catch (const Error& e) {  // the check could not run at all: the restart goes on unchecked
+    std::fprintf(stderr, "dtrain: warning: no health check before the restart: %s\n", e.what());
+    return 0;
+  }
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string names;
+  for (int index : nodes) {
+    auto it = unfit.find(job.spec.nodes[index].host);
+    if (it == unfit.end()) continue;
+    names += (names.empty() ? "" : ",") + it->first;
+    Quarantine(job, index, "failed the health check before restart: " + it->second);
+  }
+  const std::string line =
+      fmt::format("health check before restart: {} node(s) in {:.1f} s, {}", nodes.size(), took_s,
+                  names.empty() ? std::string("all fit") : "unfit: " + names);
+  std::fprintf(stderr, "dtrain: %s\n", line.c_str());
+  job.record.events.push_back({WallMicros(), "health_check", line, ""});
+  return took_s;
+}
+
+}  // namespace
+
+ClusterSpec AttemptSpec(const ClusterSpec& spec, const std::vector<int>& picked) {
+  ClusterSpec attempt = spec;
+  attempt.nodes.clear();
+  for (int i : picked) attempt.nodes.push_back(spec.nodes[i]);
+  return attempt;
+}
+
+JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
+                      std::map<int, uint64_t>& log_start) {
+  JobRecord& record = job.record;
+  job.plan_options.restart_count = attempt;
+  record.plan = MakeRankPlan(spec, job.plan_options);
+  MakeErrorFolder(fmt::format("{}/errors/attempt-{}", job.folder.job_dir, attempt));
+  // The job's TCPStore, ended after this attempt's last rank (at this function's end).
+  std::unique_ptr<JobStore> store = StartJobStore(job, spec, record.plan, attempt);
+  if (store) {
+    job.plan_options.agent_store = true;
+    record.plan = MakeRankPlan(spec, job.plan_options);
+    job.plan_options.agent_store = false;
+  }
+  PrepareLogs(job);
+  // A fresh store for every attempt, as horovodrun's init(host_alloc_plan); gone with it. Served
+  // for every job, so a Horovod program starts without --horovod (a thread and a socket).
+  auto horovod_rendezvous = std::make_unique<HorovodRendezvous>(job.horovod_network.bind_address,
+                                                                HorovodScopeSizes(record.plan));
+  AddHorovodGlooEnv(record.plan, job.horovod_network, horovod_rendezvous->port(),
+                    job.settings.horovod);
+  if (job.settings.horovod) {
+    std::fprintf(stderr, "dtrain: Horovod Gloo rendezvous on %s:%d\n",
+                 job.horovod_network.bind_address.c_str(), horovod_rendezvous->port());
+  }
+  record.rank_status.clear();
+  JobAttempt started;
+  started.restart_count = attempt;
+  started.started_us = WallMicros();
+  for (const NodeSpec& node : spec.nodes) started.nodes.push_back(node.host);
+  record.attempts.push_back(started);
+  WriteJobRecord(job.folder.job_dir, record);
+  if (attempt > 0) {
+    for (const auto& [rank, log] : job.logs)
+      log->MarkRestart(attempt, job.settings.max_restarts, WallMicros());
+  }
+  for (const auto& [rank, log] : job.logs) log_start[rank] = log->size();
+  try {
+    std::unique_ptr<Transport> transport =
+        MakeTransport(spec, job.options.grace_period_s, job.settings.node_timeout_s);
+    std::unique_ptr<StallWatch> stall_watch;
+    if (job.settings.stall_timeout_s > 0) {
+      StallWatchOptions watch;
+      watch.timeout_s = job.settings.stall_timeout_s;
+      watch.on_stall = job.options.on_stall == "stop" ? OnStall::kStop : OnStall::kReport;
+      watch.job_name = job.folder.name;
+      watch.job_dir = job.folder.job_dir;
+      watch.on_report = [&](const JobEvent& event) {
+        record.events.push_back(event);
+        WriteJobRecord(job.folder.job_dir, record);
+      };
+      stall_watch = std::make_unique<StallWatch>(spec, record.plan, std::move(watch));
+    }
+    StepWatch steps(job.folder.job_dir + "/metrics/rank-0.jsonl");
+    SupervisorOptions supervise;
+    supervise.grace_period_s = job.options.grace_period_s;
+    supervise.stall_watch = stall_watch.get();
+    supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
+    supervise.steps = &steps;
+    JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
+    JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command));
+    steps.Finish();
+    record.attempts.back().first_step_us = steps.first_step_us();
+    record.attempts.back().first_step = steps.first_step();
+    record.attempts.back().last_step = steps.last_step();
+    return outcome;
+  } catch (const Error& e) {  // the job could not run at all: say so in its record too
+    record.status = "failed";
+    record.exit_code = e.exit_code();
+    record.ended_us = record.attempts.back().ended_us = WallMicros();
+    record.attempts.back().exit_code = e.exit_code();
+    WriteJobRecord(job.folder.job_dir, record);
+    throw;
+  }  // the transport's end reaps whatever is left of this attempt
+}
+
+bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
+                const std::map<int, uint64_t>& log_start) {
+  JobRecord& record = job.record;
+  JobAttempt& this_attempt = record.attempts.back();
+  this_attempt.ended_us = WallMicros();
+  this_attempt.exit_code = outcome.exit_code;
+  this_attempt.failed_rank = outcome.failed_rank;
+  const int interrupt = JobSupervisor::InterruptSignal();
+  AttemptVerdict verdict = JudgeAttempt(record.plan, outcome, this_attempt.started_us, interrupt);
+  this_attempt.fault_us = outcome.failed_us;
+  record.rank_status = outcome.statuses;
+  record.exit_code = outcome.exit_code;
+  record.failed_rank = outcome.failed_rank;
+  if (verdict.node_lost) {
+    job.lost_nodes.insert(verdict.blamed_host);
+    ReportNodeLost(record.plan, verdict);
+  } else if (outcome.stall) {
+    ReportStallStop(record.plan, outcome, record.name);
+  } else if (outcome.failed_rank >= 0) {
+    const std::optional<RankError> cause = FindRootCause(job, attempt, outcome.failed_rank);
+    if (cause) {
+      record.events.push_back({WallMicros(), "root_cause",
+                               RankErrorLine(*cause, record.plan.ranks.at(cause->rank).host),
+                               cause->path});
+    }
+    const uint64_t from = log_start.at(outcome.failed_rank);
+    ReportFailure(record.plan, outcome, job.folder.job_dir, from, cause);
+    // A collective that timed out names the rank that waited, not the one it waited for.
+    std::string said = cause ? cause->message + "\n" : "";
+    for (const std::string& line :
+         LastLines(RankLogPath(job.folder.job_dir, outcome.failed_rank), kFailureTailLines, from))
+      said += line + "\n";
+    MarkCollectiveTimeout(record.plan, verdict, said);
+  }
+  this_attempt.cause = verdict.cause;
+  this_attempt.blamed_node = verdict.blamed_host;
+  this_attempt.detail = verdict.detail;
+  // This machine alone (transport local) is never excluded for failures: there is no other.
+  if (interrupt == 0 && !verdict.blamed_host.empty() &&
+      (verdict.node_lost || job.spec.transport != TransportKind::kLocal)) {
+    const int index = NodeIndex(job.spec, verdict.blamed_host);
+    if (index >= 0) {
+      const std::string why = job.pool.Blame(index, verdict.node_lost, verdict.detail);
+      if (!why.empty()) Quarantine(job, index, why);
+    }
+  }
+
+  std::vector<int> next_nodes;
+  double checked_s = 0;  // the health check's time, taken out of the backoff
+  const bool may_restart = interrupt == 0 && outcome.exit_code != 0 && !verdict.deterministic &&
+                           attempt < job.settings.max_restarts;
+  if (may_restart) checked_s = CheckNodesBeforeRestart(job);
+  if (outcome.exit_code == 0 && interrupt == 0) {
+    record.status = "succeeded";
+  } else if (interrupt != 0) {
+    record.status = "interrupted";
+    if (outcome.failed_rank < 0) record.exit_code = 128 + interrupt;
+    std::fprintf(stderr, "dtrain: job %s interrupted by %s; every rank stopped\n",
+                 record.name.c_str(), SignalName(interrupt).c_str());
+  } else if (verdict.deterministic && attempt < job.settings.max_restarts) {
+    record.status = "failed";
+    std::fprintf(stderr,
+                 "dtrain: job %s not restarted: %s, which another attempt would only repeat\n",
+                 record.name.c_str(), verdict.detail.c_str());
+  } else if (attempt < job.settings.max_restarts && (next_nodes = job.pool.Pick()).empty()) {
+    record.status = "failed";
+    std::fprintf(stderr, "dtrain: job %s cannot restart: %s\n", record.name.c_str(),
+                 job.pool.why_not().c_str());
+  } else if (attempt < job.settings.max_restarts) {
+    const double backoff = BackoffSeconds(attempt + 1);
+    const double wait_s = std::max(0.0, backoff - checked_s);
+    std::string nodes;
+    for (int i : next_nodes) {
+      nodes += (nodes.empty() ? "" : ",") + job.spec.nodes[i].host;
+      if (job.spec.nodes[i].spare) nodes += " (spare)";
+    }
+    std::fprintf(stderr, "dtrain: restarting job %s (restart %d of %d) in %g s on %s; cause: %s\n",
+                 record.name.c_str(), attempt + 1, job.settings.max_restarts, backoff,
+                 nodes.c_str(), verdict.cause.c_str());
+    WriteJobRecord(job.folder.job_dir, record);
+    if (WaitBeforeRestart(wait_s)) return true;
+    record.status = "interrupted";
+    record.exit_code = 128 + JobSupervisor::InterruptSignal();
+  } else {
+    record.status = "failed";
+    if (job.settings.max_restarts > 0) {
+      std::fprintf(stderr, "dtrain: job %s failed: all %d restart(s) used\n", record.name.c_str(),
+                   job.settings.max_restarts);
+    }
+  }
+  record.ended_us = WallMicros();
+  WriteJobRecord(job.folder.job_dir, record);
+  return false;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,76 @@
+// One attempt of a job, from its rank plan to the verdict on how it ended: RunAttempt plans the
+// ranks for the nodes the pool picked, starts the job's TCPStore and Horovod's rendezvous, and
+// supervises the ranks; EndAttempt records the attempt (cause, node blamed, root cause), says
+// why it failed, quarantines nodes (lost, unfit in the health check, failing too often) and
+// decides whether the job runs again, after the backoff. launch.cpp loops over them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/console_echo.h"
+#include "launcher/horovod_gloo.h"
+#include "launcher/job_record.h"
+#include "launcher/job_supervisor.h"
+#include "launcher/launch.h"
+#include "launcher/node_pool.h"
+#include "launcher/rank_log.h"
+#include "launcher/rank_plan.h"
+#include "launcher/restart_policy.h"
+
+namespace dtrain {
+
+// What the command line and the cluster file settle for this job.
+struct JobSettings {
+  std::vector<std::string> command;
+  int max_restarts = 0;
+  bool timeline = false;
+  double stall_timeout_s = 0;
+  bool horovod = false;
+  double node_timeout_s = 0;  // 0: ssh nodes not watched
+  NodeCount node_count;       // --nnodes
+};
+
+// Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.
+struct JobFolder {
+  std::string launch_dir;
+  std::string log_dir;
+  std::string name;
+  std::string job_dir;
+};
+
+// Everything an attempt needs that stays the same across attempts.
+struct Job {
+  const LaunchOptions& options;
+  const ClusterSpec& spec;
+  const JobSettings& settings;
+  const JobFolder& folder;
+  PlanOptions plan_options;
+  const HorovodGlooNetwork& horovod_network;
+  std::map<int, std::unique_ptr<RankLog>>& logs;
+  ConsoleEcho& console;
+  JobRecord& record;
+  NodePool& pool;
+  std::set<std::string> lost_nodes;  // not asked for anything at the end
+  bool store_failed = false;         // the job's TCPStore could not start: not tried again
+};
+
+// The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.
+ClusterSpec AttemptSpec(const ClusterSpec& spec, const std::vector<int>& picked);
+
+// One attempt: a fresh rank plan, Horovod store, transport and stall watch; the supervisor's
+// outcome. `log_start`: where this attempt's output starts in each log. Throws when the job
+// could not run at all (its record says so first).
+JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
+                      std::map<int, uint64_t>& log_start);
+
+// Records how the attempt ended and says why it failed; true when the job is to run again.
+bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
+                const std::map<int, uint64_t>& log_start);
+
+}  // namespace dtrain
