@@ -2,15 +2,14 @@
 // environment, rendezvous.
 #include "launcher/cluster_choice.h"
 
-
 #include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "launcher/env_file.h"
 #include "launcher/error.h"
-#include "launcher/ssh/ssh_config.h"
 #include "launcher/host_list.h"
+#include "launcher/ssh/ssh_config.h"
 #include "launcher/ssh/ssh_session.h"
 #include "launcher/this_machine.h"
 
@@ -36,8 +35,8 @@ bool AllHere(const std::vector<NodeSpec>& nodes) {
 // addresses) keeps the file's settings for it (env, gpus, address, spare), with the list's slots.
 void UseHostNodes(const ClusterChoice& choice, ChosenCluster& out) {
   const std::vector<NodeSpec> known = out.spec.nodes;  // the cluster file's, if any
-  out.spec.nodes = choice.hosts.empty() ? ParseHostfile(choice.hostfile)
-                                        : ParseHostList(choice.hosts);
+  out.spec.nodes =
+      choice.hosts.empty() ? ParseHostfile(choice.hostfile) : ParseHostList(choice.hosts);
   for (NodeSpec& node : out.spec.nodes) {
     for (const NodeSpec& file_node : known) {
       if (file_node.host != node.host && file_node.address != node.address &&
@@ -78,11 +77,12 @@ void ChooseNodes(const ClusterChoice& choice, ChosenCluster& out) {
     return;
   }
   if (host_nodes) UseHostNodes(choice, out);
-  if (const std::string nproc = Env("NPROC_PER_NODE"); !nproc.empty() && choice.nproc_per_node == 0) {
-    out.notes.push_back(fmt::format(
-        "NPROC_PER_NODE={} is not used: the ranks per node come from {}; "
-        "use --nproc-per-node {} to override them",
-        nproc, out.ranks_why, nproc));
+  if (const std::string nproc = Env("NPROC_PER_NODE");
+      !nproc.empty() && choice.nproc_per_node == 0) {
+    out.notes.push_back(
+        fmt::format("NPROC_PER_NODE={} is not used: the ranks per node come from {}; "
+                    "use --nproc-per-node {} to override them",
+                    nproc, out.ranks_why, nproc));
   }
 }
 
@@ -122,9 +122,10 @@ void ChooseRanks(const ClusterChoice& choice, ChosenCluster& out) {
   bool uniform = true;
   for (const NodeSpec& node : nodes) uniform = uniform && node.slots == nodes.front().slots;
   std::string counts;
-  for (const NodeSpec& node : nodes) counts += (counts.empty() ? "" : ",") + std::to_string(node.slots);
-  out.ranks_why = fmt::format("{} per node ({})", uniform ? std::to_string(nodes.front().slots) : counts,
-                              out.ranks_why);
+  for (const NodeSpec& node : nodes)
+    counts += (counts.empty() ? "" : ",") + std::to_string(node.slots);
+  out.ranks_why = fmt::format(
+      "{} per node ({})", uniform ? std::to_string(nodes.front().slots) : counts, out.ranks_why);
 }
 
 // The env file first, then the file's env (MakeRankPlan adds it), then -x over everything.
@@ -144,9 +145,10 @@ void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
     } else if (const char* own = std::getenv(name.c_str())) {
       value = own;
     } else {
-      throw UsageError(fmt::format("-x {}: {} is not set in this environment; set it, or give "
-                                   "the value: -x {}=VALUE",
-                                   name, name, name));
+      throw UsageError(
+          fmt::format("-x {}: {} is not set in this environment; set it, or give "
+                      "the value: -x {}=VALUE",
+                      name, name, name));
     }
     if (name.empty()) throw UsageError("-x: expected NAME or NAME=VALUE");
     out.spec.env[name] = value;
@@ -165,9 +167,10 @@ void ChooseRendezvous(const ClusterChoice& choice, ChosenCluster& out) {
     char* end = nullptr;
     const long port = std::strtol(env_port.c_str(), &end, 10);
     if (*end != '\0' || port < 1 || port > 65535) {
-      throw UsageError(fmt::format("MASTER_PORT={}: expected a port number from 1 to 65535; fix "
-                                   "it, unset it, or pass --master-port PORT",
-                                   env_port));
+      throw UsageError(
+          fmt::format("MASTER_PORT={}: expected a port number from 1 to 65535; fix "
+                      "it, unset it, or pass --master-port PORT",
+                      env_port));
     }
     out.spec.rendezvous_port = static_cast<int>(port);
     out.port_why = "MASTER_PORT in the environment";

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "launcher/cluster_choice.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/cluster_template.h"
 #include "launcher/error.h"
@@ -88,6 +89,30 @@ TEST(ClusterSpec, ReadsEveryKey) {
   EXPECT_EQ(s.slurm.time, "00:30:00");
   EXPECT_EQ(s.slurm.account, "proj");
   EXPECT_EQ(s.slurm.extra.at("qos"), "high");
+}
+
+// `dtrain doctor --exclude-bad` writes the healthy nodes' addresses; with -c, each keeps what the
+// cluster file says of it (env, gpus, its name), and the hostfile's slots.
+TEST(ClusterSpec, HostfileNodesKeepTheClusterFilesSettings) {
+  const std::string dir = ::testing::TempDir();
+  const std::string file = dir + "/full.yaml";
+  std::ofstream(file) << kFullExample;
+  const std::string hosts = dir + "/good.txt";
+  std::ofstream(hosts) << "# excluded gpu-b: ...\n10.0.0.11 slots=4  # gpu-a\nextra slots=1\n";
+  ClusterChoice choice;
+  choice.cluster_file = file;
+  choice.hostfile = hosts;
+  const ChosenCluster chosen = ChooseCluster(choice);
+  ASSERT_EQ(chosen.spec.nodes.size(), 2u);
+  const NodeSpec& a = chosen.spec.nodes[0];
+  EXPECT_EQ(a.host, "gpu-a");
+  EXPECT_EQ(a.address, "10.0.0.11");
+  EXPECT_EQ(a.slots, 4);
+  EXPECT_EQ(a.gpus.size(), 8u);
+  EXPECT_EQ(a.env.at("NCCL_SOCKET_IFNAME"), "eth0");
+  EXPECT_EQ(chosen.spec.nodes[1].host, "extra");  // not in the file: as listed
+  EXPECT_TRUE(chosen.spec.nodes[1].env.empty());
+  EXPECT_EQ(chosen.spec.ssh.port, 2222);  // the file's ssh settings, as before
 }
 
 TEST(ClusterSpec, SmallestLocalFile) {
