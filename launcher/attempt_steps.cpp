@@ -21,11 +21,17 @@ int FillAttemptSteps(std::vector<JobAttempt>& attempts, const std::string& host,
   int filled = 0;
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
-    if (!doc.is_object() || !doc.contains("step") || !doc["step"].is_number_integer() ||
-        !doc.contains("time") || !doc["time"].is_number())
+    if (!doc.is_object() || !doc.contains("step") || !doc["step"].is_number_integer()) continue;
+    int64_t node_us = 0;
+    if (doc.contains("time_us") && doc["time_us"].is_number_integer()) {
+      node_us = doc["time_us"].get<int64_t>();
+    } else if (doc.contains("time") && doc["time"].is_number()) {
+      node_us = static_cast<int64_t>(doc["time"].get<double>() * 1e6);
+    } else {
       continue;
+    }
     const int64_t step = doc["step"].get<int64_t>();
-    const int64_t at_us = static_cast<int64_t>(doc["time"].get<double>() * 1e6) + clock_offset_us;
+    const int64_t at_us = node_us + clock_offset_us;
     for (JobAttempt* a : open) {
       if (at_us < a->started_us || at_us > a->ended_us + kSlackUs) continue;
       if (a->first_step < 0) {

@@ -1,8 +1,8 @@
 // The attempts' steps from rank 0's metrics file once it is fetched from its node at the end of
 // a job (SSH nodes without shared storage, where StepWatch saw nothing live). Lines carrying a
-// "time" (seconds since the epoch on the node's clock, as dtrain-clip writes) are placed in the
-// attempt whose run they fall in, after the node's measured clock offset; lines without one
-// cannot be placed and are not used.
+// "time" (seconds since the epoch on the node's clock, Python's time.time()) or a "time_us"
+// (microseconds, as dtrain-clip writes) are placed in the attempt whose run they fall in, after
+// the node's measured clock offset; lines without one cannot be placed and are not used.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launcher/attempt_steps.h"
 #include "launcher/error.h"
 #include "launcher/job_record.h"
 #include "launcher/node_pool.h"
@@ -82,6 +83,33 @@ TEST(StepWatch, StepsLostAreTheStepsTheNextAttemptDidAgain) {
   EXPECT_EQ(StepsLost(failed, next), 0);
   next.first_step = -1;  // the next attempt's steps not seen
   EXPECT_EQ(StepsLost(failed, next), -1);
+}
+
+// Lines fetched from a node whose clock is 2 s behind the launcher's: placed in the attempts by
+// their time, lines of other attempts' windows and lines without a time left out.
+TEST(AttemptSteps, LinesArePlacedByTheirTimeOnTheNodesClock) {
+  const int64_t t0 = 1'000'000'000'000'000, s = 1'000'000, behind = 2 * s;
+  std::vector<JobAttempt> attempts(3);
+  attempts[0] = {.started_us = t0, .ended_us = t0 + 10 * s, .nodes = {"gpu-a", "gpu-b"}};
+  attempts[1] = {.started_us = t0 + 12 * s, .ended_us = t0 + 20 * s, .nodes = {"gpu-c"}};
+  attempts[2] = {.started_us = t0 + 22 * s, .ended_us = t0 + 30 * s, .nodes = {"gpu-a"}};
+  testing::TempDir dir;
+  const std::string file = dir.path() + "/rank-0.jsonl";
+  auto at = [&](int64_t launcher_us) { return std::to_string(launcher_us - behind); };
+  testing::WriteFile(
+      file, "{\"step\":1,\"time_us\":" + at(t0 + 2 * s) + "}\n" +
+                "{\"step\":2,\"epoch\":0}\n" +  // no time: not placed
+                "{\"step\":5,\"time\":" + std::to_string((t0 + 9 * s - behind) / 1e6) + "}\n" +
+                "{\"step\":4,\"time_us\":" + at(t0 + 23 * s) + "}\n" +
+                "{\"step\":9,\"time_us\":" + at(t0 + 29 * s) + "}\n");
+  EXPECT_EQ(FillAttemptSteps(attempts, "gpu-a", file, behind), 2);
+  EXPECT_EQ(attempts[0].first_step, 1);
+  EXPECT_EQ(attempts[0].first_step_us, t0 + 2 * s);
+  EXPECT_EQ(attempts[0].last_step, 5);
+  EXPECT_EQ(attempts[1].first_step, -1);  // rank 0 ran on gpu-c: its file is not this one
+  EXPECT_EQ(attempts[2].first_step, 4);
+  EXPECT_EQ(attempts[2].last_step, 9);
+  EXPECT_EQ(StepsLost(attempts[0], attempts[2]), 2);
 }
 
 // Rank 0 checkpoints every 3 steps, appends a metrics line per step, and is SIGKILLed right after

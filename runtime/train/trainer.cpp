@@ -359,8 +359,12 @@ void Trainer::LogStep(int epoch, double loss, double step_seconds) {
   const double eta = steps_this_run_ > 0 ? train_seconds_ / static_cast<double>(steps_this_run_) *
                                                static_cast<double>(total - progress_.step)
                                          : 0;
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   metrics_.Write(MetricsLine()
                      .Add("step", progress_.step)
+                     .Add("time_us", now_us)  // places the line in its attempt (dtrain launch)
                      .Add("epoch", epoch)
                      .Add("loss", loss)
                      .Add("lr", last_lr_)
