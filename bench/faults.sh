@@ -31,45 +31,15 @@ if [ "$transport" = ssh ]; then
   head_netns=$(cat "$cluster/head-netns")
 fi
 
-python3 - "$dtrain" "$ranks" "$repeat" "$stall" "$transport" "$head_netns" "$cluster" <<'EOF'
+PYTHONPATH="$root/bench" python3 - "$dtrain" "$ranks" "$repeat" "$stall" "$transport" "$head_netns" "$cluster" <<'EOF'
 import os, signal, statistics, subprocess, sys, time
+from job_processes import job_processes, rank_shell
 
 dtrain, ranks, repeat, stall = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 transport, head_netns, cluster = sys.argv[5], sys.argv[6], sys.argv[7]
 # Over ssh without the setsid'd sleep: on a node only the rank's process group is ended.
 ESCAPE = "setsid sleep 1000 & " if transport == "local" else "sleep 1000 & "
 RANK_COMMAND = ESCAPE + "echo up; while :; do echo tick; sleep 0.2; done"
-
-
-def job_processes(job):
-    """(pid, env) of live processes whose environment has DTRAIN_JOB=job."""
-    needle = b"DTRAIN_JOB=" + job.encode()
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-            if needle not in env:
-                continue
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-            if stat[stat.rindex(")") + 2] == "Z":
-                continue
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read()
-            out.append((int(name), env, cmdline))
-        except (OSError, ValueError):
-            pass
-    return out
-
-
-def rank_shell(job, rank):
-    for pid, env, cmdline in job_processes(job):
-        if f"RANK={rank}".encode() in env and cmdline.startswith(b"sh\0-c\0"):
-            return pid
-    raise RuntimeError(f"no shell of rank {rank} in job {job}")
 
 
 def all_up(job):

@@ -20,6 +20,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from job_processes import job_processes, rank_shell  # noqa: E402
+
 dtrain, repeat, node_timeout = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 script, cluster = sys.argv[4], sys.argv[5]
 only = sys.argv[6:]
@@ -66,40 +69,6 @@ def comm(pid):
             return f.read().strip()
     except OSError:
         return ""
-
-
-def job_processes(job):
-    """Live processes whose environment has DTRAIN_JOB=job (the nodes share this pid space)."""
-    needle = b"DTRAIN_JOB=" + job.encode()
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                if needle not in f.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-            if stat[stat.rindex(")") + 2] != "Z":
-                out.append(int(name))
-        except (OSError, ValueError):
-            pass
-    return out
-
-
-def rank_shell(job, rank):
-    for pid in job_processes(job):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if f"RANK={rank}".encode() in env and cmdline.startswith(b"sh\0-c\0"):
-            return pid
-    raise RuntimeError(f"no shell of rank {rank} in job {job}")
 
 
 def checkpoint_step(job):
@@ -166,7 +135,7 @@ def run(fault, n):
     if fault == "node-cut":
         subprocess.run([script, "node", cluster, "1", "ip", "link", "set", "eth0", "up"])
     if fault == "rank-stop":
-        for pid in job_processes(job):
+        for pid, _, _ in job_processes(job):
             os.kill(pid, signal.SIGCONT)
     time.sleep(1)
     orphans = len(job_processes(job))

@@ -13,6 +13,7 @@
 
 #include "tests/support/dtrain_process.h"
 #include "tests/support/gpu_node_stand_ins.h"
+#include "tests/support/killed_after_step_seven.h"
 #include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
@@ -202,17 +203,7 @@ TEST(NodeLoss, StepsOfNodesWithoutSharedStorageArePlacedAfterTheJob) {
   const std::string logs = "/srv/node/node-loss-private";  // private on every node
   std::filesystem::remove_all(logs);
   std::filesystem::create_directories(logs);
-  const char* script = R"sh(
-ck=$DTRAIN_LOG_DIR/ck; s=0; [ -f "$ck" ] && s=$(cat "$ck")
-mkdir -p "$DTRAIN_LOG_DIR/metrics"
-while [ "$s" -lt 10 ]; do
-  sleep 0.1; s=$((s + 1))
-  [ "$RANK" = 0 ] || continue
-  echo "{\"step\": $s, \"time\": $(date +%s.%N)}" >>"$DTRAIN_LOG_DIR/metrics/rank-0.jsonl"
-  [ $((s % 3)) = 0 ] && echo "$s" >"$ck"
-  [ "$s" = 7 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && kill -9 $$
-done
-exit 0)sh";
+  const char* script = testing::kKilledAfterStepSeven;
   DtrainProcess dtrain(
       {"launch", "-c", cluster.cluster_file(), "--job", "private", "--log-dir", logs,
        "--max-restarts", "1", "--grace-period", "1", "--quiet", "--", "sh", "-c", script},

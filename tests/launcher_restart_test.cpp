@@ -15,6 +15,7 @@
 #include "tests/support/dtrain_process.h"
 #include "tests/support/files.h"
 #include "tests/support/hanging_torch.h"
+#include "tests/support/killed_after_step_seven.h"
 
 namespace dtrain {
 namespace {
@@ -116,17 +117,7 @@ TEST(AttemptSteps, LinesArePlacedByTheirTimeOnTheNodesClock) {
 // step 7 of the first attempt: the next attempt resumes from step 6, so 1 step was lost.
 TEST(Restarts, StepsLostAndTheTimeToTheNextFirstStepAreRecorded) {
   testing::TempDir dir;
-  const char* script = R"sh(
-ck=$DTRAIN_LOG_DIR/ck; s=0; [ -f "$ck" ] && s=$(cat "$ck")
-mkdir -p "$DTRAIN_LOG_DIR/metrics"
-while [ "$s" -lt 10 ]; do
-  sleep 0.1; s=$((s + 1))
-  [ "$RANK" = 0 ] || continue
-  echo "{\"step\": $s}" >>"$DTRAIN_LOG_DIR/metrics/rank-0.jsonl"
-  [ $((s % 3)) = 0 ] && echo "$s" >"$ck"
-  [ "$s" = 7 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && kill -9 $$
-done
-exit 0)sh";
+  const char* script = testing::kKilledAfterStepSeven;
   const auto run = RunDtrain({"launch", "--job", "lost", "--nproc-per-node", "2", "--max-restarts",
                               "1", "--grace-period", "1", "--", "sh", "-c", script},
                              dir.path(), {}, 60);
