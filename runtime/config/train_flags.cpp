@@ -131,6 +131,8 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
          }
          o.device = v;
        }},
+      {"--cuda-graphs",
+       [](TrainOptions& o, auto& f, auto& v) { o.cuda_graphs = OneOf(f, v, {"off", "on", "auto"}); }},
       {"--threads",
        [](TrainOptions& o, auto& f, auto& v) { o.threads = static_cast<int>(ToInt(f, v, 0)); }},
       {"--dist-backend",
@@ -273,6 +275,10 @@ Checkpoints and logs:
 Execution:
   --device cpu|cuda|cuda:N   (cpu); cuda alone: cuda:LOCAL_RANK, one GPU per local rank
   --threads N                intra-op threads (0: OMP_NUM_THREADS or all cores)
+  --cuda-graphs off|on|auto  replay the step (forward, backward, fused AdamW) as a CUDA graph;
+                             one rank, no --accum-freq or --grad-clip-norm; on the CPU `on`
+                             runs the same static-buffer step eagerly (off; not yet measured
+                             on a GPU)
   --pixels uint8|float       what loaders hand over: 8-bit pixels normalised on the device
                              (default on CUDA: a pinned copy on its own stream) or floats
                              normalised by the loaders (default on the CPU)

@@ -28,6 +28,9 @@ inline constexpr char kWaitForData[] = "WAIT_FOR_DATA";  // blocked on the loade
 inline constexpr char kForward[] = "FORWARD";
 inline constexpr char kBackward[] = "BACKWARD";
 inline constexpr char kOptimizer[] = "OPTIMIZER";  // ends a step
+// --cuda-graphs: forward, backward and optimizer in one captured step (host time of the replay's
+// launch, or of the eager static-buffer step); ends a step as OPTIMIZER does.
+inline constexpr char kGraphStep[] = "GRAPH_STEP";
 
 // Tracks (a thread per track in the trace).
 inline constexpr char kComputeTrack[] = "compute";
