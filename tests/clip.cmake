@@ -16,6 +16,12 @@ if(TARGET dtrain_clip_train)
   add_dependencies(clip_checkpoint_kill_test dtrain-clip)
 endif()
 
+# GPU-timed spans' event ring against a fake device clock (torch-free).
+if(TARGET dtrain_clip_trace)
+  dtrain_test(clip_device_span_ring_test SOURCES clip_device_span_ring_test.cpp
+              LIBS dtrain_clip_trace TIMEOUT 60)
+endif()
+
 # Mid-epoch resumption through the launcher, on the same and on fewer ranks.
 if(TARGET dtrain_clip_train AND TARGET dtrain)
   dtrain_test(clip_resume_test SOURCES clip_resume_test.cpp TIMEOUT 300)

@@ -37,7 +37,8 @@ struct Rig {
     for (const auto& item : model->named_parameters()) {
       (TakesWeightDecay(item.key(), item.value()) ? decay : no_decay).push_back(item.value());
     }
-    flat = std::make_unique<FlatParameters>(std::vector<std::vector<torch::Tensor>>{no_decay, decay});
+    flat =
+        std::make_unique<FlatParameters>(std::vector<std::vector<torch::Tensor>>{no_decay, decay});
     auto options = torch::optim::AdamWOptions(1e-3).betas({0.9, 0.98}).eps(1e-6);
     std::vector<torch::optim::OptimizerParamGroup> groups;
     groups.emplace_back(std::vector<torch::Tensor>{flat->buffers()[0]},
@@ -49,7 +50,9 @@ struct Rig {
     adamw = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
     fused = std::make_unique<FusedAdamW>(*adamw);
   }
-  CapturedStep::StepFunction Step() { return MakeGraphTrainStep(model, *flat, *fused, one_rank, false); }
+  CapturedStep::StepFunction Step() {
+    return MakeGraphTrainStep(model, *flat, *fused, one_rank, false);
+  }
 
   // Every tensor the step reads or writes that outlives a step.
   std::vector<torch::Tensor> LongLived() const {
@@ -68,8 +71,8 @@ struct Rig {
 std::vector<torch::Tensor> Batch(int64_t rows, uint64_t seed, double lr) {
   torch::manual_seed(seed);
   const ModelConfig config = PresetModelConfig("fmnist-tiny");
-  auto images = torch::randn({rows, config.vision.channels, config.vision.image_size,
-                              config.vision.image_size});
+  auto images = torch::randn(
+      {rows, config.vision.channels, config.vision.image_size, config.vision.image_size});
   auto tokens = torch::randint(1, config.text.vocab_size - 1, {rows, config.text.context_length},
                                torch::kLong);
   for (int64_t r = 0; r < rows; ++r) {

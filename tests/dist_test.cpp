@@ -244,7 +244,8 @@ TEST(Dist, OverlappedBucketsGiveTheSyncAfterBackwardResultBitForBit) {
     for (int r = 0; r < 2; ++r) {
       for (size_t i = 0; i < params; ++i) {
         EXPECT_TRUE(torch::equal(saved[r][2 * i], saved[r][2 * i + 1]))
-            << "rank " << r << " parameter " << i << ": overlapped and after-backward averages differ";
+            << "rank " << r << " parameter " << i
+            << ": the overlapped and after-backward averages differ";
       }
       torch::Tensor seen = saved[r].back();
       EXPECT_GT(seen[0].item<int64_t>(), 0) << "rank " << r << ": no collective during backward";

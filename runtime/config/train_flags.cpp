@@ -133,6 +133,8 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
        }},
       {"--cuda-graphs",
        [](TrainOptions& o, auto& f, auto& v) { o.cuda_graphs = OneOf(f, v, {"off", "on", "auto"}); }},
+      {"--gpu-timed-spans",
+       [](TrainOptions& o, auto& f, auto& v) { o.gpu_timed_spans = OneOf(f, v, {"off", "on"}) == "on"; }},
       {"--threads",
        [](TrainOptions& o, auto& f, auto& v) { o.threads = static_cast<int>(ToInt(f, v, 0)); }},
       {"--dist-backend",
@@ -286,6 +288,9 @@ Distributed (rank and world size come from the environment, as dtrain launch set
   --dist-backend gloo|nccl   --local-loss   --gather-with-grad
   --fusion-threshold-mb X    --cycle-time-ms X   --hierarchical-allreduce
   --timeline                 --timeline-path FILE   --timeline-mark-cycles
+  --gpu-timed-spans on|off   also time FORWARD, BACKWARD, OPTIMIZER (GRAPH_STEP) with CUDA
+                             events, on the trace's gpu track, resolved a step later without
+                             a sync per span (off; overhead not yet measured on a GPU)
 )";
 }
 

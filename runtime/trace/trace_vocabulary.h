@@ -35,6 +35,9 @@ inline constexpr char kGraphStep[] = "GRAPH_STEP";
 // Tracks (a thread per track in the trace).
 inline constexpr char kComputeTrack[] = "compute";
 inline constexpr char kAllgatherTrack[] = "allgather";
+// --gpu-timed-spans: FORWARD, BACKWARD, OPTIMIZER, GRAPH_STEP timed by CUDA events (the device's
+// clock), beside the compute track's host-timed spans. Written a step or more late.
+inline constexpr char kGpuTrack[] = "gpu";
 
 // Arg keys of collective spans.
 inline constexpr char kArgBytes[] = "bytes";      // payload

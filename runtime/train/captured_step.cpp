@@ -106,7 +106,8 @@ void CapturedStep::RunOnStaticBuffers() {
   std::vector<torch::Tensor> outputs = step_(static_inputs_);
   torch::NoGradGuard no_grad;
   if (static_outputs_.empty()) {
-    for (const torch::Tensor& output : outputs) static_outputs_.push_back(torch::empty_like(output));
+    for (const torch::Tensor& output : outputs)
+      static_outputs_.push_back(torch::empty_like(output));
   }
   if (outputs.size() != static_outputs_.size()) {
     throw std::logic_error("captured step: the step returned a different number of outputs");

@@ -30,8 +30,8 @@ FusedAdamW::FusedAdamW(torch::optim::AdamW& optimizer) : optimizer_(optimizer) {
       group.params.push_back(param);
       group.exp_avgs.push_back(state.exp_avg());
       group.exp_avg_sqs.push_back(state.exp_avg_sq());
-      group.steps.push_back(torch::full({}, static_cast<double>(state.step()),
-                                        param.options().dtype(torch::kFloat)));
+      group.steps.push_back(
+          torch::full({}, static_cast<double>(state.step()), param.options().dtype(torch::kFloat)));
     }
     groups_.push_back(std::move(group));
   }

@@ -5,8 +5,8 @@
 namespace dtrain::clip {
 
 CapturedStep::StepFunction MakeGraphTrainStep(ClipModel model, FlatParameters& flat,
-                                              FusedAdamW& optimizer,
-                                              TrainCollectives& collectives, bool bf16) {
+                                              FusedAdamW& optimizer, TrainCollectives& collectives,
+                                              bool bf16) {
   model->text->set_whole_context(true);
   return [model, &flat, &optimizer, &collectives,
           bf16](const std::vector<torch::Tensor>& inputs) mutable -> std::vector<torch::Tensor> {

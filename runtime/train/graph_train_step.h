@@ -20,7 +20,7 @@ namespace dtrain::clip {
 // The references must outlive the returned function. The model's text tower is switched to the
 // whole context (no host read of the longest caption).
 CapturedStep::StepFunction MakeGraphTrainStep(ClipModel model, FlatParameters& flat,
-                                              FusedAdamW& optimizer,
-                                              TrainCollectives& collectives, bool bf16);
+                                              FusedAdamW& optimizer, TrainCollectives& collectives,
+                                              bool bf16);
 
 }  // namespace dtrain::clip

@@ -13,11 +13,14 @@
 #include "runtime/model/clip_model.h"
 #include "runtime/model/open_clip_weights.h"
 #include "runtime/text/tokenizer.h"
+#include "runtime/trace/device_span_ring.h"
+#include "runtime/trace/phase_span.h"
 #include "runtime/trace/timeline.h"
 #include "runtime/trace/trace_vocabulary.h"
 #include "runtime/train/autocast_scope.h"
 #include "runtime/train/captured_step.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/cuda_event_clock.h"
 #include "runtime/train/cuda_graphs_choice.h"
 #include "runtime/train/flat_parameters.h"
 #include "runtime/train/fused_adamw.h"
@@ -69,6 +72,9 @@ class Trainer {
   void OptimizerStep();
   // --cuda-graphs: builds the CapturedStep (after a resume, so it steps the restored moments).
   void SetUpCapturedStep();
+  // --gpu-timed-spans: the event ring that times the step's phases on the GPU (CUDA only, and
+  // only with a timeline to write them to).
+  void SetUpGpuSpans();
   // One step through the CapturedStep: captured or replayed on CUDA, the same step eagerly on
   // the CPU and for a batch of another shape.
   torch::Tensor CapturedTrainStep(DeviceBatch& batch);
@@ -97,6 +103,9 @@ class Trainer {
   std::unique_ptr<FusedAdamW> fused_adamw_;      // --cuda-graphs only
   std::unique_ptr<CapturedStep> captured_step_;  // --cuda-graphs only
   std::string cuda_graphs_note_;
+  std::unique_ptr<DeviceEventClock> gpu_clock_;  // --gpu-timed-spans only; outlives the ring
+  std::unique_ptr<DeviceSpanRing> gpu_spans_;
+  std::string gpu_spans_note_;
   std::unique_ptr<BatchSource> source_;
   std::unique_ptr<PixelUpload> upload_;
   CosineLrSchedule schedule_;
@@ -259,14 +268,14 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
     torch::Tensor loss;
     {
       GlobalHeartbeat().SetActivity(trace::kForward);
-      TimelineSpan span(trace::kComputeTrack, trace::kForward);
+      PhaseSpan span(gpu_spans_.get(), trace::kForward);
       AutocastScope autocast(bf16, device_);
       ClipOutput out = model_->forward(micro[0].images, micro[0].tokens);
       loss = coll_.Loss(out.image_features, out.text_features, out.logit_scale);
     }
     {
       GlobalHeartbeat().SetActivity(trace::kBackward);
-      TimelineSpan span(trace::kComputeTrack, trace::kBackward);
+      PhaseSpan span(gpu_spans_.get(), trace::kBackward);
       Backward(loss);
     }
     coll_.AfterBackward(/*last=*/true);
@@ -275,7 +284,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
   std::vector<torch::Tensor> images, texts;
   {
     GlobalHeartbeat().SetActivity(trace::kForward);
-    TimelineSpan span(trace::kComputeTrack, trace::kForward);
+    PhaseSpan span(gpu_spans_.get(), trace::kForward);
     torch::NoGradGuard no_grad;
     AutocastScope autocast(bf16, device_);
     for (auto& m : micro) {
@@ -288,7 +297,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
     torch::Tensor loss;
     {
       GlobalHeartbeat().SetActivity(trace::kForward);
-      TimelineSpan span(trace::kComputeTrack, trace::kForward);
+      PhaseSpan span(gpu_spans_.get(), trace::kForward);
       AutocastScope autocast(bf16, device_);
       ClipOutput out = model_->forward(micro[j].images, micro[j].tokens);
       auto all_images = images, all_texts = texts;
@@ -298,7 +307,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
     }
     {
       GlobalHeartbeat().SetActivity(trace::kBackward);
-      TimelineSpan span(trace::kComputeTrack, trace::kBackward);
+      PhaseSpan span(gpu_spans_.get(), trace::kBackward);
       Backward(loss);
     }
     coll_.AfterBackward(/*last=*/j + 1 == micro.size());
@@ -318,16 +327,35 @@ void Trainer::SetUpCapturedStep() {
       choice.capture);
 }
 
+void Trainer::SetUpGpuSpans() {
+  if (!o_.gpu_timed_spans) return;
+  if (!GlobalTimeline().enabled()) {
+    gpu_spans_note_ = "nothing to write them to (no --timeline)";
+    return;
+  }
+  gpu_clock_ = MakeCudaEventClock(device_);
+  if (!gpu_clock_) {
+    gpu_spans_note_ = "host timing only (not on CUDA)";
+    return;
+  }
+  // 64 steps of four phases before a recording waits for the GPU; Poll() at each step's start
+  // normally empties it long before.
+  gpu_spans_ = std::make_unique<DeviceSpanRing>(*gpu_clock_, 256, [](const DeviceSpan& span) {
+    GlobalTimeline().SpanAt(span.track, span.activity, span.begin_us, span.end_us);
+  });
+  gpu_spans_note_ = "CUDA events on the gpu track";
+}
+
 torch::Tensor Trainer::CapturedTrainStep(DeviceBatch& batch) {
   GlobalHeartbeat().SetActivity(trace::kGraphStep);
-  TimelineSpan span(trace::kComputeTrack, trace::kGraphStep);
+  PhaseSpan span(gpu_spans_.get(), trace::kGraphStep);
   torch::Tensor lr = torch::full({}, last_lr_, torch::TensorOptions(device_).dtype(torch::kFloat));
   return captured_step_->Run({batch.images, batch.tokens, lr}).at(0).clone();
 }
 
 void Trainer::OptimizerStep() {
   GlobalHeartbeat().SetActivity(trace::kOptimizer);
-  TimelineSpan span(trace::kComputeTrack, trace::kOptimizer);
+  PhaseSpan span(gpu_spans_.get(), trace::kOptimizer);
   flat_->AdoptGradients();
   if (o_.grad_clip_norm > 0) {
     torch::nn::utils::clip_grad_norm_(flat_->buffers(), o_.grad_clip_norm);
@@ -338,6 +366,7 @@ void Trainer::OptimizerStep() {
 
 bool Trainer::TrainStep(int epoch) {
   const auto start = Clock::now();
+  if (gpu_spans_) gpu_spans_->Poll();  // the spans of steps the GPU has finished, no waiting
   std::vector<DeviceBatch> micro(o_.accum_freq);
   for (auto& m : micro) {
     if (!NextBatch(m)) return false;
@@ -469,6 +498,7 @@ int Trainer::Run() {
   coll_.BroadcastParameters(named_params);
   OpenData();
   SetUpCapturedStep();
+  SetUpGpuSpans();
   if (coll_.rank() == 0) {
     std::printf(
         "dtrain-clip: %s (%lld parameters), %s data, batch %d x %d rank(s), %lld steps/epoch, "
@@ -480,6 +510,7 @@ int Trainer::Run() {
     if (!cuda_graphs_note_.empty()) {
       std::printf("cuda-graphs %s: %s\n", o_.cuda_graphs.c_str(), cuda_graphs_note_.c_str());
     }
+    if (!gpu_spans_note_.empty()) std::printf("gpu-timed-spans: %s\n", gpu_spans_note_.c_str());
     std::fflush(stdout);
   }
   bool stopped = false;
@@ -505,6 +536,13 @@ int Trainer::Run() {
     coll_.Barrier();
   }
   display_->Break();
+  int64_t gpu_spans_resolved = 0, gpu_spans_forced_waits = 0;
+  if (gpu_spans_) {
+    gpu_spans_->Drain();
+    gpu_spans_resolved = gpu_spans_->resolved();
+    gpu_spans_forced_waits = gpu_spans_->forced_waits();
+    gpu_spans_.reset();
+  }
   const double skipped = coll_.SumOverRanks(static_cast<double>(source_->SkippedSamples()));
   const std::string hash = ParameterHash(*model_);
   const double samples_per_s = train_seconds_ > 0 ? samples_this_run_ / train_seconds_ : 0;
@@ -527,6 +565,10 @@ int Trainer::Run() {
         .Add("graph_warmup_steps", captured_step_->warmup_runs())
         .Add("graph_replays", captured_step_->replays())
         .Add("graph_eager_fallbacks", captured_step_->eager_fallbacks());
+  }
+  if (o_.gpu_timed_spans) {
+    end.Add("gpu_spans_resolved", gpu_spans_resolved)
+        .Add("gpu_spans_forced_waits", gpu_spans_forced_waits);
   }
   metrics_.Write(end);
   std::printf("done: %lld steps, %.1f samples/s, %.1f s training, param hash %s\n",
