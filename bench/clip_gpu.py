@@ -17,6 +17,9 @@ How each figure is taken:
                step, the loss.item() that waits for the GPU included); the metrics' own
                samples_per_s is kept beside it. dtrain-clip-graphs is dtrain-clip with
                --cuda-graphs on (captured on CUDA; on the CPU the same static-buffer step, eager).
+               dtrain-clip-gpu-spans is dtrain-clip with --gpu-timed-spans on: its samples/s
+               against dtrain-clip's is the cost of the CUDA-event spans (target <= 1 %), and
+               its trace's gpu track gives the device-timed phases (gpu_phases_ms).
                Reference: batch x timed steps / the time between two device synchronisations.
   MFU          counted matmul FLOPs (clip_reference.train_flops_per_sample: 3x forward, the
                whole text context as OpenCLIP computes it) x samples/s / the GPU's peak dense
@@ -48,10 +51,11 @@ from clip_flops import train_flops_per_sample  # noqa: E402
 
 RESULTS_NAME = "clip_gpu_results.json"
 SCHEMA = "dtrain-clip-gpu-bench/1"
-IMPLS = ["dtrain-clip", "dtrain-clip-graphs", "eager", "compile-reduce-overhead", "compile",
-         "open_clip"]
+IMPLS = ["dtrain-clip", "dtrain-clip-graphs", "dtrain-clip-gpu-spans", "eager",
+         "compile-reduce-overhead", "compile", "open_clip"]
 # dtrain-clip's own variants: the flags each adds to the same command.
-CLIP_VARIANTS = {"dtrain-clip": [], "dtrain-clip-graphs": ["--cuda-graphs", "on"]}
+CLIP_VARIANTS = {"dtrain-clip": [], "dtrain-clip-graphs": ["--cuda-graphs", "on"],
+                 "dtrain-clip-gpu-spans": ["--gpu-timed-spans", "on"]}
 # Spans that end a dtrain-clip step: OPTIMIZER (eager), GRAPH_STEP (--cuda-graphs).
 STEP_END_SPANS = ("OPTIMIZER", "GRAPH_STEP")
 REFERENCE = "eager"
@@ -76,7 +80,8 @@ TARGET_DATA_WAIT = 0.02        # WAIT_FOR_DATA < 2 % of the step
 TARGET_MEMORY_RATIO = 1.0      # peak memory <= eager's
 
 # What a first run of each program may take, for the time budget (scaled by batch after).
-FIRST_RUN_GUESS_S = {"cuda": {"dtrain-clip": 40, "dtrain-clip-graphs": 45, "eager": 30,
+FIRST_RUN_GUESS_S = {"cuda": {"dtrain-clip": 40, "dtrain-clip-graphs": 45,
+                              "dtrain-clip-gpu-spans": 40, "eager": 30,
                               "compile": 150, "compile-reduce-overhead": 170, "open_clip": 40},
                      "cpu": {"dtrain-clip": 15, "dtrain-clip-graphs": 15, "eager": 15,
                              "compile": 150, "open_clip": 20}}
@@ -176,12 +181,13 @@ def tail(text, lines=12):
 
 # ---- dtrain-clip's timeline ----------------------------------------------------------------
 
-def read_trace(path):
-    """Spans of the compute track: [(name, begin_us, end_us)] in begin order."""
+def read_trace(path, track="compute"):
+    """Spans of one track (compute: host clock; gpu: --gpu-timed-spans' CUDA events):
+    [(name, begin_us, end_us)] in begin order."""
     with open(path) as f:
         events = json.load(f)
     compute_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
-                    and e.get("args", {}).get("name") == "compute"}
+                    and e.get("args", {}).get("name") == track}
     open_spans, spans = {}, []
     for e in events:
         if e.get("pid") not in compute_pids or e.get("ph") not in ("B", "E"):
@@ -469,6 +475,12 @@ class Bench:
                      data_wait_share=m["WAIT_FOR_DATA"] / m["step"],
                      metrics_step_ms=1000 * sum(timed) / len(timed) if timed else None,
                      metrics_samples_per_s=end[-1]["samples_per_s"] if end else None)
+        if end and "gpu_spans_resolved" in end[-1]:
+            entry["gpu_spans"] = {k: end[-1][k] for k in ("gpu_spans_resolved",
+                                                          "gpu_spans_forced_waits")}
+            gpu = step_phases(read_trace(os.path.join(work, "timeline.json"), "gpu"),
+                              self.a.warmup_steps)
+            entry["gpu_phases_ms"] = gpu["mean_ms"] if gpu else None
         if end and "graph_replays" in end[-1]:
             entry["cuda_graphs"] = {k: end[-1][k] for k in ("graph_captured", "graph_warmup_steps",
                                                             "graph_replays", "graph_eager_fallbacks")}
