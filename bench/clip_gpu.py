@@ -13,8 +13,13 @@ file has every section with numbers (the CTest bench.clip_gpu_cpu runs it).
 
 How each figure is taken:
   samples/s    dtrain-clip: batch x timed steps / their wall time, from its timeline (between
-               the ends of consecutive OPTIMIZER spans: the whole step, the loss.item() that
-               waits for the GPU included); the metrics' own samples_per_s is kept beside it.
+               the ends of consecutive OPTIMIZER spans, GRAPH_STEP with --cuda-graphs: the whole
+               step, the loss.item() that waits for the GPU included); the metrics' own
+               samples_per_s is kept beside it. dtrain-clip-graphs is dtrain-clip with
+               --cuda-graphs on (captured on CUDA; on the CPU the same static-buffer step, eager).
+               dtrain-clip-gpu-spans is dtrain-clip with --gpu-timed-spans on: its samples/s
+               against dtrain-clip's is the cost of the CUDA-event spans (target <= 1 %), and
+               its trace's gpu track gives the device-timed phases (gpu_phases_ms).
                Reference: batch x timed steps / the time between two device synchronisations.
   MFU          counted matmul FLOPs (clip_reference.train_flops_per_sample: 3x forward, the
                whole text context as OpenCLIP computes it) x samples/s / the GPU's peak dense
@@ -46,7 +51,13 @@ from clip_flops import train_flops_per_sample  # noqa: E402
 
 RESULTS_NAME = "clip_gpu_results.json"
 SCHEMA = "dtrain-clip-gpu-bench/1"
-IMPLS = ["dtrain-clip", "eager", "compile-reduce-overhead", "compile", "open_clip"]
+IMPLS = ["dtrain-clip", "dtrain-clip-graphs", "dtrain-clip-gpu-spans", "eager",
+         "compile-reduce-overhead", "compile", "open_clip"]
+# dtrain-clip's own variants: the flags each adds to the same command.
+CLIP_VARIANTS = {"dtrain-clip": [], "dtrain-clip-graphs": ["--cuda-graphs", "on"],
+                 "dtrain-clip-gpu-spans": ["--gpu-timed-spans", "on"]}
+# Spans that end a dtrain-clip step: OPTIMIZER (eager), GRAPH_STEP (--cuda-graphs).
+STEP_END_SPANS = ("OPTIMIZER", "GRAPH_STEP")
 REFERENCE = "eager"
 
 # Peak dense (no sparsity) bf16 tensor-core FLOP/s by device name, first match wins. NVIDIA's
@@ -69,9 +80,11 @@ TARGET_DATA_WAIT = 0.02        # WAIT_FOR_DATA < 2 % of the step
 TARGET_MEMORY_RATIO = 1.0      # peak memory <= eager's
 
 # What a first run of each program may take, for the time budget (scaled by batch after).
-FIRST_RUN_GUESS_S = {"cuda": {"dtrain-clip": 40, "eager": 30, "compile": 150,
-                              "compile-reduce-overhead": 170, "open_clip": 40},
-                     "cpu": {"dtrain-clip": 15, "eager": 15, "compile": 150, "open_clip": 20}}
+FIRST_RUN_GUESS_S = {"cuda": {"dtrain-clip": 40, "dtrain-clip-graphs": 45,
+                              "dtrain-clip-gpu-spans": 40, "eager": 30,
+                              "compile": 150, "compile-reduce-overhead": 170, "open_clip": 40},
+                     "cpu": {"dtrain-clip": 15, "dtrain-clip-graphs": 15, "eager": 15,
+                             "compile": 150, "open_clip": 20}}
 
 
 def now_iso():
@@ -168,12 +181,13 @@ def tail(text, lines=12):
 
 # ---- dtrain-clip's timeline ----------------------------------------------------------------
 
-def read_trace(path):
-    """Spans of the compute track: [(name, begin_us, end_us)] in begin order."""
+def read_trace(path, track="compute"):
+    """Spans of one track (compute: host clock; gpu: --gpu-timed-spans' CUDA events):
+    [(name, begin_us, end_us)] in begin order."""
     with open(path) as f:
         events = json.load(f)
     compute_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
-                    and e.get("args", {}).get("name") == "compute"}
+                    and e.get("args", {}).get("name") == track}
     open_spans, spans = {}, []
     for e in events:
         if e.get("pid") not in compute_pids or e.get("ph") not in ("B", "E"):
@@ -186,9 +200,10 @@ def read_trace(path):
 
 
 def step_phases(spans, warmup_steps):
-    """Per timed step (after `warmup_steps`): its wall time from one OPTIMIZER end to the next,
-    and the time in each phase inside it. Returns mean ms per step and the step count."""
-    ends = [end for name, _, end in spans if name == "OPTIMIZER"]
+    """Per timed step (after `warmup_steps`): its wall time from one step end (OPTIMIZER or
+    GRAPH_STEP) to the next, and the time in each phase inside it. Returns mean ms per step and
+    the step count."""
+    ends = [end for name, _, end in spans if name in STEP_END_SPANS]
     if len(ends) < warmup_steps + 2:
         return None
     first, last = ends[warmup_steps], ends[-1]
@@ -198,9 +213,10 @@ def step_phases(spans, warmup_steps):
         if begin >= first and end <= last:
             phases[name] = phases.get(name, 0) + (end - begin)
     total_us = last - first
-    inside = sum(phases.get(n, 0) for n in ("DATA", "FORWARD", "BACKWARD", "OPTIMIZER"))
+    inside = sum(phases.get(n, 0) for n in ("DATA", "FORWARD", "BACKWARD", "OPTIMIZER",
+                                            "GRAPH_STEP"))
     out = {name: phases.get(name, 0) / steps / 1000 for name in
-           ("DATA", "WAIT_FOR_DATA", "FORWARD", "BACKWARD", "OPTIMIZER")}
+           ("DATA", "WAIT_FOR_DATA", "FORWARD", "BACKWARD", "OPTIMIZER", "GRAPH_STEP")}
     out["outside_spans"] = (total_us - inside) / steps / 1000
     out["step"] = total_us / steps / 1000
     return {"steps": steps, "mean_ms": out}
@@ -342,7 +358,7 @@ class Bench:
         self.r["version"] = {"ok": ok, "exit": rc, "lines": lines, "note": note}
         return ok
 
-    def clip_cmd(self, batch, steps, work, timeline):
+    def clip_cmd(self, batch, steps, work, timeline, impl="dtrain-clip"):
         cmd = [self.a.clip, "train", "--model", self.a.model, "--dataset-type", "synthetic",
                "--batch-size", str(batch), "--train-num-samples", str(batch * steps),
                "--max-steps", str(steps), "--zeroshot-frequency", "0", "--save-frequency", "0",
@@ -355,7 +371,7 @@ class Bench:
             cmd += ["--threads", str(self.a.threads)]
         if timeline:
             cmd += ["--timeline-path", os.path.join(work, "timeline.json")]
-        return cmd
+        return cmd + CLIP_VARIANTS[impl]
 
     def smoke(self):
         work = os.path.join(self.logs, "smoke")
@@ -405,9 +421,9 @@ class Bench:
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
         total = self.a.warmup_steps + self.a.steps
-        if impl == "dtrain-clip":
+        if impl in CLIP_VARIANTS:
             # One step more: the timed steps are measured from the end of the last warmup step.
-            cmd = self.clip_cmd(batch, total + 1, work, timeline=True)
+            cmd = self.clip_cmd(batch, total + 1, work, timeline=True, impl=impl)
         else:
             cmd = [self.a.python, os.path.join(HERE, "clip_reference.py"), "--model", self.a.model,
                    "--mode", impl, "--device", self.a.device, "--precision", self.precision,
@@ -430,7 +446,7 @@ class Bench:
                 entry.update(status="failed", output_tail=tail(out))
             return entry
         try:
-            if impl == "dtrain-clip":
+            if impl in CLIP_VARIANTS:
                 self.read_clip_run(entry, work, batch)
             else:
                 self.read_reference_run(entry, out)
@@ -446,7 +462,7 @@ class Bench:
         spans = read_trace(os.path.join(work, "timeline.json"))
         phases = step_phases(spans, self.a.warmup_steps)
         if phases is None:
-            raise ValueError("the timeline has too few OPTIMIZER spans")
+            raise ValueError("the timeline has too few OPTIMIZER (or GRAPH_STEP) spans")
         m = phases["mean_ms"]
         rows = self.metrics(work)
         end = [r for r in rows if r.get("event") == "end"]
@@ -459,6 +475,15 @@ class Bench:
                      data_wait_share=m["WAIT_FOR_DATA"] / m["step"],
                      metrics_step_ms=1000 * sum(timed) / len(timed) if timed else None,
                      metrics_samples_per_s=end[-1]["samples_per_s"] if end else None)
+        if end and "gpu_spans_resolved" in end[-1]:
+            entry["gpu_spans"] = {k: end[-1][k] for k in ("gpu_spans_resolved",
+                                                          "gpu_spans_forced_waits")}
+            gpu = step_phases(read_trace(os.path.join(work, "timeline.json"), "gpu"),
+                              self.a.warmup_steps)
+            entry["gpu_phases_ms"] = gpu["mean_ms"] if gpu else None
+        if end and "graph_replays" in end[-1]:
+            entry["cuda_graphs"] = {k: end[-1][k] for k in ("graph_captured", "graph_warmup_steps",
+                                                            "graph_replays", "graph_eager_fallbacks")}
         summary = timeline_summary(self.a.dtrain, os.path.join(work, "timeline.json"), work)
         entry["dtrain_timeline_summary"] = summary if summary is not None else {
             "note": "no dtrain beside dtrain-clip (the runtime built on its own): phases from "
@@ -613,8 +638,12 @@ class Bench:
                     continue
                 fmt = lambda v, f: format(v, f) if isinstance(v, (int, float)) else "-"  # noqa: E731
                 note = ""
-                if impl == "dtrain-clip":
+                if impl in CLIP_VARIANTS:
                     note = f"data wait {100 * r['data_wait_share']:.1f} %"
+                    if r.get("cuda_graphs"):
+                        g = r["cuda_graphs"]
+                        note += (f", {'captured' if g['graph_captured'] else 'not captured'}, "
+                                 f"{g['graph_replays']} replays")
                 elif r.get("warmup_s") is not None:
                     note = f"warmup {r['warmup_s']:.0f} s"
                 lines.append(f"{b:>5} {impl:<24} {r['samples_per_s']:>10.1f} "
@@ -624,16 +653,20 @@ class Bench:
                              f"{fmt(r.get('peak_memory_mib'), '9.0f'):>9} {r['step_ms']:>8.1f}  {note}")
         lines.append("peak MiB: " + ("nvidia-smi memory.used peak minus before each run (CUDA "
                                       "context included)" if self.cuda else "peak resident set"))
-        phase_rows = [r for r in self.r["runs"] if r["impl"] == "dtrain-clip" and r.get("status") == "ok"]
+        phase_rows = [r for r in self.r["runs"] if r["impl"] in CLIP_VARIANTS and r.get("status") == "ok"]
         if phase_rows:
             lines.append("dtrain-clip step phases, ms per step (timeline, host clock):")
-            lines.append(f"{'batch':>5} {'DATA':>8} {'(wait)':>8} {'FORWARD':>8} {'BACKWARD':>9} "
-                         f"{'OPTIMIZER':>10} {'outside':>8} {'step':>8}")
+            lines.append(f"{'batch':>5} {'program':<19} {'DATA':>8} {'(wait)':>8} {'FORWARD':>8} "
+                         f"{'BACKWARD':>9} {'OPTIMIZER':>10} {'GRAPH':>8} {'outside':>8} {'step':>8}")
             for r in phase_rows:
                 m = r["phases_ms"]
-                lines.append(f"{r['batch_size']:>5} {m['DATA']:>8.2f} {m['WAIT_FOR_DATA']:>8.2f} "
-                             f"{m['FORWARD']:>8.2f} {m['BACKWARD']:>9.2f} {m['OPTIMIZER']:>10.2f} "
-                             f"{m['outside_spans']:>8.2f} {m['step']:>8.2f}")
+                lines.append(f"{r['batch_size']:>5} {r['impl']:<19} {m['DATA']:>8.2f} "
+                             f"{m['WAIT_FOR_DATA']:>8.2f} {m['FORWARD']:>8.2f} "
+                             f"{m['BACKWARD']:>9.2f} {m['OPTIMIZER']:>10.2f} "
+                             f"{m.get('GRAPH_STEP', 0):>8.2f} {m['outside_spans']:>8.2f} "
+                             f"{m['step']:>8.2f}")
+            lines.append("GRAPH: dtrain-clip-graphs' whole step (forward, backward, optimizer) in "
+                         "one span: the replay's launch on CUDA, the eager step on the CPU")
             lines.append("outside: the rest of the step" + (
                 " (LogStep's loss.item() and logit_scale reads wait for the GPU there)"
                 if self.cuda else " (logging)"))
@@ -741,14 +774,24 @@ def check(path):
                                 f"{run.get('reason') or run.get('output_tail')}")
                 continue
             keys = ["samples_per_s", "step_ms", "ratio_to_eager", "achieved_tflops", "peak_memory_mib"]
-            if impl == "dtrain-clip":
+            if impl in CLIP_VARIANTS:
                 keys.append("data_wait_share")
                 phases = run.get("phases_ms", {})
                 for p in ("DATA", "WAIT_FOR_DATA", "FORWARD", "BACKWARD", "OPTIMIZER", "step"):
                     if not number(phases.get(p)):
-                        problems.append(f"batch {b}: dtrain-clip phase {p} is not a number")
+                        problems.append(f"batch {b}: {impl} phase {p} is not a number")
                 if "dtrain_timeline_summary" not in run:
-                    problems.append(f"batch {b}: dtrain-clip has no timeline summary section")
+                    problems.append(f"batch {b}: {impl} has no timeline summary section")
+            if impl == "dtrain-clip-graphs":
+                g = run.get("cuda_graphs") or {}
+                want_captured = r["config"].get("device", "cuda") != "cpu"
+                if not number(g.get("graph_replays")) or g["graph_replays"] < 1:
+                    problems.append(f"batch {b}: dtrain-clip-graphs reports no replays: {g!r}")
+                elif g.get("graph_captured") is not want_captured:
+                    problems.append(f"batch {b}: dtrain-clip-graphs captured={g.get('graph_captured')}"
+                                    f" on {r['config'].get('device')}")
+                if not number(phases.get("GRAPH_STEP")) or phases["GRAPH_STEP"] <= 0:
+                    problems.append(f"batch {b}: dtrain-clip-graphs has no GRAPH_STEP time")
             for k in keys:
                 if not number(run.get(k)):
                     problems.append(f"batch {b}: {impl} {k} is not a number: {run.get(k)!r}")

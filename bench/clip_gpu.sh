@@ -8,6 +8,10 @@
 # results file, $OUT/clip_gpu_results.json (else ./clip_gpu_results/; the table inside:
 # `jq -r '.table[]' FILE`), logs beside it in clip_gpu_logs/, and prints "what to fix": the gaps
 # to the targets (>= 1.35x eager, >= reduce-overhead, data wait < 2 %, peak memory <= eager's).
+# dtrain-clip-graphs is dtrain-clip with --cuda-graphs on (the step captured once and replayed;
+# on the CPU the same static-buffer step runs eagerly), measured beside the eager dtrain-clip;
+# on a GPU also dtrain-clip-gpu-spans (--gpu-timed-spans on: its cost, and the phases timed by
+# CUDA events).
 # bench/clip_gpu.py says how each figure is taken. Everything stops by --budget seconds (570 on
 # a GPU): runs that would not fit are skipped and named.
 #
@@ -133,11 +137,11 @@ if [ "$device" = cpu ]; then
   batch_sizes=${batch_sizes:-32} steps=${steps:-10} warmup=${warmup:-3} budget=${budget:-240}
   compile=""
   [ $cpu_compile = 1 ] && compile=,compile
-  impls=${impls:-dtrain-clip,eager$compile,open_clip}
+  impls=${impls:-dtrain-clip,dtrain-clip-graphs,eager$compile,open_clip}
 else
   model=vit-b-32
   batch_sizes=${batch_sizes:-256,512} steps=${steps:-40} warmup=${warmup:-10} budget=${budget:-570}
-  impls=${impls:-dtrain-clip,eager,compile-reduce-overhead,compile,open_clip}
+  impls=${impls:-dtrain-clip,dtrain-clip-graphs,dtrain-clip-gpu-spans,eager,compile-reduce-overhead,compile,open_clip}
   "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
     die "$python's torch sees no GPU (torch.cuda.is_available() is False); --device cpu runs on the CPU"
 fi

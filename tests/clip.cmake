@@ -3,6 +3,10 @@
 if(TARGET dtrain_clip_train)
   dtrain_test(clip_model_test SOURCES clip_model_test.cpp LIBS dtrain_clip_train)
   target_precompile_headers(clip_model_test REUSE_FROM dtrain_clip_model)
+  # --cuda-graphs' static-buffer step, run eagerly on the CPU.
+  dtrain_test(clip_captured_step_test SOURCES clip_captured_step_test.cpp LIBS dtrain_clip_train
+              TIMEOUT 120)
+  target_precompile_headers(clip_captured_step_test REUSE_FROM dtrain_clip_model)
   dtrain_test(clip_tokenizer_test SOURCES clip_tokenizer_test.cpp LIBS dtrain_clip_train)
   dtrain_test(clip_training_test SOURCES clip_training_test.cpp LIBS dtrain_clip_train TIMEOUT 240)
   add_dependencies(clip_training_test dtrain-clip)
@@ -10,6 +14,12 @@ if(TARGET dtrain_clip_train)
   target_precompile_headers(clip_checkpoint_test REUSE_FROM dtrain_clip_model)
   dtrain_test(clip_checkpoint_kill_test SOURCES clip_checkpoint_kill_test.cpp TIMEOUT 300)
   add_dependencies(clip_checkpoint_kill_test dtrain-clip)
+endif()
+
+# GPU-timed spans' event ring against a fake device clock (torch-free).
+if(TARGET dtrain_clip_trace)
+  dtrain_test(clip_device_span_ring_test SOURCES clip_device_span_ring_test.cpp
+              LIBS dtrain_clip_trace TIMEOUT 60)
 endif()
 
 # Mid-epoch resumption through the launcher, on the same and on fewer ranks.

@@ -117,6 +117,41 @@ TEST(ClipTrain, ResumeGivesTheSameNextStepLossAndWeights) {
   EXPECT_EQ(Field(lc.back(), "param_hash"), Field(la.back(), "param_hash"));
 }
 
+// --cuda-graphs on, on the CPU: the static-buffer step (fused AdamW, step counts on the device)
+// trains, and a run stopped after epoch 1 and resumed ends with the uninterrupted run's weights:
+// the checkpoint holds the fused optimizer's moments and step counts. A run the step cannot be
+// captured for is refused with the reason.
+TEST(ClipTrain, CudaGraphsStaticStepResumesToTheSameWeights) {
+  const std::string common =
+      "train --dataset-type synthetic --train-num-samples 256 --batch-size 32 --epochs 2 "
+      "--threads 2 --warmup 2 --zeroshot-frequency 0 --save-most-recent --cuda-graphs on ";
+  std::string straight = FreshDir("graphs-straight");
+  ClipRun a = RunClip(common + "--logs " + straight);
+  ASSERT_EQ(a.status, 0) << a.output;
+  EXPECT_NE(a.output.find("cuda-graphs on: static-buffer step"), std::string::npos) << a.output;
+  std::string resumed = FreshDir("graphs-resumed");
+  ClipRun b = RunClip(common + "--max-steps 8 --logs " + resumed);
+  ASSERT_EQ(b.status, 0) << b.output;
+  ClipRun c = RunClip(common + "--resume latest --logs " + resumed);
+  ASSERT_EQ(c.status, 0) << c.output;
+  auto la = Lines(straight + "/metrics/rank-0.jsonl");
+  auto lc = Lines(resumed + "/metrics/rank-0.jsonl");
+  auto loss_a = Losses(la), loss_c = Losses(lc);
+  ASSERT_EQ(loss_a.size(), 16u);
+  ASSERT_TRUE(loss_c.count(9)) << c.output;
+  EXPECT_EQ(loss_c[9], loss_a[9]);
+  EXPECT_EQ(loss_c[16], loss_a[16]);
+  EXPECT_EQ(Field(lc.back(), "param_hash"), Field(la.back(), "param_hash"));
+  EXPECT_EQ(Field(la.back(), "graph_replays"), "13");  // 16 steps, the first 3 warm-up
+  EXPECT_EQ(Field(la.back(), "graph_captured"), "false");
+
+  ClipRun refused = RunClip(common + "--accum-freq 2 --logs " + FreshDir("graphs-refused"));
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.output.find("--cuda-graphs on: not possible with --accum-freq 2"),
+            std::string::npos)
+      << refused.output;
+}
+
 TEST(ClipTrain, CommandLineErrorsExitTwo) {
   ClipRun unknown = RunClip("train --batchsize 3");
   EXPECT_EQ(unknown.status, 2);

@@ -208,6 +208,67 @@ TEST(Dist, SeededBackwardIsOnlySummed) {
       false);
 }
 
+// Buckets as dist_worker's BucketsAsTensor writes them: indices, -1 after each bucket.
+std::vector<std::vector<int64_t>> BucketsOf(const torch::Tensor& flat) {
+  std::vector<std::vector<int64_t>> buckets(1);
+  for (int64_t i = 0; i < flat.numel(); ++i) {
+    int64_t index = flat[i].item<int64_t>();
+    if (index < 0) {
+      buckets.emplace_back();
+    } else {
+      buckets.back().push_back(index);
+    }
+  }
+  buckets.pop_back();
+  return buckets;
+}
+
+// Gradients allreduced while backward runs (hooks per parameter, a bucket issued once every
+// rank has its gradients) against the same step with everything sent after backward: the
+// averaged gradients are the same bit for bit; every rank issues the same buckets in the same
+// order, each gradient in exactly one bucket per step; the overlapped pass issued a collective
+// before backward was over and the other none. (The overlapped pass's buckets are the planner's
+// cut of each round's ready set, so how many there are depends on timing; the after-backward
+// pass plans all gradients at once.)
+TEST(Dist, OverlappedBucketsGiveTheSyncAfterBackwardResultBitForBit) {
+  for (auto [fusion, layout] : {std::pair<int64_t, const char*>{0, "separate"},
+                                {64 << 20, "separate"},
+                                {1024, "flat"},
+                                {64 << 20, "flat"}}) {
+    SCOPED_TRACE(std::string(layout) + ", fusion threshold " + std::to_string(fusion));
+    std::string out = RunRanks({"overlap", "OUT", std::to_string(fusion), layout}, 2);
+    std::vector<std::vector<torch::Tensor>> saved = {Load(out, 0), Load(out, 1)};
+    ASSERT_EQ(saved[0].size(), saved[1].size());
+    ASSERT_GE(saved[0].size(), 3u);
+    const size_t params = (saved[0].size() - 3) / 2;
+    for (int r = 0; r < 2; ++r) {
+      for (size_t i = 0; i < params; ++i) {
+        EXPECT_TRUE(torch::equal(saved[r][2 * i], saved[r][2 * i + 1]))
+            << "rank " << r << " parameter " << i
+            << ": the overlapped and after-backward averages differ";
+      }
+      torch::Tensor seen = saved[r].back();
+      EXPECT_GT(seen[0].item<int64_t>(), 0) << "rank " << r << ": no collective during backward";
+      EXPECT_EQ(seen[1].item<int64_t>(), 0) << "rank " << r;
+    }
+    for (size_t pass = 0; pass < 2; ++pass) {
+      auto buckets = BucketsOf(saved[0][2 * params + pass]);
+      EXPECT_EQ(buckets, BucketsOf(saved[1][2 * params + pass])) << "pass " << pass;
+      std::vector<int> times(params, 0);
+      for (const auto& bucket : buckets) {
+        for (int64_t index : bucket) {
+          ASSERT_LT(static_cast<size_t>(index), params);
+          ++times[index];
+        }
+      }
+      EXPECT_EQ(times, std::vector<int>(params, 1)) << "pass " << pass;
+      if (fusion == 0) EXPECT_EQ(buckets.size(), params) << "pass " << pass;
+    }
+    // The overlapped pass needs more than the one round the after-backward pass plans.
+    EXPECT_GT(BucketsOf(saved[0][2 * params]).size(), 1u);
+  }
+}
+
 TEST(Dist, RendezvousTimeoutNamesTheMissingRank) {
   std::string out = TempDir();
   testing::RankProcesses ranks;

@@ -131,6 +131,10 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
          }
          o.device = v;
        }},
+      {"--cuda-graphs",
+       [](TrainOptions& o, auto& f, auto& v) { o.cuda_graphs = OneOf(f, v, {"off", "on", "auto"}); }},
+      {"--gpu-timed-spans",
+       [](TrainOptions& o, auto& f, auto& v) { o.gpu_timed_spans = OneOf(f, v, {"off", "on"}) == "on"; }},
       {"--threads",
        [](TrainOptions& o, auto& f, auto& v) { o.threads = static_cast<int>(ToInt(f, v, 0)); }},
       {"--dist-backend",
@@ -273,6 +277,10 @@ Checkpoints and logs:
 Execution:
   --device cpu|cuda|cuda:N   (cpu); cuda alone: cuda:LOCAL_RANK, one GPU per local rank
   --threads N                intra-op threads (0: OMP_NUM_THREADS or all cores)
+  --cuda-graphs off|on|auto  replay the step (forward, backward, fused AdamW) as a CUDA graph;
+                             one rank, no --accum-freq or --grad-clip-norm; on the CPU `on`
+                             runs the same static-buffer step eagerly (off; not yet measured
+                             on a GPU)
   --pixels uint8|float       what loaders hand over: 8-bit pixels normalised on the device
                              (default on CUDA: a pinned copy on its own stream) or floats
                              normalised by the loaders (default on the CPU)
@@ -280,6 +288,9 @@ Distributed (rank and world size come from the environment, as dtrain launch set
   --dist-backend gloo|nccl   --local-loss   --gather-with-grad
   --fusion-threshold-mb X    --cycle-time-ms X   --hierarchical-allreduce
   --timeline                 --timeline-path FILE   --timeline-mark-cycles
+  --gpu-timed-spans on|off   also time FORWARD, BACKWARD, OPTIMIZER (GRAPH_STEP) with CUDA
+                             events, on the trace's gpu track, resolved a step later without
+                             a sync per span (off; overhead not yet measured on a GPU)
 )";
 }
 

@@ -59,6 +59,12 @@ struct TrainOptions {
   // Execution.
   std::string device = "cpu";  // cpu | cuda | cuda:N
   int threads = 0;             // intra-op threads; 0: LibTorch's default (OMP_NUM_THREADS)
+  // --cuda-graphs off|on|auto: the step as a replayed CUDA graph (train/cuda_graphs_choice.h).
+  // Off by default: not yet measured on a GPU.
+  std::string cuda_graphs = "off";
+  // --gpu-timed-spans on|off: the step's phases also timed by CUDA events (trace/device_span_ring.h)
+  // on the timeline's gpu track. Off by default: its cost is not yet measured on a GPU.
+  bool gpu_timed_spans = false;
 
   // Distributed (wired by the distributed runtime; parsed here).
   std::string pixels;        // --pixels uint8|float ("" = uint8 on CUDA, float on the CPU)

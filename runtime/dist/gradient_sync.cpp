@@ -254,7 +254,16 @@ void GradientSync::StartBucket(Bucket& bucket, torch::Tensor* fusion_buffer) {
   }
   if (timeline.enabled()) timeline.Begin(bucket.track, comm_->allreduce_activity());
   bucket.pending = comm_->AllreduceSumAsync(bucket.flat);
+  if (options_.record_buckets) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    buckets_issued_.push_back(bucket.members);
+  }
   ++allreduces_;
+}
+
+std::vector<std::vector<size_t>> GradientSync::buckets_issued() const {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  return buckets_issued_;
 }
 
 void GradientSync::FinishBucket(Bucket& bucket) {

@@ -37,6 +37,8 @@ struct GradientSyncOptions {
   // true: every rank's backward was seeded with 1/world size (Horovod's prescale), so the sum
   // over ranks already is the average and no pass over the gradients divides them afterwards.
   bool gradients_prescaled = false;
+  // Keep the members of every bucket issued (buckets_issued()), for tests: grows with each step.
+  bool record_buckets = false;
 };
 
 // Defaults from Horovod's variables: HOROVOD_FUSION_THRESHOLD (bytes), HOROVOD_CYCLE_TIME (ms).
@@ -70,6 +72,9 @@ class GradientSync {
   // Gradient bytes reduced in place (no copy) and through the fusion buffer, so far.
   int64_t bytes_in_place() const { return bytes_in_place_; }
   int64_t bytes_copied() const { return bytes_copied_; }
+  // With options.record_buckets: every bucket issued so far, in the order the collectives were
+  // issued, as the indices (construction order) of its gradients. Must be the same on every rank.
+  std::vector<std::vector<size_t>> buckets_issued() const;
 
  private:
   enum class State { kIdle, kReady, kDone };
@@ -108,6 +113,8 @@ class GradientSync {
   size_t idle_count_ = 0, ready_count_ = 0;  // entries in State::kIdle, State::kReady
   std::string error_;                        // set by the loop when a collective failed
   std::atomic<int64_t> allreduces_{0}, bytes_in_place_{0}, bytes_copied_{0};
+  mutable std::mutex log_mu_;
+  std::vector<std::vector<size_t>> buckets_issued_;  // options_.record_buckets only
   std::thread loop_;
 };
 

@@ -39,7 +39,8 @@ torch::Tensor TextTowerImpl::forward(const torch::Tensor& tokens) {
   TORCH_CHECK(tokens.dim() == 2 && tokens.size(1) == config_.context_length,
               "text tower expects tokens [B, ", config_.context_length, "], got ", tokens.sizes());
   auto end_positions = tokens.argmax(-1);
-  const int64_t length = end_positions.max().item<int64_t>() + 1;
+  const int64_t length =
+      whole_context_ ? config_.context_length : end_positions.max().item<int64_t>() + 1;
   auto x = token_embedding(tokens.narrow(1, 0, length)) + positional_embedding.narrow(0, 0, length);
   auto mask = torch::full({length, length}, -std::numeric_limits<float>::infinity(),
                           x.options().dtype(torch::kFloat))

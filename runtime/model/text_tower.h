@@ -16,6 +16,10 @@ class TextTowerImpl : public torch::nn::Module {
   // Positions after the last end token in the batch cannot reach any end token through the
   // causal mask, so they are cut before the blocks: the result is the same, sooner.
   torch::Tensor forward(const torch::Tensor& tokens);
+  // true: always the whole context, no cut. The cut reads the batch's longest caption back to the
+  // host (a device sync), which a CUDA graph cannot hold and which makes shapes vary per batch;
+  // a captured step (--cuda-graphs) runs the whole context instead, as OpenCLIP does.
+  void set_whole_context(bool whole) { whole_context_ = whole; }
 
   torch::nn::Embedding token_embedding{nullptr};
   torch::Tensor positional_embedding, text_projection;
@@ -24,6 +28,7 @@ class TextTowerImpl : public torch::nn::Module {
 
  private:
   TextConfig config_;
+  bool whole_context_ = false;
 };
 TORCH_MODULE(TextTower);
 

@@ -90,11 +90,13 @@ struct Timeline::Impl {
     return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
   }
 
-  void Push(Record r) {
+  // `stamp`: the record's time is now, taken under the lock, so that file order is timestamp
+  // order; false: it carries its own (SpanAt).
+  void Push(Record r, bool stamp = true) {
     std::unique_lock<std::mutex> lock(mu);
     space_ready.wait(lock, [&] { return queue.size() < kQueueCapacity || closing; });
     if (closing) return;
-    r.ts_us = NowMicros();  // stamped under the lock: file order is timestamp order
+    if (stamp) r.ts_us = NowMicros();
     queue.push_back(std::move(r));
     ++enqueued;
     if (queue.size() >= kBatchRecords) work_ready.notify_one();
@@ -267,6 +269,17 @@ void Timeline::End(const std::string& track, const char* activity) {
 void Timeline::Instant(const std::string& track, const char* name) {
   if (!enabled_) return;
   impl_->Push(Record{RecordKind::kInstant, track, name, {}, 0});
+}
+
+int64_t Timeline::NowMicros() const {
+  return enabled_ ? impl_->NowMicros() : 0;
+}
+
+void Timeline::SpanAt(const std::string& track, const char* activity, int64_t begin_us,
+                      int64_t end_us) {
+  if (!enabled_) return;
+  impl_->Push(Record{RecordKind::kBegin, track, activity, {}, begin_us}, /*stamp=*/false);
+  impl_->Push(Record{RecordKind::kEnd, track, activity, {}, end_us}, /*stamp=*/false);
 }
 
 void Timeline::SetClockOffset(int64_t offset_us, int64_t round_trip_us) {

@@ -29,6 +29,12 @@ class Timeline {
   void Begin(const std::string& track, const char* activity, const std::string& args_json = {});
   void End(const std::string& track, const char* activity);
   void Instant(const std::string& track, const char* name);  // e.g. CYCLE_START
+  // The trace's clock: microseconds since Open() (what every record's "ts" counts); 0 when closed.
+  int64_t NowMicros() const;
+  // A span timed elsewhere (the device's clock, put on this one: DeviceSpanRing), written when it
+  // is known, so after records with later times: keep such spans on a track of their own, whose
+  // records then stay in time order.
+  void SpanAt(const std::string& track, const char* activity, int64_t begin_us, int64_t end_us);
   // An empty `track` makes a global marker, as Horovod writes CYCLE_START.
   bool mark_cycles() const { return mark_cycles_; }
   // Offset of this rank's clock to rank 0's, measured at rendezvous (best of several trips):

@@ -28,10 +28,16 @@ inline constexpr char kWaitForData[] = "WAIT_FOR_DATA";  // blocked on the loade
 inline constexpr char kForward[] = "FORWARD";
 inline constexpr char kBackward[] = "BACKWARD";
 inline constexpr char kOptimizer[] = "OPTIMIZER";  // ends a step
+// --cuda-graphs: forward, backward and optimizer in one captured step (host time of the replay's
+// launch, or of the eager static-buffer step); ends a step as OPTIMIZER does.
+inline constexpr char kGraphStep[] = "GRAPH_STEP";
 
 // Tracks (a thread per track in the trace).
 inline constexpr char kComputeTrack[] = "compute";
 inline constexpr char kAllgatherTrack[] = "allgather";
+// --gpu-timed-spans: FORWARD, BACKWARD, OPTIMIZER, GRAPH_STEP timed by CUDA events (the device's
+// clock), beside the compute track's host-timed spans. Written a step or more late.
+inline constexpr char kGpuTrack[] = "gpu";
 
 // Arg keys of collective spans.
 inline constexpr char kArgBytes[] = "bytes";      // payload

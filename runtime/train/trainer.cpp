@@ -1,7 +1,5 @@
 #include "runtime/train/trainer.h"
 
-#include <ATen/autocast_mode.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,10 +13,18 @@
 #include "runtime/model/clip_model.h"
 #include "runtime/model/open_clip_weights.h"
 #include "runtime/text/tokenizer.h"
+#include "runtime/trace/device_span_ring.h"
+#include "runtime/trace/phase_span.h"
 #include "runtime/trace/timeline.h"
 #include "runtime/trace/trace_vocabulary.h"
+#include "runtime/train/autocast_scope.h"
+#include "runtime/train/captured_step.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/cuda_event_clock.h"
+#include "runtime/train/cuda_graphs_choice.h"
 #include "runtime/train/flat_parameters.h"
+#include "runtime/train/fused_adamw.h"
+#include "runtime/train/graph_train_step.h"
 #include "runtime/train/heap_retention.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/metrics_log.h"
@@ -38,25 +44,6 @@ using Clock = std::chrono::steady_clock;
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-// bfloat16 autocast on CUDA for the forward pass while alive; a no-op for fp32. (amp_bf16 is
-// refused on CPU at parse time: the CPU step's own kernels are float32.)
-class AutocastScope {
- public:
-  AutocastScope(bool enabled, const torch::Device& device) : enabled_(enabled && device.is_cuda()) {
-    if (!enabled_) return;
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-  }
-  ~AutocastScope() {
-    if (!enabled_) return;
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-    at::autocast::clear_cache();
-  }
-
- private:
-  bool enabled_;
-};
 
 // One micro-batch as tensors; `host` keeps the pixels that `images` borrows alive until backward.
 struct DeviceBatch {
@@ -83,6 +70,18 @@ class Trainer {
   torch::Tensor ForwardBackward(std::vector<DeviceBatch>& micro);
   void Backward(const torch::Tensor& loss);
   void OptimizerStep();
+  // --cuda-graphs: builds the CapturedStep (after a resume, so it steps the restored moments).
+  void SetUpCapturedStep();
+  // --gpu-timed-spans: the event ring that times the step's phases on the GPU (CUDA only, and
+  // only with a timeline to write them to).
+  void SetUpGpuSpans();
+  // One step through the CapturedStep: captured or replayed on CUDA, the same step eagerly on
+  // the CPU and for a batch of another shape.
+  torch::Tensor CapturedTrainStep(DeviceBatch& batch);
+  // The fused AdamW's step counts into the optimizer's state, before a checkpoint is written.
+  void SyncOptimizerState() {
+    if (fused_adamw_) fused_adamw_->SyncStepCounts();
+  }
   void SaveCheckpoints(int epoch);
   void SaveStepCheckpoint();
   // Starts `epoch` (mid-way after a mid-epoch resume); returns the optimizer steps it holds.
@@ -101,6 +100,12 @@ class Trainer {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<FlatParameters> flat_;
+  std::unique_ptr<FusedAdamW> fused_adamw_;      // --cuda-graphs only
+  std::unique_ptr<CapturedStep> captured_step_;  // --cuda-graphs only
+  std::string cuda_graphs_note_;
+  std::unique_ptr<DeviceEventClock> gpu_clock_;  // --gpu-timed-spans only; outlives the ring
+  std::unique_ptr<DeviceSpanRing> gpu_spans_;
+  std::string gpu_spans_note_;
   std::unique_ptr<BatchSource> source_;
   std::unique_ptr<PixelUpload> upload_;
   CosineLrSchedule schedule_;
@@ -263,14 +268,14 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
     torch::Tensor loss;
     {
       GlobalHeartbeat().SetActivity(trace::kForward);
-      TimelineSpan span(trace::kComputeTrack, trace::kForward);
+      PhaseSpan span(gpu_spans_.get(), trace::kForward);
       AutocastScope autocast(bf16, device_);
       ClipOutput out = model_->forward(micro[0].images, micro[0].tokens);
       loss = coll_.Loss(out.image_features, out.text_features, out.logit_scale);
     }
     {
       GlobalHeartbeat().SetActivity(trace::kBackward);
-      TimelineSpan span(trace::kComputeTrack, trace::kBackward);
+      PhaseSpan span(gpu_spans_.get(), trace::kBackward);
       Backward(loss);
     }
     coll_.AfterBackward(/*last=*/true);
@@ -279,7 +284,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
   std::vector<torch::Tensor> images, texts;
   {
     GlobalHeartbeat().SetActivity(trace::kForward);
-    TimelineSpan span(trace::kComputeTrack, trace::kForward);
+    PhaseSpan span(gpu_spans_.get(), trace::kForward);
     torch::NoGradGuard no_grad;
     AutocastScope autocast(bf16, device_);
     for (auto& m : micro) {
@@ -292,7 +297,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
     torch::Tensor loss;
     {
       GlobalHeartbeat().SetActivity(trace::kForward);
-      TimelineSpan span(trace::kComputeTrack, trace::kForward);
+      PhaseSpan span(gpu_spans_.get(), trace::kForward);
       AutocastScope autocast(bf16, device_);
       ClipOutput out = model_->forward(micro[j].images, micro[j].tokens);
       auto all_images = images, all_texts = texts;
@@ -302,7 +307,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
     }
     {
       GlobalHeartbeat().SetActivity(trace::kBackward);
-      TimelineSpan span(trace::kComputeTrack, trace::kBackward);
+      PhaseSpan span(gpu_spans_.get(), trace::kBackward);
       Backward(loss);
     }
     coll_.AfterBackward(/*last=*/j + 1 == micro.size());
@@ -311,9 +316,46 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
   return last;
 }
 
+void Trainer::SetUpCapturedStep() {
+  CudaGraphsChoice choice = ChooseCudaGraphs(o_.cuda_graphs, device_.is_cuda(), coll_.world_size(),
+                                             o_.accum_freq, o_.grad_clip_norm);
+  cuda_graphs_note_ = choice.note;
+  if (!choice.static_step) return;
+  fused_adamw_ = std::make_unique<FusedAdamW>(*optimizer_);
+  captured_step_ = std::make_unique<CapturedStep>(
+      MakeGraphTrainStep(model_, *flat_, *fused_adamw_, coll_, o_.precision == "amp_bf16"),
+      choice.capture);
+}
+
+void Trainer::SetUpGpuSpans() {
+  if (!o_.gpu_timed_spans) return;
+  if (!GlobalTimeline().enabled()) {
+    gpu_spans_note_ = "nothing to write them to (no --timeline)";
+    return;
+  }
+  gpu_clock_ = MakeCudaEventClock(device_);
+  if (!gpu_clock_) {
+    gpu_spans_note_ = "host timing only (not on CUDA)";
+    return;
+  }
+  // 64 steps of four phases before a recording waits for the GPU; Poll() at each step's start
+  // normally empties it long before.
+  gpu_spans_ = std::make_unique<DeviceSpanRing>(*gpu_clock_, 256, [](const DeviceSpan& span) {
+    GlobalTimeline().SpanAt(span.track, span.activity, span.begin_us, span.end_us);
+  });
+  gpu_spans_note_ = "CUDA events on the gpu track";
+}
+
+torch::Tensor Trainer::CapturedTrainStep(DeviceBatch& batch) {
+  GlobalHeartbeat().SetActivity(trace::kGraphStep);
+  PhaseSpan span(gpu_spans_.get(), trace::kGraphStep);
+  torch::Tensor lr = torch::full({}, last_lr_, torch::TensorOptions(device_).dtype(torch::kFloat));
+  return captured_step_->Run({batch.images, batch.tokens, lr}).at(0).clone();
+}
+
 void Trainer::OptimizerStep() {
   GlobalHeartbeat().SetActivity(trace::kOptimizer);
-  TimelineSpan span(trace::kComputeTrack, trace::kOptimizer);
+  PhaseSpan span(gpu_spans_.get(), trace::kOptimizer);
   flat_->AdoptGradients();
   if (o_.grad_clip_norm > 0) {
     torch::nn::utils::clip_grad_norm_(flat_->buffers(), o_.grad_clip_norm);
@@ -324,6 +366,7 @@ void Trainer::OptimizerStep() {
 
 bool Trainer::TrainStep(int epoch) {
   const auto start = Clock::now();
+  if (gpu_spans_) gpu_spans_->Poll();  // the spans of steps the GPU has finished, no waiting
   std::vector<DeviceBatch> micro(o_.accum_freq);
   for (auto& m : micro) {
     if (!NextBatch(m)) return false;
@@ -332,9 +375,14 @@ bool Trainer::TrainStep(int epoch) {
   for (auto& group : optimizer_->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(last_lr_);
   }
-  flat_->ZeroGrad();
-  torch::Tensor loss = ForwardBackward(micro);
-  OptimizerStep();
+  torch::Tensor loss;
+  if (captured_step_) {
+    loss = CapturedTrainStep(micro[0]);
+  } else {
+    flat_->ZeroGrad();
+    loss = ForwardBackward(micro);
+    OptimizerStep();
+  }
   ++progress_.step;
   GlobalHeartbeat().SetStep(progress_.step);
   int64_t samples = 0;
@@ -381,6 +429,7 @@ void Trainer::SaveCheckpoints(int epoch) {
   // Step saves keep epoch_latest.pt, so it must also move on at the epoch's end.
   const bool latest = o_.save_most_recent || o_.save_every_n_steps > 0;
   if (coll_.rank() != 0 || (!periodic && !latest)) return;
+  SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
   if (periodic) {
     SaveCheckpoint(checkpoint_dir_ + "/epoch_" + std::to_string(completed) + ".pt", *model_,
@@ -397,6 +446,7 @@ void Trainer::SaveCheckpoints(int epoch) {
 void Trainer::SaveStepCheckpoint() {
   if (o_.save_every_n_steps <= 0 || progress_.step % o_.save_every_n_steps != 0) return;
   if (coll_.rank() != 0) return;
+  SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
   SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
                  o_.model_config.name);
@@ -451,6 +501,8 @@ int Trainer::Run() {
   for (const auto& item : named) named_params.emplace_back(item.key(), item.value());
   coll_.BroadcastParameters(named_params);
   OpenData();
+  SetUpCapturedStep();
+  SetUpGpuSpans();
   if (coll_.rank() == 0) {
     std::printf(
         "dtrain-clip: %s (%lld parameters), %s data, batch %d x %d rank(s), %lld steps/epoch, "
@@ -459,6 +511,10 @@ int Trainer::Run() {
         o_.data.dataset_type.c_str(), o_.data.batch_size * o_.accum_freq, coll_.world_size(),
         static_cast<long long>(steps_per_epoch_), o_.epochs, o_.precision.c_str(),
         device_.str().c_str(), torch::get_num_threads());
+    if (!cuda_graphs_note_.empty()) {
+      std::printf("cuda-graphs %s: %s\n", o_.cuda_graphs.c_str(), cuda_graphs_note_.c_str());
+    }
+    if (!gpu_spans_note_.empty()) std::printf("gpu-timed-spans: %s\n", gpu_spans_note_.c_str());
     std::fflush(stdout);
   }
   bool stopped = false;
@@ -484,23 +540,41 @@ int Trainer::Run() {
     coll_.Barrier();
   }
   display_->Break();
+  int64_t gpu_spans_resolved = 0, gpu_spans_forced_waits = 0;
+  if (gpu_spans_) {
+    gpu_spans_->Drain();
+    gpu_spans_resolved = gpu_spans_->resolved();
+    gpu_spans_forced_waits = gpu_spans_->forced_waits();
+    gpu_spans_.reset();
+  }
   const double skipped = coll_.SumOverRanks(static_cast<double>(source_->SkippedSamples()));
   const std::string hash = ParameterHash(*model_);
   const double samples_per_s = train_seconds_ > 0 ? samples_this_run_ / train_seconds_ : 0;
   const HeartbeatCost heartbeat = GlobalHeartbeat().Cost();
-  metrics_.Write(MetricsLine()
-                     .Add("event", "end")
-                     .Add("step", progress_.step)
-                     .Add("epoch", progress_.epoch)
-                     .Add("samples", samples_this_run_)
-                     .Add("samples_per_s", samples_per_s)
-                     .Add("train_s", train_seconds_)
-                     .Add("wall_s", SecondsSince(wall_start))
-                     .Add("skipped_samples", static_cast<int64_t>(skipped))
-                     .Add("param_hash", hash)
-                     .Add("heartbeat_path_ms", heartbeat.path_ms)
-                     .Add("heartbeat_writer_cpu_ms", heartbeat.writer_cpu_ms)
-                     .Add("heartbeat_beats", heartbeat.beats));
+  MetricsLine end;
+  end.Add("event", "end")
+      .Add("step", progress_.step)
+      .Add("epoch", progress_.epoch)
+      .Add("samples", samples_this_run_)
+      .Add("samples_per_s", samples_per_s)
+      .Add("train_s", train_seconds_)
+      .Add("wall_s", SecondsSince(wall_start))
+      .Add("skipped_samples", static_cast<int64_t>(skipped))
+      .Add("param_hash", hash)
+      .Add("heartbeat_path_ms", heartbeat.path_ms)
+      .Add("heartbeat_writer_cpu_ms", heartbeat.writer_cpu_ms)
+      .Add("heartbeat_beats", heartbeat.beats);
+  if (captured_step_) {
+    end.Add("graph_captured", captured_step_->captured())
+        .Add("graph_warmup_steps", captured_step_->warmup_runs())
+        .Add("graph_replays", captured_step_->replays())
+        .Add("graph_eager_fallbacks", captured_step_->eager_fallbacks());
+  }
+  if (o_.gpu_timed_spans) {
+    end.Add("gpu_spans_resolved", gpu_spans_resolved)
+        .Add("gpu_spans_forced_waits", gpu_spans_forced_waits);
+  }
+  metrics_.Write(end);
   std::printf("done: %lld steps, %.1f samples/s, %.1f s training, param hash %s\n",
               static_cast<long long>(progress_.step), samples_per_s, train_seconds_, hash.c_str());
   std::fflush(stdout);

@@ -1,0 +1,32 @@
+#include "runtime/train/graph_train_step.h"
+
+#include "runtime/train/autocast_scope.h"
+
+namespace dtrain::clip {
+
+CapturedStep::StepFunction MakeGraphTrainStep(ClipModel model, FlatParameters& flat,
+                                              FusedAdamW& optimizer, TrainCollectives& collectives,
+                                              bool bf16) {
+  model->text->set_whole_context(true);
+  return [model, &flat, &optimizer, &collectives,
+          bf16](const std::vector<torch::Tensor>& inputs) mutable -> std::vector<torch::Tensor> {
+    const torch::Tensor& images = inputs.at(0);
+    const torch::Tensor& tokens = inputs.at(1);
+    const torch::Tensor& lr = inputs.at(2);
+    flat.ZeroGrad();  // in place: the gradients stay views of the flat buffers
+    torch::Tensor loss;
+    {
+      AutocastScope autocast(bf16, images.device());
+      ClipOutput out = model->forward(images, tokens);
+      loss = collectives.Loss(out.image_features, out.text_features, out.logit_scale);
+    }
+    loss.backward(torch::full_like(loss, collectives.BackwardSeed()));
+    collectives.AfterBackward(/*last=*/true);
+    flat.AdoptGradients();
+    optimizer.Step(lr);
+    model->ClampLogitScale();
+    return {loss.detach()};
+  };
+}
+
+}  // namespace dtrain::clip

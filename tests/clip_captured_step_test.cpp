@@ -1,0 +1,234 @@
+// --cuda-graphs on the CPU: the CapturedStep's static-buffer logic (copy-in, step, static
+// outputs, eager fallback for other shapes) with the real training step of the fmnist-tiny
+// model, against the same step run eagerly on the inputs as given; the fused AdamW against
+// LibTorch's AdamW; the whole-context text tower; and which runs may take the captured path.
+// Nothing here captures a graph: that needs a GPU (bench/clip_gpu.sh measures it).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "runtime/config/model_config.h"
+#include "runtime/dist/train_collectives.h"
+#include "runtime/model/clip_model.h"
+#include "runtime/train/captured_step.h"
+#include "runtime/train/cuda_graphs_choice.h"
+#include "runtime/train/flat_parameters.h"
+#include "runtime/train/fused_adamw.h"
+#include "runtime/train/graph_train_step.h"
+
+namespace dtrain::clip {
+namespace {
+
+// A model with its flat parameters and optimizers, grouped as the trainer groups them.
+struct Rig {
+  ClipModel model{nullptr};
+  std::unique_ptr<FlatParameters> flat;
+  std::unique_ptr<torch::optim::AdamW> adamw;
+  std::unique_ptr<FusedAdamW> fused;
+  TrainCollectives one_rank;
+
+  explicit Rig(uint64_t seed) {
+    torch::manual_seed(seed);
+    model = ClipModel(PresetModelConfig("fmnist-tiny"));
+    std::vector<torch::Tensor> decay, no_decay;
+    for (const auto& item : model->named_parameters()) {
+      (TakesWeightDecay(item.key(), item.value()) ? decay : no_decay).push_back(item.value());
+    }
+    flat =
+        std::make_unique<FlatParameters>(std::vector<std::vector<torch::Tensor>>{no_decay, decay});
+    auto options = torch::optim::AdamWOptions(1e-3).betas({0.9, 0.98}).eps(1e-6);
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(std::vector<torch::Tensor>{flat->buffers()[0]},
+                        std::make_unique<torch::optim::AdamWOptions>(
+                            torch::optim::AdamWOptions(options).weight_decay(0)));
+    groups.emplace_back(std::vector<torch::Tensor>{flat->buffers()[1]},
+                        std::make_unique<torch::optim::AdamWOptions>(
+                            torch::optim::AdamWOptions(options).weight_decay(0.1)));
+    adamw = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
+    fused = std::make_unique<FusedAdamW>(*adamw);
+  }
+  CapturedStep::StepFunction Step() {
+    return MakeGraphTrainStep(model, *flat, *fused, one_rank, false);
+  }
+
+  // Every tensor the step reads or writes that outlives a step.
+  std::vector<torch::Tensor> LongLived() const {
+    std::vector<torch::Tensor> all = fused->StateTensors();
+    for (const auto& buffer : flat->buffers()) all.push_back(buffer.grad());
+    for (const auto& p : model->parameters()) {
+      all.push_back(p);
+      all.push_back(p.grad());
+    }
+    return all;
+  }
+};
+
+// A batch of `rows`: images as the loaders hand them, tokens with the end token (the row's largest
+// id) at a varying place.
+std::vector<torch::Tensor> Batch(int64_t rows, uint64_t seed, double lr) {
+  torch::manual_seed(seed);
+  const ModelConfig config = PresetModelConfig("fmnist-tiny");
+  auto images = torch::randn(
+      {rows, config.vision.channels, config.vision.image_size, config.vision.image_size});
+  auto tokens = torch::randint(1, config.text.vocab_size - 1, {rows, config.text.context_length},
+                               torch::kLong);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t end = 3 + (r * 5 + static_cast<int64_t>(seed)) % 10;
+    tokens[r][end] = config.text.vocab_size - 1;
+    tokens[r].narrow(0, end + 1, config.text.context_length - end - 1).zero_();
+  }
+  return {images, tokens, torch::full({}, lr)};
+}
+
+std::vector<const void*> Addresses(const std::vector<torch::Tensor>& tensors) {
+  std::vector<const void*> addresses;
+  for (const auto& t : tensors) addresses.push_back(t.defined() ? t.data_ptr() : nullptr);
+  return addresses;
+}
+
+void ExpectBitEqual(ClipModel& a, ClipModel& b) {
+  auto pa = a->named_parameters(), pb = b->named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_TRUE(torch::equal(pa[i].value(), pb[i].value())) << pa[i].key();
+  }
+}
+
+// Warm-up, then two replays on copied-in inputs: the parameters after each step are those of the
+// same step run eagerly on the inputs as given, bit for bit; every run after the first reads the
+// same static input buffers, and nothing long-lived moved.
+TEST(CapturedStep, ReplaysOnCopiedInputsEqualTheEagerStepBitForBit) {
+  Rig eager(7), staged(7);
+  auto eager_step = eager.Step();
+  std::vector<std::vector<const void*>> seen_inputs;
+  auto staged_step = staged.Step();
+  CapturedStep captured(
+      [&](const std::vector<torch::Tensor>& inputs) {
+        seen_inputs.push_back(Addresses(inputs));
+        return staged_step(inputs);
+      },
+      /*capture=*/false, /*warmup_steps=*/1);
+  std::vector<const void*> long_lived;
+  for (int step = 0; step < 3; ++step) {
+    auto batch = Batch(8, 100 + step, 1e-3 * (step + 1));
+    torch::Tensor expected_loss = eager_step(batch).at(0);
+    torch::Tensor loss = captured.Run(batch).at(0);
+    EXPECT_TRUE(torch::equal(loss, expected_loss)) << "step " << step;
+    ExpectBitEqual(eager.model, staged.model);
+    // The batch itself is never what the step reads: its copy in the static buffers is.
+    EXPECT_EQ(seen_inputs.back(), Addresses(captured.static_inputs())) << "step " << step;
+    EXPECT_NE(seen_inputs.back(), Addresses(batch)) << "step " << step;
+    if (step == 0) {
+      long_lived = Addresses(staged.LongLived());
+    } else {
+      EXPECT_EQ(Addresses(staged.LongLived()), long_lived) << "step " << step;
+    }
+  }
+  EXPECT_EQ(captured.warmup_runs(), 1);
+  EXPECT_EQ(captured.replays(), 2);
+  EXPECT_EQ(captured.eager_fallbacks(), 0);
+  EXPECT_FALSE(captured.captured());
+}
+
+// The last partial batch runs eagerly as given (no copy into the static buffers, which keep their
+// shape), still the same step; the next full batch goes back to the static buffers.
+TEST(CapturedStep, ABatchOfAnotherShapeRunsEagerlyAsGiven) {
+  Rig eager(8), staged(8);
+  auto eager_step = eager.Step();
+  CapturedStep captured(staged.Step(), /*capture=*/false, /*warmup_steps=*/1);
+  for (int64_t rows : {8, 8, 5, 8}) {
+    auto batch = Batch(rows, 200 + rows, 2e-3);
+    eager_step(batch);
+    captured.Run(batch);
+    ExpectBitEqual(eager.model, staged.model);
+    EXPECT_EQ(captured.static_inputs().at(0).size(0), 8);
+  }
+  EXPECT_EQ(captured.eager_fallbacks(), 1);
+  EXPECT_EQ(captured.replays(), 2);
+}
+
+// The learning rate is an input: a replay with another rate moves the parameters otherwise.
+TEST(CapturedStep, TheLearningRateIsReadFromItsStaticBuffer) {
+  Rig a(9), b(9);
+  CapturedStep ca(a.Step(), false, 1), cb(b.Step(), false, 1);
+  ca.Run(Batch(8, 300, 1e-3));
+  cb.Run(Batch(8, 300, 1e-3));
+  ExpectBitEqual(a.model, b.model);
+  ca.Run(Batch(8, 301, 1e-3));
+  cb.Run(Batch(8, 301, 5e-3));
+  EXPECT_FALSE(torch::equal(a.flat->buffers()[1], b.flat->buffers()[1]));
+}
+
+// The fused kernel is AdamW: within float rounding of LibTorch's AdamW over several steps, on the
+// same moment tensors, whose step counts SyncStepCounts writes back for checkpoints.
+TEST(FusedAdamW, FollowsLibTorchAdamW) {
+  torch::manual_seed(11);
+  auto make = [] {
+    torch::manual_seed(12);
+    return std::vector<torch::Tensor>{torch::randn({300}).requires_grad_(),
+                                      torch::randn({40}).requires_grad_()};
+  };
+  auto fused_params = make(), plain_params = make();
+  auto options = torch::optim::AdamWOptions(1e-2).betas({0.9, 0.98}).eps(1e-6).weight_decay(0.1);
+  torch::optim::AdamW fused_state({fused_params[0], fused_params[1]}, options);
+  torch::optim::AdamW plain({plain_params[0], plain_params[1]}, options);
+  FusedAdamW fused(fused_state);
+  for (int step = 0; step < 5; ++step) {
+    for (size_t i = 0; i < 2; ++i) {
+      auto g = torch::randn_like(fused_params[i]);
+      fused_params[i].mutable_grad() = g.clone();
+      plain_params[i].mutable_grad() = g.clone();
+    }
+    fused.Step(torch::full({}, 1e-2));
+    plain.step();
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(torch::allclose(fused_params[i], plain_params[i], 1e-5, 1e-6)) << i;
+    EXPECT_FALSE(torch::equal(fused_params[i], make()[i])) << "the parameters moved";
+  }
+  fused.SyncStepCounts();
+  auto& state = static_cast<torch::optim::AdamWParamState&>(
+      *fused_state.state().at(fused_params[0].unsafeGetTensorImpl()));
+  EXPECT_EQ(state.step(), 5);
+  auto& plain_state = static_cast<torch::optim::AdamWParamState&>(
+      *plain.state().at(plain_params[0].unsafeGetTensorImpl()));
+  EXPECT_TRUE(torch::allclose(state.exp_avg_sq(), plain_state.exp_avg_sq(), 1e-5, 1e-8));
+}
+
+// A captured step runs the whole context (no host read of the longest caption): the features are
+// those of the cut context, within float rounding.
+TEST(TextTower, WholeContextGivesTheCutContextsFeatures) {
+  torch::manual_seed(13);
+  ClipModel model(PresetModelConfig("fmnist-tiny"));
+  torch::NoGradGuard no_grad;
+  auto tokens = Batch(6, 400, 0).at(1);
+  torch::Tensor cut = model->EncodeText(tokens);
+  model->text->set_whole_context(true);
+  torch::Tensor whole = model->EncodeText(tokens);
+  EXPECT_TRUE(torch::allclose(cut, whole, 1e-5, 1e-6));
+}
+
+TEST(CudaGraphsChoice, OffOnAutoByDeviceAndRun) {
+  EXPECT_FALSE(ChooseCudaGraphs("off", true, 1, 1, 0).static_step);
+  CudaGraphsChoice on_gpu = ChooseCudaGraphs("on", true, 1, 1, 0);
+  EXPECT_TRUE(on_gpu.static_step && on_gpu.capture);
+  CudaGraphsChoice on_cpu = ChooseCudaGraphs("on", false, 1, 1, 0);
+  EXPECT_TRUE(on_cpu.static_step);
+  EXPECT_FALSE(on_cpu.capture);
+  EXPECT_TRUE(ChooseCudaGraphs("auto", true, 1, 1, 0).capture);
+  EXPECT_FALSE(ChooseCudaGraphs("auto", false, 1, 1, 0).static_step);
+  CudaGraphsChoice two_ranks = ChooseCudaGraphs("auto", true, 2, 1, 0);
+  EXPECT_FALSE(two_ranks.static_step);
+  EXPECT_NE(two_ranks.note.find("2 ranks"), std::string::npos) << two_ranks.note;
+  EXPECT_FALSE(ChooseCudaGraphs("auto", true, 1, 2, 0).static_step);
+  EXPECT_FALSE(ChooseCudaGraphs("auto", true, 1, 1, 1.0).static_step);
+  EXPECT_THROW(ChooseCudaGraphs("on", true, 2, 1, 0), std::runtime_error);
+  EXPECT_THROW(ChooseCudaGraphs("on", true, 1, 4, 0), std::runtime_error);
+  EXPECT_THROW(ChooseCudaGraphs("on", false, 1, 1, 0.5), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace dtrain::clip
