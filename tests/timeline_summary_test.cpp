@@ -107,6 +107,28 @@ TEST(TimelineSummary, SplitsEachRanksTimeExactly) {
   EXPECT_EQ(r1.step_us, (std::vector<int64_t>{1200}));
 }
 
+// dtrain-clip --cuda-graphs --gpu-timed-spans: GRAPH_STEP ends each step as OPTIMIZER does; the
+// gpu track (the device's copies of the phases, written a step late) changes no figure.
+TEST(TimelineSummary, GraphStepsEndStepsAndTheGpuTrackIsLeftOut) {
+  ScratchDir dir;
+  std::string t = Header(0, 5'000'000, 0);
+  t += ",\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 4, \"args\": {\"name\": "
+       "\"gpu\"}}";
+  t += Span(1, "DATA", 0, 100) + Span(1, "GRAPH_STEP", 100, 600);
+  t += Span(1, "DATA", 600, 700) + Span(4, "GRAPH_STEP", 150, 650);  // the first step's, late
+  t += Span(1, "GRAPH_STEP", 700, 1100) + Span(4, "GRAPH_STEP", 750, 1150);
+  WriteFile(dir / "rank-0.json", t + "\n]");
+  TimelineSummaryBuilder builder;
+  MergeResult merged = MergeTimelines({dir / "rank-0.json"}, dir / "merged.json",
+                                      [&](const MergedEvent& e) { builder.Add(e); });
+  const TimelineSummary s = builder.Finish(merged.ranks);
+  ASSERT_EQ(s.ranks.size(), 1u);
+  EXPECT_EQ(s.ranks[0].step_us, (std::vector<int64_t>{600, 500}));
+  EXPECT_EQ(s.ranks[0].wall_us, 1100);
+  EXPECT_EQ(s.ranks[0].compute_us, 1100);
+  EXPECT_EQ(s.ranks[0].idle_us, 0);
+}
+
 TEST(TimelineSummary, LargestFusedAllreducesGroupedOverRanks) {
   ScratchDir dir;
   TimelineSummary s = Summarise(dir);

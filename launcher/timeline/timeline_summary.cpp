@@ -49,7 +49,7 @@ SpanKind ClassifySpan(const std::string& track, const std::string& name) {
     return SpanKind::kWait;
   }
   if (name == trace::kData || name == trace::kForward || name == trace::kBackward ||
-      name == trace::kOptimizer || track == trace::kComputeTrack) {
+      name == trace::kOptimizer || name == trace::kGraphStep || track == trace::kComputeTrack) {
     return SpanKind::kCompute;
   }
   return SpanKind::kComm;
@@ -120,7 +120,8 @@ void TimelineSummaryBuilder::End(RankState& state, const MergedEvent& event) {
   if (span.bytes >= 0) --open.fused_open;
   --state.counts[static_cast<int>(span.kind)];
   if (!stack.empty()) ++state.counts[static_cast<int>(stack.back().kind)];
-  if (event.name == trace::kOptimizer && state.step_begin_us >= 0) {
+  const bool step_end = event.name == trace::kOptimizer || event.name == trace::kGraphStep;
+  if (step_end && state.step_begin_us >= 0) {
     state.time.step_us.push_back(event.ts_us - state.step_begin_us);
     state.step_begin_us = event.ts_us;
   }
@@ -142,6 +143,9 @@ void TimelineSummaryBuilder::End(RankState& state, const MergedEvent& event) {
 }
 
 void TimelineSummaryBuilder::Add(const MergedEvent& event) {
+  // dtrain-clip's --gpu-timed-spans: the device's copy of the compute track's phases, written a
+  // step or more late, out of time order; the host's spans already place the step.
+  if (event.track == trace::kGpuTrack) return;
   RankState& state = ranks_[event.rank];
   Advance(state, event.ts_us);
   if (event.phase == 'B') {
