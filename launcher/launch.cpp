@@ -21,6 +21,7 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
 #include "launcher/error.h"
+#include "launcher/exit_abort_note.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
@@ -81,7 +82,8 @@ std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<st
 }
 
 // "rank 3 on node gpu-b failed: exit 7", then the root cause when a rank's @record error file
-// gives one (rank, node, time, exception, innermost file:line), then the last lines of its log.
+// gives one (rank, node, time, exception, innermost file:line), then the last lines of its log,
+// then a note when those show torch's abort at interpreter exit (exit_abort_note.h).
 // `from`: where this attempt's output starts in the log.
 void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::string& job_dir,
                    uint64_t from, const std::optional<RankError>& cause) {
@@ -99,6 +101,7 @@ void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::s
     for (const std::string& line : tail)
       text += fmt::format("  [{}:{}] {}\n", slot.host, slot.rank, line);
   }
+  text += ExitAbortNote(status, tail);
   std::fputs(text.c_str(), stderr);
 }
 
