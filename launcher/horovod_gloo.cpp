@@ -89,8 +89,13 @@ HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_node
     }
     net.rendezvous_addr.push_back(addr);
   }
+  // Towards which node each node's interface is looked up: the first; the second for the first.
+  auto peer = [&](size_t i) -> const NodeSpec& { return spec.nodes[i == 0 && n > 1 ? 1 : 0]; };
   if (!ask_nodes) {
     net.iface.assign(n, "");
+    if (spec.transport == TransportKind::kSsh) {
+      for (size_t i = 0; i < n; ++i) net.iface_towards.push_back(peer(i).address);
+    }
     return net;
   }
   if (spec.transport == TransportKind::kSlurm) {
@@ -107,8 +112,7 @@ HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_node
     ProcessSpec q;
     q.id = static_cast<int>(i);
     q.node_index = static_cast<int>(i);
-    const NodeSpec& peer = spec.nodes[i == 0 && n > 1 ? 1 : 0];
-    q.argv = {"ip", "-o", "route", "get", peer.address};
+    q.argv = {"ip", "-o", "route", "get", peer(i).address};
     queries.push_back(std::move(q));
   }
   CollectOutput events;
@@ -148,6 +152,9 @@ void AddHorovodGlooEnv(RankPlan& plan, const HorovodGlooNetwork& network, int po
     if (!iface.empty()) {
       env.emplace("HOROVOD_GLOO_IFACE", iface);
       if (nccl_iface) env.emplace("NCCL_SOCKET_IFNAME", iface);
+    } else if (slot.node_rank < static_cast<int>(network.iface_towards.size()) &&
+               !env.count("HOROVOD_GLOO_IFACE")) {
+      env.emplace(kGlooIfaceTowards, network.iface_towards[slot.node_rank]);
     }
   }
 }

@@ -16,6 +16,9 @@ struct HorovodGlooNetwork {
   std::vector<std::string> rendezvous_addr;  // per node: this machine as that node reaches it
   std::vector<std::string>
       iface;  // per node: the interface that reaches the other nodes; "" unknown
+  // Per SSH node whose interface was not looked up here: the other node the rank's own start
+  // routes towards to find it (kGlooIfaceTowards); "" where there is nothing to do there.
+  std::vector<std::string> iface_towards;
   std::vector<std::string> notes;  // what could not be found, for the console
 };
 
@@ -23,13 +26,21 @@ struct HorovodGlooNetwork {
 // node, and on each SSH node (through the transport) `ip -o route get` towards another node
 // (the first node; the second for the first node). Slurm nodes are not asked (a job step of its
 // own); their interface stays unset unless the cluster file sets it.
-// `ask_nodes` false (a job that did not ask for Horovod, served in case it is one): no query,
-// SSH nodes' interfaces stay unset and Gloo takes the address of each node's hostname.
+// `ask_nodes` false (a job that did not ask for Horovod, served in case it is one): no query
+// before the launch; each SSH node's ranks find their interface as they start, through
+// `iface_towards` (the same `ip -o route get` towards the same node, run by the rank's own
+// remote command: no extra connection, no round trip).
 HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_nodes = true);
 
+// The variable that carries iface_towards to an SSH rank's remote command, which sets
+// HOROVOD_GLOO_IFACE from `ip -o route get` towards it (unless set) and then drops it: the
+// program never sees it. Without iproute2 on the node, HOROVOD_GLOO_IFACE stays unset.
+inline constexpr const char* kGlooIfaceTowards = "DTRAIN_GLOO_IFACE_TOWARDS";
+
 // Adds HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT, HOROVOD_CONTROLLER=gloo, HOROVOD_CPU_OPERATIONS=gloo,
-// HOROVOD_GLOO_IFACE and (with `nccl_iface`, a job that asked for Horovod) NCCL_SOCKET_IFNAME to
-// every rank, except where the cluster file or -x already set the variable.
+// HOROVOD_GLOO_IFACE (or kGlooIfaceTowards, where the interface is found on the node) and (with
+// `nccl_iface`, a job that asked for Horovod) NCCL_SOCKET_IFNAME to every rank, except where the
+// cluster file or -x already set the variable.
 void AddHorovodGlooEnv(RankPlan& plan, const HorovodGlooNetwork& network, int port,
                        bool nccl_iface = true);
 

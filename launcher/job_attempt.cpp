@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/exit_abort_note.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/job_store.h"
@@ -49,7 +50,8 @@ std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<st
 }
 
 // "rank 3 on node gpu-b failed: exit 7", then the root cause when a rank's @record error file
-// gives one (rank, node, time, exception, innermost file:line), then the last lines of its log.
+// gives one (rank, node, time, exception, innermost file:line), then the last lines of its log,
+// then a note when those show torch's abort at interpreter exit (exit_abort_note.h).
 // `from`: where this attempt's output starts in the log.
 void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::string& job_dir,
                    uint64_t from, const std::optional<RankError>& cause) {
@@ -67,6 +69,7 @@ void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::s
     for (const std::string& line : tail)
       text += fmt::format("  [{}:{}] {}\n", slot.host, slot.rank, line);
   }
+  text += ExitAbortNote(status, tail);
   std::fputs(text.c_str(), stderr);
 }
 
@@ -93,18 +96,22 @@ void PrepareLogs(Job& job) {
   job.console.SetHosts(std::move(hosts));
 }
 
-// The job's TCPStore when the job is a Python program (JobPython), started with its Python on
-// node 0 at the rendezvous; null (rank 0 hosts the store, as before) when it is not, on Slurm,
-// when the user set TORCHELASTIC_USE_AGENT_STORE to anything but True, or when the store could
-// not start there (said once).
+// The job's TCPStore when the job is a Python program (JobPython) or dtrain-clip, started with
+// its Python or dtrain-clip on node 0 at the rendezvous (JobStoreCommand); null (rank 0 hosts
+// the store, as before) when it is neither, on Slurm, when the user set
+// TORCHELASTIC_USE_AGENT_STORE to anything but True, or when the store could not start there
+// (said once).
 std::unique_ptr<JobStore> StartJobStore(Job& job, const ClusterSpec& spec, const RankPlan& plan,
                                         int attempt) {
-  const std::string python = JobPython(job.settings.command, spec);
-  if (python.empty() || spec.transport == TransportKind::kSlurm || job.store_failed) return nullptr;
+  const std::vector<std::string> command =
+      JobStoreCommand(job.settings.command, spec, plan.master_addr, plan.master_port);
+  if (command.empty() || spec.transport == TransportKind::kSlurm || job.store_failed)
+    return nullptr;
+  const std::string& python = command.front();  // the job's Python, or dtrain-clip
   // -x TORCHELASTIC_USE_AGENT_STORE=False (or the cluster file's env) keeps rank 0 the host.
   auto asked = spec.env.find("TORCHELASTIC_USE_AGENT_STORE");
   if (asked != spec.env.end() && asked->second != "True") return nullptr;
-  auto store = std::make_unique<JobStore>(spec, python, plan.master_addr, plan.master_port);
+  auto store = std::make_unique<JobStore>(spec, command);
   if (store->ready()) {
     if (attempt == 0) {
       std::fprintf(stderr, "dtrain: the job's TCPStore on %s:%d (%s on node %s)\n",

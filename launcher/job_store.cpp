@@ -1,5 +1,6 @@
-// The store is one short Python program, started like a rank (same transport, node 0, the
-// node's environment), that prints one line once it listens and then sleeps until SIGTERM.
+// The store is one short Python program, or dtrain-clip's `store` subcommand, started like a
+// rank (same transport, node 0, the node's environment), that prints one line once it listens
+// and then serves until SIGTERM.
 #include "launcher/job_store.h"
 
 #include <cctype>
@@ -11,7 +12,7 @@
 namespace dtrain {
 namespace {
 
-constexpr const char* kReadyLine = "dtrain-job-store-ready";
+constexpr const char* kReadyLine = "dtrain-job-store-ready";  // runtime/dist/job_store_server.h
 
 // TCPStore's defaults are torch's own for the agent's store (libuv where this torch has it).
 constexpr const char* kStoreScript = R"py(import sys, time
@@ -40,8 +41,18 @@ std::string JobPython(const std::vector<std::string>& command, const ClusterSpec
   return "";
 }
 
-JobStore::JobStore(const ClusterSpec& spec, const std::string& python, const std::string& host,
-                   int port, double timeout_s) {
+std::vector<std::string> JobStoreCommand(const std::vector<std::string>& command,
+                                         const ClusterSpec& spec, const std::string& host,
+                                         int port) {
+  const std::string python = JobPython(command, spec);
+  if (!python.empty()) return {python, "-c", kStoreScript, host, std::to_string(port)};
+  if (!command.empty() && command.front().substr(command.front().rfind('/') + 1) == "dtrain-clip")
+    return {command.front(), "store", "--host", host, "--port", std::to_string(port)};
+  return {};
+}
+
+JobStore::JobStore(const ClusterSpec& spec, const std::vector<std::string>& command,
+                   double timeout_s) {
   if (spec.transport == TransportKind::kSlurm) {
     why_ = "not on Slurm (rank 0 hosts the store there)";
     return;
@@ -49,7 +60,7 @@ JobStore::JobStore(const ClusterSpec& spec, const std::string& python, const std
   ProcessSpec proc;
   proc.id = 0;
   proc.node_index = 0;
-  proc.argv = {python, "-c", kStoreScript, host, std::to_string(port)};
+  proc.argv = command;
   proc.env["PYTHONUNBUFFERED"] = "1";
   transport_ = MakeTransport(spec);
   transport_->Start({proc}, *this);

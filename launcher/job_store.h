@@ -1,9 +1,10 @@
 // JobStore: the job's TCPStore, hosted by dtrain as torchrun's agent hosts it
 // (TORCHELASTIC_USE_AGENT_STORE=True), so every rank is only a client and no rank's exit tears
-// the store down under the others (a rank without destroy_process_group that ends first no
-// longer aborts the rest). It runs the job's own Python, so it speaks exactly the job's torch
-// version's protocol: `python -c` creating TCPStore(is_master=True) on MASTER_PORT, started
-// through the job's transport on node 0 like a rank, and it ends after the attempt's last rank.
+// the store down under the others (a rank that ends first no longer takes the store from ranks
+// still using it). It runs the job's own torch, so it speaks exactly the ranks' protocol: for a
+// Python job `python -c` creating TCPStore(is_master=True) on MASTER_PORT, for a dtrain-clip job
+// `dtrain-clip store` (LibTorch's server), started through the job's transport on node 0 like a
+// rank, and it ends after the attempt's last rank.
 // One store per attempt: torch's client (rendezvous.py, _create_c10d_store) adds no per-attempt
 // prefix, so a fresh store is what keeps one attempt's keys from the next.
 #pragma once
@@ -22,12 +23,19 @@ namespace dtrain {
 // command names that. "" otherwise: the job keeps rank 0 as the store's host.
 std::string JobPython(const std::vector<std::string>& command, const ClusterSpec& spec);
 
+// The command that serves the job's store at `host`:`port` on node 0: the job's Python
+// (JobPython) running torch's TCPStore, or, when the command's program is dtrain-clip (by name
+// or path), that same program's `store` subcommand. Empty when the job is neither: rank 0 hosts.
+std::vector<std::string> JobStoreCommand(const std::vector<std::string>& command,
+                                         const ClusterSpec& spec, const std::string& host,
+                                         int port);
+
 class JobStore : private TransportEvents {
  public:
-  // Starts the store on `spec`'s node 0 at `host`:`port` with `python` and waits (up to
-  // `timeout_s`) for it to listen. On failure (no torch there, the port taken, a Slurm
-  // cluster) nothing is left running and why() says what happened.
-  JobStore(const ClusterSpec& spec, const std::string& python, const std::string& host, int port,
+  // Starts `command` (JobStoreCommand) on `spec`'s node 0 and waits (up to `timeout_s`) for it
+  // to listen. On failure (no torch there, the port taken, a Slurm cluster) nothing is left
+  // running and why() says what happened.
+  JobStore(const ClusterSpec& spec, const std::vector<std::string>& command,
            double timeout_s = 60);
   // Stops the store: SIGTERM, SIGKILL after 2 s.
   ~JobStore() override;

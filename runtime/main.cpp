@@ -15,6 +15,7 @@
 #include "runtime/data/export_data.h"
 #include "runtime/dist/distributed.h"
 #include "runtime/dist/distributed_train_collectives.h"
+#include "runtime/dist/job_store_server.h"
 #include "runtime/dist/link_bandwidth.h"
 #include "runtime/dist/train_collectives.h"
 #include "runtime/model/clip_model.h"
@@ -37,6 +38,8 @@ Commands:
   export-weights  write a checkpoint's weights under OpenCLIP's names (.safetensors)
   bandwidth     allreduce bus bandwidth of every rank, of node pairs and within nodes (what
                 `dtrain doctor --bandwidth` runs on every node); see bandwidth --help
+  store         serve a job's TCPStore: --host H --port P (what dtrain launch starts on
+                node 0 so that every rank is a client; until SIGTERM)
 Flags:
   --version     print the version
   --help        this text
@@ -217,6 +220,27 @@ int Train(const std::vector<std::string>& args) {
   return dtrain::clip::RunTraining(options, *collectives);
 }
 
+// `store --host H --port P`: the job's TCPStore (runtime/dist/job_store_server.h).
+int Store(const std::vector<std::string>& args) {
+  std::string host;
+  int port = -1;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (i + 1 >= args.size()) throw UsageError(flag + " needs a value (store --host H --port P)");
+    const std::string& value = args[++i];
+    if (flag == "--host") {
+      host = value;
+    } else if (flag == "--port") {
+      port = static_cast<int>(ParseCount(flag, value));
+    } else {
+      throw UsageError("unknown flag '" + flag + "' (store --host H --port P)");
+    }
+  }
+  if (host.empty() || port <= 0 || port > 65535)
+    throw UsageError("store needs --host H and --port P (1-65535)");
+  return dtrain::clip::ServeJobStore(host, port);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -235,8 +259,9 @@ int main(int argc, char** argv) {
     if (args[0] == "export-data") return ExportData(rest);
     if (args[0] == "export-weights") return ExportWeights(rest);
     if (args[0] == "bandwidth") return Bandwidth(rest);
+    if (args[0] == "store") return Store(rest);
     throw UsageError("unknown command '" + args[0] +
-                     "' (commands: train, export-data, export-weights, bandwidth)");
+                     "' (commands: train, export-data, export-weights, bandwidth, store)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "dtrain-clip: %s\n", e.what());
     return 2;

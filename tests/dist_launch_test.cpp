@@ -66,6 +66,50 @@ TEST(DistLaunch, TwoRanksEndWithIdenticalParameters) {
   }
 }
 
+// A dtrain-clip job's store is dtrain's, as a Python job's is: `dtrain-clip store` on node 0,
+// named on the console, every rank its client (TORCHELASTIC_USE_AGENT_STORE=True), rank 0
+// included. And torch's own Python client speaks to that server.
+TEST(DistLaunch, TheJobsStoreIsDtrainClipStore) {
+  std::string dir = TempDir();
+  int code = RunShell("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
+                      "--log-dir " + dir + "/logs --job store -- " + kBin + "/dtrain-clip" +
+                      kTrain + " --max-steps 2 --save-frequency 0 --logs " + dir + "/ck > " + dir +
+                      "/launch.log 2>&1");
+  std::ifstream in(dir + "/launch.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("dtrain: the job's TCPStore on 127.0.0.1:"), std::string::npos) << log;
+  EXPECT_NE(log.find("/dtrain-clip on node localhost)"), std::string::npos) << log;
+  EXPECT_EQ(EndLines(dir).size(), 2u) << "both ranks trained";
+  // Rank 0 does not try to host it too (LibTorch would log the failed bind and go on as a client).
+  std::ifstream rank0(dir + "/logs/store/rank-0.log");
+  const std::string rank0_log((std::istreambuf_iterator<char>(rank0)),
+                              std::istreambuf_iterator<char>());
+  EXPECT_EQ(rank0_log.find("failed to bind"), std::string::npos) << rank0_log;
+  EXPECT_NE(rank0_log.find("done: 2 steps"), std::string::npos) << rank0_log;
+
+  const std::string python = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python";
+  ASSERT_TRUE(fs::exists(python)) << python << " missing: run scripts/install-deps.sh";
+  std::ofstream(dir + "/client.sh")
+      << "port=$(" << python
+      << " -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
+         "print(s.getsockname()[1])')\n"
+      << kBin << "/dtrain-clip store --host 127.0.0.1 --port $port > " << dir
+      << "/store.out & pid=$!\n"
+      << "until grep -q dtrain-job-store-ready " << dir
+      << "/store.out; do kill -0 $pid || exit 9; sleep 0.05; done\n"
+      << python
+      << " -c 'import sys, datetime, torch.distributed as d; s = d.TCPStore(\"127.0.0.1\", "
+         "int(sys.argv[1]), is_master=False, timeout=datetime.timedelta(seconds=30)); "
+         "s.set(\"k\", \"v\"); print(\"got\", s.get(\"k\").decode(), s.add(\"n\", 2))' $port || "
+         "exit 8\n"
+      << "kill -TERM $pid; wait $pid\n";
+  EXPECT_EQ(RunShell("sh " + dir + "/client.sh > " + dir + "/client.out 2>&1"), 0);
+  std::ifstream client(dir + "/client.out");
+  const std::string said((std::istreambuf_iterator<char>(client)), std::istreambuf_iterator<char>());
+  EXPECT_NE(said.find("got v 2\n"), std::string::npos) << said;
+}
+
 TEST(DistLaunch, KilledRankRestartsAndResumesFromTheLastCheckpoint) {
   std::string dir = TempDir();
   // Rank 1 of the first attempt is killed once epoch 1's checkpoint exists.

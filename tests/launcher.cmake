@@ -12,6 +12,11 @@ dtrain_test(launcher_node_clock_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_clock_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+dtrain_test(exit_abort_note_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/exit_abort_note_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
+add_dependencies(exit_abort_note_test dtrain)
 dtrain_test(launcher_launch_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_launch_test.cpp
   LIBS dtrain_launcher

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <string>
 
+#include "launcher/horovod_gloo.h"
 #include "launcher/shell_quote.h"
 #include "launcher/ssh/remote_command.h"
 #include "launcher/subprocess.h"
@@ -121,6 +122,20 @@ TEST(RemoteCommand, PythonPathHeadGoesFirstAndCwdApplies) {
   EXPECT_NE(missing.output.find("cannot change directory to /no/such/dir"), std::string::npos);
   options.cwd_required = false;
   EXPECT_EQ(RunShell(BuildRemoteCommand(p, options), "", "").status, 0);
+}
+
+// A Horovod rank on an SSH node of a job without --horovod finds its Gloo interface as it
+// starts: the route towards the address dtrain passed; a value already set stays; the carrier
+// variable never reaches the program.
+TEST(RemoteCommand, GlooInterfaceIsTheRouteTowardsThePeer) {
+  ProcessSpec p = Proc({"sh", "-c", "echo \"${HOROVOD_GLOO_IFACE-unset} ${" +
+                                        std::string(kGlooIfaceTowards) + "-gone}\""});
+  p.env = {{kGlooIfaceTowards, "127.0.0.1"}};
+  EXPECT_EQ(RunShell(BuildRemoteCommand(p, {}), "", "").output, "lo gone\n");
+  p.env.emplace("HOROVOD_GLOO_IFACE", "ib0");
+  EXPECT_EQ(RunShell(BuildRemoteCommand(p, {}), "", "").output, "ib0 gone\n");
+  p.env = {{"OTHER", "1"}};  // not asked: nothing set
+  EXPECT_EQ(RunShell(BuildRemoteCommand(p, {}), "", "").output, "unset gone\n");
 }
 
 TEST(RemoteCommand, ExitCodesAndMissingCommands) {

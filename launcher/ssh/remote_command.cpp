@@ -15,9 +15,10 @@ namespace {
 // $1 stdin bytes, $2 cwd, $3 cwd required (1/0), $4 PYTHONPATH head, $5 grace in tenths of a s,
 // $6 dtrain's program dir, $7 node timeout in whole seconds (0: no dead-man switch), $8 number of
 // NAME=VALUE words that follow, then argv. The folder of TORCHELASTIC_ERROR_FILE is made (torch's
-// @record writes the file, not its folder); dtrain's own programs (dtrain, dtrain-*) given by
-// bare name are found with dtrain_program, as the doctor
-// finds them. fd 3 keeps the channel's stdin for the
+// @record writes the file, not its folder); DTRAIN_GLOO_IFACE_TOWARDS (kGlooIfaceTowards in
+// launcher/horovod_gloo.h) becomes HOROVOD_GLOO_IFACE, the interface of the route towards that
+// address, unless that is set, and is then dropped; dtrain's own programs (dtrain, dtrain-*)
+// given by bare name are found with dtrain_program, as the doctor finds them. fd 3 keeps the channel's stdin for the
 // watcher; the process gets stdin_data (read first, exactly $1 bytes) or /dev/null. The short
 // spin waits for setsid() in the child, so a signal sent at once still finds the group. Every
 // signal is followed by SIGCONT, so a stopped process acts on it now (SIGKILL needs none).
@@ -28,6 +29,12 @@ namespace {
 constexpr const char* kWrapper =
     R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 nt=$7 ne=$8; shift 8
 while [ "$ne" -gt 0 ]; do export "$1"; shift; ne=$((ne - 1)); done
+if [ -n "$DTRAIN_GLOO_IFACE_TOWARDS" ]; then
+  if [ -z "$HOROVOD_GLOO_IFACE" ] && rt=$(ip -o route get "$DTRAIN_GLOO_IFACE_TOWARDS" 2>/dev/null); then
+    case $rt in *" dev "*) rt=${rt#* dev }; HOROVOD_GLOO_IFACE=${rt%% *}; export HOROVOD_GLOO_IFACE ;; esac
+  fi
+  unset DTRAIN_GLOO_IFACE_TOWARDS
+fi
 if [ -n "$TORCHELASTIC_ERROR_FILE" ]; then mkdir -p "${TORCHELASTIC_ERROR_FILE%/*}" 2>/dev/null; fi
 if [ -n "$pph" ]; then PYTHONPATH=$pph${PYTHONPATH:+:$PYTHONPATH}; export PYTHONPATH; fi
 if [ -n "$dir" ] && ! cd "$dir" 2>/dev/null; then

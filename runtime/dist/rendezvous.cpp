@@ -1,5 +1,6 @@
 #include "runtime/dist/rendezvous.h"
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -43,20 +44,33 @@ std::string RankList(const std::vector<int>& ranks) {
   return text;
 }
 
+// The launcher hosts the store (dtrain launch's `dtrain-clip store`, as torchrun's agent hosts
+// it): every rank, rank 0 included, is then a client, and no rank's exit takes it from the others.
+// (LibTorch's TCPStore, told to host, would try to bind, log the failure and become a client.)
+bool LauncherHostsStore() {
+  const char* value = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  return value != nullptr && std::string(value) == "True";
+}
+
 c10::intrusive_ptr<c10d::Store> ConnectStore(const DistEnv& env,
                                              std::chrono::milliseconds timeout) {
+  const bool launcher_hosts = LauncherHostsStore();
   try {
-    return compat::MakeTcpStore(env.master_addr, env.master_port, env.rank == 0, env.world_size,
-                                timeout);
+    return compat::MakeTcpStore(env.master_addr, env.master_port,
+                                env.rank == 0 && !launcher_hosts, env.world_size, timeout);
   } catch (const std::exception& e) {
-    std::string what = env.rank == 0
-                           ? "rank 0 could not host the rendezvous store on " + Where(env) +
-                                 " (is the port in use? set MASTER_PORT)"
-                           : "rank " + std::to_string(env.rank) +
-                                 " could not reach rank 0's rendezvous store at " + Where(env) +
-                                 " within " + std::to_string(timeout.count() / 1000) +
-                                 " s: missing ranks: 0 (check that rank 0 started and that "
-                                 "MASTER_ADDR is reachable from this node)";
+    std::string what =
+        launcher_hosts ? "rank " + std::to_string(env.rank) +
+                             " could not reach the job's store (hosted by the launcher) at " +
+                             Where(env) + " within " + std::to_string(timeout.count() / 1000) +
+                             " s (check that MASTER_ADDR is reachable from this node)"
+        : env.rank == 0 ? "rank 0 could not host the rendezvous store on " + Where(env) +
+                              " (is the port in use? set MASTER_PORT)"
+                        : "rank " + std::to_string(env.rank) +
+                              " could not reach rank 0's rendezvous store at " + Where(env) +
+                              " within " + std::to_string(timeout.count() / 1000) +
+                              " s: missing ranks: 0 (check that rank 0 started and that "
+                              "MASTER_ADDR is reachable from this node)";
     throw std::runtime_error(what + ": " + e.what());
   }
 }

@@ -126,5 +126,30 @@ TEST(HorovodGloo, EveryRankGetsTheGlooVariablesUnlessTheClusterFileSetsThem) {
   EXPECT_EQ(plan.ranks[2].env.at("HOROVOD_GLOO_IFACE"), "ib0") << "the node's env wins";
 }
 
+// Without --horovod nothing asks the SSH nodes before the launch: each rank's remote command
+// looks its interface up (kGlooIfaceTowards), except where the node's env names one.
+TEST(HorovodGloo, SshRanksFindTheirInterfaceAtStartWithoutTheFlag) {
+  const ClusterSpec spec = ParseClusterText(
+      "transport: ssh\nnodes:\n  - {host: a, address: 127.0.0.1, slots: 2}\n"
+      "  - {host: b, address: 127.0.0.2, env: {HOROVOD_GLOO_IFACE: ib0}}\n",
+      "test");
+  const HorovodGlooNetwork net = FindHorovodGlooNetwork(spec, false);
+  EXPECT_EQ(net.iface_towards, (std::vector<std::string>{"127.0.0.2", "127.0.0.1"}));
+  RankPlan plan = MakeRankPlan(spec, {});
+  AddHorovodGlooEnv(plan, net, 4242, false);
+  ASSERT_EQ(plan.ranks.size(), 3u);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(plan.ranks[r].env.at(kGlooIfaceTowards), "127.0.0.2");
+    EXPECT_EQ(plan.ranks[r].env.count("HOROVOD_GLOO_IFACE"), 0u);
+  }
+  EXPECT_EQ(plan.ranks[2].env.count(kGlooIfaceTowards), 0u);
+  EXPECT_EQ(plan.ranks[2].env.at("HOROVOD_GLOO_IFACE"), "ib0");
+  EXPECT_EQ(plan.ranks[0].env.count("NCCL_SOCKET_IFNAME"), 0u);
+  // A local job: loopback, nothing to look up.
+  const HorovodGlooNetwork local =
+      FindHorovodGlooNetwork(ParseClusterText("nodes:\n  - {host: localhost}\n", "t"), false);
+  EXPECT_TRUE(local.iface_towards.empty());
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -1,8 +1,11 @@
 # Two Gloo ranks that never call destroy_process_group: rank 0 leaves at once after the
-# allreduce, rank 1 a moment later. When rank 0 hosts the TCPStore, its exit can take the store
-# away under rank 1 ("terminate called without an active exception", SIGABRT); with the
-# launcher's store (TORCHELASTIC_USE_AGENT_STORE=True) it cannot. NO_DESTROY_LATE_SET: rank 1
-# writes to the store after rank 0 left (fails when rank 0 hosted it).
+# allreduce, rank 1 a moment later. When rank 0 hosts the TCPStore its exit takes the store away
+# under rank 1; with the launcher's store (TORCHELASTIC_USE_AGENT_STORE=True) it cannot.
+# NO_DESTROY_LATE_SET: rank 1 writes to the store after rank 0 left (fails when rank 0 hosted it).
+# Without destroy_process_group a rank can also abort at its own exit ("terminate called without
+# an active exception": torch's race at interpreter exit, pytorch/pytorch#190489), under any
+# launcher; bench/job_store_aborts.sh counts how often. NO_DESTROY_RANK0_DESTROYS: rank 0 calls
+# it after all, for a run that checks the store and not that race.
 import os
 import time
 
@@ -20,3 +23,5 @@ if dist.get_rank() != 0:
         dist.distributed_c10d._get_default_store().set("late", "1")
         print("late set ok", flush=True)
 print(f"rank {dist.get_rank()} done", flush=True)
+if dist.get_rank() == 0 and os.environ.get("NO_DESTROY_RANK0_DESTROYS"):
+    dist.destroy_process_group()
