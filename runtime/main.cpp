@@ -90,6 +90,17 @@ rank of each group; `dtrain doctor --bandwidth` reads them and names the slow no
   --dist-backend gloo|nccl  default: nccl when a GPU is visible, else gloo
 )";
 
+const char* kStoreUsage = R"(Usage: dtrain-clip store --host H --port P
+
+Serves a job's TCPStore (LibTorch's own server, so its protocol is the ranks') on port P until
+SIGTERM, SIGINT or SIGHUP, and prints "dtrain-job-store-ready P" once it listens. `dtrain launch` starts it on the job's
+first node; the ranks, told TORCHELASTIC_USE_AGENT_STORE=True, connect as clients, so no rank's
+exit takes the store from the others, and it outlives every rank of an attempt.
+
+  --host H   the address to listen on (the job's MASTER_ADDR)
+  --port P   the port (the job's MASTER_PORT)
+)";
+
 int64_t ParseCount(const std::string& flag, const std::string& value) {
   try {
     size_t used = 0;
@@ -226,6 +237,10 @@ int Store(const std::vector<std::string>& args) {
   int port = -1;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kStoreUsage, stdout);
+      return 0;
+    }
     if (i + 1 >= args.size()) throw UsageError(flag + " needs a value (store --host H --port P)");
     const std::string& value = args[++i];
     if (flag == "--host") {
