@@ -97,16 +97,15 @@ void PrepareLogs(Job& job) {
 }
 
 // The job's TCPStore when the job is a Python program (JobPython) or dtrain-clip, started with
-// its Python or dtrain-clip on node 0 at the rendezvous (JobStoreCommand); null (rank 0 hosts
-// the store, as before) when it is neither, on Slurm, when the user set
-// TORCHELASTIC_USE_AGENT_STORE to anything but True, or when the store could not start there
-// (said once).
+// its Python or dtrain-clip on node 0 at the rendezvous (JobStoreCommand; on Slurm a step of
+// its own beside the ranks'); null (rank 0 hosts the store, as before) when it is neither, when
+// the user set TORCHELASTIC_USE_AGENT_STORE to anything but True, or when the store could not
+// start there (said once).
 std::unique_ptr<JobStore> StartJobStore(Job& job, const ClusterSpec& spec, const RankPlan& plan,
                                         int attempt) {
   const std::vector<std::string> command =
       JobStoreCommand(job.settings.command, spec, plan.master_addr, plan.master_port);
-  if (command.empty() || spec.transport == TransportKind::kSlurm || job.store_failed)
-    return nullptr;
+  if (command.empty() || job.store_failed) return nullptr;
   const std::string& python = command.front();  // the job's Python, or dtrain-clip
   // -x TORCHELASTIC_USE_AGENT_STORE=False (or the cluster file's env) keeps rank 0 the host.
   auto asked = spec.env.find("TORCHELASTIC_USE_AGENT_STORE");

@@ -53,13 +53,10 @@ std::vector<std::string> JobStoreCommand(const std::vector<std::string>& command
 
 JobStore::JobStore(const ClusterSpec& spec, const std::vector<std::string>& command,
                    double timeout_s) {
-  if (spec.transport == TransportKind::kSlurm) {
-    why_ = "not on Slurm (rank 0 hosts the store there)";
-    return;
-  }
   ProcessSpec proc;
   proc.id = 0;
   proc.node_index = 0;
+  proc.beside_ranks = true;  // Slurm: a step with --overlap, so the ranks' step gets every CPU
   proc.argv = command;
   proc.env["PYTHONUNBUFFERED"] = "1";
   transport_ = MakeTransport(spec);

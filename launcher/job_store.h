@@ -33,10 +33,9 @@ std::vector<std::string> JobStoreCommand(const std::vector<std::string>& command
 class JobStore : private TransportEvents {
  public:
   // Starts `command` (JobStoreCommand) on `spec`'s node 0 and waits (up to `timeout_s`) for it
-  // to listen. On failure (no torch there, the port taken, a Slurm cluster) nothing is left
-  // running and why() says what happened.
-  JobStore(const ClusterSpec& spec, const std::vector<std::string>& command,
-           double timeout_s = 60);
+  // to listen (on Slurm, a step with --overlap beside the ranks' step). On failure (no torch
+  // there, the port taken) nothing is left running and why() says what happened.
+  JobStore(const ClusterSpec& spec, const std::vector<std::string>& command, double timeout_s = 60);
   // Stops the store: SIGTERM, SIGKILL after 2 s.
   ~JobStore() override;
   JobStore(const JobStore&) = delete;

@@ -480,6 +480,9 @@ TEST_F(DtrainLaunchOnSlurm, TrainsDtrainClipOnTwoNodes) {
   ASSERT_EQ(run.status, 0) << run.err;
   const std::string log0 = ReadFile(dir + "/logs/clip/rank-0.log");
   EXPECT_NE(log0.find("x 2 rank(s)"), std::string::npos) << log0;
+  // The job's store is `dtrain-clip store` in a step of its own; rank 0 is only a client.
+  EXPECT_NE(run.err.find("dtrain: the job's TCPStore on "), std::string::npos) << run.err;
+  EXPECT_EQ(log0.find("failed to bind"), std::string::npos) << log0;
   EXPECT_NE(log0.find("done:"), std::string::npos) << log0;
   EXPECT_NE(ReadFile(dir + "/logs/clip/rank-1.log").find("done:"), std::string::npos);
   EXPECT_NE(ReadFile(dir + "/logs/clip/metrics/rank-0.jsonl").find("\"event\":\"end\""),
@@ -506,6 +509,8 @@ TEST_F(DtrainLaunchOnSlurm, StalledRankIsNamedAndOnStallStopLeavesNothing) {
   EXPECT_LT(dtrain.seconds(), 30) << dtrain.err();
   std::printf("stopped %.1f s after launch (stall timeout 3 s)\n", dtrain.seconds());
   const std::string err = dtrain.err();
+  // The job's store is dtrain's here too: a step of its own on the first node, beside the ranks.
+  EXPECT_NE(err.find("dtrain: the job's TCPStore on "), std::string::npos) << err;
   const std::string report = ReadFile(dir + "/logs/slurm-stall/stall-1.txt");
   EXPECT_EQ(ReadFile(dir + "/logs/slurm-stall/rank-0.log").find("step 3"), std::string::npos);
   EXPECT_NE(report.find("the job waits for rank 1\n"), std::string::npos) << report;
