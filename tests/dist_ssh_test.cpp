@@ -96,6 +96,27 @@ TEST(DistSsh, TwoNodesTwoSlotsHierarchicalAllreduceEndsWithIdenticalParameters) 
   RecordProperty("launch_seconds", std::to_string(r.seconds));
 }
 
+// dtrain-clip launched as the command itself (not through sh): the job's store is
+// `dtrain-clip store` on node0, and every rank, rank 0 included, is its client.
+TEST(DistSsh, TwoNodesTrainAsClientsOfTheJobsStore) {
+  SshTestCluster cluster("dist-store-2x1", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = cluster.dir() + "/logs";
+  const std::string out =
+      RunOutput(kBin + "/dtrain launch -q -c " + cluster.cluster_file() + " --log-dir " + logs +
+                " --job store -- " + kBin +
+                "/dtrain-clip train --batch-size 16 --train-num-samples 384 --zeroshot-frequency 0"
+                " --save-frequency 0 --threads 1 --max-steps 3 2>&1; echo \"status=$?\"");
+  ASSERT_NE(out.find("status=0"), std::string::npos) << out;
+  EXPECT_NE(out.find("dtrain: the job's TCPStore on "), std::string::npos) << out;
+  EXPECT_NE(out.find("dtrain-clip on node node0)"), std::string::npos) << out;
+  const std::string rank0 = ReadText(logs + "/store/rank-0.log");
+  EXPECT_EQ(rank0.find("failed to bind"), std::string::npos) << rank0;
+  auto ends = EndLines(logs + "/store");
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(Field(ends["rank-0.jsonl"], "param_hash"), Field(ends["rank-1.jsonl"], "param_hash"));
+}
+
 // A dtrain-clip rank on node1 stopped (SIGSTOP) mid-training: the stall watch, probing the nodes
 // through ssh, names the rank, its node and the collective the others wait in; --on-stall stop
 // ends the job with 124.
