@@ -30,6 +30,21 @@ Severity WorstSeverity(const std::vector<Finding>& findings) {
   return worst;
 }
 
+std::map<std::string, std::string> ErrorsByNode(const std::vector<Finding>& findings) {
+  std::map<std::string, std::string> why;
+  for (const Finding& f : findings) {
+    if (f.severity != Severity::kError) continue;
+    for (const std::string& host : f.nodes) {
+      std::string& reasons = why[host];
+      reasons += (reasons.empty() ? "" : "; ") + f.message;
+    }
+  }
+  for (auto& [host, reasons] : why) {
+    for (char& c : reasons) c = c == '\n' ? ' ' : c;
+  }
+  return why;
+}
+
 bool JobUsesPython(const ClusterSpec& spec) {
   if (!spec.python.empty()) return true;
   const std::string program = JobProgram(spec);

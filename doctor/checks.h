@@ -2,6 +2,7 @@
 // findings. A finding names its severity, the nodes concerned, what is wrong and what to do.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,5 +62,8 @@ bool JobUsesPython(const ClusterSpec& spec);
 bool GpusExpected(const ClusterSpec& spec);
 // The highest severity among the findings (kOk when empty).
 Severity WorstSeverity(const std::vector<Finding>& findings);
+// Each node an error finding names -> those findings' messages, "; "-joined, on one line: why
+// `--exclude-bad` leaves it out and why a restart quarantines it.
+std::map<std::string, std::string> ErrorsByNode(const std::vector<Finding>& findings);
 
 }  // namespace dtrain

@@ -13,11 +13,7 @@
 namespace dtrain {
 
 HealthyHostfile MakeHealthyHostfile(const ProbeRun& run, const std::vector<Finding>& findings) {
-  std::map<std::string, std::vector<std::string>> why;  // host -> error messages naming it
-  for (const Finding& f : findings) {
-    if (f.severity != Severity::kError) continue;
-    for (const std::string& host : f.nodes) why[host].push_back(f.message);
-  }
+  const std::map<std::string, std::string> why = ErrorsByNode(findings);
   HealthyHostfile out;
   out.text =
       "# Written by dtrain doctor --exclude-bad: the nodes without an error, for\n"
@@ -31,12 +27,7 @@ HealthyHostfile MakeHealthyHostfile(const ProbeRun& run, const std::vector<Findi
       continue;
     }
     out.excluded.push_back(n.host);
-    std::string reasons;
-    for (const std::string& message : it->second) {
-      reasons += (reasons.empty() ? "" : "; ") + message;
-    }
-    for (char& c : reasons) c = c == '\n' ? ' ' : c;
-    out.text += fmt::format("# excluded {}: {}\n", n.host, reasons);
+    out.text += fmt::format("# excluded {}: {}\n", n.host, it->second);
   }
   return out;
 }

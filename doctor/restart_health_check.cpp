@@ -8,7 +8,12 @@
 
 namespace dtrain {
 
-const char* const kRestartCheckSkips = "python torch horovod py_spy clip rdzv nccl_lib";
+namespace {
+
+// The parts of the node probe the fast check leaves out (templates/probe.sh DTRAIN_PROBE_SKIP).
+constexpr const char* kRestartCheckSkips = "python torch horovod py_spy clip rdzv nccl_lib";
+
+}  // namespace
 
 std::map<std::string, std::string> CheckNodesBeforeRestart(const ClusterSpec& spec,
                                                            double timeout_s) {
@@ -24,18 +29,7 @@ std::map<std::string, std::string> CheckNodesBeforeRestart(const ClusterSpec& sp
                     CheckKernelLog, CheckInfiniband, CheckFreeSpace}) {
     for (Finding& f : rule(run.nodes)) findings.push_back(std::move(f));
   }
-  std::map<std::string, std::string> unfit;
-  for (const Finding& f : findings) {
-    if (f.severity != Severity::kError) continue;
-    for (const std::string& host : f.nodes) {
-      std::string& why = unfit[host];
-      why += (why.empty() ? "" : "; ") + f.message;
-    }
-  }
-  for (auto& [host, why] : unfit) {
-    for (char& c : why) c = c == '\n' ? ' ' : c;
-  }
-  return unfit;
+  return ErrorsByNode(findings);
 }
 
 }  // namespace dtrain

@@ -15,9 +15,6 @@ namespace dtrain {
 // The whole check's limit: nvidia-smi's own (DTRAIN_PROBE_SMI_TIMEOUT, default 10 s) and room.
 constexpr double kRestartCheckTimeoutS = 20;
 
-// The parts of the node probe the fast check leaves out (templates/probe.sh DTRAIN_PROBE_SKIP).
-extern const char* const kRestartCheckSkips;
-
 // Probes every node of `spec` (already placed: Slurm nodes are those of the allocation) through
 // the cluster's transport, at most `timeout_s`; returns the unfit nodes: host -> why (the error
 // findings naming it, "; "-joined). Throws dtrain::Error only when the transport cannot be built.

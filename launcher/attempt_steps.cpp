@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include <nlohmann/json.hpp>
+#include "launcher/step_watch.h"
 
 namespace dtrain {
 
@@ -20,18 +20,10 @@ int FillAttemptSteps(std::vector<JobAttempt>& attempts, const std::string& host,
   constexpr int64_t kSlackUs = 500000;
   int filled = 0;
   for (std::string line; std::getline(in, line);) {
-    const nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
-    if (!doc.is_object() || !doc.contains("step") || !doc["step"].is_number_integer()) continue;
-    int64_t node_us = 0;
-    if (doc.contains("time_us") && doc["time_us"].is_number_integer()) {
-      node_us = doc["time_us"].get<int64_t>();
-    } else if (doc.contains("time") && doc["time"].is_number()) {
-      node_us = static_cast<int64_t>(doc["time"].get<double>() * 1e6);
-    } else {
-      continue;
-    }
-    const int64_t step = doc["step"].get<int64_t>();
-    const int64_t at_us = node_us + clock_offset_us;
+    const MetricsStep m = ReadMetricsStep(line);
+    if (m.step < 0 || m.time_us < 0) continue;  // a line without a time cannot be placed
+    const int64_t step = m.step;
+    const int64_t at_us = m.time_us + clock_offset_us;
     for (JobAttempt* a : open) {
       if (at_us < a->started_us || at_us > a->ended_us + kSlackUs) continue;
       if (a->first_step < 0) {

@@ -52,16 +52,15 @@ std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<st
 // "rank 3 on node gpu-b failed: exit 7", then the root cause when a rank's @record error file
 // gives one (rank, node, time, exception, innermost file:line), then the last lines of its log,
 // then a note when those show torch's abort at interpreter exit (exit_abort_note.h).
-// `from`: where this attempt's output starts in the log.
+// `tail`: the last lines of its log in this attempt.
 void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::string& job_dir,
-                   uint64_t from, const std::optional<RankError>& cause) {
+                   const std::vector<std::string>& tail, const std::optional<RankError>& cause) {
   const RankSlot& slot = plan.ranks.at(outcome.failed_rank);
   const ExitStatus& status = outcome.statuses.at(outcome.failed_rank);
   const std::string log = RankLogPath(job_dir, slot.rank);
   std::string text = fmt::format("dtrain: rank {} on node {} failed: {}\n", slot.rank, slot.host,
                                  status.Describe());
   if (cause) text += DescribeRankError(*cause, plan.ranks.at(cause->rank).host);
-  std::vector<std::string> tail = LastLines(log, kFailureTailLines, from);
   if (tail.empty()) {
     text += fmt::format("dtrain: it wrote nothing to {}\n", log);
   } else {
@@ -331,13 +330,13 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                                RankErrorLine(*cause, record.plan.ranks.at(cause->rank).host),
                                cause->path});
     }
-    const uint64_t from = log_start.at(outcome.failed_rank);
-    ReportFailure(record.plan, outcome, job.folder.job_dir, from, cause);
+    const std::vector<std::string> tail =
+        LastLines(RankLogPath(job.folder.job_dir, outcome.failed_rank), kFailureTailLines,
+                  log_start.at(outcome.failed_rank));
+    ReportFailure(record.plan, outcome, job.folder.job_dir, tail, cause);
     // A collective that timed out names the rank that waited, not the one it waited for.
     std::string said = cause ? cause->message + "\n" : "";
-    for (const std::string& line :
-         LastLines(RankLogPath(job.folder.job_dir, outcome.failed_rank), kFailureTailLines, from))
-      said += line + "\n";
+    for (const std::string& line : tail) said += line + "\n";
     MarkCollectiveTimeout(record.plan, verdict, said);
   }
   this_attempt.cause = verdict.cause;

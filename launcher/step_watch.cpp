@@ -2,21 +2,28 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
+
+#include <nlohmann/json.hpp>
 
 #include "launcher/rank_log.h"
 
 namespace dtrain {
 
-int64_t MetricsLineStep(const std::string& line) {
-  const size_t key = line.find("\"step\"");
-  if (key == std::string::npos) return -1;
-  size_t at = line.find_first_not_of(" \t", key + 6);
-  if (at == std::string::npos || line[at] != ':') return -1;
-  at = line.find_first_not_of(" \t", at + 1);
-  if (at == std::string::npos || line[at] < '0' || line[at] > '9') return -1;
-  return std::strtoll(line.c_str() + at, nullptr, 10);
+MetricsStep ReadMetricsStep(const std::string& line) {
+  MetricsStep m;
+  const nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+  if (!doc.is_object()) return m;
+  if (auto step = doc.find("step"); step != doc.end() && step->is_number_integer()) {
+    m.step = std::max<int64_t>(-1, step->get<int64_t>());
+  }
+  if (auto us = doc.find("time_us"); us != doc.end() && us->is_number_integer()) {
+    m.time_us = us->get<int64_t>();
+  } else if (auto s = doc.find("time"); s != doc.end() && s->is_number()) {
+    m.time_us = static_cast<int64_t>(s->get<double>() * 1e6);
+  }
+  return m;
 }
 
 StepWatch::StepWatch(std::string metrics_path) : path_(std::move(metrics_path)) {
@@ -52,7 +59,7 @@ void StepWatch::Read() {
   std::fclose(file);
   size_t end;
   while ((end = partial_.find('\n')) != std::string::npos) {
-    const int64_t step = MetricsLineStep(partial_.substr(0, end));
+    const int64_t step = ReadMetricsStep(partial_.substr(0, end)).step;
     partial_.erase(0, end + 1);
     if (step < 0) continue;
     if (first_step_ < 0) {

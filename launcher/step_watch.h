@@ -39,7 +39,12 @@ class StepWatch {
   std::chrono::steady_clock::time_point next_;
 };
 
-// The number after "step": in one metrics line, -1 when it has none.
-int64_t MetricsLineStep(const std::string& line);
+// What one metrics line says of progress: StepWatch reads it live, attempt_steps.h from the file
+// fetched after the job.
+struct MetricsStep {
+  int64_t step = -1;     // its integer "step" (>= 0); -1: none, or not a JSON object
+  int64_t time_us = -1;  // "time_us", else "time" (seconds), on the writer's clock; -1: none
+};
+MetricsStep ReadMetricsStep(const std::string& line);
 
 }  // namespace dtrain

@@ -66,11 +66,11 @@ TEST(RestartPolicy, BackoffDoublesUpToThirtySeconds) {
 }
 
 TEST(StepWatch, StepNumbersFromMetricsLines) {
-  EXPECT_EQ(MetricsLineStep(R"({"step":12,"epoch":0,"loss":4.2})"), 12);
-  EXPECT_EQ(MetricsLineStep(R"({"epoch": 1, "step" : 7})"), 7);
-  EXPECT_EQ(MetricsLineStep(R"({"event":"end","samples":640})"), -1);
-  EXPECT_EQ(MetricsLineStep(R"({"step":"warmup"})"), -1);
-  EXPECT_EQ(MetricsLineStep(R"({"steps_total":3})"), -1);
+  EXPECT_EQ(ReadMetricsStep(R"({"step":12,"epoch":0,"loss":4.2})").step, 12);
+  EXPECT_EQ(ReadMetricsStep(R"({"epoch": 1, "step" : 7})").step, 7);
+  EXPECT_EQ(ReadMetricsStep(R"({"event":"end","samples":640})").step, -1);
+  EXPECT_EQ(ReadMetricsStep(R"({"step":"warmup"})").step, -1);
+  EXPECT_EQ(ReadMetricsStep(R"({"steps_total":3})").step, -1);
 }
 
 TEST(StepWatch, StepsLostAreTheStepsTheNextAttemptDidAgain) {
