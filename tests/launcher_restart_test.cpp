@@ -91,9 +91,14 @@ TEST(StepWatch, StepsLostAreTheStepsTheNextAttemptDidAgain) {
 TEST(AttemptSteps, LinesArePlacedByTheirTimeOnTheNodesClock) {
   const int64_t t0 = 1'000'000'000'000'000, s = 1'000'000, behind = 2 * s;
   std::vector<JobAttempt> attempts(3);
-  attempts[0] = {.started_us = t0, .ended_us = t0 + 10 * s, .nodes = {"gpu-a", "gpu-b"}};
-  attempts[1] = {.started_us = t0 + 12 * s, .ended_us = t0 + 20 * s, .nodes = {"gpu-c"}};
-  attempts[2] = {.started_us = t0 + 22 * s, .ended_us = t0 + 30 * s, .nodes = {"gpu-a"}};
+  auto ran = [&](int i, int64_t from_s, int64_t to_s, std::vector<std::string> nodes) {
+    attempts[i].started_us = t0 + from_s * s;
+    attempts[i].ended_us = t0 + to_s * s;
+    attempts[i].nodes = std::move(nodes);
+  };
+  ran(0, 0, 10, {"gpu-a", "gpu-b"});
+  ran(1, 12, 20, {"gpu-c"});
+  ran(2, 22, 30, {"gpu-a"});
   testing::TempDir dir;
   const std::string file = dir.path() + "/rank-0.jsonl";
   auto at = [&](int64_t launcher_us) { return std::to_string(launcher_us - behind); };
