@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/config/model_config.h"
+#include "runtime/dist/static_gradient_sync.h"
 #include "runtime/dist/train_collectives.h"
 #include "runtime/model/clip_model.h"
 #include "runtime/train/captured_step.h"
@@ -211,23 +212,70 @@ TEST(TextTower, WholeContextGivesTheCutContextsFeatures) {
   EXPECT_TRUE(torch::allclose(cut, whole, 1e-5, 1e-6));
 }
 
+CudaGraphsRun GraphsRun(bool cuda, int world, int accum = 1, double clip = 0,
+                        const std::string& backend = "nccl", bool hierarchical = false) {
+  CudaGraphsRun run;
+  run.cuda = cuda;
+  run.world_size = world;
+  run.backend = backend;
+  run.hierarchical_allreduce = hierarchical;
+  run.accum_freq = accum;
+  run.grad_clip_norm = clip;
+  return run;
+}
+
 TEST(CudaGraphsChoice, OffOnAutoByDeviceAndRun) {
-  EXPECT_FALSE(ChooseCudaGraphs("off", true, 1, 1, 0).static_step);
-  CudaGraphsChoice on_gpu = ChooseCudaGraphs("on", true, 1, 1, 0);
+  EXPECT_FALSE(ChooseCudaGraphs("off", GraphsRun(true, 1)).static_step);
+  CudaGraphsChoice on_gpu = ChooseCudaGraphs("on", GraphsRun(true, 1));
   EXPECT_TRUE(on_gpu.static_step && on_gpu.capture);
-  CudaGraphsChoice on_cpu = ChooseCudaGraphs("on", false, 1, 1, 0);
+  CudaGraphsChoice on_cpu = ChooseCudaGraphs("on", GraphsRun(false, 1));
   EXPECT_TRUE(on_cpu.static_step);
   EXPECT_FALSE(on_cpu.capture);
-  EXPECT_TRUE(ChooseCudaGraphs("auto", true, 1, 1, 0).capture);
-  EXPECT_FALSE(ChooseCudaGraphs("auto", false, 1, 1, 0).static_step);
-  CudaGraphsChoice two_ranks = ChooseCudaGraphs("auto", true, 2, 1, 0);
-  EXPECT_FALSE(two_ranks.static_step);
-  EXPECT_NE(two_ranks.note.find("2 ranks"), std::string::npos) << two_ranks.note;
-  EXPECT_FALSE(ChooseCudaGraphs("auto", true, 1, 2, 0).static_step);
-  EXPECT_FALSE(ChooseCudaGraphs("auto", true, 1, 1, 1.0).static_step);
-  EXPECT_THROW(ChooseCudaGraphs("on", true, 2, 1, 0), std::runtime_error);
-  EXPECT_THROW(ChooseCudaGraphs("on", true, 1, 4, 0), std::runtime_error);
-  EXPECT_THROW(ChooseCudaGraphs("on", false, 1, 1, 0.5), std::runtime_error);
+  EXPECT_TRUE(ChooseCudaGraphs("auto", GraphsRun(true, 1)).capture);
+  EXPECT_FALSE(ChooseCudaGraphs("auto", GraphsRun(false, 1)).static_step);
+  // More than one rank: captured with NCCL, never with Gloo on CUDA; on the CPU the static step
+  // runs eagerly with Gloo.
+  CudaGraphsChoice nccl = ChooseCudaGraphs("auto", GraphsRun(true, 2));
+  EXPECT_TRUE(nccl.static_step && nccl.capture);
+  EXPECT_NE(nccl.note.find("fixed sequence of nccl allreduces"), std::string::npos) << nccl.note;
+  CudaGraphsChoice gloo_gpu = ChooseCudaGraphs("auto", GraphsRun(true, 2, 1, 0, "gloo"));
+  EXPECT_FALSE(gloo_gpu.static_step);
+  EXPECT_NE(gloo_gpu.note.find("only NCCL"), std::string::npos) << gloo_gpu.note;
+  EXPECT_THROW(ChooseCudaGraphs("on", GraphsRun(true, 2, 1, 0, "gloo")), std::runtime_error);
+  CudaGraphsChoice gloo_cpu = ChooseCudaGraphs("on", GraphsRun(false, 2, 1, 0, "gloo"));
+  EXPECT_TRUE(gloo_cpu.static_step);
+  EXPECT_FALSE(gloo_cpu.capture);
+  EXPECT_FALSE(ChooseCudaGraphs("auto", GraphsRun(true, 2, 1, 0, "nccl", true)).static_step);
+  EXPECT_TRUE(ChooseCudaGraphs("auto", GraphsRun(true, 1, 1, 0, "", true)).capture);
+  EXPECT_FALSE(ChooseCudaGraphs("auto", GraphsRun(true, 1, 2)).static_step);
+  EXPECT_FALSE(ChooseCudaGraphs("auto", GraphsRun(true, 1, 1, 1.0)).static_step);
+  EXPECT_THROW(ChooseCudaGraphs("on", GraphsRun(true, 1, 4)), std::runtime_error);
+  EXPECT_THROW(ChooseCudaGraphs("on", GraphsRun(false, 1, 1, 0.5)), std::runtime_error);
+}
+
+// The fixed buckets: every element of every buffer in exactly one bucket, buffers last to first
+// and each from its end (backward's order), no bucket over the threshold.
+TEST(StaticBuckets, CoverEveryElementOnceInBackwardOrder) {
+  const std::vector<int64_t> numels = {10, 7, 1};
+  const std::vector<int64_t> bytes = {4, 2, 4};
+  std::vector<StaticBucket> cut = CutStaticBuckets(numels, bytes, 12);
+  ASSERT_FALSE(cut.empty());
+  EXPECT_EQ(cut.front().buffer, 2u);
+  std::vector<std::vector<int>> seen = {std::vector<int>(10), std::vector<int>(7),
+                                        std::vector<int>(1)};
+  size_t last_buffer = cut.front().buffer;
+  for (const StaticBucket& b : cut) {
+    EXPECT_LE(b.numel * bytes[b.buffer], 12);
+    EXPECT_GE(b.numel, 1);
+    EXPECT_LE(b.buffer, last_buffer);
+    last_buffer = b.buffer;
+    for (int64_t i = b.offset; i < b.offset + b.numel; ++i) ++seen[b.buffer][i];
+  }
+  for (const auto& buffer : seen) EXPECT_EQ(buffer, std::vector<int>(buffer.size(), 1));
+  EXPECT_EQ(cut.size(), 1u + 2u + 4u);  // 1 element; 7 of 2 bytes by 6; 10 of 4 bytes by 3
+  EXPECT_EQ(cut[1].offset, 1);          // buffer 1 from its end: [1, 7) then [0, 1)
+  EXPECT_EQ(CutStaticBuckets(numels, bytes, 0).size(), 3u);
+  EXPECT_EQ(CutStaticBuckets(numels, bytes, 1).size(), 18u);  // below one element: one each
 }
 
 }  // namespace

@@ -66,6 +66,35 @@ TEST(DistLaunch, TwoRanksEndWithIdenticalParameters) {
   }
 }
 
+// --cuda-graphs on with two ranks: the static-buffer step a graph can hold, gradients averaged by
+// a fixed sequence of allreduces after backward instead of the host-agreed sync (on the CPU with
+// Gloo the same step runs eagerly). The ranks see different batches, so only a working average
+// keeps their weights identical; --gather-with-grad sends the loss' gradient through the gather.
+TEST(DistLaunch, TwoRanksOfTheStaticGraphStepEndWithIdenticalParameters) {
+  std::string dir = TempDir();
+  int code =
+      RunShell("cd " + dir + " && NPROC_PER_NODE=2 " + kBin + "/dtrain launch --quiet " +
+               "--log-dir " + dir + "/logs --job graphs -- " + kBin + "/dtrain-clip" + kTrain +
+               " --max-steps 6 --save-frequency 0 --cuda-graphs on " +
+               "--fusion-threshold-mb 0.05 --logs " + dir + "/ck > " + dir + "/launch.log 2>&1");
+  ASSERT_EQ(code, 0) << "see " << dir << "/launch.log";
+  auto ends = EndLines(dir);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_FALSE(Field(ends["rank-0.jsonl"], "param_hash").empty());
+  EXPECT_EQ(Field(ends["rank-0.jsonl"], "param_hash"), Field(ends["rank-1.jsonl"], "param_hash"));
+  for (const char* rank : {"rank-0.jsonl", "rank-1.jsonl"}) {
+    EXPECT_EQ(Field(ends[rank], "step"), "6") << ends[rank];
+    EXPECT_EQ(Field(ends[rank], "graph_replays"), "3") << ends[rank];  // 3 warm-up steps first
+    // The tiny model's gradients cut at 50 KiB: more than one bucket, the same count everywhere.
+    EXPECT_GT(std::stoll("0" + Field(ends[rank], "graph_sync_buckets")), 1) << ends[rank];
+  }
+  EXPECT_EQ(Field(ends["rank-0.jsonl"], "graph_sync_buckets"),
+            Field(ends["rank-1.jsonl"], "graph_sync_buckets"));
+  std::ifstream log(dir + "/logs/graphs/rank-0.log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("fixed sequence of gloo allreduces"), std::string::npos) << text;
+}
+
 // A dtrain-clip job's store is dtrain's, as a Python job's is: `dtrain-clip store` on node 0,
 // named on the console, every rank its client (TORCHELASTIC_USE_AGENT_STORE=True), rank 0
 // included. And torch's own Python client speaks to that server.
@@ -106,7 +135,8 @@ TEST(DistLaunch, TheJobsStoreIsDtrainClipStore) {
       << "kill -TERM $pid; wait $pid\n";
   EXPECT_EQ(RunShell("sh " + dir + "/client.sh > " + dir + "/client.out 2>&1"), 0);
   std::ifstream client(dir + "/client.out");
-  const std::string said((std::istreambuf_iterator<char>(client)), std::istreambuf_iterator<char>());
+  const std::string said((std::istreambuf_iterator<char>(client)),
+                         std::istreambuf_iterator<char>());
   EXPECT_NE(said.find("got v 2\n"), std::string::npos) << said;
 }
 
@@ -157,7 +187,8 @@ TEST(DistLaunch, StoppedClipRankIsNamedWithTheCollectiveTheOthersWaitIn) {
   const std::string out = dir + "/launch.out";
   const std::string command =
       "cd " + dir + " && NPROC_PER_NODE=3 " + kBin + "/dtrain launch --log-dir " + dir +
-      "/logs --job clip-stop --stall-timeout 6 --on-stall stop -- " + kBin + "/dtrain-clip" + kTrain +
+      "/logs --job clip-stop --stall-timeout 6 --on-stall stop -- " + kBin + "/dtrain-clip" +
+      kTrain +
       " --dataset-type synthetic --train-num-samples 100000 --max-steps 100000 --save-frequency 0" +
       " > " + out + " 2>&1; echo $? > " + dir + "/status";
   std::thread launch([&] { RunShell(command); });
@@ -186,6 +217,7 @@ TEST(DistLaunch, StoppedClipRankIsNamedWithTheCollectiveTheOthersWaitIn) {
     const size_t paren = stat.rfind(')');
     return paren != std::string::npos && stat.compare(paren + 2, 1, "Z") != 0;
   };
-  for (int i = 0; i < 50 && alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < 50 && alive(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(alive()) << "the stopped rank " << pid << " is still there";
 }

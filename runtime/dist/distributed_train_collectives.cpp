@@ -81,6 +81,10 @@ torch::Tensor DistributedTrainCollectives::Loss(const torch::Tensor& image_featu
 // micro-batches tells in advance which backward that is. Should the loop ever disagree, the
 // synchroniser still sends every accumulated gradient from Synchronize() (no overlap, same sum).
 void DistributedTrainCollectives::AfterBackward(bool last) {
+  if (static_sync_) {
+    if (last) static_sync_->Run();
+    return;
+  }
   if (!sync_) return;
   if (last) {
     sync_->SetSyncEnabled(true);
@@ -90,6 +94,14 @@ void DistributedTrainCollectives::AfterBackward(bool last) {
     ++micro_;
   }
   sync_->SetSyncEnabled(micro_ == accum_freq_ - 1);
+}
+
+int64_t DistributedTrainCollectives::UseStaticGradientSync(
+    const std::vector<torch::Tensor>& flat_gradients) {
+  sync_.reset();  // collective: its loop ends on every rank here
+  static_sync_ = std::make_unique<StaticGradientSync>(flat_gradients, *dist_->world(),
+                                                      sync_options_.fusion_threshold_bytes);
+  return static_cast<int64_t>(static_sync_->buckets().size());
 }
 
 double DistributedTrainCollectives::SumOverRanks(double value) {

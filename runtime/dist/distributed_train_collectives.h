@@ -8,6 +8,7 @@
 
 #include "runtime/config/train_options.h"
 #include "runtime/dist/distributed.h"
+#include "runtime/dist/static_gradient_sync.h"
 #include "runtime/dist/train_collectives.h"
 
 namespace dtrain::clip {
@@ -24,12 +25,14 @@ class DistributedTrainCollectives : public TrainCollectives {
   int rank() const override { return dist_->rank(); }
   int world_size() const override { return dist_->world_size(); }
   std::string host() const override { return host_; }
+  std::string backend() const override { return dist_->backend(); }
 
   void BroadcastParameters(std::vector<std::pair<std::string, torch::Tensor>>& params) override;
   torch::Tensor Loss(const torch::Tensor& image_features, const torch::Tensor& text_features,
                      const torch::Tensor& logit_scale) override;
   double BackwardSeed() const override { return 1.0 / dist_->world_size(); }
   void AfterBackward(bool last) override;
+  int64_t UseStaticGradientSync(const std::vector<torch::Tensor>& flat_gradients) override;
   double SumOverRanks(double value) override;
   void Barrier() override;
 
@@ -41,6 +44,7 @@ class DistributedTrainCollectives : public TrainCollectives {
   int accum_freq_;
   int micro_ = 0;  // micro-batches of the current step already backpropagated
   std::unique_ptr<GradientSync> sync_;
+  std::unique_ptr<StaticGradientSync> static_sync_;  // replaces sync_ under --cuda-graphs
 };
 
 // One process (WORLD_SIZE unset or 1): the plain TrainCollectives; otherwise the distributed one.

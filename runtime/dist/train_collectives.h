@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@ class TrainCollectives {
   virtual int rank() const { return 0; }
   virtual int world_size() const { return 1; }
   virtual std::string host() const { return ""; }
+  virtual std::string backend() const { return ""; }  // "gloo" or "nccl" when distributed
 
   // Once, before training (after a resume): make every rank start from rank 0's weights.
   virtual void BroadcastParameters(std::vector<std::pair<std::string, torch::Tensor>>& params) {
@@ -35,6 +37,14 @@ class TrainCollectives {
   // After each micro-batch's backward; `last` is true for the final one of an --accum-freq
   // step, after which gradients must hold the average over ranks (before the optimizer step).
   virtual void AfterBackward(bool last) { (void)last; }
+  // From now on (collective, at the same point on every rank) gradients are averaged after
+  // backward by a fixed sequence of in-place allreduces over these flat gradients, from the
+  // calling thread: what a CUDA graph can capture (static_gradient_sync.h). Returns how many
+  // collectives each step issues (0 with one rank).
+  virtual int64_t UseStaticGradientSync(const std::vector<torch::Tensor>& flat_gradients) {
+    (void)flat_gradients;
+    return 0;
+  }
   // Sum of `value` over ranks (metrics such as skipped samples); identity with one rank.
   virtual double SumOverRanks(double value) { return value; }
   // Every rank waits here (around checkpoints and evaluation).

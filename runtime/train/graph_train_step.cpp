@@ -21,8 +21,9 @@ CapturedStep::StepFunction MakeGraphTrainStep(ClipModel model, FlatParameters& f
       loss = collectives.Loss(out.image_features, out.text_features, out.logit_scale);
     }
     loss.backward(torch::full_like(loss, collectives.BackwardSeed()));
-    collectives.AfterBackward(/*last=*/true);
+    // Every gradient into its flat buffer first: the static gradient sync reduces the buffers.
     flat.AdoptGradients();
+    collectives.AfterBackward(/*last=*/true);
     optimizer.Step(lr);
     model->ClampLogitScale();
     return {loss.detach()};

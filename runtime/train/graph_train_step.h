@@ -1,8 +1,10 @@
 // The training step a CapturedStep runs for --cuda-graphs: inputs {images, tokens, lr} ->
 // outputs {loss}. Zeroing the flat gradients, forward (bf16 autocast when asked), the loss,
 // backward and the fused AdamW step, all on tensors that keep their storage from step to step,
-// with no host read inside: what a CUDA graph can hold. One micro-batch; the same step runs
-// eagerly on the CPU. Whether a run may take this path at all: cuda_graphs_choice.h.
+// with no host read inside: what a CUDA graph can hold. With more than one rank the gradients
+// are averaged by the collectives' static gradient sync (UseStaticGradientSync). One
+// micro-batch; the same step runs eagerly on the CPU. Whether a run may take this path at all:
+// cuda_graphs_choice.h.
 #pragma once
 
 #include <torch/torch.h>

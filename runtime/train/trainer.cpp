@@ -103,6 +103,7 @@ class Trainer {
   std::unique_ptr<FusedAdamW> fused_adamw_;      // --cuda-graphs only
   std::unique_ptr<CapturedStep> captured_step_;  // --cuda-graphs only
   std::string cuda_graphs_note_;
+  int64_t static_sync_buckets_ = 0;              // --cuda-graphs with more than one rank
   std::unique_ptr<DeviceEventClock> gpu_clock_;  // --gpu-timed-spans only; outlives the ring
   std::unique_ptr<DeviceSpanRing> gpu_spans_;
   std::string gpu_spans_note_;
@@ -317,11 +318,20 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
 }
 
 void Trainer::SetUpCapturedStep() {
-  CudaGraphsChoice choice = ChooseCudaGraphs(o_.cuda_graphs, device_.is_cuda(), coll_.world_size(),
-                                             o_.accum_freq, o_.grad_clip_norm);
+  CudaGraphsRun run;
+  run.cuda = device_.is_cuda();
+  run.world_size = coll_.world_size();
+  run.backend = coll_.backend();
+  run.hierarchical_allreduce = o_.hierarchical_allreduce;
+  run.accum_freq = o_.accum_freq;
+  run.grad_clip_norm = o_.grad_clip_norm;
+  CudaGraphsChoice choice = ChooseCudaGraphs(o_.cuda_graphs, run);
   cuda_graphs_note_ = choice.note;
   if (!choice.static_step) return;
   fused_adamw_ = std::make_unique<FusedAdamW>(*optimizer_);
+  std::vector<torch::Tensor> flat_gradients;
+  for (const torch::Tensor& buffer : flat_->buffers()) flat_gradients.push_back(buffer.grad());
+  static_sync_buckets_ = coll_.UseStaticGradientSync(flat_gradients);
   captured_step_ = std::make_unique<CapturedStep>(
       MakeGraphTrainStep(model_, *flat_, *fused_adamw_, coll_, o_.precision == "amp_bf16"),
       choice.capture);
@@ -568,7 +578,8 @@ int Trainer::Run() {
     end.Add("graph_captured", captured_step_->captured())
         .Add("graph_warmup_steps", captured_step_->warmup_runs())
         .Add("graph_replays", captured_step_->replays())
-        .Add("graph_eager_fallbacks", captured_step_->eager_fallbacks());
+        .Add("graph_eager_fallbacks", captured_step_->eager_fallbacks())
+        .Add("graph_sync_buckets", static_sync_buckets_);
   }
   if (o_.gpu_timed_spans) {
     end.Add("gpu_spans_resolved", gpu_spans_resolved)
