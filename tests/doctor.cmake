@@ -25,8 +25,14 @@ if(TARGET dtrain-clip)
               RESOURCE_LOCK netns)
   add_dependencies(doctor_bandwidth_cluster_test dtrain dtrain-clip)
 endif()
-# Health rules on the recorded H100 outputs and faulty variants of them (unit).
-dtrain_test(doctor_health_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_test.cpp
+# Health rules (unit): the GPU rules on the recorded H100 outputs and faulty variants of them;
+# the kernel log, InfiniBand and host rules; the JSON report and --exclude-bad's hostfile.
+dtrain_test(doctor_health_gpu_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_gpu_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
+dtrain_test(doctor_health_host_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_host_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
+dtrain_test(doctor_health_report_test
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_report_test.cpp
             LIBS dtrain_doctor nlohmann_json::nlohmann_json TIMEOUT 60)
 
 # Health checks on namespace nodes over SSH, with nvidia-smi, dmesg and sysfs stand-ins.

@@ -3,8 +3,10 @@
 # skip with a message when not root.
 dtrain_test(slurm_unit_test SOURCES slurm_unit_test.cpp LIBS dtrain_launcher TIMEOUT 60)
 
-# One process for the whole integration set, so the cluster starts and stops once.
-add_executable(slurm_integration_test slurm_integration_test.cpp)
+# One process for the whole integration set, so the cluster starts and stops once: the
+# transport's own tests and `dtrain launch` on Slurm, with the cluster in slurm_integration_main.cpp.
+add_executable(slurm_integration_test slurm_integration_main.cpp
+               slurm_integration_transport_test.cpp slurm_integration_launch_test.cpp)
 target_include_directories(slurm_integration_test PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(slurm_integration_test PRIVATE dtrain_launcher GTest::gtest)
 target_compile_definitions(slurm_integration_test PRIVATE

@@ -1,0 +1,247 @@
+// `dtrain launch` on a real Slurm on this machine (tests/support/slurm_cluster.h), with a
+// cluster file, as a user runs it: per-rank logs that `dtrain logs` reads, a failing rank,
+// Ctrl-C, dtrain-clip training on two nodes, a stalled rank named by the rank probe, and
+// `dtrain status` from another process.
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "launcher/slurm/slurm_child.h"
+#include "launcher/subprocess.h"
+#include "tests/support/dtrain_process.h"
+#include "tests/support/files.h"
+#include "tests/support/free_port.h"
+#include "tests/support/hanging_torch.h"
+#include "tests/support/slurm_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using test::SlurmTransportTest;
+using test::Squeue;
+
+const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
+
+using testing::ReadFile;
+
+// A fresh folder with a two-node cluster file whose logs land in <folder>/logs.
+std::string ClusterFolder(const std::string& name, int slots) {
+  const std::string dir = "/tmp/dtrain-slurm-test-" + name + "-" + std::to_string(getpid());
+  RunSlurmCommand({"mkdir", "-p", dir}, "", 10000);
+  std::ofstream(dir + "/cluster.yaml")
+      << "transport: slurm\n"
+      << "slurm: {time: \"00:05:00\"}\n"
+      << "nodes:\n  - {host: a, slots: " << slots << "}\n  - {host: b, slots: " << slots << "}\n"
+      << "log_dir: " << dir << "/logs\n";
+  return dir;
+}
+
+SlurmCommandResult Dtrain(const std::vector<std::string>& args, int timeout_s = 90) {
+  std::vector<std::string> argv = {kDtrain};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunSlurmCommand(argv, "", timeout_s * 1000);
+}
+
+class DtrainLaunchOnSlurm : public SlurmTransportTest {
+ protected:
+  void SetUp() override {
+    SlurmTransportTest::SetUp();
+    if (access(kDtrain.c_str(), X_OK) != 0) GTEST_SKIP() << kDtrain << " is not built";
+  }
+  // The test's folder goes, whether the test passed or not.
+  void TearDown() override {
+    if (!dir_.empty()) RunSlurmCommand({"rm", "-rf", dir_}, "", 10000);
+  }
+  std::string Folder(const std::string& name, int slots) {
+    return dir_ = ClusterFolder(name, slots);
+  }
+
+ private:
+  std::string dir_;
+};
+
+TEST_F(DtrainLaunchOnSlurm, WritesPerRankLogsThatDtrainLogsReads) {
+  const std::string dir = Folder("logs", 1);
+  const SlurmCommandResult run =
+      Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "two", "--", "sh", "-c",
+              "echo hello from $RANK of $WORLD_SIZE on $HOROVOD_HOSTNAME via $MASTER_ADDR"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(ReadFile(dir + "/logs/two/rank-0.log"), "hello from 0 of 2 on node1 via 127.0.0.1\n");
+  EXPECT_EQ(ReadFile(dir + "/logs/two/rank-1.log"), "hello from 1 of 2 on node2 via 127.0.0.1\n");
+  EXPECT_NE(ReadFile(dir + "/logs/two/sbatch.sh").find("#SBATCH --nodes=2\n"), std::string::npos);
+  const SlurmCommandResult logs =
+      Dtrain({"logs", "--log-dir", dir + "/logs", "--job", "two", "--rank", "1"});
+  EXPECT_EQ(logs.status, 0) << logs.err;
+  EXPECT_NE(logs.out.find("hello from 1 of 2 on node2"), std::string::npos) << logs.out;
+}
+
+TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {
+  const std::string dir = Folder("fail", 1);
+  const SlurmCommandResult run =
+      Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "bad", "--", "sh", "-c",
+              "[ $RANK = 1 ] && { echo giving up >&2; exit 5; }; sleep 30"});
+  EXPECT_EQ(run.status, 5) << run.err;
+  EXPECT_NE(run.err.find("rank 1"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("exit 5"), std::string::npos) << run.err;
+  EXPECT_EQ(ReadFile(dir + "/logs/bad/rank-1.log"), "giving up\n");
+  EXPECT_EQ(Squeue({"-n", "dtrain-bad", "-t", "PD,R"}), "");
+}
+
+TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
+  const std::string dir = Folder("int", 1);
+  SubprocessOptions options;
+  options.argv = {kDtrain, "launch", "-c", dir + "/cluster.yaml",      "--job", "stop",
+                  "--",    "sh",     "-c", "echo ready; exec sleep 89"};
+  options.out = options.err = Stdio::kNull;
+  Subprocess dtrain;
+  ASSERT_EQ(dtrain.Start(options), "");
+  const std::string log0 = dir + "/logs/stop/rank-0.log", log1 = dir + "/logs/stop/rank-1.log";
+  for (int i = 0; i < 300 && (ReadFile(log0).empty() || ReadFile(log1).empty()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(ReadFile(log1), "ready\n");
+  dtrain.Signal(SIGINT);  // what Ctrl-C at the terminal sends
+  EXPECT_EQ(dtrain.Finish().ShellStatus(), 130);
+  std::string left = "?";
+  for (int i = 0; i < 50 && !left.empty(); ++i) {
+    left = Squeue({"--steps", "-n", "dtrain-stop"}) + Squeue({"-n", "dtrain-stop", "-t", "PD,R"});
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(left, "");
+  EXPECT_NE(system("pgrep -f 'slee[p] 89' >/dev/null"), 0) << "a task outlived the job";
+}
+
+// A short two-rank dtrain-clip run on Fashion-MNIST, ranks on node1 and node2.
+TEST_F(DtrainLaunchOnSlurm, TrainsDtrainClipOnTwoNodes) {
+  const std::string clip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
+  if (access(clip.c_str(), X_OK) != 0) GTEST_SKIP() << clip << " is not built";
+  const std::string dir = Folder("clip", 1);
+  const SlurmCommandResult run = Dtrain({"launch",
+                                         "-c",
+                                         dir + "/cluster.yaml",
+                                         "--job",
+                                         "clip",
+                                         "--",
+                                         clip,
+                                         "train",
+                                         "--dataset-type",
+                                         "fashion-mnist",
+                                         "--train-num-samples",
+                                         "512",
+                                         "--epochs",
+                                         "1",
+                                         "--batch-size",
+                                         "64",
+                                         "--zeroshot-samples",
+                                         "100",
+                                         "--threads",
+                                         "1"},
+                                        150);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string log0 = ReadFile(dir + "/logs/clip/rank-0.log");
+  EXPECT_NE(log0.find("x 2 rank(s)"), std::string::npos) << log0;
+  // The job's store is `dtrain-clip store` in a step of its own; rank 0 is only a client.
+  EXPECT_NE(run.err.find("dtrain: the job's TCPStore on "), std::string::npos) << run.err;
+  EXPECT_EQ(log0.find("failed to bind"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("done:"), std::string::npos) << log0;
+  EXPECT_NE(ReadFile(dir + "/logs/clip/rank-1.log").find("done:"), std::string::npos);
+  EXPECT_NE(ReadFile(dir + "/logs/clip/metrics/rank-0.jsonl").find("\"event\":\"end\""),
+            std::string::npos);
+}
+
+using test::FreePort;
+
+// Rank 1 of a torch.distributed (Gloo) job sleeps before an all_reduce rank 0 waits in. The
+// rank probe runs as steps beside the ranks' step (which holds every CPU of the allocation), so
+// the stall is reported soon after the timeout, naming rank 1, its node and its Python frame;
+// --on-stall stop ends the job with 124 and leaves no step and no task.
+TEST_F(DtrainLaunchOnSlurm, StalledRankIsNamedAndOnStallStopLeavesNothing) {
+  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
+  const std::string dir = Folder("stall", 1);
+  testing::WriteFile(dir + "/hang.py", testing::HangingTorchScript(1));
+  testing::DtrainProcess dtrain(
+      {"launch", "-c", dir + "/cluster.yaml", "--job", "slurm-stall", "--master-port",
+       std::to_string(FreePort()), "--stall-timeout", "3", "--on-stall", "stop", "--grace-period",
+       "3", "--", testing::kVenvPython, dir + "/hang.py"},
+      dir);
+  ASSERT_EQ(dtrain.Wait(120), 124) << dtrain.err();
+  // Python's start and the rendezvous take a few seconds; the probes none to speak of.
+  EXPECT_LT(dtrain.seconds(), 30) << dtrain.err();
+  std::printf("stopped %.1f s after launch (stall timeout 3 s)\n", dtrain.seconds());
+  const std::string err = dtrain.err();
+  // The job's store is dtrain's here too: a step of its own on the first node, beside the ranks.
+  EXPECT_NE(err.find("dtrain: the job's TCPStore on "), std::string::npos) << err;
+  const std::string report = ReadFile(dir + "/logs/slurm-stall/stall-1.txt");
+  EXPECT_EQ(ReadFile(dir + "/logs/slurm-stall/rank-0.log").find("step 3"), std::string::npos);
+  EXPECT_NE(report.find("the job waits for rank 1\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("rank 1 in <module> ("), std::string::npos) << report;
+  EXPECT_NE(report.find("hang.py:8) `time.sleep(3600)`"), std::string::npos) << report;
+  EXPECT_NE(report.find("rank 1 on b (pid "), std::string::npos) << report;
+  EXPECT_NE(report.find("Python stack (py-spy)"), std::string::npos) << report;
+  EXPECT_EQ(report.find("not probed"), std::string::npos) << report;
+  EXPECT_NE(err.find("dtrain: stall: rank"), std::string::npos) << err;
+  EXPECT_NE(err.find("dtrain: stall report written to " + dir + "/logs/slurm-stall/stall-1.txt"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("job slurm-stall stopped (--on-stall stop): rank 1 on node b stalled"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(ReadFile(dir + "/logs/slurm-stall/job.json").find("\"exit_code\": 124"),
+            std::string::npos);
+  std::string left = "?";
+  for (int i = 0; i < 50 && !left.empty(); ++i) {
+    left = Squeue({"--steps", "-n", "dtrain-slurm-stall"}) +
+           Squeue({"-n", "dtrain-slurm-stall", "-t", "PD,R"});
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(left, "");
+  EXPECT_TRUE(testing::ProcessesWithEnv("DTRAIN_JOB=slurm-stall").empty())
+      << "a task outlived the job";
+  EXPECT_NE(system(("pgrep -f '" + dir + "/[h]ang.py' >/dev/null").c_str()), 0)
+      << "a rank outlived the job";
+}
+
+// `dtrain status` from another process finds the Slurm job in job.json and probes its ranks
+// with a step of their job.
+TEST_F(DtrainLaunchOnSlurm, StatusProbesTheRanksOfARunningJob) {
+  const std::string dir = Folder("status", 1);
+  testing::DtrainProcess dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "st", "--", "sh",
+                                 "-c", "echo hello from $RANK; exec sleep 79"},
+                                dir);
+  const std::string log0 = dir + "/logs/st/rank-0.log", log1 = dir + "/logs/st/rank-1.log";
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !ReadFile(log0).empty() && !ReadFile(log1).empty(); }, 30))
+      << dtrain.err();
+  const testing::DtrainRun live =
+      testing::RunDtrain({"status", "--log-dir", dir + "/logs", "--json"}, dir, {}, 30);
+  EXPECT_EQ(live.status, 0) << live.err;
+  for (const char* expected :
+       {"\"status\": \"running\"", "\"transport\": \"slurm\"", "\"node_errors\": {}",
+        "\"node\": \"b\"", "\"last_line\": \"hello from 1\""}) {
+    EXPECT_NE(live.out.find(expected), std::string::npos) << expected << " in " << live.out;
+  }
+  EXPECT_EQ(live.out.find("\"pid\": null"), std::string::npos) << live.out;
+  EXPECT_EQ(live.out.find("not found"), std::string::npos) << live.out;
+  const std::string sleeping = "\"state\": \"sleeping\"";  // both ranks
+  const size_t first = live.out.find(sleeping);
+  EXPECT_NE(first, std::string::npos) << live.out;
+  EXPECT_NE(live.out.find(sleeping, first + 1), std::string::npos) << live.out;
+  dtrain.Signal(SIGINT);
+  EXPECT_EQ(dtrain.Wait(60), 130) << dtrain.err();
+  const testing::DtrainRun ended =
+      testing::RunDtrain({"status", "--log-dir", dir + "/logs", "--job", "st"}, dir, {}, 30);
+  EXPECT_EQ(ended.status, 0) << ended.err;
+  EXPECT_NE(ended.out.find("job st: interrupted"), std::string::npos) << ended.out;
+}
+
+}  // namespace
+}  // namespace dtrain

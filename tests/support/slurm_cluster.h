@@ -1,0 +1,73 @@
+// A real Slurm on this machine for the Slurm integration tests (slurm_integration_test):
+// tests/slurm/slurm-cluster.sh starts munged, slurmctld and one slurmd (this host, as node1 and
+// node2) before the tests and stops them after (SlurmCluster, once for the whole process). When
+// Slurm cannot start, the tests fail as root (CI runs as root, where Slurm must work) and are
+// skipped, saying why, otherwise (slurmd needs root): SlurmTransportTest, the fixture every test
+// of the set derives from.
+#pragma once
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "launcher/slurm/slurm_child.h"
+
+namespace dtrain::test {
+
+inline const std::string kClusterScript =
+    std::string(DTRAIN_SOURCE_DIR) + "/tests/slurm/slurm-cluster.sh";
+inline std::string g_start_failure;  // set when the cluster could not start
+
+// Starts the cluster once for the whole set; stops it at the end.
+class SlurmCluster : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    setenv("DTRAIN_SLURM_DIR", "/tmp/dtrain-slurm-test", 0);
+    setenv("DTRAIN_SLURM_PORT", "16837", 0);
+    const SlurmCommandResult started = RunSlurmCommand({kClusterScript, "start"}, "", 60000);
+    const std::string prefix = "export SLURM_CONF=";
+    const size_t at = started.out.find(prefix);
+    if (started.status != 0 || at == std::string::npos) {
+      g_start_failure = "Slurm could not be started here: " + started.Describe();
+      if (geteuid() != 0) {
+        std::printf("SLURM UNAVAILABLE: %s\n", g_start_failure.c_str());  // ctest: skipped
+      }
+      return;
+    }
+    std::string conf = started.out.substr(at + prefix.size());
+    conf = conf.substr(0, conf.find('\n'));
+    setenv("SLURM_CONF", conf.c_str(), 1);
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_JOB_NODELIST");
+    started_ = true;
+  }
+  void TearDown() override {
+    if (started_) RunSlurmCommand({kClusterScript, "stop"}, "", 60000);
+  }
+
+ private:
+  bool started_ = false;
+};
+
+class SlurmTransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (g_start_failure.empty()) return;
+    if (geteuid() == 0) FAIL() << g_start_failure;
+    GTEST_SKIP() << g_start_failure << " (not root)";
+  }
+};
+
+// `squeue -h ARGS`: what it printed.
+inline std::string Squeue(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"squeue", "-h"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunSlurmCommand(argv, "", 10000).out;
+}
+
+}  // namespace dtrain::test
