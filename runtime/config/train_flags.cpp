@@ -277,10 +277,10 @@ Checkpoints and logs:
 Execution:
   --device cpu|cuda|cuda:N   (cpu); cuda alone: cuda:LOCAL_RANK, one GPU per local rank
   --threads N                intra-op threads (0: OMP_NUM_THREADS or all cores)
-  --cuda-graphs off|on|auto  replay the step (forward, backward, fused AdamW) as a CUDA graph;
-                             one rank, no --accum-freq or --grad-clip-norm; on the CPU `on`
-                             runs the same static-buffer step eagerly (off; not yet measured
-                             on a GPU)
+  --cuda-graphs off|on|auto  replay the step (forward, backward, fused AdamW; with ranks, NCCL
+                             allreduces of fixed buckets) as a CUDA graph; no --accum-freq or
+                             --grad-clip-norm; on the CPU `on` runs the same static-buffer step
+                             eagerly (off; not yet measured on a GPU)
   --pixels uint8|float       what loaders hand over: 8-bit pixels normalised on the device
                              (default on CUDA: a pinned copy on its own stream) or floats
                              normalised by the loaders (default on the CPU)
