@@ -19,6 +19,7 @@
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/job_store.h"
 #include "launcher/log_reader.h"
+#include "launcher/oom_kill.h"
 #include "launcher/rank_error_file.h"
 #include "launcher/step_watch.h"
 #include "launcher/timeline/trace_fetch.h"
@@ -51,7 +52,8 @@ std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<st
 
 // "rank 3 on node gpu-b failed: exit 7", then the root cause when a rank's @record error file
 // gives one (rank, node, time, exception, innermost file:line), then the last lines of its log,
-// then a note when those show torch's abort at interpreter exit (exit_abort_note.h).
+// then a note when those show torch's abort at interpreter exit (exit_abort_note.h) or the
+// kernel's OOM killer (oom_kill.h).
 // `tail`: the last lines of its log in this attempt.
 void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::string& job_dir,
                    const std::vector<std::string>& tail, const std::optional<RankError>& cause) {
@@ -69,6 +71,7 @@ void ReportFailure(const RankPlan& plan, const JobOutcome& outcome, const std::s
       text += fmt::format("  [{}:{}] {}\n", slot.host, slot.rank, line);
   }
   text += ExitAbortNote(status, tail);
+  text += OomKillNote(status, tail);
   std::fputs(text.c_str(), stderr);
 }
 
@@ -338,6 +341,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
     std::string said = cause ? cause->message + "\n" : "";
     for (const std::string& line : tail) said += line + "\n";
     MarkCollectiveTimeout(record.plan, verdict, said);
+    MarkOutOfMemory(outcome.statuses.at(outcome.failed_rank), verdict, said);
   }
   this_attempt.cause = verdict.cause;
   this_attempt.blamed_node = verdict.blamed_host;

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstdlib>
 
 #include <fmt/format.h>
+
+#include "launcher/oom_kill.h"
 
 namespace dtrain {
 namespace {
@@ -105,6 +108,15 @@ void MarkCollectiveTimeout(const RankPlan& plan, AttemptVerdict& verdict, const 
   if (!verdict.blamed_host.empty())
     verdict.detail +=
         fmt::format("; rank {} on node {} never entered the collective", rank, verdict.blamed_host);
+}
+
+void MarkOutOfMemory(const ExitStatus& status, AttemptVerdict& verdict, const std::string& text) {
+  if (verdict.cause != "error" && verdict.cause != "signal") return;
+  if (status.signal != SIGKILL && status.code != 128 + SIGKILL) return;
+  if (!SaysOomKilled(text)) return;
+  verdict.cause = "oom";
+  verdict.blamed_host.clear();
+  verdict.detail += "; the kernel's OOM killer ended it (out of host memory)";
 }
 
 double BackoffSeconds(int restart) {

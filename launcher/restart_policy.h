@@ -17,8 +17,8 @@ namespace dtrain {
 constexpr double kEarlyFailureS = 10;
 
 struct AttemptVerdict {
-  std::string cause;        // "" (succeeded), node-lost, signal, stall, collective-timeout, error,
-                            // interrupted
+  std::string cause;        // "" (succeeded), node-lost, signal, oom, stall, collective-timeout,
+                            // error, interrupted
   std::string blamed_host;  // "" when no node is to blame
   bool node_lost = false;   // the blamed node is gone (quarantined at once)
   bool deterministic = false;
@@ -39,6 +39,11 @@ bool SaysCollectiveTimedOut(const std::string& text);
 // is that of the rank dtrain-clip names as missing ("rank 3 has not entered it"), else none.
 // Other verdicts are left as they are.
 void MarkCollectiveTimeout(const RankPlan& plan, AttemptVerdict& verdict, const std::string& text);
+
+// A rank killed by SIGKILL (or exit 137) whose `text` says the kernel's OOM killer did it
+// (oom_kill.h) becomes cause "oom", and no node is blamed: it is the job's memory use, not a
+// faulty node. Other verdicts are left as they are.
+void MarkOutOfMemory(const ExitStatus& status, AttemptVerdict& verdict, const std::string& text);
 
 // Seconds to wait before restart `restart` (1, 2, ...): 1, 2, 4, ... at most kMaxBackoffS.
 constexpr double kMaxBackoffS = 30;

@@ -8,13 +8,14 @@
 #include <climits>
 
 namespace dtrain {
-namespace {
 
-std::string Hostname() {
+std::string ThisHostName() {
   char name[HOST_NAME_MAX + 1] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) return "";
   return name;
 }
+
+namespace {
 
 bool IsInterfaceAddress(const std::string& address) {
   ifaddrs* list = nullptr;
@@ -43,7 +44,7 @@ bool IsInterfaceAddress(const std::string& address) {
 
 bool IsThisMachine(const std::string& address) {
   if (address == "localhost" || address == "::1" || address.rfind("127.", 0) == 0) return true;
-  const std::string host = Hostname();
+  const std::string host = ThisHostName();
   if (!host.empty() && (address == host || address.rfind(host + ".", 0) == 0)) return true;
   return IsInterfaceAddress(address);
 }

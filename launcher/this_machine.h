@@ -10,4 +10,7 @@ namespace dtrain {
 // network interfaces holds.
 bool IsThisMachine(const std::string& address);
 
+// gethostname(2); "" when it fails.
+std::string ThisHostName();
+
 }  // namespace dtrain

@@ -1,9 +1,12 @@
 // Local processes: each a Subprocess in its own process group, stdout and stderr on two pipes,
 // stdin /dev/null or a pipe, its exact environment, and a guard left in the group that kills it
-// all if dtrain dies outright (launcher/local/group_guard.h). Reading and reaping are one poll(2) loop.
+// all if dtrain dies outright (launcher/local/group_guard.h). Reading and reaping are one poll(2)
+// loop.
 #include "launcher/local/local_transport.h"
 
 #include "launcher/local/group_guard.h"
+#include "launcher/oom_kill.h"
+#include "launcher/this_machine.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -122,6 +125,7 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
     proc.status.error = error;
     return;
   }
+  proc.oom_kills_at_start = ReadOomKillCount();
   SetNonBlocking(proc.child.out_fd);
   SetNonBlocking(proc.child.err_fd);
   if (proc.child.in_fd >= 0) {
@@ -213,6 +217,7 @@ bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
         // Everything the process wrote is in the pipe now; take it, not what its children add.
         ReadAllOutput(proc, kReadBudget * 64, events);
         proc.child.Finish();  // closes the pipes: what the process's children add is not its
+        ReportOomKill(proc, events);
         proc.reported = true;
         events.OnExit(proc.id, proc.status);
         delivered = true;
@@ -225,7 +230,18 @@ bool LocalTransport::Poll(int timeout_ms, TransportEvents& events) {
   }
 }
 
+void LocalTransport::ReportOomKill(LocalProcess& proc, TransportEvents& events) {
+  if (proc.status.signal != SIGKILL || killed_ || proc.oom_kills_at_start < 0) return;
+  const int64_t now = ReadOomKillCount();
+  if (now <= proc.oom_kills_at_start) return;
+  events.OnOutput(proc.id, OutputStream::kStderr,
+                  // The pid dtrain knows is the rank's guard (group_guard.h), not the rank.
+                  OomKillLine(ThisHostName(), proc.oom_kills_at_start, now, ReadKernelLogOomKill(0),
+                              /*its_pid=*/false));
+}
+
 void LocalTransport::SignalAll(int sig) {
+  if (sig == SIGKILL) killed_ = true;
   for (LocalProcess& proc : procs_) {
     if (proc.child.pid() <= 0 || proc.group_gone) continue;
     // After the leader is reaped its group may still hold children; the group id cannot be

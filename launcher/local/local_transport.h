@@ -2,6 +2,7 @@
 // a pipe for stdout and one for stderr, read in one poll loop.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,10 +17,11 @@ namespace dtrain {
 struct LocalProcess {
   int id = 0;
   Subprocess child;
-  std::string input;        // stdin bytes not yet written
-  bool reaped = false;      // the child was reaped, or never started (status says why)
-  bool group_gone = false;  // no process of its group is left
-  bool reported = false;    // OnExit was delivered
+  std::string input;                // stdin bytes not yet written
+  bool reaped = false;              // the child was reaped, or never started (status says why)
+  bool group_gone = false;          // no process of its group is left
+  bool reported = false;            // OnExit was delivered
+  int64_t oom_kills_at_start = -1;  // this machine's OOM kill count when it started (oom_kill.h)
   ExitStatus status;
 };
 
@@ -45,9 +47,13 @@ class LocalTransport : public Transport {
   void ReadAllOutput(LocalProcess& proc, size_t budget, TransportEvents& events);
   void WriteInput(LocalProcess& proc);
   void Reap(LocalProcess& proc);
+  // A process killed by SIGKILL that dtrain did not send, while this machine's OOM kill count
+  // went up: the line saying so goes to its stderr (oom_kill.h).
+  void ReportOomKill(LocalProcess& proc, TransportEvents& events);
 
   std::string default_cwd_;
   std::vector<LocalProcess> procs_;
+  bool killed_ = false;  // SignalAll(SIGKILL) was sent: a SIGKILL since then is dtrain's own
   RankOrphans orphans_;  // descendants that outlived their guard
 };
 

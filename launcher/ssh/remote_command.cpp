@@ -25,7 +25,8 @@ namespace {
 // The dead-man switch: dtrain writes a "." line every half second; the watcher counts them into
 // a file, and a second loop samples that file every second. When it has not changed for the
 // node timeout (the network to dtrain is cut, dtrain hangs; the channel may never see EOF) the
-// group is ended as on EOF: TERM, then KILL after the grace period.
+// group is ended as on EOF: TERM, then KILL after the grace period. A process killed by SIGKILL
+// while the node's OOM kill count went up gets the line launcher/oom_kill.h describes.
 constexpr const char* kWrapper =
     R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 nt=$7 ne=$8; shift 8
 while [ "$ne" -gt 0 ]; do export "$1"; shift; ne=$((ne - 1)); done
@@ -52,6 +53,7 @@ case $1 in
    fi ;;
 esac
 exec 3<&0
+ok0=$(sed -n 's/^oom_kill //p' /proc/vmstat 2>/dev/null)
 if [ "$n" -gt 0 ]; then
   data=$(head -c "$n"; echo .); data=${data%.}
   printf %s "$data" | setsid /bin/sh -c 'exec "$@"' "$1" "$@" 3<&- &
@@ -88,11 +90,18 @@ fi
   done
   end_group ) <&3 >/dev/null 2>&1 &
 w=$!
-exec 3<&- 2>/dev/null
+exec 3<&- 4>&2 2>/dev/null
 wait "$pid"; st=$?
 kill "$w" $d
 kill -s TERM -- -"$pid"
 [ -n "$hb" ] && rm -f "$hb"
+if [ "$st" = 137 ] && [ -n "$ok0" ]; then
+  ok1=$(sed -n 's/^oom_kill //p' /proc/vmstat 2>/dev/null)
+  if [ -n "$ok1" ] && [ "$ok1" -gt "$ok0" ]; then
+    kl=$(dmesg 2>/dev/null | grep "Killed process $pid " | tail -n 1)
+    echo "dtrain: $(uname -n): the kernel's OOM killer ran while this rank did (oom_kill $ok0 -> $ok1 in /proc/vmstat)${kl:+; kernel log: Killed process ${kl#*Killed process }}" >&4
+  fi
+fi
 exit "$st")sh";
 
 void CheckNoNul(const std::string& value, const std::string& what) {
