@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/error.h"
+#include "launcher/this_machine.h"
 
 namespace dtrain {
 namespace {
@@ -42,12 +43,6 @@ json StatusJson(const ExitStatus& status) {
           {"code", status.code},
           {"signal", status.signal},
           {"error", status.error}};
-}
-
-std::string Hostname() {
-  char buf[256] = {0};
-  ::gethostname(buf, sizeof(buf) - 1);
-  return buf;
 }
 
 // An integer member of `object`, or `fallback` when it is missing or not an integer: a float
@@ -163,7 +158,7 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
               {"command", r.command},
               {"launch_dir", r.launch_dir},
               {"log_dir", r.log_dir},
-              {"launcher", {{"host", Hostname()}, {"pid", static_cast<int>(::getpid())}}},
+              {"launcher", {{"host", ThisHostName()}, {"pid", static_cast<int>(::getpid())}}},
               {"started", IsoTime(r.started_us)},
               {"started_us", r.started_us},
               {"ended", IsoTime(r.ended_us)},

@@ -25,6 +25,7 @@
 #include "launcher/error.h"
 #include "launcher/job_record.h"
 #include "launcher/rank_log.h"
+#include "launcher/this_machine.h"
 
 namespace dtrain {
 namespace {
@@ -74,9 +75,7 @@ std::vector<std::string> JobNames(const std::string& log_dir) {
 // "running" for a job whose launcher on this machine is gone is really "lost".
 std::string EffectiveStatus(const JobSummary& job) {
   if (job.status != "running" || job.launcher_pid <= 0) return job.status;
-  char host[256] = {0};
-  ::gethostname(host, sizeof(host) - 1);
-  if (job.launcher_host == host && ::kill(job.launcher_pid, 0) != 0 && errno == ESRCH) {
+  if (job.launcher_host == ThisHostName() && ::kill(job.launcher_pid, 0) != 0 && errno == ESRCH) {
     return "lost";
   }
   return job.status;

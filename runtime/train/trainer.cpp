@@ -14,10 +14,7 @@
 #include "runtime/model/open_clip_weights.h"
 #include "runtime/text/tokenizer.h"
 #include "runtime/trace/device_span_ring.h"
-#include "runtime/trace/phase_span.h"
 #include "runtime/trace/timeline.h"
-#include "runtime/trace/trace_vocabulary.h"
-#include "runtime/train/autocast_scope.h"
 #include "runtime/train/captured_step.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/cuda_event_clock.h"
@@ -31,95 +28,12 @@
 #include "runtime/train/pixel_upload.h"
 #include "runtime/train/progress_display.h"
 #include "runtime/train/sample_log.h"
-#include "runtime/train/zero_shot_eval.h"
+#include "runtime/train/trainer_state.h"
 
 // OpenBLAS keeps its own thread pool; LibTorch's set_num_threads does not size it.
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace dtrain::clip {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// One micro-batch as tensors; `host` keeps the pixels that `images` borrows alive until backward.
-struct DeviceBatch {
-  HostBatch host;
-  torch::Tensor images, tokens;
-};
-
-class Trainer {
- public:
-  Trainer(const TrainOptions& options, TrainCollectives& collectives)
-      : o_(options), coll_(collectives), device_(ChooseDevice(options.device)) {}
-
-  int Run();
-
- private:
-  static torch::Device ChooseDevice(const std::string& name);
-  void SetUpRuntime();
-  void BuildModelAndOptimizer();
-  void Resume();
-  void OpenData();
-  bool NextBatch(DeviceBatch& batch);
-  // One optimizer step over accum_freq micro-batches; false at the end of the epoch.
-  bool TrainStep(int epoch);
-  torch::Tensor ForwardBackward(std::vector<DeviceBatch>& micro);
-  void Backward(const torch::Tensor& loss);
-  void OptimizerStep();
-  // --cuda-graphs: builds the CapturedStep (after a resume, so it steps the restored moments).
-  void SetUpCapturedStep();
-  // --gpu-timed-spans: the event ring that times the step's phases on the GPU (CUDA only, and
-  // only with a timeline to write them to).
-  void SetUpGpuSpans();
-  // One step through the CapturedStep: captured or replayed on CUDA, the same step eagerly on
-  // the CPU and for a batch of another shape.
-  torch::Tensor CapturedTrainStep(DeviceBatch& batch);
-  // The fused AdamW's step counts into the optimizer's state, before a checkpoint is written.
-  void SyncOptimizerState() {
-    if (fused_adamw_) fused_adamw_->SyncStepCounts();
-  }
-  void SaveCheckpoints(int epoch);
-  void SaveStepCheckpoint();
-  // Starts `epoch` (mid-way after a mid-epoch resume); returns the optimizer steps it holds.
-  int64_t StartEpoch(int epoch);
-  void Evaluate(int epoch);
-  void LogStep(int epoch, double loss, double step_seconds);
-  int64_t GlobalBatch() const {
-    return int64_t{o_.data.batch_size} * o_.accum_freq * coll_.world_size();
-  }
-
-  const TrainOptions& o_;
-  TrainCollectives& coll_;
-  torch::Device device_;
-  std::string checkpoint_dir_;
-  ClipModel model_{nullptr};
-  std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
-  std::unique_ptr<FlatParameters> flat_;
-  std::unique_ptr<FusedAdamW> fused_adamw_;      // --cuda-graphs only
-  std::unique_ptr<CapturedStep> captured_step_;  // --cuda-graphs only
-  std::string cuda_graphs_note_;
-  int64_t static_sync_buckets_ = 0;              // --cuda-graphs with more than one rank
-  std::unique_ptr<DeviceEventClock> gpu_clock_;  // --gpu-timed-spans only; outlives the ring
-  std::unique_ptr<DeviceSpanRing> gpu_spans_;
-  std::string gpu_spans_note_;
-  std::unique_ptr<BatchSource> source_;
-  std::unique_ptr<PixelUpload> upload_;
-  CosineLrSchedule schedule_;
-  int64_t steps_per_epoch_ = 0;
-  TrainProgress progress_;
-  MetricsLog metrics_;
-  SampleLog sample_log_;
-  std::unique_ptr<ProgressDisplay> display_;
-  double train_seconds_ = 0;
-  int64_t samples_this_run_ = 0;
-  int64_t steps_this_run_ = 0;
-  double last_lr_ = 0;
-};
 
 torch::Device Trainer::ChooseDevice(const std::string& name) {
   torch::Device device(name);
@@ -238,85 +152,6 @@ void Trainer::OpenData() {
   schedule_ = CosineLrSchedule{o_.lr, o_.warmup, steps_per_epoch_ * o_.epochs};
 }
 
-bool Trainer::NextBatch(DeviceBatch& batch) {
-  GlobalHeartbeat().SetActivity(trace::kData);
-  TimelineSpan span(trace::kComputeTrack, trace::kData);
-  {
-    TimelineSpan wait(trace::kComputeTrack, trace::kWaitForData);  // blocked on the loader
-    if (!source_->Next(batch.host)) return false;
-  }
-  HostBatch& h = batch.host;
-  batch.images = upload_->Upload(h);
-  std::vector<int64_t> rows = tokenizer_->Tokenize(h.captions);
-  batch.tokens =
-      torch::from_blob(rows.data(), {h.size, tokenizer_->context_length()}, torch::kLong).clone();
-  if (!device_.is_cpu()) batch.tokens = batch.tokens.to(device_);
-  return true;
-}
-
-// Seeded with 1/world size when distributed: each rank's gradients come out pre-divided, and the
-// gradient sync's sum over ranks is the average without another pass over them.
-void Trainer::Backward(const torch::Tensor& loss) {
-  loss.backward(torch::full_like(loss, coll_.BackwardSeed()));
-}
-
-// OpenCLIP's accumulation: features of every micro-batch are computed once without gradients;
-// each micro-batch is then recomputed with gradients and contrasted against all of them, so the
-// summed gradients are those of one large batch.
-torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
-  const bool bf16 = o_.precision == "amp_bf16";
-  if (micro.size() == 1) {
-    torch::Tensor loss;
-    {
-      GlobalHeartbeat().SetActivity(trace::kForward);
-      PhaseSpan span(gpu_spans_.get(), trace::kForward);
-      AutocastScope autocast(bf16, device_);
-      ClipOutput out = model_->forward(micro[0].images, micro[0].tokens);
-      loss = coll_.Loss(out.image_features, out.text_features, out.logit_scale);
-    }
-    {
-      GlobalHeartbeat().SetActivity(trace::kBackward);
-      PhaseSpan span(gpu_spans_.get(), trace::kBackward);
-      Backward(loss);
-    }
-    coll_.AfterBackward(/*last=*/true);
-    return loss.detach();
-  }
-  std::vector<torch::Tensor> images, texts;
-  {
-    GlobalHeartbeat().SetActivity(trace::kForward);
-    PhaseSpan span(gpu_spans_.get(), trace::kForward);
-    torch::NoGradGuard no_grad;
-    AutocastScope autocast(bf16, device_);
-    for (auto& m : micro) {
-      images.push_back(model_->EncodeImage(m.images));
-      texts.push_back(model_->EncodeText(m.tokens));
-    }
-  }
-  torch::Tensor last;
-  for (size_t j = 0; j < micro.size(); ++j) {
-    torch::Tensor loss;
-    {
-      GlobalHeartbeat().SetActivity(trace::kForward);
-      PhaseSpan span(gpu_spans_.get(), trace::kForward);
-      AutocastScope autocast(bf16, device_);
-      ClipOutput out = model_->forward(micro[j].images, micro[j].tokens);
-      auto all_images = images, all_texts = texts;
-      all_images[j] = out.image_features;
-      all_texts[j] = out.text_features;
-      loss = coll_.Loss(torch::cat(all_images), torch::cat(all_texts), out.logit_scale);
-    }
-    {
-      GlobalHeartbeat().SetActivity(trace::kBackward);
-      PhaseSpan span(gpu_spans_.get(), trace::kBackward);
-      Backward(loss);
-    }
-    coll_.AfterBackward(/*last=*/j + 1 == micro.size());
-    last = loss.detach().cpu();  // every j computes the same full-batch loss value
-  }
-  return last;
-}
-
 void Trainer::SetUpCapturedStep() {
   CudaGraphsRun run;
   run.cuda = device_.is_cuda();
@@ -356,153 +191,8 @@ void Trainer::SetUpGpuSpans() {
   gpu_spans_note_ = "CUDA events on the gpu track";
 }
 
-torch::Tensor Trainer::CapturedTrainStep(DeviceBatch& batch) {
-  GlobalHeartbeat().SetActivity(trace::kGraphStep);
-  PhaseSpan span(gpu_spans_.get(), trace::kGraphStep);
-  torch::Tensor lr = torch::full({}, last_lr_, torch::TensorOptions(device_).dtype(torch::kFloat));
-  return captured_step_->Run({batch.images, batch.tokens, lr}).at(0).clone();
-}
-
-void Trainer::OptimizerStep() {
-  GlobalHeartbeat().SetActivity(trace::kOptimizer);
-  PhaseSpan span(gpu_spans_.get(), trace::kOptimizer);
-  flat_->AdoptGradients();
-  if (o_.grad_clip_norm > 0) {
-    torch::nn::utils::clip_grad_norm_(flat_->buffers(), o_.grad_clip_norm);
-  }
-  optimizer_->step();
-  model_->ClampLogitScale();
-}
-
-bool Trainer::TrainStep(int epoch) {
-  const auto start = Clock::now();
-  if (gpu_spans_) gpu_spans_->Poll();  // the spans of steps the GPU has finished, no waiting
-  std::vector<DeviceBatch> micro(o_.accum_freq);
-  for (auto& m : micro) {
-    if (!NextBatch(m)) return false;
-  }
-  last_lr_ = schedule_.At(progress_.step);
-  for (auto& group : optimizer_->param_groups()) {
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(last_lr_);
-  }
-  torch::Tensor loss;
-  if (captured_step_) {
-    loss = CapturedTrainStep(micro[0]);
-  } else {
-    flat_->ZeroGrad();
-    loss = ForwardBackward(micro);
-    OptimizerStep();
-  }
-  ++progress_.step;
-  GlobalHeartbeat().SetStep(progress_.step);
-  int64_t samples = 0;
-  for (auto& m : micro) {
-    samples += m.host.size;
-    sample_log_.Write(progress_.step, m.host.indices);
-  }
-  samples *= coll_.world_size();
-  progress_.samples += samples;
-  progress_.epoch_samples += samples;
-  samples_this_run_ += samples;
-  ++steps_this_run_;
-  const double seconds = SecondsSince(start);
-  train_seconds_ += seconds;
-  LogStep(epoch, loss.item<double>(), seconds);
-  return true;
-}
-
-void Trainer::LogStep(int epoch, double loss, double step_seconds) {
-  const double samples_per_s = train_seconds_ > 0 ? samples_this_run_ / train_seconds_ : 0;
-  const int64_t total = steps_per_epoch_ * o_.epochs;
-  const double eta = steps_this_run_ > 0 ? train_seconds_ / static_cast<double>(steps_this_run_) *
-                                               static_cast<double>(total - progress_.step)
-                                         : 0;
-  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  metrics_.Write(MetricsLine()
-                     .Add("step", progress_.step)
-                     .Add("time_us", now_us)  // places the line in its attempt (dtrain launch)
-                     .Add("epoch", epoch)
-                     .Add("loss", loss)
-                     .Add("lr", last_lr_)
-                     .Add("samples_per_s", samples_per_s)
-                     .Add("step_s", step_seconds)
-                     .Add("logit_scale", model_->logit_scale.exp().item<double>()));
-  display_->Step(epoch + 1, o_.epochs, progress_.step, total, loss, samples_per_s, eta);
-}
-
-void Trainer::SaveCheckpoints(int epoch) {
-  const int completed = epoch + 1;
-  const bool periodic =
-      o_.save_frequency > 0 && (completed % o_.save_frequency == 0 || completed == o_.epochs);
-  // Step saves keep epoch_latest.pt, so it must also move on at the epoch's end.
-  const bool latest = o_.save_most_recent || o_.save_every_n_steps > 0;
-  if (coll_.rank() != 0 || (!periodic && !latest)) return;
-  SyncOptimizerState();
-  MakeDirectories(checkpoint_dir_);
-  if (periodic) {
-    SaveCheckpoint(checkpoint_dir_ + "/epoch_" + std::to_string(completed) + ".pt", *model_,
-                   *optimizer_, progress_, o_.model_config.name);
-  }
-  if (latest) {
-    SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
-                   o_.model_config.name);
-  }
-}
-
-// Mid-epoch: epoch_latest.pt with the place in the epoch, so a restart (perhaps on fewer ranks)
-// continues the epoch's sample order where this run stands.
-void Trainer::SaveStepCheckpoint() {
-  if (o_.save_every_n_steps <= 0 || progress_.step % o_.save_every_n_steps != 0) return;
-  if (coll_.rank() != 0) return;
-  SyncOptimizerState();
-  MakeDirectories(checkpoint_dir_);
-  SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
-                 o_.model_config.name);
-}
-
-int64_t Trainer::StartEpoch(int epoch) {
-  progress_.world_size = coll_.world_size();
-  progress_.global_batch = GlobalBatch();
-  if (progress_.epoch_samples <= 0) {
-    source_->StartEpoch(epoch);
-    return steps_per_epoch_;
-  }
-  const int64_t batches = source_->ResumeEpoch(epoch, progress_.epoch_samples);
-  return batches < 0 ? steps_per_epoch_ : batches / o_.accum_freq;
-}
-
-void Trainer::Evaluate(int epoch) {
-  const int completed = epoch + 1;
-  if (o_.zeroshot_frequency <= 0 || coll_.rank() != 0) return;
-  if (completed % o_.zeroshot_frequency != 0 && completed != o_.epochs) return;
-  if (o_.data.dataset_type == "synthetic" && o_.val_data.empty()) return;
-  const std::string dir = !o_.val_data.empty() ? o_.val_data
-                          : o_.data.dataset_type == "fashion-mnist" && !o_.data.train_data.empty()
-                              ? o_.data.train_data
-                              : DefaultFashionMnistDir();
-  FashionMnistImages test = LoadFashionMnistTest(
-      dir, o_.model_config.vision.channels, o_.model_config.vision.image_size, o_.zeroshot_samples);
-  ZeroShotResult result;
-  {
-    AutocastScope autocast(o_.precision == "amp_bf16", device_);
-    result = ZeroShotTop1(model_, *tokenizer_, test, device_);
-  }
-  display_->Break();
-  std::printf("zero-shot top-1 %.4f on %lld Fashion-MNIST test images (%.1f s)\n", result.top1,
-              static_cast<long long>(result.images), result.seconds);
-  metrics_.Write(MetricsLine()
-                     .Add("event", "eval")
-                     .Add("epoch", completed)
-                     .Add("step", progress_.step)
-                     .Add("zeroshot_top1", result.top1)
-                     .Add("images", result.images)
-                     .Add("eval_s", result.seconds));
-}
-
 int Trainer::Run() {
-  const auto wall_start = Clock::now();
+  const auto wall_start = TrainerClock::now();
   SetUpRuntime();
   BuildModelAndOptimizer();
   Resume();
@@ -591,8 +281,6 @@ int Trainer::Run() {
   std::fflush(stdout);
   return 0;
 }
-
-}  // namespace
 
 int RunTraining(const TrainOptions& options, TrainCollectives& collectives) {
   return Trainer(options, collectives).Run();

@@ -1,0 +1,83 @@
+// Trainer: what happens between epochs: their starts, checkpoints, zero-shot evaluation
+// (trainer_state.h).
+#include <cstdio>
+#include <string>
+
+#include "runtime/data/fashion_mnist.h"
+#include "runtime/train/autocast_scope.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/trainer_state.h"
+#include "runtime/train/zero_shot_eval.h"
+
+namespace dtrain::clip {
+
+void Trainer::SaveCheckpoints(int epoch) {
+  const int completed = epoch + 1;
+  const bool periodic =
+      o_.save_frequency > 0 && (completed % o_.save_frequency == 0 || completed == o_.epochs);
+  // Step saves keep epoch_latest.pt, so it must also move on at the epoch's end.
+  const bool latest = o_.save_most_recent || o_.save_every_n_steps > 0;
+  if (coll_.rank() != 0 || (!periodic && !latest)) return;
+  SyncOptimizerState();
+  MakeDirectories(checkpoint_dir_);
+  if (periodic) {
+    SaveCheckpoint(checkpoint_dir_ + "/epoch_" + std::to_string(completed) + ".pt", *model_,
+                   *optimizer_, progress_, o_.model_config.name);
+  }
+  if (latest) {
+    SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
+                   o_.model_config.name);
+  }
+}
+
+// Mid-epoch: epoch_latest.pt with the place in the epoch, so a restart (perhaps on fewer ranks)
+// continues the epoch's sample order where this run stands.
+void Trainer::SaveStepCheckpoint() {
+  if (o_.save_every_n_steps <= 0 || progress_.step % o_.save_every_n_steps != 0) return;
+  if (coll_.rank() != 0) return;
+  SyncOptimizerState();
+  MakeDirectories(checkpoint_dir_);
+  SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
+                 o_.model_config.name);
+}
+
+int64_t Trainer::StartEpoch(int epoch) {
+  progress_.world_size = coll_.world_size();
+  progress_.global_batch = GlobalBatch();
+  if (progress_.epoch_samples <= 0) {
+    source_->StartEpoch(epoch);
+    return steps_per_epoch_;
+  }
+  const int64_t batches = source_->ResumeEpoch(epoch, progress_.epoch_samples);
+  return batches < 0 ? steps_per_epoch_ : batches / o_.accum_freq;
+}
+
+void Trainer::Evaluate(int epoch) {
+  const int completed = epoch + 1;
+  if (o_.zeroshot_frequency <= 0 || coll_.rank() != 0) return;
+  if (completed % o_.zeroshot_frequency != 0 && completed != o_.epochs) return;
+  if (o_.data.dataset_type == "synthetic" && o_.val_data.empty()) return;
+  const std::string dir = !o_.val_data.empty() ? o_.val_data
+                          : o_.data.dataset_type == "fashion-mnist" && !o_.data.train_data.empty()
+                              ? o_.data.train_data
+                              : DefaultFashionMnistDir();
+  FashionMnistImages test = LoadFashionMnistTest(
+      dir, o_.model_config.vision.channels, o_.model_config.vision.image_size, o_.zeroshot_samples);
+  ZeroShotResult result;
+  {
+    AutocastScope autocast(o_.precision == "amp_bf16", device_);
+    result = ZeroShotTop1(model_, *tokenizer_, test, device_);
+  }
+  display_->Break();
+  std::printf("zero-shot top-1 %.4f on %lld Fashion-MNIST test images (%.1f s)\n", result.top1,
+              static_cast<long long>(result.images), result.seconds);
+  metrics_.Write(MetricsLine()
+                     .Add("event", "eval")
+                     .Add("epoch", completed)
+                     .Add("step", progress_.step)
+                     .Add("zeroshot_top1", result.top1)
+                     .Add("images", result.images)
+                     .Add("eval_s", result.seconds));
+}
+
+}  // namespace dtrain::clip

@@ -1,0 +1,116 @@
+// The Trainer behind RunTraining (trainer.h): its state and its parts, defined in three files:
+// trainer.cpp (set-up, resume, the run from the first epoch to the last metrics line),
+// trainer_step.cpp (one optimizer step: batches, forward and backward, the captured step, the
+// optimizer, the step's metrics line) and trainer_epoch.cpp (epoch starts, checkpoints, zero-shot
+// evaluation). Included by those three only.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/config/train_options.h"
+#include "runtime/data/data_source.h"
+#include "runtime/dist/train_collectives.h"
+#include "runtime/model/clip_model.h"
+#include "runtime/text/tokenizer.h"
+#include "runtime/trace/device_span_ring.h"
+#include "runtime/train/captured_step.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/flat_parameters.h"
+#include "runtime/train/fused_adamw.h"
+#include "runtime/train/lr_schedule.h"
+#include "runtime/train/metrics_log.h"
+#include "runtime/train/pixel_upload.h"
+#include "runtime/train/progress_display.h"
+#include "runtime/train/sample_log.h"
+
+namespace dtrain::clip {
+
+using TrainerClock = std::chrono::steady_clock;
+
+inline double SecondsSince(TrainerClock::time_point start) {
+  return std::chrono::duration<double>(TrainerClock::now() - start).count();
+}
+
+// One micro-batch as tensors; `host` keeps the pixels that `images` borrows alive until backward.
+struct DeviceBatch {
+  HostBatch host;
+  torch::Tensor images, tokens;
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& options, TrainCollectives& collectives)
+      : o_(options), coll_(collectives), device_(ChooseDevice(options.device)) {}
+
+  int Run();
+
+ private:
+  static torch::Device ChooseDevice(const std::string& name);
+  void SetUpRuntime();
+  void BuildModelAndOptimizer();
+  void Resume();
+  void OpenData();
+  bool NextBatch(DeviceBatch& batch);
+  // One optimizer step over accum_freq micro-batches; false at the end of the epoch.
+  bool TrainStep(int epoch);
+  torch::Tensor ForwardBackward(std::vector<DeviceBatch>& micro);
+  void Backward(const torch::Tensor& loss);
+  void OptimizerStep();
+  // --cuda-graphs: builds the CapturedStep (after a resume, so it steps the restored moments).
+  void SetUpCapturedStep();
+  // --gpu-timed-spans: the event ring that times the step's phases on the GPU (CUDA only, and
+  // only with a timeline to write them to).
+  void SetUpGpuSpans();
+  // One step through the CapturedStep: captured or replayed on CUDA, the same step eagerly on
+  // the CPU and for a batch of another shape.
+  torch::Tensor CapturedTrainStep(DeviceBatch& batch);
+  // The fused AdamW's step counts into the optimizer's state, before a checkpoint is written.
+  void SyncOptimizerState() {
+    if (fused_adamw_) fused_adamw_->SyncStepCounts();
+  }
+  void SaveCheckpoints(int epoch);
+  void SaveStepCheckpoint();
+  // Starts `epoch` (mid-way after a mid-epoch resume); returns the optimizer steps it holds.
+  int64_t StartEpoch(int epoch);
+  void Evaluate(int epoch);
+  void LogStep(int epoch, double loss, double step_seconds);
+  int64_t GlobalBatch() const {
+    return int64_t{o_.data.batch_size} * o_.accum_freq * coll_.world_size();
+  }
+
+  const TrainOptions& o_;
+  TrainCollectives& coll_;
+  torch::Device device_;
+  std::string checkpoint_dir_;
+  ClipModel model_{nullptr};
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<FlatParameters> flat_;
+  std::unique_ptr<FusedAdamW> fused_adamw_;      // --cuda-graphs only
+  std::unique_ptr<CapturedStep> captured_step_;  // --cuda-graphs only
+  std::string cuda_graphs_note_;
+  int64_t static_sync_buckets_ = 0;              // --cuda-graphs with more than one rank
+  std::unique_ptr<DeviceEventClock> gpu_clock_;  // --gpu-timed-spans only; outlives the ring
+  std::unique_ptr<DeviceSpanRing> gpu_spans_;
+  std::string gpu_spans_note_;
+  std::unique_ptr<BatchSource> source_;
+  std::unique_ptr<PixelUpload> upload_;
+  CosineLrSchedule schedule_;
+  int64_t steps_per_epoch_ = 0;
+  TrainProgress progress_;
+  MetricsLog metrics_;
+  SampleLog sample_log_;
+  std::unique_ptr<ProgressDisplay> display_;
+  double train_seconds_ = 0;
+  int64_t samples_this_run_ = 0;
+  int64_t steps_this_run_ = 0;
+  double last_lr_ = 0;
+};
+
+}  // namespace dtrain::clip

@@ -1,0 +1,170 @@
+// Trainer: one optimizer step (trainer_state.h).
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/dist/heartbeat.h"
+#include "runtime/trace/phase_span.h"
+#include "runtime/trace/timeline.h"
+#include "runtime/trace/trace_vocabulary.h"
+#include "runtime/train/autocast_scope.h"
+#include "runtime/train/trainer_state.h"
+
+namespace dtrain::clip {
+
+bool Trainer::NextBatch(DeviceBatch& batch) {
+  GlobalHeartbeat().SetActivity(trace::kData);
+  TimelineSpan span(trace::kComputeTrack, trace::kData);
+  {
+    TimelineSpan wait(trace::kComputeTrack, trace::kWaitForData);  // blocked on the loader
+    if (!source_->Next(batch.host)) return false;
+  }
+  HostBatch& h = batch.host;
+  batch.images = upload_->Upload(h);
+  std::vector<int64_t> rows = tokenizer_->Tokenize(h.captions);
+  batch.tokens =
+      torch::from_blob(rows.data(), {h.size, tokenizer_->context_length()}, torch::kLong).clone();
+  if (!device_.is_cpu()) batch.tokens = batch.tokens.to(device_);
+  return true;
+}
+
+// Seeded with 1/world size when distributed: each rank's gradients come out pre-divided, and the
+// gradient sync's sum over ranks is the average without another pass over them.
+void Trainer::Backward(const torch::Tensor& loss) {
+  loss.backward(torch::full_like(loss, coll_.BackwardSeed()));
+}
+
+// OpenCLIP's accumulation: features of every micro-batch are computed once without gradients;
+// each micro-batch is then recomputed with gradients and contrasted against all of them, so the
+// summed gradients are those of one large batch.
+torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
+  const bool bf16 = o_.precision == "amp_bf16";
+  if (micro.size() == 1) {
+    torch::Tensor loss;
+    {
+      GlobalHeartbeat().SetActivity(trace::kForward);
+      PhaseSpan span(gpu_spans_.get(), trace::kForward);
+      AutocastScope autocast(bf16, device_);
+      ClipOutput out = model_->forward(micro[0].images, micro[0].tokens);
+      loss = coll_.Loss(out.image_features, out.text_features, out.logit_scale);
+    }
+    {
+      GlobalHeartbeat().SetActivity(trace::kBackward);
+      PhaseSpan span(gpu_spans_.get(), trace::kBackward);
+      Backward(loss);
+    }
+    coll_.AfterBackward(/*last=*/true);
+    return loss.detach();
+  }
+  std::vector<torch::Tensor> images, texts;
+  {
+    GlobalHeartbeat().SetActivity(trace::kForward);
+    PhaseSpan span(gpu_spans_.get(), trace::kForward);
+    torch::NoGradGuard no_grad;
+    AutocastScope autocast(bf16, device_);
+    for (auto& m : micro) {
+      images.push_back(model_->EncodeImage(m.images));
+      texts.push_back(model_->EncodeText(m.tokens));
+    }
+  }
+  torch::Tensor last;
+  for (size_t j = 0; j < micro.size(); ++j) {
+    torch::Tensor loss;
+    {
+      GlobalHeartbeat().SetActivity(trace::kForward);
+      PhaseSpan span(gpu_spans_.get(), trace::kForward);
+      AutocastScope autocast(bf16, device_);
+      ClipOutput out = model_->forward(micro[j].images, micro[j].tokens);
+      auto all_images = images, all_texts = texts;
+      all_images[j] = out.image_features;
+      all_texts[j] = out.text_features;
+      loss = coll_.Loss(torch::cat(all_images), torch::cat(all_texts), out.logit_scale);
+    }
+    {
+      GlobalHeartbeat().SetActivity(trace::kBackward);
+      PhaseSpan span(gpu_spans_.get(), trace::kBackward);
+      Backward(loss);
+    }
+    coll_.AfterBackward(/*last=*/j + 1 == micro.size());
+    last = loss.detach().cpu();  // every j computes the same full-batch loss value
+  }
+  return last;
+}
+
+torch::Tensor Trainer::CapturedTrainStep(DeviceBatch& batch) {
+  GlobalHeartbeat().SetActivity(trace::kGraphStep);
+  PhaseSpan span(gpu_spans_.get(), trace::kGraphStep);
+  torch::Tensor lr = torch::full({}, last_lr_, torch::TensorOptions(device_).dtype(torch::kFloat));
+  return captured_step_->Run({batch.images, batch.tokens, lr}).at(0).clone();
+}
+
+void Trainer::OptimizerStep() {
+  GlobalHeartbeat().SetActivity(trace::kOptimizer);
+  PhaseSpan span(gpu_spans_.get(), trace::kOptimizer);
+  flat_->AdoptGradients();
+  if (o_.grad_clip_norm > 0) {
+    torch::nn::utils::clip_grad_norm_(flat_->buffers(), o_.grad_clip_norm);
+  }
+  optimizer_->step();
+  model_->ClampLogitScale();
+}
+
+bool Trainer::TrainStep(int epoch) {
+  const auto start = TrainerClock::now();
+  if (gpu_spans_) gpu_spans_->Poll();  // the spans of steps the GPU has finished, no waiting
+  std::vector<DeviceBatch> micro(o_.accum_freq);
+  for (auto& m : micro) {
+    if (!NextBatch(m)) return false;
+  }
+  last_lr_ = schedule_.At(progress_.step);
+  for (auto& group : optimizer_->param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(last_lr_);
+  }
+  torch::Tensor loss;
+  if (captured_step_) {
+    loss = CapturedTrainStep(micro[0]);
+  } else {
+    flat_->ZeroGrad();
+    loss = ForwardBackward(micro);
+    OptimizerStep();
+  }
+  ++progress_.step;
+  GlobalHeartbeat().SetStep(progress_.step);
+  int64_t samples = 0;
+  for (auto& m : micro) {
+    samples += m.host.size;
+    sample_log_.Write(progress_.step, m.host.indices);
+  }
+  samples *= coll_.world_size();
+  progress_.samples += samples;
+  progress_.epoch_samples += samples;
+  samples_this_run_ += samples;
+  ++steps_this_run_;
+  const double seconds = SecondsSince(start);
+  train_seconds_ += seconds;
+  LogStep(epoch, loss.item<double>(), seconds);
+  return true;
+}
+
+void Trainer::LogStep(int epoch, double loss, double step_seconds) {
+  const double samples_per_s = train_seconds_ > 0 ? samples_this_run_ / train_seconds_ : 0;
+  const int64_t total = steps_per_epoch_ * o_.epochs;
+  const double eta = steps_this_run_ > 0 ? train_seconds_ / static_cast<double>(steps_this_run_) *
+                                               static_cast<double>(total - progress_.step)
+                                         : 0;
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  metrics_.Write(MetricsLine()
+                     .Add("step", progress_.step)
+                     .Add("time_us", now_us)  // places the line in its attempt (dtrain launch)
+                     .Add("epoch", epoch)
+                     .Add("loss", loss)
+                     .Add("lr", last_lr_)
+                     .Add("samples_per_s", samples_per_s)
+                     .Add("step_s", step_seconds)
+                     .Add("logit_scale", model_->logit_scale.exp().item<double>()));
+  display_->Step(epoch + 1, o_.epochs, progress_.step, total, loss, samples_per_s, eta);
+}
+
+}  // namespace dtrain::clip
