@@ -2,9 +2,10 @@
 // knows, while the node's count of OOM kills (`oom_kill` in /proc/vmstat, readable by every user
 // since Linux 4.13; memory-cgroup kills count too) went up. Where the kernel log is readable it
 // also names the process ("Killed process 1234 (python3)"). Local ranks are checked by the local
-// transport, SSH ranks by their wrapper on the node (ssh/remote_command.cpp); both write the same
-// line into the rank's log. Slurm's slurmstepd writes its own ("Some of the step tasks have been
-// OOM Killed"). The failure report and the restart verdict read those lines.
+// transport, SSH ranks by their wrapper on the node (ssh/remote_command.cpp), Slurm tasks by
+// their task wrapper (slurm/slurm_step.cpp); all write the same line into the rank's log.
+// slurmstepd's own line ("Some of the step tasks have been OOM Killed", where Slurm enforces
+// memory limits) counts too. The failure report and the restart verdict read those lines.
 #pragma once
 
 #include <sys/types.h>

@@ -21,6 +21,7 @@
 #include "launcher/restart_policy.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/files.h"
+#include "tests/support/memory_cgroup.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
 
@@ -91,75 +92,6 @@ TEST(OomKill, VerdictIsOomWithNoNodeBlamed) {
   EXPECT_EQ(lost.cause, "node-lost");
 }
 
-// A memory cgroup with a limit, removed with the test (v1 or v2 hierarchy, whichever is here).
-class MemoryCgroup {
- public:
-  MemoryCgroup(const std::string& name, long long bytes) {
-    if (::geteuid() != 0) {
-      error_ = "needs root (a memory cgroup)";
-      return;
-    }
-    const bool v1 = fs::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes") ||
-                    fs::is_directory("/sys/fs/cgroup/memory");
-    path_ = (v1 ? "/sys/fs/cgroup/memory/" : "/sys/fs/cgroup/") + name;
-    std::error_code ec;
-    fs::create_directory(path_, ec);
-    if (ec) {
-      error_ = "cannot make the memory cgroup " + path_ + ": " + ec.message();
-      return;
-    }
-    const std::string limit = std::to_string(bytes);
-    if (v1) {
-      Write("memory.limit_in_bytes", limit);
-      if (fs::exists(path_ + "/memory.memsw.limit_in_bytes"))
-        Write("memory.memsw.limit_in_bytes", limit);
-    } else {
-      Write("memory.max", limit);
-      if (fs::exists(path_ + "/memory.swap.max")) Write("memory.swap.max", "0");
-    }
-  }
-  ~MemoryCgroup() {
-    if (!path_.empty()) ::rmdir(path_.c_str());
-  }
-  const std::string& error() const { return error_; }
-  // A shell command that writes its pid to `dir`/pid, waits for `dir`/go, then becomes a Python
-  // that allocates 400 MiB; Run() moves it into the cgroup in between. (An SSH node runs in a
-  // mount namespace of its own, with a /sys that does not show this cgroup.)
-  static std::string Overrun(const std::string& dir) {
-    return "echo $$ > " + dir + "/pid; while [ ! -e " + dir +
-           "/go ]; do sleep 0.05; done; exec python3 -c 'b = bytearray(400 << 20); print(len(b))'";
-  }
-  // dtrain with `args`, the rank moved into this cgroup as soon as it wrote its pid.
-  testing::DtrainRun Run(const std::vector<std::string>& args, const std::string& dir) const {
-    testing::DtrainProcess dtrain(args, dir);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (testing::ReadFile(dir + "/pid").empty() && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::ofstream(path_ + "/cgroup.procs") << testing::ReadFile(dir + "/pid");
-    std::ofstream(dir + "/go") << "";
-    testing::DtrainRun run;
-    run.status = dtrain.Wait(90);
-    run.out = dtrain.out();
-    run.err = dtrain.err();
-    return run;
-  }
-
- private:
-  void Write(const std::string& file, const std::string& value) {
-    std::ofstream out(path_ + "/" + file);
-    out << value;
-    out.close();
-    if (!out) error_ = "cannot write " + path_ + "/" + file;
-  }
-  std::string path_, error_;
-};
-
-#define REQUIRE_CGROUP(c)                            \
-  if (!(c).error().empty()) {                        \
-    if (geteuid() != 0) GTEST_SKIP() << (c).error(); \
-    FAIL() << (c).error();                           \
-  }
-
 void ExpectToldApart(const std::string& job_dir, const testing::DtrainRun& run) {
   EXPECT_EQ(run.status, 137) << run.err;
   const json record = json::parse(testing::ReadFile(job_dir + "/job.json"), nullptr, false);
@@ -174,12 +106,12 @@ void ExpectToldApart(const std::string& job_dir, const testing::DtrainRun& run) 
 }
 
 TEST(OomKill, LocalRankKilledByTheOomKillerIsToldApart) {
-  MemoryCgroup cgroup("dtrain-oom-local-" + std::to_string(::getpid()), 64 << 20);
+  testing::MemoryCgroup cgroup("dtrain-oom-local-" + std::to_string(::getpid()), 64 << 20);
   REQUIRE_CGROUP(cgroup);
   testing::TempDir dir;
-  const auto run = cgroup.Run(
-      {"launch", "--job", "oom", "-np", "1", "--", "sh", "-c", MemoryCgroup::Overrun(dir.path())},
-      dir.path());
+  const auto run = cgroup.Run({"launch", "--job", "oom", "-np", "1", "--", "sh", "-c",
+                               testing::MemoryCgroup::Overrun(dir.path())},
+                              dir.path());
   ExpectToldApart(dir.path() + "/dtrain-logs/oom", run);
 }
 
@@ -187,11 +119,11 @@ TEST(OomKill, LocalRankKilledByTheOomKillerIsToldApart) {
 TEST(OomKill, SshRankKilledByTheOomKillerIsToldApart) {
   test::SshTestCluster cluster("oom", 1, 1);
   REQUIRE_CLUSTER(cluster);
-  MemoryCgroup cgroup("dtrain-oom-ssh-" + std::to_string(::getpid()), 64 << 20);
+  testing::MemoryCgroup cgroup("dtrain-oom-ssh-" + std::to_string(::getpid()), 64 << 20);
   REQUIRE_CGROUP(cgroup);
   const std::string dir = testing::ScratchDirs::Make("oom-ssh");
   const auto run = cgroup.Run({"launch", "-c", cluster.cluster_file(), "--job", "oom", "--log-dir",
-                               dir, "--", "sh", "-c", MemoryCgroup::Overrun(dir)},
+                               dir, "--", "sh", "-c", testing::MemoryCgroup::Overrun(dir)},
                               dir);
   ExpectToldApart(dir + "/oom", run);
   EXPECT_THAT(run.err, HasSubstr("; kernel log: Killed process"));

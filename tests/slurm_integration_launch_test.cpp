@@ -1,7 +1,7 @@
 // `dtrain launch` on a real Slurm on this machine (tests/support/slurm_cluster.h), with a
 // cluster file, as a user runs it: per-rank logs that `dtrain logs` reads, a failing rank,
-// Ctrl-C, dtrain-clip training on two nodes, a stalled rank named by the rank probe, and
-// `dtrain status` from another process.
+// a rank the OOM killer ends, Ctrl-C, dtrain-clip training on two nodes, a stalled rank named by
+// the rank probe, and `dtrain status` from another process.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -21,6 +21,7 @@
 #include "tests/support/files.h"
 #include "tests/support/free_port.h"
 #include "tests/support/hanging_torch.h"
+#include "tests/support/memory_cgroup.h"
 #include "tests/support/slurm_cluster.h"
 
 namespace dtrain {
@@ -94,6 +95,31 @@ TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {
   EXPECT_NE(run.err.find("exit 5"), std::string::npos) << run.err;
   EXPECT_EQ(ReadFile(dir + "/logs/bad/rank-1.log"), "giving up\n");
   EXPECT_EQ(Squeue({"-n", "dtrain-bad", "-t", "PD,R"}), "");
+}
+
+// A task the kernel's OOM killer ends (rank 1 moved into a 64 MiB memory cgroup, allocating 400
+// MiB): the task wrapper sees the node's OOM kill count go up and says so in the rank's log; the
+// job's cause is oom, no node blamed. This Slurm enforces no memory limits of its own.
+TEST_F(DtrainLaunchOnSlurm, RankKilledByTheOomKillerIsToldApart) {
+  testing::MemoryCgroup cgroup("dtrain-oom-slurm-" + std::to_string(getpid()), 64 << 20);
+  REQUIRE_CGROUP(cgroup);
+  const std::string dir = Folder("oom", 1);
+  const testing::DtrainRun run = cgroup.Run(
+      {"launch", "-c", dir + "/cluster.yaml", "--job", "oom", "--grace-period", "2", "--", "sh",
+       "-c",
+       "if [ $RANK = 1 ]; then " + testing::MemoryCgroup::Overrun(dir) + "; else sleep 30; fi"},
+      dir);
+  EXPECT_EQ(run.status, 137) << run.err;
+  const std::string log = ReadFile(dir + "/logs/oom/rank-1.log");
+  EXPECT_NE(log.find("the kernel's OOM killer ran while this rank did (oom_kill "),
+            std::string::npos)
+      << log << run.err;
+  EXPECT_NE(run.err.find("dtrain: note: the kernel's OOM killer ended this rank"),
+            std::string::npos)
+      << run.err;
+  const std::string record = ReadFile(dir + "/logs/oom/job.json");
+  EXPECT_NE(record.find("\"cause\": \"oom\""), std::string::npos) << record;
+  EXPECT_EQ(Squeue({"-n", "dtrain-oom", "-t", "PD,R"}), "");
 }
 
 TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {

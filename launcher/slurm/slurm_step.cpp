@@ -18,7 +18,8 @@ constexpr const char* kPythonPathHead = "DTRAIN_PYTHONPATH_HEAD";
 // The wrapper reads no value through the shell's parser: values only ever appear as "$var"
 // expansions; `eval` sees nothing but variable names checked to be identifiers.
 // The command's stderr joins its stdout, in order; the wrapper's own (a shell reporting that the
-// command was killed) stays on srun's stderr, apart from the rank's output.
+// command was killed) stays on srun's stderr, apart from the rank's output. A command killed by
+// SIGKILL while the node's OOM kill count went up gets the line launcher/oom_kill.h describes.
 constexpr const char* kTaskScript = R"sh(r=${SLURM_PROCID-}
 case $r in '' | *[!0-9]*) echo "dtrain: SLURM_PROCID is not set: this task was not started by srun"; exit 255 ;; esac
 n=$DTRAIN_SLURM_NTASKS
@@ -46,8 +47,16 @@ m=$DTRAIN_SLURM_MARK
 unset DTRAIN_PYTHONPATH_HEAD DTRAIN_SLURM_MARK DTRAIN_SLURM_VARY DTRAIN_SLURM_NTASKS DTRAIN_SLURM_NODES DTRAIN_SLURM_LOCALS
 printf '%sB %s.%s\n' "$m" "${SLURM_JOB_ID-}" "${SLURM_STEP_ID-}"
 trap 'signalled=1' INT TERM HUP
+ok0=$(sed -n 's/^oom_kill //p' /proc/vmstat 2>/dev/null)
 "$@" 2>&1
 s=$?
+if [ "$s" = 137 ] && [ -n "$ok0" ] && [ -z "${signalled-}" ]; then
+  ok1=$(sed -n 's/^oom_kill //p' /proc/vmstat 2>/dev/null)
+  if [ -n "$ok1" ] && [ "$ok1" -gt "$ok0" ]; then
+    kl=$(dmesg 2>/dev/null | grep "Killed process " | tail -n 1)
+    echo "dtrain: $(uname -n): the kernel's OOM killer ran while this rank did (oom_kill $ok0 -> $ok1 in /proc/vmstat)${kl:+; the kernel log's last OOM kill: Killed process ${kl#*Killed process }}"
+  fi
+fi
 printf '%sE %s\n' "$m" "$s"
 exit $s
 )sh";
