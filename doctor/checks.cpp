@@ -87,6 +87,7 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   add(CheckInfiniband(run.nodes));
   add(CheckFreeSpace(run.nodes));
   add(CheckSwap(run.nodes));
+  add(CheckMemory(run.nodes));
   add(CheckClocksource(run.nodes));
   return all;
 }

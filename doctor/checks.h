@@ -53,6 +53,7 @@ std::vector<Finding> CheckKernelLog(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckInfiniband(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckSwap(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckMemory(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckClocksource(const std::vector<NodeFacts>& nodes);
 
 // True when the job's command is a Python interpreter or a Python launcher (torchrun, ...), or

@@ -1,5 +1,5 @@
-// The rules about the host a job runs on: free space where it writes, swap, and the clock
-// source. Thresholds and their sources are in dtrain-doctor(1).
+// The rules about the host a job runs on: free space where it writes, swap, memory against the
+// other nodes', and the clock source. Thresholds and their sources are in dtrain-doctor(1).
 #include <map>
 #include <set>
 
@@ -20,6 +20,10 @@ namespace {
 // the second one checkpoints and traces of a real model will not fit (warning).
 constexpr long long kFreeErrorKib = 1LL << 20;     // 1 GiB
 constexpr long long kFreeWarningKib = 10LL << 20;  // 10 GiB
+
+// A node with this much less memory than the best-equipped one: on nodes bought alike, a memory
+// module failed or was disabled at boot (a few percent is firmware and kernel reservations).
+constexpr double kMemoryShortfall = 0.03;
 
 std::string Size(long long kib) {
   if (kib < (1LL << 20)) return fmt::format("{} MiB", kib / 1024);
@@ -70,6 +74,26 @@ std::vector<Finding> CheckSwap(const std::vector<NodeFacts>& nodes) {
                            NodesWord(hosts)),
                "swapoff -a (and remove it from /etc/fstab), as Kubernetes and most HPC sites run "
                "GPU nodes")};
+}
+
+std::vector<Finding> CheckMemory(const std::vector<NodeFacts>& nodes) {
+  const NodeFacts* most = nullptr;
+  for (const NodeFacts* n : Reached(nodes)) {
+    if (!most || n->mem_kib > most->mem_kib) most = n;
+  }
+  if (!most || most->mem_kib <= 0) return {};
+  std::vector<Finding> out;
+  for (const NodeFacts* n : Reached(nodes)) {
+    if (n->mem_kib <= 0 || n->mem_kib >= most->mem_kib * (1 - kMemoryShortfall)) continue;
+    const double short_pct = 100.0 * (1 - static_cast<double>(n->mem_kib) / most->mem_kib);
+    out.push_back(Make(Severity::kWarning, "memory", "mem", {n->host},
+                       fmt::format("node {}: {} of memory, {:.0f}% less than node {} ({})", n->host,
+                                   Size(n->mem_kib), short_pct, most->host, Size(most->mem_kib)),
+                       "if the nodes were bought alike, a memory module failed or was disabled at "
+                       "boot (dmidecode -t memory or the BMC's event log names the slot); ranks "
+                       "sized for the other nodes can be ended by the OOM killer there"));
+  }
+  return out;
 }
 
 std::vector<Finding> CheckClocksource(const std::vector<NodeFacts>& nodes) {

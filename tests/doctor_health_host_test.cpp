@@ -133,6 +133,25 @@ TEST(DoctorHealth, SwapIsAWarning) {
   EXPECT_EQ(f->nodes, std::vector<std::string>{"gpu-a"});
 }
 
+// 4% less memory than the best-equipped node (a 4 GiB module of 128 GiB gone) is a warning on that
+// node; 1% less (reservations) and the same are not.
+TEST(DoctorHealth, NodeWithLessMemoryThanTheOthersIsAWarning) {
+  auto with_mem = [](long long kib) {
+    std::string probe = H100Probe();
+    probe.replace(probe.find("mem_kib=131981020"), 17, "mem_kib=" + std::to_string(kib));
+    return probe;
+  };
+  const auto findings = Health({Node("gpu-a", H100Probe()), Node("gpu-b", with_mem(126700000)),
+                                Node("gpu-c", with_mem(130700000))});
+  const Finding* f = Only(findings, "memory");
+  ASSERT_TRUE(f) << Describe(findings);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f->nodes, std::vector<std::string>{"gpu-b"});
+  EXPECT_EQ(f->message, "node gpu-b: 120.8 GiB of memory, 4% less than node gpu-a (125.9 GiB)");
+  EXPECT_EQ(Only(Health({Node("gpu-a", H100Probe()), Node("gpu-b", H100Probe())}), "memory"),
+            nullptr);
+}
+
 TEST(DoctorHealth, SlowClocksourceWhereTscIsAvailable) {
   std::string hpet = H100Probe();
   hpet.replace(hpet.find("clocksource=tsc\nclocksources_available=tsc kvm-clock"), 52,

@@ -24,7 +24,7 @@ inline const std::set<std::string> kHealthChecks = {
     "gpu-ecc-mode", "gpu-persistence", "gpu-pcie", "gpu-slowdown", "gpu-busy",
     "nvlink",       "fabric-manager",  "xid",      "sxid",         "kernel-log",
     "infiniband",   "infiniband-rate", "peermem",  "disk",         "swap",
-    "clocksource"};
+    "memory",       "clocksource"};
 
 // The probe's output recorded on the H100 node (tests/fixtures/h100-node/probe.txt) without its
 // GPU lines, plus a healthy host's health lines.
