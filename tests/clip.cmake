@@ -8,8 +8,8 @@ if(TARGET dtrain_clip_train)
               TIMEOUT 120)
   target_precompile_headers(clip_captured_step_test REUSE_FROM dtrain_clip_model)
   dtrain_test(clip_tokenizer_test SOURCES clip_tokenizer_test.cpp LIBS dtrain_clip_train)
-  # Each run trains with 2 threads: two at once on a 2-core machine oversubscribe OpenMP and take
-  # 4x as long, so `ctest -j2` runs them one at a time.
+  # Each run trains with 2 threads: two at once on a 2-core machine oversubscribe OpenMP (a run
+  # of 10 s alone passed 240 s beside another), so `ctest -j2` runs them one at a time.
   dtrain_test(clip_training_test SOURCES clip_training_test.cpp LIBS dtrain_clip_train TIMEOUT 240
               RESOURCE_LOCK clip_training)
   add_dependencies(clip_training_test dtrain-clip)
