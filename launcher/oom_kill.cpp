@@ -68,11 +68,14 @@ bool SaysOomKilled(const std::string& text) {
          text.find("oom-kill event") != std::string::npos;
 }
 
+bool KilledByOomKiller(const ExitStatus& status, const std::string& text) {
+  return (status.signal == SIGKILL || status.code == 128 + SIGKILL) && SaysOomKilled(text);
+}
+
 std::string OomKillNote(const ExitStatus& status, const std::vector<std::string>& tail) {
-  if (status.signal != SIGKILL && status.code != 128 + SIGKILL) return "";
   std::string text;
   for (const std::string& line : tail) text += line + "\n";
-  if (!SaysOomKilled(text)) return "";
+  if (!KilledByOomKiller(status, text)) return "";
   return "dtrain: note: the kernel's OOM killer ended this rank: its node ran out of host memory "
          "(or the rank's memory cgroup hit its limit). Fewer data-loader workers or ranks per "
          "node, a smaller batch, or nodes with more memory; restarting alone will meet the same "

@@ -12,11 +12,16 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "launcher/exit_status.h"
 
 namespace dtrain {
+
+// templates/oom_kill_line.sh: the shell functions dtrain_oom_kills and dtrain_oom_line, which the
+// SSH and Slurm wrappers put in front of their own script.
+std::string_view OomKillLineScript();
 
 // What every OOM line dtrain writes holds.
 constexpr const char* kOomKillMarker = "the kernel's OOM killer";
@@ -39,8 +44,12 @@ std::string OomKillLine(const std::string& node, int64_t before, int64_t after,
 // True when `text` (a rank's last log lines) holds dtrain's OOM line or slurmstepd's.
 bool SaysOomKilled(const std::string& text);
 
-// The note for the failure report ("dtrain: note: ...\n"), or "": SIGKILL (or exit 137, as a
-// shell reports it) and the tail says the OOM killer did it.
+// A rank that ended by SIGKILL (or exit 137, as a shell reports it) and whose `text` says the
+// OOM killer did it (SaysOomKilled).
+bool KilledByOomKiller(const ExitStatus& status, const std::string& text);
+
+// The note for the failure report ("dtrain: note: ...\n"), or "" unless KilledByOomKiller with
+// the tail's lines.
 std::string OomKillNote(const ExitStatus& status, const std::vector<std::string>& tail);
 
 }  // namespace dtrain

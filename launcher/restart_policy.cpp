@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <csignal>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -112,8 +111,7 @@ void MarkCollectiveTimeout(const RankPlan& plan, AttemptVerdict& verdict, const 
 
 void MarkOutOfMemory(const ExitStatus& status, AttemptVerdict& verdict, const std::string& text) {
   if (verdict.cause != "error" && verdict.cause != "signal") return;
-  if (status.signal != SIGKILL && status.code != 128 + SIGKILL) return;
-  if (!SaysOomKilled(text)) return;
+  if (!KilledByOomKiller(status, text)) return;
   verdict.cause = "oom";
   verdict.blamed_host.clear();
   verdict.detail += "; the kernel's OOM killer ended it (out of host memory)";

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/oom_kill.h"
 
 namespace dtrain {
 namespace {
@@ -19,7 +20,8 @@ constexpr const char* kPythonPathHead = "DTRAIN_PYTHONPATH_HEAD";
 // expansions; `eval` sees nothing but variable names checked to be identifiers.
 // The command's stderr joins its stdout, in order; the wrapper's own (a shell reporting that the
 // command was killed) stays on srun's stderr, apart from the rank's output. A command killed by
-// SIGKILL while the node's OOM kill count went up gets the line launcher/oom_kill.h describes.
+// SIGKILL while the node's OOM kill count went up gets the line launcher/oom_kill.h describes
+// (templates/oom_kill_line.sh, put in front by SlurmTaskScript).
 constexpr const char* kTaskScript = R"sh(r=${SLURM_PROCID-}
 case $r in '' | *[!0-9]*) echo "dtrain: SLURM_PROCID is not set: this task was not started by srun"; exit 255 ;; esac
 n=$DTRAIN_SLURM_NTASKS
@@ -47,16 +49,10 @@ m=$DTRAIN_SLURM_MARK
 unset DTRAIN_PYTHONPATH_HEAD DTRAIN_SLURM_MARK DTRAIN_SLURM_VARY DTRAIN_SLURM_NTASKS DTRAIN_SLURM_NODES DTRAIN_SLURM_LOCALS
 printf '%sB %s.%s\n' "$m" "${SLURM_JOB_ID-}" "${SLURM_STEP_ID-}"
 trap 'signalled=1' INT TERM HUP
-ok0=$(sed -n 's/^oom_kill //p' /proc/vmstat 2>/dev/null)
+ok0=$(dtrain_oom_kills)
 "$@" 2>&1
 s=$?
-if [ "$s" = 137 ] && [ -n "$ok0" ] && [ -z "${signalled-}" ]; then
-  ok1=$(sed -n 's/^oom_kill //p' /proc/vmstat 2>/dev/null)
-  if [ -n "$ok1" ] && [ "$ok1" -gt "$ok0" ]; then
-    kl=$(dmesg 2>/dev/null | grep "Killed process " | tail -n 1)
-    echo "dtrain: $(uname -n): the kernel's OOM killer ran while this rank did (oom_kill $ok0 -> $ok1 in /proc/vmstat)${kl:+; the kernel log's last OOM kill: Killed process ${kl#*Killed process }}"
-  fi
-fi
+[ -n "${signalled-}" ] || dtrain_oom_line "$s" "$ok0"
 printf '%sE %s\n' "$m" "$s"
 exit $s
 )sh";
@@ -97,8 +93,9 @@ void CheckSameForAll(const std::vector<ProcessSpec>& procs) {
 
 }  // namespace
 
-const char* SlurmTaskScript() {
-  return kTaskScript;
+const std::string& SlurmTaskScript() {
+  static const std::string script = std::string(OomKillLineScript()) + kTaskScript;
+  return script;
 }
 
 SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const ClusterSpec& spec,
@@ -204,7 +201,7 @@ std::vector<std::string> SrunArgv(const SlurmStepPlan& plan, const std::string& 
   argv.push_back(plan.stdin_data.empty() ? "--input=none" : "--input=all");
   if (!plan.cwd.empty()) argv.push_back("--chdir=" + plan.cwd);
   argv.push_back("--export=ALL");
-  argv.insert(argv.end(), {"sh", "-c", kTaskScript, "dtrain-task"});
+  argv.insert(argv.end(), {"sh", "-c", SlurmTaskScript(), "dtrain-task"});
   argv.insert(argv.end(), plan.argv.begin(), plan.argv.end());
   return argv;
 }

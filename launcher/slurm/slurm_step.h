@@ -59,6 +59,6 @@ struct SlurmTaskLine {
 SlurmTaskLine ParseSlurmTaskLine(std::string_view line, bool newline, const std::string& marker);
 
 // The per-task wrapper, run as `sh -c SCRIPT dtrain-task COMMAND...`.
-const char* SlurmTaskScript();
+const std::string& SlurmTaskScript();
 
 }  // namespace dtrain

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/oom_kill.h"
 #include "launcher/shell_quote.h"
 
 namespace dtrain {
@@ -18,15 +19,16 @@ namespace {
 // @record writes the file, not its folder); DTRAIN_GLOO_IFACE_TOWARDS (kGlooIfaceTowards in
 // launcher/horovod_gloo.h) becomes HOROVOD_GLOO_IFACE, the interface of the route towards that
 // address, unless that is set, and is then dropped; dtrain's own programs (dtrain, dtrain-*)
-// given by bare name are found with dtrain_program, as the doctor finds them. fd 3 keeps the channel's stdin for the
-// watcher; the process gets stdin_data (read first, exactly $1 bytes) or /dev/null. The short
-// spin waits for setsid() in the child, so a signal sent at once still finds the group. Every
-// signal is followed by SIGCONT, so a stopped process acts on it now (SIGKILL needs none).
-// The dead-man switch: dtrain writes a "." line every half second; the watcher counts them into
-// a file, and a second loop samples that file every second. When it has not changed for the
-// node timeout (the network to dtrain is cut, dtrain hangs; the channel may never see EOF) the
+// given by bare name are found with dtrain_program, as the doctor finds them. fd 3 keeps the
+// channel's stdin for the watcher; the process gets stdin_data (read first, exactly $1 bytes) or
+// /dev/null. The short spin waits for setsid() in the child, so a signal sent at once still finds
+// the group. Every signal is followed by SIGCONT, so a stopped process acts on it now (SIGKILL
+// needs none). The dead-man switch: dtrain writes a "." line every half second; the watcher counts
+// them into a file, and a second loop samples that file every second. When it has not changed for
+// the node timeout (the network to dtrain is cut, dtrain hangs; the channel may never see EOF) the
 // group is ended as on EOF: TERM, then KILL after the grace period. A process killed by SIGKILL
-// while the node's OOM kill count went up gets the line launcher/oom_kill.h describes.
+// while the node's OOM kill count went up gets the line launcher/oom_kill.h describes
+// (templates/oom_kill_line.sh, put in front with dtrain_program's).
 constexpr const char* kWrapper =
     R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 nt=$7 ne=$8; shift 8
 while [ "$ne" -gt 0 ]; do export "$1"; shift; ne=$((ne - 1)); done
@@ -53,7 +55,7 @@ case $1 in
    fi ;;
 esac
 exec 3<&0
-ok0=$(sed -n 's/^oom_kill //p' /proc/vmstat 2>/dev/null)
+ok0=$(dtrain_oom_kills)
 if [ "$n" -gt 0 ]; then
   data=$(head -c "$n"; echo .); data=${data%.}
   printf %s "$data" | setsid /bin/sh -c 'exec "$@"' "$1" "$@" 3<&- &
@@ -95,13 +97,7 @@ wait "$pid"; st=$?
 kill "$w" $d
 kill -s TERM -- -"$pid"
 [ -n "$hb" ] && rm -f "$hb"
-if [ "$st" = 137 ] && [ -n "$ok0" ]; then
-  ok1=$(sed -n 's/^oom_kill //p' /proc/vmstat 2>/dev/null)
-  if [ -n "$ok1" ] && [ "$ok1" -gt "$ok0" ]; then
-    kl=$(dmesg 2>/dev/null | grep "Killed process $pid " | tail -n 1)
-    echo "dtrain: $(uname -n): the kernel's OOM killer ran while this rank did (oom_kill $ok0 -> $ok1 in /proc/vmstat)${kl:+; kernel log: Killed process ${kl#*Killed process }}" >&4
-  fi
-fi
+dtrain_oom_line "$st" "$ok0" "$pid" >&4
 exit "$st")sh";
 
 void CheckNoNul(const std::string& value, const std::string& what) {
@@ -139,7 +135,8 @@ std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptio
   }
   CheckNoNul(options.cwd, "working directory");
   CheckNoNul(proc.python_path_head, "PYTHONPATH head");
-  const std::string script = std::string(DtrainProgramLookup()) + kWrapper;
+  const std::string script =
+      std::string(DtrainProgramLookup()) + std::string(OomKillLineScript()) + kWrapper;
   return "exec /bin/sh -c " + ShellQuote(script) + " dtrain-rank " + ShellJoin(words);
 }
 
