@@ -23,8 +23,10 @@ while True:
     time.sleep(3600)
 )py";
 
+std::string BaseName(const std::string& program) { return program.substr(program.rfind('/') + 1); }
+
 bool IsPythonName(const std::string& program) {
-  const std::string base = program.substr(program.rfind('/') + 1);
+  const std::string base = BaseName(program);
   if (base.rfind("python", 0) != 0) return false;
   for (char c : base.substr(6)) {
     if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') return false;
@@ -32,13 +34,126 @@ bool IsPythonName(const std::string& program) {
   return true;
 }
 
+bool IsAssignment(const std::string& word) {
+  const size_t eq = word.find('=');
+  if (eq == 0 || eq == std::string::npos) return false;
+  for (size_t i = 0; i < eq; ++i) {
+    const unsigned char c = static_cast<unsigned char>(word[i]);
+    if (!std::isalnum(c) && c != '_') return false;
+  }
+  return !std::isdigit(static_cast<unsigned char>(word[0]));
+}
+
+// Programs that run the program named after their own options.
+bool IsRunner(const std::string& program) {
+  static const char* const kRunners[] = {"env",    "nice",  "ionice", "numactl", "taskset",
+                                         "chrt",   "stdbuf", "timeout", "nohup",  "setsid",
+                                         "time",   "exec",   "uv",      "conda",  "pixi",
+                                         "micromamba", "mamba"};
+  const std::string base = BaseName(program);
+  for (const char* runner : kRunners) {
+    if (base == runner) return true;
+  }
+  return false;
+}
+
+bool IsShell(const std::string& program) {
+  const std::string base = BaseName(program);
+  return base == "sh" || base == "bash" || base == "dash" || base == "zsh" || base == "ksh";
+}
+
+// A shell script's words, split as the shell splits them for what is looked at here: quotes
+// and backslashes, and the control operators ; & | && || ( ) and newlines as words of their own.
+std::vector<std::string> ShellWords(const std::string& script) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  auto end_word = [&] {
+    if (in_word) words.push_back(word);
+    word.clear();
+    in_word = false;
+  };
+  for (size_t i = 0; i < script.size(); ++i) {
+    const char c = script[i];
+    if (c == '\'' || c == '"') {
+      const size_t close = script.find(c, i + 1);
+      word += script.substr(i + 1, close == std::string::npos ? std::string::npos : close - i - 1);
+      in_word = true;
+      if (close == std::string::npos) break;
+      i = close;
+    } else if (c == '\\' && i + 1 < script.size()) {
+      word += script[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t') {
+      end_word();
+    } else if (c == ';' || c == '&' || c == '|' || c == '(' || c == ')' || c == '\n') {
+      end_word();
+      words.push_back(std::string(1, c));
+      if ((c == '&' || c == '|') && i + 1 < script.size() && script[i + 1] == c) ++i;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  end_word();
+  return words;
+}
+
+bool IsControlOperator(const std::string& word) {
+  return word == ";" || word == "&" || word == "|" || word == "(" || word == ")" || word == "\n";
+}
+
+std::string PythonIn(const std::vector<std::string>& words, const ClusterSpec& spec);
+
+// The Python of one simple command (words up to the next control operator): `words[at]` is its
+// first word. Assignments are skipped; a runner hands over to the first python* word after it; a
+// shell's -c script is read for its own.
+std::string PythonOfCommand(const std::vector<std::string>& words, size_t at,
+                            const ClusterSpec& spec) {
+  while (at < words.size() && IsAssignment(words[at])) ++at;
+  if (at >= words.size() || IsControlOperator(words[at])) return "";
+  const std::string& program = words[at];
+  if (IsPythonName(program)) return program;
+  if (!spec.python.empty() && program == spec.python) return program;
+  if (IsRunner(program)) {
+    for (size_t i = at + 1; i < words.size() && !IsControlOperator(words[i]); ++i) {
+      if (IsPythonName(words[i]) || (!spec.python.empty() && words[i] == spec.python))
+        return words[i];
+    }
+    return "";
+  }
+  if (IsShell(program)) {
+    // sh -c 'script' [name args...], also -ec, -lc, -xc and the like.
+    for (size_t i = at + 1; i + 1 < words.size() && words[i].size() > 1 && words[i][0] == '-';
+         ++i) {
+      if (words[i].find('c') != std::string::npos && words[i].rfind("--", 0) != 0)
+        return PythonIn(ShellWords(words[i + 1]), spec);
+    }
+  }
+  return "";
+}
+
+// The first Python in command position in a list of commands (a shell script's words).
+std::string PythonIn(const std::vector<std::string>& words, const ClusterSpec& spec) {
+  bool command_start = true;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (IsControlOperator(words[i])) {
+      command_start = true;
+      continue;
+    }
+    if (!command_start) continue;
+    command_start = false;
+    std::string python = PythonOfCommand(words, i, spec);
+    if (!python.empty()) return python;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string JobPython(const std::vector<std::string>& command, const ClusterSpec& spec) {
   if (command.empty()) return "";
-  if (IsPythonName(command.front())) return command.front();
-  if (!spec.python.empty() && command.front() == spec.python) return spec.python;
-  return "";
+  return PythonOfCommand(command, 0, spec);
 }
 
 std::vector<std::string> JobStoreCommand(const std::vector<std::string>& command,
@@ -46,7 +161,7 @@ std::vector<std::string> JobStoreCommand(const std::vector<std::string>& command
                                          int port) {
   const std::string python = JobPython(command, spec);
   if (!python.empty()) return {python, "-c", kStoreScript, host, std::to_string(port)};
-  if (!command.empty() && command.front().substr(command.front().rfind('/') + 1) == "dtrain-clip")
+  if (!command.empty() && BaseName(command.front()) == "dtrain-clip")
     return {command.front(), "store", "--host", host, "--port", std::to_string(port)};
   return {};
 }

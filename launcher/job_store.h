@@ -18,9 +18,14 @@
 
 namespace dtrain {
 
-// The Python that runs the job, when the job is a Python program: the command's program when it
-// is python* (python, python3, /venv/bin/python3.11), or the cluster file's `python:` when the
-// command names that. "" otherwise: the job keeps rank 0 as the store's host.
+// The Python that runs the job, when the job is a Python program: the program that runs is
+// python* (python, python3, /venv/bin/python3.11) or the cluster file's `python:`. It is seen
+// through what users put in front of it: variable assignments and `env` (`env A=1 python3 ...`),
+// runners that take a program (nice, ionice, numactl, taskset, chrt, stdbuf, timeout, nohup,
+// setsid, time, `uv run`, `conda run`, `pixi run`: the first python* word after them), and a
+// shell's `-c` script (`sh -c 'cd /w && exec python train.py'`: the first python* word in
+// command position). "" otherwise (`bash run.sh`, a program of another name): the job keeps rank
+// 0 as the store's host.
 std::string JobPython(const std::vector<std::string>& command, const ClusterSpec& spec);
 
 // The command that serves the job's store at `host`:`port` on node 0: the job's Python

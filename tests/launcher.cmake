@@ -8,6 +8,10 @@ dtrain_test(launcher_rank_plan_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_rank_plan_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+dtrain_test(launcher_job_python_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_job_python_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
 dtrain_test(launcher_node_clock_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_clock_test.cpp
   LIBS dtrain_launcher

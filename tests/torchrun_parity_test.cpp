@@ -151,19 +151,32 @@ TEST(TorchrunParity, FailureReportLeadsWithTheRecordedException) {
 TEST(TorchrunParity, TheStoreOutlivesRankZero) {
   REQUIRE_TORCHRUN();
   TempDir dir("torchrun-store");
-  auto launch = [&](const std::string& job, const std::string& flags) {
+  const std::string script = kScripts + "/no_destroy.py";
+  auto launch = [&](const std::string& job, const std::string& flags,
+                    const std::string& command) {
     return RunShell("cd " + dir.path() + " && " + BareEnv() +
-                    "NO_DESTROY_LINGER=1 NO_DESTROY_LATE_SET=1 NO_DESTROY_RANK0_DESTROYS=1 " + kDtrain + " launch -q -np 2 " +
-                    flags + " --log-dir " + dir.path() + "/logs --job " + job + " -- python " +
-                    kScripts + "/no_destroy.py");
+                    "NO_DESTROY_LINGER=1 NO_DESTROY_LATE_SET=1 NO_DESTROY_RANK0_DESTROYS=1 " +
+                    kDtrain + " launch -q -np 2 " + flags + " --log-dir " + dir.path() +
+                    "/logs --job " + job + " -- " + command);
   };
-  const testing::ShellRun ours = launch("ours", "");
+  const testing::ShellRun ours = launch("ours", "", "python " + script);
   EXPECT_TRUE(ours.status.ok()) << ours.out;
   EXPECT_NE(ours.out.find("dtrain: the job's TCPStore on 127.0.0.1:"), std::string::npos)
       << ours.out;
   EXPECT_NE(ReadFile(dir.path() + "/logs/ours/rank-1.log").find("late set ok"), std::string::npos);
-  const testing::ShellRun rank0 = launch("rank0", "-x TORCHELASTIC_USE_AGENT_STORE=False");
+  const testing::ShellRun rank0 =
+      launch("rank0", "-x TORCHELASTIC_USE_AGENT_STORE=False", "python " + script);
   EXPECT_EQ(rank0.out.find("the job's TCPStore"), std::string::npos) << rank0.out;
+  // The same job behind a shell and an assignment, as users wrap it: the store is still
+  // dtrain's (python3 found in the script), so rank 1's late write still succeeds.
+  const testing::ShellRun wrapped =
+      launch("wrapped", "", "sh -c 'cd / && OMP_NUM_THREADS=1 exec python3 " + script + "'");
+  EXPECT_TRUE(wrapped.status.ok()) << wrapped.out;
+  EXPECT_NE(wrapped.out.find("the job's TCPStore on 127.0.0.1:"), std::string::npos)
+      << wrapped.out;
+  EXPECT_NE(wrapped.out.find("(python3 on node"), std::string::npos) << wrapped.out;
+  EXPECT_NE(ReadFile(dir.path() + "/logs/wrapped/rank-1.log").find("late set ok"),
+            std::string::npos);
 }
 
 }  // namespace
