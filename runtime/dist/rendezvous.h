@@ -1,5 +1,7 @@
-// Rendezvous: every rank meets at rank 0's c10d TCPStore (MASTER_ADDR:MASTER_PORT). It returns
-// only when all ranks have arrived, or throws naming the ranks that did not arrive in time.
+// Rendezvous: every rank meets at the job's c10d TCPStore (MASTER_ADDR:MASTER_PORT): the one
+// `dtrain launch` hosts (TORCHELASTIC_USE_AGENT_STORE=True, every rank a client), else rank 0's.
+// It returns only when all ranks have arrived, or throws naming the ranks that did not arrive in
+// time.
 #pragma once
 
 #include <chrono>
@@ -18,7 +20,7 @@ struct Rendezvous {
 };
 
 // Throws std::runtime_error: "rendezvous at ADDR:PORT timed out after Ns: ranks 1, 3 of 4 did
-// not arrive" (or that rank 0's store could not be reached), with what to check.
+// not arrive" (or that the store could not be reached or hosted), with what to check.
 Rendezvous MeetAllRanks(const DistEnv& env, std::chrono::milliseconds timeout);
 
 // Several round trips through the store; keeps the one with the shortest round trip (NTP's rule).
