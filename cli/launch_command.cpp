@@ -1,7 +1,7 @@
 // `dtrain launch`: flags -> LaunchOptions -> RunLaunch.
 #include "cli/commands.h"
 #include "cli/number_checks.h"
-#include "doctor/restart_health_check.h"
+#include "doctor/fast_health_check.h"
 #include "launcher/launch.h"
 
 namespace dtrain {
@@ -106,12 +106,20 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "the unfit: on or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--start-health-check", options->start_health_check,
+                  "before the first attempt, run the same checks on its nodes: an unfit node "
+                  "is quarantined and a spare takes its place (or --nnodes MIN:MAX goes on with "
+                  "fewer), else nothing starts; auto: on for ssh and Slurm nodes, off for this "
+                  "machine alone")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off", "auto"}));
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
   cmd->callback([options, max_restarts, ranks, restarts, console, stall, stall_timeout,
                  node_timeout, node_timeout_option, health_check, &run] {
-    if (*health_check == "on") {
+    options->restart_health_check = *health_check == "on";
+    if (options->restart_health_check || options->start_health_check != "off") {
       options->check_nodes = [](const ClusterSpec& nodes) {
-        return CheckNodesBeforeRestart(nodes, kRestartCheckTimeoutS);
+        return FastHealthCheck(nodes, kFastHealthCheckTimeoutS);
       };
     }
     if (restarts->count() > 0) options->max_restarts = *max_restarts;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <thread>
 
@@ -189,22 +190,16 @@ void Quarantine(Job& job, int index, const std::string& why) {
                job.record.name.c_str(), why.c_str());
 }
 
-// Before a restart: the last attempt's nodes that were not lost through the health check
-// (LaunchOptions::check_nodes); the unfit are quarantined. Returns the seconds it took.
-double CheckNodesBeforeRestart(Job& job) {
-  if (!job.options.check_nodes) return 0;
+// `nodes` through the health check (LaunchOptions::check_nodes), `when` ("start", "restart")
+// naming the moment in what is said; the unfit are quarantined. Returns the seconds it took.
+double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
+  if (!job.options.check_nodes || nodes.empty()) return 0;
   const auto start = std::chrono::steady_clock::now();
-  std::vector<int> nodes;
-  for (const std::string& host : job.record.attempts.back().nodes) {
-    const int index = NodeIndex(job.spec, host);
-    if (index >= 0 && job.pool.quarantined(index).empty()) nodes.push_back(index);
-  }
-  if (nodes.empty()) return 0;
   std::map<std::string, std::string> unfit;
   try {
     unfit = job.options.check_nodes(AttemptSpec(job.spec, nodes));
-  } catch (const Error& e) {  // the check could not run at all: the restart goes on unchecked
-    std::fprintf(stderr, "dtrain: warning: no health check before the restart: %s\n", e.what());
+  } catch (const Error& e) {  // the check could not run at all: the job goes on unchecked
+    std::fprintf(stderr, "dtrain: warning: no health check before the %s: %s\n", when, e.what());
     return 0;
   }
   const double took_s =
@@ -214,17 +209,41 @@ double CheckNodesBeforeRestart(Job& job) {
     auto it = unfit.find(job.spec.nodes[index].host);
     if (it == unfit.end()) continue;
     names += (names.empty() ? "" : ",") + it->first;
-    Quarantine(job, index, "failed the health check before restart: " + it->second);
+    Quarantine(job, index, fmt::format("failed the health check before {}: {}", when, it->second));
   }
   const std::string line =
-      fmt::format("health check before restart: {} node(s) in {:.1f} s, {}", nodes.size(), took_s,
+      fmt::format("health check before {}: {} node(s) in {:.1f} s, {}", when, nodes.size(), took_s,
                   names.empty() ? std::string("all fit") : "unfit: " + names);
   std::fprintf(stderr, "dtrain: %s\n", line.c_str());
   job.record.events.push_back({WallMicros(), "health_check", line, ""});
   return took_s;
 }
 
+// Before a restart: the last attempt's nodes that were not lost. Returns the seconds it took.
+double CheckNodesBeforeRestart(Job& job) {
+  std::vector<int> nodes;
+  for (const std::string& host : job.record.attempts.back().nodes) {
+    const int index = NodeIndex(job.spec, host);
+    if (index >= 0 && job.pool.quarantined(index).empty()) nodes.push_back(index);
+  }
+  return CheckNodes(job, nodes, "restart");
+}
+
 }  // namespace
+
+std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes) {
+  std::set<int> checked;
+  for (;;) {
+    std::vector<int> unchecked;
+    for (int index : nodes) {
+      if (checked.insert(index).second) unchecked.push_back(index);
+    }
+    if (unchecked.empty()) return nodes;
+    CheckNodes(job, unchecked, "start");
+    nodes = job.pool.Pick();  // without the unfit: spares in their place, or fewer (--nnodes)
+    if (nodes.empty()) return nodes;
+  }
+}
 
 ClusterSpec AttemptSpec(const ClusterSpec& spec, const std::vector<int>& picked) {
   ClusterSpec attempt = spec;
@@ -360,7 +379,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   double checked_s = 0;  // the health check's time, taken out of the backoff
   const bool may_restart = interrupt == 0 && outcome.exit_code != 0 && !verdict.deterministic &&
                            attempt < job.settings.max_restarts;
-  if (may_restart) checked_s = CheckNodesBeforeRestart(job);
+  if (may_restart && job.options.restart_health_check) checked_s = CheckNodesBeforeRestart(job);
   if (outcome.exit_code == 0 && interrupt == 0) {
     record.status = "succeeded";
   } else if (interrupt != 0) {

@@ -181,6 +181,13 @@ JobRecord NewJobRecord(const ClusterSpec& spec, const JobSettings& job, const Jo
   return record;
 }
 
+// The health check before the start: asked for, or by default (auto) on ssh and Slurm nodes;
+// this machine alone (transport local) has no other node to start on instead.
+bool StartHealthCheck(const LaunchOptions& options, const ClusterSpec& spec) {
+  if (!options.check_nodes || options.start_health_check == "off") return false;
+  return options.start_health_check == "on" || spec.transport != TransportKind::kLocal;
+}
+
 // A job that ends before any attempt (its nodes never came, --sync failed, Ctrl-C while it
 // waited for nodes: 128+signal) says so in job.json.
 void RecordFailureBeforeStart(const std::string& job_dir, JobRecord& record, int exit_code) {
@@ -327,6 +334,16 @@ int RunLaunch(const LaunchOptions& options) {
 
   Job job{options, spec,   settings, folder, plan_options, horovod_network, logs,
           console, record, pool,     {}};
+  if (StartHealthCheck(options, spec)) {
+    nodes = CheckNodesBeforeStart(job, nodes);
+    if (nodes.empty()) {
+      RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
+      throw Error("job " + record.name + " cannot start: " + pool.why_not() +
+                  " after the health check; no rank was started. Fix or replace the unfit "
+                  "node(s), give spares (--spares N), let the job run on fewer nodes (--nnodes "
+                  "MIN:MAX), or leave the check out (--start-health-check off)");
+    }
+  }
   NodeClockProbe clock_probe(spec);  // PyTorch traces carry their node's clock; taken below
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) nodes = pool.Pick();

@@ -34,10 +34,13 @@ struct LaunchOptions {
   int spares = 0;                         // --spares N: the last N listed nodes wait as spares
   std::string nnodes;                     // --nnodes N or MIN:MAX; "" = every non-spare node
   std::vector<std::string> command;       // empty: job.command, else the embedded default
-  // Run on a failed attempt's nodes (those not lost) before a restart: host -> why, for the nodes
-  // unfit to run the next attempt, which are quarantined. The CLI sets the doctor's fast health
-  // checks (doctor/restart_health_check.h) unless --restart-health-check off; unset: none.
+  // The health check: host -> why, for the nodes unfit to run an attempt, which are quarantined.
+  // Run on a failed attempt's nodes (those not lost) before a restart, and on the first
+  // attempt's nodes before the start when start_health_check says so. The CLI sets the doctor's
+  // fast health checks (doctor/fast_health_check.h) unless both are off; unset: none.
   std::function<std::map<std::string, std::string>(const ClusterSpec&)> check_nodes;
+  bool restart_health_check = true;         // --restart-health-check on|off
+  std::string start_health_check = "auto";  // --start-health-check on|off|auto (auto: ssh, slurm)
 };
 
 // The command run when neither the command line nor the cluster file names one.

@@ -301,13 +301,101 @@ TEST(NodeLoss, NodeFailingTheHealthCheckBeforeRestartIsQuarantined) {
 
 // The same fault without the check: node1, blamed once, runs the next attempt again.
 TEST(NodeLoss, WithoutTheHealthCheckTheFaultyNodeRunsAgain) {
-  const GpuFaultRun r = RunWithGpuFault("node-loss-nocheck", {"--restart-health-check", "off"});
+  const GpuFaultRun r = RunWithGpuFault(
+      "node-loss-nocheck", {"--restart-health-check", "off", "--start-health-check", "off"});
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err.find("health check"), std::string::npos) << r.err;
   ASSERT_TRUE(r.record.is_object()) << r.err;
   ASSERT_EQ(r.record["attempts"].size(), 2u) << r.record.dump(2);
   EXPECT_EQ(r.record["attempts"][1]["nodes"], json({"node0", "node1", "node2"}));
+}
+
+// Nodes whose GPUs look like an HGX H100's, node1 with an Xid 79 in its kernel log before the
+// job starts; `spares` of the `nodes` wait as spares; `extra` dtrain options. Each rank says
+// where it runs.
+GpuFaultRun RunWithFaultyNodeAtStart(const std::string& name, int nodes, int spares,
+                                     const std::vector<std::string>& extra) {
+  GpuFaultRun r;
+  SshTestCluster cluster(name, nodes, 1);
+  if (!cluster.error().empty()) {
+    r.err = cluster.error();
+    return r;
+  }
+  for (int i = 0; i < nodes; ++i) {
+    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
+                        i == 1 ? "[    1.0] Linux version 6.1\n[ 5012.345678] NVRM: Xid "
+                                 "(PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+                                 "fallen off the bus.\n"
+                               : "[    1.0] Linux version 6.1\n");
+  }
+  const std::string file = test::StandInClusterFile(cluster, nodes, "");
+  const std::string dir = testing::ScratchDirs::Make(name);
+  std::vector<std::string> args = {
+      "launch", "-c", file, "--job", "start", "--log-dir", dir, "--spares", std::to_string(spares),
+      "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (const char* word : {"--", "sh", "-c", "echo \"rank $RANK on $DTRAIN_NODE\""})
+    args.push_back(word);
+  DtrainProcess dtrain(args, dir);
+  r.status = dtrain.Wait(60);
+  r.err = dtrain.err();
+  r.record = json::parse(ReadText(dir + "/start/job.json"), nullptr, false);
+  std::printf("%s", r.err.c_str());
+  return r;
+}
+
+// "Find bad nodes before a launch": node1's GPU fell off the bus before the job; the check before
+// the start quarantines it, the spare is checked in turn and takes its place, and the one attempt
+// runs on node0, node2, node3.
+TEST(NodeLoss, NodeFailingTheHealthCheckBeforeStartIsReplacedByTheSpare) {
+  const GpuFaultRun r = RunWithFaultyNodeAtStart("node-start-health", 4, 1, {});
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain: node node1 quarantined for the rest of job start: failed the "
+                       "health check before start: node node1: Xid 79 on GPU 3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("dtrain: health check before start: 3 node(s) in "), std::string::npos);
+  EXPECT_NE(r.err.find("s, unfit: node1\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dtrain: health check before start: 1 node(s) in "), std::string::npos)
+      << "the spare is checked before it runs: " << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 1u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node2", "node3"}));
+  EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("before start"), std::string::npos)
+      << r.record["nodes"].dump(2);
+}
+
+// No spare and no --nnodes MIN: nothing starts, and the message says what to do.
+TEST(NodeLoss, UnfitNodeWithoutASpareStopsTheStart) {
+  const GpuFaultRun r = RunWithFaultyNodeAtStart("node-start-nospare", 2, 0, {});
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("job start cannot start: 1 healthy node(s) left, the job needs at least 2 "
+                       "after the health check; no rank was started"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--start-health-check off"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("rank 0 on"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  EXPECT_EQ(r.record["status"], "failed");
+  EXPECT_TRUE(r.record["attempts"].empty()) << r.record.dump(2);
+}
+
+// With --nnodes MIN:MAX the job starts on the healthy nodes; with the check off, on all of them.
+TEST(NodeLoss, StartHealthCheckWithFewerNodesOrOff) {
+  const GpuFaultRun fewer = RunWithFaultyNodeAtStart("node-start-fewer", 3, 0, {"--nnodes", "2:3"});
+  if (fewer.err.find("needs root") != std::string::npos) GTEST_SKIP() << fewer.err;
+  EXPECT_EQ(fewer.status, 0) << fewer.err;
+  ASSERT_TRUE(fewer.record.is_object()) << fewer.err;
+  EXPECT_EQ(fewer.record["attempts"][0]["nodes"], json({"node0", "node2"}));
+  const GpuFaultRun off =
+      RunWithFaultyNodeAtStart("node-start-off", 2, 0, {"--start-health-check", "off"});
+  EXPECT_EQ(off.status, 0) << off.err;
+  EXPECT_EQ(off.err.find("health check"), std::string::npos) << off.err;
+  ASSERT_TRUE(off.record.is_object()) << off.err;
+  EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
 }
 
 }  // namespace

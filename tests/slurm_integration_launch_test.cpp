@@ -76,6 +76,9 @@ TEST_F(DtrainLaunchOnSlurm, WritesPerRankLogsThatDtrainLogsReads) {
       Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "two", "--", "sh", "-c",
               "echo hello from $RANK of $WORLD_SIZE on $HOROVOD_HOSTNAME via $MASTER_ADDR"});
   ASSERT_EQ(run.status, 0) << run.err;
+  // The nodes of the allocation went through the health check (a step on each) before the start.
+  EXPECT_NE(run.err.find("dtrain: health check before start: 2 node(s) in "), std::string::npos)
+      << run.err;
   EXPECT_EQ(ReadFile(dir + "/logs/two/rank-0.log"), "hello from 0 of 2 on node1 via 127.0.0.1\n");
   EXPECT_EQ(ReadFile(dir + "/logs/two/rank-1.log"), "hello from 1 of 2 on node2 via 127.0.0.1\n");
   EXPECT_NE(ReadFile(dir + "/logs/two/sbatch.sh").find("#SBATCH --nodes=2\n"), std::string::npos);

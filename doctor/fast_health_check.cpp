@@ -1,5 +1,5 @@
-// CheckNodesBeforeRestart: probe (health parts only) -> the doctor's health rules -> unfit nodes.
-#include "doctor/restart_health_check.h"
+// FastHealthCheck: probe (health parts only) -> the doctor's health rules -> unfit nodes.
+#include "doctor/fast_health_check.h"
 
 #include "doctor/checks.h"
 #include "doctor/doctor_run.h"
@@ -15,8 +15,7 @@ constexpr const char* kRestartCheckSkips = "python torch horovod py_spy clip rdz
 
 }  // namespace
 
-std::map<std::string, std::string> CheckNodesBeforeRestart(const ClusterSpec& spec,
-                                                           double timeout_s) {
+std::map<std::string, std::string> FastHealthCheck(const ClusterSpec& spec, double timeout_s) {
   ProbeOptions options = DefaultProbeOptions(spec, timeout_s);
   options.rendezvous = false;  // the job's own rendezvous port may still be in TIME_WAIT
   options.skip = kRestartCheckSkips;

@@ -1,0 +1,24 @@
+// The doctor's fast health checks, run by `dtrain launch` on the first attempt's nodes before it
+// starts the job and on a failed attempt's nodes before it restarts it (nvidia-resiliency-ext's
+// health check before restart): one probe per node with only its health parts (nvidia-smi's GPU
+// states, NVLink, the kernel log's Xid errors, InfiniBand ports, free space; no Python, torch or
+// rendezvous test), judged by the doctor's health rules. A node with an error finding, or one
+// that cannot be probed, is unfit to run an attempt.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "launcher/cluster_spec.h"
+
+namespace dtrain {
+
+// The whole check's limit: nvidia-smi's own (DTRAIN_PROBE_SMI_TIMEOUT, default 10 s) and room.
+constexpr double kFastHealthCheckTimeoutS = 20;
+
+// Probes every node of `spec` (already placed: Slurm nodes are those of the allocation) through
+// the cluster's transport, at most `timeout_s`; returns the unfit nodes: host -> why (the error
+// findings naming it, "; "-joined). Throws dtrain::Error only when the transport cannot be built.
+std::map<std::string, std::string> FastHealthCheck(const ClusterSpec& spec, double timeout_s);
+
+}  // namespace dtrain
