@@ -181,6 +181,14 @@ JobRecord NewJobRecord(const ClusterSpec& spec, const JobSettings& job, const Jo
   return record;
 }
 
+// Index of `host` among the cluster's nodes (it is one of them).
+int HostIndex(const ClusterSpec& spec, const std::string& host) {
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    if (spec.nodes[i].host == host) return static_cast<int>(i);
+  }
+  throw Error("node " + host + " is not in the cluster");
+}
+
 // The health check before the start: asked for, or by default (auto) on ssh and Slurm nodes;
 // this machine alone (transport local) has no other node to start on instead.
 bool StartHealthCheck(const LaunchOptions& options, const ClusterSpec& spec) {
@@ -301,12 +309,28 @@ int RunLaunch(const LaunchOptions& options) {
   ClusterSpec chosen_spec = chosen.spec;
   if (options.spares > 0) MarkSpares(chosen_spec.nodes, options.spares);
   NodePool pool(chosen_spec.nodes, settings.node_count);
-  // Every ssh node reachable, its host key as recorded: or nothing starts anywhere.
-  PreflightSshNodes(chosen_spec);
+  // Every ssh node reachable, its host key as recorded: or nothing starts anywhere, unless the
+  // only failures are nodes that could not be reached and the job can go on without them.
+  const UnreachedNodes unreached = PreflightSshNodes(chosen_spec, [&](const UnreachedNodes& hosts) {
+    NodePool without = pool;
+    for (const auto& [host, why] : hosts) without.Quarantine(HostIndex(chosen_spec, host), why);
+    return !without.Pick().empty();
+  });
   const JobFolder folder = MakeJobFolder(options, chosen_spec);
   JobRecord record = NewJobRecord(chosen_spec, settings, folder, options.on_stall);
+  for (const auto& [host, error] : unreached) {
+    const std::string why = "could not be reached at the start: " + error;
+    pool.Quarantine(HostIndex(chosen_spec, host), why);
+    record.quarantined[host] = why;
+  }
   SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the launch
   const ClusterSpec spec = PlaceCluster(chosen_spec, folder, allocation, record);
+  // The nodes that may be asked anything (clocks, interfaces, --sync): all but the unreached.
+  ClusterSpec reached = spec;
+  reached.nodes.erase(
+      std::remove_if(reached.nodes.begin(), reached.nodes.end(),
+                     [&](const NodeSpec& n) { return unreached.count(n.host) > 0; }),
+      reached.nodes.end());
   const PlanOptions plan_options = PlanOptionsFor(chosen, settings, folder);
   std::vector<int> nodes = pool.Pick();
   record.plan = MakeRankPlan(AttemptSpec(spec, nodes), plan_options);
@@ -323,14 +347,18 @@ int RunLaunch(const LaunchOptions& options) {
     std::fprintf(stderr, "dtrain: spare node(s), used once a node is quarantined: %s\n",
                  spares.c_str());
   }
+  for (const auto& [host, error] : unreached) {
+    std::fprintf(stderr, "dtrain: node %s quarantined for the rest of job %s: %s\n", host.c_str(),
+                 record.name.c_str(), record.quarantined[host].c_str());
+  }
   // Every job gets Horovod's rendezvous; only a job that asked for Horovod has its nodes' network
   // interfaces looked up (a query per SSH node) and hears what could not be found.
-  const HorovodGlooNetwork horovod_network = FindHorovodGlooNetwork(spec, settings.horovod);
+  const HorovodGlooNetwork horovod_network = FindHorovodGlooNetwork(reached, settings.horovod);
   if (settings.horovod) {
     for (const std::string& note : horovod_network.notes)
       std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
   }
-  if (options.sync) SyncLaunchDir(spec, folder, record);
+  if (options.sync) SyncLaunchDir(reached, folder, record);
 
   Job job{options, spec,   settings, folder, plan_options, horovod_network, logs,
           console, record, pool,     {}};
@@ -344,7 +372,7 @@ int RunLaunch(const LaunchOptions& options) {
                   "MIN:MAX), or leave the check out (--start-health-check off)");
     }
   }
-  NodeClockProbe clock_probe(spec);  // PyTorch traces carry their node's clock; taken below
+  NodeClockProbe clock_probe(reached);  // PyTorch traces carry their node's clock; taken below
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) nodes = pool.Pick();
     std::map<int, uint64_t> log_start;
@@ -357,7 +385,7 @@ int RunLaunch(const LaunchOptions& options) {
     if (!EndAttempt(job, outcome, attempt, log_start)) break;
   }
   if (spec.transport == TransportKind::kSsh) {
-    FetchNodeResults(folder.job_dir, spec, job.lost_nodes);
+    FetchNodeResults(folder.job_dir, reached, job.lost_nodes);
     PlaceFetchedSteps(record, folder.job_dir);
   }
   PrintAttempts(record);

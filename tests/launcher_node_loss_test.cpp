@@ -398,5 +398,44 @@ TEST(NodeLoss, StartHealthCheckWithFewerNodesOrOff) {
   EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
 }
 
+// A node whose sshd is gone before the launch (connection refused) is set aside when a spare
+// can take its place; without one the launch stops before any rank starts, as it always did.
+TEST(NodeLoss, NodeUnreachableAtTheStartIsReplacedByTheSpare) {
+  SshTestCluster cluster("node-start-unreached", 4, 1);
+  if (!cluster.error().empty()) GTEST_SKIP() << cluster.error();
+  test::RunOutput("kill -KILL $(cat " + cluster.dir() + "/node1/sshd.pid)");
+  const std::string dir = testing::ScratchDirs::Make("node-start-unreached");
+  auto launch = [&](const std::string& job, const std::string& spares) {
+    DtrainProcess dtrain(
+        {"launch", "-c", cluster.cluster_file(), "--job", job, "--log-dir", dir, "--spares", spares,
+         "--quiet", "--", "sh", "-c", "echo \"rank $RANK on $DTRAIN_NODE\""},
+        dir);
+    const int status = dtrain.Wait(60);
+    std::printf("%s", dtrain.err().c_str());
+    return std::make_pair(status, dtrain.err());
+  };
+  const auto [status, err] = launch("spare", "1");
+  EXPECT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("dtrain: node node1 quarantined for the rest of job spare: could not be "
+                     "reached at the start: node node1 ("),
+            std::string::npos)
+      << err;
+  const json record = json::parse(ReadText(dir + "/spare/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << err;
+  ASSERT_EQ(record["attempts"].size(), 1u) << record.dump(2);
+  EXPECT_EQ(record["attempts"][0]["nodes"], json({"node0", "node2", "node3"}));
+  EXPECT_NE(record["nodes"][1].value("quarantined", "").find("could not be reached"),
+            std::string::npos)
+      << record["nodes"].dump(2);
+  EXPECT_EQ(ReadText(dir + "/spare/rank-2.log"), "rank 2 on node3\n");
+
+  const auto [no_spare_status, no_spare_err] = launch("nospare", "0");
+  EXPECT_NE(no_spare_status, 0) << no_spare_err;
+  EXPECT_NE(no_spare_err.find("1 of 4 node(s) of " + cluster.cluster_file() +
+                              " failed the check before launch; no rank was started"),
+            std::string::npos)
+      << no_spare_err;
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -34,7 +34,8 @@ struct NodeCheck {
   Clock::time_point deadline;
   bool in_event = false;
   bool done = false;
-  std::string error;  // set when the node failed
+  std::string error;       // set when the node failed
+  bool unreached = false;  // it failed before the server answered (SshSession::unreached)
 };
 
 // Every session in one ssh_event; the event lets go of each session before it is freed.
@@ -73,6 +74,7 @@ class NodeChecks {
         }
       } catch (const Error& e) {
         check.error = e.what();
+        check.unreached = check.session->unreached();
         Finish(check);
       }
       all_done = all_done && check.done;
@@ -97,6 +99,16 @@ class NodeChecks {
     }
     return out;
   }
+  // The failed nodes when every one of them could not be reached; empty otherwise.
+  UnreachedNodes OnlyUnreached() const {
+    UnreachedNodes out;
+    for (const NodeCheck& check : checks_) {
+      if (check.error.empty()) continue;
+      if (!check.unreached) return {};
+      out[check.node->host] = check.error;
+    }
+    return out;
+  }
   size_t size() const { return checks_.size(); }
 
  private:
@@ -110,6 +122,7 @@ class NodeChecks {
       check.in_event = true;
     } catch (const Error& e) {
       check.error = e.what();
+      check.unreached = check.session->unreached();
       Finish(check);
     }
   }
@@ -132,8 +145,9 @@ class NodeChecks {
 
 }  // namespace
 
-void PreflightSshNodes(const ClusterSpec& spec) {
-  if (spec.transport != TransportKind::kSsh || spec.nodes.empty()) return;
+UnreachedNodes PreflightSshNodes(const ClusterSpec& spec,
+                                 const std::function<bool(const UnreachedNodes&)>& go_on_without) {
+  if (spec.transport != TransportKind::kSsh || spec.nodes.empty()) return {};
   InterruptHandlers interrupts;
   NodeChecks checks(spec);
   while (!checks.Advance()) {
@@ -146,7 +160,9 @@ void PreflightSshNodes(const ClusterSpec& spec) {
     checks.Wait();
   }
   const std::vector<std::string> errors = checks.Errors();
-  if (errors.empty()) return;
+  if (errors.empty()) return {};
+  const UnreachedNodes unreached = checks.OnlyUnreached();
+  if (!unreached.empty() && go_on_without && go_on_without(unreached)) return unreached;
   std::string text = fmt::format(
       "{} of {} node(s) of {} failed the check before launch; no rank was started on any node:",
       errors.size(), checks.size(), spec.source.empty() ? "the cluster" : spec.source);

@@ -213,6 +213,7 @@ void SshSession::Begin() {
 bool SshSession::Advance() {
   if (step_ == Step::kConnect) {
     if (!AdvanceConnect()) return false;
+    connected_ = true;
     VerifyHostKey();
     step_ = Step::kAuthenticate;
   }

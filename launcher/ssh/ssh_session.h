@@ -1,7 +1,8 @@
 // SshSession: one non-blocking SSH connection to one node (or bastion), configured by the
 // cluster file and ~/.ssh/config (ssh_config.h), reached directly or through bastions
-// (ssh_jump.h), host key verified against known_hosts and authenticated without ever prompting. Advance() moves it on as far as the
-// server's replies allow, so one thread drives many sessions; nothing here ever blocks.
+// (ssh_jump.h), host key verified against known_hosts and authenticated without ever prompting.
+// Advance() moves it on as far as the server's replies allow, so one thread drives many sessions;
+// nothing here ever blocks.
 #pragma once
 
 #include <libssh/libssh.h>
@@ -48,6 +49,10 @@ class SshSession {
   const std::string& where() const { return where_; }
   // libssh's last error for this session, for messages.
   std::string LastError() const;
+  // True until the server answered with its SSH greeting and key exchange: a failure before that
+  // (no answer, refused, a name that does not resolve, a bastion down) means the node could not
+  // be reached, not that it answered wrongly (host key, login).
+  bool unreached() const { return !connected_; }
 
  private:
   enum class Step { kConnect, kAuthenticate, kReady };
@@ -77,6 +82,7 @@ class SshSession {
   std::string known_hosts_;
   ssh_session session_ = nullptr;
   Step step_ = Step::kConnect;
+  bool connected_ = false;  // ssh_connect finished: the key exchange is done
   std::vector<Credential> credentials_;
   size_t next_credential_ = 0;
   ssh_key key_ = nullptr;  // the key file being offered, while the server answers
