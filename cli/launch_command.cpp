@@ -113,13 +113,25 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "machine alone")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off", "auto"}));
+  auto health_watch_s = std::make_shared<double>(0);
+  CLI::Option* health_watch =
+      cmd->add_option("--health-watch", *health_watch_s,
+                      "seconds between the same checks on the running job's nodes: a node that "
+                      "turns unfit (GPU fallen off the bus, Xid error, wedged nvidia-smi) stops "
+                      "the attempt and is quarantined; 0: off (default: 30 on ssh and Slurm "
+                      "nodes, off for this machine alone)")
+          ->check(SecondsAtLeast(0));
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
   cmd->callback([options, max_restarts, ranks, restarts, console, stall, stall_timeout,
-                 node_timeout, node_timeout_option, health_check, &run] {
+                 node_timeout, node_timeout_option, health_check, health_watch, health_watch_s,
+                 &run] {
     options->restart_health_check = *health_check == "on";
-    if (options->restart_health_check || options->start_health_check != "off") {
-      options->check_nodes = [](const ClusterSpec& nodes) {
-        return FastHealthCheck(nodes, kFastHealthCheckTimeoutS);
+    if (health_watch->count() > 0) options->health_watch_s = *health_watch_s;
+    if (options->restart_health_check || options->start_health_check != "off" ||
+        options->health_watch_s.value_or(1) > 0) {
+      options->check_nodes = [](const ClusterSpec& nodes, bool count_unreached,
+                                const std::function<bool()>& cancelled) {
+        return FastHealthCheck(nodes, kFastHealthCheckTimeoutS, count_unreached, cancelled);
       };
     }
     if (restarts->count() > 0) options->max_restarts = *max_restarts;

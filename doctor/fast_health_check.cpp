@@ -15,15 +15,21 @@ constexpr const char* kRestartCheckSkips = "python torch horovod py_spy clip rdz
 
 }  // namespace
 
-std::map<std::string, std::string> FastHealthCheck(const ClusterSpec& spec, double timeout_s) {
+std::map<std::string, std::string> FastHealthCheck(const ClusterSpec& spec, double timeout_s,
+                                                   bool count_unreached,
+                                                   const std::function<bool()>& cancelled) {
   ProbeOptions options = DefaultProbeOptions(spec, timeout_s);
   options.rendezvous = false;  // the job's own rendezvous port may still be in TIME_WAIT
   options.skip = kRestartCheckSkips;
+  options.cancelled = cancelled;
+  options.beside_ranks = true;  // the health watch runs beside the ranks' step
   std::unique_ptr<Transport> transport = MakeTransport(spec);
   const ProbeRun run = RunProbes(spec, *transport, options);
+  if (cancelled && cancelled()) return {};  // cut short: nothing to judge
 
   // The rules about a node's own fitness; those comparing nodes or versions are the doctor's.
-  std::vector<Finding> findings = CheckReach(run.nodes, spec.ssh.port);
+  std::vector<Finding> findings;
+  if (count_unreached) findings = CheckReach(run.nodes, spec.ssh.port);
   for (auto rule : {CheckNvidiaSmiAnswers, CheckGpuCount, CheckGpuHealth, CheckNvlink,
                     CheckKernelLog, CheckInfiniband, CheckFreeSpace}) {
     for (Finding& f : rule(run.nodes)) findings.push_back(std::move(f));

@@ -6,6 +6,7 @@
 // that cannot be probed, is unfit to run an attempt.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -18,7 +19,12 @@ constexpr double kFastHealthCheckTimeoutS = 20;
 
 // Probes every node of `spec` (already placed: Slurm nodes are those of the allocation) through
 // the cluster's transport, at most `timeout_s`; returns the unfit nodes: host -> why (the error
-// findings naming it, "; "-joined). Throws dtrain::Error only when the transport cannot be built.
-std::map<std::string, std::string> FastHealthCheck(const ClusterSpec& spec, double timeout_s);
+// findings naming it, "; "-joined). A node that cannot be probed is unfit when
+// `count_unreached`, else left out (while a job runs, the node timeout judges reachability).
+// `cancelled` (optional) is asked while the probes run: true ends the check at once with what
+// is known. Throws dtrain::Error only when the transport cannot be built.
+std::map<std::string, std::string> FastHealthCheck(
+    const ClusterSpec& spec, double timeout_s, bool count_unreached = true,
+    const std::function<bool()>& cancelled = nullptr);
 
 }  // namespace dtrain

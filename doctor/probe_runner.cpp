@@ -140,6 +140,7 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
     p.env = ProbeEnvironment(spec, i, options);
     p.python_path_head = options.workdir;
     p.cwd = "/";
+    p.beside_ranks = options.beside_ranks;
     p.stdin_data = std::string(DtrainProgramLookup()) + std::string(ProbeScript());
     procs.push_back(std::move(p));
   }
@@ -178,6 +179,11 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
     if (done_at < 0 && killed_at < 0 && elapsed > options.timeout_s) {
       transport.SignalAll(SIGKILL);
       killed_at = elapsed;
+    }
+    if (options.cancelled && options.cancelled()) {
+      transport.SignalAll(SIGKILL);
+      killed_at = elapsed;
+      break;
     }
     if (killed_at >= 0 && elapsed > killed_at + grace_s) break;
     if (done_at >= 0 && elapsed > done_at + 1 + grace_s) break;

@@ -2,6 +2,7 @@
 // rendezvous listener on the first node, and turns what comes back into NodeFacts.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ struct ProbeOptions {
   std::string log_dir;     // where ranks write (the cluster file's log_dir, absolute)
   bool rendezvous = true;  // run the rendezvous connection test
   std::string skip;        // DTRAIN_PROBE_SKIP for the probe (parts to leave out)
+  // Asked between polls; true ends the run at once, every probe killed and each node not yet
+  // through reported as not ended (the health watch of a job that is ending).
+  std::function<bool()> cancelled;
+  // Slurm: the probes' step shares the CPUs other steps hold (--overlap), as the health watch
+  // needs while the ranks run.
+  bool beside_ranks = false;
 };
 
 // The other end of the rendezvous test, started on the first node.

@@ -197,7 +197,8 @@ double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
   const auto start = std::chrono::steady_clock::now();
   std::map<std::string, std::string> unfit;
   try {
-    unfit = job.options.check_nodes(AttemptSpec(job.spec, nodes));
+    unfit = job.options.check_nodes(AttemptSpec(job.spec, nodes), /*count_unreached=*/true,
+                                    /*cancelled=*/nullptr);
   } catch (const Error& e) {  // the check could not run at all: the job goes on unchecked
     std::fprintf(stderr, "dtrain: warning: no health check before the %s: %s\n", when, e.what());
     return 0;
@@ -232,6 +233,7 @@ double CheckNodesBeforeRestart(Job& job) {
 }  // namespace
 
 std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes) {
+  job.start_checked = job.options.check_nodes != nullptr;
   std::set<int> checked;
   for (;;) {
     std::vector<int> unchecked;
@@ -304,14 +306,31 @@ JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
       };
       stall_watch = std::make_unique<StallWatch>(spec, record.plan, std::move(watch));
     }
+    std::unique_ptr<HealthWatch> health_watch;
+    if (job.settings.health_watch_s > 0) {
+      // Checked just before: the start check (first attempt) or the restart check.
+      const bool checked = attempt == 0 ? job.start_checked : job.options.restart_health_check;
+      health_watch = std::make_unique<HealthWatch>(job.options.check_nodes, spec,
+                                                   job.settings.health_watch_s, checked);
+    }
     StepWatch steps(job.folder.job_dir + "/metrics/rank-0.jsonl");
     SupervisorOptions supervise;
+    supervise.health_watch = health_watch.get();
     supervise.grace_period_s = job.options.grace_period_s;
     supervise.stall_watch = stall_watch.get();
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
     supervise.steps = &steps;
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
     JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command));
+    if (health_watch) {
+      record.events.push_back(
+          {WallMicros(), "health_watch",
+           fmt::format(
+               "health watch: {} round(s) every {:g} s on {} node(s), {}", health_watch->rounds(),
+               job.settings.health_watch_s, spec.nodes.size(),
+               outcome.unfit ? "node " + outcome.unfit->host + " unfit" : std::string("all fit")),
+           ""});
+    }
     steps.Finish();
     record.attempts.back().first_step_us = steps.first_step_us();
     record.attempts.back().first_step = steps.first_step();
@@ -340,7 +359,13 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   record.rank_status = outcome.statuses;
   record.exit_code = outcome.exit_code;
   record.failed_rank = outcome.failed_rank;
-  if (verdict.node_lost) {
+  if (outcome.unfit) {
+    std::fprintf(stderr,
+                 "dtrain: node %s failed the health watch %.1f s into the attempt: %s; every "
+                 "rank stopped\n",
+                 outcome.unfit->host.c_str(), outcome.unfit->found_after_s,
+                 outcome.unfit->why.c_str());
+  } else if (verdict.node_lost) {
     job.lost_nodes.insert(verdict.blamed_host);
     ReportNodeLost(record.plan, verdict);
   } else if (outcome.stall) {
@@ -366,8 +391,12 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   this_attempt.blamed_node = verdict.blamed_host;
   this_attempt.detail = verdict.detail;
   // This machine alone (transport local) is never excluded for failures: there is no other.
-  if (interrupt == 0 && !verdict.blamed_host.empty() &&
-      (verdict.node_lost || job.spec.transport != TransportKind::kLocal)) {
+  if (interrupt == 0 && outcome.unfit) {
+    const int index = NodeIndex(job.spec, outcome.unfit->host);
+    if (index >= 0)
+      Quarantine(job, index, "failed the health watch during the run: " + outcome.unfit->why);
+  } else if (interrupt == 0 && !verdict.blamed_host.empty() &&
+             (verdict.node_lost || job.spec.transport != TransportKind::kLocal)) {
     const int index = NodeIndex(job.spec, verdict.blamed_host);
     if (index >= 0) {
       const std::string why = job.pool.Blame(index, verdict.node_lost, verdict.detail);

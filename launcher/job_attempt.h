@@ -33,6 +33,7 @@ struct JobSettings {
   double stall_timeout_s = 0;
   bool horovod = false;
   double node_timeout_s = 0;  // 0: ssh nodes not watched
+  double health_watch_s = 0;  // seconds between health checks while the job runs; 0: none
   NodeCount node_count;       // --nnodes
 };
 
@@ -58,6 +59,7 @@ struct Job {
   NodePool& pool;
   std::set<std::string> lost_nodes;  // not asked for anything at the end
   bool store_failed = false;         // the job's TCPStore could not start: not tried again
+  bool start_checked = false;        // the first attempt's nodes went through the health check
 };
 
 // Before the first attempt: the nodes picked for it through the health check

@@ -124,6 +124,15 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
     if (!stopping_ && Clock::now() >= hold_until_) BeginStop(SIGTERM);
     if (!transport_.Poll(100, *this)) break;
     if (options_.steps) options_.steps->Tick();
+    if (options_.health_watch && !stopping_) {
+      if (std::optional<UnfitNode> unfit = options_.health_watch->Take()) {
+        // Torn down as for a failing rank; no rank failed: the node did.
+        outcome_.exit_code = kExitNodeUnfit;
+        outcome_.failed_us = WallMicros();
+        outcome_.unfit = std::move(unfit);
+        BeginStop(SIGTERM);
+      }
+    }
     if (options_.stall_watch && !stopping_) {
       std::optional<StallReport> stall = options_.stall_watch->Tick();
       if (stall && options_.stall_watch->on_stall() == OnStall::kStop) {

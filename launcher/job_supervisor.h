@@ -15,9 +15,10 @@
 #include <vector>
 
 #include "launcher/console_echo.h"
-#include "launcher/step_watch.h"
 #include "launcher/hangs/stall_watch.h"
+#include "launcher/health_watch.h"
 #include "launcher/rank_log.h"
+#include "launcher/step_watch.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
@@ -29,10 +30,15 @@ struct SupervisorOptions {
   // up to kEarlyHoldS, so ranks failing the same way (an import error) report it themselves and
   // the failure can be told deterministic (restart_policy.h). 0: teardown at once.
   double early_failure_s = 0;
-  StepWatch* steps = nullptr;  // null: not watched
+  StepWatch* steps = nullptr;           // null: not watched
+  HealthWatch* health_watch = nullptr;  // null: nodes' health not watched while the job runs
 };
 
 constexpr double kEarlyHoldS = 1.5;
+
+// What dtrain exits with when the health watch stopped the job and no restart followed: ssh's
+// status for a node that cannot be used (ssh_preflight.h's kExitNodeUnusable).
+constexpr int kExitNodeUnfit = 255;
 
 // How an attempt ended. `exit_code` is what dtrain exits with: 0, the first failing rank's
 // status (128+signal for a signal), or 128+signal of the interrupt that stopped it.
@@ -41,6 +47,7 @@ struct JobOutcome {
   int failed_rank = -1;  // -1: no rank failed first (success, or an interrupt)
   int interrupt_signal = 0;
   std::optional<StallReport> stall;    // set when the job was stopped for a stall (exit 124)
+  std::optional<UnfitNode> unfit;      // set when the health watch stopped it (exit 255)
   std::map<int, ExitStatus> statuses;  // every rank that ended
   std::map<int, int64_t> ended_us;     // when each rank's end was seen (wall clock)
   int64_t failed_us = 0;               // when the first failure (or stall stop) was seen

@@ -133,6 +133,10 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   if (job.node_timeout_s != 0 && job.node_timeout_s < 2)
     throw UsageError("--node-timeout: expected 0 (off) or seconds >= 2");
   if (!options.nnodes.empty()) job.node_count = ParseNodeCount(options.nnodes);
+  // auto: every kHealthWatchS on ssh and Slurm nodes; this machine alone is not watched.
+  job.health_watch_s =
+      options.health_watch_s.value_or(spec.transport == TransportKind::kLocal ? 0 : kHealthWatchS);
+  if (!options.check_nodes) job.health_watch_s = 0;
   return job;
 }
 

@@ -13,6 +13,7 @@
 
 #include "launcher/cluster_choice.h"
 #include "launcher/console_echo.h"
+#include "launcher/health_watch.h"
 
 namespace dtrain {
 
@@ -35,11 +36,14 @@ struct LaunchOptions {
   std::string nnodes;                     // --nnodes N or MIN:MAX; "" = every non-spare node
   std::vector<std::string> command;       // empty: job.command, else the embedded default
   // The health check: host -> why, for the nodes unfit to run an attempt, which are quarantined.
-  // Run on a failed attempt's nodes (those not lost) before a restart, and on the first
-  // attempt's nodes before the start when start_health_check says so. The CLI sets the doctor's
-  // fast health checks (doctor/fast_health_check.h) unless both are off; unset: none.
-  std::function<std::map<std::string, std::string>(const ClusterSpec&)> check_nodes;
+  // Run on a failed attempt's nodes (those not lost) before a restart, on the first attempt's
+  // nodes before the start when start_health_check says so, and every health_watch_s seconds
+  // while an attempt runs (health_watch.h). The CLI sets the doctor's fast health checks
+  // (doctor/fast_health_check.h) unless all three are off; unset: none.
+  NodeHealthCheck check_nodes;
   bool restart_health_check = true;         // --restart-health-check on|off
+  std::optional<double> health_watch_s;     // --health-watch S; unset: kHealthWatchS on ssh
+                                            // and Slurm nodes, none on this machine alone
   std::string start_health_check = "auto";  // --start-health-check on|off|auto (auto: ssh, slurm)
 };
 

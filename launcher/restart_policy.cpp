@@ -1,5 +1,5 @@
-// The verdict reads the outcome in order: interrupt, success, lost node, stall, then the first
-// failing rank's own end.
+// The verdict reads the outcome in order: interrupt, success, unfit node (the health watch),
+// lost node, stall, then the first failing rank's own end.
 #include "launcher/restart_policy.h"
 
 #include <algorithm>
@@ -41,6 +41,12 @@ AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int
     return v;
   }
   if (outcome.exit_code == 0) return v;
+  if (outcome.unfit) {  // the health watch stopped the job: the node is unfit, quarantined at once
+    v.cause = "unhealthy";
+    v.blamed_host = outcome.unfit->host;
+    v.detail = outcome.unfit->why;
+    return v;
+  }
   const RankSlot* slot = nullptr;
   if (outcome.failed_rank >= 0 && outcome.failed_rank < static_cast<int>(plan.ranks.size()))
     slot = &plan.ranks[outcome.failed_rank];

@@ -398,6 +398,92 @@ TEST(NodeLoss, StartHealthCheckWithFewerNodesOrOff) {
   EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
 }
 
+struct WatchRun {
+  double detected_s = -1;  // the Xid written -> "failed the health watch" on dtrain's stderr
+  int status = -1;
+  std::string err;
+  json record;
+};
+
+// Three nodes and a spare that look like HGX H100 nodes, running kRankScript; once rank 0
+// checkpointed step 4, node1's kernel log gets an Xid 79 (its GPU fell off the bus) while its
+// rank goes on running, as a rank on a dead GPU may hang instead of failing.
+WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s) {
+  WatchRun r;
+  SshTestCluster cluster(name, 4, 1);
+  if (!cluster.error().empty()) {
+    r.err = cluster.error();
+    return r;
+  }
+  for (int i = 0; i < 4; ++i) {
+    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
+                        "[    1.0] Linux version 6.1\n");
+  }
+  const std::string file = test::StandInClusterFile(cluster, 4, "");
+  const std::string dir = testing::ScratchDirs::Make(name);
+  std::vector<std::string> args = {"launch", "-c",
+                                   file,     "--job",
+                                   "watch",  "--log-dir",
+                                   dir,      "--spares",
+                                   "1",      "--max-restarts",
+                                   "1",      "--grace-period",
+                                   "2",      "--health-watch",
+                                   watch_s,  "--quiet"};
+  for (const char* word : {"--", "sh", "-c", kRankScript, "nodeloss-rank"}) args.push_back(word);
+  DtrainProcess dtrain(args, dir);
+  const std::string job_dir = dir + "/watch";
+  const auto up_until = Clock::now() + std::chrono::seconds(30);
+  while (CheckpointStep(job_dir) < 4 && Clock::now() < up_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(CheckpointStep(job_dir), 4) << dtrain.err();
+  std::ofstream(cluster.dir() + "/node1-bin/dmesg.txt", std::ios::app)
+      << "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+         "fallen off the bus.\n";
+  const auto broken = Clock::now();
+  while (Clock::now() - broken < std::chrono::seconds(15) && r.detected_s < 0 && dtrain.running()) {
+    if (dtrain.err().find("failed the health watch") != std::string::npos)
+      r.detected_s = std::chrono::duration<double>(Clock::now() - broken).count();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  r.status = dtrain.Wait(60);
+  r.err = dtrain.err();
+  r.record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  std::printf("GPU broken on node1: found after %.2f s\n%s", r.detected_s, r.err.c_str());
+  return r;
+}
+
+// The health watch (every second here) finds node1's Xid within its interval, stops the attempt
+// as for a failing rank, quarantines node1, and the spare takes its place.
+TEST(NodeLoss, NodeTurningUnfitDuringTheRunIsFoundByTheHealthWatch) {
+  const WatchRun r = RunAndBreakAGpu("node-watch", "1");
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_GE(r.detected_s, 0) << r.err;
+  EXPECT_LE(r.detected_s, 3) << "the interval (1 s) and one round of probes: " << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain: node node1 failed the health watch "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Xid 79 on GPU 3"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  const json& attempts = r.record["attempts"];
+  ASSERT_EQ(attempts.size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(attempts[0]["cause"], "unhealthy");
+  EXPECT_EQ(attempts[0]["blamed_node"], "node1");
+  EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
+  EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("health watch"), std::string::npos)
+      << r.record["nodes"].dump(2);
+}
+
+// Its twin without the watch: nothing notices, and node1's rank runs to the end on it.
+TEST(NodeLoss, WithoutTheHealthWatchTheBrokenGpuGoesUnnoticed) {
+  const WatchRun r = RunAndBreakAGpu("node-nowatch", "0");
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_LT(r.detected_s, 0) << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 1u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node1", "node2"}));
+}
+
 // A node whose sshd is gone before the launch (connection refused) is set aside when a spare
 // can take its place; without one the launch stops before any rank starts, as it always did.
 TEST(NodeLoss, NodeUnreachableAtTheStartIsReplacedByTheSpare) {

@@ -241,10 +241,13 @@ TEST_F(DtrainLaunchOnSlurm, StalledRankIsNamedAndOnStallStopLeavesNothing) {
 
 // `dtrain status` from another process finds the Slurm job in job.json and probes its ranks
 // with a step of their job.
+// Also: the health watch (every second) probes the nodes beside the ranks' step (srun --overlap)
+// while they run, and finds them fit.
 TEST_F(DtrainLaunchOnSlurm, StatusProbesTheRanksOfARunningJob) {
   const std::string dir = Folder("status", 1);
-  testing::DtrainProcess dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "st", "--", "sh",
-                                 "-c", "echo hello from $RANK; exec sleep 79"},
+  testing::DtrainProcess dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "st",
+                                 "--health-watch", "1", "--", "sh", "-c",
+                                 "echo hello from $RANK; exec sleep 79"},
                                 dir);
   const std::string log0 = dir + "/logs/st/rank-0.log", log1 = dir + "/logs/st/rank-1.log";
   ASSERT_TRUE(
@@ -264,8 +267,15 @@ TEST_F(DtrainLaunchOnSlurm, StatusProbesTheRanksOfARunningJob) {
   const size_t first = live.out.find(sleeping);
   EXPECT_NE(first, std::string::npos) << live.out;
   EXPECT_NE(live.out.find(sleeping, first + 1), std::string::npos) << live.out;
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // a few rounds of the health watch
   dtrain.Signal(SIGINT);
   EXPECT_EQ(dtrain.Wait(60), 130) << dtrain.err();
+  const std::string record = ReadFile(dir + "/logs/st/job.json");
+  const size_t watch = record.find("health watch: ");
+  ASSERT_NE(watch, std::string::npos) << record;
+  EXPECT_GE(std::atoi(record.c_str() + watch + 14), 1) << record.substr(watch, 80);
+  EXPECT_NE(record.find("every 1 s on 2 node(s), all fit", watch), std::string::npos)
+      << record.substr(watch, 80);
   const testing::DtrainRun ended =
       testing::RunDtrain({"status", "--log-dir", dir + "/logs", "--job", "st"}, dir, {}, 30);
   EXPECT_EQ(ended.status, 0) << ended.err;

@@ -46,6 +46,7 @@ class DtrainProcess {
 
   int pid() const { return process_.pid(); }
   void Signal(int sig) { process_.Signal(sig); }
+  bool running() { return !process_.Done(); }  // Wait() still gives its status after it ended
 
   // dtrain's exit status as a shell reports it; -1 if it did not end within `timeout_s`.
   int Wait(double timeout_s = 60) {

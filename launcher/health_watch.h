@@ -1,0 +1,68 @@
+// The health watch of a running attempt: every `interval_s` seconds, on a thread of its own, the
+// attempt's nodes go through the doctor's fast health checks (LaunchOptions::check_nodes, nodes
+// that cannot be probed left to the node timeout). A node that turns unfit while the job runs (a
+// GPU fallen off the bus, an Xid in the kernel log, a wedged nvidia-smi) is reported to the job
+// supervisor, which stops the attempt as for a failing rank; the node is then quarantined and a
+// restart goes on without it. A rank that hangs on a dead GPU is found within the interval, not
+// after the stall timeout or NCCL's own (10 minutes). Never blocks the supervisor's loop.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "launcher/cluster_spec.h"
+
+namespace dtrain {
+
+// Seconds between the rounds of the health watch by default (ssh and Slurm nodes).
+constexpr double kHealthWatchS = 30;
+
+// host -> why, for the nodes unfit to run; `count_unreached`: whether a node that cannot be
+// probed is unfit (before a start or restart) or left out (while the job runs); `cancelled`
+// (may be empty) is asked while it runs: true ends it at once.
+using NodeHealthCheck = std::function<std::map<std::string, std::string>(
+    const ClusterSpec&, bool count_unreached, const std::function<bool()>& cancelled)>;
+
+struct UnfitNode {
+  std::string host;
+  std::string why;           // the error findings naming it
+  double found_after_s = 0;  // since the watch started
+};
+
+class HealthWatch {
+ public:
+  // `checked`: the nodes passed the same checks just before the attempt started, so any finding
+  // is news. Otherwise the first round is only a baseline: a node is reported when it is unfit
+  // and it was fit in the baseline, or unfit for another reason (a second Xid).
+  HealthWatch(NodeHealthCheck check, ClusterSpec nodes, double interval_s, bool checked);
+  ~HealthWatch();  // stops the thread; a round under way is cut short
+  HealthWatch(const HealthWatch&) = delete;
+  HealthWatch& operator=(const HealthWatch&) = delete;
+
+  // The first node found unfit, once; nullopt before (and after) that.
+  std::optional<UnfitNode> Take();
+  int rounds() const;
+
+ private:
+  void Loop();
+
+  NodeHealthCheck check_;
+  ClusterSpec nodes_;
+  double interval_s_;
+  bool checked_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<bool> stop_{false};
+  std::optional<UnfitNode> found_;
+  bool taken_ = false;
+  int rounds_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace dtrain

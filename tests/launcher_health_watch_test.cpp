@@ -1,0 +1,87 @@
+// The health watch's own rules, with a check function whose answers the test scripts: when a
+// finding is news (after a check before the attempt, or against the first round's baseline),
+// that one node is reported once, and the end of the attempt cuts a round short.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "launcher/health_watch.h"
+
+namespace dtrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Findings = std::map<std::string, std::string>;
+
+// Answers round i with rounds[i] (the last one from then on); counts the calls.
+struct ScriptedCheck {
+  std::vector<Findings> rounds;
+  std::atomic<int> calls{0};
+  NodeHealthCheck Function() {
+    return [this](const ClusterSpec&, bool count_unreached, const std::function<bool()>&) {
+      EXPECT_FALSE(count_unreached) << "while the job runs, reachability is the node timeout's";
+      const int i = calls++;
+      return rounds[std::min<size_t>(i, rounds.size() - 1)];
+    };
+  }
+};
+
+std::optional<UnfitNode> WaitForUnfit(HealthWatch& watch, double seconds) {
+  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < until) {
+    if (auto unfit = watch.Take()) return unfit;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return std::nullopt;
+}
+
+TEST(HealthWatch, AfterACheckBeforeTheAttemptAnyFindingIsNews) {
+  ScriptedCheck check;
+  check.rounds = {{}, {{"node1", "Xid 79"}}};
+  HealthWatch watch(check.Function(), ClusterSpec{}, 0.02, /*checked=*/true);
+  const std::optional<UnfitNode> unfit = WaitForUnfit(watch, 5);
+  ASSERT_TRUE(unfit);
+  EXPECT_EQ(unfit->host, "node1");
+  EXPECT_EQ(unfit->why, "Xid 79");
+  EXPECT_EQ(check.calls.load(), 2);  // the first round was fit; the watch stopped after finding
+  EXPECT_FALSE(watch.Take()) << "reported once";
+}
+
+TEST(HealthWatch, UncheckedNodesAreJudgedAgainstTheFirstRound) {
+  ScriptedCheck check;
+  // node2 was already unfit when the attempt began: not news until its reason changes.
+  check.rounds = {{{"node2", "Xid 79, once this boot"}},
+                  {{"node2", "Xid 79, once this boot"}},
+                  {{"node2", "Xid 79, once this boot"}},
+                  {{"node2", "Xid 79, twice this boot"}}};
+  HealthWatch watch(check.Function(), ClusterSpec{}, 0.02, /*checked=*/false);
+  const std::optional<UnfitNode> unfit = WaitForUnfit(watch, 5);
+  ASSERT_TRUE(unfit);
+  EXPECT_EQ(unfit->why, "Xid 79, twice this boot");
+  EXPECT_EQ(check.calls.load(), 4);
+}
+
+TEST(HealthWatch, TheEndOfTheAttemptCutsARoundShort) {
+  std::atomic<bool> started{false};
+  NodeHealthCheck stuck = [&](const ClusterSpec&, bool, const std::function<bool()>& cancelled) {
+    started = true;
+    while (!cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return Findings{{"node0", "what a cut-short round saw"}};
+  };
+  auto watch = std::make_unique<HealthWatch>(stuck, ClusterSpec{}, 0.01, /*checked=*/true);
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while (!started && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(started);
+  EXPECT_FALSE(watch->Take()) << "a round under way has nothing to say yet";
+  const auto stop = Clock::now();
+  watch.reset();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - stop).count(), 1.0);
+}
+
+}  // namespace
+}  // namespace dtrain
