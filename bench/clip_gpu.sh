@@ -137,11 +137,11 @@ if [ "$device" = cpu ]; then
   batch_sizes=${batch_sizes:-32} steps=${steps:-10} warmup=${warmup:-3} budget=${budget:-240}
   compile=""
   [ $cpu_compile = 1 ] && compile=,compile
-  impls=${impls:-dtrain-clip,dtrain-clip-graphs,eager$compile,open_clip}
+  impls=${impls:-dtrain-clip,dtrain-clip-graphs,dtrain-clip-whole-text,eager$compile,open_clip}
 else
   model=vit-b-32
   batch_sizes=${batch_sizes:-256,512} steps=${steps:-40} warmup=${warmup:-10} budget=${budget:-570}
-  impls=${impls:-dtrain-clip,dtrain-clip-graphs,dtrain-clip-gpu-spans,eager,compile-reduce-overhead,compile,open_clip}
+  impls=${impls:-dtrain-clip,dtrain-clip-graphs,dtrain-clip-gpu-spans,dtrain-clip-whole-text,eager,compile-reduce-overhead,compile,open_clip}
   "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
     die "$python's torch sees no GPU (torch.cuda.is_available() is False); --device cpu runs on the CPU"
 fi

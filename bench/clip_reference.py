@@ -152,6 +152,8 @@ def clip_loss(image_features, text_features, logit_scale):
 
 def make_open_clip_model(model, device):
     import open_clip  # noqa: F401 (only this mode needs it)
+    if not hasattr(open_clip, "create_model"):  # bench/open_clip/ seen as a namespace package
+        raise ModuleNotFoundError("No module named 'open_clip' (open_clip_torch is not installed)")
     if model == "vit-b-32":
         name = "ViT-B-32"
     else:  # fmnist-tiny as an OpenCLIP config (its vision tower takes RGB)
@@ -196,7 +198,14 @@ def main():
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--warmup", type=int, default=10, help="learning-rate warmup steps")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile-steps", default="",
+                        help="A-B: torch.profiler over steps A to B (from 1, as dtrain-clip's)")
+    parser.add_argument("--profile-file", default="reference.pt.trace.json")
     args = parser.parse_args()
+    profile_range = None
+    if args.profile_steps:
+        first, _, last = args.profile_steps.partition("-")
+        profile_range = (int(first), int(last or first))
 
     device = torch.device(args.device)
     cuda = device.type == "cuda"
@@ -252,6 +261,7 @@ def main():
             torch.cuda.synchronize(device)
 
     losses = []
+    prof = None
     start = time.perf_counter()
     timed_start = warmup_s = None
     for step in range(total):
@@ -263,6 +273,10 @@ def main():
               0.5 * args.lr * (1 + math.cos(math.pi * (step - args.warmup) / lr_steps)))
         for group in optimizer.param_groups:
             group["lr"] = lr
+        if profile_range and step + 1 == profile_range[0]:
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU] + (
+                [torch.profiler.ProfilerActivity.CUDA] if cuda else []))
+            prof.__enter__()
         if args.mode == "compile-reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()
         optimizer.zero_grad(set_to_none=True)
@@ -273,6 +287,11 @@ def main():
             model.logit_scale.clamp_(0, math.log(100))
         if step in (0, total - 1):
             losses.append(loss.detach().float().item())
+        if prof is not None and step + 1 == profile_range[1]:
+            sync()
+            prof.__exit__(None, None, None)
+            prof.export_chrome_trace(args.profile_file)
+            prof = None
     sync()
     timed_s = time.perf_counter() - timed_start if timed_start else float("nan")
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "runtime/model/clip_loss.h"
 #include "runtime/model/clip_model.h"
@@ -141,6 +142,39 @@ TEST(TextTower, PoolsAtTheEndTokenAndIgnoresWhatFollows) {
   altered = tokens.clone();
   altered.index_put_({0, 2}, 99);
   EXPECT_FALSE(Close(tower(altered).narrow(0, 0, 1), features.narrow(0, 0, 1), 1e-5));
+}
+
+// The cut made by the caller on the host's rows (what the trainer does on a GPU, with no read
+// back from the device) gives the features of the tower's own cut and of the whole context.
+TEST(TextTower, CutByTheCallerEqualsTheTowersOwnCutAndTheWholeContext) {
+  torch::manual_seed(3);
+  ModelConfig config = PresetModelConfig("fmnist-tiny");
+  TextTower tower(config.text, config.embed_dim);
+  const int64_t context = config.text.context_length;
+  std::vector<int64_t> rows(static_cast<size_t>(3 * context), 0);
+  const std::vector<std::vector<int64_t>> captions = {
+      {257, 10, 20, 258}, {257, 1, 2, 3, 4, 5, 6, 258}, {257, 9, 258}};
+  for (size_t r = 0; r < captions.size(); ++r) {
+    for (size_t i = 0; i < captions[r].size(); ++i) rows[r * context + i] = captions[r][i];
+  }
+  EXPECT_EQ(TextLengthToCut(rows, 3, context), 8);  // the longest caption's end token + 1
+  auto tokens = torch::from_blob(rows.data(), {3, context}, torch::kLong).clone();
+  auto own_cut = tower(tokens);
+  tower->set_whole_context(true);
+  auto whole = tower(tokens);
+  tower->set_whole_context(false);
+  tower->set_cut_by_caller(true);
+  auto by_caller = tower(tokens.narrow(1, 0, 8).contiguous());
+  EXPECT_TRUE(torch::equal(by_caller, own_cut));
+  EXPECT_TRUE(Close(by_caller, whole, 1e-5));
+  // The caller's full context is taken as it is; more than the context is refused.
+  EXPECT_TRUE(Close(tower(tokens), whole, 1e-5));
+  EXPECT_THROW(tower(torch::zeros({1, context + 1}, torch::kLong)), c10::Error);
+  // A row whose end token sits in the last position keeps the whole context.
+  std::vector<int64_t> full(static_cast<size_t>(context), 1);
+  full.back() = 258;
+  EXPECT_EQ(TextLengthToCut(full, 1, context), context);
+  EXPECT_THROW(TextLengthToCut(full, 2, context), c10::Error);
 }
 
 TEST(ClipModel, FeaturesAreUnitRowsAndTheTemperatureStartsAtOneOverPointZeroSeven) {

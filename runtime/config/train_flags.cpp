@@ -44,6 +44,16 @@ std::string OneOf(const std::string& flag, const std::string& value,
   throw UsageError(flag + ": expected " + list + ", got '" + value + "'");
 }
 
+// --profile-steps: "A" or "A-B", steps from 1.
+void SetProfileSteps(TrainOptions& o, const std::string& flag, const std::string& value) {
+  const size_t dash = value.find('-');
+  o.profile_first = ToInt(flag, value.substr(0, dash), 1);
+  o.profile_last = dash == std::string::npos ? o.profile_first : ToInt(flag, value.substr(dash + 1), 1);
+  if (o.profile_last < o.profile_first) {
+    throw UsageError(flag + ": the last step comes before the first in '" + value + "'");
+  }
+}
+
 // "\t" and "tab" both mean a tab, as shells make a literal tab awkward to pass.
 std::string Separator(const std::string& value) {
   if (value == "\\t" || value == "tab" || value == "\t") return "\t";
@@ -133,6 +143,10 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
        }},
       {"--cuda-graphs",
        [](TrainOptions& o, auto& f, auto& v) { o.cuda_graphs = OneOf(f, v, {"off", "on", "auto"}); }},
+      {"--profile-steps", SetProfileSteps},
+      {"--profile-file", [](TrainOptions& o, auto&, auto& v) { o.profile_file = v; }},
+      {"--text-context",
+       [](TrainOptions& o, auto& f, auto& v) { o.text_context = OneOf(f, v, {"cut", "whole"}); }},
       {"--gpu-timed-spans",
        [](TrainOptions& o, auto& f, auto& v) { o.gpu_timed_spans = OneOf(f, v, {"off", "on"}) == "on"; }},
       {"--threads",
@@ -284,10 +298,17 @@ Execution:
   --pixels uint8|float       what loaders hand over: 8-bit pixels normalised on the device
                              (default on CUDA: a pinned copy on its own stream) or floats
                              normalised by the loaders (default on the CPU)
+  --text-context cut|whole   cut: the text tower stops at the batch's longest caption (same
+                             features, less work; default); whole: every context position, as
+                             OpenCLIP computes them (like-for-like speed comparisons)
 Distributed (rank and world size come from the environment, as dtrain launch sets it):
   --dist-backend gloo|nccl   --local-loss   --gather-with-grad
   --fusion-threshold-mb X    --cycle-time-ms X   --hierarchical-allreduce
   --timeline                 --timeline-path FILE   --timeline-mark-cycles
+  --profile-steps A[-B]      the PyTorch profiler (Kineto: operators; CUDA kernels and copies)
+                             over steps A to B, saved as a Chrome trace that dtrain timeline
+                             and HolisticTraceAnalysis read
+  --profile-file FILE        where (default <logs>/profiler/rank-R.pt.trace.json)
   --gpu-timed-spans on|off   also time FORWARD, BACKWARD, OPTIMIZER (GRAPH_STEP) with CUDA
                              events, on the trace's gpu track, resolved a step later without
                              a sync per span (off; overhead not yet measured on a GPU)

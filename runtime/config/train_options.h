@@ -62,6 +62,9 @@ struct TrainOptions {
   // --cuda-graphs off|on|auto: the step as a replayed CUDA graph (train/cuda_graphs_choice.h).
   // Off by default: not yet measured on a GPU.
   std::string cuda_graphs = "off";
+  // --text-context cut|whole: cut (default) computes the text tower up to the batch's longest
+  // caption (the same features, sooner); whole computes every context position, as OpenCLIP does.
+  std::string text_context = "cut";
   // --gpu-timed-spans on|off: the step's phases also timed by CUDA events (trace/device_span_ring.h)
   // on the timeline's gpu track. Off by default: its cost is not yet measured on a GPU.
   bool gpu_timed_spans = false;
@@ -77,6 +80,10 @@ struct TrainOptions {
   bool timeline = false;              // --timeline (or DTRAIN_TIMELINE set)
   bool timeline_mark_cycles = false;  // --timeline-mark-cycles (or HOROVOD_TIMELINE_MARK_CYCLES)
   std::string timeline_path;
+  // --profile-steps A[-B]: the PyTorch profiler over steps A to B (0: off), saved to
+  // --profile-file (default <logs>/profiler/rank-R.pt.trace.json).
+  int64_t profile_first = 0, profile_last = 0;
+  std::string profile_file;
 };
 
 // Parses the arguments after `train`. Throws UsageError naming the flag. `--help` sets *help.

@@ -1,5 +1,6 @@
 #include "runtime/model/text_tower.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -36,17 +37,40 @@ TextTowerImpl::TextTowerImpl(const TextConfig& config, int64_t embed_dim) : conf
 }
 
 torch::Tensor TextTowerImpl::forward(const torch::Tensor& tokens) {
-  TORCH_CHECK(tokens.dim() == 2 && tokens.size(1) == config_.context_length,
-              "text tower expects tokens [B, ", config_.context_length, "], got ", tokens.sizes());
+  const int64_t context = config_.context_length;
+  const bool given = cut_by_caller_ && !whole_context_;
+  TORCH_CHECK(tokens.dim() == 2 && tokens.size(1) >= 1 &&
+                  (given ? tokens.size(1) <= context : tokens.size(1) == context),
+              "text tower expects tokens [B, ", given ? "<= " : "", context, "], got ",
+              tokens.sizes());
   auto end_positions = tokens.argmax(-1);
-  const int64_t length =
-      whole_context_ ? config_.context_length : end_positions.max().item<int64_t>() + 1;
+  int64_t length = context;
+  if (given) {
+    length = tokens.size(1);
+  } else if (!whole_context_) {
+    length = end_positions.max().item<int64_t>() + 1;
+  }
   auto x = token_embedding(tokens.narrow(1, 0, length)) + positional_embedding.narrow(0, 0, length);
   auto mask = torch::full({length, length}, -std::numeric_limits<float>::infinity(),
                           x.options().dtype(torch::kFloat))
                   .triu_(1);
   auto pooled = transformer->ForwardPooled(x, mask, end_positions, /*causal=*/true);
   return torch::matmul(ln_final(pooled), text_projection);
+}
+
+int64_t TextLengthToCut(const std::vector<int64_t>& rows, int64_t batch, int64_t context) {
+  TORCH_CHECK(static_cast<int64_t>(rows.size()) == batch * context,
+              "TextLengthToCut: ", rows.size(), " ids for ", batch, " rows of ", context);
+  int64_t length = 1;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t* row = rows.data() + b * context;
+    int64_t end = 0;
+    for (int64_t i = 1; i < context; ++i) {
+      if (row[i] > row[end]) end = i;
+    }
+    length = std::max(length, end + 1);
+  }
+  return length;
 }
 
 }  // namespace dtrain::clip

@@ -1,5 +1,8 @@
 #include "runtime/train/pixel_upload.h"
 
+#include <ATen/Parallel.h>
+
+#include <cstdint>
 #include <cstring>
 #include <optional>
 
@@ -68,7 +71,13 @@ torch::Tensor PixelUpload::Upload(HostBatch& batch) {
       c.staging[slot] =
           torch::empty({n}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
     }
-    std::memcpy(c.staging[slot].data_ptr(), bytes.data_ptr(), static_cast<size_t>(n));
+    // Into pinned memory on the intra-op threads: one thread copies ~5 GB/s, and a batch of 256
+    // 224x224 images (38 MB) took the step's host ~10 ms on one (H200 bench).
+    auto* to = static_cast<uint8_t*>(c.staging[slot].data_ptr());
+    const auto* from = static_cast<const uint8_t*>(bytes.data_ptr());
+    at::parallel_for(0, n, int64_t{1} << 22, [&](int64_t begin, int64_t end) {
+      std::memcpy(to + begin, from + begin, static_cast<size_t>(end - begin));
+    });
     auto compute = c10::cuda::getCurrentCUDAStream(device_.index());
     torch::Tensor on_device;
     {

@@ -78,6 +78,13 @@ void Trainer::SetUpRuntime() {
     }
     GlobalTimeline().OpenFromEnvironment(coll_.rank(), coll_.host(), path, o_.timeline_mark_cycles);
   }
+  if (o_.profile_first > 0) {
+    const std::string path =
+        o_.profile_file.empty()
+            ? logs + "/profiler/rank-" + std::to_string(coll_.rank()) + ".pt.trace.json"
+            : o_.profile_file;
+    profile_ = std::make_unique<StepProfile>(o_.profile_first, o_.profile_last, path, device_);
+  }
 }
 
 void Trainer::BuildModelAndOptimizer() {
@@ -202,7 +209,14 @@ int Trainer::Run() {
   coll_.BroadcastParameters(named_params);
   OpenData();
   SetUpCapturedStep();
+  // Eager on CUDA too: one fused launch per group instead of a dozen elementwise passes over
+  // every parameter (3.1 ms of a 57 ms ViT-B/32 step on an H200 with torch::optim::AdamW).
+  if (!fused_adamw_ && device_.is_cuda()) fused_adamw_ = std::make_unique<FusedAdamW>(*optimizer_);
   SetUpGpuSpans();
+  if (o_.text_context == "whole") model_->text->set_whole_context(true);
+  cut_text_ = !model_->text->whole_context();
+  model_->text->set_cut_by_caller(cut_text_);
+  step_scalars_ = std::make_unique<StepScalars>(device_);
   if (coll_.rank() == 0) {
     std::printf(
         "dtrain-clip: %s (%lld parameters), %s data, batch %d x %d rank(s), %lld steps/epoch, "
@@ -230,6 +244,7 @@ int Trainer::Run() {
       ++steps;
       SaveStepCheckpoint();
     }
+    FlushStepLine();
     if (stopped) break;
     progress_.epoch = epoch + 1;
     progress_.epoch_samples = 0;
@@ -240,6 +255,7 @@ int Trainer::Run() {
     coll_.Barrier();
   }
   display_->Break();
+  if (profile_) profile_->Finish();
   int64_t gpu_spans_resolved = 0, gpu_spans_forced_waits = 0;
   if (gpu_spans_) {
     gpu_spans_->Drain();

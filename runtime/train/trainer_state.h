@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@
 #include "runtime/train/pixel_upload.h"
 #include "runtime/train/progress_display.h"
 #include "runtime/train/sample_log.h"
+#include "runtime/train/step_profile.h"
+#include "runtime/train/step_scalars.h"
 
 namespace dtrain::clip {
 
@@ -36,6 +39,13 @@ using TrainerClock = std::chrono::steady_clock;
 inline double SecondsSince(TrainerClock::time_point start) {
   return std::chrono::duration<double>(TrainerClock::now() - start).count();
 }
+
+// A step's metrics line but for the numbers still on the device (StepScalars).
+struct StepLine {
+  int epoch = 0;
+  int64_t step = 0;
+  double lr = 0, step_s = 0, samples_per_s = 0, eta_s = 0;
+};
 
 // One micro-batch as tensors; `host` keeps the pixels that `images` borrows alive until backward.
 struct DeviceBatch {
@@ -79,7 +89,9 @@ class Trainer {
   // Starts `epoch` (mid-way after a mid-epoch resume); returns the optimizer steps it holds.
   int64_t StartEpoch(int epoch);
   void Evaluate(int epoch);
-  void LogStep(int epoch, double loss, double step_seconds);
+  // Writes the step line waiting for its numbers (a step late on CUDA, at once on the CPU).
+  void FlushStepLine();
+  void LogStep(const StepLine& line, double loss, double logit_scale);
   int64_t GlobalBatch() const {
     return int64_t{o_.data.batch_size} * o_.accum_freq * coll_.world_size();
   }
@@ -92,7 +104,7 @@ class Trainer {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<FlatParameters> flat_;
-  std::unique_ptr<FusedAdamW> fused_adamw_;      // --cuda-graphs only
+  std::unique_ptr<FusedAdamW> fused_adamw_;      // on CUDA (and --cuda-graphs)
   std::unique_ptr<CapturedStep> captured_step_;  // --cuda-graphs only
   std::string cuda_graphs_note_;
   int64_t static_sync_buckets_ = 0;              // --cuda-graphs with more than one rank
@@ -111,6 +123,10 @@ class Trainer {
   int64_t samples_this_run_ = 0;
   int64_t steps_this_run_ = 0;
   double last_lr_ = 0;
+  bool cut_text_ = false;  // NextBatch cuts the tokens (the text tower's cut, made on the host)
+  std::unique_ptr<StepScalars> step_scalars_;
+  std::optional<StepLine> pending_line_;
+  std::unique_ptr<StepProfile> profile_;  // --profile-steps
 };
 
 }  // namespace dtrain::clip

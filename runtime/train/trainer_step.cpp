@@ -21,10 +21,20 @@ bool Trainer::NextBatch(DeviceBatch& batch) {
   }
   HostBatch& h = batch.host;
   batch.images = upload_->Upload(h);
+  const int64_t context = tokenizer_->context_length();
   std::vector<int64_t> rows = tokenizer_->Tokenize(h.captions);
-  batch.tokens =
-      torch::from_blob(rows.data(), {h.size, tokenizer_->context_length()}, torch::kLong).clone();
-  if (!device_.is_cpu()) batch.tokens = batch.tokens.to(device_);
+  // The text tower's cut (text_tower.h), decided here from the host's rows: on the device it
+  // would be a read-back that stalls the host until the queued work is done.
+  const int64_t length = cut_text_ ? TextLengthToCut(rows, h.size, context) : context;
+  auto host = torch::from_blob(rows.data(), {h.size, context}, torch::kLong).narrow(1, 0, length);
+  if (device_.is_cpu()) {
+    batch.tokens = host.clone();
+  } else {
+    // Pinned, so the copy is queued behind the work on the stream instead of waiting for it.
+    batch.tokens = host.clone(torch::MemoryFormat::Contiguous)
+                       .pin_memory()
+                       .to(device_, /*non_blocking=*/true);
+  }
   return true;
 }
 
@@ -86,7 +96,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
       Backward(loss);
     }
     coll_.AfterBackward(/*last=*/j + 1 == micro.size());
-    last = loss.detach().cpu();  // every j computes the same full-batch loss value
+    last = loss.detach();  // every j computes the same full-batch loss value
   }
   return last;
 }
@@ -105,12 +115,17 @@ void Trainer::OptimizerStep() {
   if (o_.grad_clip_norm > 0) {
     torch::nn::utils::clip_grad_norm_(flat_->buffers(), o_.grad_clip_norm);
   }
-  optimizer_->step();
+  if (fused_adamw_) {
+    fused_adamw_->Step(torch::full({}, last_lr_, torch::TensorOptions(device_).dtype(torch::kFloat)));
+  } else {
+    optimizer_->step();
+  }
   model_->ClampLogitScale();
 }
 
 bool Trainer::TrainStep(int epoch) {
   const auto start = TrainerClock::now();
+  if (profile_) profile_->BeforeStep(progress_.step + 1);
   if (gpu_spans_) gpu_spans_->Poll();  // the spans of steps the GPU has finished, no waiting
   std::vector<DeviceBatch> micro(o_.accum_freq);
   for (auto& m : micro) {
@@ -140,31 +155,58 @@ bool Trainer::TrainStep(int epoch) {
   progress_.epoch_samples += samples;
   samples_this_run_ += samples;
   ++steps_this_run_;
+  // The last step's line first: on CUDA its numbers were copied behind its own work, which the
+  // device has finished or nearly, while this step's work keeps it busy. Its wait is part of
+  // this step's time, so the steps' times add up to the wall clock's.
+  FlushStepLine();
   const double seconds = SecondsSince(start);
   train_seconds_ += seconds;
-  LogStep(epoch, loss.item<double>(), seconds);
+  const int64_t total = steps_per_epoch_ * o_.epochs;
+  StepLine line;
+  line.epoch = epoch;
+  line.step = progress_.step;
+  line.lr = last_lr_;
+  line.step_s = seconds;
+  line.samples_per_s = train_seconds_ > 0 ? samples_this_run_ / train_seconds_ : 0;
+  line.eta_s = train_seconds_ / static_cast<double>(steps_this_run_) *
+               static_cast<double>(total - progress_.step);
+  torch::Tensor scalars;
+  {
+    torch::NoGradGuard no_grad;
+    scalars = torch::stack({loss.detach().reshape({}).to(torch::kFloat),
+                            model_->logit_scale.detach().exp().reshape({}).to(torch::kFloat)});
+  }
+  step_scalars_->Queue(scalars);
+  pending_line_ = line;
+  if (device_.is_cpu()) FlushStepLine();
+  if (profile_) profile_->AfterStep(progress_.step);
   return true;
 }
 
-void Trainer::LogStep(int epoch, double loss, double step_seconds) {
-  const double samples_per_s = train_seconds_ > 0 ? samples_this_run_ / train_seconds_ : 0;
+void Trainer::FlushStepLine() {
+  if (!pending_line_) return;
+  const StepLine line = *pending_line_;
+  pending_line_.reset();
+  const std::vector<double> values = step_scalars_->Take();
+  LogStep(line, values.at(0), values.at(1));
+}
+
+void Trainer::LogStep(const StepLine& line, double loss, double logit_scale) {
   const int64_t total = steps_per_epoch_ * o_.epochs;
-  const double eta = steps_this_run_ > 0 ? train_seconds_ / static_cast<double>(steps_this_run_) *
-                                               static_cast<double>(total - progress_.step)
-                                         : 0;
   const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
   metrics_.Write(MetricsLine()
-                     .Add("step", progress_.step)
+                     .Add("step", line.step)
                      .Add("time_us", now_us)  // places the line in its attempt (dtrain launch)
-                     .Add("epoch", epoch)
+                     .Add("epoch", line.epoch)
                      .Add("loss", loss)
-                     .Add("lr", last_lr_)
-                     .Add("samples_per_s", samples_per_s)
-                     .Add("step_s", step_seconds)
-                     .Add("logit_scale", model_->logit_scale.exp().item<double>()));
-  display_->Step(epoch + 1, o_.epochs, progress_.step, total, loss, samples_per_s, eta);
+                     .Add("lr", line.lr)
+                     .Add("samples_per_s", line.samples_per_s)
+                     .Add("step_s", line.step_s)
+                     .Add("logit_scale", logit_scale));
+  display_->Step(line.epoch + 1, o_.epochs, line.step, total, loss, line.samples_per_s,
+                 line.eta_s);
 }
 
 }  // namespace dtrain::clip

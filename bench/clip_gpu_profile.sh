@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Where a dtrain-clip step's GPU time goes, kernel by kernel, beside the PyTorch reference: each
+# program trains the same model on synthetic data under the PyTorch profiler for a few steps
+# after warm-up (dtrain-clip with --profile-steps; bench/clip_reference.py with torch.profiler),
+# then bench/clip_kernels.py sums the kernels per step by class and by name, side by side.
+# Run it after bench/clip_gpu.sh on the same machine (it reuses that build):
+#
+#   bench/clip_gpu_profile.sh [--build-dir build-gpu] [--out DIR] [--batch-size 256]
+#                             [--device cuda|cpu] [--steps 3] [--warmup-steps 20]
+#
+# Writes DIR/clip_kernels.txt (the tables) and DIR/clip_kernels.json; the traces stay in
+# DIR/clip_profile/ (tens of MB each). Programs: dtrain-clip (text cut at the longest caption),
+# dtrain-clip-whole-text (every text position, the references' work), dtrain-clip-graphs, eager.
+# --device cpu runs it on the CPU with the fmnist-tiny preset (no kernels: checks the plumbing).
+set -euo pipefail
+export PYTHONDONTWRITEBYTECODE=1
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+die() { echo "clip_gpu_profile: $*" >&2; exit 2; }
+
+build_dir=$root/build-gpu out=${OUT:-$PWD/clip_gpu_results} batch=256 device=cuda steps=3 warmup=20
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build-dir) build_dir=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --batch-size) batch=$2; shift 2 ;;
+    --device) device=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --warmup-steps) warmup=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (--help lists them)" ;;
+  esac
+done
+clip=$build_dir/dtrain-clip
+[ -x "$clip" ] || die "no dtrain-clip in $build_dir (build it, or run bench/clip_gpu.sh first)"
+python=${PYTHON:-}
+if [ -z "$python" ]; then
+  python=python3
+  "$root/.venv/bin/python3" -c 'import torch' 2>/dev/null && python=$root/.venv/bin/python3
+fi
+carry=${DTRAIN_CARRY:-}
+[ -z "$carry" ] && [ -d "$root/build-carry" ] && carry=$root/build-carry
+[ -n "$carry" ] && export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+first=$((warmup + 1)) last=$((warmup + steps)) total=$((warmup + steps + 2))
+if [ "$device" = cpu ]; then
+  model=fmnist-tiny precision=fp32 extra=(--threads 1) bpe=()
+else
+  model=vit-b-32 precision=amp_bf16 extra=()
+  vocab=""
+  [ -n "$carry" ] && [ -f "$carry/bpe_simple_vocab_16e6.txt.gz" ] && vocab=$carry/bpe_simple_vocab_16e6.txt.gz
+  [ -n "$vocab" ] || vocab=$("$python" -c 'import os, open_clip; print(os.path.join(os.path.dirname(open_clip.__file__), "bpe_simple_vocab_16e6.txt.gz"))' 2>/dev/null || true)
+  [ -n "$vocab" ] && [ -f "$vocab" ] || die "vit-b-32 needs bpe_simple_vocab_16e6.txt.gz (bench/clip_gpu.sh --carry-prepare)"
+  bpe=(--bpe-vocab "$vocab")
+fi
+mkdir -p "$out/clip_profile"
+out=$(cd "$out" && pwd)
+work=$out/clip_profile
+
+traces=()
+profile_clip() {  # NAME FLAGS...
+  local name=$1; shift
+  echo "clip_gpu_profile: $name, batch $batch, steps $first-$last profiled"
+  if "$clip" train --model "$model" --dataset-type synthetic --batch-size "$batch" \
+      --train-num-samples $((batch * total)) --max-steps "$total" --zeroshot-frequency 0 \
+      --save-frequency 0 --logs "$work/$name" --log-every-n-steps 1000 --seed 0 \
+      --device "$device" --precision "$precision" "${bpe[@]}" "${extra[@]}" \
+      --profile-steps "$first-$last" --profile-file "$work/$name.pt.trace.json" "$@" \
+      >"$work/$name.log" 2>&1; then
+    traces+=("$name=$work/$name.pt.trace.json")
+  else
+    echo "clip_gpu_profile: $name failed:"; tail -5 "$work/$name.log"
+  fi
+}
+profile_clip dtrain-clip
+profile_clip dtrain-clip-whole-text --text-context whole
+profile_clip dtrain-clip-graphs --cuda-graphs on
+
+echo "clip_gpu_profile: eager (bench/clip_reference.py), batch $batch, steps $first-$last profiled"
+if "$python" "$here/clip_reference.py" --model "$model" --mode eager --device "$device" \
+    --precision "$precision" --batch-size "$batch" --warmup-steps "$warmup" --steps $((steps + 2)) \
+    ${extra[@]+"${extra[@]}"} --profile-steps "$first-$last" \
+    --profile-file "$work/eager.pt.trace.json" >"$work/eager.log" 2>&1; then
+  traces+=("eager=$work/eager.pt.trace.json")
+else
+  echo "clip_gpu_profile: eager failed:"; tail -5 "$work/eager.log"
+fi
+[ ${#traces[@]} -gt 0 ] || die "no program ran"
+"$python" "$here/clip_kernels.py" --steps "$steps" --json "$out/clip_kernels.json" "${traces[@]}" \
+  | tee "$out/clip_kernels.txt"

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""GPU time per training step by kernel, from PyTorch profiler traces, side by side.
+
+  bench/clip_kernels.py --steps N NAME=TRACE.json [NAME=TRACE.json ...] [--top 25]
+
+Each TRACE is a Chrome trace as torch.profiler and `dtrain-clip train --profile-steps A-B` write
+it, covering N steps. Kernels (and device copies and sets) are summed by name, divided by N, and
+grouped into classes (matrix products, attention, normalisation, elementwise, reductions,
+optimizer, copies) so that programs whose kernels are named differently still line up. Prints
+the classes' ms per step for every trace, then each trace's top kernels. The busy time is the
+union of the kernels' intervals: the step's wall time minus it is where the GPU waited for the
+host.
+"""
+import argparse
+import json
+import re
+import sys
+from collections import defaultdict
+
+CLASSES = [  # first match wins
+    ("attention", re.compile(r"flash|fmha|attention|sdpa|efficient", re.I)),
+    ("optimizer", re.compile(r"adam|multi_tensor_apply|fused_adam", re.I)),
+    ("matmul", re.compile(r"gemm|cutlass|sm90_xmma|sm80_xmma|nvjet|cublas|wgmma|matmul|splitk",
+                          re.I)),
+    ("convolution", re.compile(r"conv|cudnn|implicit_convolve|wgrad|dgrad", re.I)),
+    ("layer norm", re.compile(r"layer_norm|layernorm", re.I)),
+    ("softmax / loss", re.compile(r"softmax|nll_loss|cross_entropy|log_softmax", re.I)),
+    ("reduction", re.compile(r"reduce|sum_kernel|norm_kernel", re.I)),
+    ("gelu", re.compile(r"gelu", re.I)),
+    ("copy / cast", re.compile(r"copy|cast|memcpy|memset|fill|to_kernel|cat_|CatArray", re.I)),
+    ("indexing", re.compile(r"index|gather|scatter|embedding", re.I)),
+    ("elementwise", re.compile(r"elementwise|vectorized|unrolled|pointwise|triton", re.I)),
+]
+
+
+def kernel_class(name):
+    for label, pattern in CLASSES:
+        if pattern.search(name):
+            return label
+    return "other"
+
+
+def load(path):
+    with open(path) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    kernels = [e for e in events if e.get("ph") == "X"
+               and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    return kernels
+
+
+def busy_us(kernels):
+    spans = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in kernels)
+    total, end = 0.0, None
+    start = None
+    for a, b in spans:
+        if end is None or a > end:
+            if end is not None:
+                total += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    if end is not None:
+        total += end - start
+    return total
+
+
+def summarize(path, steps):
+    kernels = load(path)
+    by_name = defaultdict(float)
+    count = defaultdict(int)
+    for e in kernels:
+        by_name[e["name"]] += float(e.get("dur", 0))
+        count[e["name"]] += 1
+    by_class = defaultdict(float)
+    for name, us in by_name.items():
+        by_class[kernel_class(name)] += us
+    span = 0.0
+    if kernels:
+        span = (max(float(e["ts"]) + float(e.get("dur", 0)) for e in kernels)
+                - min(float(e["ts"]) for e in kernels))
+    return {
+        "kernels_per_step": len(kernels) / steps,
+        "kernel_ms": sum(by_name.values()) / steps / 1000,
+        "busy_ms": busy_us(kernels) / steps / 1000,
+        "span_ms": span / steps / 1000,
+        "classes": {k: v / steps / 1000 for k, v in by_class.items()},
+        "top": sorted(((us / steps / 1000, count[n] / steps, n) for n, us in by_name.items()),
+                      reverse=True),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("traces", nargs="+", help="NAME=TRACE.json")
+    ap.add_argument("--steps", type=int, required=True, help="steps each trace covers")
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--json", help="also write the summaries here")
+    a = ap.parse_args()
+    named = []
+    for item in a.traces:
+        name, sep, path = item.partition("=")
+        if not sep:
+            sys.exit(f"clip_kernels: expected NAME=TRACE.json, got {item!r}")
+        try:
+            named.append((name, summarize(path, a.steps)))
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"clip_kernels: {path}: {e}")
+    width = max(14, *(len(n) for n, _ in named))
+    print("GPU ms per step by kernel class")
+    print(f"{'class':<16}" + "".join(f"{n:>{width + 2}}" for n, _ in named))
+    classes = sorted({c for _, s in named for c in s["classes"]},
+                     key=lambda c: -max(s["classes"].get(c, 0) for _, s in named))
+    for c in classes:
+        print(f"{c:<16}" + "".join(f"{s['classes'].get(c, 0):>{width + 2}.2f}" for _, s in named))
+    for label, key in (("all kernels", "kernel_ms"), ("GPU busy", "busy_ms"),
+                       ("first..last", "span_ms"), ("kernels/step", "kernels_per_step")):
+        print(f"{label:<16}" + "".join(f"{s[key]:>{width + 2}.2f}" for _, s in named))
+    for name, s in named:
+        print(f"\n{name}: top kernels, ms per step (launches per step)")
+        for ms, n, kernel in s["top"][:a.top]:
+            print(f"  {ms:8.3f} ({n:5.1f})  {kernel[:150]}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({n: s for n, s in named}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
