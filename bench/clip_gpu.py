@@ -620,8 +620,8 @@ class Bench:
                            "missed", f"dtrain-clip's metrics step_s averages "
                            f"{dt['metrics_step_ms']:.1f} ms over the timed steps, the wall clock "
                            f"{dt['step_ms']:.1f} ms ({ratio:.2f}x): its samples_per_s is off by as "
-                           "much (Trainer::TrainStep stops the step clock before LogStep's "
-                           "loss.item() waits for the device)", ratio)
+                           "much (the step clock must include the wait for the last step's "
+                           "numbers: Trainer::TrainStep)", ratio)
         return out
 
     def table(self):
@@ -674,7 +674,7 @@ class Bench:
             lines.append("GRAPH: dtrain-clip-graphs' whole step (forward, backward, optimizer) in "
                          "one span: the replay's launch on CUDA, the eager step on the CPU")
             lines.append("outside: the rest of the step" + (
-                " (LogStep's loss.item() and logit_scale reads wait for the GPU there)"
+                " (the wait for the last step's loss and logit scale, a step behind the GPU, is there)"
                 if self.cuda else " (logging)"))
         fl = self.r["flops"].get(str(self.a.batch_sizes[0]))
         if fl:

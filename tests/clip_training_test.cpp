@@ -179,49 +179,48 @@ TEST(ClipTrain, NewExecutionFlagsRefuseBadValues) {
   }
 }
 
-// --profile-steps: the PyTorch profiler's Chrome trace of exactly those steps (its
-// ProfilerStep-free trace carries the step's operators), and the metrics lines are unchanged:
-// the same losses as a run without the profiler.
+// A short synthetic run into DIR/NAME with FLAGS added; the step losses of its metrics file.
+std::map<int, std::string> SyntheticRunLosses(const std::string& dir, const std::string& name,
+                                              int steps, const std::string& flags,
+                                              std::string* output = nullptr) {
+  ClipRun run = RunClip("train --dataset-type synthetic --batch-size 8 --train-num-samples " +
+                        std::to_string(8 * steps) + " --max-steps " + std::to_string(steps) +
+                        " --zeroshot-frequency 0 --save-frequency 0 --threads 1 --seed 4 --logs " +
+                        dir + "/" + name + " " + flags);
+  EXPECT_EQ(run.status, 0) << run.output;
+  if (output) *output = run.output;
+  return Losses(Lines(dir + "/" + name + "/metrics/rank-0.jsonl"));
+}
+
+// --profile-steps: the PyTorch profiler's Chrome trace of those steps, holding the step's
+// operators, and the metrics lines unchanged: the same losses as a run without the profiler.
 TEST(ClipTrain, ProfileStepsWritesAChromeTraceOfThoseSteps) {
   const std::string dir = FreshDir("profile");
-  const std::string common =
-      " --dataset-type synthetic --batch-size 8 --train-num-samples 48 --max-steps 5"
-      " --zeroshot-frequency 0 --save-frequency 0 --threads 1 --seed 4";
-  ClipRun plain = RunClip("train" + common + " --logs " + dir + "/plain");
-  ASSERT_EQ(plain.status, 0) << plain.output;
-  ClipRun profiled = RunClip("train" + common + " --logs " + dir + "/profiled --profile-steps 2-3");
-  ASSERT_EQ(profiled.status, 0) << profiled.output;
+  const auto plain = SyntheticRunLosses(dir, "plain", 5, "");
+  std::string output;
+  const auto profiled = SyntheticRunLosses(dir, "profiled", 5, "--profile-steps 2-3", &output);
   const std::string trace = dir + "/profiled/profiler/rank-0.pt.trace.json";
-  EXPECT_NE(profiled.output.find("profile: steps 2-3 in " + trace), std::string::npos)
-      << profiled.output;
+  EXPECT_NE(output.find("profile: steps 2-3 in " + trace), std::string::npos) << output;
   std::ifstream in(trace);
   ASSERT_TRUE(in.good()) << trace;
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(text.find("\"cpu_op\""), std::string::npos);
   EXPECT_NE(text.find("aten::addmm"), std::string::npos);  // the blocks' projections ran in it
-  EXPECT_EQ(Losses(Lines(dir + "/profiled/metrics/rank-0.jsonl")),
-            Losses(Lines(dir + "/plain/metrics/rank-0.jsonl")));
-  EXPECT_EQ(Losses(Lines(dir + "/plain/metrics/rank-0.jsonl")).size(), 5u);
+  EXPECT_EQ(profiled, plain);
+  EXPECT_EQ(plain.size(), 5u);
 }
 
 // --text-context whole computes every text position: the same features up to rounding, so the
 // losses agree closely with the default cut (not bit for bit: other matrix shapes).
 TEST(ClipTrain, WholeTextContextTrainsLikeTheCut) {
   const std::string dir = FreshDir("whole_text");
-  const std::string common =
-      " --dataset-type synthetic --batch-size 8 --train-num-samples 32 --max-steps 3"
-      " --zeroshot-frequency 0 --save-frequency 0 --threads 1 --seed 5";
-  ClipRun cut = RunClip("train" + common + " --logs " + dir + "/cut");
-  ASSERT_EQ(cut.status, 0) << cut.output;
-  ClipRun whole = RunClip("train" + common + " --logs " + dir + "/whole --text-context whole");
-  ASSERT_EQ(whole.status, 0) << whole.output;
-  auto a = Losses(Lines(dir + "/cut/metrics/rank-0.jsonl"));
-  auto b = Losses(Lines(dir + "/whole/metrics/rank-0.jsonl"));
-  ASSERT_EQ(a.size(), 3u);
-  ASSERT_EQ(b.size(), 3u);
-  for (const auto& [step, loss] : a) {
-    EXPECT_NEAR(std::stod(loss), std::stod(b[step]), 1e-4) << "step " << step;
+  auto cut = SyntheticRunLosses(dir, "cut", 3, "");
+  auto whole = SyntheticRunLosses(dir, "whole", 3, "--text-context whole");
+  ASSERT_EQ(cut.size(), 3u);
+  ASSERT_EQ(whole.size(), 3u);
+  for (const auto& [step, loss] : cut) {
+    EXPECT_NEAR(std::stod(loss), std::stod(whole[step]), 1e-4) << "step " << step;
   }
 }
 
