@@ -11,7 +11,9 @@
 # dtrain-clip-graphs is dtrain-clip with --cuda-graphs on (the step captured once and replayed;
 # on the CPU the same static-buffer step runs eagerly), measured beside the eager dtrain-clip;
 # on a GPU also dtrain-clip-gpu-spans (--gpu-timed-spans on: its cost, and the phases timed by
-# CUDA events).
+# CUDA events); dtrain-clip-whole-text (--text-context whole) does the references' text work,
+# all 77 positions, where dtrain-clip stops at the batch's longest caption.
+# bench/clip_gpu_profile.sh, run after it, says where each program's GPU time goes by kernel.
 # bench/clip_gpu.py says how each figure is taken. Everything stops by --budget seconds (570 on
 # a GPU): runs that would not fit are skipped and named.
 #

@@ -13,6 +13,9 @@ if(TARGET dtrain_clip_train)
   dtrain_test(clip_training_test SOURCES clip_training_test.cpp LIBS dtrain_clip_train TIMEOUT 240
               RESOURCE_LOCK clip_training)
   add_dependencies(clip_training_test dtrain-clip)
+  if(TARGET dtrain)  # --profile-steps' trace read by dtrain timeline
+    add_dependencies(clip_training_test dtrain)
+  endif()
   dtrain_test(clip_checkpoint_test SOURCES clip_checkpoint_test.cpp LIBS dtrain_clip_train)
   target_precompile_headers(clip_checkpoint_test REUSE_FROM dtrain_clip_model)
   dtrain_test(clip_checkpoint_kill_test SOURCES clip_checkpoint_kill_test.cpp TIMEOUT 300)

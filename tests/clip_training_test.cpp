@@ -209,6 +209,16 @@ TEST(ClipTrain, ProfileStepsWritesAChromeTraceOfThoseSteps) {
   EXPECT_NE(text.find("aten::addmm"), std::string::npos);  // the blocks' projections ran in it
   EXPECT_EQ(profiled, plain);
   EXPECT_EQ(plain.size(), 5u);
+  // dtrain timeline takes it as it takes a Python job's PyTorch trace.
+  FILE* pipe = popen((std::string(DTRAIN_BINARY_DIR) + "/dtrain timeline --summary -i " + trace +
+                      " -o " + dir + "/merged.json 2>&1")
+                         .c_str(),
+                     "r");
+  std::string merged;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) merged.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0) << merged;
+  EXPECT_NE(merged.find("merged 1 rank"), std::string::npos) << merged;
 }
 
 // --text-context whole computes every text position: the same features up to rounding, so the
