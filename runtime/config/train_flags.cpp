@@ -307,8 +307,8 @@ Distributed (rank and world size come from the environment, as dtrain launch set
   --fusion-threshold-mb X    --cycle-time-ms X   --hierarchical-allreduce
   --timeline                 --timeline-path FILE   --timeline-mark-cycles
   --profile-steps A[-B]      the PyTorch profiler (Kineto: operators; CUDA kernels and copies)
-                             over steps A to B, saved as a Chrome trace that dtrain timeline
-                             and HolisticTraceAnalysis read
+                             over steps A to B, saved as the Chrome trace torch.profiler
+                             writes (dtrain timeline reads it)
   --profile-file FILE        where (default <logs>/profiler/rank-R.pt.trace.json)
   --gpu-timed-spans on|off   also time FORWARD, BACKWARD, OPTIMIZER (GRAPH_STEP) with CUDA
                              events, on the trace's gpu track, resolved a step later without

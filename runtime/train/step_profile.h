@@ -1,7 +1,7 @@
 // StepProfile: the PyTorch profiler (Kineto) over a range of training steps, saved as the Chrome
 // trace torch.profiler writes (`*.pt.trace.json`): operators on the host, and on CUDA the
 // kernels, copies and their launches (CUPTI). `dtrain timeline` merges it with the other ranks'
-// traces and HolisticTraceAnalysis reads it as it reads a Python job's.
+// traces as it merges a Python job's.
 #pragma once
 
 #include <torch/torch.h>
