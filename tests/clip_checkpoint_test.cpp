@@ -1,13 +1,18 @@
 // The checkpoint file's progress: the mid-epoch place (--save-every-n-steps) round-trips, and a
-// checkpoint written before those fields existed still loads, at an epoch boundary.
+// checkpoint written before those fields existed still loads, at an epoch boundary. The flat
+// parameter layout: aligned, and the moments of a checkpoint in the older order converted.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/flat_parameters.h"
 
 namespace dtrain::clip {
 namespace {
@@ -59,6 +64,97 @@ TEST(ClipCheckpointProgress, OlderCheckpointLoadsAtAnEpochBoundary) {
   EXPECT_EQ(loaded.world_size, 0);
   EXPECT_EQ(loaded.global_batch, 0);
   EXPECT_TRUE(torch::equal(b.model->weight, a.model->weight));
+}
+
+// Parameters of 1, 4, 3 and 8 floats: the 4 and the 8 (multiples of 16 bytes) first, both
+// 16-byte aligned, then the 1 and the 3; in the model's order the 4 would sit 4 bytes off.
+TEST(FlatParameters, WholeVectorsComeFirstAndStayAligned) {
+  std::vector<torch::Tensor> params = {torch::full({1}, 1.0f), torch::full({4}, 2.0f),
+                                       torch::full({3}, 3.0f), torch::full({2, 4}, 4.0f)};
+  FlatParameters flat({params});
+  const auto* base = static_cast<const char*>(flat.buffers()[0].data_ptr());
+  auto offset = [&](const torch::Tensor& p) {
+    return (static_cast<const char*>(p.data_ptr()) - base) / 4;
+  };
+  EXPECT_EQ(offset(params[1]), 0);
+  EXPECT_EQ(offset(params[3]), 4);
+  EXPECT_EQ(offset(params[0]), 12);
+  EXPECT_EQ(offset(params[2]), 13);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(params[3].data_ptr()) % 16, 0u);
+  EXPECT_TRUE(torch::equal(params[3], torch::full({2, 4}, 4.0f)));  // values moved along
+  // A flat tensor in the model's order: 1 | 2 2 2 2 | 3 3 3 | 4 x 8.
+  auto model_order = torch::cat({torch::full({1}, 1.0f), torch::full({4}, 2.0f),
+                                 torch::full({3}, 3.0f), torch::full({8}, 4.0f)});
+  EXPECT_TRUE(torch::equal(flat.FromModelOrder(0, model_order), flat.buffers()[0].detach()));
+  EXPECT_THROW(flat.FromModelOrder(0, torch::zeros({15})), std::invalid_argument);
+
+  std::vector<torch::Tensor> same = {torch::zeros({1}), torch::zeros({4})};
+  FlatParameters model_layout({same}, FlatLayout::kModelOrder);
+  EXPECT_EQ(static_cast<const char*>(same[1].data_ptr()) -
+                static_cast<const char*>(model_layout.buffers()[0].data_ptr()),
+            4);
+}
+
+// A checkpoint written before the layout was recorded holds AdamW's moments in the model's
+// order; converted, each parameter gets its own moments back.
+TEST(FlatParameters, MomentsOfAnOlderCheckpointFollowTheirParameters) {
+  struct Run {
+    torch::nn::Linear model{nullptr};  // weight 15 floats, bias 5: neither a multiple of 4
+    torch::Tensor gain;
+    std::unique_ptr<FlatParameters> flat;
+    std::unique_ptr<torch::optim::AdamW> optimizer;
+  };
+  auto make = [](FlatLayout layout) {
+    auto run = std::make_unique<Run>();
+    torch::manual_seed(11);
+    run->model = torch::nn::Linear(3, 5);
+    run->gain = run->model->register_parameter("gain", torch::ones({4}));
+    run->flat = std::make_unique<FlatParameters>(
+        std::vector<std::vector<torch::Tensor>>{run->model->parameters()}, layout);
+    run->optimizer = std::make_unique<torch::optim::AdamW>(run->flat->buffers(),
+                                                           torch::optim::AdamWOptions(1e-2));
+    return run;
+  };
+  auto old_run = make(FlatLayout::kModelOrder);
+  for (int step = 0; step < 3; ++step) {
+    old_run->flat->ZeroGrad();
+    auto x = torch::full({2, 3}, 0.5f * static_cast<float>(step + 1));
+    (old_run->model(x) * old_run->gain.sum()).pow(2).sum().backward();
+    old_run->optimizer->step();
+  }
+  const std::string path = TempPath("flat_layout_1");
+  SaveCheckpoint(path, *old_run->model, *old_run->optimizer, TrainProgress{}, "tiny");  // no layout
+
+  auto new_run = make(FlatLayout::kAligned);
+  int64_t layout = 0;
+  LoadCheckpoint(path, *new_run->model, *new_run->optimizer, &layout);
+  EXPECT_EQ(layout, 1);
+  new_run->flat->MomentsFromModelOrder(*new_run->optimizer);
+
+  auto moments = [](const Run& run) {
+    auto& state = static_cast<torch::optim::AdamWParamState&>(
+        *run.optimizer->state().at(run.flat->buffers()[0].unsafeGetTensorImpl()));
+    return std::make_pair(state.exp_avg(), state.exp_avg_sq());
+  };
+  auto [old_avg, old_sq] = moments(*old_run);
+  auto [new_avg, new_sq] = moments(*new_run);
+  const auto params_old = old_run->model->parameters();
+  const auto params_new = new_run->model->parameters();
+  ASSERT_EQ(params_old.size(), 3u);
+  auto at = [](const torch::Tensor& buffer, const torch::Tensor& p) {
+    return (static_cast<const char*>(p.data_ptr()) - static_cast<const char*>(buffer.data_ptr())) /
+           4;
+  };
+  for (size_t i = 0; i < params_old.size(); ++i) {
+    const int64_t a = at(old_run->flat->buffers()[0], params_old[i]);
+    const int64_t b = at(new_run->flat->buffers()[0], params_new[i]);
+    const int64_t n = params_old[i].numel();
+    EXPECT_TRUE(torch::equal(new_avg.narrow(0, b, n), old_avg.narrow(0, a, n))) << "param " << i;
+    EXPECT_TRUE(torch::equal(new_sq.narrow(0, b, n), old_sq.narrow(0, a, n))) << "param " << i;
+    EXPECT_TRUE(torch::equal(params_new[i], params_old[i])) << "param " << i;
+  }
+  // The gain (4 floats) moved to the front, where the older order had the weight's first four.
+  EXPECT_EQ(at(new_run->flat->buffers()[0], new_run->gain), 0);
 }
 
 }  // namespace

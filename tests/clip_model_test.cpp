@@ -112,6 +112,22 @@ TEST(VisionTower, EachImageIsEncodedIndependently) {
   EXPECT_TRUE(Close(together.narrow(0, 2, 1), alone, 1e-4));
 }
 
+// The GPU's patch embedding (one matrix product) gives the convolution's values and weight
+// gradient, here on the CPU.
+TEST(VisionTower, PatchEmbeddingAsMatmulEqualsTheConvolution) {
+  torch::manual_seed(6);
+  auto images = torch::randn({3, 3, 64, 64});
+  auto conv = torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 40, 16).stride(16).bias(false));
+  auto expected = conv(images).flatten(2).transpose(1, 2);
+  auto got = PatchEmbeddingAsMatmul(images, conv->weight);
+  ASSERT_EQ(got.sizes(), expected.sizes());
+  EXPECT_TRUE(Close(got, expected, 1e-4));
+  auto expected_grad = torch::autograd::grad({expected.pow(2).sum()}, {conv->weight})[0];
+  auto got_grad = torch::autograd::grad({got.pow(2).sum()}, {conv->weight})[0];
+  EXPECT_TRUE(Close(got_grad, expected_grad, 1e-3));
+  EXPECT_THROW(PatchEmbeddingAsMatmul(torch::randn({1, 3, 60, 64}), conv->weight), c10::Error);
+}
+
 // The text tower computed the long way: every position through every block with the causal
 // mask, then the end token's row.
 torch::Tensor TextFeaturesLongWay(TextTower& tower, const torch::Tensor& tokens) {

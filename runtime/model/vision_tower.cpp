@@ -27,7 +27,10 @@ torch::Tensor VisionTowerImpl::Embed(const torch::Tensor& images) {
                   images.size(2) == config_.image_size && images.size(3) == config_.image_size,
               "vision tower expects images [B, ", config_.channels, ", ", config_.image_size, ", ",
               config_.image_size, "], got ", images.sizes());
-  auto patches = conv1(images).flatten(2).transpose(1, 2);  // [B, grid^2, W]
+  // [B, grid^2, W]. On the CPU the convolution, as it always was (bit for bit the same runs).
+  auto patches = images.is_cuda() && config_.image_size % config_.patch_size == 0
+                     ? PatchEmbeddingAsMatmul(images, conv1->weight)
+                     : conv1(images).flatten(2).transpose(1, 2);
   auto cls = class_embedding.to(patches.dtype()).expand({patches.size(0), 1, -1});
   return torch::cat({cls, patches}, 1) + positional_embedding.to(patches.dtype());
 }
@@ -38,6 +41,22 @@ torch::Tensor VisionTowerImpl::forward(const torch::Tensor& images) {
       torch::zeros({x.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(x.device()));
   auto pooled = transformer->ForwardPooled(x, torch::Tensor(), rows, /*causal=*/false);
   return torch::matmul(ln_post(pooled), proj);
+}
+
+torch::Tensor PatchEmbeddingAsMatmul(const torch::Tensor& images, const torch::Tensor& weight) {
+  const int64_t batch = images.size(0), channels = images.size(1), patch = weight.size(2);
+  const int64_t grid_h = images.size(2) / patch, grid_w = images.size(3) / patch;
+  TORCH_CHECK(images.size(2) == grid_h * patch && images.size(3) == grid_w * patch &&
+                  weight.size(1) == channels && weight.size(3) == patch,
+              "patch embedding: images ", images.sizes(), " do not tile into patches of ",
+              weight.sizes());
+  const int64_t width = weight.size(0), values = channels * patch * patch;
+  // [B, C, gh, p, gw, p] -> [B, gh, gw, C, p, p]: each patch's values in the weight's order.
+  auto rows = images.view({batch, channels, grid_h, patch, grid_w, patch})
+                  .permute({0, 2, 4, 1, 3, 5})
+                  .reshape({batch * grid_h * grid_w, values});
+  return torch::matmul(rows, weight.reshape({width, values}).t())
+      .view({batch, grid_h * grid_w, width});
 }
 
 }  // namespace dtrain::clip

@@ -36,7 +36,7 @@ bool Exists(const std::string& path) {
 
 void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
                     const torch::optim::Optimizer& optimizer, const TrainProgress& progress,
-                    const std::string& model_name) {
+                    const std::string& model_name, int64_t flat_layout) {
   torch::serialize::OutputArchive archive;
   torch::serialize::OutputArchive weights;
   // clone(): a parameter may be a view into a larger buffer; save only its own elements.
@@ -48,6 +48,7 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
   torch::serialize::OutputArchive optimizer_state;
   optimizer.save(optimizer_state);
   archive.write("optimizer", optimizer_state);
+  if (flat_layout > 0) archive.write("flat_layout", torch::tensor(flat_layout));
   archive.write("epoch", torch::tensor(progress.epoch));
   archive.write("step", torch::tensor(progress.step));
   archive.write("samples", torch::tensor(progress.samples));
@@ -132,7 +133,7 @@ void LoadCheckpointWeights(const std::string& path, torch::nn::Module& model) {
 }
 
 TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
-                             torch::optim::Optimizer& optimizer) {
+                             torch::optim::Optimizer& optimizer, int64_t* flat_layout) {
   torch::serialize::InputArchive archive = OpenCheckpoint(path);
   ReadWeights(path, archive, model);
   torch::serialize::InputArchive optimizer_state;
@@ -151,6 +152,7 @@ TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
   if (archive.try_read("epoch_samples", value)) progress.epoch_samples = value.item<int64_t>();
   if (archive.try_read("world_size", value)) progress.world_size = value.item<int64_t>();
   if (archive.try_read("global_batch", value)) progress.global_batch = value.item<int64_t>();
+  if (flat_layout) *flat_layout = archive.try_read("flat_layout", value) ? value.item<int64_t>() : 1;
   torch::Tensor rng;
   archive.read("rng_cpu", rng);
   at::Generator generator = at::detail::getDefaultCPUGenerator();

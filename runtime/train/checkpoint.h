@@ -23,15 +23,18 @@ struct TrainProgress {
 };
 
 // Writes `path` atomically. Throws std::runtime_error naming the path.
+// `flat_layout`: the FlatLayout the optimizer's flat state is in (0: not recorded).
 void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
                     const torch::optim::Optimizer& optimizer, const TrainProgress& progress,
-                    const std::string& model_name);
+                    const std::string& model_name, int64_t flat_layout = 0);
 
 // Restores what SaveCheckpoint wrote into `model` and `optimizer` (same architecture) and the
 // CPU RNG; returns the progress (fields an older checkpoint lacks read as 0). Throws
 // std::runtime_error naming the path and the mismatch.
+// `flat_layout`, when given, is set to the layout recorded (1, FlatLayout::kModelOrder, for a
+// checkpoint that records none).
 TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
-                             torch::optim::Optimizer& optimizer);
+                             torch::optim::Optimizer& optimizer, int64_t* flat_layout = nullptr);
 
 // The model a checkpoint was written for (--model's value: a preset or a config path).
 std::string CheckpointModelName(const std::string& path);

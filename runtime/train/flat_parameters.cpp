@@ -1,32 +1,61 @@
 #include "runtime/train/flat_parameters.h"
 
-namespace dtrain::clip {
+#include <stdexcept>
+#include <string>
 
-FlatParameters::FlatParameters(const std::vector<std::vector<torch::Tensor>>& groups) {
+namespace dtrain::clip {
+namespace {
+
+constexpr int64_t kAlignmentBytes = 16;
+
+bool KeepsAlignment(const torch::Tensor& p) {
+  return (p.numel() * static_cast<int64_t>(p.element_size())) % kAlignmentBytes == 0;
+}
+
+}  // namespace
+
+FlatParameters::FlatParameters(const std::vector<std::vector<torch::Tensor>>& groups,
+                               FlatLayout layout)
+    : layout_(layout) {
   torch::NoGradGuard no_grad;
   for (const auto& group : groups) {
+    std::vector<Place> places(group.size());
     int64_t total = 0;
-    for (const auto& p : group) total += p.numel();
+    for (size_t i = 0; i < group.size(); ++i) {
+      places[i].model_offset = total;
+      places[i].numel = group[i].numel();
+      total += group[i].numel();
+    }
+    // Buffer offsets: the given order, or the aligned parameters first, then the others.
+    int64_t offset = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < group.size(); ++i) {
+        const bool first = layout_ == FlatLayout::kModelOrder || KeepsAlignment(group[i]);
+        if (first == (pass == 0)) {
+          places[i].offset = offset;
+          offset += places[i].numel;
+        }
+      }
+    }
     auto options = group.empty() ? torch::TensorOptions().dtype(torch::kFloat)
                                  : group.front().options().requires_grad(false);
     torch::Tensor buffer = torch::empty({total}, options);
     torch::Tensor grad = torch::zeros({total}, options);
-    int64_t offset = 0;
-    for (const auto& p : group) {
-      const int64_t n = p.numel();
-      torch::Tensor value = buffer.narrow(0, offset, n).view(p.sizes());
+    for (size_t i = 0; i < group.size(); ++i) {
+      const torch::Tensor& p = group[i];
+      torch::Tensor value = buffer.narrow(0, places[i].offset, places[i].numel).view(p.sizes());
       value.copy_(p);
       torch::Tensor parameter = p;  // shares the TensorImpl with the module's parameter
       parameter.set_data(value);
-      torch::Tensor grad_view = grad.narrow(0, offset, n).view(p.sizes());
+      torch::Tensor grad_view = grad.narrow(0, places[i].offset, places[i].numel).view(p.sizes());
       parameter.mutable_grad() = grad_view;
       views_.emplace_back(parameter, grad_view);
-      offset += n;
     }
     buffer.set_requires_grad(true);
     buffer.mutable_grad() = grad;
     buffers_.push_back(buffer);
     grads_.push_back(grad);
+    places_.push_back(std::move(places));
   }
 }
 
@@ -46,6 +75,37 @@ void FlatParameters::AdoptGradients() {
       view.zero_();
     }
     parameter.mutable_grad() = view;
+  }
+}
+
+torch::Tensor FlatParameters::FromModelOrder(size_t group, const torch::Tensor& flat) const {
+  const std::vector<Place>& places = places_.at(group);
+  if (flat.dim() != 1 || flat.numel() != buffers_.at(group).numel()) {
+    throw std::invalid_argument("flat parameters: group " + std::to_string(group) + " holds " +
+                                std::to_string(buffers_.at(group).numel()) +
+                                " values, the tensor to convert " + std::to_string(flat.numel()));
+  }
+  bool same = true;
+  for (const Place& place : places) same = same && place.offset == place.model_offset;
+  if (same) return flat;
+  torch::NoGradGuard no_grad;
+  torch::Tensor out = torch::empty_like(flat);
+  for (const Place& place : places) {
+    out.narrow(0, place.offset, place.numel).copy_(flat.narrow(0, place.model_offset, place.numel));
+  }
+  return out;
+}
+
+void FlatParameters::MomentsFromModelOrder(torch::optim::AdamW& optimizer) const {
+  for (size_t g = 0; g < buffers_.size(); ++g) {
+    auto it = optimizer.state().find(buffers_[g].unsafeGetTensorImpl());
+    if (it == optimizer.state().end()) continue;  // no step taken yet
+    auto& state = static_cast<torch::optim::AdamWParamState&>(*it->second);
+    state.exp_avg(FromModelOrder(g, state.exp_avg()));
+    state.exp_avg_sq(FromModelOrder(g, state.exp_avg_sq()));
+    if (state.max_exp_avg_sq().defined()) {
+      state.max_exp_avg_sq(FromModelOrder(g, state.max_exp_avg_sq()));
+    }
   }
 }
 

@@ -2,32 +2,59 @@
 // group), each parameter a view into its buffer, gradients likewise. AdamW and gradient clipping
 // then run a handful of large element-wise kernels instead of ~10 small ones per tensor
 // (LibTorch 1.13's AdamW has no multi-tensor path). The math is unchanged, element by element.
+//
+// Layout (FlatLayout::kAligned, the default): in each group the parameters whose size is a
+// multiple of 16 bytes come first, in the order given, then the others. Every parameter of the
+// first kind then starts 16-byte aligned, as ATen's vectorised kernels require of their pointers
+// (LayerNorm's weight and bias among them). In the model's own order (kModelOrder, what
+// checkpoints before the layout was recorded hold) the 1-element logit_scale comes first and
+// puts every later parameter of its group 4 bytes off. FromModelOrder() converts a flat tensor
+// (an optimizer moment) from that order to this one.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
 namespace dtrain::clip {
 
+enum class FlatLayout : int64_t {
+  kModelOrder = 1,  // the parameters end to end in the order given
+  kAligned = 2,     // those of a multiple of 16 bytes first, then the rest
+};
+
 class FlatParameters {
  public:
   // groups[g]: the parameters of optimizer group g. Parameters keep their identity (hooks,
   // names); only their storage moves. Update them in place (copy_), never with set_data.
-  explicit FlatParameters(const std::vector<std::vector<torch::Tensor>>& groups);
+  explicit FlatParameters(const std::vector<std::vector<torch::Tensor>>& groups,
+                          FlatLayout layout = FlatLayout::kAligned);
 
   // What the optimizer steps: one flat tensor per group, .grad() set to the flat gradient.
   const std::vector<torch::Tensor>& buffers() const { return buffers_; }
+  FlatLayout layout() const { return layout_; }
   // Zeroes every gradient (one kernel per group).
   void ZeroGrad();
   // After backward: a parameter whose .grad was replaced (e.g. by an averaged tensor) has it
   // copied back into its view, so the flat gradient is complete. Cheap when nothing changed.
   void AdoptGradients();
+  // `flat`, group `group`'s values laid out in the given order (kModelOrder), laid out as the
+  // buffer is. Returned as is when the two layouts agree.
+  torch::Tensor FromModelOrder(size_t group, const torch::Tensor& flat) const;
+  // The moments of `optimizer` (stepping buffers()) from kModelOrder into this layout: for a
+  // checkpoint written before the layout changed.
+  void MomentsFromModelOrder(torch::optim::AdamW& optimizer) const;
 
  private:
+  struct Place {
+    int64_t model_offset, offset, numel;  // in the given order; in the buffer
+  };
+  FlatLayout layout_;
   std::vector<torch::Tensor> buffers_, grads_;
   std::vector<std::pair<torch::Tensor, torch::Tensor>> views_;  // parameter, its gradient view
+  std::vector<std::vector<Place>> places_;                      // per group, in the given order
 };
 
 }  // namespace dtrain::clip

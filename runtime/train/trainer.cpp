@@ -119,7 +119,16 @@ void Trainer::Resume() {
       std::printf("resume: no checkpoint in %s, starting fresh\n", checkpoint_dir_.c_str());
     return;
   }
-  progress_ = LoadCheckpoint(path, *model_, *optimizer_);
+  int64_t layout = 0;
+  progress_ = LoadCheckpoint(path, *model_, *optimizer_, &layout);
+  if (layout != static_cast<int64_t>(flat_->layout())) {
+    if (layout != static_cast<int64_t>(FlatLayout::kModelOrder)) {
+      throw std::runtime_error(path + ": its optimizer state is in flat layout " +
+                               std::to_string(layout) +
+                               ", which this dtrain-clip does not know (written by a newer one?)");
+    }
+    flat_->MomentsFromModelOrder(*optimizer_);  // written before the aligned layout
+  }
   std::printf("resumed from %s: epoch %lld, step %lld\n", path.c_str(),
               static_cast<long long>(progress_.epoch), static_cast<long long>(progress_.step));
   if (progress_.epoch_samples > 0) {

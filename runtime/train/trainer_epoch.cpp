@@ -22,11 +22,12 @@ void Trainer::SaveCheckpoints(int epoch) {
   MakeDirectories(checkpoint_dir_);
   if (periodic) {
     SaveCheckpoint(checkpoint_dir_ + "/epoch_" + std::to_string(completed) + ".pt", *model_,
-                   *optimizer_, progress_, o_.model_config.name);
+                   *optimizer_, progress_, o_.model_config.name,
+                   static_cast<int64_t>(flat_->layout()));
   }
   if (latest) {
     SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
-                   o_.model_config.name);
+                   o_.model_config.name, static_cast<int64_t>(flat_->layout()));
   }
 }
 
@@ -38,7 +39,7 @@ void Trainer::SaveStepCheckpoint() {
   SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
   SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
-                 o_.model_config.name);
+                 o_.model_config.name, static_cast<int64_t>(flat_->layout()));
 }
 
 int64_t Trainer::StartEpoch(int epoch) {
