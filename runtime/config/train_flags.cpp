@@ -48,7 +48,8 @@ std::string OneOf(const std::string& flag, const std::string& value,
 void SetProfileSteps(TrainOptions& o, const std::string& flag, const std::string& value) {
   const size_t dash = value.find('-');
   o.profile_first = ToInt(flag, value.substr(0, dash), 1);
-  o.profile_last = dash == std::string::npos ? o.profile_first : ToInt(flag, value.substr(dash + 1), 1);
+  o.profile_last =
+      dash == std::string::npos ? o.profile_first : ToInt(flag, value.substr(dash + 1), 1);
   if (o.profile_last < o.profile_first) {
     throw UsageError(flag + ": the last step comes before the first in '" + value + "'");
   }

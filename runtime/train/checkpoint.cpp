@@ -152,7 +152,9 @@ TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
   if (archive.try_read("epoch_samples", value)) progress.epoch_samples = value.item<int64_t>();
   if (archive.try_read("world_size", value)) progress.world_size = value.item<int64_t>();
   if (archive.try_read("global_batch", value)) progress.global_batch = value.item<int64_t>();
-  if (flat_layout) *flat_layout = archive.try_read("flat_layout", value) ? value.item<int64_t>() : 1;
+  if (flat_layout) {
+    *flat_layout = archive.try_read("flat_layout", value) ? value.item<int64_t>() : 1;
+  }
   torch::Tensor rng;
   archive.read("rng_cpu", rng);
   at::Generator generator = at::detail::getDefaultCPUGenerator();

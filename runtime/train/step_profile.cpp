@@ -22,12 +22,13 @@ std::set<ActivityType> Activities(const torch::Device& device) {
   return activities;
 }
 
-ProfilerConfig Config() { return ProfilerConfig(ProfilerState::KINETO); }
+ProfilerConfig Config() {
+  return ProfilerConfig(ProfilerState::KINETO);
+}
 
 }  // namespace
 
-StepProfile::StepProfile(int64_t first, int64_t last, std::string path,
-                         const torch::Device& device)
+StepProfile::StepProfile(int64_t first, int64_t last, std::string path, const torch::Device& device)
     : first_(first), last_(last), path_(std::move(path)), device_(device) {}
 
 StepProfile::~StepProfile() {

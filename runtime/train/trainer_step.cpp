@@ -31,9 +31,8 @@ bool Trainer::NextBatch(DeviceBatch& batch) {
     batch.tokens = host.clone();
   } else {
     // Pinned, so the copy is queued behind the work on the stream instead of waiting for it.
-    batch.tokens = host.clone(torch::MemoryFormat::Contiguous)
-                       .pin_memory()
-                       .to(device_, /*non_blocking=*/true);
+    batch.tokens =
+        host.clone(torch::MemoryFormat::Contiguous).pin_memory().to(device_, /*non_blocking=*/true);
   }
   return true;
 }
@@ -116,7 +115,8 @@ void Trainer::OptimizerStep() {
     torch::nn::utils::clip_grad_norm_(flat_->buffers(), o_.grad_clip_norm);
   }
   if (fused_adamw_) {
-    fused_adamw_->Step(torch::full({}, last_lr_, torch::TensorOptions(device_).dtype(torch::kFloat)));
+    fused_adamw_->Step(
+        torch::full({}, last_lr_, torch::TensorOptions(device_).dtype(torch::kFloat)));
   } else {
     optimizer_->step();
   }
@@ -205,8 +205,7 @@ void Trainer::LogStep(const StepLine& line, double loss, double logit_scale) {
                      .Add("samples_per_s", line.samples_per_s)
                      .Add("step_s", line.step_s)
                      .Add("logit_scale", logit_scale));
-  display_->Step(line.epoch + 1, o_.epochs, line.step, total, loss, line.samples_per_s,
-                 line.eta_s);
+  display_->Step(line.epoch + 1, o_.epochs, line.step, total, loss, line.samples_per_s, line.eta_s);
 }
 
 }  // namespace dtrain::clip
