@@ -52,7 +52,7 @@ torch::Tensor PatchEmbeddingAsMatmul(const torch::Tensor& images, const torch::T
               weight.sizes());
   const int64_t width = weight.size(0), values = channels * patch * patch;
   // [B, C, gh, p, gw, p] -> [B, gh, gw, C, p, p]: each patch's values in the weight's order.
-  auto rows = images.view({batch, channels, grid_h, patch, grid_w, patch})
+  auto rows = images.reshape({batch, channels, grid_h, patch, grid_w, patch})
                   .permute({0, 2, 4, 1, 3, 5})
                   .reshape({batch * grid_h * grid_w, values});
   return torch::matmul(rows, weight.reshape({width, values}).t())
