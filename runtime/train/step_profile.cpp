@@ -55,7 +55,6 @@ void StepProfile::Finish() {
   running_ = false;
   std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
   result->save(path_);
-  saved_ = path_;
   std::printf("profile: steps %lld-%lld in %s\n", static_cast<long long>(first_),
               static_cast<long long>(last_), path_.c_str());
   std::fflush(stdout);

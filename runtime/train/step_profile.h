@@ -24,12 +24,10 @@ class StepProfile {
   void AfterStep(int64_t step);
   // Stops and saves a profile still running (training ended inside the range).
   void Finish();
-  // Where the trace was saved ("" until it was).
-  const std::string& saved() const { return saved_; }
 
  private:
   int64_t first_, last_;
-  std::string path_, saved_;
+  std::string path_;
   torch::Device device_;
   bool running_ = false;
 };

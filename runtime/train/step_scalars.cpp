@@ -28,7 +28,7 @@ void StepScalars::Queue(const torch::Tensor& values) {
   queued_ = true;
 #ifdef DTRAIN_HAVE_CUDA
   if (flat.is_cuda()) {
-    if (!host_.defined() || host_.numel() != flat.numel() || host_.is_cuda()) {
+    if (!host_.defined() || host_.numel() != flat.numel()) {
       host_ = torch::empty({flat.numel()},
                            torch::TensorOptions().dtype(torch::kDouble).pinned_memory(true));
     }

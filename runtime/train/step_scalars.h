@@ -25,7 +25,6 @@ class StepScalars {
   // Queues a copy of `values` (any shape, read as a flat list) for the host. One at a time: a
   // queued copy must be taken before the next is queued.
   void Queue(const torch::Tensor& values);
-  bool queued() const { return queued_; }
   // The queued values, waiting for their copy alone if the device has not made it yet.
   std::vector<double> Take();
 

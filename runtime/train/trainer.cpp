@@ -223,8 +223,7 @@ int Trainer::Run() {
   if (!fused_adamw_ && device_.is_cuda()) fused_adamw_ = std::make_unique<FusedAdamW>(*optimizer_);
   SetUpGpuSpans();
   if (o_.text_context == "whole") model_->text->set_whole_context(true);
-  cut_text_ = !model_->text->whole_context();
-  model_->text->set_cut_by_caller(cut_text_);
+  model_->text->set_cut_by_caller(true);  // NextBatch cuts, unless the tower takes it whole
   step_scalars_ = std::make_unique<StepScalars>(device_);
   if (coll_.rank() == 0) {
     std::printf(

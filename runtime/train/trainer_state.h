@@ -123,7 +123,6 @@ class Trainer {
   int64_t samples_this_run_ = 0;
   int64_t steps_this_run_ = 0;
   double last_lr_ = 0;
-  bool cut_text_ = false;  // NextBatch cuts the tokens (the text tower's cut, made on the host)
   std::unique_ptr<StepScalars> step_scalars_;
   std::optional<StepLine> pending_line_;
   std::unique_ptr<StepProfile> profile_;  // --profile-steps

@@ -25,15 +25,16 @@ bool Trainer::NextBatch(DeviceBatch& batch) {
   std::vector<int64_t> rows = tokenizer_->Tokenize(h.captions);
   // The text tower's cut (text_tower.h), decided here from the host's rows: on the device it
   // would be a read-back that stalls the host until the queued work is done.
-  const int64_t length = cut_text_ ? TextLengthToCut(rows, h.size, context) : context;
+  const int64_t length =
+      model_->text->whole_context() ? context : TextLengthToCut(rows, h.size, context);
   auto host = torch::from_blob(rows.data(), {h.size, context}, torch::kLong).narrow(1, 0, length);
-  if (device_.is_cpu()) {
-    batch.tokens = host.clone();
-  } else {
-    // Pinned, so the copy is queued behind the work on the stream instead of waiting for it.
-    batch.tokens =
-        host.clone(torch::MemoryFormat::Contiguous).pin_memory().to(device_, /*non_blocking=*/true);
-  }
+  // On CUDA through pinned memory, so the copy is queued behind the work on the stream instead
+  // of waiting for it; one copy out of the tokenizer's rows either way.
+  batch.tokens =
+      torch::empty({h.size, length},
+                   torch::TensorOptions().dtype(torch::kLong).pinned_memory(!device_.is_cpu()))
+          .copy_(host);
+  if (!device_.is_cpu()) batch.tokens = batch.tokens.to(device_, /*non_blocking=*/true);
   return true;
 }
 
