@@ -5,6 +5,10 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
 #include <set>
 #include <vector>
 
@@ -90,6 +94,87 @@ TEST(SelfAttention, SdpaPathEqualsTheReferenceInValueAndGradient) {
   EXPECT_EQ(bf16.scalar_type(), torch::kBFloat16);
   EXPECT_TRUE(Close(bf16.to(torch::kFloat), MultiHeadSelfAttentionReference(qkv, heads, causal_mask),
                     3e-2));
+}
+
+// The ATen operators run while `body` runs, on any thread (the backward's too).
+std::vector<std::string> OperatorsRunBy(const std::function<void()>& body) {
+  static std::mutex mutex;
+  static std::vector<std::string>* names = nullptr;
+  std::vector<std::string> seen;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    names = &seen;
+  }
+  auto handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(
+          [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (names != nullptr) names->emplace_back(fn.name());
+            return nullptr;
+          })
+          .scopes({at::RecordScope::FUNCTION}));
+  body();
+  at::removeCallback(handle);
+  std::lock_guard<std::mutex> lock(mutex);
+  names = nullptr;
+  return seen;
+}
+
+// The SDPA path's q, k and v: the gradient is exactly unbind's, and the backward writes it with
+// one copy per part (index or unbind zero-fill, add or stack, then copy again).
+TEST(SelfAttention, QueriesKeysValuesGradientIsWrittenOnceIntoQkvsLayout) {
+  torch::manual_seed(4);
+  const int64_t batch = 2, length = 5, heads = 4, width = 32;
+  auto qkv = torch::randn({batch, length, 3 * width}, torch::kBFloat16);
+  std::vector<torch::Tensor> upstream;
+  for (int i = 0; i < 3; ++i) upstream.push_back(torch::randn({batch, heads, length, width / heads}));
+  auto loss = [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+    return (q.to(torch::kFloat) * upstream[0]).sum() + (k.to(torch::kFloat) * upstream[1]).sum() +
+           (v.to(torch::kFloat) * upstream[2]).sum();
+  };
+  auto ours_in = qkv.clone().requires_grad_(true);
+  auto [q, k, v] = QueriesKeysValues(ours_in, heads);
+  auto unbind_in = qkv.clone().requires_grad_(true);
+  auto parts = unbind_in.view({batch, length, 3, heads, width / heads})
+                   .permute({2, 0, 3, 1, 4})
+                   .unbind(0);
+  EXPECT_TRUE(torch::equal(q, parts[0]) && torch::equal(k, parts[1]) && torch::equal(v, parts[2]));
+  EXPECT_EQ(q.data_ptr(), ours_in.data_ptr()) << "q should be a view of qkv";
+  auto ours_loss = loss(q, k, v);
+  auto unbind_loss = loss(parts[0], parts[1], parts[2]);
+  std::vector<std::string> ops = OperatorsRunBy([&] { ours_loss.backward(); });
+  std::vector<std::string> unbind_ops = OperatorsRunBy([&] { unbind_loss.backward(); });
+  EXPECT_TRUE(torch::equal(ours_in.grad(), unbind_in.grad()));
+  EXPECT_TRUE(ours_in.grad().is_contiguous());
+  // The operators from the split's backward node on, counted by name.
+  auto split_ops = [](const std::vector<std::string>& all, const std::string& node) {
+    std::map<std::string, int> count;
+    bool in = false;
+    for (const auto& name : all) {
+      const bool is_node = name.rfind("autograd::engine::evaluate_function: ", 0) == 0;
+      if (is_node) in = name.find(node) != std::string::npos || (in && name.find("Backward") != std::string::npos);
+      if (in && !is_node) ++count[name];
+    }
+    return count;
+  };
+  auto ours = split_ops(ops, "QkvHeads");
+  EXPECT_EQ(ours["aten::copy_"], 3);
+  for (const char* op : {"aten::zero_", "aten::fill_", "aten::add_", "aten::add", "aten::cat",
+                         "aten::stack", "aten::clone"}) {
+    EXPECT_EQ(ours[op], 0) << op << " ran in the split's backward";
+  }
+  // unbind's: a stacked copy, then a second copy back into qkv's layout.
+  auto unbind = split_ops(unbind_ops, "UnbindBackward");
+  EXPECT_EQ(unbind["aten::cat"], 1);
+  EXPECT_EQ(unbind["aten::clone"], 1);
+  // A part with no gradient is zero in qkv's.
+  auto partial_in = qkv.clone().requires_grad_(true);
+  auto partial = QueriesKeysValues(partial_in, heads);
+  (partial[1].to(torch::kFloat) * upstream[1]).sum().backward();
+  auto grad = partial_in.grad().view({batch, length, 3, width});
+  EXPECT_EQ(grad.select(2, 0).abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(grad.select(2, 2).abs().sum().item<float>(), 0.0f);
+  EXPECT_TRUE(torch::equal(grad.select(2, 1), unbind_in.grad().view({batch, length, 3, width}).select(2, 1)));
 }
 
 TEST(VisionTower, ShapesFollowThePreset) {

@@ -78,6 +78,7 @@ class FusedSelfAttention : public torch::autograd::Function<FusedSelfAttention> 
              0.0f, o + s.out_offset(i), w);
       }
     });
+    ctx->set_materialize_grads(false);  // an unused part is zeroed here, not filled then copied
     ctx->saved_data["heads"] = heads;
     ctx->save_for_backward({qkv, probs});
     return out;
@@ -134,7 +135,50 @@ bool FusedPathApplies(const torch::Tensor& qkv, const torch::Tensor& mask) {
          mask.dim() == 2 && mask.size(0) == qkv.size(1) && mask.size(1) == qkv.size(1);
 }
 
+// q, k and v as views of qkv, as unbind would give them, with a backward that writes their three
+// gradients straight into one [B, L, 3W] tensor: one strided copy each. Taking them by index or
+// unbind instead costs, per layer, a zero-filled [3, B, H, L, D] per part and two additions (index)
+// or a stacked copy then a second copy back into qkv's layout (unbind).
+struct QkvHeads : public torch::autograd::Function<QkvHeads> {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                const torch::Tensor& qkv, int64_t heads) {
+    const int64_t batch = qkv.size(0), length = qkv.size(1), width = qkv.size(2) / 3;
+    ctx->set_materialize_grads(false);  // an unused part is zeroed here, not filled then copied
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["sizes"] = qkv.sizes();
+    auto parts = qkv.view({batch, length, 3, heads, width / heads}).permute({2, 0, 3, 1, 4});
+    return {parts[0], parts[1], parts[2]};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto sizes = ctx->saved_data["sizes"].toIntVector();
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    const torch::Tensor* any = nullptr;
+    for (const auto& g : grads) {
+      if (g.defined()) any = &g;
+    }
+    if (any == nullptr) return {torch::Tensor(), torch::Tensor()};
+    const int64_t batch = sizes[0], length = sizes[1], width = sizes[2] / 3;
+    auto grad = torch::empty({batch, length, 3, heads, width / heads}, any->options());
+    for (int64_t i = 0; i < 3; ++i) {
+      auto part = grad.select(2, i);  // [B, L, H, D]
+      if (grads[i].defined()) {
+        part.copy_(grads[i].transpose(1, 2));
+      } else {
+        part.zero_();
+      }
+    }
+    return {grad.view(sizes), torch::Tensor()};
+  }
+};
+
 }  // namespace
+
+std::array<torch::Tensor, 3> QueriesKeysValues(const torch::Tensor& qkv, int64_t heads) {
+  auto parts = QkvHeads::apply(qkv, heads);
+  return {parts[0], parts[1], parts[2]};
+}
 
 torch::Tensor MultiHeadSelfAttentionReference(const torch::Tensor& qkv, int64_t heads,
                                               const torch::Tensor& mask) {
@@ -153,12 +197,11 @@ torch::Tensor MultiHeadSelfAttentionReference(const torch::Tensor& qkv, int64_t 
 torch::Tensor MultiHeadSelfAttentionSdpa(const torch::Tensor& qkv, int64_t heads,
                                          const torch::Tensor& mask, bool causal) {
   const int64_t batch = qkv.size(0), length = qkv.size(1), width = qkv.size(2) / 3;
-  // [B, L, 3W] -> three [B, H, L, D] views; their last dimension stays contiguous, as the fused
-  // kernels need.
-  auto parts = qkv.view({batch, length, 3, heads, width / heads}).permute({2, 0, 3, 1, 4});
+  // Three [B, H, L, D] views; their last dimension stays contiguous, as the fused kernels need.
+  auto [q, k, v] = QueriesKeysValues(qkv, heads);
   std::optional<torch::Tensor> attn_mask;
   if (mask.defined() && !causal) attn_mask = mask.to(qkv.scalar_type());
-  auto out = at::scaled_dot_product_attention(parts[0], parts[1], parts[2], attn_mask, 0.0,
+  auto out = at::scaled_dot_product_attention(q, k, v, attn_mask, 0.0,
                                               causal && mask.defined());
   return out.transpose(1, 2).reshape({batch, length, width});
 }

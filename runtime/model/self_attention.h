@@ -9,6 +9,8 @@
 
 #include <torch/torch.h>
 
+#include <array>
+
 namespace dtrain::clip {
 
 // qkv [B, L, 3W]: queries, keys and values side by side, each split into `heads` heads of
@@ -22,6 +24,10 @@ torch::Tensor MultiHeadSelfAttention(const torch::Tensor& qkv, int64_t heads,
 // The same through at::scaled_dot_product_attention: the path off the CPU float32 one.
 torch::Tensor MultiHeadSelfAttentionSdpa(const torch::Tensor& qkv, int64_t heads,
                                          const torch::Tensor& mask, bool causal);
+
+// qkv [B, L, 3W] as queries, keys and values, each a [B, H, L, D] view of it. Differentiable in
+// qkv: the backward writes the three gradients into one tensor of qkv's layout, one copy each.
+std::array<torch::Tensor, 3> QueriesKeysValues(const torch::Tensor& qkv, int64_t heads);
 
 // The same with ATen's matmul and softmax on any device or dtype: the reference the fused CPU
 // path and the SDPA path are tested against.
