@@ -68,17 +68,8 @@ while [ $# -gt 0 ]; do
 done
 case $device in cpu|cuda|cuda:[0-9]*) ;; *) die "--device: expected cpu, cuda or cuda:N" ;; esac
 
-# The python with torch: $PYTHON, else the repository's .venv, else python3 (a GPU node's wheel).
-python=${PYTHON:-}
-if [ -z "$python" ]; then
-  python=python3
-  "$root/.venv/bin/python3" -c 'import torch' 2>/dev/null && python=$root/.venv/bin/python3
-fi
-"$python" -c 'import torch' 2>/dev/null || die "$python cannot import torch"
-
-bpe_in_open_clip() {
-  "$python" -c 'import os, open_clip; print(os.path.join(os.path.dirname(open_clip.__file__), "bpe_simple_vocab_16e6.txt.gz"))' 2>/dev/null
-}
+. "$here/clip_gpu_env.sh"
+clip_gpu_python
 
 # ---- --carry-prepare: what the runtime's CMake finds for PNG, JPEG and ZLIB, and the BPE vocab.
 if [ -n "$prepare" ]; then
@@ -122,17 +113,7 @@ if [ -n "$prepare" ]; then
   exit 0
 fi
 
-if [ -z "$carry" ] && [ -d "$root/build-carry" ]; then carry=$root/build-carry; fi
-if [ -n "$carry" ]; then
-  [ -d "$carry/include" ] && [ -d "$carry/lib" ] || die "carry $carry: no include/ and lib/ (make it with --carry-prepare)"
-  carry=$(cd "$carry" && pwd)
-  export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  need=$(awk '/^glibc_min/{print $2}' "$carry/MANIFEST" 2>/dev/null || true)
-  have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
-  if [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | tail -1)" != "$have" ]; then
-    echo "clip_gpu: warning: carried libraries need GLIBC $need, this machine has $have" >&2
-  fi
-fi
+clip_gpu_carry "$carry"
 
 if [ "$device" = cpu ]; then
   model=fmnist-tiny
@@ -148,15 +129,7 @@ else
     die "$python's torch sees no GPU (torch.cuda.is_available() is False); --device cpu runs on the CPU"
 fi
 bpe=""
-if [ "$model" = vit-b-32 ]; then
-  if [ -n "$carry" ] && [ -f "$carry/bpe_simple_vocab_16e6.txt.gz" ]; then
-    bpe=$carry/bpe_simple_vocab_16e6.txt.gz
-  else
-    bpe=$(bpe_in_open_clip || true)
-  fi
-  [ -n "$bpe" ] && [ -f "$bpe" ] ||
-    die "vit-b-32 needs bpe_simple_vocab_16e6.txt.gz: carry one (--carry-prepare) or install open_clip_torch"
-fi
+[ "$model" = vit-b-32 ] && bpe=$(clip_gpu_bpe_vocab)
 
 mkdir -p "$out/clip_gpu_logs"
 out=$(cd "$out" && pwd)

@@ -33,24 +33,16 @@ while [ $# -gt 0 ]; do
 done
 clip=$build_dir/dtrain-clip
 [ -x "$clip" ] || die "no dtrain-clip in $build_dir (build it, or run bench/clip_gpu.sh first)"
-python=${PYTHON:-}
-if [ -z "$python" ]; then
-  python=python3
-  "$root/.venv/bin/python3" -c 'import torch' 2>/dev/null && python=$root/.venv/bin/python3
-fi
-carry=${DTRAIN_CARRY:-}
-[ -z "$carry" ] && [ -d "$root/build-carry" ] && carry=$root/build-carry
-[ -n "$carry" ] && export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. "$here/clip_gpu_env.sh"
+clip_gpu_python
+clip_gpu_carry "${DTRAIN_CARRY:-}"
 
 first=$((warmup + 1)) last=$((warmup + steps)) total=$((warmup + steps + 2))
 if [ "$device" = cpu ]; then
   model=fmnist-tiny precision=fp32 extra=(--threads 1) bpe=()
 else
   model=vit-b-32 precision=amp_bf16 extra=()
-  vocab=""
-  [ -n "$carry" ] && [ -f "$carry/bpe_simple_vocab_16e6.txt.gz" ] && vocab=$carry/bpe_simple_vocab_16e6.txt.gz
-  [ -n "$vocab" ] || vocab=$("$python" -c 'import os, open_clip; print(os.path.join(os.path.dirname(open_clip.__file__), "bpe_simple_vocab_16e6.txt.gz"))' 2>/dev/null || true)
-  [ -n "$vocab" ] && [ -f "$vocab" ] || die "vit-b-32 needs bpe_simple_vocab_16e6.txt.gz (bench/clip_gpu.sh --carry-prepare)"
+  vocab=$(clip_gpu_bpe_vocab)
   bpe=(--bpe-vocab "$vocab")
 fi
 mkdir -p "$out/clip_profile"

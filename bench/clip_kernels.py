@@ -23,7 +23,7 @@ CLASSES = [  # first match wins
     ("matmul", re.compile(r"gemm|cutlass|sm90_xmma|sm80_xmma|nvjet|cublas|wgmma|matmul|splitk",
                           re.I)),
     ("convolution", re.compile(r"conv|cudnn|implicit_convolve|wgrad|dgrad", re.I)),
-    ("layer norm", re.compile(r"layer_norm|layernorm", re.I)),
+    ("layer norm", re.compile(r"layer_norm|layernorm|RowwiseMoments|GammaBeta", re.I)),
     ("softmax / loss", re.compile(r"softmax|nll_loss|cross_entropy|log_softmax", re.I)),
     ("reduction", re.compile(r"reduce|sum_kernel|norm_kernel", re.I)),
     ("gelu", re.compile(r"gelu", re.I)),
