@@ -11,14 +11,17 @@
 # Writes DIR/clip_kernels.txt (the tables) and DIR/clip_kernels.json; the traces stay in
 # DIR/clip_profile/ (tens of MB each). Programs: dtrain-clip (text cut at the longest caption),
 # dtrain-clip-whole-text (every text position, the references' work), dtrain-clip-graphs, eager.
-# --device cpu runs it on the CPU with the fmnist-tiny preset (no kernels: checks the plumbing).
+# --device cpu runs it on the CPU with the fmnist-tiny preset under bfloat16 autocast, as on a GPU
+# (batch 16 unless given): no kernels, but the table of ATen operators per step that differ between
+# the programs (a zero fill, a copy or a cast one does and the other not) is the GPU step's; the
+# CTest bench.clip_gpu_profile_cpu runs it so.
 set -euo pipefail
 export PYTHONDONTWRITEBYTECODE=1
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 die() { echo "clip_gpu_profile: $*" >&2; exit 2; }
 
-build_dir=$root/build-gpu out=${OUT:-$PWD/clip_gpu_results} batch=256 device=cuda steps=3 warmup=20
+build_dir=$root/build-gpu out=${OUT:-$PWD/clip_gpu_results} batch="" device=cuda steps=3 warmup=20
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) build_dir=$2; shift 2 ;;
@@ -39,9 +42,9 @@ clip_gpu_carry "${DTRAIN_CARRY:-}"
 
 first=$((warmup + 1)) last=$((warmup + steps)) total=$((warmup + steps + 2))
 if [ "$device" = cpu ]; then
-  model=fmnist-tiny precision=fp32 extra=(--threads 1) bpe=()
+  model=fmnist-tiny precision=amp_bf16 extra=(--threads 1) bpe=() batch=${batch:-16}
 else
-  model=vit-b-32 precision=amp_bf16 extra=()
+  model=vit-b-32 precision=amp_bf16 extra=() batch=${batch:-256}
   vocab=$(clip_gpu_bpe_vocab)
   bpe=(--bpe-vocab "$vocab")
 fi

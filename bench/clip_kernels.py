@@ -10,6 +10,9 @@ optimizer, copies) so that programs whose kernels are named differently still li
 the classes' ms per step for every trace, then each trace's top kernels. The busy time is the
 union of the kernels' intervals: the step's wall time minus it is where the GPU waited for the
 host.
+Then the ATen operators per step (the traces' cpu_op records, nested ones included) whose counts
+differ between the programs: on a machine without a GPU (`--device cpu` with bfloat16 autocast)
+this still shows a program doing work the other does not (a zero fill, an extra copy or cast).
 """
 import argparse
 import json
@@ -46,7 +49,8 @@ def load(path):
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     kernels = [e for e in events if e.get("ph") == "X"
                and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    return kernels
+    ops = [e["name"] for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    return kernels, ops
 
 
 def busy_us(kernels):
@@ -66,7 +70,10 @@ def busy_us(kernels):
 
 
 def summarize(path, steps):
-    kernels = load(path)
+    kernels, ops = load(path)
+    op_count = defaultdict(int)
+    for name in ops:
+        op_count[name] += 1
     by_name = defaultdict(float)
     count = defaultdict(int)
     for e in kernels:
@@ -85,6 +92,7 @@ def summarize(path, steps):
         "busy_ms": busy_us(kernels) / steps / 1000,
         "span_ms": span / steps / 1000,
         "classes": {k: v / steps / 1000 for k, v in by_class.items()},
+        "ops": {n: c / steps for n, c in op_count.items()},
         "top": sorted(((us / steps / 1000, count[n] / steps, n) for n, us in by_name.items()),
                       reverse=True),
     }
@@ -120,6 +128,17 @@ def main():
         print(f"\n{name}: top kernels, ms per step (launches per step)")
         for ms, n, kernel in s["top"][:a.top]:
             print(f"  {ms:8.3f} ({n:5.1f})  {kernel[:150]}")
+    differing = [op for op in {o for _, s in named for o in s["ops"]}
+                 if len({s["ops"].get(op, 0) for _, s in named}) > 1]
+    if differing:
+        spread = lambda op: (max(s["ops"].get(op, 0) for _, s in named)
+                             - min(s["ops"].get(op, 0) for _, s in named))
+        differing.sort(key=lambda op: (-spread(op), op))
+        print(f"\nATen operators per step where the programs differ (top {a.top})")
+        print(f"{'operator':<36}" + "".join(f"{n:>{width + 2}}" for n, _ in named))
+        for op in differing[:a.top]:
+            print(f"{op[:36]:<36}" + "".join(f"{s['ops'].get(op, 0):>{width + 2}.1f}"
+                                             for _, s in named))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({n: s for n, s in named}, f, indent=1)

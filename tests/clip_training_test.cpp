@@ -221,6 +221,34 @@ TEST(ClipTrain, ProfileStepsWritesAChromeTraceOfThoseSteps) {
   EXPECT_NE(merged.find("merged 1 rank"), std::string::npos) << merged;
 }
 
+// --precision amp_bf16 on the CPU runs the GPU step's operators: bfloat16 autocast, the attention
+// through SDPA with q, k and v split by QkvHeads (not the fused float32 CPU kernel), and trains
+// like float32 up to bfloat16's rounding.
+TEST(ClipTrain, Bf16AutocastOnTheCpuRunsTheGpuStepsOperators) {
+  const std::string dir = FreshDir("bf16_cpu");
+  const auto fp32 = SyntheticRunLosses(dir, "fp32", 3, "--profile-steps 2-2");
+  const auto bf16 = SyntheticRunLosses(dir, "bf16", 3, "--precision amp_bf16 --profile-steps 2-2");
+  ASSERT_EQ(fp32.size(), 3u);
+  ASSERT_EQ(bf16.size(), 3u);
+  for (const auto& [step, loss] : fp32) {
+    EXPECT_NEAR(std::stod(bf16.at(step)), std::stod(loss), 0.02 * std::stod(loss))
+        << "step " << step;
+  }
+  EXPECT_NE(bf16, fp32);  // bfloat16 did round
+  auto trace = [&](const std::string& name) {
+    std::ifstream in(dir + "/" + name + "/profiler/rank-0.pt.trace.json");
+    EXPECT_TRUE(in.good()) << name;
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string fp32_ops = trace("fp32"), bf16_ops = trace("bf16");
+  EXPECT_NE(bf16_ops.find("scaled_dot_product"), std::string::npos);
+  EXPECT_NE(bf16_ops.find("QkvHeads"), std::string::npos);
+  EXPECT_EQ(bf16_ops.find("FusedSelfAttention"), std::string::npos);
+  // float32 on the CPU keeps its fused attention.
+  EXPECT_NE(fp32_ops.find("FusedSelfAttention"), std::string::npos);
+  EXPECT_EQ(fp32_ops.find("scaled_dot_product"), std::string::npos);
+}
+
 // --text-context whole computes every text position: the same features up to rounding, so the
 // losses agree closely with the default cut (not bit for bit: other matrix shapes).
 TEST(ClipTrain, WholeTextContextTrainsLikeTheCut) {

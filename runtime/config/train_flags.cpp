@@ -232,11 +232,6 @@ TrainOptions ParseTrainFlags(const std::vector<std::string>& args, bool* help) {
       o.data.train_data.empty()) {
     throw UsageError("--dataset-type " + o.data.dataset_type + " needs --train-data");
   }
-  if (o.precision == "amp_bf16" && o.device == "cpu") {
-    throw UsageError(
-        "--precision amp_bf16 is for GPUs (bfloat16 autocast on CUDA): add "
-        "--device cuda, or use fp32 on CPU");
-  }
   ResolveModel(o);
   return o;
 }
@@ -269,7 +264,7 @@ Optimisation:
   --epochs N (1)  --lr X (1e-3)  --wd X (0.1)  --warmup STEPS (10)
   --beta1 X (0.9)  --beta2 X (0.98)  --eps X (1e-6)
   --accum-freq K             accumulate K micro-batches per step (contrast over all of them)
-  --precision fp32|amp_bf16  amp_bf16: bfloat16 autocast on CUDA (GPU only)
+  --precision fp32|amp_bf16  amp_bf16: bfloat16 autocast (on a CPU: the GPU step's operators, slowly)
   --grad-clip-norm X         clip the global gradient norm (0: off)
   --seed N                   seed for weights and data order (0)
   --max-steps N              stop after N optimizer steps (0: no limit)
