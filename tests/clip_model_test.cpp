@@ -8,8 +8,8 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <string>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "runtime/model/clip_loss.h"
@@ -105,14 +105,13 @@ std::vector<std::string> OperatorsRunBy(const std::function<void()>& body) {
     std::lock_guard<std::mutex> lock(mutex);
     names = &seen;
   }
-  auto handle = at::addGlobalCallback(
-      at::RecordFunctionCallback(
-          [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-            std::lock_guard<std::mutex> lock(mutex);
-            if (names != nullptr) names->emplace_back(fn.name());
-            return nullptr;
-          })
-          .scopes({at::RecordScope::FUNCTION}));
+  auto handle =
+      at::addGlobalCallback(at::RecordFunctionCallback([](const at::RecordFunction& fn)
+                                                           -> std::unique_ptr<at::ObserverContext> {
+                              std::lock_guard<std::mutex> lock(mutex);
+                              if (names != nullptr) names->emplace_back(fn.name());
+                              return nullptr;
+                            }).scopes({at::RecordScope::FUNCTION}));
   body();
   at::removeCallback(handle);
   std::lock_guard<std::mutex> lock(mutex);
@@ -127,7 +126,8 @@ TEST(SelfAttention, QueriesKeysValuesGradientIsWrittenOnceIntoQkvsLayout) {
   const int64_t batch = 2, length = 5, heads = 4, width = 32;
   auto qkv = torch::randn({batch, length, 3 * width}, torch::kBFloat16);
   std::vector<torch::Tensor> upstream;
-  for (int i = 0; i < 3; ++i) upstream.push_back(torch::randn({batch, heads, length, width / heads}));
+  for (int i = 0; i < 3; ++i)
+    upstream.push_back(torch::randn({batch, heads, length, width / heads}));
   auto loss = [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
     return (q.to(torch::kFloat) * upstream[0]).sum() + (k.to(torch::kFloat) * upstream[1]).sum() +
            (v.to(torch::kFloat) * upstream[2]).sum();
@@ -135,9 +135,8 @@ TEST(SelfAttention, QueriesKeysValuesGradientIsWrittenOnceIntoQkvsLayout) {
   auto ours_in = qkv.clone().requires_grad_(true);
   auto [q, k, v] = QueriesKeysValues(ours_in, heads);
   auto unbind_in = qkv.clone().requires_grad_(true);
-  auto parts = unbind_in.view({batch, length, 3, heads, width / heads})
-                   .permute({2, 0, 3, 1, 4})
-                   .unbind(0);
+  auto parts =
+      unbind_in.view({batch, length, 3, heads, width / heads}).permute({2, 0, 3, 1, 4}).unbind(0);
   EXPECT_TRUE(torch::equal(q, parts[0]) && torch::equal(k, parts[1]) && torch::equal(v, parts[2]));
   EXPECT_EQ(q.data_ptr(), ours_in.data_ptr()) << "q should be a view of qkv";
   auto ours_loss = loss(q, k, v);
@@ -152,7 +151,9 @@ TEST(SelfAttention, QueriesKeysValuesGradientIsWrittenOnceIntoQkvsLayout) {
     bool in = false;
     for (const auto& name : all) {
       const bool is_node = name.rfind("autograd::engine::evaluate_function: ", 0) == 0;
-      if (is_node) in = name.find(node) != std::string::npos || (in && name.find("Backward") != std::string::npos);
+      if (is_node)
+        in = name.find(node) != std::string::npos ||
+             (in && name.find("Backward") != std::string::npos);
       if (in && !is_node) ++count[name];
     }
     return count;
@@ -174,7 +175,8 @@ TEST(SelfAttention, QueriesKeysValuesGradientIsWrittenOnceIntoQkvsLayout) {
   auto grad = partial_in.grad().view({batch, length, 3, width});
   EXPECT_EQ(grad.select(2, 0).abs().sum().item<float>(), 0.0f);
   EXPECT_EQ(grad.select(2, 2).abs().sum().item<float>(), 0.0f);
-  EXPECT_TRUE(torch::equal(grad.select(2, 1), unbind_in.grad().view({batch, length, 3, width}).select(2, 1)));
+  EXPECT_TRUE(torch::equal(grad.select(2, 1),
+                           unbind_in.grad().view({batch, length, 3, width}).select(2, 1)));
 }
 
 TEST(VisionTower, ShapesFollowThePreset) {

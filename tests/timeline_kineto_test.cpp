@@ -233,13 +233,12 @@ TEST(KinetoTimeline, TwoRankGlooJobLaunchedByDtrainProfilesItself) {
   // The job takes seconds. A rank stuck in torch (it happened once in CI, with nothing to show
   // for it but the test's timeout) is found by the stall watch, reported with its stack, and the
   // job runs once more; dtrain itself stuck is ended by `timeout` with its output kept.
-  std::string out = RunShell("cd " + dir.path() + " && NPROC_PER_NODE=2 timeout -k 5 140 " +
-                                 DTRAIN_BINARY_DIR +
-                                 "/dtrain launch --log-dir logs --job profiled --stall-timeout 30 "
-                                 "--on-stall stop --max-restarts 1 -- " +
-                                 kPython + " " + DTRAIN_SOURCE_DIR +
-                                 "/tests/kineto/profiled_gloo_job.py",
-                             &status);
+  std::string out =
+      RunShell("cd " + dir.path() + " && NPROC_PER_NODE=2 timeout -k 5 140 " + DTRAIN_BINARY_DIR +
+                   "/dtrain launch --log-dir logs --job profiled --stall-timeout 30 "
+                   "--on-stall stop --max-restarts 1 -- " +
+                   kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/profiled_gloo_job.py",
+               &status);
   ASSERT_EQ(status, 0) << out;
   if (out.find("(restart 1 of 1)") != std::string::npos) {
     std::cerr << "note: the first attempt failed, the restart succeeded:\n" << out << "\n";

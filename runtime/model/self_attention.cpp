@@ -201,8 +201,7 @@ torch::Tensor MultiHeadSelfAttentionSdpa(const torch::Tensor& qkv, int64_t heads
   auto [q, k, v] = QueriesKeysValues(qkv, heads);
   std::optional<torch::Tensor> attn_mask;
   if (mask.defined() && !causal) attn_mask = mask.to(qkv.scalar_type());
-  auto out = at::scaled_dot_product_attention(q, k, v, attn_mask, 0.0,
-                                              causal && mask.defined());
+  auto out = at::scaled_dot_product_attention(q, k, v, attn_mask, 0.0, causal && mask.defined());
   return out.transpose(1, 2).reshape({batch, length, width});
 }
 
