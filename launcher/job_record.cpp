@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/error.h"
+#include "launcher/file_replace.h"
 #include "launcher/this_machine.h"
 
 namespace dtrain {
@@ -177,18 +178,10 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
               {"node_timeout_s", r.node_timeout_s},
               {"events", events}};
   if (r.slurm.placed) doc["slurm"] = {{"job_id", r.slurm.job_id}, {"job_name", r.slurm.job_name}};
-  const std::string path = JobRecordPath(job_dir);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    // Arguments and names that are not UTF-8 are kept in the record as U+FFFD; the rank itself
-    // gets them byte for byte.
-    out << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-    if (!out) throw Error(tmp + ": cannot write the job record");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw Error(path + ": cannot write the job record: " + std::strerror(errno));
-  }
+  // Arguments and names that are not UTF-8 are kept in the record as U+FFFD; the rank itself
+  // gets them byte for byte.
+  ReplaceFile(JobRecordPath(job_dir),
+              doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n", "the job record");
 }
 
 JobSummary ReadJobSummary(const std::string& job_dir) {

@@ -5,10 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,6 +19,7 @@
 
 #include "launcher/cluster_spec.h"
 #include "launcher/error.h"
+#include "launcher/file_replace.h"
 #include "launcher/job_record.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
@@ -54,6 +58,38 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 std::string ParseError(const std::string& text) { return testing::ClusterTextError(text); }
 
 // F1: an argument that is not UTF-8 reaches the rank byte for byte; job.json stays readable.
+// Reports and records another process may read at any moment (the stall report, job.json) are
+// replaced whole: a reader sees the old contents or the new, never an empty or partial file.
+TEST(Hardening, FilesOthersReadAreReplacedWhole) {
+  TempDir dir;
+  const std::string path = dir.path() + "/stall-1.txt";
+  const std::string a(1 << 20, 'a'), b(1 << 20, 'b');
+  dtrain::ReplaceFile(path, a, "the stall report");
+  std::atomic<bool> done{false};
+  int partial = 0, reads = 0;
+  std::thread reader([&] {
+    while (!done) {
+      std::ifstream in(path, std::ios::binary);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      ++reads;
+      if (text != a && text != b) ++partial;
+    }
+  });
+  for (int i = 0; i < 200; ++i) dtrain::ReplaceFile(path, i % 2 ? a : b, "the stall report");
+  done = true;
+  reader.join();
+  EXPECT_EQ(partial, 0) << "of " << reads << " reads";
+  EXPECT_GT(reads, 0);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  // A folder that is not there: the error names the file and what it is, nothing is left.
+  try {
+    dtrain::ReplaceFile(dir.path() + "/gone/job.json", "{}", "the job record");
+    ADD_FAILURE() << "no error";
+  } catch (const dtrain::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(dir.path() + "/gone/job.json.tmp: cannot write the job record"));
+  }
+}
+
 TEST(Hardening, F1NonUtf8ArgumentRunsAndIsRecorded) {
   TempDir dir;
   auto run = RunDtrain({"launch", "--log-dir", "logs", "--job", "bad", "--", "echo", "caf\xe9"},

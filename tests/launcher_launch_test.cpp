@@ -234,7 +234,10 @@ TEST(LocalLaunch, KillingDtrainLeavesNoProcessBehind) {
                      "sh", "-c", "sleep 1000 & sleep 1000 & echo up; wait"},
                     dir.path());
   ASSERT_TRUE(AllRanksUp(dir, Unique("killed"), 2));
-  EXPECT_EQ(ProcessesWithEnv("DTRAIN_JOB=" + Unique("killed")).size(), 6u);  // 2 x (sh + 2 sleeps)
+  // 2 x (sh + 2 sleeps); a sleep that is still between fork and exec may not be counted yet.
+  EXPECT_TRUE(
+      WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + Unique("killed")).size() == 6u; }, 10))
+      << ProcessesWithEnv("DTRAIN_JOB=" + Unique("killed")).size() << " processes";
   job.Signal(SIGKILL);
   EXPECT_EQ(job.Wait(10), 128 + SIGKILL);
   EXPECT_TRUE(

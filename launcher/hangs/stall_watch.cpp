@@ -4,11 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "launcher/error.h"
+#include "launcher/file_replace.h"
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
 #include "runtime/trace/heartbeat_vocabulary.h"
@@ -153,9 +154,10 @@ StallReport StallWatch::Report(const ProbeResult& result, Clock::time_point now)
   reported_ = true;
   ++reports_;
   const std::string file = fmt::format("{}/stall-{}.txt", options_.job_dir, reports_);
-  {
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    out << report.text;
+  try {
+    ReplaceFile(file, report.text, "the stall report");
+  } catch (const Error& e) {  // the console still gets the report
+    std::fprintf(stderr, "dtrain: %s\n", e.what());
   }
   std::istringstream lines(report.text);
   std::string text;

@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/file_replace.h"
 #include "launcher/job_record.h"
 #include "launcher/log_reader.h"
 #include "launcher/timeline/step_chart_svg.h"
@@ -96,13 +96,6 @@ void AddFetchReport(TraceFetchReport& into, TraceFetchReport more) {
   into.bytes += more.bytes;
   into.up_to_date += more.up_to_date;
   for (std::string& w : more.warnings) into.warnings.push_back(std::move(w));
-}
-
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw Error(fmt::format("{}: cannot write", path));
 }
 
 }  // namespace
@@ -193,7 +186,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
     fs::path dir = fs::path(report.output).parent_path();
     report.chart =
         (dir.empty() ? fs::path("timeline-steps.svg") : dir / "timeline-steps.svg").string();
-    WriteText(report.chart, StepChartSvg(report.summary));
+    ReplaceFile(report.chart, StepChartSvg(report.summary), "the step chart");
   }
   return report;
 }
