@@ -86,7 +86,8 @@ TEST(Hardening, FilesOthersReadAreReplacedWhole) {
     dtrain::ReplaceFile(dir.path() + "/gone/job.json", "{}", "the job record");
     ADD_FAILURE() << "no error";
   } catch (const dtrain::Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(dir.path() + "/gone/job.json.tmp: cannot write the job record"));
+    EXPECT_THAT(e.what(),
+                HasSubstr(dir.path() + "/gone/job.json.tmp: cannot write the job record"));
   }
 }
 
