@@ -1,14 +1,11 @@
 // The nodes the doctor found fit, as a hostfile.
 #include "doctor/healthy_hostfile.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 
-#include "launcher/error.h"
+#include "launcher/file_replace.h"
 
 namespace dtrain {
 
@@ -33,11 +30,9 @@ HealthyHostfile MakeHealthyHostfile(const ProbeRun& run, const std::vector<Findi
 }
 
 std::string WriteHealthyHostfile(const std::string& path, const HealthyHostfile& hostfile) {
-  std::ofstream file(path, std::ios::trunc);
-  if (file) file << hostfile.text;
-  if (!file || !file.flush()) {
-    throw Error(fmt::format("{}: cannot write the hostfile: {}", path, std::strerror(errno)));
-  }
+  // Replaced whole: a launch reading it while the doctor runs again (from cron, say) gets the old
+  // list or the new one.
+  ReplaceFile(path, hostfile.text, "the hostfile");
   std::string left_out;
   for (const std::string& host : hostfile.excluded)
     left_out += (left_out.empty() ? "" : ", ") + host;
