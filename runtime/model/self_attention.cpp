@@ -78,7 +78,6 @@ class FusedSelfAttention : public torch::autograd::Function<FusedSelfAttention> 
              0.0f, o + s.out_offset(i), w);
       }
     });
-    ctx->set_materialize_grads(false);  // an unused part is zeroed here, not filled then copied
     ctx->saved_data["heads"] = heads;
     ctx->save_for_backward({qkv, probs});
     return out;
