@@ -66,16 +66,19 @@ TEST(ClipCheckpointProgress, OlderCheckpointLoadsAtAnEpochBoundary) {
   EXPECT_TRUE(torch::equal(b.model->weight, a.model->weight));
 }
 
+// Where parameter `p` (float32) starts in flat `buffer`, in floats.
+int64_t FloatsFrom(const torch::Tensor& buffer, const torch::Tensor& p) {
+  return (static_cast<const char*>(p.data_ptr()) - static_cast<const char*>(buffer.data_ptr())) /
+         4;
+}
+
 // Parameters of 1, 4, 3 and 8 floats: the 4 and the 8 (multiples of 16 bytes) first, both
 // 16-byte aligned, then the 1 and the 3; in the model's order the 4 would sit 4 bytes off.
 TEST(FlatParameters, WholeVectorsComeFirstAndStayAligned) {
   std::vector<torch::Tensor> params = {torch::full({1}, 1.0f), torch::full({4}, 2.0f),
                                        torch::full({3}, 3.0f), torch::full({2, 4}, 4.0f)};
   FlatParameters flat({params});
-  const auto* base = static_cast<const char*>(flat.buffers()[0].data_ptr());
-  auto offset = [&](const torch::Tensor& p) {
-    return (static_cast<const char*>(p.data_ptr()) - base) / 4;
-  };
+  auto offset = [&](const torch::Tensor& p) { return FloatsFrom(flat.buffers()[0], p); };
   EXPECT_EQ(offset(params[1]), 0);
   EXPECT_EQ(offset(params[3]), 4);
   EXPECT_EQ(offset(params[0]), 12);
@@ -90,9 +93,7 @@ TEST(FlatParameters, WholeVectorsComeFirstAndStayAligned) {
 
   std::vector<torch::Tensor> same = {torch::zeros({1}), torch::zeros({4})};
   FlatParameters model_layout({same}, FlatLayout::kModelOrder);
-  EXPECT_EQ(static_cast<const char*>(same[1].data_ptr()) -
-                static_cast<const char*>(model_layout.buffers()[0].data_ptr()),
-            4);
+  EXPECT_EQ(FloatsFrom(model_layout.buffers()[0], same[1]), 1);  // 4 bytes off
 }
 
 // A checkpoint written before the layout was recorded holds AdamW's moments in the model's
@@ -141,20 +142,16 @@ TEST(FlatParameters, MomentsOfAnOlderCheckpointFollowTheirParameters) {
   const auto params_old = old_run->model->parameters();
   const auto params_new = new_run->model->parameters();
   ASSERT_EQ(params_old.size(), 3u);
-  auto at = [](const torch::Tensor& buffer, const torch::Tensor& p) {
-    return (static_cast<const char*>(p.data_ptr()) - static_cast<const char*>(buffer.data_ptr())) /
-           4;
-  };
   for (size_t i = 0; i < params_old.size(); ++i) {
-    const int64_t a = at(old_run->flat->buffers()[0], params_old[i]);
-    const int64_t b = at(new_run->flat->buffers()[0], params_new[i]);
+    const int64_t a = FloatsFrom(old_run->flat->buffers()[0], params_old[i]);
+    const int64_t b = FloatsFrom(new_run->flat->buffers()[0], params_new[i]);
     const int64_t n = params_old[i].numel();
     EXPECT_TRUE(torch::equal(new_avg.narrow(0, b, n), old_avg.narrow(0, a, n))) << "param " << i;
     EXPECT_TRUE(torch::equal(new_sq.narrow(0, b, n), old_sq.narrow(0, a, n))) << "param " << i;
     EXPECT_TRUE(torch::equal(params_new[i], params_old[i])) << "param " << i;
   }
   // The gain (4 floats) moved to the front, where the older order had the weight's first four.
-  EXPECT_EQ(at(new_run->flat->buffers()[0], new_run->gain), 0);
+  EXPECT_EQ(FloatsFrom(new_run->flat->buffers()[0], new_run->gain), 0);
 }
 
 }  // namespace

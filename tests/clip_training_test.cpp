@@ -5,11 +5,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "tests/support/files.h"
 
 namespace {
 
@@ -201,9 +203,8 @@ TEST(ClipTrain, ProfileStepsWritesAChromeTraceOfThoseSteps) {
   const auto profiled = SyntheticRunLosses(dir, "profiled", 5, "--profile-steps 2-3", &output);
   const std::string trace = dir + "/profiled/profiler/rank-0.pt.trace.json";
   EXPECT_NE(output.find("profile: steps 2-3 in " + trace), std::string::npos) << output;
-  std::ifstream in(trace);
-  ASSERT_TRUE(in.good()) << trace;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(std::filesystem::exists(trace)) << trace;
+  const std::string text = dtrain::testing::ReadFile(trace);
   EXPECT_NE(text.find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(text.find("\"cpu_op\""), std::string::npos);
   EXPECT_NE(text.find("aten::addmm"), std::string::npos);  // the blocks' projections ran in it
@@ -236,9 +237,9 @@ TEST(ClipTrain, Bf16AutocastOnTheCpuRunsTheGpuStepsOperators) {
   }
   EXPECT_NE(bf16, fp32);  // bfloat16 did round
   auto trace = [&](const std::string& name) {
-    std::ifstream in(dir + "/" + name + "/profiler/rank-0.pt.trace.json");
-    EXPECT_TRUE(in.good()) << name;
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string path = dir + "/" + name + "/profiler/rank-0.pt.trace.json";
+    EXPECT_TRUE(std::filesystem::exists(path)) << name;
+    return dtrain::testing::ReadFile(path);
   };
   const std::string fp32_ops = trace("fp32"), bf16_ops = trace("bf16");
   EXPECT_NE(bf16_ops.find("scaled_dot_product"), std::string::npos);

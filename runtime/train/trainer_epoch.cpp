@@ -20,15 +20,8 @@ void Trainer::SaveCheckpoints(int epoch) {
   if (coll_.rank() != 0 || (!periodic && !latest)) return;
   SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
-  if (periodic) {
-    SaveCheckpoint(checkpoint_dir_ + "/epoch_" + std::to_string(completed) + ".pt", *model_,
-                   *optimizer_, progress_, o_.model_config.name,
-                   static_cast<int64_t>(flat_->layout()));
-  }
-  if (latest) {
-    SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
-                   o_.model_config.name, static_cast<int64_t>(flat_->layout()));
-  }
+  if (periodic) WriteCheckpoint("epoch_" + std::to_string(completed) + ".pt");
+  if (latest) WriteCheckpoint("epoch_latest.pt");
 }
 
 // Mid-epoch: epoch_latest.pt with the place in the epoch, so a restart (perhaps on fewer ranks)
@@ -38,7 +31,11 @@ void Trainer::SaveStepCheckpoint() {
   if (coll_.rank() != 0) return;
   SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
-  SaveCheckpoint(checkpoint_dir_ + "/epoch_latest.pt", *model_, *optimizer_, progress_,
+  WriteCheckpoint("epoch_latest.pt");
+}
+
+void Trainer::WriteCheckpoint(const std::string& name) {
+  SaveCheckpoint(checkpoint_dir_ + "/" + name, *model_, *optimizer_, progress_,
                  o_.model_config.name, static_cast<int64_t>(flat_->layout()));
 }
 

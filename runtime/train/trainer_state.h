@@ -86,6 +86,8 @@ class Trainer {
   }
   void SaveCheckpoints(int epoch);
   void SaveStepCheckpoint();
+  // checkpoint_dir_/`name`: the model, the optimizer, the progress and the flat layout.
+  void WriteCheckpoint(const std::string& name);
   // Starts `epoch` (mid-way after a mid-epoch resume); returns the optimizer steps it holds.
   int64_t StartEpoch(int epoch);
   void Evaluate(int epoch);
