@@ -6,7 +6,9 @@
 
 `measure` runs `dtrain-clip --version`, a smoke training, then dtrain-clip and
 bench/clip_reference.py (eager, compile, compile-reduce-overhead, open_clip) at each batch size on
-synthetic data, and writes ONE results file, clip_gpu_results.json (rewritten after every run, so
+synthetic data, with --profile bench/clip_gpu_profile.sh at the first batch size right after its
+runs (the GPU time per step by kernel class, before the next batch size: one call of a GPU
+machine then says both how fast and where the time goes), and writes ONE results file, clip_gpu_results.json (rewritten after every run, so
 a run cut short still leaves what it measured): the measurements, a human-readable table
 (`jq -r '.table[]'`) and "what to fix" (the gaps to the targets). `check` says whether a results
 file has every section with numbers (the CTest bench.clip_gpu_cpu runs it).
@@ -63,6 +65,10 @@ CLIP_VARIANTS = {"dtrain-clip": [], "dtrain-clip-graphs": ["--cuda-graphs", "on"
 # Spans that end a dtrain-clip step: OPTIMIZER (eager), GRAPH_STEP (--cuda-graphs).
 STEP_END_SPANS = ("OPTIMIZER", "GRAPH_STEP")
 REFERENCE = "eager"
+# The pseudo-program of the run order that stands for bench/clip_gpu_profile.sh.
+PROFILE = "kernel profile"
+# The programs it profiles (bench/clip_gpu_profile.sh).
+PROFILED = ("dtrain-clip", "dtrain-clip-whole-text", "dtrain-clip-graphs", "eager")
 
 # Peak dense (no sparsity) bf16 tensor-core FLOP/s by device name, first match wins. NVIDIA's
 # datasheets give the sparse figure; dense is half of it.
@@ -91,6 +97,9 @@ FIRST_RUN_GUESS_S = {"cuda": {"dtrain-clip": 40, "dtrain-clip-graphs": 45,
                      "cpu": {"dtrain-clip": 15, "dtrain-clip-graphs": 15,
                              "dtrain-clip-whole-text": 15, "eager": 15,
                              "compile": 150, "open_clip": 20}}
+# What bench/clip_gpu_profile.sh may take: four programs started, warmed up and profiled, and
+# their traces exported (tens of MB each on a GPU).
+PROFILE_GUESS_S = {"cuda": 150, "cpu": 60}
 
 
 def now_iso():
@@ -260,9 +269,11 @@ class Bench:
                              "impls": args.impls, "steps": args.steps,
                              "warmup_steps": args.warmup_steps, "threads": args.threads,
                              "clip": args.clip, "dtrain": args.dtrain or None,
-                             "python": args.python, "budget_deadline": args.deadline},
+                             "python": args.python, "budget_deadline": args.deadline,
+                             "profile": args.profile},
                   "build": self.read_build(), "environment": {}, "version": {}, "smoke": {},
-                  "flops": {}, "peak_tflops": {}, "runs": [], "targets": [], "what_to_fix": [],
+                  "flops": {}, "peak_tflops": {}, "runs": [], "profile": None, "targets": [],
+                  "what_to_fix": [],
                   "table": [], "notes": [
                       "MFU and TFLOP/s of every program use the same count: the model's matmul "
                       "FLOPs as OpenCLIP computes them (bench/clip_flops.py: whole text context, "
@@ -464,6 +475,43 @@ class Bench:
         entry["status"] = "ok"
         return entry
 
+    def run_profile(self, batch):
+        """bench/clip_gpu_profile.sh at `batch`: the kernel classes per program into the results."""
+        prof = {"batch_size": batch, "tables": os.path.join(self.a.out, "clip_kernels.txt")}
+        guess = PROFILE_GUESS_S["cuda" if self.cuda else "cpu"]
+        if self.left_s() < guess + 5:
+            prof.update(status="skipped", reason=f"time budget: {self.left_s():.0f} s left, the "
+                                                 f"profile may take ~{guess} s")
+            return prof
+        summary = os.path.join(self.a.out, "clip_kernels.json")
+        for stale in (summary, prof["tables"]):
+            if os.path.exists(stale):
+                os.remove(stale)
+        cmd = ["bash", os.path.join(HERE, "clip_gpu_profile.sh"),
+               "--build-dir", os.path.dirname(os.path.abspath(self.a.clip)), "--out", self.a.out,
+               "--batch-size", str(batch), "--device", self.a.device]
+        if not self.cuda:
+            cmd += ["--warmup-steps", "1", "--steps", "1"]  # operator counts, not timings
+        rc, wall, _, out = run_program(cmd, os.path.join(self.logs, "profile.log"),
+                                       max(self.left_s() - 5, 10), self.child_env())
+        prof.update(wall_s=wall, exit=rc)
+        failed = [line for line in out.splitlines() if line.endswith(" failed:")]
+        try:
+            with open(summary) as f:
+                programs = json.load(f)
+        except (OSError, ValueError) as e:
+            prof.update(status="failed", reason=f"no kernel summary ({e!r})", output_tail=tail(out))
+            return prof
+        prof["programs"] = {name: {k: s[k] for k in ("kernel_ms", "busy_ms", "kernels_per_step",
+                                                     "classes", "ops")}
+                            for name, s in programs.items()}
+        if rc != 0 or failed:
+            prof.update(status="failed", reason="; ".join(failed) or f"exit {rc}",
+                        output_tail=tail(out))
+        else:
+            prof["status"] = "ok"
+        return prof
+
     def read_clip_run(self, entry, work, batch):
         spans = read_trace(os.path.join(work, "timeline.json"))
         phases = step_phases(spans, self.a.warmup_steps)
@@ -533,6 +581,11 @@ class Bench:
         self.r["targets"] = self.targets()
         self.r["what_to_fix"] = self.fatal + [t["text"] for t in self.r["targets"]
                                               if t["status"] != "met"]
+        prof = self.r["profile"]
+        if prof and prof.get("status") != "ok":
+            self.r["what_to_fix"].append(f"kernel profile {prof.get('status')}: "
+                                         f"{prof.get('reason')} (bench/clip_gpu_profile.sh, "
+                                         f"log in {os.path.join(self.logs, 'profile.log')})")
         self.r["table"] = self.table()
 
     def find(self, impl, batch):
@@ -676,6 +729,7 @@ class Bench:
             lines.append("outside: the rest of the step" + (
                 " (the wait for the last step's loss and logit scale, a step behind the GPU, is there)"
                 if self.cuda else " (logging)"))
+        lines += self.profile_table()
         fl = self.r["flops"].get(str(self.a.batch_sizes[0]))
         if fl:
             lines.append(f"FLOPs per sample (train, 3x forward, text context {fl['text_tokens']}): "
@@ -683,6 +737,28 @@ class Bench:
                          + (f"{self.r['peak_tflops']['value']} TFLOP/s bf16 dense "
                             f"({self.r['peak_tflops']['source']})" if self.r['peak_tflops'].get('value')
                             else self.r['peak_tflops'].get('note', '?')))
+        return lines
+
+    def profile_table(self):
+        prof = self.r["profile"]
+        if not prof or not prof.get("programs"):
+            return []
+        progs = prof["programs"]
+        width = max(12, *(len(n) for n in progs)) + 2
+        lines = [f"GPU ms per step by kernel class, batch {prof['batch_size']} "
+                 f"(bench/clip_gpu_profile.sh; kernels by name, ATen operators: {prof['tables']}):"]
+        if not any(p["kernel_ms"] > 0 for p in progs.values()):
+            return lines + ["  none on the CPU: the ATen operators per step where the programs "
+                            "differ are in that file"]
+        lines.append(f"{'class':<16}" + "".join(f"{n:>{width}}" for n in progs))
+        classes = sorted({c for p in progs.values() for c in p["classes"]},
+                         key=lambda c: -max(p["classes"].get(c, 0) for p in progs.values()))
+        for c in classes:
+            lines.append(f"{c:<16}" + "".join(f"{p['classes'].get(c, 0):>{width}.2f}"
+                                              for p in progs.values()))
+        for label, key in (("all kernels", "kernel_ms"), ("GPU busy", "busy_ms"),
+                           ("kernels/step", "kernels_per_step")):
+            lines.append(f"{label:<16}" + "".join(f"{p[key]:>{width}.2f}" for p in progs.values()))
         return lines
 
     def save(self):
@@ -716,16 +792,25 @@ class Bench:
         # Every program at the first batch size first, then the next: a cut-short run still has
         # one complete comparison. open_clip last (a peer, not a target).
         order = sorted(order, key=lambda ib: self.a.batch_sizes.index(ib[1]))
+        if self.a.profile:
+            # Where the time goes at the first batch size, before the second batch size's runs.
+            first = self.a.batch_sizes[0]
+            at = max((i + 1 for i, (_, b) in enumerate(order) if b == first), default=0)
+            order.insert(at, (PROFILE, first))
         order += [("open_clip", b) for b in self.a.batch_sizes if "open_clip" in self.a.impls]
         for impl, b in order:
             print(f"clip_gpu: {impl} batch {b} ({self.left_s():.0f} s left)" if self.a.deadline
                   else f"clip_gpu: {impl} batch {b}", flush=True)
-            self.r["runs"].append(self.run_one(impl, b))
+            if impl == PROFILE:
+                self.r["profile"] = self.run_profile(b)
+            else:
+                self.r["runs"].append(self.run_one(impl, b))
             self.save()
         self.r["environment"]["load_after"] = list(os.getloadavg())
         self.save()
         self.report()
-        ok = smoke_ok and all(r.get("status") != "failed" for r in self.r["runs"])
+        ok = smoke_ok and all(r.get("status") != "failed" for r in self.r["runs"]) and \
+            (self.r["profile"] or {}).get("status") != "failed"
         return 0 if ok else 1
 
     def report(self):
@@ -810,6 +895,20 @@ def check(path):
         for t in r["targets"]:
             if t["batch_size"] == b and t["status"] in ("met", "missed") and not number(t["measured"]):
                 problems.append(f"batch {b}: target {t['target']} has no measured number")
+    if r["config"].get("profile"):
+        prof = r.get("profile") or {}
+        if prof.get("status") != "ok":
+            problems.append(f"kernel profile {prof.get('status', 'missing')}: "
+                            f"{prof.get('reason') or prof.get('output_tail')}")
+        progs = prof.get("programs") or {}
+        for name in PROFILED:
+            p = progs.get(name)
+            if p is None:
+                problems.append(f"kernel profile: no {name}")
+            elif not p.get("ops"):
+                problems.append(f"kernel profile: {name} has no ATen operators")
+            elif r["config"].get("device", "cuda") != "cpu" and not p.get("kernel_ms", 0) > 0:
+                problems.append(f"kernel profile: {name} has no GPU kernels")
     if not r["table"]:
         problems.append("empty table")
     return problems
@@ -837,6 +936,8 @@ def main():
     m.add_argument("--deadline", type=float, default=0,
                    help="epoch seconds by which everything must be done (0: none)")
     m.add_argument("--build-json", default="", help="the build record clip_gpu.sh wrote")
+    m.add_argument("--profile", action="store_true",
+                   help="bench/clip_gpu_profile.sh at the first batch size, after its runs")
     c = sub.add_parser("check")
     c.add_argument("results")
     args = parser.parse_args()

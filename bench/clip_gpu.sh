@@ -13,13 +13,15 @@
 # on a GPU also dtrain-clip-gpu-spans (--gpu-timed-spans on: its cost, and the phases timed by
 # CUDA events); dtrain-clip-whole-text (--text-context whole) does the references' text work,
 # all 77 positions, where dtrain-clip stops at the batch's longest caption.
-# bench/clip_gpu_profile.sh, run after it, says where each program's GPU time goes by kernel.
-# bench/clip_gpu.py says how each figure is taken. Everything stops by --budget seconds (570 on
-# a GPU): runs that would not fit are skipped and named.
+# Right after the runs at the first batch size, bench/clip_gpu_profile.sh says where each
+# program's GPU time goes, by kernel class into the results file and by kernel into
+# clip_kernels.txt (--profile off skips it), so one call of a GPU machine says both how fast and
+# why. bench/clip_gpu.py says how each figure is taken. Everything stops by --budget seconds (570
+# on a GPU): runs that would not fit are skipped and named.
 #
 #   bench/clip_gpu.sh [--device cuda|cpu] [--build-dir DIR] [--out DIR] [--carry DIR]
 #                     [--batch-sizes 256,512] [--impls dtrain-clip,eager,...] [--steps N]
-#                     [--warmup-steps N] [--budget S] [--cpu-compile]
+#                     [--warmup-steps N] [--budget S] [--profile on|off] [--cpu-compile]
 #   bench/clip_gpu.sh --carry-prepare DIR
 #
 # --build-dir DIR  use the dtrain-clip (and dtrain, when there) already built in DIR; without it
@@ -48,7 +50,7 @@ root=$(cd "$here/.." && pwd)
 die() { echo "clip_gpu: $*" >&2; exit 2; }
 
 device=cuda build_dir="" out=${OUT:-$PWD/clip_gpu_results} carry=${DTRAIN_CARRY:-}
-batch_sizes="" impls="" steps="" warmup="" budget="" cpu_compile=0 prepare=""
+batch_sizes="" impls="" steps="" warmup="" budget="" cpu_compile=0 prepare="" profile=on
 while [ $# -gt 0 ]; do
   case $1 in
     --device) device=$2; shift 2 ;;
@@ -61,12 +63,14 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2; shift 2 ;;
     --warmup-steps) warmup=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
+    --profile) profile=$2; shift 2 ;;
     --cpu-compile) cpu_compile=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (--help lists them)" ;;
   esac
 done
 case $device in cpu|cuda|cuda:[0-9]*) ;; *) die "--device: expected cpu, cuda or cuda:N" ;; esac
+case $profile in on|off) ;; *) die "--profile: expected on or off" ;; esac
 
 . "$here/clip_gpu_env.sh"
 clip_gpu_python
@@ -192,7 +196,10 @@ fi
 # ---- 2-4. version, smoke training, the measured runs, the results file and what to fix.
 dtrain=""
 [ -x "$build_dir/dtrain" ] && dtrain=$build_dir/dtrain
+profile_flag=()
+[ "$profile" = on ] && profile_flag=(--profile)
 exec "$python" "$here/clip_gpu.py" measure --clip "$build_dir/dtrain-clip" --dtrain "$dtrain" \
   --out "$out" --device "$device" --model "$model" --bpe-vocab "$bpe" \
   --batch-sizes "$batch_sizes" --impls "$impls" --steps "$steps" --warmup-steps "$warmup" \
-  --python "$python" --deadline $((started + budget)) --build-json "$build_json"
+  --python "$python" --deadline $((started + budget)) --build-json "$build_json" \
+  ${profile_flag[@]+"${profile_flag[@]}"}

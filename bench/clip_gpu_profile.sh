@@ -3,7 +3,8 @@
 # program trains the same model on synthetic data under the PyTorch profiler for a few steps
 # after warm-up (dtrain-clip with --profile-steps; bench/clip_reference.py with torch.profiler),
 # then bench/clip_kernels.py sums the kernels per step by class and by name, side by side.
-# Run it after bench/clip_gpu.sh on the same machine (it reuses that build):
+# bench/clip_gpu.sh runs it at its first batch size (--profile on, the default); on its own, run it
+# after bench/clip_gpu.sh on the same machine (it reuses that build):
 #
 #   bench/clip_gpu_profile.sh [--build-dir build-gpu] [--out DIR] [--batch-size 256]
 #                             [--device cuda|cpu] [--steps 3] [--warmup-steps 20]
@@ -14,7 +15,7 @@
 # --device cpu runs it on the CPU with the fmnist-tiny preset under bfloat16 autocast, as on a GPU
 # (batch 16 unless given): no kernels, but the table of ATen operators per step that differ between
 # the programs (a zero fill, a copy or a cast one does and the other not) is the GPU step's; the
-# CTest bench.clip_gpu_profile_cpu runs it so.
+# CTest bench.clip_gpu_cpu runs it so, through bench/clip_gpu.sh --device cpu.
 set -euo pipefail
 export PYTHONDONTWRITEBYTECODE=1
 here=$(cd "$(dirname "$0")" && pwd)
