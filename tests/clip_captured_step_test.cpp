@@ -34,12 +34,7 @@ struct Rig {
   explicit Rig(uint64_t seed) {
     torch::manual_seed(seed);
     model = ClipModel(PresetModelConfig("fmnist-tiny"));
-    std::vector<torch::Tensor> decay, no_decay;
-    for (const auto& item : model->named_parameters()) {
-      (TakesWeightDecay(item.key(), item.value()) ? decay : no_decay).push_back(item.value());
-    }
-    flat =
-        std::make_unique<FlatParameters>(std::vector<std::vector<torch::Tensor>>{no_decay, decay});
+    flat = std::make_unique<FlatParameters>(WeightDecayGroups(*model));
     auto options = torch::optim::AdamWOptions(1e-3).betas({0.9, 0.98}).eps(1e-6);
     std::vector<torch::optim::OptimizerParamGroup> groups;
     groups.emplace_back(std::vector<torch::Tensor>{flat->buffers()[0]},

@@ -35,6 +35,14 @@ bool TakesWeightDecay(const std::string& name, const torch::Tensor& parameter) {
   return parameter.dim() >= 2 && name.find("logit_scale") == std::string::npos;
 }
 
+std::vector<std::vector<torch::Tensor>> WeightDecayGroups(const torch::nn::Module& model) {
+  std::vector<std::vector<torch::Tensor>> groups(2);
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    groups[TakesWeightDecay(item.key(), item.value()) ? 1 : 0].push_back(item.value());
+  }
+  return groups;
+}
+
 std::string ParameterHash(const torch::nn::Module& module) {
   uint64_t hash = 1469598103934665603ULL;
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {

@@ -42,6 +42,9 @@ TORCH_MODULE(ClipModel);
 // Parameters that get weight decay: matrices and embeddings; not gains, biases or logit_scale.
 bool TakesWeightDecay(const std::string& name, const torch::Tensor& parameter);
 
+// The model's parameters as AdamW's two groups, in registration order: {no decay, decay}.
+std::vector<std::vector<torch::Tensor>> WeightDecayGroups(const torch::nn::Module& model);
+
 // FNV-1a over every parameter's float32 bytes, in registration order: equal on ranks with equal
 // weights. 16 hex digits.
 std::string ParameterHash(const torch::nn::Module& module);

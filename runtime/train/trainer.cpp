@@ -95,12 +95,7 @@ void Trainer::BuildModelAndOptimizer() {
   }
   model_->to(device_);
   tokenizer_ = MakeTokenizer(o_.model_config.text, o_.bpe_vocab);
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& item : model_->named_parameters()) {
-    (TakesWeightDecay(item.key(), item.value()) ? decay : no_decay).push_back(item.value());
-  }
-  flat_ =
-      std::make_unique<FlatParameters>(std::vector<std::vector<torch::Tensor>>{no_decay, decay});
+  flat_ = std::make_unique<FlatParameters>(WeightDecayGroups(*model_));
   auto options = torch::optim::AdamWOptions(o_.lr).betas({o_.beta1, o_.beta2}).eps(o_.eps);
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(std::vector<torch::Tensor>{flat_->buffers()[0]},
