@@ -26,7 +26,10 @@ How each figure is taken:
   MFU          counted matmul FLOPs (clip_reference.train_flops_per_sample: 3x forward, the
                whole text context as OpenCLIP computes it) x samples/s / the GPU's peak dense
                bf16 FLOP/s from PEAK_BF16_TFLOPS (none on the CPU or for an unlisted GPU).
-  data wait    dtrain-clip: WAIT_FOR_DATA time (blocked on the loader) / step time, timeline.
+  data wait    dtrain-clip: WAIT_FOR_DATA time (blocked on the loader) / step time, timeline;
+               on synthetic batches, and with dtrain-clip-jpeg on real files: 4096 Fashion-MNIST
+               test images exported as JPEG at the model's size (224x224 RGB for vit-b-32),
+               16 WebDataset shards, decoded by up to 8 loader threads (cores - 4).
   phases       dtrain-clip: DATA, FORWARD, BACKWARD, OPTIMIZER spans and the rest of the step,
                CPU clock (on a GPU the spans time the host: launches and the syncs inside);
                plus `dtrain timeline --summary --json` when `dtrain` is beside dtrain-clip.
@@ -54,14 +57,20 @@ from clip_flops import train_flops_per_sample  # noqa: E402
 RESULTS_NAME = "clip_gpu_results.json"
 SCHEMA = "dtrain-clip-gpu-bench/1"
 IMPLS = ["dtrain-clip", "dtrain-clip-graphs", "dtrain-clip-gpu-spans", "dtrain-clip-whole-text",
-         "eager",
+         "dtrain-clip-jpeg", "eager",
          "compile-reduce-overhead", "compile", "open_clip"]
 # dtrain-clip's own variants: the flags each adds to the same command.
 CLIP_VARIANTS = {"dtrain-clip": [], "dtrain-clip-graphs": ["--cuda-graphs", "on"],
                  "dtrain-clip-gpu-spans": ["--gpu-timed-spans", "on"],
                  # The same work as the references: every text position, not cut at the batch's
                  # longest caption (synthetic captions are a few tokens; OpenCLIP computes 77).
-                 "dtrain-clip-whole-text": ["--text-context", "whole"]}
+                 "dtrain-clip-whole-text": ["--text-context", "whole"],
+                 # Real files: JPEG WebDataset shards at the model's size, decoded by loader
+                 # threads (its dataset flags replace the synthetic source's: Bench.clip_cmd).
+                 "dtrain-clip-jpeg": []}
+# dtrain-clip-jpeg's shards: Fashion-MNIST test images exported at the model's size, as JPEG.
+JPEG_SAMPLES = 4096
+JPEG_SHARD_SIZE = 256
 # Spans that end a dtrain-clip step: OPTIMIZER (eager), GRAPH_STEP (--cuda-graphs).
 STEP_END_SPANS = ("OPTIMIZER", "GRAPH_STEP")
 REFERENCE = "eager"
@@ -92,10 +101,11 @@ TARGET_MEMORY_RATIO = 1.0      # peak memory <= eager's
 # What a first run of each program may take, for the time budget (scaled by batch after).
 FIRST_RUN_GUESS_S = {"cuda": {"dtrain-clip": 40, "dtrain-clip-graphs": 45,
                               "dtrain-clip-gpu-spans": 40, "dtrain-clip-whole-text": 40,
+                              "dtrain-clip-jpeg": 50,
                               "eager": 30,
                               "compile": 150, "compile-reduce-overhead": 170, "open_clip": 40},
                      "cpu": {"dtrain-clip": 15, "dtrain-clip-graphs": 15,
-                             "dtrain-clip-whole-text": 15, "eager": 15,
+                             "dtrain-clip-whole-text": 15, "dtrain-clip-jpeg": 20, "eager": 15,
                              "compile": 150, "open_clip": 20}}
 # What bench/clip_gpu_profile.sh may take: four programs started, warmed up and profiled, and
 # their traces exported (tens of MB each on a GPU).
@@ -263,6 +273,7 @@ class Bench:
         self.precision = "amp_bf16" if self.cuda else "fp32"
         self.fatal = []  # what stopped the bench early, first in "what to fix"
         self._gpu_id = None
+        self.jpeg = None  # dtrain-clip-jpeg's shards, once made (Bench.jpeg_shards)
         self.r = {"schema": SCHEMA, "started": now_iso(),
                   "config": {"device": args.device, "model": args.model,
                              "precision": self.precision, "batch_sizes": args.batch_sizes,
@@ -376,7 +387,11 @@ class Bench:
         return ok
 
     def clip_cmd(self, batch, steps, work, timeline, impl="dtrain-clip"):
-        cmd = [self.a.clip, "train", "--model", self.a.model, "--dataset-type", "synthetic",
+        data = ["--dataset-type", "synthetic"]
+        if impl == "dtrain-clip-jpeg":
+            data = ["--dataset-type", "webdataset", "--train-data", self.jpeg["train_data"],
+                    "--workers", str(self.jpeg["workers"])]
+        cmd = [self.a.clip, "train", "--model", self.a.model, *data,
                "--batch-size", str(batch), "--train-num-samples", str(batch * steps),
                "--max-steps", str(steps), "--zeroshot-frequency", "0", "--save-frequency", "0",
                "--logs", work, "--metrics-file", os.path.join(work, "metrics.jsonl"),
@@ -427,12 +442,47 @@ class Bench:
             return (last["wall_s"] - stepping) * 1.1 + stepping * batch / last["batch_size"]
         return FIRST_RUN_GUESS_S["cuda" if self.cuda else "cpu"].get(impl, 60)
 
+    def jpeg_shards(self):
+        """dtrain-clip-jpeg's shards, made once: None when they cannot be (the reason kept)."""
+        if self.jpeg is not None:
+            return self.jpeg if self.jpeg.get("train_data") else None
+        self.jpeg = {}
+        if not self.a.fashion_mnist:
+            self.jpeg["reason"] = ("no Fashion-MNIST test split here (carry it: bench/clip_gpu.sh "
+                                   "--carry-prepare, or install dataset-fashion-mnist)")
+            return None
+        size, channels = (224, 3) if self.a.model.startswith("vit") else (28, 1)
+        out = os.path.join(self.logs, "jpeg-shards")
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [self.a.clip, "export-data", "--format", "webdataset", "--split", "test",
+               "--source", self.a.fashion_mnist, "--limit", str(JPEG_SAMPLES),
+               "--shard-size", str(JPEG_SHARD_SIZE), "--image-size", str(size),
+               "--channels", str(channels), "--image-format", "jpeg", "--out", out]
+        rc, wall, _, text = run_program(cmd, os.path.join(self.logs, "jpeg-shards.log"),
+                                        max(min(self.left_s() - 5, 120), 10), self.child_env())
+        pattern = next((l.split(" ", 1)[1] for l in text.splitlines()
+                        if l.startswith("--train-data ")), None)
+        if rc != 0 or not pattern:
+            self.jpeg["reason"] = f"export-data failed (exit {rc}): {tail(text, 3)}"
+            return None
+        files = [os.path.join(out, f) for f in os.listdir(out) if f.endswith(".tar")]
+        # Loader threads: what a user would give a GPU node, leaving cores to the trainer.
+        workers = max(1, min(8, (os.cpu_count() or 2) - 4)) if self.cuda else 1
+        self.jpeg = {"train_data": pattern, "samples": JPEG_SAMPLES, "image_size": size,
+                     "channels": channels, "workers": workers, "export_s": wall,
+                     "mean_jpeg_kib": sum(os.path.getsize(f) for f in files) / JPEG_SAMPLES / 1024}
+        self.r["jpeg_shards"] = self.jpeg
+        return self.jpeg
+
     def run_one(self, impl, batch):
         entry = {"impl": impl, "batch_size": batch}
         guess = self.guess_s(impl, batch)
         if self.left_s() < guess + 5:
             entry.update(status="skipped", reason=f"time budget: {self.left_s():.0f} s left, "
                                                   f"this run may take ~{guess:.0f} s")
+            return entry
+        if impl == "dtrain-clip-jpeg" and self.jpeg_shards() is None:
+            entry.update(status="skipped", reason=self.jpeg["reason"])
             return entry
         work = os.path.join(self.logs, f"{impl}-b{batch}")
         shutil.rmtree(work, ignore_errors=True)
@@ -654,6 +704,26 @@ class Bench:
                 target("data_wait", goal, "not measured", "data wait not measured (dtrain-clip: "
                        f"{self.why_missing('dtrain-clip', b)})")
 
+            if "dtrain-clip-jpeg" in self.a.impls:
+                jp = self.find("dtrain-clip-jpeg", b)
+                goal = f"WAIT_FOR_DATA < {100 * TARGET_DATA_WAIT:.0f} % of the step on JPEG files"
+                if jp:
+                    share, j = jp["data_wait_share"], self.jpeg
+                    ok = share < TARGET_DATA_WAIT
+                    target("data_wait_jpeg", goal, "met" if ok else "missed",
+                           f"dtrain-clip on {j['image_size']}x{j['image_size']} JPEG shards "
+                           f"({j['mean_jpeg_kib']:.1f} KiB each, {j['workers']} loader "
+                           f"thread{'s' if j['workers'] != 1 else ''}) "
+                           f"waits for data {100 * share:.1f} % of the step "
+                           f"({jp['phases_ms']['WAIT_FOR_DATA']:.2f} of {jp['step_ms']:.1f} ms); "
+                           f"target < {100 * TARGET_DATA_WAIT:.0f} %"
+                           + ("" if ok else ": more loader threads (--workers), or faster decoding"),
+                           share)
+                else:
+                    target("data_wait_jpeg", goal, "not measured",
+                           "data wait on JPEG files not measured (dtrain-clip-jpeg: "
+                           f"{self.why_missing('dtrain-clip-jpeg', b)})")
+
             goal = "peak memory <= eager PyTorch's"
             if dt and eager and dt.get("peak_memory_mib") and eager.get("peak_memory_mib"):
                 ratio = dt["peak_memory_mib"] / eager["peak_memory_mib"]
@@ -699,6 +769,9 @@ class Bench:
                 note = ""
                 if impl in CLIP_VARIANTS:
                     note = f"data wait {100 * r['data_wait_share']:.1f} %"
+                    if impl == "dtrain-clip-jpeg" and self.jpeg:
+                        w = self.jpeg["workers"]
+                        note += f", JPEG files, {w} loader thread{'s' if w != 1 else ''}"
                     if r.get("cuda_graphs"):
                         g = r["cuda_graphs"]
                         note += (f", {'captured' if g['graph_captured'] else 'not captured'}, "
@@ -889,7 +962,10 @@ def check(path):
             if "mfu" not in run or not (number(run["mfu"]) or (run["mfu"] is None and peak.get("note"))):
                 problems.append(f"batch {b}: {impl} mfu is neither a number nor explained")
         kinds = {t["target"] for t in r["targets"] if t["batch_size"] == b}
-        for kind in ("speed_vs_eager", "speed_vs_cuda_graphs", "data_wait", "peak_memory"):
+        wanted = ["speed_vs_eager", "speed_vs_cuda_graphs", "data_wait", "peak_memory"]
+        if "dtrain-clip-jpeg" in r["config"]["impls"]:
+            wanted.append("data_wait_jpeg")
+        for kind in wanted:
             if kind not in kinds:
                 problems.append(f"batch {b}: no target {kind}")
         for t in r["targets"]:
@@ -936,6 +1012,8 @@ def main():
     m.add_argument("--deadline", type=float, default=0,
                    help="epoch seconds by which everything must be done (0: none)")
     m.add_argument("--build-json", default="", help="the build record clip_gpu.sh wrote")
+    m.add_argument("--fashion-mnist", default="",
+                   help="Fashion-MNIST's folder (test split), for dtrain-clip-jpeg's shards")
     m.add_argument("--profile", action="store_true",
                    help="bench/clip_gpu_profile.sh at the first batch size, after its runs")
     c = sub.add_parser("check")

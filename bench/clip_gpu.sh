@@ -12,7 +12,9 @@
 # on the CPU the same static-buffer step runs eagerly), measured beside the eager dtrain-clip;
 # on a GPU also dtrain-clip-gpu-spans (--gpu-timed-spans on: its cost, and the phases timed by
 # CUDA events); dtrain-clip-whole-text (--text-context whole) does the references' text work,
-# all 77 positions, where dtrain-clip stops at the batch's longest caption.
+# all 77 positions, where dtrain-clip stops at the batch's longest caption; dtrain-clip-jpeg
+# reads real files: WebDataset shards of Fashion-MNIST test images as JPEGs at the model's size
+# (224x224 RGB for vit-b-32, made once by `dtrain-clip export-data`), decoded by loader threads.
 # Right after the runs at the first batch size, bench/clip_gpu_profile.sh says where each
 # program's GPU time goes, by kernel class into the results file and by kernel into
 # clip_kernels.txt (--profile off skips it), so one call of a GPU machine says both how fast and
@@ -32,8 +34,9 @@
 #
 # A GPU machine without libpng/libjpeg/zlib headers (the runtime's find_package(PNG/JPEG/ZLIB)):
 # on a machine that has them, `--carry-prepare build-carry` copies their headers and shared
-# libraries (cp -L: plain files, no links), a MANIFEST (packages, newest GLIBC symbol they need)
-# and OpenCLIP's bpe_simple_vocab_16e6.txt.gz (the vit-b-32 text tower needs it) into
+# libraries (cp -L: plain files, no links), a MANIFEST (packages, newest GLIBC symbol they need),
+# OpenCLIP's bpe_simple_vocab_16e6.txt.gz (the vit-b-32 text tower needs it) and Fashion-MNIST's
+# test split (4.4 MB, for dtrain-clip-jpeg's shards) into
 # build-carry/ (ignored by git, so it travels only when named). On the GPU, --carry DIR or
 # DTRAIN_CARRY=DIR (default: build-carry/ when it exists) puts DIR on CMAKE_PREFIX_PATH and
 # DIR/lib on LD_LIBRARY_PATH:
@@ -111,6 +114,14 @@ if [ -n "$prepare" ]; then
   else
     echo "clip_gpu: warning: no open_clip in $python: no BPE vocab carried (vit-b-32 needs one)" >&2
   fi
+  fm=$(carry="" clip_gpu_fashion_mnist)
+  if [ -n "$fm" ]; then
+    mkdir -p "$prepare/fashion-mnist"
+    cp "$fm"/t10k-images-idx3-ubyte.gz "$fm"/t10k-labels-idx1-ubyte.gz "$prepare/fashion-mnist/"
+    echo "fashion-mnist test split from $fm" >>"$prepare/MANIFEST"
+  else
+    echo "clip_gpu: warning: no Fashion-MNIST here (dataset-fashion-mnist): dtrain-clip-jpeg will be skipped" >&2
+  fi
   echo "prepared on $(. /etc/os-release && echo "$PRETTY_NAME"), $(date -u +%FT%TZ)" >>"$prepare/MANIFEST"
   cat "$prepare/MANIFEST"
   echo "clip_gpu: carry $prepare ($(du -sh "$prepare" | cut -f1)): DTRAIN_CARRY=$prepare bench/clip_gpu.sh"
@@ -124,11 +135,11 @@ if [ "$device" = cpu ]; then
   batch_sizes=${batch_sizes:-32} steps=${steps:-10} warmup=${warmup:-3} budget=${budget:-240}
   compile=""
   [ $cpu_compile = 1 ] && compile=,compile
-  impls=${impls:-dtrain-clip,dtrain-clip-graphs,dtrain-clip-whole-text,eager$compile,open_clip}
+  impls=${impls:-dtrain-clip,dtrain-clip-graphs,dtrain-clip-whole-text,dtrain-clip-jpeg,eager$compile,open_clip}
 else
   model=vit-b-32
   batch_sizes=${batch_sizes:-256,512} steps=${steps:-40} warmup=${warmup:-10} budget=${budget:-570}
-  impls=${impls:-dtrain-clip,dtrain-clip-graphs,dtrain-clip-gpu-spans,dtrain-clip-whole-text,eager,compile-reduce-overhead,compile,open_clip}
+  impls=${impls:-dtrain-clip,dtrain-clip-graphs,dtrain-clip-gpu-spans,dtrain-clip-whole-text,dtrain-clip-jpeg,eager,compile-reduce-overhead,compile,open_clip}
   "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
     die "$python's torch sees no GPU (torch.cuda.is_available() is False); --device cpu runs on the CPU"
 fi
@@ -202,4 +213,5 @@ exec "$python" "$here/clip_gpu.py" measure --clip "$build_dir/dtrain-clip" --dtr
   --out "$out" --device "$device" --model "$model" --bpe-vocab "$bpe" \
   --batch-sizes "$batch_sizes" --impls "$impls" --steps "$steps" --warmup-steps "$warmup" \
   --python "$python" --deadline $((started + budget)) --build-json "$build_json" \
+  --fashion-mnist "$(clip_gpu_fashion_mnist)" \
   ${profile_flag[@]+"${profile_flag[@]}"}

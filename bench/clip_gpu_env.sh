@@ -7,6 +7,8 @@
 #                           sets carry to its absolute path ("" when DIR is "" and there is no
 #                           build-carry/)
 #   clip_gpu_bpe_vocab      prints OpenCLIP's BPE vocabulary: the carried one, else open_clip's
+#   clip_gpu_fashion_mnist  prints the folder of Fashion-MNIST's test split (the carried one, else
+#                           Debian's), or nothing: dtrain-clip-jpeg's shards are made from it
 
 clip_gpu_python() {
   python=${PYTHON:-}
@@ -48,4 +50,14 @@ clip_gpu_bpe_vocab() {
   [ -n "$vocab" ] && [ -f "$vocab" ] ||
     die "vit-b-32 needs bpe_simple_vocab_16e6.txt.gz: carry one (bench/clip_gpu.sh --carry-prepare) or install open_clip_torch"
   echo "$vocab"
+}
+
+clip_gpu_fashion_mnist() {
+  local dir
+  for dir in ${carry:+"$carry/fashion-mnist"} /usr/share/datasets/fashion-mnist; do
+    if [ -f "$dir/t10k-images-idx3-ubyte.gz" ] && [ -f "$dir/t10k-labels-idx1-ubyte.gz" ]; then
+      echo "$dir"
+      return 0
+    fi
+  done
 }

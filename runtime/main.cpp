@@ -57,6 +57,9 @@ Writes Fashion-MNIST (real images, captions from the templates) in the formats t
   --limit N                 first N samples (0: all)
   --shard-size N            samples per tar shard (1000)
   --source DIR              Fashion-MNIST idx files (default: Debian's location)
+  --image-size N            side of the written images, resized from 28 (28)
+  --channels 1|3            grey as stored, or RGB (the grey on all three) (1)
+  --image-format png|jpeg   how each image is encoded (png; jpeg: quality 90)
 )";
 
 const char* kExportWeightsUsage =
@@ -135,6 +138,16 @@ int ExportData(const std::vector<std::string>& args) {
       options.shard_size = ParseCount(flag, value);
     } else if (flag == "--source") {
       options.source_dir = value;
+    } else if (flag == "--image-size") {
+      const int64_t size = ParseCount(flag, value);
+      if (size < 1 || size > 4096) throw UsageError("--image-size: 1 to 4096 pixels");
+      options.image_size = static_cast<int>(size);
+    } else if (flag == "--channels") {
+      if (value != "1" && value != "3") throw UsageError("--channels: 1 or 3");
+      options.channels = value == "1" ? 1 : 3;
+    } else if (flag == "--image-format") {
+      if (value != "png" && value != "jpeg") throw UsageError("--image-format: png or jpeg");
+      options.image_format = value;
     } else {
       throw UsageError("unknown flag '" + flag + "' (see dtrain-clip export-data --help)");
     }

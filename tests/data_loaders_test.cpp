@@ -2,6 +2,7 @@
 // back and compared with the idx files; bad data skipped with a count or fatal; several ranks.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -332,6 +333,64 @@ TEST(Loaders, CsvReadsJpegAndRgbImagesIntoTheModelsLayout) {
   EXPECT_NEAR(value(2, 16, 4), 20, 8);
   EXPECT_NEAR(value(0, 16, 28), 20, 8);  // blue on the right
   EXPECT_NEAR(value(2, 16, 28), 220, 8);
+  fs::remove_all(dir);
+}
+
+// export-data for a 224x224 RGB model: each file is the stored image resized and on three
+// channels, as JPEG; the webdataset loader reads the .jpg shards at the model's size.
+TEST(Loaders, ExportedJpegsAreTheStoredImagesResizedToRgb) {
+  char pattern[] = "/tmp/dtrain-export-jpeg-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  ExportOptions options;
+  options.split = "test";
+  options.limit = 12;
+  options.image_size = 224;
+  options.channels = 3;
+  options.image_format = "jpeg";
+  options.format = "csv";
+  options.out_dir = dir + "/csv";
+  EXPECT_EQ(ExportFashionMnist(options).files, 12);
+  const FashionMnistSplit stored = LoadFashionMnist("", "test");
+  for (int64_t i : {0, 11}) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/csv/images/%06lld.jpg", static_cast<long long>(i));
+    const std::vector<uint8_t> file = ReadFileBytes(dir + name);
+    const Image got = DecodeImage(file.data(), file.size(), name);
+    ASSERT_EQ(got.width, 224);
+    ASSERT_EQ(got.height, 224);
+    ASSERT_EQ(got.channels, 3);
+    const auto* first = &stored.pixels[static_cast<size_t>(i) * kPixels];
+    const Image want = ResizeBilinear(
+        ConvertChannels(Image{28, 28, 1, std::vector<uint8_t>(first, first + kPixels)}, 3), 224,
+        224);
+    double diff = 0;
+    for (size_t k = 0; k < want.data.size(); ++k) diff += std::abs(got.data[k] - want.data[k]);
+    EXPECT_LT(diff / static_cast<double>(want.data.size()), 2.0) << name << ": mean |difference|";
+  }
+  options.format = "webdataset";
+  options.out_dir = dir + "/wds";
+  options.shard_size = 5;
+  const ExportSummary shards = ExportFashionMnist(options);
+  EXPECT_EQ(shards.files, 3);
+  DataOptions o;
+  o.dataset_type = "webdataset";
+  o.train_data = shards.train_data;
+  o.channels = 3;
+  o.image_size = 224;
+  o.batch_size = 4;
+  o.drop_last = false;
+  auto source = MakeBatchSource(o);
+  source->StartEpoch(0);
+  HostBatch batch;
+  int64_t read = 0;
+  while (source->Next(batch)) {
+    EXPECT_EQ(batch.pixels.size(), static_cast<size_t>(batch.size) * 3 * 224 * 224);
+    read += batch.size;
+  }
+  EXPECT_EQ(read, 12);
+  EXPECT_EQ(source->SkippedSamples(), 0);
+  options.image_format = "gif";
+  EXPECT_THROW(ExportFashionMnist(options), std::runtime_error);
   fs::remove_all(dir);
 }
 

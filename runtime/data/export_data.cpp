@@ -18,11 +18,19 @@ std::string Numbered(const char* format, int64_t value) {
   return text;
 }
 
-Image SampleImage(const FashionMnistSplit& data, int64_t i) {
+// Sample i's image file as the options ask: its channels, size and encoding.
+std::vector<uint8_t> SampleImageFile(const FashionMnistSplit& data, int64_t i,
+                                     const ExportOptions& o) {
   constexpr size_t kPixels = kFashionMnistSide * kFashionMnistSide;
   const auto* first = &data.pixels[static_cast<size_t>(i) * kPixels];
-  return Image{kFashionMnistSide, kFashionMnistSide, 1,
-               std::vector<uint8_t>(first, first + kPixels)};
+  Image image{kFashionMnistSide, kFashionMnistSide, 1, std::vector<uint8_t>(first, first + kPixels)};
+  if (o.channels != 1) image = ConvertChannels(image, o.channels);
+  if (o.image_size != kFashionMnistSide) image = ResizeBilinear(image, o.image_size, o.image_size);
+  return o.image_format == "jpeg" ? EncodeJpeg(image, 90) : EncodePng(image);
+}
+
+std::string ImageExtension(const ExportOptions& o) {
+  return o.image_format == "jpeg" ? ".jpg" : ".png";
 }
 
 // A CSV field, quoted when it holds the separator, a quote or a line break.
@@ -41,8 +49,8 @@ ExportSummary ExportCsv(const FashionMnistSplit& data, int64_t count, const Expo
   if (!csv) throw std::runtime_error(csv_path + ": cannot create");
   csv << "filepath\ttitle\n";
   for (int64_t i = 0; i < count; ++i) {
-    const std::string name = "images/" + Numbered("%06lld", i) + ".png";
-    WriteFileBytes(o.out_dir + "/" + name, EncodePng(SampleImage(data, i)));
+    const std::string name = "images/" + Numbered("%06lld", i) + ImageExtension(o);
+    WriteFileBytes(o.out_dir + "/" + name, SampleImageFile(data, i, o));
     csv << CsvField(name) << '\t'
         << CsvField(FashionMnistCaption(data.labels[static_cast<size_t>(i)], i)) << '\n';
   }
@@ -64,7 +72,7 @@ ExportSummary ExportWebDataset(const FashionMnistSplit& data, int64_t count,
       const int label = data.labels[static_cast<size_t>(i)];
       const std::string caption = FashionMnistCaption(label, i);
       const std::string cls = std::to_string(label);
-      tar.Add(key + ".png", EncodePng(SampleImage(data, i)));
+      tar.Add(key + ImageExtension(o), SampleImageFile(data, i, o));
       tar.Add(key + ".txt", std::vector<uint8_t>(caption.begin(), caption.end()));
       tar.Add(key + ".cls", std::vector<uint8_t>(cls.begin(), cls.end()));
     }
@@ -80,6 +88,18 @@ ExportSummary ExportFashionMnist(const ExportOptions& options) {
     throw std::runtime_error("export: format '" + options.format + "': expected csv or webdataset");
   }
   if (options.out_dir.empty()) throw std::runtime_error("export: no output folder given");
+  if (options.image_format != "png" && options.image_format != "jpeg") {
+    throw std::runtime_error("export: image format '" + options.image_format +
+                             "': expected png or jpeg");
+  }
+  if (options.channels != 1 && options.channels != 3) {
+    throw std::runtime_error("export: " + std::to_string(options.channels) +
+                             " channels: expected 1 (grey) or 3 (RGB)");
+  }
+  if (options.image_size < 1 || options.image_size > 4096) {
+    throw std::runtime_error("export: image size " + std::to_string(options.image_size) +
+                             ": expected 1 to 4096 pixels");
+  }
   const FashionMnistSplit data = LoadFashionMnist(options.source_dir, options.split);
   const int64_t count =
       options.limit > 0 && options.limit < data.count ? options.limit : data.count;
