@@ -470,7 +470,7 @@ class Bench:
         workers = max(1, min(8, (os.cpu_count() or 2) - 4)) if self.cuda else 1
         self.jpeg = {"train_data": pattern, "samples": JPEG_SAMPLES, "image_size": size,
                      "channels": channels, "workers": workers, "export_s": wall,
-                     "mean_jpeg_kib": sum(os.path.getsize(f) for f in files) / JPEG_SAMPLES / 1024}
+                     "shard_kib_per_sample": sum(os.path.getsize(f) for f in files) / JPEG_SAMPLES / 1024}
         self.r["jpeg_shards"] = self.jpeg
         return self.jpeg
 
@@ -712,7 +712,7 @@ class Bench:
                     ok = share < TARGET_DATA_WAIT
                     target("data_wait_jpeg", goal, "met" if ok else "missed",
                            f"dtrain-clip on {j['image_size']}x{j['image_size']} JPEG shards "
-                           f"({j['mean_jpeg_kib']:.1f} KiB each, {j['workers']} loader "
+                           f"({j['shard_kib_per_sample']:.1f} KiB of shard a sample, {j['workers']} loader "
                            f"thread{'s' if j['workers'] != 1 else ''}) "
                            f"waits for data {100 * share:.1f} % of the step "
                            f"({jp['phases_ms']['WAIT_FOR_DATA']:.2f} of {jp['step_ms']:.1f} ms); "
