@@ -4,7 +4,8 @@
   clip_gpu.py measure --clip BUILD/dtrain-clip --out DIR [--device cuda|cpu] [...]
   clip_gpu.py check DIR/clip_gpu_results.json
 
-`measure` runs `dtrain-clip --version`, a smoke training, then dtrain-clip and
+`measure` runs `dtrain-clip --version`, a smoke training, `dtrain-clip check` (the step's
+computations on the device against references), then dtrain-clip and
 bench/clip_reference.py (eager, compile, compile-reduce-overhead, open_clip) at each batch size on
 synthetic data, with --profile bench/clip_gpu_profile.sh at the first batch size right after its
 runs (the GPU time per step by kernel class, before the next batch size: one call of a GPU
@@ -271,7 +272,7 @@ class Bench:
         self.path = os.path.join(args.out, RESULTS_NAME)
         self.started = time.time()
         self.precision = "amp_bf16" if self.cuda else "fp32"
-        self.fatal = []  # what stopped the bench early, first in "what to fix"
+        self.fatal = []  # what failed before the runs (build, version, checks), first in "what to fix"
         self._gpu_id = None
         self.jpeg = None  # dtrain-clip-jpeg's shards, once made (Bench.jpeg_shards)
         self.r = {"schema": SCHEMA, "started": now_iso(),
@@ -283,6 +284,7 @@ class Bench:
                              "python": args.python, "budget_deadline": args.deadline,
                              "profile": args.profile},
                   "build": self.read_build(), "environment": {}, "version": {}, "smoke": {},
+                  "checks": {},
                   "flops": {}, "peak_tflops": {}, "runs": [], "profile": None, "targets": [],
                   "what_to_fix": [],
                   "table": [], "notes": [
@@ -420,6 +422,20 @@ class Bench:
               and len(end) == 1)
         self.r["smoke"] = {"ok": ok, "exit": rc, "wall_s": wall, "batch_size": batch, "steps": 3,
                            "losses": losses, "output_tail": None if ok else tail(out)}
+        return ok
+
+    def device_checks(self):
+        """`dtrain-clip check`: the step's computations on this device against references."""
+        rc, wall, _, out = run_program([self.a.clip, "check", "--device", self.a.device],
+                                       os.path.join(self.logs, "check.log"),
+                                       min(300, max(self.left_s(), 30)), self.child_env())
+        lines = [l for l in out.splitlines() if l.startswith(("PASS", "FAIL"))]
+        ok = rc == 0 and len(lines) > 0 and all(l.startswith("PASS") for l in lines)
+        self.r["checks"] = {"ok": ok, "exit": rc, "wall_s": wall, "lines": lines,
+                            "output_tail": None if ok else tail(out)}
+        if not ok:
+            failed = [l for l in lines if l.startswith("FAIL")] or [f"exit {rc}: {tail(out, 3)}"]
+            self.fatal.extend(f"dtrain-clip check: {l}" for l in failed)
         return ok
 
     @staticmethod
@@ -859,6 +875,7 @@ class Bench:
             self.report()
             return 1
         smoke_ok = self.smoke()
+        checks_ok = self.device_checks()
         self.save()
         order = [(impl, b) for impl in self.a.impls if impl != "open_clip"
                  for b in self.a.batch_sizes]
@@ -882,7 +899,7 @@ class Bench:
         self.r["environment"]["load_after"] = list(os.getloadavg())
         self.save()
         self.report()
-        ok = smoke_ok and all(r.get("status") != "failed" for r in self.r["runs"]) and \
+        ok = smoke_ok and checks_ok and all(r.get("status") != "failed" for r in self.r["runs"]) and \
             (self.r["profile"] or {}).get("status") != "failed"
         return 0 if ok else 1
 
@@ -892,6 +909,8 @@ class Bench:
         print(f"version: {'ok' if v.get('ok') else 'FAILED'} ({'; '.join(v.get('lines', []))})")
         if s:
             print(f"smoke training: {'ok' if s.get('ok') else 'FAILED'} (losses {s.get('losses')})")
+        for line in (self.r.get("checks") or {}).get("lines", []):
+            print("dtrain-clip check: " + line)
         print("what to fix:" if self.r["what_to_fix"] else "what to fix: nothing, every target met")
         for line in self.r["what_to_fix"]:
             print("  - " + line)
@@ -919,6 +938,9 @@ def check(path):
         problems.append(f"version not ok: {r['version']}")
     if not r["smoke"].get("ok"):
         problems.append(f"smoke training not ok: {r['smoke']}")
+    checks = r.get("checks") or {}
+    if not checks.get("ok"):
+        problems.append(f"dtrain-clip check not ok: {checks.get('lines') or checks.get('output_tail')}")
     peak = r["peak_tflops"]
     if not (number(peak.get("value")) or peak.get("note")):
         problems.append("peak_tflops has neither a value nor a note")

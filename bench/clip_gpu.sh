@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # dtrain-clip on a GPU, in one call: build the runtime on its own against the torch that python3
-# imports, check it (--version, a smoke training), then measure dtrain-clip against the same
-# model in PyTorch (bench/clip_reference.py: eager with SDPA, torch.compile, torch.compile
-# reduce-overhead = CUDA graphs, and the real open_clip when it imports) at batch 256 and 512,
-# ViT-B/32, bf16 autocast, synthetic data: samples/s, ratio to eager, MFU from counted FLOPs, the
-# share of the step waiting for data, peak GPU memory, dtrain-clip's per-phase split. Writes ONE
+# imports, check it (--version, a smoke training, `dtrain-clip check`: the step's attention,
+# patch embedding, LayerNorm kernels and captured step against references on this GPU), then
+# measure dtrain-clip against the same model in PyTorch (bench/clip_reference.py: eager with
+# SDPA, torch.compile, torch.compile reduce-overhead = CUDA graphs, and the real open_clip when it
+# imports) at batch 256 and 512, ViT-B/32, bf16 autocast, synthetic data: samples/s, ratio to
+# eager, MFU from counted FLOPs, the share of the step waiting for data, peak GPU memory,
+# dtrain-clip's per-phase split. Writes ONE
 # results file, $OUT/clip_gpu_results.json (else ./clip_gpu_results/; the table inside:
 # `jq -r '.table[]' FILE`), logs beside it in clip_gpu_logs/, and prints "what to fix": the gaps
 # to the targets (>= 1.35x eager, >= reduce-overhead, data wait < 2 %, peak memory <= eager's).

@@ -1,6 +1,7 @@
 // dtrain-clip: the bundled CLIP trainer. `train` runs training (trainer.cpp), `export-data`
 // writes Fashion-MNIST as CSV+PNG or WebDataset shards, `export-weights` writes a checkpoint's
-// weights for OpenCLIP. Turns errors into exit codes: 2 for a
+// weights for OpenCLIP, `check` compares the step's computations on a device with references.
+// Turns errors into exit codes: 2 for a
 // bad command line, 1 for anything else.
 #include <algorithm>
 #include <chrono>
@@ -9,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <torch/cuda.h>
 
 #include "runtime/config/model_config.h"
 #include "runtime/config/train_options.h"
@@ -21,6 +24,7 @@
 #include "runtime/model/clip_model.h"
 #include "runtime/model/open_clip_weights.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/device_checks.h"
 #include "runtime/train/trainer.h"
 #include "runtime/version.h"
 
@@ -40,6 +44,8 @@ Commands:
                 `dtrain doctor --bandwidth` runs on every node); see bandwidth --help
   store         serve a job's TCPStore: --host H --port P (what dtrain launch starts on
                 node 0 so that every rank is a client; until SIGTERM)
+  check         run the training step's computations on a device against references (attention,
+                patch embedding, LayerNorm, captured step); see check --help
 Flags:
   --version     print the version
   --help        this text
@@ -60,6 +66,22 @@ Writes Fashion-MNIST (real images, captions from the templates) in the formats t
   --image-size N            side of the written images, resized from 28 (28)
   --channels 1|3            grey as stored, or RGB (the grey on all three) (1)
   --image-format png|jpeg   how each image is encoded (png; jpeg: quality 90)
+)";
+
+const char* kCheckUsage = R"(Usage: dtrain-clip check [--device cpu|cuda|cuda:N]
+
+Runs the computations of dtrain-clip's training step on the device and compares each with a
+reference, one line each (PASS or FAIL, what was compared, the difference and its limit); exits
+1 if any fails. Run it on a new machine, or after a new LibTorch, CUDA driver or GPU:
+  attention          the step's attention (SDPA in bfloat16 on CUDA, the fused float32 kernel
+                     on the CPU), plain and causal, against matmul and softmax in float32
+  patch-embedding    the patch embedding as one matrix product against the convolution
+  layer-norm         a step's LayerNorms get 16-byte aligned weights, and on CUDA run ATen's
+                     vectorised kernel
+  captured-step      three steps captured as a CUDA graph and replayed (on the CPU: replayed
+                     from static buffers) against the same steps run eagerly
+
+  --device D   cpu (default), cuda or cuda:N
 )";
 
 const char* kExportWeightsUsage =
@@ -244,6 +266,38 @@ int Train(const std::vector<std::string>& args) {
   return dtrain::clip::RunTraining(options, *collectives);
 }
 
+// `check [--device D]`: runtime/train/device_checks.h.
+int Check(const std::vector<std::string>& args) {
+  std::string device_name = "cpu";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kCheckUsage, stdout);
+      return 0;
+    }
+    if (i + 1 >= args.size()) throw UsageError(flag + " needs a value (see check --help)");
+    const std::string& value = args[++i];
+    if (flag != "--device") throw UsageError("unknown flag '" + flag + "' (see check --help)");
+    if (value != "cpu" && value != "cuda" && value.rfind("cuda:", 0) != 0)
+      throw UsageError("--device: expected cpu, cuda or cuda:N, got '" + value + "'");
+    device_name = value;
+  }
+  const torch::Device device(device_name);
+  if (device.is_cuda() && !torch::cuda::is_available())
+    throw std::runtime_error("--device " + device_name + ": no CUDA device is visible here");
+  std::printf("dtrain-clip check on %s\n", device.str().c_str());
+  std::fflush(stdout);
+  int failed = 0;
+  for (const auto& check : dtrain::clip::RunDeviceChecks(device)) {
+    std::printf("%s  %-17s %s\n", check.passed ? "PASS" : "FAIL", check.name.c_str(),
+                check.detail.c_str());
+    std::fflush(stdout);
+    failed += check.passed ? 0 : 1;
+  }
+  std::printf(failed ? "%d check(s) failed\n" : "every check passed\n", failed);
+  return failed ? 1 : 0;
+}
+
 // `store --host H --port P`: the job's TCPStore (runtime/dist/job_store_server.h).
 int Store(const std::vector<std::string>& args) {
   std::string host;
@@ -288,8 +342,9 @@ int main(int argc, char** argv) {
     if (args[0] == "export-weights") return ExportWeights(rest);
     if (args[0] == "bandwidth") return Bandwidth(rest);
     if (args[0] == "store") return Store(rest);
+    if (args[0] == "check") return Check(rest);
     throw UsageError("unknown command '" + args[0] +
-                     "' (commands: train, export-data, export-weights, bandwidth, store)");
+                     "' (commands: train, export-data, export-weights, bandwidth, store, check)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "dtrain-clip: %s\n", e.what());
     return 2;

@@ -20,6 +20,10 @@ if(TARGET dtrain_clip_train)
   target_precompile_headers(clip_checkpoint_test REUSE_FROM dtrain_clip_model)
   dtrain_test(clip_checkpoint_kill_test SOURCES clip_checkpoint_kill_test.cpp TIMEOUT 300)
   add_dependencies(clip_checkpoint_kill_test dtrain-clip)
+  # `dtrain-clip check` on the CPU: every check runs and passes (bench/clip_gpu.sh runs it on a GPU).
+  add_test(NAME clip.check_cpu COMMAND dtrain-clip check --device cpu)
+  set_tests_properties(clip.check_cpu PROPERTIES LABELS clip TIMEOUT 120 PASS_REGULAR_EXPRESSION
+    "PASS  attention .*PASS  attention-causal .*PASS  patch-embedding .*PASS  layer-norm .*PASS  captured-step .*every check passed")
 endif()
 
 # GPU-timed spans' event ring against a fake device clock (torch-free).

@@ -7,19 +7,14 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "runtime/config/model_config.h"
-#include "runtime/model/clip_loss.h"
-#include "runtime/model/clip_model.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/device_checks.h"
 #include "runtime/train/flat_parameters.h"
 
 namespace dtrain::clip {
@@ -104,97 +99,19 @@ TEST(FlatParameters, WholeVectorsComeFirstAndStayAligned) {
   EXPECT_EQ(FloatsFrom(model_layout.buffers()[0], same[1]), 1);  // 4 bytes off
 }
 
-// What one training step of the model gave each LayerNorm: ATen's vectorised CUDA LayerNorm runs
-// only when input, output, weight and bias all start 16-byte aligned and the row is a multiple of
-// 4 floats; otherwise two slower kernels (3x the time in the H200 profile, when logit_scale put
-// every later no-decay parameter 4 bytes off). The step's calls carry the same weight and bias
-// pointers on the CPU: they are the flat buffer's views either way.
-struct StepAlignment {
-  int64_t layer_norm_modules = 0, calls = 0, calls_on_parameters = 0, calls_aligned = 0;
-  int64_t whole_vector_parameters = 0, gradients_in_place_and_aligned = 0;
-};
-
-StepAlignment AlignmentOfAStep(FlatLayout layout) {
-  torch::manual_seed(0);
-  ClipModel model(PresetModelConfig("fmnist-tiny"));
-  FlatParameters flat(WeightDecayGroups(*model), layout);
-  StepAlignment a;
-  std::set<const void*> layer_norm_vectors;
-  for (const auto& item : model->named_parameters()) {
-    if (item.key().find("ln_") == std::string::npos) continue;
-    layer_norm_vectors.insert(item.value().data_ptr());
-    if (item.key().size() > 7 && item.key().compare(item.key().size() - 7, 7, ".weight") == 0)
-      ++a.layer_norm_modules;
-  }
-  static std::mutex mutex;
-  static std::vector<std::array<uintptr_t, 4>>* calls = nullptr;  // input, weight, bias, row
-  std::vector<std::array<uintptr_t, 4>> seen;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    calls = &seen;
-  }
-  auto handle = at::addGlobalCallback(
-      at::RecordFunctionCallback([](const at::RecordFunction& fn)
-                                     -> std::unique_ptr<at::ObserverContext> {
-        if (std::string(fn.name()) != "aten::native_layer_norm") return nullptr;
-        auto in = fn.inputs();  // input, normalized_shape, weight, bias, eps
-        auto ptr = [&](size_t i) {
-          return in[i].isTensor() ? reinterpret_cast<uintptr_t>(in[i].toTensor().data_ptr())
-                                  : uintptr_t{1};
-        };
-        int64_t row = 1;
-        for (int64_t d : in[1].toDimVector()) row *= d;
-        std::lock_guard<std::mutex> lock(mutex);
-        if (calls != nullptr) calls->push_back({ptr(0), ptr(2), ptr(3), static_cast<uintptr_t>(row)});
-        return nullptr;
-      })
-          .needsInputs(true)
-          .scopes({at::RecordScope::FUNCTION}));
-  auto tokens = torch::zeros({3, 32}, torch::kLong);
-  tokens.index_put_({torch::indexing::Slice(), 0}, 257);
-  tokens.index_put_({torch::indexing::Slice(), 1}, torch::tensor({5, 6, 7}));
-  tokens.index_put_({torch::indexing::Slice(), 2}, 258);
-  ClipOutput out = model(torch::randn({3, 1, 28, 28}), tokens);
-  ContrastiveLoss(out.image_features, out.text_features, out.logit_scale).backward();
-  at::removeCallback(handle);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    calls = nullptr;
-  }
-  for (const auto& [input, weight, bias, row] : seen) {
-    ++a.calls;
-    if (layer_norm_vectors.count(reinterpret_cast<const void*>(weight)) &&
-        layer_norm_vectors.count(reinterpret_cast<const void*>(bias)))
-      ++a.calls_on_parameters;
-    if (input % 16 == 0 && weight % 16 == 0 && bias % 16 == 0 && row % 4 == 0) ++a.calls_aligned;
-  }
-  // A gradient still inside a flat gradient buffer: AccumulateGrad added into its view.
-  auto in_flat_gradient = [&](const char* at) {
-    for (const auto& buffer : flat.buffers()) {
-      const char* base = static_cast<const char*>(buffer.grad().data_ptr());
-      if (at >= base && at < base + buffer.numel() * buffer.element_size()) return true;
-    }
-    return false;
-  };
-  for (const auto& p : model->parameters()) {
-    if (p.numel() % 4 != 0) continue;
-    ++a.whole_vector_parameters;
-    const char* at = static_cast<const char*>(p.grad().data_ptr());
-    if (in_flat_gradient(at) && reinterpret_cast<uintptr_t>(at) % 16 == 0)
-      ++a.gradients_in_place_and_aligned;
-  }
-  return a;
-}
-
+// In a real training step (fmnist-tiny, one forward and backward on the CPU) every LayerNorm is
+// given the flat buffer's own views, 16-byte aligned as ATen's vectorised CUDA LayerNorm needs,
+// and every whole-vector gradient stays aligned in place; in the model's own order (logit_scale
+// first) they sit 4 bytes off. `dtrain-clip check` runs the same step on a GPU, where it also
+// sees the kernels.
 TEST(FlatParameters, EveryLayerNormOfAStepGetsAlignedVectorsAndGradients) {
-  StepAlignment aligned = AlignmentOfAStep(FlatLayout::kAligned);
+  StepAlignment aligned = AlignmentOfAStep(torch::kCPU, FlatLayout::kAligned);
   EXPECT_GT(aligned.layer_norm_modules, 4);
   EXPECT_EQ(aligned.calls, aligned.layer_norm_modules) << "each LayerNorm once a step";
   EXPECT_EQ(aligned.calls_on_parameters, aligned.calls) << "the flat buffer's views, not copies";
   EXPECT_EQ(aligned.calls_aligned, aligned.calls);
   EXPECT_EQ(aligned.gradients_in_place_and_aligned, aligned.whole_vector_parameters);
-  // The model's own order: logit_scale first, and the LayerNorms after it 4 bytes off.
-  StepAlignment model_order = AlignmentOfAStep(FlatLayout::kModelOrder);
+  StepAlignment model_order = AlignmentOfAStep(torch::kCPU, FlatLayout::kModelOrder);
   EXPECT_EQ(model_order.calls, aligned.calls);
   EXPECT_LT(model_order.calls_aligned, model_order.calls / 2);
   EXPECT_LT(model_order.gradients_in_place_and_aligned, model_order.whole_vector_parameters);

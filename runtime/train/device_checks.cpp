@@ -1,0 +1,349 @@
+#include "runtime/train/device_checks.h"
+
+#include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "runtime/config/model_config.h"
+#include "runtime/dist/train_collectives.h"
+#include "runtime/model/clip_loss.h"
+#include "runtime/model/clip_model.h"
+#include "runtime/model/self_attention.h"
+#include "runtime/model/vision_tower.h"
+#include "runtime/train/autocast_scope.h"
+#include "runtime/train/captured_step.h"
+#include "runtime/train/fused_adamw.h"
+#include "runtime/train/graph_train_step.h"
+
+namespace dtrain::clip {
+namespace {
+
+namespace profiler = torch::autograd::profiler;
+
+// max |a - b| / max |b|: one number per comparison, whatever the scale of the values.
+double RelativeDifference(const torch::Tensor& a, const torch::Tensor& b) {
+  auto x = a.detach().to(torch::kCPU, torch::kDouble), y = b.detach().to(torch::kCPU, torch::kDouble);
+  const double scale = std::max(y.abs().max().item<double>(), 1e-30);
+  return (x - y).abs().max().item<double>() / scale;
+}
+
+std::string Format(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string Format(const char* format, ...) {
+  char text[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  return text;
+}
+
+DeviceCheck AttentionCheck(const torch::Device& device, bool causal) {
+  torch::manual_seed(1);
+  const bool bf16 = device.is_cuda();
+  const int64_t batch = 4, length = 50, heads = 8, head_dim = 32, width = heads * head_dim;
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  auto qkv = torch::randn({batch, length, 3 * width}, f32);
+  if (bf16) qkv = qkv.to(torch::kBFloat16).to(torch::kFloat);  // the same inputs on both sides
+  torch::Tensor mask;
+  if (causal) mask = torch::full({length, length}, -std::numeric_limits<float>::infinity(), f32).triu(1);
+  auto ours_in = (bf16 ? qkv.to(torch::kBFloat16) : qkv.clone()).requires_grad_(true);
+  auto ours = MultiHeadSelfAttention(ours_in, heads, mask, causal);
+  auto upstream = torch::randn({batch, length, width}, f32);
+  (ours.to(torch::kFloat) * upstream).sum().backward();
+  auto reference_in = qkv.clone().requires_grad_(true);
+  auto reference = MultiHeadSelfAttentionReference(reference_in, heads, mask);
+  (reference * upstream).sum().backward();
+  const double value = RelativeDifference(ours, reference);
+  const double gradient = RelativeDifference(ours_in.grad(), reference_in.grad());
+  const double limit = bf16 ? 3e-2 : 1e-4;
+  DeviceCheck check{causal ? "attention-causal" : "attention", value <= limit && gradient <= limit,
+                    ""};
+  check.detail = Format("%s (%s) against matmul and softmax in float32: values %.1e, gradient "
+                        "%.1e (limit %.0e)",
+                        bf16 ? "SDPA with QueriesKeysValues" : "the fused CPU kernel",
+                        bf16 ? "bfloat16" : "float32", value, gradient, limit);
+  return check;
+}
+
+DeviceCheck PatchEmbeddingCheck(const torch::Device& device) {
+  torch::manual_seed(2);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  auto images = torch::randn({4, 3, 64, 64}, f32);
+  auto weight = torch::randn({96, 3, 16, 16}, f32) * 0.05;
+  auto matmul_weight = weight.clone().requires_grad_(true);
+  auto conv_weight = weight.clone().requires_grad_(true);
+  auto ours = PatchEmbeddingAsMatmul(images, matmul_weight);
+  auto reference = torch::conv2d(images, conv_weight, {}, 16).flatten(2).transpose(1, 2);
+  auto upstream = torch::randn_like(reference);
+  (ours * upstream).sum().backward();
+  (reference * upstream).sum().backward();
+  const double value = RelativeDifference(ours, reference);
+  const double gradient = RelativeDifference(matmul_weight.grad(), conv_weight.grad());
+  // cuDNN may run a float32 convolution in TF32 (10-bit mantissa): ~1e-3 apart.
+  const double limit = device.is_cuda() ? 1e-2 : 1e-4;
+  return {"patch-embedding", value <= limit && gradient <= limit,
+          Format("one matrix product against the convolution (float32): values %.1e, weight "
+                 "gradient %.1e (limit %.0e)",
+                 value, gradient, limit)};
+}
+
+// A batch of `rows` for the fmnist-tiny model: images, and tokens ending (the largest id) at a
+// varying place.
+std::pair<torch::Tensor, torch::Tensor> TinyBatch(int64_t rows, uint64_t seed,
+                                                  const torch::Device& device) {
+  torch::manual_seed(seed);
+  const ModelConfig config = PresetModelConfig("fmnist-tiny");
+  auto images = torch::randn(
+      {rows, config.vision.channels, config.vision.image_size, config.vision.image_size});
+  auto tokens = torch::randint(1, config.text.vocab_size - 1, {rows, config.text.context_length},
+                               torch::kLong);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t end = 3 + (r * 5 + static_cast<int64_t>(seed)) % 10;
+    tokens[r][end] = config.text.vocab_size - 1;
+    tokens[r].narrow(0, end + 1, config.text.context_length - end - 1).zero_();
+  }
+  return {images.to(device), tokens.to(device)};
+}
+
+// The kernels of `body` on CUDA, by name: how many launches had a name containing each of `names`.
+std::vector<int64_t> CudaKernelsRunBy(const std::function<void()>& body,
+                                      const std::vector<std::string>& names,
+                                      const torch::Device& device) {
+  using torch::profiler::impl::ActivityType;
+  using torch::profiler::impl::ProfilerConfig;
+  using torch::profiler::impl::ProfilerState;
+  const ProfilerConfig config(ProfilerState::KINETO);
+  const std::set<ActivityType> activities{ActivityType::CPU, ActivityType::CUDA};
+  profiler::prepareProfiler(config, activities);
+  profiler::enableProfiler(config, activities);
+  body();
+  torch::cuda::synchronize(device.index());
+  std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
+  std::vector<int64_t> counts(names.size(), 0);
+  for (const auto& event : result->events()) {
+    if (event.deviceType() != c10::DeviceType::CUDA) continue;
+    const std::string name = event.name();
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (name.find(names[i]) != std::string::npos) ++counts[i];
+    }
+  }
+  return counts;
+}
+
+DeviceCheck LayerNormCheck(const torch::Device& device) {
+  const StepAlignment a = AlignmentOfAStep(device, FlatLayout::kAligned);
+  bool passed = a.calls == a.layer_norm_modules && a.calls_on_parameters == a.calls &&
+                a.calls_aligned == a.calls &&
+                a.gradients_in_place_and_aligned == a.whole_vector_parameters;
+  std::string detail = Format(
+      "%lld of %lld LayerNorm calls of a step on the parameters' own 16-byte aligned views, "
+      "%lld of %lld gradients aligned in place",
+      static_cast<long long>(a.calls_aligned), static_cast<long long>(a.calls),
+      static_cast<long long>(a.gradients_in_place_and_aligned),
+      static_cast<long long>(a.whole_vector_parameters));
+  if (device.is_cuda()) {
+    passed = passed && a.vectorised_kernels > 0 && a.slower_kernels == 0;
+    detail += Format("; kernels: %lld vectorised, %lld of the slower pair",
+                     static_cast<long long>(a.vectorised_kernels),
+                     static_cast<long long>(a.slower_kernels));
+  }
+  return {"layer-norm", passed, detail};
+}
+
+// A fmnist-tiny model with its flat parameters and fused AdamW, grouped as the trainer groups them.
+struct StepRig {
+  ClipModel model{nullptr};
+  std::unique_ptr<FlatParameters> flat;
+  std::unique_ptr<torch::optim::AdamW> adamw;
+  std::unique_ptr<FusedAdamW> fused;
+  TrainCollectives one_rank;
+
+  StepRig(uint64_t seed, const torch::Device& device) {
+    torch::manual_seed(seed);
+    model = ClipModel(PresetModelConfig("fmnist-tiny"));
+    model->to(device);
+    flat = std::make_unique<FlatParameters>(WeightDecayGroups(*model));
+    auto options = torch::optim::AdamWOptions(1e-3).betas({0.9, 0.98}).eps(1e-6);
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(std::vector<torch::Tensor>{flat->buffers()[0]},
+                        std::make_unique<torch::optim::AdamWOptions>(
+                            torch::optim::AdamWOptions(options).weight_decay(0)));
+    groups.emplace_back(std::vector<torch::Tensor>{flat->buffers()[1]},
+                        std::make_unique<torch::optim::AdamWOptions>(
+                            torch::optim::AdamWOptions(options).weight_decay(0.1)));
+    adamw = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
+    fused = std::make_unique<FusedAdamW>(*adamw);
+  }
+};
+
+DeviceCheck CapturedStepCheck(const torch::Device& device) {
+  const bool cuda = device.is_cuda();
+  StepRig eager(7, device), replayed(7, device);
+  auto eager_step = MakeGraphTrainStep(eager.model, *eager.flat, *eager.fused, eager.one_rank, cuda);
+  CapturedStep captured(
+      MakeGraphTrainStep(replayed.model, *replayed.flat, *replayed.fused, replayed.one_rank, cuda),
+      /*capture=*/cuda, /*warmup_steps=*/1);
+  const double lr = 1e-3;
+  const int steps = 3;
+  double loss_difference = 0;
+  for (int step = 0; step < steps; ++step) {
+    auto [images, tokens] = TinyBatch(8, 100 + step, device);
+    const std::vector<torch::Tensor> batch{images, tokens,
+                                           torch::full({}, lr, torch::TensorOptions().device(device))};
+    const torch::Tensor expected = eager_step(batch).at(0).clone();
+    const torch::Tensor loss = captured.Run(batch).at(0).clone();
+    loss_difference = std::max(loss_difference, RelativeDifference(loss, expected));
+  }
+  double parameter_difference = 0;
+  bool bit_equal = true;
+  auto a = eager.model->parameters(), b = replayed.model->parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    bit_equal = bit_equal && torch::equal(a[i], b[i]);
+    parameter_difference = std::max(
+        parameter_difference, (a[i] - b[i]).abs().max().to(torch::kCPU).item<double>());
+  }
+  // AdamW moves a parameter by about lr a step at most: a replay on stale or wrong inputs gives
+  // another loss; kernels that differ only in summation order stay far inside this.
+  const double loss_limit = cuda ? 1e-2 : 0, parameter_limit = cuda ? 2 * lr * steps : 0;
+  const bool passed = captured.replays() == steps - 1 && captured.captured() == cuda &&
+                      loss_difference <= loss_limit && parameter_difference <= parameter_limit;
+  std::string detail = Format("%d steps, %s: ", steps,
+                              cuda ? "captured as a CUDA graph and replayed"
+                                   : "replayed from static buffers");
+  if (cuda) {
+    detail += Format("losses %.1e apart (limit %.0e), parameters ", loss_difference, loss_limit) +
+              (bit_equal ? std::string("bit for bit")
+                         : Format("max |difference| %.1e (limit %.0e)", parameter_difference,
+                                  parameter_limit));
+  } else {
+    detail += bit_equal && loss_difference == 0
+                  ? std::string("losses and parameters bit for bit, as required on the CPU")
+                  : Format("losses %.1e apart, parameters max |difference| %.1e: they must be "
+                           "equal on the CPU",
+                           loss_difference, parameter_difference);
+  }
+  detail += Format("; %lld replays", static_cast<long long>(captured.replays()));
+  return {"captured-step", passed, detail};
+}
+
+}  // namespace
+
+StepAlignment AlignmentOfAStep(const torch::Device& device, FlatLayout layout) {
+  torch::manual_seed(0);
+  ClipModel model(PresetModelConfig("fmnist-tiny"));
+  model->to(device);
+  FlatParameters flat(WeightDecayGroups(*model), layout);
+  StepAlignment a;
+  std::set<const void*> layer_norm_vectors;
+  for (const auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    if (name.find("ln_") == std::string::npos) continue;
+    layer_norm_vectors.insert(item.value().data_ptr());
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) ++a.layer_norm_modules;
+  }
+  // One observer at a time: the calls go to the vector of the step being watched.
+  static std::mutex mutex;
+  static std::vector<std::array<uintptr_t, 4>>* calls = nullptr;  // input, weight, bias, row
+  std::vector<std::array<uintptr_t, 4>> seen;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    calls = &seen;
+  }
+  auto handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(
+          [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+            if (std::string(fn.name()) != "aten::native_layer_norm") return nullptr;
+            auto in = fn.inputs();  // input, normalized_shape, weight, bias, eps
+            auto pointer = [&](size_t i) {
+              return in[i].isTensor() ? reinterpret_cast<uintptr_t>(in[i].toTensor().data_ptr())
+                                      : uintptr_t{1};
+            };
+            int64_t row = 1;
+            for (int64_t d : in[1].toDimVector()) row *= d;
+            std::lock_guard<std::mutex> lock(mutex);
+            if (calls != nullptr)
+              calls->push_back({pointer(0), pointer(2), pointer(3), static_cast<uintptr_t>(row)});
+            return nullptr;
+          })
+          .needsInputs(true)
+          .scopes({at::RecordScope::FUNCTION}));
+  auto step = [&] {
+    auto [images, tokens] = TinyBatch(3, 5, device);
+    torch::Tensor loss;
+    {
+      AutocastScope autocast(device.is_cuda(), device);  // the CUDA step runs under bf16 autocast
+      ClipOutput out = model(images, tokens);
+      loss = ContrastiveLoss(out.image_features, out.text_features, out.logit_scale);
+    }
+    loss.backward();
+  };
+  if (device.is_cuda()) {
+    const auto kernels = CudaKernelsRunBy(
+        step, {"vectorized_layer_norm_kernel", "RowwiseMomentsCUDAKernel", "LayerNormForwardCUDAKernel"},
+        device);
+    a.vectorised_kernels = kernels[0];
+    a.slower_kernels = kernels[1] + kernels[2];
+  } else {
+    step();
+  }
+  at::removeCallback(handle);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    calls = nullptr;
+  }
+  for (const auto& [input, weight, bias, row] : seen) {
+    ++a.calls;
+    if (layer_norm_vectors.count(reinterpret_cast<const void*>(weight)) &&
+        layer_norm_vectors.count(reinterpret_cast<const void*>(bias)))
+      ++a.calls_on_parameters;
+    if (input % 16 == 0 && weight % 16 == 0 && bias % 16 == 0 && row % 4 == 0) ++a.calls_aligned;
+  }
+  // A gradient still inside a flat gradient buffer: AccumulateGrad added into its view.
+  auto in_flat_gradient = [&](const char* at) {
+    for (const auto& buffer : flat.buffers()) {
+      const char* base = static_cast<const char*>(buffer.grad().data_ptr());
+      if (at >= base && at < base + buffer.numel() * buffer.element_size()) return true;
+    }
+    return false;
+  };
+  for (const auto& p : model->parameters()) {
+    if (p.numel() % 4 != 0) continue;
+    ++a.whole_vector_parameters;
+    const char* at = static_cast<const char*>(p.grad().data_ptr());
+    if (in_flat_gradient(at) && reinterpret_cast<uintptr_t>(at) % 16 == 0)
+      ++a.gradients_in_place_and_aligned;
+  }
+  return a;
+}
+
+std::vector<DeviceCheck> RunDeviceChecks(const torch::Device& device) {
+  const std::vector<std::pair<const char*, std::function<DeviceCheck()>>> checks = {
+      {"attention", [&] { return AttentionCheck(device, false); }},
+      {"attention-causal", [&] { return AttentionCheck(device, true); }},
+      {"patch-embedding", [&] { return PatchEmbeddingCheck(device); }},
+      {"layer-norm", [&] { return LayerNormCheck(device); }},
+      {"captured-step", [&] { return CapturedStepCheck(device); }},
+  };
+  std::vector<DeviceCheck> results;
+  for (const auto& [name, run] : checks) {
+    try {
+      results.push_back(run());
+    } catch (const std::exception& e) {
+      results.push_back({name, false, std::string("error: ") + e.what()});
+    }
+  }
+  return results;
+}
+
+}  // namespace dtrain::clip
