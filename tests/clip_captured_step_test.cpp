@@ -19,64 +19,22 @@
 #include "runtime/train/flat_parameters.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/graph_train_step.h"
+#include "runtime/train/step_rig.h"
 
 namespace dtrain::clip {
 namespace {
 
-// A model with its flat parameters and optimizers, grouped as the trainer groups them.
-struct Rig {
-  ClipModel model{nullptr};
-  std::unique_ptr<FlatParameters> flat;
-  std::unique_ptr<torch::optim::AdamW> adamw;
-  std::unique_ptr<FusedAdamW> fused;
-  TrainCollectives one_rank;
+using Rig = StepRig;
 
-  explicit Rig(uint64_t seed) {
-    torch::manual_seed(seed);
-    model = ClipModel(PresetModelConfig("fmnist-tiny"));
-    flat = std::make_unique<FlatParameters>(WeightDecayGroups(*model));
-    auto options = torch::optim::AdamWOptions(1e-3).betas({0.9, 0.98}).eps(1e-6);
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(std::vector<torch::Tensor>{flat->buffers()[0]},
-                        std::make_unique<torch::optim::AdamWOptions>(
-                            torch::optim::AdamWOptions(options).weight_decay(0)));
-    groups.emplace_back(std::vector<torch::Tensor>{flat->buffers()[1]},
-                        std::make_unique<torch::optim::AdamWOptions>(
-                            torch::optim::AdamWOptions(options).weight_decay(0.1)));
-    adamw = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
-    fused = std::make_unique<FusedAdamW>(*adamw);
+// Every tensor the step reads or writes that outlives a step.
+std::vector<torch::Tensor> LongLived(const Rig& rig) {
+  std::vector<torch::Tensor> all = rig.fused->StateTensors();
+  for (const auto& buffer : rig.flat->buffers()) all.push_back(buffer.grad());
+  for (const auto& p : rig.model->parameters()) {
+    all.push_back(p);
+    all.push_back(p.grad());
   }
-  CapturedStep::StepFunction Step() {
-    return MakeGraphTrainStep(model, *flat, *fused, one_rank, false);
-  }
-
-  // Every tensor the step reads or writes that outlives a step.
-  std::vector<torch::Tensor> LongLived() const {
-    std::vector<torch::Tensor> all = fused->StateTensors();
-    for (const auto& buffer : flat->buffers()) all.push_back(buffer.grad());
-    for (const auto& p : model->parameters()) {
-      all.push_back(p);
-      all.push_back(p.grad());
-    }
-    return all;
-  }
-};
-
-// A batch of `rows`: images as the loaders hand them, tokens with the end token (the row's largest
-// id) at a varying place.
-std::vector<torch::Tensor> Batch(int64_t rows, uint64_t seed, double lr) {
-  torch::manual_seed(seed);
-  const ModelConfig config = PresetModelConfig("fmnist-tiny");
-  auto images = torch::randn(
-      {rows, config.vision.channels, config.vision.image_size, config.vision.image_size});
-  auto tokens = torch::randint(1, config.text.vocab_size - 1, {rows, config.text.context_length},
-                               torch::kLong);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t end = 3 + (r * 5 + static_cast<int64_t>(seed)) % 10;
-    tokens[r][end] = config.text.vocab_size - 1;
-    tokens[r].narrow(0, end + 1, config.text.context_length - end - 1).zero_();
-  }
-  return {images, tokens, torch::full({}, lr)};
+  return all;
 }
 
 std::vector<const void*> Addresses(const std::vector<torch::Tensor>& tensors) {
@@ -109,7 +67,7 @@ TEST(CapturedStep, ReplaysOnCopiedInputsEqualTheEagerStepBitForBit) {
       /*capture=*/false, /*warmup_steps=*/1);
   std::vector<const void*> long_lived;
   for (int step = 0; step < 3; ++step) {
-    auto batch = Batch(8, 100 + step, 1e-3 * (step + 1));
+    auto batch = TinyStepInputs(8, 100 + step, 1e-3 * (step + 1));
     torch::Tensor expected_loss = eager_step(batch).at(0);
     torch::Tensor loss = captured.Run(batch).at(0);
     EXPECT_TRUE(torch::equal(loss, expected_loss)) << "step " << step;
@@ -118,9 +76,9 @@ TEST(CapturedStep, ReplaysOnCopiedInputsEqualTheEagerStepBitForBit) {
     EXPECT_EQ(seen_inputs.back(), Addresses(captured.static_inputs())) << "step " << step;
     EXPECT_NE(seen_inputs.back(), Addresses(batch)) << "step " << step;
     if (step == 0) {
-      long_lived = Addresses(staged.LongLived());
+      long_lived = Addresses(LongLived(staged));
     } else {
-      EXPECT_EQ(Addresses(staged.LongLived()), long_lived) << "step " << step;
+      EXPECT_EQ(Addresses(LongLived(staged)), long_lived) << "step " << step;
     }
   }
   EXPECT_EQ(captured.warmup_runs(), 1);
@@ -136,7 +94,7 @@ TEST(CapturedStep, ABatchOfAnotherShapeRunsEagerlyAsGiven) {
   auto eager_step = eager.Step();
   CapturedStep captured(staged.Step(), /*capture=*/false, /*warmup_steps=*/1);
   for (int64_t rows : {8, 8, 5, 8}) {
-    auto batch = Batch(rows, 200 + rows, 2e-3);
+    auto batch = TinyStepInputs(rows, 200 + rows, 2e-3);
     eager_step(batch);
     captured.Run(batch);
     ExpectBitEqual(eager.model, staged.model);
@@ -150,11 +108,11 @@ TEST(CapturedStep, ABatchOfAnotherShapeRunsEagerlyAsGiven) {
 TEST(CapturedStep, TheLearningRateIsReadFromItsStaticBuffer) {
   Rig a(9), b(9);
   CapturedStep ca(a.Step(), false, 1), cb(b.Step(), false, 1);
-  ca.Run(Batch(8, 300, 1e-3));
-  cb.Run(Batch(8, 300, 1e-3));
+  ca.Run(TinyStepInputs(8, 300, 1e-3));
+  cb.Run(TinyStepInputs(8, 300, 1e-3));
   ExpectBitEqual(a.model, b.model);
-  ca.Run(Batch(8, 301, 1e-3));
-  cb.Run(Batch(8, 301, 5e-3));
+  ca.Run(TinyStepInputs(8, 301, 1e-3));
+  cb.Run(TinyStepInputs(8, 301, 5e-3));
   EXPECT_FALSE(torch::equal(a.flat->buffers()[1], b.flat->buffers()[1]));
 }
 
@@ -200,7 +158,7 @@ TEST(TextTower, WholeContextGivesTheCutContextsFeatures) {
   torch::manual_seed(13);
   ClipModel model(PresetModelConfig("fmnist-tiny"));
   torch::NoGradGuard no_grad;
-  auto tokens = Batch(6, 400, 0).at(1);
+  auto tokens = TinyStepInputs(6, 400, 0).at(1);
   torch::Tensor cut = model->EncodeText(tokens);
   model->text->set_whole_context(true);
   torch::Tensor whole = model->EncodeText(tokens);

@@ -16,15 +16,13 @@
 #include <utility>
 
 #include "runtime/config/model_config.h"
-#include "runtime/dist/train_collectives.h"
 #include "runtime/model/clip_loss.h"
 #include "runtime/model/clip_model.h"
 #include "runtime/model/self_attention.h"
 #include "runtime/model/vision_tower.h"
 #include "runtime/train/autocast_scope.h"
 #include "runtime/train/captured_step.h"
-#include "runtime/train/fused_adamw.h"
-#include "runtime/train/graph_train_step.h"
+#include "runtime/train/step_rig.h"
 
 namespace dtrain::clip {
 namespace {
@@ -98,24 +96,6 @@ DeviceCheck PatchEmbeddingCheck(const torch::Device& device) {
                  value, gradient, limit)};
 }
 
-// A batch of `rows` for the fmnist-tiny model: images, and tokens ending (the largest id) at a
-// varying place.
-std::pair<torch::Tensor, torch::Tensor> TinyBatch(int64_t rows, uint64_t seed,
-                                                  const torch::Device& device) {
-  torch::manual_seed(seed);
-  const ModelConfig config = PresetModelConfig("fmnist-tiny");
-  auto images = torch::randn(
-      {rows, config.vision.channels, config.vision.image_size, config.vision.image_size});
-  auto tokens = torch::randint(1, config.text.vocab_size - 1, {rows, config.text.context_length},
-                               torch::kLong);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t end = 3 + (r * 5 + static_cast<int64_t>(seed)) % 10;
-    tokens[r][end] = config.text.vocab_size - 1;
-    tokens[r].narrow(0, end + 1, config.text.context_length - end - 1).zero_();
-  }
-  return {images.to(device), tokens.to(device)};
-}
-
 // The kernels of `body` on CUDA, by name: how many launches had a name containing each of `names`.
 std::vector<int64_t> CudaKernelsRunBy(const std::function<void()>& body,
                                       const std::vector<std::string>& names,
@@ -161,46 +141,16 @@ DeviceCheck LayerNormCheck(const torch::Device& device) {
   return {"layer-norm", passed, detail};
 }
 
-// A fmnist-tiny model with its flat parameters and fused AdamW, grouped as the trainer groups them.
-struct StepRig {
-  ClipModel model{nullptr};
-  std::unique_ptr<FlatParameters> flat;
-  std::unique_ptr<torch::optim::AdamW> adamw;
-  std::unique_ptr<FusedAdamW> fused;
-  TrainCollectives one_rank;
-
-  StepRig(uint64_t seed, const torch::Device& device) {
-    torch::manual_seed(seed);
-    model = ClipModel(PresetModelConfig("fmnist-tiny"));
-    model->to(device);
-    flat = std::make_unique<FlatParameters>(WeightDecayGroups(*model));
-    auto options = torch::optim::AdamWOptions(1e-3).betas({0.9, 0.98}).eps(1e-6);
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(std::vector<torch::Tensor>{flat->buffers()[0]},
-                        std::make_unique<torch::optim::AdamWOptions>(
-                            torch::optim::AdamWOptions(options).weight_decay(0)));
-    groups.emplace_back(std::vector<torch::Tensor>{flat->buffers()[1]},
-                        std::make_unique<torch::optim::AdamWOptions>(
-                            torch::optim::AdamWOptions(options).weight_decay(0.1)));
-    adamw = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
-    fused = std::make_unique<FusedAdamW>(*adamw);
-  }
-};
-
 DeviceCheck CapturedStepCheck(const torch::Device& device) {
   const bool cuda = device.is_cuda();
   StepRig eager(7, device), replayed(7, device);
-  auto eager_step = MakeGraphTrainStep(eager.model, *eager.flat, *eager.fused, eager.one_rank, cuda);
-  CapturedStep captured(
-      MakeGraphTrainStep(replayed.model, *replayed.flat, *replayed.fused, replayed.one_rank, cuda),
-      /*capture=*/cuda, /*warmup_steps=*/1);
+  auto eager_step = eager.Step(/*bf16=*/cuda);
+  CapturedStep captured(replayed.Step(/*bf16=*/cuda), /*capture=*/cuda, /*warmup_steps=*/1);
   const double lr = 1e-3;
   const int steps = 3;
   double loss_difference = 0;
   for (int step = 0; step < steps; ++step) {
-    auto [images, tokens] = TinyBatch(8, 100 + step, device);
-    const std::vector<torch::Tensor> batch{images, tokens,
-                                           torch::full({}, lr, torch::TensorOptions().device(device))};
+    const std::vector<torch::Tensor> batch = TinyStepInputs(8, 100 + step, lr, device);
     const torch::Tensor expected = eager_step(batch).at(0).clone();
     const torch::Tensor loss = captured.Run(batch).at(0).clone();
     loss_difference = std::max(loss_difference, RelativeDifference(loss, expected));
@@ -279,7 +229,8 @@ StepAlignment AlignmentOfAStep(const torch::Device& device, FlatLayout layout) {
           .needsInputs(true)
           .scopes({at::RecordScope::FUNCTION}));
   auto step = [&] {
-    auto [images, tokens] = TinyBatch(3, 5, device);
+    const std::vector<torch::Tensor> inputs = TinyStepInputs(3, 5, 0, device);
+    const torch::Tensor &images = inputs[0], &tokens = inputs[1];
     torch::Tensor loss;
     {
       AutocastScope autocast(device.is_cuda(), device);  // the CUDA step runs under bf16 autocast

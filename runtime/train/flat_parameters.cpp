@@ -109,4 +109,20 @@ void FlatParameters::MomentsFromModelOrder(torch::optim::AdamW& optimizer) const
   }
 }
 
+std::unique_ptr<torch::optim::AdamW> MakeFlatAdamW(const FlatParameters& flat,
+                                                   const torch::optim::AdamWOptions& options,
+                                                   double weight_decay) {
+  if (flat.buffers().size() != 2) {
+    throw std::invalid_argument("AdamW over flat parameters: expected the two weight-decay groups, "
+                                "got " + std::to_string(flat.buffers().size()));
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  for (size_t g = 0; g < 2; ++g) {
+    groups.emplace_back(std::vector<torch::Tensor>{flat.buffers()[g]},
+                        std::make_unique<torch::optim::AdamWOptions>(
+                            torch::optim::AdamWOptions(options).weight_decay(g == 0 ? 0.0 : weight_decay)));
+  }
+  return std::make_unique<torch::optim::AdamW>(std::move(groups), options);
+}
+
 }  // namespace dtrain::clip

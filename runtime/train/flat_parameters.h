@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -56,5 +57,11 @@ class FlatParameters {
   std::vector<std::pair<torch::Tensor, torch::Tensor>> views_;  // parameter, its gradient view
   std::vector<std::vector<Place>> places_;                      // per group, in the given order
 };
+
+// LibTorch's AdamW over `flat`'s two buffers, grouped as WeightDecayGroups() groups them: the
+// first (gains, biases, logit_scale) without weight decay, the second with `weight_decay`.
+std::unique_ptr<torch::optim::AdamW> MakeFlatAdamW(const FlatParameters& flat,
+                                                   const torch::optim::AdamWOptions& options,
+                                                   double weight_decay);
 
 }  // namespace dtrain::clip

@@ -96,15 +96,8 @@ void Trainer::BuildModelAndOptimizer() {
   model_->to(device_);
   tokenizer_ = MakeTokenizer(o_.model_config.text, o_.bpe_vocab);
   flat_ = std::make_unique<FlatParameters>(WeightDecayGroups(*model_));
-  auto options = torch::optim::AdamWOptions(o_.lr).betas({o_.beta1, o_.beta2}).eps(o_.eps);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(std::vector<torch::Tensor>{flat_->buffers()[0]},
-                      std::make_unique<torch::optim::AdamWOptions>(
-                          torch::optim::AdamWOptions(options).weight_decay(0)));
-  groups.emplace_back(std::vector<torch::Tensor>{flat_->buffers()[1]},
-                      std::make_unique<torch::optim::AdamWOptions>(
-                          torch::optim::AdamWOptions(options).weight_decay(o_.wd)));
-  optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups), options);
+  optimizer_ = MakeFlatAdamW(
+      *flat_, torch::optim::AdamWOptions(o_.lr).betas({o_.beta1, o_.beta2}).eps(o_.eps), o_.wd);
 }
 
 void Trainer::Resume() {
