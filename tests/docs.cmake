@@ -45,3 +45,13 @@ if(TARGET dtrain-clip)
   set_tests_properties(docs_clip_version PROPERTIES LABELS docs TIMEOUT 30 PASS_REGULAR_EXPRESSION
     "^dtrain-clip [0-9]+\\.[0-9]+\\.[0-9]+\nlibtorch 2\\.[0-9]+\\.[0-9]+\n${cuda_line}\n${gloo_line}\n$")
 endif()
+
+# The README's first command from its build step on (the default job and its timeline summary),
+# in a fresh folder whose build/ is this build: CI runs the second command, this the first.
+if(TARGET dtrain-clip AND TARGET dtrain)
+  add_test(NAME docs.readme_default_job
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/readme_default_job.sh ${PROJECT_SOURCE_DIR}
+                   ${CMAKE_BINARY_DIR})
+  set_tests_properties(docs.readme_default_job PROPERTIES LABELS integration TIMEOUT 600
+                       RESOURCE_LOCK clip_training)
+endif()
