@@ -1,8 +1,7 @@
 // dtrain-clip: the bundled CLIP trainer. `train` runs training (trainer.cpp), `export-data`
 // writes Fashion-MNIST as CSV+PNG or WebDataset shards, `export-weights` writes a checkpoint's
 // weights for OpenCLIP, `check` compares the step's computations on a device with references.
-// Turns errors into exit codes: 2 for a
-// bad command line, 1 for anything else.
+// Turns errors into exit codes: 2 for a bad command line, 1 for anything else.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -31,7 +31,8 @@ namespace profiler = torch::autograd::profiler;
 
 // max |a - b| / max |b|: one number per comparison, whatever the scale of the values.
 double RelativeDifference(const torch::Tensor& a, const torch::Tensor& b) {
-  auto x = a.detach().to(torch::kCPU, torch::kDouble), y = b.detach().to(torch::kCPU, torch::kDouble);
+  auto x = a.detach().to(torch::kCPU, torch::kDouble),
+       y = b.detach().to(torch::kCPU, torch::kDouble);
   const double scale = std::max(y.abs().max().item<double>(), 1e-30);
   return (x - y).abs().max().item<double>() / scale;
 }
@@ -54,7 +55,8 @@ DeviceCheck AttentionCheck(const torch::Device& device, bool causal) {
   auto qkv = torch::randn({batch, length, 3 * width}, f32);
   if (bf16) qkv = qkv.to(torch::kBFloat16).to(torch::kFloat);  // the same inputs on both sides
   torch::Tensor mask;
-  if (causal) mask = torch::full({length, length}, -std::numeric_limits<float>::infinity(), f32).triu(1);
+  if (causal)
+    mask = torch::full({length, length}, -std::numeric_limits<float>::infinity(), f32).triu(1);
   auto ours_in = (bf16 ? qkv.to(torch::kBFloat16) : qkv.clone()).requires_grad_(true);
   auto ours = MultiHeadSelfAttention(ours_in, heads, mask, causal);
   auto upstream = torch::randn({batch, length, width}, f32);
@@ -67,10 +69,11 @@ DeviceCheck AttentionCheck(const torch::Device& device, bool causal) {
   const double limit = bf16 ? 3e-2 : 1e-4;
   DeviceCheck check{causal ? "attention-causal" : "attention", value <= limit && gradient <= limit,
                     ""};
-  check.detail = Format("%s (%s) against matmul and softmax in float32: values %.1e, gradient "
-                        "%.1e (limit %.0e)",
-                        bf16 ? "SDPA with QueriesKeysValues" : "the fused CPU kernel",
-                        bf16 ? "bfloat16" : "float32", value, gradient, limit);
+  check.detail = Format(
+      "%s (%s) against matmul and softmax in float32: values %.1e, gradient "
+      "%.1e (limit %.0e)",
+      bf16 ? "SDPA with QueriesKeysValues" : "the fused CPU kernel", bf16 ? "bfloat16" : "float32",
+      value, gradient, limit);
   return check;
 }
 
@@ -160,17 +163,17 @@ DeviceCheck CapturedStepCheck(const torch::Device& device) {
   auto a = eager.model->parameters(), b = replayed.model->parameters();
   for (size_t i = 0; i < a.size(); ++i) {
     bit_equal = bit_equal && torch::equal(a[i], b[i]);
-    parameter_difference = std::max(
-        parameter_difference, (a[i] - b[i]).abs().max().to(torch::kCPU).item<double>());
+    parameter_difference =
+        std::max(parameter_difference, (a[i] - b[i]).abs().max().to(torch::kCPU).item<double>());
   }
   // AdamW moves a parameter by about lr a step at most: a replay on stale or wrong inputs gives
   // another loss; kernels that differ only in summation order stay far inside this.
   const double loss_limit = cuda ? 1e-2 : 0, parameter_limit = cuda ? 2 * lr * steps : 0;
   const bool passed = captured.replays() == steps - 1 && captured.captured() == cuda &&
                       loss_difference <= loss_limit && parameter_difference <= parameter_limit;
-  std::string detail = Format("%d steps, %s: ", steps,
-                              cuda ? "captured as a CUDA graph and replayed"
-                                   : "replayed from static buffers");
+  std::string detail =
+      Format("%d steps, %s: ", steps,
+             cuda ? "captured as a CUDA graph and replayed" : "replayed from static buffers");
   if (cuda) {
     detail += Format("losses %.1e apart (limit %.0e), parameters ", loss_difference, loss_limit) +
               (bit_equal ? std::string("bit for bit")
@@ -179,9 +182,10 @@ DeviceCheck CapturedStepCheck(const torch::Device& device) {
   } else {
     detail += bit_equal && loss_difference == 0
                   ? std::string("losses and parameters bit for bit, as required on the CPU")
-                  : Format("losses %.1e apart, parameters max |difference| %.1e: they must be "
-                           "equal on the CPU",
-                           loss_difference, parameter_difference);
+                  : Format(
+                        "losses %.1e apart, parameters max |difference| %.1e: they must be "
+                        "equal on the CPU",
+                        loss_difference, parameter_difference);
   }
   detail += Format("; %lld replays", static_cast<long long>(captured.replays()));
   return {"captured-step", passed, detail};
@@ -241,7 +245,8 @@ StepAlignment AlignmentOfAStep(const torch::Device& device, FlatLayout layout) {
   };
   if (device.is_cuda()) {
     const auto kernels = CudaKernelsRunBy(
-        step, {"vectorized_layer_norm_kernel", "RowwiseMomentsCUDAKernel", "LayerNormForwardCUDAKernel"},
+        step,
+        {"vectorized_layer_norm_kernel", "RowwiseMomentsCUDAKernel", "LayerNormForwardCUDAKernel"},
         device);
     a.vectorised_kernels = kernels[0];
     a.slower_kernels = kernels[1] + kernels[2];

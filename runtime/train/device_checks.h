@@ -41,8 +41,8 @@ struct StepAlignment {
   int64_t calls_aligned = 0;        // ... with input, weight and bias 16-byte aligned, rows of 4k
   int64_t whole_vector_parameters = 0;         // parameters of a multiple of 4 floats
   int64_t gradients_in_place_and_aligned = 0;  // ... whose gradient is its aligned flat view
-  int64_t vectorised_kernels = 0;  // CUDA: vectorized_layer_norm_kernel launches
-  int64_t slower_kernels = 0;      // CUDA: RowwiseMomentsCUDAKernel + LayerNormForwardCUDAKernel
+  int64_t vectorised_kernels = 0;              // CUDA: vectorized_layer_norm_kernel launches
+  int64_t slower_kernels = 0;  // CUDA: RowwiseMomentsCUDAKernel + LayerNormForwardCUDAKernel
 };
 StepAlignment AlignmentOfAStep(const torch::Device& device, FlatLayout layout);
 
