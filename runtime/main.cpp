@@ -12,6 +12,7 @@
 
 #include <torch/cuda.h>
 
+#include "runtime/config/completion_script.h"
 #include "runtime/config/model_config.h"
 #include "runtime/config/train_options.h"
 #include "runtime/data/export_data.h"
@@ -45,6 +46,7 @@ Commands:
                 node 0 so that every rank is a client; until SIGTERM)
   check         run the training step's computations on a device against references (attention,
                 patch embedding, LayerNorm, captured step); see check --help
+  completion    print a bash, zsh or fish completion script; see completion --help
 Flags:
   --version     print the version
   --help        this text
@@ -80,7 +82,16 @@ reference, one line each (PASS or FAIL, what was compared, the difference and it
   captured-step      three steps captured as a CUDA graph and replayed (on the CPU: replayed
                      from static buffers) against the same steps run eagerly
 
-  --device D   cpu (default), cuda or cuda:N
+  --device cpu|cuda|cuda:N   where to run (cpu)
+)";
+
+const char* kCompletionUsage = R"(Usage: dtrain-clip completion bash|zsh|fish
+
+Prints a completion script for the shell: dtrain-clip's commands, each command's flags as its
+--help lists them, the values of flags that take one of a few, and file names elsewhere.
+  source <(dtrain-clip completion bash)      source <(dtrain-clip completion zsh)
+  dtrain-clip completion fish | source
+`cmake --install` puts the three where bash-completion, zsh and fish look.
 )";
 
 const char* kExportWeightsUsage =
@@ -322,6 +333,36 @@ int Store(const std::vector<std::string>& args) {
   return dtrain::clip::ServeJobStore(host, port);
 }
 
+// `completion bash|zsh|fish`: runtime/config/completion_script.h, from the usage texts above.
+int Completion(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::fputs(kCompletionUsage, stdout);
+    return 0;
+  }
+  if (args.size() != 1) throw UsageError("completion takes one shell: bash, zsh or fish");
+  const std::vector<dtrain::clip::CompletionCommand> commands = {
+      {"train", "train a CLIP model", dtrain::clip::TrainHelpText(), {}},
+      {"export-data", "write Fashion-MNIST as CSV+PNG or WebDataset shards", kExportUsage, {}},
+      {"export-weights",
+       "write a checkpoint's weights under OpenCLIP's names",
+       kExportWeightsUsage,
+       {}},
+      {"bandwidth",
+       "allreduce bus bandwidth of every rank, node pairs and nodes",
+       kBandwidthUsage,
+       {}},
+      {"store", "serve a job's TCPStore", kStoreUsage, {}},
+      {"check", "check the training step's computations on a device", kCheckUsage, {}},
+      {"completion", "print a shell completion script", kCompletionUsage, {"bash", "zsh", "fish"}},
+  };
+  try {
+    std::fputs(dtrain::clip::CompletionScript(args[0], "dtrain-clip", commands).c_str(), stdout);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -342,8 +383,10 @@ int main(int argc, char** argv) {
     if (args[0] == "bandwidth") return Bandwidth(rest);
     if (args[0] == "store") return Store(rest);
     if (args[0] == "check") return Check(rest);
+    if (args[0] == "completion") return Completion(rest);
     throw UsageError("unknown command '" + args[0] +
-                     "' (commands: train, export-data, export-weights, bandwidth, store, check)");
+                     "' (commands: train, export-data, export-weights, bandwidth, store, check, "
+                     "completion)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "dtrain-clip: %s\n", e.what());
     return 2;

@@ -33,7 +33,7 @@ PACKAGES=(
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev
   clang libclang-rt-14-dev
-  openssh-server iproute2 psmisc groff-base
+  openssh-server iproute2 psmisc groff-base zsh fish
   slurm-wlm munge pdsh rsync
 )
 [ "$TESTS" = 1 ] && PACKAGES+=("${TEST_PACKAGES[@]}")

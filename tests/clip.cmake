@@ -26,6 +26,18 @@ if(TARGET dtrain_clip_train)
     "PASS  attention .*PASS  attention-causal .*PASS  patch-embedding .*PASS  layer-norm .*PASS  captured-step .*every check passed")
 endif()
 
+# dtrain-clip's shell completion, written from the --help texts (torch-free), and the scripts
+# run for real in bash, zsh and fish against the built dtrain-clip's parsers.
+if(TARGET dtrain_clip_config)
+  dtrain_test(clip_completion_test SOURCES clip_completion_test.cpp LIBS dtrain_clip_config
+              TIMEOUT 60)
+endif()
+if(TARGET dtrain-clip)
+  add_test(NAME clip.completion_shells
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/clip_completion.sh $<TARGET_FILE:dtrain-clip>)
+  set_tests_properties(clip.completion_shells PROPERTIES LABELS clip TIMEOUT 300)
+endif()
+
 # GPU-timed spans' event ring against a fake device clock (torch-free).
 if(TARGET dtrain_clip_trace)
   dtrain_test(clip_device_span_ring_test SOURCES clip_device_span_ring_test.cpp

@@ -25,7 +25,7 @@ endforeach()
 # with the CUDA/NCCL and Gloo lines this build must have (the wheel's LibTorch has all three).
 if(TARGET dtrain-clip)
   foreach(args "--help" "train --help" "export-data --help" "export-weights --help"
-               "bandwidth --help" "store --help" "check --help")
+               "bandwidth --help" "store --help" "check --help" "completion --help")
     string(REPLACE " " "_" test_suffix "${args}")
     string(REPLACE "-" "" test_suffix "${test_suffix}")
     separate_arguments(arg_list UNIX_COMMAND "${args}")

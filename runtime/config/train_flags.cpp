@@ -236,6 +236,13 @@ TrainOptions ParseTrainFlags(const std::vector<std::string>& args, bool* help) {
   return o;
 }
 
+std::map<std::string, bool> TrainFlags() {
+  std::map<std::string, bool> flags;
+  for (const auto& [name, setter] : ValueFlags()) flags[name] = true;
+  for (const auto& [name, setter] : SwitchFlags()) flags[name] = false;
+  return flags;
+}
+
 const char* TrainHelpText() {
   return R"(Usage: dtrain-clip train [FLAGS]
 
@@ -244,11 +251,12 @@ fmnist-tiny preset on Fashion-MNIST (30,720 samples, 1 epoch), then zero-shot to
 10,000 test images. Flags follow OpenCLIP's names; --flag=value works too.
 
 Model:
-  --model NAME               fmnist-tiny (default) | vit-b-32
+  --model fmnist-tiny|vit-b-32   the preset (fmnist-tiny)
   --model-config FILE        OpenCLIP model-config JSON (embed_dim, vision_cfg, text_cfg)
   --bpe-vocab FILE           bpe_simple_vocab_16e6.txt.gz for BPE-tokenized models
 Data:
-  --dataset-type TYPE        fashion-mnist (default) | csv | webdataset | synthetic
+  --dataset-type fashion-mnist|csv|webdataset|synthetic
+                             where samples come from (fashion-mnist)
   --train-data PATH          Fashion-MNIST dir, CSV file, or tar shards (a{0000..0099}.tar)
   --val-data DIR             Fashion-MNIST dir for zero-shot evaluation (default: Debian's)
   --csv-img-key KEY          image path column (filepath)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -92,5 +93,8 @@ TrainOptions ParseTrainFlags(const std::vector<std::string>& args, bool* help);
 
 // The text of `dtrain-clip train --help`.
 const char* TrainHelpText();
+
+// Every flag ParseTrainFlags accepts, and whether it takes a value (the rest are switches).
+std::map<std::string, bool> TrainFlags();
 
 }  // namespace dtrain::clip
