@@ -207,6 +207,22 @@ TEST(TimelineMerge, NamesRanksFromTheJobWhenTheTraceDoesNot) {
             (std::map<int, std::string>{{2, "rank 2 (gpu-c)"}}));
 }
 
+// The job's name for a node is the one dtrain launch and dtrain logs print; the hostname a rank
+// recorded ("vm" for the node launched as "localhost") gives way to it, and stays where the job
+// names no node for that rank.
+TEST(TimelineMerge, TheJobsNodeNameWinsOverTheHostnameATraceRecords) {
+  ScratchDir dir;
+  testing::WriteRankTrace(dir / "rank-0.json", 0, "vm", 0, 2);
+  testing::WriteRankTrace(dir / "rank-1.json", 1, "vm", 0, 2);
+  MergeResult result = MergeTimelines({dir / "rank-0.json", dir / "rank-1.json"}, dir / "m.json",
+                                      {}, {{0, "localhost"}});
+  EXPECT_EQ(CheckMergedTrace(dir / "m.json").process_names,
+            (std::map<int, std::string>{{0, "rank 0 (localhost)"}, {1, "rank 1 (vm)"}}));
+  ASSERT_EQ(result.ranks.size(), 2u);
+  EXPECT_EQ(result.ranks[0].host, "localhost");
+  EXPECT_EQ(result.ranks[1].host, "vm");
+}
+
 TEST(TimelineMerge, RefusesTextThatIsNotATrace) {
   ScratchDir dir;
   WriteFile(dir / "rank-0.json", "{\"traceEvents\": []}");

@@ -403,8 +403,10 @@ MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::st
   }
   AssignRanks(result.ranks, result.warnings);
   for (RankTraceInfo& info : result.ranks) {
+    // The node as the job names it, as dtrain launch and dtrain logs print it ("localhost", an
+    // ssh alias), over the hostname the rank recorded: one name for one node everywhere.
     auto host = hosts.find(info.rank);
-    if (info.host.empty() && host != hosts.end()) info.host = host->second;
+    if (host != hosts.end() && !host->second.empty()) info.host = host->second;
     auto offset = clock_offsets_us.find(info.rank);
     if (info.kineto && offset != clock_offsets_us.end()) {
       info.has_clock_offset = true;

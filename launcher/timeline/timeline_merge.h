@@ -57,7 +57,8 @@ struct MergeResult {
 // "rank-R" file name, else the next free number), writes the merged array to `output` and
 // shows every merged event to `observer` (may be empty). Spans a truncated file leaves open are
 // closed at its last timestamp; such files and other repairs are reported in warnings.
-// `hosts` (rank -> node, e.g. from job.json) names ranks whose trace does not.
+// `hosts` (rank -> node, e.g. from job.json) names the ranks it lists, over the host a trace
+// records, so that a node has the name dtrain launch gives it; the others keep their trace's.
 // PyTorch profiler traces take their rank from distributedInfo (two files of one rank, or of
 // different world sizes, are an error) and their clock from baseTimeNanoseconds plus
 // `clock_offsets_us` (rank -> launcher's clock minus the rank's node's, from job.json); their
