@@ -67,11 +67,14 @@ expect "the commands offered are those --help lists" "$offered" "$listed"
 
 # Every flag offered, against the command's parser. A flag the fish script gives -r or -x takes a
 # value: alone, it must be refused for want of one. A switch must be taken, so that the word after
-# it is the one refused.
+# it is the one refused. train's flags are held to its parser's tables by ClipCompletion's unit
+# test, so here two of them stand for the rest (each start of dtrain-clip loads LibTorch).
 for cmd in $listed; do
-  checked=0
+  checked=0 before=$failed
+  failed=0
   for flag in $(bash_complete dtrain-clip "$cmd" --); do
     [ "$flag" = --help ] && continue
+    case $cmd:$flag in train:--local-loss | train:--text-context | train:--bad-data) ;; train:*) continue ;; esac
     if grep -Eq -- "__fish_seen_subcommand_from $cmd' -l ${flag#--} -[rx]( |$)" \
       "$work/completion.fish"; then
       timeout 20 "$clip" "$cmd" "$flag" >/dev/null 2>"$work/err"
@@ -86,7 +89,9 @@ for cmd in $listed; do
     fi
     checked=$((checked + 1))
   done
-  echo "ok: $cmd: $checked flag(s) offered, each taken by its parser as offered"
-  if [ "$cmd" = train ] && [ $checked -lt 50 ]; then fail "train: only $checked flags offered"; fi
+  [ $failed = 0 ] && echo "ok: $cmd: $checked flag(s) checked against its parser, each taken as offered"
+  [ $before = 0 ] || failed=1
 done
+offered=$(bash_complete dtrain-clip train -- | wc -w)
+[ "$offered" -ge 50 ] && echo "ok: train: $offered flags offered" || fail "train: only $offered flags offered"
 exit $failed
