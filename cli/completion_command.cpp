@@ -25,11 +25,58 @@ std::string OptionWords(const CLI::App& cmd) {
   return words.empty() ? words : words.substr(1);
 }
 
+// The values an option checks its value against (CLI::IsMember, described as "{a,b,c}"), in
+// order; empty for any other option.
+std::vector<std::string> Choices(const CLI::Option& opt) {
+  std::vector<std::string> choices;
+  auto& option = const_cast<CLI::Option&>(opt);  // CLI11 2.1 has no const get_validator
+  for (int i = 0;; ++i) {
+    const CLI::Validator* validator = nullptr;
+    try {
+      validator = option.get_validator(i);
+    } catch (const CLI::OptionNotFound&) {
+      break;
+    }
+    const std::string set = validator->get_description();
+    if (set.size() < 3 || set.front() != '{' || set.back() != '}') continue;
+    size_t from = 1;
+    for (size_t comma; (comma = set.find(',', from)) != std::string::npos; from = comma + 1) {
+      choices.push_back(set.substr(from, comma - from));
+    }
+    choices.push_back(set.substr(from, set.size() - 1 - from));
+  }
+  return choices;
+}
+
+std::string Joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+// `case $prev in` arms offering the choices after each option that has some.
+std::string BashChoiceArms(const CLI::App& cmd) {
+  std::string arms;
+  for (const CLI::Option* opt : cmd.get_options()) {
+    const std::vector<std::string> choices = Choices(*opt);
+    if (choices.empty() || opt->get_lnames().empty()) continue;
+    std::string patterns;
+    for (const std::string& l : opt->get_lnames())
+      patterns += (patterns.empty() ? "--" : "|--") + l;
+    for (const std::string& sn : opt->get_snames()) patterns += "|-" + sn;
+    arms += fmt::format("        {}) COMPREPLY=($(compgen -W '{}' -- \"$cur\")); return ;;\n",
+                        patterns, Joined(choices));
+  }
+  return arms.empty() ? arms
+                      : "      case ${COMP_WORDS[COMP_CWORD-1]} in\n" + arms + "      esac\n";
+}
+
 std::string Bash(const CLI::App& app) {
   std::string names, cases;
   for (const CLI::App* cmd : Commands(app)) {
     names += (names.empty() ? "" : " ") + cmd->get_name();
-    cases += fmt::format("    {}) opts='{}' ;;\n", cmd->get_name(), OptionWords(*cmd));
+    cases += fmt::format("    {})\n      opts='{}'\n{}      ;;\n", cmd->get_name(),
+                         OptionWords(*cmd), BashChoiceArms(*cmd));
   }
   return fmt::format(R"sh(# bash completion for dtrain (`dtrain completion bash`)
 _dtrain() {{
@@ -67,14 +114,24 @@ std::string Zsh(const CLI::App& app) {
          Bash(app);
 }
 
+// A fish single-quoted string: inside one, only \\ and \' are escapes.
+std::string FishQuote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\\' || c == '\'') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
 std::string Fish(const CLI::App& app) {
   std::string names;
   for (const CLI::App* cmd : Commands(app)) names += (names.empty() ? "" : " ") + cmd->get_name();
   std::string out = "# fish completion for dtrain (`dtrain completion fish`)\n";
   out += fmt::format("complete -c dtrain -f -n __fish_use_subcommand -a '{}'\n", names);
   for (const CLI::App* cmd : Commands(app)) {
-    out += fmt::format("complete -c dtrain -f -n __fish_use_subcommand -a {} -d '{}'\n",
-                       cmd->get_name(), cmd->get_description().substr(0, 60));
+    out += fmt::format("complete -c dtrain -f -n __fish_use_subcommand -a {} -d {}\n",
+                       cmd->get_name(), FishQuote(cmd->get_description().substr(0, 60)));
     for (const CLI::Option* opt : cmd->get_options()) {
       std::string flags;
       for (const std::string& l : opt->get_lnames()) {
@@ -82,11 +139,12 @@ std::string Fish(const CLI::App& app) {
       }
       for (const std::string& s : opt->get_snames()) flags += " -s " + s;
       if (flags.empty()) continue;
-      std::string description = opt->get_description();
-      for (char& c : description) c = c == '\'' ? '"' : c;
-      out += fmt::format("complete -c dtrain -n '__fish_seen_subcommand_from {}'{}{} -d '{}'\n",
-                         cmd->get_name(), flags, opt->get_expected_max() > 0 ? " -r" : "",
-                         description.substr(0, 80));
+      const std::vector<std::string> choices = Choices(*opt);
+      std::string value = opt->get_expected_max() > 0 ? " -r" : "";
+      if (!choices.empty()) value = " -x -a '" + Joined(choices) + "'";
+      out += fmt::format("complete -c dtrain -n '__fish_seen_subcommand_from {}'{}{} -d {}\n",
+                         cmd->get_name(), flags, value,
+                         FishQuote(opt->get_description().substr(0, 80)));
     }
   }
   out += "complete -c dtrain -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'\n";
@@ -97,8 +155,8 @@ std::string Fish(const CLI::App& app) {
 
 void AddCompletionCommand(CLI::App& app, CommandRun& run) {
   auto shell = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand(
-      "completion", "Print a shell completion script: bash, zsh or fish");
+  CLI::App* cmd =
+      app.add_subcommand("completion", "Print a shell completion script: bash, zsh or fish");
   cmd->footer(
       "bash: source <(dtrain completion bash); zsh: source <(dtrain completion zsh); fish: "
       "dtrain completion fish | source. `cmake --install` installs all three.");
@@ -107,7 +165,9 @@ void AddCompletionCommand(CLI::App& app, CommandRun& run) {
       ->check(CLI::IsMember({"bash", "zsh", "fish"}));
   cmd->callback([shell, &app, &run] {
     run = [shell, &app] {
-      const std::string text = *shell == "bash" ? Bash(app) : *shell == "zsh" ? Zsh(app) : Fish(app);
+      const std::string text = *shell == "bash"  ? Bash(app)
+                               : *shell == "zsh" ? Zsh(app)
+                                                 : Fish(app);
       std::fputs(text.c_str(), stdout);
       return kExitOk;
     };

@@ -18,9 +18,9 @@
 namespace dtrain {
 namespace {
 
+using testing::DtrainProcess;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::DtrainProcess;
 using testing::ReadFile;
 using testing::RunDtrain;
 using testing::TempDir;
@@ -78,9 +78,9 @@ TEST(LaunchUx, ConcurrentLocalTorchJobsNeverCollide) {
                        dir.path(), {"MASTER_PORT=29777", "MASTER_ADDR=127.0.0.2"});
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, "[localhost:0] 127.0.0.2:29777\n");
-  run = RunDtrain({"launch", "--master-port", "29778", "--job", "flag", "sh", "-c",
-                   "echo $MASTER_PORT"},
-                  dir.path(), {"MASTER_PORT=29777"});
+  run = RunDtrain(
+      {"launch", "--master-port", "29778", "--job", "flag", "sh", "-c", "echo $MASTER_PORT"},
+      dir.path(), {"MASTER_PORT=29777"});
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, "[localhost:0] 29778\n");
 }
@@ -183,19 +183,20 @@ TEST(LaunchUx, NetworkFailureRemedyNamesAddressAndPort) {
 // 9 (local half). -np, -H localhost:N, a hostfile, -x and .dtrain_env.
 TEST(LaunchUx, MpirunAndHorovodrunOptionsOnThisMachine) {
   TempDir dir;
-  auto run = RunDtrain({"launch", "-np", "3", "--job", "np", "sh", "-c", "echo $WORLD_SIZE"},
-                       dir.path());
+  auto run =
+      RunDtrain({"launch", "-np", "3", "--job", "np", "sh", "-c", "echo $WORLD_SIZE"}, dir.path());
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/np/rank-2.log"), "3\n");
-  run = RunDtrain({"launch", "-H", "localhost:2", "--job", "h", "sh", "-c", "echo $LOCAL_WORLD_SIZE"},
-                  dir.path());
+  run =
+      RunDtrain({"launch", "-H", "localhost:2", "--job", "h", "sh", "-c", "echo $LOCAL_WORLD_SIZE"},
+                dir.path());
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("(local)"));
   EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/h/rank-1.log"), "2\n");
   WriteFile(dir.path() + "/hosts", "# DeepSpeed style\nlocalhost slots=4\n");
-  run = RunDtrain({"launch", "--hostfile", "hosts", "-np", "3", "--job", "hf", "sh", "-c",
-                   "echo $WORLD_SIZE"},
-                  dir.path());
+  run = RunDtrain(
+      {"launch", "--hostfile", "hosts", "-np", "3", "--job", "hf", "sh", "-c", "echo $WORLD_SIZE"},
+      dir.path());
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/hf/rank-0.log"), "3\n");
   WriteFile(dir.path() + "/.dtrain_env", "# every job\nFROM_FILE=a b 'c'\n");
@@ -216,17 +217,17 @@ TEST(LaunchUx, MpirunAndHorovodrunOptionsOnThisMachine) {
 // --console narrows the console; command not found is 127; completion sources in bash.
 TEST(LaunchUx, StderrSeparateConsoleChoiceAnd127AndCompletion) {
   TempDir dir;
-  auto run = RunDtrain({"launch", "--job", "s", "sh", "-c", "echo out; echo Traceback >&2"},
-                       dir.path());
+  auto run =
+      RunDtrain({"launch", "--job", "s", "sh", "-c", "echo out; echo Traceback >&2"}, dir.path());
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, "[localhost:0] out\n");
   EXPECT_THAT(run.err, HasSubstr("[localhost:0] Traceback\n"));
   const std::string log = ReadFile(dir.path() + "/dtrain-logs/s/rank-0.log");
   EXPECT_THAT(log, HasSubstr("out\n"));
   EXPECT_THAT(log, HasSubstr("Traceback\n"));
-  run = RunDtrain({"launch", "--console", "stderr", "--job", "s2", "sh", "-c",
-                   "echo out; echo err >&2"},
-                  dir.path());
+  run = RunDtrain(
+      {"launch", "--console", "stderr", "--job", "s2", "sh", "-c", "echo out; echo err >&2"},
+      dir.path());
   EXPECT_EQ(run.out, "");
   EXPECT_THAT(run.err, HasSubstr("[localhost:0] err\n"));
   run = RunDtrain({"launch", "--tee", "1", "--job", "s3", "sh", "-c", "echo out; echo err >&2"},
@@ -244,15 +245,28 @@ TEST(LaunchUx, StderrSeparateConsoleChoiceAnd127AndCompletion) {
       "bash -c 'source " + script +
       " && COMP_WORDS=(dtrain launch --nproc) && COMP_CWORD=2 && _dtrain && "
       "echo \"${COMPREPLY[*]}\" && COMP_WORDS=(dtrain la) && COMP_CWORD=1 && _dtrain && "
-      "echo \"${COMPREPLY[*]}\"'";
+      "echo \"${COMPREPLY[*]}\" && COMP_WORDS=(dtrain launch --on-stall \"\") && COMP_CWORD=3 && "
+      "_dtrain && echo \"${COMPREPLY[*]}\"'";
   const testing::ShellRun completed = testing::RunShell(complete);
   EXPECT_TRUE(completed.status.ok()) << completed.out;
-  EXPECT_EQ(completed.out, "--nproc-per-node\nlaunch\n");
+  EXPECT_EQ(completed.out, "--nproc-per-node\nlaunch\nreport stop\n");
   for (const char* shell : {"zsh", "fish"}) {
     run = RunDtrain({"completion", shell}, dir.path());
     EXPECT_EQ(run.status, 0);
     EXPECT_THAT(run.out, HasSubstr("master-port")) << shell;
+    const std::string file = dir.path() + "/dtrain." + shell;
+    WriteFile(file, run.out);
+    const testing::ShellRun parsed = testing::RunShell(std::string(shell) + " -n " + file);
+    EXPECT_TRUE(parsed.status.ok()) << shell << " -n: " << parsed.out;
   }
+  // fish completes for real: a command, an option, an option's values.
+  const testing::ShellRun fish =
+      testing::RunShell("fish -c 'source " + dir.path() +
+                        "/dtrain.fish; complete -C \"dtrain la\"; "
+                        "complete -C \"dtrain launch --on-st\"; complete -C \"dtrain launch "
+                        "--on-stall \"' | cut -f1");
+  EXPECT_TRUE(fish.status.ok()) << fish.out;
+  EXPECT_EQ(fish.out, "launch\n--on-stall\nreport\nstop\n");
 }
 
 }  // namespace
