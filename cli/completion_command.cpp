@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "launcher/error.h"
+#include "runtime/formats/fish_string.h"
 
 namespace dtrain {
 namespace {
@@ -114,16 +115,6 @@ std::string Zsh(const CLI::App& app) {
          Bash(app);
 }
 
-// A fish single-quoted string: inside one, only \\ and \' are escapes.
-std::string FishQuote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\\' || c == '\'') out += '\\';
-    out += c;
-  }
-  return out + "'";
-}
-
 std::string Fish(const CLI::App& app) {
   std::string names;
   for (const CLI::App* cmd : Commands(app)) names += (names.empty() ? "" : " ") + cmd->get_name();
@@ -131,7 +122,7 @@ std::string Fish(const CLI::App& app) {
   out += fmt::format("complete -c dtrain -f -n __fish_use_subcommand -a '{}'\n", names);
   for (const CLI::App* cmd : Commands(app)) {
     out += fmt::format("complete -c dtrain -f -n __fish_use_subcommand -a {} -d {}\n",
-                       cmd->get_name(), FishQuote(cmd->get_description().substr(0, 60)));
+                       cmd->get_name(), clip::FishString(cmd->get_description().substr(0, 60)));
     for (const CLI::Option* opt : cmd->get_options()) {
       std::string flags;
       for (const std::string& l : opt->get_lnames()) {
@@ -144,7 +135,7 @@ std::string Fish(const CLI::App& app) {
       if (!choices.empty()) value = " -x -a '" + Joined(choices) + "'";
       out += fmt::format("complete -c dtrain -n '__fish_seen_subcommand_from {}'{}{} -d {}\n",
                          cmd->get_name(), flags, value,
-                         FishQuote(opt->get_description().substr(0, 80)));
+                         clip::FishString(opt->get_description().substr(0, 80)));
     }
   }
   out += "complete -c dtrain -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'\n";

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/formats/fish_string.h"
+
 namespace dtrain::clip {
 namespace {
 
@@ -146,39 +148,29 @@ std::string Bash(const std::string& program, const std::vector<CompletionCommand
   return s.str();
 }
 
-// A fish single-quoted string.
-std::string FishQuote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\\' || c == '\'') out += '\\';
-    out += c;
-  }
-  return out + "'";
-}
-
 std::string Fish(const std::string& program, const std::vector<CompletionCommand>& commands) {
   std::ostringstream s;
   s << "# fish completion for " << program << " (`" << program << " completion fish`)\n";
   const std::string top = "complete -c " + program + " -n __fish_use_subcommand";
   for (const CompletionCommand& c : commands) {
-    s << top << " -f -a " << c.name << " -d " << FishQuote(c.description) << "\n";
+    s << top << " -f -a " << c.name << " -d " << FishString(c.description) << "\n";
   }
   s << top << " -l help -d 'what it does and its commands'\n"
     << top << " -l version -d 'the version and what it was built with'\n";
   for (const CompletionCommand& c : commands) {
     const std::string in =
-        "complete -c " + program + " -n " + FishQuote("__fish_seen_subcommand_from " + c.name);
-    if (!c.words.empty()) s << in << " -f -a " << FishQuote(Join(c.words)) << "\n";
+        "complete -c " + program + " -n " + FishString("__fish_seen_subcommand_from " + c.name);
+    if (!c.words.empty()) s << in << " -f -a " << FishString(Join(c.words)) << "\n";
     bool help = false;
     for (const UsageFlag& f : FlagsOfUsage(c.usage)) {
       help = help || f.name == "--help";
       s << in << " -l " << f.name.substr(2);
       if (!f.choices.empty()) {
-        s << (f.other_values ? " -r" : " -x") << " -a " << FishQuote(Join(f.choices));
+        s << (f.other_values ? " -r" : " -x") << " -a " << FishString(Join(f.choices));
       } else if (f.takes_value) {
         s << " -r";
       }
-      if (!f.description.empty()) s << " -d " << FishQuote(f.description);
+      if (!f.description.empty()) s << " -d " << FishString(f.description);
       s << "\n";
     }
     if (!help) s << in << " -l help -d 'what it does and its flags'\n";
