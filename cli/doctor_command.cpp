@@ -1,5 +1,5 @@
-// `dtrain doctor -c FILE [--json] [--timeout S] [--exclude-bad -o FILE]`: flags in, RunDoctor,
-// report out (and the healthy nodes' hostfile).
+// `dtrain doctor -c FILE [--json] [--timeout S] [--bandwidth] [--compute] [--exclude-bad -o FILE]`:
+// flags in, RunDoctor, report out (and the healthy nodes' hostfile).
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "doctor/bandwidth_run.h"
+#include "doctor/compute_run.h"
 #include "doctor/doctor_run.h"
 #include "doctor/healthy_hostfile.h"
 #include "doctor/report.h"
@@ -23,6 +24,8 @@ struct DoctorFlags {
   double timeout_s = 30;
   bool bandwidth = false;
   int bandwidth_mib = 8;
+  bool compute = false;
+  double compute_timeout_s = 300;
   bool exclude_bad = false;
   std::string hostfile;  // -o
 };
@@ -30,6 +33,9 @@ struct DoctorFlags {
 int RunDoctorCommand(const DoctorFlags& flags) {
   if (flags.timeout_s <= 0) throw UsageError("--timeout: expected a number of seconds > 0");
   if (flags.bandwidth_mib < 1) throw UsageError("--bandwidth-mib: expected a size in MiB >= 1");
+  if (flags.compute_timeout_s <= 0) {
+    throw UsageError("--compute-timeout: expected a number of seconds > 0");
+  }
   DoctorResult result = RunDoctor(LoadClusterOrDefault(flags.cluster_file), flags.timeout_s);
   const ClusterSpec& spec = result.spec;
   BandwidthResult bandwidth;
@@ -40,9 +46,18 @@ int RunDoctorCommand(const DoctorFlags& flags) {
     bandwidth = RunBandwidthTest(spec, options);
     for (const Finding& f : bandwidth.verdict.findings) result.findings.push_back(f);
   }
+  ComputeResult compute;
+  if (flags.compute) {
+    ComputeOptions options;
+    options.cluster.cluster_file = flags.cluster_file;
+    options.timeout_s = flags.compute_timeout_s;
+    compute = RunComputeCheck(spec, options);
+    for (const Finding& f : compute.findings) result.findings.push_back(f);
+  }
   if (flags.json) {
     std::string report = RenderJsonReport(spec, result.run, result.findings);
     if (flags.bandwidth) report = AddBandwidthJson(report, bandwidth);
+    if (flags.compute) report = AddComputeJson(report, compute);
     std::fputs(report.c_str(), stdout);
   } else {
     // https://no-color.org: NO_COLOR set to a non-empty value turns colour off.
@@ -77,6 +92,12 @@ void AddDoctorCommand(CLI::App& app, CommandRun& run) {
                 "Also measure allreduce bandwidth (all nodes, node pairs, inside nodes) with the "
                 "job's backend and name the slow node or link");
   cmd->add_option("--bandwidth-mib", flags->bandwidth_mib, "MiB per allreduce of --bandwidth")
+      ->capture_default_str();
+  cmd->add_flag("--compute", flags->compute,
+                "Also run the training step's computations on every GPU (dtrain-clip check) "
+                "against references and name the node whose GPU computes wrong results or hangs");
+  cmd->add_option("--compute-timeout", flags->compute_timeout_s,
+                  "Seconds one GPU's --compute check may take before it counts as hung")
       ->capture_default_str();
   CLI::Option* exclude = cmd->add_flag(
       "--exclude-bad", flags->exclude_bad,

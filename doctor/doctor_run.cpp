@@ -5,6 +5,7 @@
 
 #include <climits>
 
+#include "doctor/doctor_job.h"
 #include "launcher/slurm/slurm_allocation.h"
 #include "launcher/transport.h"
 
@@ -16,22 +17,13 @@ std::string CurrentDirectory() {
   return getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
 }
 
-std::string ExecutableDirectory() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  std::string path(buf, static_cast<size_t>(n));
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash);
-}
-
 }  // namespace
 
 ProbeOptions DefaultProbeOptions(const ClusterSpec& spec, double timeout_s) {
   ProbeOptions options;
   options.timeout_s = timeout_s;
   options.workdir = spec.workdir.empty() ? CurrentDirectory() : spec.workdir;
-  options.clip_dir = ExecutableDirectory();
+  options.clip_dir = DtrainDirectory();
   if (!spec.log_dir.empty()) {
     options.log_dir =
         spec.log_dir[0] == '/' ? spec.log_dir : CurrentDirectory() + "/" + spec.log_dir;

@@ -25,6 +25,7 @@
 #include "runtime/model/open_clip_weights.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/device_checks.h"
+#include "runtime/train/rank_device.h"
 #include "runtime/train/trainer.h"
 #include "runtime/version.h"
 
@@ -69,7 +70,7 @@ Writes Fashion-MNIST (real images, captions from the templates) in the formats t
   --image-format png|jpeg   how each image is encoded (png; jpeg: quality 90)
 )";
 
-const char* kCheckUsage = R"(Usage: dtrain-clip check [--device cpu|cuda|cuda:N]
+const char* kCheckUsage = R"(Usage: dtrain-clip check [--device cpu|cuda|cuda:N|auto]
 
 Runs the computations of dtrain-clip's training step on the device and compares each with a
 reference, one line each (PASS or FAIL, what was compared, the difference and its limit); exits
@@ -82,7 +83,8 @@ reference, one line each (PASS or FAIL, what was compared, the difference and it
   captured-step      three steps captured as a CUDA graph and replayed (on the CPU: replayed
                      from static buffers) against the same steps run eagerly
 
-  --device cpu|cuda|cuda:N   where to run (cpu)
+  --device cpu|cuda|cuda:N|auto   where to run (cpu); cuda alone: cuda:LOCAL_RANK, as for
+                                  train; auto: cuda where a GPU is visible, else cpu
 )";
 
 const char* kCompletionUsage = R"(Usage: dtrain-clip completion bash|zsh|fish
@@ -288,13 +290,13 @@ int Check(const std::vector<std::string>& args) {
     if (i + 1 >= args.size()) throw UsageError(flag + " needs a value (see check --help)");
     const std::string& value = args[++i];
     if (flag != "--device") throw UsageError("unknown flag '" + flag + "' (see check --help)");
-    if (value != "cpu" && value != "cuda" && value.rfind("cuda:", 0) != 0)
-      throw UsageError("--device: expected cpu, cuda or cuda:N, got '" + value + "'");
+    if (value != "cpu" && value != "cuda" && value != "auto" && value.rfind("cuda:", 0) != 0)
+      throw UsageError("--device: expected cpu, cuda, cuda:N or auto, got '" + value + "'");
     device_name = value;
   }
-  const torch::Device device(device_name);
-  if (device.is_cuda() && !torch::cuda::is_available())
-    throw std::runtime_error("--device " + device_name + ": no CUDA device is visible here");
+  if (device_name == "auto") device_name = torch::cuda::is_available() ? "cuda" : "cpu";
+  // "cuda" alone: the local rank's GPU, as for train (dtrain doctor --compute runs a rank a GPU).
+  const torch::Device device = dtrain::clip::RankDevice(device_name);
   std::printf("dtrain-clip check on %s\n", device.str().c_str());
   std::fflush(stdout);
   int failed = 0;

@@ -25,6 +25,17 @@ if(TARGET dtrain-clip)
               RESOURCE_LOCK netns)
   add_dependencies(doctor_bandwidth_cluster_test dtrain dtrain-clip)
 endif()
+# --compute: the verdict on dtrain-clip check's lines (unit), and on three namespace nodes with
+# one node's check stopped by SIGSTOP (a device that stops answering).
+dtrain_test(doctor_compute_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_compute_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
+if(TARGET dtrain-clip)
+  dtrain_test(doctor_compute_cluster_test
+              SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_compute_cluster_test.cpp
+              LIBS dtrain_launcher nlohmann_json::nlohmann_json LABEL netns TIMEOUT 240
+              RESOURCE_LOCK netns)
+  add_dependencies(doctor_compute_cluster_test dtrain dtrain-clip)
+endif()
 # Health rules (unit): the GPU rules on the recorded H100 outputs and faulty variants of them;
 # the kernel log, InfiniBand and host rules; the JSON report and --exclude-bad's hostfile.
 dtrain_test(doctor_health_gpu_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_gpu_test.cpp

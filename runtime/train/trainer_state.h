@@ -17,6 +17,7 @@
 #include "runtime/config/train_options.h"
 #include "runtime/data/data_source.h"
 #include "runtime/dist/train_collectives.h"
+#include "runtime/train/rank_device.h"
 #include "runtime/model/clip_model.h"
 #include "runtime/text/tokenizer.h"
 #include "runtime/trace/device_span_ring.h"
@@ -56,12 +57,11 @@ struct DeviceBatch {
 class Trainer {
  public:
   Trainer(const TrainOptions& options, TrainCollectives& collectives)
-      : o_(options), coll_(collectives), device_(ChooseDevice(options.device)) {}
+      : o_(options), coll_(collectives), device_(RankDevice(options.device)) {}
 
   int Run();
 
  private:
-  static torch::Device ChooseDevice(const std::string& name);
   void SetUpRuntime();
   void BuildModelAndOptimizer();
   void Resume();

@@ -1,0 +1,81 @@
+#include "doctor/compute_run.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "doctor/check_support.h"
+#include "doctor/doctor_job.h"
+#include "launcher/shell_quote.h"
+#include "launcher/ssh/remote_command.h"
+
+namespace dtrain {
+
+ComputeResult RunComputeCheck(const ClusterSpec& probed, const ComputeOptions& options) {
+  // The rank always ends with status 0 and says the check's own in its last line, so that one
+  // device's failure does not stop the others' checks (a failed rank ends the job). dtrain-clip
+  // is looked for as launch looks for it when it is a rank's program.
+  const std::string dir = DtrainDirectory();
+  const std::string script = fmt::format(
+      "{}\n"
+      "if clip=$(dtrain_program dtrain-clip {}); then\n"
+      "  timeout -k 5 {:g} \"$clip\" check --device auto; echo \"{}$?\"\n"
+      "else\n"
+      "  echo {}; echo \"{}127\"\n"
+      "fi\n",
+      DtrainProgramLookup(), ShellQuote(dir), options.timeout_s, kCheckExitMarker,
+      ShellQuote("error: no dtrain-clip beside dtrain (" + dir +
+                 "), on PATH, in /usr/local/bin, /usr/bin or ~/.local/bin"),
+      kCheckExitMarker);
+  DoctorJob job =
+      RunDoctorJob(probed, options.cluster, "compute", {"sh", "-c", script}, options.log_dir);
+  ComputeResult result;
+  result.launch_status = job.launch_status;
+  result.job_dir = job.job_dir;
+  for (const auto& [rank, node] : job.summary.rank_hosts) {
+    RankComputeCheck r = ParseComputeCheckLog(DoctorRankLog(job, rank));
+    r.rank = rank;
+    r.node = node;
+    result.ranks.push_back(std::move(r));
+  }
+  result.findings = JudgeComputeChecks(result.ranks, options.timeout_s, result.job_dir);
+  if (result.ranks.empty()) {
+    result.findings.push_back(
+        checks::Make(Severity::kError, "compute", "", {},
+                     fmt::format("the compute check started on no node (dtrain launch status {})",
+                                 result.launch_status),
+                     fmt::format("what dtrain launch said is in {}", result.job_dir)));
+  }
+  bool error = result.launch_status != 0;
+  for (const Finding& f : result.findings) error = error || f.severity == Severity::kError;
+  if (!error) {
+    RemoveTemporaryDoctorJob(job);
+    result.job_dir = job.job_dir;
+  }
+  return result;
+}
+
+std::string AddComputeJson(const std::string& report_json, const ComputeResult& result) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankComputeCheck& r : result.ranks) {
+    nlohmann::json checks = nlohmann::json::array();
+    bool passed = r.exit_status == 0 && !r.checks.empty();
+    for (const DeviceCheckLine& c : r.checks) {
+      checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
+      passed = passed && c.passed;
+    }
+    ranks.push_back({{"rank", r.rank},
+                     {"node", r.node},
+                     {"device", r.device},
+                     {"exit_status", r.exit_status},
+                     {"passed", passed},
+                     {"checks", checks}});
+  }
+  nlohmann::json report = nlohmann::json::parse(report_json);
+  report["compute"] = {
+      {"launch_status", result.launch_status},
+      {"job_dir", result.job_dir.empty() ? nlohmann::json() : nlohmann::json(result.job_dir)},
+      {"ranks", ranks}};
+  return report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace dtrain

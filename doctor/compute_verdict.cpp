@@ -1,0 +1,110 @@
+#include "doctor/compute_verdict.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "doctor/check_support.h"
+
+namespace dtrain {
+
+using checks::Join;
+using checks::Make;
+
+RankComputeCheck ParseComputeCheckLog(std::string_view log) {
+  RankComputeCheck out;
+  std::string last, error;  // what it said last, and its last "error:" line
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    if (end == std::string_view::npos) end = log.size();
+    const std::string line(log.substr(start, end - start));
+    start = end + 1;
+    if (line.empty() || line.rfind("frame #", 0) == 0) continue;
+    if (line.rfind("dtrain-clip check on ", 0) == 0) {
+      out.device = line.substr(21);
+    } else if (line.rfind("PASS  ", 0) == 0 || line.rfind("FAIL  ", 0) == 0) {
+      DeviceCheckLine check;
+      check.passed = line[0] == 'P';
+      const size_t name_at = line.find_first_not_of(' ', 6);
+      const size_t name_end = std::min(line.find(' ', name_at), line.size());
+      check.name = line.substr(name_at, name_end - name_at);
+      const size_t detail_at = line.find_first_not_of(' ', name_end);
+      check.detail = detail_at == std::string::npos ? "" : line.substr(detail_at);
+      out.checks.push_back(std::move(check));
+    } else if (line.rfind(kCheckExitMarker, 0) == 0) {
+      out.exit_status = std::atoi(line.c_str() + std::char_traits<char>::length(kCheckExitMarker));
+    } else {
+      last = line;
+      if (line.find("error:") != std::string::npos) error = line;
+    }
+  }
+  out.last_words = error.empty() ? last : error;
+  return out;
+}
+
+namespace {
+
+std::string Where(const RankComputeCheck& r) {
+  return r.device.empty() ? fmt::format("node {} (rank {})", r.node, r.rank)
+                          : fmt::format("node {} ({}, rank {})", r.node, r.device, r.rank);
+}
+
+}  // namespace
+
+std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ranks,
+                                        double timeout_s, const std::string& job_dir) {
+  std::vector<Finding> findings;
+  std::set<std::string> devices;
+  int passed = 0;
+  for (const RankComputeCheck& r : ranks) {
+    std::vector<std::string> failed;
+    for (const DeviceCheckLine& c : r.checks) {
+      if (!c.passed) failed.push_back(c.name + ": " + c.detail);
+    }
+    if (!failed.empty()) {
+      findings.push_back(Make(
+          Severity::kError, "compute", "", {r.node},
+          fmt::format("{} computes wrong results: {}", Where(r), Join(failed, "; ")),
+          "keep the node out of jobs (dtrain doctor --compute --exclude-bad -o FILE, then dtrain "
+          "launch --hostfile FILE) and have its GPU tested (dcgmi diag -r 3) or replaced; a "
+          "GPU that computes wrong numbers shows no error anywhere else"));
+    } else if (r.exit_status == 124 || r.exit_status == 137) {
+      findings.push_back(Make(
+          Severity::kError, "compute", "", {r.node},
+          fmt::format("the compute check did not finish within {:g} s on {}: the GPU may be hung",
+                      timeout_s, Where(r)),
+          "run nvidia-smi on the node; a GPU that does not answer needs a reset or a reboot; "
+          "keep the node out of jobs until then"));
+    } else if (r.exit_status != 0 || r.checks.empty()) {
+      const std::string status =
+          r.exit_status < 0 ? "no result" : fmt::format("status {}", r.exit_status);
+      findings.push_back(Make(
+          Severity::kError, "compute", "", {r.node},
+          fmt::format("the compute check could not run on {} ({}){}", Where(r), status,
+                      r.last_words.empty() ? "" : ": " + r.last_words),
+          fmt::format("`dtrain doctor` (without --compute) says whether dtrain-clip runs there; "
+                      "every rank's output is in {}",
+                      job_dir)));
+    } else {
+      ++passed;
+      devices.insert(r.device);
+    }
+  }
+  if (!ranks.empty() && passed == static_cast<int>(ranks.size())) {
+    std::set<std::string> nodes;
+    for (const RankComputeCheck& r : ranks) nodes.insert(r.node);
+    findings.push_back(Make(
+        Severity::kOk, "compute", "", {},
+        fmt::format("the training step's computations matched their references on every device: "
+                    "{} rank(s) on {} node(s) ({})",
+                    ranks.size(), nodes.size(),
+                    Join(std::vector<std::string>(devices.begin(), devices.end())))));
+  }
+  return findings;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,44 @@
+// What `dtrain doctor --compute` concludes from each rank's run of `dtrain-clip check`: the
+// training step's computations (attention, patch embedding, LayerNorm, a captured step) on the
+// rank's device against references. A device whose results differ is an error naming its node:
+// a GPU that computes wrong numbers without a fault to show for it (silent data corruption)
+// spoils a run that nothing else stops. So is a check that never finished (a hung GPU) and one
+// that could not run.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "doctor/checks.h"
+
+namespace dtrain {
+
+// The line the doctor's rank command prints after the check: "dtrain-check-exit <status>".
+inline constexpr const char* kCheckExitMarker = "dtrain-check-exit ";
+
+struct DeviceCheckLine {
+  std::string name;  // "attention"
+  bool passed = false;
+  std::string detail;  // what was compared, the difference and its limit
+};
+
+struct RankComputeCheck {
+  int rank = 0;
+  std::string node;
+  std::string device;    // from "dtrain-clip check on cuda:0" ("" if it never got that far)
+  int exit_status = -1;  // the check's (124: it ran past the time limit); -1: never reported
+  std::vector<DeviceCheckLine> checks;
+  std::string last_words;  // what it said last, for a check that could not run
+};
+
+// One rank's log: the device line, each PASS/FAIL line and the exit marker; other lines are
+// skipped.
+RankComputeCheck ParseComputeCheckLog(std::string_view log);
+
+// One finding per rank that failed, hung or could not run (errors, naming the node), then one ok
+// finding when every rank passed. `job_dir` is named where the logs help.
+std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ranks,
+                                        double timeout_s, const std::string& job_dir);
+
+}  // namespace dtrain

@@ -1,0 +1,114 @@
+// `dtrain doctor --compute` on three real sshd nodes in network namespaces (tests/cluster): each
+// node runs the real `dtrain-clip check` (on the CPU here) as a rank of the doctor's job. Then the
+// check on node1 is stopped with SIGSTOP as soon as it starts, a device that stops answering:
+// the doctor names node1 as hung once --compute-timeout has passed, the other nodes still pass,
+// and nothing is left running on node1.
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/doctor_run.h"
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using test::DoctorRun;
+using test::Findings;
+using test::SshTestCluster;
+
+// node1's `dtrain-clip check` process (argv[0] a dtrain-clip, not the timeout or shell around it):
+// its pid, or 0.
+int CheckProcess(const SshTestCluster& cluster, int node) {
+  for (const std::string& p : cluster.NodeProcesses(node)) {
+    // "PID ARGV0 ARGS..."
+    const size_t argv0 = p.find(' ') + 1;
+    const size_t argv0_end = p.find(' ', argv0);
+    const std::string program = p.substr(argv0, argv0_end - argv0);
+    if (program.size() >= 11 && program.compare(program.size() - 11, 11, "dtrain-clip") == 0 &&
+        p.compare(argv0_end, 7, " check ") == 0) {
+      return std::stoi(p.substr(0, argv0 - 1));
+    }
+  }
+  return 0;
+}
+
+TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
+  SshTestCluster cluster("doctor-compute", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = cluster.cluster_file();
+
+  // 1. Every node's check runs and passes.
+  const DoctorRun ok = test::RunDoctor("--json --compute", file);
+  ASSERT_TRUE(ok.doc.is_object()) << ok.text;
+  EXPECT_EQ(ok.status, 0) << ok.text;
+  const nlohmann::json& compute = ok.doc["compute"];
+  ASSERT_TRUE(compute.is_object()) << ok.text;
+  EXPECT_EQ(compute["launch_status"], 0);
+  EXPECT_TRUE(compute["job_dir"].is_null()) << "a passing check leaves no folder";
+  ASSERT_EQ(compute["ranks"].size(), 3u) << compute.dump(2);
+  std::vector<std::string> nodes;
+  for (const auto& r : compute["ranks"]) {
+    nodes.push_back(r["node"]);
+    EXPECT_TRUE(r["passed"].get<bool>()) << r.dump(2);
+    EXPECT_EQ(r["device"], "cpu");
+    EXPECT_EQ(r["exit_status"], 0);
+    std::vector<std::string> names;
+    for (const auto& c : r["checks"]) names.push_back(c["name"]);
+    EXPECT_EQ(names, (std::vector<std::string>{"attention", "attention-causal", "patch-embedding",
+                                               "layer-norm", "captured-step"}));
+  }
+  EXPECT_EQ(nodes, (std::vector<std::string>{"node0", "node1", "node2"}));
+  ASSERT_EQ(Findings(ok, "compute", "ok").size(), 1u) << ok.text;
+  EXPECT_TRUE(Findings(ok, "compute", "error").empty()) << ok.text;
+
+  // 2. node1's check stopped as soon as it starts.
+  std::atomic<int> stopped{0};
+  std::atomic<bool> done{false};
+  std::thread stopper([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done && std::chrono::steady_clock::now() < until) {
+      if (int pid = CheckProcess(cluster, 1); pid > 0 && kill(pid, SIGSTOP) == 0) {
+        stopped = pid;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const DoctorRun hung = test::RunDoctor("--json --compute --compute-timeout 15", file);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  done = true;
+  stopper.join();
+  ASSERT_GT(stopped.load(), 0) << "node1's check was never seen running\n" << hung.text;
+  ASSERT_TRUE(hung.doc.is_object()) << hung.text;
+  EXPECT_EQ(hung.status, 1) << hung.text;
+  const std::vector<nlohmann::json> errors = Findings(hung, "compute", "error");
+  ASSERT_EQ(errors.size(), 1u) << hung.text;
+  EXPECT_EQ(errors[0]["nodes"], nlohmann::json::array({"node1"}));
+  EXPECT_EQ(errors[0]["message"].get<std::string>().rfind(
+                "the compute check did not finish within 15 s on node node1", 0),
+            0u)
+      << errors[0].dump();
+  for (const auto& r : hung.doc["compute"]["ranks"]) {
+    if (r["node"] == "node1") {
+      EXPECT_FALSE(r["passed"].get<bool>());
+      EXPECT_TRUE(r["exit_status"] == 124 || r["exit_status"] == 137) << r.dump();
+    } else {
+      EXPECT_TRUE(r["passed"].get<bool>()) << r.dump();
+    }
+  }
+  EXPECT_LT(seconds, 15 + 20 + 30) << "the limit, the doctor's own probe and the job's start";
+  EXPECT_EQ(cluster.LeftoverProcesses(3, 5), "") << "timeout ended the stopped check";
+}
+
+}  // namespace
+}  // namespace dtrain
