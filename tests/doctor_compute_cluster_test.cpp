@@ -2,7 +2,7 @@
 // node runs the real `dtrain-clip check` (on the CPU here) as a rank of the doctor's job. Then the
 // check on node1 is stopped with SIGSTOP as soon as it starts, a device that stops answering:
 // the doctor names node1 as hung once --compute-timeout has passed, the other nodes still pass,
-// and nothing is left running on node1.
+// --exclude-bad leaves it out of the hostfile, and nothing is left running on node1.
 #include <signal.h>
 
 #include <atomic>
@@ -83,7 +83,9 @@ TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
     }
   });
   const auto start = std::chrono::steady_clock::now();
-  const DoctorRun hung = test::RunDoctor("--json --compute --compute-timeout 15", file);
+  const std::string good = cluster.dir() + "/good.txt";
+  const DoctorRun hung =
+      test::RunDoctor("--json --compute --compute-timeout 15 --exclude-bad -o " + good, file);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   done = true;
@@ -107,6 +109,12 @@ TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
     }
   }
   EXPECT_LT(seconds, 15 + 20 + 30) << "the limit, the doctor's own probe and the job's start";
+  // --exclude-bad: the hostfile dtrain launch --hostfile then runs on has node0 and node2.
+  EXPECT_NE(hung.text.find("wrote " + good + ": 2 of 3 nodes; left out: node1"), std::string::npos)
+      << hung.text;
+  EXPECT_NE(test::ReadText(good).find("# excluded node1: the compute check did not finish"),
+            std::string::npos)
+      << test::ReadText(good);
   EXPECT_EQ(cluster.LeftoverProcesses(3, 5), "") << "timeout ended the stopped check";
 }
 
