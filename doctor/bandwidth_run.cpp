@@ -46,7 +46,8 @@ BandwidthResult RunBandwidthTest(const ClusterSpec& probed, const BandwidthOptio
     // Which rank failed, on which node, and the end of what it printed.
     const JobSummary& summary = job.summary;
     std::string why =
-        fmt::format("the bandwidth test stopped with status {}", result.launch_status);
+        fmt::format("the bandwidth test stopped with status {}{}", result.launch_status,
+                    job.launch_error.empty() ? "" : ": " + job.launch_error);
     std::vector<std::string> nodes;
     if (summary.failed_rank >= 0) {
       const std::string host = summary.rank_hosts.count(summary.failed_rank)

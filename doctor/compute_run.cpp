@@ -15,14 +15,17 @@ ComputeResult RunComputeCheck(const ClusterSpec& probed, const ComputeOptions& o
   // device's failure does not stop the others' checks (a failed rank ends the job). dtrain-clip
   // is looked for as launch looks for it when it is a rank's program.
   const std::string dir = DtrainDirectory();
+  // Where GPUs are expected a rank must use its GPU, so that a node whose GPUs are not visible
+  // cannot pass on its CPU.
+  const std::string device = GpusExpected(probed) ? "cuda" : "auto";
   const std::string script = fmt::format(
       "{}\n"
       "if clip=$(dtrain_program dtrain-clip {}); then\n"
-      "  timeout -k 5 {:g} \"$clip\" check --device auto; echo \"{}$?\"\n"
+      "  timeout -k 5 {:g} \"$clip\" check --device {}; echo \"{}$?\"\n"
       "else\n"
       "  echo {}; echo \"{}127\"\n"
       "fi\n",
-      DtrainProgramLookup(), ShellQuote(dir), options.timeout_s, kCheckExitMarker,
+      DtrainProgramLookup(), ShellQuote(dir), options.timeout_s, device, kCheckExitMarker,
       ShellQuote("error: no dtrain-clip beside dtrain (" + dir +
                  "), on PATH, in /usr/local/bin, /usr/bin or ~/.local/bin"),
       kCheckExitMarker);
@@ -39,11 +42,12 @@ ComputeResult RunComputeCheck(const ClusterSpec& probed, const ComputeOptions& o
   }
   result.findings = JudgeComputeChecks(result.ranks, options.timeout_s, result.job_dir);
   if (result.ranks.empty()) {
-    result.findings.push_back(
-        checks::Make(Severity::kError, "compute", "", {},
-                     fmt::format("the compute check started on no node (dtrain launch status {})",
-                                 result.launch_status),
-                     fmt::format("what dtrain launch said is in {}", result.job_dir)));
+    result.findings.push_back(checks::Make(
+        Severity::kError, "compute", "", {},
+        fmt::format("the compute check started on no node (dtrain launch exited with status {}){}",
+                    result.launch_status, job.launch_error.empty() ? "" : ": " + job.launch_error),
+        "fix what the findings above name (a node that cannot be reached stops the whole test "
+        "job), or leave that node out of the cluster file for the test"));
   }
   bool error = result.launch_status != 0;
   for (const Finding& f : result.findings) error = error || f.severity == Severity::kError;

@@ -1,6 +1,8 @@
-// `dtrain doctor --compute`: runs `dtrain-clip check --device auto` on every node as a job of its
-// own (doctor_job.h: one rank per node, or one per listed GPU, each on its local GPU, else the
-// CPU), each under `timeout`, reads each rank's lines and judges them (compute_verdict.h).
+// `dtrain doctor --compute`: runs `dtrain-clip check` on every node as a job of its own
+// (doctor_job.h: one rank per node, or one per listed GPU), each under `timeout`, reads each
+// rank's lines and judges them (compute_verdict.h). Where the cluster file expects GPUs each rank
+// checks its local rank's GPU (--device cuda: no visible GPU is an error, not a pass on the
+// CPU); elsewhere --device auto.
 #pragma once
 
 #include <string>

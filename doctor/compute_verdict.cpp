@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 
@@ -58,13 +59,41 @@ std::string Where(const RankComputeCheck& r) {
 std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ranks,
                                         double timeout_s, const std::string& job_dir) {
   std::vector<Finding> findings;
+  // A check that every rank fails (two or more): a cause they share (LibTorch, CUDA, the driver,
+  // the check itself) is likelier than that many faulty GPUs, so no node is named for it.
+  std::map<std::string, size_t> failing;  // check -> ranks failing it
+  for (const RankComputeCheck& r : ranks) {
+    for (const DeviceCheckLine& c : r.checks) failing[c.name] += c.passed ? 0 : 1;
+  }
+  std::set<std::string> shared;
+  for (const DeviceCheckLine& c :
+       ranks.empty() ? std::vector<DeviceCheckLine>{} : ranks[0].checks) {
+    if (ranks.size() < 2 || failing[c.name] != ranks.size()) continue;
+    shared.insert(c.name);
+    std::set<std::string> nodes;
+    for (const RankComputeCheck& r : ranks) nodes.insert(r.node);
+    findings.push_back(Make(
+        Severity::kError, "compute", "", {},
+        fmt::format("every device fails {} ({} rank(s) on {} node(s)), e.g. {}: {}: a cause they "
+                    "share is likelier than {} faulty GPUs",
+                    c.name, ranks.size(), nodes.size(), Where(ranks[0]), c.detail, ranks.size()),
+        "compare the LibTorch, CUDA and driver versions above with a machine where dtrain-clip "
+        "check passes; no node is left out for this"));
+  }
   std::set<std::string> devices;
   int passed = 0;
   for (const RankComputeCheck& r : ranks) {
     std::vector<std::string> failed;
+    bool failed_shared = false;
     for (const DeviceCheckLine& c : r.checks) {
-      if (!c.passed) failed.push_back(c.name + ": " + c.detail);
+      if (c.passed) continue;
+      if (shared.count(c.name)) {
+        failed_shared = true;
+      } else {
+        failed.push_back(c.name + ": " + c.detail);
+      }
     }
+    if (failed.empty() && failed_shared) continue;  // said once, above
     if (!failed.empty()) {
       findings.push_back(Make(
           Severity::kError, "compute", "", {r.node},

@@ -37,7 +37,10 @@ struct RankComputeCheck {
 RankComputeCheck ParseComputeCheckLog(std::string_view log);
 
 // One finding per rank that failed, hung or could not run (errors, naming the node), then one ok
-// finding when every rank passed. `job_dir` is named where the logs help.
+// finding when every rank passed. A check that every rank fails (two or more) is one error that
+// names no node: a cause the devices share (LibTorch, CUDA, the driver, the check itself) is
+// likelier than every GPU at once, and --exclude-bad must not empty the hostfile for it.
+// `job_dir` is named where the logs help.
 std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ranks,
                                         double timeout_s, const std::string& job_dir);
 

@@ -42,9 +42,26 @@ DoctorJob RunDoctorJob(const ClusterSpec& probed, const ClusterChoice& cluster,
   launch.stall_timeout_s = 0;
   launch.grace_period_s = 3;
   launch.command = command;
-  job.launch_status = RunLaunch(launch);
+  try {
+    job.launch_status = RunLaunch(launch);
+  } catch (const Error& e) {
+    // Refused before any rank started (a node that does not take the login, say): the doctor
+    // still reports, with this as the test's finding.
+    job.launch_status = 1;
+    for (const char* c = e.what(); *c; ++c) {  // one line: "...on any node: node node2 ..."
+      const bool space = *c == '\n' || *c == ' ';
+      if (space && (job.launch_error.empty() || job.launch_error.back() == ' ')) continue;
+      job.launch_error += space ? ' ' : *c;
+    }
+    while (!job.launch_error.empty() && job.launch_error.back() == ' ') job.launch_error.pop_back();
+  }
   job.job_dir = job.log_dir + "/" + launch.job_name;
-  job.summary = ReadJobSummary(job.job_dir);
+  try {
+    job.summary = ReadJobSummary(job.job_dir);
+  } catch (const Error&) {
+    // The launch stopped before it wrote job.json (a node that refused the login, say): no rank
+    // ran, and launch_status says so; the probe's findings say why.
+  }
   return job;
 }
 

@@ -13,9 +13,10 @@
 namespace dtrain {
 
 struct DoctorJob {
-  int launch_status = 0;  // dtrain launch's exit status
-  std::string job_dir;    // <log_dir>/<job>: job.json and the rank logs
-  JobSummary summary;     // job.json: rank -> node, which rank failed and how
+  int launch_status = 0;     // dtrain launch's exit status (1 when it refused to start)
+  std::string launch_error;  // why it refused to start any rank ("" when it started)
+  std::string job_dir;       // <log_dir>/<job>: job.json and the rank logs
+  JobSummary summary;        // job.json: rank -> node, which rank failed and how (empty: none)
   std::string log_dir;
   bool temporary = false;  // log_dir was made for this job
 };

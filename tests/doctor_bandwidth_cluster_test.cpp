@@ -1,7 +1,8 @@
 // `dtrain doctor --bandwidth` on four real sshd nodes in network namespaces (tests/cluster):
 // dtrain-clip measures with Gloo over the nodes' veth links. With one node's link throttled by
 // `tc ... tbf rate 200mbit` on both ends of its veth, the doctor names that node, and only it,
-// and its pairs measure near the rate tc set; with no throttle it names none.
+// and its pairs measure near the rate tc set; with no throttle it names none. With a node's sshd
+// killed the doctor still reports, the test's refusal as its finding.
 #include <unistd.h>
 
 #include <string>
@@ -83,6 +84,18 @@ TEST(DoctorBandwidthCluster, NamesTheThrottledNodeAndOnlyIt) {
       EXPECT_GT(gbs, 0.05) << f.dump();
     }
   }
+
+  // 3. node3's sshd killed: launch refuses to start the test, and the doctor still reports,
+  // with that refusal as the bandwidth finding.
+  RunOutput("kill -KILL $(cat " + cluster.dir() + "/node3/sshd.pid)");
+  DoctorRun down = test::RunDoctor("--json --bandwidth --bandwidth-mib 4", file);
+  ASSERT_TRUE(down.doc.is_object()) << down.text;
+  EXPECT_EQ(down.status, 1) << down.text;
+  errors = BandwidthErrors(down);
+  ASSERT_EQ(errors.size(), 1u) << down.text;
+  EXPECT_NE(errors[0].find("the bandwidth test stopped with status 1: "), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[0].find("node node3"), std::string::npos) << errors[0];
 }
 
 }  // namespace

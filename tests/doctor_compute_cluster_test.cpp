@@ -2,7 +2,8 @@
 // node runs the real `dtrain-clip check` (on the CPU here) as a rank of the doctor's job. Then the
 // check on node1 is stopped with SIGSTOP as soon as it starts, a device that stops answering:
 // the doctor names node1 as hung once --compute-timeout has passed, the other nodes still pass,
-// --exclude-bad leaves it out of the hostfile, and nothing is left running on node1.
+// --exclude-bad leaves it out of the hostfile, and nothing is left running on node1. With
+// node2's sshd killed, the doctor still reports, naming node2 and the check that could not start.
 #include <signal.h>
 
 #include <atomic>
@@ -43,7 +44,11 @@ int CheckProcess(const SshTestCluster& cluster, int node) {
 TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
   SshTestCluster cluster("doctor-compute", 3, 1);
   REQUIRE_CLUSTER(cluster);
-  const std::string file = cluster.cluster_file();
+  // The three nodes share this machine's cores: one intra-op thread each, or their OpenMP teams
+  // oversubscribe two cores and a 1 s check takes longer than the 15 s limit below.
+  const std::string file = cluster.dir() + "/compute.yaml";
+  test::RunOutput("cp " + cluster.cluster_file() + " " + file +
+                  " && echo 'env: {OMP_NUM_THREADS: \"1\"}' >> " + file);
 
   // 1. Every node's check runs and passes.
   const DoctorRun ok = test::RunDoctor("--json --compute", file);
@@ -79,7 +84,7 @@ TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
         stopped = pid;
         return;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
   const auto start = std::chrono::steady_clock::now();
@@ -116,6 +121,27 @@ TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
             std::string::npos)
       << test::ReadText(good);
   EXPECT_EQ(cluster.LeftoverProcesses(3, 5), "") << "timeout ended the stopped check";
+
+  // 3. node2's sshd killed: the test job cannot start anywhere, and the doctor still reports,
+  // naming node2 unreachable and the compute check as not started.
+  test::RunOutput("kill -KILL $(cat " + cluster.dir() + "/node2/sshd.pid)");
+  const DoctorRun down = test::RunDoctor("--json --compute", file);
+  ASSERT_TRUE(down.doc.is_object()) << down.text;
+  EXPECT_EQ(down.status, 1) << down.text;
+  const std::vector<nlohmann::json> reach = Findings(down, "reach", "error");
+  ASSERT_EQ(reach.size(), 1u) << down.text;
+  EXPECT_EQ(reach[0]["nodes"], nlohmann::json::array({"node2"}));
+  const std::vector<nlohmann::json> not_started = Findings(down, "compute", "error");
+  ASSERT_EQ(not_started.size(), 1u) << down.text;
+  EXPECT_NE(not_started[0]["message"].get<std::string>().find(
+                "the compute check started on no node (dtrain launch exited with status 1): "),
+            std::string::npos)
+      << not_started[0].dump();
+  EXPECT_NE(not_started[0]["message"].get<std::string>().find("node node2"), std::string::npos)
+      << not_started[0].dump();
+  EXPECT_EQ(not_started[0]["message"].get<std::string>().find('\n'), std::string::npos);
+  EXPECT_TRUE(Findings(down, "compute", "ok").empty()) << down.text;
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 5), "");
 }
 
 }  // namespace

@@ -98,5 +98,38 @@ TEST(DoctorCompute, AWrongResultAHangAndAMissingProgramAreErrorsNamingTheirNodes
   EXPECT_THAT(f[3].message, HasSubstr("could not run on node gpu-e (cuda:0, rank 4) (no result)"));
 }
 
+// A check every device fails is the software's, not every GPU's: one error naming no node (so
+// --exclude-bad keeps them all); a device that also fails another check is still named for it.
+TEST(DoctorCompute, ACheckEveryDeviceFailsNamesNoNode) {
+  auto failing = [](const std::string& name, const std::string& values) {
+    std::string log = kPassLog;
+    const std::string pass = "PASS  " + name;
+    log.replace(log.find(pass), pass.size(), "FAIL  " + name);
+    if (!values.empty()) log.replace(log.find("values 4.1e-03"), 14, values);
+    log.replace(log.find("dtrain-check-exit 0"), 19, "dtrain-check-exit 1");
+    return log;
+  };
+  std::string both = failing("layer-norm", "");
+  const std::string pass_attention = "PASS  attention         SDPA";
+  both.replace(both.find(pass_attention), pass_attention.size(), "FAIL  attention         SDPA");
+  const std::vector<Finding> f =
+      JudgeComputeChecks({Parsed(failing("layer-norm", ""), 0, "gpu-a"),
+                          Parsed(failing("layer-norm", ""), 1, "gpu-b"), Parsed(both, 2, "gpu-c")},
+                         300, "/logs/job");
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_TRUE(f[0].nodes.empty());
+  EXPECT_THAT(f[0].message, HasSubstr("every device fails layer-norm (3 rank(s) on 3 node(s)), "
+                                      "e.g. node gpu-a (cuda:0, rank 0): 15 of 15"));
+  EXPECT_EQ(f[1].nodes, std::vector<std::string>{"gpu-c"});
+  EXPECT_THAT(f[1].message, HasSubstr("node gpu-c (cuda:0, rank 2) computes wrong results: "
+                                      "attention: "));
+  EXPECT_THAT(f[1].message, testing::Not(HasSubstr("layer-norm")));
+  // One device alone failing is that device's.
+  const std::vector<Finding> one = JudgeComputeChecks({Parsed(both, 0, "gpu-a")}, 300, "/j");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].nodes, std::vector<std::string>{"gpu-a"});
+}
+
 }  // namespace
 }  // namespace dtrain
