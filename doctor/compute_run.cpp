@@ -49,9 +49,7 @@ ComputeResult RunComputeCheck(const ClusterSpec& probed, const ComputeOptions& o
         "fix what the findings above name (a node that cannot be reached stops the whole test "
         "job), or leave that node out of the cluster file for the test"));
   }
-  bool error = result.launch_status != 0;
-  for (const Finding& f : result.findings) error = error || f.severity == Severity::kError;
-  if (!error) {
+  if (result.launch_status == 0 && WorstSeverity(result.findings) != Severity::kError) {
     RemoveTemporaryDoctorJob(job);
     result.job_dir = job.job_dir;
   }
@@ -62,16 +60,14 @@ std::string AddComputeJson(const std::string& report_json, const ComputeResult& 
   nlohmann::json ranks = nlohmann::json::array();
   for (const RankComputeCheck& r : result.ranks) {
     nlohmann::json checks = nlohmann::json::array();
-    bool passed = r.exit_status == 0 && !r.checks.empty();
     for (const DeviceCheckLine& c : r.checks) {
       checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
-      passed = passed && c.passed;
     }
     ranks.push_back({{"rank", r.rank},
                      {"node", r.node},
                      {"device", r.device},
                      {"exit_status", r.exit_status},
-                     {"passed", passed},
+                     {"passed", RankPassed(r)},
                      {"checks", checks}});
   }
   nlohmann::json report = nlohmann::json::parse(report_json);

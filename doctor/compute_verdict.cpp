@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "doctor/check_support.h"
+#include "doctor/doctor_job.h"
 
 namespace dtrain {
 
@@ -17,7 +18,7 @@ using checks::Make;
 
 RankComputeCheck ParseComputeCheckLog(std::string_view log) {
   RankComputeCheck out;
-  std::string last, error;  // what it said last, and its last "error:" line
+  std::string other;  // the lines that are none of the above, for WhyRankFailed
   size_t start = 0;
   while (start < log.size()) {
     size_t end = log.find('\n', start);
@@ -39,11 +40,10 @@ RankComputeCheck ParseComputeCheckLog(std::string_view log) {
     } else if (line.rfind(kCheckExitMarker, 0) == 0) {
       out.exit_status = std::atoi(line.c_str() + std::char_traits<char>::length(kCheckExitMarker));
     } else {
-      last = line;
-      if (line.find("error:") != std::string::npos) error = line;
+      other += line + "\n";
     }
   }
-  out.last_words = error.empty() ? last : error;
+  out.last_words = WhyRankFailed(other);
   return out;
 }
 
@@ -56,9 +56,17 @@ std::string Where(const RankComputeCheck& r) {
 
 }  // namespace
 
+bool RankPassed(const RankComputeCheck& r) {
+  return r.exit_status == 0 && !r.checks.empty() &&
+         std::all_of(r.checks.begin(), r.checks.end(),
+                     [](const DeviceCheckLine& c) { return c.passed; });
+}
+
 std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ranks,
                                         double timeout_s, const std::string& job_dir) {
   std::vector<Finding> findings;
+  std::set<std::string> nodes;
+  for (const RankComputeCheck& r : ranks) nodes.insert(r.node);
   // A check that every rank fails (two or more): a cause they share (LibTorch, CUDA, the driver,
   // the check itself) is likelier than that many faulty GPUs, so no node is named for it.
   std::map<std::string, size_t> failing;  // check -> ranks failing it
@@ -70,8 +78,6 @@ std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ran
        ranks.empty() ? std::vector<DeviceCheckLine>{} : ranks[0].checks) {
     if (ranks.size() < 2 || failing[c.name] != ranks.size()) continue;
     shared.insert(c.name);
-    std::set<std::string> nodes;
-    for (const RankComputeCheck& r : ranks) nodes.insert(r.node);
     findings.push_back(Make(
         Severity::kError, "compute", "", {},
         fmt::format("every device fails {} ({} rank(s) on {} node(s)), e.g. {}: {}: a cause they "
@@ -108,7 +114,10 @@ std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ran
                       timeout_s, Where(r)),
           "run nvidia-smi on the node; a GPU that does not answer needs a reset or a reboot; "
           "keep the node out of jobs until then"));
-    } else if (r.exit_status != 0 || r.checks.empty()) {
+    } else if (RankPassed(r)) {
+      ++passed;
+      devices.insert(r.device);
+    } else {
       const std::string status =
           r.exit_status < 0 ? "no result" : fmt::format("status {}", r.exit_status);
       findings.push_back(Make(
@@ -118,14 +127,9 @@ std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ran
           fmt::format("`dtrain doctor` (without --compute) says whether dtrain-clip runs there; "
                       "every rank's output is in {}",
                       job_dir)));
-    } else {
-      ++passed;
-      devices.insert(r.device);
     }
   }
   if (!ranks.empty() && passed == static_cast<int>(ranks.size())) {
-    std::set<std::string> nodes;
-    for (const RankComputeCheck& r : ranks) nodes.insert(r.node);
     findings.push_back(Make(
         Severity::kOk, "compute", "", {},
         fmt::format("the training step's computations matched their references on every device: "

@@ -36,6 +36,9 @@ struct RankComputeCheck {
 // skipped.
 RankComputeCheck ParseComputeCheckLog(std::string_view log);
 
+// Whether the rank's check ran to its end (status 0) and every check in it passed.
+bool RankPassed(const RankComputeCheck& r);
+
 // One finding per rank that failed, hung or could not run (errors, naming the node), then one ok
 // finding when every rank passed. A check that every rank fails (two or more) is one error that
 // names no node: a cause the devices share (LibTorch, CUDA, the driver, the check itself) is
