@@ -16,7 +16,9 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
       "Start a job on every node with the rank environment; stop all of it if any part fails");
   cmd->footer(
       "The first word that is not an option of dtrain starts the rank command, as with torchrun, "
-      "mpirun and srun: `dtrain launch -np 2 python3 train.py --lr 0.1`.\n"
+      "mpirun and srun: `dtrain launch -np 2 python3 train.py --lr 0.1`. A first word ending "
+      "in .py runs with the job's Python (the cluster file's python:, else python3), as "
+      "torchrun and deepspeed run it: `dtrain launch -np 2 train.py --lr 0.1`.\n"
       "Nodes: -c FILE, else -H or --hostfile, else ./cluster.yaml, else this machine with "
       "NPROC_PER_NODE ranks (default: the devices in CUDA_VISIBLE_DEVICES, else 1).\n"
       "A rank that makes no progress (dtrain-clip's heartbeat, else output or CPU time) for "
@@ -121,6 +123,12 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                       "the attempt and is quarantined; 0: off (default: 30 on ssh and Slurm "
                       "nodes, off for this machine alone)")
           ->check(SecondsAtLeast(0));
+  cmd->add_flag("-m,--module", options->module,
+                "run the command's first word as a Python module, as torchrun -m does: "
+                "dtrain launch -m pkg.train ARGS runs python3 -m pkg.train ARGS");
+  cmd->add_flag("--no-python", options->no_python,
+                "run a first word ending in .py as a program (by default it runs with the job's "
+                "Python, as torchrun runs a script)");
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
   cmd->callback([options, max_restarts, ranks, restarts, console, stall, stall_timeout,
                  node_timeout, node_timeout_option, health_check, health_watch, health_watch_s,

@@ -12,7 +12,7 @@
 int main(int argc, char** argv) {
   // SSH connections kept for reuse close before main returns, while all they need is there.
   const dtrain::SshSessionPool::CloseAtScopeEnd close_ssh_sessions;
-  CLI::App app{"dtrain: check, launch and inspect distributed training jobs"};
+  CLI::App app{"dtrain: check, launch and inspect distributed training jobs", "dtrain"};
   app.set_version_flag("--version", std::string("dtrain ") + DTRAIN_VERSION);
   app.require_subcommand(1);
   app.footer("`dtrain help COMMAND` or `dtrain COMMAND --help` for one command; man dtrain");

@@ -28,6 +28,7 @@ namespace dtrain {
 // What the command line and the cluster file settle for this job.
 struct JobSettings {
   std::vector<std::string> command;
+  std::string command_note;  // how a script or module runs (python_script_command.h), or ""
   int max_restarts = 0;
   bool timeline = false;
   double stall_timeout_s = 0;

@@ -32,6 +32,7 @@
 #include "launcher/job_supervisor.h"
 #include "launcher/log_reader.h"
 #include "launcher/node_pool.h"
+#include "launcher/python_script_command.h"
 #include "launcher/rank_error_file.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
@@ -118,9 +119,14 @@ void FetchNodeResults(const std::string& job_dir, const ClusterSpec& spec,
 JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& spec) {
   if (options.grace_period_s < 0) throw UsageError("--grace-period: expected seconds >= 0");
   JobSettings job;
-  job.command = !options.command.empty()    ? options.command
-                : !spec.job.command.empty() ? spec.job.command
-                                            : DefaultJobCommand();
+  // -m names its module on the command line (an empty one is refused there).
+  PythonScriptCommand ran =
+      RunPythonScripts(!options.command.empty() || options.module ? options.command
+                       : !spec.job.command.empty()                ? spec.job.command
+                                                                  : DefaultJobCommand(),
+                       spec.python, options.module, options.no_python);
+  job.command = std::move(ran.command);
+  job.command_note = std::move(ran.note);
   job.max_restarts = options.max_restarts.value_or(spec.job.max_restarts);
   if (job.max_restarts < 0) throw UsageError("--max-restarts: expected a number >= 0");
   job.timeline = options.timeline || spec.job.timeline;
@@ -343,6 +349,8 @@ int RunLaunch(const LaunchOptions& options) {
   ConsoleEcho console(stdout, stderr, {}, options.ranks_filter,
                       options.quiet ? ConsoleStreams::kNone : options.console);
   PrintBanner(record, chosen, folder.job_dir);
+  if (!settings.command_note.empty())
+    std::fprintf(stderr, "dtrain: note: %s\n", settings.command_note.c_str());
   std::string spares;
   for (const NodeSpec& node : spec.nodes) {
     if (node.spare) spares += (spares.empty() ? "" : ",") + node.host;

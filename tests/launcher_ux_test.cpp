@@ -213,6 +213,55 @@ TEST(LaunchUx, MpirunAndHorovodrunOptionsOnThisMachine) {
   EXPECT_THAT(run.err, HasSubstr("more ranks than the 2 slot(s)"));
 }
 
+// 9b. torchrun's training_script: a first word ending in .py runs with the job's Python (python3,
+// or the cluster file's python:), -m runs a module, --no-python runs the file as a program.
+TEST(LaunchUx, ScriptsAndModulesRunWithTheJobsPythonAsTorchrunRunsThem) {
+  TempDir dir;
+  WriteFile(dir.path() + "/show.py",
+            "import os, sys\nprint(os.environ['RANK'], __name__, sys.argv[1:])\n");
+  ::mkdir((dir.path() + "/pkg").c_str(), 0755);
+  WriteFile(dir.path() + "/pkg/__init__.py", "");
+  WriteFile(dir.path() + "/pkg/show.py", ReadFile(dir.path() + "/show.py"));
+  const std::vector<std::string> no_store = {"-x", "TORCHELASTIC_USE_AGENT_STORE=False"};
+  auto launch = [&](const std::string& job, std::vector<std::string> words) {
+    std::vector<std::string> args = {"launch", "--nproc_per_node=2", "--job", job};
+    args.insert(args.end(), no_store.begin(), no_store.end());
+    args.insert(args.end(), words.begin(), words.end());
+    return RunDtrain(args, dir.path());
+  };
+  auto run = launch("script", {"show.py", "--lr", "1"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("show.py runs as `python3 show.py`, as torchrun runs a script"));
+  EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/script/rank-1.log"), "1 __main__ ['--lr', '1']\n");
+  run = launch("module", {"-m", "pkg.show", "--lr", "1"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("pkg.show runs as `python3 -m pkg.show`"));
+  EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/module/rank-1.log"), "1 __main__ ['--lr', '1']\n");
+  // The cluster file's python: is the job's Python.
+  WriteFile(dir.path() + "/py", "#!/bin/sh\necho \"via py: $1\"\nexec python3 \"$@\"\n");
+  ::chmod((dir.path() + "/py").c_str(), 0755);
+  WriteFile(dir.path() + "/cluster.yaml",
+            "nodes: [{host: localhost, slots: 1}]\npython: " + dir.path() + "/py\n");
+  run = launch("own", {"show.py"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/own/rank-0.log"),
+            "via py: show.py\n0 __main__ []\n");
+  ::unlink((dir.path() + "/cluster.yaml").c_str());
+  // --no-python: the file is the program (here a shell script), as under torchrun.
+  WriteFile(dir.path() + "/tool.py", "#!/bin/sh\necho \"a program $RANK\"\n");
+  ::chmod((dir.path() + "/tool.py").c_str(), 0755);
+  run = launch("program", {"--no-python", "./tool.py"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.err, Not(HasSubstr("runs as")));
+  EXPECT_EQ(ReadFile(dir.path() + "/dtrain-logs/program/rank-1.log"), "a program 1\n");
+  run = launch("both", {"-m", "--no-python", "pkg.show"});
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("-m and --no-python cannot be used together"));
+  run = RunDtrain({"launch", "-m"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("-m: name the module to run"));
+}
+
 // 10. Rank stdout on dtrain's stdout, rank stderr on dtrain's stderr, both in the log;
 // --console narrows the console; command not found is 127; completion sources in bash.
 TEST(LaunchUx, StderrSeparateConsoleChoiceAnd127AndCompletion) {
