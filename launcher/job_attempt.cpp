@@ -99,11 +99,21 @@ void PrepareLogs(Job& job) {
   job.console.SetHosts(std::move(hosts));
 }
 
+// From now on rank 0 hosts the job's store: said once, with why.
+void StoreFailed(Job& job, const ClusterSpec& spec, const std::string& program,
+                 const std::string& why) {
+  std::fprintf(stderr,
+               "dtrain: note: the job's TCPStore did not start with %s on node %s: %s; "
+               "rank 0 hosts it\n",
+               program.c_str(), spec.nodes.front().host.c_str(), why.c_str());
+  job.store_failed = true;
+}
+
 // The job's TCPStore when the job is a Python program (JobPython) or dtrain-clip, started with
 // its Python or dtrain-clip on node 0 at the rendezvous (JobStoreCommand; on Slurm a step of
 // its own beside the ranks'); null (rank 0 hosts the store, as before) when it is neither, when
 // the user set TORCHELASTIC_USE_AGENT_STORE to anything but True, or when the store could not
-// start there (said once).
+// start there (said once). A Python store listens while the ranks start (job_store.h).
 std::unique_ptr<JobStore> StartJobStore(Job& job, const ClusterSpec& spec, const RankPlan& plan,
                                         int attempt) {
   const std::vector<std::string> command =
@@ -114,7 +124,7 @@ std::unique_ptr<JobStore> StartJobStore(Job& job, const ClusterSpec& spec, const
   auto asked = spec.env.find("TORCHELASTIC_USE_AGENT_STORE");
   if (asked != spec.env.end() && asked->second != "True") return nullptr;
   auto store = std::make_unique<JobStore>(spec, command);
-  if (store->ready()) {
+  if (store->started()) {
     if (attempt == 0) {
       std::fprintf(stderr, "dtrain: the job's TCPStore on %s:%d (%s on node %s)\n",
                    plan.master_addr.c_str(), plan.master_port, python.c_str(),
@@ -122,11 +132,7 @@ std::unique_ptr<JobStore> StartJobStore(Job& job, const ClusterSpec& spec, const
     }
     return store;
   }
-  std::fprintf(stderr,
-               "dtrain: note: the job's TCPStore did not start with %s on node %s: %s; "
-               "rank 0 hosts it\n",
-               python.c_str(), spec.nodes.front().host.c_str(), store->why().c_str());
-  job.store_failed = true;
+  StoreFailed(job, spec, python, store->why());
   return nullptr;
 }
 
@@ -254,8 +260,10 @@ ClusterSpec AttemptSpec(const ClusterSpec& spec, const std::vector<int>& picked)
   return attempt;
 }
 
-JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
-                      std::map<int, uint64_t>& log_start) {
+namespace {
+
+JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
+                          std::map<int, uint64_t>& log_start) {
   JobRecord& record = job.record;
   job.plan_options.restart_count = attempt;
   record.plan = MakeRankPlan(spec, job.plan_options);
@@ -320,6 +328,7 @@ JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
     supervise.stall_watch = stall_watch.get();
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
     supervise.steps = &steps;
+    supervise.store = store.get();
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
     JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command));
     if (health_watch) {
@@ -346,6 +355,28 @@ JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
   }  // the transport's end reaps whatever is left of this attempt
 }
 
+}  // namespace
+
+JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
+                      std::map<int, uint64_t>& log_start) {
+  JobOutcome outcome = RunAttemptOnce(job, attempt, spec, log_start);
+  if (outcome.store_failure.empty() || outcome.store_listened ||
+      JobSupervisor::InterruptSignal() != 0)
+    return outcome;
+  // The store ended before it listened, so no rank could have met another: the same attempt
+  // starts again at once with rank 0 hosting the store, as when the store cannot start at all.
+  const std::string program =
+      JobStoreCommand(job.settings.command, spec, job.record.plan.master_addr,
+                      job.record.plan.master_port)
+          .front();
+  StoreFailed(job, spec, program, outcome.store_failure + "; every rank stopped and starts again");
+  job.record.events.push_back(
+      {WallMicros(), "store",
+       "the job's TCPStore failed before listening: " + outcome.store_failure, ""});
+  job.record.attempts.pop_back();
+  return RunAttemptOnce(job, attempt, spec, log_start);
+}
+
 bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                 const std::map<int, uint64_t>& log_start) {
   JobRecord& record = job.record;
@@ -365,6 +396,10 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                  "rank stopped\n",
                  outcome.unfit->host.c_str(), outcome.unfit->found_after_s,
                  outcome.unfit->why.c_str());
+  } else if (!outcome.store_failure.empty()) {
+    std::fprintf(stderr, "dtrain: the job's TCPStore on node %s failed: %s; every rank stopped\n",
+                 record.plan.ranks.empty() ? "?" : record.plan.ranks.front().host.c_str(),
+                 outcome.store_failure.c_str());
   } else if (verdict.node_lost) {
     job.lost_nodes.insert(verdict.blamed_host);
     ReportNodeLost(record.plan, verdict);

@@ -13,17 +13,40 @@ namespace dtrain {
 namespace {
 
 constexpr const char* kReadyLine = "dtrain-job-store-ready";  // runtime/dist/job_store_server.h
+constexpr const char* kStartingLine = "dtrain-job-store-starting";
 
 // TCPStore's defaults are torch's own for the agent's store (libuv where this torch has it).
-constexpr const char* kStoreScript = R"py(import sys, time
+// It listens before anything else, on every address as TCPStore's server does, and says so:
+// the ranks start then, and a rank that connects while this Python still imports torch
+// (seconds) waits in the listen backlog, not in its client's growing retry delays. TCPStore
+// takes the listening socket over (master_listen_fd; a torch without it gets a fresh one).
+constexpr const char* kStoreScript = R"py(import sys, time, socket, importlib.util
+if importlib.util.find_spec("torch") is None:
+    sys.exit("ModuleNotFoundError: No module named 'torch'")
+host, port = sys.argv[1], int(sys.argv[2])
+dual = socket.has_dualstack_ipv6()
+try:
+    sock = socket.create_server(("", port), family=socket.AF_INET6 if dual else socket.AF_INET,
+                                backlog=socket.SOMAXCONN, dualstack_ipv6=dual)
+except OSError as e:
+    sys.exit(f"OSError: port {port}: {e.strerror}")
+print("dtrain-job-store-starting", flush=True)
 import torch.distributed as dist
-store = dist.TCPStore(sys.argv[1], int(sys.argv[2]), is_master=True, wait_for_workers=False)
+try:
+    store = dist.TCPStore(host, port, is_master=True, wait_for_workers=False,
+                          master_listen_fd=sock.fileno())
+    sock.detach()
+except TypeError:
+    sock.close()
+    store = dist.TCPStore(host, port, is_master=True, wait_for_workers=False)
 print("dtrain-job-store-ready", store.port, flush=True)
 while True:
     time.sleep(3600)
 )py";
 
-std::string BaseName(const std::string& program) { return program.substr(program.rfind('/') + 1); }
+std::string BaseName(const std::string& program) {
+  return program.substr(program.rfind('/') + 1);
+}
 
 bool IsPythonName(const std::string& program) {
   const std::string base = BaseName(program);
@@ -46,10 +69,9 @@ bool IsAssignment(const std::string& word) {
 
 // Programs that run the program named after their own options.
 bool IsRunner(const std::string& program) {
-  static const char* const kRunners[] = {"env",    "nice",  "ionice", "numactl", "taskset",
-                                         "chrt",   "stdbuf", "timeout", "nohup",  "setsid",
-                                         "time",   "exec",   "uv",      "conda",  "pixi",
-                                         "micromamba", "mamba"};
+  static const char* const kRunners[] = {
+      "env",    "nice", "ionice", "numactl", "taskset", "chrt", "stdbuf",     "timeout", "nohup",
+      "setsid", "time", "exec",   "uv",      "conda",   "pixi", "micromamba", "mamba"};
   const std::string base = BaseName(program);
   for (const char* runner : kRunners) {
     if (base == runner) return true;
@@ -167,7 +189,8 @@ std::vector<std::string> JobStoreCommand(const std::vector<std::string>& command
 }
 
 JobStore::JobStore(const ClusterSpec& spec, const std::vector<std::string>& command,
-                   double timeout_s) {
+                   double timeout_s)
+    : timeout_s_(timeout_s) {
   ProcessSpec proc;
   proc.id = 0;
   proc.node_index = 0;
@@ -176,13 +199,14 @@ JobStore::JobStore(const ClusterSpec& spec, const std::vector<std::string>& comm
   proc.env["PYTHONUNBUFFERED"] = "1";
   transport_ = MakeTransport(spec);
   transport_->Start({proc}, *this);
-  using Clock = std::chrono::steady_clock;
-  const auto until = Clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!ready_ && !exited_ && Clock::now() < until) {
+  listen_by_ = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(timeout_s));
+  while (!started_ && !exited_ && std::chrono::steady_clock::now() < listen_by_) {
     if (!transport_->Poll(50, *this)) break;
   }
-  if (ready_) return;
-  if (why_.empty()) why_ = fmt::format("it did not listen within {:g} s", timeout_s);
+  if (started_) return;
+  if (why_.empty()) why_ = fmt::format("it did not start within {:g} s", timeout_s);
   transport_->SignalAll(SIGKILL);
   while (transport_->Poll(100, *this)) {
   }
@@ -202,20 +226,35 @@ JobStore::~JobStore() {
   }
 }
 
+std::string JobStore::Check() {
+  if (!transport_) return why_;
+  if (!exited_) transport_->Poll(0, *this);
+  if (exited_) return why_;
+  if (!listening_ && std::chrono::steady_clock::now() >= listen_by_)
+    why_ = fmt::format("it did not listen within {:g} s of its start", timeout_s_);
+  return why_;
+}
+
 void JobStore::OnOutput(int, OutputStream, std::string_view bytes) {
   if (output_.size() < 64 * 1024) output_.append(bytes);
-  if (output_.find(kReadyLine) != std::string::npos) ready_ = true;
+  if (output_.find(kReadyLine) != std::string::npos) listening_ = true;
+  if (listening_ || output_.find(kStartingLine) != std::string::npos) started_ = true;
+}
+
+std::string JobStore::LastLine() const {
+  std::string last = output_;
+  while (!last.empty() && last.back() == '\n') last.pop_back();
+  return last.substr(last.rfind('\n') + 1);
 }
 
 void JobStore::OnExit(int, const ExitStatus& status) {
   exited_ = true;
-  if (ready_) return;
   // The last line it printed says why (ModuleNotFoundError: No module named 'torch', ...).
-  std::string last = output_;
-  while (!last.empty() && last.back() == '\n') last.pop_back();
-  last = last.substr(last.rfind('\n') + 1);
-  why_ = fmt::format("it ended before listening ({}){}{}", status.Describe(),
-                     last.empty() ? "" : ": ", last);
+  std::string last = LastLine();
+  if (last.rfind(kStartingLine, 0) == 0 || last.rfind(kReadyLine, 0) == 0) last.clear();
+  why_ =
+      fmt::format("it ended {} ({}){}{}", listening_ ? "while the ranks ran" : "before listening",
+                  status.Describe(), last.empty() ? "" : ": ", last);
 }
 
 }  // namespace dtrain

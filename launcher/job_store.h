@@ -9,6 +9,7 @@
 // prefix, so a fresh store is what keeps one attempt's keys from the next.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,27 +38,39 @@ std::vector<std::string> JobStoreCommand(const std::vector<std::string>& command
 
 class JobStore : private TransportEvents {
  public:
-  // Starts `command` (JobStoreCommand) on `spec`'s node 0 and waits (up to `timeout_s`) for it
-  // to listen (on Slurm, a step with --overlap beside the ranks' step). On failure (no torch
-  // there, the port taken) nothing is left running and why() says what happened.
+  // Starts `command` (JobStoreCommand) on `spec`'s node 0 (on Slurm, a step with --overlap
+  // beside the ranks' step) and waits (up to `timeout_s`) until it can serve: a Python store as
+  // soon as its Python has found torch (it then imports torch and listens while the ranks
+  // start and import theirs, whose clients retry until it listens), dtrain-clip's once it
+  // listens. On failure (no torch there) nothing is left running and why() says what happened.
   JobStore(const ClusterSpec& spec, const std::vector<std::string>& command, double timeout_s = 60);
   // Stops the store: SIGTERM, SIGKILL after 2 s.
   ~JobStore() override;
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
-  bool ready() const { return ready_; }
+  bool started() const { return started_; }
+  bool listening() const { return listening_; }
   const std::string& why() const { return why_; }
+
+  // Called while the ranks run: "" while the store is on its way or serving; else why it
+  // failed (it ended, before or after it listened; it did not listen within `timeout_s` of its
+  // start). Never waits.
+  std::string Check();
 
  private:
   void OnOutput(int id, OutputStream stream, std::string_view bytes) override;
   void OnExit(int id, const ExitStatus& status) override;
+  std::string LastLine() const;
 
   std::unique_ptr<Transport> transport_;
   std::string output_;
-  bool ready_ = false;
+  bool started_ = false;    // it said it will listen (or listens)
+  bool listening_ = false;  // it said it listens
   bool exited_ = false;
   std::string why_;
+  double timeout_s_;
+  std::chrono::steady_clock::time_point listen_by_;
 };
 
 }  // namespace dtrain

@@ -133,6 +133,17 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
         BeginStop(SIGTERM);
       }
     }
+    if (options_.store && !stopping_) {
+      std::string why = options_.store->Check();
+      if (!why.empty()) {
+        // Torn down as for a failing rank; no rank failed: the ranks' store did.
+        outcome_.exit_code = kExitFailure;
+        outcome_.failed_us = WallMicros();
+        outcome_.store_failure = std::move(why);
+        outcome_.store_listened = options_.store->listening();
+        BeginStop(SIGTERM);
+      }
+    }
     if (options_.stall_watch && !stopping_) {
       std::optional<StallReport> stall = options_.stall_watch->Tick();
       if (stall && options_.stall_watch->on_stall() == OnStall::kStop) {

@@ -17,6 +17,7 @@
 #include "launcher/console_echo.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/health_watch.h"
+#include "launcher/job_store.h"
 #include "launcher/rank_log.h"
 #include "launcher/step_watch.h"
 #include "launcher/transport.h"
@@ -32,6 +33,7 @@ struct SupervisorOptions {
   double early_failure_s = 0;
   StepWatch* steps = nullptr;           // null: not watched
   HealthWatch* health_watch = nullptr;  // null: nodes' health not watched while the job runs
+  JobStore* store = nullptr;            // null: no store of dtrain's (rank 0 hosts, or none)
 };
 
 constexpr double kEarlyHoldS = 1.5;
@@ -48,6 +50,8 @@ struct JobOutcome {
   int interrupt_signal = 0;
   std::optional<StallReport> stall;    // set when the job was stopped for a stall (exit 124)
   std::optional<UnfitNode> unfit;      // set when the health watch stopped it (exit 255)
+  std::string store_failure;           // set when the job's store failed (exit 1): why
+  bool store_listened = false;         // ... after it had listened
   std::map<int, ExitStatus> statuses;  // every rank that ended
   std::map<int, int64_t> ended_us;     // when each rank's end was seen (wall clock)
   int64_t failed_us = 0;               // when the first failure (or stall stop) was seen

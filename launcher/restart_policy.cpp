@@ -47,6 +47,13 @@ AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int
     v.detail = outcome.unfit->why;
     return v;
   }
+  if (!outcome.store_failure.empty()) {  // the ranks' store ended under them: no node blamed
+    v.cause = "store";
+    v.detail = "the job's TCPStore on node " +
+               (plan.ranks.empty() ? std::string("?") : plan.ranks.front().host) +
+               " failed: " + outcome.store_failure;
+    return v;
+  }
   const RankSlot* slot = nullptr;
   if (outcome.failed_rank >= 0 && outcome.failed_rank < static_cast<int>(plan.ranks.size()))
     slot = &plan.ranks[outcome.failed_rank];

@@ -18,7 +18,7 @@ constexpr double kEarlyFailureS = 10;
 
 struct AttemptVerdict {
   std::string cause;        // "" (succeeded), node-lost, unhealthy, signal, oom, stall,
-                            // collective-timeout, error, interrupted
+                            // collective-timeout, store, error, interrupted
   std::string blamed_host;  // "" when no node is to blame
   bool node_lost = false;   // the blamed node is gone (quarantined at once)
   bool deterministic = false;

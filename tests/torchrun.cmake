@@ -8,4 +8,8 @@ if(TARGET dtrain)
   dtrain_test(torchrun_error_fetch_test SOURCES torchrun_error_fetch_test.cpp LIBS dtrain_launcher
               LABEL torchrun TIMEOUT 300 RESOURCE_LOCK netns)
   add_dependencies(torchrun_error_fetch_test dtrain)
+  # The job's store SIGKILLed before it listens and while the ranks use it.
+  dtrain_test(job_store_fault_test SOURCES job_store_fault_test.cpp LIBS dtrain_launcher
+              LABEL torchrun TIMEOUT 600)
+  add_dependencies(job_store_fault_test dtrain)
 endif()
