@@ -1,4 +1,6 @@
 // `dtrain launch`: flags -> LaunchOptions -> RunLaunch.
+#include <cctype>
+
 #include "cli/commands.h"
 #include "cli/number_checks.h"
 #include "doctor/fast_health_check.h"
@@ -36,9 +38,13 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   cmd->add_option("--np", options->cluster.np,
                   "-np N: N ranks in all, filling the nodes' slots in order")
       ->check(WholeNumberAtLeast(1));
-  cmd->add_option("--nproc-per-node", options->cluster.nproc_per_node,
-                  "ranks per node (overrides slots and NPROC_PER_NODE)")
-      ->check(WholeNumberAtLeast(1));
+  auto nproc = std::make_shared<std::string>();
+  cmd->add_option("--nproc-per-node", *nproc,
+                  "ranks per node (overrides slots and NPROC_PER_NODE): N, or torchrun's gpu "
+                  "(a node's GPUs: its gpus: list, else this machine's), cpu (this machine's "
+                  "CPUs) or auto (gpu where there are GPUs, else cpu)")
+      ->type_name("N|gpu|cpu|auto")
+      ->check(CountOrOneOf(1, {"gpu", "cpu", "auto"}));
   cmd->add_option("--master-port", options->cluster.master_port,
                   "rendezvous port, MASTER_PORT (default: rendezvous.port; local jobs: "
                   "MASTER_PORT if set, else a free port)")
@@ -130,9 +136,15 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                 "run a first word ending in .py as a program (by default it runs with the job's "
                 "Python, as torchrun runs a script)");
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
-  cmd->callback([options, max_restarts, ranks, restarts, console, stall, stall_timeout,
+  cmd->callback([options, nproc, max_restarts, ranks, restarts, console, stall, stall_timeout,
                  node_timeout, node_timeout_option, health_check, health_watch, health_watch_s,
                  &run] {
+    if (!nproc->empty()) {
+      if (std::isdigit(static_cast<unsigned char>(nproc->front())))
+        options->cluster.nproc_per_node = std::stoi(*nproc);
+      else
+        options->cluster.nproc_kind = *nproc;
+    }
     options->restart_health_check = *health_check == "on";
     if (health_watch->count() > 0) options->health_watch_s = *health_watch_s;
     if (options->restart_health_check || options->start_health_check != "off" ||

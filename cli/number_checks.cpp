@@ -47,4 +47,22 @@ CLI::Validator PortNumber() {
       "PORT");
 }
 
+CLI::Validator CountOrOneOf(long long minimum, std::vector<std::string> words) {
+  const CLI::Validator number = WholeNumberAtLeast(minimum);
+  return CLI::Validator(
+      [number, words, minimum](std::string& text) -> std::string {
+        for (const std::string& word : words) {
+          if (text == word) return "";
+        }
+        std::string copy = text;
+        if (number(copy).empty()) return "";
+        std::string choices;
+        for (size_t i = 0; i < words.size(); ++i)
+          choices += (i == 0 ? ", or " : i + 1 == words.size() ? " or " : ", ") + words[i];
+        return fmt::format("expected a whole number of at least {}{}, got '{}'", minimum, choices,
+                           text);
+      },
+      "");
+}
+
 }  // namespace dtrain

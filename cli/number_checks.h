@@ -2,6 +2,9 @@
 // number of at least 1, got 0"), instead of printing a double's full range.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 namespace dtrain {
@@ -9,5 +12,7 @@ namespace dtrain {
 CLI::Validator WholeNumberAtLeast(long long minimum);
 CLI::Validator SecondsAtLeast(double minimum);
 CLI::Validator PortNumber();
+// A whole number of at least `minimum`, or one of `words` (--nproc-per-node 4 or gpu).
+CLI::Validator CountOrOneOf(long long minimum, std::vector<std::string> words);
 
 }  // namespace dtrain

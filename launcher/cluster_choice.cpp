@@ -9,6 +9,7 @@
 #include "launcher/env_file.h"
 #include "launcher/error.h"
 #include "launcher/host_list.h"
+#include "launcher/local_device_count.h"
 #include "launcher/ssh/ssh_config.h"
 #include "launcher/ssh/ssh_session.h"
 #include "launcher/this_machine.h"
@@ -78,7 +79,7 @@ void ChooseNodes(const ClusterChoice& choice, ChosenCluster& out) {
   }
   if (host_nodes) UseHostNodes(choice, out);
   if (const std::string nproc = Env("NPROC_PER_NODE");
-      !nproc.empty() && choice.nproc_per_node == 0) {
+      !nproc.empty() && choice.nproc_per_node == 0 && choice.nproc_kind.empty()) {
     out.notes.push_back(
         fmt::format("NPROC_PER_NODE={} is not used: the ranks per node come from {}; "
                     "use --nproc-per-node {} to override them",
@@ -92,10 +93,17 @@ void ChooseRanks(const ClusterChoice& choice, ChosenCluster& out) {
   if (choice.nproc_per_node > 0) {
     for (NodeSpec& node : nodes) node.slots = choice.nproc_per_node;
     out.ranks_why = "--nproc-per-node";
+  } else if (!choice.nproc_kind.empty()) {
+    for (NodeSpec& node : nodes) {
+      const bool here = out.spec.transport == TransportKind::kLocal ||
+                        (out.spec.transport == TransportKind::kSsh && IsThisMachine(node.address));
+      node.slots = CountedRanks(node, here, choice.nproc_kind);
+    }
+    out.ranks_why = "--nproc-per-node " + choice.nproc_kind;
   }
   if (choice.np > 0) {
     const bool only_default_node = out.source.rfind("no cluster file", 0) == 0;
-    if (only_default_node && choice.nproc_per_node == 0) {
+    if (only_default_node && choice.nproc_per_node == 0 && choice.nproc_kind.empty()) {
       nodes.front().slots = choice.np;
       out.ranks_why = "-np";
     } else {

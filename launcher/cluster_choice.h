@@ -14,25 +14,26 @@ namespace dtrain {
 
 // What the command line (and the caller's environment) says about nodes.
 struct ClusterChoice {
-  std::string cluster_file;  // -c; "" = ./cluster.yaml when there is no -H/--hostfile
-  std::string hosts;         // -H host:slots,...
-  std::string hostfile;      // --hostfile
-  int nproc_per_node = 0;    // > 0 overrides every node's slots
-  int np = 0;                // > 0: this many ranks in all, filling nodes in order
-  int master_port = 0;       // > 0: --master-port
+  std::string cluster_file;           // -c; "" = ./cluster.yaml when there is no -H/--hostfile
+  std::string hosts;                  // -H host:slots,...
+  std::string hostfile;               // --hostfile
+  int nproc_per_node = 0;             // > 0 overrides every node's slots
+  std::string nproc_kind;             // gpu, cpu or auto: every node's slots counted (torchrun's)
+  int np = 0;                         // > 0: this many ranks in all, filling nodes in order
+  int master_port = 0;                // > 0: --master-port
   std::vector<std::string> pass_env;  // -x NAME (the caller's value) or -x NAME=VALUE
 };
 
 // The cluster a launch runs on, with each choice explained for the banner.
 struct ChosenCluster {
-  ClusterSpec spec;         // slots, env, transport and rendezvous port final
-  std::string source;       // "cluster file ./cluster.yaml", "-H a:2,b:2", "no cluster file"
-  std::string ranks_why;    // "2 per node (NPROC_PER_NODE=2)"
+  ClusterSpec spec;       // slots, env, transport and rendezvous port final
+  std::string source;     // "cluster file ./cluster.yaml", "-H a:2,b:2", "no cluster file"
+  std::string ranks_why;  // "2 per node (NPROC_PER_NODE=2)"
   // MASTER_ADDR given to every rank; "" = the first node's address where the ranks run (for
   // Slurm, the first allocated node's)
   std::string master_addr;
-  std::string port_why;     // "--master-port", "MASTER_PORT in the environment", ...
-  std::string env_file;     // the env file read, or ""
+  std::string port_why;            // "--master-port", "MASTER_PORT in the environment", ...
+  std::string env_file;            // the env file read, or ""
   std::vector<std::string> notes;  // settings that were seen but did not apply, and why
   std::shared_ptr<PortReservation> port_hold;  // set when a free port was picked
 };

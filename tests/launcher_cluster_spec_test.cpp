@@ -11,6 +11,7 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/cluster_template.h"
 #include "launcher/error.h"
+#include "launcher/local_device_count.h"
 #include "tests/support/cluster_text.h"
 
 namespace dtrain {
@@ -89,6 +90,49 @@ TEST(ClusterSpec, ReadsEveryKey) {
   EXPECT_EQ(s.slurm.time, "00:30:00");
   EXPECT_EQ(s.slurm.account, "proj");
   EXPECT_EQ(s.slurm.extra.at("qos"), "high");
+}
+
+// torchrun's --nproc-per-node gpu|cpu|auto: a node's GPUs are its gpus: list; this machine's
+// GPUs and CPUs are counted here; another node's are not known, and the error names it.
+TEST(ClusterSpec, CountedRanksPerNodeAsTorchrunCountsThem) {
+  const std::string dir = ::testing::TempDir();
+  const std::string file = dir + "/gpus.yaml";
+  std::ofstream(file) << "transport: ssh\n"
+                         "nodes:\n"
+                         "  - {host: a, address: 10.9.0.1, gpus: [0, 1, 2, 3]}\n"
+                         "  - {host: b, address: 10.9.0.2, gpus: [4, 5]}\n";
+  ClusterChoice choice;
+  choice.cluster_file = file;
+  choice.nproc_kind = "gpu";
+  ChosenCluster chosen = ChooseCluster(choice);
+  EXPECT_EQ(chosen.spec.nodes[0].slots, 4);
+  EXPECT_EQ(chosen.spec.nodes[1].slots, 2);
+  EXPECT_EQ(chosen.ranks_why, "4,2 per node (--nproc-per-node gpu)");
+  choice.nproc_kind = "auto";
+  EXPECT_EQ(ChooseCluster(choice).spec.nodes[1].slots, 2);
+  choice.nproc_kind = "cpu";  // node a's CPUs are on node a
+  try {
+    ChooseCluster(choice);
+    FAIL() << "a remote node's CPUs were counted here";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("node a is not this machine and its CPUs are not known"));
+  }
+  // This machine: CUDA_VISIBLE_DEVICES counts its GPUs; auto falls back to its CPUs.
+  ClusterChoice here;
+  here.hosts = "localhost:1";
+  here.nproc_kind = "auto";
+  ::setenv("CUDA_VISIBLE_DEVICES", "0,1,2", 1);
+  EXPECT_EQ(ChooseCluster(here).spec.nodes[0].slots, 3);
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  EXPECT_EQ(ChooseCluster(here).spec.nodes[0].slots, LocalCpuCount());
+  here.nproc_kind = "gpu";
+  try {
+    ChooseCluster(here);
+    FAIL() << "no GPU, yet --nproc-per-node gpu was taken";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no GPU on this machine (CUDA_VISIBLE_DEVICES='' names none)"));
+  }
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
 // `dtrain doctor --exclude-bad` writes the healthy nodes' addresses; with -c, each keeps what the

@@ -1,0 +1,90 @@
+#include "launcher/local_device_count.h"
+
+#include <poll.h>
+#include <sched.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+#include "launcher/subprocess.h"
+
+namespace dtrain {
+namespace {
+
+// What `argv` prints on stdout within `timeout_s` ("" when it cannot start).
+std::string OutputOf(const std::vector<std::string>& argv, double timeout_s) {
+  SubprocessOptions options;
+  options.argv = argv;
+  options.err = Stdio::kNull;
+  Subprocess child;
+  if (!child.Start(options).empty()) return "";
+  std::string out;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  char buffer[4096];
+  while (child.out_fd >= 0 && std::chrono::steady_clock::now() < until) {
+    pollfd fd{child.out_fd, POLLIN, 0};
+    if (::poll(&fd, 1, 100) <= 0) continue;
+    const size_t n = Subprocess::Read(child.out_fd, buffer, sizeof buffer);
+    out.append(buffer, n);
+  }
+  if (child.out_fd >= 0) return "";  // it did not finish: the destructor ends it
+  child.Finish();
+  return out;
+}
+
+}  // namespace
+
+int LocalGpuCount() {
+  if (const char* devices = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    int count = 0;
+    std::stringstream list(devices);
+    for (std::string item; std::getline(list, item, ',');) {
+      if (item.empty() || item[0] == '-') break;  // CUDA stops at the first invalid entry
+      ++count;
+    }
+    return count;
+  }
+  std::stringstream lines(OutputOf({"nvidia-smi", "-L"}, 10));
+  int count = 0;
+  for (std::string line; std::getline(lines, line);) count += line.rfind("GPU ", 0) == 0 ? 1 : 0;
+  return count;
+}
+
+int LocalCpuCount() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+int CountedRanks(const NodeSpec& node, bool here, const std::string& kind) {
+  if (kind != "gpu" && kind != "cpu" && kind != "auto") {
+    throw UsageError("--nproc-per-node " + kind + ": expected a number, gpu, cpu or auto");
+  }
+  if (kind != "cpu" && !node.gpus.empty()) return static_cast<int>(node.gpus.size());
+  if (!here) {
+    throw UsageError(fmt::format(
+        "--nproc-per-node {}: node {} is not this machine and its {} are not known here; list "
+        "its GPUs in the cluster file (gpus: [0, 1, 2, 3]) or give the number of ranks "
+        "(--nproc-per-node 4)",
+        kind, node.host, kind == "cpu" ? "CPUs" : "GPUs"));
+  }
+  if (kind != "cpu") {
+    const int gpus = LocalGpuCount();
+    if (gpus > 0) return gpus;
+    if (kind == "gpu") {
+      const char* devices = std::getenv("CUDA_VISIBLE_DEVICES");
+      throw UsageError(fmt::format(
+          "--nproc-per-node gpu: no GPU on this machine ({}); give the number of ranks, or cpu "
+          "or auto",
+          devices ? fmt::format("CUDA_VISIBLE_DEVICES='{}' names none", devices)
+                  : std::string("nvidia-smi -L lists none")));
+    }
+  }
+  return std::min(LocalCpuCount(), 4096);
+}
+
+}  // namespace dtrain
