@@ -49,6 +49,13 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "rendezvous port, MASTER_PORT (default: rendezvous.port; local jobs: "
                   "MASTER_PORT if set, else a free port)")
       ->check(PortNumber());
+  cmd->add_option("-p,--ssh-port", options->cluster.ssh_port,
+                  "every node's ssh port (horovodrun's -p; default: the cluster file's ssh.port, "
+                  "else ~/.ssh/config, else 22)")
+      ->check(PortNumber());
+  cmd->add_option("-i,--ssh-identity-file", options->cluster.ssh_identity_file,
+                  "the ssh key (horovodrun's -i; default: the cluster file's "
+                  "ssh.identity_file, else ~/.ssh/config, ssh-agent, ~/.ssh/id_*)");
   cmd->add_option("-x", options->cluster.pass_env,
                   "NAME or NAME=VALUE: pass a variable to every rank (repeatable)")
       ->allow_extra_args(false);

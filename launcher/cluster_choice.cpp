@@ -199,6 +199,11 @@ void ChooseRendezvous(const ClusterChoice& choice, ChosenCluster& out) {
 ChosenCluster ChooseCluster(const ClusterChoice& choice) {
   ChosenCluster out;
   ChooseNodes(choice, out);
+  if (choice.ssh_port > 0) {  // as a port in the cluster file: ~/.ssh/config's Port yields to it
+    out.spec.ssh.port = choice.ssh_port;
+    out.spec.ssh.port_given = true;
+  }
+  if (!choice.ssh_identity_file.empty()) out.spec.ssh.identity_file = choice.ssh_identity_file;
   ChooseRanks(choice, out);
   ChooseEnvironment(choice, out);
   ApplySshConfigAddresses(out.spec);  // MASTER_ADDR: the HostName ssh reaches, not the alias

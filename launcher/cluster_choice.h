@@ -21,6 +21,8 @@ struct ClusterChoice {
   std::string nproc_kind;             // gpu, cpu or auto: every node's slots counted (torchrun's)
   int np = 0;                         // > 0: this many ranks in all, filling nodes in order
   int master_port = 0;                // > 0: --master-port
+  int ssh_port = 0;                   // > 0: -p, every node's ssh port (horovodrun's)
+  std::string ssh_identity_file;      // -i: the ssh key (horovodrun's --ssh-identity-file)
   std::vector<std::string> pass_env;  // -x NAME (the caller's value) or -x NAME=VALUE
 };
 

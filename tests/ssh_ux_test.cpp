@@ -1,6 +1,6 @@
-// torchrun/horovodrun habits over SSH, on namespace nodes (tests/cluster): -x values reaching every node byte for
-// byte, -H and --hostfile instead of a cluster file, dtrain-clip found where the doctor finds
-// it, rank stderr on dtrain's stderr and 127 for a command not found.
+// torchrun/horovodrun habits over SSH, on namespace nodes (tests/cluster): -x values reaching every
+// node byte for byte, -H and --hostfile instead of a cluster file, dtrain-clip found where the
+// doctor finds it, rank stderr on dtrain's stderr and 127 for a command not found.
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -16,11 +16,11 @@
 namespace dtrain {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using test::ReadText;
 using test::RunOutput;
 using test::SshTestCluster;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
 
@@ -59,21 +59,23 @@ TEST(SshUx, PassedEnvironmentReachesEveryNodeByteForByte) {
   ::setenv("UX16_TRICKY", tricky.c_str(), 1);
   const std::string logs = cluster.dir() + "/logs";
   const ShellRun r = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
-                      " --job x -q -x UX16_TRICKY -x 'UX16_SET=x=1 $HOME' printf '%s|%s' " +
-                      "'$UX16_TRICKY' 2>&1");
+                           " --job x -q -x UX16_TRICKY -x 'UX16_SET=x=1 $HOME' printf '%s|%s' " +
+                           "'$UX16_TRICKY' 2>&1");
   ::unsetenv("UX16_TRICKY");
   ASSERT_EQ(r.status, 0) << r.out;
   // printf's format is the literal word $UX16_TRICKY: nothing was expanded on the way either.
   EXPECT_EQ(ReadText(logs + "/x/rank-0.log"), "$UX16_TRICKY|");
-  const ShellRun env = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
-                        " --job env -q -x UX16_SET='x=1 $HOME' -x UX16_TRICKY=\"$(printf 'a\\tb')\" " +
-                        "sh -c 'printf %s \"$UX16_SET|$UX16_TRICKY|$(hostname)\"' 2>&1");
+  const ShellRun env =
+      Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+            " --job env -q -x UX16_SET='x=1 $HOME' -x UX16_TRICKY=\"$(printf 'a\\tb')\" " +
+            "sh -c 'printf %s \"$UX16_SET|$UX16_TRICKY|$(hostname)\"' 2>&1");
   ASSERT_EQ(env.status, 0) << env.out;
   EXPECT_EQ(ReadText(logs + "/env/rank-0.log"), "x=1 $HOME|a\tb|node0");
   EXPECT_EQ(ReadText(logs + "/env/rank-1.log"), "x=1 $HOME|a\tb|node1");
   ::setenv("UX16_TRICKY", tricky.c_str(), 1);
-  const ShellRun own = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
-                        " --job own -q -x UX16_TRICKY sh -c 'printf %s \"$UX16_TRICKY\"' 2>&1");
+  const ShellRun own =
+      Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+            " --job own -q -x UX16_TRICKY sh -c 'printf %s \"$UX16_TRICKY\"' 2>&1");
   ::unsetenv("UX16_TRICKY");
   ASSERT_EQ(own.status, 0) << own.out;
   EXPECT_EQ(ReadText(logs + "/own/rank-1.log"), tricky);
@@ -90,7 +92,7 @@ TEST(SshUx, HostListAndHostfileRunOnTheNodes) {
   const std::string logs = cluster.dir() + "/logs";
   const std::string env = "cd " + cluster.dir() + " && HOME=" + home + " ";
   ShellRun r = Shell(env + kDtrain + " launch -H " + a + ":2," + b + " --log-dir " + logs +
-                " --job h -q hostname 2>&1");
+                     " --job h -q hostname 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("3 rank(s) on 2 node(s) (ssh)"));
   EXPECT_THAT(r.out, HasSubstr("-H " + a + ":2," + b));
@@ -106,6 +108,24 @@ TEST(SshUx, HostListAndHostfileRunOnTheNodes) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(ReadText(logs + "/hf/rank-0.log"), "node0 0/2 1\n");
   EXPECT_EQ(ReadText(logs + "/hf/rank-1.log"), "node1 1/2 1\n");
+
+  // horovodrun's -p and -i: a HOME whose ~/.ssh holds no key reaches the nodes with -i alone,
+  // and -p is the port tried (sshd listens on 22, not 2).
+  const std::string keyless = cluster.dir() + "/keyless";
+  RunOutput("mkdir -p " + keyless + "/.ssh && cp " + cluster.dir() + "/known_hosts " + keyless +
+            "/.ssh/");
+  const std::string bare = "cd " + cluster.dir() + " && env -u SSH_AUTH_SOCK HOME=" + keyless + " ";
+  r = Shell(bare + kDtrain + " launch -H " + a + "," + b + " --log-dir " + logs +
+            " --job nokey -q hostname 2>&1");
+  EXPECT_NE(r.status, 0) << r.out;  // no key: refused
+  r = Shell(bare + kDtrain + " launch -H " + a + "," + b + " -p 22 -i " + cluster.dir() +
+            "/id_ed25519 --log-dir " + logs + " --job key -q hostname 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(ReadText(logs + "/key/rank-1.log"), "node1\n");
+  r = Shell(bare + kDtrain + " launch -H " + a + " -p 2 -i " + cluster.dir() +
+            "/id_ed25519 --log-dir " + logs + " --job port -q hostname 2>&1");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("cannot connect to port 2:")) << r.out;
 }
 
 // 3. dtrain-clip (and dtrain) beside the launching dtrain are found on the nodes exactly where
@@ -118,17 +138,18 @@ TEST(SshUx, LaunchRunsTheDtrainClipTheDoctorReports) {
   std::ofstream(bin + "/dtrain-clip") << "#!/bin/sh\necho \"dtrain-clip 0.1.0 $0 $*\"\n";
   ::chmod((bin + "/dtrain-clip").c_str(), 0755);
   const std::string logs = cluster.dir() + "/logs";
-  const ShellRun launch = Shell(bin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " +
-                           logs + " --job clip -q dtrain-clip --version 2>&1");
+  const ShellRun launch = Shell(bin + "/dtrain launch -c " + cluster.cluster_file() +
+                                " --log-dir " + logs + " --job clip -q dtrain-clip --version 2>&1");
   ASSERT_EQ(launch.status, 0) << launch.out;
-  EXPECT_EQ(ReadText(logs + "/clip/rank-1.log"), "dtrain-clip 0.1.0 " + bin + "/dtrain-clip --version\n");
+  EXPECT_EQ(ReadText(logs + "/clip/rank-1.log"),
+            "dtrain-clip 0.1.0 " + bin + "/dtrain-clip --version\n");
   const ShellRun self = Shell(bin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " +
-                         logs + " --job self -q dtrain --version 2>&1");
+                              logs + " --job self -q dtrain --version 2>&1");
   ASSERT_EQ(self.status, 0) << self.out;
   EXPECT_THAT(ReadText(logs + "/self/rank-0.log"), HasSubstr("dtrain "));
 
-  const ShellRun doctor = Shell(bin + "/dtrain doctor -c " +
-                           cluster.cluster_file() + " --json --timeout 30 2>/dev/null");
+  const ShellRun doctor = Shell(bin + "/dtrain doctor -c " + cluster.cluster_file() +
+                                " --json --timeout 30 2>/dev/null");
   const nlohmann::json doc = nlohmann::json::parse(doctor.out, nullptr, false);
   ASSERT_TRUE(doc.is_object()) << doctor.out;
   for (const auto& node : doc["nodes"]) {
@@ -143,7 +164,7 @@ TEST(SshUx, StderrApartAndCommandNotFoundIs127) {
   const std::string logs = cluster.dir() + "/logs";
   const std::string err = cluster.dir() + "/err.txt";
   const ShellRun r = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
-                      " --job s sh -c 'echo out; echo Traceback >&2' 2>" + err);
+                           " --job s sh -c 'echo out; echo Traceback >&2' 2>" + err);
   ASSERT_EQ(r.status, 0) << r.out << ReadText(err);
   EXPECT_EQ(r.out, "[node0:0] out\n");
   EXPECT_THAT(ReadText(err), HasSubstr("[node0:0] Traceback\n"));
@@ -151,7 +172,7 @@ TEST(SshUx, StderrApartAndCommandNotFoundIs127) {
   EXPECT_THAT(log, HasSubstr("out\n"));
   EXPECT_THAT(log, HasSubstr("Traceback\n"));
   const ShellRun missing = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " +
-                            logs + " --job nf no-such-program-16 2>&1");
+                                 logs + " --job nf no-such-program-16 2>&1");
   EXPECT_EQ(missing.status, 127) << missing.out;
   EXPECT_THAT(missing.out, HasSubstr("'no-such-program-16': command not found"));
 }
