@@ -121,6 +121,8 @@ TEST(ClusterSpec, CountedRanksPerNodeAsTorchrunCountsThem) {
   ClusterChoice here;
   here.hosts = "localhost:1";
   here.nproc_kind = "auto";
+  const char* had = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string before = had ? had : "";
   ::setenv("CUDA_VISIBLE_DEVICES", "0,1,2", 1);
   EXPECT_EQ(ChooseCluster(here).spec.nodes[0].slots, 3);
   ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
@@ -132,7 +134,10 @@ TEST(ClusterSpec, CountedRanksPerNodeAsTorchrunCountsThem) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("no GPU on this machine (CUDA_VISIBLE_DEVICES='' names none)"));
   }
-  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  if (had)
+    ::setenv("CUDA_VISIBLE_DEVICES", before.c_str(), 1);
+  else
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
 // `dtrain doctor --exclude-bad` writes the healthy nodes' addresses; with -c, each keeps what the
@@ -310,7 +315,10 @@ TEST(ClusterSpec, DefaultLocalClusterFollowsTheEnvironment) {
   ::setenv("NPROC_PER_NODE", "two", 1);
   EXPECT_THROW(DefaultLocalCluster(), Error);
   ::unsetenv("NPROC_PER_NODE");
-  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  if (had)
+    ::setenv("CUDA_VISIBLE_DEVICES", before.c_str(), 1);
+  else
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
 }  // namespace
