@@ -397,9 +397,8 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                  outcome.unfit->host.c_str(), outcome.unfit->found_after_s,
                  outcome.unfit->why.c_str());
   } else if (!outcome.store_failure.empty()) {
-    std::fprintf(stderr, "dtrain: the job's TCPStore on node %s failed: %s; every rank stopped\n",
-                 record.plan.ranks.empty() ? "?" : record.plan.ranks.front().host.c_str(),
-                 outcome.store_failure.c_str());
+    std::fprintf(stderr, "dtrain: %s; every rank stopped\n",
+                 StoreFailure(record.plan, outcome.store_failure).c_str());
   } else if (verdict.node_lost) {
     job.lost_nodes.insert(verdict.blamed_host);
     ReportNodeLost(record.plan, verdict);

@@ -1,42 +1,16 @@
 #include "launcher/local_device_count.h"
 
-#include <poll.h>
 #include <sched.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "launcher/error.h"
-#include "launcher/subprocess.h"
+#include "launcher/short_command.h"
 
 namespace dtrain {
-namespace {
-
-// What `argv` prints on stdout within `timeout_s` ("" when it cannot start).
-std::string OutputOf(const std::vector<std::string>& argv, double timeout_s) {
-  SubprocessOptions options;
-  options.argv = argv;
-  options.err = Stdio::kNull;
-  Subprocess child;
-  if (!child.Start(options).empty()) return "";
-  std::string out;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  char buffer[4096];
-  while (child.out_fd >= 0 && std::chrono::steady_clock::now() < until) {
-    pollfd fd{child.out_fd, POLLIN, 0};
-    if (::poll(&fd, 1, 100) <= 0) continue;
-    const size_t n = Subprocess::Read(child.out_fd, buffer, sizeof buffer);
-    out.append(buffer, n);
-  }
-  if (child.out_fd >= 0) return "";  // it did not finish: the destructor ends it
-  child.Finish();
-  return out;
-}
-
-}  // namespace
 
 int LocalGpuCount() {
   if (const char* devices = std::getenv("CUDA_VISIBLE_DEVICES")) {
@@ -48,7 +22,8 @@ int LocalGpuCount() {
     }
     return count;
   }
-  std::stringstream lines(OutputOf({"nvidia-smi", "-L"}, 10));
+  const ShortCommandResult listed = RunShortCommand({"nvidia-smi", "-L"}, "", 10000);
+  std::stringstream lines(listed.status >= 0 ? listed.out : "");  // none if it did not answer
   int count = 0;
   for (std::string line; std::getline(lines, line);) count += line.rfind("GPU ", 0) == 0 ? 1 : 0;
   return count;

@@ -32,6 +32,11 @@ bool SameErrorEverywhere(const RankPlan& plan, const JobOutcome& outcome, int64_
 
 }  // namespace
 
+std::string StoreFailure(const RankPlan& plan, const std::string& why) {
+  return "the job's TCPStore on node " +
+         (plan.ranks.empty() ? std::string("?") : plan.ranks.front().host) + " failed: " + why;
+}
+
 AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int64_t started_us,
                             int interrupt) {
   AttemptVerdict v;
@@ -49,9 +54,7 @@ AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int
   }
   if (!outcome.store_failure.empty()) {  // the ranks' store ended under them: no node blamed
     v.cause = "store";
-    v.detail = "the job's TCPStore on node " +
-               (plan.ranks.empty() ? std::string("?") : plan.ranks.front().host) +
-               " failed: " + outcome.store_failure;
+    v.detail = StoreFailure(plan, outcome.store_failure);
     return v;
   }
   const RankSlot* slot = nullptr;

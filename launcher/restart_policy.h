@@ -25,6 +25,9 @@ struct AttemptVerdict {
   std::string detail;  // one line: "node gpu-b lost: no answer for 10 s, last seen 12:01:07"
 };
 
+// "the job's TCPStore on node N failed: <why>": the store runs on the plan's first node.
+std::string StoreFailure(const RankPlan& plan, const std::string& why);
+
 // `interrupt`: the signal that interrupted dtrain (0: none).
 AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int64_t started_us,
                             int interrupt);

@@ -1,18 +1,14 @@
-// Slurm's clients as Subprocesses; a poll loop for short commands.
+// Slurm's clients as Subprocesses; short ones through RunShortCommand.
 #include "launcher/slurm/slurm_child.h"
-
-#include <poll.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-
-#include <fmt/format.h>
 
 #include "launcher/error.h"
 
 namespace dtrain {
+namespace {
+
+constexpr const char* kSlurmClientHint = " (is Slurm's client installed and on PATH?)";
+
+}  // namespace
 
 Subprocess StartSlurmClient(const std::vector<std::string>& argv, const EnvOverrides& env,
                             bool with_stdin) {
@@ -22,56 +18,14 @@ Subprocess StartSlurmClient(const std::vector<std::string>& argv, const EnvOverr
   options.in = with_stdin ? Stdio::kPipe : Stdio::kNull;
   Subprocess child;
   const std::string error = child.Start(options);
-  if (!error.empty()) throw Error(error + " (is Slurm's client installed and on PATH?)");
+  if (!error.empty()) throw Error(error + kSlurmClientHint);
   return child;
-}
-
-std::string SlurmCommandResult::Describe() const {
-  std::string text = err;
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (!text.empty()) return text;
-  return status < 0 ? "did not finish" : fmt::format("exit {}", status);
 }
 
 SlurmCommandResult RunSlurmCommand(const std::vector<std::string>& argv, const std::string& input,
                                    int timeout_ms) {
-  SlurmCommandResult result;
-  Subprocess child;
-  try {
-    child = StartSlurmClient(argv, {}, !input.empty());
-  } catch (const Error& e) {
-    result.err = e.what();
-    return result;
-  }
-  if (child.in_fd >= 0) {
-    // Scripts are small (a few KiB): they fit in the pipe buffer.
-    const ssize_t n = write(child.in_fd, input.data(), input.size());
-    (void)n;
-    Subprocess::Close(child.in_fd);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  bool timed_out = false;
-  char buffer[65536];
-  while (child.out_fd >= 0 || child.err_fd >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      child.SignalGroup(SIGKILL);
-      result.err += fmt::format("{} did not answer within {} s", argv[0], timeout_ms / 1000);
-      timed_out = true;
-      break;
-    }
-    pollfd fds[2] = {{child.out_fd, POLLIN, 0}, {child.err_fd, POLLIN, 0}};
-    if (poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
-    if (child.out_fd >= 0 && fds[0].revents) {
-      result.out.append(buffer, Subprocess::Read(child.out_fd, buffer, sizeof buffer));
-    }
-    if (child.err_fd >= 0 && fds[1].revents) {
-      result.err.append(buffer, Subprocess::Read(child.err_fd, buffer, sizeof buffer));
-    }
-  }
-  const ExitStatus status = child.Finish();
-  if (!timed_out && status.error.empty()) result.status = status.ShellStatus();
+  SlurmCommandResult result = RunShortCommand(argv, input, timeout_ms);
+  if (!result.started) result.err += kSlurmClientHint;
   return result;
 }
 

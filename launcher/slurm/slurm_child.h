@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/short_command.h"
 #include "launcher/subprocess.h"
 
 namespace dtrain {
@@ -17,14 +18,10 @@ Subprocess StartSlurmClient(const std::vector<std::string>& argv, const EnvOverr
                             bool with_stdin);
 
 // What a short client command left: how it ended and what it printed.
-struct SlurmCommandResult {
-  int status = -1;  // exit code, 128+signal, or -1 when it could not run or timed out
-  std::string out;
-  std::string err;
-  std::string Describe() const;  // stderr's text, else "exit N"
-};
+using SlurmCommandResult = ShortCommandResult;
 
-// Runs a client command to completion with `input` on stdin, killing it after timeout_ms.
+// Runs a client command to completion with `input` on stdin, killing it after timeout_ms
+// (RunShortCommand); one that cannot start says to check that Slurm's client is on PATH.
 SlurmCommandResult RunSlurmCommand(const std::vector<std::string>& argv, const std::string& input,
                                    int timeout_ms);
 
