@@ -4,7 +4,9 @@
 #include "cli/commands.h"
 #include "cli/number_checks.h"
 #include "doctor/fast_health_check.h"
+#include "launcher/error.h"
 #include "launcher/launch.h"
+#include "launcher/torchrun_console.h"
 
 namespace dtrain {
 
@@ -76,11 +78,26 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
       "also look up each node's interface for Horovod's Gloo and NCCL (HOROVOD_GLOO_IFACE, "
       "NCCL_SOCKET_IFNAME; also job.horovod, or a --horovod argument); the rendezvous "
       "is served to every job; not elastic");
-  cmd->add_option("--console,--tee", *console,
-                  "rank streams shown on the console: both, stdout, stderr or none (or torchrun's "
-                  "--tee 3, 1, 2, 0); the logs always get both")
-      ->check(CLI::IsMember({"both", "stdout", "stderr", "none", "0", "1", "2", "3"}));
+  CLI::Option* console_option =
+      cmd->add_option("--console", *console,
+                      "rank streams shown on the console: both, stdout, stderr or none (or 3, 1, "
+                      "2, 0); the logs always get both")
+          ->check(CLI::IsMember({"both", "stdout", "stderr", "none", "0", "1", "2", "3"}));
+  auto redirects = std::make_shared<std::string>();
+  auto tee = std::make_shared<std::string>();
+  CLI::Option* redirects_option = cmd->add_option(
+      "-r,--redirects", *redirects,
+      "torchrun's: streams kept off the console, 0-3 or LOCAL_RANK:N,... (the logs get them)");
+  CLI::Option* tee_option = cmd->add_option(
+      "-t,--tee", *tee,
+      "torchrun's: streams shown on the console although redirected, 0-3 or LOCAL_RANK:N,...");
   cmd->add_option("--ranks-filter", *ranks, "show only these ranks on the console (R,R,...)")
+      ->delimiter(',')
+      ->check(WholeNumberAtLeast(0))
+      ->allow_extra_args(false);
+  auto local_ranks = std::make_shared<std::vector<int>>();
+  cmd->add_option("--local-ranks-filter", *local_ranks,
+                  "torchrun's: show only these local ranks of every node on the console (R,R,...)")
       ->delimiter(',')
       ->check(WholeNumberAtLeast(0))
       ->allow_extra_args(false);
@@ -142,8 +159,36 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   cmd->add_flag("--no-python", options->no_python,
                 "run a first word ending in .py as a program (by default it runs with the job's "
                 "Python, as torchrun runs a script)");
+  TorchrunRendezvous& rdzv = options->cluster.torchrun;
+  cmd->add_flag("--standalone", rdzv.standalone,
+                "torchrun's: this machine alone (./cluster.yaml is not read), a free port, and "
+                "--rdzv-* not used");
+  cmd->add_option("--rdzv-endpoint", rdzv.endpoint,
+                  "torchrun's HOST[:PORT]: PORT is the rendezvous port (as --master-port); the "
+                  "job's store is on the first node, which HOST should be");
+  cmd->add_option("--rdzv-backend", rdzv.backend,
+                  "torchrun's: c10d and static run as they do; with etcd or etcd-v2 no etcd "
+                  "server is contacted (dtrain hosts the rendezvous)")
+      ->check(CLI::IsMember({"c10d", "static", "etcd", "etcd-v2"}));
+  cmd->add_option("--rdzv-id", rdzv.id,
+                  "torchrun's: the run id every rank sees (TORCHELASTIC_RUN_ID; default: the "
+                  "job's name)");
+  cmd->add_option("--rdzv-conf", rdzv.conf,
+                  "torchrun's KEY=VALUE,...: not used (dtrain starts every rank itself, so "
+                  "there is no join to time out); a note says so");
+  cmd->add_option("--role", options->role,
+                  "torchrun's: the ranks' ROLE_NAME (default: job.role, else default)")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("expected a name") : std::string(); },
+          "NAME"));
+  auto monitor_interval = std::make_shared<double>(0.1);
+  cmd->add_option("--monitor-interval", *monitor_interval,
+                  "torchrun's: not needed, and not used: dtrain hears of a rank's end as it "
+                  "happens, not by polling")
+      ->check(SecondsAtLeast(0));
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
-  cmd->callback([options, nproc, max_restarts, ranks, restarts, console, stall, stall_timeout,
+  cmd->callback([options, nproc, max_restarts, ranks, local_ranks, restarts, console,
+                 console_option, redirects, redirects_option, tee, tee_option, stall, stall_timeout,
                  node_timeout, node_timeout_option, health_check, health_watch, health_watch_s,
                  &run] {
     if (!nproc->empty()) {
@@ -164,12 +209,25 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
     if (restarts->count() > 0) options->max_restarts = *max_restarts;
     if (node_timeout_option->count() > 0) options->node_timeout_s = *node_timeout;
     if (stall->count() > 0) options->stall_timeout_s = *stall_timeout;
-    options->ranks_filter.insert(ranks->begin(), ranks->end());
-    const std::string& c = *console;
-    options->console = c == "none" || c == "0"     ? ConsoleStreams::kNone
-                       : c == "stdout" || c == "1" ? ConsoleStreams::kStdout
-                       : c == "stderr" || c == "2" ? ConsoleStreams::kStderr
-                                                   : ConsoleStreams::kBoth;
+    ConsoleChoice& shown = options->console;
+    shown.ranks.insert(ranks->begin(), ranks->end());
+    shown.local_ranks.insert(local_ranks->begin(), local_ranks->end());
+    if (redirects_option->count() > 0 || tee_option->count() > 0) {
+      if (console_option->count() > 0) {
+        throw UsageError(
+            "--console and torchrun's --redirects/--tee both choose the console's streams; "
+            "give one of them");
+      }
+      const ConsoleStreamsByLocalRank torchrun = TorchrunConsole(*redirects, *tee);
+      shown.streams = torchrun.others;
+      shown.local_streams = torchrun.by_local_rank;
+    } else {
+      const std::string& c = *console;
+      shown.streams = c == "none" || c == "0"     ? ConsoleStreams::kNone
+                      : c == "stdout" || c == "1" ? ConsoleStreams::kStdout
+                      : c == "stderr" || c == "2" ? ConsoleStreams::kStderr
+                                                  : ConsoleStreams::kBoth;
+    }
     run = [options] { return RunLaunch(*options); };
   });
 }

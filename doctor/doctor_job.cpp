@@ -38,7 +38,7 @@ DoctorJob RunDoctorJob(const ClusterSpec& probed, const ClusterChoice& cluster,
   launch.log_dir = job.log_dir;
   launch.max_restarts = 0;
   launch.quiet = true;
-  launch.console = ConsoleStreams::kNone;
+  launch.console.streams = ConsoleStreams::kNone;
   launch.stall_timeout_s = 0;
   launch.grace_period_s = 3;
   launch.command = command;

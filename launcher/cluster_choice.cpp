@@ -2,9 +2,11 @@
 // environment, rendezvous.
 #include "launcher/cluster_choice.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "launcher/env_file.h"
 #include "launcher/error.h"
@@ -62,14 +64,28 @@ void ChooseNodes(const ClusterChoice& choice, ChosenCluster& out) {
     throw UsageError("-H and --hostfile both list nodes; give one of them");
   }
   const bool host_nodes = !choice.hosts.empty() || !choice.hostfile.empty();
-  if (!choice.cluster_file.empty() || (!host_nodes && !DefaultClusterFile().empty())) {
+  const bool standalone = choice.torchrun.standalone;
+  if (standalone && (host_nodes || !choice.cluster_file.empty())) {
+    throw UsageError(fmt::format(
+        "--standalone runs the job on this machine alone, as torchrun's does; leave out {} to "
+        "run here, or leave out --standalone to run on the nodes",
+        !choice.cluster_file.empty() ? "-c"
+        : choice.hosts.empty()       ? "--hostfile"
+                                     : "-H"));
+  }
+  if (standalone && !DefaultClusterFile().empty()) {
+    out.notes.push_back(
+        "./cluster.yaml is not used: --standalone runs the job on this machine alone");
+  }
+  if (!choice.cluster_file.empty() ||
+      (!host_nodes && !standalone && !DefaultClusterFile().empty())) {
     out.spec = LoadClusterOrDefault(choice.cluster_file);
     const std::string shown = choice.cluster_file.empty() ? "./cluster.yaml" : choice.cluster_file;
     out.source = "cluster file " + shown;
     out.ranks_why = "slots in " + shown;
   } else if (!host_nodes) {
     out.spec = DefaultLocalCluster();
-    out.source = "no cluster file (this machine)";
+    out.source = standalone ? "--standalone (this machine)" : "no cluster file (this machine)";
     const std::string nproc = Env("NPROC_PER_NODE");
     const std::string devices = Env("CUDA_VISIBLE_DEVICES");
     out.ranks_why = !nproc.empty()     ? "NPROC_PER_NODE=" + nproc
@@ -102,7 +118,7 @@ void ChooseRanks(const ClusterChoice& choice, ChosenCluster& out) {
     out.ranks_why = "--nproc-per-node " + choice.nproc_kind;
   }
   if (choice.np > 0) {
-    const bool only_default_node = out.source.rfind("no cluster file", 0) == 0;
+    const bool only_default_node = out.source.find("(this machine)") != std::string::npos;
     if (only_default_node && choice.nproc_per_node == 0 && choice.nproc_kind.empty()) {
       nodes.front().slots = choice.np;
       out.ranks_why = "-np";
@@ -164,13 +180,108 @@ void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
   }
 }
 
+// "A is not used", "A and B are not used".
+std::string NotUsed(const std::vector<std::string>& settings) {
+  return fmt::format("{} {} not used", fmt::join(settings, " and "),
+                     settings.size() > 1 ? "are" : "is");
+}
+
+// --rdzv-endpoint HOST[:PORT] -> host and port (0: not given), split as torchrun splits it: at
+// the last colon, unless the whole is a bracketed IPv6 address; [V6]:PORT loses its brackets.
+std::pair<std::string, int> SplitEndpoint(const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  const bool bracketed = !endpoint.empty() && endpoint.front() == '[' && endpoint.back() == ']';
+  const bool has_port = !bracketed && colon != std::string::npos;
+  std::string host = has_port ? endpoint.substr(0, colon) : endpoint;
+  const std::string port = has_port ? endpoint.substr(colon + 1) : "";
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  const bool port_ok = !has_port || (!port.empty() && port.size() <= 5 &&
+                                     port.find_first_not_of("0123456789") == std::string::npos &&
+                                     std::stoi(port) <= 65535);
+  if (host.empty() || !port_ok) {
+    throw UsageError(fmt::format(
+        "--rdzv-endpoint {}: expected HOST or HOST:PORT (PORT from 0 to 65535), as torchrun "
+        "takes it",
+        endpoint));
+  }
+  return {host, has_port ? std::stoi(port) : 0};
+}
+
+// torchrun's rendezvous options: the endpoint's port as --master-port, and a note for what
+// does not apply (dtrain hosts the store on the first node, whatever the endpoint's host).
+int TorchrunPort(const ClusterChoice& choice, ChosenCluster& out) {
+  const TorchrunRendezvous& rdzv = choice.torchrun;
+  if (rdzv.backend == "etcd" || rdzv.backend == "etcd-v2") {
+    out.notes.push_back(fmt::format(
+        "--rdzv-backend {}: no etcd server is contacted; dtrain hosts the job's rendezvous "
+        "itself (a TCPStore on the first node, as torchrun's c10d backend)",
+        rdzv.backend));
+  }
+  if (!rdzv.conf.empty()) {
+    out.notes.push_back(fmt::format(
+        "--rdzv-conf {} is not used: dtrain starts every rank itself, so no node joins late and "
+        "there is no join to time out",
+        rdzv.conf));
+  }
+  if (rdzv.standalone) {
+    std::vector<std::string> unused;
+    if (!rdzv.endpoint.empty()) unused.push_back("--rdzv-endpoint " + rdzv.endpoint);
+    if (!rdzv.id.empty()) unused.push_back("--rdzv-id " + rdzv.id);
+    if (!unused.empty()) {
+      out.notes.push_back(fmt::format(
+          "{}: --standalone picks its own rendezvous on this machine, as torchrun's does",
+          NotUsed(unused)));
+    }
+    return 0;
+  }
+  if (rdzv.endpoint.empty()) return 0;
+  const auto [host, port] = SplitEndpoint(rdzv.endpoint);
+  if (choice.master_port > 0 && port > 0 && port != choice.master_port) {
+    throw UsageError(
+        fmt::format("--rdzv-endpoint {} and --master-port {} name two ports; give one of them",
+                    rdzv.endpoint, choice.master_port));
+  }
+  auto is = [&](const NodeSpec& node) {
+    return host == node.host || host == node.address ||
+           (IsThisMachine(host) && IsThisMachine(node.address));
+  };
+  const NodeSpec& first = out.spec.nodes.front();
+  if (out.spec.transport != TransportKind::kSlurm && !is(first)) {
+    const bool listed = std::any_of(out.spec.nodes.begin(), out.spec.nodes.end(), is);
+    out.notes.push_back(fmt::format(
+        "--rdzv-endpoint {}: the rendezvous is on the first node, {} ({}), where dtrain hosts "
+        "the job's store, not on {}{}",
+        rdzv.endpoint, first.host, first.address, host,
+        listed ? "; list it first to have it there" : ", which is not one of the job's nodes"));
+  }
+  return port;
+}
+
 void ChooseRendezvous(const ClusterChoice& choice, ChosenCluster& out) {
   const bool local = out.spec.transport == TransportKind::kLocal;
-  if (local && !Env("MASTER_ADDR").empty()) out.master_addr = Env("MASTER_ADDR");
-  const std::string env_port = Env("MASTER_PORT");
+  const bool standalone = choice.torchrun.standalone;
+  const int endpoint_port = TorchrunPort(choice, out);
+  if (standalone) {  // torchrun's --standalone does not read them either
+    std::vector<std::string> unused;
+    if (!Env("MASTER_ADDR").empty()) unused.push_back("MASTER_ADDR=" + Env("MASTER_ADDR"));
+    if (!Env("MASTER_PORT").empty() && choice.master_port == 0)
+      unused.push_back("MASTER_PORT=" + Env("MASTER_PORT"));
+    if (!unused.empty()) {
+      out.notes.push_back(
+          fmt::format("{}: --standalone runs on this machine with a free port "
+                      "(or --master-port), as torchrun's does",
+                      NotUsed(unused)));
+    }
+  }
+  if (local && !standalone && !Env("MASTER_ADDR").empty()) out.master_addr = Env("MASTER_ADDR");
+  const std::string env_port = standalone ? "" : Env("MASTER_PORT");
   if (choice.master_port > 0) {
     out.spec.rendezvous_port = choice.master_port;
     out.port_why = "--master-port";
+  } else if (endpoint_port > 0) {
+    out.spec.rendezvous_port = endpoint_port;
+    out.port_why = "--rdzv-endpoint";
   } else if (local && !env_port.empty()) {
     char* end = nullptr;
     const long port = std::strtol(env_port.c_str(), &end, 10);
@@ -182,7 +293,7 @@ void ChooseRendezvous(const ClusterChoice& choice, ChosenCluster& out) {
     }
     out.spec.rendezvous_port = static_cast<int>(port);
     out.port_why = "MASTER_PORT in the environment";
-  } else if (out.spec.rendezvous_port_given) {
+  } else if (out.spec.rendezvous_port_given && !standalone) {
     out.port_why = "rendezvous.port in " + out.spec.source;
   } else if (local) {
     out.port_hold = std::make_shared<PortReservation>();

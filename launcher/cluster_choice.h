@@ -1,6 +1,7 @@
 // The one place that decides which nodes a launch runs on and says why: -c FILE, else -H or
-// --hostfile, else ./cluster.yaml, else this machine alone; then -np, --nproc-per-node, -x, the
-// env file and the rendezvous address and port. The banner prints what it records.
+// --hostfile, else ./cluster.yaml, else this machine alone (--standalone: always); then -np,
+// --nproc-per-node, -x, the env file and the rendezvous address and port. The banner prints what it
+// records.
 #pragma once
 
 #include <memory>
@@ -11,6 +12,17 @@
 #include "launcher/port_reservation.h"
 
 namespace dtrain {
+
+// torchrun's rendezvous options, as dtrain reads them: the job's store is dtrain's own, on the
+// first node, so they choose a port, this machine and the run id, and the rest is said not to
+// apply. --standalone overrides the others, as torchrun's does.
+struct TorchrunRendezvous {
+  bool standalone = false;  // --standalone: this machine alone, a free port (or --master-port)
+  std::string endpoint;     // --rdzv-endpoint HOST[:PORT]: PORT as --master-port
+  std::string backend;      // --rdzv-backend: c10d or static; etcd and etcd-v2 are not contacted
+  std::string id;           // --rdzv-id: TORCHELASTIC_RUN_ID ("" = the job's name)
+  std::string conf;         // --rdzv-conf: not used
+};
 
 // What the command line (and the caller's environment) says about nodes.
 struct ClusterChoice {
@@ -24,6 +36,7 @@ struct ClusterChoice {
   int ssh_port = 0;                   // > 0: -p, every node's ssh port (horovodrun's)
   std::string ssh_identity_file;      // -i: the ssh key (horovodrun's --ssh-identity-file)
   std::vector<std::string> pass_env;  // -x NAME (the caller's value) or -x NAME=VALUE
+  TorchrunRendezvous torchrun;
 };
 
 // The cluster a launch runs on, with each choice explained for the banner.

@@ -7,18 +7,23 @@ namespace {
 constexpr size_t kMaxPartial = 64 * 1024;  // a longer unterminated line is shown in pieces
 }  // namespace
 
-ConsoleEcho::ConsoleEcho(std::FILE* out, std::FILE* err, std::map<int, std::string> hosts,
-                         std::set<int> ranks, ConsoleStreams streams)
-    : out_(out), err_(err), hosts_(std::move(hosts)), ranks_(std::move(ranks)), streams_(streams) {}
+ConsoleEcho::ConsoleEcho(std::FILE* out, std::FILE* err, ConsoleChoice choice)
+    : out_(out), err_(err), choice_(std::move(choice)) {}
 
 bool ConsoleEcho::Shows(int rank, OutputStream stream) const {
+  if (!choice_.ranks.empty() && choice_.ranks.count(rank) == 0) return false;
+  auto place = ranks_.find(rank);
+  const int local_rank = place == ranks_.end() ? -1 : place->second.local_rank;
+  if (!choice_.local_ranks.empty() && choice_.local_ranks.count(local_rank) == 0) return false;
+  auto own = choice_.local_streams.find(local_rank);
+  const ConsoleStreams streams = own == choice_.local_streams.end() ? choice_.streams : own->second;
   const int bit = stream == OutputStream::kStdout ? 1 : 2;
-  return (static_cast<int>(streams_) & bit) != 0 && (ranks_.empty() || ranks_.count(rank) > 0);
+  return (static_cast<int>(streams) & bit) != 0;
 }
 
 void ConsoleEcho::EmitLine(int rank, OutputStream stream, std::string_view line) {
-  auto host = hosts_.find(rank);
-  std::string text = "[" + (host == hosts_.end() ? std::string("?") : host->second) + ":" +
+  auto place = ranks_.find(rank);
+  std::string text = "[" + (place == ranks_.end() ? std::string("?") : place->second.host) + ":" +
                      std::to_string(rank) + "] ";
   text.append(line);
   text.push_back('\n');

@@ -1,7 +1,8 @@
 // What the console shows while a job runs: each complete line a rank writes, as
 // "[node:R] line" — its stdout lines on dtrain's stdout and its stderr lines on dtrain's stderr
-// (so `2>err.txt` catches tracebacks). --console, --ranks-filter and --quiet narrow the console
-// only, never the log files.
+// (so `2>err.txt` catches tracebacks). --console (or torchrun's --redirects and --tee),
+// --ranks-filter, torchrun's --local-ranks-filter and --quiet narrow the console only, never the
+// log files.
 #pragma once
 
 #include <cstdio>
@@ -18,17 +19,29 @@ namespace dtrain {
 // Which of a rank's streams reach the console (torchrun's --tee 0..3).
 enum class ConsoleStreams { kNone = 0, kStdout = 1, kStderr = 2, kBoth = 3 };
 
+// What the console shows of the ranks.
+struct ConsoleChoice {
+  ConsoleStreams streams = ConsoleStreams::kBoth;  // every local rank not in local_streams
+  std::map<int, ConsoleStreams> local_streams;     // by local rank (torchrun's -r 0:1,1:2)
+  std::set<int> ranks;                             // --ranks-filter; empty: every rank
+  std::set<int> local_ranks;  // torchrun's --local-ranks-filter; empty: every local rank
+};
+
+// Where a rank runs, as the console names it.
+struct ConsoleRank {
+  std::string host;
+  int local_rank = 0;
+};
+
 // Buffers each rank's partial line per stream until its newline (or until the rank ends), then
 // writes the whole prefixed line with one call, so lines of different ranks never mix.
 class ConsoleEcho {
  public:
-  // `hosts`: rank -> node name. Empty `ranks` shows every rank.
-  ConsoleEcho(std::FILE* out, std::FILE* err, std::map<int, std::string> hosts, std::set<int> ranks,
-              ConsoleStreams streams);
+  ConsoleEcho(std::FILE* out, std::FILE* err, ConsoleChoice choice);
 
   void Output(int rank, OutputStream stream, std::string_view bytes);
-  // A restart on other nodes: rank -> node name from now on.
-  void SetHosts(std::map<int, std::string> hosts) { hosts_ = std::move(hosts); }
+  // The ranks of an attempt (a restart may run on other nodes): rank -> node and local rank.
+  void SetRanks(std::map<int, ConsoleRank> ranks) { ranks_ = std::move(ranks); }
   // Shows a rank's unterminated last lines, if any (call when the rank has ended).
   void Finish(int rank);
 
@@ -38,9 +51,8 @@ class ConsoleEcho {
 
   std::FILE* out_;
   std::FILE* err_;
-  std::map<int, std::string> hosts_;
-  std::set<int> ranks_;
-  ConsoleStreams streams_;
+  ConsoleChoice choice_;
+  std::map<int, ConsoleRank> ranks_;
   std::map<std::pair<int, OutputStream>, std::string> partial_;
 };
 

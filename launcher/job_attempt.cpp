@@ -88,15 +88,15 @@ void ReportStallStop(const RankPlan& plan, const JobOutcome& outcome, const std:
                stall.summary.c_str(), job.c_str(), who.c_str());
 }
 
-// Logs for every rank of the plan (a restart on bigger nodes has more), and the console's hosts.
+// Logs for every rank of the plan (a restart on bigger nodes has more), and the console's ranks.
 void PrepareLogs(Job& job) {
-  std::map<int, std::string> hosts;
+  std::map<int, ConsoleRank> ranks;
   for (const RankSlot& slot : job.record.plan.ranks) {
     if (!job.logs.count(slot.rank))
       job.logs[slot.rank] = std::make_unique<RankLog>(job.folder.job_dir, slot.rank);
-    hosts[slot.rank] = slot.host;
+    ranks[slot.rank] = {slot.host, slot.local_rank};
   }
-  job.console.SetHosts(std::move(hosts));
+  job.console.SetRanks(std::move(ranks));
 }
 
 // From now on rank 0 hosts the job's store: said once, with why.

@@ -36,6 +36,8 @@ struct JobSettings {
   double node_timeout_s = 0;  // 0: ssh nodes not watched
   double health_watch_s = 0;  // seconds between health checks while the job runs; 0: none
   NodeCount node_count;       // --nnodes
+  std::string role;           // ROLE_NAME: --role, else job.role ("" = torchrun's "default")
+  std::string run_id;         // TORCHELASTIC_RUN_ID: --rdzv-id ("" = the job's name)
 };
 
 // Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.

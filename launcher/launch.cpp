@@ -143,6 +143,9 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   job.health_watch_s =
       options.health_watch_s.value_or(spec.transport == TransportKind::kLocal ? 0 : kHealthWatchS);
   if (!options.check_nodes) job.health_watch_s = 0;
+  job.role = options.role.empty() ? spec.job.role : options.role;
+  // torchrun's --standalone draws a rendezvous id of its own whatever --rdzv-id says.
+  if (!options.cluster.torchrun.standalone) job.run_id = options.cluster.torchrun.id;
   return job;
 }
 
@@ -247,7 +250,8 @@ PlanOptions PlanOptionsFor(const ChosenCluster& chosen, const JobSettings& job,
   plan.timeline = job.timeline;
   plan.stall_timeout_s = job.stall_timeout_s;
   plan.max_restarts = job.max_restarts;
-  plan.role = chosen.spec.job.role;
+  plan.role = job.role;
+  plan.run_id = job.run_id;
   if (const char* v = std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING")) {
     plan.nccl_async_error_handling = v;
   }
@@ -346,8 +350,9 @@ int RunLaunch(const LaunchOptions& options) {
   record.plan = MakeRankPlan(AttemptSpec(spec, nodes), plan_options);
 
   std::map<int, std::unique_ptr<RankLog>> logs;
-  ConsoleEcho console(stdout, stderr, {}, options.ranks_filter,
-                      options.quiet ? ConsoleStreams::kNone : options.console);
+  ConsoleChoice shown = options.console;
+  if (options.quiet) shown.streams = ConsoleStreams::kNone, shown.local_streams.clear();
+  ConsoleEcho console(stdout, stderr, shown);
   PrintBanner(record, chosen, folder.job_dir);
   if (!settings.command_note.empty())
     std::fprintf(stderr, "dtrain: note: %s\n", settings.command_note.c_str());

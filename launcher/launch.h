@@ -18,16 +18,16 @@
 namespace dtrain {
 
 struct LaunchOptions {
-  ClusterChoice cluster;            // -c, -H, --hostfile, -np, --nproc-per-node, -x, --master-port
-  std::string job_name;             // "" = NewJobName()
-  std::string log_dir;              // "" = the cluster file's log_dir
+  ClusterChoice cluster;  // -c, -H, --hostfile, -np, --nproc-per-node, -x, --master-port, --rdzv-*
+  std::string job_name;   // "" = NewJobName()
+  std::string log_dir;    // "" = the cluster file's log_dir
   std::optional<int> max_restarts;  // unset: the cluster file's job.max_restarts
   bool timeline = false;            // or job.timeline in the cluster file
   bool sync = false;                // --sync: the launch directory to every node first
   bool horovod = false;             // or job.horovod, or a `--horovod` argument of the command
-  std::set<int> ranks_filter;       // console only; empty = every rank
-  bool quiet = false;               // console only
-  ConsoleStreams console = ConsoleStreams::kBoth;  // which rank streams the console shows
+  ConsoleChoice console;            // what the console shows of the ranks (never the logs)
+  bool quiet = false;               // console only: no rank output at all
+  std::string role;                 // torchrun's --role: ROLE_NAME ("" = job.role, else default)
   double grace_period_s = 10;
   std::optional<double> stall_timeout_s;  // unset: job.stall_timeout (default 300); 0: off
   std::string on_stall = "report";        // report | stop

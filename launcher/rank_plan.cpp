@@ -37,7 +37,7 @@ void AddTorchElasticEnv(const PlanOptions& options, int rank, int world_size,
   env["ROLE_NAME"] = options.role.empty() ? "default" : options.role;
   env["ROLE_RANK"] = std::to_string(rank);
   env["ROLE_WORLD_SIZE"] = std::to_string(world_size);
-  env["TORCHELASTIC_RUN_ID"] = options.job_name;
+  env["TORCHELASTIC_RUN_ID"] = options.run_id.empty() ? options.job_name : options.run_id;
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(options.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(options.max_restarts);
   env["TORCHELASTIC_USE_AGENT_STORE"] = options.agent_store ? "True" : "False";

@@ -14,6 +14,7 @@ struct PlanOptions {
   int nproc_per_node = 0;   // > 0 overrides every node's slots
   std::string master_addr;  // "" = the first node's address
   std::string job_name;
+  std::string run_id;      // TORCHELASTIC_RUN_ID; "" = job_name
   std::string job_dir;     // <log_dir>/<job> as the ranks should see it
   std::string launch_dir;  // PYTHONPATH head for local runs (when workdir is empty)
   bool timeline = false;

@@ -1,6 +1,7 @@
 // The cluster-file parser: every key of DESIGN.md, and broken files that must give
 // FILE:LINE:COL errors naming the expectation — never a crash.
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -138,6 +139,87 @@ TEST(ClusterSpec, CountedRanksPerNodeAsTorchrunCountsThem) {
     ::setenv("CUDA_VISIBLE_DEVICES", before.c_str(), 1);
   else
     ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+// torchrun's rendezvous options: --standalone is this machine whatever ./cluster.yaml says; the
+// endpoint's port is the job's rendezvous port and its host is checked against the first node;
+// what does not apply is said.
+TEST(ClusterSpec, TorchrunsRendezvousOptions) {
+  const std::string dir = ::testing::TempDir() + "/torchrun-rdzv";
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/cluster.yaml";
+  std::ofstream(file) << "transport: ssh\n"
+                         "nodes:\n"
+                         "  - {host: a, address: 10.9.0.1}\n"
+                         "  - {host: b, address: 10.9.0.2}\n";
+  auto notes = [](const ChosenCluster& chosen) {
+    std::string all;
+    for (const std::string& note : chosen.notes) all += note + "\n";
+    return all;
+  };
+  const std::string before = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  ClusterChoice standalone;
+  standalone.torchrun.standalone = true;
+  standalone.torchrun.id = "run-1";
+  const char* had_port = std::getenv("MASTER_PORT");
+  const std::string port_before = had_port ? had_port : "";
+  ::setenv("MASTER_PORT", "1234", 1);
+  ChosenCluster here = ChooseCluster(standalone);
+  std::filesystem::current_path(before);
+  if (had_port)
+    ::setenv("MASTER_PORT", port_before.c_str(), 1);
+  else
+    ::unsetenv("MASTER_PORT");
+  EXPECT_EQ(here.spec.transport, TransportKind::kLocal);
+  EXPECT_EQ(here.source, "--standalone (this machine)");
+  EXPECT_NE(here.spec.rendezvous_port, 1234);
+  EXPECT_EQ(here.port_why, "a free port, held until rank 0 binds it");
+  EXPECT_THAT(notes(here), HasSubstr("./cluster.yaml is not used"));
+  EXPECT_THAT(notes(here), HasSubstr("MASTER_PORT=1234 is not used"));
+  EXPECT_THAT(notes(here), HasSubstr("--rdzv-id run-1 is not used"));
+  standalone.cluster_file = file;
+  EXPECT_THROW(ChooseCluster(standalone), Error);
+
+  ClusterChoice nodes;
+  nodes.cluster_file = file;
+  nodes.torchrun.endpoint = "b:29444";
+  nodes.torchrun.backend = "etcd";
+  nodes.torchrun.conf = "join_timeout=900";
+  ChosenCluster chosen = ChooseCluster(nodes);
+  EXPECT_EQ(chosen.spec.rendezvous_port, 29444);
+  EXPECT_EQ(chosen.port_why, "--rdzv-endpoint");
+  EXPECT_THAT(notes(chosen), HasSubstr("the rendezvous is on the first node, a (10.9.0.1), where "
+                                       "dtrain hosts the job's store, not on b; list it first"));
+  EXPECT_THAT(notes(chosen), HasSubstr("--rdzv-backend etcd: no etcd server is contacted"));
+  EXPECT_THAT(notes(chosen), HasSubstr("--rdzv-conf join_timeout=900 is not used"));
+  nodes.torchrun = {};
+  nodes.torchrun.endpoint = "10.9.0.1";  // the first node's address; no port: the default's
+  chosen = ChooseCluster(nodes);
+  EXPECT_EQ(chosen.spec.rendezvous_port, 29500);
+  EXPECT_TRUE(chosen.notes.empty()) << notes(chosen);
+  nodes.torchrun.endpoint = "elsewhere:29444";
+  EXPECT_THAT(notes(ChooseCluster(nodes)), HasSubstr("which is not one of the job's nodes"));
+  nodes.torchrun.endpoint = "[::1]:29445";
+  EXPECT_EQ(ChooseCluster(nodes).spec.rendezvous_port, 29445);
+  for (const std::string bad : {"a:http", "a:70000", ":29400", "a:", "a:1:2:3x"}) {
+    nodes.torchrun.endpoint = bad;
+    try {
+      ChooseCluster(nodes);
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), kExitUsage);
+      EXPECT_THAT(e.what(), HasSubstr("--rdzv-endpoint " + bad + ": expected HOST or HOST:PORT"));
+    }
+  }
+  nodes.torchrun.endpoint = "a:29444";
+  nodes.master_port = 29501;
+  try {
+    ChooseCluster(nodes);
+    ADD_FAILURE() << "two ports were taken";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("name two ports; give one of them"));
+  }
 }
 
 // `dtrain doctor --exclude-bad` writes the healthy nodes' addresses; with -c, each keeps what the

@@ -263,7 +263,8 @@ TEST(LaunchUx, ScriptsAndModulesRunWithTheJobsPythonAsTorchrunRunsThem) {
 }
 
 // 10. Rank stdout on dtrain's stdout, rank stderr on dtrain's stderr, both in the log;
-// --console narrows the console; command not found is 127; completion sources in bash.
+// --console (or torchrun's --redirects and --tee) narrows the console; command not found is 127;
+// completion sources in bash.
 TEST(LaunchUx, StderrSeparateConsoleChoiceAnd127AndCompletion) {
   TempDir dir;
   auto run =
@@ -279,10 +280,19 @@ TEST(LaunchUx, StderrSeparateConsoleChoiceAnd127AndCompletion) {
       dir.path());
   EXPECT_EQ(run.out, "");
   EXPECT_THAT(run.err, HasSubstr("[localhost:0] err\n"));
-  run = RunDtrain({"launch", "--tee", "1", "--job", "s3", "sh", "-c", "echo out; echo err >&2"},
-                  dir.path());
+  // torchrun's --tee adds a redirected stream back to the console: alone it changes nothing.
+  run = RunDtrain(
+      {"launch", "-r", "3", "-t", "1", "--job", "s3", "sh", "-c", "echo out; echo err >&2"},
+      dir.path());
   EXPECT_EQ(run.out, "[localhost:0] out\n");
   EXPECT_THAT(run.err, Not(HasSubstr("] err")));
+  run = RunDtrain({"launch", "--tee", "1", "--job", "s4", "sh", "-c", "echo out; echo err >&2"},
+                  dir.path());
+  EXPECT_EQ(run.out, "[localhost:0] out\n");
+  EXPECT_THAT(run.err, HasSubstr("[localhost:0] err\n"));
+  run = RunDtrain({"launch", "--console", "none", "--tee", "1", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("give one of them"));
   run = RunDtrain({"launch", "--job", "nf", "no-such-program-16"}, dir.path());
   EXPECT_EQ(run.status, 127);
 

@@ -1,7 +1,8 @@
 // dtrain against torchrun, the tool it replaces, run for real (torch from .venv): the same
 // script under `torchrun --standalone --nproc-per-node 2` and `dtrain launch -np 2` prints its
 // environment; every variable torchrun gives a rank, save those of torchrun's own agent, dtrain
-// gives too, with the same value where the value is rank arithmetic.
+// gives too, with the same value where the value is rank arithmetic. torchrun's own options,
+// pasted after `dtrain launch`, do there what they do under torchrun.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,8 +11,10 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/support/files.h"
+#include "tests/support/free_port.h"
 #include "tests/support/shell_run.h"
 
 namespace dtrain {
@@ -104,6 +107,85 @@ TEST(TorchrunParity, EveryVariableTorchrunSetsDtrainSetsAlike) {
   }
 }
 
+// streams.py's lines a console showed, as "stdout OUT 1 trainer": the launcher's prefix
+// ("[trainer1]:" from torchrun, "[localhost:1] " from dtrain) dropped, the first `words` words
+// of the line kept (the run id and the port are each launcher's own unless the test gives them).
+std::multiset<std::string> Shown(const std::string& out, const std::string& err, size_t words) {
+  std::multiset<std::string> shown;
+  static const std::regex line(R"(^(\[[^\]]*\]:? ?)?((OUT|ERR) .*)$)");
+  for (const auto& [stream, text] : {std::pair{"stdout", out}, std::pair{"stderr", err}}) {
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) {
+      std::smatch m;
+      if (!std::regex_match(l, m, line)) continue;
+      std::istringstream fields(m[2].str());
+      std::string kept = stream;
+      std::string word;
+      for (size_t i = 0; i < words && fields >> word; ++i) kept += " " + word;
+      shown.insert(kept);
+    }
+  }
+  return shown;
+}
+
+// torchrun's own options, pasted as they are after `dtrain launch`: --standalone, the
+// rendezvous's endpoint and id, --role, -r/--redirects with -t/--tee (for every local rank and
+// per local rank), --local-ranks-filter and --monitor-interval. Both launchers run the same
+// script; their consoles show the same lines on the same streams, and the ranks see the same
+// role and run id. dtrain's logs keep every line anyway.
+TEST(TorchrunParity, TorchrunsOwnOptionsDoWhatTheyDoThere) {
+  REQUIRE_TORCHRUN();
+  TempDir dir("torchrun-options");
+  const std::string port = std::to_string(test::FreePort());
+  struct Case {
+    std::string flags;
+    size_t words;  // OUT, local rank, role, and the run id where both launchers are given it
+  };
+  const std::vector<Case> cases = {
+      {"--standalone --nproc-per-node 2 -r 3 -t 1 --local-ranks-filter 1 --role trainer "
+       "--monitor-interval 0.5",
+       3},
+      {"--nnodes 1 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint localhost:" + port +
+           " --rdzv-id parity-7 --role trainer --redirects 0:3,1:2",
+       4},
+      {"--nproc_per_node 2 --rdzv_backend static --rdzv_endpoint 127.0.0.1:" + port +
+           " --tee 1 --local_ranks_filter 0",
+       3},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    SCOPED_TRACE(c.flags);
+    const std::string job = "options" + std::to_string(i);
+    const std::string to = " >" + dir.path() + "/out 2>" + dir.path() + "/err";
+    const testing::ShellRun torchrun =
+        RunShell("cd " + dir.path() + " && " + BareEnv() + kVenv + "/torchrun " + c.flags + " " +
+                 kScripts + "/streams.py" + to);
+    ASSERT_TRUE(torchrun.status.ok()) << ReadFile(dir.path() + "/err");
+    const auto want = Shown(ReadFile(dir.path() + "/out"), ReadFile(dir.path() + "/err"), c.words);
+    const testing::ShellRun dtrain = RunShell(
+        "cd " + dir.path() + " && " + BareEnv() + kDtrain + " launch --log-dir " + dir.path() +
+        "/logs --job " + job + " " + c.flags + " " + kScripts + "/streams.py" + to);
+    const std::string err = ReadFile(dir.path() + "/err");
+    ASSERT_TRUE(dtrain.status.ok()) << err;
+    EXPECT_FALSE(want.empty());
+    EXPECT_EQ(Shown(ReadFile(dir.path() + "/out"), err, c.words), want) << err;
+    for (int r = 0; r < 2; ++r) {  // the logs keep what the console left out
+      const std::string log =
+          ReadFile(dir.path() + "/logs/" + job + "/rank-" + std::to_string(r) + ".log");
+      EXPECT_NE(log.find("OUT " + std::to_string(r)), std::string::npos) << log;
+      EXPECT_NE(log.find("ERR " + std::to_string(r)), std::string::npos) << log;
+    }
+    if (i == 0) {  // torchrun draws a run id of its own, so does dtrain: the job's name
+      EXPECT_NE(err.find("--standalone (this machine)"), std::string::npos) << err;
+    } else {  // the endpoint's port is the job's store, MASTER_PORT
+      EXPECT_NE(err.find("rendezvous 127.0.0.1:" + port + " (--rdzv-endpoint)"), std::string::npos)
+          << err;
+      const std::string log = ReadFile(dir.path() + "/logs/" + job + "/rank-1.log");
+      EXPECT_NE(log.find(" " + port + "\n"), std::string::npos) << log;
+    }
+  }
+}
+
 // torchrun's "Root Cause": rank 1 raises in a @record main and then prints 200 lines of noise;
 // with --quiet (no rank output on the console) the report still leads with the exception, its
 // rank, node, time and innermost file:line, and job.json records it. Each attempt has its own
@@ -152,8 +234,7 @@ TEST(TorchrunParity, TheStoreOutlivesRankZero) {
   REQUIRE_TORCHRUN();
   TempDir dir("torchrun-store");
   const std::string script = kScripts + "/no_destroy.py";
-  auto launch = [&](const std::string& job, const std::string& flags,
-                    const std::string& command) {
+  auto launch = [&](const std::string& job, const std::string& flags, const std::string& command) {
     return RunShell("cd " + dir.path() + " && " + BareEnv() +
                     "NO_DESTROY_LINGER=1 NO_DESTROY_LATE_SET=1 NO_DESTROY_RANK0_DESTROYS=1 " +
                     kDtrain + " launch -q -np 2 " + flags + " --log-dir " + dir.path() +
@@ -172,8 +253,7 @@ TEST(TorchrunParity, TheStoreOutlivesRankZero) {
   const testing::ShellRun wrapped =
       launch("wrapped", "", "sh -c 'cd / && OMP_NUM_THREADS=1 exec python3 " + script + "'");
   EXPECT_TRUE(wrapped.status.ok()) << wrapped.out;
-  EXPECT_NE(wrapped.out.find("the job's TCPStore on 127.0.0.1:"), std::string::npos)
-      << wrapped.out;
+  EXPECT_NE(wrapped.out.find("the job's TCPStore on 127.0.0.1:"), std::string::npos) << wrapped.out;
   EXPECT_NE(wrapped.out.find("(python3 on node"), std::string::npos) << wrapped.out;
   EXPECT_NE(ReadFile(dir.path() + "/logs/wrapped/rank-1.log").find("late set ok"),
             std::string::npos);
