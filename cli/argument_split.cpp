@@ -9,7 +9,9 @@ namespace dtrain {
 namespace {
 
 // Subcommands whose first positional word starts a command of its own.
-bool TakesCommand(const std::string& subcommand) { return subcommand == "launch"; }
+bool TakesCommand(const std::string& subcommand) {
+  return subcommand == "launch";
+}
 
 std::vector<std::string> SubcommandNames(const CLI::App& app) {
   std::vector<std::string> names;
@@ -26,9 +28,12 @@ std::vector<std::string> OptionNames(const CLI::App& cmd) {
   return names;
 }
 
-// `--nproc_per_node=2` -> `--nproc-per-node=2`; `-np` -> `--np`.
+// `--nproc_per_node=2` -> `--nproc-per-node=2`; `-np` -> `--np` (and horovodrun's -hostfile,
+// -cb).
 std::string Canonical(const std::string& word) {
   if (word == "-np") return "--np";
+  if (word == "-hostfile") return "--hostfile";  // horovodrun's spelling
+  if (word == "-cb") return "--check-build";     // horovodrun's, not dtrain's -c b
   if (word.rfind("--", 0) != 0) return word;
   const size_t eq = word.find('=');
   std::string name = word.substr(0, eq);
@@ -40,15 +45,25 @@ std::string Canonical(const std::string& word) {
                                 const std::string& word) {
   const std::string name = word.substr(0, word.find('='));
   std::string hint = DidYouMean(name, OptionNames(cmd));
-  if (hint.empty() && (name == "--nnodes" || name == "--node-rank" || name == "--master-addr")) {
-    hint = " (dtrain takes the nodes from -c FILE, -H HOST:SLOTS,... or --hostfile, and "
-           "MASTER_ADDR is the first node's address)";
+  if (hint.empty() && (name == "--node-rank" || name == "--master-addr")) {
+    hint =
+        " (dtrain takes the nodes from -c FILE, -H HOST:SLOTS,... or --hostfile, and "
+        "MASTER_ADDR is the first node's address)";
   }
-  throw UsageError(fmt::format("{}: unknown option {}{}; `dtrain {} --help` lists the options{}",
-                               command, name, hint, command,
-                               TakesCommand(command)
-                                   ? ", and a command's own options go after it (or after --)"
-                                   : ""));
+  if (hint.empty() && name == "--output-filename") {  // horovodrun's
+    hint =
+        " (every rank's output is in <log_dir>/<job>/rank-R.log: --log-dir DIR chooses "
+        "where, dtrain logs reads it)";
+  }
+  if (hint.empty() && name == "--check-build")
+    hint = " (dtrain doctor shows every node's Horovod build)";
+  if (hint.empty() && (name == "--mpi" || name == "--jsrun")) {
+    hint = " (dtrain starts every rank itself and serves Horovod's Gloo rendezvous; no mpirun)";
+  }
+  throw UsageError(fmt::format(
+      "{}: unknown option {}{}; `dtrain {} --help` lists the options{}", command, name, hint,
+      command,
+      TakesCommand(command) ? ", and a command's own options go after it (or after --)" : ""));
 }
 
 }  // namespace

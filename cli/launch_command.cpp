@@ -5,10 +5,50 @@
 #include "cli/number_checks.h"
 #include "doctor/fast_health_check.h"
 #include "launcher/error.h"
+#include "launcher/horovodrun_options.h"
 #include "launcher/launch.h"
 #include "launcher/torchrun_console.h"
 
 namespace dtrain {
+
+namespace {
+
+// horovodrun's: --start-timeout, --gloo, and the options that set the ranks' environment
+// (launcher/horovodrun_options.h), each recorded as given.
+void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
+  cmd.add_option("--start-timeout", options.cluster.start_timeout_s,
+                 "horovodrun's: seconds each ssh node may take to answer at the start "
+                 "(ssh.connect_timeout)")
+      ->check(WholeNumberAtLeast(1));
+  cmd.add_flag("--gloo",
+               "horovodrun's: accepted; Horovod jobs always get Gloo's rendezvous from dtrain");
+  std::map<std::string, std::string>& given = options.cluster.horovodrun;
+  for (const HorovodrunOption& o : HorovodrunOptions()) {
+    const std::string name = o.name;
+    const std::string help = std::string("horovodrun's: ") + o.help;
+    if (o.value == HorovodrunValue::kFlag) {
+      cmd.add_flag_callback(
+          name, [&given, name] { given[name] = ""; }, help);
+      continue;
+    }
+    CLI::Option* opt = cmd.add_option_function<std::string>(
+        name,
+        [&given, name](const std::string& value) {
+          std::string& all = given[name];
+          all += (all.empty() ? "" : ",") + value;  // --network-interface, repeated
+        },
+        help);
+    if (o.value == HorovodrunValue::kWhole) opt->check(WholeNumberAtLeast(0));
+    if (o.value == HorovodrunValue::kNumber) opt->check(CLI::NonNegativeNumber);
+    if (o.value == HorovodrunValue::kLogLevel)
+      opt->check(CLI::IsMember({"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL"}));
+    if (o.value != HorovodrunValue::kList)
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    opt->allow_extra_args(false);
+  }
+}
+
+}  // namespace
 
 void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   auto options = std::make_shared<LaunchOptions>();
@@ -37,7 +77,7 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "nodes as HOST[:SLOTS],... (horovodrun/mpirun -H)");
   cmd->add_option("--hostfile", options->cluster.hostfile,
                   "nodes from a file of 'HOST slots=N' lines (MPI/DeepSpeed hostfile)");
-  cmd->add_option("--np", options->cluster.np,
+  cmd->add_option("--np,--num-proc", options->cluster.np,
                   "-np N: N ranks in all, filling the nodes' slots in order")
       ->check(WholeNumberAtLeast(1));
   auto nproc = std::make_shared<std::string>();
@@ -159,6 +199,7 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   cmd->add_flag("--no-python", options->no_python,
                 "run a first word ending in .py as a program (by default it runs with the job's "
                 "Python, as torchrun runs a script)");
+  AddHorovodrunOptions(*cmd, *options);
   TorchrunRendezvous& rdzv = options->cluster.torchrun;
   cmd->add_flag("--standalone", rdzv.standalone,
                 "torchrun's: this machine alone (./cluster.yaml is not read), a free port, and "

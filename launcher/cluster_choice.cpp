@@ -10,6 +10,7 @@
 
 #include "launcher/env_file.h"
 #include "launcher/error.h"
+#include "launcher/horovodrun_options.h"
 #include "launcher/host_list.h"
 #include "launcher/local_device_count.h"
 #include "launcher/ssh/ssh_config.h"
@@ -152,7 +153,8 @@ void ChooseRanks(const ClusterChoice& choice, ChosenCluster& out) {
       "{} per node ({})", uniform ? std::to_string(nodes.front().slots) : counts, out.ranks_why);
 }
 
-// The env file first, then the file's env (MakeRankPlan adds it), then -x over everything.
+// The env file first, then the file's env (MakeRankPlan adds it), then -x and horovodrun's
+// options over everything.
 void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
   out.env_file = out.spec.env_file.empty() ? DefaultEnvFile() : ExpandHome(out.spec.env_file);
   if (!out.env_file.empty()) {
@@ -177,6 +179,11 @@ void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
     if (name.empty()) throw UsageError("-x: expected NAME or NAME=VALUE");
     out.spec.env[name] = value;
     for (NodeSpec& node : out.spec.nodes) node.env.erase(name);  // -x wins over per-node env
+  }
+  for (const std::string& item : HorovodrunVariables(choice.horovodrun, out.notes)) {
+    const size_t eq = item.find('=');
+    out.spec.env[item.substr(0, eq)] = item.substr(eq + 1);
+    for (NodeSpec& node : out.spec.nodes) node.env.erase(item.substr(0, eq));
   }
 }
 
@@ -315,6 +322,10 @@ ChosenCluster ChooseCluster(const ClusterChoice& choice) {
     out.spec.ssh.port_given = true;
   }
   if (!choice.ssh_identity_file.empty()) out.spec.ssh.identity_file = choice.ssh_identity_file;
+  if (choice.start_timeout_s > 0) {  // as the cluster file's: ~/.ssh/config's ConnectTimeout yields
+    out.spec.ssh.connect_timeout_s = choice.start_timeout_s;
+    out.spec.ssh.connect_timeout_given = true;
+  }
   ChooseRanks(choice, out);
   ChooseEnvironment(choice, out);
   ApplySshConfigAddresses(out.spec);  // MASTER_ADDR: the HostName ssh reaches, not the alias

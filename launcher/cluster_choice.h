@@ -4,6 +4,7 @@
 // records.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,11 @@ struct ClusterChoice {
   std::string ssh_identity_file;      // -i: the ssh key (horovodrun's --ssh-identity-file)
   std::vector<std::string> pass_env;  // -x NAME (the caller's value) or -x NAME=VALUE
   TorchrunRendezvous torchrun;
+  // horovodrun's options that set every rank's environment (horovodrun_options.h): name ->
+  // value as given ("" for a flag). Applied after -x, as horovodrun applies them over the
+  // environment.
+  std::map<std::string, std::string> horovodrun;
+  int start_timeout_s = 0;  // > 0: horovodrun's --start-timeout, every node's ssh connect timeout
 };
 
 // The cluster a launch runs on, with each choice explained for the banner.

@@ -111,6 +111,24 @@ TEST(LaunchUx, UnknownOptionsAndCommandsSayWhatToDo) {
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.err, HasSubstr("unknown option --run-path"));
   EXPECT_THAT(run.err, Not(HasSubstr("argument was not expected")));
+  // horovodrun's options dtrain has no use for say what to use instead.
+  run = RunDtrain({"launch", "--output-filename", "out", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("every rank's output is in <log_dir>/<job>/rank-R.log"));
+  run = RunDtrain({"launch", "-cb"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("dtrain doctor shows every node's Horovod build"));
+  run = RunDtrain({"launch", "--hierarchical-allreduce", "--no-hierarchical-allreduce", "true"},
+                  dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("say opposite things"));
+  run = RunDtrain({"launch", "--timeline", "--timeline-filename", "t.json", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("give one of them"));
+  run =
+      RunDtrain({"launch", "--autotune-log-file", "a.csv", "--num-proc", "1", "true"}, dir.path());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("--autotune-log-file is not used without --autotune"));
   run = RunDtrain({"launch", "--nproc-per-nod", "2", "true"}, dir.path());
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.err, HasSubstr("did you mean --nproc-per-node?"));

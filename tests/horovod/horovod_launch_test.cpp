@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -123,6 +125,67 @@ TEST(HorovodLaunch, TwoSshNodesAllreduceAndTrainAlike) {
 TEST(HorovodLaunch, TwoSshNodesWithoutTheFlag) {
   REQUIRE_HOROVOD();
   ExpectTwoSshNodesAllreduce("s21-hvdnf-2x1", "");
+}
+
+// "ENV <rank> NAME=VALUE" lines (hvd_env_dump.py), whatever prefix a launcher put before them.
+std::set<std::string> DumpedEnv(const std::string& text, const std::string& rank) {
+  std::set<std::string> env;
+  static const std::regex line(R"(ENV (\S+) ([A-Z0-9_]+=.*)$)");
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, line) && m[1] == rank) env.insert(m[2]);
+  }
+  return env;
+}
+
+// horovodrun's options that tune Horovod, pasted after `dtrain launch`: horovodrun itself and
+// dtrain run the same script with the same options, and every HOROVOD_* and NCCL_* variable
+// horovodrun gives a rank dtrain gives alike (save the rendezvous port, each launcher's own).
+// Then Horovod itself reads them: --timeline-filename and --timeline-mark-cycles make it write
+// its timeline, with cycle marks, to that file.
+TEST(HorovodLaunch, HorovodrunsOwnOptionsSetWhatHorovodrunSets) {
+  REQUIRE_HOROVOD();
+  const std::string dir = kBin + "/horovod_launch/options";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string venv = kSource + "/.venv-horovod/bin";
+  const std::string bare = "env -i PATH=" + venv + ":/usr/bin:/bin HOME=/root ";
+  const std::string options =
+      "--fusion-threshold-mb 32 --cycle-time-ms 2.5 --cache-capacity 512 "
+      "--hierarchical-allreduce --no-hierarchical-allgather --autotune --autotune-log-file " +
+      dir + "/autotune.csv --autotune-warmup-samples 2 --timeline-filename " + dir +
+      "/hvd.json --timeline-mark-cycles --no-stall-check --stall-check-warning-time-seconds 30 "
+      "--num-nccl-streams 2 --tcp --thread-affinity 1 --gloo-timeout-seconds 40 --log-level "
+      "DEBUG --log-without-timestamp --network-interfaces lo --start-timeout 20 --gloo";
+  const std::string dump = kSource + "/tests/horovod/hvd_env_dump.py";
+  const std::string horovodrun = RunOutput(bare + venv + "/horovodrun -np 2 -H localhost:2 " +
+                                           options + " python " + dump + " 2>&1; echo status=$?");
+  ASSERT_NE(horovodrun.find("status=0"), std::string::npos) << horovodrun;
+  const std::string dtrain =
+      RunOutput(bare + kBin + "/dtrain launch -np 2 -H localhost:2 --log-dir " + dir +
+                " --job env " + options + " python " + dump + " 2>&1; echo status=$?");
+  ASSERT_NE(dtrain.find("status=0"), std::string::npos) << dtrain;
+  for (const std::string rank : {"0", "1"}) {
+    std::set<std::string> want = DumpedEnv(horovodrun, rank);
+    std::set<std::string> got = DumpedEnv(dtrain, rank);
+    ASSERT_GT(want.size(), 20u) << horovodrun;
+    for (const std::string& item : want) {
+      if (item.rfind("HOROVOD_GLOO_RENDEZVOUS_PORT=", 0) == 0) continue;
+      EXPECT_EQ(got.count(item), 1u)
+          << "horovodrun sets " << item << " on rank " << rank << "; dtrain does not\n"
+          << dtrain;
+    }
+  }
+  // Horovod reads them: its timeline, with cycle marks, in the named file.
+  const std::string out =
+      Launch("-H localhost:2 --log-dir " + dir + " --job train --timeline-filename " + dir +
+                 "/train.json --timeline-mark-cycles --cycle-time-ms 1 --fusion-threshold-mb 1",
+             kPython + " " + kProgram);
+  ASSERT_NE(out.find("status=0"), std::string::npos) << out;
+  const std::string trace = ReadText(dir + "/train.json");
+  EXPECT_NE(trace.find("GLOO_ALLREDUCE"), std::string::npos) << trace.substr(0, 500);
+  EXPECT_NE(trace.find("CYCLE_START"), std::string::npos) << trace.substr(0, 500);
 }
 
 TEST(HorovodLaunch, ADeadRankStopsTheOthersFast) {
