@@ -1,5 +1,7 @@
 #include "cli/argument_split.h"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "cli/did_you_mean.h"
@@ -57,6 +59,20 @@ std::string Canonical(const std::string& word) {
   }
   if (hint.empty() && name == "--check-build")
     hint = " (dtrain doctor shows every node's Horovod build)";
+  static const std::set<std::string> elastic = {"--min-np",
+                                                "--max-np",
+                                                "--min-num-proc",
+                                                "--max-num-proc",
+                                                "--host-discovery-script",
+                                                "--slots-per-host",
+                                                "--elastic-timeout",
+                                                "--reset-limit",
+                                                "--blacklist-cooldown-range"};
+  if (hint.empty() && elastic.count(name)) {  // horovodrun's elastic mode
+    hint =
+        " (elastic Horovod is not supported: dtrain runs a fixed rank plan; --nnodes MIN:MAX "
+        "restarts on fewer nodes after a failure)";
+  }
   if (hint.empty() && (name == "--mpi" || name == "--jsrun")) {
     hint = " (dtrain starts every rank itself and serves Horovod's Gloo rendezvous; no mpirun)";
   }
