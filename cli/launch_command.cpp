@@ -23,8 +23,10 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
   cmd.add_flag("--gloo",
                "horovodrun's: accepted; Horovod jobs always get Gloo's rendezvous from dtrain");
   std::map<std::string, std::string>& given = options.cluster.horovodrun;
+  std::vector<std::string> names = {"--start-timeout", "--gloo"};
   for (const HorovodrunOption& o : HorovodrunOptions()) {
     const std::string name = o.name;
+    names.push_back(name);
     const std::string help = std::string("horovodrun's: ") + o.help;
     if (o.value == HorovodrunValue::kFlag) {
       cmd.add_flag_callback(
@@ -46,6 +48,8 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
       opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     opt->allow_extra_args(false);
   }
+  for (const std::string& name : names)
+    cmd.get_option(name)->group("horovodrun's options (man dtrain-launch, HOROVOD)");
 }
 
 }  // namespace
@@ -227,6 +231,10 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "torchrun's: not needed, and not used: dtrain hears of a rank's end as it "
                   "happens, not by polling")
       ->check(SecondsAtLeast(0));
+  for (const char* name :
+       {"-r", "-t", "--local-ranks-filter", "--standalone", "--rdzv-endpoint", "--rdzv-backend",
+        "--rdzv-id", "--rdzv-conf", "--role", "--monitor-interval"})
+    cmd->get_option(name)->group("torchrun's options (man dtrain-launch)");
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
   cmd->callback([options, nproc, max_restarts, ranks, local_ranks, restarts, console,
                  console_option, redirects, redirects_option, tee, tee_option, stall, stall_timeout,

@@ -357,7 +357,10 @@ int RunLaunch(const LaunchOptions& options) {
 
   std::map<int, std::unique_ptr<RankLog>> logs;
   ConsoleChoice shown = options.console;
-  if (options.quiet) shown.streams = ConsoleStreams::kNone, shown.local_streams.clear();
+  if (options.quiet) {
+    shown.streams = ConsoleStreams::kNone;
+    shown.local_streams.clear();
+  }
   ConsoleEcho console(stdout, stderr, shown);
   PrintBanner(record, chosen, folder.job_dir);
   if (!settings.command_note.empty())
