@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/number_checks.h"
 #include "doctor/fast_health_check.h"
+#include "doctor/node_device_count.h"
 #include "launcher/error.h"
 #include "launcher/horovodrun_options.h"
 #include "launcher/launch.h"
@@ -87,8 +88,8 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   auto nproc = std::make_shared<std::string>();
   cmd->add_option("--nproc-per-node", *nproc,
                   "ranks per node (overrides slots and NPROC_PER_NODE): N, or torchrun's gpu "
-                  "(a node's GPUs: its gpus: list, else this machine's), cpu (this machine's "
-                  "CPUs) or auto (gpu where there are GPUs, else cpu)")
+                  "(a node's GPUs: its gpus: list, else counted there), cpu (a node's CPUs) or "
+                  "auto (gpu where there are GPUs, else cpu)")
       ->type_name("N|gpu|cpu|auto")
       ->check(CountOrOneOf(1, {"gpu", "cpu", "auto"}));
   cmd->add_option("--master-port", options->cluster.master_port,
@@ -241,10 +242,12 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                  node_timeout, node_timeout_option, health_check, health_watch, health_watch_s,
                  &run] {
     if (!nproc->empty()) {
-      if (std::isdigit(static_cast<unsigned char>(nproc->front())))
+      if (std::isdigit(static_cast<unsigned char>(nproc->front()))) {
         options->cluster.nproc_per_node = std::stoi(*nproc);
-      else
+      } else {
         options->cluster.nproc_kind = *nproc;
+        options->count_node_devices = AskNodeDevices;
+      }
     }
     options->restart_health_check = *health_check == "on";
     if (health_watch->count() > 0) options->health_watch_s = *health_watch_s;

@@ -104,19 +104,39 @@ void ChooseNodes(const ClusterChoice& choice, ChosenCluster& out) {
   }
 }
 
+// --nproc-per-node gpu|cpu|auto: every node's ranks counted; ssh nodes that are not this machine
+// and list no gpus: (any, for cpu) asked at once.
+void CountRanks(const ClusterChoice& choice, const NodeDeviceCounter& count_devices,
+                ChosenCluster& out) {
+  const std::string& kind = choice.nproc_kind;
+  auto here = [&](const NodeSpec& node) {
+    return out.spec.transport == TransportKind::kLocal ||
+           (out.spec.transport == TransportKind::kSsh && IsThisMachine(node.address));
+  };
+  ClusterSpec to_ask = out.spec;
+  to_ask.nodes.clear();
+  for (const NodeSpec& node : out.spec.nodes) {
+    if (!here(node) && (kind == "cpu" || node.gpus.empty())) to_ask.nodes.push_back(node);
+  }
+  std::map<std::string, NodeDevices> asked;
+  if (!to_ask.nodes.empty() && count_devices && out.spec.transport == TransportKind::kSsh)
+    asked = count_devices(to_ask);
+  for (NodeSpec& node : out.spec.nodes) {
+    auto it = asked.find(node.host);
+    node.slots = CountedRanks(node, here(node), kind, it == asked.end() ? nullptr : &it->second);
+  }
+  out.ranks_why = "--nproc-per-node " + kind + (asked.empty() ? "" : ", asked on the nodes");
+}
+
 // --nproc-per-node, then -np filling the nodes in order (mpirun's and horovodrun's -np).
-void ChooseRanks(const ClusterChoice& choice, ChosenCluster& out) {
+void ChooseRanks(const ClusterChoice& choice, const NodeDeviceCounter& count_devices,
+                 ChosenCluster& out) {
   std::vector<NodeSpec>& nodes = out.spec.nodes;
   if (choice.nproc_per_node > 0) {
     for (NodeSpec& node : nodes) node.slots = choice.nproc_per_node;
     out.ranks_why = "--nproc-per-node";
   } else if (!choice.nproc_kind.empty()) {
-    for (NodeSpec& node : nodes) {
-      const bool here = out.spec.transport == TransportKind::kLocal ||
-                        (out.spec.transport == TransportKind::kSsh && IsThisMachine(node.address));
-      node.slots = CountedRanks(node, here, choice.nproc_kind);
-    }
-    out.ranks_why = "--nproc-per-node " + choice.nproc_kind;
+    CountRanks(choice, count_devices, out);
   }
   if (choice.np > 0) {
     const bool only_default_node = out.source.find("(this machine)") != std::string::npos;
@@ -314,7 +334,7 @@ void ChooseRendezvous(const ClusterChoice& choice, ChosenCluster& out) {
 
 }  // namespace
 
-ChosenCluster ChooseCluster(const ClusterChoice& choice) {
+ChosenCluster ChooseCluster(const ClusterChoice& choice, const NodeDeviceCounter& count_devices) {
   ChosenCluster out;
   ChooseNodes(choice, out);
   if (choice.ssh_port > 0) {  // as a port in the cluster file: ~/.ssh/config's Port yields to it
@@ -326,7 +346,7 @@ ChosenCluster ChooseCluster(const ClusterChoice& choice) {
     out.spec.ssh.connect_timeout_s = choice.start_timeout_s;
     out.spec.ssh.connect_timeout_given = true;
   }
-  ChooseRanks(choice, out);
+  ChooseRanks(choice, count_devices, out);
   ChooseEnvironment(choice, out);
   ApplySshConfigAddresses(out.spec);  // MASTER_ADDR: the HostName ssh reaches, not the alias
   ChooseRendezvous(choice, out);

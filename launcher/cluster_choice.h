@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "launcher/cluster_spec.h"
+#include "launcher/local_device_count.h"
 #include "launcher/port_reservation.h"
 
 namespace dtrain {
@@ -60,6 +61,10 @@ struct ChosenCluster {
 };
 
 // Throws UsageError when the choices contradict each other or a file cannot be read.
-ChosenCluster ChooseCluster(const ClusterChoice& choice);
+// `count_devices` asks ssh nodes that are not this machine for their GPUs and CPUs, for
+// --nproc-per-node gpu|cpu|auto (gpu and auto: only nodes without a gpus: list); none: such
+// nodes are refused.
+ChosenCluster ChooseCluster(const ClusterChoice& choice,
+                            const NodeDeviceCounter& count_devices = nullptr);
 
 }  // namespace dtrain

@@ -324,7 +324,7 @@ std::vector<std::string> DefaultJobCommand() {
 }
 
 int RunLaunch(const LaunchOptions& options) {
-  const ChosenCluster chosen = ChooseCluster(options.cluster);
+  const ChosenCluster chosen = ChooseCluster(options.cluster, options.count_node_devices);
   const JobSettings settings = SettleJobSettings(options, chosen.spec);
   ClusterSpec chosen_spec = chosen.spec;
   if (options.spares > 0) MarkSpares(chosen_spec.nodes, options.spares);

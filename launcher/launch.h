@@ -43,6 +43,9 @@ struct LaunchOptions {
   // while an attempt runs (health_watch.h). The CLI sets the doctor's fast health checks
   // (doctor/fast_health_check.h) unless all three are off; unset: none.
   NodeHealthCheck check_nodes;
+  // Asks ssh nodes for their GPUs and CPUs, for --nproc-per-node gpu|cpu|auto (the CLI sets the
+  // doctor's probe, doctor/node_device_count.h); unset: such nodes need a gpus: list.
+  NodeDeviceCounter count_node_devices;
   bool restart_health_check = true;         // --restart-health-check on|off
   std::optional<double> health_watch_s;     // --health-watch S; unset: kHealthWatchS on ssh
                                             // and Slurm nodes, none on this machine alone

@@ -35,31 +35,40 @@ int LocalCpuCount() {
   return std::max(1, CPU_COUNT(&set));
 }
 
-int CountedRanks(const NodeSpec& node, bool here, const std::string& kind) {
+int CountedRanks(const NodeSpec& node, bool here, const std::string& kind,
+                 const NodeDevices* asked) {
   if (kind != "gpu" && kind != "cpu" && kind != "auto") {
     throw UsageError("--nproc-per-node " + kind + ": expected a number, gpu, cpu or auto");
   }
   if (kind != "cpu" && !node.gpus.empty()) return static_cast<int>(node.gpus.size());
-  if (!here) {
+  const char* what = kind == "cpu" ? "CPUs" : "GPUs";
+  if (!here && asked && !asked->error.empty()) {
+    throw UsageError(fmt::format(
+        "--nproc-per-node {}: node {} could not be asked for its {}: {}; list its GPUs in the "
+        "cluster file (gpus: [0, 1, 2, 3]) or give the number of ranks (--nproc-per-node 4)",
+        kind, node.host, what, asked->error));
+  }
+  if (!here && !asked) {
     throw UsageError(fmt::format(
         "--nproc-per-node {}: node {} is not this machine and its {} are not known here; list "
         "its GPUs in the cluster file (gpus: [0, 1, 2, 3]) or give the number of ranks "
         "(--nproc-per-node 4)",
-        kind, node.host, kind == "cpu" ? "CPUs" : "GPUs"));
+        kind, node.host, what));
   }
   if (kind != "cpu") {
-    const int gpus = LocalGpuCount();
+    const int gpus = here ? LocalGpuCount() : asked->gpus;
     if (gpus > 0) return gpus;
     if (kind == "gpu") {
       const char* devices = std::getenv("CUDA_VISIBLE_DEVICES");
       throw UsageError(fmt::format(
-          "--nproc-per-node gpu: no GPU on this machine ({}); give the number of ranks, or cpu "
-          "or auto",
-          devices ? fmt::format("CUDA_VISIBLE_DEVICES='{}' names none", devices)
-                  : std::string("nvidia-smi -L lists none")));
+          "--nproc-per-node gpu: no GPU on {} ({}); give the number of ranks, or cpu or auto",
+          here ? "this machine" : "node " + node.host,
+          !here     ? std::string("nvidia-smi lists none there")
+          : devices ? fmt::format("CUDA_VISIBLE_DEVICES='{}' names none", devices)
+                    : std::string("nvidia-smi -L lists none")));
     }
   }
-  return std::min(LocalCpuCount(), 4096);
+  return std::min(here ? LocalCpuCount() : std::max(asked->cpus, 1), 4096);
 }
 
 }  // namespace dtrain

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/gpu_node_stand_ins.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
@@ -126,6 +127,36 @@ TEST(SshUx, HostListAndHostfileRunOnTheNodes) {
             "/id_ed25519 --log-dir " + logs + " --job port -q hostname 2>&1");
   EXPECT_NE(r.status, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("cannot connect to port 2:")) << r.out;
+}
+
+// torchrun's --nproc-per-node gpu|auto|cpu on ssh nodes without a gpus: list: each node is asked
+// (the doctor's probe), as torchrun counts on the node it runs on. node0 has an 8-GPU
+// nvidia-smi stand-in first on its PATH; node1 has no GPU, so auto gives it one rank per CPU and
+// gpu is refused naming it.
+TEST(SshUx, NprocPerNodeGpuAsksEachNodeForItsGpus) {
+  SshTestCluster cluster("ux16-g", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  test::WriteStandIns(cluster.dir() + "/node0-bin", test::HgxQuery(), "");
+  const std::string file = test::StandInClusterFile(cluster, 1, "", "gpus.yaml");
+  const std::string cpus = RunOutput("nproc | tr -d '\\n'");
+  const std::string logs = cluster.dir() + "/logs";
+  const std::string launch = "cd " + cluster.dir() + " && " + kDtrain + " launch -c " + file +
+                             " --start-health-check off --health-watch 0 --log-dir " + logs;
+  ShellRun r = Shell(launch + " --nproc-per-node auto --job auto -q sh -c 'echo $(hostname) " +
+                     "$LOCAL_WORLD_SIZE $WORLD_SIZE' 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("ranks: 8," + cpus +
+                               " per node (--nproc-per-node auto, asked on "
+                               "the nodes)"));
+  const std::string world = std::to_string(8 + std::stoi(cpus));
+  EXPECT_EQ(ReadText(logs + "/auto/rank-7.log"), "node0 8 " + world + "\n");
+  EXPECT_EQ(ReadText(logs + "/auto/rank-8.log"), "node1 " + cpus + " " + world + "\n");
+  r = Shell(launch + " --nproc-per-node gpu --job gpu -q true 2>&1");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("no GPU on node node1 (nvidia-smi lists none there)"));
+  r = Shell(launch + " --nproc-per-node cpu -np 2 --job cpu -q true 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("-np 2 filling --nproc-per-node cpu, asked on the nodes"));
 }
 
 // 3. dtrain-clip (and dtrain) beside the launching dtrain are found on the nodes exactly where
