@@ -28,7 +28,7 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
   for (const HorovodrunOption& o : HorovodrunOptions()) {
     const std::string name = o.name;
     names.push_back(name);
-    const std::string help = std::string("horovodrun's: ") + o.help;
+    const std::string help = "horovodrun's: " + HorovodrunHelp(o);
     if (o.value == HorovodrunValue::kFlag) {
       cmd.add_flag_callback(
           name, [&given, name] { given[name] = ""; }, help);

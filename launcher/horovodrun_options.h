@@ -22,11 +22,19 @@ enum class HorovodrunValue {
 struct HorovodrunOption {
   const char* name;  // "--fusion-threshold-mb"
   HorovodrunValue value;
-  const char* help;
+  const char* variable;  // what it sets; nullptr: nothing (--no-autotune) or, for kList, the two
+                         // interface variables
+  const char* set_to;    // a flag's value; nullptr: the value given (--fusion-threshold-mb's in
+                         // bytes)
+  const char* needs;     // the option without which horovodrun ignores it, or nullptr
+  const char* more;      // said in --help after the variable, or nullptr
 };
 
 // Every option, in horovodrun's --help order.
 const std::vector<HorovodrunOption>& HorovodrunOptions();
+
+// --help's text for `option`: "HOROVOD_AUTOTUNE_LOG (with --autotune)".
+std::string HorovodrunHelp(const HorovodrunOption& option);
 
 // The given options (name -> value as typed, "" for a flag; a repeated list option's values
 // joined by commas) -> NAME=VALUE for every rank, as horovodrun sets them. An option horovodrun
