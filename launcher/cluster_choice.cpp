@@ -2,11 +2,9 @@
 // environment, rendezvous.
 #include "launcher/cluster_choice.h"
 
-#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "launcher/env_file.h"
 #include "launcher/error.h"
@@ -16,6 +14,7 @@
 #include "launcher/ssh/ssh_config.h"
 #include "launcher/ssh/ssh_session.h"
 #include "launcher/this_machine.h"
+#include "launcher/torchrun_rendezvous.h"
 
 namespace dtrain {
 namespace {
@@ -207,88 +206,11 @@ void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
   }
 }
 
-// "A is not used", "A and B are not used".
-std::string NotUsed(const std::vector<std::string>& settings) {
-  return fmt::format("{} {} not used", fmt::join(settings, " and "),
-                     settings.size() > 1 ? "are" : "is");
-}
-
-// --rdzv-endpoint HOST[:PORT] -> host and port (0: not given), split as torchrun splits it: at
-// the last colon, unless the whole is a bracketed IPv6 address; [V6]:PORT loses its brackets.
-std::pair<std::string, int> SplitEndpoint(const std::string& endpoint) {
-  const size_t colon = endpoint.rfind(':');
-  const bool bracketed = !endpoint.empty() && endpoint.front() == '[' && endpoint.back() == ']';
-  const bool has_port = !bracketed && colon != std::string::npos;
-  std::string host = has_port ? endpoint.substr(0, colon) : endpoint;
-  const std::string port = has_port ? endpoint.substr(colon + 1) : "";
-  if (host.size() > 1 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  const bool port_ok = !has_port || (!port.empty() && port.size() <= 5 &&
-                                     port.find_first_not_of("0123456789") == std::string::npos &&
-                                     std::stoi(port) <= 65535);
-  if (host.empty() || !port_ok) {
-    throw UsageError(fmt::format(
-        "--rdzv-endpoint {}: expected HOST or HOST:PORT (PORT from 0 to 65535), as torchrun "
-        "takes it",
-        endpoint));
-  }
-  return {host, has_port ? std::stoi(port) : 0};
-}
-
-// torchrun's rendezvous options: the endpoint's port as --master-port, and a note for what
-// does not apply (dtrain hosts the store on the first node, whatever the endpoint's host).
-int TorchrunPort(const ClusterChoice& choice, ChosenCluster& out) {
-  const TorchrunRendezvous& rdzv = choice.torchrun;
-  if (rdzv.backend == "etcd" || rdzv.backend == "etcd-v2") {
-    out.notes.push_back(fmt::format(
-        "--rdzv-backend {}: no etcd server is contacted; dtrain hosts the job's rendezvous "
-        "itself (a TCPStore on the first node, as torchrun's c10d backend)",
-        rdzv.backend));
-  }
-  if (!rdzv.conf.empty()) {
-    out.notes.push_back(fmt::format(
-        "--rdzv-conf {} is not used: dtrain starts every rank itself, so no node joins late and "
-        "there is no join to time out",
-        rdzv.conf));
-  }
-  if (rdzv.standalone) {
-    std::vector<std::string> unused;
-    if (!rdzv.endpoint.empty()) unused.push_back("--rdzv-endpoint " + rdzv.endpoint);
-    if (!rdzv.id.empty()) unused.push_back("--rdzv-id " + rdzv.id);
-    if (!unused.empty()) {
-      out.notes.push_back(fmt::format(
-          "{}: --standalone picks its own rendezvous on this machine, as torchrun's does",
-          NotUsed(unused)));
-    }
-    return 0;
-  }
-  if (rdzv.endpoint.empty()) return 0;
-  const auto [host, port] = SplitEndpoint(rdzv.endpoint);
-  if (choice.master_port > 0 && port > 0 && port != choice.master_port) {
-    throw UsageError(
-        fmt::format("--rdzv-endpoint {} and --master-port {} name two ports; give one of them",
-                    rdzv.endpoint, choice.master_port));
-  }
-  auto is = [&](const NodeSpec& node) {
-    return host == node.host || host == node.address ||
-           (IsThisMachine(host) && IsThisMachine(node.address));
-  };
-  const NodeSpec& first = out.spec.nodes.front();
-  if (out.spec.transport != TransportKind::kSlurm && !is(first)) {
-    const bool listed = std::any_of(out.spec.nodes.begin(), out.spec.nodes.end(), is);
-    out.notes.push_back(fmt::format(
-        "--rdzv-endpoint {}: the rendezvous is on the first node, {} ({}), where dtrain hosts "
-        "the job's store, not on {}{}",
-        rdzv.endpoint, first.host, first.address, host,
-        listed ? "; list it first to have it there" : ", which is not one of the job's nodes"));
-  }
-  return port;
-}
-
 void ChooseRendezvous(const ClusterChoice& choice, ChosenCluster& out) {
   const bool local = out.spec.transport == TransportKind::kLocal;
   const bool standalone = choice.torchrun.standalone;
-  const int endpoint_port = TorchrunPort(choice, out);
+  const int endpoint_port =
+      TorchrunRendezvousPort(choice.torchrun, choice.master_port, out.spec, out.notes);
   if (standalone) {  // torchrun's --standalone does not read them either
     std::vector<std::string> unused;
     if (!Env("MASTER_ADDR").empty()) unused.push_back("MASTER_ADDR=" + Env("MASTER_ADDR"));

@@ -12,19 +12,9 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/local_device_count.h"
 #include "launcher/port_reservation.h"
+#include "launcher/torchrun_rendezvous.h"
 
 namespace dtrain {
-
-// torchrun's rendezvous options, as dtrain reads them: the job's store is dtrain's own, on the
-// first node, so they choose a port, this machine and the run id, and the rest is said not to
-// apply. --standalone overrides the others, as torchrun's does.
-struct TorchrunRendezvous {
-  bool standalone = false;  // --standalone: this machine alone, a free port (or --master-port)
-  std::string endpoint;     // --rdzv-endpoint HOST[:PORT]: PORT as --master-port
-  std::string backend;      // --rdzv-backend: c10d or static; etcd and etcd-v2 are not contacted
-  std::string id;           // --rdzv-id: TORCHELASTIC_RUN_ID ("" = the job's name)
-  std::string conf;         // --rdzv-conf: not used
-};
 
 // What the command line (and the caller's environment) says about nodes.
 struct ClusterChoice {

@@ -1,0 +1,32 @@
+// torchrun's rendezvous options (--standalone, --rdzv-endpoint, --rdzv-backend, --rdzv-id,
+// --rdzv-conf) read as dtrain reads them: the job's store is dtrain's own, on the first node.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+
+namespace dtrain {
+
+// torchrun's rendezvous options, as dtrain reads them: the job's store is dtrain's own, on the
+// first node, so they choose a port, this machine and the run id, and the rest is said not to
+// apply. --standalone overrides the others, as torchrun's does.
+struct TorchrunRendezvous {
+  bool standalone = false;  // --standalone: this machine alone, a free port (or --master-port)
+  std::string endpoint;     // --rdzv-endpoint HOST[:PORT]: PORT as --master-port
+  std::string backend;      // --rdzv-backend: c10d or static; etcd and etcd-v2 are not contacted
+  std::string id;           // --rdzv-id: TORCHELASTIC_RUN_ID ("" = the job's name)
+  std::string conf;         // --rdzv-conf: not used
+};
+
+// The rendezvous port the options name (--rdzv-endpoint's; 0: none), with a note in `notes` for
+// each option that does not apply on `spec`'s nodes. Throws UsageError for an endpoint torchrun
+// would refuse, or a port other than `master_port` (> 0: --master-port).
+int TorchrunRendezvousPort(const TorchrunRendezvous& rdzv, int master_port, const ClusterSpec& spec,
+                           std::vector<std::string>& notes);
+
+// "A is not used", "A and B are not used".
+std::string NotUsed(const std::vector<std::string>& settings);
+
+}  // namespace dtrain
