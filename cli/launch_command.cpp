@@ -227,10 +227,10 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
       ->check(CLI::Validator(
           [](std::string& v) { return v.empty() ? std::string("expected a name") : std::string(); },
           "NAME"));
-  auto monitor_interval = std::make_shared<double>(0.1);
-  cmd->add_option("--monitor-interval", *monitor_interval,
-                  "torchrun's: not needed, and not used: dtrain hears of a rank's end as it "
-                  "happens, not by polling")
+  cmd->add_option_function<double>(
+         "--monitor-interval", [](double) {},  // checked, not used
+         "torchrun's: not needed, and not used: dtrain hears of a rank's end as it "
+         "happens, not by polling")
       ->check(SecondsAtLeast(0));
   for (const char* name :
        {"-r", "-t", "--local-ranks-filter", "--standalone", "--rdzv-endpoint", "--rdzv-backend",
