@@ -36,9 +36,12 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
     }
     CLI::Option* opt = cmd.add_option_function<std::string>(
         name,
-        [&given, name](const std::string& value) {
+        [&given, name, kind = o.value](const std::string& value) {
           std::string& all = given[name];
-          all += (all.empty() ? "" : ",") + value;  // --network-interface, repeated
+          if (kind == HorovodrunValue::kNumber)
+            all = PythonFloatText(value);
+          else
+            all += (all.empty() ? "" : ",") + value;  // --network-interface, repeated
         },
         help);
     if (o.value == HorovodrunValue::kWhole) opt->check(WholeNumberAtLeast(0));

@@ -8,6 +8,7 @@
 
 #include "launcher/env_file.h"
 #include "launcher/error.h"
+#include "launcher/horovodrun_config_file.h"
 #include "launcher/horovodrun_options.h"
 #include "launcher/host_list.h"
 #include "launcher/local_device_count.h"
@@ -199,7 +200,10 @@ void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
     out.spec.env[name] = value;
     for (NodeSpec& node : out.spec.nodes) node.env.erase(name);  // -x wins over per-node env
   }
-  for (const std::string& item : HorovodrunVariables(choice.horovodrun, out.notes)) {
+  std::map<std::string, std::string> horovodrun = choice.horovodrun;
+  if (auto file = horovodrun.find("--config-file"); file != horovodrun.end())
+    ReadHorovodrunConfig(file->second, horovodrun, out.notes);
+  for (const std::string& item : HorovodrunVariables(horovodrun, out.notes)) {
     const size_t eq = item.find('=');
     out.spec.env[item.substr(0, eq)] = item.substr(eq + 1);
     for (NodeSpec& node : out.spec.nodes) node.env.erase(item.substr(0, eq));

@@ -2,6 +2,8 @@
 // set_env_from_args, and gloo_run.py for the network interfaces).
 #include "launcher/horovodrun_options.h"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "launcher/error.h"
@@ -32,6 +34,9 @@ const std::vector<HorovodrunOption>& HorovodrunOptions() {
        "place of what --horovod looks up"},
       {"--network-interface", V::kList, nullptr, nullptr, nullptr,
        "one network interface (repeatable), as --network-interfaces"},
+      {"--config-file", V::kText, nullptr, nullptr, nullptr,
+       "a YAML of these values (params, autotune, timeline, stall_check, library_options, "
+       "logging), under the command line's"},
       {"--fusion-threshold-mb", V::kWhole, "HOROVOD_FUSION_THRESHOLD", nullptr, nullptr,
        "given in MiB, set in bytes"},
       {"--cycle-time-ms", V::kNumber, "HOROVOD_CYCLE_TIME", nullptr, nullptr, nullptr},
@@ -84,6 +89,13 @@ const std::vector<HorovodrunOption>& HorovodrunOptions() {
       {"--log-without-timestamp", V::kFlag, "HOROVOD_LOG_HIDE_TIME", "1", nullptr, nullptr},
   };
   return options;
+}
+
+std::string PythonFloatText(const std::string& text) {
+  const double value = std::strtod(text.c_str(), nullptr);
+  std::string out = fmt::format("{}", value);  // the shortest text that reads back, as repr()
+  if (out.find_first_of(".einf") == std::string::npos) out += ".0";
+  return out;
 }
 
 std::string HorovodrunHelp(const HorovodrunOption& option) {

@@ -33,6 +33,10 @@ struct HorovodrunOption {
 // Every option, in horovodrun's --help order.
 const std::vector<HorovodrunOption>& HorovodrunOptions();
 
+// A number as horovodrun's argparse float prints it into a variable: "7" -> "7.0", "2.5" ->
+// "2.5". `text` is a number (the option's check passed).
+std::string PythonFloatText(const std::string& text);
+
 // --help's text for `option`: "HOROVOD_AUTOTUNE_LOG (with --autotune)".
 std::string HorovodrunHelp(const HorovodrunOption& option);
 

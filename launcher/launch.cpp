@@ -130,11 +130,13 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   job.max_restarts = options.max_restarts.value_or(spec.job.max_restarts);
   if (job.max_restarts < 0) throw UsageError("--max-restarts: expected a number >= 0");
   job.timeline = options.timeline || spec.job.timeline;
-  if (job.timeline && options.cluster.horovodrun.count("--timeline-filename")) {
-    throw UsageError(
-        "--timeline-filename names one file for Horovod's timeline, and --timeline (or "
+  if (auto named = spec.env.find("HOROVOD_TIMELINE"); job.timeline && named != spec.env.end()) {
+    throw UsageError(fmt::format(
+        "HOROVOD_TIMELINE={} (from --timeline-filename, a --config-file's timeline.filename, -x "
+        "or the cluster file's env) names one file for Horovod's timeline, and --timeline (or "
         "job.timeline) puts every rank's in the job folder, where dtrain timeline merges them; "
-        "give one of them");
+        "give one of them",
+        named->second));
   }
   job.stall_timeout_s = options.stall_timeout_s.value_or(spec.job.stall_timeout_s);
   if (job.stall_timeout_s < 0) throw UsageError("--stall-timeout: expected seconds >= 0");

@@ -127,6 +127,16 @@ TEST(LaunchUx, UnknownOptionsAndCommandsSayWhatToDo) {
   run = RunDtrain({"launch", "--timeline", "--timeline-filename", "t.json", "true"}, dir.path());
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.err, HasSubstr("give one of them"));
+  WriteFile(dir.path() + "/horovod.yaml", "params:\n  fusion_threshold_mb: lots\n");
+  run = RunDtrain({"launch", "--config-file", "horovod.yaml", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("horovod.yaml:2:24: params.fusion_threshold_mb: expected a whole "
+                                 "number >= 0, got 'lots'"));
+  WriteFile(dir.path() + "/horovod.yaml", "timeline:\n  filename: t.json\n");
+  run = RunDtrain({"launch", "--config-file", "horovod.yaml", "--timeline", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("HOROVOD_TIMELINE=t.json (from --timeline-filename, a "
+                                 "--config-file's timeline.filename"));
   run =
       RunDtrain({"launch", "--autotune-log-file", "a.csv", "--num-proc", "1", "true"}, dir.path());
   EXPECT_EQ(run.status, 0) << run.err;

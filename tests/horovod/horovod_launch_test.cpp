@@ -142,8 +142,8 @@ std::set<std::string> DumpedEnv(const std::string& text, const std::string& rank
 // horovodrun's options that tune Horovod, pasted after `dtrain launch`: horovodrun itself and
 // dtrain run the same script with the same options, and every HOROVOD_* and NCCL_* variable
 // horovodrun gives a rank dtrain gives alike (save the rendezvous port, each launcher's own).
-// Then Horovod itself reads them: --timeline-filename and --timeline-mark-cycles make it write
-// its timeline, with cycle marks, to that file.
+// The same with a horovodrun --config-file. Then Horovod itself reads them: --timeline-filename
+// and --timeline-mark-cycles make it write its timeline, with cycle marks, to that file.
 TEST(HorovodLaunch, HorovodrunsOwnOptionsSetWhatHorovodrunSets) {
   REQUIRE_HOROVOD();
   const std::string dir = kBin + "/horovod_launch/options";
@@ -159,24 +159,45 @@ TEST(HorovodLaunch, HorovodrunsOwnOptionsSetWhatHorovodrunSets) {
       "--num-nccl-streams 2 --tcp --thread-affinity 1 --gloo-timeout-seconds 40 --log-level "
       "DEBUG --log-without-timestamp --network-interfaces lo --start-timeout 20 --gloo";
   const std::string dump = kSource + "/tests/horovod/hvd_env_dump.py";
-  const std::string horovodrun = RunOutput(bare + venv + "/horovodrun -np 2 -H localhost:2 " +
-                                           options + " python " + dump + " 2>&1; echo status=$?");
-  ASSERT_NE(horovodrun.find("status=0"), std::string::npos) << horovodrun;
-  const std::string dtrain =
-      RunOutput(bare + kBin + "/dtrain launch -np 2 -H localhost:2 --log-dir " + dir +
-                " --job env " + options + " python " + dump + " 2>&1; echo status=$?");
-  ASSERT_NE(dtrain.find("status=0"), std::string::npos) << dtrain;
-  for (const std::string rank : {"0", "1"}) {
-    std::set<std::string> want = DumpedEnv(horovodrun, rank);
-    std::set<std::string> got = DumpedEnv(dtrain, rank);
-    ASSERT_GT(want.size(), 20u) << horovodrun;
-    for (const std::string& item : want) {
-      if (item.rfind("HOROVOD_GLOO_RENDEZVOUS_PORT=", 0) == 0) continue;
-      EXPECT_EQ(got.count(item), 1u)
-          << "horovodrun sets " << item << " on rank " << rank << "; dtrain does not\n"
-          << dtrain;
+  // Both launchers with `flags`: every variable horovodrun gives a rank, dtrain gives alike.
+  auto expect_alike = [&](const std::string& job, const std::string& flags) {
+    SCOPED_TRACE(flags);
+    const std::string horovodrun = RunOutput(bare + venv + "/horovodrun -np 2 -H localhost:2 " +
+                                             flags + " python " + dump + " 2>&1; echo status=$?");
+    ASSERT_NE(horovodrun.find("status=0"), std::string::npos) << horovodrun;
+    const std::string dtrain =
+        RunOutput(bare + kBin + "/dtrain launch -np 2 -H localhost:2 --log-dir " + dir + " --job " +
+                  job + " " + flags + " python " + dump + " 2>&1; echo status=$?");
+    ASSERT_NE(dtrain.find("status=0"), std::string::npos) << dtrain;
+    for (const std::string rank : {"0", "1"}) {
+      std::set<std::string> want = DumpedEnv(horovodrun, rank);
+      std::set<std::string> got = DumpedEnv(dtrain, rank);
+      ASSERT_GT(want.size(), 15u) << horovodrun;
+      for (const std::string& item : want) {
+        if (item.rfind("HOROVOD_GLOO_RENDEZVOUS_PORT=", 0) == 0) continue;
+        EXPECT_EQ(got.count(item), 1u)
+            << "horovodrun sets " << item << " on rank " << rank << "; dtrain does not\n"
+            << dtrain;
+      }
     }
-  }
+  };
+  expect_alike("env", options);
+  // horovodrun's --config-file: the file's values under the command line's (--cycle-time-ms 7
+  // over the file's 3.5, --no-autotune over `enabled: true`), a stall_check section without
+  // `enabled` turning Horovod's check on.
+  std::ofstream(dir + "/horovod.yaml") << "params:\n  fusion_threshold_mb: 16\n"
+                                          "  cycle_time_ms: 3.5\n  hierarchical_allreduce: true\n"
+                                          "autotune:\n  enabled: true\n  warmup_samples: 4\n"
+                                          "timeline:\n  filename: "
+                                       << dir
+                                       << "/cfg.json\n  mark_cycles: false\n"
+                                          "stall_check:\n  warning_time_seconds: 45\n"
+                                          "library_options:\n  num_nccl_streams: 3\n"
+                                          "logging:\n  level: INFO\n  with_timestamp: true\n"
+                                          "controller: gloo\n";
+  expect_alike("config",
+               "--config-file " + dir +
+                   "/horovod.yaml --cycle-time-ms 7 --no-autotune --network-interfaces lo");
   // Horovod reads them: its timeline, with cycle marks, in the named file.
   const std::string out =
       Launch("-H localhost:2 --log-dir " + dir + " --job train --timeline-filename " + dir +
