@@ -46,8 +46,7 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
         help);
     if (o.value == HorovodrunValue::kWhole) opt->check(WholeNumberAtLeast(0));
     if (o.value == HorovodrunValue::kNumber) opt->check(CLI::NonNegativeNumber);
-    if (o.value == HorovodrunValue::kLogLevel)
-      opt->check(CLI::IsMember({"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL"}));
+    if (o.value == HorovodrunValue::kLogLevel) opt->check(CLI::IsMember(kHorovodLogLevels));
     if (o.value != HorovodrunValue::kList)
       opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     opt->allow_extra_args(false);

@@ -173,6 +173,12 @@ void ChooseRanks(const ClusterChoice& choice, const NodeDeviceCounter& count_dev
       "{} per node ({})", uniform ? std::to_string(nodes.front().slots) : counts, out.ranks_why);
 }
 
+// NAME=VALUE for every rank of `spec`: over the cluster file's env and each node's own.
+void SetForEveryRank(const std::string& name, const std::string& value, ClusterSpec& spec) {
+  spec.env[name] = value;
+  for (NodeSpec& node : spec.nodes) node.env.erase(name);
+}
+
 // The env file first, then the file's env (MakeRankPlan adds it), then -x and horovodrun's
 // options over everything.
 void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
@@ -197,16 +203,14 @@ void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
                       name, name, name));
     }
     if (name.empty()) throw UsageError("-x: expected NAME or NAME=VALUE");
-    out.spec.env[name] = value;
-    for (NodeSpec& node : out.spec.nodes) node.env.erase(name);  // -x wins over per-node env
+    SetForEveryRank(name, value, out.spec);
   }
   std::map<std::string, std::string> horovodrun = choice.horovodrun;
   if (auto file = horovodrun.find("--config-file"); file != horovodrun.end())
     ReadHorovodrunConfig(file->second, horovodrun, out.notes);
   for (const std::string& item : HorovodrunVariables(horovodrun, out.notes)) {
     const size_t eq = item.find('=');
-    out.spec.env[item.substr(0, eq)] = item.substr(eq + 1);
-    for (NodeSpec& node : out.spec.nodes) node.env.erase(item.substr(0, eq));
+    SetForEveryRank(item.substr(0, eq), item.substr(eq + 1), out.spec);
   }
 }
 

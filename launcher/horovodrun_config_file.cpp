@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "launcher/error.h"
@@ -69,10 +70,12 @@ std::string Refusal(const std::string& option, const std::string& value) {
           return "expected a number >= 0";
         return "";
       case HorovodrunValue::kLogLevel:
-        for (const char* level : {"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL"}) {
+        for (const std::string& level : kHorovodLogLevels) {
           if (value == level) return "";
         }
-        return "expected TRACE, DEBUG, INFO, WARNING, ERROR or FATAL";
+        return fmt::format("expected {} or {}",
+                           fmt::join(kHorovodLogLevels.begin(), kHorovodLogLevels.end() - 1, ", "),
+                           kHorovodLogLevels.back());
       default:
         return value.empty() ? "expected a value" : "";
     }

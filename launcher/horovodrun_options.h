@@ -19,6 +19,10 @@ enum class HorovodrunValue {
   kList,      // comma-separated names (network interfaces)
 };
 
+// --log-level's values, as horovodrun's config_parser.LOG_LEVELS.
+inline const std::vector<std::string> kHorovodLogLevels = {"TRACE",   "DEBUG", "INFO",
+                                                           "WARNING", "ERROR", "FATAL"};
+
 struct HorovodrunOption {
   const char* name;  // "--fusion-threshold-mb"
   HorovodrunValue value;
