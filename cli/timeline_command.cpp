@@ -43,7 +43,9 @@ int RunTimelineJson(const TimelineRequest& request) {
   for (const std::string& warning : report.merge.warnings) {
     std::fprintf(stderr, "dtrain timeline: warning: %s\n", warning.c_str());
   }
-  std::printf("%s\n", TimelineReportJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  std::printf("%s\n", TimelineReportJson(report)
+                          .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                          .c_str());
   return kExitOk;
 }
 
@@ -69,12 +71,13 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
                 "left on their nodes (missing here, or larger there) are copied here first");
   cmd->add_flag("--summary", request->summary,
                 "Print compute, communication and waiting per rank, the slowest ranks, the "
-                "overlap of communication with compute and the largest fused allreduces; write "
+                "overlap of communication with compute and the largest fused allreduces (PyTorch "
+                "traces: also why each GPU stream sat idle and the kernel launch delays); write "
                 "timeline-steps.svg beside the merged trace");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json,
                 "With --summary: print the summary as one JSON document (per rank GPU time, "
-                "overlap, steps, top kernels, stragglers)");
+                "overlap, steps, idle by stream, launches, top kernels, stragglers)");
   cmd->add_option("--step", request->step_name,
                   "PyTorch traces: the record_function that marks one step (default: "
                   "ProfilerStep#N)");

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "launcher/timeline/gpu_idle_causes.h"
 #include "launcher/timeline/step_chart_svg.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
@@ -215,6 +216,75 @@ TEST(TimelineSummary, ClassifiesHorovodActivities) {
   EXPECT_EQ(ClassifySpan("grad.w", "MEMCPY_IN_FUSION_BUFFER"), SpanKind::kComm);
   EXPECT_EQ(ClassifySpan("grad.w", "NCCL_ALLREDUCE"), SpanKind::kComm);
   EXPECT_EQ(ClassifySpan("features", "ALLGATHER"), SpanKind::kComm);
+}
+
+// A GPU activity on `stream` from `start` to `end`, launched at `launched` by a call of `call_us`.
+LaunchedActivity Launched(int64_t stream, double start, double end, double launched, double call_us,
+                          LaunchCallKind call = LaunchCallKind::kRuntime) {
+  LaunchedActivity a;
+  a.stream = stream;
+  a.start = start;
+  a.end = end;
+  a.launched_at = launched;
+  a.call = call;
+  a.call_start = launched;
+  a.call_duration = call_us;
+  return a;
+}
+
+// Each gap on a stream by its cause, as HTA sorts them, and the launch figures, where every one is
+// known: a gap of 5 us launched early (kernel wait), one launched after the last activity ended
+// (host wait, 80), one of 90 us launched early (other), one overlapping the activity before it
+// (kernel wait, -5), and a stream with a single activity (no gap).
+TEST(GpuIdleCauses, EachGapHasItsCauseAndTheTablesSayWhatDominates) {
+  const std::vector<LaunchedActivity> activities = {
+      Launched(7, 200, 210, 60, 2),   // gap 90 after 110; launched before it: other
+      Launched(7, 0, 10, -5, 3),      // the first: no gap
+      Launched(7, 15, 20, 1, 4),      // gap 5 under 30 us, launched before 10: kernel wait
+      Launched(7, 100, 110, 50, 60),  // launched at 50, after 20: host wait 80
+      Launched(7, 205, 215, 70, 1, LaunchCallKind::kDriver),  // starts before 210 ends: -5
+      Launched(9, 40, 45, 30, 2),
+  };
+  const GpuIdleCauses causes = FindGpuIdleCauses(activities);
+  ASSERT_EQ(causes.streams.size(), 2u);
+  const StreamIdle& s7 = causes.streams[0];
+  EXPECT_EQ(s7.stream, 7);
+  EXPECT_EQ(s7.activities, 5);
+  EXPECT_DOUBLE_EQ(s7.span_us, 215);
+  EXPECT_DOUBLE_EQ(s7.busy_us, 45);
+  EXPECT_DOUBLE_EQ(s7.host_wait_us, 80);
+  EXPECT_DOUBLE_EQ(s7.kernel_wait_us, 0);  // 5 and -5
+  EXPECT_DOUBLE_EQ(s7.other_us, 90);
+  const StreamIdle& s9 = causes.streams[1];
+  EXPECT_EQ(s9.stream, 9);
+  EXPECT_DOUBLE_EQ(s9.idle_us(), 0);
+  EXPECT_DOUBLE_EQ(s9.span_us, 5);
+
+  // Delays (start less the call's end, never below 0): 138, 2, 10, 0, 134, 8.
+  const KernelLaunches& l = causes.launches;
+  EXPECT_EQ(l.launches, 6);
+  EXPECT_EQ(l.driver_launches, 1);
+  EXPECT_DOUBLE_EQ(l.delay_median_us, 9);  // (8 + 10) / 2
+  EXPECT_DOUBLE_EQ(l.delay_max_us, 138);
+  EXPECT_EQ(l.delayed, 2);            // over 100 us
+  EXPECT_EQ(l.slow_calls, 1);         // the 60 us call
+  EXPECT_EQ(l.shorter_than_call, 1);  // its 10 us kernel
+
+  const std::string text = FormatGpuIdleCauses({{3, causes}});
+  EXPECT_NE(text.find("Other waits are most of the idle time on rank 3 (stream 7)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("Host wait is most"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 by the driver's cuLaunchKernel(Ex)"), std::string::npos) << text;
+  // Stream 9 carries 10% of the work: listed, and too little idle to point at.
+  EXPECT_NE(text.find("\n    3       9 "), std::string::npos) << text;
+
+  // Most kernels shorter than their launch: the launches set the pace.
+  std::vector<LaunchedActivity> tiny;
+  for (int i = 0; i < 10; ++i) tiny.push_back(Launched(7, 10.0 * i, 10.0 * i + 2, 10.0 * i - 4, 3));
+  EXPECT_NE(FormatGpuIdleCauses({{0, FindGpuIdleCauses(tiny)}})
+                .find("Most kernels of rank 0 ran in less time than the CPU took to launch them"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -87,21 +87,24 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   RankState& state = ranks_[event.rank];
   const double end = event.ts_us + event.dur_us;
   if (IsGpuActivityCategory(event.cat) && event.stream >= 0) {
-    state.activities.push_back(Activity{event.ts_us, end, event.correlation, Intern(event.name),
-                                        ClassifyGpuActivity(event.name)});
+    state.activities.push_back(Activity{event.ts_us, end, event.stream, event.correlation,
+                                        Intern(event.name), ClassifyGpuActivity(event.name)});
     return;
   }
   // A stream's synchronisation record ("Stream Wait Event", "Stream Sync") sits on the GPU
   // timeline, and HTA counts it among the GPU's activity: it bounds the span as HTA's does. Its
   // duration is the host's wait, not GPU work, so it adds no busy time (where HTA counts it).
   if (event.cat == "cuda_sync" && event.stream >= 0) {
-    state.activities.push_back(Activity{event.ts_us, end, event.correlation, Intern(event.name),
-                                        GpuActivityKind::kOther, true});
+    state.activities.push_back(Activity{event.ts_us, end, event.stream, event.correlation,
+                                        Intern(event.name), GpuActivityKind::kOther, true});
     return;
   }
   if (event.correlation >= 0) {
     auto [it, added] = state.launch_us.emplace(event.correlation, event.ts_us);
     if (!added) it->second = std::min(it->second, event.ts_us);
+    if (const LaunchCallKind call = ClassifyLaunchCall(event.name); call != LaunchCallKind::kNone) {
+      state.launch_calls.emplace(event.correlation, LaunchCall{event.ts_us, event.dur_us, call});
+    }
   }
   if (IsProfilerStep(event.name)) {
     profiler_step_names_.emplace(std::string(event.name), 0);
@@ -117,7 +120,7 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   }
 }
 
-RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state) {
+RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCauses& causes) {
   RankGpuTime out;
   out.rank = rank;
   // HTA keeps the GPU activity whose launch came before the last profiler step began, when the
@@ -130,12 +133,13 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state) {
   };
   std::vector<Edge> edges;
   edges.reserve(state.activities.size() * 2);
+  std::vector<LaunchedActivity> launched;
+  launched.reserve(state.activities.size());
   for (const Activity& a : state.activities) {
-    if (filter) {
-      auto launch = state.launch_us.find(a.correlation);
-      if (launch == state.launch_us.end() || launch->second >= state.last_profiler_step_us) {
-        continue;
-      }
+    auto launch = state.launch_us.find(a.correlation);
+    if (filter &&
+        (launch == state.launch_us.end() || launch->second >= state.last_profiler_step_us)) {
+      continue;
     }
     if (a.marker) {
       edges.push_back({a.start, +1, a.kind});  // the span reaches its end; nothing open between
@@ -146,6 +150,16 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state) {
     }
     edges.push_back({a.start, +1, a.kind});
     edges.push_back({a.end, -1, a.kind});
+    LaunchedActivity& l = launched.emplace_back();
+    l.stream = a.stream;
+    l.start = a.start;
+    l.end = a.end;
+    if (launch != state.launch_us.end()) l.launched_at = launch->second;
+    if (auto call = state.launch_calls.find(a.correlation); call != state.launch_calls.end()) {
+      l.call = call->second.kind;
+      l.call_start = call->second.start;
+      l.call_duration = call->second.duration;
+    }
     KernelTotal& total = kernels_[a.name];
     total.kind = a.kind;
     total.count += 1;
@@ -154,6 +168,8 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state) {
     ++out.activities;
   }
   std::vector<Activity>().swap(state.activities);
+  causes = FindGpuIdleCauses(launched);
+  std::unordered_map<int64_t, LaunchCall>().swap(state.launch_calls);
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.ts < b.ts; });
   std::vector<Segment> segments;
   int open[4] = {0, 0, 0, 0};
@@ -216,7 +232,7 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
   GpuTimeSummary summary;
   summary.step_name = step_name_.empty() ? "ProfilerStep#N" : step_name_;
   for (auto& [rank, state] : ranks_) {
-    RankGpuTime time = Sweep(rank, state);
+    RankGpuTime time = Sweep(rank, state, summary.idle_causes[rank]);
     for (const RankTraceInfo& info : ranks) {
       if (info.rank == rank) time.host = info.host;
     }
@@ -302,6 +318,9 @@ std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
       out += '\n';
     }
   }
+  if (const std::string causes = FormatGpuIdleCauses(summary.idle_causes); !causes.empty()) {
+    out += "\n" + causes;
+  }
   if (!summary.top_kernels.empty()) {
     out += "\nTop kernels (all ranks)\n";
     for (const KernelTotal& k : summary.top_kernels) {
@@ -353,6 +372,9 @@ nlohmann::json GpuTimeSummaryJson(const GpuTimeSummary& summary) {
            {"activities", r.activities}}},
          {"overlap_pct", g.overlap_pct < 0 ? json(nullptr) : json(Round3(g.overlap_pct))},
          {"steps", steps}});
+    if (auto causes = summary.idle_causes.find(r.rank); causes != summary.idle_causes.end()) {
+      ranks.back().update(GpuIdleCausesJson(causes->second));
+    }
   }
   json kernels = json::array();
   for (const KernelTotal& k : summary.top_kernels) {

@@ -1,8 +1,9 @@
 // Where each rank's GPU time went, from PyTorch profiler traces: busy time split into compute,
 // communication and memory kernels as HolisticTraceAnalysis's temporal breakdown splits it, idle
-// time, communication hidden behind compute, per-step times, the top kernels, and per collective
-// the rank that arrived last. Built event by event during the streaming merge; memory grows with
-// the number of GPU activities and collectives (a few dozen bytes each), not with the trace text.
+// time and its causes, communication hidden behind compute, per-step times, the top kernels, and
+// per collective the rank that arrived last. Built event by event during the streaming merge;
+// memory grows with the number of GPU activities and collectives (a few dozen bytes each), not with
+// the trace text.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launcher/timeline/gpu_idle_causes.h"
 #include "launcher/timeline/kineto_trace.h"
 #include "launcher/timeline/timeline_merge.h"
 
@@ -77,6 +79,7 @@ struct Straggler {
 
 struct GpuTimeSummary {
   std::vector<RankGpuTime> ranks;              // by rank; PyTorch traces only
+  std::map<int, GpuIdleCauses> idle_causes;    // why each of those ranks' GPU sat idle
   std::vector<KernelTotal> top_kernels;        // most total time first, at most kTopKernels
   std::vector<CollectiveArrival> collectives;  // in order of first arrival
   std::vector<Straggler> stragglers;           // most often last first
@@ -95,6 +98,7 @@ class GpuTimeSummaryBuilder {
   struct Activity {
     double start;
     double end;
+    int64_t stream;
     int64_t correlation;
     uint32_t name;
     GpuActivityKind kind;
@@ -105,16 +109,22 @@ class GpuTimeSummaryBuilder {
     double end;
     uint32_t name;
   };
+  struct LaunchCall {
+    double start;
+    double duration;
+    LaunchCallKind kind;
+  };
   struct RankState {
     std::vector<Activity> activities;
-    std::unordered_map<int64_t, double> launch_us;  // correlation -> earliest CPU-side ts
+    std::unordered_map<int64_t, double> launch_us;         // correlation -> earliest CPU-side ts
+    std::unordered_map<int64_t, LaunchCall> launch_calls;  // correlation -> its launch call
     double last_profiler_step_us = -1e300;
     std::vector<Span> steps;
     std::vector<Span> collectives;
   };
 
   uint32_t Intern(std::string_view name);
-  RankGpuTime Sweep(int rank, RankState& state);
+  RankGpuTime Sweep(int rank, RankState& state, GpuIdleCauses& causes);
 
   std::string step_name_;
   std::map<int, RankState> ranks_;

@@ -81,6 +81,16 @@ bool IsGpuActivityCategory(std::string_view cat) {
   return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
 }
 
+LaunchCallKind ClassifyLaunchCall(std::string_view name) {
+  // HTA: hta/analyzers/cuda_kernel_analysis.py, cuda_kernel_launch_stats.
+  for (std::string_view runtime :
+       {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"}) {
+    if (name == runtime) return LaunchCallKind::kRuntime;
+  }
+  if (name == "cuLaunchKernel" || name == "cuLaunchKernelEx") return LaunchCallKind::kDriver;
+  return LaunchCallKind::kNone;
+}
+
 bool IsCollectiveAnnotation(std::string_view cat, std::string_view name) {
   if (cat != "user_annotation") return false;
   for (std::string_view backend : {"nccl:", "gloo:", "mpi:", "ucc:", "xccl:"}) {

@@ -40,6 +40,13 @@ GpuActivityKind ClassifyGpuActivity(std::string_view name);
 // The trace-event categories of GPU activity.
 bool IsGpuActivityCategory(std::string_view cat);
 
+// The CPU-side call that put a GPU activity on a stream, by its name: the runtime calls HTA's
+// CUDA kernel launch stats count (cudaLaunchKernel, cudaLaunchKernelExC, cudaMemcpyAsync,
+// cudaMemsetAsync), the driver's own launches (cuLaunchKernel, cuLaunchKernelEx: CUDA 12 and later
+// libraries launch this way, and HTA 0.5 does not count them), or none of these.
+enum class LaunchCallKind : uint8_t { kNone, kRuntime, kDriver };
+LaunchCallKind ClassifyLaunchCall(std::string_view name);
+
 // A collective as the CPU side records it: torch's c10d record_function ("nccl:all_reduce",
 // "gloo:broadcast", ...), category user_annotation.
 bool IsCollectiveAnnotation(std::string_view cat, std::string_view name);

@@ -115,13 +115,14 @@ def gpu_annotations(doc, ids):
     """What Kineto puts on GPU timelines beside kernels, in the form torch 2.11 writes it: user
     annotations (the profiler steps among them, lagging the CPU; no stream, as in the fixture),
     stream waits (stream and correlation, no duration) and a device-wide synchronisation (no
-    stream, a duration)."""
+    stream, a duration). A stream wait carries the correlation of the cudaStreamWaitEvent that
+    asked for it."""
     for s in steps(doc):
         doc["traceEvents"].append({"ph": "X", "cat": "gpu_user_annotation", "name": s["name"],
                                    "pid": 0, "tid": 7, "ts": s["ts"] + 5000.0, "dur": s["dur"],
                                    "args": {"External id": 1}})
     rt = events(doc, "cuda_runtime")
-    for r in rt[::25]:
+    for r in [r for r in rt if r["name"] == "cudaStreamWaitEvent"][::4]:
         doc["traceEvents"].append({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event",
                                    "pid": 0, "tid": 7, "ts": r["ts"] + 30.0, "dur": 0.0,
                                    "args": {"cuda_sync_kind": "Stream Wait Event", "device": 0,
