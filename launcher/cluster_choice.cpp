@@ -123,7 +123,15 @@ void CountRanks(const ClusterChoice& choice, const NodeDeviceCounter& count_devi
     asked = count_devices(to_ask);
   for (NodeSpec& node : out.spec.nodes) {
     auto it = asked.find(node.host);
-    node.slots = CountedRanks(node, here(node), kind, it == asked.end() ? nullptr : &it->second);
+    // The CUDA_VISIBLE_DEVICES the node's ranks get (MakeRankPlan: the node's env over the file's).
+    const std::string* visible = nullptr;
+    if (auto own = node.env.find("CUDA_VISIBLE_DEVICES"); own != node.env.end()) {
+      visible = &own->second;
+    } else if (auto all = out.spec.env.find("CUDA_VISIBLE_DEVICES"); all != out.spec.env.end()) {
+      visible = &all->second;
+    }
+    node.slots =
+        CountedRanks(node, here(node), kind, it == asked.end() ? nullptr : &it->second, visible);
   }
   out.ranks_why = "--nproc-per-node " + kind + (asked.empty() ? "" : ", asked on the nodes");
 }
@@ -276,8 +284,8 @@ ChosenCluster ChooseCluster(const ClusterChoice& choice, const NodeDeviceCounter
     out.spec.ssh.connect_timeout_s = choice.start_timeout_s;
     out.spec.ssh.connect_timeout_given = true;
   }
+  ChooseEnvironment(choice, out);  // first: the ranks' CUDA_VISIBLE_DEVICES counts their GPUs
   ChooseRanks(choice, count_devices, out);
-  ChooseEnvironment(choice, out);
   ApplySshConfigAddresses(out.spec);  // MASTER_ADDR: the HostName ssh reaches, not the alias
   ChooseRendezvous(choice, out);
   return out;

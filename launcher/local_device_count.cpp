@@ -12,16 +12,23 @@
 
 namespace dtrain {
 
-int LocalGpuCount() {
-  if (const char* devices = std::getenv("CUDA_VISIBLE_DEVICES")) {
-    int count = 0;
-    std::stringstream list(devices);
-    for (std::string item; std::getline(list, item, ',');) {
-      if (item.empty() || item[0] == '-') break;  // CUDA stops at the first invalid entry
-      ++count;
+int VisibleGpuCount(const std::string& devices, int present) {
+  int count = 0;
+  std::stringstream list(devices);
+  for (std::string item; std::getline(list, item, ',');) {
+    if (item.empty() || item[0] == '-') break;  // CUDA stops at the first invalid entry
+    if (present >= 0 && item.find_first_not_of("0123456789") == std::string::npos &&
+        (item.size() > 4 || std::stoi(item) >= present)) {
+      break;
     }
-    return count;
+    ++count;
   }
+  return count;
+}
+
+int LocalGpuCount() {
+  if (const char* devices = std::getenv("CUDA_VISIBLE_DEVICES"))
+    return VisibleGpuCount(devices, -1);
   const ShortCommandResult listed = RunShortCommand({"nvidia-smi", "-L"}, "", 10000);
   std::stringstream lines(listed.status >= 0 ? listed.out : "");  // none if it did not answer
   int count = 0;
@@ -35,8 +42,8 @@ int LocalCpuCount() {
   return std::max(1, CPU_COUNT(&set));
 }
 
-int CountedRanks(const NodeSpec& node, bool here, const std::string& kind,
-                 const NodeDevices* asked) {
+int CountedRanks(const NodeSpec& node, bool here, const std::string& kind, const NodeDevices* asked,
+                 const std::string* visible) {
   if (kind != "gpu" && kind != "cpu" && kind != "auto") {
     throw UsageError("--nproc-per-node " + kind + ": expected a number, gpu, cpu or auto");
   }
@@ -56,14 +63,18 @@ int CountedRanks(const NodeSpec& node, bool here, const std::string& kind,
         kind, node.host, what));
   }
   if (kind != "cpu") {
-    const int gpus = here ? LocalGpuCount() : asked->gpus;
+    int gpus = here ? LocalGpuCount() : asked->gpus;
+    if (visible) gpus = VisibleGpuCount(*visible, here ? -1 : asked->gpus);
     if (gpus > 0) return gpus;
     if (kind == "gpu") {
       const char* devices = std::getenv("CUDA_VISIBLE_DEVICES");
       throw UsageError(fmt::format(
           "--nproc-per-node gpu: no GPU on {} ({}); give the number of ranks, or cpu or auto",
           here ? "this machine" : "node " + node.host,
-          !here     ? std::string("nvidia-smi lists none there")
+          visible ? fmt::format("the CUDA_VISIBLE_DEVICES='{}' its ranks get names none of its {}",
+                                *visible,
+                                here ? std::string("GPUs") : fmt::format("{} GPU(s)", asked->gpus))
+          : !here ? std::string("nvidia-smi lists none there")
           : devices ? fmt::format("CUDA_VISIBLE_DEVICES='{}' names none", devices)
                     : std::string("nvidia-smi -L lists none")));
     }

@@ -29,15 +29,21 @@ using NodeDeviceCounter = std::function<std::map<std::string, NodeDevices>(const
 // within 10 s).
 int LocalGpuCount();
 
+// The GPUs CUDA shows a process whose CUDA_VISIBLE_DEVICES is `devices`, on a node with `present`
+// GPUs (-1: not known): its entries up to the first that is empty, negative or, where `present`
+// is known, an index past the node's GPUs (CUDA stops there).
+int VisibleGpuCount(const std::string& devices, int present);
+
 // The CPUs this process may run on (its affinity mask).
 int LocalCpuCount();
 
 // The ranks `node` gets for --nproc-per-node `kind` (gpu, cpu or auto, torchrun's meanings:
 // auto is gpu where there are GPUs, else cpu). `here`: the node is this machine. A node that
 // lists `gpus:` has that many GPUs; this machine's are counted here; another node's come from
-// `asked` (what the node said), else they are not known. Throws UsageError naming the node and
-// what to write instead when they cannot be counted.
+// `asked` (what the node said), else they are not known. `visible`: the CUDA_VISIBLE_DEVICES the
+// cluster file (or -x) gives the node's ranks, which they count as torch.cuda.device_count()
+// would. Throws UsageError naming the node and what to write instead when they cannot be counted.
 int CountedRanks(const NodeSpec& node, bool here, const std::string& kind,
-                 const NodeDevices* asked = nullptr);
+                 const NodeDevices* asked = nullptr, const std::string* visible = nullptr);
 
 }  // namespace dtrain

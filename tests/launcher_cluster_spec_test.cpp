@@ -135,10 +135,56 @@ TEST(ClusterSpec, CountedRanksPerNodeAsTorchrunCountsThem) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("no GPU on this machine (CUDA_VISIBLE_DEVICES='' names none)"));
   }
+  // The CUDA_VISIBLE_DEVICES the cluster file or -x gives the ranks is what they count, over this
+  // process's own.
+  here.pass_env = {"CUDA_VISIBLE_DEVICES=0,1"};
+  here.nproc_kind = "gpu";
+  EXPECT_EQ(ChooseCluster(here).spec.nodes[0].slots, 2);
   if (had)
     ::setenv("CUDA_VISIBLE_DEVICES", before.c_str(), 1);
   else
     ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+// A node asked for its GPUs (8 here) gets as many ranks as its ranks' CUDA_VISIBLE_DEVICES lets
+// torch.cuda.device_count() see there: the node's own env over the file's, entries up to the
+// first that names no GPU of the node.
+TEST(ClusterSpec, CountedGpusOfANodeAreTheOnesItsRanksSee) {
+  const std::string dir = ::testing::TempDir() + "/visible";
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/cluster.yaml";
+  std::ofstream(file)
+      << "transport: ssh\n"
+         "env: {CUDA_VISIBLE_DEVICES: '4,5,6'}\n"
+         "nodes:\n"
+         "  - {host: a, address: 10.9.0.1}\n"
+         "  - {host: b, address: 10.9.0.2, env: {CUDA_VISIBLE_DEVICES: '0,9,1'}}\n"
+         "  - {host: c, address: 10.9.0.3, env: {CUDA_VISIBLE_DEVICES: '7,GPU-1f2e'}}\n";
+  const NodeDeviceCounter eight_gpus = [](const ClusterSpec& spec) {
+    std::map<std::string, NodeDevices> out;
+    for (const NodeSpec& node : spec.nodes) out[node.host] = NodeDevices{8, 64, ""};
+    return out;
+  };
+  ClusterChoice choice;
+  choice.cluster_file = file;
+  choice.nproc_kind = "gpu";
+  ChosenCluster chosen = ChooseCluster(choice, eight_gpus);
+  EXPECT_EQ(chosen.spec.nodes[0].slots, 3);                      // the file's 4,5,6
+  EXPECT_EQ(chosen.spec.nodes[1].slots, 1);                      // 0, then 9 is past its 8 GPUs
+  EXPECT_EQ(chosen.spec.nodes[2].slots, 2);                      // an index and a UUID
+  choice.pass_env = {"CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7,8"};  // -x: over every node's own
+  chosen = ChooseCluster(choice, eight_gpus);
+  for (const NodeSpec& node : chosen.spec.nodes) EXPECT_EQ(node.slots, 8) << node.host;
+  choice.pass_env = {"CUDA_VISIBLE_DEVICES=9"};
+  try {
+    ChooseCluster(choice, eight_gpus);
+    FAIL() << "CUDA_VISIBLE_DEVICES=9 on 8-GPU nodes gave ranks";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no GPU on node a (the CUDA_VISIBLE_DEVICES='9' its ranks get "
+                                    "names none of its 8 GPU(s))"));
+  }
+  choice.nproc_kind = "auto";  // auto: then the node's CPUs
+  EXPECT_EQ(ChooseCluster(choice, eight_gpus).spec.nodes[0].slots, 64);
 }
 
 // torchrun's rendezvous options: --standalone is this machine whatever ./cluster.yaml says; the
