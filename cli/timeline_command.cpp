@@ -69,15 +69,17 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
   cmd->add_flag("!--no-fetch", request->fetch,
                 "Merge only the traces on this machine; by default, traces an ssh job's ranks "
                 "left on their nodes (missing here, or larger there) are copied here first");
-  cmd->add_flag("--summary", request->summary,
-                "Print compute, communication and waiting per rank, the slowest ranks, the "
-                "overlap of communication with compute and the largest fused allreduces (PyTorch "
-                "traces: also why each GPU stream sat idle and the kernel launch delays); write "
-                "timeline-steps.svg beside the merged trace");
+  cmd->add_flag(
+      "--summary", request->summary,
+      "Print compute, communication and waiting per rank, the slowest ranks, the "
+      "overlap of communication with compute and the largest fused allreduces (PyTorch "
+      "traces: also why each GPU stream sat idle, the kernel launch delays and each rank's GPU "
+      "speed at the same work); write "
+      "timeline-steps.svg beside the merged trace");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json,
                 "With --summary: print the summary as one JSON document (per rank GPU time, "
-                "overlap, steps, idle by stream, launches, top kernels, stragglers)");
+                "overlap, steps, idle by stream, launches, speed, top kernels, stragglers)");
   cmd->add_option("--step", request->step_name,
                   "PyTorch traces: the record_function that marks one step (default: "
                   "ProfilerStep#N)");

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/error.h"
+#include "launcher/timeline/gpu_speed_compare.h"
 #include "launcher/timeline/timeline_report.h"
 #include "tests/support/timeline_test_files.h"
 
@@ -328,6 +329,67 @@ TEST(KinetoTimeline, IdleCausesAndLaunchesAgreeWithHolisticTraceAnalysis) {
     }
   }
   EXPECT_EQ(driver_launches, 161);  // the recorded traces do launch by the driver
+}
+
+// The recorded rank `rank` with every GPU activity whose name starts with `prefix` made `factor`
+// times as long, written to `out`.
+void StretchActivities(const std::string& trace, const std::string& prefix, double factor,
+                       const fs::path& out) {
+  json doc = json::parse(Gunzip(trace));
+  int stretched = 0;
+  for (json& e : doc["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if ((cat == "kernel" || cat == "gpu_memcpy") && e.value("name", "").rfind(prefix, 0) == 0) {
+      e["dur"] = e["dur"].get<double>() * factor;
+      ++stretched;
+    }
+  }
+  EXPECT_GT(stretched, 10) << prefix;
+  Gzip(out.string(), doc.dump());
+}
+
+// A GPU slower than its peers at the same work: on the recorded job (two ranks on one H100)
+// neither stands out; with one rank's compute kernels 30% longer, or its copies to the GPU 2.5
+// times as long (a PCIe link at reduced width), that rank is named with its ratio, and the other
+// stays at the median.
+TEST(KinetoTimeline, ARankWhoseGpuIsSlowerAtTheSameWorkIsNamed) {
+  RequireFixtures();
+  ScratchDir dir;
+  auto summary = [&](const std::vector<std::string>& traces, const std::string& name) {
+    TimelineReport report = Summarize(traces, dir / (name + ".json"));
+    return std::pair{TimelineReportJson(report), FormatTimelineReport(report)};
+  };
+  const auto [recorded, recorded_text] = summary({kRank0, kRank1}, "recorded");
+  for (int r = 0; r < 2; ++r) {
+    const json& speed = recorded["ranks"][r]["speed"];
+    EXPECT_LT(speed["compute_ratio"].get<double>(), kSlowComputeRatio) << speed.dump();
+    EXPECT_GT(speed["compute_kernels"].get<int>(), 20) << speed.dump();
+    EXPECT_GT(speed["to_gpu_gbps"].get<double>(), 1.0) << speed.dump();
+  }
+  EXPECT_NE(recorded_text.find("GPU speed per rank"), std::string::npos) << recorded_text;
+  EXPECT_EQ(recorded_text.find("slower than the median rank"), std::string::npos) << recorded_text;
+
+  // Compute kernels (nvjet GEMMs, at::native kernels) 30% longer on rank 1.
+  StretchActivities(kRank1, "nvjet", 1.3, dir / "nvjet.json.gz");
+  StretchActivities(dir / "nvjet.json.gz", "void at::native", 1.3, dir / "slow1.json.gz");
+  const auto [slow, slow_text] = summary({kRank0, dir / "slow1.json.gz"}, "slow");
+  EXPECT_NEAR(slow["ranks"][0]["speed"]["compute_ratio"].get<double>(), 1.0, 0.02);
+  EXPECT_NEAR(slow["ranks"][1]["speed"]["compute_ratio"].get<double>(), 1.3, 0.03);
+  EXPECT_NE(slow_text.find("Rank 1 runs the same compute kernels 3"), std::string::npos)
+      << slow_text;
+
+  // Copies to the GPU 2.5 times as long on rank 0: 2.5 times the time, 1/2.5 of the rate.
+  StretchActivities(kRank0, "Memcpy HtoD", 2.5, dir / "link0.json.gz");
+  const auto [link, link_text] = summary({dir / "link0.json.gz", kRank1}, "link");
+  const json& link0 = link["ranks"][0]["speed"];
+  EXPECT_NEAR(link0["to_gpu_ratio"].get<double>(),
+              2.5 * recorded["ranks"][0]["speed"]["to_gpu_ratio"].get<double>(), 0.05);
+  EXPECT_NEAR(link0["to_gpu_gbps"].get<double>(),
+              recorded["ranks"][0]["speed"]["to_gpu_gbps"].get<double>() / 2.5, 0.05);
+  EXPECT_NEAR(link0["compute_ratio"].get<double>(),
+              recorded["ranks"][0]["speed"]["compute_ratio"].get<double>(), 1e-6);
+  EXPECT_NE(link_text.find("Rank 0 copies to its GPU at "), std::string::npos) << link_text;
+  EXPECT_EQ(link_text.find("Rank 1 copies"), std::string::npos) << link_text;
 }
 
 TEST(KinetoTimeline, TwoRankGlooJobLaunchedByDtrainProfilesItself) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher/timeline/gpu_idle_causes.h"
+#include "launcher/timeline/gpu_speed_compare.h"
 #include "launcher/timeline/step_chart_svg.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
@@ -285,6 +286,57 @@ TEST(GpuIdleCauses, EachGapHasItsCauseAndTheTablesSayWhatDominates) {
   EXPECT_NE(FormatGpuIdleCauses({{0, FindGpuIdleCauses(tiny)}})
                 .find("Most kernels of rank 0 ran in less time than the CPU took to launch them"),
             std::string::npos);
+}
+
+// Four ranks at the same work: rank 2's kernels take 20% longer each time, rank 0 once ran a
+// kernel 50 times as long (another process's time slice), rank 3 copies to its GPU at half the
+// rate; rank 1 ran a kernel no other rank ran. The median durations see rank 2 and rank 3 and
+// nothing else.
+TEST(GpuSpeed, TheRankSlowerAtTheSameWorkIsNamedAndOneOutlierIsNot) {
+  std::map<int, RankWork> compute, to_gpu, from_gpu;
+  for (int rank = 0; rank < 4; ++rank) {
+    const double slow = rank == 2 ? 1.2 : 1.0;
+    compute[rank]["gemm"].durations_us = {10 * slow, 10 * slow, 10 * slow};
+    compute[rank]["gelu"].durations_us = {2 * slow, 2 * slow};
+    SameWork& copy = to_gpu[rank]["Memcpy HtoD (Pinned -> Device) 1000000 bytes"];
+    copy.bytes = 1000000;
+    copy.durations_us = {rank == 3 ? 80.0 : 40.0, rank == 3 ? 80.0 : 40.0};
+  }
+  compute[0]["gemm"].durations_us[1] = 500;
+  compute[1]["only_here"].durations_us = {1000};
+  const std::vector<RankSpeed> speeds = CompareGpuSpeed(compute, to_gpu, from_gpu);
+  ASSERT_EQ(speeds.size(), 4u);
+  EXPECT_DOUBLE_EQ(speeds[0].compute.ratio, 1.0);
+  EXPECT_DOUBLE_EQ(speeds[1].compute.ratio, 1.0);
+  EXPECT_NEAR(speeds[2].compute.ratio, 1.2, 1e-12);
+  EXPECT_EQ(speeds[1].compute.kinds, 2);  // gemm and gelu: only_here is not compared
+  EXPECT_EQ(speeds[1].compute.count, 5);
+  EXPECT_NEAR(speeds[0].to_gpu.gigabytes_per_second(), 25.0, 1e-9);  // 1 MB in 40 us
+  EXPECT_NEAR(speeds[3].to_gpu.gigabytes_per_second(), 12.5, 1e-9);
+  EXPECT_DOUBLE_EQ(speeds[3].to_gpu.ratio, 2.0);
+  EXPECT_DOUBLE_EQ(speeds[3].from_gpu.ratio, -1);  // no copies from the GPU
+
+  const std::string text = FormatGpuSpeed(speeds, {{2, "node-b"}});
+  EXPECT_NE(text.find("Rank 2 (node-b) runs the same compute kernels 20% slower"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Rank 3 copies to its GPU at 12.5 GB/s, 2.0x the median rank's time"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("Rank 0"), std::string::npos) << text;
+
+  // Of two ranks, the slower one stands out against the faster.
+  compute.erase(2);
+  compute.erase(3);
+  to_gpu.clear();
+  compute[1]["gemm"].durations_us = {13, 13, 13};
+  const std::vector<RankSpeed> two = CompareGpuSpeed(compute, to_gpu, from_gpu);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_DOUBLE_EQ(two[0].compute.ratio, 1.0);
+  EXPECT_NEAR(two[1].compute.ratio, (3 * 13.0 + 2 * 2) / (3 * 10.0 + 2 * 2), 1e-12);
+  // One rank has nothing to compare against.
+  compute.erase(1);
+  EXPECT_TRUE(CompareGpuSpeed(compute, to_gpu, from_gpu).empty());
 }
 
 }  // namespace

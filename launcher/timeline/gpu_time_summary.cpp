@@ -88,7 +88,8 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   const double end = event.ts_us + event.dur_us;
   if (IsGpuActivityCategory(event.cat) && event.stream >= 0) {
     state.activities.push_back(Activity{event.ts_us, end, event.stream, event.correlation,
-                                        Intern(event.name), ClassifyGpuActivity(event.name)});
+                                        Intern(event.name), ClassifyGpuActivity(event.name), false,
+                                        event.bytes});
     return;
   }
   // A stream's synchronisation record ("Stream Wait Event", "Stream Sync") sits on the GPU
@@ -135,6 +136,9 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
   edges.reserve(state.activities.size() * 2);
   std::vector<LaunchedActivity> launched;
   launched.reserve(state.activities.size());
+  RankWork& compute = compute_work_[rank];
+  RankWork& to_gpu = to_gpu_work_[rank];
+  RankWork& from_gpu = from_gpu_work_[rank];
   for (const Activity& a : state.activities) {
     auto launch = state.launch_us.find(a.correlation);
     if (filter &&
@@ -166,6 +170,19 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
     total.total_ms += (a.end - a.start) / 1000.0;
     total.max_us = std::max(total.max_us, a.end - a.start);
     ++out.activities;
+    if (a.kind == GpuActivityKind::kCompute) {
+      compute[names_[a.name]].durations_us.push_back(a.end - a.start);
+    } else if (a.bytes >= 0) {
+      const std::string& name = names_[a.name];
+      RankWork* way = name.rfind("Memcpy HtoD", 0) == 0   ? &to_gpu
+                      : name.rfind("Memcpy DtoH", 0) == 0 ? &from_gpu
+                                                          : nullptr;
+      if (way) {
+        SameWork& work = (*way)[fmt::format("{} {} bytes", name, a.bytes)];
+        work.durations_us.push_back(a.end - a.start);
+        work.bytes = a.bytes;
+      }
+    }
   }
   std::vector<Activity>().swap(state.activities);
   causes = FindGpuIdleCauses(launched);
@@ -288,6 +305,7 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
   for (const auto& [rank, s] : by_rank) {
     if (s.collectives_last > 0) summary.stragglers.push_back(s);
   }
+  summary.speeds = CompareGpuSpeed(compute_work_, to_gpu_work_, from_gpu_work_);
   std::sort(summary.stragglers.begin(), summary.stragglers.end(),
             [](const Straggler& a, const Straggler& b) {
               if (a.collectives_last != b.collectives_last) {
@@ -340,6 +358,11 @@ std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
           s.total_late_ms, s.max_late_ms);
     }
   }
+  std::map<int, std::string> hosts;
+  for (const RankGpuTime& r : summary.ranks) hosts[r.rank] = r.host;
+  if (const std::string speed = FormatGpuSpeed(summary.speeds, hosts); !speed.empty()) {
+    out += "\n" + speed;
+  }
   return out;
 }
 
@@ -374,6 +397,9 @@ nlohmann::json GpuTimeSummaryJson(const GpuTimeSummary& summary) {
          {"steps", steps}});
     if (auto causes = summary.idle_causes.find(r.rank); causes != summary.idle_causes.end()) {
       ranks.back().update(GpuIdleCausesJson(causes->second));
+    }
+    for (const RankSpeed& speed : summary.speeds) {
+      if (speed.rank == r.rank) ranks.back()["speed"] = GpuSpeedJson(speed);
     }
   }
   json kernels = json::array();

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/gpu_idle_causes.h"
+#include "launcher/timeline/gpu_speed_compare.h"
 #include "launcher/timeline/kineto_trace.h"
 #include "launcher/timeline/timeline_merge.h"
 
@@ -78,9 +79,10 @@ struct Straggler {
 };
 
 struct GpuTimeSummary {
-  std::vector<RankGpuTime> ranks;              // by rank; PyTorch traces only
-  std::map<int, GpuIdleCauses> idle_causes;    // why each of those ranks' GPU sat idle
-  std::vector<KernelTotal> top_kernels;        // most total time first, at most kTopKernels
+  std::vector<RankGpuTime> ranks;            // by rank; PyTorch traces only
+  std::map<int, GpuIdleCauses> idle_causes;  // why each of those ranks' GPU sat idle
+  std::vector<RankSpeed> speeds;             // each rank's GPU against the others at the same work
+  std::vector<KernelTotal> top_kernels;      // most total time first, at most kTopKernels
   std::vector<CollectiveArrival> collectives;  // in order of first arrival
   std::vector<Straggler> stragglers;           // most often last first
   std::string step_name;                       // what a step is
@@ -103,6 +105,7 @@ class GpuTimeSummaryBuilder {
     uint32_t name;
     GpuActivityKind kind;
     bool marker = false;  // a stream synchronisation record: it bounds the span, no GPU work
+    int64_t bytes = -1;   // a memcpy's
   };
   struct Span {
     double start;
@@ -132,6 +135,8 @@ class GpuTimeSummaryBuilder {
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::map<std::string, int, std::less<>> profiler_step_names_;
   std::map<uint32_t, KernelTotal> kernels_;
+  // Per rank, the work that GpuSpeed compares: compute kernels, copies to and from the GPU.
+  std::map<int, RankWork> compute_work_, to_gpu_work_, from_gpu_work_;
 };
 
 std::string FormatGpuTimeSummary(const GpuTimeSummary& summary);

@@ -215,16 +215,18 @@ class KinetoRankMerger {
   void Observe(const Wanted& w, std::string_view cat, double ts) {
     int64_t stream = -1;
     int64_t correlation = -1;
+    int64_t bytes = -1;
     // Stream synchronisation records sit on a GPU stream too (the summary bounds spans by them).
     const bool gpu = IsGpuActivityCategory(cat) || cat == "cuda_sync";
     if ((gpu || cat == "cuda_runtime" || cat == "cuda_driver") && !w.args.empty() &&
         args_.Parse(w.args).empty()) {
       if (gpu) stream = args_.Int("stream", -1);
       correlation = args_.Int("correlation", -1);
+      if (cat == "gpu_memcpy") bytes = args_.Int("bytes", -1);
     }
     const double dur = w.dur.empty() ? 0 : static_cast<double>(Nanos(w.dur)) / 1000.0;
-    observer_(
-        KinetoEvent{info_.rank, cat, Text(w.name, name_scratch_), ts, dur, stream, correlation});
+    observer_(KinetoEvent{info_.rank, cat, Text(w.name, name_scratch_), ts, dur, stream,
+                          correlation, bytes});
   }
 
   void AddKey(std::string_view key) {

@@ -60,6 +60,7 @@ struct KinetoEvent {
   double dur_us;        // 'X' events; 0 otherwise
   int64_t stream;       // args.stream: GPU activity; -1 on the CPU side
   int64_t correlation;  // args.correlation (a launch and its GPU activity share it); -1: none
+  int64_t bytes;        // args.bytes of a memcpy; -1: none
 };
 using KinetoEventObserver = std::function<void(const KinetoEvent&)>;
 
