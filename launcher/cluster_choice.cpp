@@ -21,6 +21,8 @@ namespace dtrain {
 namespace {
 
 constexpr int kDefaultRendezvousPort = 29500;
+// torchrun's c10d rendezvous backend's port, where --rdzv-endpoint names none.
+constexpr int kTorchrunC10dPort = 29400;
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -264,6 +266,9 @@ void ChooseRendezvous(const ClusterChoice& choice, ChosenCluster& out) {
     out.port_hold = std::make_shared<PortReservation>();
     out.spec.rendezvous_port = out.port_hold->port();
     out.port_why = "a free port, held until rank 0 binds it";
+  } else if (choice.torchrun.backend == "c10d" && !choice.torchrun.endpoint.empty()) {
+    out.spec.rendezvous_port = kTorchrunC10dPort;  // the endpoint named no port
+    out.port_why = "torchrun's c10d default, as --rdzv-endpoint names no port";
   } else {
     out.spec.rendezvous_port = kDefaultRendezvousPort;
     out.port_why = "the default; --master-port or rendezvous.port to change it";

@@ -244,6 +244,14 @@ TEST(ClusterSpec, TorchrunsRendezvousOptions) {
   chosen = ChooseCluster(nodes);
   EXPECT_EQ(chosen.spec.rendezvous_port, 29500);
   EXPECT_TRUE(chosen.notes.empty()) << notes(chosen);
+  nodes.torchrun.backend = "c10d";  // torchrun's c10d backend: 29400 where the endpoint has none
+  chosen = ChooseCluster(nodes);
+  EXPECT_EQ(chosen.spec.rendezvous_port, 29400);
+  EXPECT_EQ(chosen.port_why, "torchrun's c10d default, as --rdzv-endpoint names no port");
+  nodes.master_port = 29501;  // a port given anywhere wins
+  EXPECT_EQ(ChooseCluster(nodes).spec.rendezvous_port, 29501);
+  nodes.master_port = 0;
+  nodes.torchrun.backend = "";
   nodes.torchrun.endpoint = "elsewhere:29444";
   EXPECT_THAT(notes(ChooseCluster(nodes)), HasSubstr("which is not one of the job's nodes"));
   nodes.torchrun.endpoint = "[::1]:29445";
