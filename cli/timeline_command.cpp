@@ -80,6 +80,12 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
   cmd->add_flag("--json", *json,
                 "With --summary: print the summary as one JSON document (per rank GPU time, "
                 "overlap, steps, idle by stream, launches, speed, top kernels, stragglers)");
+  cmd->add_option("--against", request->against,
+                  "With --summary: compare this run with another, operator by operator and "
+                  "kernel by kernel, per step (PyTorch traces): a job name, or trace files "
+                  "(repeat --against for each)")
+      ->expected(1)
+      ->type_name("JOB|FILE");
   cmd->add_option("--step", request->step_name,
                   "PyTorch traces: the record_function that marks one step (default: "
                   "ProfilerStep#N)");
@@ -89,6 +95,9 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
       ->check(CLI::ExistingFile);
   cmd->callback([&run, request, json] {
     if (*json && !request->summary) throw CLI::ValidationError("--json", "needs --summary");
+    if (!request->against.empty() && !request->summary) {
+      throw CLI::ValidationError("--against", "needs --summary");
+    }
     run = [request, json] { return *json ? RunTimelineJson(*request) : RunTimeline(*request); };
   });
 }

@@ -392,6 +392,82 @@ TEST(KinetoTimeline, ARankWhoseGpuIsSlowerAtTheSameWorkIsNamed) {
   EXPECT_EQ(link_text.find("Rank 1 copies"), std::string::npos) << link_text;
 }
 
+// --against, operator by operator and kernel by kernel, against HTA's TraceDiff run in the test
+// on the same two traces (the recorded rank 0 as the run before, rank 1 as the run here, all their
+// profiler steps): every name HTA lists, GPU-side and CPU operators, with the same counts and
+// times on each side, and no other name. The run before named as a job gives the same; a run
+// without PyTorch traces is refused, naming it.
+TEST(KinetoTimeline, AgainstAnotherRunAgreesWithHolisticTraceAnalysisTraceDiff) {
+  RequireFixtures();
+  ScratchDir dir;
+  fs::create_directories(dir / "before");
+  fs::create_directories(dir / "after");
+  fs::copy_file(kRank0, dir / "before/rank0.json.gz");
+  fs::copy_file(kRank1, dir / "after/rank1.json.gz");
+  int status = 0;
+  std::string out =
+      RunShell("HTA_DISABLE_NS_ROUNDING=1 " + kPython + " " + DTRAIN_SOURCE_DIR +
+                   "/tests/kineto/hta_trace_diff.py " + (dir / "before") + " " + (dir / "after"),
+               &status);
+  ASSERT_EQ(status, 0) << out;
+  const json hta = json::parse(
+      out.substr(out.rfind("\n{") == std::string::npos ? out.find('{') : out.rfind("\n{") + 1));
+
+  TimelineRequest request;
+  request.inputs = {kRank1};
+  request.output = dir / "merged.json";
+  request.summary = true;
+  request.against = {kRank0};
+  const json diff = TimelineReportJson(MakeTimeline(request))["against"];
+  ASSERT_TRUE(diff.is_object());
+  EXPECT_EQ(diff["steps_before"], hta["iterations"][0]);
+  EXPECT_EQ(diff["steps_after"], hta["iterations"][1]);
+  EXPECT_EQ(diff["rank_before"], 0);
+  EXPECT_EQ(diff["rank_after"], 1);
+  std::map<std::pair<std::string, std::string>, json> ours;
+  for (const json& c : diff["changes"]) {
+    ours[{c["device"] == "gpu" ? "gpu" : "cpu_op", c["name"]}] = c;
+  }
+  size_t names = 0;
+  for (const char* device : {"gpu", "cpu_op"}) {
+    for (const auto& [name, v] : hta[device].items()) {
+      ++names;
+      auto it = ours.find({device, name});
+      ASSERT_NE(it, ours.end()) << device << " " << name;
+      const json& c = it->second;
+      EXPECT_EQ(c["before_count"], v[0]) << name;
+      EXPECT_EQ(c["after_count"], v[1]) << name;
+      EXPECT_NEAR(c["before_total_us"].get<double>(), v[2].get<double>(), 0.002) << name;
+      EXPECT_NEAR(c["after_total_us"].get<double>(), v[3].get<double>(), 0.002) << name;
+    }
+  }
+  EXPECT_EQ(ours.size(), names);
+  EXPECT_GT(names, 80u);
+  EXPECT_EQ(diff["added"], 1);  // rank 1's GPU sleep
+  // The same, the run before named as a job of the log folder.
+  fs::create_directories(dir / "logs/before-job/timeline");
+  fs::copy_file(kRank0, dir / "logs/before-job/timeline/rank0.json.gz");
+  request.log_dir = dir / "logs";
+  request.against = {"before-job"};
+  const json by_job = TimelineReportJson(MakeTimeline(request))["against"];
+  EXPECT_EQ(by_job["against"], "job before-job");
+  EXPECT_EQ(by_job["changes"], diff["changes"]);
+  // A run without PyTorch traces.
+  WriteFile(dir / "spans.json",
+            "[{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": "
+            "\"x\", \"rank\": 0}},\n{\"ph\": \"X\", \"name\": \"FORWARD\", \"ts\": 1, "
+            "\"dur\": 5, \"pid\": 0, \"tid\": 1}]\n");
+  request.against = {dir / "spans.json"};
+  try {
+    MakeTimeline(request);
+    FAIL() << "a run without PyTorch traces was compared";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("spans.json: it has no PyTorch profiler trace"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(KinetoTimeline, TwoRankGlooJobLaunchedByDtrainProfilesItself) {
   ScratchDir dir;
   int status = 0;

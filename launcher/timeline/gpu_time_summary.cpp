@@ -71,8 +71,8 @@ std::string GpuTable(const GpuTimeSummary& summary) {
 
 }  // namespace
 
-GpuTimeSummaryBuilder::GpuTimeSummaryBuilder(std::string step_name)
-    : step_name_(std::move(step_name)) {}
+GpuTimeSummaryBuilder::GpuTimeSummaryBuilder(std::string step_name, bool operators)
+    : step_name_(std::move(step_name)), operators_(operators) {}
 
 uint32_t GpuTimeSummaryBuilder::Intern(std::string_view name) {
   auto it = name_ids_.find(std::string(name));
@@ -111,6 +111,12 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
     profiler_step_names_.emplace(std::string(event.name), 0);
     state.last_profiler_step_us = std::max(state.last_profiler_step_us, event.ts_us);
   }
+  if (operators_ && event.cat == "user_annotation" && IsProfilerStep(event.name)) {
+    state.profiler_steps.push_back(Span{event.ts_us, end, 0});
+  }
+  if (operators_ && event.cat == "cpu_op") {
+    state.cpu_operators.push_back(Span{event.ts_us, end, Intern(event.name)});
+  }
   if (event.cat == "user_annotation") {
     const bool step =
         step_name_.empty() ? event.name.rfind("ProfilerStep#", 0) == 0 : event.name == step_name_;
@@ -121,9 +127,11 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   }
 }
 
-RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCauses& causes) {
+RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCauses& causes,
+                                         RankOps* operators) {
   RankGpuTime out;
   out.rank = rank;
+  if (operators) *operators = CollectOperators(rank, state);
   // HTA keeps the GPU activity whose launch came before the last profiler step began, when the
   // trace has profiler steps at all (two or more).
   const bool filter = profiler_step_names_.size() >= 2;
@@ -245,11 +253,45 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
   return out;
 }
 
+// As HTA's TraceDiff takes a rank's iterations: every profiler step, CPU operators that start in
+// one, GPU activity whose launch lies in one.
+RankOps GpuTimeSummaryBuilder::CollectOperators(int rank, RankState& state) {
+  RankOps ops;
+  ops.rank = rank;
+  std::vector<Span>& steps = state.profiler_steps;
+  std::sort(steps.begin(), steps.end(),
+            [](const Span& a, const Span& b) { return a.start < b.start; });
+  ops.steps = steps.empty() ? 1 : static_cast<int>(steps.size());  // none: the whole trace
+  for (const Span& step : steps) ops.steps_us += step.end - step.start;
+  auto in_a_step = [&steps](double ts) {
+    if (steps.empty()) return true;
+    auto after = std::upper_bound(steps.begin(), steps.end(), ts,
+                                  [](double t, const Span& step) { return t < step.start; });
+    return after != steps.begin() && ts < std::prev(after)->end;
+  };
+  for (const Activity& a : state.activities) {
+    auto launch = state.launch_us.find(a.correlation);
+    if (launch == state.launch_us.end() ? !steps.empty() : !in_a_step(launch->second)) continue;
+    OpTotal& total = ops.gpu[names_[a.name]];
+    total.count += 1;
+    total.total_us += a.end - a.start;
+  }
+  for (const Span& op : state.cpu_operators) {
+    if (!in_a_step(op.start)) continue;
+    OpTotal& total = ops.cpu[names_[op.name]];
+    total.count += 1;
+    total.total_us += op.end - op.start;
+  }
+  std::vector<Span>().swap(state.cpu_operators);
+  return ops;
+}
+
 GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& ranks) {
   GpuTimeSummary summary;
   summary.step_name = step_name_.empty() ? "ProfilerStep#N" : step_name_;
   for (auto& [rank, state] : ranks_) {
-    RankGpuTime time = Sweep(rank, state, summary.idle_causes[rank]);
+    RankGpuTime time = Sweep(rank, state, summary.idle_causes[rank],
+                             operators_ ? &summary.operators[rank] : nullptr);
     for (const RankTraceInfo& info : ranks) {
       if (info.rank == rank) time.host = info.host;
     }

@@ -18,6 +18,7 @@
 #include "launcher/timeline/gpu_speed_compare.h"
 #include "launcher/timeline/kineto_trace.h"
 #include "launcher/timeline/timeline_merge.h"
+#include "launcher/timeline/trace_diff.h"
 
 namespace dtrain {
 
@@ -82,6 +83,7 @@ struct GpuTimeSummary {
   std::vector<RankGpuTime> ranks;            // by rank; PyTorch traces only
   std::map<int, GpuIdleCauses> idle_causes;  // why each of those ranks' GPU sat idle
   std::vector<RankSpeed> speeds;             // each rank's GPU against the others at the same work
+  std::map<int, RankOps> operators;          // what each rank ran, by name (builder's `operators`)
   std::vector<KernelTotal> top_kernels;      // most total time first, at most kTopKernels
   std::vector<CollectiveArrival> collectives;  // in order of first arrival
   std::vector<Straggler> stragglers;           // most often last first
@@ -92,7 +94,9 @@ struct GpuTimeSummary {
 class GpuTimeSummaryBuilder {
  public:
   // `step_name`: the record_function that marks one step; empty: ProfilerStep#N.
-  explicit GpuTimeSummaryBuilder(std::string step_name = "");
+  // `operators`: also keep what each rank ran by name (GpuTimeSummary::operators), for a
+  // comparison with another run; it keeps every CPU operator until Finish.
+  explicit GpuTimeSummaryBuilder(std::string step_name = "", bool operators = false);
   void Add(const KinetoEvent& event);
   GpuTimeSummary Finish(const std::vector<RankTraceInfo>& ranks);
 
@@ -124,12 +128,16 @@ class GpuTimeSummaryBuilder {
     double last_profiler_step_us = -1e300;
     std::vector<Span> steps;
     std::vector<Span> collectives;
+    std::vector<Span> profiler_steps;  // the CPU's ProfilerStep#N spans (with `operators_`)
+    std::vector<Span> cpu_operators;   // cpu_op events (with `operators_`)
   };
 
   uint32_t Intern(std::string_view name);
-  RankGpuTime Sweep(int rank, RankState& state, GpuIdleCauses& causes);
+  RankGpuTime Sweep(int rank, RankState& state, GpuIdleCauses& causes, RankOps* operators);
+  RankOps CollectOperators(int rank, RankState& state);
 
   std::string step_name_;
+  bool operators_ = false;
   std::map<int, RankState> ranks_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;

@@ -1,6 +1,8 @@
 // Resolves the inputs and outputs, then one streaming merge feeds the summary as it goes.
 #include "launcher/timeline/timeline_report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -89,6 +91,60 @@ std::vector<std::string> MissingRankTraces(const JobSummary& job, const MergeRes
   return notes;
 }
 
+// --against: the other run's traces read as this run's are (merged into a scratch folder that is
+// removed after), and one rank of each compared: the only rank of each side, else the first rank
+// both have.
+TraceDiff CompareWithOtherRun(const TimelineRequest& request, const TimelineReport& here) {
+  TimelineRequest other;
+  other.log_dir = request.log_dir;
+  other.step_name = request.step_name;
+  other.fetch = request.fetch;
+  other.summary = true;
+  other.operators = true;
+  std::string label;
+  bool files = true;
+  for (const std::string& item : request.against) files = files && fs::is_regular_file(item);
+  if (files) {
+    other.inputs = request.against;
+    label = request.against.size() == 1 ? request.against.front()
+                                        : fmt::format("{} trace files", request.against.size());
+  } else if (request.against.size() == 1) {
+    other.job = request.against.front();
+    label = "job " + other.job;
+  } else {
+    throw UsageError(
+        "--against: give one job name, or trace files (each of them an existing file)");
+  }
+  std::error_code ec;
+  const fs::path scratch =
+      fs::temp_directory_path(ec) / fmt::format("dtrain-against-{}", static_cast<long>(::getpid()));
+  fs::create_directories(scratch, ec);
+  struct RemoveAfter {
+    fs::path path;
+    ~RemoveAfter() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } remove_after{scratch};
+  other.output = (scratch / "timeline.json").string();
+  const TimelineReport there = MakeTimeline(other);
+  const std::map<int, RankOps>& now = here.gpu.operators;
+  const std::map<int, RankOps>& was = there.gpu.operators;
+  if (now.empty() || was.empty()) {
+    throw Error(fmt::format(
+        "--against {}: {} no PyTorch profiler trace; --against compares the operators and "
+        "kernels of PyTorch traces",
+        label, now.empty() ? "this run has" : "it has"));
+  }
+  if (now.size() == 1 && was.size() == 1) {
+    return DiffRankOps(was.begin()->second, now.begin()->second, label);
+  }
+  for (const auto& [rank, ops] : now) {
+    if (auto same = was.find(rank); same != was.end()) return DiffRankOps(same->second, ops, label);
+  }
+  throw Error(fmt::format("--against {}: no rank has a PyTorch trace on both sides", label));
+}
+
 // Folds `more` (another kind of file from the same nodes) into `into`.
 void AddFetchReport(TraceFetchReport& into, TraceFetchReport more) {
   into.contacted = into.contacted || more.contacted;
@@ -165,7 +221,8 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   }
   if (report.output.empty()) report.output = "timeline.json";
   TimelineSummaryBuilder builder;
-  GpuTimeSummaryBuilder gpu_builder(request.step_name);
+  GpuTimeSummaryBuilder gpu_builder(request.step_name,
+                                    request.operators || !request.against.empty());
   MergedEventObserver observer;
   KinetoEventObserver kineto_observer;
   if (request.summary) {
@@ -180,6 +237,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (request.summary) {
     report.gpu = gpu_builder.Finish(report.merge.ranks);
     report.summary = builder.Finish(report.merge.ranks);
+    if (!request.against.empty()) report.diff = CompareWithOtherRun(request, report);
     bool span_traces = false;
     for (const RankTraceInfo& info : report.merge.ranks) span_traces |= !info.kineto;
     if (!span_traces) return report;  // the step chart draws dtrain-clip's spans
@@ -210,6 +268,7 @@ std::string FormatTimelineReport(const TimelineReport& report) {
     if (!out.empty()) out += '\n';
     out += FormatGpuTimeSummary(report.gpu);
   }
+  if (report.diff) out += "\n" + FormatTraceDiff(*report.diff);
   return out;
 }
 
@@ -233,6 +292,7 @@ nlohmann::json TimelineReportJson(const TimelineReport& report) {
                      {"wait_ms", r.wait_us / 1000.0},
                      {"idle_ms", r.idle_us / 1000.0}});
   }
+  if (report.diff) doc["against"] = TraceDiffJson(*report.diff);
   doc["output"] = report.output;
   doc["chart"] = report.chart;
   doc["events"] = report.merge.events;

@@ -2,6 +2,7 @@
 // them into one trace, and with a summary, write the step chart beside the merged file.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct TimelineRequest {
   std::string step_name;     // PyTorch traces: the record_function of one step; "": ProfilerStep#N
   bool fetch = true;         // copy traces left on an ssh job's nodes here first
   std::string cluster_file;  // ssh settings for fetching; empty: the job's own cluster file
+  // With `summary`: another run to compare this one with, rank by rank (PyTorch traces): one job
+  // name (in `log_dir`), or trace files.
+  std::vector<std::string> against;
+  bool operators = false;  // keep what each rank ran by name (the run compared with)
 };
 
 struct TimelineReport {
@@ -29,7 +34,8 @@ struct TimelineReport {
   TraceFetchReport fetch;
   MergeResult merge;
   TimelineSummary summary;
-  GpuTimeSummary gpu;  // the ranks with PyTorch profiler traces
+  GpuTimeSummary gpu;             // the ranks with PyTorch profiler traces
+  std::optional<TraceDiff> diff;  // with `against`
 };
 
 // The per-rank traces of a job folder: dtrain-clip's rank-R.json by rank, then every other
