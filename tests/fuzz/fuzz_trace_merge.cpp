@@ -1,6 +1,7 @@
 // A rank's trace (dtrain-clip's or Horovod's array, PyTorch's Kineto object, gzip or not) through
-// the streaming reader, the merge and both summaries: a merged file or a dtrain::Error naming
-// the file — never "internal error".
+// the streaming reader, the merge and both summaries (the GPU one with its idle causes, speeds
+// and operators, formatted as text and JSON): a merged file or a dtrain::Error naming the file —
+// never "internal error".
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -25,13 +26,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     dtrain::TimelineSummaryBuilder builder;
-    dtrain::GpuTimeSummaryBuilder gpu("");
+    dtrain::GpuTimeSummaryBuilder gpu("", /*operators=*/true);
     dtrain::MergeResult result = dtrain::MergeTimelines(
         {path}, dtrain::fuzz::ScratchDir() + "/merged.json",
         [&builder](const dtrain::MergedEvent& e) { builder.Add(e); }, {{1, "node-a"}}, {{1, 5}},
         [&gpu](const dtrain::KinetoEvent& e) { gpu.Add(e); });
     dtrain::FormatTimelineSummary(builder.Finish(result.ranks));
-    gpu.Finish(result.ranks);
+    const dtrain::GpuTimeSummary summary = gpu.Finish(result.ranks);
+    dtrain::FormatGpuTimeSummary(summary);
+    dtrain::GpuTimeSummaryJson(summary).dump();
+    for (const auto& [rank, ops] : summary.operators) {
+      dtrain::FormatTraceDiff(dtrain::DiffRankOps(ops, ops, "itself"));
+    }
   } catch (const dtrain::Error&) {
   }
   return 0;
