@@ -51,7 +51,7 @@ peak() {  # wall seconds and peak RSS (MB) of a command
   read -r wall kb < "$WORK/time"; echo "$wall $((kb / 1024))"
 }
 printf '%6s %9s | %10s %9s | %10s %9s | %8s %8s' ranks "MB/rank" "HTA s" "HTA MB" "dtrain s" "dtrain MB" "time x" "mem x"
-[ -z "${BASELINE:-}" ] && echo || printf ' | %10s %8s\n' "baseline s" "time x"
+[ -z "${BASELINE:-}" ] && echo || printf ' | %10s %11s %8s\n' "baseline s" "baseline MB" "time x"
 for n in "${RANKS[@]}"; do
   dir="$WORK/r$n"; mkdir -p "$dir"
   for ((r = 0; r < n; r++)); do
@@ -64,7 +64,7 @@ for n in "${RANKS[@]}"; do
     "$(echo "$h_wall / $d_wall" | bc -l)" "$(echo "$h_mb / $d_mb" | bc -l)"
   if [ -n "${BASELINE:-}" ]; then
     read -r b_wall b_mb < <(peak "$BASELINE" timeline --summary --json -o "$WORK/merged.json" "$dir"/*.json.gz)
-    printf ' | %10s %7.1fx\n' "$b_wall" "$(echo "$h_wall / $b_wall" | bc -l)"
+    printf ' | %10s %11s %7.1fx\n' "$b_wall" "$b_mb" "$(echo "$h_wall / $b_wall" | bc -l)"
   else
     echo
   fi

@@ -222,8 +222,11 @@ KernelLaunches LaunchStats(const std::vector<LaunchedActivity>& activities) {
   return out;
 }
 
-GpuIdleCauses FindGpuIdleCauses(const std::vector<LaunchedActivity>& activities) {
-  return GpuIdleCauses{IdleByStream(activities), LaunchStats(activities)};
+GpuIdleCauses FindGpuIdleCauses(std::vector<LaunchedActivity> activities) {
+  GpuIdleCauses causes;
+  causes.launches = LaunchStats(activities);
+  causes.streams = IdleByStream(std::move(activities));
+  return causes;
 }
 
 std::string FormatGpuIdleCauses(const std::map<int, GpuIdleCauses>& by_rank) {

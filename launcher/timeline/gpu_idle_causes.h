@@ -72,7 +72,7 @@ struct GpuIdleCauses {
   std::vector<StreamIdle> streams;
   KernelLaunches launches;
 };
-GpuIdleCauses FindGpuIdleCauses(const std::vector<LaunchedActivity>& activities);
+GpuIdleCauses FindGpuIdleCauses(std::vector<LaunchedActivity> activities);
 
 // The two tables of `dtrain timeline --summary`, ranks in order, and what they point to. Streams
 // with under 5% of a rank's GPU work are counted, not listed.

@@ -87,24 +87,30 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   RankState& state = ranks_[event.rank];
   const double end = event.ts_us + event.dur_us;
   if (IsGpuActivityCategory(event.cat) && event.stream >= 0) {
-    state.activities.push_back(Activity{event.ts_us, end, event.stream, event.correlation,
-                                        Intern(event.name), ClassifyGpuActivity(event.name), false,
-                                        event.bytes});
+    if (event.bytes >= 0) state.copy_bytes.emplace(state.activities.size(), event.bytes);
+    state.activities.push_back(Activity{event.ts_us, end, event.correlation, Intern(event.name),
+                                        static_cast<int32_t>(event.stream),
+                                        ClassifyGpuActivity(event.name)});
     return;
   }
   // A stream's synchronisation record ("Stream Wait Event", "Stream Sync") sits on the GPU
   // timeline, and HTA counts it among the GPU's activity: it bounds the span as HTA's does. Its
   // duration is the host's wait, not GPU work, so it adds no busy time (where HTA counts it).
   if (event.cat == "cuda_sync" && event.stream >= 0) {
-    state.activities.push_back(Activity{event.ts_us, end, event.stream, event.correlation,
-                                        Intern(event.name), GpuActivityKind::kOther, true});
+    state.activities.push_back(Activity{event.ts_us, end, event.correlation, Intern(event.name),
+                                        static_cast<int32_t>(event.stream), GpuActivityKind::kOther,
+                                        true});
     return;
   }
   if (event.correlation >= 0) {
-    auto [it, added] = state.launch_us.emplace(event.correlation, event.ts_us);
-    if (!added) it->second = std::min(it->second, event.ts_us);
-    if (const LaunchCallKind call = ClassifyLaunchCall(event.name); call != LaunchCallKind::kNone) {
-      state.launch_calls.emplace(event.correlation, LaunchCall{event.ts_us, event.dur_us, call});
+    auto [it, added] = state.launches.emplace(event.correlation, Launch{event.ts_us});
+    Launch& launch = it->second;
+    if (!added) launch.earliest_us = std::min(launch.earliest_us, event.ts_us);
+    const LaunchCallKind call = ClassifyLaunchCall(event.name);
+    if (call != LaunchCallKind::kNone && launch.call == LaunchCallKind::kNone) {
+      launch.call_start_us = event.ts_us;
+      launch.call_duration_us = event.dur_us;
+      launch.call = call;
     }
   }
   if (IsProfilerStep(event.name)) {
@@ -147,10 +153,11 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
   RankWork& compute = compute_work_[rank];
   RankWork& to_gpu = to_gpu_work_[rank];
   RankWork& from_gpu = from_gpu_work_[rank];
-  for (const Activity& a : state.activities) {
-    auto launch = state.launch_us.find(a.correlation);
-    if (filter &&
-        (launch == state.launch_us.end() || launch->second >= state.last_profiler_step_us)) {
+  for (size_t i = 0; i < state.activities.size(); ++i) {
+    const Activity& a = state.activities[i];
+    auto launch = state.launches.find(a.correlation);
+    const bool launched_known = launch != state.launches.end();
+    if (filter && (!launched_known || launch->second.earliest_us >= state.last_profiler_step_us)) {
       continue;
     }
     if (a.marker) {
@@ -166,11 +173,11 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
     l.stream = a.stream;
     l.start = a.start;
     l.end = a.end;
-    if (launch != state.launch_us.end()) l.launched_at = launch->second;
-    if (auto call = state.launch_calls.find(a.correlation); call != state.launch_calls.end()) {
-      l.call = call->second.kind;
-      l.call_start = call->second.start;
-      l.call_duration = call->second.duration;
+    if (launched_known) {
+      l.launched_at = launch->second.earliest_us;
+      l.call = launch->second.call;
+      l.call_start = launch->second.call_start_us;
+      l.call_duration = launch->second.call_duration_us;
     }
     KernelTotal& total = kernels_[a.name];
     total.kind = a.kind;
@@ -180,21 +187,22 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
     ++out.activities;
     if (a.kind == GpuActivityKind::kCompute) {
       compute[names_[a.name]].durations_us.push_back(a.end - a.start);
-    } else if (a.bytes >= 0) {
+    } else if (auto bytes = state.copy_bytes.find(i); bytes != state.copy_bytes.end()) {
       const std::string& name = names_[a.name];
       RankWork* way = name.rfind("Memcpy HtoD", 0) == 0   ? &to_gpu
                       : name.rfind("Memcpy DtoH", 0) == 0 ? &from_gpu
                                                           : nullptr;
       if (way) {
-        SameWork& work = (*way)[fmt::format("{} {} bytes", name, a.bytes)];
+        SameWork& work = (*way)[fmt::format("{} {} bytes", name, bytes->second)];
         work.durations_us.push_back(a.end - a.start);
-        work.bytes = a.bytes;
+        work.bytes = bytes->second;
       }
     }
   }
   std::vector<Activity>().swap(state.activities);
-  causes = FindGpuIdleCauses(launched);
-  std::unordered_map<int64_t, LaunchCall>().swap(state.launch_calls);
+  causes = FindGpuIdleCauses(std::move(launched));
+  std::unordered_map<int64_t, Launch>().swap(state.launches);
+  std::unordered_map<size_t, int64_t>().swap(state.copy_bytes);
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.ts < b.ts; });
   std::vector<Segment> segments;
   int open[4] = {0, 0, 0, 0};
@@ -270,8 +278,10 @@ RankOps GpuTimeSummaryBuilder::CollectOperators(int rank, RankState& state) {
     return after != steps.begin() && ts < std::prev(after)->end;
   };
   for (const Activity& a : state.activities) {
-    auto launch = state.launch_us.find(a.correlation);
-    if (launch == state.launch_us.end() ? !steps.empty() : !in_a_step(launch->second)) continue;
+    auto launch = state.launches.find(a.correlation);
+    if (launch == state.launches.end() ? !steps.empty() : !in_a_step(launch->second.earliest_us)) {
+      continue;
+    }
     OpTotal& total = ops.gpu[names_[a.name]];
     total.count += 1;
     total.total_us += a.end - a.start;

@@ -104,27 +104,29 @@ class GpuTimeSummaryBuilder {
   struct Activity {
     double start;
     double end;
-    int64_t stream;
     int64_t correlation;
     uint32_t name;
+    int32_t stream;
     GpuActivityKind kind;
     bool marker = false;  // a stream synchronisation record: it bounds the span, no GPU work
-    int64_t bytes = -1;   // a memcpy's
   };
   struct Span {
     double start;
     double end;
     uint32_t name;
   };
-  struct LaunchCall {
-    double start;
-    double duration;
-    LaunchCallKind kind;
+  // The CPU side of one correlation id: its earliest event, and the call that launched the GPU
+  // activity, where one of its events is a launch call.
+  struct Launch {
+    double earliest_us;
+    double call_start_us = 0;
+    double call_duration_us = 0;
+    LaunchCallKind call = LaunchCallKind::kNone;
   };
   struct RankState {
     std::vector<Activity> activities;
-    std::unordered_map<int64_t, double> launch_us;         // correlation -> earliest CPU-side ts
-    std::unordered_map<int64_t, LaunchCall> launch_calls;  // correlation -> its launch call
+    std::unordered_map<int64_t, Launch> launches;    // by correlation id
+    std::unordered_map<size_t, int64_t> copy_bytes;  // a memcpy's bytes, by its index in activities
     double last_profiler_step_us = -1e300;
     std::vector<Span> steps;
     std::vector<Span> collectives;
