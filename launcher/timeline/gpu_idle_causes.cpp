@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "launcher/timeline/median.h"
+
 namespace dtrain {
 namespace {
 
@@ -209,16 +211,7 @@ KernelLaunches LaunchStats(const std::vector<LaunchedActivity>& activities) {
     if (a.call_duration > kLaunchCallCutoffUs) out.slow_calls += 1;
     if (a.end - a.start < a.call_duration) out.shorter_than_call += 1;
   }
-  if (!delays.empty()) {
-    // The median as pandas takes it: the mean of the two middle values of an even count.
-    const size_t mid = delays.size() / 2;
-    std::nth_element(delays.begin(), delays.begin() + mid, delays.end());
-    double median = delays[mid];
-    if (delays.size() % 2 == 0) {
-      median = (median + *std::max_element(delays.begin(), delays.begin() + mid)) / 2;
-    }
-    out.delay_median_us = median;
-  }
+  out.delay_median_us = Median(std::move(delays));
   return out;
 }
 

@@ -6,15 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "launcher/timeline/median.h"
+
 namespace dtrain {
 namespace {
-
-double Median(std::vector<double> values) {
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  if (values.size() % 2 == 1) return values[mid];
-  return (values[mid] + *std::max_element(values.begin(), values.begin() + mid)) / 2;
-}
 
 // One kind of work on every rank of `ranks`, against the median rank, work by work.
 std::map<int, WorkSpeed> Compare(const std::map<int, RankWork>& work, const std::set<int>& ranks) {
