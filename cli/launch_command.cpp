@@ -23,8 +23,13 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
       ->check(WholeNumberAtLeast(1));
   cmd.add_flag("--gloo",
                "horovodrun's: accepted; Horovod jobs always get Gloo's rendezvous from dtrain");
+  cmd.add_flag("--verbose",
+               "horovodrun's: accepted; dtrain prints its banner and notes anyway (-q quiets "
+               "them)");
+  cmd.add_flag("--disable-cache",
+               "horovodrun's: accepted; dtrain keeps no cache of its checks between runs");
   std::map<std::string, std::string>& given = options.cluster.horovodrun;
-  std::vector<std::string> names = {"--start-timeout", "--gloo"};
+  std::vector<std::string> names = {"--start-timeout", "--gloo", "--verbose", "--disable-cache"};
   for (const HorovodrunOption& o : HorovodrunOptions()) {
     const std::string name = o.name;
     names.push_back(name);

@@ -157,7 +157,8 @@ TEST(HorovodLaunch, HorovodrunsOwnOptionsSetWhatHorovodrunSets) {
       dir + "/autotune.csv --autotune-warmup-samples 2 --timeline-filename " + dir +
       "/hvd.json --timeline-mark-cycles --no-stall-check --stall-check-warning-time-seconds 30 "
       "--num-nccl-streams 2 --tcp --thread-affinity 1 --gloo-timeout-seconds 40 --log-level "
-      "DEBUG --log-without-timestamp --network-interfaces lo --start-timeout 20 --gloo";
+      "DEBUG --log-without-timestamp --network-interfaces lo --start-timeout 20 --gloo "
+      "--verbose --disable-cache";
   const std::string dump = kSource + "/tests/horovod/hvd_env_dump.py";
   // Both launchers with `flags`: every variable horovodrun gives a rank, dtrain gives alike.
   auto expect_alike = [&](const std::string& job, const std::string& flags) {
