@@ -35,7 +35,8 @@ std::vector<std::string> OptionNames(const CLI::App& cmd) {
 std::string Canonical(const std::string& word) {
   if (word == "-np") return "--np";
   if (word == "-hostfile") return "--hostfile";  // horovodrun's spelling
-  if (word == "-cb") return "--check-build";     // horovodrun's, not dtrain's -c b
+  if (word == "-prefix-timestamp") return "--prefix-output-with-timestamp";  // horovodrun's
+  if (word == "-cb") return "--check-build";  // horovodrun's, not dtrain's -c b
   if (word.rfind("--", 0) != 0) return word;
   const size_t eq = word.find('=');
   std::string name = word.substr(0, eq);

@@ -28,8 +28,12 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
                "them)");
   cmd.add_flag("--disable-cache",
                "horovodrun's: accepted; dtrain keeps no cache of its checks between runs");
+  cmd.add_flag("--prefix-output-with-timestamp", options.console.timestamps,
+               "horovodrun's (also -prefix-timestamp): each console line starts with the local "
+               "time, as horovodrun writes it (the logs stay as the rank wrote them)");
   std::map<std::string, std::string>& given = options.cluster.horovodrun;
-  std::vector<std::string> names = {"--start-timeout", "--gloo", "--verbose", "--disable-cache"};
+  std::vector<std::string> names = {"--start-timeout", "--gloo", "--verbose", "--disable-cache",
+                                    "--prefix-output-with-timestamp"};
   for (const HorovodrunOption& o : HorovodrunOptions()) {
     const std::string name = o.name;
     names.push_back(name);

@@ -1,5 +1,8 @@
-// Splits each rank's byte streams into lines and prefixes them with [node:rank].
+// Splits each rank's byte streams into lines and prefixes them with [node:rank] (and the local
+// time before it, with horovodrun's --prefix-output-with-timestamp).
 #include "launcher/console_echo.h"
+
+#include <ctime>
 
 namespace dtrain {
 
@@ -23,8 +26,16 @@ bool ConsoleEcho::Shows(int rank, OutputStream stream) const {
 
 void ConsoleEcho::EmitLine(int rank, OutputStream stream, std::string_view line) {
   auto place = ranks_.find(rank);
-  std::string text = "[" + (place == ranks_.end() ? std::string("?") : place->second.host) + ":" +
-                     std::to_string(rank) + "] ";
+  std::string text;
+  if (choice_.timestamps) {  // as horovodrun writes it: time.asctime(), then the rank
+    char when[64];
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    ::localtime_r(&now, &local);
+    text.assign(when, std::strftime(when, sizeof when, "%a %b %e %H:%M:%S %Y", &local));
+  }
+  text += "[" + (place == ranks_.end() ? std::string("?") : place->second.host) + ":" +
+          std::to_string(rank) + "] ";
   text.append(line);
   text.push_back('\n');
   std::FILE* to = stream == OutputStream::kStdout ? out_ : err_;

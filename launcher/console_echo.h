@@ -25,6 +25,7 @@ struct ConsoleChoice {
   std::map<int, ConsoleStreams> local_streams;     // by local rank (torchrun's -r 0:1,1:2)
   std::set<int> ranks;                             // --ranks-filter; empty: every rank
   std::set<int> local_ranks;  // torchrun's --local-ranks-filter; empty: every local rank
+  bool timestamps = false;    // horovodrun's --prefix-output-with-timestamp: the local time first
 };
 
 // Where a rank runs, as the console names it.

@@ -208,6 +208,23 @@ TEST(HorovodLaunch, HorovodrunsOwnOptionsSetWhatHorovodrunSets) {
   const std::string trace = ReadText(dir + "/train.json");
   EXPECT_NE(trace.find("GLOO_ALLREDUCE"), std::string::npos) << trace.substr(0, 500);
   EXPECT_NE(trace.find("CYCLE_START"), std::string::npos) << trace.substr(0, 500);
+
+  // -prefix-timestamp: each console line starts with the local time as horovodrun writes it
+  // (time.asctime()), then the rank; dtrain's rank log keeps the line as the rank wrote it.
+  const std::regex stamped(
+      R"((?:^|\n)[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})"
+      R"(\[(0|localhost:0)\]( |<stdout>:)stamped line)");
+  const std::string say = " python -c 'print(\"stamped line\")' 2>&1; echo status=$?";
+  const std::string theirs =
+      RunOutput(bare + venv + "/horovodrun -np 1 -H localhost:1 -prefix-timestamp" + say);
+  EXPECT_TRUE(std::regex_search(theirs, stamped)) << theirs;
+  const std::string ours =
+      RunOutput(bare + kBin + "/dtrain launch -np 1 -H localhost:1 --log-dir " + dir +
+                " --job stamped -prefix-timestamp" + say);
+  EXPECT_TRUE(std::regex_search(ours, stamped)) << ours;
+  const std::string log = RankLog(dir + "/stamped", 0);
+  EXPECT_NE(log.find("stamped line"), std::string::npos) << log;
+  EXPECT_FALSE(std::regex_search(log, stamped)) << log;
 }
 
 TEST(HorovodLaunch, ADeadRankStopsTheOthersFast) {
