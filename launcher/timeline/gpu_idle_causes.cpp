@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "launcher/timeline/median.h"
+#include "launcher/timeline/summary_numbers.h"
 
 namespace dtrain {
 namespace {
@@ -19,14 +19,6 @@ constexpr size_t kStreamsShown = 4;
 // A cause is pointed out where it is most of a stream's idle time, and that idle time is this
 // share of the stream's span.
 constexpr double kNotableIdle = 0.10;
-
-double Percent(double part, double whole) {
-  return whole > 0 ? 100.0 * part / whole : 0;
-}
-
-double Round3(double value) {
-  return std::round(value * 1000.0) / 1000.0;
-}
 
 std::string MsCell(double us, double whole_us) {
   return fmt::format("{:.1f} ({:.0f}%)", us / 1000.0, Percent(us, whole_us));

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "launcher/timeline/median.h"
+#include "launcher/timeline/summary_numbers.h"
 
 namespace dtrain {
 namespace {

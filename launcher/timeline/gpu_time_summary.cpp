@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "launcher/timeline/summary_numbers.h"
+
 namespace dtrain {
 namespace {
 
@@ -37,14 +39,6 @@ struct Segment {
   double end;
   GpuActivityKind kind;
 };
-
-double Percent(double part, double whole) {
-  return whole > 0 ? 100.0 * part / whole : 0;
-}
-
-double Round3(double value) {
-  return std::round(value * 1000.0) / 1000.0;
-}
 
 // The per-rank table of GPU time.
 std::string GpuTable(const GpuTimeSummary& summary) {

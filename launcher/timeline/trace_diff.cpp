@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "launcher/timeline/summary_numbers.h"
+
 namespace dtrain {
 namespace {
 
@@ -14,10 +16,6 @@ constexpr size_t kListed = 8;
 
 double PerStep(const OpTotal& total, int steps) {
   return steps > 0 ? total.total_us / steps : 0;
-}
-
-double Round3(double value) {
-  return std::round(value * 1000.0) / 1000.0;
 }
 
 std::string Short(const std::string& name) {
