@@ -63,8 +63,11 @@ int CountedRanks(const NodeSpec& node, bool here, const std::string& kind, const
         kind, node.host, what));
   }
   if (kind != "cpu") {
-    int gpus = here ? LocalGpuCount() : asked->gpus;
-    if (visible) gpus = VisibleGpuCount(*visible, here ? -1 : asked->gpus);
+    // The ranks' own CUDA_VISIBLE_DEVICES, where the cluster file gives one, without asking
+    // nvidia-smi here for a count it would replace.
+    const int gpus = visible ? VisibleGpuCount(*visible, here ? -1 : asked->gpus)
+                     : here  ? LocalGpuCount()
+                             : asked->gpus;
     if (gpus > 0) return gpus;
     if (kind == "gpu") {
       const char* devices = std::getenv("CUDA_VISIBLE_DEVICES");

@@ -110,9 +110,9 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   if (IsProfilerStep(event.name)) {
     profiler_step_names_.emplace(std::string(event.name), 0);
     state.last_profiler_step_us = std::max(state.last_profiler_step_us, event.ts_us);
-  }
-  if (operators_ && event.cat == "user_annotation" && IsProfilerStep(event.name)) {
-    state.profiler_steps.push_back(Span{event.ts_us, end, 0});
+    if (operators_ && event.cat == "user_annotation") {
+      state.profiler_steps.push_back(Span{event.ts_us, end, 0});
+    }
   }
   if (operators_ && event.cat == "cpu_op") {
     state.cpu_operators.push_back(Span{event.ts_us, end, Intern(event.name)});
