@@ -1,7 +1,8 @@
 // What the doctor's rules share: severities, what the cluster file asks for (Python, GPUs), and
 // CheckCluster, which runs every rule in report order. The rules themselves are in
 // version_checks.cpp, connection_checks.cpp, node_checks.cpp and, for health,
-// gpu_health_checks.cpp, kernel_log_checks.cpp, infiniband_checks.cpp and host_health_checks.cpp.
+// gpu_health_checks.cpp, kernel_log_checks.cpp, infiniband_checks.cpp, pci_checks.cpp and
+// host_health_checks.cpp.
 #include "doctor/checks.h"
 
 #include <algorithm>
@@ -85,6 +86,8 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   add(CheckNvlink(run.nodes));
   add(CheckKernelLog(run.nodes));
   add(CheckInfiniband(run.nodes));
+  add(CheckMemlock(run.nodes));
+  add(CheckPciPaths(run.nodes));
   add(CheckFreeSpace(run.nodes));
   add(CheckSwap(run.nodes));
   add(CheckMemory(run.nodes));

@@ -1,7 +1,7 @@
 // The rules about each GPU's health, from nvidia-smi: it answers at all, the node has all its
-// GPUs, memory errors (ECC, remapped rows, retired pages), persistence, the PCIe link, hardware
-// slowdowns, leftover processes, NVLink and the NVSwitch fabric. Thresholds and their sources are
-// in dtrain-doctor(1).
+// GPUs, memory errors (ECC, remapped rows, retired pages), MIG mode, persistence, the PCIe link,
+// hardware slowdowns, leftover processes, NVLink and the NVSwitch fabric. Thresholds and their
+// sources are in dtrain-doctor(1).
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -80,6 +80,21 @@ std::vector<GpuRule> GpuRules() {
        "node {0}: ECC is disabled on {1}",
        "enable it (sudo nvidia-smi -e 1, then reset the GPUs or reboot): without ECC a memory "
        "error corrupts results silently"},
+      {"gpu-mig", Severity::kError,
+       [](const GpuHealth& g) {
+         if (g.mig_current != "Enabled") return std::string();
+         return g.mig_pending == "Disabled" ? std::string("disabled after the next reset") : " ";
+       },
+       "node {0}: MIG mode is on for {1}: a process sees one MIG instance, not the whole GPU, and "
+       "MIG instances have no peer-to-peer path to each other",
+       "turn it off on nodes meant for training (sudo nvidia-smi -i N -mig 0, then reset the GPU "
+       "with nvidia-smi -r -i N or reboot), or leave the node out"},
+      {"gpu-mig", Severity::kWarning,
+       [](const GpuHealth& g) {
+         return g.mig_current == "Disabled" && g.mig_pending == "Enabled" ? " " : "";
+       },
+       "node {0}: MIG mode turns on at the next reset of {1}",
+       "sudo nvidia-smi -i N -mig 0 if the node is meant for training, before the GPU is reset"},
       {"gpu-persistence", Severity::kWarning,
        [](const GpuHealth& g) { return g.persistence_mode == "Disabled" ? " " : ""; },
        "node {0}: persistence mode is off on {1}",

@@ -1,5 +1,6 @@
 // The rules about InfiniBand and RoCE ports (from sysfs): every port up, the same link rates on
-// every node, and nvidia_peermem loaded where GPUs and InfiniBand meet (GPUDirect RDMA).
+// every node, nvidia_peermem loaded where GPUs and InfiniBand meet (GPUDirect RDMA), and no limit
+// on the memory a job may lock (RDMA registers pinned memory).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -68,6 +69,23 @@ std::vector<Finding> CheckInfiniband(const std::vector<NodeFacts>& nodes) {
         fmt::format("node {} has InfiniBand at {}, others {}", n->host, rates, majority->first),
         "every collective runs at the slowest link's speed: check the cables "
         "and the switch ports' speed"));
+  }
+  return out;
+}
+
+std::vector<Finding> CheckMemlock(const std::vector<NodeFacts>& nodes) {
+  std::vector<Finding> out;
+  for (const NodeFacts* n : Reached(nodes)) {
+    if (n->health.ib_ports.empty() || n->memlock_kib < 0) continue;
+    out.push_back(Make(
+        Severity::kWarning, "memlock", "", {n->host},
+        fmt::format("node {} has InfiniBand/RoCE ports, and a job there may lock only {} KiB of "
+                    "memory (ulimit -l)",
+                    n->host, n->memlock_kib),
+        "NCCL pins its buffers to register them with the NIC and fails (ibv_reg_mr) or falls "
+        "back to sockets past the limit: make it unlimited for the job's user (`* - memlock "
+        "unlimited` in /etc/security/limits.conf, LimitMEMLOCK=infinity for sshd or slurmd "
+        "under systemd, --ulimit memlock=-1 for a container)"));
   }
   return out;
 }

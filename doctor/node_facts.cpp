@@ -120,16 +120,22 @@ void ApplyGpu(const std::string& value, NodeFacts& f, ProbeText& t) {
   }
 }
 
-// "mlx5_0/1;4: ACTIVE;5: LinkUp;400 Gb/sec (4X NDR);InfiniBand"
-void ApplyInfinibandPort(const std::string& value, NodeFacts& f, ProbeText&) {
+// "a;b;;c" -> {"a", "b", "", "c"}.
+std::vector<std::string> SplitOn(const std::string& value, char separator) {
   std::vector<std::string> parts;
   size_t start = 0;
   while (true) {
-    size_t semi = value.find(';', start);
-    parts.push_back(value.substr(start, semi - start));
-    if (semi == std::string::npos) break;
-    start = semi + 1;
+    size_t at = value.find(separator, start);
+    parts.push_back(value.substr(start, at - start));
+    if (at == std::string::npos) break;
+    start = at + 1;
   }
+  return parts;
+}
+
+// "mlx5_0/1;4: ACTIVE;5: LinkUp;400 Gb/sec (4X NDR);InfiniBand"
+void ApplyInfinibandPort(const std::string& value, NodeFacts& f, ProbeText&) {
+  std::vector<std::string> parts = SplitOn(value, ';');
   parts.resize(5);
   f.health.ib_ports.push_back({parts[0], parts[1], parts[2], parts[3], parts[4]});
 }
@@ -146,6 +152,30 @@ void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
   space.mount = value.substr(b + 1, c - b - 1);
   space.path = value.substr(c + 1);
   f.health.free_space.push_back(space);
+}
+
+// "gpu;;0000:1b:00.0;DMA-FQ;0000:00:01.0,0000:01:00.0,0000:02:08.0" (kind, NIC name, address,
+// IOMMU group type, bridges from the root port down).
+void ApplyPciDevice(const std::string& value, NodeFacts& f, ProbeText&) {
+  std::vector<std::string> parts = SplitOn(value, ';');
+  if (parts.size() < 5) return;
+  PciPathDevice d{parts[0], parts[1], parts[2], parts[3], {}};
+  if (!parts[4].empty()) d.bridges = SplitOn(parts[4], ',');
+  f.health.pci_devices.push_back(std::move(d));
+}
+
+// "0000:02:08.0;001d" or "0000:02:08.0;unreadable".
+void ApplyPciAcs(const std::string& value, NodeFacts& f, ProbeText&) {
+  std::vector<std::string> parts = SplitOn(value, ';');
+  if (parts.size() != 2) return;
+  PciBridgeAcs acs{parts[0], -1};
+  if (parts[1] != "unreadable") {
+    char* end = nullptr;
+    const long control = std::strtol(parts[1].c_str(), &end, 16);
+    if (parts[1].empty() || *end != '\0' || control < 0 || control > 0xffff) return;
+    acs.control = static_cast<int>(control);
+  }
+  f.health.pci_acs.push_back(acs);
 }
 
 void ApplyTorch(const std::string& value, NodeFacts& f, ProbeText&) {
@@ -179,6 +209,8 @@ const ProbeKey kProbeKeys[] = {
      [](const std::string& v, F& f, T&) { f.workdir_exists = v == "yes"; }},
     {"nofile", nullptr, nullptr,
      [](const std::string& v, F& f, T&) { f.nofile = v == "unlimited" ? -1 : Number(v); }},
+    {"memlock", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.memlock_kib = v == "unlimited" ? -1 : Number(v); }},
     {"driver_proc", nullptr, &T::proc_driver},
     {"gpu", nullptr, nullptr, ApplyGpu},
     {"gpu_proc", nullptr, nullptr,
@@ -245,6 +277,8 @@ const ProbeKey kProbeKeys[] = {
      [](const std::string& v, F& f, T&) { f.health.xid_lines_total = Number(v); }},
     {"ib_port", nullptr, nullptr, ApplyInfinibandPort},
     {"peermem", nullptr, nullptr, [](const std::string& v, F& f, T&) { f.health.peermem = v; }},
+    {"pci_device", nullptr, nullptr, ApplyPciDevice},
+    {"pci_acs", nullptr, nullptr, ApplyPciAcs},
     {"swap_kib", nullptr, nullptr,
      [](const std::string& v, F& f, T&) { f.health.swap_kib = Number(v); }},
     {"clocksource", nullptr, nullptr,

@@ -46,8 +46,9 @@ struct NodeFacts {
   int cpus = 0;
   long long mem_kib = 0, shm_kib = 0, disk_free_kib = 0;
   bool workdir_exists = false;
-  long long nofile = 0;       // ulimit -n; -1 for unlimited
-  double clock_offset_s = 0;  // node clock minus the doctor's clock when the line arrived
+  long long nofile = 0;        // ulimit -n; -1 for unlimited
+  long long memlock_kib = -2;  // ulimit -l (KiB); -1 for unlimited, -2 when the probe did not say
+  double clock_offset_s = 0;   // node clock minus the doctor's clock when the line arrived
   bool clock_known = false;
 
   // GPUs and driver.

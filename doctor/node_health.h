@@ -18,6 +18,26 @@ struct InfinibandPort {
   bool Up() const { return state == "4: ACTIVE" && phys_state == "5: LinkUp"; }
 };
 
+// A device a job's traffic passes, found in sysfs: a GPU (vendor 0x10de, class 0x0300/0x0302) or
+// an InfiniBand/RoCE NIC (/sys/class/infiniband/<name>/device), with the PCI bridges between it
+// and the CPU, root port first, and the type of its IOMMU group ("DMA-FQ", "DMA", "identity";
+// "" without an IOMMU).
+struct PciPathDevice {
+  std::string kind;  // "gpu" or "nic"
+  std::string name;  // the NIC's name ("mlx5_0"); "" for a GPU
+  std::string address;
+  std::string iommu_type;
+  std::vector<std::string> bridges;
+};
+
+// The ACS control register of a bridge on such a path (PCIe Access Control Services, extended
+// capability 0x000d, offset 6), or -1 when its extended configuration space could not be read
+// (reading it takes root). Bridges without the capability are not listed.
+struct PciBridgeAcs {
+  std::string address;
+  int control = -1;
+};
+
 // Free space where a job writes: "workdir", "log dir", "/tmp" (the nearest existing folder of
 // the path is measured).
 struct FreeSpace {
@@ -47,6 +67,10 @@ struct NodeHealth {
   std::vector<InfinibandPort> ib_ports;
   std::string peermem;  // nvidia_peermem loaded: "yes", "no"; "" when there are no IB devices
 
+  // PCI paths of the GPUs and NICs.
+  std::vector<PciPathDevice> pci_devices;
+  std::vector<PciBridgeAcs> pci_acs;
+
   // Host.
   long long swap_kib = -1;  // SwapTotal
   std::string clocksource, clocksources_available;
@@ -56,6 +80,13 @@ struct NodeHealth {
   const GpuHealth* GpuAt(const std::string& device) const {
     for (const GpuHealth& g : smi.gpus) {
       if (PciDeviceKey(g.bus_id) == device) return &g;
+    }
+    return nullptr;
+  }
+  // The ACS entry of bridge `address`, or nullptr.
+  const PciBridgeAcs* AcsOf(const std::string& address) const {
+    for (const PciBridgeAcs& a : pci_acs) {
+      if (a.address == address) return &a;
     }
     return nullptr;
   }

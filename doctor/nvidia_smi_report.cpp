@@ -59,6 +59,9 @@ GpuHealth ToGpuHealth(const GpuBlock& b, int index, std::string bus_id) {
   g.bus_id = std::move(bus_id);
   g.name = Field(b, "Product Name");
   g.persistence_mode = Field(b, "Persistence Mode");
+  g.mig_current = Field(b, "MIG Mode/Current");
+  g.mig_pending = Field(b, "MIG Mode/Pending");
+  g.virtualization_mode = Field(b, "GPU Virtualization Mode/Virtualization Mode");
   g.ecc_current = Field(b, "ECC Mode/Current");
   g.ecc_pending = Field(b, "ECC Mode/Pending");
   for (const auto& [path, value] : b.fields) {

@@ -25,6 +25,9 @@ struct GpuHealth {
   std::string bus_id;  // "00000000:00:06.0"
   std::string name;    // "NVIDIA H100 80GB HBM3"
   std::string persistence_mode;
+  std::string mig_current, mig_pending;  // MIG Mode: "Enabled", "Disabled", "N/A"
+  // GPU Virtualization Mode: "None" on bare metal, "Pass-Through" in a virtual machine.
+  std::string virtualization_mode;
   std::string ecc_current, ecc_pending;  // ECC Mode
   // Volatile (since the driver loaded) uncorrectable ECC counts; SRAM sums every
   // "SRAM Uncorrectable*" line (Parity and SEC-DED on drivers >= 550).

@@ -199,6 +199,9 @@ nlohmann::json GpuHealthJson(const GpuHealth& g, const NodeHealth& h) {
           {"remapped_rows_pending", OrNull(g.remapped_rows_pending)},
           {"remapping_failure", OrNull(g.remapping_failure)},
           {"retired_pages_pending", OrNull(g.retired_pages_pending)},
+          {"mig_mode", OrNull(g.mig_current)},
+          {"mig_mode_pending", OrNull(g.mig_pending)},
+          {"virtualization_mode", OrNull(g.virtualization_mode)},
           {"pcie_gen", NumberOrNull(g.pcie_gen_current)},
           {"pcie_gen_max", NumberOrNull(g.pcie_gen_max)},
           {"pcie_width", NumberOrNull(g.pcie_width_current)},
@@ -236,6 +239,18 @@ nlohmann::json HealthJson(const NodeHealth& h) {
                      {"rate", p.rate},
                      {"link_layer", p.link_layer}});
   }
+  nlohmann::json pci = nlohmann::json::array();
+  for (const PciPathDevice& d : h.pci_devices) {
+    pci.push_back({{"kind", d.kind},
+                   {"name", OrNull(d.name)},
+                   {"address", d.address},
+                   {"iommu_group_type", OrNull(d.iommu_type)},
+                   {"bridges", d.bridges}});
+  }
+  nlohmann::json acs = nlohmann::json::object();
+  for (const PciBridgeAcs& a : h.pci_acs) {
+    acs[a.address] = a.control < 0 ? nlohmann::json("unreadable") : nlohmann::json(a.control);
+  }
   nlohmann::json space = nlohmann::json::array();
   for (const FreeSpace& f : h.free_space) {
     space.push_back(
@@ -255,6 +270,8 @@ nlohmann::json HealthJson(const NodeHealth& h) {
           {"infiniband", ports},
           {"nvidia_peermem",
            h.peermem.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.peermem == "yes")},
+          {"pci_devices", pci},
+          {"pci_acs_control", acs},
           {"swap_kib", NumberOrNull(h.swap_kib)},
           {"clocksource", OrNull(h.clocksource)},
           {"clocksources_available", OrNull(h.clocksources_available)},
@@ -277,6 +294,8 @@ nlohmann::json NodeJson(const NodeFacts& n) {
       {"workdir", OrNull(n.workdir)},
       {"workdir_exists", n.workdir_exists},
       {"nofile", n.nofile},
+      {"memlock_kib",
+       n.memlock_kib == -2 ? nlohmann::json(nullptr) : nlohmann::json(n.memlock_kib)},
       {"clock_offset_s", n.clock_known ? nlohmann::json(n.clock_offset_s) : nlohmann::json()},
       {"driver", VersionJson(n.driver)},
       {"driver_open_module", n.driver_open_module},

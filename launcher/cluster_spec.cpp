@@ -18,6 +18,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "launcher/error.h"
+#include "launcher/local_device_count.h"
 #include "launcher/this_machine.h"
 
 namespace dtrain {
@@ -415,10 +416,7 @@ ClusterSpec DefaultLocalCluster() {
     }
     slots = static_cast<int>(value);
   } else if (const char* devices = std::getenv("CUDA_VISIBLE_DEVICES"); devices && *devices) {
-    int count = 0;
-    std::stringstream list(devices);
-    for (std::string item; std::getline(list, item, ',');) count += item.empty() ? 0 : 1;
-    slots = count > 0 ? count : 1;
+    slots = std::max(1, VisibleGpuCount(devices, -1));  // as CUDA counts: up to a bad entry
   }
   ClusterSpec spec;
   spec.source = "<builtin local>";

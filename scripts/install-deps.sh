@@ -6,8 +6,9 @@
 #                                    Fashion-MNIST, and torch (LibTorch) in .venv/
 #   scripts/install-deps.sh --tests  that, and everything the tests and benches run for real:
 #                                    GoogleTest, clang's sanitizer runtime, sshd and iproute2
-#                                    (namespace nodes), Slurm and munge, groff, OpenCLIP, py-spy,
-#                                    HolisticTraceAnalysis, and Horovod built into .venv-horovod/
+#                                    (namespace nodes), Slurm and munge, groff, pciutils (lspci),
+#                                    OpenCLIP, py-spy, HolisticTraceAnalysis, and Horovod built
+#                                    into .venv-horovod/
 # Both are safe to run again; pip's cache (~/.cache/pip) and the Horovod wheel cache
 # (~/.cache/dtrain-wheels) make a second run quick.
 set -euo pipefail
@@ -15,7 +16,7 @@ TESTS=0
 case "${1:-}" in
   "") ;;
   --tests) TESTS=1 ;;
-  -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "install-deps.sh: unknown option '$1' (use --tests for the test set)" >&2; exit 2 ;;
 esac
 SUDO=""
@@ -34,7 +35,7 @@ TEST_PACKAGES=(
   libgtest-dev libgmock-dev
   clang libclang-rt-14-dev
   openssh-server iproute2 psmisc groff-base zsh fish
-  slurm-wlm munge pdsh rsync
+  slurm-wlm munge pdsh rsync pciutils
 )
 [ "$TESTS" = 1 ] && PACKAGES+=("${TEST_PACKAGES[@]}")
 $SUDO apt-get update -qq

@@ -7,7 +7,7 @@
 # (the cluster file's python), DTRAIN_PROBE_RDZV_ADDR / DTRAIN_PROBE_RDZV_PORT (the rendezvous
 # listener to connect to), DTRAIN_PROBE_CLIP_DIR (where dtrain-clip sits beside dtrain),
 # DTRAIN_PROBE_SKIP (space-separated parts to leave out: python torch horovod py_spy clip rdzv
-# nccl_lib gpu_health kernel_log), DTRAIN_PROBE_LOG_DIR (where ranks write their logs),
+# nccl_lib gpu_health kernel_log pci), DTRAIN_PROBE_LOG_DIR (where ranks write their logs),
 # DTRAIN_PROBE_SMI_TIMEOUT (seconds each nvidia-smi call may take, default 10),
 # DTRAIN_PROBE_SYSFS (the folder read as /sys, for tests).
 # With DTRAIN_PROBE_MODE=listen it instead listens on DTRAIN_PROBE_RDZV_PORT for
@@ -62,6 +62,7 @@ probe_main() {
   probe_host
   probe_gpus
   probe_infiniband
+  skipping pci || probe_pci
   probe_cuda
   probe_nccl
   for pid in $waits; do wait "$pid"; done
@@ -108,6 +109,7 @@ probe_system() {
     echo "workdir_exists=no"
   fi
   echo "nofile=$(ulimit -n)"
+  echo "memlock=$(ulimit -l)"
 }
 
 # Runs "$@" with a time limit when coreutils' timeout exists; a command that ignores SIGTERM gets
@@ -160,6 +162,81 @@ probe_infiniband() {
   done
   [ "$ports" -eq 0 ] && return
   if [ -d "$sys/module/nvidia_peermem" ]; then echo "peermem=yes"; else echo "peermem=no"; fi
+}
+
+# The PCI paths of the GPUs and InfiniBand/RoCE NICs: pci_device=KIND;NAME;ADDRESS;IOMMU;BRIDGES
+# (bridges from the root port down), then pci_acs=BRIDGE;CONTROL for each of those bridges that
+# has Access Control Services (CONTROL in hex, or "unreadable": reading past the first 64 bytes of
+# a device's configuration space takes root).
+probe_pci() {
+  bridges_seen=" "
+  for dev in "$sys"/bus/pci/devices/*; do
+    { read -r vendor <"$dev/vendor" && read -r class <"$dev/class"; } 2>/dev/null || continue
+    case "$vendor:$class" in
+      0x10de:0x0300* | 0x10de:0x0302*) pci_path gpu "" "$dev" ;;
+    esac
+  done
+  for nic in "$sys"/class/infiniband/*; do
+    [ -e "$nic/device" ] && pci_path nic "${nic##*/}" "$nic/device"
+  done
+}
+
+# pci_path KIND NAME DEVICE_DIR: its pci_device line and the ACS lines of bridges not seen before.
+pci_path() {
+  real=$(cd -P "$3" 2>/dev/null && pwd) || return 0
+  iommu=""
+  { read -r iommu <"$3/iommu_group/type"; } 2>/dev/null
+  path="" bridges="" address=""
+  old_ifs=$IFS
+  IFS=/
+  for part in $real; do
+    IFS=$old_ifs
+    [ -n "$part" ] || continue
+    path="$path/$part"
+    case $part in
+      [0-9a-f][0-9a-f][0-9a-f][0-9a-f]:[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f].[0-7]) ;;
+      *) continue ;;
+    esac
+    if [ -n "$address" ]; then
+      bridges="$bridges${bridges:+,}$address"
+      case $bridges_seen in
+        *" $address "*) ;;
+        *)
+          bridges_seen="$bridges_seen$address "
+          acs=$(acs_control "$bridge_dir/config")
+          [ -n "$acs" ] && echo "pci_acs=$address;$acs"
+          ;;
+      esac
+    fi
+    address=$part
+    bridge_dir=$path
+  done
+  IFS=$old_ifs
+  echo "pci_device=$1;$2;$address;$iommu;$bridges"
+}
+
+# The ACS control word of the device whose configuration space is CONFIG: its extended
+# capabilities (from offset 256, each header: ID in bits 0-15, the next one's offset in bits
+# 20-31) walked to ID 0x000d, whose control register is at offset 6. Prints nothing without ACS.
+acs_control() {
+  od -An -v -tx1 -j256 -N3840 "$1" 2>/dev/null | awk '
+    function hex(s, v, k) {
+      v = 0
+      for (k = 1; k <= length(s); k++) v = v * 16 + index("0123456789abcdef", substr(s, k, 1)) - 1
+      return v
+    }
+    { for (k = 1; k <= NF; k++) b[n++] = hex($k) }
+    END {
+      if (n < 8) { print "unreadable"; exit }
+      at = 256
+      for (hops = 0; hops < 64 && at >= 256 && at + 8 <= 256 + n; hops++) {
+        i = at - 256
+        if (b[i] + 256 * b[i + 1] == 13) { printf "%04x\n", b[i + 6] + 256 * b[i + 7]; exit }
+        at = int((b[i + 2] + 256 * b[i + 3]) / 16)
+        at -= at % 4
+        if (at == 0) exit
+      }
+    }'
 }
 
 probe_gpus() {

@@ -37,10 +37,13 @@ if(TARGET dtrain-clip)
   add_dependencies(doctor_compute_cluster_test dtrain dtrain-clip)
 endif()
 # Health rules (unit): the GPU rules on the recorded H100 outputs and faulty variants of them;
-# the kernel log, InfiniBand and host rules; the JSON report and --exclude-bad's hostfile.
+# the kernel log, InfiniBand and host rules; PCI paths (ACS, IOMMU) and the locked-memory limit;
+# the JSON report and --exclude-bad's hostfile.
 dtrain_test(doctor_health_gpu_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_gpu_test.cpp
             LIBS dtrain_doctor TIMEOUT 60)
 dtrain_test(doctor_health_host_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_host_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
+dtrain_test(doctor_health_pci_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_pci_test.cpp
             LIBS dtrain_doctor TIMEOUT 60)
 dtrain_test(doctor_health_report_test
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_report_test.cpp

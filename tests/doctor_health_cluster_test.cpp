@@ -3,13 +3,21 @@
 // cluster file) and an InfiniBand sysfs tree under DTRAIN_PROBE_SYSFS: the stand-ins print the
 // outputs of an 8-GPU HGX H100 node built from the formats recorded on a real H100, healthy on
 // node0, faulty on node1 and node2. And an nvidia-smi that never answers (one ignoring SIGTERM).
+// And the PCI paths of GPUs and a NIC (tests/support/pci_sysfs.h), checked against lspci.
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +25,7 @@
 #include "tests/support/doctor_run.h"
 #include "tests/support/gpu_node_stand_ins.h"
 #include "tests/support/nvidia_smi_fixture.h"
+#include "tests/support/pci_sysfs.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
@@ -138,6 +147,150 @@ TEST(DoctorHealthCluster, HungNvidiaSmiIsNamedWithinTheTimeout) {
   EXPECT_EQ(r.doc["nodes"][1]["reached"], true) << "the probe itself ended";
   EXPECT_LT(wall_s, 12) << r.text;
   EXPECT_EQ(cluster.LeftoverProcesses(2, 5), "") << "timeout -k killed the stand-ins";
+}
+
+// lspci's ACSCtl line of each device in `dump` (lspci -F reads `lspci -xxxx` dumps), by address:
+// "SrcValid+ TransBlk- ReqRedir+ ...".
+std::map<std::string, std::string> LspciAcsControl(const std::string& dump) {
+  std::map<std::string, std::string> out;
+  std::istringstream lines(RunOutput("lspci -F " + dump + " -vvv 2>&1"));
+  std::string device;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line[0] != '\t' && line[0] != ' ') device = line.substr(0, line.find(' '));
+    const size_t at = line.find("ACSCtl:");
+    if (at != std::string::npos) out["0000:" + device] = line.substr(at + 8);
+  }
+  return out;
+}
+
+// The bits of an ACS control register, as lspci writes them.
+std::string AcsNames(int control) {
+  const char* names[] = {"SrcValid",    "TransBlk",   "ReqRedir",   "CmpltRedir",
+                         "UpstreamFwd", "EgressCtrl", "DirectTrans"};
+  std::string out;
+  for (int bit = 0; bit < 7; ++bit) {
+    out += std::string(out.empty() ? "" : " ") + names[bit] + ((control >> bit) & 1 ? "+" : "-");
+  }
+  return out;
+}
+
+// Two bare-metal HGX nodes with a PCIe switch above GPUs 0 and 1 and the NIC mlx5_0 in their
+// sysfs stand-ins. node1 is set up badly: ACS redirecting on the switch's ports, an IOMMU
+// translating the devices' DMA, its sshd (so every session it starts) allowed to lock only
+// 64 KiB, and MIG on for GPU 2. (node0 keeps this machine's own locked-memory limit: raising it
+// to unlimited takes CAP_SYS_RESOURCE, which a container may lack.) The probe reads each bridge's
+// configuration space as lspci does: the registers it reports are the ones lspci decodes from the
+// same bytes.
+TEST(DoctorHealthCluster, SwitchAcsIommuLockedMemoryAndMigAreNamed) {
+  SshTestCluster cluster("doctor-pci", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  ASSERT_EQ(std::system("command -v lspci >/dev/null"), 0)
+      << "lspci (pciutils) is needed; scripts/install-deps.sh --tests installs it";
+  const std::string dir = cluster.dir();
+  std::vector<test::PciFunction> bridges;
+  for (int i = 0; i < 2; ++i) {
+    const std::string node = dir + "/node" + std::to_string(i);
+    std::string q = test::HgxQuery();
+    for (int g = 0; g < 8; ++g) {
+      q = test::WithField(q, g, "GPU Virtualization Mode", "Virtualization Mode", "None");
+    }
+    if (i == 1) q = test::WithField(q, 2, "MIG Mode", "Current", "Enabled");
+    WriteStandIns(node + "-bin", q, "[    1.0] Linux version 6.1\n");
+    WriteInfiniband(node + "-sys", "mlx5_0", "4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)");
+    const int acs = i == 1 ? 0x001d : 0x0000;
+    const std::string iommu = i == 1 ? "DMA-FQ" : "identity";
+    const std::vector<std::string> root = {"0000:15:01.0"};
+    const std::vector<std::string> up = {"0000:15:01.0", "0000:16:00.0"};
+    auto below = [](std::vector<std::string> path, const std::string& address) {
+      path.push_back(address);
+      return path;
+    };
+    using test::Pci;
+    const std::vector<test::PciFunction> functions = {
+        // Root port: AER, then ACS; node0's as a user other than root reads it.
+        Pci(root, 0x8086, 0x060400, 4, {{0x0001}, {0x000d, 0x001d}}, "", "", i == 1),
+        Pci(up, 0x10b5, 0x060400, 5, {{0x0001}}),
+        // Downstream ports: ACS after AER, Secondary PCIe and DPC; ACS alone.
+        Pci(below(up, "0000:17:00.0"), 0x10b5, 0x060400, 6,
+            {{0x0001}, {0x0019}, {0x001d}, {0x000d, acs}}),
+        Pci(below(up, "0000:17:01.0"), 0x10b5, 0x060400, 6, {{0x000d, acs}}),
+        Pci(below(up, "0000:17:02.0"), 0x10b5, 0x060400, 6, {{0x000d, acs | 0x0002}}),
+        Pci(below(below(up, "0000:17:00.0"), "0000:18:00.0"), 0x10de, 0x030200, 0, {{0x0001}},
+            iommu),
+        Pci(below(below(up, "0000:17:02.0"), "0000:2a:00.0"), 0x10de, 0x030200, 0, {{0x0001}},
+            iommu),
+        Pci(below(below(up, "0000:17:01.0"), "0000:19:00.0"), 0x15b3, 0x020700, 0, {{0x0001}},
+            iommu, "mlx5_0"),
+    };
+    for (const test::PciFunction& f : functions) {
+      test::WritePciFunction(node + "-sys", f);
+      if (i == 1 && f.class_code == 0x060400) bridges.push_back(f);
+    }
+  }
+  // node1's sshd, and so every session it starts (the nodes' sshd runs without PAM), may lock
+  // 64 KiB; node0's keeps this machine's limit.
+  const pid_t sshd = std::stoi(test::ReadText(dir + "/node1/sshd.pid"));
+  const struct rlimit low = {64 * 1024, 64 * 1024};
+  ASSERT_EQ(::prlimit(sshd, RLIMIT_MEMLOCK, &low, nullptr), 0) << std::strerror(errno);
+  struct rlimit own = {};
+  ::getrlimit(RLIMIT_MEMLOCK, &own);
+  const long long own_kib = own.rlim_cur == RLIM_INFINITY ? -1 : own.rlim_cur / 1024;
+  const std::string file = test::StandInClusterFile(cluster, 2, "");
+
+  const DoctorRun r = test::RunDoctor("--json", file);
+  ASSERT_TRUE(r.doc.is_object()) << r.text;
+  EXPECT_EQ(r.status, 1) << "MIG on is an error";
+  auto only = [&](const std::string& check, const std::string& severity) {
+    const auto found = Findings(r, check, severity);
+    EXPECT_EQ(found.size(), 1u) << check << "\n" << r.text;
+    return found.empty() ? nlohmann::json() : found[0];
+  };
+  const auto acs = only("pci-acs", "warning");
+  EXPECT_EQ(acs["nodes"], nlohmann::json({"node1"}));
+  EXPECT_EQ(acs["message"],
+            "node node1: PCIe switch ports with ACS redirecting peer-to-peer traffic to the CPU: "
+            "0000:17:00.0 above GPU 0 (ACSCtl SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+); "
+            "0000:17:02.0 above GPU 1 (ACSCtl SrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ "
+            "UpstreamFwd+); 0000:17:01.0 above mlx5_0 (ACSCtl SrcValid+ ReqRedir+ CmpltRedir+ "
+            "UpstreamFwd+)");
+  const auto iommu = only("iommu", "warning");
+  EXPECT_EQ(iommu["message"],
+            "node node1: the IOMMU translates the DMA of GPU 0, GPU 1, mlx5_0 (IOMMU group type "
+            "DMA-FQ)");
+  const auto memlock = Findings(r, "memlock", "warning");
+  ASSERT_EQ(memlock.size(), own_kib < 0 ? 1u : 2u) << r.text;
+  EXPECT_EQ(memlock.back()["nodes"], nlohmann::json({"node1"}));
+  EXPECT_NE(memlock.back()["message"].get<std::string>().find("may lock only 64 KiB"),
+            std::string::npos);
+  const auto mig = only("gpu-mig", "error");
+  EXPECT_EQ(mig["nodes"], nlohmann::json({"node1"}));
+  EXPECT_NE(mig["message"].get<std::string>().find("MIG mode is on for GPU 2"), std::string::npos);
+
+  const auto& h0 = r.doc["nodes"][0]["facts"];
+  const auto& h1 = r.doc["nodes"][1]["facts"];
+  EXPECT_EQ(h0["memlock_kib"], own_kib);
+  EXPECT_EQ(h1["memlock_kib"], 64);
+  EXPECT_EQ(h0["health"]["pci_acs_control"]["0000:15:01.0"], "unreadable");
+  EXPECT_EQ(h0["health"]["pci_acs_control"]["0000:17:00.0"], 0);
+  EXPECT_FALSE(h0["health"]["pci_acs_control"].contains("0000:16:00.0")) << "no ACS there";
+  const auto& devices = h1["health"]["pci_devices"];
+  ASSERT_EQ(devices.size(), 3u) << devices.dump();
+  EXPECT_EQ(devices[2]["kind"], "nic");
+  EXPECT_EQ(devices[2]["name"], "mlx5_0");
+  EXPECT_EQ(devices[2]["address"], "0000:19:00.0");
+  EXPECT_EQ(devices[2]["bridges"],
+            nlohmann::json({"0000:15:01.0", "0000:16:00.0", "0000:17:01.0"}));
+
+  // What lspci decodes from the same bytes, bridge by bridge.
+  std::ofstream(dir + "/bridges.dump") << test::LspciDump(bridges);
+  const auto lspci = LspciAcsControl(dir + "/bridges.dump");
+  ASSERT_EQ(lspci.size(), 4u) << "root port and three downstream ports";
+  const auto& read = h1["health"]["pci_acs_control"];
+  for (const auto& [address, line] : lspci) {
+    ASSERT_TRUE(read.contains(address)) << address << " " << read.dump();
+    EXPECT_EQ(AcsNames(read[address].get<int>()), line) << address;
+  }
+  EXPECT_NE(lspci.at("0000:17:02.0").find("TransBlk+"), std::string::npos);
 }
 
 }  // namespace

@@ -147,6 +147,31 @@ TEST(DoctorHealth, EccDisabledIsAWarning) {
   EXPECT_EQ(f->message, "node gpu-a: ECC is disabled on GPU 0 (enabled after the next reset)");
 }
 
+// MIG on is an error (a process sees one instance; instances have no peer-to-peer path); turning
+// on at the next reset, a warning; turning off at the next reset is said beside the error.
+TEST(DoctorHealth, MigModeOnIsAnErrorAndPendingOnAWarning) {
+  std::string q = WithField(HgxQuery(), 1, "MIG Mode", "Current", "Enabled");
+  q = WithField(q, 1, "MIG Mode", "Pending", "Enabled");
+  q = WithField(q, 4, "MIG Mode", "Current", "Enabled");
+  q = WithField(q, 6, "MIG Mode", "Pending", "Enabled");
+  const auto findings = Health({Node("hgx-a", HgxProbe(q))});
+  std::vector<const Finding*> mig;
+  for (const Finding& f : findings) {
+    if (f.check == "gpu-mig") mig.push_back(&f);
+  }
+  ASSERT_EQ(mig.size(), 2u) << Describe(findings);
+  EXPECT_EQ(mig[0]->severity, Severity::kError);
+  EXPECT_EQ(mig[0]->message,
+            "node hgx-a: MIG mode is on for GPU 1, GPU 4 (disabled after the next reset): a "
+            "process sees one MIG instance, not the whole GPU, and MIG instances have no "
+            "peer-to-peer path to each other");
+  EXPECT_TRUE(Has(mig[0]->remedy, "nvidia-smi -i N -mig 0")) << mig[0]->remedy;
+  EXPECT_EQ(mig[1]->severity, Severity::kWarning);
+  EXPECT_EQ(mig[1]->message, "node hgx-a: MIG mode turns on at the next reset of GPU 6");
+  EXPECT_EQ(Only(findings, "gpu-mig"), nullptr) << "two findings";
+  EXPECT_TRUE(Health({Node("hgx-a", HgxProbe())}).empty()) << "MIG Disabled, Pending Disabled";
+}
+
 TEST(DoctorHealth, PersistenceModeOffIsAWarning) {
   std::string q = HgxQuery();
   for (int g = 0; g < 8; ++g) q = WithField(q, g, "", "Persistence Mode", "Disabled");

@@ -446,6 +446,13 @@ TEST(ClusterSpec, DefaultLocalClusterFollowsTheEnvironment) {
   EXPECT_EQ(s.nodes[0].slots, 1);
   ::setenv("CUDA_VISIBLE_DEVICES", "2,5,7", 1);
   EXPECT_EQ(DefaultLocalCluster().nodes[0].slots, 3);
+  // CUDA stops at the first empty or negative entry: "0,,1" and "1,-1,2" show one GPU.
+  ::setenv("CUDA_VISIBLE_DEVICES", "0,,1", 1);
+  EXPECT_EQ(DefaultLocalCluster().nodes[0].slots, 1);
+  ::setenv("CUDA_VISIBLE_DEVICES", "1,-1,2", 1);
+  EXPECT_EQ(DefaultLocalCluster().nodes[0].slots, 1);
+  ::setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
+  EXPECT_EQ(DefaultLocalCluster().nodes[0].slots, 1) << "none visible: one CPU rank";
   ::setenv("NPROC_PER_NODE", "5", 1);
   EXPECT_EQ(DefaultLocalCluster().nodes[0].slots, 5);
   ::setenv("NPROC_PER_NODE", "two", 1);

@@ -24,7 +24,8 @@ inline const std::set<std::string> kHealthChecks = {
     "gpu-ecc-mode", "gpu-persistence", "gpu-pcie", "gpu-slowdown", "gpu-busy",
     "nvlink",       "fabric-manager",  "xid",      "sxid",         "kernel-log",
     "infiniband",   "infiniband-rate", "peermem",  "disk",         "swap",
-    "memory",       "clocksource"};
+    "memory",       "clocksource",     "gpu-mig",  "memlock",      "pci-acs",
+    "iommu"};
 
 // The probe's output recorded on the H100 node (tests/fixtures/h100-node/probe.txt) without its
 // GPU lines, plus a healthy host's health lines.
