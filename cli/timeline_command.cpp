@@ -73,13 +73,14 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
       "--summary", request->summary,
       "Print compute, communication and waiting per rank, the slowest ranks, the "
       "overlap of communication with compute and the largest fused allreduces (PyTorch "
-      "traces: also why each GPU stream sat idle, the kernel launch delays and each rank's GPU "
-      "speed at the same work); write "
+      "traces: also why each GPU stream sat idle, the kernel launch delays, how far ahead the "
+      "CPU launched on each stream and each rank's GPU speed at the same work); write "
       "timeline-steps.svg beside the merged trace");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json,
                 "With --summary: print the summary as one JSON document (per rank GPU time, "
-                "overlap, steps, idle by stream, launches, speed, top kernels, stragglers)");
+                "overlap, steps, idle by stream, launches, launch queue, speed, top kernels, "
+                "stragglers)");
   cmd->add_option("--against", request->against,
                   "With --summary: compare this run with another, operator by operator and "
                   "kernel by kernel, per step (PyTorch traces): a job name, or trace files "

@@ -1,7 +1,7 @@
 #!/bin/sh
-# dtrain doctor's node probe. Run as `sh -s` with this text on stdin; needs POSIX sh and
-# coreutils only, and a PATH as minimal as non-interactive SSH gives. Prints one `key=value`
-# per line (keys may repeat: one `gpu=` line per GPU); the doctor parses them.
+# dtrain doctor's node probe. Run as `sh -s` with this text on stdin; needs POSIX sh, coreutils,
+# sed, grep and awk only, and a PATH as minimal as non-interactive SSH gives. Prints one
+# `key=value` per line (keys may repeat: one `gpu=` line per GPU); the doctor parses them.
 #
 # Environment (all optional): DTRAIN_PROBE_WORKDIR (the job's workdir), DTRAIN_PROBE_PYTHON
 # (the cluster file's python), DTRAIN_PROBE_RDZV_ADDR / DTRAIN_PROBE_RDZV_PORT (the rendezvous

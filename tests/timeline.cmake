@@ -34,3 +34,9 @@ dtrain_test(timeline_kineto_test
   LIBS dtrain_launcher dtrain_clip_trace ZLIB::ZLIB
   TIMEOUT 180)
 add_dependencies(timeline_kineto_test dtrain)
+# The analyses beyond the breakdown (idle causes, launches, launch queue, GPU speed, --against),
+# each against HolisticTraceAnalysis on the same fixtures.
+dtrain_test(timeline_gpu_analyses_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_gpu_analyses_test.cpp
+  LIBS dtrain_launcher ZLIB::ZLIB
+  TIMEOUT 180)

@@ -6,6 +6,7 @@
 
 #include "launcher/timeline/gpu_idle_causes.h"
 #include "launcher/timeline/gpu_speed_compare.h"
+#include "launcher/timeline/launch_queue.h"
 #include "launcher/timeline/step_chart_svg.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
@@ -285,6 +286,43 @@ TEST(GpuIdleCauses, EachGapHasItsCauseAndTheTablesSayWhatDominates) {
   for (int i = 0; i < 10; ++i) tiny.push_back(Launched(7, 10.0 * i, 10.0 * i + 2, 10.0 * i - 4, 3));
   EXPECT_NE(FormatGpuIdleCauses({{0, FindGpuIdleCauses(tiny)}})
                 .find("Most kernels of rank 0 ran in less time than the CPU took to launch them"),
+            std::string::npos);
+}
+
+// A stream's launch queue as HTA counts it: +1 when a launch call starts, -1 when its activity
+// starts, summarised over the points where it changed. Stream 7: calls at 0, 1, 2, 3 and their
+// kernels at 10, 11, 20, 30, so the lengths run 1 2 3 4 3 2 1 0 (mean 2, max 4), and at 3 or
+// more from 2 to 11 (9 us). An activity without a launch call does not count; a driver launch
+// does. Stream 11: a launch at the instant another kernel starts counts first (1 2 1 0).
+TEST(LaunchQueue, EachStreamsLengthChangesAtLaunchesAndStarts) {
+  std::vector<LaunchedActivity> activities = {
+      Launched(7, 30, 31, 3, 1), Launched(7, 10, 12, 0, 1),
+      Launched(7, 20, 21, 2, 1), Launched(7, 11, 12, 1, 1, LaunchCallKind::kDriver),
+      Launched(9, 5, 6, 4, 1),   Launched(9, 50, 51, 40, 1, LaunchCallKind::kNone),
+      Launched(11, 8, 9, 5, 1),  Launched(11, 9, 10, 8, 1)};
+  const std::vector<StreamQueue> queues = LaunchQueueByStream(activities, 3);
+  ASSERT_EQ(queues.size(), 3u);
+  EXPECT_EQ(queues[2].stream, 11);
+  EXPECT_DOUBLE_EQ(queues[2].mean, 1.0);
+  EXPECT_EQ(queues[2].max, 2);
+  EXPECT_EQ(queues[0].stream, 7);
+  EXPECT_EQ(queues[0].points, 8);
+  EXPECT_DOUBLE_EQ(queues[0].mean, 2.0);
+  EXPECT_EQ(queues[0].max, 4);
+  EXPECT_DOUBLE_EQ(queues[0].full_us, 9.0);
+  EXPECT_EQ(queues[1].stream, 9);
+  EXPECT_EQ(queues[1].points, 2);
+  EXPECT_DOUBLE_EQ(queues[1].mean, 0.5);
+  EXPECT_DOUBLE_EQ(queues[1].full_us, 0.0);
+  // At CUDA's 1,024 the queue is never full here; the table names a full one only.
+  EXPECT_DOUBLE_EQ(LaunchQueueByStream(activities)[0].full_us, 0.0);
+  const std::string text = FormatLaunchQueues({{2, {queues[0], queues[1]}}});
+  EXPECT_NE(text.find("\n    2       7         4         2.0          4           0.009\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("The launch queue was full on rank 2 stream 7 (0.009 ms)"), std::string::npos)
+      << text;
+  EXPECT_EQ(FormatLaunchQueues({{2, LaunchQueueByStream(activities)}}).find("was full"),
             std::string::npos);
 }
 

@@ -128,7 +128,7 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
 }
 
 RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCauses& causes,
-                                         RankOps* operators) {
+                                         std::vector<StreamQueue>& queues, RankOps* operators) {
   RankGpuTime out;
   out.rank = rank;
   if (operators) *operators = CollectOperators(rank, state);
@@ -194,6 +194,7 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
     }
   }
   std::vector<Activity>().swap(state.activities);
+  queues = LaunchQueueByStream(launched);
   causes = FindGpuIdleCauses(std::move(launched));
   std::unordered_map<int64_t, Launch>().swap(state.launches);
   std::unordered_map<size_t, int64_t>().swap(state.copy_bytes);
@@ -294,7 +295,7 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
   GpuTimeSummary summary;
   summary.step_name = step_name_.empty() ? "ProfilerStep#N" : step_name_;
   for (auto& [rank, state] : ranks_) {
-    RankGpuTime time = Sweep(rank, state, summary.idle_causes[rank],
+    RankGpuTime time = Sweep(rank, state, summary.idle_causes[rank], summary.launch_queues[rank],
                              operators_ ? &summary.operators[rank] : nullptr);
     for (const RankTraceInfo& info : ranks) {
       if (info.rank == rank) time.host = info.host;
@@ -385,6 +386,9 @@ std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
   if (const std::string causes = FormatGpuIdleCauses(summary.idle_causes); !causes.empty()) {
     out += "\n" + causes;
   }
+  if (const std::string queues = FormatLaunchQueues(summary.launch_queues); !queues.empty()) {
+    out += "\n" + queues;
+  }
   if (!summary.top_kernels.empty()) {
     out += "\nTop kernels (all ranks)\n";
     for (const KernelTotal& k : summary.top_kernels) {
@@ -443,6 +447,9 @@ nlohmann::json GpuTimeSummaryJson(const GpuTimeSummary& summary) {
          {"steps", steps}});
     if (auto causes = summary.idle_causes.find(r.rank); causes != summary.idle_causes.end()) {
       ranks.back().update(GpuIdleCausesJson(causes->second));
+    }
+    if (auto queues = summary.launch_queues.find(r.rank); queues != summary.launch_queues.end()) {
+      ranks.back()["launch_queue"] = LaunchQueueJson(queues->second);
     }
     for (const RankSpeed& speed : summary.speeds) {
       if (speed.rank == r.rank) ranks.back()["speed"] = GpuSpeedJson(speed);

@@ -1,9 +1,9 @@
 // Where each rank's GPU time went, from PyTorch profiler traces: busy time split into compute,
 // communication and memory kernels as HolisticTraceAnalysis's temporal breakdown splits it, idle
-// time and its causes, communication hidden behind compute, per-step times, the top kernels, and
-// per collective the rank that arrived last. Built event by event during the streaming merge;
-// memory grows with the number of GPU activities and collectives (a few dozen bytes each), not with
-// the trace text.
+// time and its causes, the launch queue, communication hidden behind compute, per-step times, the
+// top kernels, and per collective the rank that arrived last. Built event by event during the
+// streaming merge; memory grows with the number of GPU activities and collectives (a few dozen
+// bytes each), not with the trace text.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include "launcher/timeline/gpu_idle_causes.h"
 #include "launcher/timeline/gpu_speed_compare.h"
 #include "launcher/timeline/kineto_trace.h"
+#include "launcher/timeline/launch_queue.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/trace_diff.h"
 
@@ -80,11 +81,12 @@ struct Straggler {
 };
 
 struct GpuTimeSummary {
-  std::vector<RankGpuTime> ranks;            // by rank; PyTorch traces only
-  std::map<int, GpuIdleCauses> idle_causes;  // why each of those ranks' GPU sat idle
-  std::vector<RankSpeed> speeds;             // each rank's GPU against the others at the same work
-  std::map<int, RankOps> operators;          // what each rank ran, by name (builder's `operators`)
-  std::vector<KernelTotal> top_kernels;      // most total time first, at most kTopKernels
+  std::vector<RankGpuTime> ranks;                         // by rank; PyTorch traces only
+  std::map<int, GpuIdleCauses> idle_causes;               // why each of those ranks' GPU sat idle
+  std::map<int, std::vector<StreamQueue>> launch_queues;  // how far ahead each rank's CPU launched
+  std::vector<RankSpeed> speeds;         // each rank's GPU against the others at the same work
+  std::map<int, RankOps> operators;      // what each rank ran, by name (builder's `operators`)
+  std::vector<KernelTotal> top_kernels;  // most total time first, at most kTopKernels
   std::vector<CollectiveArrival> collectives;  // in order of first arrival
   std::vector<Straggler> stragglers;           // most often last first
   std::string step_name;                       // what a step is
@@ -135,7 +137,8 @@ class GpuTimeSummaryBuilder {
   };
 
   uint32_t Intern(std::string_view name);
-  RankGpuTime Sweep(int rank, RankState& state, GpuIdleCauses& causes, RankOps* operators);
+  RankGpuTime Sweep(int rank, RankState& state, GpuIdleCauses& causes,
+                    std::vector<StreamQueue>& queues, RankOps* operators);
   RankOps CollectOperators(int rank, RankState& state);
 
   std::string step_name_;

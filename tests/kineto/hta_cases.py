@@ -75,11 +75,13 @@ def launch_at_last_step_edge(doc, ids):
 
 
 def before_first_step(doc, ids):
-    """Kernels launched (and run) before the first profiler step: warm-up work."""
+    """Kernels launched (and run) before the first profiler step: warm-up work. Each launch is
+    0.25 us off the start of the kernel launched 500 us before it: at exactly the same time HTA's
+    queue length orders the two as numpy's unstable sort leaves them."""
     first = steps(doc)[0]["ts"]
     for i in range(20):
         add_launched(doc, ids, "kernel", "warmup_gemm", first - 3000 + 100 * i, 60.0,
-                     first - 3500 + 100 * i)
+                     first - 3500 + 100 * i + 0.25)
 
 
 def several_streams(doc, ids):
@@ -142,8 +144,17 @@ def kernel_past_the_end(doc, ids):
     add_launched(doc, ids, "kernel", "long_tail_kernel", end - 100, 5000.0, last["ts"] - 50)
 
 
+def full_launch_queue(doc, ids):
+    """1,100 launches on a stream of their own, 1 us apart, whose kernels start only after the
+    last of them: the stream's launch queue passes CUDA's 1,024."""
+    start = steps(doc)[1]["ts"] + 1000.0
+    for i in range(1100):
+        add_launched(doc, ids, "kernel", "queued_kernel", start + 1300.0 + 3.0 * i, 3.0,
+                     start + 1.0 * i, stream=200)
+
+
 CASES = [short_kernels, launch_at_last_step_edge, before_first_step, several_streams,
-         memcpy_memset, nccl_overlap, gpu_annotations, kernel_past_the_end]
+         memcpy_memset, nccl_overlap, gpu_annotations, kernel_past_the_end, full_launch_queue]
 
 
 def main():

@@ -1,0 +1,97 @@
+// The recorded PyTorch profiler traces of tests/fixtures/kineto (two ranks of a DDP job on one
+// H100) and what the tests of `dtrain timeline` on them share: reading and writing .json.gz
+// traces, running the project's Python (.venv, where HolisticTraceAnalysis is), summarising traces
+// as `dtrain timeline --summary` does, and the isolated cases of tests/kineto/hta_cases.py.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <zlib.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "launcher/timeline/timeline_report.h"
+
+namespace dtrain::test {
+
+namespace fs = std::filesystem;
+
+inline const std::string kFixtures = std::string(DTRAIN_SOURCE_DIR) + "/tests/fixtures/kineto";
+inline const std::string kPython = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";
+inline const std::string kRank0 = kFixtures + "/ddp-2ranks-gloo-rank0.json.gz";
+inline const std::string kRank1 = kFixtures + "/ddp-2ranks-gloo-rank1.json.gz";
+
+// Runs `command` in sh, stdout and stderr together; its exit status in *status.
+inline std::string RunShell(const std::string& command, int* status) {
+  std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
+  int s = ::pclose(pipe);
+  *status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+  return out;
+}
+
+// The text of a .json.gz trace.
+inline std::string Gunzip(const std::string& path) {
+  gzFile in = gzopen(path.c_str(), "rb");
+  std::string text;
+  std::array<char, 65536> buffer;
+  int n;
+  while ((n = gzread(in, buffer.data(), buffer.size())) > 0) text.append(buffer.data(), n);
+  gzclose(in);
+  return text;
+}
+
+// Writes `text` gzipped to `path`.
+inline void Gzip(const std::string& path, const std::string& text) {
+  gzFile out = gzopen(path.c_str(), "wb");
+  gzwrite(out, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(out);
+}
+
+// `text` with the first `from` replaced by `to`; a failure when there is none.
+inline std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+inline void RequireFixtures() {
+  // The fixtures are part of the repository: missing ones are a failure.
+  ASSERT_TRUE(fs::exists(kRank0) && fs::exists(kRank1)) << "missing " << kFixtures;
+}
+
+// `dtrain timeline --summary` of `inputs`, the merged trace written to `output`.
+inline TimelineReport Summarize(const std::vector<std::string>& inputs, const std::string& output) {
+  TimelineRequest request;
+  request.inputs = inputs;
+  request.output = output;
+  request.summary = true;
+  return MakeTimeline(request);
+}
+
+// tests/kineto/hta_cases.py's traces cut from `source` (the recorded rank 0), one folder per case
+// under `out`; the cases' names.
+inline std::vector<std::string> MakeCases(const std::string& out,
+                                          const std::string& source = kRank0) {
+  int status = 0;
+  const std::string made = RunShell(
+      kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_cases.py " + source + " " + out,
+      &status);
+  EXPECT_EQ(status, 0) << made;
+  std::vector<std::string> cases;
+  for (size_t at = 0, end; status == 0 && (end = made.find('\n', at)) != std::string::npos;
+       at = end + 1) {
+    cases.push_back(made.substr(at, end - at));
+  }
+  return cases;
+}
+
+}  // namespace dtrain::test
