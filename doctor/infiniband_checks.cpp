@@ -82,8 +82,8 @@ std::vector<Finding> CheckMemlock(const std::vector<NodeFacts>& nodes) {
         fmt::format("node {} has InfiniBand/RoCE ports, and a job there may lock only {} KiB of "
                     "memory (ulimit -l)",
                     n->host, n->memlock_kib),
-        "NCCL pins its buffers to register them with the NIC and fails (ibv_reg_mr) or falls "
-        "back to sockets past the limit: make it unlimited for the job's user (`* - memlock "
+        "NCCL pins the buffers it registers with the NIC, and past the limit registration fails "
+        "(ibv_reg_mr: Cannot allocate memory): make it unlimited for the job's user (`* - memlock "
         "unlimited` in /etc/security/limits.conf, LimitMEMLOCK=infinity for sshd or slurmd "
         "under systemd, --ulimit memlock=-1 for a container)"));
   }
