@@ -1,7 +1,7 @@
 // The rules about each GPU's health, from nvidia-smi: it answers at all, the node has all its
-// GPUs, memory errors (ECC, remapped rows, retired pages), MIG mode, persistence, the PCIe link,
-// hardware slowdowns, leftover processes, NVLink and the NVSwitch fabric. Thresholds and their
-// sources are in dtrain-doctor(1).
+// GPUs, memory errors (ECC, remapped rows, retired pages), the driver's recovery action, MIG mode,
+// persistence, the PCIe link, hardware slowdowns, leftover processes, NVLink and the NVSwitch
+// fabric. Thresholds and their sources are in dtrain-doctor(1).
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -80,6 +80,16 @@ std::vector<GpuRule> GpuRules() {
        "node {0}: ECC is disabled on {1}",
        "enable it (sudo nvidia-smi -e 1, then reset the GPUs or reboot): without ECC a memory "
        "error corrupts results silently"},
+      {"gpu-recovery", Severity::kError,
+       [](const GpuHealth& g) {
+         const std::string& a = g.recovery_action;
+         return a.empty() || a == "None" || a == "N/A" ? std::string() : a;
+       },
+       "node {0}: the driver asks for a recovery action on {1}",
+       "as NVIDIA's GPU error management guide says for each: Reset: end the GPU's processes and "
+       "reset it (nvidia-smi -r -i N); Reboot: reboot the node; Drain P2P: end the processes "
+       "that use peer-to-peer and turn UVM persistence off, then check again; Drain and Reset: "
+       "drain, then reset"},
       {"gpu-mig", Severity::kError,
        [](const GpuHealth& g) {
          if (g.mig_current != "Enabled") return std::string();

@@ -59,6 +59,7 @@ GpuHealth ToGpuHealth(const GpuBlock& b, int index, std::string bus_id) {
   g.bus_id = std::move(bus_id);
   g.name = Field(b, "Product Name");
   g.persistence_mode = Field(b, "Persistence Mode");
+  g.recovery_action = Field(b, "GPU Recovery Action");
   g.mig_current = Field(b, "MIG Mode/Current");
   g.mig_pending = Field(b, "MIG Mode/Pending");
   g.virtualization_mode = Field(b, "GPU Virtualization Mode/Virtualization Mode");

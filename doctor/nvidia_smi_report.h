@@ -25,6 +25,9 @@ struct GpuHealth {
   std::string bus_id;  // "00000000:00:06.0"
   std::string name;    // "NVIDIA H100 80GB HBM3"
   std::string persistence_mode;
+  // What the driver asks for after a fault (NVML's recovery action): "None"; "Reset", "Reboot",
+  // "Drain P2P", "Drain and Reset" as NVIDIA's documentation names them; "" on older drivers.
+  std::string recovery_action;
   std::string mig_current, mig_pending;  // MIG Mode: "Enabled", "Disabled", "N/A"
   // GPU Virtualization Mode: "None" on bare metal, "Pass-Through" in a virtual machine.
   std::string virtualization_mode;

@@ -199,6 +199,7 @@ nlohmann::json GpuHealthJson(const GpuHealth& g, const NodeHealth& h) {
           {"remapped_rows_pending", OrNull(g.remapped_rows_pending)},
           {"remapping_failure", OrNull(g.remapping_failure)},
           {"retired_pages_pending", OrNull(g.retired_pages_pending)},
+          {"recovery_action", OrNull(g.recovery_action)},
           {"mig_mode", OrNull(g.mig_current)},
           {"mig_mode_pending", OrNull(g.mig_pending)},
           {"virtualization_mode", OrNull(g.virtualization_mode)},

@@ -147,6 +147,26 @@ TEST(DoctorHealth, EccDisabledIsAWarning) {
   EXPECT_EQ(f->message, "node gpu-a: ECC is disabled on GPU 0 (enabled after the next reset)");
 }
 
+// The driver's own verdict after a fault (NVML's GPU recovery action, "None" on the recorded H100):
+// any other action is an error naming the GPUs and what each needs.
+TEST(DoctorHealth, RecoveryActionTheDriverAsksForIsAnError) {
+  EXPECT_EQ(ParseNvidiaSmiQuery(RecordedQuery()).gpus[0].recovery_action, "None");
+  std::string q = WithField(HgxQuery(), 3, "", "GPU Recovery Action", "Reset");
+  q = WithField(q, 5, "", "GPU Recovery Action", "Drain P2P");
+  const auto findings = Health({Node("hgx-a", HgxProbe(q))});
+  const Finding* f = Only(findings, "gpu-recovery");
+  ASSERT_TRUE(f) << Describe(findings);
+  EXPECT_EQ(f->severity, Severity::kError);
+  EXPECT_EQ(f->message,
+            "node hgx-a: the driver asks for a recovery action on GPU 3 (Reset), GPU 5 (Drain "
+            "P2P)");
+  EXPECT_TRUE(Has(f->remedy, "nvidia-smi -r -i N")) << f->remedy;
+  // N/A (a driver without the field filled in) is not a fault.
+  EXPECT_TRUE(
+      Health({Node("hgx-a", HgxProbe(WithField(HgxQuery(), 0, "", "GPU Recovery Action", "N/A")))})
+          .empty());
+}
+
 // MIG on is an error (a process sees one instance; instances have no peer-to-peer path); turning
 // on at the next reset, a warning; turning off at the next reset is said beside the error.
 TEST(DoctorHealth, MigModeOnIsAnErrorAndPendingOnAWarning) {
