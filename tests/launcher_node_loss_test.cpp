@@ -405,10 +405,16 @@ struct WatchRun {
   json record;
 };
 
+// How node1's GPU breaks while its rank goes on running: an Xid 79 in its kernel log (the GPU fell
+// off the bus), or its nvidia-smi starting to report that GPU 3 needs a reset (the driver's
+// recovery action after an uncorrectable error).
+enum class GpuFault { kXid79, kRecoveryReset };
+
 // Three nodes and a spare that look like HGX H100 nodes, running kRankScript; once rank 0
-// checkpointed step 4, node1's kernel log gets an Xid 79 (its GPU fell off the bus) while its
-// rank goes on running, as a rank on a dead GPU may hang instead of failing.
-WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s) {
+// checkpointed step 4, node1's GPU breaks (`fault`) while its rank goes on running, as a rank on
+// a dead GPU may hang instead of failing.
+WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
+                         GpuFault fault = GpuFault::kXid79) {
   WatchRun r;
   SshTestCluster cluster(name, 4, 1);
   if (!cluster.error().empty()) {
@@ -437,9 +443,16 @@ WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_GE(CheckpointStep(job_dir), 4) << dtrain.err();
-  std::ofstream(cluster.dir() + "/node1-bin/dmesg.txt", std::ios::app)
-      << "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has "
-         "fallen off the bus.\n";
+  if (fault == GpuFault::kXid79) {
+    std::ofstream(cluster.dir() + "/node1-bin/dmesg.txt", std::ios::app)
+        << "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU "
+           "has fallen off the bus.\n";
+  } else {
+    // Written whole, then renamed: the stand-in never prints half a report.
+    std::ofstream(cluster.dir() + "/node1-bin/q.new")
+        << test::WithField(test::HgxQuery(), 3, "", "GPU Recovery Action", "Reset");
+    std::filesystem::rename(cluster.dir() + "/node1-bin/q.new", cluster.dir() + "/node1-bin/q.txt");
+  }
   const auto broken = Clock::now();
   while (Clock::now() - broken < std::chrono::seconds(15) && r.detected_s < 0 && dtrain.running()) {
     if (dtrain.err().find("failed the health watch") != std::string::npos)
@@ -471,6 +484,22 @@ TEST(NodeLoss, NodeTurningUnfitDuringTheRunIsFoundByTheHealthWatch) {
   EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
   EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("health watch"), std::string::npos)
       << r.record["nodes"].dump(2);
+}
+
+// The same with the driver asking for a reset of GPU 3 instead: the watch reads it from
+// nvidia-smi -q and the spare takes node1's place.
+TEST(NodeLoss, GpuTheDriverWantsResetDuringTheRunIsFoundByTheHealthWatch) {
+  const WatchRun r = RunAndBreakAGpu("node-watch-reset", "1", GpuFault::kRecoveryReset);
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_GE(r.detected_s, 0) << r.err;
+  EXPECT_LE(r.detected_s, 3) << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("the driver asks for a recovery action on GPU 3 (Reset)"), std::string::npos)
+      << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][0]["blamed_node"], "node1");
+  EXPECT_EQ(r.record["attempts"][1]["nodes"], json({"node0", "node2", "node3"}));
 }
 
 // Its twin without the watch: nothing notices, and node1's rank runs to the end on it.
