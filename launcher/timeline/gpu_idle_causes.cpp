@@ -13,9 +13,6 @@
 namespace dtrain {
 namespace {
 
-// A stream is listed when it carries this share of its rank's GPU work, at most kStreamsShown.
-constexpr double kListedShare = 0.05;
-constexpr size_t kStreamsShown = 4;
 // A cause is pointed out where it is most of a stream's idle time, and that idle time is this
 // share of the stream's span.
 constexpr double kNotableIdle = 0.10;
@@ -28,19 +25,9 @@ std::string CountCell(int64_t count, int64_t whole) {
   return fmt::format("{} ({:.0f}%)", count, Percent(static_cast<double>(count), whole));
 }
 
-// The streams of a rank that the table lists: most work first.
+// The streams of a rank that the table lists: those with the most GPU work.
 std::vector<const StreamIdle*> ListedStreams(const std::vector<StreamIdle>& streams) {
-  double busy = 0;
-  for (const StreamIdle& s : streams) busy += s.busy_us;
-  std::vector<const StreamIdle*> out;
-  for (const StreamIdle& s : streams) {
-    if (s.busy_us >= kListedShare * busy) out.push_back(&s);
-  }
-  std::stable_sort(out.begin(), out.end(), [](const StreamIdle* a, const StreamIdle* b) {
-    return a->busy_us > b->busy_us;
-  });
-  if (out.size() > kStreamsShown) out.resize(kStreamsShown);
-  return out;
+  return ListedShares(streams, [](const StreamIdle& s) { return s.busy_us; });
 }
 
 std::string Listed(const std::vector<std::string>& items) {

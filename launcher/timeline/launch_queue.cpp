@@ -13,10 +13,6 @@
 namespace dtrain {
 namespace {
 
-// A stream is listed when it has this share of its rank's launches, at most kStreamsShown.
-constexpr double kListedShare = 0.05;
-constexpr size_t kStreamsShown = 4;
-
 // A change of a stream's queue: +1 when a launch call starts, -1 when its activity starts.
 struct QueueStep {
   int64_t stream;
@@ -74,18 +70,8 @@ std::string FormatLaunchQueues(const std::map<int, std::vector<StreamQueue>>& by
   std::vector<std::string> full;
   bool any = false;
   for (const auto& [rank, queues] : by_rank) {
-    int64_t points = 0;
-    for (const StreamQueue& q : queues) points += q.points;
-    std::vector<const StreamQueue*> listed;
-    for (const StreamQueue& q : queues) {
-      if (static_cast<double>(q.points) >= kListedShare * static_cast<double>(points)) {
-        listed.push_back(&q);
-      }
-    }
-    std::stable_sort(listed.begin(), listed.end(), [](const StreamQueue* a, const StreamQueue* b) {
-      return a->points > b->points;
-    });
-    if (listed.size() > kStreamsShown) listed.resize(kStreamsShown);
+    const std::vector<const StreamQueue*> listed =
+        ListedShares(queues, [](const StreamQueue& q) { return q.points; });
     for (const StreamQueue* q : listed) {
       any = true;
       out += fmt::format("{:>5} {:>7} {:>9} {:>11.1f} {:>10} {:>15.3f}\n", rank, q->stream,

@@ -1,12 +1,34 @@
 // The numbers of the PyTorch-trace summaries: the median as HTA's pandas takes it, a share in
-// percent, and a figure rounded for --json.
+// percent, a figure rounded for --json, and which streams a per-stream table lists.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <vector>
 
 namespace dtrain {
+
+// A per-stream table lists the streams with this share of their rank's total, at most
+// kStreamsListed of them; --json has every stream.
+constexpr double kListedShare = 0.05;
+constexpr size_t kStreamsListed = 4;
+
+// The entries of `items` whose `weight` is at least kListedShare of all of theirs, heaviest first
+// (equal ones in their order), at most kStreamsListed.
+template <class T, class Weight>
+std::vector<const T*> ListedShares(const std::vector<T>& items, Weight weight) {
+  double total = 0;
+  for (const T& item : items) total += static_cast<double>(weight(item));
+  std::vector<const T*> out;
+  for (const T& item : items) {
+    if (static_cast<double>(weight(item)) >= kListedShare * total) out.push_back(&item);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const T* a, const T* b) { return weight(*a) > weight(*b); });
+  if (out.size() > kStreamsListed) out.resize(kStreamsListed);
+  return out;
+}
 
 // The middle value, or the mean of the two middle values of an even count (0 for none), as pandas
 // and numpy take it: HTA's figures are pandas medians, and the summary's match them.
