@@ -23,6 +23,11 @@ dtrain_test(ssh_config_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_config_test.
 dtrain_test(launcher_node_loss_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_loss_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
 add_dependencies(launcher_node_loss_test dtrain)
+# Nodes reachable but unfit (a lost GPU, the driver asking for a reset), found by the health
+# checks before a start or restart and by the health watch during the run.
+dtrain_test(launcher_unfit_node_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_unfit_node_test.cpp
+            LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
+add_dependencies(launcher_unfit_node_test dtrain)
 # A rank the kernel's OOM killer ends (a real memory cgroup), on this machine and over SSH.
 dtrain_test(launcher_oom_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_oom_test.cpp
             LIBS dtrain_launcher nlohmann_json::nlohmann_json LABEL netns TIMEOUT 180

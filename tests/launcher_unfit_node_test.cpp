@@ -1,0 +1,324 @@
+// Nodes that are reachable but unfit, found by the doctor's fast health checks on real sshd
+// nodes in network namespaces, with nvidia-smi and dmesg stand-ins of an HGX H100 node first on
+// each node's PATH: before a restart (a GPU lost in the first attempt), before the start, and
+// during the run (the health watch), each with a spare to take the unfit node's place.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/checkpointed_rank.h"
+#include "tests/support/dtrain_process.h"
+#include "tests/support/gpu_node_stand_ins.h"
+#include "tests/support/nvidia_smi_fixture.h"
+#include "tests/support/scratch_dirs.h"
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+using test::CheckpointStep;
+using test::kCheckpointedRankScript;
+using test::ReadText;
+using test::SshTestCluster;
+using testing::DtrainProcess;
+
+// A GPU falls off the bus in the first attempt: node1's rank fails at step 4 and its kernel log
+// now shows Xid 79 (the stand-in dmesg first on node1's PATH). Every node answers nvidia-smi
+// like a healthy HGX H100 node.
+const char* kGpuFaultScript = R"sh(
+ck=$DTRAIN_LOG_DIR/checkpoint
+s=0; [ -f "$ck" ] && s=$(cat "$ck")
+while [ "$s" -lt 12 ]; do
+  sleep 0.25; s=$((s + 1))
+  [ "$RANK" = 0 ] && echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
+  if [ "$DTRAIN_NODE" = node1 ] && [ "$s" = 4 ]; then
+    echo "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." >>"$(dirname "$(command -v nvidia-smi)")/dmesg.txt"
+    echo "RuntimeError: CUDA error: unspecified launch failure" >&2
+    exit 1
+  fi
+done
+echo "rank $RANK done")sh";
+
+struct GpuFaultRun {
+  int status = -1;
+  std::string err;
+  json record;
+};
+
+// Three nodes and a spare, node1's GPU lost in the first attempt; `extra` dtrain options.
+GpuFaultRun RunWithGpuFault(const std::string& name, const std::vector<std::string>& extra) {
+  GpuFaultRun r;
+  SshTestCluster cluster(name, 4, 1);
+  if (!cluster.error().empty()) {
+    r.err = cluster.error();
+    return r;
+  }
+  for (int i = 0; i < 4; ++i) {
+    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
+                        "[    1.0] Linux version 6.1\n");
+  }
+  const std::string file = test::StandInClusterFile(cluster, 4, "");
+  const std::string dir = testing::ScratchDirs::Make(name);
+  std::vector<std::string> args = {"launch",    "-c",     file,       "--job", "fault",
+                                   "--log-dir", dir,      "--spares", "1",     "--max-restarts",
+                                   "2",         "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (const char* word : {"--", "sh", "-c", kGpuFaultScript, "gpu-fault-rank"})
+    args.push_back(word);
+  DtrainProcess dtrain(args, dir);
+  r.status = dtrain.Wait(90);
+  r.err = dtrain.err();
+  r.record = json::parse(ReadText(dir + "/fault/job.json"), nullptr, false);
+  std::printf("%s", r.err.c_str());
+  return r;
+}
+
+// One failure alone does not quarantine a node (kFailuresToQuarantine); the health check before
+// the restart finds the Xid and quarantines node1 at once: the spare takes its place.
+TEST(UnfitNode, NodeFailingTheHealthCheckBeforeRestartIsQuarantined) {
+  const GpuFaultRun r = RunWithGpuFault("node-loss-health", {});
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain: node node1 quarantined for the rest of job fault: failed the "
+                       "health check before restart: node node1: Xid 79 on GPU 3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("dtrain: health check before restart: 3 node(s) in "), std::string::npos);
+  EXPECT_NE(r.err.find("s, unfit: node1\n"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  const json& attempts = r.record["attempts"];
+  ASSERT_EQ(attempts.size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(attempts[0]["blamed_node"], "node1");
+  EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
+  EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("health check"), std::string::npos)
+      << r.record["nodes"].dump(2);
+  bool event = false;
+  for (const json& e : r.record["events"]) event = event || e["kind"] == "health_check";
+  EXPECT_TRUE(event) << r.record["events"].dump(2);
+}
+
+// The same fault without the check: node1, blamed once, runs the next attempt again.
+TEST(UnfitNode, WithoutTheHealthCheckTheFaultyNodeRunsAgain) {
+  const GpuFaultRun r = RunWithGpuFault(
+      "node-loss-nocheck", {"--restart-health-check", "off", "--start-health-check", "off"});
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("health check"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][1]["nodes"], json({"node0", "node1", "node2"}));
+}
+
+// Nodes whose GPUs look like an HGX H100's, node1 with an Xid 79 in its kernel log before the
+// job starts; `spares` of the `nodes` wait as spares; `extra` dtrain options. Each rank says
+// where it runs.
+GpuFaultRun RunWithFaultyNodeAtStart(const std::string& name, int nodes, int spares,
+                                     const std::vector<std::string>& extra) {
+  GpuFaultRun r;
+  SshTestCluster cluster(name, nodes, 1);
+  if (!cluster.error().empty()) {
+    r.err = cluster.error();
+    return r;
+  }
+  for (int i = 0; i < nodes; ++i) {
+    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
+                        i == 1 ? "[    1.0] Linux version 6.1\n[ 5012.345678] NVRM: Xid "
+                                 "(PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+                                 "fallen off the bus.\n"
+                               : "[    1.0] Linux version 6.1\n");
+  }
+  const std::string file = test::StandInClusterFile(cluster, nodes, "");
+  const std::string dir = testing::ScratchDirs::Make(name);
+  std::vector<std::string> args = {
+      "launch", "-c", file, "--job", "start", "--log-dir", dir, "--spares", std::to_string(spares),
+      "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (const char* word : {"--", "sh", "-c", "echo \"rank $RANK on $DTRAIN_NODE\""})
+    args.push_back(word);
+  DtrainProcess dtrain(args, dir);
+  r.status = dtrain.Wait(60);
+  r.err = dtrain.err();
+  r.record = json::parse(ReadText(dir + "/start/job.json"), nullptr, false);
+  std::printf("%s", r.err.c_str());
+  return r;
+}
+
+// "Find bad nodes before a launch": node1's GPU fell off the bus before the job; the check before
+// the start quarantines it, the spare is checked in turn and takes its place, and the one attempt
+// runs on node0, node2, node3.
+TEST(UnfitNode, NodeFailingTheHealthCheckBeforeStartIsReplacedByTheSpare) {
+  const GpuFaultRun r = RunWithFaultyNodeAtStart("node-start-health", 4, 1, {});
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain: node node1 quarantined for the rest of job start: failed the "
+                       "health check before start: node node1: Xid 79 on GPU 3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("dtrain: health check before start: 3 node(s) in "), std::string::npos);
+  EXPECT_NE(r.err.find("s, unfit: node1\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dtrain: health check before start: 1 node(s) in "), std::string::npos)
+      << "the spare is checked before it runs: " << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 1u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node2", "node3"}));
+  EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("before start"), std::string::npos)
+      << r.record["nodes"].dump(2);
+}
+
+// No spare and no --nnodes MIN: nothing starts, and the message says what to do.
+TEST(UnfitNode, UnfitNodeWithoutASpareStopsTheStart) {
+  const GpuFaultRun r = RunWithFaultyNodeAtStart("node-start-nospare", 2, 0, {});
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("job start cannot start: 1 healthy node(s) left, the job needs at least 2 "
+                       "after the health check; no rank was started"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--start-health-check off"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("rank 0 on"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  EXPECT_EQ(r.record["status"], "failed");
+  EXPECT_TRUE(r.record["attempts"].empty()) << r.record.dump(2);
+}
+
+// With --nnodes MIN:MAX the job starts on the healthy nodes; with the check off, on all of them.
+TEST(UnfitNode, StartHealthCheckWithFewerNodesOrOff) {
+  const GpuFaultRun fewer = RunWithFaultyNodeAtStart("node-start-fewer", 3, 0, {"--nnodes", "2:3"});
+  if (fewer.err.find("needs root") != std::string::npos) GTEST_SKIP() << fewer.err;
+  EXPECT_EQ(fewer.status, 0) << fewer.err;
+  ASSERT_TRUE(fewer.record.is_object()) << fewer.err;
+  EXPECT_EQ(fewer.record["attempts"][0]["nodes"], json({"node0", "node2"}));
+  const GpuFaultRun off =
+      RunWithFaultyNodeAtStart("node-start-off", 2, 0, {"--start-health-check", "off"});
+  EXPECT_EQ(off.status, 0) << off.err;
+  EXPECT_EQ(off.err.find("health check"), std::string::npos) << off.err;
+  ASSERT_TRUE(off.record.is_object()) << off.err;
+  EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
+}
+
+struct WatchRun {
+  double detected_s = -1;  // the Xid written -> "failed the health watch" on dtrain's stderr
+  int status = -1;
+  std::string err;
+  json record;
+};
+
+// How node1's GPU breaks while its rank goes on running: an Xid 79 in its kernel log (the GPU fell
+// off the bus), or its nvidia-smi starting to report that GPU 3 needs a reset (the driver's
+// recovery action after an uncorrectable error).
+enum class GpuFault { kXid79, kRecoveryReset };
+
+// Three nodes and a spare that look like HGX H100 nodes, running kCheckpointedRankScript; once rank
+// 0 checkpointed step 4, node1's GPU breaks (`fault`) while its rank goes on running, as a rank on
+// a dead GPU may hang instead of failing.
+WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
+                         GpuFault fault = GpuFault::kXid79) {
+  WatchRun r;
+  SshTestCluster cluster(name, 4, 1);
+  if (!cluster.error().empty()) {
+    r.err = cluster.error();
+    return r;
+  }
+  for (int i = 0; i < 4; ++i) {
+    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
+                        "[    1.0] Linux version 6.1\n");
+  }
+  const std::string file = test::StandInClusterFile(cluster, 4, "");
+  const std::string dir = testing::ScratchDirs::Make(name);
+  std::vector<std::string> args = {"launch", "-c",
+                                   file,     "--job",
+                                   "watch",  "--log-dir",
+                                   dir,      "--spares",
+                                   "1",      "--max-restarts",
+                                   "1",      "--grace-period",
+                                   "2",      "--health-watch",
+                                   watch_s,  "--quiet"};
+  for (const char* word : {"--", "sh", "-c", kCheckpointedRankScript, "nodeloss-rank"})
+    args.push_back(word);
+  DtrainProcess dtrain(args, dir);
+  const std::string job_dir = dir + "/watch";
+  const auto up_until = Clock::now() + std::chrono::seconds(30);
+  while (CheckpointStep(job_dir) < 4 && Clock::now() < up_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(CheckpointStep(job_dir), 4) << dtrain.err();
+  if (fault == GpuFault::kXid79) {
+    std::ofstream(cluster.dir() + "/node1-bin/dmesg.txt", std::ios::app)
+        << "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU "
+           "has fallen off the bus.\n";
+  } else {
+    // Written whole, then renamed: the stand-in never prints half a report.
+    std::ofstream(cluster.dir() + "/node1-bin/q.new")
+        << test::WithField(test::HgxQuery(), 3, "", "GPU Recovery Action", "Reset");
+    std::filesystem::rename(cluster.dir() + "/node1-bin/q.new", cluster.dir() + "/node1-bin/q.txt");
+  }
+  const auto broken = Clock::now();
+  while (Clock::now() - broken < std::chrono::seconds(15) && r.detected_s < 0 && dtrain.running()) {
+    if (dtrain.err().find("failed the health watch") != std::string::npos)
+      r.detected_s = std::chrono::duration<double>(Clock::now() - broken).count();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  r.status = dtrain.Wait(60);
+  r.err = dtrain.err();
+  r.record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  std::printf("GPU broken on node1: found after %.2f s\n%s", r.detected_s, r.err.c_str());
+  return r;
+}
+
+// The health watch (every second here) finds node1's Xid within its interval, stops the attempt
+// as for a failing rank, quarantines node1, and the spare takes its place.
+TEST(UnfitNode, NodeTurningUnfitDuringTheRunIsFoundByTheHealthWatch) {
+  const WatchRun r = RunAndBreakAGpu("node-watch", "1");
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_GE(r.detected_s, 0) << r.err;
+  EXPECT_LE(r.detected_s, 3) << "the interval (1 s) and one round of probes: " << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain: node node1 failed the health watch "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Xid 79 on GPU 3"), std::string::npos) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  const json& attempts = r.record["attempts"];
+  ASSERT_EQ(attempts.size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(attempts[0]["cause"], "unhealthy");
+  EXPECT_EQ(attempts[0]["blamed_node"], "node1");
+  EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
+  EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("health watch"), std::string::npos)
+      << r.record["nodes"].dump(2);
+}
+
+// The same with the driver asking for a reset of GPU 3 instead: the watch reads it from
+// nvidia-smi -q and the spare takes node1's place.
+TEST(UnfitNode, GpuTheDriverWantsResetDuringTheRunIsFoundByTheHealthWatch) {
+  const WatchRun r = RunAndBreakAGpu("node-watch-reset", "1", GpuFault::kRecoveryReset);
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_GE(r.detected_s, 0) << r.err;
+  EXPECT_LE(r.detected_s, 3) << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("the driver asks for a recovery action on GPU 3 (Reset)"), std::string::npos)
+      << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][0]["blamed_node"], "node1");
+  EXPECT_EQ(r.record["attempts"][1]["nodes"], json({"node0", "node2", "node3"}));
+}
+
+// Its twin without the watch: nothing notices, and node1's rank runs to the end on it.
+TEST(UnfitNode, WithoutTheHealthWatchTheBrokenGpuGoesUnnoticed) {
+  const WatchRun r = RunAndBreakAGpu("node-nowatch", "0");
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_LT(r.detected_s, 0) << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 1u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node1", "node2"}));
+}
+
+}  // namespace
+}  // namespace dtrain

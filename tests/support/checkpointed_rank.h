@@ -1,0 +1,36 @@
+// The rank program of the node-loss and unfit-node tests on namespace nodes, and the step its job
+// has reached.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain::test {
+
+// Each rank counts steps from the job's checkpoint file (rank 0 writes it after every step) to
+// 40, a step every 0.25 s; rank 0 also writes a metrics line per step. `nodeloss-rank` marks the
+// rank's processes on its node. Cut at step 4, the cut node's rank would run 9 s more on its
+// own: longer than the node timeout, a sample of its dead-man switch and the grace period.
+inline const char* kCheckpointedRankScript = R"sh(
+ck=$DTRAIN_LOG_DIR/checkpoint
+s=0; [ -f "$ck" ] && s=$(cat "$ck")
+echo "rank $RANK of $WORLD_SIZE on $DTRAIN_NODE starts at step $s"
+mkdir -p "$DTRAIN_LOG_DIR/metrics"
+while [ "$s" -lt 40 ]; do
+  sleep 0.25; s=$((s + 1))
+  if [ "$RANK" = 0 ]; then
+    echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
+    echo "{\"step\": $s}" >>"$DTRAIN_LOG_DIR/metrics/rank-0.jsonl"
+  fi
+done
+echo "rank $RANK done")sh";
+
+// The step in the job's checkpoint file, -1 before there is one.
+inline int CheckpointStep(const std::string& job_dir) {
+  const std::string text = ReadText(job_dir + "/checkpoint");
+  return text.empty() ? -1 : std::atoi(text.c_str());
+}
+
+}  // namespace dtrain::test
