@@ -47,6 +47,20 @@ while [ "$s" -lt 12 ]; do
 done
 echo "rank $RANK done")sh";
 
+// Each of the first `nodes` nodes of `cluster` made to look like an HGX H100 node (nvidia-smi,
+// dmesg and systemctl stand-ins first on its PATH), node `xid_node` with an Xid 79 on GPU 3
+// already in its kernel log; the cluster file that puts the stand-ins there.
+std::string HgxNodes(const SshTestCluster& cluster, int nodes, int xid_node = -1) {
+  for (int i = 0; i < nodes; ++i) {
+    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
+                        i == xid_node ? "[    1.0] Linux version 6.1\n[ 5012.345678] NVRM: Xid "
+                                        "(PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, "
+                                        "GPU has fallen off the bus.\n"
+                                      : "[    1.0] Linux version 6.1\n");
+  }
+  return test::StandInClusterFile(cluster, nodes, "");
+}
+
 struct GpuFaultRun {
   int status = -1;
   std::string err;
@@ -61,11 +75,7 @@ GpuFaultRun RunWithGpuFault(const std::string& name, const std::vector<std::stri
     r.err = cluster.error();
     return r;
   }
-  for (int i = 0; i < 4; ++i) {
-    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
-                        "[    1.0] Linux version 6.1\n");
-  }
-  const std::string file = test::StandInClusterFile(cluster, 4, "");
+  const std::string file = HgxNodes(cluster, 4);
   const std::string dir = testing::ScratchDirs::Make(name);
   std::vector<std::string> args = {"launch",    "-c",     file,       "--job", "fault",
                                    "--log-dir", dir,      "--spares", "1",     "--max-restarts",
@@ -128,14 +138,7 @@ GpuFaultRun RunWithFaultyNodeAtStart(const std::string& name, int nodes, int spa
     r.err = cluster.error();
     return r;
   }
-  for (int i = 0; i < nodes; ++i) {
-    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
-                        i == 1 ? "[    1.0] Linux version 6.1\n[ 5012.345678] NVRM: Xid "
-                                 "(PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has "
-                                 "fallen off the bus.\n"
-                               : "[    1.0] Linux version 6.1\n");
-  }
-  const std::string file = test::StandInClusterFile(cluster, nodes, "");
+  const std::string file = HgxNodes(cluster, nodes, 1);
   const std::string dir = testing::ScratchDirs::Make(name);
   std::vector<std::string> args = {
       "launch", "-c", file, "--job", "start", "--log-dir", dir, "--spares", std::to_string(spares),
@@ -227,11 +230,7 @@ WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
     r.err = cluster.error();
     return r;
   }
-  for (int i = 0; i < 4; ++i) {
-    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
-                        "[    1.0] Linux version 6.1\n");
-  }
-  const std::string file = test::StandInClusterFile(cluster, 4, "");
+  const std::string file = HgxNodes(cluster, 4);
   const std::string dir = testing::ScratchDirs::Make(name);
   std::vector<std::string> args = {"launch", "-c",
                                    file,     "--job",
