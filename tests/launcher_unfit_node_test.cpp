@@ -67,6 +67,19 @@ struct GpuFaultRun {
   json record;
 };
 
+// `dtrain args...` run in `dir` until it ends (within `wait_s`): its exit status, what it printed
+// on stderr and job `job`'s record.
+GpuFaultRun RunToTheEnd(const std::vector<std::string>& args, const std::string& dir,
+                        const std::string& job, int wait_s) {
+  GpuFaultRun r;
+  DtrainProcess dtrain(args, dir);
+  r.status = dtrain.Wait(wait_s);
+  r.err = dtrain.err();
+  r.record = json::parse(ReadText(dir + "/" + job + "/job.json"), nullptr, false);
+  std::printf("%s", r.err.c_str());
+  return r;
+}
+
 // Three nodes and a spare, node1's GPU lost in the first attempt; `extra` dtrain options.
 GpuFaultRun RunWithGpuFault(const std::string& name, const std::vector<std::string>& extra) {
   GpuFaultRun r;
@@ -83,12 +96,7 @@ GpuFaultRun RunWithGpuFault(const std::string& name, const std::vector<std::stri
   args.insert(args.end(), extra.begin(), extra.end());
   for (const char* word : {"--", "sh", "-c", kGpuFaultScript, "gpu-fault-rank"})
     args.push_back(word);
-  DtrainProcess dtrain(args, dir);
-  r.status = dtrain.Wait(90);
-  r.err = dtrain.err();
-  r.record = json::parse(ReadText(dir + "/fault/job.json"), nullptr, false);
-  std::printf("%s", r.err.c_str());
-  return r;
+  return RunToTheEnd(args, dir, "fault", 90);
 }
 
 // One failure alone does not quarantine a node (kFailuresToQuarantine); the health check before
@@ -146,12 +154,7 @@ GpuFaultRun RunWithFaultyNodeAtStart(const std::string& name, int nodes, int spa
   args.insert(args.end(), extra.begin(), extra.end());
   for (const char* word : {"--", "sh", "-c", "echo \"rank $RANK on $DTRAIN_NODE\""})
     args.push_back(word);
-  DtrainProcess dtrain(args, dir);
-  r.status = dtrain.Wait(60);
-  r.err = dtrain.err();
-  r.record = json::parse(ReadText(dir + "/start/job.json"), nullptr, false);
-  std::printf("%s", r.err.c_str());
-  return r;
+  return RunToTheEnd(args, dir, "start", 60);
 }
 
 // "Find bad nodes before a launch": node1's GPU fell off the bus before the job; the check before
