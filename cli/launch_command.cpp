@@ -1,5 +1,6 @@
 // `dtrain launch`: flags -> LaunchOptions -> RunLaunch.
 #include <cctype>
+#include <memory>
 
 #include "cli/commands.h"
 #include "cli/number_checks.h"
@@ -264,9 +265,12 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
     if (health_watch->count() > 0) options->health_watch_s = *health_watch_s;
     if (options->restart_health_check || options->start_health_check != "off" ||
         options->health_watch_s.value_or(1) > 0) {
-      options->check_nodes = [](const ClusterSpec& nodes, bool count_unreached,
-                                const std::function<bool()>& cancelled) {
-        return FastHealthCheck(nodes, kFastHealthCheckTimeoutS, count_unreached, cancelled);
+      // One reading of each node's link error counters to the next, for the whole launch.
+      auto links = std::make_shared<LinkErrorWatch>();
+      options->check_nodes = [links](const ClusterSpec& nodes, bool count_unreached,
+                                     const std::function<bool()>& cancelled) {
+        return FastHealthCheck(nodes, kFastHealthCheckTimeoutS, count_unreached, cancelled,
+                               links.get());
       };
     }
     if (restarts->count() > 0) options->max_restarts = *max_restarts;

@@ -1,6 +1,9 @@
 // FastHealthCheck: probe (health parts only) -> the doctor's health rules -> unfit nodes.
 #include "doctor/fast_health_check.h"
 
+#include <chrono>
+#include <optional>
+
 #include "doctor/checks.h"
 #include "doctor/doctor_run.h"
 #include "doctor/probe_runner.h"
@@ -16,9 +19,9 @@ constexpr const char* kRestartCheckSkips = "python torch horovod py_spy clip rdz
 
 }  // namespace
 
-std::map<std::string, std::string> FastHealthCheck(const ClusterSpec& spec, double timeout_s,
-                                                   bool count_unreached,
-                                                   const std::function<bool()>& cancelled) {
+NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s,
+                                   bool count_unreached, const std::function<bool()>& cancelled,
+                                   LinkErrorWatch* links) {
   ProbeOptions options = DefaultProbeOptions(spec, timeout_s);
   options.rendezvous = false;  // the job's own rendezvous port may still be in TIME_WAIT
   options.skip = kRestartCheckSkips;
@@ -35,7 +38,18 @@ std::map<std::string, std::string> FastHealthCheck(const ClusterSpec& spec, doub
                     CheckKernelLog, CheckInfiniband, CheckFreeSpace}) {
     for (Finding& f : rule(run.nodes)) findings.push_back(std::move(f));
   }
-  return ErrorsByNode(findings);
+  NodeHealthFindings found(ErrorsByNode(findings));
+  if (links) {
+    const double now_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    for (const NodeFacts& node : run.nodes) {
+      if (!node.reached) continue;
+      if (std::optional<Finding> f = links->Update(node.host, LinkCounters(node.health), now_s)) {
+        found.warnings[node.host] = f->message;
+      }
+    }
+  }
+  return found;
 }
 
 }  // namespace dtrain

@@ -3,14 +3,17 @@
 // health check before restart): one probe per node with only its health parts (nvidia-smi's GPU
 // states, NVLink, the kernel log's Xid errors, InfiniBand ports, free space; no Python, torch or
 // rendezvous test), judged by the doctor's health rules. A node with an error finding, or one
-// that cannot be probed, is unfit to run an attempt.
+// that cannot be probed, is unfit to run an attempt. Given a LinkErrorWatch, each node's link
+// error counters are judged against its last reading, and a link whose errors grow is a warning.
 #pragma once
 
 #include <functional>
 #include <map>
 #include <string>
 
+#include "doctor/link_errors.h"
 #include "launcher/cluster_spec.h"
+#include "launcher/health_watch.h"
 
 namespace dtrain {
 
@@ -19,12 +22,14 @@ constexpr double kFastHealthCheckTimeoutS = 20;
 
 // Probes every node of `spec` (already placed: Slurm nodes are those of the allocation) through
 // the cluster's transport, at most `timeout_s`; returns the unfit nodes: host -> why (the error
-// findings naming it, "; "-joined). A node that cannot be probed is unfit when
-// `count_unreached`, else left out (while a job runs, the node timeout judges reachability).
-// `cancelled` (optional) is asked while the probes run: true ends the check at once with what
-// is known. Throws dtrain::Error only when the transport cannot be built.
-std::map<std::string, std::string> FastHealthCheck(
-    const ClusterSpec& spec, double timeout_s, bool count_unreached = true,
-    const std::function<bool()>& cancelled = nullptr);
+// findings naming it, "; "-joined), and the nodes' new link-errors warnings when `links` is
+// given. A node that cannot be probed is unfit when `count_unreached`, else left out (while a
+// job runs, the node timeout judges reachability). `cancelled` (optional) is asked while the
+// probes run: true ends the check at once with what is known. Throws dtrain::Error only when
+// the transport cannot be built.
+NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s,
+                                   bool count_unreached = true,
+                                   const std::function<bool()>& cancelled = nullptr,
+                                   LinkErrorWatch* links = nullptr);
 
 }  // namespace dtrain

@@ -140,6 +140,23 @@ void ApplyInfinibandPort(const std::string& value, NodeFacts& f, ProbeText&) {
   f.health.ib_ports.push_back({parts[0], parts[1], parts[2], parts[3], parts[4]});
 }
 
+// "mlx5_0/1;symbol_error=0;link_downed=1": the error counters of a port listed before.
+void ApplyInfinibandCounters(const std::string& value, NodeFacts& f, ProbeText&) {
+  const std::vector<std::string> parts = SplitOn(value, ';');
+  for (InfinibandPort& port : f.health.ib_ports) {
+    if (port.name != parts[0]) continue;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      const size_t eq = parts[i].find('=');
+      const std::string digits = eq == std::string::npos ? "" : parts[i].substr(eq + 1);
+      if (eq == 0 || digits.empty() || digits.size() > 18 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        continue;  // a counter that is not a count is not judged
+      }
+      port.counters[parts[i].substr(0, eq)] = Number(digits);
+    }
+  }
+}
+
 // "workdir;66527632;/;/root": what, free KiB, mount point, path (last: it may hold ';').
 void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
   const size_t a = value.find(';');
@@ -276,6 +293,7 @@ const ProbeKey kProbeKeys[] = {
     {"xid_lines_total", nullptr, nullptr,
      [](const std::string& v, F& f, T&) { f.health.xid_lines_total = Number(v); }},
     {"ib_port", nullptr, nullptr, ApplyInfinibandPort},
+    {"ib_counters", nullptr, nullptr, ApplyInfinibandCounters},
     {"peermem", nullptr, nullptr, [](const std::string& v, F& f, T&) { f.health.peermem = v; }},
     {"pci_device", nullptr, nullptr, ApplyPciDevice},
     {"pci_acs", nullptr, nullptr, ApplyPciAcs},

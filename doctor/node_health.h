@@ -3,6 +3,7 @@
 // InfiniBand ports, and the host (free space, swap, clock source). Part of NodeFacts.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,12 @@ namespace dtrain {
 
 // /sys/class/infiniband/<device>/ports/<port>: "mlx5_0/1", "4: ACTIVE", "5: LinkUp",
 // "400 Gb/sec (4X NDR)", "InfiniBand" (or "Ethernet" for RoCE).
+// `counters`: the port's error counters that a flaky link makes grow, by their sysfs names
+// (counters/symbol_error, link_error_recovery, link_downed, port_rcv_errors,
+// local_link_integrity_errors); those the port does not have are left out.
 struct InfinibandPort {
   std::string name, state, phys_state, rate, link_layer;
+  std::map<std::string, long long> counters;
   bool Up() const { return state == "4: ACTIVE" && phys_state == "5: LinkUp"; }
 };
 

@@ -83,6 +83,8 @@ GpuHealth ToGpuHealth(const GpuBlock& b, int index, std::string bus_id) {
   g.pcie_gen_current = static_cast<int>(LeadingNumber(Field(b, link + "PCIe Generation/Current")));
   g.pcie_width_max = static_cast<int>(LeadingNumber(Field(b, link + "Link Width/Max")));
   g.pcie_width_current = static_cast<int>(LeadingNumber(Field(b, link + "Link Width/Current")));
+  g.pcie_replays = LeadingNumber(Field(b, "PCI/Replays Since Reset"));
+  g.pcie_replay_rollovers = LeadingNumber(Field(b, "PCI/Replay Number Rollovers"));
   g.idle = ClockReason(b, "Idle") == "Active";
   for (const char* reason : {"HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown"}) {
     if (ClockReason(b, reason) == "Active") g.hw_slowdowns.push_back(reason);

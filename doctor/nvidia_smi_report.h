@@ -39,6 +39,9 @@ struct GpuHealth {
   std::string retired_pages_pending;                     // Retired Pages: Pending Page Blacklist
   int pcie_gen_max = -1, pcie_gen_current = -1;
   int pcie_width_max = -1, pcie_width_current = -1;  // lanes: "16x" -> 16
+  // PCIe link-level retries since the GPU's last reset (PCI/Replays Since Reset), and how often
+  // the link's replay number rolled over (4 failed replays in a row: the link retrains).
+  long long pcie_replays = -1, pcie_replay_rollovers = -1;
   bool idle = false;  // the "Idle" clock-event reason is active: nothing runs on it
   // Active hardware clock-event reasons: "HW Slowdown", "HW Thermal Slowdown",
   // "HW Power Brake Slowdown".

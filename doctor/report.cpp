@@ -207,6 +207,8 @@ nlohmann::json GpuHealthJson(const GpuHealth& g, const NodeHealth& h) {
           {"pcie_gen_max", NumberOrNull(g.pcie_gen_max)},
           {"pcie_width", NumberOrNull(g.pcie_width_current)},
           {"pcie_width_max", NumberOrNull(g.pcie_width_max)},
+          {"pcie_replays", NumberOrNull(g.pcie_replays)},
+          {"pcie_replay_rollovers", NumberOrNull(g.pcie_replay_rollovers)},
           {"idle", g.idle},
           {"hw_slowdowns", g.hw_slowdowns},
           {"fb_used_mib", NumberOrNull(g.fb_used_mib)},
@@ -238,7 +240,8 @@ nlohmann::json HealthJson(const NodeHealth& h) {
                      {"state", p.state},
                      {"phys_state", p.phys_state},
                      {"rate", p.rate},
-                     {"link_layer", p.link_layer}});
+                     {"link_layer", p.link_layer},
+                     {"counters", p.counters}});
   }
   nlohmann::json pci = nlohmann::json::array();
   for (const PciPathDevice& d : h.pci_devices) {

@@ -34,6 +34,11 @@ std::optional<UnfitNode> HealthWatch::Take() {
   return found_;
 }
 
+std::vector<NodeWarning> HealthWatch::TakeWarnings() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(warnings_, {});
+}
+
 int HealthWatch::rounds() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return rounds_;
@@ -57,9 +62,9 @@ void HealthWatch::Loop() {
       wake_.wait_until(lock, next, [this] { return stop_.load(); });
       if (stop_) return;
     }
-    std::map<std::string, std::string> unfit;
+    NodeHealthFindings found;
     try {
-      unfit = check_(nodes_, /*count_unreached=*/false, [this] { return stop_.load(); });
+      found = check_(nodes_, /*count_unreached=*/false, [this] { return stop_.load(); });
     } catch (const Error&) {
       // The check could not run this round (no transport); the next round tries again.
     }
@@ -67,6 +72,9 @@ void HealthWatch::Loop() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stop_) return;
     ++rounds_;
+    const double after_s = std::chrono::duration<double>(Clock::now() - started).count();
+    for (auto& [host, what] : found.warnings) warnings_.push_back({host, std::move(what), after_s});
+    std::map<std::string, std::string>& unfit = found.unfit;
     if (!have_baseline) {
       baseline = std::move(unfit);
       have_baseline = true;
@@ -75,7 +83,7 @@ void HealthWatch::Loop() {
     for (const auto& [host, why] : unfit) {
       auto before = baseline.find(host);
       if (before != baseline.end() && before->second == why) continue;
-      found_ = UnfitNode{host, why, std::chrono::duration<double>(Clock::now() - started).count()};
+      found_ = UnfitNode{host, why, after_s};
       return;  // one node is enough to stop the attempt; the restart's check sees the rest
     }
   }

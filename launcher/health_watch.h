@@ -4,7 +4,8 @@
 // GPU fallen off the bus, an Xid in the kernel log, a wedged nvidia-smi) is reported to the job
 // supervisor, which stops the attempt as for a failing rank; the node is then quarantined and a
 // restart goes on without it. A rank that hangs on a dead GPU is found within the interval, not
-// after the stall timeout or NCCL's own (10 minutes). Never blocks the supervisor's loop.
+// after the stall timeout or NCCL's own (10 minutes). What only warns (a link whose errors grow)
+// is handed on as it comes, and the job goes on. Never blocks the supervisor's loop.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "launcher/cluster_spec.h"
 
@@ -23,11 +26,28 @@ namespace dtrain {
 // Seconds between the rounds of the health watch by default (ssh and Slurm nodes).
 constexpr double kHealthWatchS = 30;
 
-// host -> why, for the nodes unfit to run; `count_unreached`: whether a node that cannot be
-// probed is unfit (before a start or restart) or left out (while the job runs); `cancelled`
-// (may be empty) is asked while it runs: true ends it at once.
-using NodeHealthCheck = std::function<std::map<std::string, std::string>(
+// What a health check found: the nodes unfit to run (host -> why, the error findings naming it)
+// and, apart, what is news but no reason to stop a job (host -> what: a link whose errors grow).
+struct NodeHealthFindings {
+  NodeHealthFindings() = default;
+  NodeHealthFindings(std::map<std::string, std::string> unfit_nodes)  // NOLINT: implicit
+      : unfit(std::move(unfit_nodes)) {}
+  std::map<std::string, std::string> unfit;
+  std::map<std::string, std::string> warnings;
+};
+
+// `count_unreached`: whether a node that cannot be probed is unfit (before a start or restart)
+// or left out (while the job runs); `cancelled` (may be empty) is asked while it runs: true ends
+// it at once.
+using NodeHealthCheck = std::function<NodeHealthFindings(
     const ClusterSpec&, bool count_unreached, const std::function<bool()>& cancelled)>;
+
+// A warning of the watch's about one node, with when it came.
+struct NodeWarning {
+  std::string host;
+  std::string what;
+  double found_after_s = 0;  // since the watch started
+};
 
 struct UnfitNode {
   std::string host;
@@ -47,6 +67,8 @@ class HealthWatch {
 
   // The first node found unfit, once; nullopt before (and after) that.
   std::optional<UnfitNode> Take();
+  // The warnings found since the last call (a flaky link), oldest first; each comes once.
+  std::vector<NodeWarning> TakeWarnings();
   int rounds() const;
 
  private:
@@ -60,6 +82,7 @@ class HealthWatch {
   std::condition_variable wake_;
   std::atomic<bool> stop_{false};
   std::optional<UnfitNode> found_;
+  std::vector<NodeWarning> warnings_;
   bool taken_ = false;
   int rounds_ = 0;
   std::thread thread_;

@@ -196,14 +196,22 @@ void Quarantine(Job& job, int index, const std::string& why) {
                job.record.name.c_str(), why.c_str());
 }
 
+// A warning of the health checks about a node (a link whose errors grow): said on the console and
+// kept in job.json; the job goes on.
+void RecordHealthWarning(Job& job, const std::string& what) {
+  std::fprintf(stderr, "dtrain: warning: %s\n", what.c_str());
+  job.record.events.push_back({WallMicros(), "health_warning", what, ""});
+  WriteJobRecord(job.folder.job_dir, job.record);
+}
+
 // `nodes` through the health check (LaunchOptions::check_nodes), `when` ("start", "restart")
 // naming the moment in what is said; the unfit are quarantined. Returns the seconds it took.
 double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
   if (!job.options.check_nodes || nodes.empty()) return 0;
   const auto start = std::chrono::steady_clock::now();
-  std::map<std::string, std::string> unfit;
+  NodeHealthFindings found;
   try {
-    unfit = job.options.check_nodes(AttemptSpec(job.spec, nodes), /*count_unreached=*/true,
+    found = job.options.check_nodes(AttemptSpec(job.spec, nodes), /*count_unreached=*/true,
                                     /*cancelled=*/nullptr);
   } catch (const Error& e) {  // the check could not run at all: the job goes on unchecked
     std::fprintf(stderr, "dtrain: warning: no health check before the %s: %s\n", when, e.what());
@@ -211,10 +219,11 @@ double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
   }
   const double took_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& [host, what] : found.warnings) RecordHealthWarning(job, what);
   std::string names;
   for (int index : nodes) {
-    auto it = unfit.find(job.spec.nodes[index].host);
-    if (it == unfit.end()) continue;
+    auto it = found.unfit.find(job.spec.nodes[index].host);
+    if (it == found.unfit.end()) continue;
     names += (names.empty() ? "" : ",") + it->first;
     Quarantine(job, index, fmt::format("failed the health check before {}: {}", when, it->second));
   }
@@ -324,6 +333,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     StepWatch steps(job.folder.job_dir + "/metrics/rank-0.jsonl");
     SupervisorOptions supervise;
     supervise.health_watch = health_watch.get();
+    supervise.on_health_warning = [&job](const NodeWarning& w) { RecordHealthWarning(job, w.what); };
     supervise.grace_period_s = job.options.grace_period_s;
     supervise.stall_watch = stall_watch.get();
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
@@ -332,6 +342,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
     JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command));
     if (health_watch) {
+      for (const NodeWarning& w : health_watch->TakeWarnings()) RecordHealthWarning(job, w.what);
       record.events.push_back(
           {WallMicros(), "health_watch",
            fmt::format(

@@ -124,6 +124,11 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
     if (!stopping_ && Clock::now() >= hold_until_) BeginStop(SIGTERM);
     if (!transport_.Poll(100, *this)) break;
     if (options_.steps) options_.steps->Tick();
+    if (options_.health_watch && options_.on_health_warning) {
+      for (const NodeWarning& w : options_.health_watch->TakeWarnings()) {
+        options_.on_health_warning(w);
+      }
+    }
     if (options_.health_watch && !stopping_) {
       if (std::optional<UnfitNode> unfit = options_.health_watch->Take()) {
         // Torn down as for a failing rank; no rank failed: the node did.

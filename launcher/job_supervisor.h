@@ -8,6 +8,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,6 +34,8 @@ struct SupervisorOptions {
   double early_failure_s = 0;
   StepWatch* steps = nullptr;           // null: not watched
   HealthWatch* health_watch = nullptr;  // null: nodes' health not watched while the job runs
+  // Called on the supervisor's thread with each warning of the health watch (may be empty).
+  std::function<void(const NodeWarning&)> on_health_warning;
   JobStore* store = nullptr;            // null: no store of dtrain's (rank 0 hosts, or none)
 };
 

@@ -144,7 +144,8 @@ free_space() {
   [ -n "$4" ] && echo "free_space=$what;$4;$6;$path"
 }
 
-# InfiniBand and RoCE ports as sysfs shows them, and whether GPUDirect RDMA's module is loaded.
+# InfiniBand and RoCE ports as sysfs shows them (with the error counters a flaky link makes grow),
+# and whether GPUDirect RDMA's module is loaded.
 probe_infiniband() {
   ports=0
   for port in "$sys"/class/infiniband/*/ports/*; do
@@ -158,6 +159,14 @@ probe_infiniband() {
       read -r layer <"$port/link_layer"
     } 2>/dev/null
     echo "ib_port=${dev##*/}/${port##*/};$state;$phys;$rate;$layer"
+    counters=""
+    for counter in symbol_error link_error_recovery link_downed port_rcv_errors \
+      local_link_integrity_errors; do
+      value=""
+      { read -r value <"$port/counters/$counter"; } 2>/dev/null
+      [ -n "$value" ] && counters="$counters;$counter=$value"
+    done
+    [ -n "$counters" ] && echo "ib_counters=${dev##*/}/${port##*/}$counters"
     ports=$((ports + 1))
   done
   [ "$ports" -eq 0 ] && return

@@ -45,6 +45,8 @@ dtrain_test(doctor_health_host_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_h
             LIBS dtrain_doctor TIMEOUT 60)
 dtrain_test(doctor_health_pci_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_pci_test.cpp
             LIBS dtrain_doctor TIMEOUT 60)
+dtrain_test(doctor_link_errors_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_link_errors_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
 dtrain_test(doctor_health_report_test
             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_report_test.cpp
             LIBS dtrain_doctor nlohmann_json::nlohmann_json TIMEOUT 60)

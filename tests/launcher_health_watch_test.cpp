@@ -65,6 +65,32 @@ TEST(HealthWatch, UncheckedNodesAreJudgedAgainstTheFirstRound) {
   EXPECT_EQ(check.calls.load(), 4);
 }
 
+TEST(HealthWatch, WarningsArePassedOnAsTheyComeAndStopNothing) {
+  std::atomic<int> calls{0};
+  NodeHealthCheck check = [&](const ClusterSpec&, bool, const std::function<bool()>&) {
+    NodeHealthFindings found;
+    const int i = calls++;
+    if (i == 1) found.warnings["node1"] = "node node1: link errors grew";
+    if (i == 2) found.warnings["node2"] = "node node2: link errors grew";
+    return found;
+  };
+  HealthWatch watch(check, ClusterSpec{}, 0.02, /*checked=*/true);
+  std::vector<NodeWarning> warnings;
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while ((warnings.size() < 2 || calls < 5) && Clock::now() < until) {
+    for (NodeWarning& w : watch.TakeWarnings()) warnings.push_back(std::move(w));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0].host, "node1");
+  EXPECT_EQ(warnings[0].what, "node node1: link errors grew");
+  EXPECT_EQ(warnings[1].host, "node2");
+  EXPECT_LE(warnings[0].found_after_s, warnings[1].found_after_s);
+  EXPECT_GE(calls.load(), 5) << "the watch goes on after a warning";
+  EXPECT_FALSE(watch.Take()) << "a warning is no reason to stop the job";
+  EXPECT_TRUE(watch.TakeWarnings().empty()) << "each comes once";
+}
+
 TEST(HealthWatch, TheEndOfTheAttemptCutsARoundShort) {
   std::atomic<bool> started{false};
   NodeHealthCheck stuck = [&](const ClusterSpec&, bool, const std::function<bool()>& cancelled) {

@@ -1,0 +1,110 @@
+// Link error counters -> how they grew between two readings -> the "link-errors" warning.
+#include "doctor/link_errors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "doctor/check_support.h"
+
+namespace dtrain {
+
+namespace {
+
+// Counters where any growth counts, with what it means.
+const char* EventMeaning(const std::string& counter) {
+  if (counter == "replay rollovers" || counter == "link_error_recovery") return "retrained";
+  if (counter == "link_downed") return "went down and came back";
+  return nullptr;
+}
+
+const LinkCounter* Find(const std::vector<LinkCounter>& counters, const LinkCounter& like) {
+  for (const LinkCounter& c : counters) {
+    if (c.link == like.link && c.counter == like.counter) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<LinkCounter> LinkCounters(const NodeHealth& health) {
+  std::vector<LinkCounter> out;
+  for (const GpuHealth& g : health.smi.gpus) {
+    const std::string link = fmt::format("GPU {} PCIe", g.index);
+    if (g.pcie_replays >= 0) out.push_back({link, "replays", g.pcie_replays});
+    if (g.pcie_replay_rollovers >= 0) {
+      out.push_back({link, "replay rollovers", g.pcie_replay_rollovers});
+    }
+  }
+  for (const InfinibandPort& port : health.ib_ports) {
+    for (const auto& [counter, value] : port.counters) out.push_back({port.name, counter, value});
+  }
+  return out;
+}
+
+std::vector<LinkErrorGrowth> FlakyLinks(const std::vector<LinkCounter>& before,
+                                        const std::vector<LinkCounter>& after, double seconds) {
+  std::vector<LinkErrorGrowth> out;
+  if (seconds <= 0) return out;
+  for (const LinkCounter& now : after) {
+    const LinkCounter* then = Find(before, now);
+    if (!then || now.value <= then->value) continue;  // not read before, no growth, or a reset
+    LinkErrorGrowth g;
+    g.link = now.link;
+    g.counter = now.counter;
+    g.grown = now.value - then->value;
+    g.per_minute = static_cast<double>(g.grown) * 60 / seconds;
+    g.event = EventMeaning(now.counter) != nullptr;
+    const double limit = kLinkErrorsPerMinute * std::max(1.0, seconds / 60);
+    if (g.event || static_cast<double>(g.grown) > limit) out.push_back(std::move(g));
+  }
+  return out;
+}
+
+Finding FlakyLinkFinding(const std::string& host, const std::vector<LinkErrorGrowth>& growth,
+                         double seconds) {
+  std::vector<std::string> items;
+  for (const LinkErrorGrowth& g : growth) {
+    if (g.event) {
+      items.push_back(
+          fmt::format("{} {} +{} ({})", g.link, g.counter, g.grown, EventMeaning(g.counter)));
+    } else {
+      items.push_back(fmt::format("{} {} +{} ({:.0f}/min)", g.link, g.counter, g.grown,
+                                  std::round(g.per_minute)));
+    }
+  }
+  return checks::Make(
+      Severity::kWarning, "link-errors", "", {host},
+      fmt::format("node {}: link errors grew in {:.0f} s: {}", host, std::max(1.0, seconds),
+                  checks::Join(items, "; ")),
+      fmt::format("a link whose errors grow makes NCCL slow or time out: reseat or replace the "
+                  "cable, the transceiver or the card, or leave the node out until it is "
+                  "mended (more than {:g} errors a minute, or any retraining, counts)",
+                  kLinkErrorsPerMinute));
+}
+
+std::optional<Finding> LinkErrorWatch::Update(const std::string& host,
+                                              const std::vector<LinkCounter>& counters,
+                                              double at_s) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto last = last_.find(host);
+  if (last == last_.end()) {
+    last_[host] = {at_s, counters};
+    return std::nullopt;
+  }
+  const double seconds = at_s - last->second.at_s;
+  std::vector<LinkErrorGrowth> growth = FlakyLinks(last->second.counters, counters, seconds);
+  last->second = {at_s, counters};
+  growth.erase(
+      std::remove_if(growth.begin(), growth.end(),
+                     [&](const LinkErrorGrowth& g) {
+                       return !reported_.insert(host + "\n" + g.link + "\n" + g.counter).second;
+                     }),
+      growth.end());
+  if (growth.empty()) return std::nullopt;
+  return FlakyLinkFinding(host, growth, seconds);
+}
+
+}  // namespace dtrain

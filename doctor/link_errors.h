@@ -1,0 +1,77 @@
+// Flaky links: the error counters of the links a job's traffic crosses (each GPU's PCIe link,
+// each InfiniBand/RoCE port), read twice and judged by how they grew in between. A count since
+// boot says little (the recorded healthy H100 shows 1 PCIe replay); a count that grows while the
+// node works says the link is flaky now, and NCCL over it slows down or times out. The launch's
+// health checks read them at the start, every round of the health watch and before a restart;
+// `dtrain doctor --bandwidth` before and after its test, which loads the links.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "doctor/checks.h"
+#include "doctor/node_health.h"
+
+namespace dtrain {
+
+struct LinkCounter {
+  std::string link;     // "GPU 3 PCIe", "mlx5_0/1"
+  std::string counter;  // "replays", "replay rollovers", or an InfiniBand port counter's name
+  long long value = 0;
+};
+
+// The counters the probe could read on a node, GPUs first.
+std::vector<LinkCounter> LinkCounters(const NodeHealth& health);
+
+// Errors per minute above which a counting counter says its link is flaky: DCGM's limit for PCIe
+// replays ("8 replays per minute is the maximum recommended by RM"), also used for a port's
+// symbol, receive and link-integrity errors. Over a reading shorter than a minute the count
+// itself must pass it.
+constexpr double kLinkErrorsPerMinute = 8;
+
+// A counter that grew past its limit between two readings. `event`: a counter of link
+// retrainings or losses (PCIe replay rollovers, link_error_recovery, link_downed), where any
+// growth counts.
+struct LinkErrorGrowth {
+  std::string link, counter;
+  long long grown = 0;
+  double per_minute = 0;
+  bool event = false;
+};
+
+// The counters of `after` that grew past their limit since `before`, `seconds` apart. A counter
+// that went down (a GPU reset, a reboot, a driver reload) or is missing from either reading is
+// not judged.
+std::vector<LinkErrorGrowth> FlakyLinks(const std::vector<LinkCounter>& before,
+                                        const std::vector<LinkCounter>& after, double seconds);
+
+// The warning ("link-errors") naming `host` and its flaky links, e.g. "node node1: link errors
+// grew in 30 s: GPU 3 PCIe replays +240 (480/min); mlx5_0/1 link_downed +1 (went down and came
+// back)".
+Finding FlakyLinkFinding(const std::string& host, const std::vector<LinkErrorGrowth>& growth,
+                         double seconds);
+
+// Each node's last reading, for one launch (its start check, the health watch's rounds and the
+// restart checks) or one doctor run; a link and counter is reported once. Thread-safe.
+class LinkErrorWatch {
+ public:
+  // `host`'s counters read at `at_s` (seconds on a steady clock) against its last reading: the
+  // warning for the links not reported before, or nullopt (also on a first reading).
+  std::optional<Finding> Update(const std::string& host, const std::vector<LinkCounter>& counters,
+                                double at_s);
+
+ private:
+  struct Reading {
+    double at_s = 0;
+    std::vector<LinkCounter> counters;
+  };
+  std::mutex mutex_;
+  std::map<std::string, Reading> last_;
+  std::set<std::string> reported_;  // host, link and counter
+};
+
+}  // namespace dtrain
