@@ -90,7 +90,8 @@ void AddDoctorCommand(CLI::App& app, CommandRun& run) {
       ->capture_default_str();
   cmd->add_flag("--bandwidth", flags->bandwidth,
                 "Also measure allreduce bandwidth (all nodes, node pairs, inside nodes) with the "
-                "job's backend and name the slow node or link");
+                "job's backend and name the slow node or link, and links whose error counters "
+                "grow under the test's load");
   cmd->add_option("--bandwidth-mib", flags->bandwidth_mib, "MiB per allreduce of --bandwidth")
       ->capture_default_str();
   cmd->add_flag("--compute", flags->compute,

@@ -7,6 +7,8 @@
 
 #include "doctor/check_support.h"
 #include "doctor/doctor_job.h"
+#include "doctor/fast_health_check.h"
+#include "doctor/link_errors.h"
 
 namespace dtrain {
 
@@ -14,6 +16,9 @@ using checks::Make;
 
 BandwidthResult RunBandwidthTest(const ClusterSpec& probed, const BandwidthOptions& options) {
   BandwidthResult result;
+  // Each node's link error counters before and after the test, which loads the links.
+  LinkErrorWatch links;
+  links.Update(ProbeHealthParts(probed, kFastHealthCheckTimeoutS).nodes);
   DoctorJob job =
       RunDoctorJob(probed, options.cluster, "bandwidth",
                    {"dtrain-clip", "bandwidth", "--size-mib", std::to_string(options.size_mib),
@@ -41,6 +46,9 @@ BandwidthResult RunBandwidthTest(const ClusterSpec& probed, const BandwidthOptio
     result.hosts[node] = host;
   }
   result.verdict = JudgeBandwidth(result.figures, result.hosts);
+  for (Finding& f : links.Update(ProbeHealthParts(probed, kFastHealthCheckTimeoutS).nodes)) {
+    result.verdict.findings.push_back(std::move(f));
+  }
 
   if (result.launch_status != 0) {
     // Which rank failed, on which node, and the end of what it printed.

@@ -1,7 +1,9 @@
 // `dtrain doctor --bandwidth`: runs `dtrain-clip bandwidth` on every node as a job of its own
 // (dtrain launch's rank environment, transport and logs; one rank per node, or one per listed GPU
 // where nodes list `gpus`), reads the figures from the rank logs and judges them
-// (bandwidth_verdict.h). A node where the test cannot start is an error that says why.
+// (bandwidth_verdict.h). A node where the test cannot start is an error that says why. Each
+// node's link error counters are read just before and after the test, which loads its links: a
+// link whose errors grew meanwhile is a warning (link_errors.h).
 #pragma once
 
 #include <string>

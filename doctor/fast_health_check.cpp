@@ -1,9 +1,6 @@
 // FastHealthCheck: probe (health parts only) -> the doctor's health rules -> unfit nodes.
 #include "doctor/fast_health_check.h"
 
-#include <chrono>
-#include <optional>
-
 #include "doctor/checks.h"
 #include "doctor/doctor_run.h"
 #include "doctor/probe_runner.h"
@@ -19,16 +16,20 @@ constexpr const char* kRestartCheckSkips = "python torch horovod py_spy clip rdz
 
 }  // namespace
 
-NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s,
-                                   bool count_unreached, const std::function<bool()>& cancelled,
-                                   LinkErrorWatch* links) {
+ProbeRun ProbeHealthParts(const ClusterSpec& spec, double timeout_s,
+                          const std::function<bool()>& cancelled) {
   ProbeOptions options = DefaultProbeOptions(spec, timeout_s);
   options.rendezvous = false;  // the job's own rendezvous port may still be in TIME_WAIT
   options.skip = kRestartCheckSkips;
   options.cancelled = cancelled;
   options.beside_ranks = true;  // the health watch runs beside the ranks' step
   std::unique_ptr<Transport> transport = MakeTransport(spec);
-  const ProbeRun run = RunProbes(spec, *transport, options);
+  return RunProbes(spec, *transport, options);
+}
+
+NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bool count_unreached,
+                                   const std::function<bool()>& cancelled, LinkErrorWatch* links) {
+  const ProbeRun run = ProbeHealthParts(spec, timeout_s, cancelled);
   if (cancelled && cancelled()) return {};  // cut short: nothing to judge
 
   // The rules about a node's own fitness; those comparing nodes or versions are the doctor's.
@@ -40,14 +41,7 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s,
   }
   NodeHealthFindings found(ErrorsByNode(findings));
   if (links) {
-    const double now_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    for (const NodeFacts& node : run.nodes) {
-      if (!node.reached) continue;
-      if (std::optional<Finding> f = links->Update(node.host, LinkCounters(node.health), now_s)) {
-        found.warnings[node.host] = f->message;
-      }
-    }
+    for (const Finding& f : links->Update(run.nodes)) found.warnings[f.nodes.front()] = f.message;
   }
   return found;
 }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "doctor/link_errors.h"
+#include "doctor/probe_runner.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/health_watch.h"
 
@@ -27,6 +28,11 @@ constexpr double kFastHealthCheckTimeoutS = 20;
 // job runs, the node timeout judges reachability). `cancelled` (optional) is asked while the
 // probes run: true ends the check at once with what is known. Throws dtrain::Error only when
 // the transport cannot be built.
+// The probe FastHealthCheck judges: every node of `spec` with only the health parts, at most
+// `timeout_s`. Throws dtrain::Error only when the transport cannot be built.
+ProbeRun ProbeHealthParts(const ClusterSpec& spec, double timeout_s,
+                          const std::function<bool()>& cancelled = nullptr);
+
 NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s,
                                    bool count_unreached = true,
                                    const std::function<bool()>& cancelled = nullptr,

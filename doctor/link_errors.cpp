@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <utility>
 
@@ -105,6 +106,19 @@ std::optional<Finding> LinkErrorWatch::Update(const std::string& host,
       growth.end());
   if (growth.empty()) return std::nullopt;
   return FlakyLinkFinding(host, growth, seconds);
+}
+
+std::vector<Finding> LinkErrorWatch::Update(const std::vector<NodeFacts>& nodes) {
+  const double now_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  std::vector<Finding> out;
+  for (const NodeFacts& node : nodes) {
+    if (!node.reached) continue;
+    if (std::optional<Finding> f = Update(node.host, LinkCounters(node.health), now_s)) {
+      out.push_back(std::move(*f));
+    }
+  }
+  return out;
 }
 
 }  // namespace dtrain

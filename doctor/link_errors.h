@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "doctor/checks.h"
+#include "doctor/node_facts.h"
 #include "doctor/node_health.h"
 
 namespace dtrain {
@@ -63,6 +64,8 @@ class LinkErrorWatch {
   // warning for the links not reported before, or nullopt (also on a first reading).
   std::optional<Finding> Update(const std::string& host, const std::vector<LinkCounter>& counters,
                                 double at_s);
+  // Each node of a probe run that the probe reached, read now: their warnings.
+  std::vector<Finding> Update(const std::vector<NodeFacts>& nodes);
 
  private:
   struct Reading {

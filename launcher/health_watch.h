@@ -39,8 +39,8 @@ struct NodeHealthFindings {
 // `count_unreached`: whether a node that cannot be probed is unfit (before a start or restart)
 // or left out (while the job runs); `cancelled` (may be empty) is asked while it runs: true ends
 // it at once.
-using NodeHealthCheck = std::function<NodeHealthFindings(
-    const ClusterSpec&, bool count_unreached, const std::function<bool()>& cancelled)>;
+using NodeHealthCheck = std::function<NodeHealthFindings(const ClusterSpec&, bool count_unreached,
+                                                         const std::function<bool()>& cancelled)>;
 
 // A warning of the watch's about one node, with when it came.
 struct NodeWarning {

@@ -333,7 +333,9 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     StepWatch steps(job.folder.job_dir + "/metrics/rank-0.jsonl");
     SupervisorOptions supervise;
     supervise.health_watch = health_watch.get();
-    supervise.on_health_warning = [&job](const NodeWarning& w) { RecordHealthWarning(job, w.what); };
+    supervise.on_health_warning = [&job](const NodeWarning& w) {
+      RecordHealthWarning(job, w.what);
+    };
     supervise.grace_period_s = job.options.grace_period_s;
     supervise.stall_watch = stall_watch.get();
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;

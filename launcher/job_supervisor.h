@@ -36,7 +36,7 @@ struct SupervisorOptions {
   HealthWatch* health_watch = nullptr;  // null: nodes' health not watched while the job runs
   // Called on the supervisor's thread with each warning of the health watch (may be empty).
   std::function<void(const NodeWarning&)> on_health_warning;
-  JobStore* store = nullptr;            // null: no store of dtrain's (rank 0 hosts, or none)
+  JobStore* store = nullptr;  // null: no store of dtrain's (rank 0 hosts, or none)
 };
 
 constexpr double kEarlyHoldS = 1.5;

@@ -2,16 +2,24 @@
 // dtrain-clip measures with Gloo over the nodes' veth links. With one node's link throttled by
 // `tc ... tbf rate 200mbit` on both ends of its veth, the doctor names that node, and only it,
 // and its pairs measure near the rate tc set; with no throttle it names none. With a node's sshd
-// killed the doctor still reports, the test's refusal as its finding.
+// killed the doctor still reports, the test's refusal as its finding. With one node's InfiniBand
+// port counting symbol errors while the test runs (its sysfs stand-in), the doctor names that
+// link.
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/doctor_run.h"
+#include "tests/support/gpu_node_stand_ins.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
@@ -96,6 +104,52 @@ TEST(DoctorBandwidthCluster, NamesTheThrottledNodeAndOnlyIt) {
   EXPECT_NE(errors[0].find("the bandwidth test stopped with status 1: "), std::string::npos)
       << errors[0];
   EXPECT_NE(errors[0].find("node node3"), std::string::npos) << errors[0];
+}
+
+// node1's port mlx5_0/1 counts 5 symbol errors every 100 ms from before the doctor starts to after
+// it ends (a flaky cable); node0's stays at 0. The counts read just before and after the bandwidth
+// test differ on node1 only.
+TEST(DoctorBandwidthCluster, NamesALinkWhoseErrorsGrowDuringTheTest) {
+  SshTestCluster cluster("doctor-link-errors", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  for (int i = 0; i < 2; ++i) {
+    const std::string node = cluster.dir() + "/node" + std::to_string(i);
+    test::WriteStandIns(node + "-bin", test::HgxQuery(), "[    1.0] Linux version 6.1\n");
+    test::WriteInfiniband(node + "-sys", "mlx5_0", "4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)");
+  }
+  const std::string file = test::StandInClusterFile(cluster, 2, "");
+  const std::string counter =
+      cluster.dir() + "/node1-sys/class/infiniband/mlx5_0/ports/1/counters/symbol_error";
+  std::atomic<bool> stop{false};
+  std::thread flaky([&] {
+    for (long long n = 0; !stop; n += 5) {
+      std::ofstream(counter + ".new") << n << "\n";
+      std::filesystem::rename(counter + ".new", counter);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  DoctorRun r = test::RunDoctor("--json --bandwidth --bandwidth-mib 4", file);
+  stop = true;
+  flaky.join();
+  ASSERT_TRUE(r.doc.is_object()) << r.text;
+  EXPECT_EQ(r.doc["bandwidth"]["launch_status"], 0) << r.text;
+  std::vector<nlohmann::json> found;
+  for (const auto& f : r.doc["findings"]) {
+    if (f["check"] == "link-errors") found.push_back(f);
+  }
+  ASSERT_EQ(found.size(), 1u) << r.text;
+  EXPECT_EQ(found[0]["severity"], "warning");
+  EXPECT_EQ(found[0]["nodes"], nlohmann::json::array({"node1"}));
+  const std::string message = found[0]["message"];
+  std::printf("%s\n", message.c_str());
+  EXPECT_EQ(message.find("node node1: link errors grew in "), 0u) << message;
+  EXPECT_NE(message.find("mlx5_0/1 symbol_error +"), std::string::npos) << message;
+  EXPECT_EQ(message.find("GPU"), std::string::npos) << message;
+  // The counts themselves are in the report, as the doctor's own probe read them.
+  const auto& ports = r.doc["nodes"][1]["facts"]["health"]["infiniband"];
+  ASSERT_EQ(ports.size(), 1u) << r.text;
+  EXPECT_GT(ports[0]["counters"]["symbol_error"].get<long long>(), 0) << ports.dump();
+  EXPECT_EQ(ports[0]["counters"]["link_downed"], 0) << ports.dump();
 }
 
 }  // namespace

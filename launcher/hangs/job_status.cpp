@@ -124,8 +124,10 @@ JobStatus ReadJobStatus(const StatusOptions& options) {
   status.transport = job.transport;
   status.exit_code = job.exit_code;
   status.stall_timeout_s = job.stall_timeout_s;
-  for (const JobEvent& e : job.events)
+  for (const JobEvent& e : job.events) {
     if (e.kind == "stall") status.stall_reports.push_back(e.file);
+    if (e.kind == "health_warning") status.health_warnings.push_back(e.text);
+  }
   if (job.attempts.size() > 1) {
     for (size_t i = 0; i < job.attempts.size(); ++i) {
       const JobAttempt* next = i + 1 < job.attempts.size() ? &job.attempts[i + 1] : nullptr;
@@ -203,6 +205,7 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
         {"node_errors", s.node_errors},
         {"attempts", s.attempts},
         {"quarantined", s.quarantined},
+        {"health_warnings", s.health_warnings},
         {"ranks", ranks}};
     std::fprintf(out, "%s\n", doc.dump(2).c_str());
     return;
@@ -227,6 +230,8 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
   for (const std::string& attempt : s.attempts) std::fprintf(out, "%s\n", attempt.c_str());
   for (const auto& [host, why] : s.quarantined)
     std::fprintf(out, "node %s quarantined: %s\n", host.c_str(), why.c_str());
+  for (const std::string& warning : s.health_warnings)
+    std::fprintf(out, "warning: %s\n", warning.c_str());
 }
 
 }  // namespace dtrain

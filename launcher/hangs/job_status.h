@@ -40,6 +40,7 @@ struct JobStatus {
   std::map<std::string, std::string> node_errors;
   std::vector<std::string> attempts;               // one line each (DescribeAttempt), if restarted
   std::map<std::string, std::string> quarantined;  // node -> why it is no longer used
+  std::vector<std::string> health_warnings;        // the health checks' warnings (a flaky link)
 };
 
 // Throws Error when the job cannot be found or read.

@@ -42,7 +42,8 @@ inline void WriteStandIns(const std::string& bin, const std::string& query,
   WriteExecutable(bin + "/systemctl", "#!/bin/sh\necho active\n");
 }
 
-// /sys/class/infiniband/<device>/ports/1 under `root`, and /sys/module/nvidia_peermem.
+// /sys/class/infiniband/<device>/ports/1 under `root` with its error counters at 0, and
+// /sys/module/nvidia_peermem.
 inline void WriteInfiniband(const std::string& root, const std::string& device,
                             const std::string& state, const std::string& phys_state,
                             const std::string& rate) {
@@ -52,6 +53,11 @@ inline void WriteInfiniband(const std::string& root, const std::string& device,
   std::ofstream(port + "/phys_state") << phys_state << "\n";
   std::ofstream(port + "/rate") << rate << "\n";
   std::ofstream(port + "/link_layer") << "InfiniBand\n";
+  std::filesystem::create_directories(port + "/counters");
+  for (const char* counter : {"symbol_error", "link_error_recovery", "link_downed",
+                              "port_rcv_errors", "local_link_integrity_errors"}) {
+    std::ofstream(port + "/counters/" + counter) << "0\n";
+  }
   std::filesystem::create_directories(root + "/module/nvidia_peermem");
 }
 
