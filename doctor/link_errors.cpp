@@ -16,9 +16,21 @@ namespace {
 
 // Counters where any growth counts, with what it means.
 const char* EventMeaning(const std::string& counter) {
-  if (counter == "replay rollovers" || counter == "link_error_recovery") return "retrained";
+  if (counter == "replay rollovers" || counter == "link_error_recovery" ||
+      counter == "Recovery Errors") {
+    return "retrained";
+  }
   if (counter == "link_downed") return "went down and came back";
   return nullptr;
+}
+
+// How much a counting counter may grow between two readings `seconds` apart: DCGM's limits for
+// NVLink (replay errors: 1; CRC errors: 100 a second), kLinkErrorsPerMinute for the others (over
+// at least a minute).
+double AllowedGrowth(const std::string& counter, double seconds) {
+  if (counter == "Replay Errors") return 1;
+  if (counter == "CRC Errors") return 100 * seconds;
+  return kLinkErrorsPerMinute * std::max(1.0, seconds / 60);
 }
 
 const LinkCounter* Find(const std::vector<LinkCounter>& counters, const LinkCounter& like) {
@@ -37,6 +49,12 @@ std::vector<LinkCounter> LinkCounters(const NodeHealth& health) {
     if (g.pcie_replays >= 0) out.push_back({link, "replays", g.pcie_replays});
     if (g.pcie_replay_rollovers >= 0) {
       out.push_back({link, "replay rollovers", g.pcie_replay_rollovers});
+    }
+  }
+  for (const NvlinkErrorCount& e : health.nvlink_errors) {
+    if (e.counter == "Replay Errors" || e.counter == "Recovery Errors" ||
+        e.counter == "CRC Errors") {
+      out.push_back({fmt::format("GPU {} NVLink {}", e.gpu, e.link), e.counter, e.value});
     }
   }
   for (const InfinibandPort& port : health.ib_ports) {
@@ -58,8 +76,9 @@ std::vector<LinkErrorGrowth> FlakyLinks(const std::vector<LinkCounter>& before,
     g.grown = now.value - then->value;
     g.per_minute = static_cast<double>(g.grown) * 60 / seconds;
     g.event = EventMeaning(now.counter) != nullptr;
-    const double limit = kLinkErrorsPerMinute * std::max(1.0, seconds / 60);
-    if (g.event || static_cast<double>(g.grown) > limit) out.push_back(std::move(g));
+    if (g.event || static_cast<double>(g.grown) > AllowedGrowth(now.counter, seconds)) {
+      out.push_back(std::move(g));
+    }
   }
   return out;
 }
@@ -80,10 +99,9 @@ Finding FlakyLinkFinding(const std::string& host, const std::vector<LinkErrorGro
       Severity::kWarning, "link-errors", "", {host},
       fmt::format("node {}: link errors grew in {:.0f} s: {}", host, std::max(1.0, seconds),
                   checks::Join(items, "; ")),
-      fmt::format("a link whose errors grow makes NCCL slow or time out: reseat or replace the "
-                  "cable, the transceiver or the card, or leave the node out until it is "
-                  "mended (more than {:g} errors a minute, or any retraining, counts)",
-                  kLinkErrorsPerMinute));
+      "a link whose errors grow makes NCCL slow or time out: reseat or replace the cable, the "
+      "transceiver or the card (for NVLink, the baseboard is the vendor's), or leave the node "
+      "out until it is mended (limits in dtrain-doctor(1))");
 }
 
 std::optional<Finding> LinkErrorWatch::Update(const std::string& host,

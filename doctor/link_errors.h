@@ -1,7 +1,7 @@
-// Flaky links: the error counters of the links a job's traffic crosses (each GPU's PCIe link,
-// each InfiniBand/RoCE port), read twice and judged by how they grew in between. A count since
-// boot says little (the recorded healthy H100 shows 1 PCIe replay); a count that grows while the
-// node works says the link is flaky now, and NCCL over it slows down or times out. The launch's
+// Flaky links: the error counters of the links a job's traffic crosses (each GPU's PCIe link and
+// NVLinks, each InfiniBand/RoCE port), read twice and judged by how they grew in between. A count
+// since boot says little (the recorded healthy H100 shows 1 PCIe replay); a count that grows while
+// the node works says the link is flaky now, and NCCL over it slows down or times out. The launch's
 // health checks read them at the start, every round of the health watch and before a restart;
 // `dtrain doctor --bandwidth` before and after its test, which loads the links.
 #pragma once
@@ -20,8 +20,10 @@
 namespace dtrain {
 
 struct LinkCounter {
-  std::string link;     // "GPU 3 PCIe", "mlx5_0/1"
-  std::string counter;  // "replays", "replay rollovers", or an InfiniBand port counter's name
+  std::string link;  // "GPU 3 PCIe", "GPU 3 NVLink 7", "mlx5_0/1"
+  // "replays", "replay rollovers" (PCIe); "Replay Errors", "Recovery Errors", "CRC Errors"
+  // (NVLink, as nvidia-smi names them); an InfiniBand port counter's sysfs name.
+  std::string counter;
   long long value = 0;
 };
 
@@ -31,12 +33,13 @@ std::vector<LinkCounter> LinkCounters(const NodeHealth& health);
 // Errors per minute above which a counting counter says its link is flaky: DCGM's limit for PCIe
 // replays ("8 replays per minute is the maximum recommended by RM"), also used for a port's
 // symbol, receive and link-integrity errors. Over a reading shorter than a minute the count
-// itself must pass it.
+// itself must pass it. NVLink's counters have DCGM's own limits: more than 1 replay error
+// between two readings, more than 100 CRC errors a second.
 constexpr double kLinkErrorsPerMinute = 8;
 
 // A counter that grew past its limit between two readings. `event`: a counter of link
-// retrainings or losses (PCIe replay rollovers, link_error_recovery, link_downed), where any
-// growth counts.
+// retrainings or losses (PCIe replay rollovers, NVLink recovery errors, link_error_recovery,
+// link_downed), where any growth counts.
 struct LinkErrorGrowth {
   std::string link, counter;
   long long grown = 0;

@@ -96,7 +96,7 @@ struct ProbeText {
   std::string header_defines, proc_driver, nvcc_line, version_json, version_txt, lib_string;
   std::vector<std::string> proc_gpus;
   Version smi_driver;
-  std::string smi_q, smi_topo, smi_nvlink;  // nvidia-smi's texts, a probe line each line
+  std::string smi_q, smi_topo, smi_nvlink, smi_nvlink_errors;  // nvidia-smi's texts
   std::vector<std::string> xid_lines;
   bool ended = false;
 };
@@ -280,6 +280,8 @@ const ProbeKey kProbeKeys[] = {
     {"smi_topo", nullptr, nullptr, [](const std::string& v, F&, T& t) { t.smi_topo += v + "\n"; }},
     {"smi_nvlink", nullptr, nullptr,
      [](const std::string& v, F&, T& t) { t.smi_nvlink += v + "\n"; }},
+    {"smi_nvlink_errors", nullptr, nullptr,
+     [](const std::string& v, F&, T& t) { t.smi_nvlink_errors += v + "\n"; }},
     {"nvswitch", nullptr, nullptr,
      [](const std::string& v, F& f, T&) { f.health.nvswitch_devices = v == "yes"; }},
     {"fabricmanager", nullptr, nullptr,
@@ -315,6 +317,7 @@ void CombineHealthText(const ProbeText& t, NodeHealth& h) {
   }
   h.nvlink_peers = ParseTopologyNvlinkPeers(t.smi_topo);
   h.nvlinks = ParseNvlinkStatus(t.smi_nvlink);
+  h.nvlink_errors = ParseNvlinkErrors(t.smi_nvlink_errors);
   h.xids = ParseXidLines(t.xid_lines);
   if (h.xid_lines_total < static_cast<long long>(t.xid_lines.size())) {
     h.xid_lines_total = static_cast<long long>(t.xid_lines.size());

@@ -59,8 +59,9 @@ struct NodeHealth {
   int gpus_in_driver = 0;           // /proc/driver/nvidia/gpus: the GPUs the kernel module holds
   std::vector<int> nvlink_peers;    // `topo -m`: per GPU, the GPUs it reaches over NVLink
   std::vector<GpuNvlinks> nvlinks;  // `nvlink -s`
-  bool nvswitch_devices = false;    // /dev/nvidia-nvswitch* exist
-  std::string fabric_manager;       // systemctl is-active nvidia-fabricmanager; "" unknown
+  std::vector<NvlinkErrorCount> nvlink_errors;  // `nvlink -e`
+  bool nvswitch_devices = false;                // /dev/nvidia-nvswitch* exist
+  std::string fabric_manager;  // systemctl is-active nvidia-fabricmanager; "" unknown
 
   // Kernel log of this boot.
   std::string kernel_log;        // "dmesg" or "journalctl"; "" when not read

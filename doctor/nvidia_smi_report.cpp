@@ -225,6 +225,33 @@ std::vector<GpuNvlinks> ParseNvlinkStatus(std::string_view text) {
   return out;
 }
 
+std::vector<NvlinkErrorCount> ParseNvlinkErrors(std::string_view text) {
+  std::vector<NvlinkErrorCount> out;
+  int gpu = -1;
+  for (std::string_view raw : Lines(text)) {
+    const std::string_view line = TrimSpace(raw);
+    if (StartsWith(line, "GPU ")) {
+      gpu = static_cast<int>(LeadingNumber(line.substr(4)));
+      continue;
+    }
+    if (!StartsWith(line, "Link ") || gpu < 0) continue;
+    // "Link 3: Replay Errors: 0"
+    const size_t first = line.find(": ");
+    const size_t second = first == std::string_view::npos ? first : line.find(": ", first + 2);
+    if (second == std::string_view::npos) continue;
+    const long long link = LeadingNumber(line.substr(5, first - 5));
+    const std::string_view count = TrimSpace(line.substr(second + 2));
+    if (link < 0 || count.empty() || count.size() > 18 ||
+        count.find_first_not_of("0123456789") != std::string_view::npos) {
+      continue;
+    }
+    out.push_back({gpu, static_cast<int>(link),
+                   std::string(TrimSpace(line.substr(first + 2, second - first - 2))),
+                   LeadingNumber(count)});
+  }
+  return out;
+}
+
 std::string PciDeviceKey(std::string_view bus_id) {
   bus_id = TrimSpace(bus_id);
   if (StartsWith(bus_id, "PCI:")) bus_id.remove_prefix(4);

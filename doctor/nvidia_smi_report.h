@@ -69,6 +69,17 @@ struct GpuNvlinks {
 };
 std::vector<GpuNvlinks> ParseNvlinkStatus(std::string_view text);
 
+// `nvidia-smi nvlink -e`: each link's error counters below its GPU's line, "Link 3: Replay
+// Errors: 0" ("Replay Errors", "Recovery Errors", "CRC Errors"; any other counter the driver
+// prints is kept by its name). Lines without a count are left out.
+struct NvlinkErrorCount {
+  int gpu = -1;
+  int link = -1;
+  std::string counter;
+  long long value = 0;
+};
+std::vector<NvlinkErrorCount> ParseNvlinkErrors(std::string_view text);
+
 // "00000000:00:06.0" or "0000:00:06" (as Xid lines write it) -> "0000:00:06": domain, bus and
 // device in a form both spellings share; "" when the text is not a PCI address.
 std::string PciDeviceKey(std::string_view bus_id);

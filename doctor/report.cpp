@@ -243,6 +243,11 @@ nlohmann::json HealthJson(const NodeHealth& h) {
                      {"link_layer", p.link_layer},
                      {"counters", p.counters}});
   }
+  nlohmann::json nvlink_errors = nlohmann::json::array();
+  for (const NvlinkErrorCount& e : h.nvlink_errors) {
+    nvlink_errors.push_back(
+        {{"gpu", e.gpu}, {"link", e.link}, {"counter", e.counter}, {"value", e.value}});
+  }
   nlohmann::json pci = nlohmann::json::array();
   for (const PciPathDevice& d : h.pci_devices) {
     pci.push_back({{"kind", d.kind},
@@ -271,6 +276,7 @@ nlohmann::json HealthJson(const NodeHealth& h) {
           {"kernel_log_error", OrNull(h.kernel_log_error)},
           {"xid_lines", h.xid_lines_total},
           {"xids", xids},
+          {"nvlink_errors", nvlink_errors},
           {"infiniband", ports},
           {"nvidia_peermem",
            h.peermem.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.peermem == "yes")},

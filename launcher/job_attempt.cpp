@@ -198,7 +198,8 @@ void Quarantine(Job& job, int index, const std::string& why) {
 
 // A warning of the health checks about a node (a link whose errors grow): said on the console and
 // kept in job.json; the job goes on.
-void RecordHealthWarning(Job& job, const std::string& what) {
+void RecordHealthWarning(Job& job, const std::string& host, const std::string& what) {
+  job.health_warnings[host] = what;
   std::fprintf(stderr, "dtrain: warning: %s\n", what.c_str());
   job.record.events.push_back({WallMicros(), "health_warning", what, ""});
   WriteJobRecord(job.folder.job_dir, job.record);
@@ -219,7 +220,7 @@ double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
   }
   const double took_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const auto& [host, what] : found.warnings) RecordHealthWarning(job, what);
+  for (const auto& [host, what] : found.warnings) RecordHealthWarning(job, host, what);
   std::string names;
   for (int index : nodes) {
     auto it = found.unfit.find(job.spec.nodes[index].host);
@@ -334,7 +335,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     SupervisorOptions supervise;
     supervise.health_watch = health_watch.get();
     supervise.on_health_warning = [&job](const NodeWarning& w) {
-      RecordHealthWarning(job, w.what);
+      RecordHealthWarning(job, w.host, w.what);
     };
     supervise.grace_period_s = job.options.grace_period_s;
     supervise.stall_watch = stall_watch.get();
@@ -344,7 +345,9 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
     JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command));
     if (health_watch) {
-      for (const NodeWarning& w : health_watch->TakeWarnings()) RecordHealthWarning(job, w.what);
+      for (const NodeWarning& w : health_watch->TakeWarnings()) {
+        RecordHealthWarning(job, w.host, w.what);
+      }
       record.events.push_back(
           {WallMicros(), "health_watch",
            fmt::format(
@@ -450,6 +453,19 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
       if (!why.empty()) Quarantine(job, index, why);
     }
   }
+  // A link whose errors grew during a failed attempt is the likeliest cause where nothing else
+  // is certain (NCCL over it times out on every rank): the job goes on without its node when it
+  // can, and keeps it (with the warning said) when it cannot.
+  if (interrupt == 0 && outcome.exit_code != 0 && !verdict.deterministic) {
+    for (const auto& [host, what] : job.health_warnings) {
+      const int index = NodeIndex(job.spec, host);
+      if (index < 0 || !job.pool.quarantined(index).empty()) continue;
+      if (job.pool.CanGoOnWithout(index)) {
+        Quarantine(job, index, "its link errors grew during the failed attempt: " + what);
+      }
+    }
+  }
+  job.health_warnings.clear();
 
   std::vector<int> next_nodes;
   double checked_s = 0;  // the health check's time, taken out of the backoff

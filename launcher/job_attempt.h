@@ -1,7 +1,8 @@
 // One attempt of a job, from its rank plan to the verdict on how it ended: RunAttempt plans the
 // ranks for the nodes the pool picked, starts the job's TCPStore and Horovod's rendezvous, and
 // supervises the ranks; EndAttempt records the attempt (cause, node blamed, root cause), says
-// why it failed, quarantines nodes (lost, unfit in the health check, failing too often) and
+// why it failed, quarantines nodes (lost, unfit in the health check, failing too often, or with a
+// flaky link during a failed attempt where the job can go on without them) and
 // decides whether the job runs again, after the backoff. launch.cpp loops over them.
 #pragma once
 
@@ -63,6 +64,10 @@ struct Job {
   std::set<std::string> lost_nodes;  // not asked for anything at the end
   bool store_failed = false;         // the job's TCPStore could not start: not tried again
   bool start_checked = false;        // the first attempt's nodes went through the health check
+  // The health checks' warnings (a link whose errors grow) since the last attempt was judged:
+  // host -> the last one. A failed attempt quarantines these nodes where the job can go on
+  // without them.
+  std::map<std::string, std::string> health_warnings;
 };
 
 // Before the first attempt: the nodes picked for it through the health check

@@ -80,6 +80,12 @@ void NodePool::Quarantine(int index, const std::string& why) {
   if (node.quarantined.empty()) node.quarantined = why;
 }
 
+bool NodePool::CanGoOnWithout(int index) const {
+  int others = 0;
+  for (int i = 0; i < size(); ++i) others += i != index && nodes_[i].quarantined.empty() ? 1 : 0;
+  return others >= min_;
+}
+
 std::string NodePool::Blame(int index, bool lost, const std::string& cause) {
   Node& node = nodes_.at(index);
   if (!node.quarantined.empty()) return "";

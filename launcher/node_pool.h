@@ -44,6 +44,9 @@ class NodePool {
   std::string Blame(int index, bool lost, const std::string& cause);
   // Quarantines node `index` at once for `why` (it failed the health check before a restart).
   void Quarantine(int index, const std::string& why);
+  // Whether enough healthy nodes are left without node `index` for the job to go on (a spare,
+  // or --nnodes MIN below the healthy nodes).
+  bool CanGoOnWithout(int index) const;
 
   bool spare(int index) const { return nodes_[index].spare; }
   const std::string& host(int index) const { return nodes_[index].host; }

@@ -271,7 +271,8 @@ find_nvidia_smi() {
   echo "$s"
 }
 
-# nvidia-smi's GPU list (gpu=) and health reports (-q, topo -m, nvlink -s), four calls at once,
+# nvidia-smi's GPU list (gpu=) and health reports (-q, topo -m, nvlink -s, nvlink -e: the links'
+# error counters), five calls at once,
 # each within $smi_limit seconds: a hung driver makes nvidia-smi hang. Writes $tmp/smi.done last.
 probe_nvidia_smi() {
   limited "$smi_limit" "$1" --query-gpu=name,memory.total,driver_version --format=csv,noheader \
@@ -284,6 +285,8 @@ probe_nvidia_smi() {
     topo=$!
     limited "$smi_limit" "$1" nvlink -s >"$tmp/smi.nvlink" 2>&1 &
     nvlink=$!
+    limited "$smi_limit" "$1" nvlink -e >"$tmp/smi.nvlink_errors" 2>&1 &
+    nvlink_errors=$!
     nvswitch=no
     for d in /dev/nvidia-nvswitch*; do [ -e "$d" ] && nvswitch=yes; done
     echo "nvswitch=$nvswitch"
@@ -301,6 +304,8 @@ probe_nvidia_smi() {
   smi_answer $? topo smi_topo smi_topo_error
   wait "$nvlink"
   smi_answer $? nvlink smi_nvlink smi_nvlink_error
+  wait "$nvlink_errors"
+  smi_answer $? nvlink_errors smi_nvlink_errors smi_nvlink_errors_error
   : >"$tmp/smi.done"
 }
 

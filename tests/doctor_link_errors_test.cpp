@@ -16,6 +16,8 @@ using test::H100Probe;
 using test::HgxProbe;
 using test::HgxQuery;
 using test::Node;
+using test::NvlinkErrors;
+using test::ProbeLines;
 using test::RecordedQuery;
 using test::WithField;
 
@@ -132,6 +134,50 @@ TEST(LinkErrors, TheWatchJudgesEachNodeAgainstItsLastReadingAndReportsALinkOnce)
   EXPECT_EQ(f->message,
             "node node1: link errors grew in 30 s: GPU 5 PCIe replay rollovers +1 (retrained)");
   EXPECT_FALSE(watch.Update("node1", LinkCounters(Node("node1", HgxProbe(worse)).health), 190));
+}
+
+// An HGX node whose `nvidia-smi nvlink -e` printed `errors`.
+NodeFacts WithNvlinkErrors(const std::string& errors) {
+  const std::string probe = HgxProbe();
+  return Node("hgx", probe.substr(0, probe.rfind("probe_end")) +
+                         ProbeLines("smi_nvlink_errors", errors) + "probe_end=1\n");
+}
+
+TEST(LinkErrors, NvlinkCountersAndDcgmsLimitsForThem) {
+  const NodeFacts node = WithNvlinkErrors(
+      NvlinkErrors(8, 18, {{{2, 7, "CRC Errors"}, 41}, {{7, 17, "Replay Errors"}, 3}}) +
+      "\t Link 9: Rx Errors: N/A\n\t Link x: CRC Errors: 5\n");
+  ASSERT_EQ(node.health.nvlink_errors.size(), 8u * 18 * 3) << "lines without a count left out";
+  const std::vector<LinkCounter> counters = LinkCounters(node.health);
+  EXPECT_EQ(counters.size(), 8u * 2 + 8 * 18 * 3);
+  EXPECT_EQ(ValueOf(counters, "GPU 2 NVLink 7", "CRC Errors"), 41);
+  EXPECT_EQ(ValueOf(counters, "GPU 7 NVLink 17", "Replay Errors"), 3);
+  EXPECT_EQ(ValueOf(counters, "GPU 7 NVLink 17", "Recovery Errors"), 0);
+
+  const std::vector<LinkCounter> before = {{"GPU 2 NVLink 7", "Replay Errors", 3},
+                                           {"GPU 2 NVLink 7", "Recovery Errors", 0},
+                                           {"GPU 2 NVLink 7", "CRC Errors", 1000}};
+  auto grown = [&](long long replay, long long recovery, long long crc, double seconds) {
+    return FlakyLinks(before,
+                      {{"GPU 2 NVLink 7", "Replay Errors", 3 + replay},
+                       {"GPU 2 NVLink 7", "Recovery Errors", recovery},
+                       {"GPU 2 NVLink 7", "CRC Errors", 1000 + crc}},
+                      seconds);
+  };
+  // DCGM: more than 1 replay error between two readings; CRC errors past 100 a second; a
+  // recovery (the link retrained) at once.
+  EXPECT_TRUE(grown(1, 0, 3000, 30).empty());
+  std::vector<LinkErrorGrowth> g = grown(2, 0, 0, 30);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].counter, "Replay Errors");
+  g = grown(0, 0, 3001, 30);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].counter, "CRC Errors");
+  g = grown(0, 1, 0, 3600);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_TRUE(g[0].event);
+  EXPECT_EQ(FlakyLinkFinding("hgx", g, 3600).message,
+            "node hgx: link errors grew in 3600 s: GPU 2 NVLink 7 Recovery Errors +1 (retrained)");
 }
 
 TEST(LinkErrors, ThePortsOwnWordsForWhatGrew) {

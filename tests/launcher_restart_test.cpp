@@ -57,6 +57,22 @@ TEST(NodePool, NnodesMinMaxShrinksDownToTheMinimum) {
   EXPECT_THROW(MarkSpares(nodes, 2), Error);
 }
 
+TEST(NodePool, GoesOnWithoutANodeOnlyWhereASpareOrTheMinimumAllows) {
+  std::vector<NodeSpec> nodes = Nodes(4);
+  MarkSpares(nodes, 1);
+  NodePool spare(nodes, {});
+  EXPECT_TRUE(spare.CanGoOnWithout(1));  // the spare takes its place
+  spare.Quarantine(2, "unfit");
+  EXPECT_FALSE(spare.CanGoOnWithout(1));  // the spare already took node 2's
+  NodePool fixed(Nodes(3), {});
+  EXPECT_FALSE(fixed.CanGoOnWithout(0));
+  NodePool elastic(Nodes(3), ParseNodeCount("2:3"));
+  EXPECT_TRUE(elastic.CanGoOnWithout(0));
+  elastic.Quarantine(2, "lost");
+  EXPECT_FALSE(elastic.CanGoOnWithout(0));
+  EXPECT_TRUE(elastic.CanGoOnWithout(2)) << "already out: the others are enough";
+}
+
 TEST(RestartPolicy, BackoffDoublesUpToThirtySeconds) {
   EXPECT_EQ(BackoffSeconds(1), 1);
   EXPECT_EQ(BackoffSeconds(2), 2);

@@ -21,22 +21,24 @@ inline void WriteExecutable(const std::string& path, const std::string& text) {
   ::chmod(path.c_str(), 0755);
 }
 
-// Stand-ins in `bin`: nvidia-smi printing these outputs, dmesg printing `kernel`, and systemctl
-// saying Fabric Manager is active. The outputs are files beside them (q.txt, dmesg.txt, ...): a
-// test may rewrite one while a job runs.
+// Stand-ins in `bin`: nvidia-smi printing these outputs (`nvlink -e`: every counter 0), dmesg
+// printing `kernel`, and systemctl saying Fabric Manager is active. The outputs are files beside
+// them (q.txt, nvlink-errors.txt, dmesg.txt, ...): a test may rewrite one while a job runs.
 inline void WriteStandIns(const std::string& bin, const std::string& query,
                           const std::string& kernel) {
   std::filesystem::create_directories(bin);
   std::ofstream(bin + "/q.txt") << query;
   std::ofstream(bin + "/topo.txt") << HgxTopology();
   std::ofstream(bin + "/nvlink.txt") << NvlinkStatus();
+  std::ofstream(bin + "/nvlink-errors.txt") << NvlinkErrors();
   std::ofstream(bin + "/list.csv") << GpuListCsv(8);
   std::ofstream(bin + "/dmesg.txt") << kernel;
   WriteExecutable(bin + "/nvidia-smi",
                   "#!/bin/sh\nd=$(dirname \"$0\")\ncase \"$1\" in\n"
                   "  -q) cat \"$d/q.txt\" ;;\n"
                   "  topo) cat \"$d/topo.txt\" ;;\n"
-                  "  nvlink) cat \"$d/nvlink.txt\" ;;\n"
+                  "  nvlink) if [ \"$2\" = -e ]; then cat \"$d/nvlink-errors.txt\"; else cat "
+                  "\"$d/nvlink.txt\"; fi ;;\n"
                   "  *) cat \"$d/list.csv\" ;;\nesac\n");
   WriteExecutable(bin + "/dmesg", "#!/bin/sh\ncat \"$(dirname \"$0\")/dmesg.txt\"\n");
   WriteExecutable(bin + "/systemctl", "#!/bin/sh\necho active\n");

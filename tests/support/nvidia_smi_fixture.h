@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -187,6 +188,32 @@ inline std::string ProbeLines(const std::string& key, const std::string& text) {
 // The probe's lines for a GPU node with these nvidia-smi outputs (gpu=, smi_q=, smi_topo=,
 // smi_nvlink=), Fabric Manager in state `fabric_manager` and the kernel log holding `kernel`
 // (dmesg's lines).
+// `nvidia-smi nvlink -e` of `gpus` GPUs with `links` links each, every counter 0 but those in
+// `counts` ({gpu, link, "Recovery Errors"} -> value). Not recorded: the recorded node has no
+// NVLink; the layout is the one shown for an H100 in Stas Bekman's ML Engineering book (a GPU
+// line as in `nvlink -s`, then "Link N: Replay Errors: 0", "Recovery Errors", "CRC Errors").
+inline std::string NvlinkErrors(
+    int gpus = 8, int links = 18,
+    const std::vector<std::pair<std::tuple<int, int, std::string>, long long>>& counts = {}) {
+  std::string out;
+  for (int g = 0; g < gpus; ++g) {
+    out += "GPU " + std::to_string(g) +
+           ": NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-1111-2222-3333-" + std::string(11, '4') +
+           std::to_string(g) + ")\n";
+    for (int l = 0; l < links; ++l) {
+      for (const char* counter : {"Replay Errors", "Recovery Errors", "CRC Errors"}) {
+        long long value = 0;
+        for (const auto& [at, v] : counts) {
+          if (at == std::make_tuple(g, l, std::string(counter))) value = v;
+        }
+        out +=
+            "\t Link " + std::to_string(l) + ": " + counter + ": " + std::to_string(value) + "\n";
+      }
+    }
+  }
+  return out;
+}
+
 inline std::string GpuProbeLines(int gpus, const std::string& query, const std::string& topology,
                                  const std::string& nvlink, const std::string& kernel = "",
                                  const std::string& fabric_manager = "active") {
