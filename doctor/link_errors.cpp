@@ -21,6 +21,7 @@ const char* EventMeaning(const std::string& counter) {
     return "retrained";
   }
   if (counter == "link_downed") return "went down and came back";
+  if (counter == "AER nonfatal" || counter == "AER fatal") return "uncorrectable";
   return nullptr;
 }
 
@@ -59,6 +60,11 @@ std::vector<LinkCounter> LinkCounters(const NodeHealth& health) {
   }
   for (const InfinibandPort& port : health.ib_ports) {
     for (const auto& [counter, value] : port.counters) out.push_back({port.name, counter, value});
+  }
+  for (const NicPcieErrors& nic : health.nic_pcie_errors) {
+    for (const auto& [kind, value] : nic.totals) {
+      out.push_back({nic.nic + " PCIe", "AER " + kind, value});
+    }
   }
   return out;
 }

@@ -1,9 +1,10 @@
 // Flaky links: the error counters of the links a job's traffic crosses (each GPU's PCIe link and
-// NVLinks, each InfiniBand/RoCE port), read twice and judged by how they grew in between. A count
-// since boot says little (the recorded healthy H100 shows 1 PCIe replay); a count that grows while
-// the node works says the link is flaky now, and NCCL over it slows down or times out. The launch's
-// health checks read them at the start, every round of the health watch and before a restart;
-// `dtrain doctor --bandwidth` before and after its test, which loads the links.
+// NVLinks, each InfiniBand/RoCE port and its NIC's PCIe link), read twice and judged by how they
+// grew in between. A count since boot says little (the recorded healthy H100 shows 1 PCIe replay);
+// a count that grows while the node works says the link is flaky now, and NCCL over it slows down
+// or times out. The launch's health checks read them at the start, every round of the health watch
+// and before a restart; `dtrain doctor --bandwidth` before and after its test, which loads the
+// links.
 #pragma once
 
 #include <map>
@@ -20,9 +21,10 @@
 namespace dtrain {
 
 struct LinkCounter {
-  std::string link;  // "GPU 3 PCIe", "GPU 3 NVLink 7", "mlx5_0/1"
-  // "replays", "replay rollovers" (PCIe); "Replay Errors", "Recovery Errors", "CRC Errors"
-  // (NVLink, as nvidia-smi names them); an InfiniBand port counter's sysfs name.
+  std::string link;  // "GPU 3 PCIe", "GPU 3 NVLink 7", "mlx5_0/1", "mlx5_0 PCIe"
+  // "replays", "replay rollovers" (a GPU's PCIe); "Replay Errors", "Recovery Errors", "CRC
+  // Errors" (NVLink, as nvidia-smi names them); an InfiniBand port counter's sysfs name; "AER
+  // correctable", "AER nonfatal", "AER fatal" (a NIC's PCIe).
   std::string counter;
   long long value = 0;
 };
@@ -32,14 +34,15 @@ std::vector<LinkCounter> LinkCounters(const NodeHealth& health);
 
 // Errors per minute above which a counting counter says its link is flaky: DCGM's limit for PCIe
 // replays ("8 replays per minute is the maximum recommended by RM"), also used for a port's
-// symbol, receive and link-integrity errors. Over a reading shorter than a minute the count
-// itself must pass it. NVLink's counters have DCGM's own limits: more than 1 replay error
-// between two readings, more than 100 CRC errors a second.
+// symbol, receive and link-integrity errors and a NIC's correctable PCIe errors. Over a reading
+// shorter than a minute the count itself must pass it. NVLink's counters have DCGM's own limits:
+// more than 1 replay error between two readings, more than 100 CRC errors a second.
 constexpr double kLinkErrorsPerMinute = 8;
 
 // A counter that grew past its limit between two readings. `event`: a counter of link
-// retrainings or losses (PCIe replay rollovers, NVLink recovery errors, link_error_recovery,
-// link_downed), where any growth counts.
+// retrainings, losses or uncorrectable errors (PCIe replay rollovers, NVLink recovery errors,
+// link_error_recovery, link_downed, a NIC's non-fatal and fatal PCIe errors), where any growth
+// counts.
 struct LinkErrorGrowth {
   std::string link, counter;
   long long grown = 0;

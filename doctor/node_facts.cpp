@@ -140,21 +140,35 @@ void ApplyInfinibandPort(const std::string& value, NodeFacts& f, ProbeText&) {
   f.health.ib_ports.push_back({parts[0], parts[1], parts[2], parts[3], parts[4]});
 }
 
+// "NAME=COUNT" items after the first of `parts`; an item whose count is not a count is left out
+// (it is not judged).
+std::map<std::string, long long> Counts(const std::vector<std::string>& parts) {
+  std::map<std::string, long long> out;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    const std::string digits = eq == std::string::npos ? "" : parts[i].substr(eq + 1);
+    if (eq == 0 || digits.empty() || digits.size() > 18 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    out[parts[i].substr(0, eq)] = Number(digits);
+  }
+  return out;
+}
+
 // "mlx5_0/1;symbol_error=0;link_downed=1": the error counters of a port listed before.
 void ApplyInfinibandCounters(const std::string& value, NodeFacts& f, ProbeText&) {
   const std::vector<std::string> parts = SplitOn(value, ';');
   for (InfinibandPort& port : f.health.ib_ports) {
-    if (port.name != parts[0]) continue;
-    for (size_t i = 1; i < parts.size(); ++i) {
-      const size_t eq = parts[i].find('=');
-      const std::string digits = eq == std::string::npos ? "" : parts[i].substr(eq + 1);
-      if (eq == 0 || digits.empty() || digits.size() > 18 ||
-          digits.find_first_not_of("0123456789") != std::string::npos) {
-        continue;  // a counter that is not a count is not judged
-      }
-      port.counters[parts[i].substr(0, eq)] = Number(digits);
-    }
+    if (port.name == parts[0]) port.counters = Counts(parts);
   }
+}
+
+// "mlx5_0;correctable=3;nonfatal=0;fatal=0": a NIC's PCIe error totals.
+void ApplyNicPcieErrors(const std::string& value, NodeFacts& f, ProbeText&) {
+  const std::vector<std::string> parts = SplitOn(value, ';');
+  if (parts[0].empty()) return;
+  f.health.nic_pcie_errors.push_back({parts[0], Counts(parts)});
 }
 
 // "workdir;66527632;/;/root": what, free KiB, mount point, path (last: it may hold ';').
@@ -296,6 +310,7 @@ const ProbeKey kProbeKeys[] = {
      [](const std::string& v, F& f, T&) { f.health.xid_lines_total = Number(v); }},
     {"ib_port", nullptr, nullptr, ApplyInfinibandPort},
     {"ib_counters", nullptr, nullptr, ApplyInfinibandCounters},
+    {"ib_aer", nullptr, nullptr, ApplyNicPcieErrors},
     {"peermem", nullptr, nullptr, [](const std::string& v, F& f, T&) { f.health.peermem = v; }},
     {"pci_device", nullptr, nullptr, ApplyPciDevice},
     {"pci_acs", nullptr, nullptr, ApplyPciAcs},

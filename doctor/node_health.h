@@ -23,6 +23,14 @@ struct InfinibandPort {
   bool Up() const { return state == "4: ACTIVE" && phys_state == "5: LinkUp"; }
 };
 
+// An InfiniBand/RoCE NIC's PCIe Advanced Error Reporting totals since boot
+// (/sys/class/infiniband/<name>/device/aer_dev_{correctable,nonfatal,fatal}, TOTAL_ERR_*):
+// "correctable", "nonfatal", "fatal" -> count; those the kernel does not show are left out.
+struct NicPcieErrors {
+  std::string nic;
+  std::map<std::string, long long> totals;
+};
+
 // A device a job's traffic passes, found in sysfs: a GPU (vendor 0x10de, class 0x0300/0x0302) or
 // an InfiniBand/RoCE NIC (/sys/class/infiniband/<name>/device), with the PCI bridges between it
 // and the CPU, root port first, and the type of its IOMMU group ("DMA-FQ", "DMA", "identity";
@@ -72,6 +80,7 @@ struct NodeHealth {
   // InfiniBand / RoCE.
   std::vector<InfinibandPort> ib_ports;
   std::string peermem;  // nvidia_peermem loaded: "yes", "no"; "" when there are no IB devices
+  std::vector<NicPcieErrors> nic_pcie_errors;
 
   // PCI paths of the GPUs and NICs.
   std::vector<PciPathDevice> pci_devices;

@@ -243,6 +243,8 @@ nlohmann::json HealthJson(const NodeHealth& h) {
                      {"link_layer", p.link_layer},
                      {"counters", p.counters}});
   }
+  nlohmann::json nic_pcie = nlohmann::json::object();
+  for (const NicPcieErrors& n : h.nic_pcie_errors) nic_pcie[n.nic] = n.totals;
   nlohmann::json nvlink_errors = nlohmann::json::array();
   for (const NvlinkErrorCount& e : h.nvlink_errors) {
     nvlink_errors.push_back(
@@ -278,6 +280,7 @@ nlohmann::json HealthJson(const NodeHealth& h) {
           {"xids", xids},
           {"nvlink_errors", nvlink_errors},
           {"infiniband", ports},
+          {"nic_pcie_errors", nic_pcie},
           {"nvidia_peermem",
            h.peermem.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.peermem == "yes")},
           {"pci_devices", pci},

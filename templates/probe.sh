@@ -145,7 +145,8 @@ free_space() {
 }
 
 # InfiniBand and RoCE ports as sysfs shows them (with the error counters a flaky link makes grow),
-# and whether GPUDirect RDMA's module is loaded.
+# each NIC's PCIe error totals (AER: ib_aer=NIC;correctable=N;nonfatal=N;fatal=N), and whether
+# GPUDirect RDMA's module is loaded.
 probe_infiniband() {
   ports=0
   for port in "$sys"/class/infiniband/*/ports/*; do
@@ -170,6 +171,18 @@ probe_infiniband() {
     ports=$((ports + 1))
   done
   [ "$ports" -eq 0 ] && return
+  for nic in "$sys"/class/infiniband/*; do
+    aer=""
+    for kind in correctable nonfatal fatal; do
+      [ -r "$nic/device/aer_dev_$kind" ] || continue
+      total=""
+      while read -r name value; do
+        case $name in TOTAL_ERR_*) total=$value ;; esac
+      done <"$nic/device/aer_dev_$kind"
+      [ -n "$total" ] && aer="$aer;$kind=$total"
+    done
+    [ -n "$aer" ] && echo "ib_aer=${nic##*/}$aer"
+  done
   if [ -d "$sys/module/nvidia_peermem" ]; then echo "peermem=yes"; else echo "peermem=no"; fi
 }
 

@@ -51,9 +51,13 @@ TEST(LinkErrors, CountersOfTheRecordedGpuAndOfInfinibandPorts) {
       Node("hgx", probe.substr(0, probe.rfind("probe_end")) +
                       PortLines(";symbol_error=12;link_downed=1;port_rcv_errors=;link_error_"
                                 "recovery=x7;=3;local_link_integrity_errors=0") +
-                      "ib_counters=mlx5_9/1;link_downed=4\nprobe_end=1\n");
+                      "ib_counters=mlx5_9/1;link_downed=4\n"
+                      "ib_aer=mlx5_0;correctable=7;nonfatal=0;fatal=-1\nprobe_end=1\n");
   counters = LinkCounters(hgx.health);
-  EXPECT_EQ(counters.size(), 8u * 2 + 3);
+  EXPECT_EQ(counters.size(), 8u * 2 + 3 + 2);
+  EXPECT_EQ(ValueOf(counters, "mlx5_0 PCIe", "AER correctable"), 7);
+  EXPECT_EQ(ValueOf(counters, "mlx5_0 PCIe", "AER nonfatal"), 0);
+  EXPECT_EQ(ValueOf(counters, "mlx5_0 PCIe", "AER fatal"), -1);
   EXPECT_EQ(ValueOf(counters, "GPU 7 PCIe", "replays"), 1);
   EXPECT_EQ(ValueOf(counters, "mlx5_0/1", "symbol_error"), 12);
   EXPECT_EQ(ValueOf(counters, "mlx5_0/1", "link_downed"), 1);
@@ -182,13 +186,18 @@ TEST(LinkErrors, NvlinkCountersAndDcgmsLimitsForThem) {
 
 TEST(LinkErrors, ThePortsOwnWordsForWhatGrew) {
   const std::vector<LinkCounter> before = {{"mlx5_0/1", "link_downed", 0},
-                                           {"mlx5_0/1", "symbol_error", 0}};
+                                           {"mlx5_0/1", "symbol_error", 0},
+                                           {"mlx5_0 PCIe", "AER correctable", 0},
+                                           {"mlx5_0 PCIe", "AER nonfatal", 0}};
   const std::vector<LinkCounter> after = {{"mlx5_0/1", "link_downed", 1},
-                                          {"mlx5_0/1", "symbol_error", 240}};
+                                          {"mlx5_0/1", "symbol_error", 240},
+                                          {"mlx5_0 PCIe", "AER correctable", 16},
+                                          {"mlx5_0 PCIe", "AER nonfatal", 1}};
   const Finding f = FlakyLinkFinding("node3", FlakyLinks(before, after, 120), 120);
   EXPECT_EQ(f.message,
             "node node3: link errors grew in 120 s: mlx5_0/1 link_downed +1 (went down and came "
-            "back); mlx5_0/1 symbol_error +240 (120/min)");
+            "back); mlx5_0/1 symbol_error +240 (120/min); mlx5_0 PCIe AER nonfatal +1 "
+            "(uncorrectable)");
 }
 
 }  // namespace

@@ -63,6 +63,23 @@ inline void WriteInfiniband(const std::string& root, const std::string& device,
   std::filesystem::create_directories(root + "/module/nvidia_peermem");
 }
 
+// NIC `device`'s PCIe error totals (AER) as the kernel shows them under `root`
+// (class/infiniband/<device>/device/aer_dev_*, a folder here rather than the PCI device's link).
+inline void WriteNicAer(const std::string& root, const std::string& device, long long correctable,
+                        long long nonfatal, long long fatal) {
+  const std::string dir = root + "/class/infiniband/" + device + "/device";
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& file, const std::string& first, const std::string& total,
+                   long long value) {
+    std::ofstream(dir + "/" + file + ".new") << first << " 0\nTimeout 0\n"
+                                             << total << " " << value << "\n";
+    std::filesystem::rename(dir + "/" + file + ".new", dir + "/" + file);
+  };
+  write("aer_dev_correctable", "RxErr", "TOTAL_ERR_COR", correctable);
+  write("aer_dev_nonfatal", "Undefined", "TOTAL_ERR_NONFATAL", nonfatal);
+  write("aer_dev_fatal", "Undefined", "TOTAL_ERR_FATAL", fatal);
+}
+
 // The cluster file of `cluster` with each node's stand-in folder (<dir>/nodeI-bin) first on its
 // PATH and its sysfs stand-in (<dir>/nodeI-sys), plus `extra` lines; written to <dir>/`name`.
 inline std::string StandInClusterFile(const SshTestCluster& cluster, int nodes,
