@@ -28,14 +28,14 @@ constexpr double kFastHealthCheckTimeoutS = 20;
 // job runs, the node timeout judges reachability). `cancelled` (optional) is asked while the
 // probes run: true ends the check at once with what is known. Throws dtrain::Error only when
 // the transport cannot be built.
-// The probe FastHealthCheck judges: every node of `spec` with only the health parts, at most
-// `timeout_s`. Throws dtrain::Error only when the transport cannot be built.
-ProbeRun ProbeHealthParts(const ClusterSpec& spec, double timeout_s,
-                          const std::function<bool()>& cancelled = nullptr);
-
 NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s,
                                    bool count_unreached = true,
                                    const std::function<bool()>& cancelled = nullptr,
                                    LinkErrorWatch* links = nullptr);
+
+// The probe FastHealthCheck judges: every node of `spec` with only the health parts, at most
+// `timeout_s`. Throws dtrain::Error only when the transport cannot be built.
+ProbeRun ProbeHealthParts(const ClusterSpec& spec, double timeout_s,
+                          const std::function<bool()>& cancelled = nullptr);
 
 }  // namespace dtrain

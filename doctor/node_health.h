@@ -67,9 +67,10 @@ struct NodeHealth {
   int gpus_in_driver = 0;           // /proc/driver/nvidia/gpus: the GPUs the kernel module holds
   std::vector<int> nvlink_peers;    // `topo -m`: per GPU, the GPUs it reaches over NVLink
   std::vector<GpuNvlinks> nvlinks;  // `nvlink -s`
-  std::vector<NvlinkErrorCount> nvlink_errors;  // `nvlink -e`
-  bool nvswitch_devices = false;                // /dev/nvidia-nvswitch* exist
-  std::string fabric_manager;  // systemctl is-active nvidia-fabricmanager; "" unknown
+  bool nvswitch_devices = false;    // /dev/nvidia-nvswitch* exist
+  std::string fabric_manager;       // systemctl is-active nvidia-fabricmanager; "" unknown
+  // `nvlink -e`: each link's error counters.
+  std::vector<NvlinkErrorCount> nvlink_errors;
 
   // Kernel log of this boot.
   std::string kernel_log;        // "dmesg" or "journalctl"; "" when not read

@@ -1,10 +1,11 @@
 // What a node's probe printed: facts for the doctor's rules and both reports (text and --json),
-// whatever bytes a broken node sends back.
+// and its link error counters judged as two readings, whatever bytes a broken node sends back.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "doctor/checks.h"
+#include "doctor/link_errors.h"
 #include "doctor/node_facts.h"
 #include "doctor/probe_runner.h"
 #include "doctor/report.h"
@@ -32,5 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<dtrain::Finding> findings = dtrain::CheckCluster(spec, run);
   dtrain::RenderTextReport(spec, run, findings, false);
   dtrain::RenderJsonReport(spec, run, findings);
+  // Node b's counters read as a first reading, node a's as the next one 1.5 s later.
+  dtrain::LinkErrorWatch links;
+  links.Update("n", dtrain::LinkCounters(run.nodes[1].health), 0);
+  links.Update("n", dtrain::LinkCounters(run.nodes[0].health), 1.5);
   return 0;
 }
