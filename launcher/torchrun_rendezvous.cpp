@@ -68,7 +68,10 @@ int TorchrunRendezvousPort(const TorchrunRendezvous& rdzv, int master_port, cons
     return 0;
   }
   if (rdzv.endpoint.empty()) return 0;
-  const auto [host, port] = SplitEndpoint(rdzv.endpoint);
+  // Named, not a structured binding: C++17 lets no lambda capture one (clang refuses it).
+  const std::pair<std::string, int> endpoint = SplitEndpoint(rdzv.endpoint);
+  const std::string& host = endpoint.first;
+  const int port = endpoint.second;
   if (master_port > 0 && port > 0 && port != master_port) {
     throw UsageError(
         fmt::format("--rdzv-endpoint {} and --master-port {} name two ports; give one of them",

@@ -32,6 +32,7 @@ using test::CheckpointStep;
 using test::kCheckpointedRankScript;
 using test::ReadText;
 using test::SshTestCluster;
+using test::WaitForStep;
 using testing::DtrainProcess;
 
 // `text` written to `path` whole (a temporary file renamed over it): a reader never sees half.
@@ -50,15 +51,6 @@ std::string HgxNodesWithPort(const SshTestCluster& cluster, int nodes) {
     test::WriteNicAer(node + "-sys", "mlx5_0", 0, 0, 0);
   }
   return test::StandInClusterFile(cluster, nodes, "");
-}
-
-// Waits until rank 0 checkpointed step `step` (at most 30 s); false if it never did.
-bool WaitForStep(const std::string& job_dir, int step) {
-  const auto until = Clock::now() + std::chrono::seconds(30);
-  while (CheckpointStep(job_dir) < step && Clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return CheckpointStep(job_dir) >= step;
 }
 
 TEST(FlakyLink, ErrorsGrowingDuringTheRunAreAWarningAndTheJobGoesOn) {

@@ -22,10 +22,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-using test::CheckpointStep;
 using test::kCheckpointedRankScript;
 using test::ReadText;
 using test::SshTestCluster;
+using test::WaitForStep;
 using testing::DtrainProcess;
 
 constexpr double kNodeTimeout = 3;
@@ -70,11 +70,7 @@ CutResult RunAndCut(const SshTestCluster& cluster, const std::string& dir,
   DtrainProcess dtrain(args, dir);
   const std::string job_dir = dir + "/cut";
   CutResult r;
-  const auto up_until = Clock::now() + std::chrono::seconds(30);
-  while (CheckpointStep(job_dir) < 4 && Clock::now() < up_until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_GE(CheckpointStep(job_dir), 4) << dtrain.err();
+  EXPECT_TRUE(WaitForStep(job_dir, 4)) << dtrain.err();
   EXPECT_TRUE(RankRunsOn(cluster, 1));
   cluster.OnNode(1, "ip link set eth0 down");
   const auto cut = Clock::now();

@@ -24,10 +24,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-using test::CheckpointStep;
 using test::kCheckpointedRankScript;
 using test::ReadText;
 using test::SshTestCluster;
+using test::WaitForStep;
 using testing::DtrainProcess;
 
 // A GPU falls off the bus in the first attempt: node1's rank fails at step 4 and its kernel log
@@ -247,11 +247,7 @@ WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
     args.push_back(word);
   DtrainProcess dtrain(args, dir);
   const std::string job_dir = dir + "/watch";
-  const auto up_until = Clock::now() + std::chrono::seconds(30);
-  while (CheckpointStep(job_dir) < 4 && Clock::now() < up_until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_GE(CheckpointStep(job_dir), 4) << dtrain.err();
+  EXPECT_TRUE(WaitForStep(job_dir, 4)) << dtrain.err();
   if (fault == GpuFault::kXid79) {
     std::ofstream(cluster.dir() + "/node1-bin/dmesg.txt", std::ios::app)
         << "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU "

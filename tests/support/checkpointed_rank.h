@@ -2,8 +2,10 @@
 // has reached.
 #pragma once
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "tests/support/ssh_cluster.h"
 
@@ -31,6 +33,15 @@ echo "rank $RANK done")sh";
 inline int CheckpointStep(const std::string& job_dir) {
   const std::string text = ReadText(job_dir + "/checkpoint");
   return text.empty() ? -1 : std::atoi(text.c_str());
+}
+
+// Waits until rank 0 checkpointed step `step` (at most 30 s); false if it never did.
+inline bool WaitForStep(const std::string& job_dir, int step) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (CheckpointStep(job_dir) < step && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return CheckpointStep(job_dir) >= step;
 }
 
 }  // namespace dtrain::test

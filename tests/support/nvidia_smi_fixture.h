@@ -142,13 +142,18 @@ inline std::string HgxTopology(int gpus = 8) {
 
 // `nvidia-smi nvlink -s`: `links` links per GPU at 26.562 GB/s, those in `inactive` (GPU, link)
 // shown as <inactive>.
+// The line `nvidia-smi nvlink` prints above GPU `g`'s links.
+inline std::string NvlinkGpuLine(int g) {
+  return "GPU " + std::to_string(g) +
+         ": NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-1111-2222-3333-" + std::string(11, '4') +
+         std::to_string(g) + ")\n";
+}
+
 inline std::string NvlinkStatus(int gpus = 8, int links = 18,
                                 const std::vector<std::pair<int, int>>& inactive = {}) {
   std::string out;
   for (int g = 0; g < gpus; ++g) {
-    out += "GPU " + std::to_string(g) +
-           ": NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-1111-2222-3333-" + std::string(11, '4') +
-           std::to_string(g) + ")\n";
+    out += NvlinkGpuLine(g);
     for (int l = 0; l < links; ++l) {
       bool down = false;
       for (const auto& [dg, dl] : inactive) down = down || (dg == g && dl == l);
@@ -197,9 +202,7 @@ inline std::string NvlinkErrors(
     const std::vector<std::pair<std::tuple<int, int, std::string>, long long>>& counts = {}) {
   std::string out;
   for (int g = 0; g < gpus; ++g) {
-    out += "GPU " + std::to_string(g) +
-           ": NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-1111-2222-3333-" + std::string(11, '4') +
-           std::to_string(g) + ")\n";
+    out += NvlinkGpuLine(g);
     for (int l = 0; l < links; ++l) {
       for (const char* counter : {"Replay Errors", "Recovery Errors", "CRC Errors"}) {
         long long value = 0;
