@@ -16,8 +16,9 @@ using checks::Make;
 
 BandwidthResult RunBandwidthTest(const ClusterSpec& probed, const BandwidthOptions& options) {
   BandwidthResult result;
-  // Each node's link error counters before and after the test, which loads the links.
-  LinkErrorWatch links;
+  // Each node's link error counters before and after the test, which loads the links. A link
+  // that retrains or goes down under the test is an error: --exclude-bad leaves its node out.
+  LinkErrorWatch links(Severity::kError);
   links.Update(ProbeHealthParts(probed, kFastHealthCheckTimeoutS).nodes);
   DoctorJob job =
       RunDoctorJob(probed, options.cluster, "bandwidth",

@@ -90,9 +90,11 @@ std::vector<LinkErrorGrowth> FlakyLinks(const std::vector<LinkCounter>& before,
 }
 
 Finding FlakyLinkFinding(const std::string& host, const std::vector<LinkErrorGrowth>& growth,
-                         double seconds) {
+                         double seconds, Severity events) {
   std::vector<std::string> items;
+  Severity severity = Severity::kWarning;
   for (const LinkErrorGrowth& g : growth) {
+    if (g.event) severity = events;
     if (g.event) {
       items.push_back(
           fmt::format("{} {} +{} ({})", g.link, g.counter, g.grown, EventMeaning(g.counter)));
@@ -102,7 +104,7 @@ Finding FlakyLinkFinding(const std::string& host, const std::vector<LinkErrorGro
     }
   }
   return checks::Make(
-      Severity::kWarning, "link-errors", "", {host},
+      severity, "link-errors", "", {host},
       fmt::format("node {}: link errors grew in {:.0f} s: {}", host, std::max(1.0, seconds),
                   checks::Join(items, "; ")),
       "a link whose errors grow makes NCCL slow or time out: reseat or replace the cable, the "
@@ -129,7 +131,7 @@ std::optional<Finding> LinkErrorWatch::Update(const std::string& host,
                      }),
       growth.end());
   if (growth.empty()) return std::nullopt;
-  return FlakyLinkFinding(host, growth, seconds);
+  return FlakyLinkFinding(host, growth, seconds, events_);
 }
 
 std::vector<Finding> LinkErrorWatch::Update(const std::vector<NodeFacts>& nodes) {

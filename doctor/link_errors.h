@@ -56,16 +56,21 @@ struct LinkErrorGrowth {
 std::vector<LinkErrorGrowth> FlakyLinks(const std::vector<LinkCounter>& before,
                                         const std::vector<LinkCounter>& after, double seconds);
 
-// The warning ("link-errors") naming `host` and its flaky links, e.g. "node node1: link errors
+// The finding ("link-errors") naming `host` and its flaky links, e.g. "node node1: link errors
 // grew in 30 s: GPU 3 PCIe replays +240 (480/min); mlx5_0/1 link_downed +1 (went down and came
-// back)".
+// back)": a warning, or `events` where a link retrained, went down or had an uncorrectable error.
 Finding FlakyLinkFinding(const std::string& host, const std::vector<LinkErrorGrowth>& growth,
-                         double seconds);
+                         double seconds, Severity events = Severity::kWarning);
 
 // Each node's last reading, for one launch (its start check, the health watch's rounds and the
 // restart checks) or one doctor run; a link and counter is reported once. Thread-safe.
+// `events`: the severity of a finding with a retraining, loss or uncorrectable error in it (an
+// error in the doctor's bandwidth test, whose hostfile then leaves the node out; a warning in a
+// running job, which goes on).
 class LinkErrorWatch {
  public:
+  explicit LinkErrorWatch(Severity events = Severity::kWarning) : events_(events) {}
+
   // `host`'s counters read at `at_s` (seconds on a steady clock) against its last reading: the
   // warning for the links not reported before, or nullopt (also on a first reading).
   std::optional<Finding> Update(const std::string& host, const std::vector<LinkCounter>& counters,
@@ -78,6 +83,7 @@ class LinkErrorWatch {
     double at_s = 0;
     std::vector<LinkCounter> counters;
   };
+  Severity events_;
   std::mutex mutex_;
   std::map<std::string, Reading> last_;
   std::set<std::string> reported_;  // host, link and counter

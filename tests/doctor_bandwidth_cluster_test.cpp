@@ -11,8 +11,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -106,9 +108,9 @@ TEST(DoctorBandwidthCluster, NamesTheThrottledNodeAndOnlyIt) {
   EXPECT_NE(errors[0].find("node node3"), std::string::npos) << errors[0];
 }
 
-// node1's port mlx5_0/1 counts 5 symbol errors every 100 ms from before the doctor starts to after
-// it ends (a flaky cable); node0's stays at 0. The counts read just before and after the bandwidth
-// test differ on node1 only.
+// From before the doctor starts to after it ends, node1's port mlx5_0/1 counts 5 symbol errors
+// every 100 ms (a flaky cable: a warning), and node0's goes down and comes back every 400 ms (an
+// error: --exclude-bad leaves node0 out). The counts are read just before and after the test.
 TEST(DoctorBandwidthCluster, NamesALinkWhoseErrorsGrowDuringTheTest) {
   SshTestCluster cluster("doctor-link-errors", 2, 1);
   REQUIRE_CLUSTER(cluster);
@@ -118,33 +120,45 @@ TEST(DoctorBandwidthCluster, NamesALinkWhoseErrorsGrowDuringTheTest) {
     test::WriteInfiniband(node + "-sys", "mlx5_0", "4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)");
   }
   const std::string file = test::StandInClusterFile(cluster, 2, "");
-  const std::string counter =
-      cluster.dir() + "/node1-sys/class/infiniband/mlx5_0/ports/1/counters/symbol_error";
+  const std::string counters = "-sys/class/infiniband/mlx5_0/ports/1/counters/";
   std::atomic<bool> stop{false};
   std::thread flaky([&] {
     for (long long n = 0; !stop; n += 5) {
-      std::ofstream(counter + ".new") << n << "\n";
-      std::filesystem::rename(counter + ".new", counter);
+      for (const auto& [node, counter, value] : {std::make_tuple("node1", "symbol_error", n),
+                                                 std::make_tuple("node0", "link_downed", n / 20)}) {
+        const std::string path = cluster.dir() + "/" + node + counters + counter;
+        std::ofstream(path + ".new") << value << "\n";
+        std::filesystem::rename(path + ".new", path);
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
-  DoctorRun r = test::RunDoctor("--json --bandwidth --bandwidth-mib 4", file);
+  const std::string good = cluster.dir() + "/good.txt";
+  DoctorRun r =
+      test::RunDoctor("--json --bandwidth --bandwidth-mib 4 --exclude-bad -o " + good, file);
   stop = true;
   flaky.join();
   ASSERT_TRUE(r.doc.is_object()) << r.text;
   EXPECT_EQ(r.doc["bandwidth"]["launch_status"], 0) << r.text;
-  std::vector<nlohmann::json> found;
+  std::map<std::string, nlohmann::json> found;  // node -> its link-errors finding
   for (const auto& f : r.doc["findings"]) {
-    if (f["check"] == "link-errors") found.push_back(f);
+    if (f["check"] == "link-errors") found[f["nodes"][0]] = f;
   }
-  ASSERT_EQ(found.size(), 1u) << r.text;
-  EXPECT_EQ(found[0]["severity"], "warning");
-  EXPECT_EQ(found[0]["nodes"], nlohmann::json::array({"node1"}));
-  const std::string message = found[0]["message"];
-  std::printf("%s\n", message.c_str());
+  ASSERT_EQ(found.size(), 2u) << r.text;
+  EXPECT_EQ(found["node1"]["severity"], "warning");
+  const std::string message = found["node1"]["message"];
+  std::printf("%s\n%s\n", message.c_str(), found["node0"]["message"].get<std::string>().c_str());
   EXPECT_EQ(message.find("node node1: link errors grew in "), 0u) << message;
   EXPECT_NE(message.find("mlx5_0/1 symbol_error +"), std::string::npos) << message;
   EXPECT_EQ(message.find("GPU"), std::string::npos) << message;
+  EXPECT_EQ(found["node0"]["severity"], "error");
+  EXPECT_NE(found["node0"]["message"].get<std::string>().find("mlx5_0/1 link_downed +"),
+            std::string::npos)
+      << found["node0"].dump();
+  EXPECT_EQ(r.status, 1) << r.text;
+  EXPECT_NE(test::ReadText(good).find("# excluded node0: node node0: link errors grew in "),
+            std::string::npos)
+      << test::ReadText(good);
   // The counts themselves are in the report, as the doctor's own probe read them.
   const auto& ports = r.doc["nodes"][1]["facts"]["health"]["infiniband"];
   ASSERT_EQ(ports.size(), 1u) << r.text;

@@ -138,6 +138,16 @@ TEST(LinkErrors, TheWatchJudgesEachNodeAgainstItsLastReadingAndReportsALinkOnce)
   EXPECT_EQ(f->message,
             "node node1: link errors grew in 30 s: GPU 5 PCIe replay rollovers +1 (retrained)");
   EXPECT_FALSE(watch.Update("node1", LinkCounters(Node("node1", HgxProbe(worse)).health), 190));
+
+  // The doctor's bandwidth test makes a retraining an error, and errors alone stay warnings.
+  LinkErrorWatch doctor(Severity::kError);
+  doctor.Update("node1", LinkCounters(node.health), 0);
+  f = doctor.Update("node1", LinkCounters(flaky.health), 10);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  f = doctor.Update("node1", LinkCounters(Node("node1", HgxProbe(worse)).health), 20);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kError);
 }
 
 // An HGX node whose `nvidia-smi nvlink -e` printed `errors`.
