@@ -70,13 +70,6 @@ struct Job {
   std::map<std::string, std::string> health_warnings;
 };
 
-// Before the first attempt: the nodes picked for it through the health check
-// (LaunchOptions::check_nodes); the unfit are quarantined and the pool picks again (a spare in
-// an unfit node's place, or fewer nodes with --nnodes MIN:MAX), and nodes new to the pick are
-// checked in turn. Returns the nodes to start on: empty when the pool cannot start the job
-// (NodePool::why_not says why).
-std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes);
-
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.
 ClusterSpec AttemptSpec(const ClusterSpec& spec, const std::vector<int>& picked);
 

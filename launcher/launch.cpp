@@ -31,6 +31,7 @@
 #include "launcher/job_store.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/log_reader.h"
+#include "launcher/node_health_checks.h"
 #include "launcher/node_pool.h"
 #include "launcher/python_script_command.h"
 #include "launcher/rank_error_file.h"

@@ -1,0 +1,113 @@
+// The launch's health checks of its nodes and what follows from them (node_health_checks.h).
+#include "launcher/node_health_checks.h"
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+
+namespace dtrain {
+
+// Index in the cluster's nodes of the node named `host`, -1 if none.
+int NodeIndex(const ClusterSpec& spec, const std::string& host) {
+  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+    if (spec.nodes[i].host == host) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Quarantines `host` for the rest of the job, saying why on the console and in job.json.
+void Quarantine(Job& job, int index, const std::string& why) {
+  const std::string& host = job.spec.nodes[index].host;
+  job.pool.Quarantine(index, why);
+  job.record.quarantined[host] = why;
+  std::fprintf(stderr, "dtrain: node %s quarantined for the rest of job %s: %s\n", host.c_str(),
+               job.record.name.c_str(), why.c_str());
+}
+
+// A warning of the health checks about a node (a link whose errors grow): said on the console and
+// kept in job.json; the job goes on.
+void RecordHealthWarning(Job& job, const std::string& host, const std::string& what) {
+  job.health_warnings[host] = what;
+  std::fprintf(stderr, "dtrain: warning: %s\n", what.c_str());
+  job.record.events.push_back({WallMicros(), "health_warning", what, ""});
+  WriteJobRecord(job.folder.job_dir, job.record);
+}
+
+namespace {
+
+// `nodes` through the health check (LaunchOptions::check_nodes), `when` ("start", "restart")
+// naming the moment in what is said; the unfit are quarantined. Returns the seconds it took.
+double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
+  if (!job.options.check_nodes || nodes.empty()) return 0;
+  const auto start = std::chrono::steady_clock::now();
+  NodeHealthFindings found;
+  try {
+    found = job.options.check_nodes(AttemptSpec(job.spec, nodes), /*count_unreached=*/true,
+                                    /*cancelled=*/nullptr);
+  } catch (const Error& e) {  // the check could not run at all: the job goes on unchecked
+    std::fprintf(stderr, "dtrain: warning: no health check before the %s: %s\n", when, e.what());
+    return 0;
+  }
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& [host, what] : found.warnings) RecordHealthWarning(job, host, what);
+  std::string names;
+  for (int index : nodes) {
+    auto it = found.unfit.find(job.spec.nodes[index].host);
+    if (it == found.unfit.end()) continue;
+    names += (names.empty() ? "" : ",") + it->first;
+    Quarantine(job, index, fmt::format("failed the health check before {}: {}", when, it->second));
+  }
+  const std::string line =
+      fmt::format("health check before {}: {} node(s) in {:.1f} s, {}", when, nodes.size(), took_s,
+                  names.empty() ? std::string("all fit") : "unfit: " + names);
+  std::fprintf(stderr, "dtrain: %s\n", line.c_str());
+  job.record.events.push_back({WallMicros(), "health_check", line, ""});
+  return took_s;
+}
+
+}  // namespace
+
+// Before a restart: the last attempt's nodes that were not lost. Returns the seconds it took.
+double CheckNodesBeforeRestart(Job& job) {
+  std::vector<int> nodes;
+  for (const std::string& host : job.record.attempts.back().nodes) {
+    const int index = NodeIndex(job.spec, host);
+    if (index >= 0 && job.pool.quarantined(index).empty()) nodes.push_back(index);
+  }
+  return CheckNodes(job, nodes, "restart");
+}
+
+std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes) {
+  job.start_checked = job.options.check_nodes != nullptr;
+  std::set<int> checked;
+  for (;;) {
+    std::vector<int> unchecked;
+    for (int index : nodes) {
+      if (checked.insert(index).second) unchecked.push_back(index);
+    }
+    if (unchecked.empty()) return nodes;
+    CheckNodes(job, unchecked, "start");
+    nodes = job.pool.Pick();  // without the unfit: spares in their place, or fewer (--nnodes)
+    if (nodes.empty()) return nodes;
+  }
+}
+
+void LeaveOutNodesWithFlakyLinks(Job& job, bool attempt_failed) {
+  if (attempt_failed) {
+    for (const auto& [host, what] : job.health_warnings) {
+      const int index = NodeIndex(job.spec, host);
+      if (index < 0 || !job.pool.quarantined(index).empty()) continue;
+      if (job.pool.CanGoOnWithout(index)) {
+        Quarantine(job, index, "its link errors grew during the failed attempt: " + what);
+      }
+    }
+  }
+  job.health_warnings.clear();
+}
+
+}  // namespace dtrain

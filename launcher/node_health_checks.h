@@ -1,0 +1,43 @@
+// The launch's health checks of its nodes (LaunchOptions::check_nodes, the doctor's fast checks)
+// before the first attempt and before a restart, and what follows from them and from the health
+// watch: a node quarantined for the rest of the job with the reason said on the console and in
+// job.json, a warning (a link whose errors grow) said and kept, and after a failed attempt the
+// nodes whose links grew errors left out where the job can go on without them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/job_attempt.h"
+
+namespace dtrain {
+
+// Index in the cluster's nodes of the node named `host`, -1 if none.
+int NodeIndex(const ClusterSpec& spec, const std::string& host);
+
+// Quarantines node `index` for the rest of the job, saying why on the console and in job.json.
+void Quarantine(Job& job, int index, const std::string& why);
+
+// A warning of the health checks about node `host` (a link whose errors grow): said on the
+// console, kept in job.json and in Job::health_warnings; the job goes on.
+void RecordHealthWarning(Job& job, const std::string& host, const std::string& what);
+
+// Before the first attempt: the nodes picked for it through the health check; the unfit are
+// quarantined and the pool picks again (a spare in an unfit node's place, or fewer nodes with
+// --nnodes MIN:MAX), and nodes new to the pick are checked in turn. Returns the nodes to start
+// on: empty when the pool cannot start the job (NodePool::why_not says why).
+std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes);
+
+// Before a restart: the last attempt's nodes that were not quarantined. Returns the seconds it
+// took (taken out of the backoff).
+double CheckNodesBeforeRestart(Job& job);
+
+// After an attempt was judged: when it failed (`attempt_failed`: not interrupted, not an error
+// every rank hit), the nodes with health warnings since the last attempt was judged are the
+// likeliest cause where nothing else is certain (NCCL over a flaky link times out on every
+// rank); each is quarantined where the job can go on without it (a spare, or --nnodes MIN) and
+// kept otherwise. Then the warnings are forgotten.
+void LeaveOutNodesWithFlakyLinks(Job& job, bool attempt_failed);
+
+}  // namespace dtrain
