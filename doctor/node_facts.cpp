@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "doctor/tool_output_text.h"
+
 namespace dtrain {
 namespace {
 
@@ -146,12 +148,9 @@ std::map<std::string, long long> Counts(const std::vector<std::string>& parts) {
   std::map<std::string, long long> out;
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
-    const std::string digits = eq == std::string::npos ? "" : parts[i].substr(eq + 1);
-    if (eq == 0 || digits.empty() || digits.size() > 18 ||
-        digits.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    out[parts[i].substr(0, eq)] = Number(digits);
+    if (eq == 0 || eq == std::string::npos) continue;
+    const long long count = CountOrMinusOne(std::string_view(parts[i]).substr(eq + 1));
+    if (count >= 0) out[parts[i].substr(0, eq)] = count;
   }
   return out;
 }

@@ -240,14 +240,10 @@ std::vector<NvlinkErrorCount> ParseNvlinkErrors(std::string_view text) {
     const size_t second = first == std::string_view::npos ? first : line.find(": ", first + 2);
     if (second == std::string_view::npos) continue;
     const long long link = LeadingNumber(line.substr(5, first - 5));
-    const std::string_view count = TrimSpace(line.substr(second + 2));
-    if (link < 0 || count.empty() || count.size() > 18 ||
-        count.find_first_not_of("0123456789") != std::string_view::npos) {
-      continue;
-    }
+    const long long count = CountOrMinusOne(TrimSpace(line.substr(second + 2)));
+    if (link < 0 || count < 0) continue;
     out.push_back({gpu, static_cast<int>(link),
-                   std::string(TrimSpace(line.substr(first + 2, second - first - 2))),
-                   LeadingNumber(count)});
+                   std::string(TrimSpace(line.substr(first + 2, second - first - 2))), count});
   }
   return out;
 }
