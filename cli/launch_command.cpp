@@ -177,9 +177,9 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   auto node_timeout = std::make_shared<double>(10);
   CLI::Option* node_timeout_option =
       cmd->add_option("--node-timeout", *node_timeout,
-                      "seconds an ssh node may answer nothing before it is lost (its ranks "
-                      "stopped everywhere, and ended by the node itself); 0: off (default: "
-                      "job.node_timeout, else 10)")
+                      "seconds an ssh or Slurm node may answer nothing before it is lost (its "
+                      "ranks stopped everywhere, and ended by the node itself or by Slurm); 0: "
+                      "off (default: job.node_timeout, else 10)")
           ->check(SecondsAtLeast(0));
   cmd->add_option("--spares", options->spares,
                   "the last N listed nodes wait as spares, used once a node is quarantined "

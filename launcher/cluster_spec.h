@@ -65,6 +65,10 @@ struct SlurmPlacement {
   bool placed = false;
   std::string job_id;               // srun --jobid; "" = the caller's allocation (SLURM_JOB_ID)
   std::string job_name = "dtrain";  // srun --job-name of every step
+  // A step lost a node: slurmctld keeps that step, and the CPUs it holds on every node, until it
+  // declares the node DOWN (SlurmdTimeout, 300 s by default), so every later step overlaps it
+  // (srun --overlap) instead of waiting.
+  bool overlap_steps = false;
 };
 
 // More ranks than any cluster dtrain is for (a few hundred machines of 8 GPUs): a sanity limit,

@@ -41,4 +41,20 @@ std::string ExitStatus::Describe() const {
   return fmt::format("exit {}", code);
 }
 
+ExitStatus ExitStatus::NodeLost(const std::string& host, double silent_s, std::time_t last_seen) {
+  std::string when = "never";
+  if (last_seen != 0) {
+    std::tm local{};
+    localtime_r(&last_seen, &local);
+    char text[16];
+    std::strftime(text, sizeof text, "%H:%M:%S", &local);
+    when = text;
+  }
+  ExitStatus status;
+  status.lost = true;
+  status.error =
+      fmt::format("node {} lost: no answer for {:.0f} s, last seen {}", host, silent_s, when);
+  return status;
+}
+
 }  // namespace dtrain

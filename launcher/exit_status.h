@@ -2,6 +2,7 @@
 // task), and the one decoder of waitpid(2)'s raw status.
 #pragma once
 
+#include <ctime>
 #include <string>
 
 namespace dtrain {
@@ -25,6 +26,9 @@ struct ExitStatus {
   static ExitStatus FromShellStatus(int shell_status);
   // A raw status from waitpid(2) of a process that ended.
   static ExitStatus FromWaitStatus(int wait_status);
+  // What every process of a node the transport stopped hearing from ends with: lost, the error
+  // "node gpu-b lost: no answer for 10 s, last seen 12:01:07" (local time; "never" for 0).
+  static ExitStatus NodeLost(const std::string& host, double silent_s, std::time_t last_seen);
 };
 
 // "SIGKILL" for 9; "signal N" when the C library has no name for it.

@@ -198,7 +198,7 @@ JobRecord NewJobRecord(const ClusterSpec& spec, const JobSettings& job, const Jo
   record.timeline = job.timeline;
   record.stall_timeout_s = job.stall_timeout_s;
   record.on_stall = on_stall;
-  record.node_timeout_s = spec.transport == TransportKind::kSsh ? job.node_timeout_s : 0;
+  record.node_timeout_s = spec.transport == TransportKind::kLocal ? 0 : job.node_timeout_s;
   record.started_us = WallMicros();
   return record;
 }
@@ -347,7 +347,7 @@ int RunLaunch(const LaunchOptions& options) {
     record.quarantined[host] = why;
   }
   SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the launch
-  const ClusterSpec spec = PlaceCluster(chosen_spec, folder, allocation, record);
+  ClusterSpec spec = PlaceCluster(chosen_spec, folder, allocation, record);
   // The nodes that may be asked anything (clocks, interfaces, --sync): all but the unreached.
   ClusterSpec reached = spec;
   reached.nodes.erase(
@@ -389,8 +389,8 @@ int RunLaunch(const LaunchOptions& options) {
   }
   if (options.sync) SyncLaunchDir(reached, folder, record);
 
-  Job job{options, spec,   settings, folder, plan_options, horovod_network, logs,
-          console, record, pool,     {}};
+  Job job{options, spec, settings, folder, plan_options, horovod_network, logs, console,
+          record,  pool, {},       false,  false,        {}};
   if (StartHealthCheck(options, spec)) {
     nodes = CheckNodesBeforeStart(job, nodes);
     if (nodes.empty()) {
@@ -406,6 +406,12 @@ int RunLaunch(const LaunchOptions& options) {
     if (attempt > 0) nodes = pool.Pick();
     std::map<int, uint64_t> log_start;
     const JobOutcome outcome = RunAttempt(job, attempt, AttemptSpec(spec, nodes), log_start);
+    // Every later step, the checks before a restart among them, overlaps a step that lost a node
+    // (SlurmPlacement::overlap_steps); `job` sees `spec` itself.
+    for (const auto& [rank, status] : outcome.statuses) {
+      if (status.lost && spec.transport == TransportKind::kSlurm)
+        spec.slurm_placement.overlap_steps = true;
+    }
     if (attempt == 0) {
       std::vector<std::string> notes;
       record.node_clocks = clock_probe.Take(notes);

@@ -11,7 +11,7 @@ std::unique_ptr<Transport> MakeTransport(const ClusterSpec& spec, double grace_p
     case TransportKind::kSsh:
       return MakeSshTransport(spec, SshWatch{grace_period_s, node_timeout_s});
     case TransportKind::kSlurm:
-      return MakeSlurmTransport(spec);
+      return MakeSlurmTransport(spec, node_timeout_s);
   }
   return MakeSshTransport(spec, grace_period_s);
 }

@@ -82,7 +82,7 @@ struct SshWatch {
 };
 
 // The transport the cluster file asks for. `grace_period_s`: see kDefaultRemoteGraceS;
-// `node_timeout_s`: see SshWatch (ssh only; the others ignore it).
+// `node_timeout_s`: see SshWatch and MakeSlurmTransport (the local transport ignores it).
 std::unique_ptr<Transport> MakeTransport(const ClusterSpec& spec,
                                          double grace_period_s = kDefaultRemoteGraceS,
                                          double node_timeout_s = 0);
@@ -97,6 +97,8 @@ std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec,
                                             bool take_idle_sessions = true);
 std::unique_ptr<Transport> MakeSshTransport(const ClusterSpec& spec, const SshWatch& watch,
                                             bool take_idle_sessions = true);
-std::unique_ptr<Transport> MakeSlurmTransport(const ClusterSpec& spec);
+// `node_timeout_s` > 0: a node none of whose running tasks was heard from for that long is lost
+// (slurm_transport.cpp); 0: left to Slurm.
+std::unique_ptr<Transport> MakeSlurmTransport(const ClusterSpec& spec, double node_timeout_s = 0);
 
 }  // namespace dtrain

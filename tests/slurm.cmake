@@ -6,7 +6,8 @@ dtrain_test(slurm_unit_test SOURCES slurm_unit_test.cpp LIBS dtrain_launcher TIM
 # One process for the whole integration set, so the cluster starts and stops once: the
 # transport's own tests and `dtrain launch` on Slurm, with the cluster in slurm_integration_main.cpp.
 add_executable(slurm_integration_test slurm_integration_main.cpp
-               slurm_integration_transport_test.cpp slurm_integration_launch_test.cpp)
+               slurm_integration_transport_test.cpp slurm_integration_launch_test.cpp
+               slurm_integration_node_loss_test.cpp)
 target_include_directories(slurm_integration_test PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(slurm_integration_test PRIVATE dtrain_launcher GTest::gtest)
 target_compile_definitions(slurm_integration_test PRIVATE

@@ -140,6 +140,24 @@ TEST(SlurmStep, ProcessesBesideTheRanksRunAsAnOverlappingStep) {
   EXPECT_THROW(PlanSlurmStep(procs, spec, "@m@"), Error);
 }
 
+// After a node was lost, slurmctld keeps the step that ran there, with its CPUs, until the node
+// is DOWN: the restart's ranks (and the checks before it) overlap it instead of waiting.
+TEST(SlurmStep, EveryStepOverlapsOnceAStepLostANode) {
+  ClusterSpec spec = Placed({"n1", "n2"});
+  spec.slurm_placement.overlap_steps = true;
+  EXPECT_TRUE(PlanSlurmStep(FourRanks(spec), spec, "@m@").overlap);
+}
+
+// With a node timeout every task says it is alive; the wrapper drops the variable before the
+// command runs.
+TEST(SlurmStep, HeartbeatIsAskedOfTheWrapperOnlyWithANodeTimeout) {
+  const ClusterSpec spec = Placed({"n1", "n2"});
+  EXPECT_EQ(PlanSlurmStep(FourRanks(spec), spec, "@m@").env.count("DTRAIN_SLURM_BEAT"), 0u);
+  EXPECT_EQ(PlanSlurmStep(FourRanks(spec), spec, "@m@", true).env.at("DTRAIN_SLURM_BEAT"), "1");
+  const std::string& script = SlurmTaskScript();
+  EXPECT_LT(script.find("unset DTRAIN_SLURM_BEAT"), script.find("\"$@\" 2>&1"));
+}
+
 TEST(SlurmStep, RejectsShapesOneStepCannotRun) {
   ClusterSpec spec = Placed({"n1", "n2"});
   std::vector<ProcessSpec> procs = FourRanks(spec);
@@ -181,6 +199,11 @@ TEST(SlurmStep, ParsesLabelledLinesAndWrapperStatus) {
   EXPECT_EQ(line.step_id, "17.2");
   EXPECT_EQ(line.output, "");
   EXPECT_EQ(ParseSlurmTaskLine("srun: error: x", true, "@m@").task, -1);
+  line = ParseSlurmTaskLine("5: @m@A", false, "@m@");  // the heartbeat, on srun's stderr
+  EXPECT_EQ(line.task, 5);
+  EXPECT_TRUE(line.alive);
+  EXPECT_FALSE(line.started || line.exited);
+  EXPECT_FALSE(ParseSlurmTaskLine("5: @m@Alive", false, "@m@").alive);
 }
 
 // `dtrain status` probes a Slurm job from another terminal: job.json names the job, its steps'

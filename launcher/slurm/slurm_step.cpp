@@ -22,6 +22,10 @@ constexpr const char* kPythonPathHead = "DTRAIN_PYTHONPATH_HEAD";
 // command was killed) stays on srun's stderr, apart from the rank's output. A command killed by
 // SIGKILL while the node's OOM kill count went up gets the line launcher/oom_kill.h describes
 // (templates/oom_kill_line.sh, put in front by SlurmTaskScript).
+// With DTRAIN_SLURM_BEAT set, a loop writes an "A" status line to the wrapper's own stderr every
+// half second while the command runs, so dtrain hears from a node whose ranks print nothing. It
+// ignores the signals a stop sends (a rank that takes its grace period to end is not silent) and
+// is killed with the command's end.
 constexpr const char* kTaskScript = R"sh(r=${SLURM_PROCID-}
 case $r in '' | *[!0-9]*) echo "dtrain: SLURM_PROCID is not set: this task was not started by srun"; exit 255 ;; esac
 n=$DTRAIN_SLURM_NTASKS
@@ -48,10 +52,17 @@ fi
 m=$DTRAIN_SLURM_MARK
 unset DTRAIN_PYTHONPATH_HEAD DTRAIN_SLURM_MARK DTRAIN_SLURM_VARY DTRAIN_SLURM_NTASKS DTRAIN_SLURM_NODES DTRAIN_SLURM_LOCALS
 printf '%sB %s.%s\n' "$m" "${SLURM_JOB_ID-}" "${SLURM_STEP_ID-}"
+b=
+if [ -n "${DTRAIN_SLURM_BEAT-}" ]; then
+  unset DTRAIN_SLURM_BEAT
+  ( trap '' INT TERM HUP; while printf '%sA\n' "$m" >&3; do sleep 0.5 3>&-; done ) 3>&2 </dev/null >/dev/null 2>&1 &
+  b=$!
+fi
 trap 'signalled=1' INT TERM HUP
 ok0=$(dtrain_oom_kills)
 "$@" 2>&1
 s=$?
+[ -n "$b" ] && kill -s KILL "$b" 2>/dev/null
 [ -n "${signalled-}" ] || dtrain_oom_line "$s" "$ok0"
 printf '%sE %s\n' "$m" "$s"
 exit $s
@@ -99,7 +110,7 @@ const std::string& SlurmTaskScript() {
 }
 
 SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const ClusterSpec& spec,
-                            const std::string& marker) {
+                            const std::string& marker, bool heartbeat) {
   if (procs.empty()) throw Error("transport slurm: nothing to run");
   CheckSameForAll(procs);
   const std::map<int, int> per_node = TasksPerNodeIndex(procs);
@@ -119,7 +130,7 @@ SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const Cluster
   plan.argv = procs.front().argv;
   plan.cwd = procs.front().cwd;
   plan.stdin_data = procs.front().stdin_data;
-  plan.overlap = procs.front().beside_ranks;
+  plan.overlap = procs.front().beside_ranks || spec.slurm_placement.overlap_steps;
   plan.marker = marker;
 
   // Block order: tasks sorted by node, then by id, as srun --distribution=block places them.
@@ -167,6 +178,7 @@ SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const Cluster
   plan.env["DTRAIN_SLURM_NODES"] = fmt::format("{}", fmt::join(plan.task_node, " "));
   plan.env["DTRAIN_SLURM_LOCALS"] = fmt::format("{}", fmt::join(plan.task_local, " "));
   plan.env["DTRAIN_SLURM_MARK"] = marker;
+  if (heartbeat) plan.env["DTRAIN_SLURM_BEAT"] = "1";
   return plan;
 }
 
@@ -228,6 +240,8 @@ SlurmTaskLine ParseSlurmTaskLine(std::string_view line, bool newline, const std:
   if (tag.substr(0, 2) == "B ") {
     parsed.started = true;
     parsed.step_id = std::string(tag.substr(2));
+  } else if (tag == "A") {
+    parsed.alive = true;
   } else if (tag.substr(0, 2) == "E ") {
     parsed.exited = true;
     parsed.status = std::atoi(std::string(tag.substr(2)).c_str());

@@ -33,9 +33,10 @@ struct SlurmStepPlan {
 // Throws dtrain::Error when the processes do not fit one step: every task must run the same
 // command in the same directory with the same stdin, all beside the ranks or none. `spec` is placed
 // on its allocation (launcher/slurm/slurm_allocation.h): a process's node_index names the allocated
-// node it runs on, and the processes' environments are taken as they are.
+// node it runs on, and the processes' environments are taken as they are. `heartbeat`: every task
+// says it is alive on srun's stderr every half second (SlurmTaskLine::alive).
 SlurmStepPlan PlanSlurmStep(const std::vector<ProcessSpec>& procs, const ClusterSpec& spec,
-                            const std::string& marker);
+                            const std::string& marker, bool heartbeat = false);
 
 // SLURM_HOSTFILE's text (one host per task) for steps with uneven tasks per node.
 std::string SlurmHostfile(const SlurmStepPlan& plan);
@@ -51,6 +52,7 @@ struct SlurmTaskLine {
   std::string output;    // the task's bytes, "\n" included when the task wrote one
   bool started = false;  // the wrapper's start line: step_id is set
   std::string step_id;   // "JOB.STEP"
+  bool alive = false;    // the wrapper's heartbeat (on srun's stderr)
   bool exited = false;   // the wrapper's end line: status is set
   int status = 0;        // the command's shell status (128+signal for a signal)
 };

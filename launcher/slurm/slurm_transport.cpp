@@ -1,15 +1,20 @@
 // Transport for `transport: slurm`. Each Start() becomes one srun job step in the allocation the
 // spec was placed on (launcher/slurm/slurm_allocation.h): the processes' node indices name the
 // allocated nodes, and the placement names the job; the transport changes nothing it is given.
+// With a node timeout, every task says it is alive every half second (slurm_step.h); a node none
+// of whose running tasks was heard from for that long is lost, as an ssh node that falls silent
+// (its processes end with ExitStatus::NodeLost), seconds before slurmctld would declare it DOWN.
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 
 #include <fmt/format.h>
@@ -24,6 +29,7 @@ namespace dtrain {
 namespace {
 
 constexpr int kClientTimeoutMs = 30000;
+using Clock = std::chrono::steady_clock;
 
 std::string RandomMarker() {
   std::random_device device;
@@ -91,11 +97,20 @@ struct SlurmRun {
   std::string hostfile;                  // SLURM_HOSTFILE for uneven steps; removed at the end
   std::vector<bool> started, exited;
   std::map<int, ExitStatus> srun_reported;  // task -> what srun said about it
+  // The node watch (a node timeout was given): when each node (plan.hosts) was last heard from,
+  // counted from the step's first task start, and which were lost.
+  bool step_running = false;
+  std::vector<Clock::time_point> node_heard;
+  std::vector<std::time_t> node_heard_wall;
+  std::vector<bool> node_lost;
+  bool srun_killed = false;         // after a loss: srun would wait for the lost node's tasks
+  std::vector<Subprocess> cancels;  // scancel not waited for (a lost node would hold it up)
 };
 
 class SlurmTransport : public Transport {
  public:
-  explicit SlurmTransport(const ClusterSpec& spec) : spec_(spec) {}
+  SlurmTransport(const ClusterSpec& spec, double node_timeout_s)
+      : spec_(spec), node_timeout_s_(node_timeout_s) {}
   ~SlurmTransport() override;
 
   void Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) override;
@@ -110,8 +125,13 @@ class SlurmTransport : public Transport {
   void HandleSrunLine(SlurmRun& run, const std::string& line);
   void Finish(SlurmRun& run, TransportEvents& events);
   void Cancel(SlurmRun& run, int sig);
+  void Heard(SlurmRun& run, int task);
+  void WatchNodes(SlurmRun& run, TransportEvents& events);
+  // The cluster file's name for the allocated node `machine`.
+  std::string NodeLabel(const std::string& machine) const;
 
   ClusterSpec spec_;
+  double node_timeout_s_ = 0;
   std::vector<std::unique_ptr<SlurmRun>> runs_;
 };
 
@@ -139,7 +159,7 @@ void SlurmTransport::Start(const std::vector<ProcessSpec>& procs, TransportEvent
 
 void SlurmTransport::Launch(SlurmRun& run, TransportEvents& events) {
   try {
-    run.plan = PlanSlurmStep(run.procs, spec_, RandomMarker());
+    run.plan = PlanSlurmStep(run.procs, spec_, RandomMarker(), node_timeout_s_ > 0);
     EnvOverrides env(run.plan.env.begin(), run.plan.env.end());
     if (run.plan.tasks_per_node == 0) {
       run.hostfile = WriteHostfile(SlurmHostfile(run.plan));
@@ -155,6 +175,9 @@ void SlurmTransport::Launch(SlurmRun& run, TransportEvents& events) {
   run.launched = true;
   run.started.assign(run.plan.task_ids.size(), false);
   run.exited.assign(run.plan.task_ids.size(), false);
+  run.node_heard.assign(run.plan.hosts.size(), Clock::now());
+  run.node_heard_wall.assign(run.plan.hosts.size(), 0);
+  run.node_lost.assign(run.plan.hosts.size(), false);
   if (run.child.in_fd >= 0) {
     const std::string& data = run.plan.stdin_data;
     for (size_t at = 0; at < data.size();) {
@@ -207,6 +230,10 @@ bool SlurmTransport::Poll(int timeout_ms, TransportEvents& events) {
     }
   }
   for (auto& run : runs_) {
+    if (run->launched && !run->done) WatchNodes(*run, events);
+    for (Subprocess& cancel : run->cancels) cancel.Done();
+  }
+  for (auto& run : runs_) {
     if (!run->launched || run->done || run->child.out_fd >= 0 || run->child.err_fd >= 0) continue;
     run->srun_status = run->child.Finish().ShellStatus();  // 255 when it was lost
     run->reaped = true;
@@ -255,7 +282,9 @@ void SlurmTransport::HandleLine(SlurmRun& run, std::string_view line, bool newli
     return;
   }
   const int id = run.plan.task_ids[parsed.task];
-  if (!parsed.output.empty() && !run.exited[parsed.task]) events.OnOutput(id, OutputStream::kStdout, parsed.output);
+  Heard(run, parsed.task);
+  if (!parsed.output.empty() && !run.exited[parsed.task])
+    events.OnOutput(id, OutputStream::kStdout, parsed.output);
   if (parsed.started) {
     run.started[parsed.task] = true;
     if (run.step_id.empty()) run.step_id = parsed.step_id;
@@ -266,8 +295,14 @@ void SlurmTransport::HandleLine(SlurmRun& run, std::string_view line, bool newli
   }
 }
 
-// "srun: error: node1: tasks 0-1: Killed" names tasks; anything else is passed on.
+// "srun: error: node1: tasks 0-1: Killed" names tasks; a task's heartbeat is taken; anything
+// else is passed on.
 void SlurmTransport::HandleSrunLine(SlurmRun& run, const std::string& line) {
+  const SlurmTaskLine beat = ParseSlurmTaskLine(line, false, run.plan.marker);
+  if (beat.alive && beat.task < static_cast<int>(run.plan.task_ids.size())) {
+    Heard(run, beat.task);
+    return;
+  }
   for (const char* word : {": tasks ", ": task "}) {
     const size_t at = line.find(word);
     if (at == std::string::npos) continue;
@@ -322,6 +357,17 @@ void SlurmTransport::Cancel(SlurmRun& run, int sig) {
     std::vector<std::string> argv = {"scancel", "--quiet"};
     if (sig != SIGKILL) argv.push_back("--signal=" + SignalName(sig).substr(3));
     argv.push_back(run.step_id);
+    // slurmctld answers a signal for a step only once every node of it did, so with a lost node
+    // scancel would keep dtrain waiting for MessageTimeout (10 s by default): it runs on its own.
+    if (std::find(run.node_lost.begin(), run.node_lost.end(), true) != run.node_lost.end()) {
+      try {
+        run.cancels.push_back(StartSlurmClient(argv, {}, false));
+        Subprocess::Close(run.cancels.back().out_fd);
+        Subprocess::Close(run.cancels.back().err_fd);
+        return;
+      } catch (const Error&) {
+      }
+    }
     const SlurmCommandResult result = RunSlurmCommand(argv, "", kClientTimeoutMs);
     if (result.status == 0) return;
   }
@@ -337,10 +383,67 @@ void SlurmTransport::SignalAll(int sig) {
   }
 }
 
+std::string SlurmTransport::NodeLabel(const std::string& machine) const {
+  for (const NodeSpec& node : spec_.nodes) {
+    if (node.MachineName() == machine) return node.host;
+  }
+  return machine;
+}
+
+void SlurmTransport::Heard(SlurmRun& run, int task) {
+  if (run.node_heard.empty()) return;
+  const int node = run.plan.task_node[task];
+  run.node_heard[node] = Clock::now();
+  run.node_heard_wall[node] = std::time(nullptr);
+}
+
+// Srun's own connections to a node that stopped answering time out only after minutes, and
+// slurmctld declares it DOWN after SlurmdTimeout; dtrain does not wait for either. A lost node's
+// running tasks end as lost; once no task runs, the step is cancelled (slurmctld kills what is
+// left when the node answers again) and srun, which would wait for the lost node, is killed.
+void SlurmTransport::WatchNodes(SlurmRun& run, TransportEvents& events) {
+  if (node_timeout_s_ <= 0 || run.node_heard.empty()) return;
+  const Clock::time_point now = Clock::now();
+  if (!run.step_running) {
+    // Silence counts from the step's first task start: srun may wait for its nodes before that.
+    if (std::find(run.started.begin(), run.started.end(), true) == run.started.end()) return;
+    run.step_running = true;
+    for (size_t node = 0; node < run.node_heard.size(); ++node) {
+      run.node_heard[node] = std::max(run.node_heard[node], now);
+    }
+  }
+  bool lost_any = false;
+  for (size_t node = 0; node < run.plan.hosts.size(); ++node) {
+    lost_any = lost_any || run.node_lost[node];
+    const double silent_s = std::chrono::duration<double>(now - run.node_heard[node]).count();
+    if (run.node_lost[node] || silent_s < node_timeout_s_) continue;
+    std::vector<size_t> running;
+    for (size_t t = 0; t < run.plan.task_ids.size(); ++t) {
+      if (run.plan.task_node[t] == static_cast<int>(node) && !run.exited[t]) running.push_back(t);
+    }
+    if (running.empty()) continue;
+    run.node_lost[node] = true;
+    lost_any = true;
+    const ExitStatus status =
+        ExitStatus::NodeLost(NodeLabel(run.plan.hosts[node]), silent_s, run.node_heard_wall[node]);
+    for (size_t t : running) {
+      run.exited[t] = true;
+      events.OnExit(run.plan.task_ids[t], status);
+    }
+  }
+  if (!lost_any || run.srun_killed ||
+      std::find(run.exited.begin(), run.exited.end(), false) != run.exited.end()) {
+    return;
+  }
+  run.srun_killed = true;
+  Cancel(run, SIGKILL);
+  run.child.SignalGroup(SIGKILL);  // srun and the helper it forks
+}
+
 }  // namespace
 
-std::unique_ptr<Transport> MakeSlurmTransport(const ClusterSpec& spec) {
-  return std::make_unique<SlurmTransport>(spec);
+std::unique_ptr<Transport> MakeSlurmTransport(const ClusterSpec& spec, double node_timeout_s) {
+  return std::make_unique<SlurmTransport>(spec, node_timeout_s);
 }
 
 }  // namespace dtrain

@@ -84,15 +84,6 @@ int OnHeartbeatData(ssh_session, ssh_channel, void*, uint32_t len, int, void* us
   return static_cast<int>(len);
 }
 
-// "12:01:07", this machine's local time.
-std::string ClockTime(std::time_t t) {
-  std::tm local{};
-  localtime_r(&t, &local);
-  char text[16];
-  std::strftime(text, sizeof text, "%H:%M:%S", &local);
-  return text;
-}
-
 // cwd: the process's own, else workdir (must exist), else the launch directory when the node
 // has it (a shared file system), else the login directory.
 RemoteCommandOptions CommandOptions(const ClusterSpec& spec, const ProcessSpec& proc,
@@ -262,9 +253,7 @@ void NodeLink::FreeHeartbeat() {
 
 void NodeLink::Lose(double silent_s) {
   lost_ = true;
-  const std::string error =
-      fmt::format("node {} lost: no answer for {:.0f} s, last seen {}", node_.host, silent_s,
-                  last_heard_wall_ ? ClockTime(last_heard_wall_) : std::string("never"));
+  const std::string error = ExitStatus::NodeLost(node_.host, silent_s, last_heard_wall_).error;
   if (const socket_t fd = ssh_get_fd(session_->handle()); fd != SSH_INVALID_SOCKET) {
     ::shutdown(fd, SHUT_RDWR);
   }

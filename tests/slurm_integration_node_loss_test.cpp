@@ -1,0 +1,170 @@
+// A Slurm node lost while `dtrain launch` runs on the real Slurm on this machine
+// (tests/support/slurm_cluster.h): node2 is frozen as a hung machine is, its slurmd, the
+// slurmstepd of the ranks' step and the ranks' process groups stopped with SIGSTOP, so neither
+// dtrain nor slurmctld hears from it. dtrain must notice within its node timeout (slurmctld would
+// declare it DOWN only after SlurmdTimeout, 300 s), go on without it, and leave nothing of the
+// old attempt once the node answers again.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "launcher/slurm/slurm_child.h"
+#include "tests/support/checkpointed_rank.h"
+#include "tests/support/dtrain_process.h"
+#include "tests/support/files.h"
+#include "tests/support/slurm_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using testing::ProcessesWithEnv;
+using testing::ReadFile;
+
+// The processes of one Slurm node of a job, stopped as one (SIGSTOP) and thawed (SIGCONT) when
+// the test asks or ends, whatever happened in between: the node's slurmd, the slurmstepd of each
+// of the job's tasks there and the tasks' process groups (all their children, including those
+// forked while the signal is sent).
+class FrozenNode {
+ public:
+  FrozenNode(const std::string& node, const std::string& job) {
+    const std::string dir = getenv("DTRAIN_SLURM_DIR") ? getenv("DTRAIN_SLURM_DIR") : "";
+    slurmd_ = std::atoi(ReadFile(dir + "/slurmd-" + node + ".pid").c_str());
+    const std::vector<int> of_job = ProcessesWithEnv("DTRAIN_JOB=" + job);
+    const std::vector<int> on_node = ProcessesWithEnv("SLURMD_NODENAME=" + node);
+    const std::set<int> node_set(on_node.begin(), on_node.end());
+    for (int pid : of_job) {
+      if (!node_set.count(pid)) continue;
+      tasks_.push_back(pid);
+      groups_.insert(getpgid(pid));
+      const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+      const int parent = std::atoi(stat.substr(stat.rfind(')') + 4).c_str());
+      if (ReadFile("/proc/" + std::to_string(parent) + "/cmdline").rfind("slurmstepd", 0) == 0)
+        stepds_.insert(parent);
+    }
+    Send(SIGSTOP);
+  }
+  ~FrozenNode() { Thaw(); }
+  void Thaw() {
+    if (frozen_) Send(SIGCONT);
+    frozen_ = false;
+  }
+  bool complete() const { return slurmd_ > 0 && !groups_.empty() && !stepds_.empty(); }
+  const std::vector<int>& tasks() const { return tasks_; }
+
+ private:
+  void Send(int sig) {
+    for (int group : groups_) kill(-group, sig);
+    for (int pid : stepds_) kill(pid, sig);
+    if (slurmd_ > 0) kill(slurmd_, sig);
+    frozen_ = sig == SIGSTOP;
+  }
+  int slurmd_ = 0;
+  std::vector<int> tasks_;
+  std::set<int> groups_, stepds_;
+  bool frozen_ = false;
+};
+
+// Whether every pid is a stopped process (state T).
+bool AllStopped(const std::vector<int>& pids) {
+  for (int pid : pids) {
+    const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || stat.substr(paren + 2, 1) != "T") return false;
+  }
+  return !pids.empty();
+}
+
+class DtrainNodeLossOnSlurm : public test::SlurmTransportTest {
+ protected:
+  void SetUp() override {
+    SlurmTransportTest::SetUp();
+    if (access(testing::DtrainPath().c_str(), X_OK) != 0) GTEST_SKIP() << "dtrain is not built";
+    dir_ = "/tmp/dtrain-slurm-test-lost-" + std::to_string(getpid());
+    RunSlurmCommand({"mkdir", "-p", dir_}, "", 10000);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) RunSlurmCommand({"rm", "-rf", dir_}, "", 10000);
+  }
+  std::string dir_;
+};
+
+// Ranks on node1 (a) and node2 (b), one each, counting steps from rank 0's checkpoint. node2 is
+// frozen at step 4. With --node-timeout 3 dtrain names node b lost about 3 s later (the last
+// heartbeat came at most half a second before the freeze), stops rank 0, quarantines b and
+// restarts on a alone (--nnodes 1:2) with an overlapping step, though slurmctld still holds the
+// old step. The frozen tasks are still there, stopped, when the job has ended; once thawed,
+// Slurm ends them and the batch job within seconds.
+TEST_F(DtrainNodeLossOnSlurm, FrozenNodeIsLostInSecondsAndTheJobGoesOnWithoutIt) {
+  const std::string job = "slurm-lost";
+  std::ofstream(dir_ + "/cluster.yaml")
+      << "transport: slurm\nslurm: {time: \"00:05:00\"}\n"
+      << "nodes:\n  - {host: a, slots: 1}\n  - {host: b, slots: 1}\n"
+      << "log_dir: " << dir_ << "/logs\n";
+  testing::WriteFile(dir_ + "/rank.sh", test::kCheckpointedRankScript);
+  testing::DtrainProcess dtrain(
+      {"launch", "-c", dir_ + "/cluster.yaml", "--job", job, "--nnodes", "1:2", "--max-restarts",
+       "1", "--node-timeout", "3", "--grace-period", "2", "--", "sh", dir_ + "/rank.sh"},
+      dir_);
+  const std::string job_dir = dir_ + "/logs/" + job;
+  ASSERT_TRUE(test::WaitForStep(job_dir, 4)) << dtrain.err();
+  FrozenNode node2("node2", job);
+  const auto frozen_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(node2.complete()) << "node2's slurmd, slurmstepd or tasks not found";
+
+  const std::string lost = "dtrain: node b lost: no answer for 3 s, last seen ";
+  double said_after_s = -1;
+  for (int i = 0; i < 300 && said_after_s < 0; ++i) {
+    if (dtrain.err().find(lost) != std::string::npos) {
+      said_after_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - frozen_at).count();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf("node b said lost %.2f s after it froze (node timeout 3 s)\n", said_after_s);
+  EXPECT_GE(said_after_s, 2.4) << dtrain.err();
+  EXPECT_LT(said_after_s, 6) << dtrain.err();
+
+  ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
+  const std::string err = dtrain.err();
+  EXPECT_NE(err.find("; its rank(s) 1 went with it; every other rank stopped"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node b quarantined for the rest of job slurm-lost: node b lost"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: health check before restart: 1 node(s) in "), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("restart 1 of 1) in 1 s on a; cause: node-lost"), std::string::npos) << err;
+  EXPECT_NE(err.find("attempt 2 on a: succeeded"), std::string::npos) << err;
+  const std::string log0 = ReadFile(job_dir + "/rank-0.log");
+  EXPECT_NE(log0.find("rank 0 of 1 on a starts at step "), std::string::npos) << log0;
+  EXPECT_NE(log0.find("rank 0 done"), std::string::npos) << log0;
+  EXPECT_EQ(test::CheckpointStep(job_dir), 40);
+  EXPECT_EQ(ReadFile(job_dir + "/rank-1.log").find("rank 1 done"), std::string::npos);
+  EXPECT_NE(ReadFile(job_dir + "/job.json").find("\"node_timeout_s\": 3.0"), std::string::npos);
+
+  // The lost node's ranks were never killed by anyone: they are frozen, not gone.
+  EXPECT_TRUE(AllStopped(node2.tasks()));
+  node2.Thaw();
+  std::string left = "?";
+  for (int i = 0; i < 100 && !left.empty(); ++i) {
+    left = test::Squeue({"--steps", "-n", "dtrain-" + job}) +
+           test::Squeue({"-n", "dtrain-" + job, "-t", "PD,R,CG"});
+    if (!ProcessesWithEnv("DTRAIN_JOB=" + job).empty()) left += "a task ";
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(left, "") << "10 s after node2 answered again";
+}
+
+}  // namespace
+}  // namespace dtrain
