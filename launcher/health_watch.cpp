@@ -10,11 +10,13 @@
 
 namespace dtrain {
 
-HealthWatch::HealthWatch(NodeHealthCheck check, ClusterSpec nodes, double interval_s, bool checked)
+HealthWatch::HealthWatch(NodeHealthCheck check, ClusterSpec nodes, double interval_s, bool checked,
+                         WatchFor watch_for)
     : check_(std::move(check)),
       nodes_(std::move(nodes)),
       interval_s_(interval_s),
-      checked_(checked) {
+      checked_(checked),
+      watch_for_(watch_for) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -39,6 +41,11 @@ std::vector<NodeWarning> HealthWatch::TakeWarnings() {
   return std::exchange(warnings_, {});
 }
 
+std::optional<std::string> HealthWatch::TakeReturned() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(returned_, std::nullopt);
+}
+
 int HealthWatch::rounds() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return rounds_;
@@ -51,11 +58,13 @@ void HealthWatch::Loop() {
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point started = Clock::now();
-  std::map<std::string, std::string> baseline;
-  bool have_baseline = checked_;
+  have_baseline_ = checked_;
   const auto interval = std::chrono::duration<double>(interval_s_);
   Clock::time_point next =
-      have_baseline ? started + std::chrono::duration_cast<Clock::duration>(interval) : started;
+      checked_ ? started + std::chrono::duration_cast<Clock::duration>(interval) : started;
+  // A quarantined node that cannot be reached is not fit; one of the attempt's is left to the
+  // node timeout.
+  const bool count_unreached = watch_for_ == WatchFor::kReturns;
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -64,29 +73,52 @@ void HealthWatch::Loop() {
     }
     NodeHealthFindings found;
     try {
-      found = check_(nodes_, /*count_unreached=*/false, [this] { return stop_.load(); });
-    } catch (const Error&) {
-      // The check could not run this round (no transport); the next round tries again.
+      found = check_(nodes_, count_unreached, [this] { return stop_.load(); });
+    } catch (const Error& e) {
+      // The check could not run this round (no transport); the next round tries again. No
+      // quarantined node passed it.
+      for (const NodeSpec& node : nodes_.nodes) found.unfit[node.host] = e.what();
+      if (watch_for_ == WatchFor::kUnfit) found = {};
     }
     next = Clock::now() + std::chrono::duration_cast<Clock::duration>(interval);
     std::lock_guard<std::mutex> lock(mutex_);
     if (stop_) return;
     ++rounds_;
     const double after_s = std::chrono::duration<double>(Clock::now() - started).count();
-    for (auto& [host, what] : found.warnings) warnings_.push_back({host, std::move(what), after_s});
-    std::map<std::string, std::string>& unfit = found.unfit;
-    if (!have_baseline) {
-      baseline = std::move(unfit);
-      have_baseline = true;
-      continue;
-    }
-    for (const auto& [host, why] : unfit) {
-      auto before = baseline.find(host);
-      if (before != baseline.end() && before->second == why) continue;
-      found_ = UnfitNode{host, why, after_s};
-      return;  // one node is enough to stop the attempt; the restart's check sees the rest
+    const bool done =
+        watch_for_ == WatchFor::kReturns ? JudgeReturns(found) : JudgeUnfit(found, after_s);
+    if (done) return;
+  }
+}
+
+bool HealthWatch::JudgeUnfit(NodeHealthFindings& found, double after_s) {
+  for (auto& [host, what] : found.warnings) warnings_.push_back({host, std::move(what), after_s});
+  if (!have_baseline_) {
+    baseline_ = std::move(found.unfit);
+    have_baseline_ = true;
+    return false;
+  }
+  for (const auto& [host, why] : found.unfit) {
+    auto before = baseline_.find(host);
+    if (before != baseline_.end() && before->second == why) continue;
+    found_ = UnfitNode{host, why, after_s};
+    return true;  // one node is enough to stop the attempt; the restart's check sees the rest
+  }
+  return false;
+}
+
+// Warnings about nodes outside the job are not news to it; a node returns only once it passed
+// every round of kReturnRounds in a row.
+bool HealthWatch::JudgeReturns(const NodeHealthFindings& found) {
+  for (const NodeSpec& node : nodes_.nodes) {
+    int& rounds = fit_rounds_[node.host];
+    rounds = found.unfit.count(node.host) ? 0 : rounds + 1;
+    if (rounds >= kReturnRounds) {
+      returned_ = node.host;
+      return true;  // one at a time: the restart's own watch follows the others
     }
   }
+  return false;
 }
 
 }  // namespace dtrain

@@ -6,6 +6,10 @@
 // restart goes on without it. A rank that hangs on a dead GPU is found within the interval, not
 // after the stall timeout or NCCL's own (10 minutes). What only warns (a link whose errors grow)
 // is handed on as it comes, and the job goes on. Never blocks the supervisor's loop.
+// A second watch of the same kind follows the nodes quarantined as lost, unreachable or unfit
+// while the job runs short of nodes (WatchFor::kReturns): one that answers and passes the checks
+// in kReturnRounds rounds in a row is reported, and the supervisor restarts the job to take it
+// back, as torchrun's agents do when a node joins a job running below --nnodes MAX.
 #pragma once
 
 #include <atomic>
@@ -25,6 +29,15 @@ namespace dtrain {
 
 // Seconds between the rounds of the health watch by default (ssh and Slurm nodes).
 constexpr double kHealthWatchS = 30;
+
+// How many rounds in a row a quarantined node must pass before it returns to the job.
+constexpr int kReturnRounds = 2;
+
+// What a watch looks for in its nodes.
+enum class WatchFor {
+  kUnfit,    // the attempt's nodes: the first that turns unfit (Take)
+  kReturns,  // quarantined nodes: the first fit kReturnRounds rounds in a row (TakeReturned)
+};
 
 // What a health check found: the nodes unfit to run (host -> why, the error findings naming it)
 // and, apart, what is news but no reason to stop a job (host -> what: a link whose errors grow).
@@ -60,7 +73,9 @@ class HealthWatch {
   // `checked`: the nodes passed the same checks just before the attempt started, so any finding
   // is news. Otherwise the first round is only a baseline: a node is reported when it is unfit
   // and it was fit in the baseline, or unfit for another reason (a second Xid).
-  HealthWatch(NodeHealthCheck check, ClusterSpec nodes, double interval_s, bool checked);
+  // With WatchFor::kReturns, `checked` only says that the first round waits for the interval.
+  HealthWatch(NodeHealthCheck check, ClusterSpec nodes, double interval_s, bool checked,
+              WatchFor watch_for = WatchFor::kUnfit);
   ~HealthWatch();  // stops the thread; a round under way is cut short
   HealthWatch(const HealthWatch&) = delete;
   HealthWatch& operator=(const HealthWatch&) = delete;
@@ -69,15 +84,25 @@ class HealthWatch {
   std::optional<UnfitNode> Take();
   // The warnings found since the last call (a flaky link), oldest first; each comes once.
   std::vector<NodeWarning> TakeWarnings();
+  // WatchFor::kReturns: the first node fit kReturnRounds rounds in a row, once.
+  std::optional<std::string> TakeReturned();
   int rounds() const;
 
  private:
   void Loop();
+  // One round's findings; true when the watch has found what it looks for.
+  bool JudgeUnfit(NodeHealthFindings& found, double after_s);
+  bool JudgeReturns(const NodeHealthFindings& found);
 
   NodeHealthCheck check_;
   ClusterSpec nodes_;
   double interval_s_;
   bool checked_;
+  WatchFor watch_for_;
+  std::map<std::string, std::string> baseline_;  // kUnfit without `checked`: the first round's
+  bool have_baseline_ = false;
+  std::map<std::string, int> fit_rounds_;  // kReturns: rounds in a row each node passed
+  std::optional<std::string> returned_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<bool> stop_{false};

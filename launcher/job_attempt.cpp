@@ -222,8 +222,11 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
   record.attempts.push_back(started);
   WriteJobRecord(job.folder.job_dir, record);
   if (attempt > 0) {
-    for (const auto& [rank, log] : job.logs)
-      log->MarkRestart(attempt, job.settings.max_restarts, WallMicros());
+    const std::string what =
+        job.returning.empty()
+            ? fmt::format("restart {} of {}", attempt - job.returns, job.settings.max_restarts)
+            : fmt::format("restart to take node {} back", job.returning);
+    for (const auto& [rank, log] : job.logs) log->MarkRestart(what, WallMicros());
   }
   for (const auto& [rank, log] : job.logs) log_start[rank] = log->size();
   try {
@@ -249,9 +252,19 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
       health_watch = std::make_unique<HealthWatch>(job.options.check_nodes, spec,
                                                    job.settings.health_watch_s, checked);
     }
+    // Running short of nodes, the job takes back a quarantined node that is fit again.
+    std::unique_ptr<HealthWatch> return_watch;
+    const std::vector<int> may_return = job.pool.MayReturn();
+    if (job.settings.health_watch_s > 0 && !may_return.empty() &&
+        static_cast<int>(spec.nodes.size()) < job.pool.max_nodes()) {
+      return_watch = std::make_unique<HealthWatch>(
+          job.options.check_nodes, AttemptSpec(job.spec, may_return), job.settings.health_watch_s,
+          /*checked=*/true, WatchFor::kReturns);
+    }
     StepWatch steps(job.folder.job_dir + "/metrics/rank-0.jsonl");
     SupervisorOptions supervise;
     supervise.health_watch = health_watch.get();
+    supervise.return_watch = return_watch.get();
     supervise.on_health_warning = [&job](const NodeWarning& w) {
       RecordHealthWarning(job, w.host, w.what);
     };
@@ -311,9 +324,49 @@ JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
   return RunAttemptOnce(job, attempt, spec, log_start);
 }
 
+namespace {
+
+// Whether every rank of the attempt exited 0 (it finished before a stop reached it).
+bool EveryRankSucceeded(const JobOutcome& outcome) {
+  for (const auto& [rank, status] : outcome.statuses) {
+    if (!status.ok()) return false;
+  }
+  return true;
+}
+
+// The attempt was stopped to take back node `outcome.returned`, fit again: it rejoins the pool
+// and the job restarts at once on the nodes the pool picks, outside the restart budget.
+bool TakeNodeBack(Job& job, const JobOutcome& outcome) {
+  JobRecord& record = job.record;
+  const std::string& host = outcome.returned;
+  const int index = NodeIndex(job.spec, host);
+  if (index < 0) return false;
+  job.pool.Return(index);
+  record.quarantined.erase(host);
+  job.lost_nodes.erase(host);  // its results are fetched at the end again
+  ++job.returns;
+  job.returning = host;
+  JobAttempt& this_attempt = record.attempts.back();
+  this_attempt.cause = "node-returned";
+  this_attempt.detail =
+      fmt::format("node {} passed the health checks {} rounds in a row", host, kReturnRounds);
+  record.events.push_back({WallMicros(), "node_returned", this_attempt.detail, ""});
+  std::string nodes;
+  for (int i : job.pool.Pick()) nodes += (nodes.empty() ? "" : ",") + job.spec.nodes[i].host;
+  std::fprintf(stderr,
+               "dtrain: %s; job %s restarts on %s to take it back (not counted against "
+               "--max-restarts)\n",
+               this_attempt.detail.c_str(), record.name.c_str(), nodes.c_str());
+  WriteJobRecord(job.folder.job_dir, record);
+  return true;
+}
+
+}  // namespace
+
 bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                 const std::map<int, uint64_t>& log_start) {
   JobRecord& record = job.record;
+  job.returning.clear();
   JobAttempt& this_attempt = record.attempts.back();
   this_attempt.ended_us = WallMicros();
   this_attempt.exit_code = outcome.exit_code;
@@ -324,6 +377,10 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   record.rank_status = outcome.statuses;
   record.exit_code = outcome.exit_code;
   record.failed_rank = outcome.failed_rank;
+  if (!outcome.returned.empty() && interrupt == 0 && !EveryRankSucceeded(outcome) &&
+      TakeNodeBack(job, outcome)) {
+    return true;
+  }
   if (outcome.unfit) {
     std::fprintf(stderr,
                  "dtrain: node %s failed the health watch %.1f s into the attempt: %s; every "
@@ -362,22 +419,24 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   if (interrupt == 0 && outcome.unfit) {
     const int index = NodeIndex(job.spec, outcome.unfit->host);
     if (index >= 0)
-      Quarantine(job, index, "failed the health watch during the run: " + outcome.unfit->why);
+      Quarantine(job, index, "failed the health watch during the run: " + outcome.unfit->why,
+                 /*may_return=*/true);
   } else if (interrupt == 0 && !verdict.blamed_host.empty() &&
              (verdict.node_lost || job.spec.transport != TransportKind::kLocal)) {
     const int index = NodeIndex(job.spec, verdict.blamed_host);
     if (index >= 0) {
       const std::string why = job.pool.Blame(index, verdict.node_lost, verdict.detail);
-      if (!why.empty()) Quarantine(job, index, why);
+      if (!why.empty()) Quarantine(job, index, why, verdict.node_lost);
     }
   }
   LeaveOutNodesWithFlakyLinks(job,
                               interrupt == 0 && outcome.exit_code != 0 && !verdict.deterministic);
 
   std::vector<int> next_nodes;
-  double checked_s = 0;  // the health check's time, taken out of the backoff
+  double checked_s = 0;                        // the health check's time, taken out of the backoff
+  const int restarts = attempt - job.returns;  // restarts after failures so far
   const bool may_restart = interrupt == 0 && outcome.exit_code != 0 && !verdict.deterministic &&
-                           attempt < job.settings.max_restarts;
+                           restarts < job.settings.max_restarts;
   if (may_restart && job.options.restart_health_check) checked_s = CheckNodesBeforeRestart(job);
   if (outcome.exit_code == 0 && interrupt == 0) {
     record.status = "succeeded";
@@ -386,17 +445,17 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
     if (outcome.failed_rank < 0) record.exit_code = 128 + interrupt;
     std::fprintf(stderr, "dtrain: job %s interrupted by %s; every rank stopped\n",
                  record.name.c_str(), SignalName(interrupt).c_str());
-  } else if (verdict.deterministic && attempt < job.settings.max_restarts) {
+  } else if (verdict.deterministic && restarts < job.settings.max_restarts) {
     record.status = "failed";
     std::fprintf(stderr,
                  "dtrain: job %s not restarted: %s, which another attempt would only repeat\n",
                  record.name.c_str(), verdict.detail.c_str());
-  } else if (attempt < job.settings.max_restarts && (next_nodes = job.pool.Pick()).empty()) {
+  } else if (restarts < job.settings.max_restarts && (next_nodes = job.pool.Pick()).empty()) {
     record.status = "failed";
     std::fprintf(stderr, "dtrain: job %s cannot restart: %s\n", record.name.c_str(),
                  job.pool.why_not().c_str());
-  } else if (attempt < job.settings.max_restarts) {
-    const double backoff = BackoffSeconds(attempt + 1);
+  } else if (restarts < job.settings.max_restarts) {
+    const double backoff = BackoffSeconds(restarts + 1);
     const double wait_s = std::max(0.0, backoff - checked_s);
     std::string nodes;
     for (int i : next_nodes) {
@@ -404,7 +463,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
       if (job.spec.nodes[i].spare) nodes += " (spare)";
     }
     std::fprintf(stderr, "dtrain: restarting job %s (restart %d of %d) in %g s on %s; cause: %s\n",
-                 record.name.c_str(), attempt + 1, job.settings.max_restarts, backoff,
+                 record.name.c_str(), restarts + 1, job.settings.max_restarts, backoff,
                  nodes.c_str(), verdict.cause.c_str());
     WriteJobRecord(job.folder.job_dir, record);
     if (WaitBeforeRestart(wait_s)) return true;

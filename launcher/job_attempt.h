@@ -68,6 +68,10 @@ struct Job {
   // host -> the last one. A failed attempt quarantines these nodes where the job can go on
   // without them.
   std::map<std::string, std::string> health_warnings;
+  // Restarts that took a quarantined node back (not counted against --max-restarts), and the
+  // node the next attempt takes back ("" when it is a restart after a failure).
+  int returns = 0;
+  std::string returning;
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.

@@ -138,6 +138,13 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
         BeginStop(SIGTERM);
       }
     }
+    if (options_.return_watch && !stopping_) {
+      if (std::optional<std::string> host = options_.return_watch->TakeReturned()) {
+        // Stopped as for an interrupt: no rank failed, and none is blamed.
+        outcome_.returned = std::move(*host);
+        BeginStop(SIGTERM);
+      }
+    }
     if (options_.store && !stopping_) {
       std::string why = options_.store->Check();
       if (!why.empty()) {

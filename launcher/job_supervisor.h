@@ -34,6 +34,8 @@ struct SupervisorOptions {
   double early_failure_s = 0;
   StepWatch* steps = nullptr;           // null: not watched
   HealthWatch* health_watch = nullptr;  // null: nodes' health not watched while the job runs
+  // Quarantined nodes watched for their return (WatchFor::kReturns); null: none.
+  HealthWatch* return_watch = nullptr;
   // Called on the supervisor's thread with each warning of the health watch (may be empty).
   std::function<void(const NodeWarning&)> on_health_warning;
   JobStore* store = nullptr;  // null: no store of dtrain's (rank 0 hosts, or none)
@@ -51,9 +53,10 @@ struct JobOutcome {
   int exit_code = 0;
   int failed_rank = -1;  // -1: no rank failed first (success, or an interrupt)
   int interrupt_signal = 0;
-  std::optional<StallReport> stall;    // set when the job was stopped for a stall (exit 124)
-  std::optional<UnfitNode> unfit;      // set when the health watch stopped it (exit 255)
-  std::string store_failure;           // set when the job's store failed (exit 1): why
+  std::optional<StallReport> stall;  // set when the job was stopped for a stall (exit 124)
+  std::optional<UnfitNode> unfit;    // set when the health watch stopped it (exit 255)
+  std::string store_failure;         // set when the job's store failed (exit 1): why
+  std::string returned;  // a quarantined node fit again: the attempt was stopped to take it back
   bool store_listened = false;         // ... after it had listened
   std::map<int, ExitStatus> statuses;  // every rank that ended
   std::map<int, int64_t> ended_us;     // when each rank's end was seen (wall clock)

@@ -343,7 +343,7 @@ int RunLaunch(const LaunchOptions& options) {
   JobRecord record = NewJobRecord(chosen_spec, settings, folder, options.on_stall);
   for (const auto& [host, error] : unreached) {
     const std::string why = "could not be reached at the start: " + error;
-    pool.Quarantine(HostIndex(chosen_spec, host), why);
+    pool.Quarantine(HostIndex(chosen_spec, host), why, /*may_return=*/true);
     record.quarantined[host] = why;
   }
   SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the launch
@@ -377,7 +377,7 @@ int RunLaunch(const LaunchOptions& options) {
                  spares.c_str());
   }
   for (const auto& [host, error] : unreached) {
-    std::fprintf(stderr, "dtrain: node %s quarantined for the rest of job %s: %s\n", host.c_str(),
+    std::fprintf(stderr, "dtrain: node %s quarantined in job %s: %s\n", host.c_str(),
                  record.name.c_str(), record.quarantined[host].c_str());
   }
   // Every job gets Horovod's rendezvous; only a job that asked for Horovod has its nodes' network
@@ -390,7 +390,7 @@ int RunLaunch(const LaunchOptions& options) {
   if (options.sync) SyncLaunchDir(reached, folder, record);
 
   Job job{options, spec, settings, folder, plan_options, horovod_network, logs, console,
-          record,  pool, {},       false,  false,        {}};
+          record,  pool, {},       false,  false,        {},              0,    ""};
   if (StartHealthCheck(options, spec)) {
     nodes = CheckNodesBeforeStart(job, nodes);
     if (nodes.empty()) {

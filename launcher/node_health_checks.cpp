@@ -19,13 +19,12 @@ int NodeIndex(const ClusterSpec& spec, const std::string& host) {
   return -1;
 }
 
-// Quarantines `host` for the rest of the job, saying why on the console and in job.json.
-void Quarantine(Job& job, int index, const std::string& why) {
+void Quarantine(Job& job, int index, const std::string& why, bool may_return) {
   const std::string& host = job.spec.nodes[index].host;
-  job.pool.Quarantine(index, why);
+  job.pool.Quarantine(index, why, may_return);
   job.record.quarantined[host] = why;
-  std::fprintf(stderr, "dtrain: node %s quarantined for the rest of job %s: %s\n", host.c_str(),
-               job.record.name.c_str(), why.c_str());
+  std::fprintf(stderr, "dtrain: node %s quarantined %s job %s: %s\n", host.c_str(),
+               may_return ? "in" : "for the rest of", job.record.name.c_str(), why.c_str());
 }
 
 // A warning of the health checks about a node (a link whose errors grow): said on the console and
@@ -60,7 +59,8 @@ double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
     auto it = found.unfit.find(job.spec.nodes[index].host);
     if (it == found.unfit.end()) continue;
     names += (names.empty() ? "" : ",") + it->first;
-    Quarantine(job, index, fmt::format("failed the health check before {}: {}", when, it->second));
+    Quarantine(job, index, fmt::format("failed the health check before {}: {}", when, it->second),
+               /*may_return=*/true);
   }
   const std::string line =
       fmt::format("health check before {}: {} node(s) in {:.1f} s, {}", when, nodes.size(), took_s,

@@ -16,8 +16,10 @@ namespace dtrain {
 // Index in the cluster's nodes of the node named `host`, -1 if none.
 int NodeIndex(const ClusterSpec& spec, const std::string& host);
 
-// Quarantines node `index` for the rest of the job, saying why on the console and in job.json.
-void Quarantine(Job& job, int index, const std::string& why);
+// Quarantines node `index`, saying why on the console and in job.json: for the rest of the job,
+// or, `may_return` (it was lost, unreachable or unfit), until it passes the health checks again
+// while the job runs short of nodes (NodePool::MayReturn).
+void Quarantine(Job& job, int index, const std::string& why, bool may_return = false);
 
 // A warning of the health checks about node `host` (a link whose errors grow): said on the
 // console, kept in job.json and in Job::health_warnings; the job goes on.

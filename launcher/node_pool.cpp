@@ -75,9 +75,28 @@ std::string NodePool::why_not() const {
                      min_ == max_ ? "" : " (--nnodes)");
 }
 
-void NodePool::Quarantine(int index, const std::string& why) {
+void NodePool::Quarantine(int index, const std::string& why, bool may_return) {
   Node& node = nodes_.at(index);
-  if (node.quarantined.empty()) node.quarantined = why;
+  if (!node.quarantined.empty()) return;
+  node.quarantined = why;
+  node.may_return = may_return;
+}
+
+std::vector<int> NodePool::MayReturn() const {
+  std::vector<int> out;
+  for (int i = 0; i < size(); ++i) {
+    const Node& node = nodes_[i];
+    if (!node.quarantined.empty() && node.may_return && !node.returned) out.push_back(i);
+  }
+  return out;
+}
+
+void NodePool::Return(int index) {
+  Node& node = nodes_.at(index);
+  node.quarantined.clear();
+  node.may_return = false;
+  node.returned = true;
+  node.failures = 0;
 }
 
 bool NodePool::CanGoOnWithout(int index) const {
@@ -92,6 +111,7 @@ std::string NodePool::Blame(int index, bool lost, const std::string& cause) {
   ++node.failures;
   if (lost) {
     node.quarantined = cause;
+    node.may_return = true;
   } else if (node.failures >= kFailuresToQuarantine) {
     node.quarantined = fmt::format("{} failed attempts, the last: {}", node.failures, cause);
   }

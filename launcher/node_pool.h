@@ -3,6 +3,9 @@
 // lost, or blamed for kFailuresToQuarantine failed attempts, is quarantined: never used again by
 // this job. An attempt takes the healthy non-spare nodes, then healthy spares, in the cluster
 // file's order, up to the job's size; fewer than the minimum (--nnodes MIN) ends the job.
+// A node quarantined for being lost, unreachable or unfit may return once, when it passes the
+// health checks again (NodeReturns, launcher/health_watch.h): torchrun's agents take a node back
+// with --nnodes MIN:MAX too.
 #pragma once
 
 #include <string>
@@ -43,7 +46,13 @@ class NodePool {
   // this call quarantined it ("" otherwise).
   std::string Blame(int index, bool lost, const std::string& cause);
   // Quarantines node `index` at once for `why` (it failed the health check before a restart).
-  void Quarantine(int index, const std::string& why);
+  // `may_return`: the checks can tell when it is fit again (it was unreachable or unfit).
+  void Quarantine(int index, const std::string& why, bool may_return = false);
+  // The quarantined nodes that may return: quarantined as lost, unreachable or unfit, and not
+  // returned before in this job.
+  std::vector<int> MayReturn() const;
+  // Node `index` (one of MayReturn) is healthy again, its failures forgotten.
+  void Return(int index);
   // Whether enough healthy nodes are left without node `index` for the job to go on (a spare,
   // or --nnodes MIN below the healthy nodes).
   bool CanGoOnWithout(int index) const;
@@ -61,6 +70,8 @@ class NodePool {
     bool spare = false;
     int failures = 0;
     std::string quarantined;  // why; "" = healthy
+    bool may_return = false;  // quarantined as lost, unreachable or unfit
+    bool returned = false;    // it came back once: quarantined again, it stays out
   };
   std::vector<Node> nodes_;
   int min_ = 0;

@@ -83,10 +83,8 @@ void RankLog::Append(std::string_view bytes, int64_t now_us) {
   at_line_start_ = bytes.back() == '\n';
 }
 
-void RankLog::MarkRestart(int restart, int max_restarts, int64_t now_us) {
-  Append(fmt::format("{}--- dtrain: restart {} of {} ---\n", at_line_start_ ? "" : "\n", restart,
-                     max_restarts),
-         now_us);
+void RankLog::MarkRestart(const std::string& what, int64_t now_us) {
+  Append(fmt::format("{}--- dtrain: {} ---\n", at_line_start_ ? "" : "\n", what), now_us);
 }
 
 }  // namespace dtrain

@@ -28,10 +28,9 @@ class RankLog {
   RankLog& operator=(const RankLog&) = delete;
 
   void Append(std::string_view bytes, int64_t now_us);
-  // Before the output of restart `restart` (of at most `max_restarts`): the line
-  // "--- dtrain: restart R of M ---", on a line of its own even when the last attempt ended
-  // mid-line.
-  void MarkRestart(int restart, int max_restarts, int64_t now_us);
+  // Before the output of a restart: the line "--- dtrain: WHAT ---" ("restart 1 of 3"), on a line
+  // of its own even when the last attempt ended mid-line.
+  void MarkRestart(const std::string& what, int64_t now_us);
   const std::string& path() const { return log_path_; }
   uint64_t size() const { return offset_; }  // bytes in the log so far
 

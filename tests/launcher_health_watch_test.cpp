@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "launcher/error.h"
 #include "launcher/health_watch.h"
 
 namespace dtrain {
@@ -89,6 +90,38 @@ TEST(HealthWatch, WarningsArePassedOnAsTheyComeAndStopNothing) {
   EXPECT_GE(calls.load(), 5) << "the watch goes on after a warning";
   EXPECT_FALSE(watch.Take()) << "a warning is no reason to stop the job";
   EXPECT_TRUE(watch.TakeWarnings().empty()) << "each comes once";
+}
+
+// Quarantined nodes are probed with unreachable ones counted unfit; the first to pass two rounds
+// in a row is reported once. A round whose check could not run passes nobody.
+TEST(HealthWatch, AQuarantinedNodeReturnsAfterTwoFitRoundsInARow) {
+  std::atomic<int> calls{0};
+  NodeHealthCheck check = [&](const ClusterSpec&, bool count_unreached,
+                              const std::function<bool()>&) {
+    EXPECT_TRUE(count_unreached) << "a quarantined node that cannot be reached is not back";
+    const int i = calls++;
+    if (i == 2) throw Error("no transport");
+    NodeHealthFindings found;
+    if (i == 0) found.unfit["node1"] = "could not be reached";  // then fit, but round 2 failed
+    if (i < 6) found.unfit["node2"] = "Xid 79";
+    return found;
+  };
+  ClusterSpec quarantined;
+  quarantined.nodes.resize(2);
+  quarantined.nodes[0].host = "node1";
+  quarantined.nodes[1].host = "node2";
+  HealthWatch watch(check, quarantined, 0.02, /*checked=*/true, WatchFor::kReturns);
+  std::optional<std::string> back;
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while (!back && Clock::now() < until) {
+    back = watch.TakeReturned();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, "node1");
+  EXPECT_EQ(calls.load(), 5) << "rounds 1 and 3 were not in a row (round 2 failed); 3 and 4 were";
+  EXPECT_FALSE(watch.TakeReturned()) << "reported once";
+  EXPECT_FALSE(watch.Take()) << "nothing of the attempt's nodes";
 }
 
 TEST(HealthWatch, TheEndOfTheAttemptCutsARoundShort) {

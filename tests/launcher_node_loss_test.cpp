@@ -217,7 +217,7 @@ TEST(NodeLoss, NodeUnreachableAtTheStartIsReplacedByTheSpare) {
   };
   const auto [status, err] = launch("spare", "1");
   EXPECT_EQ(status, 0) << err;
-  EXPECT_NE(err.find("dtrain: node node1 quarantined for the rest of job spare: could not be "
+  EXPECT_NE(err.find("dtrain: node node1 quarantined in job spare: could not be "
                      "reached at the start: node node1 ("),
             std::string::npos)
       << err;

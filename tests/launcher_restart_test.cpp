@@ -73,6 +73,28 @@ TEST(NodePool, GoesOnWithoutANodeOnlyWhereASpareOrTheMinimumAllows) {
   EXPECT_TRUE(elastic.CanGoOnWithout(2)) << "already out: the others are enough";
 }
 
+// Lost, unreachable or unfit nodes may return once; a node blamed for failed attempts, or
+// quarantined for its links, may not.
+TEST(NodePool, LostOrUnfitNodesMayReturnOnce) {
+  NodePool pool(Nodes(4), ParseNodeCount("2:4"));
+  pool.Blame(1, /*lost=*/true, "node n1 lost");
+  pool.Quarantine(2, "failed the health check before restart: Xid 79", /*may_return=*/true);
+  pool.Blame(3, false, "exit 1");
+  pool.Blame(3, false, "exit 1");
+  EXPECT_TRUE(pool.Pick().empty());  // one healthy node, the job needs 2
+  EXPECT_EQ(pool.MayReturn(), (std::vector<int>{1, 2}));
+  pool.Return(1);
+  EXPECT_EQ(pool.quarantined(1), "");
+  EXPECT_EQ(pool.Pick(), (std::vector<int>{0, 1}));
+  EXPECT_EQ(pool.MayReturn(), (std::vector<int>{2}));
+  EXPECT_EQ(pool.Blame(1, false, "exit 1"), "") << "its failures were forgotten";
+  EXPECT_EQ(pool.Blame(1, true, "node n1 lost again"), "node n1 lost again");
+  EXPECT_EQ(pool.MayReturn(), (std::vector<int>{2})) << "once only";
+  NodePool links(Nodes(3), ParseNodeCount("2:3"));
+  links.Quarantine(0, "its link errors grew during the failed attempt");
+  EXPECT_TRUE(links.MayReturn().empty());
+}
+
 TEST(RestartPolicy, BackoffDoublesUpToThirtySeconds) {
   EXPECT_EQ(BackoffSeconds(1), 1);
   EXPECT_EQ(BackoffSeconds(2), 2);

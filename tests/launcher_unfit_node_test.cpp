@@ -105,7 +105,7 @@ TEST(UnfitNode, NodeFailingTheHealthCheckBeforeRestartIsQuarantined) {
   const GpuFaultRun r = RunWithGpuFault("node-loss-health", {});
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("dtrain: node node1 quarantined for the rest of job fault: failed the "
+  EXPECT_NE(r.err.find("dtrain: node node1 quarantined in job fault: failed the "
                        "health check before restart: node node1: Xid 79 on GPU 3"),
             std::string::npos)
       << r.err;
@@ -164,7 +164,7 @@ TEST(UnfitNode, NodeFailingTheHealthCheckBeforeStartIsReplacedByTheSpare) {
   const GpuFaultRun r = RunWithFaultyNodeAtStart("node-start-health", 4, 1, {});
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("dtrain: node node1 quarantined for the rest of job start: failed the "
+  EXPECT_NE(r.err.find("dtrain: node node1 quarantined in job start: failed the "
                        "health check before start: node node1: Xid 79 on GPU 3"),
             std::string::npos)
       << r.err;

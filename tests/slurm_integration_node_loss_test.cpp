@@ -139,7 +139,7 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenNodeIsLostInSecondsAndTheJobGoesOnWithoutIt)
   const std::string err = dtrain.err();
   EXPECT_NE(err.find("; its rank(s) 1 went with it; every other rank stopped"), std::string::npos)
       << err;
-  EXPECT_NE(err.find("dtrain: node b quarantined for the rest of job slurm-lost: node b lost"),
+  EXPECT_NE(err.find("dtrain: node b quarantined in job slurm-lost: node b lost"),
             std::string::npos)
       << err;
   EXPECT_NE(err.find("dtrain: health check before restart: 1 node(s) in "), std::string::npos)

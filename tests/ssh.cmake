@@ -28,6 +28,10 @@ add_dependencies(launcher_node_loss_test dtrain)
 dtrain_test(launcher_unfit_node_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_unfit_node_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
 add_dependencies(launcher_unfit_node_test dtrain)
+# A lost node that answers again returns to a job running short of nodes (--nnodes MIN:MAX).
+dtrain_test(launcher_node_return_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_return_test.cpp
+            LIBS dtrain_launcher LABEL netns TIMEOUT 120 RESOURCE_LOCK netns)
+add_dependencies(launcher_node_return_test dtrain)
 # A link whose errors grow during the run (PCIe replays, an InfiniBand port going down and up):
 # the health watch warns, and the job goes on.
 dtrain_test(launcher_flaky_link_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_flaky_link_test.cpp

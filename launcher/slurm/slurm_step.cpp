@@ -25,7 +25,8 @@ constexpr const char* kPythonPathHead = "DTRAIN_PYTHONPATH_HEAD";
 // With DTRAIN_SLURM_BEAT set, a loop writes an "A" status line to the wrapper's own stderr every
 // half second while the command runs, so dtrain hears from a node whose ranks print nothing. It
 // ignores the signals a stop sends (a rank that takes its grace period to end is not silent) and
-// is killed with the command's end.
+// is killed with the command's end: stopped first, so that its `sleep` is killed too and nothing
+// of the task outlives it.
 constexpr const char* kTaskScript = R"sh(r=${SLURM_PROCID-}
 case $r in '' | *[!0-9]*) echo "dtrain: SLURM_PROCID is not set: this task was not started by srun"; exit 255 ;; esac
 n=$DTRAIN_SLURM_NTASKS
@@ -62,7 +63,7 @@ trap 'signalled=1' INT TERM HUP
 ok0=$(dtrain_oom_kills)
 "$@" 2>&1
 s=$?
-[ -n "$b" ] && kill -s KILL "$b" 2>/dev/null
+[ -n "$b" ] && { kill -s STOP "$b"; pkill -KILL -P "$b"; kill -s KILL "$b"; } 2>/dev/null
 [ -n "${signalled-}" ] || dtrain_oom_line "$s" "$ok0"
 printf '%sE %s\n' "$m" "$s"
 exit $s
