@@ -3,7 +3,8 @@
 // cut (`ip link set eth0 down`) and, once dtrain has named it lost and gone on with two nodes,
 // restored. The health watch's rounds (--health-watch 1) probe node1 again; when it has passed
 // two rounds in a row, the job restarts on all three nodes from its checkpoint, and that restart
-// is not counted against --max-restarts.
+// is not counted against --max-restarts. Also a node found unfit (a GPU fallen off the bus, in
+// the kernel log of an nvidia-smi and dmesg stand-in) that is fit again after its "reboot".
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +15,8 @@
 
 #include "tests/support/checkpointed_rank.h"
 #include "tests/support/dtrain_process.h"
+#include "tests/support/gpu_node_stand_ins.h"
+#include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
 
@@ -138,6 +141,74 @@ TEST(NodeReturn, CutNodeThatAnswersAgainRejoinsTheJob) {
       EXPECT_EQ(p.find("nodeloss-rank"), std::string::npos) << "node" << node << ": " << p;
     }
   }
+}
+
+// node1's GPU falls off the bus at step 4 of the first attempt (its rank fails, its kernel log
+// gets Xid 79); the health watch or the check before the restart quarantines it and the job goes
+// on with two nodes.
+// Then node1 "reboots": its kernel log is fresh. It passes two rounds and is taken back. At step
+// 60 node2's rank fails once: with --max-restarts 2 the job restarts a second time, since taking
+// node1 back used none of the budget.
+TEST(NodeReturn, UnfitNodeFitAgainRejoinsTheJob) {
+  SshTestCluster cluster("node-return-unfit", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string boot = "[    1.0] Linux version 6.1\n";
+  for (int i = 0; i < 3; ++i) {
+    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
+                        boot);
+  }
+  const std::string file = test::StandInClusterFile(cluster, 3, "");
+  const std::string dir = testing::ScratchDirs::Make("node-return-unfit");
+  const char* script = R"sh(
+ck=$DTRAIN_LOG_DIR/checkpoint
+s=0; [ -f "$ck" ] && s=$(cat "$ck")
+echo "rank $RANK of $WORLD_SIZE on $DTRAIN_NODE starts at step $s"
+while [ "$s" -lt 100 ]; do
+  sleep 0.25; s=$((s + 1))
+  [ "$RANK" = 0 ] && echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
+  if [ "$DTRAIN_NODE" = node1 ] && [ "$s" = 4 ]; then
+    echo "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." >>"$(dirname "$(command -v nvidia-smi)")/dmesg.txt"
+    exit 1
+  fi
+  if [ "$DTRAIN_NODE" = node2 ] && [ "$s" = 60 ] && [ ! -f "$ck.failed" ]; then
+    : >"$ck.failed"
+    exit 1
+  fi
+done
+echo "rank $RANK done")sh";
+  DtrainProcess dtrain(
+      {"launch", "-c", file, "--job", "fixed", "--log-dir", dir, "--max-restarts", "2", "--nnodes",
+       "2:3", "--health-watch", "1", "--quiet", "--", "sh", "-c", script, "unfit-rank"},
+      dir);
+  const Clock::time_point start = Clock::now();
+  // The health watch or the check before the restart, whichever sees the Xid first.
+  ASSERT_GE(WaitForText(dtrain, "dtrain: node node1 quarantined in job fixed: failed the health ",
+                        start, 30),
+            0)
+      << dtrain.err();
+  EXPECT_NE(dtrain.err().find("node node1: Xid 79 on GPU 3"), std::string::npos);
+  testing::WriteFile(cluster.dir() + "/node1-bin/dmesg.txt", boot);
+  const Clock::time_point rebooted = Clock::now();
+  const double back_s = WaitForText(dtrain,
+                                    "dtrain: node node1 passed the health checks 2 rounds "
+                                    "in a row; job fixed restarts on node0,node1,node2",
+                                    rebooted, 30);
+  std::printf("node1 fit again: taken back after %.2f s\n", back_s);
+  ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
+  EXPECT_GE(back_s, 1) << dtrain.err();
+  const json record = json::parse(ReadText(dir + "/fixed/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  const json& attempts = record["attempts"];
+  ASSERT_EQ(attempts.size(), 4u) << attempts.dump(2);
+  EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2"}));
+  EXPECT_EQ(attempts[1]["cause"], "node-returned");
+  EXPECT_EQ(attempts[2]["nodes"], json({"node0", "node1", "node2"}));
+  EXPECT_EQ(attempts[2]["cause"], "error");
+  EXPECT_EQ(attempts[3]["nodes"], json({"node0", "node1", "node2"}));
+  EXPECT_NE(dtrain.err().find("restarting job fixed (restart 2 of 2) in 2 s on node0,node1,node2"),
+            std::string::npos)
+      << dtrain.err();
+  EXPECT_NE(ReadText(dir + "/fixed/rank-1.log").find("rank 1 done"), std::string::npos);
 }
 
 }  // namespace
