@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -149,6 +150,42 @@ TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
   EXPECT_NE(system("pgrep -f 'slee[p] 89' >/dev/null"), 0) << "a task outlived the job";
 }
 
+// dtrain killed with SIGKILL (the OOM killer of a login node) cannot stop its ranks itself: srun,
+// told by the kernel that dtrain is gone (PR_SET_PDEATHSIG), cancels the step, so no rank runs on
+// unwatched. The batch job dtrain submitted stays until its idle limit (DTRAIN_SLURM_IDLE_S).
+TEST_F(DtrainLaunchOnSlurm, KilledDtrainLeavesNoStepAndNoTask) {
+  const std::string dir = Folder("killed", 1);
+  SubprocessOptions options;
+  options.argv = {kDtrain, "launch", "-c", dir + "/cluster.yaml",      "--job", "killed",
+                  "--",    "sh",     "-c", "echo ready; exec sleep 87"};
+  options.out = options.err = Stdio::kNull;
+  Subprocess dtrain;
+  ASSERT_EQ(dtrain.Start(options), "");
+  const std::string log0 = dir + "/logs/killed/rank-0.log", log1 = dir + "/logs/killed/rank-1.log";
+  for (int i = 0; i < 300 && (ReadFile(log0).empty() || ReadFile(log1).empty()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(ReadFile(log1), "ready\n");
+  dtrain.Signal(SIGKILL);
+  dtrain.Finish();
+  const auto killed = std::chrono::steady_clock::now();
+  std::string left = "?";
+  for (int i = 0; i < 100 && !left.empty(); ++i) {
+    left.clear();
+    std::istringstream steps(Squeue({"--steps", "-n", "dtrain-killed"}));
+    for (std::string line; std::getline(steps, line);) {
+      if (line.find(".batch ") == std::string::npos) left += line + "\n";  // the batch script's
+    }
+    if (system("pgrep -f 'slee[p] 87' >/dev/null") == 0) left += "a rank ";
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const double gone_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::printf("dtrain killed: its step and ranks gone after %.2f s\n", gone_s);
+  EXPECT_EQ(left, "") << "10 s after dtrain was killed";
+  RunSlurmCommand({"scancel", "--name", "dtrain-killed"}, "", 10000);
+}
+
 // A short two-rank dtrain-clip run on Fashion-MNIST, ranks on node1 and node2.
 TEST_F(DtrainLaunchOnSlurm, TrainsDtrainClipOnTwoNodes) {
   const std::string clip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
@@ -245,10 +282,10 @@ TEST_F(DtrainLaunchOnSlurm, StalledRankIsNamedAndOnStallStopLeavesNothing) {
 // while they run, and finds them fit.
 TEST_F(DtrainLaunchOnSlurm, StatusProbesTheRanksOfARunningJob) {
   const std::string dir = Folder("status", 1);
-  testing::DtrainProcess dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "st",
-                                 "--health-watch", "1", "--", "sh", "-c",
-                                 "echo hello from $RANK; exec sleep 79"},
-                                dir);
+  testing::DtrainProcess dtrain(
+      {"launch", "-c", dir + "/cluster.yaml", "--job", "st", "--health-watch", "1", "--", "sh",
+       "-c", "echo hello from $RANK; exec sleep 79"},
+      dir);
   const std::string log0 = dir + "/logs/st/rank-0.log", log1 = dir + "/logs/st/rank-1.log";
   ASSERT_TRUE(
       testing::WaitFor([&] { return !ReadFile(log0).empty() && !ReadFile(log1).empty(); }, 30))

@@ -12,8 +12,9 @@
 namespace dtrain {
 
 // Starts argv[0] (looked up in PATH) with `env` on top of this process's environment, stdout
-// and stderr on pipes, stdin a pipe when `with_stdin` (else /dev/null). Throws dtrain::Error
-// naming the program when it cannot be started.
+// and stderr on pipes, stdin a pipe when `with_stdin` (else /dev/null). It is sent SIGTERM when
+// the thread that started it ends (dtrain killed: srun then cancels its step). Throws
+// dtrain::Error naming the program when it cannot be started.
 Subprocess StartSlurmClient(const std::vector<std::string>& argv, const EnvOverrides& env,
                             bool with_stdin);
 
