@@ -177,5 +177,61 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenNodeIsLostInSecondsAndTheJobGoesOnWithoutIt)
               tasks_gone_s, since_thaw());
 }
 
+// The same freeze with the health watch every second and --max-restarts 1: once dtrain has gone
+// on with node a alone, node2 is thawed; the watch's probes (steps of their own on node2) pass
+// two rounds in a row and the job restarts on a and b to take it back.
+TEST_F(DtrainNodeLossOnSlurm, FrozenNodeThatAnswersAgainRejoinsTheJob) {
+  const std::string job = "slurm-back";
+  std::ofstream(dir_ + "/cluster.yaml")
+      << "transport: slurm\nslurm: {time: \"00:05:00\"}\n"
+      << "nodes:\n  - {host: a, slots: 1}\n  - {host: b, slots: 1}\n"
+      << "log_dir: " << dir_ << "/logs\n";
+  std::string script = test::kCheckpointedRankScript;
+  script.replace(script.find("-lt 40"), 6, "-lt 100");  // 25 s: a loss, a restart and a return
+  testing::WriteFile(dir_ + "/rank.sh", script);
+  testing::DtrainProcess dtrain(
+      {"launch", "-c", dir_ + "/cluster.yaml", "--job", job, "--nnodes", "1:2", "--max-restarts",
+       "1", "--node-timeout", "3", "--grace-period", "2", "--health-watch", "1", "--", "sh",
+       dir_ + "/rank.sh"},
+      dir_);
+  const std::string job_dir = dir_ + "/logs/" + job;
+  ASSERT_TRUE(test::WaitForStep(job_dir, 4)) << dtrain.err();
+  {
+    FrozenNode node2("node2", job);
+    ASSERT_TRUE(node2.complete()) << "node2's slurmd, slurmstepd or tasks not found";
+    for (int i = 0; i < 300 && dtrain.err().find("restarting job slurm-back") == std::string::npos;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }  // thawed
+  const auto thawed = std::chrono::steady_clock::now();
+  const std::string back =
+      "dtrain: node b passed the health checks 2 rounds in a row; job "
+      "slurm-back restarts on a,b to take it back";
+  double back_s = -1;
+  for (int i = 0; i < 600 && back_s < 0; ++i) {
+    if (dtrain.err().find(back) != std::string::npos) {
+      back_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - thawed).count();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf("node b taken back %.2f s after it thawed\n", back_s);
+  ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
+  const std::string err = dtrain.err();
+  EXPECT_GE(back_s, 0) << err;
+  EXPECT_NE(err.find("dtrain:   attempt 3 on a,b: succeeded"), std::string::npos) << err;
+  const std::string log1 = ReadFile(job_dir + "/rank-1.log");
+  EXPECT_NE(log1.find("--- dtrain: restart to take node b back ---"), std::string::npos) << log1;
+  EXPECT_NE(log1.find("rank 1 done"), std::string::npos) << log1;
+  std::string left = "?";
+  for (int i = 0; i < 100 && !left.empty(); ++i) {
+    left = test::Squeue({"--steps", "-n", "dtrain-" + job}) +
+           test::Squeue({"-n", "dtrain-" + job, "-t", "PD,R,CG"});
+    if (!ProcessesWithEnv("DTRAIN_JOB=" + job).empty()) left += "a task ";
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(left, "");
+}
+
 }  // namespace
 }  // namespace dtrain
