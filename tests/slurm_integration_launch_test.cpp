@@ -126,19 +126,34 @@ TEST_F(DtrainLaunchOnSlurm, RankKilledByTheOomKillerIsToldApart) {
   EXPECT_EQ(Squeue({"-n", "dtrain-oom", "-t", "PD,R"}), "");
 }
 
-TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
-  const std::string dir = Folder("int", 1);
+// `dtrain launch` in `dir` of job `job`, whose two ranks say "ready" and sleep `seconds` (a number
+// no other test uses, for pgrep); waits (at most 30 s) until both logs say so, which `ready` tells.
+Subprocess StartReadyRanks(const std::string& dir, const std::string& job,
+                           const std::string& seconds, bool& ready) {
   SubprocessOptions options;
-  options.argv = {kDtrain, "launch", "-c", dir + "/cluster.yaml",      "--job", "stop",
-                  "--",    "sh",     "-c", "echo ready; exec sleep 89"};
+  options.argv = {kDtrain, "launch",
+                  "-c",    dir + "/cluster.yaml",
+                  "--job", job,
+                  "--",    "sh",
+                  "-c",    "echo ready; exec sleep " + seconds};
   options.out = options.err = Stdio::kNull;
   Subprocess dtrain;
-  ASSERT_EQ(dtrain.Start(options), "");
-  const std::string log0 = dir + "/logs/stop/rank-0.log", log1 = dir + "/logs/stop/rank-1.log";
-  for (int i = 0; i < 300 && (ReadFile(log0).empty() || ReadFile(log1).empty()); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ready = false;
+  if (!dtrain.Start(options).empty()) return dtrain;
+  const std::string log0 = dir + "/logs/" + job + "/rank-0.log";
+  const std::string log1 = dir + "/logs/" + job + "/rank-1.log";
+  for (int i = 0; i < 300 && !ready; ++i) {
+    ready = ReadFile(log0) == "ready\n" && ReadFile(log1) == "ready\n";
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_EQ(ReadFile(log1), "ready\n");
+  return dtrain;
+}
+
+TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
+  const std::string dir = Folder("int", 1);
+  bool ready = false;
+  Subprocess dtrain = StartReadyRanks(dir, "stop", "89", ready);
+  ASSERT_TRUE(ready);
   dtrain.Signal(SIGINT);  // what Ctrl-C at the terminal sends
   EXPECT_EQ(dtrain.Finish().ShellStatus(), 130);
   std::string left = "?";
@@ -155,17 +170,9 @@ TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
 // unwatched. The batch job dtrain submitted stays until its idle limit (DTRAIN_SLURM_IDLE_S).
 TEST_F(DtrainLaunchOnSlurm, KilledDtrainLeavesNoStepAndNoTask) {
   const std::string dir = Folder("killed", 1);
-  SubprocessOptions options;
-  options.argv = {kDtrain, "launch", "-c", dir + "/cluster.yaml",      "--job", "killed",
-                  "--",    "sh",     "-c", "echo ready; exec sleep 87"};
-  options.out = options.err = Stdio::kNull;
-  Subprocess dtrain;
-  ASSERT_EQ(dtrain.Start(options), "");
-  const std::string log0 = dir + "/logs/killed/rank-0.log", log1 = dir + "/logs/killed/rank-1.log";
-  for (int i = 0; i < 300 && (ReadFile(log0).empty() || ReadFile(log1).empty()); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_EQ(ReadFile(log1), "ready\n");
+  bool ready = false;
+  Subprocess dtrain = StartReadyRanks(dir, "killed", "87", ready);
+  ASSERT_TRUE(ready);
   dtrain.Signal(SIGKILL);
   dtrain.Finish();
   const auto killed = std::chrono::steady_clock::now();

@@ -96,6 +96,13 @@ class DtrainNodeLossOnSlurm : public test::SlurmTransportTest {
   void TearDown() override {
     if (!dir_.empty()) RunSlurmCommand({"rm", "-rf", dir_}, "", 10000);
   }
+  // <dir_>/cluster.yaml: nodes a and b (node1 and node2), a rank each, logs in <dir_>/logs.
+  void WriteClusterFile() const {
+    std::ofstream(dir_ + "/cluster.yaml")
+        << "transport: slurm\nslurm: {time: \"00:05:00\"}\n"
+        << "nodes:\n  - {host: a, slots: 1}\n  - {host: b, slots: 1}\n"
+        << "log_dir: " << dir_ << "/logs\n";
+  }
   std::string dir_;
 };
 
@@ -107,10 +114,7 @@ class DtrainNodeLossOnSlurm : public test::SlurmTransportTest {
 // Slurm ends them and the batch job within seconds.
 TEST_F(DtrainNodeLossOnSlurm, FrozenNodeIsLostInSecondsAndTheJobGoesOnWithoutIt) {
   const std::string job = "slurm-lost";
-  std::ofstream(dir_ + "/cluster.yaml")
-      << "transport: slurm\nslurm: {time: \"00:05:00\"}\n"
-      << "nodes:\n  - {host: a, slots: 1}\n  - {host: b, slots: 1}\n"
-      << "log_dir: " << dir_ << "/logs\n";
+  WriteClusterFile();
   testing::WriteFile(dir_ + "/rank.sh", test::kCheckpointedRankScript);
   testing::DtrainProcess dtrain(
       {"launch", "-c", dir_ + "/cluster.yaml", "--job", job, "--nnodes", "1:2", "--max-restarts",
@@ -182,10 +186,7 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenNodeIsLostInSecondsAndTheJobGoesOnWithoutIt)
 // two rounds in a row and the job restarts on a and b to take it back.
 TEST_F(DtrainNodeLossOnSlurm, FrozenNodeThatAnswersAgainRejoinsTheJob) {
   const std::string job = "slurm-back";
-  std::ofstream(dir_ + "/cluster.yaml")
-      << "transport: slurm\nslurm: {time: \"00:05:00\"}\n"
-      << "nodes:\n  - {host: a, slots: 1}\n  - {host: b, slots: 1}\n"
-      << "log_dir: " << dir_ << "/logs\n";
+  WriteClusterFile();
   std::string script = test::kCheckpointedRankScript;
   script.replace(script.find("-lt 40"), 6, "-lt 100");  // 25 s: a loss, a restart and a return
   testing::WriteFile(dir_ + "/rank.sh", script);
