@@ -123,7 +123,8 @@ std::unique_ptr<JobStore> StartJobStore(Job& job, const ClusterSpec& spec, const
   // -x TORCHELASTIC_USE_AGENT_STORE=False (or the cluster file's env) keeps rank 0 the host.
   auto asked = spec.env.find("TORCHELASTIC_USE_AGENT_STORE");
   if (asked != spec.env.end() && asked->second != "True") return nullptr;
-  auto store = std::make_unique<JobStore>(spec, command);
+  auto store =
+      std::make_unique<JobStore>(spec, command, kStoreStartTimeoutS, job.settings.node_timeout_s);
   if (store->started()) {
     if (attempt == 0) {
       std::fprintf(stderr, "dtrain: the job's TCPStore on %s:%d (%s on node %s)\n",

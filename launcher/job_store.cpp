@@ -189,7 +189,7 @@ std::vector<std::string> JobStoreCommand(const std::vector<std::string>& command
 }
 
 JobStore::JobStore(const ClusterSpec& spec, const std::vector<std::string>& command,
-                   double timeout_s)
+                   double timeout_s, double node_timeout_s)
     : timeout_s_(timeout_s) {
   ProcessSpec proc;
   proc.id = 0;
@@ -197,7 +197,7 @@ JobStore::JobStore(const ClusterSpec& spec, const std::vector<std::string>& comm
   proc.beside_ranks = true;  // Slurm: a step with --overlap, so the ranks' step gets every CPU
   proc.argv = command;
   proc.env["PYTHONUNBUFFERED"] = "1";
-  transport_ = MakeTransport(spec);
+  transport_ = MakeTransport(spec, kDefaultRemoteGraceS, node_timeout_s);
   transport_->Start({proc}, *this);
   listen_by_ = std::chrono::steady_clock::now() +
                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -229,7 +229,7 @@ JobStore::~JobStore() {
 std::string JobStore::Check() {
   if (!transport_) return why_;
   if (!exited_) transport_->Poll(0, *this);
-  if (exited_) return why_;
+  if (exited_) return std::chrono::steady_clock::now() < lost_until_ ? "" : why_;
   if (!listening_ && std::chrono::steady_clock::now() >= listen_by_)
     why_ = fmt::format("it did not listen within {:g} s of its start", timeout_s_);
   return why_;
@@ -249,6 +249,9 @@ std::string JobStore::LastLine() const {
 
 void JobStore::OnExit(int, const ExitStatus& status) {
   exited_ = true;
+  // Its node was lost: the ranks' transport, with the same node timeout, names that node, which
+  // a store failure (no node blamed) must not pre-empt.
+  if (status.lost) lost_until_ = std::chrono::steady_clock::now() + kLostStoreGrace;
   // The last line it printed says why (ModuleNotFoundError: No module named 'torch', ...).
   std::string last = LastLine();
   if (last.rfind(kStartingLine, 0) == 0 || last.rfind(kReadyLine, 0) == 0) last.clear();

@@ -36,6 +36,9 @@ std::vector<std::string> JobStoreCommand(const std::vector<std::string>& command
                                          const ClusterSpec& spec, const std::string& host,
                                          int port);
 
+// How long the store may take to say it can serve.
+constexpr double kStoreStartTimeoutS = 60;
+
 class JobStore : private TransportEvents {
  public:
   // Starts `command` (JobStoreCommand) on `spec`'s node 0 (on Slurm, a step with --overlap
@@ -43,7 +46,10 @@ class JobStore : private TransportEvents {
   // soon as its Python has found torch (it then imports torch and listens while the ranks
   // start and import theirs, whose clients retry until it listens), dtrain-clip's once it
   // listens. On failure (no torch there) nothing is left running and why() says what happened.
-  JobStore(const ClusterSpec& spec, const std::vector<std::string>& command, double timeout_s = 60);
+  // `node_timeout_s` (ssh and Slurm): its node, silent this long, is lost (launcher/transport.h)
+  // and nothing waits on it, as for the ranks.
+  JobStore(const ClusterSpec& spec, const std::vector<std::string>& command,
+           double timeout_s = kStoreStartTimeoutS, double node_timeout_s = 0);
   // Stops the store: SIGTERM, SIGKILL after 2 s.
   ~JobStore() override;
   JobStore(const JobStore&) = delete;
@@ -71,6 +77,12 @@ class JobStore : private TransportEvents {
   std::string why_;
   double timeout_s_;
   std::chrono::steady_clock::time_point listen_by_;
+  // Check() says nothing of a store whose node was lost until then (kLostStoreGrace).
+  std::chrono::steady_clock::time_point lost_until_{};
 };
+
+// How long a store lost with its node is not reported: the ranks' node watch, polled as often,
+// names the node within it.
+constexpr std::chrono::seconds kLostStoreGrace{2};
 
 }  // namespace dtrain

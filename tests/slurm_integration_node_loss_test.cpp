@@ -31,20 +31,16 @@ namespace {
 using testing::ProcessesWithEnv;
 using testing::ReadFile;
 
-// The processes of one Slurm node of a job, stopped as one (SIGSTOP) and thawed (SIGCONT) when
-// the test asks or ends, whatever happened in between: the node's slurmd, the slurmstepd of each
-// of the job's tasks there and the tasks' process groups (all their children, including those
-// forked while the signal is sent).
+// One Slurm node stopped as one (SIGSTOP) and thawed (SIGCONT) when the test asks or ends,
+// whatever happened in between: the node's slurmd, the slurmstepd of every task there (the
+// ranks', the job's store, the batch script) and the tasks' process groups (all their children,
+// including those forked while the signal is sent).
 class FrozenNode {
  public:
-  FrozenNode(const std::string& node, const std::string& job) {
+  explicit FrozenNode(const std::string& node) {
     const std::string dir = getenv("DTRAIN_SLURM_DIR") ? getenv("DTRAIN_SLURM_DIR") : "";
     slurmd_ = std::atoi(ReadFile(dir + "/slurmd-" + node + ".pid").c_str());
-    const std::vector<int> of_job = ProcessesWithEnv("DTRAIN_JOB=" + job);
-    const std::vector<int> on_node = ProcessesWithEnv("SLURMD_NODENAME=" + node);
-    const std::set<int> node_set(on_node.begin(), on_node.end());
-    for (int pid : of_job) {
-      if (!node_set.count(pid)) continue;
+    for (int pid : ProcessesWithEnv("SLURMD_NODENAME=" + node)) {
       tasks_.push_back(pid);
       groups_.insert(getpgid(pid));
       const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
@@ -122,7 +118,7 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenNodeIsLostInSecondsAndTheJobGoesOnWithoutIt)
       dir_);
   const std::string job_dir = dir_ + "/logs/" + job;
   ASSERT_TRUE(test::WaitForStep(job_dir, 4)) << dtrain.err();
-  FrozenNode node2("node2", job);
+  FrozenNode node2("node2");
   const auto frozen_at = std::chrono::steady_clock::now();
   ASSERT_TRUE(node2.complete()) << "node2's slurmd, slurmstepd or tasks not found";
 
@@ -198,7 +194,7 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenNodeThatAnswersAgainRejoinsTheJob) {
   const std::string job_dir = dir_ + "/logs/" + job;
   ASSERT_TRUE(test::WaitForStep(job_dir, 4)) << dtrain.err();
   {
-    FrozenNode node2("node2", job);
+    FrozenNode node2("node2");
     ASSERT_TRUE(node2.complete()) << "node2's slurmd, slurmstepd or tasks not found";
     for (int i = 0; i < 300 && dtrain.err().find("restarting job slurm-back") == std::string::npos;
          ++i) {
@@ -232,6 +228,73 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenNodeThatAnswersAgainRejoinsTheJob) {
     if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(left, "");
+}
+
+// dtrain-clip on a and b: the job's store runs on the first node, a, in a step of its own.
+// Frozen there, both the ranks' step and the store's lose the node; neither makes dtrain wait for
+// Slurm (the store's step, unwatched, kept dtrain waiting 16.5 s in a by-hand run), and the loss,
+// not a store failure, is what ends the attempt.
+TEST_F(DtrainNodeLossOnSlurm, FrozenFirstNodeWithTheJobsStoreIsLostInSeconds) {
+  const std::string clip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
+  if (access(clip.c_str(), X_OK) != 0) GTEST_SKIP() << clip << " is not built";
+  const std::string job = "slurm-store";
+  WriteClusterFile();
+  testing::DtrainProcess dtrain({"launch",
+                                 "-c",
+                                 dir_ + "/cluster.yaml",
+                                 "--job",
+                                 job,
+                                 "--node-timeout",
+                                 "3",
+                                 "--grace-period",
+                                 "2",
+                                 "--",
+                                 clip,
+                                 "train",
+                                 "--dataset-type",
+                                 "fashion-mnist",
+                                 "--train-num-samples",
+                                 "20000",
+                                 "--epochs",
+                                 "1",
+                                 "--batch-size",
+                                 "64",
+                                 "--threads",
+                                 "1"},
+                                dir_);
+  const std::string log0 = dir_ + "/logs/" + job + "/rank-0.log";
+  for (int i = 0; i < 1200 && ReadFile(log0).find("step 10/") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(ReadFile(log0).find("step 10/"), std::string::npos) << dtrain.err();
+  ASSERT_NE(dtrain.err().find("dtrain: the job's TCPStore on "), std::string::npos);
+  FrozenNode node1("node1");
+  const auto frozen_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(node1.complete()) << "node1's slurmd, slurmstepd or tasks not found";
+  double said_after_s = -1;
+  for (int i = 0; i < 600 && said_after_s < 0; ++i) {
+    if (dtrain.err().find("dtrain: node a lost: no answer for 3 s") != std::string::npos) {
+      said_after_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - frozen_at).count();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf("node a (the store's) said lost %.2f s after it froze (node timeout 3 s)\n",
+              said_after_s);
+  EXPECT_GE(said_after_s, 2.4) << dtrain.err();
+  EXPECT_LT(said_after_s, 7) << dtrain.err();
+  EXPECT_NE(dtrain.Wait(60), 0) << dtrain.err();  // no restart was allowed
+  EXPECT_NE(ReadFile(dir_ + "/logs/" + job + "/job.json").find("\"cause\": \"node-lost\""),
+            std::string::npos);
+  node1.Thaw();
+  std::string left = "?";
+  for (int i = 0; i < 200 && !left.empty(); ++i) {
+    left = test::Squeue({"--steps", "-n", "dtrain-" + job}) +
+           test::Squeue({"-n", "dtrain-" + job, "-t", "PD,R,CG"});
+    if (!ProcessesWithEnv("DTRAIN_JOB=" + job).empty()) left += "a rank ";
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(left, "") << "10 s after node1 answered again";
 }
 
 }  // namespace

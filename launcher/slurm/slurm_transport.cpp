@@ -139,6 +139,10 @@ SlurmTransport::~SlurmTransport() {
   for (auto& run : runs_) {
     if (run->launched && !run->reaped) {
       Cancel(*run, SIGKILL);
+      // The step is cancelled and nothing reads srun any more: it is not waited for, since it
+      // would wait KillWait (30 s by default) for a node that does not answer. Before the step
+      // started, srun (told by Cancel) withdraws it itself and is waited for.
+      if (!run->step_id.empty()) run->child.SignalGroup(SIGKILL);
       run->child.Finish();
     }
   }
