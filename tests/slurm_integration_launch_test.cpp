@@ -195,30 +195,13 @@ TEST_F(DtrainLaunchOnSlurm, KilledDtrainLeavesNoStepAndNoTask) {
 
 // A short two-rank dtrain-clip run on Fashion-MNIST, ranks on node1 and node2.
 TEST_F(DtrainLaunchOnSlurm, TrainsDtrainClipOnTwoNodes) {
-  const std::string clip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
-  if (access(clip.c_str(), X_OK) != 0) GTEST_SKIP() << clip << " is not built";
+  const std::string clip = test::BuiltClip();
+  if (clip.empty()) GTEST_SKIP() << "dtrain-clip is not built";
   const std::string dir = Folder("clip", 1);
-  const SlurmCommandResult run = Dtrain({"launch",
-                                         "-c",
-                                         dir + "/cluster.yaml",
-                                         "--job",
-                                         "clip",
-                                         "--",
-                                         clip,
-                                         "train",
-                                         "--dataset-type",
-                                         "fashion-mnist",
-                                         "--train-num-samples",
-                                         "512",
-                                         "--epochs",
-                                         "1",
-                                         "--batch-size",
-                                         "64",
-                                         "--zeroshot-samples",
-                                         "100",
-                                         "--threads",
-                                         "1"},
-                                        150);
+  std::vector<std::string> args =
+      test::LaunchClipArgs({"-c", dir + "/cluster.yaml", "--job", "clip"}, clip, 512);
+  args.insert(args.end(), {"--zeroshot-samples", "100"});
+  const SlurmCommandResult run = Dtrain(args, 150);
   ASSERT_EQ(run.status, 0) << run.err;
   const std::string log0 = ReadFile(dir + "/logs/clip/rank-0.log");
   EXPECT_NE(log0.find("x 2 rank(s)"), std::string::npos) << log0;

@@ -81,6 +81,19 @@ bool AllStopped(const std::vector<int>& pids) {
   return !pids.empty();
 }
 
+// Waits (at most 10 s) until Slurm holds no step and no batch job of dtrain's job `job` and no
+// process of it runs; what is left then ("" for nothing).
+std::string WaitUntilNothingIsLeft(const std::string& job) {
+  std::string left = "?";
+  for (int i = 0; i < 200 && !left.empty(); ++i) {
+    left = test::Squeue({"--steps", "-n", "dtrain-" + job}) +
+           test::Squeue({"-n", "dtrain-" + job, "-t", "PD,R,CG"});
+    if (!ProcessesWithEnv("DTRAIN_JOB=" + job).empty()) left += "a task of the job\n";
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return left;
+}
+
 class DtrainNodeLossOnSlurm : public test::SlurmTransportTest {
  protected:
   void SetUp() override {
@@ -220,14 +233,7 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenNodeThatAnswersAgainRejoinsTheJob) {
   const std::string log1 = ReadFile(job_dir + "/rank-1.log");
   EXPECT_NE(log1.find("--- dtrain: restart to take node b back ---"), std::string::npos) << log1;
   EXPECT_NE(log1.find("rank 1 done"), std::string::npos) << log1;
-  std::string left = "?";
-  for (int i = 0; i < 100 && !left.empty(); ++i) {
-    left = test::Squeue({"--steps", "-n", "dtrain-" + job}) +
-           test::Squeue({"-n", "dtrain-" + job, "-t", "PD,R,CG"});
-    if (!ProcessesWithEnv("DTRAIN_JOB=" + job).empty()) left += "a task ";
-    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_EQ(left, "");
+  EXPECT_EQ(WaitUntilNothingIsLeft(job), "");
 }
 
 // dtrain-clip on a and b: the job's store runs on the first node, a, in a step of its own.
@@ -235,32 +241,13 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenNodeThatAnswersAgainRejoinsTheJob) {
 // Slurm (the store's step, unwatched, kept dtrain waiting 16.5 s in a by-hand run), and the loss,
 // not a store failure, is what ends the attempt.
 TEST_F(DtrainNodeLossOnSlurm, FrozenFirstNodeWithTheJobsStoreIsLostInSeconds) {
-  const std::string clip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
-  if (access(clip.c_str(), X_OK) != 0) GTEST_SKIP() << clip << " is not built";
+  const std::string clip = test::BuiltClip();
+  if (clip.empty()) GTEST_SKIP() << "dtrain-clip is not built";
   const std::string job = "slurm-store";
   WriteClusterFile();
-  testing::DtrainProcess dtrain({"launch",
-                                 "-c",
-                                 dir_ + "/cluster.yaml",
-                                 "--job",
-                                 job,
-                                 "--node-timeout",
-                                 "3",
-                                 "--grace-period",
-                                 "2",
-                                 "--",
-                                 clip,
-                                 "train",
-                                 "--dataset-type",
-                                 "fashion-mnist",
-                                 "--train-num-samples",
-                                 "20000",
-                                 "--epochs",
-                                 "1",
-                                 "--batch-size",
-                                 "64",
-                                 "--threads",
-                                 "1"},
+  testing::DtrainProcess dtrain(test::LaunchClipArgs({"-c", dir_ + "/cluster.yaml", "--job", job,
+                                                      "--node-timeout", "3", "--grace-period", "2"},
+                                                     clip, 20000),
                                 dir_);
   const std::string log0 = dir_ + "/logs/" + job + "/rank-0.log";
   for (int i = 0; i < 1200 && ReadFile(log0).find("step 10/") == std::string::npos; ++i) {
@@ -287,14 +274,7 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenFirstNodeWithTheJobsStoreIsLostInSeconds) {
   EXPECT_NE(ReadFile(dir_ + "/logs/" + job + "/job.json").find("\"cause\": \"node-lost\""),
             std::string::npos);
   node1.Thaw();
-  std::string left = "?";
-  for (int i = 0; i < 200 && !left.empty(); ++i) {
-    left = test::Squeue({"--steps", "-n", "dtrain-" + job}) +
-           test::Squeue({"-n", "dtrain-" + job, "-t", "PD,R,CG"});
-    if (!ProcessesWithEnv("DTRAIN_JOB=" + job).empty()) left += "a rank ";
-    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(left, "") << "10 s after node1 answered again";
+  EXPECT_EQ(WaitUntilNothingIsLeft(job), "") << "10 s after node1 answered again";
 }
 
 }  // namespace

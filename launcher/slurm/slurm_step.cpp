@@ -26,7 +26,8 @@ constexpr const char* kPythonPathHead = "DTRAIN_PYTHONPATH_HEAD";
 // half second while the command runs, so dtrain hears from a node whose ranks print nothing. It
 // ignores the signals a stop sends (a rank that takes its grace period to end is not silent) and
 // is killed with the command's end: stopped first, so that its `sleep` is killed too and nothing
-// of the task outlives it.
+// of the task outlives it. Its `sleep`s carry neither DTRAIN_JOB nor RANK, so the rank probe
+// (templates/rank_probe.sh) never takes one for a rank's process.
 constexpr const char* kTaskScript = R"sh(r=${SLURM_PROCID-}
 case $r in '' | *[!0-9]*) echo "dtrain: SLURM_PROCID is not set: this task was not started by srun"; exit 255 ;; esac
 n=$DTRAIN_SLURM_NTASKS
@@ -56,7 +57,7 @@ printf '%sB %s.%s\n' "$m" "${SLURM_JOB_ID-}" "${SLURM_STEP_ID-}"
 b=
 if [ -n "${DTRAIN_SLURM_BEAT-}" ]; then
   unset DTRAIN_SLURM_BEAT
-  ( trap '' INT TERM HUP; while printf '%sA\n' "$m" >&3; do sleep 0.5 3>&-; done ) 3>&2 </dev/null >/dev/null 2>&1 &
+  ( unset DTRAIN_JOB RANK; trap '' INT TERM HUP; while printf '%sA\n' "$m" >&3; do sleep 0.5 3>&-; done ) 3>&2 </dev/null >/dev/null 2>&1 &
   b=$!
 fi
 trap 'signalled=1' INT TERM HUP

@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -28,8 +30,28 @@
 namespace dtrain {
 namespace {
 
-constexpr int kClientTimeoutMs = 30000;
 using Clock = std::chrono::steady_clock;
+
+// The scancel processes of transports that went before they ended: reaped by the transports
+// polled after them, killed only when dtrain exits.
+std::mutex g_kept_mutex;
+std::vector<Subprocess>& KeptCancels() {
+  static std::vector<Subprocess> kept;
+  return kept;
+}
+
+void KeepCancel(Subprocess cancel) {
+  if (cancel.Done()) return;
+  std::lock_guard<std::mutex> lock(g_kept_mutex);
+  KeptCancels().push_back(std::move(cancel));
+}
+
+void ReapKeptCancels() {
+  std::lock_guard<std::mutex> lock(g_kept_mutex);
+  std::vector<Subprocess>& kept = KeptCancels();
+  kept.erase(std::remove_if(kept.begin(), kept.end(), [](Subprocess& p) { return p.Done(); }),
+             kept.end());
+}
 
 std::string RandomMarker() {
   std::random_device device;
@@ -103,8 +125,15 @@ struct SlurmRun {
   std::vector<Clock::time_point> node_heard;
   std::vector<std::time_t> node_heard_wall;
   std::vector<bool> node_lost;
-  bool srun_killed = false;         // after a loss: srun would wait for the lost node's tasks
-  std::vector<Subprocess> cancels;  // scancel not waited for (a lost node would hold it up)
+  bool srun_killed = false;  // after a loss: srun would wait for the lost node's tasks
+  // scancel runs on its own: slurmctld answers a signal for a step only once every node of it
+  // did, so a node that does not answer would keep dtrain waiting for MessageTimeout (10 s).
+  struct PendingCancel {
+    int sig = 0;
+    Subprocess scancel;
+    bool judged = false;  // its exit was seen (a failure falls back to signalling srun)
+  };
+  std::vector<PendingCancel> cancels;
 };
 
 class SlurmTransport : public Transport {
@@ -124,7 +153,9 @@ class SlurmTransport : public Transport {
   void HandleLine(SlurmRun& run, std::string_view line, bool newline, TransportEvents& events);
   void HandleSrunLine(SlurmRun& run, const std::string& line);
   void Finish(SlurmRun& run, TransportEvents& events);
+  // Asks scancel to signal (or, SIGKILL, cancel) the run's step, not waiting for it.
   void Cancel(SlurmRun& run, int sig);
+  void SignalSrun(SlurmRun& run, int sig);
   void Heard(SlurmRun& run, int task);
   void WatchNodes(SlurmRun& run, TransportEvents& events);
   // The cluster file's name for the allocated node `machine`.
@@ -145,6 +176,10 @@ SlurmTransport::~SlurmTransport() {
       if (!run->step_id.empty()) run->child.SignalGroup(SIGKILL);
       run->child.Finish();
     }
+    // A scancel still on its way is neither killed (the step would stay, and the lost node's
+    // ranks run on when it answers again) nor waited for (slurmctld may hold it up for
+    // MessageTimeout): it is handed over (KeepCancel).
+    for (SlurmRun::PendingCancel& cancel : run->cancels) KeepCancel(std::move(cancel.scancel));
   }
 }
 
@@ -235,8 +270,13 @@ bool SlurmTransport::Poll(int timeout_ms, TransportEvents& events) {
   }
   for (auto& run : runs_) {
     if (run->launched && !run->done) WatchNodes(*run, events);
-    for (Subprocess& cancel : run->cancels) cancel.Done();
+    for (SlurmRun::PendingCancel& cancel : run->cancels) {
+      if (cancel.judged || !cancel.scancel.Done()) continue;
+      cancel.judged = true;
+      if (!cancel.scancel.status().ok() && !run->reaped) SignalSrun(*run, cancel.sig);
+    }
   }
+  ReapKeptCancels();
   for (auto& run : runs_) {
     if (!run->launched || run->done || run->child.out_fd >= 0 || run->child.err_fd >= 0) continue;
     run->srun_status = run->child.Finish().ShellStatus();  // 255 when it was lost
@@ -361,22 +401,23 @@ void SlurmTransport::Cancel(SlurmRun& run, int sig) {
     std::vector<std::string> argv = {"scancel", "--quiet"};
     if (sig != SIGKILL) argv.push_back("--signal=" + SignalName(sig).substr(3));
     argv.push_back(run.step_id);
-    // slurmctld answers a signal for a step only once every node of it did, so with a lost node
-    // scancel would keep dtrain waiting for MessageTimeout (10 s by default): it runs on its own.
-    if (std::find(run.node_lost.begin(), run.node_lost.end(), true) != run.node_lost.end()) {
-      try {
-        run.cancels.push_back(StartSlurmClient(argv, {}, false));
-        Subprocess::Close(run.cancels.back().out_fd);
-        Subprocess::Close(run.cancels.back().err_fd);
-        return;
-      } catch (const Error&) {
-      }
+    try {
+      SlurmRun::PendingCancel cancel;
+      cancel.sig = sig;
+      cancel.scancel = StartSlurmClient(argv, {}, false);
+      Subprocess::Close(cancel.scancel.out_fd);
+      Subprocess::Close(cancel.scancel.err_fd);
+      run.cancels.push_back(std::move(cancel));
+      return;
+    } catch (const Error&) {
     }
-    const SlurmCommandResult result = RunSlurmCommand(argv, "", kClientTimeoutMs);
-    if (result.status == 0) return;
   }
-  // No task has started yet (or scancel failed): srun, on SIGTERM, cancels its own step. Only a
-  // second request to kill ends srun itself.
+  SignalSrun(run, sig);
+}
+
+// No task has started yet (or scancel failed): srun, on SIGTERM, cancels its own step. Only a
+// second request to kill ends srun itself.
+void SlurmTransport::SignalSrun(SlurmRun& run, int sig) {
   run.child.Signal(sig == SIGKILL && run.terminated ? SIGKILL : SIGTERM);
   run.terminated = true;
 }

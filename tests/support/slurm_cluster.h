@@ -63,6 +63,28 @@ class SlurmTransportTest : public ::testing::Test {
   }
 };
 
+// The built dtrain-clip ("" when it was not built).
+inline std::string BuiltClip() {
+  const std::string clip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
+  return access(clip.c_str(), X_OK) == 0 ? clip : "";
+}
+
+// `dtrain launch` arguments that end in dtrain-clip training `samples` Fashion-MNIST samples, one
+// epoch of batch 64 on one thread per rank, after `launch` (the options before `--`).
+inline std::vector<std::string> LaunchClipArgs(const std::vector<std::string>& launch,
+                                               const std::string& clip, int samples) {
+  std::vector<std::string> args = {"launch"};
+  args.insert(args.end(), launch.begin(), launch.end());
+  for (const std::string& word :
+       {std::string("--"), clip, std::string("train"), std::string("--dataset-type"),
+        std::string("fashion-mnist"), std::string("--train-num-samples"), std::to_string(samples),
+        std::string("--epochs"), std::string("1"), std::string("--batch-size"), std::string("64"),
+        std::string("--threads"), std::string("1")}) {
+    args.push_back(word);
+  }
+  return args;
+}
+
 // `squeue -h ARGS`: what it printed.
 inline std::string Squeue(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"squeue", "-h"};
