@@ -34,6 +34,7 @@ run() {
   clip_ms_per_step "$work/logs/$job/rank-0.log" 3
 }
 
+clip_runs_header
 alternate_off_on heartbeat
 echo "median ms/step: without heartbeat $off, with heartbeat $on;" \
      "ratio $(echo "scale=4; $on / $off" | bc) ($(echo "scale=2; 100 * ($on - $off) / $off" | bc) %)"

@@ -1,6 +1,7 @@
-# Sourced (not run) by the benches that time dtrain-clip with a feature off and on, alternated so
-# both see the same machine: heartbeat_cost.sh, timeline_overhead.sh. They define `run MODE JOB`
-# (MODE off or on; prints ms per step) and set $work, $repeats, $ranks, $steps and $batch.
+# Sourced (not run) by the benches that measure with a feature off and on, alternated so both see
+# the same machine: heartbeat_cost.sh, timeline_overhead.sh (dtrain-clip's ms per step),
+# slurm_node_watch.sh (CPU seconds). They define `run MODE JOB` (MODE off or on; prints one
+# number) and set $work and $repeats; the dtrain-clip ones also $ranks, $steps and $batch.
 
 # ms per step from a rank log's "done: N steps, ..., T s training" line, DECIMALS digits.
 clip_ms_per_step() {
@@ -11,18 +12,22 @@ clip_ms_per_step() {
 # The median of the numbers on stdin (the mean of the middle two for an even count).
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# Runs off and on $repeats times each, alternating; prints each run as "run I, WHAT MODE: X
-# ms/step" and sets $off and $on to the medians.
-alternate_off_on() {
-  local what=$1 i mode ms
+# The first line of a dtrain-clip bench's output.
+clip_runs_header() {
   echo "dtrain-clip, $ranks ranks, $steps steps of batch $batch per rank, synthetic data;" \
        "runs alternate off/on, $repeats each"
+}
+
+# Runs off and on $repeats times each, alternating; prints each run as "run I, WHAT MODE: X
+# UNIT" (UNIT: ms/step unless given) and sets $off and $on to the medians.
+alternate_off_on() {
+  local what=$1 unit=${2:-ms/step} i mode x
   : > "$work/off" && : > "$work/on"
   for i in $(seq 1 "$repeats"); do
     for mode in off on; do
-      ms=$(run "$mode" "$mode-$i")
-      echo "  run $i, $what $mode: $ms ms/step"
-      echo "$ms" >> "$work/$mode"
+      x=$(run "$mode" "$mode-$i")
+      echo "  run $i, $what $mode: $x $unit"
+      echo "$x" >> "$work/$mode"
     done
   done
   off=$(median < "$work/off")

@@ -4,9 +4,8 @@
 # dtrain reads). The same job, TASKS ranks on each of two nodes of a throwaway Slurm on this
 # machine (tests/slurm/slurm-cluster.sh, root), each rank `sleep SECONDS`, with the watch
 # (--node-timeout 10) and without (--node-timeout 0), alternated REPEATS times; the health
-# checks are off in both, so only the watch differs. Prints dtrain's wall time and the CPU
-# seconds of dtrain and the srun it waits for (the launching side), their medians and the
-# difference; then the node side: the CPU seconds of one task's heartbeat loop (the wrapper's
+# checks are off in both, so only the watch differs. Prints the CPU seconds of dtrain and the
+# srun it waits for (the launching side), their medians and the difference; then the node side: the CPU seconds of one task's heartbeat loop (the wrapper's
 # own, run alone for SECONDS), as a share of one core.
 # Usage: bench/slurm_node_watch.sh [BUILD_DIR] [SECONDS] [REPEATS]   (env TASKS, default 4)
 set -euo pipefail
@@ -30,29 +29,20 @@ nodes:
 log_dir: $work/logs
 EOF
 
-# One launch; prints "WALL CPU" (CPU: user + system of dtrain and the children it waited for).
+# One launch, MODE off (--node-timeout 0) or on (10); prints the CPU seconds (user + system) of
+# dtrain and the children it waited for.
 run() {
-  local timeout=$1 job=$2
-  /usr/bin/time -f "%e %U %S" -o "$work/time" "$build/dtrain" launch -c "$work/cluster.yaml" \
-    --job "$job" --quiet --node-timeout "$timeout" --health-watch 0 --start-health-check off \
+  local timeout=0
+  [[ $1 == on ]] && timeout=10
+  /usr/bin/time -f "%U %S" -o "$work/time" "$build/dtrain" launch -c "$work/cluster.yaml" \
+    --job "$2" --quiet --node-timeout "$timeout" --health-watch 0 --start-health-check off \
     --restart-health-check off -- sleep "$seconds" >/dev/null 2>&1
-  awk '{ printf "%.2f %.3f\n", $1, $2 + $3 }' "$work/time"
+  awk '{ printf "%.3f\n", $1 + $2 }' "$work/time"
 }
 
 echo "$tasks ranks on each of 2 Slurm nodes, each sleeping $seconds s; runs alternate" \
      "without/with the node watch, $repeats each"
-: >"$work/off" && : >"$work/on"
-for i in $(seq 1 "$repeats"); do
-  for mode in off on; do
-    timeout=0
-    [[ $mode == on ]] && timeout=10
-    read -r wall cpu < <(run "$timeout" "$mode-$i")
-    echo "  run $i, watch $mode: wall $wall s, dtrain+srun CPU $cpu s"
-    echo "$cpu" >>"$work/$mode"
-  done
-done
-off=$(median <"$work/off")
-on=$(median <"$work/on")
+alternate_off_on watch "s dtrain+srun CPU"
 echo "median dtrain+srun CPU: without the watch $off s, with it $on s; the watch:" \
      "$(echo "scale=3; $on - $off" | bc) s over $seconds s and $((2 * tasks)) tasks" \
      "($((4 * tasks * seconds)) status lines)"

@@ -29,6 +29,7 @@ run() {
   clip_ms_per_step "$work/logs/$job/rank-0.log" 2
 }
 
+clip_runs_header
 alternate_off_on timeline
 echo "median ms/step: without timeline $off, with timeline $on;" \
      "overhead $(echo "scale=2; 100 * ($on - $off) / $off" | bc) %"

@@ -327,6 +327,16 @@ JobOutcome RunAttempt(Job& job, int attempt, const ClusterSpec& spec,
 
 namespace {
 
+// "node0,node2,node3 (spare)": the nodes an attempt runs on, as the console names them.
+std::string NodeList(const Job& job, const std::vector<int>& nodes) {
+  std::string list;
+  for (int i : nodes) {
+    list += (list.empty() ? "" : ",") + job.spec.nodes[i].host;
+    if (job.spec.nodes[i].spare) list += " (spare)";
+  }
+  return list;
+}
+
 // Whether every rank of the attempt exited 0 (it finished before a stop reached it).
 bool EveryRankSucceeded(const JobOutcome& outcome) {
   for (const auto& [rank, status] : outcome.statuses) {
@@ -352,8 +362,7 @@ bool TakeNodeBack(Job& job, const JobOutcome& outcome) {
   this_attempt.detail =
       fmt::format("node {} passed the health checks {} rounds in a row", host, kReturnRounds);
   record.events.push_back({WallMicros(), "node_returned", this_attempt.detail, ""});
-  std::string nodes;
-  for (int i : job.pool.Pick()) nodes += (nodes.empty() ? "" : ",") + job.spec.nodes[i].host;
+  const std::string nodes = NodeList(job, job.pool.Pick());
   std::fprintf(stderr,
                "dtrain: %s; job %s restarts on %s to take it back (not counted against "
                "--max-restarts)\n",
@@ -458,11 +467,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   } else if (restarts < job.settings.max_restarts) {
     const double backoff = BackoffSeconds(restarts + 1);
     const double wait_s = std::max(0.0, backoff - checked_s);
-    std::string nodes;
-    for (int i : next_nodes) {
-      nodes += (nodes.empty() ? "" : ",") + job.spec.nodes[i].host;
-      if (job.spec.nodes[i].spare) nodes += " (spare)";
-    }
+    const std::string nodes = NodeList(job, next_nodes);
     std::fprintf(stderr, "dtrain: restarting job %s (restart %d of %d) in %g s on %s; cause: %s\n",
                  record.name.c_str(), restarts + 1, job.settings.max_restarts, backoff,
                  nodes.c_str(), verdict.cause.c_str());

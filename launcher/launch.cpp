@@ -205,10 +205,9 @@ JobRecord NewJobRecord(const ClusterSpec& spec, const JobSettings& job, const Jo
 
 // Index of `host` among the cluster's nodes (it is one of them).
 int HostIndex(const ClusterSpec& spec, const std::string& host) {
-  for (size_t i = 0; i < spec.nodes.size(); ++i) {
-    if (spec.nodes[i].host == host) return static_cast<int>(i);
-  }
-  throw Error("node " + host + " is not in the cluster");
+  const int index = NodeIndex(spec, host);
+  if (index < 0) throw Error("node " + host + " is not in the cluster");
+  return index;
 }
 
 // The health check before the start: asked for, or by default (auto) on ssh and Slurm nodes;
@@ -377,8 +376,7 @@ int RunLaunch(const LaunchOptions& options) {
                  spares.c_str());
   }
   for (const auto& [host, error] : unreached) {
-    std::fprintf(stderr, "dtrain: node %s quarantined in job %s: %s\n", host.c_str(),
-                 record.name.c_str(), record.quarantined[host].c_str());
+    SayQuarantined(host, record.name, record.quarantined[host], /*may_return=*/true);
   }
   // Every job gets Horovod's rendezvous; only a job that asked for Horovod has its nodes' network
   // interfaces looked up (a query per SSH node) and hears what could not be found.
@@ -389,8 +387,9 @@ int RunLaunch(const LaunchOptions& options) {
   }
   if (options.sync) SyncLaunchDir(reached, folder, record);
 
-  Job job{options, spec, settings, folder, plan_options, horovod_network, logs, console,
-          record,  pool, {},       false,  false,        {},              0,    ""};
+  Job job{options, spec,    settings, folder, plan_options, horovod_network,
+          logs,    console, record,   pool,   {},           false,
+          false,   {},      0,        ""};
   if (StartHealthCheck(options, spec)) {
     nodes = CheckNodesBeforeStart(job, nodes);
     if (nodes.empty()) {

@@ -23,8 +23,13 @@ void Quarantine(Job& job, int index, const std::string& why, bool may_return) {
   const std::string& host = job.spec.nodes[index].host;
   job.pool.Quarantine(index, why, may_return);
   job.record.quarantined[host] = why;
+  SayQuarantined(host, job.record.name, why, may_return);
+}
+
+void SayQuarantined(const std::string& host, const std::string& job, const std::string& why,
+                    bool may_return) {
   std::fprintf(stderr, "dtrain: node %s quarantined %s job %s: %s\n", host.c_str(),
-               may_return ? "in" : "for the rest of", job.record.name.c_str(), why.c_str());
+               may_return ? "in" : "for the rest of", job.c_str(), why.c_str());
 }
 
 // A warning of the health checks about a node (a link whose errors grow): said on the console and

@@ -1,8 +1,9 @@
 // The launch's health checks of its nodes (LaunchOptions::check_nodes, the doctor's fast checks)
 // before the first attempt and before a restart, and what follows from them and from the health
-// watch: a node quarantined for the rest of the job with the reason said on the console and in
-// job.json, a warning (a link whose errors grow) said and kept, and after a failed attempt the
-// nodes whose links grew errors left out where the job can go on without them.
+// watch: a node quarantined (for the rest of the job, or until it may return) with the reason
+// said on the console and in job.json, a warning (a link whose errors grow) said and kept, and
+// after a failed attempt the nodes whose links grew errors left out where the job can go on without
+// them.
 #pragma once
 
 #include <string>
@@ -20,6 +21,10 @@ int NodeIndex(const ClusterSpec& spec, const std::string& host);
 // or, `may_return` (it was lost, unreachable or unfit), until it passes the health checks again
 // while the job runs short of nodes (NodePool::MayReturn).
 void Quarantine(Job& job, int index, const std::string& why, bool may_return = false);
+// The console's line for it: "dtrain: node node1 quarantined in job J: why" ("for the rest of job
+// J" when it may not return).
+void SayQuarantined(const std::string& host, const std::string& job, const std::string& why,
+                    bool may_return);
 
 // A warning of the health checks about node `host` (a link whose errors grow): said on the
 // console, kept in job.json and in Job::health_warnings; the job goes on.

@@ -130,8 +130,7 @@ struct SlurmRun {
   // did, so a node that does not answer would keep dtrain waiting for MessageTimeout (10 s).
   struct PendingCancel {
     int sig = 0;
-    Subprocess scancel;
-    bool judged = false;  // its exit was seen (a failure falls back to signalling srun)
+    Subprocess scancel;  // once it ended, it leaves the list (a failure: srun is signalled)
   };
   std::vector<PendingCancel> cancels;
 };
@@ -270,11 +269,15 @@ bool SlurmTransport::Poll(int timeout_ms, TransportEvents& events) {
   }
   for (auto& run : runs_) {
     if (run->launched && !run->done) WatchNodes(*run, events);
-    for (SlurmRun::PendingCancel& cancel : run->cancels) {
-      if (cancel.judged || !cancel.scancel.Done()) continue;
-      cancel.judged = true;
-      if (!cancel.scancel.status().ok() && !run->reaped) SignalSrun(*run, cancel.sig);
-    }
+    std::vector<SlurmRun::PendingCancel>& cancels = run->cancels;
+    cancels.erase(std::remove_if(cancels.begin(), cancels.end(),
+                                 [&](SlurmRun::PendingCancel& cancel) {
+                                   if (!cancel.scancel.Done()) return false;
+                                   if (!cancel.scancel.status().ok() && !run->reaped)
+                                     SignalSrun(*run, cancel.sig);
+                                   return true;
+                                 }),
+                  cancels.end());
   }
   ReapKeptCancels();
   for (auto& run : runs_) {
@@ -453,9 +456,7 @@ void SlurmTransport::WatchNodes(SlurmRun& run, TransportEvents& events) {
     // Silence counts from the step's first task start: srun may wait for its nodes before that.
     if (std::find(run.started.begin(), run.started.end(), true) == run.started.end()) return;
     run.step_running = true;
-    for (size_t node = 0; node < run.node_heard.size(); ++node) {
-      run.node_heard[node] = std::max(run.node_heard[node], now);
-    }
+    run.node_heard.assign(run.node_heard.size(), now);
   }
   bool lost_any = false;
   for (size_t node = 0; node < run.plan.hosts.size(); ++node) {
