@@ -60,19 +60,12 @@ std::string Canonical(const std::string& word) {
   }
   if (hint.empty() && name == "--check-build")
     hint = " (dtrain doctor shows every node's Horovod build)";
-  static const std::set<std::string> elastic = {"--min-np",
-                                                "--max-np",
-                                                "--min-num-proc",
-                                                "--max-num-proc",
-                                                "--host-discovery-script",
-                                                "--slots-per-host",
-                                                "--elastic-timeout",
-                                                "--reset-limit",
-                                                "--blacklist-cooldown-range"};
-  if (hint.empty() && elastic.count(name)) {  // horovodrun's elastic mode
+  static const std::set<std::string> elastic = {"--host-discovery-script", "--slots-per-host",
+                                                "--elastic-timeout", "--blacklist-cooldown-range"};
+  if (hint.empty() && elastic.count(name)) {  // horovodrun's elastic mode, beyond --min-np
     hint =
-        " (elastic Horovod is not supported: dtrain runs a fixed rank plan; --nnodes MIN:MAX "
-        "restarts on fewer nodes after a failure)";
+        " (dtrain's elastic Horovod jobs, --min-np N, take their nodes from the cluster file and "
+        "only shrink: a node whose rank failed leaves, none is discovered or let back)";
   }
   if (hint.empty() && (name == "--mpi" || name == "--jsrun")) {
     hint = " (dtrain starts every rank itself and serves Horovod's Gloo rendezvous; no mpirun)";

@@ -32,9 +32,22 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
   cmd.add_flag("--prefix-output-with-timestamp", options.console.timestamps,
                "horovodrun's (also -prefix-timestamp): each console line starts with the local "
                "time, as horovodrun writes it (the logs stay as the rank wrote them)");
+  cmd.add_option("--min-np,--min-num-proc", options.min_np,
+                 "horovodrun's: elastic Horovod (HOROVOD_ELASTIC=1): when a rank fails, its node "
+                 "leaves and the others go on (hvd.elastic.run) while at least this many ranks "
+                 "remain")
+      ->check(WholeNumberAtLeast(1));
+  cmd.add_option("--max-np,--max-num-proc", options.max_np,
+                 "horovodrun's: with --min-np; at least the job's ranks (an elastic job of "
+                 "dtrain's never grows)")
+      ->check(WholeNumberAtLeast(1));
+  cmd.add_option("--reset-limit", options.reset_limit,
+                 "horovodrun's: with --min-np; the most times the job may go on with fewer ranks")
+      ->check(WholeNumberAtLeast(0));
   std::map<std::string, std::string>& given = options.cluster.horovodrun;
   std::vector<std::string> names = {"--start-timeout", "--gloo", "--verbose", "--disable-cache",
-                                    "--prefix-output-with-timestamp"};
+                                    "--prefix-output-with-timestamp", "--min-np", "--max-np",
+                                    "--reset-limit"};
   for (const HorovodrunOption& o : HorovodrunOptions()) {
     const std::string name = o.name;
     names.push_back(name);

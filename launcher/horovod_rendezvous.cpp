@@ -14,6 +14,7 @@
 #include <boost/asio.hpp>
 
 #include "launcher/error.h"
+#include "launcher/horovod_elastic_rounds.h"
 #include "launcher/rank_plan.h"
 
 namespace dtrain {
@@ -28,6 +29,8 @@ constexpr size_t kMaxBodyBytes = 64 * 1024 * 1024;
 constexpr size_t kMaxStoredBytes = 512 * 1024 * 1024;
 constexpr int kMaxConnections = 1024;
 constexpr auto kRequestTimeout = std::chrono::seconds(10);
+// How long a rank's question for its next round may wait (HOROVOD_ELASTIC_TIMEOUT's default).
+constexpr auto kElasticWait = std::chrono::seconds(600);
 
 const char* Reason(int code) {
   switch (code) {
@@ -70,9 +73,13 @@ struct HorovodRendezvous::Server {
   size_t stored_bytes = 0;
   std::map<std::string, int> scope_sizes;
   std::map<std::string, std::vector<std::string>> finished;  // scope -> ranks that DELETEd
+  HorovodElasticRounds* elastic = nullptr;
+  int elastic_round = 1;
   asio::io_context io;
   tcp::acceptor acceptor{io};
   std::thread thread;
+  struct Connection;
+  std::vector<std::shared_ptr<Connection>> waiting;  // asked for their next round: not answered
 
   struct Connection : std::enable_shared_from_this<Connection> {
     Server& server;
@@ -80,6 +87,7 @@ struct HorovodRendezvous::Server {
     asio::steady_timer deadline;
     asio::streambuf head{kMaxHeaderBytes};
     std::string method, path, body, reply;
+    std::string round_key;  // GET /rank_and_size/<key>: whose next round it waits for
     size_t content_length = 0;
 
     Connection(Server& s, tcp::socket sock) : server(s), socket(std::move(sock)), deadline(s.io) {
@@ -149,6 +157,17 @@ struct HorovodRendezvous::Server {
       if (parts.size() != 3 || !parts[0].empty()) return Answer(400);
       const std::string& scope = parts[1];
       const std::string& key = parts[2];
+      if (server.elastic && method == "GET" && scope == "rank_and_size") {
+        if (!server.elastic->Ready(key)) return Answer(200, HorovodSlotInfo{}.Response());
+        round_key = key;
+        deadline.expires_after(kElasticWait);
+        auto self = shared_from_this();
+        deadline.async_wait([self](boost::system::error_code ec) {
+          if (!ec) self->socket.close();
+        });
+        server.waiting.push_back(self);
+        return server.AfterElasticChange();
+      }
       if (method == "GET") {
         auto s = server.scopes.find(scope);
         if (s == server.scopes.end()) return Answer(404);
@@ -190,6 +209,27 @@ struct HorovodRendezvous::Server {
       });
     }
   };
+
+  // A settled round starts with an empty store sized for it (RendezvousServer.init); then every
+  // rank whose answer is known gets it.
+  void AfterElasticChange() {
+    if (const int round = elastic->round(); round != elastic_round) {
+      elastic_round = round;
+      scopes.clear();
+      finished.clear();
+      stored_bytes = 0;
+      scope_sizes = elastic->ScopeSizes();
+    }
+    std::vector<std::shared_ptr<Connection>> still;
+    for (auto& c : waiting) {
+      if (std::optional<HorovodSlotInfo> answer = elastic->Answer(c->round_key)) {
+        c->Answer(200, answer->Response());
+      } else {
+        still.push_back(std::move(c));
+      }
+    }
+    waiting = std::move(still);
+  }
 
   void Finish(const std::string& scope, const std::string& key) {
     auto known = scope_sizes.find(scope);
@@ -235,9 +275,11 @@ struct HorovodRendezvous::Server {
 };
 
 HorovodRendezvous::HorovodRendezvous(const std::string& bind_address,
-                                     std::map<std::string, int> scope_sizes)
+                                     std::map<std::string, int> scope_sizes,
+                                     HorovodElasticRounds* elastic)
     : server_(std::make_unique<Server>()) {
   server_->scope_sizes = std::move(scope_sizes);
+  server_->elastic = elastic;
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(bind_address, ec);
   if (ec)
@@ -261,6 +303,16 @@ HorovodRendezvous::~HorovodRendezvous() {
 
 int HorovodRendezvous::port() const {
   return server_->acceptor.local_endpoint().port();
+}
+
+void HorovodRendezvous::RankEnded(int rank, bool ok) {
+  if (!server_->elastic) return;
+  server_->elastic->Ended(rank, ok);  // at once: the caller reads the verdict next
+  asio::post(server_->io, [s = server_.get()] { s->AfterElasticChange(); });
+}
+
+HorovodElasticRounds* HorovodRendezvous::elastic() const {
+  return server_->elastic;
 }
 
 }  // namespace dtrain

@@ -4,6 +4,8 @@
 // a scope of known size ("global", "local_<host>", "cross_<local rank>") is emptied once all
 // its ranks said so, any other scope loses the key. Bounded: request size, body size, stored
 // bytes, open connections and time per request; stops with the object.
+// For an elastic job (horovod_elastic_rounds.h) it also answers GET /rank_and_size/<key>, held
+// until the rank's round is settled, and starts every new round with an empty store sized for it.
 #pragma once
 
 #include <map>
@@ -13,6 +15,7 @@
 namespace dtrain {
 
 struct RankPlan;
+class HorovodElasticRounds;
 
 // Scope -> number of ranks in it, as horovodrun's RendezvousHTTPServer.init(host_alloc_plan).
 std::map<std::string, int> HorovodScopeSizes(const RankPlan& plan);
@@ -21,12 +24,18 @@ class HorovodRendezvous {
  public:
   // Listens on bind_address (e.g. "127.0.0.1", "0.0.0.0") at a free port, serving on its own
   // thread. Throws Error when it cannot listen.
-  HorovodRendezvous(const std::string& bind_address, std::map<std::string, int> scope_sizes);
+  // `elastic`, when set, must outlive the object.
+  HorovodRendezvous(const std::string& bind_address, std::map<std::string, int> scope_sizes,
+                    HorovodElasticRounds* elastic = nullptr);
   ~HorovodRendezvous();  // closes the listener and every connection, joins the thread
   HorovodRendezvous(const HorovodRendezvous&) = delete;
   HorovodRendezvous& operator=(const HorovodRendezvous&) = delete;
 
   int port() const;
+
+  // An elastic job's rank (dtrain's number) ended; answers whoever waited on its round.
+  void RankEnded(int rank, bool ok);
+  HorovodElasticRounds* elastic() const;
 
   struct Server;  // the Asio side, in horovod_rendezvous.cpp
 

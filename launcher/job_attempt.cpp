@@ -12,10 +12,12 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "launcher/error.h"
 #include "launcher/exit_abort_note.h"
 #include "launcher/hangs/stall_watch.h"
+#include "launcher/horovod_elastic_rounds.h"
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/job_store.h"
 #include "launcher/log_reader.h"
@@ -118,7 +120,8 @@ std::unique_ptr<JobStore> StartJobStore(Job& job, const ClusterSpec& spec, const
                                         int attempt) {
   const std::vector<std::string> command =
       JobStoreCommand(job.settings.command, spec, plan.master_addr, plan.master_port);
-  if (command.empty() || job.store_failed) return nullptr;
+  // An elastic Horovod job must outlive its first node, and Horovod has its own rendezvous.
+  if (command.empty() || job.store_failed || job.settings.min_np > 0) return nullptr;
   const std::string& python = command.front();  // the job's Python, or dtrain-clip
   // -x TORCHELASTIC_USE_AGENT_STORE=False (or the cluster file's env) keeps rank 0 the host.
   auto asked = spec.env.find("TORCHELASTIC_USE_AGENT_STORE");
@@ -191,6 +194,45 @@ ClusterSpec AttemptSpec(const ClusterSpec& spec, const std::vector<int>& picked)
 
 namespace {
 
+// A new round of an elastic Horovod job: the nodes that left are said and quarantined, and the
+// change goes into the job's record. "node node1 left the elastic Horovod job: rank 1 killed by
+// SIGKILL; 2 rank(s) go on in round 2 (rank 2 is now Horovod's rank 1)".
+void SayElasticRound(Job& job, const ElasticRoundChange& change,
+                     const std::map<int, ExitStatus>& statuses) {
+  std::vector<std::string> why;
+  for (int rank : change.failed_ranks) {
+    auto status = statuses.find(rank);
+    if (status == statuses.end()) continue;
+    why.push_back(status->second.lost ? status->second.error
+                                      : fmt::format("rank {}: {}", rank,
+                                                    status->second.Describe()));
+  }
+  std::sort(why.begin(), why.end());
+  why.erase(std::unique(why.begin(), why.end()), why.end());  // a lost node's ranks say it alike
+  std::vector<int> with;  // ranks that did not fail but leave with their node
+  for (int rank : change.left_ranks) {
+    if (std::find(change.failed_ranks.begin(), change.failed_ranks.end(), rank) ==
+        change.failed_ranks.end())
+      with.push_back(rank);
+  }
+  const std::string detail = fmt::format(
+      "node(s) {} left the elastic Horovod job: {}{}; {} rank(s) go on in round {}",
+      fmt::join(change.left_hosts, ","), fmt::join(why, "; "),
+      with.empty() ? "" : fmt::format(" (rank(s) {} leave with it)", fmt::join(with, ",")),
+      change.size, change.round);
+  std::fprintf(stderr, "dtrain: %s\n", detail.c_str());
+  job.record.events.push_back({WallMicros(), "elastic_round", detail, ""});
+  for (const std::string& host : change.left_hosts) {
+    const int index = NodeIndex(job.spec, host);
+    if (index >= 0) {
+      Quarantine(job, index,
+                 fmt::format("a rank on it failed in round {} of the elastic Horovod job",
+                             change.round - 1));
+    }
+  }
+  WriteJobRecord(job.folder.job_dir, job.record);
+}
+
 JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
                           std::map<int, uint64_t>& log_start) {
   JobRecord& record = job.record;
@@ -207,8 +249,15 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
   PrepareLogs(job);
   // A fresh store for every attempt, as horovodrun's init(host_alloc_plan); gone with it. Served
   // for every job, so a Horovod program starts without --horovod (a thread and a socket).
-  auto horovod_rendezvous = std::make_unique<HorovodRendezvous>(job.horovod_network.bind_address,
-                                                                HorovodScopeSizes(record.plan));
+  // An elastic job's rounds (--min-np): declared first, the rendezvous serves them.
+  std::unique_ptr<HorovodElasticRounds> elastic;
+  if (job.settings.min_np > 0) {
+    elastic = std::make_unique<HorovodElasticRounds>(record.plan, job.settings.min_np,
+                                                     job.settings.reset_limit);
+    for (RankSlot& slot : record.plan.ranks) slot.env["HOROVOD_ELASTIC"] = "1";
+  }
+  auto horovod_rendezvous = std::make_unique<HorovodRendezvous>(
+      job.horovod_network.bind_address, HorovodScopeSizes(record.plan), elastic.get());
   AddHorovodGlooEnv(record.plan, job.horovod_network, horovod_rendezvous->port(),
                     job.settings.horovod);
   if (job.settings.horovod) {
@@ -274,8 +323,27 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
     supervise.steps = &steps;
     supervise.store = store.get();
+    if (elastic) {
+      supervise.elastic = horovod_rendezvous.get();
+      supervise.on_elastic_change = [&job](const ElasticRoundChange& c,
+                                           const std::map<int, ExitStatus>& statuses) {
+        SayElasticRound(job, c, statuses);
+      };
+    }
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
     JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command));
+    if (elastic) {
+      // A node lost while the job went on is asked for nothing at the end.
+      for (const auto& [rank, status] : outcome.statuses) {
+        if (status.lost) job.lost_nodes.insert(record.plan.ranks.at(rank).host);
+      }
+      if (!outcome.elastic_failure.empty()) {
+        std::fprintf(stderr, "dtrain: the elastic Horovod job cannot go on: %s\n",
+                     outcome.elastic_failure.c_str());
+        record.events.push_back(
+            {WallMicros(), "elastic_round", "cannot go on: " + outcome.elastic_failure, ""});
+      }
+    }
     if (health_watch) {
       for (const NodeWarning& w : health_watch->TakeWarnings()) {
         RecordHealthWarning(job, w.host, w.what);

@@ -39,6 +39,8 @@ struct JobSettings {
   NodeCount node_count;       // --nnodes
   std::string role;           // ROLE_NAME: --role, else job.role ("" = torchrun's "default")
   std::string run_id;         // TORCHELASTIC_RUN_ID: --rdzv-id ("" = the job's name)
+  int min_np = 0;             // > 0: an elastic Horovod job going on with at least this many ranks
+  int reset_limit = -1;       // its most new rounds; -1: any
 };
 
 // Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.

@@ -64,6 +64,11 @@ void JobSupervisor::OnExit(int id, const ExitStatus& status) {
   outcome_.statuses[id] = status;
   outcome_.ended_us[id] = WallMicros();
   if (options_.stall_watch) options_.stall_watch->OnExit(id, status);
+  if (options_.elastic && !stopping_) {
+    // The rounds decide whether the job goes on (WatchElasticRounds).
+    options_.elastic->RankEnded(id, status.ok());
+    return;
+  }
   if (!status.ok() && outcome_.failed_rank < 0 && !stopping_) {
     outcome_.failed_rank = id;
     outcome_.exit_code = status.ShellStatus();
@@ -80,6 +85,28 @@ void JobSupervisor::OnExit(int id, const ExitStatus& status) {
        hold_until_ == std::chrono::steady_clock::time_point::max())) {
     BeginStop(SIGTERM);  // a lost node or a signal ends a hold at once
   }
+}
+
+// An elastic job ends when its rounds say so: failed (torn down as for a failing rank, the rank
+// blamed being the last that failed) or done (whatever still runs left the job and is stopped).
+void JobSupervisor::WatchElasticRounds() {
+  HorovodElasticRounds& rounds = *options_.elastic->elastic();
+  for (const ElasticRoundChange& change : rounds.TakeChanges()) {
+    if (options_.on_elastic_change) options_.on_elastic_change(change, outcome_.statuses);
+  }
+  const HorovodElasticRounds::Verdict verdict = rounds.verdict();
+  if (verdict == HorovodElasticRounds::Verdict::kRunning) return;
+  if (verdict == HorovodElasticRounds::Verdict::kFailed) {
+    const int rank = rounds.blamed_rank();
+    auto status = outcome_.statuses.find(rank);
+    outcome_.failed_rank = rank;
+    outcome_.exit_code = status != outcome_.statuses.end() && !status->second.ok()
+                             ? status->second.ShellStatus()
+                             : kExitFailure;
+    outcome_.failed_us = WallMicros();
+    outcome_.elastic_failure = rounds.why_failed();
+  }
+  BeginStop(SIGTERM);
 }
 
 void JobSupervisor::BeginStop(int sig) {
@@ -145,6 +172,7 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
         BeginStop(SIGTERM);
       }
     }
+    if (options_.elastic && !stopping_) WatchElasticRounds();
     if (options_.store && !stopping_) {
       std::string why = options_.store->Check();
       if (!why.empty()) {
@@ -168,6 +196,7 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
       }
     }
   }
+  if (options_.elastic && !stopping_) WatchElasticRounds();  // the last rank's end settled it
   // Whatever the ranks left behind in their process groups goes with them.
   transport_.SignalAll(SIGKILL);
   return outcome_;

@@ -18,6 +18,8 @@
 #include "launcher/console_echo.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/health_watch.h"
+#include "launcher/horovod_elastic_rounds.h"
+#include "launcher/horovod_rendezvous.h"
 #include "launcher/job_store.h"
 #include "launcher/rank_log.h"
 #include "launcher/step_watch.h"
@@ -39,6 +41,13 @@ struct SupervisorOptions {
   // Called on the supervisor's thread with each warning of the health watch (may be empty).
   std::function<void(const NodeWarning&)> on_health_warning;
   JobStore* store = nullptr;  // null: no store of dtrain's (rank 0 hosts, or none)
+  // An elastic Horovod job's rendezvous (one with elastic() set): a rank that fails does not stop
+  // the others; the rounds decide (horovod_elastic_rounds.h). Null: the first failure stops all.
+  HorovodRendezvous* elastic = nullptr;
+  // Called on the supervisor's thread with each new round of an elastic job and how every rank
+  // that ended so far ended.
+  std::function<void(const ElasticRoundChange&, const std::map<int, ExitStatus>&)>
+      on_elastic_change;
 };
 
 constexpr double kEarlyHoldS = 1.5;
@@ -57,6 +66,7 @@ struct JobOutcome {
   std::optional<UnfitNode> unfit;    // set when the health watch stopped it (exit 255)
   std::string store_failure;         // set when the job's store failed (exit 1): why
   std::string returned;  // a quarantined node fit again: the attempt was stopped to take it back
+  std::string elastic_failure;  // an elastic Horovod job could not go on: why
   bool store_listened = false;         // ... after it had listened
   std::map<int, ExitStatus> statuses;  // every rank that ended
   std::map<int, int64_t> ended_us;     // when each rank's end was seen (wall clock)
@@ -96,6 +106,7 @@ class JobSupervisor : public TransportEvents {
 
  private:
   void BeginStop(int sig);
+  void WatchElasticRounds();
 
   Transport& transport_;
   std::map<int, std::unique_ptr<RankLog>>& logs_;

@@ -153,6 +153,27 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
       options.health_watch_s.value_or(spec.transport == TransportKind::kLocal ? 0 : kHealthWatchS);
   if (!options.check_nodes) job.health_watch_s = 0;
   job.role = options.role.empty() ? spec.job.role : options.role;
+  if (options.min_np < 0 || options.max_np < 0)
+    throw UsageError("--min-np/--max-np: expected a number of ranks >= 1");
+  if (options.reset_limit < -1) throw UsageError("--reset-limit: expected a number >= 0");
+  if ((options.max_np > 0 || options.reset_limit >= 0) && options.min_np == 0) {
+    throw UsageError(
+        "--max-np and --reset-limit are for an elastic Horovod job: give --min-np N too (the "
+        "fewest ranks it goes on with)");
+  }
+  if (options.min_np > 0) {
+    if (spec.transport == TransportKind::kSlurm) {
+      throw UsageError(
+          "--min-np: elastic Horovod runs on ssh nodes or this machine, not under Slurm (one "
+          "srun step holds every rank, and a failed one ends it); use --nnodes MIN:MAX to restart "
+          "on fewer nodes");
+    }
+    if (options.max_np > 0 && options.max_np < options.min_np)
+      throw UsageError("--max-np must be at least --min-np");
+    job.min_np = options.min_np;
+    job.reset_limit = options.reset_limit;
+    job.horovod = true;
+  }
   // torchrun's --standalone draws a rendezvous id of its own whatever --rdzv-id says.
   if (!options.cluster.torchrun.standalone) job.run_id = options.cluster.torchrun.id;
   return job;
@@ -356,6 +377,16 @@ int RunLaunch(const LaunchOptions& options) {
   const PlanOptions plan_options = PlanOptionsFor(chosen, settings, folder);
   std::vector<int> nodes = pool.Pick();
   record.plan = MakeRankPlan(AttemptSpec(spec, nodes), plan_options);
+  if (settings.min_np > record.plan.world_size) {
+    throw UsageError(fmt::format("--min-np {}: the job has only {} rank(s)", settings.min_np,
+                                 record.plan.world_size));
+  }
+  if (options.max_np > 0 && options.max_np < record.plan.world_size) {
+    throw UsageError(fmt::format(
+        "--max-np {}: the job starts {} rank(s), and an elastic job never grows past its start; "
+        "give fewer ranks (-np) or a larger --max-np",
+        options.max_np, record.plan.world_size));
+  }
 
   std::map<int, std::unique_ptr<RankLog>> logs;
   ConsoleChoice shown = options.console;

@@ -50,6 +50,12 @@ struct LaunchOptions {
   std::optional<double> health_watch_s;     // --health-watch S; unset: kHealthWatchS on ssh
                                             // and Slurm nodes, none on this machine alone
   std::string start_health_check = "auto";  // --start-health-check on|off|auto (auto: ssh, slurm)
+  // horovodrun's elastic mode: --min-np > 0 makes a Horovod job elastic (HOROVOD_ELASTIC=1,
+  // horovod_elastic_rounds.h); --max-np, when given, must allow the job's ranks (it never grows);
+  // --reset-limit caps its new rounds (-1: any).
+  int min_np = 0;
+  int max_np = 0;
+  int reset_limit = -1;
 };
 
 // The command run when neither the command line nor the cluster file names one.

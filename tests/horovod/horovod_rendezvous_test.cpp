@@ -8,9 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <string>
 
 #include "launcher/cluster_spec.h"
+#include "launcher/horovod_elastic_rounds.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/rank_plan.h"
@@ -149,6 +152,36 @@ TEST(HorovodGloo, SshRanksFindTheirInterfaceAtStartWithoutTheFlag) {
   const HorovodGlooNetwork local =
       FindHorovodGlooNetwork(ParseClusterText("nodes:\n  - {host: localhost}\n", "t"), false);
   EXPECT_TRUE(local.iface_towards.empty());
+}
+
+// An elastic job's GET /rank_and_size/<key> waits, over a real socket, until every rank of the
+// round asked or ended; the new round then starts with an empty store sized for it.
+TEST(HorovodRendezvous, ElasticRankAndSizeWaitsForTheRoundAndTheStoreStartsAfresh) {
+  const ClusterSpec spec = ParseClusterText(
+      "transport: ssh\nnodes:\n  - {host: a, address: 127.0.0.1}\n"
+      "  - {host: b, address: 127.0.0.2}\n",
+      "test");
+  const RankPlan plan = MakeRankPlan(spec, {});
+  HorovodElasticRounds rounds(plan, 1, -1);
+  HorovodRendezvous server("127.0.0.1", HorovodScopeSizes(plan), &rounds);
+  const std::string a = plan.ranks[0].env.at("HOROVOD_HOSTNAME") + ":0";
+  ASSERT_EQ(Send(server.port(), "PUT", "/global/rank_0", "old round").status, 200);
+  std::future<Reply> asked =
+      std::async(std::launch::async, [&] { return Send(server.port(), "GET", "/rank_and_size/" + a); });
+  EXPECT_EQ(asked.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout)
+      << "rank 1 has neither asked nor ended";
+  server.RankEnded(1, false);
+  ASSERT_EQ(asked.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const Reply reply = asked.get();
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.body, "0,1,0,1,0,1");
+  EXPECT_EQ(Send(server.port(), "GET", "/global/rank_0").status, 404) << "a new round's store";
+  // The new round's global scope has one rank: its DELETE empties it.
+  ASSERT_EQ(Send(server.port(), "PUT", "/global/rank_0", "new").status, 200);
+  ASSERT_EQ(Send(server.port(), "DELETE", "/global/0").status, 200);
+  EXPECT_EQ(Send(server.port(), "GET", "/global/rank_0").status, 404);
+  // A key that is no rank of the job is told at once that it is out.
+  EXPECT_EQ(Send(server.port(), "GET", "/rank_and_size/nowhere:0").body, "-1,-1,-1,-1,-1,-1");
 }
 
 }  // namespace

@@ -1,0 +1,222 @@
+// The round's barrier (registration.py's WorkerStateRegistry): every rank of the round records
+// one state, ready (it asked for its next place), succeeded or failed (it ended); the last one
+// settles the round. A rank that fails after it asked counts as failed.
+#include "launcher/horovod_elastic_rounds.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "launcher/rank_plan.h"
+
+namespace dtrain {
+
+std::string HorovodSlotInfo::Response() const {
+  return fmt::format("{},{},{},{},{},{}", rank, size, local_rank, local_size, cross_rank,
+                     cross_size);
+}
+
+HorovodElasticRounds::HorovodElasticRounds(const RankPlan& plan, int min_np, int reset_limit)
+    : min_np_(std::max(1, min_np)), reset_limit_(reset_limit) {
+  for (const RankSlot& slot : plan.ranks) {
+    Member m;
+    auto machine = slot.env.find("HOROVOD_HOSTNAME");
+    m.machine = machine != slot.env.end() ? machine->second : slot.host;
+    m.host = slot.host;
+    m.rank = slot.rank;
+    m.local_rank = slot.local_rank;
+    m.key = fmt::format("{}:{}", m.machine, m.local_rank);
+    members_.push_back(std::move(m));
+  }
+  Assign();
+}
+
+void HorovodElasticRounds::Assign() {
+  // hosts.get_host_assignments: hosts in order, each host's slots in local rank order.
+  std::vector<std::string> machines;
+  std::map<std::string, std::vector<Member*>> on;
+  for (Member& m : members_) {
+    if (!m.in_round) continue;
+    if (on.find(m.machine) == on.end()) machines.push_back(m.machine);
+    on[m.machine].push_back(&m);
+  }
+  int size = 0;
+  for (const auto& [machine, ms] : on) size += static_cast<int>(ms.size());
+  std::map<int, int> cross_size;  // local rank -> hosts that have one
+  for (const std::string& machine : machines) {
+    for (size_t i = 0; i < on[machine].size(); ++i) ++cross_size[static_cast<int>(i)];
+  }
+  std::map<int, int> next_cross;
+  int rank = 0;
+  for (const std::string& machine : machines) {
+    std::vector<Member*>& ms = on[machine];
+    std::sort(ms.begin(), ms.end(),
+              [](const Member* a, const Member* b) { return a->local_rank < b->local_rank; });
+    for (size_t i = 0; i < ms.size(); ++i) {
+      const int local = static_cast<int>(i);
+      HorovodSlotInfo& s = ms[i]->slot;
+      s.rank = rank++;
+      s.size = size;
+      s.local_rank = local;
+      s.local_size = static_cast<int>(ms.size());
+      s.cross_rank = next_cross[local]++;
+      s.cross_size = cross_size[local];
+    }
+  }
+  for (Member& m : members_) {
+    if (!m.in_round) m.slot = HorovodSlotInfo{};
+  }
+}
+
+bool HorovodElasticRounds::Ready(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto m = std::find_if(members_.begin(), members_.end(),
+                        [&](const Member& x) { return x.key == key; });
+  if (m == members_.end()) return false;
+  m->answer.reset();
+  if (!m->in_round || verdict_ != Verdict::kRunning) {
+    m->answer = HorovodSlotInfo{};
+    return true;
+  }
+  if (m->state == State::kRunning) m->state = State::kReady;
+  SettleIfDone();
+  return true;
+}
+
+void HorovodElasticRounds::Ended(int rank, bool ok) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto m = std::find_if(members_.begin(), members_.end(),
+                        [&](const Member& x) { return x.rank == rank; });
+  if (m == members_.end() || !m->in_round) return;
+  if (m->state == State::kSucceeded || m->state == State::kFailed) return;
+  m->state = ok ? State::kSucceeded : State::kFailed;
+  if (!ok) last_failed_ = rank;
+  SettleIfDone();
+}
+
+void HorovodElasticRounds::Fail(std::string why, int rank) {
+  verdict_ = Verdict::kFailed;
+  why_failed_ = std::move(why);
+  blamed_rank_ = rank;
+}
+
+void HorovodElasticRounds::SettleIfDone() {
+  if (verdict_ != Verdict::kRunning) return;
+  int in_round = 0, ready = 0, succeeded = 0, failed = 0;
+  for (const Member& m : members_) {
+    if (!m.in_round) continue;
+    ++in_round;
+    ready += m.state == State::kReady;
+    succeeded += m.state == State::kSucceeded;
+    failed += m.state == State::kFailed;
+  }
+  if (ready + succeeded + failed < in_round) return;  // someone of the round is still at work
+  if (succeeded == in_round) {
+    verdict_ = Verdict::kSucceeded;
+  } else if (succeeded > 0) {
+    // driver.py stops the job once any rank finished: those still in it cannot go on alone.
+    Fail(fmt::format("round {}: {} rank(s) finished while {} asked to go on or failed", round_,
+                     succeeded, ready + failed),
+         last_failed_);
+  } else if (failed == in_round) {
+    Fail(fmt::format("every rank of round {} failed", round_), last_failed_);
+  } else if (failed == 0) {
+    // Every rank reset and none failed (a transient error): the same ranks go on.
+    ++round_;
+  } else {
+    std::set<std::string> leaving;
+    for (const Member& m : members_) {
+      if (m.in_round && m.state == State::kFailed) leaving.insert(m.machine);
+    }
+    ElasticRoundChange change;
+    int left = 0;
+    for (Member& m : members_) {
+      if (!m.in_round || !leaving.count(m.machine)) continue;
+      if (std::find(change.left_hosts.begin(), change.left_hosts.end(), m.host) ==
+          change.left_hosts.end())
+        change.left_hosts.push_back(m.host);
+      if (m.state == State::kFailed) change.failed_ranks.push_back(m.rank);
+      change.left_ranks.push_back(m.rank);
+      ++left;
+    }
+    const int remaining = in_round - left;
+    if (remaining < min_np_) {
+      Fail(fmt::format("{} rank(s) would remain after node(s) {} left, fewer than --min-np {}",
+                       remaining, fmt::join(change.left_hosts, ","), min_np_),
+           last_failed_);
+    } else if (reset_limit_ >= 0 && resets_ >= reset_limit_) {
+      Fail(fmt::format("node(s) {} failed and the job was already reset {} time(s) "
+                       "(--reset-limit {})",
+                       fmt::join(change.left_hosts, ","), resets_, reset_limit_),
+           last_failed_);
+    } else {
+      for (Member& m : members_) {
+        if (m.in_round && leaving.count(m.machine)) m.in_round = false;
+      }
+      ++resets_;
+      ++round_;
+      Assign();
+      change.round = round_;
+      change.size = remaining;
+      changes_.push_back(std::move(change));
+    }
+  }
+  // Settled: every rank that asked gets its place (or -1), and the new round starts afresh.
+  const bool going_on = verdict_ == Verdict::kRunning;
+  for (Member& m : members_) {
+    if (m.state == State::kReady) {
+      m.answer = going_on && m.in_round ? m.slot : HorovodSlotInfo{};
+      m.state = State::kRunning;
+    }
+  }
+}
+
+std::optional<HorovodSlotInfo> HorovodElasticRounds::Answer(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Member& m : members_) {
+    if (m.key == key) return m.answer;
+  }
+  return HorovodSlotInfo{};
+}
+
+std::map<std::string, int> HorovodElasticRounds::ScopeSizes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, int> sizes;
+  for (const Member& m : members_) {
+    if (!m.in_round) continue;
+    sizes["global"] = m.slot.size;
+    sizes["local_" + m.machine] = m.slot.local_size;
+    sizes["cross_" + std::to_string(m.slot.local_rank)] = m.slot.cross_size;
+  }
+  return sizes;
+}
+
+int HorovodElasticRounds::round() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return round_;
+}
+
+HorovodElasticRounds::Verdict HorovodElasticRounds::verdict() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return verdict_;
+}
+
+std::string HorovodElasticRounds::why_failed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return why_failed_;
+}
+
+int HorovodElasticRounds::blamed_rank() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return blamed_rank_;
+}
+
+std::vector<ElasticRoundChange> HorovodElasticRounds::TakeChanges() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(changes_, {});
+}
+
+}  // namespace dtrain

@@ -1,0 +1,99 @@
+// HorovodElasticRounds: who is in an elastic Horovod job (horovodrun --min-np), round after
+// round, as horovodrun's elastic driver keeps it (horovod/runner/elastic/driver.py and
+// registration.py). The ranks start with the rank plan (round 1). A rank whose collective failed
+// resets: Horovod shuts down and asks the rendezvous for its place in the next round
+// (GET /rank_and_size/<HOROVOD_HOSTNAME>:<local rank>), and that answer waits until every rank of
+// the round has either asked or ended. Then the hosts of the ranks that failed leave the job,
+// with every rank on them, and the others go on in a new round: ranks renumbered in host order,
+// local and cross ranks as horovodrun assigns them. A rank left out is answered "-1,..." (Horovod
+// raises "has been removed from elastic job"). The job fails when fewer than --min-np ranks would
+// remain, every rank failed, or --reset-limit new rounds were used; it is done when every rank of
+// the round ended well. Pure logic, safe to call from any thread.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtrain {
+
+struct RankPlan;
+
+// A rank's place in a round, as Horovod's gloo_context.cc parses it: "rank,size,local_rank,
+// local_size,cross_rank,cross_size"; all -1 for a rank that is not in the round.
+struct HorovodSlotInfo {
+  int rank = -1, size = -1, local_rank = -1, local_size = -1, cross_rank = -1, cross_size = -1;
+  std::string Response() const;
+};
+
+// What changed when a round was settled, for the console and the job's record.
+struct ElasticRoundChange {
+  int round = 0;                        // the new round's number (the plan's is 1)
+  std::vector<std::string> left_hosts;  // nodes (NodeSpec::host) whose ranks left the job
+  std::vector<int> failed_ranks;        // dtrain's ranks that failed in the round before
+  std::vector<int> left_ranks;          // every dtrain rank that left with those nodes
+  int size = 0;                         // HOROVOD_SIZE of the new round
+};
+
+class HorovodElasticRounds {
+ public:
+  // min_np: fewest ranks the job goes on with (>= 1). reset_limit: most new rounds (-1: any).
+  HorovodElasticRounds(const RankPlan& plan, int min_np, int reset_limit);
+
+  // A rank asked for its place in the next round. False when `key` ("<machine>:<local rank>")
+  // names no rank of the job (answered at once, as one that left).
+  bool Ready(const std::string& key);
+  // A rank (dtrain's number, the plan's) ended. Ranks that left the job earlier are ignored.
+  void Ended(int rank, bool ok);
+
+  // The answer for `key` once the round it asked in was settled; nullopt while it waits.
+  std::optional<HorovodSlotInfo> Answer(const std::string& key) const;
+
+  // Horovod's rendezvous scopes of the current round and their sizes ("global", "local_<machine>",
+  // "cross_<local rank>"), as horovodrun's RendezvousServer.init(host_alloc_plan).
+  std::map<std::string, int> ScopeSizes() const;
+  // The number of the current round; bumps each time a round is settled with a new one.
+  int round() const;
+
+  enum class Verdict { kRunning, kSucceeded, kFailed };
+  Verdict verdict() const;
+  std::string why_failed() const;
+  // The rank whose failure the job's end is blamed on (-1: none).
+  int blamed_rank() const;
+  // The changes since the last call.
+  std::vector<ElasticRoundChange> TakeChanges();
+
+ private:
+  enum class State { kRunning, kReady, kSucceeded, kFailed };
+  struct Member {
+    std::string key;   // "<machine>:<local rank>"
+    std::string host;  // NodeSpec::host
+    std::string machine;
+    int rank = 0;  // dtrain's rank (the plan's), which names its log
+    int local_rank = 0;
+    State state = State::kRunning;
+    bool in_round = true;  // still in the job
+    HorovodSlotInfo slot;  // its place in the current round
+    std::optional<HorovodSlotInfo> answer;  // for its last Ready, once settled
+  };
+
+  void SettleIfDone();  // with mu_ held
+  void Assign();        // with mu_ held: slots for every member in the round
+  void Fail(std::string why, int rank);
+
+  mutable std::mutex mu_;
+  std::vector<Member> members_;  // in plan order
+  int min_np_;
+  int reset_limit_;
+  int resets_ = 0;
+  int round_ = 1;
+  Verdict verdict_ = Verdict::kRunning;
+  std::string why_failed_;
+  int blamed_rank_ = -1;
+  int last_failed_ = -1;
+  std::vector<ElasticRoundChange> changes_;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,158 @@
+// The rounds of an elastic Horovod job against horovodrun's elastic driver: who waits, who
+// leaves with a failed rank's node, how the others are renumbered (hosts.get_host_assignments),
+// and when the job cannot go on.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "launcher/horovod_elastic_rounds.h"
+#include "launcher/rank_plan.h"
+
+namespace dtrain {
+namespace {
+
+// `hosts` nodes a, b, c, ... with `slots` ranks each, in plan order; machine names m-a, m-b, ...
+RankPlan Plan(int hosts, int slots) {
+  RankPlan plan;
+  plan.world_size = hosts * slots;
+  for (int h = 0; h < hosts; ++h) {
+    for (int l = 0; l < slots; ++l) {
+      RankSlot slot;
+      slot.rank = h * slots + l;
+      slot.local_rank = l;
+      slot.node_rank = h;
+      slot.local_world_size = slots;
+      slot.host = std::string(1, static_cast<char>('a' + h));
+      slot.env["HOROVOD_HOSTNAME"] = "m-" + slot.host;
+      plan.ranks.push_back(slot);
+    }
+  }
+  return plan;
+}
+
+std::string Said(const HorovodElasticRounds& rounds, const std::string& key) {
+  std::optional<HorovodSlotInfo> answer = rounds.Answer(key);
+  return answer ? answer->Response() : "waiting";
+}
+
+const std::string kOut = "-1,-1,-1,-1,-1,-1";
+
+TEST(HorovodElasticRounds, AFailedRanksNodeLeavesAndTheOthersAreRenumberedInHostOrder) {
+  HorovodElasticRounds rounds(Plan(3, 2), /*min_np=*/2, /*reset_limit=*/-1);
+  rounds.Ended(2, false);  // b's local rank 0
+  for (const char* key : {"m-a:0", "m-a:1", "m-b:1", "m-c:0"}) {
+    ASSERT_TRUE(rounds.Ready(key));
+    EXPECT_EQ(Said(rounds, key), "waiting") << key << ": the round waits for m-c:1";
+  }
+  EXPECT_EQ(rounds.round(), 1);
+  ASSERT_TRUE(rounds.Ready("m-c:1"));
+  EXPECT_EQ(rounds.round(), 2);
+  // rank,size,local_rank,local_size,cross_rank,cross_size
+  EXPECT_EQ(Said(rounds, "m-a:0"), "0,4,0,2,0,2");
+  EXPECT_EQ(Said(rounds, "m-a:1"), "1,4,1,2,0,2");
+  EXPECT_EQ(Said(rounds, "m-c:0"), "2,4,0,2,1,2");
+  EXPECT_EQ(Said(rounds, "m-c:1"), "3,4,1,2,1,2");
+  EXPECT_EQ(Said(rounds, "m-b:1"), kOut) << "it leaves with its node";
+  const std::map<std::string, int> scopes = {
+      {"global", 4}, {"local_m-a", 2}, {"local_m-c", 2}, {"cross_0", 2}, {"cross_1", 2}};
+  EXPECT_EQ(rounds.ScopeSizes(), scopes);
+  const std::vector<ElasticRoundChange> changes = rounds.TakeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].round, 2);
+  EXPECT_EQ(changes[0].left_hosts, std::vector<std::string>{"b"});
+  EXPECT_EQ(changes[0].failed_ranks, std::vector<int>{2});
+  EXPECT_EQ(changes[0].left_ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(changes[0].size, 4);
+  EXPECT_TRUE(rounds.TakeChanges().empty());
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kRunning);
+
+  // The rank that left ends (Horovod raised "removed from elastic job"): nothing changes.
+  rounds.Ended(3, false);
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kRunning);
+  // The next round: a's rank 1 fails; c's two ranks go on alone, a and b out.
+  rounds.Ended(1, false);
+  rounds.Ready("m-a:0");
+  rounds.Ready("m-c:0");
+  EXPECT_EQ(Said(rounds, "m-c:0"), "waiting");
+  rounds.Ready("m-c:1");
+  EXPECT_EQ(Said(rounds, "m-c:0"), "0,2,0,2,0,1");
+  EXPECT_EQ(Said(rounds, "m-c:1"), "1,2,1,2,0,1");
+  EXPECT_EQ(Said(rounds, "m-a:0"), kOut);
+  EXPECT_EQ(rounds.round(), 3);
+  // Both finish: the job is done.
+  rounds.Ended(4, true);
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kRunning);
+  rounds.Ended(5, true);
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kSucceeded);
+}
+
+TEST(HorovodElasticRounds, ARankThatFailsAfterItAskedCountsAsFailed) {
+  HorovodElasticRounds rounds(Plan(2, 1), 1, -1);
+  rounds.Ready("m-a:0");
+  rounds.Ended(0, false);  // it asked, then died before the answer
+  rounds.Ready("m-b:0");
+  EXPECT_EQ(Said(rounds, "m-b:0"), "0,1,0,1,0,1");
+  EXPECT_EQ(rounds.TakeChanges().at(0).left_hosts, std::vector<std::string>{"a"});
+}
+
+TEST(HorovodElasticRounds, FewerThanMinNpLeftFailsTheJobAndTellsTheWaitingToLeave) {
+  HorovodElasticRounds rounds(Plan(3, 2), /*min_np=*/5, -1);
+  rounds.Ended(2, false);
+  for (const char* key : {"m-a:0", "m-a:1", "m-b:1", "m-c:0", "m-c:1"}) rounds.Ready(key);
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kFailed);
+  EXPECT_EQ(rounds.blamed_rank(), 2);
+  EXPECT_NE(rounds.why_failed().find("4 rank(s) would remain after node(s) b left, fewer than "
+                                     "--min-np 5"),
+            std::string::npos)
+      << rounds.why_failed();
+  EXPECT_EQ(Said(rounds, "m-a:0"), kOut);
+  EXPECT_EQ(Said(rounds, "m-c:1"), kOut);
+  EXPECT_TRUE(rounds.TakeChanges().empty());
+  EXPECT_EQ(rounds.round(), 1);
+  EXPECT_EQ(Said(rounds, "m-x:0"), kOut);
+  EXPECT_FALSE(rounds.Ready("m-x:0")) << "no such rank in the job";
+}
+
+TEST(HorovodElasticRounds, ResetLimitCountsTheRoundsThatWentOnWithFewer) {
+  HorovodElasticRounds rounds(Plan(3, 1), 1, /*reset_limit=*/1);
+  rounds.Ended(0, false);
+  rounds.Ready("m-b:0");
+  rounds.Ready("m-c:0");
+  EXPECT_EQ(Said(rounds, "m-b:0"), "0,2,0,1,0,2");
+  rounds.Ended(1, false);
+  rounds.Ready("m-c:0");
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kFailed);
+  EXPECT_NE(rounds.why_failed().find("--reset-limit 1"), std::string::npos) << rounds.why_failed();
+  EXPECT_EQ(Said(rounds, "m-c:0"), kOut);
+}
+
+TEST(HorovodElasticRounds, EveryRankAskingAgainWithNoFailureKeepsItsPlace) {
+  HorovodElasticRounds rounds(Plan(2, 1), 2, -1);
+  rounds.Ready("m-a:0");
+  rounds.Ready("m-b:0");
+  EXPECT_EQ(Said(rounds, "m-a:0"), "0,2,0,1,0,2");
+  EXPECT_EQ(Said(rounds, "m-b:0"), "1,2,0,1,1,2");
+  EXPECT_EQ(rounds.round(), 2) << "a new round: its store starts empty";
+  EXPECT_TRUE(rounds.TakeChanges().empty()) << "nobody left";
+}
+
+TEST(HorovodElasticRounds, EveryRankFailingOrOneFinishingWhileOthersWaitEndsTheJob) {
+  {
+    HorovodElasticRounds rounds(Plan(2, 1), 1, -1);
+    rounds.Ended(0, false);
+    rounds.Ended(1, false);
+    EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kFailed);
+    EXPECT_EQ(rounds.why_failed(), "every rank of round 1 failed");
+    EXPECT_EQ(rounds.blamed_rank(), 1);
+  }
+  {
+    HorovodElasticRounds rounds(Plan(2, 1), 1, -1);
+    rounds.Ended(0, true);
+    rounds.Ready("m-b:0");
+    EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kFailed);
+    EXPECT_EQ(Said(rounds, "m-b:0"), kOut);
+  }
+}
+
+}  // namespace
+}  // namespace dtrain

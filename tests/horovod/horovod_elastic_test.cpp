@@ -1,0 +1,221 @@
+// Elastic Horovod under `dtrain launch --min-np N`, as under `horovodrun --min-np N -H ...`: a real
+// horovod.torch program with hvd.elastic.run and a TorchState (hvd_elastic_train.py, Horovod
+// 0.28.1 from .venv-horovod). Real faults on sshd nodes in network namespaces (root; skipped
+// otherwise): a rank killed with SIGKILL, and a node whose link is cut (`ip link set eth0
+// down`). The node leaves with all its ranks, the others go on from their last commit in a new
+// round with fewer ranks and finish, and dtrain exits 0. On this machine alone: a failure that
+// leaves fewer than --min-np ranks ends the job, and the elastic options are checked.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tests/support/dtrain_process.h"
+#include "tests/support/scratch_dirs.h"
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+using test::ReadText;
+using test::SshTestCluster;
+using testing::DtrainProcess;
+
+const std::string kSource = DTRAIN_SOURCE_DIR;
+const std::string kPython = kSource + "/.venv-horovod/bin/python3";
+const std::string kProgram = kSource + "/tests/horovod/hvd_elastic_train.py";
+
+#define REQUIRE_HOROVOD()                                                             \
+  if (!fs::exists(kPython)) {                                                         \
+    FAIL() << kPython << " is missing: run scripts/install-deps.sh --tests (or "      \
+           << "scripts/install-horovod.sh) to build Horovod into .venv-horovod";      \
+  }
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string RankLog(const std::string& job_dir, int rank) {
+  return ReadText(fmt::format("{}/rank-{}.log", job_dir, rank));
+}
+
+// The dtrain command line of an elastic job of hvd_elastic_train.py.
+std::vector<std::string> ElasticLaunch(const std::string& cluster_args, const std::string& dir,
+                                       const std::vector<std::string>& more) {
+  std::vector<std::string> args = {"launch", "--job", "el", "--log-dir", dir, "--quiet"};
+  std::istringstream words(cluster_args);
+  for (std::string w; words >> w;) args.push_back(w);
+  args.insert(args.end(), more.begin(), more.end());
+  args.insert(args.end(), {"--", kPython, kProgram});
+  return args;
+}
+
+// What a rank that went on to the end printed: every step of the old round with all `before`
+// ranks, every later one with `after`, and the same parameters as every other rank at the end.
+void ExpectWentOn(const std::string& log, int before, int after, const std::string& done) {
+  std::smatch m;
+  std::string rest = log;
+  int steps = 0, old_round = 0, new_round = 0;
+  const std::regex step("hvd-step step=(\\d+) rank=(\\d+) size=(\\d+) count=(\\d+)");
+  while (std::regex_search(rest, m, step)) {
+    ++steps;
+    EXPECT_EQ(m[3], m[4]) << "every rank of the round took part: " << m[0];
+    const int size = std::stoi(m[3]);
+    if (size == before) {
+      EXPECT_EQ(new_round, 0) << "a step with " << before << " ranks after the new round";
+      ++old_round;
+    } else {
+      EXPECT_EQ(size, after) << m[0];
+      ++new_round;
+    }
+    rest = m.suffix();
+  }
+  EXPECT_GT(old_round, 0) << log;
+  EXPECT_GT(new_round, 0) << log;
+  EXPECT_NE(log.find("hvd-elastic-done step=30 " + done + " same=1"), std::string::npos)
+      << "want " << done << " in:\n"
+      << log;
+}
+
+TEST(HorovodElastic, KilledRankLeavesWithItsNodeAndTheOthersFinish) {
+  REQUIRE_HOROVOD();
+  SshTestCluster cluster("hvd-elastic-kill", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-kill");
+  DtrainProcess dtrain(ElasticLaunch("-c " + cluster.cluster_file(), dir,
+                                     {"--min-np", "2", "--health-watch", "0", "-x",
+                                      "HVD_TEST_DIE_RANK=1", "-x", "HVD_TEST_DIE_STEP=10"}),
+                       dir);
+  ASSERT_EQ(dtrain.Wait(120), 0) << dtrain.err();
+  const std::string err = dtrain.err();
+  const std::string job_dir = dir + "/el";
+  EXPECT_NE(err.find("dtrain: node(s) node1 left the elastic Horovod job: rank 1: killed by "
+                     "SIGKILL; 2 rank(s) go on in round 2"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node node1 quarantined for the rest of job el"), std::string::npos)
+      << err;
+  EXPECT_NE(RankLog(job_dir, 1).find("rank 1 kills itself at step 10"), std::string::npos);
+  // node0 and node2 go on as Horovod's ranks 0 and 1 of 2, each still alone on its node.
+  ExpectWentOn(RankLog(job_dir, 0), 3, 2, "size=2 rank=0 local=0/1 cross=0/2");
+  ExpectWentOn(RankLog(job_dir, 2), 3, 2, "size=2 rank=1 local=0/1 cross=1/2");
+
+  const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["status"], "succeeded");
+  EXPECT_EQ(record["attempts"].size(), 1u) << "no restart: the job went on";
+  bool said = false;
+  for (const json& e : record["events"]) said = said || e["kind"] == "elastic_round";
+  EXPECT_TRUE(said) << record["events"].dump(2);
+  EXPECT_EQ(record["nodes"][1]["quarantined"],
+            "a rank on it failed in round 1 of the elastic Horovod job");
+  EXPECT_TRUE(testing::WaitFor(
+      [] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10))
+      << "a rank of the job is still running";
+}
+
+// node1's link goes down at step 10: dtrain names it lost after --node-timeout, the ranks on
+// node0 see their collective time out (HOROVOD_GLOO_TIMEOUT_SECONDS) and go on as a round of two
+// ranks on one node.
+TEST(HorovodElastic, CutNodeIsLostAndTheRanksOfTheOtherGoOn) {
+  REQUIRE_HOROVOD();
+  SshTestCluster cluster("hvd-elastic-cut", 2, 2);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-cut");
+  DtrainProcess dtrain(
+      ElasticLaunch("-c " + cluster.cluster_file(), dir,
+                    {"--min-np", "2", "--health-watch", "0", "--node-timeout", "3",
+                     "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=5", "-x",
+                     "HVD_TEST_STEP_S=0.2"}),
+      dir);
+  const std::string job_dir = dir + "/el";
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return RankLog(job_dir, 2).find("hvd-step step=10 ") != std::string::npos; }, 90))
+      << dtrain.err();
+  cluster.OnNode(1, "ip link set eth0 down");
+  const Clock::time_point cut = Clock::now();
+  double on_s = -1;
+  if (testing::WaitFor([&] { return RankLog(job_dir, 0).find("size=2 count=2") != std::string::npos; },
+                       60))
+    on_s = Since(cut);
+  const int status = dtrain.Wait(90);
+  cluster.OnNode(1, "ip link set eth0 up");
+  const std::string err = dtrain.err();
+  std::printf("node1 cut: the ranks of node0 trained again as a round of 2 after %.2f s\n", on_s);
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("dtrain: node(s) node1 left the elastic Horovod job: node node1 lost: no "
+                     "answer for 3 s"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("last seen"), std::string::npos) << err;
+  EXPECT_NE(err.find("; 2 rank(s) go on in round 2"), std::string::npos)
+      << "ranks 2 and 3 were lost with their node, said once:\n"
+      << err;
+  // Lost after 3 s, then the Gloo timeout of the ranks that wait on node1 (5 s).
+  EXPECT_GE(on_s, 4) << err;
+  EXPECT_LE(on_s, 20) << err;
+  ExpectWentOn(RankLog(job_dir, 0), 4, 2, "size=2 rank=0 local=0/2 cross=0/1");
+  ExpectWentOn(RankLog(job_dir, 1), 4, 2, "size=2 rank=1 local=1/2 cross=0/1");
+  EXPECT_NE(err.find("node node1 was lost: its metrics and traces were not fetched"),
+            std::string::npos)
+      << "nothing is asked of a lost node at the end:\n"
+      << err;
+}
+
+// All ranks on this machine: the failed rank's node is the only one, so none would remain.
+TEST(HorovodElastic, TooFewRanksLeftEndsTheJobWithTheFailedRanksStatus) {
+  REQUIRE_HOROVOD();
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-min");
+  DtrainProcess dtrain(ElasticLaunch("-H localhost:2", dir,
+                                     {"--min-np", "1", "-x", "HVD_TEST_DIE_RANK=1", "-x",
+                                      "HVD_TEST_DIE_STEP=5"}),
+                       dir);
+  EXPECT_EQ(dtrain.Wait(120), 137) << dtrain.err();
+  const std::string err = dtrain.err();
+  EXPECT_NE(err.find("dtrain: the elastic Horovod job cannot go on: 0 rank(s) would remain after "
+                     "node(s) localhost left, fewer than --min-np 1"),
+            std::string::npos)
+      << err;
+  // Rank 0 was told it is out of the job (rank -1), as horovodrun's driver tells it.
+  EXPECT_NE(RankLog(dir + "/el", 0).find("has been removed from elastic job"), std::string::npos)
+      << RankLog(dir + "/el", 0);
+  EXPECT_TRUE(testing::WaitFor(
+      [] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
+}
+
+TEST(HorovodElastic, ElasticOptionsAreChecked) {
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-options");
+  const std::string slurm = dir + "/slurm.yaml";
+  testing::WriteFile(slurm, "transport: slurm\nnodes:\n  - {host: a}\n  - {host: b}\n");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"-H", "localhost:2", "--max-np", "2"}, "--max-np and --reset-limit are for an elastic"},
+      {{"-H", "localhost:2", "--reset-limit", "1"}, "give --min-np N too"},
+      {{"-H", "localhost:2", "--min-np", "3"}, "--min-np 3: the job has only 2 rank(s)"},
+      {{"-H", "localhost:2", "--min-np", "1", "--max-np", "1"},
+       "an elastic job never grows past its start"},
+      {{"-c", slurm, "--min-np", "1"}, "not under Slurm"},
+      {{"-H", "localhost:2", "--host-discovery-script", "x"},
+       "take their nodes from the cluster file"},
+  };
+  for (const auto& [args, want] : cases) {
+    std::vector<std::string> all = {"launch", "--log-dir", dir};
+    all.insert(all.end(), args.begin(), args.end());
+    all.insert(all.end(), {"--", "true"});
+    const testing::DtrainRun run = testing::RunDtrain(all, dir);
+    EXPECT_EQ(run.status, 2) << args.back() << ": " << run.err;
+    EXPECT_NE(run.err.find(want), std::string::npos) << "want " << want << ":\n" << run.err;
+  }
+}
+
+}  // namespace
+}  // namespace dtrain

@@ -1,0 +1,61 @@
+# An elastic horovod.torch program (hvd.elastic.run with a TorchState, as Horovod's elastic
+# examples) started by `dtrain launch --min-np N`, no horovodrun. Each step trains on data of the
+# rank's own and sums a one per rank over all ranks; every line says what the rank saw:
+#   hvd-step step=S rank=R size=N count=C          C must equal N: every rank of the round took part
+#   hvd-elastic-done step=S size=N rank=R local=L/LS cross=C/CS same=1|0
+#                                                  at the end: the parameters equal on every rank
+# dtrain's rank (RANK, fixed for the job) HVD_TEST_DIE_RANK kills itself with SIGKILL at step
+# HVD_TEST_DIE_STEP; HVD_TEST_STEP_S sleeps after each step, so a test can act in between.
+import os
+import signal
+import time
+
+import torch
+import horovod.torch as hvd
+
+hvd.init()
+me = os.environ.get("RANK", "")
+steps = int(os.environ.get("HVD_TEST_STEPS", "30"))
+die_rank = os.environ.get("HVD_TEST_DIE_RANK", "")
+die_step = int(os.environ.get("HVD_TEST_DIE_STEP", "10"))
+step_s = float(os.environ.get("HVD_TEST_STEP_S", "0.05"))
+
+torch.manual_seed(7)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)).double()
+optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05),
+                                     named_parameters=model.named_parameters())
+state = hvd.elastic.TorchState(model=model, optimizer=optimizer, step=0)
+
+
+def data(step):
+    g = torch.Generator().manual_seed(1000 * step + hvd.rank())
+    x = torch.randn(32, 8, generator=g, dtype=torch.float64)
+    return x, x.sum(dim=1, keepdim=True)
+
+
+@hvd.elastic.run
+def train(state):
+    while state.step < steps:
+        if me == die_rank and state.step == die_step:
+            print(f"rank {me} kills itself at step {state.step}", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        x, y = data(state.step)
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        count = hvd.allreduce(torch.ones(1), op=hvd.Sum, name="count")
+        print(f"hvd-step step={state.step} rank={hvd.rank()} size={hvd.size()} "
+              f"count={int(count.item())}", flush=True)
+        state.step += 1
+        state.commit()
+        time.sleep(step_s)
+
+
+train(state)
+flat = torch.cat([p.detach().flatten() for p in model.parameters()]).unsqueeze(0)
+every = hvd.allgather(flat, name="params")
+same = all(torch.equal(every[0], every[i]) for i in range(every.shape[0]))
+print(f"hvd-elastic-done step={state.step} size={hvd.size()} rank={hvd.rank()} "
+      f"local={hvd.local_rank()}/{hvd.local_size()} cross={hvd.cross_rank()}/{hvd.cross_size()} "
+      f"same={int(same)}", flush=True)
