@@ -170,6 +170,11 @@ TEST(HorovodElastic, CutNodeIsLostAndTheRanksOfTheOtherGoOn) {
             std::string::npos)
       << "nothing is asked of a lost node at the end:\n"
       << err;
+  // node1's ranks ended on their own when they no longer heard from dtrain; with the link back,
+  // nothing of the job runs anywhere (the nodes share this machine's process table).
+  EXPECT_TRUE(testing::WaitFor(
+      [] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 15))
+      << "a rank of the job is still running";
 }
 
 // All ranks on this machine: the failed rank's node is the only one, so none would remain.

@@ -1,22 +1,28 @@
 # An elastic horovod.torch program (hvd.elastic.run with a TorchState, as Horovod's elastic
 # examples) started by `dtrain launch --min-np N`, no horovodrun. Each step trains on data of the
 # rank's own and sums a one per rank over all ranks; every line says what the rank saw:
-#   hvd-step step=S rank=R size=N count=C          C must equal N: every rank of the round took part
+#   hvd-step step=S rank=R size=N count=C t=T      C must equal N: every rank of the round took
+#                                                  part; T: time.time() after the step
+#   hvd-start rank=R host=H                        first: Horovod's first rank and its node
 #   hvd-elastic-done step=S size=N rank=R local=L/LS cross=C/CS same=1|0
 #                                                  at the end: the parameters equal on every rank
-# dtrain's rank (RANK, fixed for the job) HVD_TEST_DIE_RANK kills itself with SIGKILL at step
-# HVD_TEST_DIE_STEP; HVD_TEST_STEP_S sleeps after each step, so a test can act in between.
+# The rank HVD_TEST_DIE_RANK (dtrain's RANK, fixed for the job; horovodrun's first HOROVOD_RANK)
+# kills itself with SIGKILL at step HVD_TEST_DIE_STEP, and so does the rank on node
+# HVD_TEST_DIE_HOST; HVD_TEST_STEP_S sleeps after each step, so a test can act in between.
 import os
 import signal
+import socket
 import time
 
 import torch
 import horovod.torch as hvd
 
 hvd.init()
-me = os.environ.get("RANK", "")
+print(f"hvd-start rank={hvd.rank()} host={socket.gethostname()}", flush=True)
+me = os.environ.get("RANK") or os.environ.get("HOROVOD_RANK", "")  # the first round's
 steps = int(os.environ.get("HVD_TEST_STEPS", "30"))
 die_rank = os.environ.get("HVD_TEST_DIE_RANK", "")
+die_host = os.environ.get("HVD_TEST_DIE_HOST", "")
 die_step = int(os.environ.get("HVD_TEST_DIE_STEP", "10"))
 step_s = float(os.environ.get("HVD_TEST_STEP_S", "0.05"))
 
@@ -36,8 +42,9 @@ def data(step):
 @hvd.elastic.run
 def train(state):
     while state.step < steps:
-        if me == die_rank and state.step == die_step:
-            print(f"rank {me} kills itself at step {state.step}", flush=True)
+        dies = me == die_rank or socket.gethostname() == die_host
+        if dies and state.step == die_step:
+            print(f"rank {me} kills itself at step {state.step} t={time.time():.3f}", flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
         x, y = data(state.step)
         optimizer.zero_grad()
@@ -46,7 +53,7 @@ def train(state):
         optimizer.step()
         count = hvd.allreduce(torch.ones(1), op=hvd.Sum, name="count")
         print(f"hvd-step step={state.step} rank={hvd.rank()} size={hvd.size()} "
-              f"count={int(count.item())}", flush=True)
+              f"count={int(count.item())} t={time.time():.3f}", flush=True)
         state.step += 1
         state.commit()
         time.sleep(step_s)
