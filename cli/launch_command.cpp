@@ -45,8 +45,13 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
                  "horovodrun's: with --min-np; the most times the job may go on with fewer ranks")
       ->check(WholeNumberAtLeast(0));
   std::map<std::string, std::string>& given = options.cluster.horovodrun;
-  std::vector<std::string> names = {"--start-timeout", "--gloo", "--verbose", "--disable-cache",
-                                    "--prefix-output-with-timestamp", "--min-np", "--max-np",
+  std::vector<std::string> names = {"--start-timeout",
+                                    "--gloo",
+                                    "--verbose",
+                                    "--disable-cache",
+                                    "--prefix-output-with-timestamp",
+                                    "--min-np",
+                                    "--max-np",
                                     "--reset-limit"};
   for (const HorovodrunOption& o : HorovodrunOptions()) {
     const std::string name = o.name;

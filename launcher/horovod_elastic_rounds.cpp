@@ -73,8 +73,8 @@ void HorovodElasticRounds::Assign() {
 
 bool HorovodElasticRounds::Ready(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto m = std::find_if(members_.begin(), members_.end(),
-                        [&](const Member& x) { return x.key == key; });
+  auto m =
+      std::find_if(members_.begin(), members_.end(), [&](const Member& x) { return x.key == key; });
   if (m == members_.end()) return false;
   m->answer.reset();
   if (!m->in_round || verdict_ != Verdict::kRunning) {

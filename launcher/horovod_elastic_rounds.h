@@ -74,8 +74,8 @@ class HorovodElasticRounds {
     int rank = 0;  // dtrain's rank (the plan's), which names its log
     int local_rank = 0;
     State state = State::kRunning;
-    bool in_round = true;  // still in the job
-    HorovodSlotInfo slot;  // its place in the current round
+    bool in_round = true;                   // still in the job
+    HorovodSlotInfo slot;                   // its place in the current round
     std::optional<HorovodSlotInfo> answer;  // for its last Ready, once settled
   };
 

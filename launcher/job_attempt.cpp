@@ -195,17 +195,17 @@ ClusterSpec AttemptSpec(const ClusterSpec& spec, const std::vector<int>& picked)
 namespace {
 
 // A new round of an elastic Horovod job: the nodes that left are said and quarantined, and the
-// change goes into the job's record. "node node1 left the elastic Horovod job: rank 1 killed by
-// SIGKILL; 2 rank(s) go on in round 2 (rank 2 is now Horovod's rank 1)".
+// change goes into the job's record: "node(s) node1 left the elastic Horovod job: rank 1: killed
+// by SIGKILL; 2 rank(s) go on in round 2" (a lost node's ranks: the loss, said once).
 void SayElasticRound(Job& job, const ElasticRoundChange& change,
                      const std::map<int, ExitStatus>& statuses) {
   std::vector<std::string> why;
   for (int rank : change.failed_ranks) {
     auto status = statuses.find(rank);
     if (status == statuses.end()) continue;
-    why.push_back(status->second.lost ? status->second.error
-                                      : fmt::format("rank {}: {}", rank,
-                                                    status->second.Describe()));
+    why.push_back(status->second.lost
+                      ? status->second.error
+                      : fmt::format("rank {}: {}", rank, status->second.Describe()));
   }
   std::sort(why.begin(), why.end());
   why.erase(std::unique(why.begin(), why.end()), why.end());  // a lost node's ranks say it alike

@@ -66,7 +66,7 @@ struct JobOutcome {
   std::optional<UnfitNode> unfit;    // set when the health watch stopped it (exit 255)
   std::string store_failure;         // set when the job's store failed (exit 1): why
   std::string returned;  // a quarantined node fit again: the attempt was stopped to take it back
-  std::string elastic_failure;  // an elastic Horovod job could not go on: why
+  std::string elastic_failure;         // an elastic Horovod job could not go on: why
   bool store_listened = false;         // ... after it had listened
   std::map<int, ExitStatus> statuses;  // every rank that ended
   std::map<int, int64_t> ended_us;     // when each rank's end was seen (wall clock)

@@ -35,10 +35,10 @@ const std::string kSource = DTRAIN_SOURCE_DIR;
 const std::string kPython = kSource + "/.venv-horovod/bin/python3";
 const std::string kProgram = kSource + "/tests/horovod/hvd_elastic_train.py";
 
-#define REQUIRE_HOROVOD()                                                             \
-  if (!fs::exists(kPython)) {                                                         \
-    FAIL() << kPython << " is missing: run scripts/install-deps.sh --tests (or "      \
-           << "scripts/install-horovod.sh) to build Horovod into .venv-horovod";      \
+#define REQUIRE_HOROVOD()                                                        \
+  if (!fs::exists(kPython)) {                                                    \
+    FAIL() << kPython << " is missing: run scripts/install-deps.sh --tests (or " \
+           << "scripts/install-horovod.sh) to build Horovod into .venv-horovod"; \
   }
 
 double Since(Clock::time_point start) {
@@ -119,8 +119,8 @@ TEST(HorovodElastic, KilledRankLeavesWithItsNodeAndTheOthersFinish) {
   EXPECT_TRUE(said) << record["events"].dump(2);
   EXPECT_EQ(record["nodes"][1]["quarantined"],
             "a rank on it failed in round 1 of the elastic Horovod job");
-  EXPECT_TRUE(testing::WaitFor(
-      [] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10))
+  EXPECT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10))
       << "a rank of the job is still running";
 }
 
@@ -132,12 +132,11 @@ TEST(HorovodElastic, CutNodeIsLostAndTheRanksOfTheOtherGoOn) {
   SshTestCluster cluster("hvd-elastic-cut", 2, 2);
   REQUIRE_CLUSTER(cluster);
   const std::string dir = testing::ScratchDirs::Make("hvd-elastic-cut");
-  DtrainProcess dtrain(
-      ElasticLaunch("-c " + cluster.cluster_file(), dir,
-                    {"--min-np", "2", "--health-watch", "0", "--node-timeout", "3",
-                     "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=5", "-x",
-                     "HVD_TEST_STEP_S=0.2"}),
-      dir);
+  DtrainProcess dtrain(ElasticLaunch("-c " + cluster.cluster_file(), dir,
+                                     {"--min-np", "2", "--health-watch", "0", "--node-timeout", "3",
+                                      "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=5",
+                                      "-x", "HVD_TEST_STEP_S=0.2"}),
+                       dir);
   const std::string job_dir = dir + "/el";
   ASSERT_TRUE(testing::WaitFor(
       [&] { return RankLog(job_dir, 2).find("hvd-step step=10 ") != std::string::npos; }, 90))
@@ -145,8 +144,8 @@ TEST(HorovodElastic, CutNodeIsLostAndTheRanksOfTheOtherGoOn) {
   cluster.OnNode(1, "ip link set eth0 down");
   const Clock::time_point cut = Clock::now();
   double on_s = -1;
-  if (testing::WaitFor([&] { return RankLog(job_dir, 0).find("size=2 count=2") != std::string::npos; },
-                       60))
+  if (testing::WaitFor(
+          [&] { return RankLog(job_dir, 0).find("size=2 count=2") != std::string::npos; }, 60))
     on_s = Since(cut);
   const int status = dtrain.Wait(90);
   cluster.OnNode(1, "ip link set eth0 up");
@@ -172,8 +171,8 @@ TEST(HorovodElastic, CutNodeIsLostAndTheRanksOfTheOtherGoOn) {
       << err;
   // node1's ranks ended on their own when they no longer heard from dtrain; with the link back,
   // nothing of the job runs anywhere (the nodes share this machine's process table).
-  EXPECT_TRUE(testing::WaitFor(
-      [] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 15))
+  EXPECT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 15))
       << "a rank of the job is still running";
 }
 
@@ -181,10 +180,10 @@ TEST(HorovodElastic, CutNodeIsLostAndTheRanksOfTheOtherGoOn) {
 TEST(HorovodElastic, TooFewRanksLeftEndsTheJobWithTheFailedRanksStatus) {
   REQUIRE_HOROVOD();
   const std::string dir = testing::ScratchDirs::Make("hvd-elastic-min");
-  DtrainProcess dtrain(ElasticLaunch("-H localhost:2", dir,
-                                     {"--min-np", "1", "-x", "HVD_TEST_DIE_RANK=1", "-x",
-                                      "HVD_TEST_DIE_STEP=5"}),
-                       dir);
+  DtrainProcess dtrain(
+      ElasticLaunch("-H localhost:2", dir,
+                    {"--min-np", "1", "-x", "HVD_TEST_DIE_RANK=1", "-x", "HVD_TEST_DIE_STEP=5"}),
+      dir);
   EXPECT_EQ(dtrain.Wait(120), 137) << dtrain.err();
   const std::string err = dtrain.err();
   EXPECT_NE(err.find("dtrain: the elastic Horovod job cannot go on: 0 rank(s) would remain after "
@@ -194,8 +193,8 @@ TEST(HorovodElastic, TooFewRanksLeftEndsTheJobWithTheFailedRanksStatus) {
   // Rank 0 was told it is out of the job (rank -1), as horovodrun's driver tells it.
   EXPECT_NE(RankLog(dir + "/el", 0).find("has been removed from elastic job"), std::string::npos)
       << RankLog(dir + "/el", 0);
-  EXPECT_TRUE(testing::WaitFor(
-      [] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
+  EXPECT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
 }
 
 TEST(HorovodElastic, ElasticOptionsAreChecked) {

@@ -166,8 +166,8 @@ TEST(HorovodRendezvous, ElasticRankAndSizeWaitsForTheRoundAndTheStoreStartsAfres
   HorovodRendezvous server("127.0.0.1", HorovodScopeSizes(plan), &rounds);
   const std::string a = plan.ranks[0].env.at("HOROVOD_HOSTNAME") + ":0";
   ASSERT_EQ(Send(server.port(), "PUT", "/global/rank_0", "old round").status, 200);
-  std::future<Reply> asked =
-      std::async(std::launch::async, [&] { return Send(server.port(), "GET", "/rank_and_size/" + a); });
+  std::future<Reply> asked = std::async(
+      std::launch::async, [&] { return Send(server.port(), "GET", "/rank_and_size/" + a); });
   EXPECT_EQ(asked.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout)
       << "rank 1 has neither asked nor ended";
   server.RankEnded(1, false);
