@@ -196,13 +196,19 @@ namespace {
 
 // A new round of an elastic Horovod job: the nodes that left are said and quarantined, and the
 // change goes into the job's record: "node(s) node1 left the elastic Horovod job: rank 1: killed
-// by SIGKILL; 2 rank(s) go on in round 2" (a lost node's ranks: the loss, said once).
+// by SIGKILL; 2 rank(s) go on in round 2" (a lost node's ranks: the loss, said once; a node the
+// health watch found unfit, `unfit` host -> why: that).
 void SayElasticRound(Job& job, const ElasticRoundChange& change,
-                     const std::map<int, ExitStatus>& statuses) {
+                     const std::map<int, ExitStatus>& statuses,
+                     const std::map<std::string, std::string>& unfit) {
   std::vector<std::string> why;
+  for (const std::string& host : change.left_hosts) {
+    if (auto u = unfit.find(host); u != unfit.end())
+      why.push_back("node " + host + " failed the health watch: " + u->second);
+  }
   for (int rank : change.failed_ranks) {
     auto status = statuses.find(rank);
-    if (status == statuses.end()) continue;
+    if (status == statuses.end() || unfit.count(job.record.plan.ranks.at(rank).host)) continue;
     why.push_back(status->second.lost
                       ? status->second.error
                       : fmt::format("rank {}: {}", rank, status->second.Describe()));
@@ -224,7 +230,7 @@ void SayElasticRound(Job& job, const ElasticRoundChange& change,
   job.record.events.push_back({WallMicros(), "elastic_round", detail, ""});
   for (const std::string& host : change.left_hosts) {
     const int index = NodeIndex(job.spec, host);
-    if (index >= 0) {
+    if (index >= 0 && !unfit.count(host)) {  // an unfit one was quarantined as it was found
       Quarantine(job, index,
                  fmt::format("a rank on it failed in round {} of the elastic Horovod job",
                              change.round - 1));
@@ -323,11 +329,42 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
     supervise.steps = &steps;
     supervise.store = store.get();
+    std::set<std::string> left;                // nodes that left the elastic job
+    std::map<std::string, std::string> unfit;  // ... those the health watch found unfit: why
     if (elastic) {
       supervise.elastic = horovod_rendezvous.get();
-      supervise.on_elastic_change = [&job](const ElasticRoundChange& c,
-                                           const std::map<int, ExitStatus>& statuses) {
-        SayElasticRound(job, c, statuses);
+      supervise.on_elastic_change = [&](const ElasticRoundChange& c,
+                                        const std::map<int, ExitStatus>& statuses) {
+        SayElasticRound(job, c, statuses, unfit);
+        left.insert(c.left_hosts.begin(), c.left_hosts.end());
+      };
+      supervise.unfit_leaves = [&](const UnfitNode& unfit_node, HealthWatch*& watch) {
+        const int node = NodeIndex(spec, unfit_node.host);
+        const bool leaves = node >= 0 && left.insert(unfit_node.host).second;
+        if (leaves) {
+          unfit[unfit_node.host] = unfit_node.why;
+          std::fprintf(stderr,
+                       "dtrain: node %s failed the health watch %.1f s into the attempt: %s; its "
+                       "rank(s) leave the elastic Horovod job\n",
+                       unfit_node.host.c_str(), unfit_node.found_after_s, unfit_node.why.c_str());
+          record.events.push_back({WallMicros(), "elastic_round",
+                                   "node " + unfit_node.host + " unfit: " + unfit_node.why, ""});
+          Quarantine(job, NodeIndex(job.spec, unfit_node.host),
+                     "failed the health watch during the run: " + unfit_node.why);
+        }
+        // The watch goes on with the nodes still in the job.
+        ClusterSpec staying = spec;
+        staying.nodes.clear();
+        for (const NodeSpec& n : spec.nodes) {
+          if (!left.count(n.host)) staying.nodes.push_back(n);
+        }
+        health_watch.reset();
+        if (!staying.nodes.empty()) {
+          health_watch = std::make_unique<HealthWatch>(
+              job.options.check_nodes, staying, job.settings.health_watch_s, /*checked=*/true);
+        }
+        watch = health_watch.get();
+        return leaves ? node : -1;
       };
     }
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);

@@ -109,6 +109,27 @@ void JobSupervisor::WatchElasticRounds() {
   BeginStop(SIGTERM);
 }
 
+// A node the health watch found unfit: an elastic job goes on without it; any other job is torn
+// down as for a failing rank (no rank failed: the node did).
+void JobSupervisor::Unfit(UnfitNode unfit) {
+  if (options_.elastic && options_.unfit_leaves) {
+    const int node = options_.unfit_leaves(unfit, options_.health_watch);
+    if (node < 0) return;
+    for (const ProcessSpec& proc : procs_) {
+      if (proc.node_index == node) options_.elastic->RankEnded(proc.id, false);
+    }
+    transport_.SignalNode(node, SIGTERM);
+    leaving_[node] =
+        std::chrono::steady_clock::now() +
+        std::chrono::milliseconds(static_cast<long long>(options_.grace_period_s * 1000));
+    return;
+  }
+  outcome_.exit_code = kExitNodeUnfit;
+  outcome_.failed_us = WallMicros();
+  outcome_.unfit = std::move(unfit);
+  BeginStop(SIGTERM);
+}
+
 void JobSupervisor::BeginStop(int sig) {
   stopping_ = true;
   transport_.SignalAll(sig);
@@ -118,6 +139,7 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
   using Clock = std::chrono::steady_clock;
   InterruptHandlers handlers;
   started_ = Clock::now();
+  procs_ = procs;
   if (g_interrupt_signal == 0) transport_.Start(procs, *this);
   // A rank that could not start stops the job from inside Start; ranks started after it
   // must hear that too.
@@ -157,13 +179,15 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
       }
     }
     if (options_.health_watch && !stopping_) {
-      if (std::optional<UnfitNode> unfit = options_.health_watch->Take()) {
-        // Torn down as for a failing rank; no rank failed: the node did.
-        outcome_.exit_code = kExitNodeUnfit;
-        outcome_.failed_us = WallMicros();
-        outcome_.unfit = std::move(unfit);
-        BeginStop(SIGTERM);
+      if (std::optional<UnfitNode> unfit = options_.health_watch->Take()) Unfit(std::move(*unfit));
+    }
+    for (auto it = leaving_.begin(); it != leaving_.end();) {
+      if (stopping_ || Clock::now() < it->second) {
+        ++it;
+        continue;
       }
+      transport_.SignalNode(it->first, SIGKILL);
+      it = leaving_.erase(it);
     }
     if (options_.return_watch && !stopping_) {
       if (std::optional<std::string> host = options_.return_watch->TakeReturned()) {

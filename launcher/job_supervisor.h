@@ -44,6 +44,12 @@ struct SupervisorOptions {
   // An elastic Horovod job's rendezvous (one with elastic() set): a rank that fails does not stop
   // the others; the rounds decide (horovod_elastic_rounds.h). Null: the first failure stops all.
   HorovodRendezvous* elastic = nullptr;
+  // An elastic job's node that the health watch found unfit: called on the supervisor's thread
+  // with the finding; returns the node's index in the attempt, whose ranks then fail in the
+  // rounds at once and are stopped (SIGTERM, SIGKILL after the grace period) while the others go
+  // on, or -1 when none is to go (a node that left already). It replaces `watch`, which found
+  // what it looked for, with one on the nodes left (or null). Unset: the job stops.
+  std::function<int(const UnfitNode&, HealthWatch*& watch)> unfit_leaves;
   // Called on the supervisor's thread with each new round of an elastic job and how every rank
   // that ended so far ended.
   std::function<void(const ElasticRoundChange&, const std::map<int, ExitStatus>&)>
@@ -107,6 +113,7 @@ class JobSupervisor : public TransportEvents {
  private:
   void BeginStop(int sig);
   void WatchElasticRounds();
+  void Unfit(UnfitNode unfit);
 
   Transport& transport_;
   std::map<int, std::unique_ptr<RankLog>>& logs_;
@@ -116,6 +123,9 @@ class JobSupervisor : public TransportEvents {
   bool stopping_ = false;
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point hold_until_ = std::chrono::steady_clock::time_point::max();
+  std::vector<ProcessSpec> procs_;  // as started, for the ranks of a node
+  // Nodes whose ranks leave an elastic job: when they get SIGKILL.
+  std::map<int, std::chrono::steady_clock::time_point> leaving_;
 };
 
 }  // namespace dtrain

@@ -66,6 +66,13 @@ class Transport {
   virtual bool Poll(int timeout_ms, TransportEvents& events) = 0;
   // Sends `sig` to the whole process group of every process still running, and only to those.
   virtual void SignalAll(int sig) = 0;
+  // The same for the processes of node `node_index` only (ssh). A transport whose processes
+  // cannot be told apart by node signals them all: local (one node) and Slurm (one srun step
+  // holds every task), where no caller asks for one node.
+  virtual void SignalNode(int node_index, int sig) {
+    (void)node_index;
+    SignalAll(sig);
+  }
 };
 
 // How long a node waits between SIGTERM and SIGKILL when it loses dtrain (a dropped SSH

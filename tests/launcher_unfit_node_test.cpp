@@ -24,6 +24,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
+using test::HgxNodes;
 using test::kCheckpointedRankScript;
 using test::ReadText;
 using test::SshTestCluster;
@@ -46,20 +47,6 @@ while [ "$s" -lt 12 ]; do
   fi
 done
 echo "rank $RANK done")sh";
-
-// Each of the first `nodes` nodes of `cluster` made to look like an HGX H100 node (nvidia-smi,
-// dmesg and systemctl stand-ins first on its PATH), node `xid_node` with an Xid 79 on GPU 3
-// already in its kernel log; the cluster file that puts the stand-ins there.
-std::string HgxNodes(const SshTestCluster& cluster, int nodes, int xid_node = -1) {
-  for (int i = 0; i < nodes; ++i) {
-    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
-                        i == xid_node ? "[    1.0] Linux version 6.1\n[ 5012.345678] NVRM: Xid "
-                                        "(PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, "
-                                        "GPU has fallen off the bus.\n"
-                                      : "[    1.0] Linux version 6.1\n");
-  }
-  return test::StandInClusterFile(cluster, nodes, "");
-}
 
 struct GpuFaultRun {
   int status = -1;

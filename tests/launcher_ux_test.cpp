@@ -115,8 +115,9 @@ TEST(LaunchUx, UnknownOptionsAndCommandsSayWhatToDo) {
   run = RunDtrain({"launch", "--output-filename", "out", "true"}, dir.path());
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.err, HasSubstr("every rank's output is in <log_dir>/<job>/rank-R.log"));
-  run = RunDtrain({"launch", "--min-np", "2", "true"}, dir.path());
-  EXPECT_THAT(run.err, HasSubstr("elastic Horovod is not supported"));
+  run = RunDtrain({"launch", "--host-discovery-script", "discover.sh", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("take their nodes from the cluster file and only shrink"));
   run = RunDtrain({"launch", "-cb"}, dir.path());
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.err, HasSubstr("dtrain doctor shows every node's Horovod build"));

@@ -65,6 +65,7 @@ class SshTransport : public Transport {
         std::vector<ProcessSpec> chunk(list.begin() + first, list.begin() + last);
         links_.push_back(std::make_unique<NodeLink>(spec_, spec_.nodes[node], std::move(chunk),
                                                     watch_, take_idle_sessions_, queue_, event_));
+        link_node_.push_back(static_cast<int>(node));
       }
     }
     for (auto& link : links_) link->Advance();
@@ -92,6 +93,12 @@ class SshTransport : public Transport {
 
   void SignalAll(int sig) override {
     for (auto& link : links_) link->Signal(sig);
+  }
+
+  void SignalNode(int node_index, int sig) override {
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (link_node_[i] == node_index) links_[i]->Signal(sig);
+    }
   }
 
  private:
@@ -124,6 +131,7 @@ class SshTransport : public Transport {
   ssh_event event_;
   LinkEventQueue queue_;
   std::vector<std::unique_ptr<NodeLink>> links_;
+  std::vector<int> link_node_;  // each link's node (an index into spec_.nodes)
   int running_ = 0;
 };
 

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "tests/support/dtrain_process.h"
+#include "tests/support/gpu_node_stand_ins.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
 
@@ -87,15 +89,18 @@ void ExpectWentOn(const std::string& log, int before, int after, const std::stri
       << log;
 }
 
+// The rank that waits on the dead one may learn of it only from Gloo's timeout (30 s by default,
+// 5 s here), depending on which collective each rank is in.
 TEST(HorovodElastic, KilledRankLeavesWithItsNodeAndTheOthersFinish) {
   REQUIRE_HOROVOD();
   SshTestCluster cluster("hvd-elastic-kill", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string dir = testing::ScratchDirs::Make("hvd-elastic-kill");
-  DtrainProcess dtrain(ElasticLaunch("-c " + cluster.cluster_file(), dir,
-                                     {"--min-np", "2", "--health-watch", "0", "-x",
-                                      "HVD_TEST_DIE_RANK=1", "-x", "HVD_TEST_DIE_STEP=10"}),
-                       dir);
+  DtrainProcess dtrain(
+      ElasticLaunch("-c " + cluster.cluster_file(), dir,
+                    {"--min-np", "2", "--health-watch", "0", "-x", "HVD_TEST_DIE_RANK=1", "-x",
+                     "HVD_TEST_DIE_STEP=10", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=5"}),
+      dir);
   ASSERT_EQ(dtrain.Wait(120), 0) << dtrain.err();
   const std::string err = dtrain.err();
   const std::string job_dir = dir + "/el";
@@ -176,13 +181,68 @@ TEST(HorovodElastic, CutNodeIsLostAndTheRanksOfTheOtherGoOn) {
       << "a rank of the job is still running";
 }
 
-// All ranks on this machine: the failed rank's node is the only one, so none would remain.
+// A GPU falls off the bus while the ranks train: an Xid 79 enters node1's kernel log (the dmesg
+// stand-in first on its PATH, the nodes looking like HGX H100 nodes). The health watch (every
+// second) finds it, node1's rank is stopped and leaves the job, and node0 and node2 go on.
+TEST(HorovodElastic, NodeFoundUnfitByTheHealthWatchLeavesAndTheOthersGoOn) {
+  REQUIRE_HOROVOD();
+  SshTestCluster cluster("hvd-elastic-unfit", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = test::HgxNodes(cluster, 3);
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-unfit");
+  DtrainProcess dtrain(
+      ElasticLaunch("-c " + file, dir,
+                    {"--min-np", "2", "--health-watch", "1", "--grace-period", "2", "-x",
+                     "HOROVOD_GLOO_TIMEOUT_SECONDS=5", "-x", "HVD_TEST_STEP_S=0.2"}),
+      dir);
+  const std::string job_dir = dir + "/el";
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return RankLog(job_dir, 1).find("hvd-step step=10 ") != std::string::npos; }, 90))
+      << dtrain.err();
+  std::ofstream(cluster.dir() + "/node1-bin/dmesg.txt", std::ios::app)
+      << "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU "
+         "has fallen off the bus.\n";
+  const Clock::time_point broken = Clock::now();
+  double found_s = -1;
+  if (testing::WaitFor(
+          [&] { return dtrain.err().find("failed the health watch") != std::string::npos; }, 20))
+    found_s = Since(broken);
+  const int status = dtrain.Wait(90);
+  const std::string err = dtrain.err();
+  std::printf("node1's GPU fell off the bus: found after %.2f s\n", found_s);
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_GE(found_s, 0) << err;
+  EXPECT_LE(found_s, 5) << "the interval (1 s) and one round of probes: " << err;
+  EXPECT_NE(err.find("dtrain: node node1 failed the health watch"), std::string::npos) << err;
+  EXPECT_NE(err.find("Xid 79 on GPU 3"), std::string::npos) << err;
+  EXPECT_NE(err.find("; its rank(s) leave the elastic Horovod job"), std::string::npos) << err;
+  EXPECT_NE(err.find("dtrain: node(s) node1 left the elastic Horovod job: node node1 failed the "
+                     "health watch: "),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("2 rank(s) go on in round 2"), std::string::npos) << err;
+  ExpectWentOn(RankLog(job_dir, 0), 3, 2, "size=2 rank=0 local=0/1 cross=0/2");
+  ExpectWentOn(RankLog(job_dir, 2), 3, 2, "size=2 rank=1 local=0/1 cross=1/2");
+  const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["attempts"].size(), 1u) << "the job went on, no restart";
+  EXPECT_NE(record["nodes"][1].value("quarantined", "").find("failed the health watch"),
+            std::string::npos)
+      << record["nodes"].dump(2);
+  EXPECT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
+}
+
+// All ranks on this machine: the failed rank's node is the only one, so none would remain. (Rank
+// 0 is answered -1, as the unit tests check; whether it says so before the stop reaches it is a
+// race, so its log is not read.)
 TEST(HorovodElastic, TooFewRanksLeftEndsTheJobWithTheFailedRanksStatus) {
   REQUIRE_HOROVOD();
   const std::string dir = testing::ScratchDirs::Make("hvd-elastic-min");
   DtrainProcess dtrain(
       ElasticLaunch("-H localhost:2", dir,
-                    {"--min-np", "1", "-x", "HVD_TEST_DIE_RANK=1", "-x", "HVD_TEST_DIE_STEP=5"}),
+                    {"--min-np", "1", "-x", "HVD_TEST_DIE_RANK=1", "-x", "HVD_TEST_DIE_STEP=5",
+                     "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=5"}),
       dir);
   EXPECT_EQ(dtrain.Wait(120), 137) << dtrain.err();
   const std::string err = dtrain.err();
@@ -190,9 +250,6 @@ TEST(HorovodElastic, TooFewRanksLeftEndsTheJobWithTheFailedRanksStatus) {
                      "node(s) localhost left, fewer than --min-np 1"),
             std::string::npos)
       << err;
-  // Rank 0 was told it is out of the job (rank -1), as horovodrun's driver tells it.
-  EXPECT_NE(RankLog(dir + "/el", 0).find("has been removed from elastic job"), std::string::npos)
-      << RankLog(dir + "/el", 0);
   EXPECT_TRUE(
       testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
 }
