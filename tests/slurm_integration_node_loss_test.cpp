@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -31,6 +32,13 @@ namespace {
 using testing::ProcessesWithEnv;
 using testing::ReadFile;
 
+// A process's state letter from /proc/<pid>/stat (R, S, T, Z...), 0 for a process that is gone.
+char ProcessState(int pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || stat.size() < paren + 3 ? 0 : stat[paren + 2];
+}
+
 // One Slurm node stopped as one (SIGSTOP) and thawed (SIGCONT) when the test asks or ends,
 // whatever happened in between: the node's slurmd, the slurmstepd of every task there (the
 // ranks', the job's store, the batch script) and the tasks' process groups (all their children,
@@ -41,14 +49,27 @@ class FrozenNode {
     const std::string dir = getenv("DTRAIN_SLURM_DIR") ? getenv("DTRAIN_SLURM_DIR") : "";
     slurmd_ = std::atoi(ReadFile(dir + "/slurmd-" + node + ".pid").c_str());
     for (int pid : ProcessesWithEnv("SLURMD_NODENAME=" + node)) {
-      tasks_.push_back(pid);
-      groups_.insert(getpgid(pid));
+      // A process may end between the listing and here (the heartbeat's `sleep` every half
+      // second): it has no stat left, and nothing to freeze.
       const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-      const int parent = std::atoi(stat.substr(stat.rfind(')') + 4).c_str());
+      const size_t paren = stat.rfind(')');
+      const pid_t group = getpgid(pid);
+      if (paren == std::string::npos || stat.size() < paren + 4 || group < 0) continue;
+      tasks_.push_back(pid);
+      groups_.insert(group);
+      const int parent = std::atoi(stat.c_str() + paren + 4);
       if (ReadFile("/proc/" + std::to_string(parent) + "/cmdline").rfind("slurmstepd", 0) == 0)
         stepds_.insert(parent);
     }
     Send(SIGSTOP);
+    // Those that ended before the signal (gone, or a zombie its stopped parent cannot reap) are
+    // not the node's tasks any more.
+    tasks_.erase(std::remove_if(tasks_.begin(), tasks_.end(),
+                                [](int pid) {
+                                  const char state = ProcessState(pid);
+                                  return state == 0 || state == 'Z' || state == 'X';
+                                }),
+                 tasks_.end());
   }
   ~FrozenNode() { Thaw(); }
   void Thaw() {
@@ -74,9 +95,7 @@ class FrozenNode {
 // Whether every pid is a stopped process (state T).
 bool AllStopped(const std::vector<int>& pids) {
   for (int pid : pids) {
-    const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-    const size_t paren = stat.rfind(')');
-    if (paren == std::string::npos || stat.substr(paren + 2, 1) != "T") return false;
+    if (ProcessState(pid) != 'T') return false;
   }
   return !pids.empty();
 }
