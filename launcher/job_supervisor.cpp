@@ -114,20 +114,40 @@ void JobSupervisor::WatchElasticRounds() {
 void JobSupervisor::Unfit(UnfitNode unfit) {
   if (options_.elastic && options_.unfit_leaves) {
     const int node = options_.unfit_leaves(unfit, options_.health_watch);
-    if (node < 0) return;
-    for (const ProcessSpec& proc : procs_) {
-      if (proc.node_index == node) options_.elastic->RankEnded(proc.id, false);
-    }
-    transport_.SignalNode(node, SIGTERM);
-    leaving_[node] =
-        std::chrono::steady_clock::now() +
-        std::chrono::milliseconds(static_cast<long long>(options_.grace_period_s * 1000));
+    if (node >= 0) Leave(node);
     return;
   }
   outcome_.exit_code = kExitNodeUnfit;
   outcome_.failed_us = WallMicros();
   outcome_.unfit = std::move(unfit);
   BeginStop(SIGTERM);
+}
+
+// A stall under --on-stall stop: in an elastic job the nodes of the ranks the others wait for
+// leave it; any other job is torn down as for a failing rank, the rank named the one blamed.
+void JobSupervisor::Stalled(StallReport stall) {
+  if (options_.elastic && options_.stall_leaves) {
+    const std::vector<int> nodes = options_.stall_leaves(stall, options_.health_watch);
+    for (int node : nodes) Leave(node);
+    if (!nodes.empty()) return;
+  }
+  outcome_.exit_code = kExitStalled;
+  outcome_.failed_us = WallMicros();
+  outcome_.failed_rank = stall.culprits.empty() ? -1 : stall.culprits.front();
+  outcome_.stall = std::move(stall);
+  BeginStop(SIGTERM);
+}
+
+// A node leaves an elastic job: its ranks fail in the rounds at once, get SIGTERM now and
+// SIGKILL after the grace period, while the others go on.
+void JobSupervisor::Leave(int node) {
+  for (const ProcessSpec& proc : procs_) {
+    if (proc.node_index == node) options_.elastic->RankEnded(proc.id, false);
+  }
+  transport_.SignalNode(node, SIGTERM);
+  leaving_[node] =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<long long>(options_.grace_period_s * 1000));
 }
 
 void JobSupervisor::BeginStop(int sig) {
@@ -210,14 +230,7 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
     }
     if (options_.stall_watch && !stopping_) {
       std::optional<StallReport> stall = options_.stall_watch->Tick();
-      if (stall && options_.stall_watch->on_stall() == OnStall::kStop) {
-        // Torn down as for a failing rank; the rank the others wait for is the one named.
-        outcome_.exit_code = kExitStalled;
-        outcome_.failed_us = WallMicros();
-        outcome_.failed_rank = stall->culprits.empty() ? -1 : stall->culprits.front();
-        outcome_.stall = std::move(stall);
-        BeginStop(SIGTERM);
-      }
+      if (stall && options_.stall_watch->on_stall() == OnStall::kStop) Stalled(std::move(*stall));
     }
   }
   if (options_.elastic && !stopping_) WatchElasticRounds();  // the last rank's end settled it

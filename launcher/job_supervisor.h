@@ -50,6 +50,11 @@ struct SupervisorOptions {
   // on, or -1 when none is to go (a node that left already). It replaces `watch`, which found
   // what it looked for, with one on the nodes left (or null). Unset: the job stops.
   std::function<int(const UnfitNode&, HealthWatch*& watch)> unfit_leaves;
+  // An elastic job's stall under --on-stall stop: called with the report; returns the indices in
+  // the attempt of the nodes that leave (those of the ranks the others wait for), whose ranks go
+  // as an unfit node's do, and replaces `watch` as unfit_leaves does. Empty (none to go, or no
+  // node would be left): the job stops as any other. Unset: the job stops.
+  std::function<std::vector<int>(const StallReport&, HealthWatch*& watch)> stall_leaves;
   // Called on the supervisor's thread with each new round of an elastic job and how every rank
   // that ended so far ended.
   std::function<void(const ElasticRoundChange&, const std::map<int, ExitStatus>&)>
@@ -114,6 +119,8 @@ class JobSupervisor : public TransportEvents {
   void BeginStop(int sig);
   void WatchElasticRounds();
   void Unfit(UnfitNode unfit);
+  void Stalled(StallReport stall);
+  void Leave(int node);
 
   Transport& transport_;
   std::map<int, std::unique_ptr<RankLog>>& logs_;

@@ -173,6 +173,22 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
     job.min_np = options.min_np;
     job.reset_limit = options.reset_limit;
     job.horovod = true;
+    // A stalled rank's node leaves an elastic job under --on-stall stop. The ranks waiting for it
+    // recover once their own Gloo timeout ended the wait; ended under them while they wait,
+    // Horovod 0.28's background loop stops on the broken connection and they hang.
+    if (options.on_stall == "stop" && job.stall_timeout_s > 0) {
+      const auto named = spec.env.find("HOROVOD_GLOO_TIMEOUT_SECONDS");
+      const double gloo_s = named == spec.env.end() ? 30 : std::atof(named->second.c_str());
+      if (job.stall_timeout_s <= gloo_s) {
+        std::fprintf(
+            stderr,
+            "dtrain: warning: --stall-timeout %g is not longer than Horovod's Gloo "
+            "timeout (%g s%s): the ranks waiting for a stalled rank may hang when its "
+            "node leaves the elastic job; give a --stall-timeout longer than it\n",
+            job.stall_timeout_s, gloo_s,
+            named == spec.env.end() ? ", Horovod's default" : ", HOROVOD_GLOO_TIMEOUT_SECONDS");
+      }
+    }
   }
   // torchrun's --standalone draws a rendezvous id of its own whatever --rdzv-id says.
   if (!options.cluster.torchrun.standalone) job.run_id = options.cluster.torchrun.id;

@@ -6,6 +6,7 @@
 // round with fewer ranks and finish, and dtrain exits 0. On this machine alone: a failure that
 // leaves fewer than --min-np ranks ends the job, and the elastic options are checked.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
@@ -233,6 +234,65 @@ TEST(HorovodElastic, NodeFoundUnfitByTheHealthWatchLeavesAndTheOthersGoOn) {
       testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
 }
 
+// Rank 1's process is stopped (SIGSTOP) after step 10, as a hung process is: it neither fails nor
+// ends, and the others wait for it in their collective. Under --on-stall stop the stall watch
+// names it after --stall-timeout, its node leaves the job (the stopped rank is ended) and node0
+// and node2 go on in a round of two.
+TEST(HorovodElastic, StalledRankLeavesWithItsNodeUnderOnStallStop) {
+  REQUIRE_HOROVOD();
+  SshTestCluster cluster("hvd-elastic-stall", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-stall");
+  DtrainProcess dtrain(
+      ElasticLaunch("-c " + cluster.cluster_file(), dir,
+                    {"--min-np", "2", "--health-watch", "0", "--stall-timeout", "8", "--on-stall",
+                     "stop", "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=5", "-x",
+                     "HVD_TEST_STEP_S=0.2"}),
+      dir);
+  const std::string job_dir = dir + "/el";
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return RankLog(job_dir, 1).find("hvd-step step=10 ") != std::string::npos; }, 90))
+      << dtrain.err();
+  std::smatch pid;
+  const std::string log1 = RankLog(job_dir, 1);
+  ASSERT_TRUE(std::regex_search(log1, pid, std::regex("hvd-start rank=1 host=\\S+ pid=(\\d+)")))
+      << log1;
+  ASSERT_EQ(kill(std::stoi(pid[1]), SIGSTOP), 0);
+  const Clock::time_point stopped = Clock::now();
+  double on_s = -1;
+  if (testing::WaitFor(
+          [&] { return RankLog(job_dir, 0).find("size=2 count=2") != std::string::npos; }, 60))
+    on_s = Since(stopped);
+  const int status = dtrain.Wait(90);
+  const std::string err = dtrain.err();
+  std::printf("rank 1 stopped: the others trained again as a round of 2 after %.2f s\n", on_s);
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("dtrain: rank(s) 1 on node node1 stalled: no progress for 8 s (--on-stall "
+                     "stop); its rank(s) leave the elastic Horovod job"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node(s) node1 left the elastic Horovod job: rank(s) 1 on node node1 "
+                     "stalled: no progress for 8 s; 2 rank(s) go on in round 2"),
+            std::string::npos)
+      << err;
+  // The stall timeout and the watch's probe, then the others' collective fails as rank 1 ends.
+  EXPECT_GE(on_s, 3) << err;
+  EXPECT_LE(on_s, 25) << err;
+  ExpectWentOn(RankLog(job_dir, 0), 3, 2, "size=2 rank=0 local=0/1 cross=0/2");
+  ExpectWentOn(RankLog(job_dir, 2), 3, 2, "size=2 rank=1 local=0/1 cross=1/2");
+  EXPECT_TRUE(fs::exists(job_dir + "/stall-1.txt"));
+  const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["status"], "succeeded");
+  EXPECT_EQ(record["attempts"].size(), 1u) << "the job went on, no restart";
+  EXPECT_EQ(record["nodes"][1].value("quarantined", ""),
+            "a rank on it stalled in the elastic Horovod job")
+      << record["nodes"].dump(2);
+  EXPECT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10))
+      << "a rank of the job is still running";
+}
+
 // All ranks on this machine: the failed rank's node is the only one, so none would remain. (Rank
 // 0 is answered -1, as the unit tests check; whether it says so before the stop reaches it is a
 // race, so its log is not read.)
@@ -252,6 +312,35 @@ TEST(HorovodElastic, TooFewRanksLeftEndsTheJobWithTheFailedRanksStatus) {
       << err;
   EXPECT_TRUE(
       testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
+}
+
+// The ranks waiting for a stalled one recover only once their Gloo timeout ended the wait
+// (StalledRankLeavesWithItsNodeUnderOnStallStop): a stall timeout not longer is warned of.
+TEST(HorovodElastic, StallTimeoutNotAboveTheGlooTimeoutIsWarnedOf) {
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-stall-warning");
+  const std::string warning = "dtrain: warning: --stall-timeout 20 is not longer than Horovod's";
+  const std::vector<std::string> stall = {"--stall-timeout", "20", "--on-stall", "stop"};
+  auto launch = [&](std::vector<std::string> more) {
+    std::vector<std::string> all = {"launch",      "--log-dir", dir, "-H",
+                                    "localhost:1", "--min-np",  "1"};
+    all.insert(all.end(), more.begin(), more.end());
+    all.insert(all.end(), {"--", "true"});
+    return testing::RunDtrain(all, dir);
+  };
+  testing::DtrainRun run = launch(stall);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find(warning + " Gloo timeout (30 s, Horovod's default)"), std::string::npos)
+      << run.err;
+  run = launch(
+      {"--stall-timeout", "20", "--on-stall", "stop", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=25"});
+  EXPECT_NE(run.err.find(warning + " Gloo timeout (25 s, HOROVOD_GLOO_TIMEOUT_SECONDS)"),
+            std::string::npos)
+      << run.err;
+  run = launch(
+      {"--stall-timeout", "20", "--on-stall", "stop", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=10"});
+  EXPECT_EQ(run.err.find("dtrain: warning: --stall-timeout"), std::string::npos) << run.err;
+  run = launch({"--stall-timeout", "20"});  // reported only: nothing leaves
+  EXPECT_EQ(run.err.find("dtrain: warning: --stall-timeout"), std::string::npos) << run.err;
 }
 
 TEST(HorovodElastic, ElasticOptionsAreChecked) {

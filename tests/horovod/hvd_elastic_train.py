@@ -3,7 +3,8 @@
 # rank's own and sums a one per rank over all ranks; every line says what the rank saw:
 #   hvd-step step=S rank=R size=N count=C t=T      C must equal N: every rank of the round took
 #                                                  part; T: time.time() after the step
-#   hvd-start rank=R host=H                        first: Horovod's first rank and its node
+#   hvd-start rank=R host=H pid=P                  first: Horovod's first rank, its node and
+#                                                  process (a test may stop it)
 #   hvd-elastic-done step=S size=N rank=R local=L/LS cross=C/CS same=1|0
 #                                                  at the end: the parameters equal on every rank
 # The rank HVD_TEST_DIE_RANK (dtrain's RANK, fixed for the job; horovodrun's first HOROVOD_RANK)
@@ -18,7 +19,7 @@ import torch
 import horovod.torch as hvd
 
 hvd.init()
-print(f"hvd-start rank={hvd.rank()} host={socket.gethostname()}", flush=True)
+print(f"hvd-start rank={hvd.rank()} host={socket.gethostname()} pid={os.getpid()}", flush=True)
 me = os.environ.get("RANK") or os.environ.get("HOROVOD_RANK", "")  # the first round's
 steps = int(os.environ.get("HVD_TEST_STEPS", "30"))
 die_rank = os.environ.get("HVD_TEST_DIE_RANK", "")
