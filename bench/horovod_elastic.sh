@@ -7,13 +7,15 @@
 # the first round fails (horovodrun places ranks in an order of its own; dtrain's rank 2 is on
 # node2):
 #   kill  it SIGKILLs itself;
-#   cut   its node's link goes down (`ip link set eth0 down`) until the run ended.
+#   cut   its node's link goes down (`ip link set eth0 down`) until the run ended;
+#   stop  its process gets SIGSTOP, as a hung one: it neither fails nor ends (dtrain runs with
+#         --stall-timeout 8 --on-stall stop; horovodrun has no such watch).
 # HOROVOD_GLOO_TIMEOUT_SECONDS=5 for both (how long a collective waits on a silent peer); dtrain
 # runs with --node-timeout 3. Per run: whether the two other ranks went on and finished
 # (`hvd-elastic-done ... same=1` twice), the seconds from the fault to their first step as a
 # round of 2, the run's wall time and exit status; each run is cut off after LIMIT seconds.
 # Then the medians side by side, and their ratio where both went on.
-# Usage: bench/horovod_elastic.sh [BUILD_DIR] [REPEAT] [kill|cut] [LIMIT]
+# Usage: bench/horovod_elastic.sh [BUILD_DIR] [REPEAT] [kill|cut|stop] [LIMIT]
 # (env KEEP=DIR keeps every run's console output there)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +50,7 @@ run() {
     cmd=("$dtrain" launch -c "$work/cluster.yaml" --job "run-$n" --log-dir "$work/logs"
       --min-np 2 --node-timeout 3 --health-watch 0 --start-health-check off
       --restart-health-check off --grace-period 2 -- "$python" "$program")
+    [ "$fault" = stop ] && cmd=("${cmd[@]:0:2}" --stall-timeout 8 --on-stall stop "${cmd[@]:2}")
     for e in "${env[@]}"; do cmd=("${cmd[@]:0:2}" -x "$e" "${cmd[@]:2}"); done
   else
     cmd=(env "${env[@]}" "$root/.venv-horovod/bin/horovodrun" -np 3 --min-np 2 -H "$hosts" -p 22
@@ -59,11 +62,17 @@ run() {
   timeout -k 5 "$limit" "$root/tests/cluster/make-cluster.sh" node "$cluster" 3 "${cmd[@]}" \
     >"$out" 2>&1 &
   local pid=$!
-  if [ "$fault" = cut ]; then
+  if [ "$fault" = cut ] || [ "$fault" = stop ]; then
     while kill -0 "$pid" 2>/dev/null; do
       if grep -q "hvd-step step=10 " "$out"; then
-        victim=$(grep -o "hvd-start rank=2 host=[a-z0-9]*" "$out" | head -1 | sed 's/.*host=//')
-        ip netns exec "$(netns "$victim")" ip link set eth0 down
+        local started
+        started=$(grep -o "hvd-start rank=2 host=[a-z0-9]* pid=[0-9]*" "$out" | head -1)
+        if [ "$fault" = cut ]; then
+          victim=$(echo "$started" | sed 's/.*host=//; s/ .*//')
+          ip netns exec "$(netns "$victim")" ip link set eth0 down
+        else
+          kill -STOP "${started##*pid=}"  # the nodes share this machine's process table
+        fi
         cut_at=$(date +%s.%N)
         break
       fi

@@ -275,8 +275,9 @@ TEST(HorovodElastic, StalledRankLeavesWithItsNodeUnderOnStallStop) {
                      "stalled: no progress for 8 s; 2 rank(s) go on in round 2"),
             std::string::npos)
       << err;
-  // The stall timeout and the watch's probe, then the others' collective fails as rank 1 ends.
-  EXPECT_GE(on_s, 3) << err;
+  // The stall timeout and the watch's probe; the others, back from their Gloo timeout, wait in
+  // the rendezvous and are answered once rank 1 left.
+  EXPECT_GE(on_s, 8) << err;
   EXPECT_LE(on_s, 25) << err;
   ExpectWentOn(RankLog(job_dir, 0), 3, 2, "size=2 rank=0 local=0/1 cross=0/2");
   ExpectWentOn(RankLog(job_dir, 2), 3, 2, "size=2 rank=1 local=0/1 cross=1/2");
