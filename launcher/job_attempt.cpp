@@ -16,8 +16,8 @@
 
 #include "launcher/error.h"
 #include "launcher/exit_abort_note.h"
-#include "launcher/hangs/stall_report.h"
 #include "launcher/hangs/stall_watch.h"
+#include "launcher/horovod_elastic_leaves.h"
 #include "launcher/horovod_elastic_rounds.h"
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/job_store.h"
@@ -195,50 +195,6 @@ ClusterSpec AttemptSpec(const ClusterSpec& spec, const std::vector<int>& picked)
 
 namespace {
 
-// A new round of an elastic Horovod job: the nodes that left are said and quarantined, and the
-// change goes into the job's record: "node(s) node1 left the elastic Horovod job: rank 1: killed
-// by SIGKILL; 2 rank(s) go on in round 2" (a lost node's ranks: the loss, said once; a node that
-// left while its ranks ran, unfit or with a stalled rank, `left_why` host -> why: that).
-void SayElasticRound(Job& job, const ElasticRoundChange& change,
-                     const std::map<int, ExitStatus>& statuses,
-                     const std::map<std::string, std::string>& left_why) {
-  std::vector<std::string> why;
-  for (const std::string& host : change.left_hosts) {
-    if (auto w = left_why.find(host); w != left_why.end()) why.push_back(w->second);
-  }
-  for (int rank : change.failed_ranks) {
-    auto status = statuses.find(rank);
-    if (status == statuses.end() || left_why.count(job.record.plan.ranks.at(rank).host)) continue;
-    why.push_back(status->second.lost
-                      ? status->second.error
-                      : fmt::format("rank {}: {}", rank, status->second.Describe()));
-  }
-  std::sort(why.begin(), why.end());
-  why.erase(std::unique(why.begin(), why.end()), why.end());  // a lost node's ranks say it alike
-  std::vector<int> with;  // ranks that did not fail but leave with their node
-  for (int rank : change.left_ranks) {
-    if (std::find(change.failed_ranks.begin(), change.failed_ranks.end(), rank) ==
-        change.failed_ranks.end())
-      with.push_back(rank);
-  }
-  const std::string detail = fmt::format(
-      "node(s) {} left the elastic Horovod job: {}{}; {} rank(s) go on in round {}",
-      fmt::join(change.left_hosts, ","), fmt::join(why, "; "),
-      with.empty() ? "" : fmt::format(" (rank(s) {} leave with it)", fmt::join(with, ",")),
-      change.size, change.round);
-  std::fprintf(stderr, "dtrain: %s\n", detail.c_str());
-  job.record.events.push_back({WallMicros(), "elastic_round", detail, ""});
-  for (const std::string& host : change.left_hosts) {
-    const int index = NodeIndex(job.spec, host);
-    if (index >= 0 && !left_why.count(host)) {  // quarantined as it left
-      Quarantine(job, index,
-                 fmt::format("a rank on it failed in round {} of the elastic Horovod job",
-                             change.round - 1));
-    }
-  }
-  WriteJobRecord(job.folder.job_dir, job.record);
-}
-
 JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
                           std::map<int, uint64_t>& log_start) {
   JobRecord& record = job.record;
@@ -329,71 +285,10 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
     supervise.steps = &steps;
     supervise.store = store.get();
-    std::set<std::string> left;                   // nodes that left the elastic job
-    std::map<std::string, std::string> left_why;  // ... those that left while their ranks ran
-    // The health watch (if any) goes on with the nodes still in the job.
-    auto watch_the_staying = [&](HealthWatch*& watch) {
-      if (!health_watch) return;
-      ClusterSpec staying = spec;
-      staying.nodes.clear();
-      for (const NodeSpec& n : spec.nodes) {
-        if (!left.count(n.host)) staying.nodes.push_back(n);
-      }
-      health_watch.reset();
-      if (!staying.nodes.empty()) {
-        health_watch = std::make_unique<HealthWatch>(job.options.check_nodes, staying,
-                                                     job.settings.health_watch_s, /*checked=*/true);
-      }
-      watch = health_watch.get();
-    };
-    // A node leaves while its ranks run, for `why` ("node b failed the health watch: ..."),
-    // said on the console as `said`; returns its index in the attempt, -1 if it left already.
-    auto leaves = [&](const std::string& host, const std::string& why, const std::string& said,
-                      const std::string& quarantine_why) {
-      const int node = NodeIndex(spec, host);
-      if (node < 0 || !left.insert(host).second) return -1;
-      left_why[host] = why;
-      std::fprintf(stderr, "dtrain: %s; its rank(s) leave the elastic Horovod job\n", said.c_str());
-      record.events.push_back({WallMicros(), "elastic_round", why, ""});
-      Quarantine(job, NodeIndex(job.spec, host), quarantine_why);
-      return node;
-    };
+    ElasticLeaves leaves(job, spec, health_watch);
     if (elastic) {
       supervise.elastic = horovod_rendezvous.get();
-      supervise.on_elastic_change = [&](const ElasticRoundChange& c,
-                                        const std::map<int, ExitStatus>& statuses) {
-        SayElasticRound(job, c, statuses, left_why);
-        left.insert(c.left_hosts.begin(), c.left_hosts.end());
-      };
-      supervise.unfit_leaves = [&](const UnfitNode& u, HealthWatch*& watch) {
-        const int node =
-            leaves(u.host, "node " + u.host + " failed the health watch: " + u.why,
-                   fmt::format("node {} failed the health watch {:.1f} s into the attempt: {}",
-                               u.host, u.found_after_s, u.why),
-                   "failed the health watch during the run: " + u.why);
-        watch_the_staying(watch);
-        return node;
-      };
-      // The nodes of the ranks the others wait for leave, unless no node would be left.
-      supervise.stall_leaves = [&](const StallReport& stall, HealthWatch*& watch) {
-        std::map<std::string, std::vector<int>> culprits;  // node -> its ranks waited for
-        for (int rank : stall.culprits) culprits[record.plan.ranks.at(rank).host].push_back(rank);
-        const bool none_left = std::all_of(spec.nodes.begin(), spec.nodes.end(), [&](auto& n) {
-          return left.count(n.host) || culprits.count(n.host);
-        });
-        std::vector<int> nodes;
-        if (none_left) return nodes;
-        for (const auto& [host, ranks] : culprits) {
-          const std::string why =
-              fmt::format("rank(s) {} on node {} stalled: no progress for {:g} s", RankList(ranks),
-                          host, job.settings.stall_timeout_s);
-          const int node = leaves(host, why, why + " (--on-stall stop)",
-                                  "a rank on it stalled in the elastic Horovod job");
-          if (node >= 0) nodes.push_back(node);
-        }
-        watch_the_staying(watch);
-        return nodes;
-      };
+      leaves.Wire(supervise);
     }
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
     JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command));

@@ -127,6 +127,7 @@ JobStatus ReadJobStatus(const StatusOptions& options) {
   for (const JobEvent& e : job.events) {
     if (e.kind == "stall") status.stall_reports.push_back(e.file);
     if (e.kind == "health_warning") status.health_warnings.push_back(e.text);
+    if (e.kind == "elastic_round") status.elastic_rounds.push_back(e.text);
   }
   if (job.attempts.size() > 1) {
     for (size_t i = 0; i < job.attempts.size(); ++i) {
@@ -206,6 +207,7 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
         {"attempts", s.attempts},
         {"quarantined", s.quarantined},
         {"health_warnings", s.health_warnings},
+        {"elastic_rounds", s.elastic_rounds},
         {"ranks", ranks}};
     std::fprintf(out, "%s\n", doc.dump(2).c_str());
     return;
@@ -228,6 +230,8 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
   for (const std::string& report : s.stall_reports)
     std::fprintf(out, "stall report: %s\n", report.c_str());
   for (const std::string& attempt : s.attempts) std::fprintf(out, "%s\n", attempt.c_str());
+  for (const std::string& round : s.elastic_rounds)
+    std::fprintf(out, "elastic: %s\n", round.c_str());
   for (const auto& [host, why] : s.quarantined)
     std::fprintf(out, "node %s quarantined: %s\n", host.c_str(), why.c_str());
   for (const std::string& warning : s.health_warnings)

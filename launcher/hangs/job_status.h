@@ -41,6 +41,7 @@ struct JobStatus {
   std::vector<std::string> attempts;               // one line each (DescribeAttempt), if restarted
   std::map<std::string, std::string> quarantined;  // node -> why it is no longer used
   std::vector<std::string> health_warnings;        // the health checks' warnings (a flaky link)
+  std::vector<std::string> elastic_rounds;  // an elastic Horovod job's: which node left, and why
 };
 
 // Throws Error when the job cannot be found or read.

@@ -125,6 +125,13 @@ TEST(HorovodElastic, KilledRankLeavesWithItsNodeAndTheOthersFinish) {
   EXPECT_TRUE(said) << record["events"].dump(2);
   EXPECT_EQ(record["nodes"][1]["quarantined"],
             "a rank on it failed in round 1 of the elastic Horovod job");
+  const testing::DtrainRun status =
+      testing::RunDtrain({"status", "--log-dir", dir, "--job", "el"}, dir);
+  EXPECT_EQ(status.status, 0) << status.err;
+  EXPECT_NE(status.out.find("\nelastic: node(s) node1 left the elastic Horovod job: rank 1: killed "
+                            "by SIGKILL; 2 rank(s) go on in round 2\n"),
+            std::string::npos)
+      << status.out;
   EXPECT_TRUE(
       testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10))
       << "a rank of the job is still running";

@@ -1,0 +1,45 @@
+// The nodes that leave an elastic Horovod job while one attempt runs (--min-np): a node whose
+// rank failed or was lost (settled by the rounds, horovod_elastic_rounds.h), a node the health
+// watch found unfit, or, under --on-stall stop, the node of a rank the others wait for. Each is
+// said on the console and in job.json (event elastic_round), quarantined, and the health watch
+// goes on with the nodes still in the job. Wires the supervisor's elastic callbacks.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/health_watch.h"
+#include "launcher/job_attempt.h"
+#include "launcher/job_supervisor.h"
+
+namespace dtrain {
+
+class ElasticLeaves {
+ public:
+  // `spec`: the attempt's nodes; `health_watch`: the attempt's watch (null: none), replaced by
+  // one on the nodes still in the job each time a node leaves while its ranks run.
+  ElasticLeaves(Job& job, const ClusterSpec& spec, std::unique_ptr<HealthWatch>& health_watch);
+
+  // Sets supervise's on_elastic_change, unfit_leaves and stall_leaves; this must outlive it.
+  void Wire(SupervisorOptions& supervise);
+
+ private:
+  void SayRound(const ElasticRoundChange& change, const std::map<int, ExitStatus>& statuses);
+  int Leave(const std::string& host, const std::string& why, const std::string& said,
+            const std::string& quarantine_why);
+  int Unfit(const UnfitNode& unfit, HealthWatch*& watch);
+  std::vector<int> Stalled(const StallReport& stall, HealthWatch*& watch);
+  void WatchTheStaying(HealthWatch*& watch);
+
+  Job& job_;
+  const ClusterSpec& spec_;
+  std::unique_ptr<HealthWatch>& health_watch_;
+  std::set<std::string> left_;                   // nodes that left the job
+  std::map<std::string, std::string> left_why_;  // ... those that left while their ranks ran
+};
+
+}  // namespace dtrain
