@@ -192,6 +192,16 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "what a stall does: report (keep running) or stop (tear down, exit 124)")
       ->capture_default_str()
       ->check(CLI::IsMember({"report", "stop"}));
+  cmd->add_option("--straggler-factor", options->straggler_factor,
+                  "name a dtrain-clip rank busy this many times the other ranks' per step (they "
+                  "wait for it); 0: off; read with the stall watch's probes")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
+  cmd->add_option("--on-straggler", options->on_straggler,
+                  "what a straggler does: report (warn) or leave (its node leaves and the job "
+                  "restarts without it, when it can go on without it)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"report", "leave"}));
   auto node_timeout = std::make_shared<double>(10);
   CLI::Option* node_timeout_option =
       cmd->add_option("--node-timeout", *node_timeout,

@@ -66,6 +66,7 @@ struct UnfitNode {
   std::string host;
   std::string why;           // the error findings naming it
   double found_after_s = 0;  // since the watch started
+  bool straggler = false;    // not unfit: slow, named by the straggler watch (it leaves the job)
 };
 
 class HealthWatch {

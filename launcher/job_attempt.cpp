@@ -26,6 +26,7 @@
 #include "launcher/oom_kill.h"
 #include "launcher/rank_error_file.h"
 #include "launcher/step_watch.h"
+#include "launcher/straggler_leaves.h"
 #include "launcher/timeline/trace_fetch.h"
 #include "launcher/transport.h"
 
@@ -235,9 +236,10 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
   WriteJobRecord(job.folder.job_dir, record);
   if (attempt > 0) {
     const std::string what =
-        job.returning.empty()
-            ? fmt::format("restart {} of {}", attempt - job.returns, job.settings.max_restarts)
-            : fmt::format("restart to take node {} back", job.returning);
+        !job.returning.empty() ? fmt::format("restart to take node {} back", job.returning)
+        : !job.left_slow.empty()
+            ? fmt::format("restart without node {}", job.left_slow)
+            : fmt::format("restart {} of {}", attempt - job.returns, job.settings.max_restarts);
     for (const auto& [rank, log] : job.logs) log->MarkRestart(what, WallMicros());
   }
   for (const auto& [rank, log] : job.logs) log_start[rank] = log->size();
@@ -249,6 +251,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
       StallWatchOptions watch;
       watch.timeout_s = job.settings.stall_timeout_s;
       watch.on_stall = job.options.on_stall == "stop" ? OnStall::kStop : OnStall::kReport;
+      watch.straggler_factor = job.settings.straggler_factor;
       watch.job_name = job.folder.name;
       watch.job_dir = job.folder.job_dir;
       watch.on_report = [&](const JobEvent& event) {
@@ -282,6 +285,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     };
     supervise.grace_period_s = job.options.grace_period_s;
     supervise.stall_watch = stall_watch.get();
+    supervise.on_straggler = [&job](const Straggler& s) { return SayStraggler(job, s); };
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
     supervise.steps = &steps;
     supervise.store = store.get();
@@ -310,10 +314,11 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
       }
       record.events.push_back(
           {WallMicros(), "health_watch",
-           fmt::format(
-               "health watch: {} round(s) every {:g} s on {} node(s), {}", health_watch->rounds(),
-               job.settings.health_watch_s, spec.nodes.size(),
-               outcome.unfit ? "node " + outcome.unfit->host + " unfit" : std::string("all fit")),
+           fmt::format("health watch: {} round(s) every {:g} s on {} node(s), {}",
+                       health_watch->rounds(), job.settings.health_watch_s, spec.nodes.size(),
+                       outcome.unfit && !outcome.unfit->straggler
+                           ? "node " + outcome.unfit->host + " unfit"
+                           : std::string("all fit")),
            ""});
     }
     steps.Finish();
@@ -405,6 +410,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                 const std::map<int, uint64_t>& log_start) {
   JobRecord& record = job.record;
   job.returning.clear();
+  job.left_slow.clear();
   JobAttempt& this_attempt = record.attempts.back();
   this_attempt.ended_us = WallMicros();
   this_attempt.exit_code = outcome.exit_code;
@@ -419,7 +425,14 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
       TakeNodeBack(job, outcome)) {
     return true;
   }
-  if (outcome.unfit) {
+  if (outcome.unfit && outcome.unfit->straggler && interrupt == 0 && !EveryRankSucceeded(outcome) &&
+      LeaveSlowNode(job, *outcome.unfit)) {
+    return true;
+  }
+  // A straggler's node that did not leave (the job ended meanwhile, or was interrupted) is not
+  // unfit: nothing more is said of it.
+  const bool unfit = outcome.unfit && !outcome.unfit->straggler;
+  if (unfit) {
     std::fprintf(stderr,
                  "dtrain: node %s failed the health watch %.1f s into the attempt: %s; every "
                  "rank stopped\n",
@@ -454,7 +467,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   this_attempt.blamed_node = verdict.blamed_host;
   this_attempt.detail = verdict.detail;
   // This machine alone (transport local) is never excluded for failures: there is no other.
-  if (interrupt == 0 && outcome.unfit) {
+  if (interrupt == 0 && unfit) {
     const int index = NodeIndex(job.spec, outcome.unfit->host);
     if (index >= 0)
       Quarantine(job, index, "failed the health watch during the run: " + outcome.unfit->why,

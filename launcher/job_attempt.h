@@ -33,6 +33,8 @@ struct JobSettings {
   int max_restarts = 0;
   bool timeline = false;
   double stall_timeout_s = 0;
+  double straggler_factor = 0;   // 0: no straggler watch (it needs the stall watch's probes)
+  bool straggler_leaves = false;  // --on-straggler leave
   bool horovod = false;
   double node_timeout_s = 0;  // 0: ssh nodes not watched
   double health_watch_s = 0;  // seconds between health checks while the job runs; 0: none
@@ -74,6 +76,8 @@ struct Job {
   // node the next attempt takes back ("" when it is a restart after a failure).
   int returns = 0;
   std::string returning;
+  // The node that left as a straggler before the next attempt (also not counted), or "".
+  std::string left_slow;
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.

@@ -123,6 +123,19 @@ void JobSupervisor::Unfit(UnfitNode unfit) {
   BeginStop(SIGTERM);
 }
 
+// A rank the straggler watch named: said; its node leaves when the answer says so, as an unfit
+// node's does.
+void JobSupervisor::Straggling(const Straggler& straggler) {
+  if (!options_.on_straggler || !options_.on_straggler(straggler)) return;
+  UnfitNode slow;
+  slow.host = straggler.host;
+  slow.why = "a straggler: " + straggler.Describe();
+  slow.found_after_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  slow.straggler = true;
+  Unfit(std::move(slow));
+}
+
 // A stall under --on-stall stop: in an elastic job the nodes of the ranks the others wait for
 // leave it; any other job is torn down as for a failing rank, the rank named the one blamed.
 void JobSupervisor::Stalled(StallReport stall) {
@@ -231,6 +244,8 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
     if (options_.stall_watch && !stopping_) {
       std::optional<StallReport> stall = options_.stall_watch->Tick();
       if (stall && options_.stall_watch->on_stall() == OnStall::kStop) Stalled(std::move(*stall));
+      if (std::optional<Straggler> slow = options_.stall_watch->TakeStraggler(); slow && !stopping_)
+        Straggling(*slow);
     }
   }
   if (options_.elastic && !stopping_) WatchElasticRounds();  // the last rank's end settled it

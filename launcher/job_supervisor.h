@@ -55,6 +55,9 @@ struct SupervisorOptions {
   // as an unfit node's do, and replaces `watch` as unfit_leaves does. Empty (none to go, or no
   // node would be left): the job stops as any other. Unset: the job stops.
   std::function<std::vector<int>(const StallReport&, HealthWatch*& watch)> stall_leaves;
+  // Called on the supervisor's thread with each straggler the stall watch's straggler watch
+  // names; true: its node leaves (the job stops as for an unfit node, UnfitNode::straggler).
+  std::function<bool(const Straggler&)> on_straggler;
   // Called on the supervisor's thread with each new round of an elastic job and how every rank
   // that ended so far ended.
   std::function<void(const ElasticRoundChange&, const std::map<int, ExitStatus>&)>
@@ -120,6 +123,7 @@ class JobSupervisor : public TransportEvents {
   void WatchElasticRounds();
   void Unfit(UnfitNode unfit);
   void Stalled(StallReport stall);
+  void Straggling(const Straggler& straggler);
   void Leave(int node);
 
   Transport& transport_;

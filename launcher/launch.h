@@ -31,6 +31,10 @@ struct LaunchOptions {
   double grace_period_s = 10;
   std::optional<double> stall_timeout_s;  // unset: job.stall_timeout (default 300); 0: off
   std::string on_stall = "report";        // report | stop
+  // The straggler watch (hangs/straggler_watch.h): a rank busy this many times the others' per
+  // step is named (0: off); --on-straggler leave: its node leaves when the job can go on.
+  double straggler_factor = 1.5;
+  std::string on_straggler = "report";  // report | leave
   std::optional<double> node_timeout_s;   // unset: job.node_timeout (default 10)
   int spares = 0;                         // --spares N: the last N listed nodes wait as spares
   std::string nnodes;                     // --nnodes N or MIN:MAX; "" = every non-spare node

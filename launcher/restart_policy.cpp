@@ -47,7 +47,7 @@ AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int
   }
   if (outcome.exit_code == 0) return v;
   if (outcome.unfit) {  // the health watch stopped the job: the node is unfit, quarantined at once
-    v.cause = "unhealthy";
+    v.cause = outcome.unfit->straggler ? "straggler" : "unhealthy";
     v.blamed_host = outcome.unfit->host;
     v.detail = outcome.unfit->why;
     return v;

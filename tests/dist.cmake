@@ -51,3 +51,11 @@ if(TARGET dtrain_clip_train AND TARGET dtrain)
               LIBS dtrain_launcher LABEL netns TIMEOUT 120 RESOURCE_LOCK netns)
   add_dependencies(dist_ssh_test dtrain dtrain-clip)
 endif()
+
+# Stragglers: a rank throttled by a CPU cgroup named (locally) and its node leaving (ssh nodes);
+# root, under the ssh tests' lock.
+if(TARGET dtrain_clip_train AND TARGET dtrain)
+  dtrain_test(dist_straggler_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/dist_straggler_test.cpp
+              LIBS dtrain_launcher LABEL netns TIMEOUT 400 RESOURCE_LOCK netns)
+  add_dependencies(dist_straggler_test dtrain dtrain-clip)
+endif()

@@ -71,3 +71,8 @@ dtrain_test(launcher_restart_test
   LIBS dtrain_launcher
   TIMEOUT 120)
 add_dependencies(launcher_restart_test dtrain)
+# The straggler watch's judgement on heartbeat step times (unit).
+dtrain_test(launcher_straggler_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_straggler_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)

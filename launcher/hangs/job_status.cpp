@@ -128,6 +128,7 @@ JobStatus ReadJobStatus(const StatusOptions& options) {
     if (e.kind == "stall") status.stall_reports.push_back(e.file);
     if (e.kind == "health_warning") status.health_warnings.push_back(e.text);
     if (e.kind == "elastic_round") status.elastic_rounds.push_back(e.text);
+    if (e.kind == "straggler") status.stragglers.push_back(e.text);
   }
   if (job.attempts.size() > 1) {
     for (size_t i = 0; i < job.attempts.size(); ++i) {
@@ -208,6 +209,7 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
         {"quarantined", s.quarantined},
         {"health_warnings", s.health_warnings},
         {"elastic_rounds", s.elastic_rounds},
+        {"stragglers", s.stragglers},
         {"ranks", ranks}};
     std::fprintf(out, "%s\n", doc.dump(2).c_str());
     return;
@@ -232,6 +234,8 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
   for (const std::string& attempt : s.attempts) std::fprintf(out, "%s\n", attempt.c_str());
   for (const std::string& round : s.elastic_rounds)
     std::fprintf(out, "elastic: %s\n", round.c_str());
+  for (const std::string& straggler : s.stragglers)
+    std::fprintf(out, "%s\n", straggler.c_str());  // "straggler: rank 1 on node b: ..."
   for (const auto& [host, why] : s.quarantined)
     std::fprintf(out, "node %s quarantined: %s\n", host.c_str(), why.c_str());
   for (const std::string& warning : s.health_warnings)

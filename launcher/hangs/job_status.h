@@ -42,6 +42,7 @@ struct JobStatus {
   std::map<std::string, std::string> quarantined;  // node -> why it is no longer used
   std::vector<std::string> health_warnings;        // the health checks' warnings (a flaky link)
   std::vector<std::string> elastic_rounds;  // an elastic Horovod job's: which node left, and why
+  std::vector<std::string> stragglers;      // the straggler watch's findings, in order
 };
 
 // Throws Error when the job cannot be found or read.

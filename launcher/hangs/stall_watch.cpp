@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -44,6 +45,12 @@ StallWatch::StallWatch(const ClusterSpec& spec, const RankPlan& plan, StallWatch
     p.cpu_at = now;
   }
   next_probe_ = now + std::chrono::milliseconds(500);
+  if (options_.straggler_factor > 0)
+    stragglers_ = std::make_unique<StragglerWatch>(options_.straggler_factor);
+}
+
+std::optional<Straggler> StallWatch::TakeStraggler() {
+  return stragglers_ ? stragglers_->Take() : std::nullopt;
 }
 
 void StallWatch::OnOutput(int rank) {
@@ -64,6 +71,7 @@ double StallWatch::IdleSeconds(const RankProgress& p, Clock::time_point now) con
 }
 
 void StallWatch::Observe(const ProbeResult& result, Clock::time_point now) {
+  std::map<int, StepSample> steps;  // for the straggler watch
   for (auto& [rank, p] : ranks_) {
     auto found = result.ranks.find(rank);
     if (p.ended || found == result.ranks.end() || found->second.processes.empty()) continue;
@@ -80,6 +88,15 @@ void StallWatch::Observe(const ProbeResult& result, Clock::time_point now) {
         p.last_progress = now;
       }
       computing = Get(f.heartbeat, heartbeat::kCollectiveState) != heartbeat::kWaiting;
+      const std::string step_s = Get(f.heartbeat, heartbeat::kStepSeconds);
+      const std::string waited_s = Get(f.heartbeat, heartbeat::kStepWaitedSeconds);
+      if (!step_s.empty() && !waited_s.empty()) {
+        StepSample& s = steps[rank];
+        s.host = p.host;
+        s.step = std::atoll(Get(f.heartbeat, heartbeat::kStep).c_str());
+        s.step_s = std::atof(step_s.c_str());
+        s.waited_s = std::atof(waited_s.c_str());
+      }
     }
     const double dt = std::chrono::duration<double>(now - p.cpu_at).count();
     const double used = f.cpu_s - p.cpu_s;
@@ -95,6 +112,7 @@ void StallWatch::Observe(const ProbeResult& result, Clock::time_point now) {
   for (auto& [rank, p] : ranks_)
     any_idle = any_idle || (!p.ended && IdleSeconds(p, now) >= options_.timeout_s);
   if (!any_idle) reported_ = false;  // progress resumed: the next stall is a new one
+  if (stragglers_) stragglers_->Observe(steps, now);
 }
 
 std::optional<StallReport> StallWatch::Tick() {

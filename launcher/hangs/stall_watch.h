@@ -2,6 +2,7 @@
 // the rank has one; otherwise output written and CPU time consumed, read on its node by the rank
 // probe) and, when a rank made none for the stall timeout, probes every rank once more with
 // Python stacks and writes the stall report (console, <job>/stall-N.txt, an event in job.json).
+// The straggler watch reads the same probes.
 // Driven from the job supervisor's loop; never blocks it.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/hangs/rank_probe.h"
 #include "launcher/hangs/stall_report.h"
+#include "launcher/hangs/straggler_watch.h"
 #include "launcher/job_record.h"
 #include "launcher/rank_plan.h"
 
@@ -26,6 +28,8 @@ enum class OnStall { kReport, kStop };
 struct StallWatchOptions {
   double timeout_s = 300;  // > 0
   OnStall on_stall = OnStall::kReport;
+  // > 0: the straggler watch (straggler_watch.h) reads the same probes with this factor.
+  double straggler_factor = 0;
   std::string job_name;
   std::string job_dir;
   // Called with every report made (after stall-N.txt is written), e.g. to add it to job.json.
@@ -42,6 +46,8 @@ class StallWatch {
   void OnExit(int rank, const ExitStatus& status);
   // Moves the watch on; returns the report when one was just made.
   std::optional<StallReport> Tick();
+  // A rank the straggler watch just named, once (none without straggler_factor).
+  std::optional<Straggler> TakeStraggler();
 
   OnStall on_stall() const { return options_.on_stall; }
   double timeout_s() const { return options_.timeout_s; }
@@ -70,6 +76,7 @@ class StallWatch {
   const ClusterSpec& spec_;
   StallWatchOptions options_;
   std::map<int, RankProgress> ranks_;
+  std::unique_ptr<StragglerWatch> stragglers_;
   std::unique_ptr<RankProbe> probe_;
   bool probe_with_stacks_ = false;
   Clock::time_point next_probe_;

@@ -1,5 +1,6 @@
 #include "runtime/dist/communicator.h"
 
+#include <chrono>
 #include <stdexcept>
 #include <vector>
 
@@ -26,7 +27,10 @@ class WatchedCollective {
   ~WatchedCollective() { GlobalHeartbeat().LeaveCollective(set_, seq_); }
   void Wait(c10d::Work& work) {
     try {
+      const auto begun = std::chrono::steady_clock::now();
       work.wait();
+      GlobalHeartbeat().Waited(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count());
     } catch (const std::exception& e) {
       const std::string stall = GlobalHeartbeat().DescribeStall(set_, seq_);
       if (stall.empty()) throw;

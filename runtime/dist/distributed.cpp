@@ -75,6 +75,8 @@ Distributed::Distributed(const DistEnv& env, const DistributedOptions& options)
   if (const char* v = std::getenv("DTRAIN_STALL_TIMEOUT"); v && *v) stall_s = std::atof(v);
   const char* job_dir = std::getenv("DTRAIN_LOG_DIR");
   const char* off = std::getenv("DTRAIN_HEARTBEAT");  // 0: none (bench/heartbeat_cost.sh)
+  // The host waits in Gloo's collectives; NCCL's are waited for by the GPU's stream.
+  GlobalHeartbeat().TimeSteps(comm_options_.backend == "gloo");
   if (!(off && std::string(off) == "0"))
     GlobalHeartbeat().Start(
         job_dir && *job_dir ? std::string(job_dir) + "/heartbeat" : "", env.rank, env.world_size,

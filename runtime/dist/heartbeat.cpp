@@ -57,9 +57,9 @@ class PathTimer {
  public:
   explicit PathTimer(std::atomic<int64_t>& total) : total_(total), start_(Clock::now()) {}
   ~PathTimer() {
-    total_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_)
-                         .count(),
-                     std::memory_order_relaxed);
+    total_.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count(),
+        std::memory_order_relaxed);
   }
 
  private:
@@ -96,10 +96,34 @@ void Heartbeat::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void Heartbeat::BeginStep() {
+  const PathTimer timer(path_ns_);
+  std::lock_guard<std::mutex> lock(mu_);
+  in_step_ = true;
+  step_began_ = Clock::now();
+  this_step_waited_s_ = 0;
+}
+
 void Heartbeat::SetStep(int64_t step) {
   const PathTimer timer(path_ns_);
   std::lock_guard<std::mutex> lock(mu_);
   step_ = step;
+  if (in_step_) {
+    steps_s_ += Since(step_began_);
+    steps_waited_s_ += this_step_waited_s_;
+    in_step_ = false;
+  }
+}
+
+void Heartbeat::TimeSteps(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  time_steps_ = on;
+}
+
+void Heartbeat::Waited(double seconds) {
+  const PathTimer timer(path_ns_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in_step_) this_step_waited_s_ += seconds;
 }
 
 void Heartbeat::SetActivity(const char* activity) {
@@ -184,6 +208,13 @@ void Heartbeat::WriteFile() {
       line(heartbeat::kCollectiveState, c->waiting ? heartbeat::kWaiting : heartbeat::kDone);
       line(heartbeat::kCollectiveSeconds, Since(c->waiting ? c->started : c->ended));
       if (c->waiting && !c->missing.empty()) line(heartbeat::kMissing, c->missing);
+    }
+    if (time_steps_) {
+      char seconds[64];  // microseconds, however long the job has run
+      std::snprintf(seconds, sizeof seconds, "%.6f", steps_s_);
+      line(heartbeat::kStepSeconds, seconds);
+      std::snprintf(seconds, sizeof seconds, "%.6f", steps_waited_s_);
+      line(heartbeat::kStepWaitedSeconds, seconds);
     }
     line(heartbeat::kWrittenUs, WallMicros());
   }

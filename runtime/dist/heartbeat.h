@@ -7,7 +7,8 @@
 //  - rewrites $DTRAIN_LOG_DIR/heartbeat/rank-R.txt through a temporary file and rename (no
 //    fsync: a reader on the node needs the page cache, not the disk), "key value" lines:
 //    pid, rank, step, activity, activity_s, collective, collective_seq, collective_bytes,
-//    collective_set, collective_what, collective_state (waiting|done), collective_s, missing;
+//    collective_set, collective_what, collective_state (waiting|done), collective_s, missing,
+//    and with TimeSteps(true) step_s and step_waited_s (the straggler watch's figures);
 //  - publishes "heartbeat/R" = "step activity wall_us" to the rendezvous store (one small set);
 //  - for a collective this rank has waited in for half the stall timeout, marks itself entered
 //    ("stall/<set>/<seq>/R") and reads which members have not: those are "missing", printed once
@@ -33,7 +34,7 @@ namespace dtrain::clip {
 
 // What the heartbeat has cost this process so far.
 struct HeartbeatCost {
-  double path_ms = 0;        // inside SetStep/SetActivity/Enter/LeaveCollective, lock waits included
+  double path_ms = 0;  // inside SetStep/SetActivity/Enter/LeaveCollective, lock waits included
   double writer_cpu_ms = 0;  // the writer thread's CPU time (file, store, inspector)
   int64_t beats = 0;         // the writer's rounds
 };
@@ -51,7 +52,15 @@ class Heartbeat {
              c10::intrusive_ptr<c10d::Store> store, double stall_timeout_s);
   void Stop();
 
+  // A training step begins; SetStep (its end) adds its time to step_s. Collective waits in
+  // between (Waited) add to step_waited_s.
+  void BeginStep();
   void SetStep(int64_t step);
+  // Whether step_s and step_waited_s are written: only where a collective's wait blocks the host
+  // (Gloo); on NCCL the host goes on and the GPU's stream waits, so the host sees no wait.
+  void TimeSteps(bool on);
+  // The host was blocked for `seconds` waiting for a collective's result.
+  void Waited(double seconds);
   void SetActivity(const char* activity);  // DATA, FORWARD, BACKWARD, OPTIMIZER, EVAL...
 
   // A collective on the communicator `set` (its members' global ranks; empty = the world):
@@ -97,6 +106,12 @@ class Heartbeat {
   Collective last_;                    // the latest one, finished or not
   bool has_last_ = false;
   std::vector<std::pair<std::string, int64_t>> seqs_;  // set -> last sequence number
+  bool time_steps_ = false;
+  bool in_step_ = false;
+  std::chrono::steady_clock::time_point step_began_;
+  double steps_s_ = 0;         // inside the steps done
+  double steps_waited_s_ = 0;  // of that, waiting for collectives
+  double this_step_waited_s_ = 0;
 
   std::string dir_;
   int rank_ = 0, world_size_ = 1;

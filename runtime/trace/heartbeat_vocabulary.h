@@ -20,6 +20,11 @@ inline constexpr char kCollectiveWhat[] = "collective_what";
 inline constexpr char kCollectiveState[] = "collective_state";
 inline constexpr char kCollectiveSeconds[] = "collective_s";
 inline constexpr char kMissing[] = "missing";  // ranks that have not entered it, from the store
+// Seconds inside the training steps done so far, and of those, seconds blocked waiting for a
+// collective's result (written only where a collective's wait blocks the host: Gloo). The
+// launcher's straggler watch takes their growth per step: the time a rank is busy on its own.
+inline constexpr char kStepSeconds[] = "step_s";
+inline constexpr char kStepWaitedSeconds[] = "step_waited_s";
 inline constexpr char kWrittenUs[] = "written_us";
 
 inline constexpr char kWaiting[] = "waiting";  // values of collective_state

@@ -126,6 +126,7 @@ void Trainer::OptimizerStep() {
 
 bool Trainer::TrainStep(int epoch) {
   const auto start = TrainerClock::now();
+  GlobalHeartbeat().BeginStep();
   if (profile_) profile_->BeforeStep(progress_.step + 1);
   if (gpu_spans_) gpu_spans_->Poll();  // the spans of steps the GPU has finished, no waiting
   std::vector<DeviceBatch> micro(o_.accum_freq);
