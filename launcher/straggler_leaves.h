@@ -1,8 +1,8 @@
 // What a launch does with a straggler (hangs/straggler_watch.h): says it (a warning on the
 // console, an event "straggler" in job.json) and, under --on-straggler leave, when the job can go
 // on without its node (a spare, or --nnodes MIN below the nodes it runs on), stops the attempt
-// and restarts at once without that node, quarantined for the rest of the job, from the job's
-// last checkpoint. That restart is dtrain's choice, not a failure: it is not counted against
+// and restarts at once without that node, quarantined for the rest of the job (the command starts
+// again, as after a failure: it resumes from its checkpoint if it does so then). That restart is dtrain's choice, not a failure: it is not counted against
 // --max-restarts (a node leaves this way once, so there are at most as many as nodes).
 #pragma once
 

@@ -353,7 +353,7 @@ TEST(LaunchUx, StderrSeparateConsoleChoiceAnd127AndCompletion) {
   const testing::ShellRun fish =
       testing::RunShell("fish -c 'source " + dir.path() +
                         "/dtrain.fish; complete -C \"dtrain la\"; "
-                        "complete -C \"dtrain launch --on-st\"; complete -C \"dtrain launch "
+                        "complete -C \"dtrain launch --on-stal\"; complete -C \"dtrain launch "
                         "--on-stall \"' | cut -f1");
   EXPECT_TRUE(fish.status.ok()) << fish.out;
   EXPECT_EQ(fish.out, "launch\n--on-stall\nreport\nstop\n");
