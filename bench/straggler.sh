@@ -10,8 +10,11 @@
 #           without a straggler watch does, warning aside);
 #   leave   the same throttle under --on-straggler leave: node2 leaves, the job restarts on two
 #           nodes from its last checkpoint.
-# Per run: wall time, exit status, seconds from the throttle to the warning (report, leave); then
-# the medians and their ratios to `none`.
+# Per run: wall time, exit status, seconds from the throttle to the warning (report, leave), and
+# rank 0's samples/s over its last attempt (for `leave`, the two nodes' restart; the global batch
+# is then 32, not 48, and on this machine's 2 cores two ranks also run faster than three: on GPU
+# nodes of their own, two nodes would train at two thirds of three). Then the medians, and the
+# wall times' ratios to `none`.
 # Usage: bench/straggler.sh [BUILD_DIR] [REPEAT] [SHARE] [STEPS]   (env KEEP=DIR keeps outputs)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,19 +38,19 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-"$root/tests/cluster/make-cluster.sh" up 3 "$cluster" 1 >/dev/null
+"$root/tests/cluster/make-cluster.sh" up 3 "$cluster" 1 >/dev/null 2>&1
 mkdir "$cgroup"
 echo 100000 >"$cgroup/cpu.cfs_period_us"
 awk -v s="$share" 'BEGIN { printf "%d\n", s * 100000 }' >"$cgroup/cpu.cfs_quota_us"
 
-# One run of KIND as run N; prints "wall_s status named_s".
+# One run of KIND as run N; prints "wall_s status named_s samples_s".
 run() {
   local kind=$1 n=$2 job=$1-$2 out=$work/$1-$2.txt
   local policy=report
   [ "$kind" = leave ] && policy=leave
   local start throttled="" named=-1
   start=$(date +%s.%N)
-  "$build/dtrain" launch -c "$cluster/cluster.yaml" --log-dir "$work/logs" --job "$job" \
+  "$root/tests/cluster/make-cluster.sh" exec "$cluster" "$build/dtrain" launch -c "$cluster/cluster.yaml" --log-dir "$work/logs" --job "$job" \
     --nnodes 2:3 --stall-timeout 5 --on-straggler "$policy" -- "$build/dtrain-clip" train \
     --batch-size 16 --dataset-type synthetic --zeroshot-frequency 0 --save-frequency 0 \
     --threads 1 --train-num-samples 100000 --max-steps "$steps" --save-every-n-steps 20 \
@@ -71,17 +74,22 @@ run() {
   wait "$pid" || status=$?
   local end
   end=$(date +%s.%N)
-  printf "%.1f %d %s\n" "$(echo "$end - $start" | bc)" "$status" "$named"
+  local rate
+  rate=$(grep -o "\[node0:0\] done: [0-9]* steps, [0-9.]* samples/s" "$out" | tail -1 |
+    awk '{ print $5 }')
+  printf "%.1f %d %s %s\n" "$(echo "$end - $start" | bc)" "$status" "$named" "${rate:--}"
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
 echo "3 ssh namespace nodes x 1 rank, dtrain-clip $steps steps; node2's rank throttled to $share of a CPU at step 10"
-printf "%-7s %3s %8s %6s %8s\n" kind run wall_s status named_s
+printf "%-7s %3s %8s %6s %8s %10s\n" kind run wall_s status named_s samples_s
 for n in $(seq 1 "$repeat"); do
   for kind in none report leave; do
-    read -r wall status named < <(run "$kind" "$n")
-    printf "%-7s %3d %8s %6s %8s\n" "$kind" "$n" "$wall" "$status" "$named"
+    read -r wall status named rate < <(run "$kind" "$n")
+    [ "$named" != -1 ] && named=$(printf "%.1f" "$named")
+    printf "%-7s %3d %8s %6s %8s %10s\n" "$kind" "$n" "$wall" "$status" "$named" "$rate"
+    [ "$rate" != - ] && echo "$rate" >>"$work/rate-$kind"
     echo "$wall" >>"$work/wall-$kind"
     [ "$named" != -1 ] && echo "$named" >>"$work/named-$kind"
   done
@@ -90,6 +98,7 @@ none=$(median <"$work/wall-none")
 for kind in none report leave; do
   m=$(median <"$work/wall-$kind")
   named=$( [ -s "$work/named-$kind" ] && median <"$work/named-$kind" || echo -)
-  printf "median %-7s wall %6.1f s (%.2fx none), named after %s s\n" "$kind" "$m" \
-    "$(echo "$m / $none" | bc -l)" "$named"
+  rate=$( [ -s "$work/rate-$kind" ] && median <"$work/rate-$kind" || echo -)
+  printf "median %-7s wall %6.1f s (%.2fx none), named after %s s, rank 0 %s samples/s\n" \
+    "$kind" "$m" "$(echo "$m / $none" | bc -l)" "$named" "$rate"
 done
