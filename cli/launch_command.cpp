@@ -196,7 +196,7 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "name a dtrain-clip rank busy this many times the other ranks' per step (they "
                   "wait for it); 0: off; read with the stall watch's probes")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(FactorAboveOneOrZero());
   cmd->add_option("--on-straggler", options->on_straggler,
                   "what a straggler does: report (warn) or leave (its node leaves and the job "
                   "restarts without it, when it can go on without it)")

@@ -34,6 +34,19 @@ CLI::Validator SecondsAtLeast(double minimum) {
       "SECONDS");
 }
 
+CLI::Validator FactorAboveOneOrZero() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !(value == 0 || (value > 1 && value <= 1000))) {
+          return fmt::format("expected 0 (off) or a factor above 1 such as 1.5, got '{}'", text);
+        }
+        return "";
+      },
+      "FACTOR");
+}
+
 CLI::Validator PortNumber() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -12,6 +12,8 @@ namespace dtrain {
 CLI::Validator WholeNumberAtLeast(long long minimum);
 CLI::Validator SecondsAtLeast(double minimum);
 CLI::Validator PortNumber();
+// 0 (off), or a factor above 1 (--straggler-factor 1.5).
+CLI::Validator FactorAboveOneOrZero();
 // A whole number of at least `minimum`, or one of `words` (--nproc-per-node 4 or gpu).
 CLI::Validator CountOrOneOf(long long minimum, std::vector<std::string> words);
 

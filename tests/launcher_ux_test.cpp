@@ -171,6 +171,8 @@ TEST(LaunchUx, RangeErrorsAreReadable) {
        {std::vector<std::string>{"launch", "--nproc-per-node", "0", "true"},
         {"launch", "-np", "0", "true"},
         {"launch", "--master-port", "70000", "true"},
+        {"launch", "--straggler-factor", "-1", "true"},
+        {"launch", "--straggler-factor", "1", "true"},
         {"logs", "--tail", "-1"}}) {
     auto run = RunDtrain(args, dir.path());
     EXPECT_EQ(run.status, 2) << args[1];
