@@ -58,19 +58,11 @@ class CpuCgroup {
   }
   const std::string& error() const { return error_; }
   // Moves process `pid` (all its threads) into the cgroup; false if the kernel refused.
-  bool Move(const std::string& pid) const {
-    std::ofstream out(path_ + "/cgroup.procs");
-    out << pid;
-    out.close();
-    return static_cast<bool>(out);
-  }
+  bool Move(const std::string& pid) const { return WriteKernelFile(path_ + "/cgroup.procs", pid); }
 
  private:
   void Write(const std::string& file, const std::string& value) {
-    std::ofstream out(path_ + "/" + file);
-    out << value;
-    out.close();
-    if (!out) error_ = "cannot write " + path_ + "/" + file;
+    if (!WriteKernelFile(path_ + "/" + file, value)) error_ = "cannot write " + path_ + "/" + file;
   }
   std::string parent_, path_, error_;
 };

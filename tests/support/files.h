@@ -22,6 +22,15 @@ inline void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
+// Writes `text` to a kernel file (a cgroup's limit, its procs) and says whether the kernel took
+// it: such a write fails at close, not at open.
+inline bool WriteKernelFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  return static_cast<bool>(out);
+}
+
 // A fresh directory under /tmp, removed with everything in it at the end of the test.
 class TempDir {
  public:

@@ -71,10 +71,7 @@ class MemoryCgroup {
 
  private:
   void Write(const std::string& file, const std::string& value) {
-    std::ofstream out(path_ + "/" + file);
-    out << value;
-    out.close();
-    if (!out) error_ = "cannot write " + path_ + "/" + file;
+    if (!WriteKernelFile(path_ + "/" + file, value)) error_ = "cannot write " + path_ + "/" + file;
   }
   std::string path_, error_;
 };
