@@ -72,8 +72,8 @@ struct Job {
   // host -> the last one. A failed attempt quarantines these nodes where the job can go on
   // without them.
   std::map<std::string, std::string> health_warnings;
-  // Restarts that took a quarantined node back (not counted against --max-restarts), and the
-  // node the next attempt takes back ("" when it is a restart after a failure).
+  // Restarts not counted against --max-restarts (to take a quarantined node back, or without a
+  // straggler's node), and the node the next attempt takes back ("" when it is another restart).
   int returns = 0;
   std::string returning;
   // The node that left as a straggler before the next attempt (also not counted), or "".
