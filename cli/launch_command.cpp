@@ -194,13 +194,13 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
       ->check(CLI::IsMember({"report", "stop"}));
   cmd->add_option("--straggler-factor", options->straggler_factor,
                   "name a dtrain-clip rank busy this many times the other ranks' per step (they "
-                  "wait for it); 0: off; read with the stall watch's probes")
-      ->capture_default_str()
+                  "wait for it); 0: off; read with the stall watch's probes (default: "
+                  "job.straggler_factor, else 1.5)")
       ->check(FactorAboveOneOrZero());
   cmd->add_option("--on-straggler", options->on_straggler,
                   "what a straggler does: report (warn) or leave (its node leaves and the job "
-                  "restarts without it, when it can go on without it)")
-      ->capture_default_str()
+                  "restarts without it, when it can go on without it) (default: job.on_straggler, "
+                  "else report)")
       ->check(CLI::IsMember({"report", "leave"}));
   auto node_timeout = std::make_shared<double>(10);
   CLI::Option* node_timeout_option =

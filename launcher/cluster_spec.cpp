@@ -250,7 +250,7 @@ class SpecReader {
   void ReadJob(const YAML::Node& node, JobSpec& job) const {
     ExpectMap(node, "job",
               {"command", "max_restarts", "timeline", "stall_timeout", "horovod", "node_timeout",
-               "role"});
+               "role", "straggler_factor", "on_straggler"});
     if (node["command"]) {
       job.command = StringList(node["command"], "job.command");
       if (job.command.empty()) Fail(node["command"], "job.command: expected a non-empty list");
@@ -267,6 +267,26 @@ class SpecReader {
       job.node_timeout_s = IntegerIn(node["node_timeout"], "job.node_timeout", 0, 86400);
       if (job.node_timeout_s == 1)
         Fail(node["node_timeout"], "job.node_timeout: expected 0 (off) or seconds >= 2");
+    }
+    if (node["straggler_factor"]) {
+      const std::string text = String(node["straggler_factor"], "job.straggler_factor");
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(value == 0 || (value > 1 && value <= 1000))) {
+        Fail(node["straggler_factor"],
+             fmt::format("job.straggler_factor: expected 0 (off) or a factor above 1 such as 1.5, "
+                         "got '{}'",
+                         Printable(text)));
+      }
+      job.straggler_factor = value;
+    }
+    if (node["on_straggler"]) {
+      job.on_straggler = String(node["on_straggler"], "job.on_straggler");
+      if (job.on_straggler != "report" && job.on_straggler != "leave") {
+        Fail(node["on_straggler"],
+             fmt::format("job.on_straggler: expected report or leave, got '{}'",
+                         Printable(job.on_straggler)));
+      }
     }
     if (node["role"]) {
       job.role = String(node["role"], "job.role");

@@ -49,6 +49,8 @@ struct JobSpec {
   int stall_timeout_s = 300;  // a rank without progress this long is stalled; 0: no watch
   bool horovod = false;       // serve Horovod's Gloo rendezvous (README "Horovod")
   int node_timeout_s = 10;    // an ssh node silent this long is lost (and ends its ranks itself)
+  double straggler_factor = 1.5;        // the straggler watch's factor; 0: off
+  std::string on_straggler = "report";  // report | leave
   std::string role;           // ROLE_NAME of every rank; "" = torchrun's "default"
 };
 

@@ -143,13 +143,14 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   if (job.stall_timeout_s < 0) throw UsageError("--stall-timeout: expected seconds >= 0");
   if (options.on_stall != "report" && options.on_stall != "stop")
     throw UsageError("--on-stall: expected report or stop, not '" + options.on_stall + "'");
-  if (options.straggler_factor != 0 && options.straggler_factor <= 1)
+  const double straggler_factor = options.straggler_factor.value_or(spec.job.straggler_factor);
+  if (straggler_factor != 0 && straggler_factor <= 1)
     throw UsageError("--straggler-factor: expected 0 (off) or a factor above 1, such as 1.5");
-  if (options.on_straggler != "report" && options.on_straggler != "leave")
-    throw UsageError("--on-straggler: expected report or leave, not '" + options.on_straggler +
-                     "'");
-  job.straggler_factor = job.stall_timeout_s > 0 ? options.straggler_factor : 0;
-  job.straggler_leaves = options.on_straggler == "leave";
+  const std::string on_straggler = options.on_straggler.value_or(spec.job.on_straggler);
+  if (on_straggler != "report" && on_straggler != "leave")
+    throw UsageError("--on-straggler: expected report or leave, not '" + on_straggler + "'");
+  job.straggler_factor = job.stall_timeout_s > 0 ? straggler_factor : 0;
+  job.straggler_leaves = on_straggler == "leave";
   job.horovod = options.horovod || spec.job.horovod || CommandAsksForHorovod(job.command);
   job.node_timeout_s = options.node_timeout_s.value_or(spec.job.node_timeout_s);
   if (job.node_timeout_s != 0 && job.node_timeout_s < 2)

@@ -33,14 +33,14 @@ struct LaunchOptions {
   std::string on_stall = "report";        // report | stop
   // The straggler watch (hangs/straggler_watch.h): a rank busy this many times the others' per
   // step is named (0: off); --on-straggler leave: its node leaves when the job can go on.
-  double straggler_factor = 1.5;
-  std::string on_straggler = "report";  // report | leave
-  std::optional<double> node_timeout_s;   // unset: job.node_timeout (default 10)
-  int spares = 0;                         // --spares N: the last N listed nodes wait as spares
-  std::string nnodes;                     // --nnodes N or MIN:MAX; "" = every non-spare node
-  std::vector<std::string> command;       // empty: job.command, else the embedded default
-  bool module = false;                    // -m: the command is a Python module (python3 -m)
-  bool no_python = false;                 // --no-python: a first word *.py runs as a program
+  std::optional<double> straggler_factor;   // unset: job.straggler_factor (default 1.5); 0: off
+  std::optional<std::string> on_straggler;  // report | leave; unset: job.on_straggler (report)
+  std::optional<double> node_timeout_s;     // unset: job.node_timeout (default 10)
+  int spares = 0;                           // --spares N: the last N listed nodes wait as spares
+  std::string nnodes;                       // --nnodes N or MIN:MAX; "" = every non-spare node
+  std::vector<std::string> command;         // empty: job.command, else the embedded default
+  bool module = false;                      // -m: the command is a Python module (python3 -m)
+  bool no_python = false;                   // --no-python: a first word *.py runs as a program
   // The health check: host -> why, for the nodes unfit to run an attempt, which are quarantined.
   // Run on a failed attempt's nodes (those not lost) before a restart, on the first attempt's
   // nodes before the start when start_health_check says so, and every health_watch_s seconds

@@ -374,6 +374,22 @@ TEST(ClusterSpec, MissingNodesDuplicatesAndRanges) {
       ParseClusterText("nodes: [{host: a}]\njob: {node_timeout: 0}\n", "x").job.node_timeout_s, 0);
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {node_timeout: 1}\n"),
               HasSubstr("job.node_timeout: expected 0 (off) or seconds >= 2"));
+  // The straggler watch: a factor above 1 or 0 (off), report or leave.
+  const ClusterSpec straggler = ParseClusterText(
+      "nodes: [{host: a}]\njob: {straggler_factor: 2.5, on_straggler: leave}\n", "x");
+  EXPECT_EQ(straggler.job.straggler_factor, 2.5);
+  EXPECT_EQ(straggler.job.on_straggler, "leave");
+  EXPECT_EQ(ParseClusterText("nodes: [{host: a}]\n", "x").job.straggler_factor, 1.5);
+  EXPECT_EQ(ParseClusterText("nodes: [{host: a}]\n", "x").job.on_straggler, "report");
+  EXPECT_EQ(ParseClusterText("nodes: [{host: a}]\njob: {straggler_factor: 0}\n", "x")
+                .job.straggler_factor,
+            0);
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {straggler_factor: 1}\n"),
+              HasSubstr("c.yaml:2:25: job.straggler_factor: expected 0 (off) or a factor above 1"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {straggler_factor: fast}\n"),
+              HasSubstr("job.straggler_factor: expected 0 (off) or a factor above 1"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {on_straggler: stop}\n"),
+              HasSubstr("job.on_straggler: expected report or leave, got 'stop'"));
 }
 
 TEST(ClusterSpec, BrokenYamlAndEmptyFiles) {
