@@ -17,6 +17,7 @@
 #include "launcher/error.h"
 #include "launcher/exit_abort_note.h"
 #include "launcher/hangs/stall_watch.h"
+#include "launcher/file_timer.h"
 #include "launcher/horovod_elastic_leaves.h"
 #include "launcher/horovod_elastic_rounds.h"
 #include "launcher/horovod_rendezvous.h"
@@ -41,13 +42,16 @@ void MakeErrorFolder(const std::string& path) {
   if (error) throw Error(path + ": cannot create the directory: " + error.message());
 }
 
-std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<std::string>& argv) {
+// One process per rank; under torchrun's watchdog (file_timer.h) when the job asked for it.
+std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<std::string>& argv,
+                                      const ClusterSpec& cluster) {
+  const FileTimer timer = FileTimerOf(cluster);
   std::vector<ProcessSpec> procs;
   for (const RankSlot& slot : plan.ranks) {
     ProcessSpec spec;
     spec.id = slot.rank;
     spec.node_index = slot.node_rank;
-    spec.argv = argv;
+    spec.argv = timer.on ? UnderFileTimer(argv, cluster, timer, slot.rank) : argv;
     spec.env = slot.env;
     spec.python_path_head = slot.python_path_head;
     procs.push_back(std::move(spec));
@@ -295,7 +299,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
       leaves.Wire(supervise);
     }
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
-    JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command));
+    JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command, spec));
     if (elastic) {
       // A node lost while the job went on is asked for nothing at the end.
       for (const auto& [rank, status] : outcome.statuses) {
@@ -462,6 +466,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
     for (const std::string& line : tail) said += line + "\n";
     MarkCollectiveTimeout(record.plan, verdict, said);
     MarkOutOfMemory(outcome.statuses.at(outcome.failed_rank), verdict, said);
+    MarkWatchdogTimer(verdict, said);
   }
   this_attempt.cause = verdict.cause;
   this_attempt.blamed_node = verdict.blamed_host;

@@ -133,6 +133,24 @@ void MarkOutOfMemory(const ExitStatus& status, AttemptVerdict& verdict, const st
   verdict.detail += "; the kernel's OOM killer ended it (out of host memory)";
 }
 
+void MarkWatchdogTimer(AttemptVerdict& verdict, const std::string& text) {
+  if (verdict.cause != "error" && verdict.cause != "signal") return;
+  const std::string said = "TimerExpired: the watchdog timer ";
+  const size_t at = text.find(said);
+  if (at == std::string::npos) return;
+  verdict.cause = "watchdog-timer";
+  const size_t from = at + said.size();
+  const size_t to = text.find(" (torch.distributed.elastic.timer)", from);
+  const size_t after = text.find(" expired ", from);
+  const size_t set = text.find(" after it was set", after == std::string::npos ? from : after);
+  std::string what = "its watchdog timer";
+  if (to != std::string::npos && to - from < 200) what += " " + text.substr(from, to - from);
+  what += " expired";
+  if (after != std::string::npos && set != std::string::npos && set - after < 40)
+    what += " " + text.substr(after + 9, set - after - 9) + " after it was set";
+  verdict.detail += "; " + what;
+}
+
 double BackoffSeconds(int restart) {
   double s = 1;
   for (int i = 1; i < restart && s < kMaxBackoffS; ++i) s *= 2;

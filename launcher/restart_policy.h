@@ -48,6 +48,11 @@ void MarkCollectiveTimeout(const RankPlan& plan, AttemptVerdict& verdict, const 
 // faulty node. Other verdicts are left as they are.
 void MarkOutOfMemory(const ExitStatus& status, AttemptVerdict& verdict, const std::string& text);
 
+// A rank whose `text` (its root cause first) says its watchdog timer expired and killed it
+// (templates/file_timer_server.py) becomes cause "watchdog-timer", the scope named in the
+// detail. Other verdicts are left as they are.
+void MarkWatchdogTimer(AttemptVerdict& verdict, const std::string& text);
+
 // Seconds to wait before restart `restart` (1, 2, ...): 1, 2, 4, ... at most kMaxBackoffS.
 constexpr double kMaxBackoffS = 30;
 double BackoffSeconds(int restart);

@@ -30,6 +30,9 @@ rank_probe_main() {
     dir=${env_file%/environ}
     pid=${dir#/proc/}
     [ "$pid" = "$$" ] && continue
+    # A rank's watchdog (launcher/file_timer.h) carries its environment but is not the rank.
+    cmd=$(tr '\0\n' '  ' <"$dir/cmdline" 2>/dev/null)
+    case $cmd in *"-c # dtrain-file-timer-server"*) continue ;; esac
     if [ -n "$DTRAIN_PROBE_DIR" ]; then
       grep -qzxF "DTRAIN_LOG_DIR=$DTRAIN_PROBE_DIR" "$env_file" 2>/dev/null || continue
     fi
@@ -41,12 +44,12 @@ rank_probe_main() {
     echo "stat $stat"
     read -r wchan <"$dir/wchan" 2>/dev/null
     echo "wchan ${wchan:-0}"
-    echo "cmd $(tr '\0' ' ' <"$dir/cmdline" 2>/dev/null)"
+    echo "cmd $cmd"
     log_dir=$(grep -zx 'DTRAIN_LOG_DIR=.*' "$env_file" 2>/dev/null | tr -d '\0')
     log_dir=${log_dir#DTRAIN_LOG_DIR=}
     probe_heartbeat "$rank" "$log_dir/heartbeat/rank-$rank.txt"
     if [ "$DTRAIN_PROBE_STACKS" = 1 ]; then
-      case "$(tr '\0' ' ' <"$dir/cmdline" 2>/dev/null)" in
+      case "$cmd" in
         *python*) probe_stack "$pid" "$dir" ;;
       esac
     fi

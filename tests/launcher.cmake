@@ -76,3 +76,9 @@ dtrain_test(launcher_straggler_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_straggler_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+# torchrun's worker watchdog (TORCHELASTIC_ENABLE_FILE_TIMER=1) with torch's own FileTimerClient.
+dtrain_test(launcher_file_timer_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_file_timer_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 300)
+add_dependencies(launcher_file_timer_test dtrain)

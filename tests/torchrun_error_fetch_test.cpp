@@ -50,5 +50,36 @@ TEST(TorchrunErrorFetch, RootCauseOfARankOnAPrivateNode) {
   fs::remove_all(logs);
 }
 
+// torchrun's worker watchdog on a node of its own: the FIFO, the watchdog and the error file it
+// writes for the killed rank live on node1 only; the report still names the timer and the line
+// the rank hung on, and node1 keeps neither a process nor a FIFO.
+TEST(TorchrunErrorFetch, WatchdogTimerOfARankOnAPrivateNode) {
+  ASSERT_TRUE(fs::exists(kPython)) << kPython << " missing: run scripts/install-deps.sh";
+  SshTestCluster cluster("timer-fetch", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = "/srv/node/timer-fetch-logs";  // private on every node
+  fs::remove_all(logs);
+  const std::string out =
+      RunOutput("TORCHELASTIC_ENABLE_FILE_TIMER=1 TORCHELASTIC_TIMER_FILE=/srv/node/wd " + kDtrain +
+                " launch -q -c " + cluster.cluster_file() + " --log-dir " + logs +
+                " --job wd -- " + kPython + " " + kScripts + "/timed_steps.py 2 1 0.2 2>&1; " +
+                "echo status=$?");
+  EXPECT_NE(out.find("status=137"), std::string::npos) << out;
+  const std::string here = logs + "/wd/errors/attempt-0/rank-1.json";
+  const std::regex cause(
+      "dtrain: rank 1 on node node1 failed: killed by SIGKILL\n"
+      "dtrain: root cause: rank 1 on node node1 at [0-9-]+ [0-9:]+ UTC: TimerExpired: the "
+      "watchdog timer 'train_step' \\(torch.distributed.elastic.timer\\) of pid [0-9]+ expired "
+      "2.0 s after it was set; killed with SIGKILL\n"
+      "dtrain:   at " +
+      kScripts + "/timed_steps.py:18 \\(traceback in " + here + "\\)\n");
+  EXPECT_TRUE(std::regex_search(out, cause)) << out;
+  EXPECT_NE(ReadText(logs + "/wd/rank-1.log").find("timer file /srv/node/wd.rank-1"),
+            std::string::npos);
+  EXPECT_EQ(cluster.OnNode(1, "ls /srv/node | grep -c '^wd' || true"), "0\n");
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+  fs::remove_all(logs);
+}
+
 }  // namespace
 }  // namespace dtrain

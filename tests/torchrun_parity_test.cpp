@@ -55,8 +55,9 @@ std::map<int, RankEnv> ParseEnv(const std::string& text) {
   return out;
 }
 
-// Variables only torchrun's agent has a use for: its watchdog timer file, its health-check
-// server, the NCCL debug files it names per worker. dtrain has no such agent on the node.
+// Variables only torchrun's agent has a use for: its health-check server, the NCCL debug files
+// it names per worker; the watchdog timer's, which only TORCHELASTIC_ENABLE_FILE_TIMER=1 asks for
+// (dtrain serves it then: launcher_file_timer_test.cpp). dtrain has no agent on the node.
 const std::set<std::string> kAgentOnly = {
     "TORCHELASTIC_ENABLE_FILE_TIMER", "TORCHELASTIC_TIMER_FILE", "TORCHELASTIC_HEALTH_CHECK_PORT",
     "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_PIPE_FILE"};
