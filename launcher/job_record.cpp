@@ -68,10 +68,14 @@ std::string DescribeAttempt(const JobAttempt& a, const JobAttempt* next) {
   if (!a.blamed_node.empty()) text += fmt::format(" (node {} blamed)", a.blamed_node);
   if (!a.detail.empty()) text += ": " + a.detail;
   if (next && a.fault_us) {
-    text += next->first_step_us
-                ? fmt::format("; next attempt's first step {:.1f} s after the fault",
-                              (next->first_step_us - a.fault_us) / 1e6)
-                : "; next attempt's first step not seen";
+    // "not seen" only where steps were seen before the fault: a job that writes no step
+    // metrics the launcher can read (not dtrain-clip, or its metrics elsewhere) says nothing.
+    if (next->first_step_us) {
+      text += fmt::format("; next attempt's first step {:.1f} s after the fault",
+                          (next->first_step_us - a.fault_us) / 1e6);
+    } else if (a.last_step >= 0) {
+      text += "; next attempt's first step not seen";
+    }
     const int64_t lost = StepsLost(a, *next);
     if (lost >= 0) text += fmt::format(", {} step(s) lost", lost);
   }

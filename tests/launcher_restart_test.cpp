@@ -124,6 +124,28 @@ TEST(StepWatch, StepsLostAreTheStepsTheNextAttemptDidAgain) {
   EXPECT_EQ(StepsLost(failed, next), -1);
 }
 
+// An attempt's line names the next attempt's first step when steps are seen at all, and says it
+// was not seen only when the failed attempt's steps were.
+TEST(StepWatch, AttemptLineSpeaksOfStepsOnlyWhereStepsAreSeen) {
+  JobAttempt failed, next;
+  failed.restart_count = 0;
+  failed.nodes = {"a"};
+  failed.exit_code = 137;
+  failed.cause = "signal";
+  failed.fault_us = 10'000'000;
+  next.restart_count = 1;
+  next.exit_code = 0;
+  EXPECT_EQ(DescribeAttempt(failed, &next), "attempt 1 on a: signal");  // no metrics at all
+  failed.last_step = 17;
+  EXPECT_EQ(DescribeAttempt(failed, &next),
+            "attempt 1 on a: signal; next attempt's first step not seen");
+  next.first_step_us = 12'500'000;
+  next.first_step = 16;
+  EXPECT_EQ(DescribeAttempt(failed, &next),
+            "attempt 1 on a: signal; next attempt's first step 2.5 s after the fault, 2 step(s) "
+            "lost");
+}
+
 // Lines fetched from a node whose clock is 2 s behind the launcher's: placed in the attempts by
 // their time, lines of other attempts' windows and lines without a time left out.
 TEST(AttemptSteps, LinesArePlacedByTheirTimeOnTheNodesClock) {
