@@ -27,12 +27,11 @@ FileTimer FileTimerOf(const ClusterSpec& spec) {
 }
 
 std::vector<std::string> UnderFileTimer(const std::vector<std::string>& argv,
-                                        const ClusterSpec& spec, const FileTimer& timer,
-                                        int rank) {
+                                        const ClusterSpec& spec, const FileTimer& timer) {
   std::string python = JobPython(argv, spec);
   if (python.empty()) python = spec.python.empty() ? "python3" : spec.python;
-  std::vector<std::string> out = {python, "-c", std::string(FileTimerServerScript()),
-                                  std::to_string(rank), timer.path, "--"};
+  std::vector<std::string> out = {python, "-c", std::string(FileTimerServerScript()), timer.path,
+                                  "--"};
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
 }

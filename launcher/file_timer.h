@@ -23,10 +23,11 @@ struct FileTimer {
 // ranks' environment (-x, the cluster file's env), which wins.
 FileTimer FileTimerOf(const ClusterSpec& spec);
 
-// `argv` of rank `rank` run under the watchdog: {python, "-c", <server>, rank, path, "--",
-// argv...}; python: the job's (JobPython), else the cluster file's `python:`, else python3.
+// `argv` run under the watchdog: {python, "-c", <server>, path, "--", argv...}, the same for
+// every rank (one Slurm step runs one command; the watchdog reads its rank from RANK); python:
+// the job's (JobPython), else the cluster file's `python:`, else python3.
 std::vector<std::string> UnderFileTimer(const std::vector<std::string>& argv,
-                                        const ClusterSpec& spec, const FileTimer& timer, int rank);
+                                        const ClusterSpec& spec, const FileTimer& timer);
 
 // The mark in a watchdog's command line, so the rank probe passes over it.
 constexpr const char* kFileTimerMark = "dtrain-file-timer-server";

@@ -46,12 +46,14 @@ void MakeErrorFolder(const std::string& path) {
 std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<std::string>& argv,
                                       const ClusterSpec& cluster) {
   const FileTimer timer = FileTimerOf(cluster);
+  const std::vector<std::string> command =
+      timer.on ? UnderFileTimer(argv, cluster, timer) : argv;
   std::vector<ProcessSpec> procs;
   for (const RankSlot& slot : plan.ranks) {
     ProcessSpec spec;
     spec.id = slot.rank;
     spec.node_index = slot.node_rank;
-    spec.argv = timer.on ? UnderFileTimer(argv, cluster, timer, slot.rank) : argv;
+    spec.argv = command;
     spec.env = slot.env;
     spec.python_path_head = slot.python_path_head;
     procs.push_back(std::move(spec));

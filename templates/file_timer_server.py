@@ -4,8 +4,9 @@
 # TORCHELASTIC_TIMER_FILE; a worker arms a deadline with torch's FileTimerClient
 # (`with timer.expires(after=60, scope="step"):`) and the agent kills it with the signal the
 # request carries once the deadline passes. dtrain has no agent on the node, so this program
-# runs the rank instead: `python -c <this> RANK PATH -- argv...` (PATH: TORCHELASTIC_TIMER_FILE as
-# the user gave it, or ""), Python's standard library only.
+# runs the rank instead: `python -c <this> PATH -- argv...` (PATH: TORCHELASTIC_TIMER_FILE as the
+# user gave it, or ""; the same words for every rank, as one Slurm step needs; the rank is
+# RANK), Python's standard library only.
 # It makes the FIFO, starts argv with TORCHELASTIC_TIMER_FILE naming it, reads the requests
 # (one JSON line each: pid, scope_id, expiration_time (<0: release), signal), and when a timer
 # expires: says so on stderr (the rank's log), takes the worker's Python stack with py-spy when
@@ -200,10 +201,10 @@ def alive(pid):
 
 
 def main():
-    if len(sys.argv) < 5 or sys.argv[3] != "--":
-        sys.exit("usage: %s RANK PATH -- COMMAND..." % MARK)
-    rank, argv = sys.argv[1], sys.argv[4:]
-    path = fifo_path(rank, sys.argv[2])
+    if len(sys.argv) < 4 or sys.argv[2] != "--":
+        sys.exit("usage: %s PATH -- COMMAND..." % MARK)
+    rank, argv = os.environ.get("RANK", "?"), sys.argv[3:]
+    path = fifo_path(rank, sys.argv[1])
     make_fifo(path)
     env = dict(os.environ, TORCHELASTIC_TIMER_FILE=path)
     env.pop("TORCHELASTIC_ENABLE_FILE_TIMER", None)

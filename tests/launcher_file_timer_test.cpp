@@ -36,7 +36,7 @@ using testing::WaitFor;
 
 // Steps under a watchdog timer; rank 1 hangs in step 1 of the attempts asked.
 const std::string kTimedSteps = std::string(DTRAIN_SOURCE_DIR) + "/tests/torchrun/timed_steps.py";
-const std::string kHungLine = kTimedSteps + ":18";
+const std::string kHungLine = kTimedSteps + ":29";
 
 // The FIFOs of job `job` left in the temporary folder.
 int FifosLeft(const std::string& job) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -264,6 +265,41 @@ TEST_F(DtrainLaunchOnSlurm, StalledRankIsNamedAndOnStallStopLeavesNothing) {
       << "a task outlived the job";
   EXPECT_NE(system(("pgrep -f '" + dir + "/[h]ang.py' >/dev/null").c_str()), 0)
       << "a rank outlived the job";
+}
+
+// torchrun's worker watchdog (TORCHELASTIC_ENABLE_FILE_TIMER=1) in a Slurm step: each task
+// runs its rank under the watchdog, which kills the rank whose step outlives its timer; the
+// report names the timer and the line, and no step, task or FIFO is left.
+TEST_F(DtrainLaunchOnSlurm, WatchdogTimerKillsAHungRankInAStep) {
+  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
+  const std::string dir = Folder("timer", 1);
+  const std::string script = std::string(DTRAIN_SOURCE_DIR) + "/tests/torchrun/timed_steps.py";
+  testing::DtrainProcess dtrain(
+      {"launch", "-c", dir + "/cluster.yaml", "--job", "slurm-timer", "--master-port",
+       std::to_string(FreePort()), "-x", "TORCHELASTIC_ENABLE_FILE_TIMER=1", "-x",
+       "TORCHELASTIC_TIMER_FILE=" + dir + "/wd", "--", testing::kVenvPython, script, "2", "1",
+       "0.2"},
+      dir);
+  ASSERT_EQ(dtrain.Wait(120), 137) << dtrain.err();
+  const std::string err = dtrain.err();
+  EXPECT_NE(err.find("dtrain: root cause: rank 1 on node b at "), std::string::npos) << err;
+  EXPECT_NE(err.find("TimerExpired: the watchdog timer 'train_step'"), std::string::npos) << err;
+  EXPECT_NE(err.find("at " + script + ":29 "), std::string::npos) << err;
+  EXPECT_NE(ReadFile(dir + "/logs/slurm-timer/rank-1.log").find("timer file " + dir + "/wd.rank-1"),
+            std::string::npos);
+  EXPECT_NE(ReadFile(dir + "/logs/slurm-timer/job.json").find("\"cause\": \"watchdog-timer\""),
+            std::string::npos);
+  std::string left = "?";
+  for (int i = 0; i < 50 && !left.empty(); ++i) {
+    left = Squeue({"--steps", "-n", "dtrain-slurm-timer"}) +
+           Squeue({"-n", "dtrain-slurm-timer", "-t", "PD,R"});
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(left, "");
+  EXPECT_TRUE(testing::ProcessesWithEnv("DTRAIN_JOB=slurm-timer").empty())
+      << "a task outlived the job";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/wd.rank-0"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/wd.rank-1"));
 }
 
 // `dtrain status` from another process finds the Slurm job in job.json and probes its ranks

@@ -72,7 +72,7 @@ TEST(TorchrunErrorFetch, WatchdogTimerOfARankOnAPrivateNode) {
       "watchdog timer 'train_step' \\(torch.distributed.elastic.timer\\) of pid [0-9]+ expired "
       "2.0 s after it was set; killed with SIGKILL\n"
       "dtrain:   at " +
-      kScripts + "/timed_steps.py:18 \\(traceback in " + here + "\\)\n");
+      kScripts + "/timed_steps.py:29 \\(traceback in " + here + "\\)\n");
   EXPECT_TRUE(std::regex_search(out, cause)) << out;
   EXPECT_NE(ReadText(logs + "/wd/rank-1.log").find("timer file /srv/node/wd.rank-1"),
             std::string::npos);
