@@ -267,6 +267,34 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
       ->check(CLI::Validator(
           [](std::string& v) { return v.empty() ? std::string("expected a name") : std::string(); },
           "NAME"));
+  cmd->add_flag("--virtual-local-rank", options->virtual_local_rank,
+                "torchrun's: every rank sees LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES of its one "
+                "GPU (its local rank's entry in the node's gpus:, else CUDA_VISIBLE_DEVICES)");
+  cmd->add_option("--signals-to-handle", options->signals_to_handle,
+                  "torchrun's SIG,...: signals that stop the job (SIGINT, SIGTERM, SIGHUP and "
+                  "SIGQUIT always); the ranks get SIGTERM for those four and the signal itself "
+                  "for others, such as SIGUSR1 from sbatch --signal (default: "
+                  "SIGTERM,SIGINT,SIGHUP,SIGQUIT)");
+  TorchrunAgentOptions& agent = options->torchrun_agent;
+  cmd->add_option("--start-method", agent.start_method,
+                  "torchrun's: accepted; a script runs as a process of its own either way, as "
+                  "under torchrun")
+      ->check(CLI::IsMember({"spawn", "fork", "forkserver"}));
+  cmd->add_flag("--run-path", agent.run_path,
+                "torchrun's: accepted; the script runs in a fresh Python either way");
+  cmd->add_option("--local-addr", agent.local_addr,
+                  "torchrun's: not used (a note says so): each node's address is the cluster "
+                  "file's");
+  cmd->add_option("--event-log-handler", agent.event_log_handler,
+                  "torchrun's: not used (a note says so): the job's events go to job.json");
+  cmd->add_option("--logs-specs", agent.logs_specs,
+                  "torchrun's plugin for its log files: refused, with why");
+  cmd->add_option("--numa-binding", agent.numa_binding,
+                  "torchrun's: refused, with why (dtrain does not bind ranks to CPUs yet)");
+  cmd->add_option("--duplicate-stdout-filters", agent.duplicate_stdout_filters,
+                  "torchrun's: refused, with why (grep the rank logs instead)");
+  cmd->add_option("--duplicate-stderr-filters", agent.duplicate_stderr_filters,
+                  "torchrun's: refused, with why (grep the rank logs instead)");
   cmd->add_option_function<double>(
          "--monitor-interval", [](double) {},  // checked, not used
          "torchrun's: not needed, and not used: dtrain hears of a rank's end as it "
@@ -274,7 +302,9 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
       ->check(SecondsAtLeast(0));
   for (const char* name :
        {"-r", "-t", "--local-ranks-filter", "--standalone", "--rdzv-endpoint", "--rdzv-backend",
-        "--rdzv-id", "--rdzv-conf", "--role", "--monitor-interval"})
+        "--rdzv-id", "--rdzv-conf", "--role", "--monitor-interval", "--virtual-local-rank",
+        "--signals-to-handle", "--start-method", "--run-path", "--local-addr", "--event-log-handler",
+        "--logs-specs", "--numa-binding", "--duplicate-stdout-filters", "--duplicate-stderr-filters"})
     cmd->get_option(name)->group("torchrun's options (man dtrain-launch)");
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
   cmd->callback([options, nproc, max_restarts, ranks, local_ranks, restarts, console,

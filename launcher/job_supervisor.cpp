@@ -4,11 +4,13 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
 
 #include "launcher/error.h"
+#include "launcher/handled_signals.h"
 
 namespace dtrain {
 namespace {
@@ -21,20 +23,35 @@ void OnInterrupt(int sig) {
   g_interrupt_count = g_interrupt_count + 1;
 }
 
+std::vector<int>& HandledSignals() {
+  static std::vector<int> signals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  return signals;
+}
+
 }  // namespace
+
+void InterruptHandlers::HandleAlso(const std::vector<int>& signals) {
+  for (int sig : signals) {
+    std::vector<int>& handled = HandledSignals();
+    if (std::find(handled.begin(), handled.end(), sig) == handled.end()) handled.push_back(sig);
+  }
+}
 
 InterruptHandlers::InterruptHandlers() {
   struct sigaction action {};
   action.sa_handler = OnInterrupt;
   sigemptyset(&action.sa_mask);
-  for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &action, &old_[i]);
+  for (int sig : HandledSignals()) {
+    old_.emplace_back(sig, (struct sigaction){});
+    ::sigaction(sig, &action, &old_.back().second);
+  }
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &old_pipe_);  // a closed console must not kill dtrain
 }
 
 InterruptHandlers::~InterruptHandlers() {
-  for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  for (const auto& [sig, old] : old_) ::sigaction(sig, &old, nullptr);
   ::sigaction(SIGPIPE, &old_pipe_, nullptr);
 }
 
@@ -191,7 +208,7 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
         transport_.SignalAll(SIGKILL);
         killed = true;
       } else {
-        BeginStop(SIGTERM);
+        BeginStop(ClosingSignal(g_interrupt_signal));  // SIGTERM, or a --signals-to-handle one
       }
       seen_interrupts = g_interrupt_count;
     }

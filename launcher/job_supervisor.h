@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/console_echo.h"
@@ -87,8 +88,9 @@ struct JobOutcome {
   int64_t failed_us = 0;               // when the first failure (or stall stop) was seen
 };
 
-// Installs the interrupt handlers (SIGINT, SIGTERM, SIGHUP set the flag JobSupervisor reads;
-// SIGPIPE is ignored) for the lifetime of the object and restores the old ones.
+// Installs the interrupt handlers (SIGINT, SIGTERM, SIGHUP, SIGQUIT and those of HandleAlso set
+// the flag JobSupervisor reads; SIGPIPE is ignored) for the lifetime of the object and restores
+// the old ones.
 class InterruptHandlers {
  public:
   InterruptHandlers();
@@ -96,9 +98,12 @@ class InterruptHandlers {
   InterruptHandlers(const InterruptHandlers&) = delete;
   InterruptHandlers& operator=(const InterruptHandlers&) = delete;
 
+  // More signals to handle, in every InterruptHandlers made from now on (--signals-to-handle,
+  // handled_signals.h).
+  static void HandleAlso(const std::vector<int>& signals);
+
  private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
+  std::vector<std::pair<int, struct sigaction>> old_;
   struct sigaction old_pipe_ {};
 };
 

@@ -29,6 +29,7 @@
 #include "launcher/job_attempt.h"
 #include "launcher/job_record.h"
 #include "launcher/job_store.h"
+#include "launcher/handled_signals.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/log_reader.h"
 #include "launcher/node_health_checks.h"
@@ -129,6 +130,10 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   job.command = std::move(ran.command);
   job.command_note = std::move(ran.note);
   job.max_restarts = options.max_restarts.value_or(spec.job.max_restarts);
+  job.virtual_local_rank = options.virtual_local_rank;
+  job.signals_to_handle =
+      options.signals_to_handle.empty() ? kDefaultHandledSignals : options.signals_to_handle;
+  InterruptHandlers::HandleAlso(ParseHandledSignals(job.signals_to_handle));
   if (job.max_restarts < 0) throw UsageError("--max-restarts: expected a number >= 0");
   job.timeline = options.timeline || spec.job.timeline;
   if (auto named = spec.env.find("HOROVOD_TIMELINE"); job.timeline && named != spec.env.end()) {
@@ -304,6 +309,9 @@ PlanOptions PlanOptionsFor(const ChosenCluster& chosen, const JobSettings& job,
   plan.stall_timeout_s = job.stall_timeout_s;
   plan.max_restarts = job.max_restarts;
   plan.role = job.role;
+  plan.virtual_local_rank = job.virtual_local_rank;
+  plan.signals_to_handle = job.signals_to_handle;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) plan.own_visible_devices = v;
   plan.run_id = job.run_id;
   if (const char* v = std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING")) {
     plan.nccl_async_error_handling = v;
@@ -373,6 +381,7 @@ std::vector<std::string> DefaultJobCommand() {
 int RunLaunch(const LaunchOptions& options) {
   const ChosenCluster chosen = ChooseCluster(options.cluster, options.count_node_devices);
   const JobSettings settings = SettleJobSettings(options, chosen.spec);
+  const std::vector<std::string> agent_notes = TorchrunAgentNotes(options.torchrun_agent);
   ClusterSpec chosen_spec = chosen.spec;
   if (options.spares > 0) MarkSpares(chosen_spec.nodes, options.spares);
   NodePool pool(chosen_spec.nodes, settings.node_count);
@@ -420,6 +429,7 @@ int RunLaunch(const LaunchOptions& options) {
   }
   ConsoleEcho console(stdout, stderr, shown);
   PrintBanner(record, chosen, folder.job_dir);
+  for (const std::string& note : agent_notes) std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
   if (!settings.command_note.empty())
     std::fprintf(stderr, "dtrain: note: %s\n", settings.command_note.c_str());
   std::string spares;

@@ -14,6 +14,7 @@
 #include "launcher/cluster_choice.h"
 #include "launcher/console_echo.h"
 #include "launcher/health_watch.h"
+#include "launcher/torchrun_agent_options.h"
 
 namespace dtrain {
 
@@ -28,6 +29,9 @@ struct LaunchOptions {
   ConsoleChoice console;            // what the console shows of the ranks (never the logs)
   bool quiet = false;               // console only: no rank output at all
   std::string role;                 // torchrun's --role: ROLE_NAME ("" = job.role, else default)
+  bool virtual_local_rank = false;  // torchrun's --virtual-local-rank (rank_plan.h)
+  std::string signals_to_handle;    // torchrun's --signals-to-handle ("" = its default list)
+  TorchrunAgentOptions torchrun_agent;  // torchrun's agent options (torchrun_agent_options.h)
   double grace_period_s = 10;
   std::optional<double> stall_timeout_s;  // unset: job.stall_timeout (default 300); 0: off
   std::string on_stall = "report";        // report | stop

@@ -5,8 +5,10 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "launcher/error.h"
+#include "launcher/handled_signals.h"
 
 namespace dtrain {
 namespace {
@@ -45,7 +47,52 @@ void AddTorchElasticEnv(const PlanOptions& options, int rank, int world_size,
   // .../elastic/multiprocessing/api.py: what @record writes to, and the signals the rank's
   // own start_processes would hand on.
   env["TORCHELASTIC_ERROR_FILE"] = ErrorFilePath(options.job_dir, options.restart_count, rank);
-  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
+  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] =
+      options.signals_to_handle.empty() ? kDefaultHandledSignals : options.signals_to_handle;
+}
+
+// torch/distributed/elastic/agent/server/local_elastic_agent.py, _set_local_rank_env: the
+// local rank's entry of the GPUs the node's ranks may see.
+void SetVirtualLocalRank(const ClusterSpec& spec, const NodeSpec& node, const PlanOptions& options,
+                         int local_rank, std::map<std::string, std::string>& env) {
+  env["LOCAL_RANK"] = "0";
+  std::vector<std::string> gpus;
+  std::string from;
+  if (!node.gpus.empty()) {
+    for (int g : node.gpus) gpus.push_back(std::to_string(g));
+    from = "the gpus: of node " + node.host;
+  } else {
+    std::string visible;
+    if (auto it = node.env.find("CUDA_VISIBLE_DEVICES"); it != node.env.end()) {
+      visible = it->second;
+      from = "the env of node " + node.host;
+    } else if (auto it = spec.env.find("CUDA_VISIBLE_DEVICES"); it != spec.env.end()) {
+      visible = it->second;
+      from = "the env of " + (spec.source.empty() ? std::string("the cluster") : spec.source);
+    } else if (spec.transport == TransportKind::kLocal && !options.own_visible_devices.empty()) {
+      visible = options.own_visible_devices;
+      from = "dtrain's environment";
+    }
+    for (size_t at = 0; !visible.empty() && at <= visible.size();) {
+      const size_t comma = std::min(visible.find(',', at), visible.size());
+      std::string id = visible.substr(at, comma - at);
+      id.erase(0, id.find_first_not_of(" \t"));
+      id.erase(id.find_last_not_of(" \t") + 1);
+      gpus.push_back(id);
+      at = comma + 1;
+    }
+  }
+  if (gpus.empty()) {
+    env["CUDA_VISIBLE_DEVICES"] = std::to_string(local_rank);
+    return;
+  }
+  if (local_rank >= static_cast<int>(gpus.size())) {
+    throw UsageError(fmt::format(
+        "--virtual-local-rank: local rank {} on node {} has no GPU of its own: {} lists {} ({}); "
+        "start fewer ranks per node or list more GPUs",
+        local_rank, node.host, from, gpus.size(), fmt::join(gpus, ",")));
+  }
+  env["CUDA_VISIBLE_DEVICES"] = gpus[local_rank];
 }
 
 }  // namespace
@@ -133,6 +180,7 @@ RankPlan MakeRankPlan(const ClusterSpec& spec, const PlanOptions& options) {
       }
       for (const auto& [name, value] : spec.env) env[name] = value;
       for (const auto& [name, value] : node.env) env[name] = value;
+      if (options.virtual_local_rank) SetVirtualLocalRank(spec, node, options, l, env);
       slot.python_path_head = spec.workdir.empty() ? options.launch_dir : spec.workdir;
       // A PYTHONPATH from the cluster file's env comes after the head, like an inherited one.
       if (auto it = env.find("PYTHONPATH"); it != env.end()) {

@@ -22,6 +22,13 @@ struct PlanOptions {
   int restart_count = 0;
   int max_restarts = 0;  // TORCHELASTIC_MAX_RESTARTS
   std::string role;      // ROLE_NAME; "" = torchrun's "default"
+  // torchrun's --virtual-local-rank: every rank sees LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES of
+  // one GPU, its local rank's entry in the node's list (the node's `gpus:`, else the
+  // CUDA_VISIBLE_DEVICES of its env, the cluster file's, or, on this machine, dtrain's own:
+  // own_visible_devices), else the local rank itself. A list too short is a UsageError.
+  bool virtual_local_rank = false;
+  std::string own_visible_devices;  // CUDA_VISIBLE_DEVICES where dtrain runs; "" unset
+  std::string signals_to_handle;    // TORCHELASTIC_SIGNALS_TO_HANDLE; "" = torchrun's default
   // dtrain hosts the job's TCPStore (launcher/job_store.h): TORCHELASTIC_USE_AGENT_STORE=True,
   // so every rank is a client of it; false: rank 0 hosts it, as before.
   bool agent_store = false;

@@ -82,3 +82,9 @@ dtrain_test(launcher_file_timer_test
   LIBS dtrain_launcher
   TIMEOUT 300)
 add_dependencies(launcher_file_timer_test dtrain)
+# torchrun's --signals-to-handle: the list, SIGQUIT, an added signal handed to every rank.
+dtrain_test(launcher_handled_signals_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_handled_signals_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 120)
+add_dependencies(launcher_handled_signals_test dtrain)

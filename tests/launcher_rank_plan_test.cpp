@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher/cluster_spec.h"
+#include "launcher/error.h"
 #include "launcher/rank_plan.h"
 
 namespace dtrain {
@@ -99,6 +100,42 @@ TEST(RankPlan, NprocPerNodeOverridesSlotsAndSharesGpus) {
   RankPlan wide_plan = MakeRankPlan(wide, Options());
   EXPECT_EQ(wide_plan.ranks[0].env.at("CUDA_VISIBLE_DEVICES"), "0,1,2,3");
   EXPECT_EQ(wide_plan.ranks[1].env.at("CUDA_VISIBLE_DEVICES"), "4,5,6,7");
+}
+
+// torchrun's --virtual-local-rank: LOCAL_RANK=0 everywhere, one GPU each from the node's list
+// (gpus:, else CUDA_VISIBLE_DEVICES of the node's env, the cluster's env, or dtrain's own on
+// this machine), else the local rank; Horovod's local rank stays the real one.
+TEST(RankPlan, VirtualLocalRankGivesEachRankOneGpuAsDeviceZero) {
+  PlanOptions options = Options();
+  options.virtual_local_rank = true;
+  RankPlan plan = MakeRankPlan(TwoNodes(), options);
+  ASSERT_EQ(plan.ranks.size(), 5u);
+  for (const RankSlot& slot : plan.ranks) EXPECT_EQ(slot.env.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(plan.ranks[0].env.at("CUDA_VISIBLE_DEVICES"), "4");  // node a's gpus: [4, 5]
+  EXPECT_EQ(plan.ranks[1].env.at("CUDA_VISIBLE_DEVICES"), "5");
+  EXPECT_EQ(plan.ranks[2].env.at("CUDA_VISIBLE_DEVICES"), "0");  // node b: no list anywhere
+  EXPECT_EQ(plan.ranks[4].env.at("CUDA_VISIBLE_DEVICES"), "2");
+  EXPECT_EQ(plan.ranks[4].env.at("HOROVOD_LOCAL_RANK"), "2");
+  EXPECT_EQ(plan.ranks[4].local_rank, 2);
+
+  ClusterSpec local = ParseClusterText("nodes: [{host: localhost, slots: 2}]\n", "l.yaml");
+  options.own_visible_devices = "3, 7";
+  RankPlan mine = MakeRankPlan(local, options);
+  EXPECT_EQ(mine.ranks[0].env.at("CUDA_VISIBLE_DEVICES"), "3");
+  EXPECT_EQ(mine.ranks[1].env.at("CUDA_VISIBLE_DEVICES"), "7");
+  ClusterSpec listed = ParseClusterText(
+      "nodes: [{host: localhost, slots: 2}]\nenv: {CUDA_VISIBLE_DEVICES: \"6,1\"}\n", "e.yaml");
+  EXPECT_EQ(MakeRankPlan(listed, options).ranks[1].env.at("CUDA_VISIBLE_DEVICES"), "1");
+  options.own_visible_devices = "3";
+  try {
+    MakeRankPlan(local, options);
+    ADD_FAILURE() << "two ranks on one listed GPU";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), kExitUsage);
+    EXPECT_EQ(std::string(e.what()),
+              "--virtual-local-rank: local rank 1 on node localhost has no GPU of its own: "
+              "dtrain's environment lists 1 (3); start fewer ranks per node or list more GPUs");
+  }
 }
 
 TEST(RankPlan, TimelineRestartsWorkdirAndPythonPath) {

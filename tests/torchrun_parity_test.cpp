@@ -108,6 +108,132 @@ TEST(TorchrunParity, EveryVariableTorchrunSetsDtrainSetsAlike) {
   }
 }
 
+// --virtual-local-rank, under both launchers with CUDA_VISIBLE_DEVICES=3,5 where they run:
+// every rank sees LOCAL_RANK 0 and its own one GPU.
+TEST(TorchrunParity, VirtualLocalRankAlike) {
+  REQUIRE_TORCHRUN();
+  TempDir dir("torchrun-virtual");
+  const std::string env = BareEnv() + "CUDA_VISIBLE_DEVICES=3,5 ";
+  const testing::ShellRun torchrun =
+      RunShell("cd " + dir.path() + " && " + env + kVenv +
+               "/torchrun --standalone --nproc-per-node 2 --virtual-local-rank " + kScripts +
+               "/env_dump.py");
+  ASSERT_TRUE(torchrun.status.ok()) << torchrun.out;
+  const testing::ShellRun dtrain =
+      RunShell("cd " + dir.path() + " && " + env + kDtrain + " launch -q -np 2 --log-dir " +
+               dir.path() + "/logs --job virtual --virtual-local-rank -- python " + kScripts +
+               "/env_dump.py");
+  ASSERT_TRUE(dtrain.status.ok()) << dtrain.out;
+  const std::map<int, RankEnv> want = ParseEnv(torchrun.out);
+  ASSERT_EQ(want.size(), 2u) << torchrun.out;
+  for (int r = 0; r < 2; ++r) {
+    const RankEnv got =
+        ParseEnv(ReadFile(dir.path() + "/logs/virtual/rank-" + std::to_string(r) + ".log"))[r];
+    for (const char* name : {"LOCAL_RANK", "CUDA_VISIBLE_DEVICES"}) {
+      ASSERT_TRUE(want.at(r).count(name)) << name << "\n" << torchrun.out;
+      ASSERT_TRUE(got.count(name)) << name << " on rank " << r;
+      EXPECT_EQ(got.at(name), want.at(r).at(name)) << name << " on rank " << r;
+    }
+  }
+  EXPECT_EQ(want.at(1).at("CUDA_VISIBLE_DEVICES"), "'5'");
+  EXPECT_EQ(want.at(1).at("LOCAL_RANK"), "'0'");
+}
+
+// Every option torchrun's --help lists is one `dtrain launch` knows: it does what it does there,
+// is accepted with a note where it does not apply, or is refused with why (the two static
+// rendezvous options of a per-node launcher, --node-rank and --master-addr, included). A torchrun
+// that grows an option fails this test until dtrain knows it too.
+TEST(TorchrunParity, EveryTorchrunOptionIsKnown) {
+  REQUIRE_TORCHRUN();
+  const testing::ShellRun help = RunShell(kVenv + "/torchrun --help");
+  ASSERT_TRUE(help.status.ok()) << help.out;
+  const testing::ShellRun ours = RunShell(kDtrain + " launch --help");
+  std::set<std::string> options;
+  static const std::regex option(R"((^|[ ,\[])(--[a-z][a-z0-9-]*)(?![a-z0-9_]))");
+  std::istringstream lines(help.out);
+  for (std::string line; std::getline(lines, line);) {
+    // An option's own line ("  --nnodes NNODES   Number of ..."): the names before the text.
+    const size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos || first == 0 || line[first] != '-') continue;
+    const size_t text = line.find("  ", first);
+    const std::string names = line.substr(0, text);
+    for (auto it = std::sregex_iterator(names.begin(), names.end(), option);
+         it != std::sregex_iterator(); ++it) {
+      options.insert((*it)[2]);
+    }
+  }
+  ASSERT_GE(options.size(), 25u) << help.out;  // 30 in torch 2.11
+  TempDir dir("torchrun-options");
+  for (const std::string& name : options) {
+    if (name == "--help") continue;
+    if (name == "--node-rank" || name == "--master-addr") {
+      const testing::ShellRun run =
+          RunShell(kDtrain + " launch -np 1 " + name + " 0 --log-dir " + dir.path() + " true");
+      EXPECT_NE(run.out.find("dtrain takes the nodes from -c FILE"), std::string::npos) << run.out;
+      continue;
+    }
+    const bool listed = ours.out.find(name + " ") != std::string::npos ||
+                        ours.out.find(name + ",") != std::string::npos ||
+                        ours.out.find(name + "\n") != std::string::npos;
+    EXPECT_TRUE(listed) << "torchrun's " << name << " is not in dtrain launch --help";
+  }
+  // Accepted with a note, refused with why, before anything starts.
+  const testing::ShellRun noted =
+      RunShell(kDtrain + " launch -np 1 --log-dir " + dir.path() +
+               " --local-addr 10.1.2.3 --event-log-handler null --start-method fork --run-path "
+               "-- true");
+  EXPECT_TRUE(noted.status.ok()) << noted.out;
+  EXPECT_NE(noted.out.find("note: --local-addr 10.1.2.3 is not used"), std::string::npos);
+  EXPECT_NE(noted.out.find("note: --event-log-handler null is not used"), std::string::npos);
+  for (const std::string refused : {"--numa-binding node", "--logs-specs custom",
+                                    "--duplicate-stdout-filters error"}) {
+    const testing::ShellRun run = RunShell(kDtrain + " launch -np 1 --log-dir " + dir.path() +
+                                           " --job refused " + refused + " -- true");
+    EXPECT_EQ(run.status.code, 2) << refused << "\n" << run.out;
+    EXPECT_NE(run.out.find(refused + ": "), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find("leave it out"), std::string::npos) << run.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/refused")) << "a refused job started";
+}
+
+// Starts LAUNCH (a shell command) in the background, waits until both ranks said "ready" in
+// OUT, sends SIGNAL to the launcher, and prints its exit status.
+std::string SignalledRun(const std::string& dir, const std::string& launch, const std::string& out,
+                         const std::string& signal) {
+  return "cd " + dir + " && (" + launch + ") & pid=$!; i=0; " +
+         "while [ \"$(cat " + out + " 2>/dev/null | grep -c ready)\" -lt 2 ] && [ $i -lt 600 ]; " +
+         "do sleep 0.1; i=$((i + 1)); done; sleep 0.5; kill -" + signal + " $pid; wait $pid; " +
+         "echo status=$?";
+}
+
+// --signals-to-handle with SIGUSR1 (what `sbatch --signal=USR1@90` sends before the time limit):
+// the launcher stops the job, and every rank gets SIGUSR1 first, so it can checkpoint.
+TEST(TorchrunParity, SignalsToHandleHandsTheSignalToEveryRank) {
+  REQUIRE_TORCHRUN();
+  TempDir dir("torchrun-signals");
+  const std::string script = kScripts + "/closing_signal.py";
+  const std::string list = " --signals-to-handle SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1 ";
+  const std::string torchrun_out = dir.path() + "/torchrun.txt";
+  const testing::ShellRun torchrun = RunShell(SignalledRun(
+      dir.path(),
+      BareEnv() + kVenv + "/torchrun --standalone --nproc-per-node 2" + list + script + " >" +
+          torchrun_out + " 2>&1",
+      torchrun_out, "USR1"));
+  const std::string by_torchrun = ReadFile(torchrun_out);
+  EXPECT_NE(by_torchrun.find("rank 0 got SIGUSR1"), std::string::npos) << by_torchrun;
+  EXPECT_NE(by_torchrun.find("rank 1 got SIGUSR1"), std::string::npos) << by_torchrun;
+  const testing::ShellRun dtrain = RunShell(SignalledRun(
+      dir.path(),
+      BareEnv() + kDtrain + " launch -np 2 --log-dir " + dir.path() + "/logs --job sig" + list +
+          "-- python " + script + " >" + dir.path() + "/dtrain.txt 2>&1",
+      dir.path() + "/logs/sig/rank-*.log", "USR1"));
+  EXPECT_NE(dtrain.out.find("status=138"), std::string::npos) << ReadFile(dir.path() + "/dtrain.txt");
+  for (int r = 0; r < 2; ++r) {
+    const std::string log = ReadFile(dir.path() + "/logs/sig/rank-" + std::to_string(r) + ".log");
+    EXPECT_NE(log.find("rank " + std::to_string(r) + " got SIGUSR1"), std::string::npos) << log;
+  }
+}
+
 // streams.py's lines a console showed, as "stdout OUT 1 trainer": the launcher's prefix
 // ("[trainer1]:" from torchrun, "[localhost:1] " from dtrain) dropped, the first `words` words
 // of the line kept (the run id and the port are each launcher's own unless the test gives them).

@@ -1,0 +1,51 @@
+#include "launcher/torchrun_agent_options.h"
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+
+namespace dtrain {
+
+std::vector<std::string> TorchrunAgentNotes(const TorchrunAgentOptions& options) {
+  if (!options.logs_specs.empty()) {
+    throw UsageError(fmt::format(
+        "--logs-specs {}: names a Python plugin for torchrun's own log files; dtrain writes "
+        "every rank's output to <log_dir>/<job>/rank-R.log (dtrain logs reads them): leave it "
+        "out",
+        options.logs_specs));
+  }
+  if (!options.numa_binding.empty()) {
+    throw UsageError(fmt::format(
+        "--numa-binding {}: dtrain launch does not bind ranks to the CPUs near their GPUs yet; "
+        "leave it out (the ranks then run unbound, as under torchrun without it)",
+        options.numa_binding));
+  }
+  for (const auto& [name, value] :
+       {std::pair<const char*, const std::string&>{"--duplicate-stdout-filters",
+                                                   options.duplicate_stdout_filters},
+        {"--duplicate-stderr-filters", options.duplicate_stderr_filters}}) {
+    if (!value.empty()) {
+      throw UsageError(fmt::format(
+          "{} {}: dtrain launch has no filtered copy of the ranks' output yet; every rank's "
+          "whole output is in <log_dir>/<job>/rank-R.log, so `grep -e PATTERN "
+          "<log_dir>/<job>/rank-*.log` finds the lines: leave it out",
+          name, value));
+    }
+  }
+  std::vector<std::string> notes;
+  if (!options.local_addr.empty()) {
+    notes.push_back(fmt::format(
+        "--local-addr {} is not used: dtrain reaches each node at its address in the cluster "
+        "file (or -H, --hostfile), and MASTER_ADDR is the first node's",
+        options.local_addr));
+  }
+  if (!options.event_log_handler.empty()) {
+    notes.push_back(fmt::format(
+        "--event-log-handler {} is not used: dtrain records the job's events in "
+        "<log_dir>/<job>/job.json (dtrain status shows them)",
+        options.event_log_handler));
+  }
+  return notes;
+}
+
+}  // namespace dtrain
