@@ -107,9 +107,9 @@ TEST(LaunchUx, BannerSaysWhichClusterFileAndWhyThatManyRanks) {
 // 5. Unknown options and commands are named, with a suggestion; `dtrain help CMD` works.
 TEST(LaunchUx, UnknownOptionsAndCommandsSayWhatToDo) {
   TempDir dir;
-  auto run = RunDtrain({"launch", "--run-path", "2", "--", "true"}, dir.path());
+  auto run = RunDtrain({"launch", "--rdzv-timeout", "2", "--", "true"}, dir.path());
   EXPECT_EQ(run.status, 2);
-  EXPECT_THAT(run.err, HasSubstr("unknown option --run-path"));
+  EXPECT_THAT(run.err, HasSubstr("unknown option --rdzv-timeout"));
   EXPECT_THAT(run.err, Not(HasSubstr("argument was not expected")));
   // horovodrun's options dtrain has no use for say what to use instead.
   run = RunDtrain({"launch", "--output-filename", "out", "true"}, dir.path());
