@@ -294,6 +294,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     supervise.on_straggler = [&job](const Straggler& s) { return SayStraggler(job, s); };
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
     supervise.steps = &steps;
+    supervise.filtered = job.filtered;
     supervise.store = store.get();
     ElasticLeaves leaves(job, spec, health_watch);
     if (elastic) {

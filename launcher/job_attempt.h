@@ -22,6 +22,7 @@
 #include "launcher/node_pool.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
+#include "launcher/filtered_output.h"
 #include "launcher/restart_policy.h"
 
 namespace dtrain {
@@ -80,6 +81,7 @@ struct Job {
   std::string returning;
   // The node that left as a straggler before the next attempt (also not counted), or "".
   std::string left_slow;
+  FilteredOutput* filtered = nullptr;  // torchrun's --duplicate-*-filters; null: none
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "launcher/console_echo.h"
+#include "launcher/filtered_output.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/health_watch.h"
 #include "launcher/horovod_elastic_rounds.h"
@@ -30,6 +31,7 @@ namespace dtrain {
 
 struct SupervisorOptions {
   double grace_period_s = 10;         // between SIGTERM and SIGKILL
+  FilteredOutput* filtered = nullptr;  // torchrun's --duplicate-*-filters; null: none
   StallWatch* stall_watch = nullptr;  // null: no stall watch
   // > 0: a rank that exits with an error code this soon after the start holds the teardown for
   // up to kEarlyHoldS, so ranks failing the same way (an import error) report it themselves and

@@ -452,9 +452,19 @@ int RunLaunch(const LaunchOptions& options) {
   }
   if (options.sync) SyncLaunchDir(reached, folder, record);
 
+  const TorchrunAgentOptions& agent = options.torchrun_agent;
+  std::unique_ptr<FilteredOutput> filtered;
+  if (!agent.duplicate_stdout_filters.empty() || !agent.duplicate_stderr_filters.empty()) {
+    auto list = [](const std::string& given) {
+      return given.empty() ? std::vector<std::string>{} : ParseFilterList(given);
+    };
+    filtered = std::make_unique<FilteredOutput>(folder.job_dir, settings.role,
+                                                list(agent.duplicate_stdout_filters),
+                                                list(agent.duplicate_stderr_filters));
+  }
   Job job{options, spec,   settings, folder, plan_options, horovod_network, logs,
           console, record, pool,     {},     false,        false,           {},
-          0,       "",     ""};
+          0,       "",     "",       filtered.get()};
   if (StartHealthCheck(options, spec)) {
     nodes = CheckNodesBeforeStart(job, nodes);
     if (nodes.empty()) {

@@ -20,18 +20,6 @@ std::vector<std::string> TorchrunAgentNotes(const TorchrunAgentOptions& options)
         "leave it out (the ranks then run unbound, as under torchrun without it)",
         options.numa_binding));
   }
-  for (const auto& [name, value] :
-       {std::pair<const char*, const std::string&>{"--duplicate-stdout-filters",
-                                                   options.duplicate_stdout_filters},
-        {"--duplicate-stderr-filters", options.duplicate_stderr_filters}}) {
-    if (!value.empty()) {
-      throw UsageError(fmt::format(
-          "{} {}: dtrain launch has no filtered copy of the ranks' output yet; every rank's "
-          "whole output is in <log_dir>/<job>/rank-R.log, so `grep -e PATTERN "
-          "<log_dir>/<job>/rank-*.log` finds the lines: leave it out",
-          name, value));
-    }
-  }
   std::vector<std::string> notes;
   if (!options.local_addr.empty()) {
     notes.push_back(fmt::format(

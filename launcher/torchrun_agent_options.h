@@ -1,5 +1,5 @@
-// torchrun's options for its own agent and its plugins, which dtrain has no counterpart for.
-// They are accepted where a torchrun command line pasted after `dtrain launch` should still run
+// torchrun's options for its own agent and its plugins. The duplicate filters dtrain does
+// (filtered_output.h); the others it has no counterpart for. They are accepted where a torchrun command line pasted after `dtrain launch` should still run
 // (the option changes nothing a rank sees, or dtrain does the same another way: said in a note),
 // and refused, with why and what to do, where dtrain does not do what the option asks.
 #pragma once
@@ -17,8 +17,8 @@ struct TorchrunAgentOptions {
   std::string local_addr;         // --local-addr: a node's address is the cluster file's
   std::string logs_specs;         // --logs-specs: refused (a Python plugin of torchrun's logs)
   std::string numa_binding;       // --numa-binding: refused (not done by dtrain yet)
-  std::string duplicate_stdout_filters;  // refused (not done yet)
-  std::string duplicate_stderr_filters;  // refused (not done yet)
+  std::string duplicate_stdout_filters;  // done: filtered_output.h ("" = not given)
+  std::string duplicate_stderr_filters;
 };
 
 // The notes to print for the accepted options that do not apply. Throws UsageError for a

@@ -1,10 +1,12 @@
 // `dtrain logs` over jobs run for real: one rank, ranks interleaved in time order, the tail,
 // --follow until the job ends, --list, and job names that try to leave the log dir.
+#include <filesystem>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "launcher/filtered_output.h"
 #include "launcher/log_reader.h"
 #include "tests/support/dtrain_process.h"
 
@@ -88,4 +90,25 @@ TEST(Logs, LastLinesOfAFile) {
 }
 
 }  // namespace
+// torchrun's --duplicate-*-filters: lines cut across chunks are judged whole, a last line without
+// a newline when its rank ends, each stream on its own; ",," is a comma.
+TEST(FilteredOutput, JudgesWholeLinesOfEachRankAndStream) {
+  EXPECT_EQ(dtrain::ParseFilterList("apple,a,,b"), (std::vector<std::string>{"apple", "a,b"}));
+  EXPECT_EQ(dtrain::ParseFilterList("x"), (std::vector<std::string>{"x"}));
+  TempDir dir;
+  {
+    dtrain::FilteredOutput out(dir.path(), "trainer", {"apple", "a,b"}, {});
+    using dtrain::OutputStream;
+    out.Output(1, OutputStream::kStdout, "pear\nan ap");
+    out.Output(0, OutputStream::kStdout, "apple first\n");
+    out.Output(1, OutputStream::kStdout, "ple, cut\na,b\nlast apple");
+    out.Output(0, OutputStream::kStderr, "apple on stderr\n");  // stderr has no filters
+    out.Finish(1);
+  }
+  EXPECT_EQ(ReadFile(dir.path() + "/filtered_stdout.log"),
+            "[trainer0]:apple first\n[trainer1]:an apple, cut\n[trainer1]:a,b\n"
+            "[trainer1]:last apple\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/filtered_stderr.log"));
+}
+
 }  // namespace dtrain

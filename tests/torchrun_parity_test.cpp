@@ -5,6 +5,7 @@
 // pasted after `dtrain launch`, do there what they do under torchrun.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -185,8 +186,7 @@ TEST(TorchrunParity, EveryTorchrunOptionIsKnown) {
   EXPECT_TRUE(noted.status.ok()) << noted.out;
   EXPECT_NE(noted.out.find("note: --local-addr 10.1.2.3 is not used"), std::string::npos);
   EXPECT_NE(noted.out.find("note: --event-log-handler null is not used"), std::string::npos);
-  for (const std::string refused : {"--numa-binding node", "--logs-specs custom",
-                                    "--duplicate-stdout-filters error"}) {
+  for (const std::string refused : {"--numa-binding node", "--logs-specs custom"}) {
     const testing::ShellRun run = RunShell(kDtrain + " launch -np 1 --log-dir " + dir.path() +
                                            " --job refused " + refused + " -- true");
     EXPECT_EQ(run.status.code, 2) << refused << "\n" << run.out;
@@ -194,6 +194,46 @@ TEST(TorchrunParity, EveryTorchrunOptionIsKnown) {
     EXPECT_NE(run.out.find("leave it out"), std::string::npos) << run.out;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/refused")) << "a refused job started";
+}
+
+// The lines of `text`, sorted (torchrun's tail threads and dtrain's ranks interleave alike
+// only by chance).
+std::vector<std::string> SortedLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// --duplicate-stdout-filters and --duplicate-stderr-filters: the same lines, with the same
+// "[default<rank>]:" headers, in torchrun's files of the attempt (it copies the ranks it tees,
+// into its --log-dir) and in dtrain's of the job.
+TEST(TorchrunParity, DuplicateFiltersCopyTheSameLines) {
+  REQUIRE_TORCHRUN();
+  TempDir dir("torchrun-filters");
+  const std::string filters =
+      " --duplicate-stdout-filters 'apple,orange,a,,b' --duplicate-stderr-filters apple ";
+  const testing::ShellRun torchrun = RunShell(
+      "cd " + dir.path() + " && " + BareEnv() + kVenv + "/torchrun --standalone --nproc-per-node 2 " +
+      "--log-dir " + dir.path() + "/torchrun --tee 3" + filters + kScripts + "/filtered_lines.py");
+  ASSERT_TRUE(torchrun.status.ok()) << torchrun.out;
+  const testing::ShellRun dtrain =
+      RunShell("cd " + dir.path() + " && " + BareEnv() + kDtrain + " launch -q -np 2 --log-dir " +
+               dir.path() + "/logs --job filters" + filters + "-- python " + kScripts +
+               "/filtered_lines.py");
+  ASSERT_TRUE(dtrain.status.ok()) << dtrain.out;
+  for (const std::string name : {"filtered_stdout.log", "filtered_stderr.log"}) {
+    const testing::ShellRun found =
+        RunShell("find " + dir.path() + "/torchrun -name " + name + " | head -1");
+    std::string path = found.out;
+    while (!path.empty() && path.back() == '\n') path.pop_back();
+    ASSERT_FALSE(path.empty()) << name << " not written by torchrun";
+    const std::vector<std::string> want = SortedLines(ReadFile(path));
+    const std::vector<std::string> got = SortedLines(ReadFile(dir.path() + "/logs/filters/" + name));
+    EXPECT_EQ(got, want) << name;
+    EXPECT_EQ(want.size(), name == "filtered_stdout.log" ? 6u : 2u) << ReadFile(path);
+  }
 }
 
 // Starts LAUNCH (a shell command) in the background, waits until both ranks said "ready" in

@@ -1,0 +1,48 @@
+// torchrun's --duplicate-stdout-filters / --duplicate-stderr-filters: the ranks' lines that
+// contain any of the given strings, copied to <job>/filtered_stdout.log (filtered_stderr.log)
+// as torchrun copies them, each line after a "[<role><rank>]:" header. Where torchrun keeps one
+// such file per node and attempt, of the local ranks it tees, dtrain keeps one per job, of every
+// rank of every node (the global rank in the header), since all output reaches the launcher.
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "launcher/transport.h"
+
+namespace dtrain {
+
+// torchrun's comma_separated_list: "a,b" -> {a, b}; ",," is a comma inside a string; empty
+// strings are kept as torchrun keeps them (an empty string matches every line).
+std::vector<std::string> ParseFilterList(const std::string& list);
+
+class FilteredOutput {
+ public:
+  // `stdout_filters` / `stderr_filters` empty: that stream is not copied (no file).
+  FilteredOutput(const std::string& job_dir, std::string role,
+                 std::vector<std::string> stdout_filters, std::vector<std::string> stderr_filters);
+  ~FilteredOutput();
+  FilteredOutput(const FilteredOutput&) = delete;
+  FilteredOutput& operator=(const FilteredOutput&) = delete;
+
+  void Output(int rank, OutputStream stream, std::string_view bytes);
+  // The rank ended: its last line, if it had no newline, is judged now.
+  void Finish(int rank);
+
+ private:
+  struct Copy {
+    std::vector<std::string> filters;
+    std::FILE* file = nullptr;
+    std::map<int, std::string> partial;  // rank -> a line not yet ended
+  };
+  void Line(Copy& copy, int rank, std::string_view line);
+
+  std::string role_;
+  Copy copies_[2];  // stdout, stderr
+};
+
+}  // namespace dtrain
