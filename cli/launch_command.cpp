@@ -300,11 +300,26 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
          "torchrun's: not needed, and not used: dtrain hears of a rank's end as it "
          "happens, not by polling")
       ->check(SecondsAtLeast(0));
-  for (const char* name :
-       {"-r", "-t", "--local-ranks-filter", "--standalone", "--rdzv-endpoint", "--rdzv-backend",
-        "--rdzv-id", "--rdzv-conf", "--role", "--monitor-interval", "--virtual-local-rank",
-        "--signals-to-handle", "--start-method", "--run-path", "--local-addr", "--event-log-handler",
-        "--logs-specs", "--numa-binding", "--duplicate-stdout-filters", "--duplicate-stderr-filters"})
+  for (const char* name : {"-r",
+                           "-t",
+                           "--local-ranks-filter",
+                           "--standalone",
+                           "--rdzv-endpoint",
+                           "--rdzv-backend",
+                           "--rdzv-id",
+                           "--rdzv-conf",
+                           "--role",
+                           "--monitor-interval",
+                           "--virtual-local-rank",
+                           "--signals-to-handle",
+                           "--start-method",
+                           "--run-path",
+                           "--local-addr",
+                           "--event-log-handler",
+                           "--logs-specs",
+                           "--numa-binding",
+                           "--duplicate-stdout-filters",
+                           "--duplicate-stderr-filters"})
     cmd->get_option(name)->group("torchrun's options (man dtrain-launch)");
   cmd->add_option("command", options->command, "the command each rank runs, with its arguments");
   cmd->callback([options, nproc, max_restarts, ranks, local_ranks, restarts, console,

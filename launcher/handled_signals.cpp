@@ -17,8 +17,8 @@ namespace {
 // ones a fault raises (SIGSEGV, SIGBUS, SIGFPE, SIGILL) aside.
 const std::vector<std::pair<const char*, int>>& Handleable() {
   static const std::vector<std::pair<const char*, int>> table = {
-      {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},       {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT},
-      {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2},     {"SIGALRM", SIGALRM}, {"SIGXCPU", SIGXCPU},
+      {"SIGTERM", SIGTERM},     {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT},
+      {"SIGUSR1", SIGUSR1},     {"SIGUSR2", SIGUSR2}, {"SIGALRM", SIGALRM}, {"SIGXCPU", SIGXCPU},
       {"SIGVTALRM", SIGVTALRM}, {"SIGPROF", SIGPROF}, {"SIGPWR", SIGPWR}};
   return table;
 }
@@ -40,7 +40,8 @@ std::vector<int> ParseHandledSignals(const std::string& list) {
                            [&](const auto& entry) { return word == entry.first; });
     if (it == table.end()) {
       std::string names;
-      for (const auto& entry : table) names += (names.empty() ? "" : ", ") + std::string(entry.first);
+      for (const auto& entry : table)
+        names += (names.empty() ? "" : ", ") + std::string(entry.first);
       throw UsageError(fmt::format(
           "--signals-to-handle: '{}' is not a signal dtrain can stop a job on; expected names "
           "from {}, separated by commas",

@@ -16,8 +16,8 @@
 
 #include "launcher/error.h"
 #include "launcher/exit_abort_note.h"
-#include "launcher/hangs/stall_watch.h"
 #include "launcher/file_timer.h"
+#include "launcher/hangs/stall_watch.h"
 #include "launcher/horovod_elastic_leaves.h"
 #include "launcher/horovod_elastic_rounds.h"
 #include "launcher/horovod_rendezvous.h"
@@ -46,8 +46,7 @@ void MakeErrorFolder(const std::string& path) {
 std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<std::string>& argv,
                                       const ClusterSpec& cluster) {
   const FileTimer timer = FileTimerOf(cluster);
-  const std::vector<std::string> command =
-      timer.on ? UnderFileTimer(argv, cluster, timer) : argv;
+  const std::vector<std::string> command = timer.on ? UnderFileTimer(argv, cluster, timer) : argv;
   std::vector<ProcessSpec> procs;
   for (const RankSlot& slot : plan.ranks) {
     ProcessSpec spec;

@@ -15,6 +15,7 @@
 
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
+#include "launcher/filtered_output.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/job_record.h"
 #include "launcher/job_supervisor.h"
@@ -22,7 +23,6 @@
 #include "launcher/node_pool.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
-#include "launcher/filtered_output.h"
 #include "launcher/restart_policy.h"
 
 namespace dtrain {
@@ -34,18 +34,18 @@ struct JobSettings {
   int max_restarts = 0;
   bool timeline = false;
   double stall_timeout_s = 0;
-  double straggler_factor = 0;   // 0: no straggler watch (it needs the stall watch's probes)
+  double straggler_factor = 0;    // 0: no straggler watch (it needs the stall watch's probes)
   bool straggler_leaves = false;  // --on-straggler leave
   bool horovod = false;
-  double node_timeout_s = 0;  // 0: ssh nodes not watched
-  double health_watch_s = 0;  // seconds between health checks while the job runs; 0: none
-  NodeCount node_count;       // --nnodes
-  std::string role;           // ROLE_NAME: --role, else job.role ("" = torchrun's "default")
+  double node_timeout_s = 0;        // 0: ssh nodes not watched
+  double health_watch_s = 0;        // seconds between health checks while the job runs; 0: none
+  NodeCount node_count;             // --nnodes
+  std::string role;                 // ROLE_NAME: --role, else job.role ("" = torchrun's "default")
   bool virtual_local_rank = false;  // torchrun's --virtual-local-rank
   std::string signals_to_handle;    // TORCHELASTIC_SIGNALS_TO_HANDLE (handled_signals.h)
-  std::string run_id;         // TORCHELASTIC_RUN_ID: --rdzv-id ("" = the job's name)
-  int min_np = 0;             // > 0: an elastic Horovod job going on with at least this many ranks
-  int reset_limit = -1;       // its most new rounds; -1: any
+  std::string run_id;               // TORCHELASTIC_RUN_ID: --rdzv-id ("" = the job's name)
+  int min_np = 0;        // > 0: an elastic Horovod job going on with at least this many ranks
+  int reset_limit = -1;  // its most new rounds; -1: any
 };
 
 // Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.

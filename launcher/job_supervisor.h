@@ -30,9 +30,9 @@
 namespace dtrain {
 
 struct SupervisorOptions {
-  double grace_period_s = 10;         // between SIGTERM and SIGKILL
+  double grace_period_s = 10;          // between SIGTERM and SIGKILL
   FilteredOutput* filtered = nullptr;  // torchrun's --duplicate-*-filters; null: none
-  StallWatch* stall_watch = nullptr;  // null: no stall watch
+  StallWatch* stall_watch = nullptr;   // null: no stall watch
   // > 0: a rank that exits with an error code this soon after the start holds the teardown for
   // up to kEarlyHoldS, so ranks failing the same way (an import error) report it themselves and
   // the failure can be told deterministic (restart_policy.h). 0: teardown at once.

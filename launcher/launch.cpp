@@ -23,13 +23,13 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
 #include "launcher/error.h"
+#include "launcher/handled_signals.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/job_attempt.h"
 #include "launcher/job_record.h"
 #include "launcher/job_store.h"
-#include "launcher/handled_signals.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/log_reader.h"
 #include "launcher/node_health_checks.h"
@@ -429,7 +429,8 @@ int RunLaunch(const LaunchOptions& options) {
   }
   ConsoleEcho console(stdout, stderr, shown);
   PrintBanner(record, chosen, folder.job_dir);
-  for (const std::string& note : agent_notes) std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
+  for (const std::string& note : agent_notes)
+    std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
   if (!settings.command_note.empty())
     std::fprintf(stderr, "dtrain: note: %s\n", settings.command_note.c_str());
   std::string spares;
@@ -462,9 +463,9 @@ int RunLaunch(const LaunchOptions& options) {
                                                 list(agent.duplicate_stdout_filters),
                                                 list(agent.duplicate_stderr_filters));
   }
-  Job job{options, spec,   settings, folder, plan_options, horovod_network, logs,
-          console, record, pool,     {},     false,        false,           {},
-          0,       "",     "",       filtered.get()};
+  Job job{options, spec,    settings, folder, plan_options, horovod_network,
+          logs,    console, record,   pool,   {},           false,
+          false,   {},      0,        "",     "",           filtered.get()};
   if (StartHealthCheck(options, spec)) {
     nodes = CheckNodesBeforeStart(job, nodes);
     if (nodes.empty()) {

@@ -28,10 +28,10 @@ std::vector<std::string> TorchrunAgentNotes(const TorchrunAgentOptions& options)
         options.local_addr));
   }
   if (!options.event_log_handler.empty()) {
-    notes.push_back(fmt::format(
-        "--event-log-handler {} is not used: dtrain records the job's events in "
-        "<log_dir>/<job>/job.json (dtrain status shows them)",
-        options.event_log_handler));
+    notes.push_back(
+        fmt::format("--event-log-handler {} is not used: dtrain records the job's events in "
+                    "<log_dir>/<job>/job.json (dtrain status shows them)",
+                    options.event_log_handler));
   }
   return notes;
 }

@@ -1,7 +1,8 @@
 // torchrun's options for its own agent and its plugins. The duplicate filters dtrain does
-// (filtered_output.h); the others it has no counterpart for. They are accepted where a torchrun command line pasted after `dtrain launch` should still run
-// (the option changes nothing a rank sees, or dtrain does the same another way: said in a note),
-// and refused, with why and what to do, where dtrain does not do what the option asks.
+// (filtered_output.h); the others it has no counterpart for. They are accepted where a torchrun
+// command line pasted after `dtrain launch` should still run (the option changes nothing a rank
+// sees, or dtrain does the same another way: said in a note), and refused, with why and what to do,
+// where dtrain does not do what the option asks.
 #pragma once
 
 #include <string>

@@ -24,10 +24,10 @@
 namespace dtrain {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::DtrainProcess;
 using testing::DtrainRun;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::ProcessesWithEnv;
 using testing::ReadFile;
 using testing::RunDtrain;
@@ -97,10 +97,10 @@ TEST(FileTimer, TimersKeptLeaveTheJobAloneAndAGivenPathIsUsed) {
 TEST(FileTimer, AKilledRankRestartsAndTheAttemptSaysWhy) {
   REQUIRE_TORCH();
   TempDir dir;
-  DtrainRun run = RunDtrain({"launch", "-np", "2", "--max-restarts", "1", "--log-dir",
-                             dir.path() + "/logs", "--job", "again", "--", testing::kVenvPython,
-                             kTimedSteps, "2", "1", "0.2"},
-                            dir.path(), {"TORCHELASTIC_ENABLE_FILE_TIMER=1"}, 120);
+  DtrainRun run =
+      RunDtrain({"launch", "-np", "2", "--max-restarts", "1", "--log-dir", dir.path() + "/logs",
+                 "--job", "again", "--", testing::kVenvPython, kTimedSteps, "2", "1", "0.2"},
+                dir.path(), {"TORCHELASTIC_ENABLE_FILE_TIMER=1"}, 120);
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("cause: watchdog-timer"));
   EXPECT_THAT(run.err, HasSubstr("attempt 1 on localhost: watchdog-timer"));

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,9 +18,9 @@
 namespace dtrain {
 namespace {
 
+using testing::DtrainProcess;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::DtrainProcess;
 using testing::ReadFile;
 using testing::TempDir;
 using testing::WaitFor;
@@ -53,14 +54,22 @@ bool BothReady(const std::string& job_dir) {
   return true;
 }
 
+// Two local ranks of `args` (after -np 2 --log-dir DIR/logs --job JOB) that dtrain gets `sig`
+// for once both said "ready": dtrain's exit status (-1: never ready, or it did not end).
+int SignalledJob(const std::string& dir, const std::string& job, std::vector<std::string> args,
+                 int sig) {
+  std::vector<std::string> argv = {"launch",    "-q",          "-np",   "2",
+                                   "--log-dir", dir + "/logs", "--job", job};
+  argv.insert(argv.end(), args.begin(), args.end());
+  DtrainProcess p(argv, dir);
+  if (!WaitFor([&] { return BothReady(dir + "/logs/" + job); }, 30)) return -1;
+  p.Signal(sig);
+  return p.Wait(30);
+}
+
 TEST(HandledSignals, SigquitStopsTheJobWithSigtermToEveryRank) {
   TempDir dir;
-  DtrainProcess p({"launch", "-q", "-np", "2", "--log-dir", dir.path() + "/logs", "--job", "quit",
-                   "--", "python3", kScript},
-                  dir.path());
-  ASSERT_TRUE(WaitFor([&] { return BothReady(dir.path() + "/logs/quit"); }, 30)) << p.err();
-  p.Signal(SIGQUIT);
-  EXPECT_EQ(p.Wait(30), 128 + SIGQUIT) << p.err();
+  EXPECT_EQ(SignalledJob(dir.path(), "quit", {"--", "python3", kScript}, SIGQUIT), 128 + SIGQUIT);
   for (int r = 0; r < 2; ++r) {
     EXPECT_THAT(ReadFile(dir.path() + "/logs/quit/rank-" + std::to_string(r) + ".log"),
                 HasSubstr("got SIGTERM"));
@@ -69,18 +78,17 @@ TEST(HandledSignals, SigquitStopsTheJobWithSigtermToEveryRank) {
 
 TEST(HandledSignals, AnAddedSignalReachesEveryRankAsItself) {
   TempDir dir;
-  DtrainProcess p({"launch", "-q", "-np", "2", "--log-dir", dir.path() + "/logs", "--job", "usr2",
-                   "--signals-to-handle", "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR2", "--", "python3",
-                   "-c",
-                   "import os, signal, sys, time\n"
-                   "signal.signal(signal.SIGUSR2, lambda n, f: (print('got SIGUSR2', "
-                   "os.environ['TORCHELASTIC_SIGNALS_TO_HANDLE'], flush=True), sys.exit(0)))\n"
-                   "print('ready', flush=True)\n"
-                   "time.sleep(120)\n"},
-                  dir.path());
-  ASSERT_TRUE(WaitFor([&] { return BothReady(dir.path() + "/logs/usr2"); }, 30)) << p.err();
-  p.Signal(SIGUSR2);
-  EXPECT_EQ(p.Wait(30), 128 + SIGUSR2) << p.err();
+  const std::string script =
+      "import os, signal, sys, time\n"
+      "signal.signal(signal.SIGUSR2, lambda n, f: (print('got SIGUSR2', "
+      "os.environ['TORCHELASTIC_SIGNALS_TO_HANDLE'], flush=True), sys.exit(0)))\n"
+      "print('ready', flush=True)\n"
+      "time.sleep(120)\n";
+  EXPECT_EQ(SignalledJob(dir.path(), "usr2",
+                         {"--signals-to-handle", "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR2", "--",
+                          "python3", "-c", script},
+                         SIGUSR2),
+            128 + SIGUSR2);
   for (int r = 0; r < 2; ++r) {
     EXPECT_THAT(ReadFile(dir.path() + "/logs/usr2/rank-" + std::to_string(r) + ".log"),
                 HasSubstr("got SIGUSR2 SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR2"));

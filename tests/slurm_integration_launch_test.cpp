@@ -54,6 +54,17 @@ SlurmCommandResult Dtrain(const std::vector<std::string>& args, int timeout_s = 
   return RunSlurmCommand(argv, "", timeout_s * 1000);
 }
 
+// The steps and the pending or running allocation Slurm still shows for the job named `name`,
+// after waiting up to 10 s for them to go; "" once every one is gone.
+std::string SlurmLeftovers(const std::string& name) {
+  std::string left = "?";
+  for (int i = 0; i < 50 && !left.empty(); ++i) {
+    left = Squeue({"--steps", "-n", name}) + Squeue({"-n", name, "-t", "PD,R"});
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return left;
+}
+
 class DtrainLaunchOnSlurm : public SlurmTransportTest {
  protected:
   void SetUp() override {
@@ -157,12 +168,7 @@ TEST_F(DtrainLaunchOnSlurm, InterruptLeavesNoStepNoJobAndNoTask) {
   ASSERT_TRUE(ready);
   dtrain.Signal(SIGINT);  // what Ctrl-C at the terminal sends
   EXPECT_EQ(dtrain.Finish().ShellStatus(), 130);
-  std::string left = "?";
-  for (int i = 0; i < 50 && !left.empty(); ++i) {
-    left = Squeue({"--steps", "-n", "dtrain-stop"}) + Squeue({"-n", "dtrain-stop", "-t", "PD,R"});
-    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  EXPECT_EQ(left, "");
+  EXPECT_EQ(SlurmLeftovers("dtrain-stop"), "");
   EXPECT_NE(system("pgrep -f 'slee[p] 89' >/dev/null"), 0) << "a task outlived the job";
 }
 
@@ -254,13 +260,7 @@ TEST_F(DtrainLaunchOnSlurm, StalledRankIsNamedAndOnStallStopLeavesNothing) {
       << err;
   EXPECT_NE(ReadFile(dir + "/logs/slurm-stall/job.json").find("\"exit_code\": 124"),
             std::string::npos);
-  std::string left = "?";
-  for (int i = 0; i < 50 && !left.empty(); ++i) {
-    left = Squeue({"--steps", "-n", "dtrain-slurm-stall"}) +
-           Squeue({"-n", "dtrain-slurm-stall", "-t", "PD,R"});
-    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  EXPECT_EQ(left, "");
+  EXPECT_EQ(SlurmLeftovers("dtrain-slurm-stall"), "");
   EXPECT_TRUE(testing::ProcessesWithEnv("DTRAIN_JOB=slurm-stall").empty())
       << "a task outlived the job";
   EXPECT_NE(system(("pgrep -f '" + dir + "/[h]ang.py' >/dev/null").c_str()), 0)
@@ -289,13 +289,7 @@ TEST_F(DtrainLaunchOnSlurm, WatchdogTimerKillsAHungRankInAStep) {
             std::string::npos);
   EXPECT_NE(ReadFile(dir + "/logs/slurm-timer/job.json").find("\"cause\": \"watchdog-timer\""),
             std::string::npos);
-  std::string left = "?";
-  for (int i = 0; i < 50 && !left.empty(); ++i) {
-    left = Squeue({"--steps", "-n", "dtrain-slurm-timer"}) +
-           Squeue({"-n", "dtrain-slurm-timer", "-t", "PD,R"});
-    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  EXPECT_EQ(left, "");
+  EXPECT_EQ(SlurmLeftovers("dtrain-slurm-timer"), "");
   EXPECT_TRUE(testing::ProcessesWithEnv("DTRAIN_JOB=slurm-timer").empty())
       << "a task outlived the job";
   EXPECT_FALSE(std::filesystem::exists(dir + "/wd.rank-0"));

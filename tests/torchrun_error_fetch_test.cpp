@@ -61,9 +61,8 @@ TEST(TorchrunErrorFetch, WatchdogTimerOfARankOnAPrivateNode) {
   fs::remove_all(logs);
   const std::string out =
       RunOutput("TORCHELASTIC_ENABLE_FILE_TIMER=1 TORCHELASTIC_TIMER_FILE=/srv/node/wd " + kDtrain +
-                " launch -q -c " + cluster.cluster_file() + " --log-dir " + logs +
-                " --job wd -- " + kPython + " " + kScripts + "/timed_steps.py 2 1 0.2 2>&1; " +
-                "echo status=$?");
+                " launch -q -c " + cluster.cluster_file() + " --log-dir " + logs + " --job wd -- " +
+                kPython + " " + kScripts + "/timed_steps.py 2 1 0.2 2>&1; " + "echo status=$?");
   EXPECT_NE(out.find("status=137"), std::string::npos) << out;
   const std::string here = logs + "/wd/errors/attempt-0/rank-1.json";
   const std::regex cause(

@@ -120,10 +120,9 @@ TEST(TorchrunParity, VirtualLocalRankAlike) {
                "/torchrun --standalone --nproc-per-node 2 --virtual-local-rank " + kScripts +
                "/env_dump.py");
   ASSERT_TRUE(torchrun.status.ok()) << torchrun.out;
-  const testing::ShellRun dtrain =
-      RunShell("cd " + dir.path() + " && " + env + kDtrain + " launch -q -np 2 --log-dir " +
-               dir.path() + "/logs --job virtual --virtual-local-rank -- python " + kScripts +
-               "/env_dump.py");
+  const testing::ShellRun dtrain = RunShell(
+      "cd " + dir.path() + " && " + env + kDtrain + " launch -q -np 2 --log-dir " + dir.path() +
+      "/logs --job virtual --virtual-local-rank -- python " + kScripts + "/env_dump.py");
   ASSERT_TRUE(dtrain.status.ok()) << dtrain.out;
   const std::map<int, RankEnv> want = ParseEnv(torchrun.out);
   ASSERT_EQ(want.size(), 2u) << torchrun.out;
@@ -214,9 +213,10 @@ TEST(TorchrunParity, DuplicateFiltersCopyTheSameLines) {
   TempDir dir("torchrun-filters");
   const std::string filters =
       " --duplicate-stdout-filters 'apple,orange,a,,b' --duplicate-stderr-filters apple ";
-  const testing::ShellRun torchrun = RunShell(
-      "cd " + dir.path() + " && " + BareEnv() + kVenv + "/torchrun --standalone --nproc-per-node 2 " +
-      "--log-dir " + dir.path() + "/torchrun --tee 3" + filters + kScripts + "/filtered_lines.py");
+  const testing::ShellRun torchrun =
+      RunShell("cd " + dir.path() + " && " + BareEnv() + kVenv +
+               "/torchrun --standalone --nproc-per-node 2 " + "--log-dir " + dir.path() +
+               "/torchrun --tee 3" + filters + kScripts + "/filtered_lines.py");
   ASSERT_TRUE(torchrun.status.ok()) << torchrun.out;
   const testing::ShellRun dtrain =
       RunShell("cd " + dir.path() + " && " + BareEnv() + kDtrain + " launch -q -np 2 --log-dir " +
@@ -230,7 +230,8 @@ TEST(TorchrunParity, DuplicateFiltersCopyTheSameLines) {
     while (!path.empty() && path.back() == '\n') path.pop_back();
     ASSERT_FALSE(path.empty()) << name << " not written by torchrun";
     const std::vector<std::string> want = SortedLines(ReadFile(path));
-    const std::vector<std::string> got = SortedLines(ReadFile(dir.path() + "/logs/filters/" + name));
+    const std::vector<std::string> got =
+        SortedLines(ReadFile(dir.path() + "/logs/filters/" + name));
     EXPECT_EQ(got, want) << name;
     EXPECT_EQ(want.size(), name == "filtered_stdout.log" ? 6u : 2u) << ReadFile(path);
   }
@@ -240,8 +241,8 @@ TEST(TorchrunParity, DuplicateFiltersCopyTheSameLines) {
 // OUT, sends SIGNAL to the launcher, and prints its exit status.
 std::string SignalledRun(const std::string& dir, const std::string& launch, const std::string& out,
                          const std::string& signal) {
-  return "cd " + dir + " && (" + launch + ") & pid=$!; i=0; " +
-         "while [ \"$(cat " + out + " 2>/dev/null | grep -c ready)\" -lt 2 ] && [ $i -lt 600 ]; " +
+  return "cd " + dir + " && (" + launch + ") & pid=$!; i=0; " + "while [ \"$(cat " + out +
+         " 2>/dev/null | grep -c ready)\" -lt 2 ] && [ $i -lt 600 ]; " +
          "do sleep 0.1; i=$((i + 1)); done; sleep 0.5; kill -" + signal + " $pid; wait $pid; " +
          "echo status=$?";
 }
@@ -254,11 +255,11 @@ TEST(TorchrunParity, SignalsToHandleHandsTheSignalToEveryRank) {
   const std::string script = kScripts + "/closing_signal.py";
   const std::string list = " --signals-to-handle SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1 ";
   const std::string torchrun_out = dir.path() + "/torchrun.txt";
-  const testing::ShellRun torchrun = RunShell(SignalledRun(
-      dir.path(),
-      BareEnv() + kVenv + "/torchrun --standalone --nproc-per-node 2" + list + script + " >" +
-          torchrun_out + " 2>&1",
-      torchrun_out, "USR1"));
+  const testing::ShellRun torchrun =
+      RunShell(SignalledRun(dir.path(),
+                            BareEnv() + kVenv + "/torchrun --standalone --nproc-per-node 2" + list +
+                                script + " >" + torchrun_out + " 2>&1",
+                            torchrun_out, "USR1"));
   const std::string by_torchrun = ReadFile(torchrun_out);
   EXPECT_NE(by_torchrun.find("rank 0 got SIGUSR1"), std::string::npos) << by_torchrun;
   EXPECT_NE(by_torchrun.find("rank 1 got SIGUSR1"), std::string::npos) << by_torchrun;
@@ -267,7 +268,8 @@ TEST(TorchrunParity, SignalsToHandleHandsTheSignalToEveryRank) {
       BareEnv() + kDtrain + " launch -np 2 --log-dir " + dir.path() + "/logs --job sig" + list +
           "-- python " + script + " >" + dir.path() + "/dtrain.txt 2>&1",
       dir.path() + "/logs/sig/rank-*.log", "USR1"));
-  EXPECT_NE(dtrain.out.find("status=138"), std::string::npos) << ReadFile(dir.path() + "/dtrain.txt");
+  EXPECT_NE(dtrain.out.find("status=138"), std::string::npos)
+      << ReadFile(dir.path() + "/dtrain.txt");
   for (int r = 0; r < 2; ++r) {
     const std::string log = ReadFile(dir.path() + "/logs/sig/rank-" + std::to_string(r) + ".log");
     EXPECT_NE(log.find("rank " + std::to_string(r) + " got SIGUSR1"), std::string::npos) << log;
