@@ -290,7 +290,8 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   cmd->add_option("--logs-specs", agent.logs_specs,
                   "torchrun's plugin for its log files: refused, with why");
   cmd->add_option("--numa-binding", agent.numa_binding,
-                  "torchrun's: refused, with why (dtrain does not bind ranks to CPUs yet)");
+                  "torchrun's node|socket: bind each rank to the CPUs of its GPU's NUMA node (of "
+                  "its socket's nodes) with taskset; exclusive and core-complex are refused");
   cmd->add_option("--duplicate-stdout-filters", agent.duplicate_stdout_filters,
                   "torchrun's: refused, with why (grep the rank logs instead)");
   cmd->add_option("--duplicate-stderr-filters", agent.duplicate_stderr_filters,

@@ -24,6 +24,7 @@
 #include "launcher/job_store.h"
 #include "launcher/log_reader.h"
 #include "launcher/node_health_checks.h"
+#include "launcher/numa_binding.h"
 #include "launcher/oom_kill.h"
 #include "launcher/rank_error_file.h"
 #include "launcher/step_watch.h"
@@ -42,11 +43,13 @@ void MakeErrorFolder(const std::string& path) {
   if (error) throw Error(path + ": cannot create the directory: " + error.message());
 }
 
-// One process per rank; under torchrun's watchdog (file_timer.h) when the job asked for it.
+// One process per rank; under torchrun's watchdog (file_timer.h) when the job asked for it, and
+// bound to the CPUs near its GPU (numa_binding.h) with --numa-binding.
 std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<std::string>& argv,
-                                      const ClusterSpec& cluster) {
+                                      const ClusterSpec& cluster, const std::string& numa_binding) {
   const FileTimer timer = FileTimerOf(cluster);
-  const std::vector<std::string> command = timer.on ? UnderFileTimer(argv, cluster, timer) : argv;
+  std::vector<std::string> command = timer.on ? UnderFileTimer(argv, cluster, timer) : argv;
+  if (!numa_binding.empty()) command = UnderNumaBinding(command, numa_binding);
   std::vector<ProcessSpec> procs;
   for (const RankSlot& slot : plan.ranks) {
     ProcessSpec spec;
@@ -301,7 +304,8 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
       leaves.Wire(supervise);
     }
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
-    JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command, spec));
+    JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command, spec,
+                                                     job.options.torchrun_agent.numa_binding));
     if (elastic) {
       // A node lost while the job went on is asked for nothing at the end.
       for (const auto& [rank, status] : outcome.statuses) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/numa_binding.h"
 
 namespace dtrain {
 
@@ -14,12 +15,7 @@ std::vector<std::string> TorchrunAgentNotes(const TorchrunAgentOptions& options)
         "out",
         options.logs_specs));
   }
-  if (!options.numa_binding.empty()) {
-    throw UsageError(fmt::format(
-        "--numa-binding {}: dtrain launch does not bind ranks to the CPUs near their GPUs yet; "
-        "leave it out (the ranks then run unbound, as under torchrun without it)",
-        options.numa_binding));
-  }
+  CheckNumaBinding(options.numa_binding);
   std::vector<std::string> notes;
   if (!options.local_addr.empty()) {
     notes.push_back(fmt::format(

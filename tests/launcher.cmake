@@ -88,3 +88,9 @@ dtrain_test(launcher_handled_signals_test
   LIBS dtrain_launcher
   TIMEOUT 120)
 add_dependencies(launcher_handled_signals_test dtrain)
+# torchrun's --numa-binding (node, socket) with an nvidia-smi and a sysfs stand-in, real taskset.
+dtrain_test(launcher_numa_binding_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_numa_binding_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
+add_dependencies(launcher_numa_binding_test dtrain)

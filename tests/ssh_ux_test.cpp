@@ -188,6 +188,37 @@ TEST(SshUx, LaunchRunsTheDtrainClipTheDoctorReports) {
   }
 }
 
+// torchrun's --numa-binding on ssh nodes: the binding runs on each node, and dtrain-clip given
+// by bare name is still found beside the launching dtrain. An nvidia-smi stand-in on the ranks'
+// PATH and a sysfs stand-in put GPU 0 on NUMA node 0, whose one CPU is CPU 0.
+TEST(SshUx, NumaBindingRunsOnTheNodesAndFindsDtrainClip) {
+  SshTestCluster cluster("ux16-numa", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string bin = cluster.dir() + "/bin";
+  const std::string smi = cluster.dir() + "/smi";
+  const std::string sys = cluster.dir() + "/sys";
+  RunOutput("mkdir -p " + bin + " " + smi + " " + sys + "/bus/pci/devices/0000:17:00.0 " + sys +
+            "/devices/system/node/node0 && cp " + kDtrain + " " + bin + "/dtrain && echo 0 >" +
+            sys + "/bus/pci/devices/0000:17:00.0/numa_node && echo 0 >" + sys +
+            "/devices/system/node/node0/cpulist");
+  std::ofstream(bin + "/dtrain-clip") << "#!/bin/sh\ngrep Cpus_allowed_list /proc/self/status\n";
+  std::ofstream(smi + "/nvidia-smi") << "#!/bin/sh\necho 00000000:17:00.0\n";
+  ::chmod((bin + "/dtrain-clip").c_str(), 0755);
+  ::chmod((smi + "/nvidia-smi").c_str(), 0755);
+  const std::string logs = cluster.dir() + "/logs";
+  const ShellRun launch =
+      Shell(bin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+            " --job numa -q --numa-binding node -x PATH=" + smi + ":/usr/bin:/bin -x " +
+            "DTRAIN_PROBE_SYSFS=" + sys + " dtrain-clip 2>&1");
+  ASSERT_EQ(launch.status, 0) << launch.out;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ReadText(logs + "/numa/rank-" + std::to_string(r) + ".log"),
+              "dtrain: rank " + std::to_string(r) +
+                  ": --numa-binding node: GPU 0 (0000:17:00.0) on NUMA node 0: CPUs 0\n"
+                  "Cpus_allowed_list:\t0\n");
+  }
+}
+
 // 10. Over SSH too: rank stderr on dtrain's stderr, stdout on its stdout; not found is 127.
 TEST(SshUx, StderrApartAndCommandNotFoundIs127) {
   SshTestCluster cluster("ux16-err", 1, 1);

@@ -1,0 +1,132 @@
+// torchrun's --numa-binding (launcher/numa_binding.h, templates/numa_binding.sh) on real local
+// ranks: an nvidia-smi stand-in first on the ranks' PATH gives two GPUs' PCI addresses, and a
+// sysfs stand-in (DTRAIN_PROBE_SYSFS) puts GPU 0 on NUMA node 0 (CPU 0) and GPU 1 on node 1
+// (CPU 1), both nodes on socket 0. Each rank reads the CPUs the kernel lets it run on
+// (Cpus_allowed_list): node binds rank R to CPU R, socket to both; a GPU nvidia-smi does not know
+// ends the rank with why; a command not found is exit 127 as without the binding.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/support/dtrain_process.h"
+#include "tests/support/files.h"
+
+namespace dtrain {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ReadFile;
+using testing::RunDtrain;
+using testing::TempDir;
+using testing::WriteFile;
+
+// The stand-ins under `dir`: bin/nvidia-smi (GPUs 0 and 1, or GPU 0 only) and sys/.
+void MakeNode(const std::string& dir, int gpus) {
+  namespace fs = std::filesystem;
+  const std::string sys = dir + "/sys";
+  const std::string buses[2] = {"0000:17:00.0", "0000:dc:00.0"};
+  for (int i = 0; i < 2; ++i) {
+    fs::create_directories(sys + "/bus/pci/devices/" + buses[i]);
+    WriteFile(sys + "/bus/pci/devices/" + buses[i] + "/numa_node", std::to_string(i) + "\n");
+    fs::create_directories(sys + "/devices/system/node/node" + std::to_string(i));
+    WriteFile(sys + "/devices/system/node/node" + std::to_string(i) + "/cpulist",
+              std::to_string(i) + "\n");
+    fs::create_directories(sys + "/devices/system/cpu/cpu" + std::to_string(i) + "/topology");
+    WriteFile(sys + "/devices/system/cpu/cpu" + std::to_string(i) + "/topology/physical_package_id",
+              "0\n");
+  }
+  fs::create_directories(dir + "/bin");
+  // nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i N, as the real one prints it.
+  WriteFile(dir + "/bin/nvidia-smi",
+            "#!/bin/sh\n"
+            "while [ $# -gt 0 ]; do [ \"$1\" = -i ] && gpu=$2; shift; done\n"
+            "case $gpu in\n"
+            "0) echo 00000000:17:00.0 ;;\n" +
+                std::string(gpus > 1 ? "1) echo 00000000:DC:00.0 ;;\n" : "") +
+                "*) echo 'No devices were found'; exit 6 ;;\n"
+                "esac\n");
+  ::chmod((dir + "/bin/nvidia-smi").c_str(), 0755);
+}
+
+// Two ranks that print the CPUs they may run on, under --numa-binding `mode`.
+testing::DtrainRun Bound(const std::string& dir, const std::string& job, const std::string& mode,
+                         std::vector<std::string> command = {
+                             "sh", "-c", "grep Cpus_allowed_list /proc/self/status"}) {
+  std::vector<std::string> args = {"launch",
+                                   "-q",
+                                   "-np",
+                                   "2",
+                                   "--log-dir",
+                                   dir + "/logs",
+                                   "--job",
+                                   job,
+                                   "--numa-binding",
+                                   mode,
+                                   "-x",
+                                   "DTRAIN_PROBE_SYSFS=" + dir + "/sys",
+                                   "-x",
+                                   "PATH=" + dir + "/bin:/usr/bin:/bin",
+                                   "--"};
+  args.insert(args.end(), command.begin(), command.end());
+  return RunDtrain(args, dir);
+}
+
+#define REQUIRE_TWO_CPUS()                                              \
+  if (std::thread::hardware_concurrency() < 2) {                        \
+    GTEST_SKIP() << "binding ranks to CPUs 0 and 1 needs a second CPU"; \
+  }
+
+TEST(NumaBinding, NodeBindsEachRankToItsGpusNumaNode) {
+  REQUIRE_TWO_CPUS();
+  TempDir dir;
+  MakeNode(dir.path(), 2);
+  const testing::DtrainRun run = Bound(dir.path(), "node", "node");
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (int r = 0; r < 2; ++r) {
+    const std::string log = ReadFile(dir.path() + "/logs/node/rank-" + std::to_string(r) + ".log");
+    EXPECT_THAT(log, HasSubstr("Cpus_allowed_list:\t" + std::to_string(r) + "\n")) << log;
+    EXPECT_THAT(log, HasSubstr("--numa-binding node: GPU " + std::to_string(r)));
+  }
+  EXPECT_THAT(ReadFile(dir.path() + "/logs/node/rank-1.log"),
+              HasSubstr("GPU 1 (0000:dc:00.0) on NUMA node 1: CPUs 1"));
+}
+
+TEST(NumaBinding, SocketBindsEachRankToEveryNodeOfItsSocket) {
+  REQUIRE_TWO_CPUS();
+  TempDir dir;
+  MakeNode(dir.path(), 2);
+  const testing::DtrainRun run = Bound(dir.path(), "socket", "socket");
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_THAT(ReadFile(dir.path() + "/logs/socket/rank-" + std::to_string(r) + ".log"),
+                HasSubstr("Cpus_allowed_list:\t0-1\n"));
+  }
+}
+
+TEST(NumaBinding, AGpuTheNodeDoesNotHaveEndsTheRankWithWhy) {
+  TempDir dir;
+  MakeNode(dir.path(), 1);
+  const testing::DtrainRun run = Bound(dir.path(), "one", "node");
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_THAT(ReadFile(dir.path() + "/logs/one/rank-1.log"),
+              HasSubstr("--numa-binding node: nvidia-smi -i 1: No devices were found; leave "
+                        "--numa-binding out to run unbound"));
+}
+
+TEST(NumaBinding, ACommandNotFoundIsStillExit127) {
+  TempDir dir;
+  MakeNode(dir.path(), 2);
+  const testing::DtrainRun run = Bound(dir.path(), "none", "node", {"no-such-program-here"});
+  EXPECT_EQ(run.status, 127) << run.err;
+  EXPECT_THAT(ReadFile(dir.path() + "/logs/none/rank-0.log"),
+              HasSubstr("'no-such-program-here': command not found"));
+}
+
+}  // namespace
+}  // namespace dtrain
