@@ -12,3 +12,19 @@ dtrain_program() {
   done
   return 1
 }
+
+# What a rank's command starts with, as `dtrain launch` starts it on a node (the ssh wrapper,
+# --numa-binding): `dtrain_command NAME DIR` prints the program to run (a path as given; dtrain's
+# own programs by bare name found with dtrain_program; another name as given once it is on PATH),
+# or says "'NAME': command not found" on stderr and returns 127.
+dtrain_command() {
+  case $1 in
+  */*) echo "$1"; return 0 ;;
+  dtrain | dtrain-*) if dtrain_program "$1" "$2"; then return 0; fi ;;
+  esac
+  if ! command -v "$1" >/dev/null 2>&1; then
+    echo "dtrain: $(uname -n): '$1': command not found (PATH=$PATH)" >&2
+    return 127
+  fi
+  echo "$1"
+}

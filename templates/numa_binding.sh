@@ -11,16 +11,9 @@ numa_main() {
   mode=$1 pdir=$2
   shift 3
   sys=${DTRAIN_PROBE_SYSFS:-/sys}
-  case $1 in
-  */*) ;;
-  dtrain | dtrain-*) if p=$(dtrain_program "$1" "$pdir"); then shift; set -- "$p" "$@"; fi ;;
-  esac
-  case $1 in
-  */*) ;;
-  *) if ! command -v "$1" >/dev/null 2>&1; then
-       echo "dtrain: $(uname -n): '$1': command not found (PATH=$PATH)" >&2; exit 127
-     fi ;;
-  esac
+  p=$(dtrain_command "$1" "$pdir") || exit 127
+  shift
+  set -- "$p" "$@"
   gpu=${CUDA_VISIBLE_DEVICES%%,*}
   [ -n "$gpu" ] || gpu=${LOCAL_RANK:-0}
   command -v nvidia-smi >/dev/null 2>&1 || numa_fail "no nvidia-smi on this node (PATH=$PATH)"

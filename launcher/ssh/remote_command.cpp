@@ -18,8 +18,8 @@ namespace {
 // NAME=VALUE words that follow, then argv. The folder of TORCHELASTIC_ERROR_FILE is made (torch's
 // @record writes the file, not its folder); DTRAIN_GLOO_IFACE_TOWARDS (kGlooIfaceTowards in
 // launcher/horovod_gloo.h) becomes HOROVOD_GLOO_IFACE, the interface of the route towards that
-// address, unless that is set, and is then dropped; dtrain's own programs (dtrain, dtrain-*)
-// given by bare name are found with dtrain_program, as the doctor finds them. fd 3 keeps the
+// address, unless that is set, and is then dropped; the program is found with dtrain_command
+// (dtrain's own programs by bare name as the doctor finds them; 127 when not found). fd 3 keeps the
 // channel's stdin for the watcher; the process gets stdin_data (read first, exactly $1 bytes) or
 // /dev/null. The short spin waits for setsid() in the child, so a signal sent at once still finds
 // the group. Every signal is followed by SIGCONT, so a stopped process acts on it now (SIGKILL
@@ -44,16 +44,8 @@ if [ -n "$dir" ] && ! cd "$dir" 2>/dev/null; then
   if [ "$need" = 1 ]; then echo "dtrain: $(uname -n): cannot change directory to $dir" >&2; exit 126; fi
   cd
 fi
-case $1 in
-*/*) ;;
-dtrain | dtrain-*) if p=$(dtrain_program "$1" "$pdir"); then shift; set -- "$p" "$@"; fi ;;
-esac
-case $1 in
-*/*) ;;
-*) if ! command -v "$1" >/dev/null 2>&1; then
-     echo "dtrain: $(uname -n): '$1': command not found (PATH=$PATH)" >&2; exit 127
-   fi ;;
-esac
+p=$(dtrain_command "$1" "$pdir") || exit 127
+shift; set -- "$p" "$@"
 exec 3<&0
 ok0=$(dtrain_oom_kills)
 if [ "$n" -gt 0 ]; then
