@@ -113,7 +113,7 @@ TEST(FileTimer, StatusShowsTheRankNotItsWatchdog) {
   REQUIRE_TORCH();
   TempDir dir;
   DtrainProcess p({"launch", "-np", "2", "--log-dir", dir.path() + "/logs", "--job", "seen", "--",
-                   testing::kVenvPython, kTimedSteps, "60", "0", "4"},
+                   testing::kVenvPython, kTimedSteps, "60", "0", "1.5"},
                   dir.path(), {"TORCHELASTIC_ENABLE_FILE_TIMER=1"});
   ASSERT_TRUE(WaitFor(
       [&] {
