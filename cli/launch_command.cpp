@@ -293,9 +293,10 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "torchrun's node|socket: bind each rank to the CPUs of its GPU's NUMA node (of "
                   "its socket's nodes) with taskset; exclusive and core-complex are refused");
   cmd->add_option("--duplicate-stdout-filters", agent.duplicate_stdout_filters,
-                  "torchrun's: refused, with why (grep the rank logs instead)");
+                  "torchrun's S,...: copy every rank's stdout lines holding any S to "
+                  "<job>/filtered_stdout.log");
   cmd->add_option("--duplicate-stderr-filters", agent.duplicate_stderr_filters,
-                  "torchrun's: refused, with why (grep the rank logs instead)");
+                  "torchrun's S,...: the same for stderr, to <job>/filtered_stderr.log");
   cmd->add_option_function<double>(
          "--monitor-interval", [](double) {},  // checked, not used
          "torchrun's: not needed, and not used: dtrain hears of a rank's end as it "

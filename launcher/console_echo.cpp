@@ -6,10 +6,6 @@
 
 namespace dtrain {
 
-namespace {
-constexpr size_t kMaxPartial = 64 * 1024;  // a longer unterminated line is shown in pieces
-}  // namespace
-
 ConsoleEcho::ConsoleEcho(std::FILE* out, std::FILE* err, ConsoleChoice choice)
     : out_(out), err_(err), choice_(std::move(choice)) {}
 
@@ -44,33 +40,11 @@ void ConsoleEcho::EmitLine(int rank, OutputStream stream, std::string_view line)
 }
 
 void ConsoleEcho::Output(int rank, OutputStream stream, std::string_view bytes) {
-  if (!Shows(rank, stream)) return;
-  std::string& partial = partial_[{rank, stream}];
-  size_t start = 0;
-  for (size_t nl = bytes.find('\n'); nl != std::string_view::npos; nl = bytes.find('\n', start)) {
-    if (partial.empty()) {
-      EmitLine(rank, stream, bytes.substr(start, nl - start));
-    } else {
-      partial.append(bytes.substr(start, nl - start));
-      EmitLine(rank, stream, partial);
-      partial.clear();
-    }
-    start = nl + 1;
-  }
-  partial.append(bytes.substr(start));
-  if (partial.size() > kMaxPartial) {
-    EmitLine(rank, stream, partial);
-    partial.clear();
-  }
+  if (Shows(rank, stream)) lines_.Add(rank, stream, bytes);
 }
 
 void ConsoleEcho::Finish(int rank) {
-  for (OutputStream stream : {OutputStream::kStdout, OutputStream::kStderr}) {
-    auto it = partial_.find({rank, stream});
-    if (it == partial_.end() || it->second.empty()) continue;
-    EmitLine(rank, stream, it->second);
-    it->second.clear();
-  }
+  lines_.Finish(rank);
 }
 
 }  // namespace dtrain

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "launcher/rank_lines.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
@@ -39,6 +40,8 @@ struct ConsoleRank {
 class ConsoleEcho {
  public:
   ConsoleEcho(std::FILE* out, std::FILE* err, ConsoleChoice choice);
+  ConsoleEcho(const ConsoleEcho&) = delete;  // its lines go to this object
+  ConsoleEcho& operator=(const ConsoleEcho&) = delete;
 
   void Output(int rank, OutputStream stream, std::string_view bytes);
   // The ranks of an attempt (a restart may run on other nodes): rank -> node and local rank.
@@ -54,7 +57,9 @@ class ConsoleEcho {
   std::FILE* err_;
   ConsoleChoice choice_;
   std::map<int, ConsoleRank> ranks_;
-  std::map<std::pair<int, OutputStream>, std::string> partial_;
+  RankLines lines_{[this](int rank, OutputStream stream, std::string_view line) {
+    EmitLine(rank, stream, line);
+  }};
 };
 
 }  // namespace dtrain

@@ -29,7 +29,4 @@ FileTimer FileTimerOf(const ClusterSpec& spec);
 std::vector<std::string> UnderFileTimer(const std::vector<std::string>& argv,
                                         const ClusterSpec& spec, const FileTimer& timer);
 
-// The mark in a watchdog's command line, so the rank probe passes over it.
-constexpr const char* kFileTimerMark = "dtrain-file-timer-server";
-
 }  // namespace dtrain

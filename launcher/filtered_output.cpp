@@ -21,6 +21,18 @@ std::vector<std::string> ParseFilterList(const std::string& list) {
   return out;
 }
 
+std::unique_ptr<FilteredOutput> FilteredOutputFor(const std::string& job_dir,
+                                                  const std::string& role,
+                                                  const std::string& stdout_filters,
+                                                  const std::string& stderr_filters) {
+  if (stdout_filters.empty() && stderr_filters.empty()) return nullptr;
+  auto list = [](const std::string& given) {
+    return given.empty() ? std::vector<std::string>{} : ParseFilterList(given);
+  };
+  return std::make_unique<FilteredOutput>(job_dir, role, list(stdout_filters),
+                                          list(stderr_filters));
+}
+
 FilteredOutput::FilteredOutput(const std::string& job_dir, std::string role,
                                std::vector<std::string> stdout_filters,
                                std::vector<std::string> stderr_filters)
@@ -37,41 +49,22 @@ FilteredOutput::FilteredOutput(const std::string& job_dir, std::string role,
 }
 
 FilteredOutput::~FilteredOutput() {
+  lines_.FinishAll();
   for (Copy& copy : copies_) {
-    for (const auto& [rank, line] : copy.partial) {
-      if (copy.file && !line.empty()) Line(copy, rank, line);
-    }
     if (copy.file) std::fclose(copy.file);
   }
 }
 
 void FilteredOutput::Output(int rank, OutputStream stream, std::string_view bytes) {
-  Copy& copy = copies_[stream == OutputStream::kStdout ? 0 : 1];
-  if (!copy.file) return;
-  std::string& partial = copy.partial[rank];
-  size_t at = 0;
-  for (size_t nl; (nl = bytes.find('\n', at)) != std::string_view::npos; at = nl + 1) {
-    if (partial.empty()) {
-      Line(copy, rank, bytes.substr(at, nl - at));
-    } else {
-      partial.append(bytes.substr(at, nl - at));
-      Line(copy, rank, partial);
-      partial.clear();
-    }
-  }
-  partial.append(bytes.substr(at));
+  if (copies_[stream == OutputStream::kStdout ? 0 : 1].file) lines_.Add(rank, stream, bytes);
 }
 
 void FilteredOutput::Finish(int rank) {
-  for (Copy& copy : copies_) {
-    auto it = copy.partial.find(rank);
-    if (it == copy.partial.end()) continue;
-    if (copy.file && !it->second.empty()) Line(copy, rank, it->second);
-    copy.partial.erase(it);
-  }
+  lines_.Finish(rank);
 }
 
-void FilteredOutput::Line(Copy& copy, int rank, std::string_view line) {
+void FilteredOutput::Line(int rank, OutputStream stream, std::string_view line) {
+  Copy& copy = copies_[stream == OutputStream::kStdout ? 0 : 1];
   for (const std::string& needle : copy.filters) {
     if (line.find(needle) != std::string_view::npos) {
       const std::string text = fmt::format("[{}{}]:{}\n", role_, rank, line);

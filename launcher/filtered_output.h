@@ -6,12 +6,13 @@
 #pragma once
 
 #include <cstdio>
-#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "launcher/rank_lines.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
@@ -37,12 +38,19 @@ class FilteredOutput {
   struct Copy {
     std::vector<std::string> filters;
     std::FILE* file = nullptr;
-    std::map<int, std::string> partial;  // rank -> a line not yet ended
   };
-  void Line(Copy& copy, int rank, std::string_view line);
+  void Line(int rank, OutputStream stream, std::string_view line);
 
   std::string role_;
   Copy copies_[2];  // stdout, stderr
+  RankLines lines_{
+      [this](int rank, OutputStream stream, std::string_view line) { Line(rank, stream, line); }};
 };
+
+// The copies torchrun's two options ask for (each as given, "" = not given); null when neither.
+std::unique_ptr<FilteredOutput> FilteredOutputFor(const std::string& job_dir,
+                                                  const std::string& role,
+                                                  const std::string& stdout_filters,
+                                                  const std::string& stderr_filters);
 
 }  // namespace dtrain

@@ -16,7 +16,6 @@
 
 #include "launcher/error.h"
 #include "launcher/exit_abort_note.h"
-#include "launcher/file_timer.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/horovod_elastic_leaves.h"
 #include "launcher/horovod_elastic_rounds.h"
@@ -24,8 +23,8 @@
 #include "launcher/job_store.h"
 #include "launcher/log_reader.h"
 #include "launcher/node_health_checks.h"
-#include "launcher/numa_binding.h"
 #include "launcher/oom_kill.h"
+#include "launcher/rank_command.h"
 #include "launcher/rank_error_file.h"
 #include "launcher/step_watch.h"
 #include "launcher/straggler_leaves.h"
@@ -43,13 +42,9 @@ void MakeErrorFolder(const std::string& path) {
   if (error) throw Error(path + ": cannot create the directory: " + error.message());
 }
 
-// One process per rank; under torchrun's watchdog (file_timer.h) when the job asked for it, and
-// bound to the CPUs near its GPU (numa_binding.h) with --numa-binding.
-std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan, const std::vector<std::string>& argv,
-                                      const ClusterSpec& cluster, const std::string& numa_binding) {
-  const FileTimer timer = FileTimerOf(cluster);
-  std::vector<std::string> command = timer.on ? UnderFileTimer(argv, cluster, timer) : argv;
-  if (!numa_binding.empty()) command = UnderNumaBinding(command, numa_binding);
+// One process per rank, each running `command` (rank_command.h).
+std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan,
+                                      const std::vector<std::string>& command) {
   std::vector<ProcessSpec> procs;
   for (const RankSlot& slot : plan.ranks) {
     ProcessSpec spec;
@@ -304,8 +299,9 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
       leaves.Wire(supervise);
     }
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
-    JobOutcome outcome = supervisor.Run(ProcessesFor(record.plan, job.settings.command, spec,
-                                                     job.options.torchrun_agent.numa_binding));
+    JobOutcome outcome = supervisor.Run(ProcessesFor(
+        record.plan,
+        RankCommand(job.settings.command, spec, job.options.torchrun_agent.numa_binding)));
     if (elastic) {
       // A node lost while the job went on is asked for nothing at the end.
       for (const auto& [rank, status] : outcome.statuses) {

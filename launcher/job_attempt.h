@@ -37,13 +37,14 @@ struct JobSettings {
   double straggler_factor = 0;    // 0: no straggler watch (it needs the stall watch's probes)
   bool straggler_leaves = false;  // --on-straggler leave
   bool horovod = false;
-  double node_timeout_s = 0;        // 0: ssh nodes not watched
-  double health_watch_s = 0;        // seconds between health checks while the job runs; 0: none
-  NodeCount node_count;             // --nnodes
-  std::string role;                 // ROLE_NAME: --role, else job.role ("" = torchrun's "default")
-  bool virtual_local_rank = false;  // torchrun's --virtual-local-rank
-  std::string signals_to_handle;    // TORCHELASTIC_SIGNALS_TO_HANDLE (handled_signals.h)
-  std::string run_id;               // TORCHELASTIC_RUN_ID: --rdzv-id ("" = the job's name)
+  double node_timeout_s = 0;         // 0: ssh nodes not watched
+  double health_watch_s = 0;         // seconds between health checks while the job runs; 0: none
+  NodeCount node_count;              // --nnodes
+  std::string role;                  // ROLE_NAME: --role, else job.role ("" = torchrun's "default")
+  bool virtual_local_rank = false;   // torchrun's --virtual-local-rank
+  std::string signals_to_handle;     // TORCHELASTIC_SIGNALS_TO_HANDLE (handled_signals.h)
+  std::vector<int> handled_signals;  // the same, as signal numbers
+  std::string run_id;                // TORCHELASTIC_RUN_ID: --rdzv-id ("" = the job's name)
   int min_np = 0;        // > 0: an elastic Horovod job going on with at least this many ranks
   int reset_limit = -1;  // its most new rounds; -1: any
 };

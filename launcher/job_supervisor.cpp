@@ -5,7 +5,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 

@@ -6,7 +6,6 @@
 
 #include <signal.h>
 
-#include <array>
 #include <chrono>
 #include <functional>
 #include <map>

@@ -133,7 +133,7 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   job.virtual_local_rank = options.virtual_local_rank;
   job.signals_to_handle =
       options.signals_to_handle.empty() ? kDefaultHandledSignals : options.signals_to_handle;
-  InterruptHandlers::HandleAlso(ParseHandledSignals(job.signals_to_handle));
+  job.handled_signals = ParseHandledSignals(job.signals_to_handle);
   if (job.max_restarts < 0) throw UsageError("--max-restarts: expected a number >= 0");
   job.timeline = options.timeline || spec.job.timeline;
   if (auto named = spec.env.find("HOROVOD_TIMELINE"); job.timeline && named != spec.env.end()) {
@@ -382,6 +382,7 @@ int RunLaunch(const LaunchOptions& options) {
   const ChosenCluster chosen = ChooseCluster(options.cluster, options.count_node_devices);
   const JobSettings settings = SettleJobSettings(options, chosen.spec);
   const std::vector<std::string> agent_notes = TorchrunAgentNotes(options.torchrun_agent);
+  InterruptHandlers::HandleAlso(settings.handled_signals);
   ClusterSpec chosen_spec = chosen.spec;
   if (options.spares > 0) MarkSpares(chosen_spec.nodes, options.spares);
   NodePool pool(chosen_spec.nodes, settings.node_count);
@@ -453,16 +454,9 @@ int RunLaunch(const LaunchOptions& options) {
   }
   if (options.sync) SyncLaunchDir(reached, folder, record);
 
-  const TorchrunAgentOptions& agent = options.torchrun_agent;
-  std::unique_ptr<FilteredOutput> filtered;
-  if (!agent.duplicate_stdout_filters.empty() || !agent.duplicate_stderr_filters.empty()) {
-    auto list = [](const std::string& given) {
-      return given.empty() ? std::vector<std::string>{} : ParseFilterList(given);
-    };
-    filtered = std::make_unique<FilteredOutput>(folder.job_dir, settings.role,
-                                                list(agent.duplicate_stdout_filters),
-                                                list(agent.duplicate_stderr_filters));
-  }
+  const std::unique_ptr<FilteredOutput> filtered = FilteredOutputFor(
+      folder.job_dir, settings.role, options.torchrun_agent.duplicate_stdout_filters,
+      options.torchrun_agent.duplicate_stderr_filters);
   Job job{options, spec,    settings, folder, plan_options, horovod_network,
           logs,    console, record,   pool,   {},           false,
           false,   {},      0,        "",     "",           filtered.get()};

@@ -104,10 +104,14 @@ TEST(FilteredOutput, JudgesWholeLinesOfEachRankAndStream) {
     out.Output(1, OutputStream::kStdout, "ple, cut\na,b\nlast apple");
     out.Output(0, OutputStream::kStderr, "apple on stderr\n");  // stderr has no filters
     out.Finish(1);
+    // A rank that never ends its line is judged once the line is past the bound, not held.
+    out.Output(2, OutputStream::kStdout, std::string(dtrain::kMaxPartialLine, 'x') + " apple");
+    EXPECT_THAT(ReadFile(dir.path() + "/filtered_stdout.log"), HasSubstr("xx apple\n"));
   }
   EXPECT_EQ(ReadFile(dir.path() + "/filtered_stdout.log"),
             "[trainer0]:apple first\n[trainer1]:an apple, cut\n[trainer1]:a,b\n"
-            "[trainer1]:last apple\n");
+            "[trainer1]:last apple\n[trainer2]:" +
+                std::string(dtrain::kMaxPartialLine, 'x') + " apple\n");
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/filtered_stderr.log"));
 }
 
