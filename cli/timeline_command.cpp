@@ -87,6 +87,16 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
                   "(repeat --against for each)")
       ->expected(1)
       ->type_name("JOB|FILE");
+  cmd->add_option("--critical-path", request->critical_path,
+                  "With --summary: each rank's critical path through one step, as HTA's critical "
+                  "path analysis finds it (PyTorch traces): the share of it bound by the CPU, GPU "
+                  "compute, communication, gaps between kernels and launches, and its longest "
+                  "stretches. STEP: slowest (each rank's longest step), an index among the "
+                  "profiled steps (0: the first), or a step's name")
+      ->type_name("STEP")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("needs a step") : std::string(); },
+          "STEP"));
   cmd->add_option("--step", request->step_name,
                   "PyTorch traces: the record_function that marks one step (default: "
                   "ProfilerStep#N)");
@@ -98,6 +108,9 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
     if (*json && !request->summary) throw CLI::ValidationError("--json", "needs --summary");
     if (!request->against.empty() && !request->summary) {
       throw CLI::ValidationError("--against", "needs --summary");
+    }
+    if (!request->critical_path.empty() && !request->summary) {
+      throw CLI::ValidationError("--critical-path", "needs --summary");
     }
     run = [request, json] { return *json ? RunTimelineJson(*request) : RunTimeline(*request); };
   });

@@ -40,3 +40,9 @@ dtrain_test(timeline_gpu_analyses_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_gpu_analyses_test.cpp
   LIBS dtrain_launcher ZLIB::ZLIB
   TIMEOUT 180)
+# Each rank's critical path through a step, by hand-made traces and against HolisticTraceAnalysis.
+dtrain_test(timeline_critical_path_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_critical_path_test.cpp
+  LIBS dtrain_launcher ZLIB::ZLIB
+  TIMEOUT 180)
+add_dependencies(timeline_critical_path_test dtrain)

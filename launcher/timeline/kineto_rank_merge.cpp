@@ -209,13 +209,17 @@ class KinetoRankMerger {
     out_text_ += '}';
     out_.WriteText(out_text_);
     ++info_.events;
-    if (observer_ && phase == "X") Observe(w, cat, static_cast<double>(ts_ns) / 1000.0);
+    if (observer_ && phase == "X") {
+      Observe(w, cat, static_cast<double>(ts_ns) / 1000.0, track.tid);
+    }
   }
 
-  void Observe(const Wanted& w, std::string_view cat, double ts) {
+  void Observe(const Wanted& w, std::string_view cat, double ts, int thread) {
     int64_t stream = -1;
     int64_t correlation = -1;
     int64_t bytes = -1;
+    int64_t wait_on_stream = -1;
+    int64_t wait_on_record = -1;
     // Stream synchronisation records sit on a GPU stream too (the summary bounds spans by them).
     const bool gpu = IsGpuActivityCategory(cat) || cat == "cuda_sync";
     if ((gpu || cat == "cuda_runtime" || cat == "cuda_driver") && !w.args.empty() &&
@@ -223,10 +227,14 @@ class KinetoRankMerger {
       if (gpu) stream = args_.Int("stream", -1);
       correlation = args_.Int("correlation", -1);
       if (cat == "gpu_memcpy") bytes = args_.Int("bytes", -1);
+      if (cat == "cuda_sync") {
+        wait_on_stream = args_.Int("wait_on_stream", -1);
+        wait_on_record = args_.Int("wait_on_cuda_event_record_corr_id", -1);
+      }
     }
     const double dur = w.dur.empty() ? 0 : static_cast<double>(Nanos(w.dur)) / 1000.0;
     observer_(KinetoEvent{info_.rank, cat, Text(w.name, name_scratch_), ts, dur, stream,
-                          correlation, bytes});
+                          correlation, bytes, thread, wait_on_stream, wait_on_record});
   }
 
   void AddKey(std::string_view key) {

@@ -61,6 +61,12 @@ struct KinetoEvent {
   int64_t stream;       // args.stream: GPU activity; -1 on the CPU side
   int64_t correlation;  // args.correlation (a launch and its GPU activity share it); -1: none
   int64_t bytes;        // args.bytes of a memcpy; -1: none
+  int thread = -1;      // the event's track in the merged trace (one per pid/tid of the file)
+  // A synchronisation record (cat cuda_sync) that waited on a CUDA event: the stream the event was
+  // recorded on and the correlation of its cudaEventRecord (args.wait_on_stream,
+  // args.wait_on_cuda_event_record_corr_id); -1: none.
+  int64_t wait_on_stream = -1;
+  int64_t wait_on_record = -1;
 };
 using KinetoEventObserver = std::function<void(const KinetoEvent&)>;
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -223,11 +224,18 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   TimelineSummaryBuilder builder;
   GpuTimeSummaryBuilder gpu_builder(request.step_name,
                                     request.operators || !request.against.empty());
+  std::optional<CriticalPathBuilder> paths;
+  if (request.summary && !request.critical_path.empty()) {
+    paths.emplace(request.step_name, request.critical_path);
+  }
   MergedEventObserver observer;
   KinetoEventObserver kineto_observer;
   if (request.summary) {
     observer = [&builder](const MergedEvent& e) { builder.Add(e); };
-    kineto_observer = [&gpu_builder](const KinetoEvent& e) { gpu_builder.Add(e); };
+    kineto_observer = [&gpu_builder, &paths](const KinetoEvent& e) {
+      gpu_builder.Add(e);
+      if (paths) paths->Add(e);
+    };
   }
   report.merge =
       MergeTimelines(inputs, report.output, observer, hosts, clock_offsets, kineto_observer);
@@ -236,6 +244,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
                                input_notes.end());
   if (request.summary) {
     report.gpu = gpu_builder.Finish(report.merge.ranks);
+    if (paths) report.critical_paths = paths->Finish();
     report.summary = builder.Finish(report.merge.ranks);
     if (!request.against.empty()) report.diff = CompareWithOtherRun(request, report);
     bool span_traces = false;
@@ -268,6 +277,7 @@ std::string FormatTimelineReport(const TimelineReport& report) {
     if (!out.empty()) out += '\n';
     out += FormatGpuTimeSummary(report.gpu);
   }
+  if (!report.critical_paths.empty()) out += "\n" + FormatCriticalPaths(report.critical_paths);
   if (report.diff) out += "\n" + FormatTraceDiff(*report.diff);
   return out;
 }
@@ -293,6 +303,7 @@ nlohmann::json TimelineReportJson(const TimelineReport& report) {
                      {"idle_ms", r.idle_us / 1000.0}});
   }
   if (report.diff) doc["against"] = TraceDiffJson(*report.diff);
+  if (!report.critical_paths.empty()) doc["critical_path"] = CriticalPathsJson(report.critical_paths);
   doc["output"] = report.output;
   doc["chart"] = report.chart;
   doc["events"] = report.merge.events;

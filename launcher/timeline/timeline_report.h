@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/timeline/critical_path.h"
 #include "launcher/timeline/gpu_time_summary.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
@@ -26,6 +27,9 @@ struct TimelineRequest {
   // name (in `log_dir`), or trace files.
   std::vector<std::string> against;
   bool operators = false;  // keep what each rank ran by name (the run compared with)
+  // With `summary`: each rank's critical path through one step (PyTorch traces): "slowest", a
+  // step's index among the profiled steps, or its name; empty: none.
+  std::string critical_path;
 };
 
 struct TimelineReport {
@@ -36,6 +40,7 @@ struct TimelineReport {
   TimelineSummary summary;
   GpuTimeSummary gpu;             // the ranks with PyTorch profiler traces
   std::optional<TraceDiff> diff;  // with `against`
+  std::vector<RankCriticalPath> critical_paths;  // with `critical_path`
 };
 
 // The per-rank traces of a job folder: dtrain-clip's rank-R.json by rank, then every other

@@ -1,0 +1,750 @@
+// The graph and its longest path follow HTA 0.5's CPGraph (hta/analyzers/critical_path_analysis.py)
+// step by step, so that the two agree on the same trace; where they differ it is said here:
+// - launches by the driver (cuLaunchKernelEx) count as launches, as in the rest of the summary;
+//   HTA 0.5 leaves such kernels without a launch edge;
+// - a trace is taken to drive one GPU (HTA also matches CUDA events by the GPU's pid);
+// - an edge that goes back in time by 1 µs or more (activities that overlap on one stream, a
+//   child operator that outlasts its parent by rounding) weighs 0 on the path and in the
+//   breakdown; HTA finds the path with 0 too, but reports the negative time.
+#include "launcher/timeline/critical_path.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+
+#include <fmt/format.h>
+
+
+namespace dtrain {
+
+using Event = CriticalPathBuilder::Event;
+using Kind = CriticalPathBuilder::Kind;
+
+const char* PathBoundName(PathBound bound) {
+  switch (bound) {
+    case PathBound::kCpu:
+      return "cpu_bound";
+    case PathBound::kGpuCompute:
+      return "gpu_compute_bound";
+    case PathBound::kGpuCommunication:
+      return "gpu_communication_bound";
+    case PathBound::kKernelGap:
+      return "gpu_kernel_kernel_overhead";
+    case PathBound::kLaunchDelay:
+      return "gpu_kernel_launch_overhead";
+  }
+  return "";
+}
+
+namespace {
+
+bool OnCpu(Kind kind) {
+  return kind == Kind::kOperator || kind == Kind::kCall || kind == Kind::kCpuOther;
+}
+
+// HTA's BLOCKING_SYNC_CALLS: the CPU time inside them is a wait, not work; it weighs nothing.
+bool IsBlockingCall(std::string_view name) {
+  return name == "cudaDeviceSynchronize" || name == "cudaStreamSynchronize" ||
+         name == "cudaEventQuery" || name == "cudaEventSynchronize" || name == "cudaMemcpy" ||
+         name == "cudaMemcpyAsync";
+}
+
+enum class EdgeType : uint8_t { kOperator, kDependency, kLaunchDelay, kKernelGap, kSync };
+
+struct Node {
+  double ts;
+  int32_t event;
+  bool start;
+};
+
+struct Edge {
+  int32_t from, to;
+  double weight;
+  EdgeType type;
+  int32_t event;  // the event the edge's time is spent in; -1: none (dependencies, launches)
+};
+
+// The graph of one step: two nodes per event that has any, edges in the order added (which,
+// as in networkx, decides between paths of equal length).
+class PathGraph {
+ public:
+  PathGraph(const std::vector<Event>& events, const std::vector<int32_t>& with_nodes)
+      : start_(events.size(), -1), end_(events.size(), -1) {
+    std::vector<Node> starts, ends;
+    for (int32_t e : with_nodes) {
+      starts.push_back({events[e].ts, e, true});
+      ends.push_back({events[e].end, e, false});
+    }
+    nodes_ = std::move(starts);
+    nodes_.insert(nodes_.end(), ends.begin(), ends.end());
+    std::stable_sort(nodes_.begin(), nodes_.end(),
+                     [](const Node& a, const Node& b) { return a.ts < b.ts; });
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      (nodes_[i].start ? start_ : end_)[nodes_[i].event] = static_cast<int32_t>(i);
+    }
+    succ_.resize(nodes_.size());
+    pred_.resize(nodes_.size());
+  }
+
+  int32_t Start(int32_t event) const { return event < 0 ? -1 : start_[event]; }
+  int32_t End(int32_t event) const { return event < 0 ? -1 : end_[event]; }
+  const Node& node(int32_t id) const { return nodes_[id]; }
+  size_t node_count() const { return nodes_.size(); }
+  size_t edge_count() const { return edges_.size(); }
+  const Edge& edge(int32_t id) const { return edges_[id]; }
+
+  // Adds (or, as networkx does, replaces the data of) the edge from -> to. Spans and gaps weigh
+  // the time between their nodes; dependencies, synchronisation and `zero_weight` nothing.
+  void Add(int32_t from, int32_t to, EdgeType type, bool zero_weight = false,
+           int32_t event = -1) {
+    if (from < 0 || to < 0 || from == to) return;
+    const bool weightless =
+        zero_weight || type == EdgeType::kDependency || type == EdgeType::kSync;
+    double weight = weightless ? 0.0 : nodes_[to].ts - nodes_[from].ts;
+    if (weight <= -1) weight = 0;
+    const Edge e{from, to, weight, type, event};
+    const uint64_t key = (static_cast<uint64_t>(from) << 32) | static_cast<uint32_t>(to);
+    auto [it, added] = by_ends_.try_emplace(key, static_cast<int32_t>(edges_.size()));
+    if (!added) {
+      edges_[it->second] = e;
+      return;
+    }
+    edges_.push_back(e);
+    succ_[from].push_back(it->second);
+    pred_[to].push_back(it->second);
+  }
+
+  // HTA's attribution of a span between two nodes of nested operators: a start node's event
+  // holds what follows it, an end node's event what precedes it, and the time between one
+  // operator's end and its sibling's start belongs to their parent.
+  int32_t Attribute(int32_t from, int32_t to, int32_t parent) const {
+    if (nodes_[from].start) return nodes_[from].event;
+    if (!nodes_[to].start) return nodes_[to].event;
+    return parent;
+  }
+
+  // The longest path, as networkx's dag_longest_path walks it (topological generations, the
+  // first best predecessor, the first farthest node). Edge ids along it; nullopt when the graph
+  // has a cycle (events whose times contradict each other).
+  std::optional<std::vector<int32_t>> LongestPath() const {
+    const size_t n = nodes_.size();
+    std::vector<int32_t> indegree(n);
+    for (size_t v = 0; v < n; ++v) indegree[v] = static_cast<int32_t>(pred_[v].size());
+    std::vector<int32_t> order, generation;
+    for (size_t v = 0; v < n; ++v) {
+      if (indegree[v] == 0) generation.push_back(static_cast<int32_t>(v));
+    }
+    while (!generation.empty()) {
+      std::vector<int32_t> next;
+      for (int32_t v : generation) {
+        order.push_back(v);
+        for (int32_t e : succ_[v]) {
+          if (--indegree[edges_[e].to] == 0) next.push_back(edges_[e].to);
+        }
+      }
+      generation = std::move(next);
+    }
+    if (order.size() != n) return std::nullopt;
+    std::vector<double> length(n, 0);
+    std::vector<int32_t> via(n, -1);  // the edge into a node on its longest path
+    for (int32_t v : order) {
+      double best = 0;
+      int32_t best_edge = -1;
+      for (int32_t e : pred_[v]) {
+        const double l = length[edges_[e].from] + edges_[e].weight;
+        if (best_edge < 0 || l > best) {
+          best = l;
+          best_edge = e;
+        }
+      }
+      if (best_edge >= 0 && best >= 0) {
+        length[v] = best;
+        via[v] = best_edge;
+      }
+    }
+    int32_t last = -1;
+    for (int32_t v : order) {
+      if (last < 0 || length[v] > length[last]) last = v;
+    }
+    std::vector<int32_t> path;
+    for (int32_t v = last; v >= 0 && via[v] >= 0; v = edges_[via[v]].from) path.push_back(via[v]);
+    std::reverse(path.begin(), path.end());
+    return path;
+  }
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<int32_t> start_, end_;  // by event
+  std::vector<Edge> edges_;
+  std::vector<std::vector<int32_t>> succ_, pred_;
+  std::unordered_map<uint64_t, int32_t> by_ends_;
+};
+
+// HTA's order of the starts and ends of one thread's events (call_stack.compare_events): by
+// time; at the same time, ends before starts, the longer event's start first and its end last.
+struct StackPoint {
+  int32_t event;
+  double time, dur;
+  bool start;
+};
+
+int ComparePoints(const StackPoint& x, const StackPoint& y) {
+  if (x.event == y.event) return x.start ? -1 : 1;
+  if (x.time != y.time) return x.time < y.time ? -1 : 1;
+  if (x.start == y.start) {
+    if (x.start) {
+      if (x.dur == y.dur) return x.event < y.event ? -1 : x.event > y.event ? 1 : 0;
+      return x.dur < y.dur ? 1 : -1;
+    }
+    if (x.dur == y.dur) return x.event < y.event ? 1 : x.event > y.event ? -1 : 0;
+    return x.dur < y.dur ? -1 : 1;
+  }
+  return x.start ? 1 : -1;  // both last longer than 0 here
+}
+
+// One thread's events as HTA's CallStackGraph nests them: children of each event (and of the
+// root, -1) in the order they start.
+struct CallStack {
+  std::unordered_map<int32_t, std::vector<int32_t>> children;
+  std::unordered_map<int32_t, int32_t> parent;
+};
+
+CallStack NestThread(const std::vector<Event>& events, const std::vector<int32_t>& thread) {
+  std::vector<StackPoint> points;
+  points.reserve(thread.size() * 2);
+  for (int32_t e : thread) {
+    const double dur = events[e].end - events[e].ts;
+    points.push_back({e, events[e].ts, dur, true});
+    points.push_back({e, events[e].end, dur, false});
+  }
+  std::sort(points.begin(), points.end(),
+            [](const StackPoint& a, const StackPoint& b) { return ComparePoints(a, b) < 0; });
+  CallStack out;
+  std::vector<int32_t> stack;
+  for (const StackPoint& p : points) {
+    if (p.start) {
+      const int32_t parent = stack.empty() ? -1 : stack.back();
+      out.children[parent].push_back(p.event);
+      out.parent[p.event] = parent;
+      stack.push_back(p.event);
+    } else if (!stack.empty()) {
+      stack.pop_back();
+    }
+  }
+  return out;
+}
+
+// Walks one thread's call stack depth first, adding HTA's edges: each operator's span, nested
+// operators' starts and ends in sequence, and a weightless dependency from one top-level operator
+// to the next.
+class ThreadWalk {
+ public:
+  ThreadWalk(PathGraph& graph, const std::vector<Event>& events,
+             const std::vector<std::string>& names, const CallStack& stack)
+      : graph_(graph), events_(events), names_(names), stack_(stack) {}
+
+  void Run() {
+    // Iterative depth-first: (event, next child index).
+    std::vector<std::pair<int32_t, size_t>> todo{{-1, 0}};
+    Enter(-1);
+    while (!todo.empty()) {
+      auto& [event, next] = todo.back();
+      auto it = stack_.children.find(event);
+      if (it != stack_.children.end() && next < it->second.size()) {
+        const int32_t child = it->second[next++];
+        Enter(child);
+        todo.push_back({child, 0});
+        continue;
+      }
+      Exit(event);
+      todo.pop_back();
+    }
+  }
+
+ private:
+  int32_t ParentOf(int32_t event) const {
+    auto it = stack_.parent.find(event);
+    return it == stack_.parent.end() ? -1 : it->second;
+  }
+
+  void Enter(int32_t event) {
+    const int32_t start = graph_.Start(event);
+    if (start < 0 || graph_.End(event) < 0) return;
+    if (depth_ == 0 && last_top_ >= 0) graph_.Add(last_top_, start, EdgeType::kDependency);
+    ++depth_;
+    if (last_ >= 0) {
+      graph_.Add(last_, start, EdgeType::kOperator, false,
+                 graph_.Attribute(last_, start, last_parent_));
+    }
+    last_ = start;
+    last_parent_ = ParentOf(event);
+  }
+
+  void Exit(int32_t event) {
+    const int32_t end = graph_.End(event);
+    if (graph_.Start(event) < 0 || end < 0) return;
+    --depth_;
+    if (last_ >= 0) {
+      graph_.Add(last_, end, EdgeType::kOperator, IsBlockingCall(names_[events_[event].name]),
+                 graph_.Attribute(last_, end, last_parent_));
+    }
+    if (depth_ == 0) {
+      last_ = -1;
+      last_top_ = end;
+    } else {
+      last_ = end;
+      last_parent_ = ParentOf(event);
+    }
+  }
+
+  PathGraph& graph_;
+  const std::vector<Event>& events_;
+  const std::vector<std::string>& names_;
+  const CallStack& stack_;
+  int32_t last_ = -1;      // the node the next span starts from
+  int32_t last_top_ = -1;  // the end of the last top-level operator
+  int32_t last_parent_ = -1;
+  int depth_ = 0;
+};
+
+constexpr double kNoQueue = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+CriticalPathBuilder::CriticalPathBuilder(std::string step_name, std::string which)
+    : step_name_(std::move(step_name)), which_(std::move(which)) {}
+
+uint32_t CriticalPathBuilder::Intern(std::string_view name) {
+  auto it = name_ids_.find(std::string(name));
+  if (it != name_ids_.end()) return it->second;
+  names_.emplace_back(name);
+  const uint32_t id = static_cast<uint32_t>(names_.size() - 1);
+  name_ids_.emplace(names_.back(), id);
+  return id;
+}
+
+void CriticalPathBuilder::Add(const KinetoEvent& e) {
+  Kind kind;
+  if (e.cat == "cpu_op") {
+    kind = Kind::kOperator;
+  } else if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
+    kind = Kind::kCall;
+  } else if (e.cat == "cuda_sync") {
+    kind = Kind::kSync;
+  } else if (IsGpuActivityCategory(e.cat)) {
+    if (e.stream < 0) return;
+    kind = Kind::kGpu;
+  } else if (e.cat == "gpu_user_annotation") {
+    return;  // on a stream's track, never in the graph
+  } else {
+    kind = Kind::kCpuOther;
+  }
+  const uint32_t name = Intern(e.name);
+  events_[e.rank].push_back(Event{e.ts_us, e.ts_us + e.dur_us, kind == Kind::kGpu || kind == Kind::kSync ? e.stream : -1,
+                                  e.correlation, e.wait_on_stream, e.wait_on_record, name,
+                                  e.thread, kind});
+  if (e.cat == "user_annotation") {
+    const bool step =
+        step_name_.empty() ? e.name.rfind("ProfilerStep#", 0) == 0 : e.name == step_name_;
+    if (step) steps_[e.rank].push_back(Step{e.ts_us, e.ts_us + e.dur_us, name});
+  }
+}
+
+RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events,
+                                            std::vector<Step>& steps) const {
+  RankCriticalPath out;
+  out.rank = rank;
+  const std::string step_label = step_name_.empty() ? "ProfilerStep#N" : step_name_;
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.ts < b.ts; });
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const Step& a, const Step& b) { return a.ts < b.ts; });
+  out.steps = static_cast<int>(steps.size());
+  for (const Event& e : events) out.sync_events |= e.kind == Kind::kSync;
+  if (steps.empty()) {
+    out.note = fmt::format("no {} step in the trace", step_label);
+    return out;
+  }
+  // Which step.
+  int chosen = -1;
+  if (which_ == "slowest") {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (chosen < 0 || steps[i].end - steps[i].ts > steps[chosen].end - steps[chosen].ts) {
+        chosen = static_cast<int>(i);
+      }
+    }
+  } else if (!which_.empty() && std::all_of(which_.begin(), which_.end(),
+                                                  [](char c) { return c >= '0' && c <= '9'; })) {
+    const long index = std::strtol(which_.c_str(), nullptr, 10);
+    if (index >= static_cast<long>(steps.size())) {
+      out.note = fmt::format("step {} asked for; the trace has {} (0 to {})", which_, steps.size(),
+                             steps.size() - 1);
+      return out;
+    }
+    chosen = static_cast<int>(index);
+  } else {
+    for (size_t i = 0; i < steps.size() && chosen < 0; ++i) {
+      if (names_[steps[i].name] == which_) chosen = static_cast<int>(i);
+    }
+    if (chosen < 0) {
+      out.note = fmt::format("no step named {} in the trace ({} to {})", which_,
+                             names_[steps.front().name], names_[steps.back().name]);
+      return out;
+    }
+  }
+  const Step& step = steps[chosen];
+  out.step = names_[step.name];
+  out.step_index = chosen;
+  out.step_us = step.end - step.ts;
+
+  // A launch or synchronisation call and the GPU record it made share a correlation.
+  const int32_t n = static_cast<int32_t>(events.size());
+  std::unordered_map<int64_t, int32_t> call_of, gpu_of;
+  for (int32_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    if (e.correlation < 0) continue;
+    if (e.kind == Kind::kCall) call_of.try_emplace(e.correlation, i);
+    if (e.kind == Kind::kGpu || e.kind == Kind::kSync) gpu_of.try_emplace(e.correlation, i);
+  }
+  std::vector<int32_t> link(n, -1);
+  for (int32_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    if (e.correlation < 0) continue;
+    if (e.kind == Kind::kCall) {
+      if (auto it = gpu_of.find(e.correlation); it != gpu_of.end()) link[i] = it->second;
+    } else if (e.kind == Kind::kGpu || e.kind == Kind::kSync) {
+      if (auto it = call_of.find(e.correlation); it != call_of.end()) link[i] = it->second;
+    }
+  }
+
+  // The step's events: CPU events that start in it (and last), GPU records whose call does.
+  auto in_step = [&](const Event& e) {
+    return e.ts >= step.ts && e.ts <= step.end && e.end - e.ts > 0;
+  };
+  std::vector<char> clipped(n, 0);
+  std::vector<int32_t> with_nodes;
+  for (int32_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    if (OnCpu(e.kind)) {
+      clipped[i] = in_step(e);
+    } else if (link[i] >= 0) {
+      clipped[i] = in_step(events[link[i]]) || names_[e.name] == "Stream Wait Event";
+    }
+    if (!clipped[i]) continue;
+    if (e.kind == Kind::kOperator || e.kind == Kind::kCall ||
+        (e.kind == Kind::kGpu || (e.kind == Kind::kSync && e.stream >= 0))) {
+      with_nodes.push_back(i);
+    }
+  }
+  PathGraph graph(events, with_nodes);
+
+  // CPU threads: nested operators.
+  std::map<int32_t, std::vector<int32_t>> threads;
+  for (int32_t i = 0; i < n; ++i) {
+    if (clipped[i] && OnCpu(events[i].kind)) threads[events[i].thread].push_back(i);
+  }
+  for (const auto& [thread, members] : threads) {
+    const CallStack stack = NestThread(events, members);
+    ThreadWalk(graph, events, names_, stack).Run();
+  }
+
+  // Launches (calls with a GPU activity), in time order, and each stream's queue: +1 at a launch
+  // call, -1 when its activity starts.
+  std::vector<int32_t> launches;
+  for (int32_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    if (e.kind == Kind::kCall && link[i] >= 0 && events[link[i]].kind == Kind::kGpu &&
+        ClassifyLaunchCall(names_[e.name]) != LaunchCallKind::kNone) {
+      launches.push_back(i);
+    }
+  }
+  std::vector<double> queue(n, kNoQueue);
+  {
+    std::map<int64_t, std::vector<std::pair<double, int32_t>>> by_stream;  // (ts, event)
+    for (int32_t call : launches) by_stream[events[link[call]].stream].push_back({events[call].ts, call});
+    for (int32_t call : launches) {
+      by_stream[events[link[call]].stream].push_back({events[link[call]].ts, link[call]});
+    }
+    for (auto& [stream, points] : by_stream) {
+      std::stable_sort(points.begin(), points.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      double length = 0;
+      for (const auto& [ts, event] : points) {
+        length += events[event].kind == Kind::kCall ? 1 : -1;
+        queue[event] = length;
+      }
+    }
+  }
+
+  // CUDA events: the launch before each cudaEventRecord on the stream it recorded, and the launch
+  // after each cudaStreamWaitEvent on its thread and the stream that waits.
+  std::unordered_map<int64_t, int64_t> record_stream;  // record's correlation -> stream
+  for (int32_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    if (e.kind == Kind::kSync && e.wait_on_stream > -1 && e.wait_on_record >= 0) {
+      record_stream.try_emplace(e.wait_on_record, e.wait_on_stream);
+    }
+  }
+  std::unordered_map<int64_t, int32_t> launch_before_record;  // record's correlation -> call
+  std::unordered_map<int32_t, int32_t> launch_after_wait;     // wait call -> launch call
+  for (int32_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    if (e.kind != Kind::kCall) continue;
+    const std::string& name = names_[e.name];
+    if (name == "cudaEventRecord") {
+      auto s = record_stream.find(e.correlation);
+      if (s == record_stream.end()) continue;
+      int32_t before = -1;
+      for (int32_t call : launches) {
+        if (events[call].ts > e.ts) break;
+        if (events[link[call]].stream == s->second) before = call;
+      }
+      if (before >= 0) launch_before_record.emplace(e.correlation, before);
+    } else if (name == "cudaStreamWaitEvent" && link[i] >= 0) {
+      const int64_t stream = events[link[i]].stream;
+      for (int32_t call : launches) {
+        if (events[call].ts < e.ts || events[call].thread != e.thread) continue;
+        if (events[link[call]].stream != stream) continue;
+        launch_after_wait.emplace(i, call);
+        break;
+      }
+    }
+  }
+
+  // GPU activities and synchronisation records, by start (synchronisation by end).
+  std::vector<int32_t> gpu;
+  for (int32_t i = 0; i < n; ++i) {
+    if (clipped[i] && link[i] >= 0 && (events[i].kind == Kind::kGpu || events[i].kind == Kind::kSync)) {
+      gpu.push_back(i);
+    }
+  }
+  auto sort_time = [&](int32_t i) {
+    return events[i].kind == Kind::kSync ? events[i].end : events[i].ts;
+  };
+  std::stable_sort(gpu.begin(), gpu.end(),
+                   [&](int32_t a, int32_t b) { return sort_time(a) < sort_time(b); });
+  std::vector<std::pair<int64_t, int32_t>> last_on_stream;  // (stream, end node), first seen first
+  auto last_of = [&](int64_t stream) -> int32_t {
+    for (const auto& [s, node] : last_on_stream) {
+      if (s == stream) return node;
+    }
+    return -1;
+  };
+  std::unordered_map<int32_t, int32_t> waits_for;  // kernel -> kernel it must wait for
+  for (int32_t g : gpu) {
+    const Event& e = events[g];
+    if (e.kind == Kind::kSync) {
+      const std::string& name = names_[e.name];
+      if (name == "Stream Wait Event" || name == "Event Sync") {
+        auto before = launch_before_record.find(e.wait_on_record);
+        if (e.wait_on_record < 0 || before == launch_before_record.end()) continue;
+        const int32_t source = link[before->second];
+        if (name == "Stream Wait Event") {
+          auto after = launch_after_wait.find(link[g]);
+          if (after == launch_after_wait.end()) continue;
+          waits_for[link[after->second]] = source;
+        } else {
+          graph.Add(graph.End(source), graph.End(link[g]), EdgeType::kSync);
+        }
+      } else if (name == "Context Sync") {
+        for (const auto& [stream, node] : last_on_stream) {
+          graph.Add(node, graph.End(link[g]), EdgeType::kSync);
+        }
+      } else if (name == "Stream Sync") {
+        graph.Add(last_of(e.stream), graph.End(link[g]), EdgeType::kSync);
+      }
+      continue;
+    }
+    const int32_t start = graph.Start(g), end = graph.End(g);
+    graph.Add(start, end, EdgeType::kOperator, false, g);
+    int32_t sync_end = -1;
+    if (auto w = waits_for.find(g); w != waits_for.end()) {
+      sync_end = graph.End(w->second);
+      if (sync_end >= 0) graph.Add(sync_end, start, EdgeType::kSync);
+      waits_for.erase(w);
+    }
+    const Event& call = events[link[g]];
+    const int32_t last = last_of(e.stream);
+    if (queue[link[g]] == 1 && queue[g] == 0 && (last < 0 || graph.node(last).ts < call.ts) &&
+        (sync_end < 0 || graph.node(sync_end).ts < call.ts)) {
+      graph.Add(graph.Start(link[g]), start, EdgeType::kLaunchDelay);
+    } else if (last >= 0 && (sync_end < 0 || graph.node(sync_end).ts < graph.node(last).ts)) {
+      graph.Add(last, start, EdgeType::kKernelGap, false, graph.node(last).event);
+    }
+    bool found = false;
+    for (auto& [stream, node] : last_on_stream) {
+      if (stream == e.stream) {
+        node = end;
+        found = true;
+      }
+    }
+    if (!found) last_on_stream.push_back({e.stream, end});
+  }
+
+  // The path, stretch by stretch.
+  out.nodes = static_cast<int>(graph.node_count());
+  out.edges = static_cast<int>(graph.edge_count());
+  const std::optional<std::vector<int32_t>> path = graph.LongestPath();
+  if (!path) {
+    out.note = fmt::format(
+        "{}: the events' times contradict each other (the graph has a cycle); no path", out.step);
+    return out;
+  }
+  std::map<std::pair<uint32_t, PathBound>, PathStretch> stretches;
+  for (int32_t id : *path) {
+    const Edge& edge = graph.edge(id);
+    out.path_us += edge.weight;
+    std::optional<PathBound> bound;
+    int32_t event = edge.event;
+    switch (edge.type) {
+      case EdgeType::kKernelGap:
+        bound = PathBound::kKernelGap;
+        break;
+      case EdgeType::kLaunchDelay:
+        bound = PathBound::kLaunchDelay;
+        event = graph.node(edge.to).event;  // named after the kernel it launched
+        break;
+      case EdgeType::kOperator:
+        if (event < 0) break;
+        if (OnCpu(events[event].kind)) {
+          bound = PathBound::kCpu;
+        } else {
+          bound = ClassifyGpuActivity(names_[events[event].name]) == GpuActivityKind::kCommunication
+                      ? PathBound::kGpuCommunication
+                      : PathBound::kGpuCompute;
+        }
+        break;
+      case EdgeType::kDependency:
+      case EdgeType::kSync:
+        break;
+    }
+    if (!bound || event < 0) continue;
+    out.bound_us[static_cast<size_t>(*bound)] += edge.weight;
+    PathStretch& s = stretches[{events[event].name, *bound}];
+    s.name = names_[events[event].name];
+    s.bound = *bound;
+    s.us += edge.weight;
+    s.count += 1;
+  }
+  for (auto& [key, s] : stretches) out.stretches.push_back(std::move(s));
+  std::stable_sort(out.stretches.begin(), out.stretches.end(),
+                   [](const PathStretch& a, const PathStretch& b) { return a.us > b.us; });
+  if (out.stretches.size() > 8) out.stretches.resize(8);
+  return out;
+}
+
+std::vector<RankCriticalPath> CriticalPathBuilder::Finish() {
+  std::vector<RankCriticalPath> out;
+  for (auto& [rank, events] : events_) {
+    out.push_back(Build(rank, events, steps_[rank]));
+    std::vector<Event>().swap(events);
+  }
+  return out;
+}
+
+namespace {
+
+std::string Share(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
+}
+
+std::string StretchText(const PathStretch& s) {
+  std::string name = s.name.size() > 60 ? s.name.substr(0, 57) + "..." : s.name;
+  std::string what;
+  switch (s.bound) {
+    case PathBound::kCpu:
+      what = name + " (CPU)";
+      break;
+    case PathBound::kGpuCompute:
+    case PathBound::kGpuCommunication:
+      what = name + " (GPU)";
+      break;
+    case PathBound::kKernelGap:
+      what = "stream idle after " + name;
+      break;
+    case PathBound::kLaunchDelay:
+      what = "launch of " + name;
+      break;
+  }
+  return s.count > 1 ? fmt::format("{} {:.2f} ms ({}x)", what, s.us / 1000.0, s.count)
+                     : fmt::format("{} {:.2f} ms", what, s.us / 1000.0);
+}
+
+}  // namespace
+
+std::string FormatCriticalPaths(const std::vector<RankCriticalPath>& paths) {
+  std::string out =
+      "critical path of one step per rank (what set the step's length; HTA's critical path "
+      "analysis):\n";
+  out += fmt::format("{:>4}  {:<16} {:>8} {:>8} {:>6} {:>11} {:>8} {:>11} {:>9}\n", "rank",
+                     "step", "step_ms", "path_ms", "cpu", "gpu-compute", "gpu-comm",
+                     "kernel-gaps", "launches");
+  bool sync_events = false;
+  std::vector<std::string> notes;
+  for (const RankCriticalPath& p : paths) {
+    sync_events |= p.sync_events;
+    if (!p.note.empty()) {
+      notes.push_back(fmt::format("rank {}: {}", p.rank, p.note));
+      continue;
+    }
+    const auto& b = p.bound_us;
+    out += fmt::format("{:>4}  {:<16} {:>8.2f} {:>8.2f} {:>6} {:>11} {:>8} {:>11} {:>9}\n",
+                       p.rank, p.step, p.step_us / 1000.0, p.path_us / 1000.0,
+                       Share(b[0], p.path_us), Share(b[1], p.path_us), Share(b[2], p.path_us),
+                       Share(b[3], p.path_us), Share(b[4], p.path_us));
+  }
+  for (const RankCriticalPath& p : paths) {
+    if (!p.note.empty() || p.stretches.empty()) continue;
+    out += fmt::format("rank {}: longest on the path: ", p.rank);
+    for (size_t i = 0; i < p.stretches.size() && i < 4; ++i) {
+      out += (i ? "; " : "") + StretchText(p.stretches[i]);
+    }
+    out += '\n';
+  }
+  for (const std::string& note : notes) out += note + '\n';
+  if (!sync_events) {
+    out +=
+        "(the traces hold no CUDA synchronisation events, so a CPU waiting on the GPU is not "
+        "followed onto it; record them with torch.profiler's "
+        "experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True))"
+        "\n";
+  }
+  return out;
+}
+
+nlohmann::json CriticalPathsJson(const std::vector<RankCriticalPath>& paths) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RankCriticalPath& p : paths) {
+    nlohmann::json r = {{"rank", p.rank}, {"steps", p.steps}};
+    if (!p.note.empty()) {
+      r["note"] = p.note;
+      out.push_back(std::move(r));
+      continue;
+    }
+    r["step"] = p.step;
+    r["step_index"] = p.step_index;
+    r["step_ms"] = p.step_us / 1000.0;
+    r["path_ms"] = p.path_us / 1000.0;
+    nlohmann::json bound = nlohmann::json::object();
+    for (size_t i = 0; i < kPathBounds; ++i) {
+      bound[PathBoundName(static_cast<PathBound>(i))] = p.bound_us[i] / 1000.0;
+    }
+    r["bound_by_ms"] = std::move(bound);
+    nlohmann::json stretches = nlohmann::json::array();
+    for (const PathStretch& s : p.stretches) {
+      stretches.push_back({{"name", s.name},
+                           {"bound_by", PathBoundName(s.bound)},
+                           {"ms", s.us / 1000.0},
+                           {"count", s.count}});
+    }
+    r["longest"] = std::move(stretches);
+    r["nodes"] = p.nodes;
+    r["edges"] = p.edges;
+    r["sync_events"] = p.sync_events;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace dtrain
