@@ -49,10 +49,12 @@ class Trace {
                                   kStreamTrack});
     return *this;
   }
+  // A synchronisation record; `record`: the correlation of the cudaEventRecord it waited on, made
+  // on `recorded_on`.
   Trace& Sync(std::string_view name, double ts, double dur, int64_t correlation,
-              int64_t stream = 7) {
+              int64_t stream = 7, int64_t record = -1, int64_t recorded_on = -1) {
     events_.push_back(KinetoEvent{0, "cuda_sync", name, ts, dur, stream, correlation, -1,
-                                  kStreamTrack});
+                                  kStreamTrack, recorded_on, record});
     return *this;
   }
   RankCriticalPath Path(const std::string& which = "slowest") const {
@@ -151,6 +153,53 @@ TEST(CriticalPath, AWaitWeighsNothingAndASyncRecordLeadsBackToTheCpu) {
   EXPECT_DOUBLE_EQ(with.path_us, 595);
   EXPECT_DOUBLE_EQ(Bound(with, PathBound::kCpu), 91);
   EXPECT_DOUBLE_EQ(Bound(with, PathBound::kGpuCompute), 500);
+}
+
+// A kernel on stream 20 waits (cudaStreamWaitEvent) for an event recorded after a kernel on
+// stream 7: with the "Stream Wait Event" record the path runs through both kernels, not through the
+// second one's launch.
+TEST(CriticalPath, AStreamWaitingForAnotherJoinsTheirKernels) {
+  Trace t;
+  t.Cpu("user_annotation", "ProfilerStep#1", 0, 1000)
+      .Cpu("cpu_op", "aten::add", 0, 100)
+      .Cpu("cuda_runtime", "cudaLaunchKernel", 10, 2, 1)
+      .Gpu("first", 20, 300, 1)
+      .Cpu("cuda_runtime", "cudaEventRecord", 13, 1, 10)
+      .Cpu("cuda_runtime", "cudaStreamWaitEvent", 15, 1, 11)
+      .Cpu("cuda_runtime", "cudaLaunchKernel", 17, 2, 2)
+      .Gpu("second", 330, 100, 2, 20);
+  const RankCriticalPath without = t.Path();
+  EXPECT_DOUBLE_EQ(without.path_us, 430);
+  EXPECT_DOUBLE_EQ(Bound(without, PathBound::kCpu), 17);
+  EXPECT_DOUBLE_EQ(Bound(without, PathBound::kLaunchDelay), 313);
+  EXPECT_DOUBLE_EQ(Bound(without, PathBound::kGpuCompute), 100);
+
+  t.Sync("Stream Wait Event", 16, 0, 11, 20, 10, 7);
+  const RankCriticalPath with = t.Path();
+  EXPECT_DOUBLE_EQ(with.path_us, 420);
+  EXPECT_DOUBLE_EQ(Bound(with, PathBound::kCpu), 10);
+  EXPECT_DOUBLE_EQ(Bound(with, PathBound::kLaunchDelay), 10);
+  EXPECT_DOUBLE_EQ(Bound(with, PathBound::kGpuCompute), 400);
+}
+
+// cudaEventSynchronize on an event recorded after a kernel: the "Event Sync" record leads from the
+// kernel's end to the operator after the wait.
+TEST(CriticalPath, AnEventSyncLeadsFromTheKernelToTheCpu) {
+  Trace t;
+  t.Cpu("user_annotation", "ProfilerStep#1", 0, 1000)
+      .Cpu("cpu_op", "aten::add", 0, 100)
+      .Cpu("cuda_runtime", "cudaLaunchKernel", 10, 2, 1)
+      .Gpu("first", 20, 300, 1)
+      .Cpu("cuda_runtime", "cudaEventRecord", 13, 1, 10)
+      .Cpu("cuda_runtime", "cudaEventSynchronize", 101, 229, 12)
+      .Cpu("cpu_op", "aten::item", 335, 65);
+  EXPECT_DOUBLE_EQ(t.Path().path_us, 320);
+  t.Sync("Event Sync", 101, 229, 12, -1, 10, 7);
+  const RankCriticalPath with = t.Path();
+  EXPECT_DOUBLE_EQ(with.path_us, 385);
+  EXPECT_DOUBLE_EQ(Bound(with, PathBound::kCpu), 75);
+  EXPECT_DOUBLE_EQ(Bound(with, PathBound::kLaunchDelay), 10);
+  EXPECT_DOUBLE_EQ(Bound(with, PathBound::kGpuCompute), 300);
 }
 
 TEST(CriticalPath, WhichStep) {

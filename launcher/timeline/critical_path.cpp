@@ -486,6 +486,15 @@ RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events
       record_stream.try_emplace(e.wait_on_record, e.wait_on_stream);
     }
   }
+  // Launch times by stream, and by thread and stream (launches are in time order).
+  std::map<int64_t, std::vector<int32_t>> launches_on;
+  std::map<std::pair<int32_t, int64_t>, std::vector<int32_t>> launches_by;
+  for (int32_t call : launches) {
+    const int64_t stream = events[link[call]].stream;
+    launches_on[stream].push_back(call);
+    launches_by[{events[call].thread, stream}].push_back(call);
+  }
+  auto ts_before = [&](int32_t call, double ts) { return events[call].ts < ts; };
   std::unordered_map<int64_t, int32_t> launch_before_record;  // record's correlation -> call
   std::unordered_map<int32_t, int32_t> launch_after_wait;     // wait call -> launch call
   for (int32_t i = 0; i < n; ++i) {
@@ -495,20 +504,18 @@ RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events
     if (name == "cudaEventRecord") {
       auto s = record_stream.find(e.correlation);
       if (s == record_stream.end()) continue;
-      int32_t before = -1;
-      for (int32_t call : launches) {
-        if (events[call].ts > e.ts) break;
-        if (events[link[call]].stream == s->second) before = call;
-      }
-      if (before >= 0) launch_before_record.emplace(e.correlation, before);
+      auto on = launches_on.find(s->second);
+      if (on == launches_on.end()) continue;
+      // The last launch at or before the record.
+      auto after = std::upper_bound(on->second.begin(), on->second.end(), e.ts,
+                                    [&](double ts, int32_t call) { return ts < events[call].ts; });
+      if (after != on->second.begin()) launch_before_record.emplace(e.correlation, *(after - 1));
     } else if (name == "cudaStreamWaitEvent" && link[i] >= 0) {
-      const int64_t stream = events[link[i]].stream;
-      for (int32_t call : launches) {
-        if (events[call].ts < e.ts || events[call].thread != e.thread) continue;
-        if (events[link[call]].stream != stream) continue;
-        launch_after_wait.emplace(i, call);
-        break;
-      }
+      auto by = launches_by.find({e.thread, events[link[i]].stream});
+      if (by == launches_by.end()) continue;
+      // The first launch at or after the wait, on its thread and the stream that waits.
+      auto next = std::lower_bound(by->second.begin(), by->second.end(), e.ts, ts_before);
+      if (next != by->second.end()) launch_after_wait.emplace(i, *next);
     }
   }
 
