@@ -5,6 +5,8 @@
 # Traces: the H100 fixtures (tests/fixtures/kineto) replicated to MB_PER_RANK per rank (steps
 # repeated, shifted in time, ids kept unique) with rank ids rewritten, gzipped as torch writes them.
 # With BASELINE=/path/to/another/dtrain, that binary is timed on the same traces too (last columns).
+# With ANALYSIS=critical-path: HTA's critical path analysis of each rank's first step against
+# `dtrain timeline --summary --critical-path 0` (which also makes the whole summary).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"; MB="${2:-100}"; shift $(( $# > 2 ? 2 : $# )) || true
@@ -58,8 +60,13 @@ for n in "${RANKS[@]}"; do
     sed -e "s/\"rank\": [01], \"world_size\": 2/\"rank\": $r, \"world_size\": $n/" \
       "$WORK/base/rank$((r % 2)).json" | gzip -1 > "$dir/rank$r.json.gz"
   done
-  read -r h_wall h_mb < <(peak "$PY" "$ROOT/tests/kineto/hta_breakdown.py" "$dir")
-  read -r d_wall d_mb < <(peak "$BUILD/dtrain" timeline --summary --json -o "$WORK/merged.json" "$dir"/*.json.gz)
+  if [ "${ANALYSIS:-breakdown}" = critical-path ]; then
+    read -r h_wall h_mb < <(HTA_DISABLE_NS_ROUNDING=1 peak "$PY" "$ROOT/tests/kineto/hta_critical_path.py" --first 1 "$dir")
+    read -r d_wall d_mb < <(peak "$BUILD/dtrain" timeline --summary --json --critical-path 0 -o "$WORK/merged.json" "$dir"/*.json.gz)
+  else
+    read -r h_wall h_mb < <(peak "$PY" "$ROOT/tests/kineto/hta_breakdown.py" "$dir")
+    read -r d_wall d_mb < <(peak "$BUILD/dtrain" timeline --summary --json -o "$WORK/merged.json" "$dir"/*.json.gz)
+  fi
   printf '%6s %9s | %10s %9s | %10s %9s | %7.1fx %7.1fx' "$n" "$base_mb" "$h_wall" "$h_mb" "$d_wall" "$d_mb" \
     "$(echo "$h_wall / $d_wall" | bc -l)" "$(echo "$h_mb / $d_mb" | bc -l)"
   if [ -n "${BASELINE:-}" ]; then

@@ -11,7 +11,7 @@
 # The times are those the path was found with (see "used" below).
 # HTA 0.5 calls DataFrame.drop with both axis and columns, which pandas 3 refuses; the reference
 # runs with drop taking columns alone (what HTA means), and nothing else changed.
-#   python3 hta_critical_path.py FOLDER...
+#   python3 hta_critical_path.py [--first N] FOLDER...   (--first: each rank's first N steps only)
 import json
 import logging
 import sys
@@ -37,7 +37,7 @@ from hta.trace_analysis import TraceAnalysis  # noqa: E402
 
 
 
-def analyse(folder):
+def analyse(folder, first):
     analysis = TraceAnalysis(trace_dir=folder)
     symbols = analysis.t.symbol_table.get_sym_id_map()
     step_ids = {v: k for k, v in symbols.items() if "ProfilerStep" in k}
@@ -50,7 +50,7 @@ def analyse(folder):
         cut = trace.ts.max()
         for step, (name, cat, ts, dur) in enumerate(
                 zip(named.name, named.cat, named.ts, named.dur)):
-            if cat != cpu:
+            if cat != cpu or (first is not None and len(paths) >= first):
                 continue
             name = step_ids[name]
             try:
@@ -74,4 +74,8 @@ def analyse(folder):
     return out
 
 
-print(json.dumps({folder: analyse(folder) for folder in sys.argv[1:]}))
+args = sys.argv[1:]
+first = None
+if args[:1] == ["--first"]:
+    first, args = int(args[1]), args[2:]
+print(json.dumps({folder: analyse(folder, first) for folder in args}))
