@@ -33,7 +33,8 @@ using testing::ScratchDir;
 
 constexpr int kCpuThread = 1;
 constexpr int kStreamTrack = 2;
-constexpr const char* kNccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
+constexpr const char* kNccl =
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
 
 // A rank's trace as the merge hands it to the builder.
 class Trace {
@@ -45,14 +46,14 @@ class Trace {
   }
   Trace& Gpu(std::string_view name, double ts, double dur, int64_t correlation,
              int64_t stream = 7) {
-    events_.push_back(KinetoEvent{0, "kernel", name, ts, dur, stream, correlation, -1,
-                                  kStreamTrack});
+    events_.push_back(
+        KinetoEvent{0, "kernel", name, ts, dur, stream, correlation, -1, kStreamTrack});
     return *this;
   }
   // A synchronisation record; `record`: the correlation of the cudaEventRecord it waited on, made
   // on `recorded_on`.
-  Trace& Sync(std::string_view name, double ts, double dur, int64_t correlation,
-              int64_t stream = 7, int64_t record = -1, int64_t recorded_on = -1) {
+  Trace& Sync(std::string_view name, double ts, double dur, int64_t correlation, int64_t stream = 7,
+              int64_t record = -1, int64_t recorded_on = -1) {
     events_.push_back(KinetoEvent{0, "cuda_sync", name, ts, dur, stream, correlation, -1,
                                   kStreamTrack, recorded_on, record});
     return *this;
@@ -276,9 +277,8 @@ TEST(CriticalPath, AgreesWithHtaStepByStep) {
   int status = 0;
   const std::string out = RunShell(command, &status);
   ASSERT_EQ(status, 0) << out;
-  const json hta = json::parse(out.substr(out.rfind("\n{") == std::string::npos
-                                              ? out.find('{')
-                                              : out.rfind("\n{") + 1));
+  const json hta = json::parse(
+      out.substr(out.rfind("\n{") == std::string::npos ? out.find('{') : out.rfind("\n{") + 1));
 
   int compared = 0, hta_failed = 0;
   for (const fs::path& folder : folders) {

@@ -15,7 +15,6 @@
 
 #include <fmt/format.h>
 
-
 namespace dtrain {
 
 using Event = CriticalPathBuilder::Event;
@@ -96,11 +95,9 @@ class PathGraph {
 
   // Adds (or, as networkx does, replaces the data of) the edge from -> to. Spans and gaps weigh
   // the time between their nodes; dependencies, synchronisation and `zero_weight` nothing.
-  void Add(int32_t from, int32_t to, EdgeType type, bool zero_weight = false,
-           int32_t event = -1) {
+  void Add(int32_t from, int32_t to, EdgeType type, bool zero_weight = false, int32_t event = -1) {
     if (from < 0 || to < 0 || from == to) return;
-    const bool weightless =
-        zero_weight || type == EdgeType::kDependency || type == EdgeType::kSync;
+    const bool weightless = zero_weight || type == EdgeType::kDependency || type == EdgeType::kSync;
     double weight = weightless ? 0.0 : nodes_[to].ts - nodes_[from].ts;
     if (weight <= -1) weight = 0;
     const Edge e{from, to, weight, type, event};
@@ -341,9 +338,9 @@ void CriticalPathBuilder::Add(const KinetoEvent& e) {
     kind = Kind::kCpuOther;
   }
   const uint32_t name = Intern(e.name);
-  events_[e.rank].push_back(Event{e.ts_us, e.ts_us + e.dur_us, kind == Kind::kGpu || kind == Kind::kSync ? e.stream : -1,
-                                  e.correlation, e.wait_on_stream, e.wait_on_record, name,
-                                  e.thread, kind});
+  events_[e.rank].push_back(
+      Event{e.ts_us, e.ts_us + e.dur_us, kind == Kind::kGpu || kind == Kind::kSync ? e.stream : -1,
+            e.correlation, e.wait_on_stream, e.wait_on_record, name, e.thread, kind});
   if (e.cat == "user_annotation") {
     const bool step =
         step_name_.empty() ? e.name.rfind("ProfilerStep#", 0) == 0 : e.name == step_name_;
@@ -375,7 +372,7 @@ RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events
       }
     }
   } else if (!which_.empty() && std::all_of(which_.begin(), which_.end(),
-                                                  [](char c) { return c >= '0' && c <= '9'; })) {
+                                            [](char c) { return c >= '0' && c <= '9'; })) {
     const long index = std::strtol(which_.c_str(), nullptr, 10);
     if (index >= static_cast<long>(steps.size())) {
       out.note = fmt::format("step {} asked for; the trace has {} (0 to {})", which_, steps.size(),
@@ -462,7 +459,8 @@ RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events
   std::vector<double> queue(n, kNoQueue);
   {
     std::map<int64_t, std::vector<std::pair<double, int32_t>>> by_stream;  // (ts, event)
-    for (int32_t call : launches) by_stream[events[link[call]].stream].push_back({events[call].ts, call});
+    for (int32_t call : launches)
+      by_stream[events[link[call]].stream].push_back({events[call].ts, call});
     for (int32_t call : launches) {
       by_stream[events[link[call]].stream].push_back({events[link[call]].ts, link[call]});
     }
@@ -522,7 +520,8 @@ RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events
   // GPU activities and synchronisation records, by start (synchronisation by end).
   std::vector<int32_t> gpu;
   for (int32_t i = 0; i < n; ++i) {
-    if (clipped[i] && link[i] >= 0 && (events[i].kind == Kind::kGpu || events[i].kind == Kind::kSync)) {
+    if (clipped[i] && link[i] >= 0 &&
+        (events[i].kind == Kind::kGpu || events[i].kind == Kind::kSync)) {
       gpu.push_back(i);
     }
   }
@@ -684,9 +683,9 @@ std::string FormatCriticalPaths(const std::vector<RankCriticalPath>& paths) {
   std::string out =
       "critical path of one step per rank (what set the step's length; HTA's critical path "
       "analysis):\n";
-  out += fmt::format("{:>4}  {:<16} {:>8} {:>8} {:>6} {:>11} {:>8} {:>11} {:>9}\n", "rank",
-                     "step", "step_ms", "path_ms", "cpu", "gpu-compute", "gpu-comm",
-                     "kernel-gaps", "launches");
+  out += fmt::format("{:>4}  {:<16} {:>8} {:>8} {:>6} {:>11} {:>8} {:>11} {:>9}\n", "rank", "step",
+                     "step_ms", "path_ms", "cpu", "gpu-compute", "gpu-comm", "kernel-gaps",
+                     "launches");
   bool sync_events = false;
   std::vector<std::string> notes;
   for (const RankCriticalPath& p : paths) {
@@ -696,10 +695,10 @@ std::string FormatCriticalPaths(const std::vector<RankCriticalPath>& paths) {
       continue;
     }
     const auto& b = p.bound_us;
-    out += fmt::format("{:>4}  {:<16} {:>8.2f} {:>8.2f} {:>6} {:>11} {:>8} {:>11} {:>9}\n",
-                       p.rank, p.step, p.step_us / 1000.0, p.path_us / 1000.0,
-                       Share(b[0], p.path_us), Share(b[1], p.path_us), Share(b[2], p.path_us),
-                       Share(b[3], p.path_us), Share(b[4], p.path_us));
+    out += fmt::format("{:>4}  {:<16} {:>8.2f} {:>8.2f} {:>6} {:>11} {:>8} {:>11} {:>9}\n", p.rank,
+                       p.step, p.step_us / 1000.0, p.path_us / 1000.0, Share(b[0], p.path_us),
+                       Share(b[1], p.path_us), Share(b[2], p.path_us), Share(b[3], p.path_us),
+                       Share(b[4], p.path_us));
   }
   for (const RankCriticalPath& p : paths) {
     if (!p.note.empty() || p.stretches.empty()) continue;

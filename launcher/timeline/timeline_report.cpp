@@ -303,7 +303,8 @@ nlohmann::json TimelineReportJson(const TimelineReport& report) {
                      {"idle_ms", r.idle_us / 1000.0}});
   }
   if (report.diff) doc["against"] = TraceDiffJson(*report.diff);
-  if (!report.critical_paths.empty()) doc["critical_path"] = CriticalPathsJson(report.critical_paths);
+  if (!report.critical_paths.empty())
+    doc["critical_path"] = CriticalPathsJson(report.critical_paths);
   doc["output"] = report.output;
   doc["chart"] = report.chart;
   doc["events"] = report.merge.events;

@@ -38,8 +38,8 @@ struct TimelineReport {
   TraceFetchReport fetch;
   MergeResult merge;
   TimelineSummary summary;
-  GpuTimeSummary gpu;             // the ranks with PyTorch profiler traces
-  std::optional<TraceDiff> diff;  // with `against`
+  GpuTimeSummary gpu;                            // the ranks with PyTorch profiler traces
+  std::optional<TraceDiff> diff;                 // with `against`
   std::vector<RankCriticalPath> critical_paths;  // with `critical_path`
 };
 
