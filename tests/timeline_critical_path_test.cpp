@@ -156,17 +156,23 @@ TEST(CriticalPath, AWaitWeighsNothingAndASyncRecordLeadsBackToTheCpu) {
   EXPECT_DOUBLE_EQ(Bound(with, PathBound::kGpuCompute), 500);
 }
 
-// A kernel on stream 20 waits (cudaStreamWaitEvent) for an event recorded after a kernel on
-// stream 7: with the "Stream Wait Event" record the path runs through both kernels, not through the
-// second one's launch.
-TEST(CriticalPath, AStreamWaitingForAnotherJoinsTheirKernels) {
+// An operator launches "first" (20-320 on stream 7) and records CUDA event 10 after it.
+Trace KernelThenEventRecord() {
   Trace t;
   t.Cpu("user_annotation", "ProfilerStep#1", 0, 1000)
       .Cpu("cpu_op", "aten::add", 0, 100)
       .Cpu("cuda_runtime", "cudaLaunchKernel", 10, 2, 1)
       .Gpu("first", 20, 300, 1)
-      .Cpu("cuda_runtime", "cudaEventRecord", 13, 1, 10)
-      .Cpu("cuda_runtime", "cudaStreamWaitEvent", 15, 1, 11)
+      .Cpu("cuda_runtime", "cudaEventRecord", 13, 1, 10);
+  return t;
+}
+
+// A kernel on stream 20 waits (cudaStreamWaitEvent) for an event recorded after a kernel on
+// stream 7: with the "Stream Wait Event" record the path runs through both kernels, not through the
+// second one's launch.
+TEST(CriticalPath, AStreamWaitingForAnotherJoinsTheirKernels) {
+  Trace t = KernelThenEventRecord();
+  t.Cpu("cuda_runtime", "cudaStreamWaitEvent", 15, 1, 11)
       .Cpu("cuda_runtime", "cudaLaunchKernel", 17, 2, 2)
       .Gpu("second", 330, 100, 2, 20);
   const RankCriticalPath without = t.Path();
@@ -186,14 +192,8 @@ TEST(CriticalPath, AStreamWaitingForAnotherJoinsTheirKernels) {
 // cudaEventSynchronize on an event recorded after a kernel: the "Event Sync" record leads from the
 // kernel's end to the operator after the wait.
 TEST(CriticalPath, AnEventSyncLeadsFromTheKernelToTheCpu) {
-  Trace t;
-  t.Cpu("user_annotation", "ProfilerStep#1", 0, 1000)
-      .Cpu("cpu_op", "aten::add", 0, 100)
-      .Cpu("cuda_runtime", "cudaLaunchKernel", 10, 2, 1)
-      .Gpu("first", 20, 300, 1)
-      .Cpu("cuda_runtime", "cudaEventRecord", 13, 1, 10)
-      .Cpu("cuda_runtime", "cudaEventSynchronize", 101, 229, 12)
-      .Cpu("cpu_op", "aten::item", 335, 65);
+  Trace t = KernelThenEventRecord();
+  t.Cpu("cuda_runtime", "cudaEventSynchronize", 101, 229, 12).Cpu("cpu_op", "aten::item", 335, 65);
   EXPECT_DOUBLE_EQ(t.Path().path_us, 320);
   t.Sync("Event Sync", 101, 229, 12, -1, 10, 7);
   const RankCriticalPath with = t.Path();
