@@ -342,9 +342,8 @@ void CriticalPathBuilder::Add(const KinetoEvent& e) {
       Event{e.ts_us, e.ts_us + e.dur_us, kind == Kind::kGpu || kind == Kind::kSync ? e.stream : -1,
             e.correlation, e.wait_on_stream, e.wait_on_record, name, e.thread, kind});
   if (e.cat == "user_annotation") {
-    const bool step =
-        step_name_.empty() ? e.name.rfind("ProfilerStep#", 0) == 0 : e.name == step_name_;
-    if (step) steps_[e.rank].push_back(Step{e.ts_us, e.ts_us + e.dur_us, name});
+    if (IsStepAnnotation(step_name_, e.name))
+      steps_[e.rank].push_back(Step{e.ts_us, e.ts_us + e.dur_us, name});
   }
 }
 

@@ -118,9 +118,8 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
     state.cpu_operators.push_back(Span{event.ts_us, end, Intern(event.name)});
   }
   if (event.cat == "user_annotation") {
-    const bool step =
-        step_name_.empty() ? event.name.rfind("ProfilerStep#", 0) == 0 : event.name == step_name_;
-    if (step) state.steps.push_back(Span{event.ts_us, end, Intern(event.name)});
+    if (IsStepAnnotation(step_name_, event.name))
+      state.steps.push_back(Span{event.ts_us, end, Intern(event.name)});
   }
   if (IsCollectiveAnnotation(event.cat, event.name)) {
     state.collectives.push_back(Span{event.ts_us, end, Intern(event.name)});

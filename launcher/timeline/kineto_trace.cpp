@@ -99,4 +99,8 @@ bool IsCollectiveAnnotation(std::string_view cat, std::string_view name) {
   return false;
 }
 
+bool IsStepAnnotation(std::string_view step_name, std::string_view name) {
+  return step_name.empty() ? name.rfind("ProfilerStep#", 0) == 0 : name == step_name;
+}
+
 }  // namespace dtrain

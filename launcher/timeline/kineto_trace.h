@@ -51,6 +51,10 @@ LaunchCallKind ClassifyLaunchCall(std::string_view name);
 // "gloo:broadcast", ...), category user_annotation.
 bool IsCollectiveAnnotation(std::string_view cat, std::string_view name);
 
+// True when a user_annotation named `name` marks one step: `step_name` ("" : every
+// ProfilerStep#N, as torch.profiler writes at each prof.step()).
+bool IsStepAnnotation(std::string_view step_name, std::string_view name);
+
 // One Kineto event as the merge places it on the common clock, for the summary.
 struct KinetoEvent {
   int rank;
