@@ -6,12 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/critical_path.h"
+#include "launcher/timeline/critical_path_overlay.h"
 #include "launcher/timeline/timeline_report.h"
 #include "tests/support/kineto_fixtures.h"
 #include "tests/support/timeline_test_files.h"
@@ -241,6 +246,54 @@ json Paths(const std::vector<std::string>& traces, const fs::path& output,
   return doc.value("critical_path", json::array());
 }
 
+// The arrows of `rank`'s path in a merged trace: [cat, from, to] in µs after the step's start.
+json MergedFlows(const fs::path& merged, int rank, const std::string& step) {
+  std::ifstream in(merged);
+  const json events = json::parse(in);
+  double start = -1;
+  std::map<int64_t, json> begun;
+  json flows = json::array();
+  for (const json& e : events) {
+    if (e.value("pid", -1) != rank) continue;
+    if (e.value("cat", "") == "user_annotation" && e.value("name", "") == step) {
+      start = e["ts"].get<double>();
+    }
+    if (e.value("name", "") != "critical_path") continue;
+    if (e["ph"] == "s") begun[e["id"].get<int64_t>()] = e;
+    if (e["ph"] == "f") {
+      const json& s = begun.at(e["id"].get<int64_t>());
+      flows.push_back({e["cat"], s["ts"], e["ts"]});
+    }
+  }
+  EXPECT_GE(start, 0) << merged << " has no " << step << " on rank " << rank;
+  for (json& f : flows) {
+    f[1] = f[1].get<double>() - start;
+    f[2] = f[2].get<double>() - start;
+  }
+  return flows;
+}
+
+// Each of `ours` has one of `theirs` of the same type at the same times, HTA's cut to whole µs
+// (so ours are up to 1 µs later), and there are as many.
+void ExpectSameFlows(const json& ours, const json& theirs, const std::string& what) {
+  EXPECT_EQ(ours.size(), theirs.size()) << what;
+  std::vector<bool> used(theirs.size(), false);
+  auto near = [](const json& a, const json& b) {
+    const double d = a.get<double>() - b.get<double>();
+    return d > -0.002 && d < 1.002;
+  };
+  for (const json& f : ours) {
+    bool found = false;
+    for (size_t i = 0; i < theirs.size() && !found; ++i) {
+      const json& h = theirs[i];
+      if (used[i] || h[0] != f[0] || !near(f[1], h[1]) || !near(f[2], h[2])) continue;
+      used[i] = found = true;
+    }
+    EXPECT_TRUE(found) << what << ": dtrain's arrow " << f.dump() << " is not among HTA's "
+                       << theirs.dump();
+  }
+}
+
 std::vector<std::string> TracesIn(const fs::path& folder) {
   std::vector<std::string> traces;
   for (const char* file : {"rank0.json.gz", "rank1.json.gz"}) {
@@ -268,11 +321,13 @@ TEST(CriticalPath, AgreesWithHtaStepByStep) {
   }
   std::vector<std::string> cases =
       MakeCases((dir / "cases").string(), (renamed / "rank0.json.gz").string());
-  ASSERT_EQ(cases.size(), 10u);
+  ASSERT_EQ(cases.size(), 11u);
   std::vector<fs::path> folders{renamed};
   for (const std::string& name : cases) folders.push_back(dir / "cases" / name);
+  fs::create_directories(dir / "overlay");
   std::string command = "HTA_DISABLE_NS_ROUNDING=1 " + kPython + " " + DTRAIN_SOURCE_DIR +
-                        "/tests/kineto/hta_critical_path.py";
+                        "/tests/kineto/hta_critical_path.py --overlay " +
+                        (dir / "overlay").string();
   for (const fs::path& folder : folders) command += " " + folder.string();
   int status = 0;
   const std::string out = RunShell(command, &status);
@@ -280,13 +335,14 @@ TEST(CriticalPath, AgreesWithHtaStepByStep) {
   const json hta = json::parse(
       out.substr(out.rfind("\n{") == std::string::npos ? out.find('{') : out.rfind("\n{") + 1));
 
-  int compared = 0, hta_failed = 0;
+  int compared = 0, hta_failed = 0, arrows = 0;
+  std::map<std::string, int> arrow_types;
   for (const fs::path& folder : folders) {
     const std::vector<std::string> traces = TracesIn(folder);
     const json& theirs = hta.at(folder.string());
     for (int step = 0; step < 4; ++step) {
-      const json ours = Paths(traces, folder.string() + "-" + std::to_string(step) + ".json",
-                              std::to_string(step));
+      const fs::path merged = folder.string() + "-" + std::to_string(step) + ".json";
+      const json ours = Paths(traces, merged, std::to_string(step));
       for (const json& p : ours) {
         const std::string what = folder.filename().string() + " rank " +
                                  std::to_string(p["rank"].get<int>()) + " step " +
@@ -317,13 +373,84 @@ TEST(CriticalPath, AgreesWithHtaStepByStep) {
           const double hta_us = (*match)["bound_by_us"].value(bound, 0.0);
           EXPECT_NEAR(ms.get<double>() * 1000, hta_us, 0.05) << what << " " << bound;
         }
+        // The arrows drawn into the merged trace are those of HTA's overlay.
+        const json flows = MergedFlows(merged, p["rank"].get<int>(), p["step"]);
+        ExpectSameFlows(flows, (*match)["flows"], what);
+        arrows += static_cast<int>(flows.size());
+        for (const json& f : flows) ++arrow_types[f[0].get<std::string>()];
       }
     }
   }
   // 7 recorded steps HTA keeps whole, 3 in each of the 9 other cases; short_kernels' 3 where HTA
   // fails.
-  EXPECT_EQ(compared, 7 + 9 * 3);
+  EXPECT_EQ(compared, 7 + 10 * 3);
   EXPECT_EQ(hta_failed, 3);
+  EXPECT_GT(arrows, 0);
+  std::cout << compared << " steps, " << arrows << " arrows as HTA's overlay draws them:";
+  for (const auto& [type, n] : arrow_types) std::cout << " " << type << " " << n;
+  std::cout << "\n";
+}
+
+// The path drawn into the merged trace of the recorded job: a track per rank whose slices follow
+// each other and add up to the path, bound by bound, as the summary gives it; arrows that each
+// start and end inside an event of their track (where Perfetto binds them), ids unique.
+TEST(CriticalPath, DrawnIntoTheMergedTrace) {
+  RequireFixtures();
+  ScratchDir dir;
+  const fs::path merged = dir / "merged.json";
+  const json paths = Paths({kRank0, kRank1}, merged, "1");  // rank 0's path has CPU on it
+  ASSERT_EQ(paths.size(), 2u);
+  size_t arrows = 0;
+  std::ifstream in(merged);
+  const json events = json::parse(in);
+  for (const json& p : paths) {
+    const int rank = p["rank"].get<int>();
+    std::map<int, std::vector<std::pair<double, double>>> spans;  // tid -> (ts, end) of X events
+    std::string track_name;
+    std::map<std::string, double> bound_us;
+    double total_us = 0, last_end = -1;
+    int slices = 0;
+    std::vector<json> flows;
+    std::set<int64_t> ids;
+    for (const json& e : events) {
+      if (e.value("pid", -1) != rank) continue;
+      const int tid = e.value("tid", -1);
+      if (e["ph"] == "M" && tid == kCriticalPathTrack && e["name"] == "thread_name") {
+        track_name = e["args"]["name"];
+      }
+      if (e["ph"] == "X") {
+        const double ts = e["ts"].get<double>(), dur = e.value("dur", 0.0);
+        spans[tid].push_back({ts, ts + dur});
+        if (tid == kCriticalPathTrack) {
+          ++slices;
+          EXPECT_GE(ts, last_end - 1e-9) << "slices overlap at " << e.dump();
+          last_end = ts + dur;
+          bound_us[e["args"]["bound_by"]] += dur;
+          total_us += dur;
+        }
+      }
+      if ((e["ph"] == "s" || e["ph"] == "f") && e["name"] == "critical_path") {
+        flows.push_back(e);
+        if (e["ph"] == "s") EXPECT_TRUE(ids.insert(e["id"].get<int64_t>()).second) << e.dump();
+      }
+    }
+    EXPECT_EQ(track_name, "critical path: " + p["step"].get<std::string>());
+    EXPECT_GT(slices, 0);
+    EXPECT_NEAR(total_us, p["path_ms"].get<double>() * 1000, 0.001 * slices);
+    for (const auto& [bound, ms] : p["bound_by_ms"].items()) {
+      EXPECT_NEAR(bound_us[bound], ms.get<double>() * 1000, 0.001 * slices) << bound;
+    }
+    arrows += flows.size();
+    for (const json& f : flows) {
+      const double t = f["ts"].get<double>();
+      bool inside = false;
+      for (const auto& [ts, end] : spans[f["tid"].get<int>()]) {
+        inside |= ts - 0.0005 <= t && t <= end + 0.0005;  // the JSON's µs to 3 decimals
+      }
+      EXPECT_TRUE(inside) << "rank " << rank << ": arrow outside every event: " << f.dump();
+    }
+  }
+  EXPECT_GT(arrows, 0u);
 }
 
 TEST(CriticalPath, CommandLine) {

@@ -131,7 +131,7 @@ TEST(KinetoTimeline, IdleCausesAndLaunchesAgreeWithHolisticTraceAnalysis) {
     Gzip(renamed / file, text);
   }
   std::vector<std::string> cases = MakeCases(dir / "cases", (renamed / "rank0.json.gz").string());
-  ASSERT_EQ(cases.size(), 10u);
+  ASSERT_EQ(cases.size(), 11u);
   std::vector<fs::path> folders;
   for (const std::string& name : cases) folders.push_back(fs::path(dir / "cases") / name);
   folders.push_back(recorded);

@@ -134,7 +134,7 @@ TEST(KinetoTimeline, BreakdownAgreesWithHolisticTraceAnalysisOnEveryIsolatedCase
   RequireFixtures();
   ScratchDir dir;
   const std::vector<std::string> cases = MakeCases(dir / "cases");
-  ASSERT_EQ(cases.size(), 10u);
+  ASSERT_EQ(cases.size(), 11u);
   for (const std::string& name : cases) {
     const fs::path folder = fs::path(dir / "cases") / name;
     const Breakdown hta = HtaBreakdown(folder, false);

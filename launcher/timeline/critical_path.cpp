@@ -17,8 +17,8 @@
 
 namespace dtrain {
 
-using Event = CriticalPathBuilder::Event;
-using Kind = CriticalPathBuilder::Kind;
+using Event = PathEvent;
+using Kind = PathEventKind;
 
 const char* PathBoundName(PathBound bound) {
   switch (bound) {
@@ -38,274 +38,14 @@ const char* PathBoundName(PathBound bound) {
 
 namespace {
 
-bool OnCpu(Kind kind) {
-  return kind == Kind::kOperator || kind == Kind::kCall || kind == Kind::kCpuOther;
-}
-
-// HTA's BLOCKING_SYNC_CALLS: the CPU time inside them is a wait, not work; it weighs nothing.
-bool IsBlockingCall(std::string_view name) {
-  return name == "cudaDeviceSynchronize" || name == "cudaStreamSynchronize" ||
-         name == "cudaEventQuery" || name == "cudaEventSynchronize" || name == "cudaMemcpy" ||
-         name == "cudaMemcpyAsync";
-}
-
-enum class EdgeType : uint8_t { kOperator, kDependency, kLaunchDelay, kKernelGap, kSync };
-
-struct Node {
-  double ts;
-  int32_t event;
-  bool start;
-};
-
-struct Edge {
-  int32_t from, to;
-  double weight;
-  EdgeType type;
-  int32_t event;  // the event the edge's time is spent in; -1: none (dependencies, launches)
-};
-
-// The graph of one step: two nodes per event that has any, edges in the order added (which,
-// as in networkx, decides between paths of equal length).
-class PathGraph {
- public:
-  PathGraph(const std::vector<Event>& events, const std::vector<int32_t>& with_nodes)
-      : start_(events.size(), -1), end_(events.size(), -1) {
-    std::vector<Node> starts, ends;
-    for (int32_t e : with_nodes) {
-      starts.push_back({events[e].ts, e, true});
-      ends.push_back({events[e].end, e, false});
-    }
-    nodes_ = std::move(starts);
-    nodes_.insert(nodes_.end(), ends.begin(), ends.end());
-    std::stable_sort(nodes_.begin(), nodes_.end(),
-                     [](const Node& a, const Node& b) { return a.ts < b.ts; });
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      (nodes_[i].start ? start_ : end_)[nodes_[i].event] = static_cast<int32_t>(i);
-    }
-    succ_.resize(nodes_.size());
-    pred_.resize(nodes_.size());
-  }
-
-  int32_t Start(int32_t event) const { return event < 0 ? -1 : start_[event]; }
-  int32_t End(int32_t event) const { return event < 0 ? -1 : end_[event]; }
-  const Node& node(int32_t id) const { return nodes_[id]; }
-  size_t node_count() const { return nodes_.size(); }
-  size_t edge_count() const { return edges_.size(); }
-  const Edge& edge(int32_t id) const { return edges_[id]; }
-
-  // Adds (or, as networkx does, replaces the data of) the edge from -> to. Spans and gaps weigh
-  // the time between their nodes; dependencies, synchronisation and `zero_weight` nothing.
-  void Add(int32_t from, int32_t to, EdgeType type, bool zero_weight = false, int32_t event = -1) {
-    if (from < 0 || to < 0 || from == to) return;
-    const bool weightless = zero_weight || type == EdgeType::kDependency || type == EdgeType::kSync;
-    double weight = weightless ? 0.0 : nodes_[to].ts - nodes_[from].ts;
-    if (weight <= -1) weight = 0;
-    const Edge e{from, to, weight, type, event};
-    const uint64_t key = (static_cast<uint64_t>(from) << 32) | static_cast<uint32_t>(to);
-    auto [it, added] = by_ends_.try_emplace(key, static_cast<int32_t>(edges_.size()));
-    if (!added) {
-      edges_[it->second] = e;
-      return;
-    }
-    edges_.push_back(e);
-    succ_[from].push_back(it->second);
-    pred_[to].push_back(it->second);
-  }
-
-  // HTA's attribution of a span between two nodes of nested operators: a start node's event
-  // holds what follows it, an end node's event what precedes it, and the time between one
-  // operator's end and its sibling's start belongs to their parent.
-  int32_t Attribute(int32_t from, int32_t to, int32_t parent) const {
-    if (nodes_[from].start) return nodes_[from].event;
-    if (!nodes_[to].start) return nodes_[to].event;
-    return parent;
-  }
-
-  // The longest path, as networkx's dag_longest_path walks it (topological generations, the
-  // first best predecessor, the first farthest node). Edge ids along it; nullopt when the graph
-  // has a cycle (events whose times contradict each other).
-  std::optional<std::vector<int32_t>> LongestPath() const {
-    const size_t n = nodes_.size();
-    std::vector<int32_t> indegree(n);
-    for (size_t v = 0; v < n; ++v) indegree[v] = static_cast<int32_t>(pred_[v].size());
-    std::vector<int32_t> order, generation;
-    for (size_t v = 0; v < n; ++v) {
-      if (indegree[v] == 0) generation.push_back(static_cast<int32_t>(v));
-    }
-    while (!generation.empty()) {
-      std::vector<int32_t> next;
-      for (int32_t v : generation) {
-        order.push_back(v);
-        for (int32_t e : succ_[v]) {
-          if (--indegree[edges_[e].to] == 0) next.push_back(edges_[e].to);
-        }
-      }
-      generation = std::move(next);
-    }
-    if (order.size() != n) return std::nullopt;
-    std::vector<double> length(n, 0);
-    std::vector<int32_t> via(n, -1);  // the edge into a node on its longest path
-    for (int32_t v : order) {
-      double best = 0;
-      int32_t best_edge = -1;
-      for (int32_t e : pred_[v]) {
-        const double l = length[edges_[e].from] + edges_[e].weight;
-        if (best_edge < 0 || l > best) {
-          best = l;
-          best_edge = e;
-        }
-      }
-      if (best_edge >= 0 && best >= 0) {
-        length[v] = best;
-        via[v] = best_edge;
-      }
-    }
-    int32_t last = -1;
-    for (int32_t v : order) {
-      if (last < 0 || length[v] > length[last]) last = v;
-    }
-    std::vector<int32_t> path;
-    for (int32_t v = last; v >= 0 && via[v] >= 0; v = edges_[via[v]].from) path.push_back(via[v]);
-    std::reverse(path.begin(), path.end());
-    return path;
-  }
-
- private:
-  std::vector<Node> nodes_;
-  std::vector<int32_t> start_, end_;  // by event
-  std::vector<Edge> edges_;
-  std::vector<std::vector<int32_t>> succ_, pred_;
-  std::unordered_map<uint64_t, int32_t> by_ends_;
-};
-
-// HTA's order of the starts and ends of one thread's events (call_stack.compare_events): by
-// time; at the same time, ends before starts, the longer event's start first and its end last.
-struct StackPoint {
-  int32_t event;
-  double time, dur;
-  bool start;
-};
-
-int ComparePoints(const StackPoint& x, const StackPoint& y) {
-  if (x.event == y.event) return x.start ? -1 : 1;
-  if (x.time != y.time) return x.time < y.time ? -1 : 1;
-  if (x.start == y.start) {
-    if (x.start) {
-      if (x.dur == y.dur) return x.event < y.event ? -1 : x.event > y.event ? 1 : 0;
-      return x.dur < y.dur ? 1 : -1;
-    }
-    if (x.dur == y.dur) return x.event < y.event ? 1 : x.event > y.event ? -1 : 0;
-    return x.dur < y.dur ? -1 : 1;
-  }
-  return x.start ? 1 : -1;  // both last longer than 0 here
-}
-
-// One thread's events as HTA's CallStackGraph nests them: children of each event (and of the
-// root, -1) in the order they start.
-struct CallStack {
-  std::unordered_map<int32_t, std::vector<int32_t>> children;
-  std::unordered_map<int32_t, int32_t> parent;
-};
-
-CallStack NestThread(const std::vector<Event>& events, const std::vector<int32_t>& thread) {
-  std::vector<StackPoint> points;
-  points.reserve(thread.size() * 2);
-  for (int32_t e : thread) {
-    const double dur = events[e].end - events[e].ts;
-    points.push_back({e, events[e].ts, dur, true});
-    points.push_back({e, events[e].end, dur, false});
-  }
-  std::sort(points.begin(), points.end(),
-            [](const StackPoint& a, const StackPoint& b) { return ComparePoints(a, b) < 0; });
-  CallStack out;
-  std::vector<int32_t> stack;
-  for (const StackPoint& p : points) {
-    if (p.start) {
-      const int32_t parent = stack.empty() ? -1 : stack.back();
-      out.children[parent].push_back(p.event);
-      out.parent[p.event] = parent;
-      stack.push_back(p.event);
-    } else if (!stack.empty()) {
-      stack.pop_back();
-    }
-  }
-  return out;
-}
-
-// Walks one thread's call stack depth first, adding HTA's edges: each operator's span, nested
-// operators' starts and ends in sequence, and a weightless dependency from one top-level operator
-// to the next.
-class ThreadWalk {
- public:
-  ThreadWalk(PathGraph& graph, const std::vector<Event>& events,
-             const std::vector<std::string>& names, const CallStack& stack)
-      : graph_(graph), events_(events), names_(names), stack_(stack) {}
-
-  void Run() {
-    // Iterative depth-first: (event, next child index).
-    std::vector<std::pair<int32_t, size_t>> todo{{-1, 0}};
-    Enter(-1);
-    while (!todo.empty()) {
-      auto& [event, next] = todo.back();
-      auto it = stack_.children.find(event);
-      if (it != stack_.children.end() && next < it->second.size()) {
-        const int32_t child = it->second[next++];
-        Enter(child);
-        todo.push_back({child, 0});
-        continue;
-      }
-      Exit(event);
-      todo.pop_back();
-    }
-  }
-
- private:
-  int32_t ParentOf(int32_t event) const {
-    auto it = stack_.parent.find(event);
-    return it == stack_.parent.end() ? -1 : it->second;
-  }
-
-  void Enter(int32_t event) {
-    const int32_t start = graph_.Start(event);
-    if (start < 0 || graph_.End(event) < 0) return;
-    if (depth_ == 0 && last_top_ >= 0) graph_.Add(last_top_, start, EdgeType::kDependency);
-    ++depth_;
-    if (last_ >= 0) {
-      graph_.Add(last_, start, EdgeType::kOperator, false,
-                 graph_.Attribute(last_, start, last_parent_));
-    }
-    last_ = start;
-    last_parent_ = ParentOf(event);
-  }
-
-  void Exit(int32_t event) {
-    const int32_t end = graph_.End(event);
-    if (graph_.Start(event) < 0 || end < 0) return;
-    --depth_;
-    if (last_ >= 0) {
-      graph_.Add(last_, end, EdgeType::kOperator, IsBlockingCall(names_[events_[event].name]),
-                 graph_.Attribute(last_, end, last_parent_));
-    }
-    if (depth_ == 0) {
-      last_ = -1;
-      last_top_ = end;
-    } else {
-      last_ = end;
-      last_parent_ = ParentOf(event);
-    }
-  }
-
-  PathGraph& graph_;
-  const std::vector<Event>& events_;
-  const std::vector<std::string>& names_;
-  const CallStack& stack_;
-  int32_t last_ = -1;      // the node the next span starts from
-  int32_t last_top_ = -1;  // the end of the last top-level operator
-  int32_t last_parent_ = -1;
-  int depth_ = 0;
-};
-
 constexpr double kNoQueue = std::numeric_limits<double>::quiet_NaN();
+
+// Where an arrow binds to a node's event (HTA's overlay): its start, or its end; a GPU record's
+// end less up to 1 µs, so that the arrow lands inside it.
+double BindAt(const Event& e, bool start) {
+  if (start) return e.ts;
+  return OnCpu(e.kind) ? e.end : e.end - std::min(1.0, e.end - e.ts);
+}
 
 }  // namespace
 
@@ -441,8 +181,7 @@ RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events
     if (clipped[i] && OnCpu(events[i].kind)) threads[events[i].thread].push_back(i);
   }
   for (const auto& [thread, members] : threads) {
-    const CallStack stack = NestThread(events, members);
-    ThreadWalk(graph, events, names_, stack).Run();
+    AddThreadEdges(graph, events, names_, members);
   }
 
   // Launches (calls with a GPU activity), in time order, and each stream's queue: +1 at a launch
@@ -550,32 +289,32 @@ RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events
           if (after == launch_after_wait.end()) continue;
           waits_for[link[after->second]] = source;
         } else {
-          graph.Add(graph.End(source), graph.End(link[g]), EdgeType::kSync);
+          graph.Add(graph.End(source), graph.End(link[g]), PathEdgeType::kSync);
         }
       } else if (name == "Context Sync") {
         for (const auto& [stream, node] : last_on_stream) {
-          graph.Add(node, graph.End(link[g]), EdgeType::kSync);
+          graph.Add(node, graph.End(link[g]), PathEdgeType::kSync);
         }
       } else if (name == "Stream Sync") {
-        graph.Add(last_of(e.stream), graph.End(link[g]), EdgeType::kSync);
+        graph.Add(last_of(e.stream), graph.End(link[g]), PathEdgeType::kSync);
       }
       continue;
     }
     const int32_t start = graph.Start(g), end = graph.End(g);
-    graph.Add(start, end, EdgeType::kOperator, false, g);
+    graph.Add(start, end, PathEdgeType::kOperator, false, g);
     int32_t sync_end = -1;
     if (auto w = waits_for.find(g); w != waits_for.end()) {
       sync_end = graph.End(w->second);
-      if (sync_end >= 0) graph.Add(sync_end, start, EdgeType::kSync);
+      if (sync_end >= 0) graph.Add(sync_end, start, PathEdgeType::kSync);
       waits_for.erase(w);
     }
     const Event& call = events[link[g]];
     const int32_t last = last_of(e.stream);
     if (queue[link[g]] == 1 && queue[g] == 0 && (last < 0 || graph.node(last).ts < call.ts) &&
         (sync_end < 0 || graph.node(sync_end).ts < call.ts)) {
-      graph.Add(graph.Start(link[g]), start, EdgeType::kLaunchDelay);
+      graph.Add(graph.Start(link[g]), start, PathEdgeType::kLaunchDelay);
     } else if (last >= 0 && (sync_end < 0 || graph.node(sync_end).ts < graph.node(last).ts)) {
-      graph.Add(last, start, EdgeType::kKernelGap, false, graph.node(last).event);
+      graph.Add(last, start, PathEdgeType::kKernelGap, false, graph.node(last).event);
     }
     bool found = false;
     for (auto& [stream, node] : last_on_stream) {
@@ -598,19 +337,19 @@ RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events
   }
   std::map<std::pair<uint32_t, PathBound>, PathStretch> stretches;
   for (int32_t id : *path) {
-    const Edge& edge = graph.edge(id);
+    const PathEdge& edge = graph.edge(id);
     out.path_us += edge.weight;
     std::optional<PathBound> bound;
     int32_t event = edge.event;
     switch (edge.type) {
-      case EdgeType::kKernelGap:
+      case PathEdgeType::kKernelGap:
         bound = PathBound::kKernelGap;
         break;
-      case EdgeType::kLaunchDelay:
+      case PathEdgeType::kLaunchDelay:
         bound = PathBound::kLaunchDelay;
         event = graph.node(edge.to).event;  // named after the kernel it launched
         break;
-      case EdgeType::kOperator:
+      case PathEdgeType::kOperator:
         if (event < 0) break;
         if (OnCpu(events[event].kind)) {
           bound = PathBound::kCpu;
@@ -620,10 +359,27 @@ RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events
                       : PathBound::kGpuCompute;
         }
         break;
-      case EdgeType::kDependency:
-      case EdgeType::kSync:
+      case PathEdgeType::kDependency:
+      case PathEdgeType::kSync:
         break;
     }
+    const PathNode& from = graph.node(edge.from);
+    const PathNode& to = graph.node(edge.to);
+    PathLink link{edge.type,
+                  std::nullopt,
+                  "",
+                  from.ts,
+                  to.ts,
+                  edge.weight,
+                  events[from.event].thread,
+                  events[to.event].thread,
+                  BindAt(events[from.event], from.start),
+                  BindAt(events[to.event], to.start)};
+    if (bound && event >= 0) {
+      link.bound = bound;
+      link.name = names_[events[event].name];
+    }
+    out.links.push_back(std::move(link));
     if (!bound || event < 0) continue;
     out.bound_us[static_cast<size_t>(*bound)] += edge.weight;
     PathStretch& s = stretches[{events[event].name, *bound}];

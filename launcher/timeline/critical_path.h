@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -17,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launcher/timeline/critical_path_graph.h"
 #include "launcher/timeline/kineto_trace.h"
 
 namespace dtrain {
@@ -41,6 +43,20 @@ struct PathStretch {
   int count = 0;
 };
 
+// One edge of the path, where the merged trace shows it.
+struct PathLink {
+  PathEdgeType type = PathEdgeType::kOperator;
+  std::optional<PathBound> bound;  // none: a dependency or synchronisation (weighs nothing)
+  std::string name;                // as in PathStretch
+  double from_us = 0, to_us = 0;   // the times of its two nodes (merged clock)
+  double weight_us = 0;
+  // Where an arrow of the edge binds in the merged trace: the track (tid in the rank's process)
+  // and a time inside the event of each node (its start, or its end; a GPU record's end less up to
+  // 1 µs, as HTA's overlay places it).
+  int from_track = -1, to_track = -1;
+  double from_at_us = 0, to_at_us = 0;
+};
+
 // One rank's critical path through one step.
 struct RankCriticalPath {
   int rank = 0;
@@ -52,6 +68,7 @@ struct RankCriticalPath {
                        // waits of synchronisation count nothing, as in HTA)
   std::array<double, kPathBounds> bound_us{};
   std::vector<PathStretch> stretches;  // most time first, at most 8
+  std::vector<PathLink> links;         // the whole path, edge by edge in order
   int nodes = 0;
   int edges = 0;
   bool sync_events = false;  // the trace records CUDA synchronisation (cuda_sync) events
@@ -71,17 +88,6 @@ class CriticalPathBuilder {
   // One path per rank that had profiler events, by rank.
   std::vector<RankCriticalPath> Finish();
 
-  enum class Kind : uint8_t { kOperator, kCall, kCpuOther, kGpu, kSync };
-  struct Event {
-    double ts = 0, end = 0;  // µs on the merged clock
-    int64_t stream = -1;
-    int64_t correlation = -1;
-    int64_t wait_on_stream = -1;
-    int64_t wait_on_record = -1;
-    uint32_t name = 0;
-    int32_t thread = -1;
-    Kind kind = Kind::kCpuOther;
-  };
   struct Step {
     double ts, end;
     uint32_t name;
@@ -89,13 +95,13 @@ class CriticalPathBuilder {
 
  private:
   uint32_t Intern(std::string_view name);
-  RankCriticalPath Build(int rank, std::vector<Event>& events, std::vector<Step>& steps) const;
+  RankCriticalPath Build(int rank, std::vector<PathEvent>& events, std::vector<Step>& steps) const;
 
   std::string step_name_;
   std::string which_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
-  std::map<int, std::vector<Event>> events_;
+  std::map<int, std::vector<PathEvent>> events_;
   std::map<int, std::vector<Step>> steps_;
 };
 

@@ -390,7 +390,8 @@ MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::st
                            const MergedEventObserver& observer,
                            const std::map<int, std::string>& hosts,
                            const std::map<int, int64_t>& clock_offsets_us,
-                           const KinetoEventObserver& kineto_observer) {
+                           const KinetoEventObserver& kineto_observer,
+                           const std::function<void(MergedTraceFile&)>& last_records) {
   if (inputs.empty()) throw UsageError("no timeline files to merge");
   RefuseOverwritingAnInput(inputs, output);
   MergeResult result;
@@ -431,6 +432,7 @@ MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::st
     }
     result.events += info.events;
   }
+  if (last_records) last_records(out);
   out.Commit();
   return result;
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -14,6 +15,7 @@
 #include "launcher/file_replace.h"
 #include "launcher/job_record.h"
 #include "launcher/log_reader.h"
+#include "launcher/timeline/critical_path_overlay.h"
 #include "launcher/timeline/step_chart_svg.h"
 
 namespace dtrain {
@@ -237,14 +239,21 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
       if (paths) paths->Add(e);
     };
   }
-  report.merge =
-      MergeTimelines(inputs, report.output, observer, hosts, clock_offsets, kineto_observer);
+  // The paths are drawn into the merged trace: they are found before it is complete.
+  std::function<void(MergedTraceFile&)> last_records;
+  if (paths) {
+    last_records = [&paths, &report](MergedTraceFile& out) {
+      report.critical_paths = paths->Finish();
+      WriteCriticalPathOverlay(report.critical_paths, out);
+    };
+  }
+  report.merge = MergeTimelines(inputs, report.output, observer, hosts, clock_offsets,
+                                kineto_observer, last_records);
   for (std::string& note : MissingRankTraces(job, report.merge)) input_notes.push_back(note);
   report.merge.warnings.insert(report.merge.warnings.begin(), input_notes.begin(),
                                input_notes.end());
   if (request.summary) {
     report.gpu = gpu_builder.Finish(report.merge.ranks);
-    if (paths) report.critical_paths = paths->Finish();
     report.summary = builder.Finish(report.merge.ranks);
     if (!request.against.empty()) report.diff = CompareWithOtherRun(request, report);
     bool span_traces = false;

@@ -137,6 +137,33 @@ def gpu_annotations(doc, ids):
                                         "stream": -1, "correlation": r["args"]["correlation"]}})
 
 
+def stream_sync(doc, ids):
+    """A CPU thread of its own in each step launches a kernel that lasts nearly the step on a
+    stream of its own, waits for it (cudaStreamSynchronize, with the Stream Sync record CUPTI
+    writes when the profiler records synchronisation), then works past the step's end: the step's
+    critical path runs through the kernel and from its end back to the CPU."""
+    cpu_pid = events(doc, "cuda_runtime")[0]["pid"]
+    tid = events(doc, "cuda_runtime")[0]["tid"] + 1000
+    for s in steps(doc):
+        t0 = s["ts"] + 100.0
+        gpu = add_launched(doc, ids, "kernel", "long_gemm", t0 + 10.0, s["dur"] - 1000.0, t0,
+                           stream=300)
+        launch = doc["traceEvents"][-1]
+        launch["tid"] = tid
+        kernel_end = gpu["ts"] + gpu["dur"]
+        corr = ids()
+        doc["traceEvents"] += [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": cpu_pid,
+             "tid": tid, "ts": t0 + 5.0, "dur": kernel_end + 3.0 - (t0 + 5.0),
+             "args": {"cbid": 131, "correlation": corr}},
+            {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 300,
+             "ts": t0 + 6.0, "dur": kernel_end + 1.0 - (t0 + 6.0),
+             "args": {"cuda_sync_kind": "Stream Sync", "device": 0, "context": 1, "stream": 300,
+                      "correlation": corr}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": cpu_pid, "tid": tid,
+             "ts": kernel_end + 13.0, "dur": 2000.0, "args": {}}]
+
+
 def kernel_past_the_end(doc, ids):
     """A kernel launched in the traced steps that runs past everything else."""
     last = steps(doc)[-1]
@@ -154,7 +181,8 @@ def full_launch_queue(doc, ids):
 
 
 CASES = [short_kernels, launch_at_last_step_edge, before_first_step, several_streams,
-         memcpy_memset, nccl_overlap, gpu_annotations, kernel_past_the_end, full_launch_queue]
+         memcpy_memset, nccl_overlap, gpu_annotations, kernel_past_the_end, full_launch_queue,
+         stream_sync]
 
 
 def main():

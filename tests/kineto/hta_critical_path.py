@@ -9,11 +9,17 @@
 # HTA counts every event named like a step, the GPU's copies of a step's record_function too:
 # only the CPU's (user_annotation) are analysed, by their place among them all.
 # The times are those the path was found with (see "used" below).
+# With --overlay DIR, each step also has "flows": the arrows HTA's overlay of the path
+# (overlay_critical_path_analysis, written under DIR) draws, [cat, from, to] in µs after the step's
+# start as the overlaid trace gives them (HTA writes them in whole µs).
 # HTA 0.5 calls DataFrame.drop with both axis and columns, which pandas 3 refuses; the reference
 # runs with drop taking columns alone (what HTA means), and nothing else changed.
-#   python3 hta_critical_path.py [--first N] FOLDER...   (--first: each rank's first N steps only)
+#   python3 hta_critical_path.py [--first N] [--overlay DIR] FOLDER...
+#   (--first: each rank's first N steps only)
+import gzip
 import json
 import logging
+import os
 import sys
 import warnings
 
@@ -37,7 +43,29 @@ from hta.trace_analysis import TraceAnalysis  # noqa: E402
 
 
 
-def analyse(folder, first):
+def overlay_flows(analysis, rank, graph, step, out_dir):
+    path = analysis.overlay_critical_path_analysis(rank, graph, out_dir,
+                                                   only_show_critical_events=True)
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    os.remove(path)
+    start = next(e["ts"] for e in events
+                 if e.get("cat") == "user_annotation" and e.get("name") == step)
+    begun = {}
+    flows = []
+    for e in events:
+        if e.get("name") != "critical_path":
+            continue
+        if e["ph"] == "s":
+            begun[e["id"]] = e
+        elif e["ph"] == "f":
+            s = begun.pop(e["id"])
+            flows.append([e["cat"], s["ts"] - start, e["ts"] - start])
+    return flows
+
+
+def analyse(folder, first, overlay):
     analysis = TraceAnalysis(trace_dir=folder)
     symbols = analysis.t.symbol_table.get_sym_id_map()
     step_ids = {v: k for k, v in symbols.items() if "ProfilerStep" in k}
@@ -70,12 +98,18 @@ def analyse(folder, first):
             paths.append({"step": name, "step_us": float(dur),
                           "whole": bool(ts + dur <= cut), "path_us": float(edges.used.sum()),
                           "bound_by_us": bound, "edges": int(len(edges))})
+            if overlay is not None:
+                paths[-1]["flows"] = overlay_flows(analysis, rank, graph, name, overlay)
         out[str(rank)] = paths
     return out
 
 
 args = sys.argv[1:]
-first = None
-if args[:1] == ["--first"]:
-    first, args = int(args[1]), args[2:]
-print(json.dumps({folder: analyse(folder, first) for folder in args}))
+first = overlay = None
+while args[:1] in (["--first"], ["--overlay"]):
+    if args[0] == "--first":
+        first = int(args[1])
+    else:
+        overlay = args[1]
+    args = args[2:]
+print(json.dumps({folder: analyse(folder, first, overlay) for folder in args}))
