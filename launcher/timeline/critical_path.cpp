@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -52,16 +53,11 @@ double BindAt(const Event& e, bool start) {
 CriticalPathBuilder::CriticalPathBuilder(std::string step_name, std::string which)
     : step_name_(std::move(step_name)), which_(std::move(which)) {}
 
-uint32_t CriticalPathBuilder::Intern(std::string_view name) {
-  auto it = name_ids_.find(std::string(name));
-  if (it != name_ids_.end()) return it->second;
-  names_.emplace_back(name);
-  const uint32_t id = static_cast<uint32_t>(names_.size() - 1);
-  name_ids_.emplace(names_.back(), id);
-  return id;
-}
-
 void CriticalPathBuilder::Add(const KinetoEvent& e) {
+  if (e.rank != rank_) {
+    BuildRank();
+    rank_ = e.rank;
+  }
   Kind kind;
   if (e.cat == "cpu_op") {
     kind = Kind::kOperator;
@@ -77,13 +73,13 @@ void CriticalPathBuilder::Add(const KinetoEvent& e) {
   } else {
     kind = Kind::kCpuOther;
   }
-  const uint32_t name = Intern(e.name);
-  events_[e.rank].push_back(
+  const uint32_t name = names_.Intern(e.name);
+  events_.push_back(
       Event{e.ts_us, e.ts_us + e.dur_us, kind == Kind::kGpu || kind == Kind::kSync ? e.stream : -1,
             e.correlation, e.wait_on_stream, e.wait_on_record, name, e.thread, kind});
   if (e.cat == "user_annotation") {
     if (IsStepAnnotation(step_name_, e.name))
-      steps_[e.rank].push_back(Step{e.ts_us, e.ts_us + e.dur_us, name});
+      steps_.push_back(Step{e.ts_us, e.ts_us + e.dur_us, name});
   }
 }
 
@@ -395,12 +391,24 @@ RankCriticalPath CriticalPathBuilder::Build(int rank, std::vector<Event>& events
   return out;
 }
 
-std::vector<RankCriticalPath> CriticalPathBuilder::Finish() {
-  std::vector<RankCriticalPath> out;
-  for (auto& [rank, events] : events_) {
-    out.push_back(Build(rank, events, steps_[rank]));
-    std::vector<Event>().swap(events);
+void CriticalPathBuilder::BuildRank() {
+  if (rank_ < 0) return;
+  RankCriticalPath path = Build(rank_, events_, steps_);
+  if (paths_.count(rank_)) {
+    // Not from the merge (one trace per rank): the rank's earlier events are gone.
+    path.note = "the rank's events came apart; no path";
   }
+  paths_[rank_] = std::move(path);
+  std::vector<Event>().swap(events_);
+  std::vector<Step>().swap(steps_);
+}
+
+std::vector<RankCriticalPath> CriticalPathBuilder::Finish() {
+  BuildRank();
+  rank_ = -1;
+  std::vector<RankCriticalPath> out;
+  for (auto& [rank, path] : paths_) out.push_back(std::move(path));
+  paths_.clear();
   return out;
 }
 

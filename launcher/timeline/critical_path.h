@@ -13,13 +13,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/critical_path_graph.h"
 #include "launcher/timeline/kineto_trace.h"
+#include "launcher/timeline/name_table.h"
 
 namespace dtrain {
 
@@ -76,7 +76,9 @@ struct RankCriticalPath {
 };
 
 // Collects what the critical paths need from every rank's trace as the merge reads it, and
-// builds one path per rank at the end.
+// builds each rank's path once its events are all in: when the next rank's first event comes (the
+// merge reads one trace per rank, a rank's events together), or at the end. A rank's events are let
+// go once its path is built.
 class CriticalPathBuilder {
  public:
   // `step_name`: the record_function of one step ("": ProfilerStep#N). `which`: "slowest" (each
@@ -94,15 +96,16 @@ class CriticalPathBuilder {
   };
 
  private:
-  uint32_t Intern(std::string_view name);
+  void BuildRank();
   RankCriticalPath Build(int rank, std::vector<PathEvent>& events, std::vector<Step>& steps) const;
 
   std::string step_name_;
   std::string which_;
-  std::vector<std::string> names_;
-  std::unordered_map<std::string, uint32_t> name_ids_;
-  std::map<int, std::vector<PathEvent>> events_;
-  std::map<int, std::vector<Step>> steps_;
+  NameTable names_;
+  int rank_ = -1;  // whose events are being collected
+  std::vector<PathEvent> events_;
+  std::vector<Step> steps_;
+  std::map<int, RankCriticalPath> paths_;
 };
 
 // The section of `dtrain timeline --summary --critical-path`, and its JSON.

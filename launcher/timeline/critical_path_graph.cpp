@@ -181,7 +181,7 @@ CallStack NestThread(const std::vector<PathEvent>& events, const std::vector<int
 class ThreadWalk {
  public:
   ThreadWalk(PathGraph& graph, const std::vector<PathEvent>& events,
-             const std::vector<std::string>& names, const CallStack& stack)
+             const NameTable& names, const CallStack& stack)
       : graph_(graph), events_(events), names_(names), stack_(stack) {}
 
   void Run() {
@@ -240,7 +240,7 @@ class ThreadWalk {
 
   PathGraph& graph_;
   const std::vector<PathEvent>& events_;
-  const std::vector<std::string>& names_;
+  const NameTable& names_;
   const CallStack& stack_;
   int32_t last_ = -1;      // the node the next span starts from
   int32_t last_top_ = -1;  // the end of the last top-level operator
@@ -251,7 +251,7 @@ class ThreadWalk {
 }  // namespace
 
 void AddThreadEdges(PathGraph& graph, const std::vector<PathEvent>& events,
-                    const std::vector<std::string>& names, const std::vector<int32_t>& thread) {
+                    const NameTable& names, const std::vector<int32_t>& thread) {
   const CallStack stack = NestThread(events, thread);
   ThreadWalk(graph, events, names, stack).Run();
 }

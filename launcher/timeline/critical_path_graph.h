@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "launcher/timeline/name_table.h"
+
 namespace dtrain {
 
 enum class PathEventKind : uint8_t { kOperator, kCall, kCpuOther, kGpu, kSync };
@@ -91,6 +93,6 @@ class PathGraph {
 // operator to the next. `thread`: the thread's events in the step; `names`: their names (the time
 // inside a blocking CUDA call weighs nothing).
 void AddThreadEdges(PathGraph& graph, const std::vector<PathEvent>& events,
-                    const std::vector<std::string>& names, const std::vector<int32_t>& thread);
+                    const NameTable& names, const std::vector<int32_t>& thread);
 
 }  // namespace dtrain

@@ -68,15 +68,6 @@ std::string GpuTable(const GpuTimeSummary& summary) {
 GpuTimeSummaryBuilder::GpuTimeSummaryBuilder(std::string step_name, bool operators)
     : step_name_(std::move(step_name)), operators_(operators) {}
 
-uint32_t GpuTimeSummaryBuilder::Intern(std::string_view name) {
-  auto it = name_ids_.find(std::string(name));
-  if (it != name_ids_.end()) return it->second;
-  names_.emplace_back(name);
-  uint32_t id = static_cast<uint32_t>(names_.size() - 1);
-  name_ids_.emplace(names_.back(), id);
-  return id;
-}
-
 void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   RankState& state = ranks_[event.rank];
   const double end = event.ts_us + event.dur_us;

@@ -17,6 +17,7 @@
 #include "launcher/timeline/gpu_idle_causes.h"
 #include "launcher/timeline/gpu_speed_compare.h"
 #include "launcher/timeline/kineto_trace.h"
+#include "launcher/timeline/name_table.h"
 #include "launcher/timeline/launch_queue.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/trace_diff.h"
@@ -136,7 +137,7 @@ class GpuTimeSummaryBuilder {
     std::vector<Span> cpu_operators;   // cpu_op events (with `operators_`)
   };
 
-  uint32_t Intern(std::string_view name);
+  uint32_t Intern(std::string_view name) { return names_.Intern(name); }
   RankGpuTime Sweep(int rank, RankState& state, GpuIdleCauses& causes,
                     std::vector<StreamQueue>& queues, RankOps* operators);
   RankOps CollectOperators(int rank, RankState& state);
@@ -144,8 +145,7 @@ class GpuTimeSummaryBuilder {
   std::string step_name_;
   bool operators_ = false;
   std::map<int, RankState> ranks_;
-  std::vector<std::string> names_;
-  std::unordered_map<std::string, uint32_t> name_ids_;
+  NameTable names_;
   std::map<std::string, int, std::less<>> profiler_step_names_;
   std::map<uint32_t, KernelTotal> kernels_;
   // Per rank, the work that GpuSpeed compares: compute kernels, copies to and from the GPU.
