@@ -3,7 +3,8 @@
 // supervises the ranks; EndAttempt records the attempt (cause, node blamed, root cause), says
 // why it failed, quarantines nodes (lost, unfit in the health check, failing too often, or with a
 // flaky link during a failed attempt where the job can go on without them) and
-// decides whether the job runs again, after the backoff. launch.cpp loops over them.
+// decides whether the job runs again, after the backoff (job_attempt_end.cpp). launch.cpp loops
+// over them.
 #pragma once
 
 #include <cstdint>
