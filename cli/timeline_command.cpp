@@ -97,6 +97,9 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
       ->check(CLI::Validator(
           [](std::string& v) { return v.empty() ? std::string("needs a step") : std::string(); },
           "STEP"));
+  cmd->add_flag("--counters", request->counters,
+                "Add counter tracks to the merged trace, as HTA's trace with counters (PyTorch "
+                "traces): each stream's launch queue and the bandwidth of copies in flight");
   cmd->add_option("--step", request->step_name,
                   "PyTorch traces: the record_function that marks one step (default: "
                   "ProfilerStep#N)");

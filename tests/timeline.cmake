@@ -46,3 +46,9 @@ dtrain_test(timeline_critical_path_test
   LIBS dtrain_launcher ZLIB::ZLIB
   TIMEOUT 180)
 add_dependencies(timeline_critical_path_test dtrain)
+# Counter tracks in the merged trace (launch queues, copy bandwidth), against HolisticTraceAnalysis.
+dtrain_test(timeline_counter_tracks_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_counter_tracks_test.cpp
+  LIBS dtrain_launcher ZLIB::ZLIB
+  TIMEOUT 180)
+add_dependencies(timeline_counter_tracks_test dtrain)

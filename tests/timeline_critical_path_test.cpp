@@ -26,14 +26,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using test::Gunzip;
-using test::Gzip;
 using test::kPython;
 using test::kRank0;
 using test::kRank1;
 using test::MakeCases;
 using test::RequireFixtures;
 using test::RunShell;
+using test::WriteWithDriverLaunchesRenamed;
 using testing::ScratchDir;
 
 constexpr int kCpuThread = 1;
@@ -313,11 +312,7 @@ TEST(CriticalPath, AgreesWithHtaStepByStep) {
   const fs::path renamed = dir / "renamed";
   fs::create_directories(renamed);
   for (const auto& [rank, path] : {std::pair{0, kRank0}, std::pair{1, kRank1}}) {
-    std::string text = Gunzip(path);
-    for (size_t at = 0; (at = text.find("\"cuLaunchKernelEx\"", at)) != std::string::npos;) {
-      text.replace(at, 18, "\"cudaLaunchKernelExC\"");
-    }
-    Gzip((renamed / ("rank" + std::to_string(rank) + ".json.gz")).string(), text);
+    WriteWithDriverLaunchesRenamed(path, (renamed / ("rank" + std::to_string(rank) + ".json.gz")));
   }
   std::vector<std::string> cases =
       MakeCases((dir / "cases").string(), (renamed / "rank0.json.gz").string());

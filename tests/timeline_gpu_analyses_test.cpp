@@ -32,6 +32,7 @@ using test::MakeCases;
 using test::RequireFixtures;
 using test::RunShell;
 using test::Summarize;
+using test::WriteWithDriverLaunchesRenamed;
 using testing::ScratchDir;
 using testing::WriteFile;
 
@@ -121,14 +122,7 @@ TEST(KinetoTimeline, IdleCausesAndLaunchesAgreeWithHolisticTraceAnalysis) {
   for (const auto& [rank, path] : {std::pair{0, kRank0}, std::pair{1, kRank1}}) {
     const std::string file = "rank" + std::to_string(rank) + ".json.gz";
     fs::copy_file(path, recorded / file);
-    std::string text = Gunzip(path);
-    size_t renames = 0;
-    for (size_t at = 0; (at = text.find("\"cuLaunchKernelEx\"", at)) != std::string::npos;
-         ++renames) {
-      text.replace(at, 18, "\"cudaLaunchKernelExC\"");
-    }
-    EXPECT_GT(renames, 50u);
-    Gzip(renamed / file, text);
+    EXPECT_GT(WriteWithDriverLaunchesRenamed(path, (renamed / file).string()), 50u);
   }
   std::vector<std::string> cases = MakeCases(dir / "cases", (renamed / "rank0.json.gz").string());
   ASSERT_EQ(cases.size(), 11u);

@@ -5,8 +5,8 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "launcher/timeline/trace_record.h"
 #include "runtime/trace/trace_vocabulary.h"
 
 namespace dtrain {
@@ -74,8 +74,9 @@ void WriteRank(const RankCriticalPath& path, MergedTraceFile& out) {
     out.WriteText(fmt::format(
         R"({{"ph":"X","cat":"critical_path","name":{},"pid":{},"tid":{},"ts":{},"dur":{},)"
         R"("args":{{"bound_by":"{}","edge":"{}","weight_us":{:.3f}}}}})",
-        Quoted(SliceName(link)), path.rank, kCriticalPathTrack, Micros(from), Micros(to - from),
-        PathBoundName(*link.bound), PathEdgeTypeName(link.type), link.weight_us));
+        EncodeJsonString(SliceName(link)), path.rank, kCriticalPathTrack, Micros(from),
+        Micros(to - from), PathBoundName(*link.bound), PathEdgeTypeName(link.type),
+        link.weight_us));
   }
   int64_t id = static_cast<int64_t>(path.rank) * kFlowIdsPerRank + kFirstPathFlowId;
   for (const PathLink& link : path.links) {

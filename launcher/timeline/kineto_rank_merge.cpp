@@ -62,20 +62,6 @@ void AppendInt(int64_t value, std::string& out) {
   out.append(buffer, end);
 }
 
-// ns as µs with 3 decimals, as "{:.3f}" would write them.
-void AppendMicros(int64_t ns, std::string& out) {
-  if (ns < 0) {
-    out += '-';
-    ns = -ns;
-  }
-  AppendInt(ns / 1000, out);
-  const int fraction = static_cast<int>(ns % 1000);
-  const char digits[4] = {'.', static_cast<char>('0' + fraction / 100),
-                          static_cast<char>('0' + fraction / 10 % 10),
-                          static_cast<char>('0' + fraction % 10)};
-  out.append(digits, 4);
-}
-
 bool IsGpuTrackCategory(std::string_view cat) {
   return IsGpuActivityCategory(cat) || cat == "gpu_user_annotation";
 }
@@ -220,6 +206,7 @@ class KinetoRankMerger {
     int64_t bytes = -1;
     int64_t wait_on_stream = -1;
     int64_t wait_on_record = -1;
+    double memory_bw_gbps = -1;
     // Stream synchronisation records sit on a GPU stream too (the summary bounds spans by them).
     const bool gpu = IsGpuActivityCategory(cat) || cat == "cuda_sync";
     if ((gpu || cat == "cuda_runtime" || cat == "cuda_driver") && !w.args.empty() &&
@@ -227,6 +214,9 @@ class KinetoRankMerger {
       if (gpu) stream = args_.Int("stream", -1);
       correlation = args_.Int("correlation", -1);
       if (cat == "gpu_memcpy") bytes = args_.Int("bytes", -1);
+      if (cat == "gpu_memcpy" || cat == "gpu_memset") {
+        memory_bw_gbps = args_.Number("memory bandwidth (GB/s)", -1);
+      }
       if (cat == "cuda_sync") {
         wait_on_stream = args_.Int("wait_on_stream", -1);
         wait_on_record = args_.Int("wait_on_cuda_event_record_corr_id", -1);
@@ -234,7 +224,8 @@ class KinetoRankMerger {
     }
     const double dur = w.dur.empty() ? 0 : static_cast<double>(Nanos(w.dur)) / 1000.0;
     observer_(KinetoEvent{info_.rank, cat, Text(w.name, name_scratch_), ts, dur, stream,
-                          correlation, bytes, thread, wait_on_stream, wait_on_record});
+                          correlation, bytes, thread, wait_on_stream, wait_on_record,
+                          memory_bw_gbps});
   }
 
   void AddKey(std::string_view key) {

@@ -71,6 +71,8 @@ struct KinetoEvent {
   // args.wait_on_cuda_event_record_corr_id); -1: none.
   int64_t wait_on_stream = -1;
   int64_t wait_on_record = -1;
+  // A copy's or set's bandwidth as Kineto gives it (args "memory bandwidth (GB/s)"); -1: none.
+  double memory_bw_gbps = -1;
 };
 using KinetoEventObserver = std::function<void(const KinetoEvent&)>;
 

@@ -15,6 +15,7 @@
 #include "launcher/file_replace.h"
 #include "launcher/job_record.h"
 #include "launcher/log_reader.h"
+#include "launcher/timeline/counter_tracks.h"
 #include "launcher/timeline/critical_path_overlay.h"
 #include "launcher/timeline/step_chart_svg.h"
 
@@ -230,21 +231,27 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (request.summary && !request.critical_path.empty()) {
     paths.emplace(request.step_name, request.critical_path);
   }
+  std::optional<CounterTracksBuilder> counters;
+  if (request.counters) counters.emplace();
   MergedEventObserver observer;
   KinetoEventObserver kineto_observer;
-  if (request.summary) {
-    observer = [&builder](const MergedEvent& e) { builder.Add(e); };
-    kineto_observer = [&gpu_builder, &paths](const KinetoEvent& e) {
-      gpu_builder.Add(e);
+  if (request.summary) observer = [&builder](const MergedEvent& e) { builder.Add(e); };
+  if (request.summary || counters) {
+    kineto_observer = [&](const KinetoEvent& e) {
+      if (request.summary) gpu_builder.Add(e);
       if (paths) paths->Add(e);
+      if (counters) counters->Add(e);
     };
   }
-  // The paths are drawn into the merged trace: they are found before it is complete.
+  // The paths and the counters are drawn into the merged trace: found before it is complete.
   std::function<void(MergedTraceFile&)> last_records;
-  if (paths) {
-    last_records = [&paths, &report](MergedTraceFile& out) {
-      report.critical_paths = paths->Finish();
-      WriteCriticalPathOverlay(report.critical_paths, out);
+  if (paths || counters) {
+    last_records = [&paths, &counters, &report](MergedTraceFile& out) {
+      if (paths) {
+        report.critical_paths = paths->Finish();
+        WriteCriticalPathOverlay(report.critical_paths, out);
+      }
+      if (counters) counters->Write(out);
     };
   }
   report.merge = MergeTimelines(inputs, report.output, observer, hosts, clock_offsets,

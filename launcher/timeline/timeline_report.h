@@ -30,6 +30,8 @@ struct TimelineRequest {
   // With `summary`: each rank's critical path through one step (PyTorch traces): "slowest", a
   // step's index among the profiled steps, or its name; empty: none.
   std::string critical_path;
+  // Counter tracks in the merged trace (PyTorch traces): launch queues, copy bandwidth.
+  bool counters = false;
 };
 
 struct TimelineReport {

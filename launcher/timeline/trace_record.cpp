@@ -3,6 +3,7 @@
 #include "launcher/timeline/trace_record.h"
 
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -289,6 +290,21 @@ std::string DecodeJsonString(std::string_view text) {
     return std::string(text.substr(1, text.size() - 2));
   }
   return nlohmann::json::parse(text).get<std::string>();
+}
+
+// ns as µs with 3 decimals, as "{:.3f}" would write them.
+void AppendMicros(int64_t ns, std::string& out) {
+  if (ns < 0) {
+    out += '-';
+    ns = -ns;
+  }
+  char buffer[24];
+  out.append(buffer, std::to_chars(buffer, buffer + sizeof buffer, ns / 1000).ptr);
+  const int fraction = static_cast<int>(ns % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + fraction / 100),
+                          static_cast<char>('0' + fraction / 10 % 10),
+                          static_cast<char>('0' + fraction % 10)};
+  out.append(digits, 4);
 }
 
 std::string EncodeJsonString(const std::string& value) {

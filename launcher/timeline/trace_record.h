@@ -55,6 +55,10 @@ std::string DecodeJsonString(std::string_view text);
 // The JSON string text of `value` ("a\nb" -> "\"a\\nb\"").
 std::string EncodeJsonString(const std::string& value);
 
+// Appends `ns` as µs with 3 decimals, exactly ("{:.3f}" of ns / 1000.0 without its rounding):
+// a trace's ts and dur.
+void AppendMicros(int64_t ns, std::string& out);
+
 // Appends `"key":value` (`value` is JSON text, copied as is) to a record being written that
 // starts with '{', with a comma before it unless it is the record's first field.
 inline void AppendRecordField(std::string& record, std::string_view key, std::string_view value) {

@@ -63,6 +63,21 @@ inline std::string Replace(std::string text, const std::string& from, const std:
   return text;
 }
 
+// Writes the recorded trace `source` gzipped to `out` with its launches by the driver
+// (cuLaunchKernelEx, which HTA 0.5 does not count) renamed to a runtime call HTA counts
+// (cudaLaunchKernelExC): the trace on which dtrain and HTA must agree figure for figure. The
+// number of launches renamed.
+inline size_t WriteWithDriverLaunchesRenamed(const std::string& source, const std::string& out) {
+  std::string text = Gunzip(source);
+  size_t renames = 0;
+  for (size_t at = 0; (at = text.find("\"cuLaunchKernelEx\"", at)) != std::string::npos;
+       ++renames) {
+    text.replace(at, 18, "\"cudaLaunchKernelExC\"");
+  }
+  Gzip(out, text);
+  return renames;
+}
+
 inline void RequireFixtures() {
   // The fixtures are part of the repository: missing ones are a failure.
   ASSERT_TRUE(fs::exists(kRank0) && fs::exists(kRank1)) << "missing " << kFixtures;

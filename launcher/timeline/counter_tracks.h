@@ -1,0 +1,59 @@
+// Counter tracks drawn into the merged trace from each rank's PyTorch profiler trace, as
+// HolisticTraceAnalysis' trace with counters (generate_trace_with_counters) adds them, to read
+// beside the kernels in Perfetto or chrome://tracing:
+// - "Queue length (stream S)": the launches the CPU had made on stream S that the GPU had not
+//   started yet (HTA's queue length: +1 when a launch call starts, -1 when its activity starts);
+//   the driver's launches (cuLaunchKernel, cuLaunchKernelEx) count, as in the summary;
+// - "Memcpy DtoH bandwidth", "Memcpy HtoD ...", "Memcpy DtoD ...", "Memset ...": the GB/s of the
+//   copies (sets) of that kind running at each moment, summed (HTA's memory bandwidth time series,
+//   from Kineto's "memory bandwidth (GB/s)" of each copy).
+// Each is one counter ("C") record per time its value changes, in the rank's process.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "launcher/timeline/kineto_trace.h"
+#include "launcher/timeline/merged_trace_file.h"
+#include "launcher/timeline/name_table.h"
+
+namespace dtrain {
+
+// One counter's value from `ts_us` on (merged clock).
+struct CounterPoint {
+  double ts_us;
+  double value;
+};
+
+// One rank's counters: by track name ("Queue length (stream 7)", "Memcpy DtoH bandwidth").
+using RankCounters = std::map<std::string, std::vector<CounterPoint>>;
+
+class CounterTracksBuilder {
+ public:
+  void Add(const KinetoEvent& event);
+  // Each rank's counters, by rank.
+  std::map<int, RankCounters> Series() const;
+  // Writes every rank's counter tracks.
+  void Write(MergedTraceFile& out) const;
+
+ private:
+  struct Activity {
+    double ts, end;
+    int64_t stream;
+    int64_t correlation;
+    double memory_bw_gbps;  // copies and sets (0 when the trace gives none); -1 otherwise
+    int32_t memory_kind;    // HTA's memory kernel type ("Memcpy DtoH", "Memset") in kinds_; -1
+                            // none
+  };
+  struct Rank {
+    std::unordered_map<int64_t, double> launch_ts;  // launch call start, by correlation
+    std::vector<Activity> activities;
+  };
+  std::map<int, Rank> ranks_;
+  NameTable kinds_;
+};
+
+}  // namespace dtrain

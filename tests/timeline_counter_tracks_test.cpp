@@ -1,0 +1,181 @@
+// `dtrain timeline --counters`: each stream's launch queue and the bandwidth of copies in flight,
+// as counter tracks in the merged trace. Against HolisticTraceAnalysis' time series behind its
+// trace with counters (tests/kineto/hta_counters.py, HTA 0.5.0 run in the test), point by point,
+// on the recorded H100 ranks (driver launches renamed so that HTA counts them too) and on every
+// isolated case of tests/kineto/hta_cases.py; and by hand on a small trace.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "launcher/timeline/counter_tracks.h"
+#include "launcher/timeline/timeline_report.h"
+#include "tests/support/kineto_fixtures.h"
+#include "tests/support/timeline_test_files.h"
+
+namespace dtrain {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::kPython;
+using test::kRank0;
+using test::kRank1;
+using test::MakeCases;
+using test::RequireFixtures;
+using test::RunShell;
+using test::WriteWithDriverLaunchesRenamed;
+using testing::ScratchDir;
+
+// Two launches on stream 7 before the first kernel starts; a copy overlapping a second copy of
+// the same kind, and one of no time.
+TEST(CounterTracks, QueueAndBandwidthByHand) {
+  CounterTracksBuilder b;
+  auto call = [&](double ts, int64_t corr) {
+    b.Add(KinetoEvent{0, "cuda_runtime", "cudaLaunchKernel", ts, 2, -1, corr, -1});
+  };
+  auto gpu = [&](std::string_view cat, std::string_view name, double ts, double dur, int64_t corr,
+                 double bw = -1) {
+    KinetoEvent e{0, cat, name, ts, dur, 7, corr, -1};
+    e.memory_bw_gbps = bw;
+    b.Add(e);
+  };
+  call(10, 1);
+  call(12, 2);
+  gpu("kernel", "gemm", 20, 5, 1);
+  gpu("kernel", "gemm", 25, 5, 2);
+  gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 40, 10, 3, 20.0);
+  gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 45, 10, 4, 5.0);
+  gpu("gpu_memset", "Memset (Device)", 60, 0, 5, 1.0);
+  gpu("kernel", "not launched here", 70, 1, 99);  // no launch call: not in the queue
+  const std::map<int, RankCounters> series = b.Series();
+  ASSERT_EQ(series.size(), 1u);
+  const RankCounters& c = series.at(0);
+  auto points = [&](const std::string& name) {
+    std::vector<std::pair<double, double>> out;
+    for (const CounterPoint& p : c.at(name)) out.push_back({p.ts_us, p.value});
+    return out;
+  };
+  using P = std::vector<std::pair<double, double>>;
+  EXPECT_EQ(points("Queue length (stream 7)"), (P{{10, 1}, {12, 2}, {20, 1}, {25, 0}}));
+  EXPECT_EQ(points("Memcpy DtoH bandwidth"), (P{{40, 20}, {45, 25}, {50, 5}, {55, 0}}));
+  EXPECT_EQ(points("Memset bandwidth"), (P{{60, 1}, {61, 0}}));  // no time lasts 1 µs, as HTA
+  EXPECT_EQ(c.size(), 3u);
+}
+
+// A rank's counters in a merged trace: name -> [t, value], t in µs after its first step.
+std::map<std::string, std::vector<std::pair<double, double>>> MergedCounters(const fs::path& merged,
+                                                                             int rank) {
+  std::ifstream in(merged);
+  const json events = json::parse(in);
+  double start = 1e300;
+  std::map<std::string, std::vector<std::pair<double, double>>> out;
+  for (const json& e : events) {
+    if (e.value("pid", -1) != rank) continue;
+    const std::string name = e.value("name", "");
+    if (e.value("cat", "") == "user_annotation" && name.rfind("ProfilerStep", 0) == 0) {
+      start = std::min(start, e["ts"].get<double>());
+    }
+    if (e["ph"] == "C")
+      out[name].push_back({e["ts"].get<double>(), e["args"].begin()->get<double>()});
+  }
+  for (auto& [name, points] : out) {
+    for (auto& p : points) p.first -= start;
+  }
+  return out;
+}
+
+TEST(CounterTracks, AgreeWithHolisticTraceAnalysisPointByPoint) {
+  RequireFixtures();
+  ScratchDir scratch;
+  const fs::path dir = scratch.path();
+  const fs::path renamed = dir / "renamed";
+  fs::create_directories(renamed);
+  WriteWithDriverLaunchesRenamed(kRank0, renamed / "rank0.json.gz");
+  WriteWithDriverLaunchesRenamed(kRank1, renamed / "rank1.json.gz");
+  const std::vector<std::string> cases =
+      MakeCases((dir / "cases").string(), (renamed / "rank0.json.gz").string());
+  ASSERT_EQ(cases.size(), 11u);
+  std::vector<fs::path> folders{renamed};
+  for (const std::string& name : cases) folders.push_back(dir / "cases" / name);
+  // HTA leaves out of what it reads the CPU events from the last step on and the GPU activity
+  // they launched (or that nothing in the trace launched); dtrain reads the traces as HTA read them
+  // (hta_counters.py --as-read), so that every point must match.
+  const fs::path as_read = dir / "as-read";
+  std::string command = "HTA_DISABLE_NS_ROUNDING=1 " + kPython + " " + DTRAIN_SOURCE_DIR +
+                        "/tests/kineto/hta_counters.py --as-read " + as_read.string();
+  for (const fs::path& folder : folders) command += " " + folder.string();
+  int status = 0;
+  const std::string out = RunShell(command, &status);
+  ASSERT_EQ(status, 0) << out;
+  const json hta = json::parse(
+      out.substr(out.rfind("\n{") == std::string::npos ? out.find('{') : out.rfind("\n{") + 1));
+  int queue_points = 0, bandwidth_points = 0;
+  for (size_t n = 0; n < folders.size(); ++n) {
+    const fs::path read = as_read / std::to_string(n);
+    TimelineRequest request;
+    for (const char* file : {"rank0.json.gz", "rank1.json.gz"}) {
+      if (fs::exists(read / file)) request.inputs.push_back((read / file).string());
+    }
+    ASSERT_FALSE(request.inputs.empty()) << read;
+    request.output = read.string() + "-merged.json";
+    request.counters = true;
+    MakeTimeline(request);
+    for (const auto& [rank_text, theirs] : hta.at(folders[n].string()).items()) {
+      const int rank = std::stoi(rank_text);
+      auto ours = MergedCounters(request.output, rank);
+      auto compare = [&](const std::string& name, const json& hta_points, bool queue) {
+        const std::string what = folders[n].filename().string() + " rank " + rank_text + " " + name;
+        const std::vector<std::pair<double, double>> mine = ours[name];
+        ours.erase(name);
+        ASSERT_EQ(mine.size(), hta_points.size()) << what;
+        for (size_t i = 0; i < mine.size(); ++i) {
+          const double t = hta_points[i][0].get<double>(), v = hta_points[i][1].get<double>();
+          EXPECT_NEAR(mine[i].first, t, 0.003) << what << " point " << i;
+          EXPECT_NEAR(mine[i].second, v, queue ? 0 : 1e-6 * std::max(1.0, std::fabs(v)))
+              << what << " point " << i << " at " << t;
+          (queue ? queue_points : bandwidth_points) += 1;
+        }
+      };
+      for (const auto& [stream, points] : theirs["queue"].items()) {
+        compare("Queue length (stream " + stream + ")", points, true);
+      }
+      for (const auto& [kind, points] : theirs["bandwidth"].items()) {
+        compare(kind + " bandwidth", points, false);
+      }
+      for (const auto& [name, points] : ours) ADD_FAILURE() << "HTA has no " << name;
+    }
+  }
+  EXPECT_GT(queue_points, 10000);
+  EXPECT_GT(bandwidth_points, 100);
+  std::cout << queue_points << " queue and " << bandwidth_points << " bandwidth points as HTA's\n";
+}
+
+TEST(CounterTracks, CommandLine) {
+  RequireFixtures();
+  ScratchDir dir;
+  const std::string merged = dir / "m.json";
+  int status = 0;
+  const std::string out =
+      RunShell(std::string(DTRAIN_BINARY_DIR) + "/dtrain timeline --counters -o " + merged + " " +
+                   kRank0 + " " + kRank1,
+               &status);
+  ASSERT_EQ(status, 0) << out;
+  const auto rank1 = MergedCounters(merged, 1);
+  ASSERT_TRUE(rank1.count("Queue length (stream 7)"));
+  EXPECT_TRUE(rank1.count("Memcpy HtoD bandwidth"));
+  // Without --counters the trace has none.
+  RunShell(std::string(DTRAIN_BINARY_DIR) + "/dtrain timeline -o " + merged + " " + kRank0,
+           &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_TRUE(MergedCounters(merged, 0).empty());
+}
+
+}  // namespace
+}  // namespace dtrain
