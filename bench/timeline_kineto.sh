@@ -7,6 +7,9 @@
 # With BASELINE=/path/to/another/dtrain, that binary is timed on the same traces too (last columns).
 # With ANALYSIS=critical-path: HTA's critical path analysis of each rank's first step against
 # `dtrain timeline --summary --critical-path 0` (which also makes the whole summary).
+# With ANALYSIS=counters: HTA's generate_trace_with_counters for every rank (queue length and
+# memcpy bandwidth, a new trace per rank) against `dtrain timeline --counters` (the merged trace
+# with the same counters; BASELINE then merges without them).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"; MB="${2:-100}"; shift $(( $# > 2 ? 2 : $# )) || true
@@ -60,7 +63,15 @@ for n in "${RANKS[@]}"; do
     sed -e "s/\"rank\": [01], \"world_size\": 2/\"rank\": $r, \"world_size\": $n/" \
       "$WORK/base/rank$((r % 2)).json" | gzip -1 > "$dir/rank$r.json.gz"
   done
-  if [ "${ANALYSIS:-breakdown}" = critical-path ]; then
+  if [ "${ANALYSIS:-breakdown}" = counters ]; then
+    read -r h_wall h_mb < <(peak "$PY" -c 'import logging, sys
+logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+a = TraceAnalysis(trace_dir=sys.argv[1])
+a.generate_trace_with_counters(ranks=sorted(a.t.traces))' "$dir")
+    rm -f "$dir"/*_with_counters*
+    read -r d_wall d_mb < <(peak "$BUILD/dtrain" timeline --counters -o "$WORK/merged.json" "$dir"/*.json.gz)
+  elif [ "${ANALYSIS:-breakdown}" = critical-path ]; then
     read -r h_wall h_mb < <(HTA_DISABLE_NS_ROUNDING=1 peak "$PY" "$ROOT/tests/kineto/hta_critical_path.py" --first 1 "$dir")
     read -r d_wall d_mb < <(peak "$BUILD/dtrain" timeline --summary --json --critical-path 0 -o "$WORK/merged.json" "$dir"/*.json.gz)
   else
@@ -70,7 +81,11 @@ for n in "${RANKS[@]}"; do
   printf '%6s %9s | %10s %9s | %10s %9s | %7.1fx %7.1fx' "$n" "$base_mb" "$h_wall" "$h_mb" "$d_wall" "$d_mb" \
     "$(echo "$h_wall / $d_wall" | bc -l)" "$(echo "$h_mb / $d_mb" | bc -l)"
   if [ -n "${BASELINE:-}" ]; then
-    read -r b_wall b_mb < <(peak "$BASELINE" timeline --summary --json -o "$WORK/merged.json" "$dir"/*.json.gz)
+    if [ "${ANALYSIS:-breakdown}" = counters ]; then
+      read -r b_wall b_mb < <(peak "$BASELINE" timeline -o "$WORK/merged.json" "$dir"/*.json.gz)
+    else
+      read -r b_wall b_mb < <(peak "$BASELINE" timeline --summary --json -o "$WORK/merged.json" "$dir"/*.json.gz)
+    fi
     printf ' | %10s %11s %7.1fx\n' "$b_wall" "$b_mb" "$(echo "$h_wall / $b_wall" | bc -l)"
   else
     echo
