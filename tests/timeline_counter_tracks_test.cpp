@@ -24,11 +24,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using test::kPython;
 using test::kRank0;
 using test::kRank1;
 using test::MakeCases;
 using test::RequireFixtures;
+using test::RunHtaScript;
 using test::RunShell;
 using test::WriteWithDriverLaunchesRenamed;
 using testing::ScratchDir;
@@ -108,14 +108,10 @@ TEST(CounterTracks, AgreeWithHolisticTraceAnalysisPointByPoint) {
   // they launched (or that nothing in the trace launched); dtrain reads the traces as HTA read them
   // (hta_counters.py --as-read), so that every point must match.
   const fs::path as_read = dir / "as-read";
-  std::string command = "HTA_DISABLE_NS_ROUNDING=1 " + kPython + " " + DTRAIN_SOURCE_DIR +
-                        "/tests/kineto/hta_counters.py --as-read " + as_read.string();
-  for (const fs::path& folder : folders) command += " " + folder.string();
-  int status = 0;
-  const std::string out = RunShell(command, &status);
-  ASSERT_EQ(status, 0) << out;
-  const json hta = json::parse(
-      out.substr(out.rfind("\n{") == std::string::npos ? out.find('{') : out.rfind("\n{") + 1));
+  std::string args = "--as-read " + as_read.string();
+  for (const fs::path& folder : folders) args += " " + folder.string();
+  const json hta = RunHtaScript("hta_counters.py", args);
+  ASSERT_FALSE(hta.empty());
   int queue_points = 0, bandwidth_points = 0;
   for (size_t n = 0; n < folders.size(); ++n) {
     const fs::path read = as_read / std::to_string(n);

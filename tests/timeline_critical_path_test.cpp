@@ -26,11 +26,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using test::kPython;
 using test::kRank0;
 using test::kRank1;
 using test::MakeCases;
 using test::RequireFixtures;
+using test::RunHtaScript;
 using test::RunShell;
 using test::WriteWithDriverLaunchesRenamed;
 using testing::ScratchDir;
@@ -320,15 +320,10 @@ TEST(CriticalPath, AgreesWithHtaStepByStep) {
   std::vector<fs::path> folders{renamed};
   for (const std::string& name : cases) folders.push_back(dir / "cases" / name);
   fs::create_directories(dir / "overlay");
-  std::string command = "HTA_DISABLE_NS_ROUNDING=1 " + kPython + " " + DTRAIN_SOURCE_DIR +
-                        "/tests/kineto/hta_critical_path.py --overlay " +
-                        (dir / "overlay").string();
-  for (const fs::path& folder : folders) command += " " + folder.string();
-  int status = 0;
-  const std::string out = RunShell(command, &status);
-  ASSERT_EQ(status, 0) << out;
-  const json hta = json::parse(
-      out.substr(out.rfind("\n{") == std::string::npos ? out.find('{') : out.rfind("\n{") + 1));
+  std::string args = "--overlay " + (dir / "overlay").string();
+  for (const fs::path& folder : folders) args += " " + folder.string();
+  const json hta = RunHtaScript("hta_critical_path.py", args);
+  ASSERT_FALSE(hta.empty());
 
   int compared = 0, hta_failed = 0, arrows = 0;
   std::map<std::string, int> arrow_types;

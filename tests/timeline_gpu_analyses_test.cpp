@@ -25,12 +25,11 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using test::Gunzip;
 using test::Gzip;
-using test::kPython;
 using test::kRank0;
 using test::kRank1;
 using test::MakeCases;
 using test::RequireFixtures;
-using test::RunShell;
+using test::RunHtaScript;
 using test::Summarize;
 using test::WriteWithDriverLaunchesRenamed;
 using testing::ScratchDir;
@@ -39,17 +38,9 @@ using testing::WriteFile;
 // HTA's idle time breakdown and CUDA kernel launch stats (tests/kineto/hta_idle_launch.py) of each
 // folder, at nanosecond precision: {folder: {rank: {"streams", "launches"}}}.
 json HtaIdleAndLaunches(const std::vector<fs::path>& folders) {
-  std::string command = "HTA_DISABLE_NS_ROUNDING=1 " + kPython + " " + DTRAIN_SOURCE_DIR +
-                        "/tests/kineto/hta_idle_launch.py";
-  for (const fs::path& folder : folders) command += " " + folder.string();
-  int status = 0;
-  const std::string out = RunShell(command, &status);
-  EXPECT_EQ(status, 0) << out;
-  const size_t at = out.rfind("\n{");
-  json doc =
-      json::parse(out.substr(at == std::string::npos ? out.find('{') : at + 1), nullptr, false);
-  EXPECT_TRUE(doc.is_object()) << out;
-  return doc.is_object() ? doc : json::object();
+  std::string args;
+  for (const fs::path& folder : folders) args += " " + folder.string();
+  return RunHtaScript("hta_idle_launch.py", args);
 }
 
 // One rank's idle causes and launches, dtrain's (--json) against HTA's. `all_counted`: the trace
@@ -236,14 +227,8 @@ TEST(KinetoTimeline, AgainstAnotherRunAgreesWithHolisticTraceAnalysisTraceDiff) 
   fs::create_directories(dir / "after");
   fs::copy_file(kRank0, dir / "before/rank0.json.gz");
   fs::copy_file(kRank1, dir / "after/rank1.json.gz");
-  int status = 0;
-  std::string out =
-      RunShell("HTA_DISABLE_NS_ROUNDING=1 " + kPython + " " + DTRAIN_SOURCE_DIR +
-                   "/tests/kineto/hta_trace_diff.py " + (dir / "before") + " " + (dir / "after"),
-               &status);
-  ASSERT_EQ(status, 0) << out;
-  const json hta = json::parse(
-      out.substr(out.rfind("\n{") == std::string::npos ? out.find('{') : out.rfind("\n{") + 1));
+  const json hta = RunHtaScript("hta_trace_diff.py", (dir / "before") + " " + (dir / "after"));
+  ASSERT_FALSE(hta.empty());
 
   TimelineRequest request;
   request.inputs = {kRank1};

@@ -57,46 +57,51 @@ void CounterTracksBuilder::Add(const KinetoEvent& e) {
   ranks_[e.rank].activities.push_back(a);
 }
 
-std::map<int, RankCounters> CounterTracksBuilder::Series() const {
-  std::map<int, RankCounters> out;
-  for (const auto& [rank, data] : ranks_) {
-    std::map<int64_t, std::vector<std::pair<double, double>>> queue;
-    std::map<int32_t, std::vector<std::pair<double, double>>> bandwidth;
-    for (const Activity& a : data.activities) {
-      if (auto launch = data.launch_ts.find(a.correlation); launch != data.launch_ts.end()) {
-        queue[a.stream].push_back({launch->second, 1});
-        queue[a.stream].push_back({a.ts, -1});
-      }
-      if (a.memory_kind >= 0) {
-        bandwidth[a.memory_kind].push_back({a.ts, a.memory_bw_gbps});
-        bandwidth[a.memory_kind].push_back({a.end, -a.memory_bw_gbps});
-      }
+RankCounters CounterTracksBuilder::RankSeries(const Rank& data) const {
+  std::map<int64_t, std::vector<std::pair<double, double>>> queue;
+  std::map<int32_t, std::vector<std::pair<double, double>>> bandwidth;
+  for (const Activity& a : data.activities) {
+    if (auto launch = data.launch_ts.find(a.correlation); launch != data.launch_ts.end()) {
+      queue[a.stream].push_back({launch->second, 1});
+      queue[a.stream].push_back({a.ts, -1});
     }
-    RankCounters& counters = out[rank];
-    for (auto& [stream, steps] : queue) {
-      counters[fmt::format("Queue length (stream {})", stream)] = Accumulate(steps);
-    }
-    for (auto& [kind, steps] : bandwidth) {
-      counters[kinds_[static_cast<uint32_t>(kind)] + " bandwidth"] = Accumulate(steps);
+    if (a.memory_kind >= 0) {
+      bandwidth[a.memory_kind].push_back({a.ts, a.memory_bw_gbps});
+      bandwidth[a.memory_kind].push_back({a.end, -a.memory_bw_gbps});
     }
   }
+  RankCounters counters;
+  for (auto& [stream, steps] : queue) {
+    counters[fmt::format("Queue length (stream {})", stream)] = Accumulate(steps);
+  }
+  for (auto& [kind, steps] : bandwidth) {
+    counters[kinds_[static_cast<uint32_t>(kind)] + " bandwidth"] = Accumulate(steps);
+  }
+  return counters;
+}
+
+std::map<int, RankCounters> CounterTracksBuilder::Series() const {
+  std::map<int, RankCounters> out;
+  for (const auto& [rank, data] : ranks_) out[rank] = RankSeries(data);
   return out;
 }
 
-void CounterTracksBuilder::Write(MergedTraceFile& out) const {
+void CounterTracksBuilder::WriteRank(int rank, MergedTraceFile& out) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return;
+  const RankCounters counters = RankSeries(it->second);
+  ranks_.erase(it);
   std::string record;
-  for (const auto& [rank, counters] : Series()) {
-    for (const auto& [name, points] : counters) {
-      const bool queue = name.rfind("Queue", 0) == 0;
-      const std::string head =
-          fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":)", EncodeJsonString(name), rank);
-      for (const CounterPoint& p : points) {
-        record = head;
-        AppendMicros(std::llround(p.ts_us * 1000.0), record);
-        record += queue ? fmt::format(R"(,"args":{{"launches":{:.0f}}}}})", p.value)
-                        : fmt::format(R"(,"args":{{"GB/s":{:.10g}}}}})", p.value);
-        out.WriteText(record);
-      }
+  for (const auto& [name, points] : counters) {
+    const bool queue = name.rfind("Queue", 0) == 0;
+    const std::string head =
+        fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":)", EncodeJsonString(name), rank);
+    for (const CounterPoint& p : points) {
+      record = head;
+      AppendMicros(std::llround(p.ts_us * 1000.0), record);
+      record += queue ? fmt::format(R"(,"args":{{"launches":{:.0f}}}}})", p.value)
+                      : fmt::format(R"(,"args":{{"GB/s":{:.10g}}}}})", p.value);
+      out.WriteText(record);
     }
   }
 }

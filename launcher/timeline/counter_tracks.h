@@ -7,7 +7,8 @@
 // - "Memcpy DtoH bandwidth", "Memcpy HtoD ...", "Memcpy DtoD ...", "Memset ...": the GB/s of the
 //   copies (sets) of that kind running at each moment, summed (HTA's memory bandwidth time series,
 //   from Kineto's "memory bandwidth (GB/s)" of each copy).
-// Each is one counter ("C") record per time its value changes, in the rank's process.
+// Each is one counter ("C") record per time its value changes, in the rank's process, written
+// when the merge has read the rank's trace.
 #pragma once
 
 #include <cstdint>
@@ -34,10 +35,10 @@ using RankCounters = std::map<std::string, std::vector<CounterPoint>>;
 class CounterTracksBuilder {
  public:
   void Add(const KinetoEvent& event);
-  // Each rank's counters, by rank.
+  // Each rank's counters not yet written, by rank.
   std::map<int, RankCounters> Series() const;
-  // Writes every rank's counter tracks.
-  void Write(MergedTraceFile& out) const;
+  // Writes `rank`'s counter tracks (the merge has read its trace) and lets its events go.
+  void WriteRank(int rank, MergedTraceFile& out);
 
  private:
   struct Activity {
@@ -52,6 +53,8 @@ class CounterTracksBuilder {
     std::unordered_map<int64_t, double> launch_ts;  // launch call start, by correlation
     std::vector<Activity> activities;
   };
+  RankCounters RankSeries(const Rank& data) const;
+
   std::map<int, Rank> ranks_;
   NameTable kinds_;
 };

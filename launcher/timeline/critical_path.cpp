@@ -74,9 +74,9 @@ void CriticalPathBuilder::Add(const KinetoEvent& e) {
     kind = Kind::kCpuOther;
   }
   const uint32_t name = names_.Intern(e.name);
-  events_.push_back(
-      Event{e.ts_us, e.ts_us + e.dur_us, kind == Kind::kGpu || kind == Kind::kSync ? e.stream : -1,
-            e.correlation, e.wait_on_stream, e.wait_on_record, name, e.thread, kind});
+  events_.push_back(Event{e.ts_us, e.ts_us + e.dur_us,
+                          kind == Kind::kGpu || kind == Kind::kSync ? e.stream : -1, e.correlation,
+                          e.wait_on_stream, e.wait_on_record, name, e.thread, kind});
   if (e.cat == "user_annotation") {
     if (IsStepAnnotation(step_name_, e.name))
       steps_.push_back(Step{e.ts_us, e.ts_us + e.dur_us, name});
@@ -401,6 +401,14 @@ void CriticalPathBuilder::BuildRank() {
   paths_[rank_] = std::move(path);
   std::vector<Event>().swap(events_);
   std::vector<Step>().swap(steps_);
+}
+
+const RankCriticalPath* CriticalPathBuilder::EndRank() {
+  const int rank = rank_;
+  if (rank < 0) return nullptr;
+  BuildRank();
+  rank_ = -1;
+  return &paths_.at(rank);
 }
 
 std::vector<RankCriticalPath> CriticalPathBuilder::Finish() {

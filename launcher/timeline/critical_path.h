@@ -76,9 +76,9 @@ struct RankCriticalPath {
 };
 
 // Collects what the critical paths need from every rank's trace as the merge reads it, and
-// builds each rank's path once its events are all in: when the next rank's first event comes (the
-// merge reads one trace per rank, a rank's events together), or at the end. A rank's events are let
-// go once its path is built.
+// builds each rank's path once its events are all in: at EndRank (the merge's end of a rank's
+// trace), when the next rank's first event comes, or at Finish. A rank's events are let go once its
+// path is built.
 class CriticalPathBuilder {
  public:
   // `step_name`: the record_function of one step ("": ProfilerStep#N). `which`: "slowest" (each
@@ -87,6 +87,8 @@ class CriticalPathBuilder {
   CriticalPathBuilder(std::string step_name, std::string which);
 
   void Add(const KinetoEvent& event);
+  // The path of the rank whose events came last, built now; null when no events are pending.
+  const RankCriticalPath* EndRank();
   // One path per rank that had profiler events, by rank.
   std::vector<RankCriticalPath> Finish();
 

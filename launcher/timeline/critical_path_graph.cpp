@@ -180,8 +180,8 @@ CallStack NestThread(const std::vector<PathEvent>& events, const std::vector<int
 // to the next.
 class ThreadWalk {
  public:
-  ThreadWalk(PathGraph& graph, const std::vector<PathEvent>& events,
-             const NameTable& names, const CallStack& stack)
+  ThreadWalk(PathGraph& graph, const std::vector<PathEvent>& events, const NameTable& names,
+             const CallStack& stack)
       : graph_(graph), events_(events), names_(names), stack_(stack) {}
 
   void Run() {
@@ -250,8 +250,8 @@ class ThreadWalk {
 
 }  // namespace
 
-void AddThreadEdges(PathGraph& graph, const std::vector<PathEvent>& events,
-                    const NameTable& names, const std::vector<int32_t>& thread) {
+void AddThreadEdges(PathGraph& graph, const std::vector<PathEvent>& events, const NameTable& names,
+                    const std::vector<int32_t>& thread) {
   const CallStack stack = NestThread(events, thread);
   ThreadWalk(graph, events, names, stack).Run();
 }

@@ -92,7 +92,7 @@ class PathGraph {
 // nested operators' starts and ends in sequence, and a weightless dependency from one top-level
 // operator to the next. `thread`: the thread's events in the step; `names`: their names (the time
 // inside a blocking CUDA call weighs nothing).
-void AddThreadEdges(PathGraph& graph, const std::vector<PathEvent>& events,
-                    const NameTable& names, const std::vector<int32_t>& thread);
+void AddThreadEdges(PathGraph& graph, const std::vector<PathEvent>& events, const NameTable& names,
+                    const std::vector<int32_t>& thread);
 
 }  // namespace dtrain

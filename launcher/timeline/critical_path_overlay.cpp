@@ -93,10 +93,8 @@ void WriteRank(const RankCriticalPath& path, MergedTraceFile& out) {
 
 }  // namespace
 
-void WriteCriticalPathOverlay(const std::vector<RankCriticalPath>& paths, MergedTraceFile& out) {
-  for (const RankCriticalPath& path : paths) {
-    if (path.note.empty()) WriteRank(path, out);
-  }
+void WriteCriticalPathOverlay(const RankCriticalPath& path, MergedTraceFile& out) {
+  if (path.note.empty()) WriteRank(path, out);
 }
 
 }  // namespace dtrain

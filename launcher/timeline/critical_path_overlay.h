@@ -10,8 +10,6 @@
 // path is known, so the track stands for that.
 #pragma once
 
-#include <vector>
-
 #include "launcher/timeline/critical_path.h"
 #include "launcher/timeline/merged_trace_file.h"
 
@@ -21,7 +19,7 @@ namespace dtrain {
 // those of a dtrain-clip trace).
 constexpr int kCriticalPathTrack = 99999;
 
-// Writes the overlay of every rank that has a path; nothing for a rank with a note.
-void WriteCriticalPathOverlay(const std::vector<RankCriticalPath>& paths, MergedTraceFile& out);
+// Writes the overlay of one rank's path; nothing when it has none (a note).
+void WriteCriticalPathOverlay(const RankCriticalPath& path, MergedTraceFile& out);
 
 }  // namespace dtrain

@@ -17,8 +17,8 @@
 #include "launcher/timeline/gpu_idle_causes.h"
 #include "launcher/timeline/gpu_speed_compare.h"
 #include "launcher/timeline/kineto_trace.h"
-#include "launcher/timeline/name_table.h"
 #include "launcher/timeline/launch_queue.h"
+#include "launcher/timeline/name_table.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/trace_diff.h"
 

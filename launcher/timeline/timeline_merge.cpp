@@ -386,12 +386,11 @@ void RefuseOverwritingAnInput(const std::vector<std::string>& inputs, const std:
 
 }  // namespace
 
-MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::string& output,
-                           const MergedEventObserver& observer,
-                           const std::map<int, std::string>& hosts,
-                           const std::map<int, int64_t>& clock_offsets_us,
-                           const KinetoEventObserver& kineto_observer,
-                           const std::function<void(MergedTraceFile&)>& last_records) {
+MergeResult MergeTimelines(
+    const std::vector<std::string>& inputs, const std::string& output,
+    const MergedEventObserver& observer, const std::map<int, std::string>& hosts,
+    const std::map<int, int64_t>& clock_offsets_us, const KinetoEventObserver& kineto_observer,
+    const std::function<void(int rank, MergedTraceFile&)>& kineto_rank_done) {
   if (inputs.empty()) throw UsageError("no timeline files to merge");
   RefuseOverwritingAnInput(inputs, output);
   MergeResult result;
@@ -424,6 +423,7 @@ MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::st
       RankMerger::WriteProcessHeader(info, out, base);
       try {
         MergeKinetoRank(info, out, kineto_observer);
+        if (kineto_rank_done) kineto_rank_done(info.rank, out);
       } catch (const json::exception& e) {
         throw Error(fmt::format("{}: rank {}: {}", info.path, info.rank, e.what()));
       }
@@ -432,7 +432,6 @@ MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::st
     }
     result.events += info.events;
   }
-  if (last_records) last_records(out);
   out.Commit();
   return result;
 }

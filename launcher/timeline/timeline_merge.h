@@ -64,14 +64,14 @@ struct MergeResult {
 // different world sizes, are an error) and their clock from baseTimeNanoseconds plus
 // `clock_offsets_us` (rank -> launcher's clock minus the rank's node's, from job.json); their
 // events go to `kineto_observer`. A PyTorch trace and a dtrain-clip trace of one rank share the
-// rank's process. `last_records` (may be empty) writes what it adds after every input, before
-// the file is complete (what the observers found). Throws dtrain::Error on unreadable input or
-// output.
-MergeResult MergeTimelines(const std::vector<std::string>& inputs, const std::string& output,
-                           const MergedEventObserver& observer,
-                           const std::map<int, std::string>& hosts = {},
-                           const std::map<int, int64_t>& clock_offsets_us = {},
-                           const KinetoEventObserver& kineto_observer = {},
-                           const std::function<void(MergedTraceFile&)>& last_records = {});
+// rank's process. `kineto_rank_done` (may be empty) is called after each PyTorch trace's last
+// event, with the merged trace still open: what it writes (what an observer found in that rank's
+// events) goes into the merged trace. Throws dtrain::Error on unreadable input or output.
+MergeResult MergeTimelines(
+    const std::vector<std::string>& inputs, const std::string& output,
+    const MergedEventObserver& observer, const std::map<int, std::string>& hosts = {},
+    const std::map<int, int64_t>& clock_offsets_us = {},
+    const KinetoEventObserver& kineto_observer = {},
+    const std::function<void(int rank, MergedTraceFile&)>& kineto_rank_done = {});
 
 }  // namespace dtrain

@@ -243,24 +243,25 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
       if (counters) counters->Add(e);
     };
   }
-  // The paths and the counters are drawn into the merged trace: found before it is complete.
-  std::function<void(MergedTraceFile&)> last_records;
+  // The paths and the counters are drawn into the merged trace, each rank's once the merge has
+  // read its trace.
+  std::function<void(int, MergedTraceFile&)> rank_done;
   if (paths || counters) {
-    last_records = [&paths, &counters, &report](MergedTraceFile& out) {
+    rank_done = [&paths, &counters](int rank, MergedTraceFile& out) {
       if (paths) {
-        report.critical_paths = paths->Finish();
-        WriteCriticalPathOverlay(report.critical_paths, out);
+        if (const RankCriticalPath* path = paths->EndRank()) WriteCriticalPathOverlay(*path, out);
       }
-      if (counters) counters->Write(out);
+      if (counters) counters->WriteRank(rank, out);
     };
   }
   report.merge = MergeTimelines(inputs, report.output, observer, hosts, clock_offsets,
-                                kineto_observer, last_records);
+                                kineto_observer, rank_done);
   for (std::string& note : MissingRankTraces(job, report.merge)) input_notes.push_back(note);
   report.merge.warnings.insert(report.merge.warnings.begin(), input_notes.begin(),
                                input_notes.end());
   if (request.summary) {
     report.gpu = gpu_builder.Finish(report.merge.ranks);
+    if (paths) report.critical_paths = paths->Finish();
     report.summary = builder.Finish(report.merge.ranks);
     if (!request.against.empty()) report.diff = CompareWithOtherRun(request, report);
     bool span_traces = false;

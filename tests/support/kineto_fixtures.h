@@ -8,11 +8,14 @@
 #include <sys/wait.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "launcher/timeline/timeline_report.h"
 
@@ -76,6 +79,23 @@ inline size_t WriteWithDriverLaunchesRenamed(const std::string& source, const st
   }
   Gzip(out, text);
   return renames;
+}
+
+// Runs tests/kineto/`script` with `args` under the project's Python at nanosecond precision
+// (HTA_DISABLE_NS_ROUNDING=1) and parses the JSON document it prints last; a failure, and an
+// empty object, when it fails.
+inline nlohmann::json RunHtaScript(const std::string& script, const std::string& args) {
+  int status = 0;
+  const std::string out = RunShell("HTA_DISABLE_NS_ROUNDING=1 " + kPython + " " +
+                                       DTRAIN_SOURCE_DIR + "/tests/kineto/" + script + " " + args,
+                                   &status);
+  EXPECT_EQ(status, 0) << out;
+  const size_t at = out.rfind("\n{");
+  nlohmann::json doc = nlohmann::json::parse(
+      out.substr(at == std::string::npos ? std::min(out.find('{'), out.size()) : at + 1), nullptr,
+      false);
+  EXPECT_TRUE(doc.is_object()) << out;
+  return doc.is_object() ? doc : nlohmann::json::object();
 }
 
 inline void RequireFixtures() {
