@@ -22,12 +22,9 @@ int64_t Nanos(double us) {
 }
 
 std::string Micros(int64_t ns) {
-  return fmt::format("{}{}.{:03d}", ns < 0 ? "-" : "", std::llabs(ns) / 1000,
-                     static_cast<int>(std::llabs(ns) % 1000));
-}
-
-std::string Quoted(const std::string& text) {
-  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  AppendMicros(ns, out);
+  return out;
 }
 
 std::string SliceName(const PathLink& link) {
