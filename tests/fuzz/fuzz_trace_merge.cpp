@@ -1,13 +1,17 @@
 // A rank's trace (dtrain-clip's or Horovod's array, PyTorch's Kineto object, gzip or not) through
 // the streaming reader, the merge and both summaries (the GPU one with its idle causes, speeds
-// and operators, formatted as text and JSON): a merged file or a dtrain::Error naming the file —
-// never "internal error".
+// and operators, formatted as text and JSON), the slowest step's critical path with its overlay
+// and the counter tracks: a merged file or a dtrain::Error naming the file — never "internal
+// error".
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "launcher/error.h"
+#include "launcher/timeline/counter_tracks.h"
+#include "launcher/timeline/critical_path.h"
+#include "launcher/timeline/critical_path_overlay.h"
 #include "launcher/timeline/gpu_time_summary.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
@@ -27,10 +31,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     dtrain::TimelineSummaryBuilder builder;
     dtrain::GpuTimeSummaryBuilder gpu("", /*operators=*/true);
+    dtrain::CriticalPathBuilder paths("", "slowest");
+    dtrain::CounterTracksBuilder counters;
     dtrain::MergeResult result = dtrain::MergeTimelines(
         {path}, dtrain::fuzz::ScratchDir() + "/merged.json",
         [&builder](const dtrain::MergedEvent& e) { builder.Add(e); }, {{1, "node-a"}}, {{1, 5}},
-        [&gpu](const dtrain::KinetoEvent& e) { gpu.Add(e); });
+        [&](const dtrain::KinetoEvent& e) {
+          gpu.Add(e);
+          paths.Add(e);
+          counters.Add(e);
+        },
+        [&](int rank, dtrain::MergedTraceFile& out) {
+          if (const dtrain::RankCriticalPath* p = paths.EndRank()) {
+            dtrain::WriteCriticalPathOverlay(*p, out);
+          }
+          counters.WriteRank(rank, out);
+        });
+    const std::vector<dtrain::RankCriticalPath> found = paths.Finish();
+    dtrain::FormatCriticalPaths(found);
+    dtrain::CriticalPathsJson(found).dump();
     dtrain::FormatTimelineSummary(builder.Finish(result.ranks));
     const dtrain::GpuTimeSummary summary = gpu.Finish(result.ranks);
     dtrain::FormatGpuTimeSummary(summary);
