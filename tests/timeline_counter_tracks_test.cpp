@@ -26,11 +26,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using test::kRank0;
 using test::kRank1;
-using test::MakeCases;
+using test::RenamedFixtureAndCases;
 using test::RequireFixtures;
 using test::RunHtaScript;
 using test::RunShell;
-using test::WriteWithDriverLaunchesRenamed;
 using testing::ScratchDir;
 
 // Two launches on stream 7 before the first kernel starts; a copy overlapping a second copy of
@@ -95,15 +94,8 @@ TEST(CounterTracks, AgreeWithHolisticTraceAnalysisPointByPoint) {
   RequireFixtures();
   ScratchDir scratch;
   const fs::path dir = scratch.path();
-  const fs::path renamed = dir / "renamed";
-  fs::create_directories(renamed);
-  WriteWithDriverLaunchesRenamed(kRank0, renamed / "rank0.json.gz");
-  WriteWithDriverLaunchesRenamed(kRank1, renamed / "rank1.json.gz");
-  const std::vector<std::string> cases =
-      MakeCases((dir / "cases").string(), (renamed / "rank0.json.gz").string());
-  ASSERT_EQ(cases.size(), 11u);
-  std::vector<fs::path> folders{renamed};
-  for (const std::string& name : cases) folders.push_back(dir / "cases" / name);
+  const std::vector<fs::path> folders = RenamedFixtureAndCases(dir);
+  ASSERT_EQ(folders.size(), 1 + 11u);
   // HTA leaves out of what it reads the CPU events from the last step on and the GPU activity
   // they launched (or that nothing in the trace launched); dtrain reads the traces as HTA read them
   // (hta_counters.py --as-read), so that every point must match.

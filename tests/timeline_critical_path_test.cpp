@@ -28,11 +28,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using test::kRank0;
 using test::kRank1;
-using test::MakeCases;
+using test::RenamedFixtureAndCases;
 using test::RequireFixtures;
 using test::RunHtaScript;
 using test::RunShell;
-using test::WriteWithDriverLaunchesRenamed;
 using testing::ScratchDir;
 
 constexpr int kCpuThread = 1;
@@ -309,16 +308,9 @@ TEST(CriticalPath, AgreesWithHtaStepByStep) {
   RequireFixtures();
   ScratchDir scratch;
   const fs::path dir = scratch.path();
-  const fs::path renamed = dir / "renamed";
-  fs::create_directories(renamed);
-  for (const auto& [rank, path] : {std::pair{0, kRank0}, std::pair{1, kRank1}}) {
-    WriteWithDriverLaunchesRenamed(path, (renamed / ("rank" + std::to_string(rank) + ".json.gz")));
-  }
-  std::vector<std::string> cases =
-      MakeCases((dir / "cases").string(), (renamed / "rank0.json.gz").string());
-  ASSERT_EQ(cases.size(), 11u);
-  std::vector<fs::path> folders{renamed};
-  for (const std::string& name : cases) folders.push_back(dir / "cases" / name);
+  const std::vector<fs::path> folders = RenamedFixtureAndCases(dir);
+  ASSERT_EQ(folders.size(), 1 + 11u);
+  const fs::path& renamed = folders.front();
   fs::create_directories(dir / "overlay");
   std::string args = "--overlay " + (dir / "overlay").string();
   for (const fs::path& folder : folders) args += " " + folder.string();

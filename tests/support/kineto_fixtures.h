@@ -129,4 +129,20 @@ inline std::vector<std::string> MakeCases(const std::string& out,
   return cases;
 }
 
+// The folders the comparisons with HTA run on: `dir`/renamed, the recorded ranks with their
+// driver launches renamed (WriteWithDriverLaunchesRenamed), first; then `dir`/cases/<case>, each
+// isolated case of tests/kineto/hta_cases.py cut from that rank 0.
+inline std::vector<fs::path> RenamedFixtureAndCases(const fs::path& dir) {
+  const fs::path renamed = dir / "renamed";
+  fs::create_directories(renamed);
+  WriteWithDriverLaunchesRenamed(kRank0, (renamed / "rank0.json.gz").string());
+  WriteWithDriverLaunchesRenamed(kRank1, (renamed / "rank1.json.gz").string());
+  std::vector<fs::path> folders{renamed};
+  for (const std::string& name :
+       MakeCases((dir / "cases").string(), (renamed / "rank0.json.gz").string())) {
+    folders.push_back(dir / "cases" / name);
+  }
+  return folders;
+}
+
 }  // namespace dtrain::test
