@@ -49,6 +49,6 @@ add_dependencies(timeline_critical_path_test dtrain)
 # Counter tracks in the merged trace (launch queues, copy bandwidth), against HolisticTraceAnalysis.
 dtrain_test(timeline_counter_tracks_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_counter_tracks_test.cpp
-  LIBS dtrain_launcher ZLIB::ZLIB
+  LIBS dtrain_launcher dtrain_clip_trace ZLIB::ZLIB
   TIMEOUT 180)
 add_dependencies(timeline_counter_tracks_test dtrain)

@@ -165,5 +165,29 @@ TEST(CounterTracks, CommandLine) {
   EXPECT_TRUE(MergedCounters(merged, 0).empty());
 }
 
+// The counters and the critical path read PyTorch profiler traces: asked for on dtrain-clip's
+// traces alone, each says so (and the merge goes on).
+TEST(CounterTracks, OnSpanTracesAloneTheyAndThePathSaySo) {
+  ScratchDir dir;
+  testing::WriteRankTrace(dir / "rank-0.json", 0, "node-a", 0, 2);
+  TimelineRequest request;
+  request.inputs = {dir / "rank-0.json"};
+  request.output = dir / "merged.json";
+  request.summary = true;
+  request.counters = true;
+  request.critical_path = "slowest";
+  const TimelineReport report = MakeTimeline(request);
+  int said = 0;
+  for (const std::string& w : report.merge.warnings) {
+    said += w.find("none of the traces is a PyTorch profiler trace") != std::string::npos;
+  }
+  EXPECT_EQ(said, 2);
+  EXPECT_TRUE(MergedCounters(dir / "merged.json", 0).empty());
+  request.inputs = {kRank0};
+  for (const std::string& w : MakeTimeline(request).merge.warnings) {
+    EXPECT_EQ(w.find("none of the traces"), std::string::npos) << w;
+  }
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -259,6 +259,18 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   for (std::string& note : MissingRankTraces(job, report.merge)) input_notes.push_back(note);
   report.merge.warnings.insert(report.merge.warnings.begin(), input_notes.begin(),
                                input_notes.end());
+  // Both read PyTorch profiler traces only: asked for on none, they say so instead of nothing.
+  const bool kineto = std::any_of(report.merge.ranks.begin(), report.merge.ranks.end(),
+                                  [](const RankTraceInfo& info) { return info.kineto; });
+  for (const auto& [asked, option] : {std::pair{paths.has_value(), "--critical-path"},
+                                      std::pair{counters.has_value(), "--counters"}}) {
+    if (asked && !kineto) {
+      report.merge.warnings.push_back(
+          fmt::format("{}: none of the traces is a PyTorch profiler trace, which it reads "
+                      "(record one with torch.profiler; see dtrain-timeline(1))",
+                      option));
+    }
+  }
   if (request.summary) {
     report.gpu = gpu_builder.Finish(report.merge.ranks);
     if (paths) report.critical_paths = paths->Finish();
