@@ -52,3 +52,8 @@ dtrain_test(timeline_counter_tracks_test
   LIBS dtrain_launcher dtrain_clip_trace ZLIB::ZLIB
   TIMEOUT 180)
 add_dependencies(timeline_counter_tracks_test dtrain)
+# GPU time by record_function region, against HolisticTraceAnalysis' GPU user annotation breakdown.
+dtrain_test(timeline_gpu_annotations_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_gpu_annotations_test.cpp
+  LIBS dtrain_launcher ZLIB::ZLIB
+  TIMEOUT 180)

@@ -231,6 +231,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (request.summary && !request.critical_path.empty()) {
     paths.emplace(request.step_name, request.critical_path);
   }
+  GpuAnnotationBreakdownBuilder annotations;
   std::optional<CounterTracksBuilder> counters;
   if (request.counters) counters.emplace();
   MergedEventObserver observer;
@@ -238,7 +239,10 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (request.summary) observer = [&builder](const MergedEvent& e) { builder.Add(e); };
   if (request.summary || counters) {
     kineto_observer = [&](const KinetoEvent& e) {
-      if (request.summary) gpu_builder.Add(e);
+      if (request.summary) {
+        gpu_builder.Add(e);
+        annotations.Add(e);
+      }
       if (paths) paths->Add(e);
       if (counters) counters->Add(e);
     };
@@ -274,6 +278,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (request.summary) {
     report.gpu = gpu_builder.Finish(report.merge.ranks);
     if (paths) report.critical_paths = paths->Finish();
+    report.gpu_annotations = annotations.Finish();
     report.summary = builder.Finish(report.merge.ranks);
     if (!request.against.empty()) report.diff = CompareWithOtherRun(request, report);
     bool span_traces = false;
@@ -306,6 +311,9 @@ std::string FormatTimelineReport(const TimelineReport& report) {
     if (!out.empty()) out += '\n';
     out += FormatGpuTimeSummary(report.gpu);
   }
+  if (std::string regions = FormatGpuAnnotations(report.gpu_annotations); !regions.empty()) {
+    out += "\n" + regions;
+  }
   if (!report.critical_paths.empty()) out += "\n" + FormatCriticalPaths(report.critical_paths);
   if (report.diff) out += "\n" + FormatTraceDiff(*report.diff);
   return out;
@@ -332,6 +340,8 @@ nlohmann::json TimelineReportJson(const TimelineReport& report) {
                      {"idle_ms", r.idle_us / 1000.0}});
   }
   if (report.diff) doc["against"] = TraceDiffJson(*report.diff);
+  if (!report.gpu_annotations.empty())
+    doc["gpu_annotations"] = GpuAnnotationsJson(report.gpu_annotations);
   if (!report.critical_paths.empty())
     doc["critical_path"] = CriticalPathsJson(report.critical_paths);
   doc["output"] = report.output;

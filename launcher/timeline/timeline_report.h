@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "launcher/timeline/critical_path.h"
+#include "launcher/timeline/gpu_annotation_breakdown.h"
 #include "launcher/timeline/gpu_time_summary.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
@@ -43,6 +44,7 @@ struct TimelineReport {
   GpuTimeSummary gpu;                            // the ranks with PyTorch profiler traces
   std::optional<TraceDiff> diff;                 // with `against`
   std::vector<RankCriticalPath> critical_paths;  // with `critical_path`
+  std::vector<RankAnnotations> gpu_annotations;  // with `summary`: the ranks with GPU annotations
 };
 
 // The per-rank traces of a job folder: dtrain-clip's rank-R.json by rank, then every other

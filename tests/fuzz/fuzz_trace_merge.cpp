@@ -1,8 +1,8 @@
 // A rank's trace (dtrain-clip's or Horovod's array, PyTorch's Kineto object, gzip or not) through
 // the streaming reader, the merge and both summaries (the GPU one with its idle causes, speeds
-// and operators, formatted as text and JSON), the slowest step's critical path with its overlay
-// and the counter tracks: a merged file or a dtrain::Error naming the file — never "internal
-// error".
+// and operators, formatted as text and JSON), the slowest step's critical path with its overlay,
+// the counter tracks and the GPU time by region: a merged file or a dtrain::Error naming the file —
+// never "internal error".
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,6 +12,7 @@
 #include "launcher/timeline/counter_tracks.h"
 #include "launcher/timeline/critical_path.h"
 #include "launcher/timeline/critical_path_overlay.h"
+#include "launcher/timeline/gpu_annotation_breakdown.h"
 #include "launcher/timeline/gpu_time_summary.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
@@ -33,6 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     dtrain::GpuTimeSummaryBuilder gpu("", /*operators=*/true);
     dtrain::CriticalPathBuilder paths("", "slowest");
     dtrain::CounterTracksBuilder counters;
+    dtrain::GpuAnnotationBreakdownBuilder regions;
     dtrain::MergeResult result = dtrain::MergeTimelines(
         {path}, dtrain::fuzz::ScratchDir() + "/merged.json",
         [&builder](const dtrain::MergedEvent& e) { builder.Add(e); }, {{1, "node-a"}}, {{1, 5}},
@@ -40,6 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           gpu.Add(e);
           paths.Add(e);
           counters.Add(e);
+          regions.Add(e);
         },
         [&](int rank, dtrain::MergedTraceFile& out) {
           if (const dtrain::RankCriticalPath* p = paths.EndRank()) {
@@ -50,6 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::vector<dtrain::RankCriticalPath> found = paths.Finish();
     dtrain::FormatCriticalPaths(found);
     dtrain::CriticalPathsJson(found).dump();
+    dtrain::FormatGpuAnnotations(regions.Finish());
+    dtrain::GpuAnnotationsJson(regions.Finish()).dump();
     dtrain::FormatTimelineSummary(builder.Finish(result.ranks));
     const dtrain::GpuTimeSummary summary = gpu.Finish(result.ranks);
     dtrain::FormatGpuTimeSummary(summary);

@@ -2,7 +2,10 @@
 # (get_queue_length_time_series, get_memory_bw_time_series) for every rank of the traces in each
 # folder given, one JSON object on stdout:
 #   {"FOLDER": {"RANK": {"queue": {"STREAM": [[t, value], ...]},
-#                        "bandwidth": {"Memcpy DtoH": [[t, GB/s], ...]}, "cut": t}}}
+#                        "bandwidth": {"Memcpy DtoH": [[t, GB/s], ...]},
+#                        "annotations": {"NAME": {"count", "sum", "mean", "min", "max", "std"}}}}}
+# "annotations": HTA's GPU user annotation breakdown (get_gpu_user_annotation_breakdown, every
+# name kept: num_kernels above their number), in µs.
 # t: µs after the rank's first ProfilerStep (the CPU's); one point per distinct time, the value
 # after the last change at that time (HTA's unstable sort orders changes at one time as it
 # pleases).
@@ -44,13 +47,21 @@ def analyse(folder, as_read):
     queues = analysis.get_queue_length_time_series(ranks=ranks)
     bandwidth = analysis.get_memory_bw_time_series(ranks=ranks)
     steps = {v for k, v in symbols.items() if "ProfilerStep" in k}
+    regions = analysis.get_gpu_user_annotation_breakdown(visualize=False, num_kernels=1 << 30)
     out = {}
     for rank in ranks:
         trace = analysis.t.get_trace(rank)
         named = trace[trace.name.isin(steps)]
         cpu = named[named.cat == symbols.get("user_annotation")]
         start = float(cpu.ts.min())
-        r = {"queue": {}, "bandwidth": {}}
+        r = {"queue": {}, "bandwidth": {}, "annotations": {}}
+        if regions is not None:
+            for _, row in regions[regions["rank"] == rank].iterrows():
+                r["annotations"][row["name"]] = {
+                    "count": round(row["sum (us)"] / row["mean (us)"]) if row["mean (us)"] else 0,
+                    "sum": float(row["sum (us)"]), "mean": float(row["mean (us)"]),
+                    "min": float(row["min (us)"]), "max": float(row["max (us)"]),
+                    "std": float(row["stddev"])}
         if as_read is not None:
             os.makedirs(as_read, exist_ok=True)
             write_as_read(analysis, rank, os.path.join(as_read, "rank%d.json.gz" % rank))
