@@ -266,7 +266,8 @@ void ScanKinetoTrace(TraceReader& reader, RankTraceInfo& info) {
   }
   // Integer ns: a double of Unix µs would keep only quarter µs.
   const int64_t base_us = header.base_time_ns / 1000;
-  info.start_us = base_us + static_cast<int64_t>(std::floor(first_ts)) - kStartMarginUs;
+  // A first ts that is no time (past ±2^53 µs) counts as 0: the rank starts at its base time.
+  info.start_us = base_us + TraceIntegerOr(std::floor(first_ts), 0) - kStartMarginUs;
   // The merge adds shift_us (start_us onto the common clock) to this in MergeTimelines.
   info.kineto_shift_ns = (base_us - info.start_us) * 1000 + header.base_time_ns % 1000;
 }
