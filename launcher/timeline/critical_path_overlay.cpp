@@ -6,16 +6,15 @@
 
 #include <fmt/format.h>
 
+#include "launcher/timeline/kineto_rank_merge.h"
 #include "launcher/timeline/trace_record.h"
 #include "runtime/trace/trace_vocabulary.h"
 
 namespace dtrain {
 namespace {
 
-// Flow ids of the path's arrows: each rank's own range (as the merge gives each rank's Kineto
-// flows), past any id a trace writes.
-constexpr int64_t kFlowIdsPerRank = int64_t{1} << 40;
-constexpr int64_t kFirstPathFlowId = int64_t{1} << 39;
+// Flow ids of the path's arrows: in the rank's own range of the merge, past any id a trace writes.
+constexpr int64_t kFirstPathFlowId = kKinetoFlowIdsPerRank / 2;
 
 int64_t Nanos(double us) {
   return std::llround(us * 1000.0);
@@ -75,7 +74,7 @@ void WriteRank(const RankCriticalPath& path, MergedTraceFile& out) {
         Micros(to - from), PathBoundName(*link.bound), PathEdgeTypeName(link.type),
         link.weight_us));
   }
-  int64_t id = static_cast<int64_t>(path.rank) * kFlowIdsPerRank + kFirstPathFlowId;
+  int64_t id = static_cast<int64_t>(path.rank) * kKinetoFlowIdsPerRank + kFirstPathFlowId;
   for (const PathLink& link : path.links) {
     if (!Drawn(link.type) || link.from_track < 0 || link.to_track < 0) continue;
     const std::string head = fmt::format(R"("name":"critical_path","cat":"{}","id":{},"pid":{},)",

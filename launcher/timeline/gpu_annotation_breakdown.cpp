@@ -10,10 +10,6 @@ namespace {
 
 constexpr size_t kShownPerRank = 6;
 
-bool IsProfilerStep(const std::string& name) {
-  return name.rfind("ProfilerStep#", 0) == 0;
-}
-
 }  // namespace
 
 void GpuAnnotationBreakdownBuilder::Add(const KinetoEvent& e) {
@@ -60,7 +56,7 @@ std::string FormatGpuAnnotations(const std::vector<RankAnnotations>& ranks) {
   for (const RankAnnotations& r : ranks) {
     size_t shown = 0, left = 0;
     for (const AnnotationTime& a : r.regions) {
-      if (IsProfilerStep(a.name)) continue;
+      if (IsStepAnnotation("", a.name)) continue;  // ProfilerStep#N
       if (shown == kShownPerRank) {
         ++left;
         continue;

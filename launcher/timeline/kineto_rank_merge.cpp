@@ -20,8 +20,6 @@ namespace {
 // Tracks of a PyTorch trace are numbered from here in the rank's process, past the few
 // tracks a dtrain-clip trace of the same rank has.
 constexpr int kFirstKinetoTid = 100000;
-// Flow ids are per file; each rank gets its own range so arrows never cross ranks.
-constexpr int64_t kFlowIdsPerRank = int64_t{1} << 40;
 // The start placed before the first record's ts: Kineto does not write its events in time order.
 constexpr int64_t kStartMarginUs = 1000000;
 
@@ -183,8 +181,9 @@ class KinetoRankMerger {
     if (global) AppendRecordField(out_text_, "s", "\"p\"");
     if (flow) {
       const int64_t id = record_.Int("id", 0);
-      AppendRecordField(out_text_, "id",
-                        std::to_string(static_cast<int64_t>(info_.rank) * kFlowIdsPerRank + id));
+      AppendRecordField(
+          out_text_, "id",
+          std::to_string(static_cast<int64_t>(info_.rank) * kKinetoFlowIdsPerRank + id));
     }
     AddKey("ts");
     AppendMicros(ts_ns, out_text_);

@@ -15,6 +15,10 @@
 
 namespace dtrain {
 
+// Flow ids are per file: the merge gives each rank the ids from rank * this on, so that arrows
+// never cross ranks (a trace's own ids stay far below it).
+constexpr int64_t kKinetoFlowIdsPerRank = int64_t{1} << 40;
+
 // Pass 1: fills `info` from the header of the open `reader` (a Kineto trace): rank, world size,
 // and a start on the rank's own clock that precedes its events. Throws dtrain::Error naming the
 // file for a header it cannot use.
