@@ -34,6 +34,9 @@ enum class PathBound : uint8_t {
 constexpr size_t kPathBounds = 5;
 // HTA's name of a bound: "cpu_bound", ...
 const char* PathBoundName(PathBound bound);
+// What a stretch bound so waits on, named after `name` (the event PathStretch names): the
+// operator, call or activity itself; "stream idle after NAME"; "launch of NAME".
+std::string PathWaitText(PathBound bound, const std::string& name);
 
 // One piece of work on the critical path, summed over its times on it.
 struct PathStretch {
@@ -110,7 +113,8 @@ class CriticalPathBuilder {
   std::map<int, RankCriticalPath> paths_;
 };
 
-// The section of `dtrain timeline --summary --critical-path`, and its JSON.
+// The section of `dtrain timeline --summary --critical-path`, and its JSON
+// (critical_path_report.cpp).
 std::string FormatCriticalPaths(const std::vector<RankCriticalPath>& paths);
 nlohmann::json CriticalPathsJson(const std::vector<RankCriticalPath>& paths);
 

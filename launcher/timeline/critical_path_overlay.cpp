@@ -26,20 +26,6 @@ std::string Micros(int64_t ns) {
   return out;
 }
 
-std::string SliceName(const PathLink& link) {
-  switch (*link.bound) {
-    case PathBound::kKernelGap:
-      return "stream idle after " + link.name;
-    case PathBound::kLaunchDelay:
-      return "launch of " + link.name;
-    case PathBound::kCpu:
-    case PathBound::kGpuCompute:
-    case PathBound::kGpuCommunication:
-      break;
-  }
-  return link.name;
-}
-
 // HTA's overlay shows these edges by default (DEFAULT_EDGE_TYPES_IN_VIZ).
 bool Drawn(PathEdgeType type) {
   return type == PathEdgeType::kDependency || type == PathEdgeType::kLaunchDelay ||
@@ -70,8 +56,8 @@ void WriteRank(const RankCriticalPath& path, MergedTraceFile& out) {
     out.WriteText(fmt::format(
         R"({{"ph":"X","cat":"critical_path","name":{},"pid":{},"tid":{},"ts":{},"dur":{},)"
         R"("args":{{"bound_by":"{}","edge":"{}","weight_us":{:.3f}}}}})",
-        EncodeJsonString(SliceName(link)), path.rank, kCriticalPathTrack, Micros(from),
-        Micros(to - from), PathBoundName(*link.bound), PathEdgeTypeName(link.type),
+        EncodeJsonString(PathWaitText(*link.bound, link.name)), path.rank, kCriticalPathTrack,
+        Micros(from), Micros(to - from), PathBoundName(*link.bound), PathEdgeTypeName(link.type),
         link.weight_us));
   }
   int64_t id = static_cast<int64_t>(path.rank) * kKinetoFlowIdsPerRank + kFirstPathFlowId;
