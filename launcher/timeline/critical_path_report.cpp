@@ -1,8 +1,8 @@
 // How a critical path is named and reported: HTA's names of the bounds, what a stretch waits on,
 // the summary's section and its JSON.
-#include <fmt/format.h>
-
 #include "launcher/timeline/critical_path.h"
+
+#include <fmt/format.h>
 
 namespace dtrain {
 
