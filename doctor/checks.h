@@ -44,7 +44,8 @@ std::vector<Finding> CheckLimits(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckPySpy(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes);
 
 // Health: whether a node is fit to run a job, not only like the others (gpu_health_checks.cpp,
-// kernel_log_checks.cpp, infiniband_checks.cpp, pci_checks.cpp, host_health_checks.cpp).
+// kernel_log_checks.cpp, infiniband_checks.cpp, pci_checks.cpp, host_health_checks.cpp,
+// site_health_checks.cpp).
 std::vector<Finding> CheckNvidiaSmiAnswers(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckGpuCount(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckGpuHealth(const std::vector<NodeFacts>& nodes);
@@ -57,6 +58,12 @@ std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckSwap(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckMemory(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckClocksource(const std::vector<NodeFacts>& nodes);
+// The cluster file's own health checks (site_health_checks.cpp): each one a node failed, timed
+// out on or gave no answer to, at the check's severity; `warning_checks` false: those of
+// `severity: warning` were not run and are not judged.
+std::vector<Finding> CheckSiteHealthChecks(const ClusterSpec& spec,
+                                           const std::vector<NodeFacts>& nodes,
+                                           bool warning_checks = true);
 
 // True when the job's command is a Python interpreter or a Python launcher (torchrun, ...), or
 // the cluster file names `python:`.

@@ -23,6 +23,7 @@ ProbeRun ProbeHealthParts(const ClusterSpec& spec, double timeout_s,
   options.skip = kRestartCheckSkips;
   options.cancelled = cancelled;
   options.beside_ranks = true;  // the health watch runs beside the ranks' step
+  options.warning_checks = false;  // the cluster file's checks that only warn are the doctor's
   std::unique_ptr<Transport> transport = MakeTransport(spec);
   return RunProbes(spec, *transport, options);
 }
@@ -39,6 +40,8 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
                     CheckKernelLog, CheckInfiniband, CheckFreeSpace}) {
     for (Finding& f : rule(run.nodes)) findings.push_back(std::move(f));
   }
+  for (Finding& f : CheckSiteHealthChecks(spec, run.nodes, /*warning_checks=*/false))
+    findings.push_back(std::move(f));
   NodeHealthFindings found(ErrorsByNode(findings));
   if (links) {
     for (const Finding& f : links->Update(run.nodes)) found.warnings[f.nodes.front()] = f.message;

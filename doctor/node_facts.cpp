@@ -184,6 +184,30 @@ void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
   f.health.free_space.push_back(space);
 }
 
+// "2;1;35;/scratch is not mounted": a health check's index, exit status, milliseconds and last
+// line (last: it may hold ';').
+void ApplyHealthCheck(const std::string& value, NodeFacts& f, ProbeText&) {
+  const size_t a = value.find(';');
+  const size_t b = value.find(';', a == std::string::npos ? a : a + 1);
+  const size_t c = value.find(';', b == std::string::npos ? b : b + 1);
+  if (c == std::string::npos) return;
+  // Each of the three numbers: digits only, at most 12 of them; a line that is not so is left
+  // out (the check then gave no answer).
+  auto digits = [](const std::string& text) {
+    return !text.empty() && text.size() <= 12 &&
+           text.find_first_not_of("0123456789") == std::string::npos;
+  };
+  const std::string index = value.substr(0, a), status = value.substr(a + 1, b - a - 1),
+                    ms = value.substr(b + 1, c - b - 1);
+  if (!digits(index) || !digits(status) || !digits(ms)) return;
+  HealthCheckAnswer answer;
+  answer.index = static_cast<size_t>(Number(index));
+  answer.exit_status = static_cast<int>(std::min(Number(status), 255LL));
+  answer.ms = Number(ms);
+  answer.last_line = value.substr(c + 1);
+  f.health.health_checks.push_back(std::move(answer));
+}
+
 // "gpu;;0000:1b:00.0;DMA-FQ;0000:00:01.0,0000:01:00.0,0000:02:08.0" (kind, NIC name, address,
 // IOMMU group type, bridges from the root port down).
 void ApplyPciDevice(const std::string& value, NodeFacts& f, ProbeText&) {
@@ -320,6 +344,7 @@ const ProbeKey kProbeKeys[] = {
     {"clocksources_available", nullptr, nullptr,
      [](const std::string& v, F& f, T&) { f.health.clocksources_available = v; }},
     {"free_space", nullptr, nullptr, ApplyFreeSpace},
+    {"health_check", nullptr, nullptr, ApplyHealthCheck},
     {"probe_end", nullptr, nullptr, [](const std::string&, F&, T& t) { t.ended = true; }},
 };
 

@@ -58,6 +58,14 @@ struct FreeSpace {
   long long free_kib = -1;
 };
 
+// One of the cluster file's health checks as the probe ran it on the node.
+struct HealthCheckAnswer {
+  size_t index = 0;     // in ClusterSpec::health_checks
+  int exit_status = -1;
+  long long ms = 0;     // how long it ran
+  std::string last_line;  // the last non-empty line it printed
+};
+
 struct NodeHealth {
   // nvidia-smi: > 0 when one of its calls did not answer within this many seconds.
   double smi_timeout_s = 0;
@@ -91,6 +99,7 @@ struct NodeHealth {
   long long swap_kib = -1;  // SwapTotal
   std::string clocksource, clocksources_available;
   std::vector<FreeSpace> free_space;
+  std::vector<HealthCheckAnswer> health_checks;
 
   // The GPU whose PCI address is `device` (PciDeviceKey form), or nullptr.
   const GpuHealth* GpuAt(const std::string& device) const {

@@ -4,6 +4,7 @@
 
 #include "launcher/ssh/remote_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 
@@ -110,6 +111,14 @@ ListenerResult ReadListener(const ProbeEvents& events, size_t id) {
 
 }  // namespace
 
+std::vector<size_t> HealthChecksRun(const ClusterSpec& spec, const ProbeOptions& options) {
+  std::vector<size_t> run;
+  for (size_t i = 0; i < spec.health_checks.size(); ++i) {
+    if (options.warning_checks || !spec.health_checks[i].warning) run.push_back(i);
+  }
+  return run;
+}
+
 std::map<std::string, std::string> ProbeEnvironment(const ClusterSpec& spec, size_t node_index,
                                                     const ProbeOptions& options) {
   std::map<std::string, std::string> env = spec.env;
@@ -119,6 +128,20 @@ std::map<std::string, std::string> ProbeEnvironment(const ClusterSpec& spec, siz
   if (!options.clip_dir.empty()) env["DTRAIN_PROBE_CLIP_DIR"] = options.clip_dir;
   if (!options.log_dir.empty()) env["DTRAIN_PROBE_LOG_DIR"] = options.log_dir;
   if (!options.skip.empty()) env["DTRAIN_PROBE_SKIP"] = options.skip;
+  // The health checks: their indices, each one's command and limit (templates/probe.sh), and
+  // the node's name as the ranks see it.
+  const std::vector<size_t> checks = HealthChecksRun(spec, options);
+  if (!checks.empty()) {
+    std::string list;
+    for (size_t i : checks) {
+      list += (list.empty() ? "" : " ") + std::to_string(i);
+      env[fmt::format("DTRAIN_PROBE_CHECK_{}", i)] = spec.health_checks[i].run;
+      env[fmt::format("DTRAIN_PROBE_CHECK_{}_TIMEOUT", i)] =
+          std::to_string(spec.health_checks[i].timeout_s);
+    }
+    env["DTRAIN_PROBE_CHECKS"] = list;
+    env["DTRAIN_NODE"] = spec.nodes[node_index].host;
+  }
   if (options.rendezvous) {
     env["DTRAIN_PROBE_RDZV_ADDR"] = spec.nodes[0].address;
     env["DTRAIN_PROBE_RDZV_PORT"] = std::to_string(spec.rendezvous_port);
@@ -126,7 +149,12 @@ std::map<std::string, std::string> ProbeEnvironment(const ClusterSpec& spec, siz
   return env;
 }
 
-ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOptions& options) {
+ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOptions& given) {
+  // The probe waits for its slowest health check (each under its own limit), and a little more.
+  ProbeOptions options = given;
+  for (size_t i : HealthChecksRun(spec, options)) {
+    options.timeout_s = std::max(options.timeout_s, spec.health_checks[i].timeout_s + 5.0);
+  }
   const size_t n = spec.nodes.size();
   ProbeRun run;
   run.master_addr = n ? spec.nodes[0].address : "";

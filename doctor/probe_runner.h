@@ -25,7 +25,14 @@ struct ProbeOptions {
   // Slurm: the probes' step shares the CPUs other steps hold (--overlap), as the health watch
   // needs while the ranks run.
   bool beside_ranks = false;
+  // Run the cluster file's health checks of `severity: warning` too (the doctor); the launch's
+  // checks run only those that make a node unfit.
+  bool warning_checks = true;
 };
+
+// The cluster file's health checks a probe with `options` runs: indices into
+// spec.health_checks.
+std::vector<size_t> HealthChecksRun(const ClusterSpec& spec, const ProbeOptions& options);
 
 // The other end of the rendezvous test, started on the first node.
 struct ListenerResult {
@@ -42,7 +49,8 @@ struct ProbeRun {
   double wall_s = 0;
 };
 
-// Never throws for a node that fails: its NodeFacts says why (reached = false).
+// Never throws for a node that fails: its NodeFacts says why (reached = false). The time limit
+// is at least the slowest health check's and 5 s.
 ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOptions& options);
 
 // The probe's environment for one node: cluster env, node env, then the probe's own variables.

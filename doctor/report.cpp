@@ -222,7 +222,7 @@ nlohmann::json GpuHealthJson(const GpuHealth& g, const NodeHealth& h) {
           {"nvlink", nvlink}};
 }
 
-nlohmann::json HealthJson(const NodeHealth& h) {
+nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const GpuHealth& g : h.smi.gpus) gpus.push_back(GpuHealthJson(g, h));
   nlohmann::json xids = nlohmann::json::array();
@@ -267,6 +267,13 @@ nlohmann::json HealthJson(const NodeHealth& h) {
     space.push_back(
         {{"what", f.what}, {"path", f.path}, {"mount", f.mount}, {"free_kib", f.free_kib}});
   }
+  // The cluster file's health checks, by name, as each ended on the node.
+  nlohmann::json checks = nlohmann::json::object();
+  for (const HealthCheckAnswer& a : h.health_checks) {
+    if (a.index >= spec.health_checks.size()) continue;
+    checks[spec.health_checks[a.index].name] = {
+        {"exit_status", a.exit_status}, {"ms", a.ms}, {"last_line", a.last_line}};
+  }
   return {{"nvidia_smi_timeout_s",
            h.smi_timeout_s > 0 ? nlohmann::json(h.smi_timeout_s) : nlohmann::json(nullptr)},
           {"nvidia_smi_q_error", OrNull(h.smi_error)},
@@ -288,10 +295,11 @@ nlohmann::json HealthJson(const NodeHealth& h) {
           {"swap_kib", NumberOrNull(h.swap_kib)},
           {"clocksource", OrNull(h.clocksource)},
           {"clocksources_available", OrNull(h.clocksources_available)},
-          {"free_space", space}};
+          {"free_space", space},
+          {"health_checks", checks}};
 }
 
-nlohmann::json NodeJson(const NodeFacts& n) {
+nlohmann::json NodeJson(const NodeFacts& n, const ClusterSpec& spec) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : n.gpus) {
     gpus.push_back({{"name", g.name}, {"memory_mib", g.memory_mib}, {"driver", g.driver}});
@@ -342,7 +350,7 @@ nlohmann::json NodeJson(const NodeFacts& n) {
       {"clip_error", OrNull(n.clip_error)},
       {"rendezvous", OrNull(n.rendezvous)},
       {"rendezvous_detail", OrNull(n.rendezvous_detail)},
-      {"health", HealthJson(n.health)},
+      {"health", HealthJson(n.health, spec)},
   };
   return {{"host", n.host},
           {"address", n.address},
@@ -384,7 +392,7 @@ std::string RenderTextReport(const ClusterSpec& spec, const ProbeRun& run,
 std::string RenderJsonReport(const ClusterSpec& spec, const ProbeRun& run,
                              const std::vector<Finding>& findings) {
   nlohmann::json nodes = nlohmann::json::array();
-  for (const auto& n : run.nodes) nodes.push_back(NodeJson(n));
+  for (const auto& n : run.nodes) nodes.push_back(NodeJson(n, spec));
   nlohmann::json list = nlohmann::json::array();
   int counts[3] = {0, 0, 0};
   for (const auto& f : findings) {

@@ -302,6 +302,49 @@ class SpecReader {
     if (node["options"]) slurm.extra = StringMap(node["options"], "slurm.options");
   }
 
+  // health_checks: a list of {name, run, timeout, severity, fix}; names unique.
+  void ReadHealthChecks(const YAML::Node& node, std::vector<HealthCheckSpec>& checks) const {
+    if (!node.IsSequence()) {
+      Fail(node, "health_checks: expected a list of {name: NAME, run: COMMAND} maps");
+    }
+    for (size_t i = 0; i < node.size(); ++i) {
+      const YAML::Node item = node[i];
+      const std::string what = fmt::format("health_checks[{}]", i);
+      ExpectMap(item, what, {"name", "run", "timeout", "severity", "fix"});
+      if (!item["name"]) Fail(item, what + ": missing 'name'");
+      if (!item["run"]) Fail(item, what + ": missing 'run' (the command, run with sh -c)");
+      HealthCheckSpec check;
+      check.name = HostName(item["name"], what + ".name");
+      for (const HealthCheckSpec& other : checks) {
+        if (other.name == check.name) {
+          Fail(item["name"], fmt::format("{}.name: '{}' is already the name of another check",
+                                         what, check.name));
+        }
+      }
+      check.run = String(item["run"], what + ".run");
+      if (check.run.find_first_not_of(" \t\n") == std::string::npos) {
+        Fail(item["run"], what + ".run: expected a command");
+      }
+      if (check.run.find('\0') != std::string::npos) {
+        Fail(item["run"], what + ".run: the command holds a NUL byte");
+      }
+      if (item["timeout"]) {
+        check.timeout_s =
+            IntegerIn(item["timeout"], what + ".timeout (seconds)", 1, kMaxHealthCheckSeconds);
+      }
+      if (const YAML::Node severity = item["severity"]) {
+        const std::string value = String(severity, what + ".severity");
+        if (value != "error" && value != "warning") {
+          Fail(severity, fmt::format("{}.severity: expected error or warning, got '{}'", what,
+                                     Printable(value)));
+        }
+        check.warning = value == "warning";
+      }
+      if (item["fix"]) check.fix = String(item["fix"], what + ".fix");
+      checks.push_back(std::move(check));
+    }
+  }
+
   ClusterSpec Read(const YAML::Node& root) const {
     ClusterSpec spec;
     spec.source = origin_;
@@ -310,7 +353,7 @@ class SpecReader {
     }
     ExpectMap(root, "the cluster file",
               {"name", "transport", "ssh", "nodes", "rendezvous", "workdir", "python", "env",
-               "env_file", "expect", "log_dir", "job", "slurm"});
+               "env_file", "expect", "log_dir", "health_checks", "job", "slurm"});
     if (root["name"]) spec.name = String(root["name"], "name");
     if (const YAML::Node t = root["transport"]) {
       spec.transport_given = true;
@@ -359,6 +402,7 @@ class SpecReader {
       spec.log_dir = String(root["log_dir"], "log_dir");
       if (spec.log_dir.empty()) Fail(root["log_dir"], "log_dir: expected a directory");
     }
+    if (root["health_checks"]) ReadHealthChecks(root["health_checks"], spec.health_checks);
     if (root["job"]) ReadJob(root["job"], spec.job);
     if (root["slurm"]) ReadSlurm(root["slurm"], spec.slurm);
     return spec;

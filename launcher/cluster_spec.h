@@ -54,6 +54,20 @@ struct JobSpec {
   std::string role;           // ROLE_NAME of every rank; "" = torchrun's "default"
 };
 
+// One of the cluster file's `health_checks`: a site's own test of a node (a mount, a service, a
+// licence, a firmware level), run by `dtrain doctor` and, unless only a warning, by the launch's
+// health checks before the start, before a restart and during the run. Exit status 0 passes.
+struct HealthCheckSpec {
+  std::string name;  // in reports: "health check 'scratch'"
+  std::string run;   // `sh -c` on the node, in the workdir, with the cluster's and node's env
+  int timeout_s = 10;
+  bool warning = false;  // `severity: warning`: the doctor warns; the launch leaves it out
+  std::string fix;       // what to do when it fails ("" : run it on the node to see why)
+};
+
+// The longest a health check may take (`timeout:`): the probe waits for the slowest.
+constexpr int kMaxHealthCheckSeconds = 300;
+
 struct SlurmSpec {
   std::string partition;
   std::string time;
@@ -93,6 +107,7 @@ struct ClusterSpec {
   std::string env_file;  // NAME=VALUE lines for every rank (relative paths: to the file's folder)
   std::map<std::string, std::string> expect;  // cuda, nccl, python, torch, horovod, driver pins
   std::string log_dir = "./dtrain-logs";
+  std::vector<HealthCheckSpec> health_checks;
   JobSpec job;
   SlurmSpec slurm;
   SlurmPlacement slurm_placement;

@@ -9,7 +9,9 @@
 # DTRAIN_PROBE_SKIP (space-separated parts to leave out: python torch horovod py_spy clip rdzv
 # nccl_lib gpu_health kernel_log pci), DTRAIN_PROBE_LOG_DIR (where ranks write their logs),
 # DTRAIN_PROBE_SMI_TIMEOUT (seconds each nvidia-smi call may take, default 10),
-# DTRAIN_PROBE_SYSFS (the folder read as /sys, for tests).
+# DTRAIN_PROBE_SYSFS (the folder read as /sys, for tests), DTRAIN_PROBE_CHECKS (the cluster
+# file's health checks to run: indices; DTRAIN_PROBE_CHECK_<i> each one's command,
+# DTRAIN_PROBE_CHECK_<i>_TIMEOUT its limit in seconds).
 # With DTRAIN_PROBE_MODE=listen it instead listens on DTRAIN_PROBE_RDZV_PORT for
 # DTRAIN_PROBE_LISTEN_S seconds (the rendezvous test's other end) and prints listening=PORT.
 # The whole script is one function run with stdin from /dev/null, so that no command it runs
@@ -57,6 +59,7 @@ probe_main() {
     echo "python_error=no python (tried ${DTRAIN_PROBE_PYTHON:-python3, python})"
   fi
   skipping clip || { probe_clip >"$tmp/clip" 2>&1 & waits="$waits $!"; }
+  [ -n "$DTRAIN_PROBE_CHECKS" ] && { probe_health_checks >"$tmp/checks" 2>&1 & waits="$waits $!"; }
 
   probe_system
   probe_host
@@ -66,11 +69,45 @@ probe_main() {
   probe_cuda
   probe_nccl
   for pid in $waits; do wait "$pid"; done
-  for part in python clip rdzv kernel; do
+  for part in python clip rdzv kernel checks; do
     [ -s "$tmp/$part" ] && sed -n '/^[a-z_]*=/p' "$tmp/$part"
   done
   [ -n "$smi" ] && wait_nvidia_smi
   echo "probe_end=1"
+}
+
+# The cluster file's health checks, all at once, each with `sh -c` in the workdir (else $HOME),
+# stdin from /dev/null, under timeout(1): health_check=I;EXIT;MILLISECONDS;LAST LINE it printed
+# (stdout and stderr; 300 bytes at most). Exit 124 or 137 past the limit: it did not end in time.
+probe_health_checks() {
+  dir=${DTRAIN_PROBE_WORKDIR:-$HOME}
+  [ -d "$dir" ] || dir=${HOME:-/}
+  for i in $DTRAIN_PROBE_CHECKS; do
+    case $i in *[!0-9]*) continue ;; esac
+    eval "cmd=\$DTRAIN_PROBE_CHECK_$i limit=\$DTRAIN_PROBE_CHECK_${i}_TIMEOUT"
+    (
+      start=$(now_ms)
+      # shellcheck disable=SC2086
+      (cd "$dir" && exec timeout $kill_after "${limit:-10}" sh -c "$cmd") >"$tmp/check$i" 2>&1 </dev/null
+      rc=$?
+      took=$(($(now_ms) - start))
+      line=$(tr -d '\r' <"$tmp/check$i" | grep -v '^[[:space:]]*$' | tail -n 1 | cut -c1-300)
+      echo "health_check=$i;$rc;$took;$line" >"$tmp/check$i.done"
+    ) &
+  done
+  wait
+  for i in $DTRAIN_PROBE_CHECKS; do
+    [ -f "$tmp/check$i.done" ] && cat "$tmp/check$i.done"
+  done
+}
+
+# Milliseconds since the epoch (whole seconds where date has no %N).
+now_ms() {
+  t=$(date +%s%N 2>/dev/null)
+  case $t in
+    *N* | "") echo $(($(date +%s) * 1000)) ;;
+    *) echo $((t / 1000000)) ;;
+  esac
 }
 
 skipping() {

@@ -177,5 +177,69 @@ TEST(DoctorHealth, CpuOnlyNodeHasNoGpuFindings) {
   EXPECT_TRUE(Health({n, Node("cpu-b", probe + "probe_end=1\n")}).empty());
 }
 
+// The cluster file's own health checks, from the probe's health_check= lines: a failure names the
+// exit status and the last line (which may hold ';'), a run past the limit is a timeout, a node
+// whose probe printed nothing for a check (or a malformed line) gave no answer; all passing is
+// one ok finding. Checks of severity warning warn, and are not judged where they were not run.
+TEST(DoctorHealth, SiteHealthChecksFromTheProbesLines) {
+  ClusterSpec spec = ParseClusterText(
+      "nodes: [{host: gpu-a}, {host: gpu-b}, {host: gpu-c}]\nhealth_checks:\n"
+      "  - {name: scratch, run: mountpoint -q /scratch, fix: mount /scratch}\n"
+      "  - {name: nfs, run: stat /home, timeout: 3}\n"
+      "  - {name: bios, run: exit 1, severity: warning}\n"
+      "  - {name: fine, run: 'true'}\n",
+      "x");
+  const std::string base = H100Probe();
+  auto probe = [&](const std::string& lines) {
+    std::string p = base;
+    p.insert(p.find("probe_end=1"), lines);
+    return p;
+  };
+  ProbeRun run;
+  run.nodes = {Node("gpu-a", probe("health_check=0;0;12;\nhealth_check=1;0;40;ok\n"
+                                   "health_check=2;0;5;\nhealth_check=3;0;7;\n")),
+               Node("gpu-b", probe("health_check=0;1;15;/scratch: not a mountpoint; see T-12\n"
+                                   "health_check=1;124;3004;stat-ing\nhealth_check=2;1;5;2.0\n"
+                                   "health_check=3;0;9;\n")),
+               Node("gpu-c", probe("health_check=0;;15;no status\nhealth_check=1;0;50;\n"
+                                   "health_check=2;0;5;\nhealth_check=3;0;130;\n"))};
+  std::vector<Finding> findings = CheckSiteHealthChecks(spec, run.nodes);
+  std::vector<std::string> said;
+  for (const Finding& f : findings) {
+    said.push_back(std::string(SeverityName(f.severity)) + " " + f.message + " -> " + f.remedy);
+  }
+  EXPECT_EQ(said,
+            (std::vector<std::string>{
+                "error node gpu-b: health check 'scratch' failed (exit 1): /scratch: not a "
+                "mountpoint; see T-12 -> mount /scratch",
+                "error node gpu-c: health check 'scratch' gave no answer (the probe ended without "
+                "it) -> mount /scratch",
+                "error node gpu-b: health check 'nfs' did not end in 3 s; its last line: stat-ing "
+                "-> run it on gpu-b to see why: stat /home",
+                "warning node gpu-b: health check 'bios' failed (exit 1): 2.0 -> run it on gpu-b "
+                "to see why: exit 1",
+                "ok health check 'fine' passed on all 3 node(s) (slowest 0.13 s, on gpu-c) -> "}));
+  EXPECT_EQ(ErrorsByNode(findings).size(), 2u) << "gpu-b and gpu-c are unfit, gpu-a is not";
+  // A command that exits 124 on its own, quickly, failed; it did not time out.
+  run.nodes[1] = Node("gpu-b", probe("health_check=1;124;20;\n"));
+  findings = CheckSiteHealthChecks(spec, run.nodes, /*warning_checks=*/false);
+  said.clear();
+  for (const Finding& f : findings) {
+    if (f.nodes == std::vector<std::string>{"gpu-b"}) said.push_back(f.message);
+  }
+  EXPECT_EQ(said, (std::vector<std::string>{
+                      "node gpu-b: health check 'scratch' gave no answer (the probe ended without "
+                      "it)",
+                      "node gpu-b: health check 'nfs' failed (exit 124)",
+                      "node gpu-b: health check 'fine' gave no answer (the probe ended without "
+                      "it)"}))
+      << "bios, a warning, was not run and is not judged";
+  // The nodes the probe did not reach are the reach rule's.
+  run.nodes[2].reached = false;
+  for (const Finding& f : CheckSiteHealthChecks(spec, run.nodes)) {
+    EXPECT_EQ(f.message.find("gpu-c"), std::string::npos) << f.message;
+  }
+}
+
 }  // namespace
 }  // namespace dtrain

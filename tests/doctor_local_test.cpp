@@ -4,7 +4,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -193,6 +195,67 @@ TEST_F(DoctorLocal, ProbeWorksWithAMinimalPath) {
     EXPECT_NE(r.out.find("\nnccl_define=#define NCCL_MAJOR"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("\nnccl_lib="), std::string::npos) << r.out;
   }
+}
+
+// The cluster file's own health checks, run by the real probe: in the workdir, with the cluster's
+// and the node's environment and DTRAIN_NODE, stdin closed, all at once, each under its limit.
+// The report names the check, the node, the exit status and the last line it printed; one that
+// does not end in time is said so, well within the probe's own limit (raised for it).
+TEST_F(DoctorLocal, SiteHealthChecksFailTimeOutOrPass) {
+  std::ofstream(dir_ / "project" / "marker") << "here\n";
+  const std::string checks = R"(env: {SCRATCH: /nonexistent-scratch}
+health_checks:
+  - name: in-workdir
+    run: test -f marker && test "$DTRAIN_NODE" = here
+  - name: scratch
+    run: 'printf "checking\n\n%s is not mounted; see ticket 12\n\n" "$SCRATCH"; exit 3'
+    fix: ask the admins to mount it
+  - name: hung-mount
+    run: echo stat-ing; read line; sleep 60
+    timeout: 2
+  - name: firmware
+    run: exit 1
+    severity: warning
+)";
+  const auto start = std::chrono::steady_clock::now();
+  Result r = Doctor("--json --timeout 1 -c " + WriteCluster(checks, FreePort()));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_LT(took, 20) << "the checks run at once, the hung one stopped at its 2 s";
+  auto doc = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << r.out;
+  const auto& node = doc["nodes"][0];
+  ASSERT_EQ(node["reached"], true) << node.dump() << " (the probe's limit is the slowest check's)";
+  const auto& answers = node["facts"]["health"]["health_checks"];
+  EXPECT_EQ(answers["in-workdir"]["exit_status"], 0) << answers.dump();
+  EXPECT_EQ(answers["scratch"]["exit_status"], 3) << answers.dump();
+  EXPECT_EQ(answers["scratch"]["last_line"], "/nonexistent-scratch is not mounted; see ticket 12");
+  EXPECT_EQ(answers["hung-mount"]["last_line"], "stat-ing") << answers.dump();
+  EXPECT_GE(answers["hung-mount"]["ms"].get<long long>(), 2000) << answers.dump();
+  std::map<std::string, std::pair<std::string, std::string>> found;  // message -> severity, fix
+  for (const auto& f : doc["findings"]) {
+    if (f["check"] == "health_check") {
+      found[f["message"]] = {f["severity"].get<std::string>(),
+                             f["remedy"].is_string() ? f["remedy"].get<std::string>() : ""};
+    }
+  }
+  using P = std::pair<std::string, std::string>;
+  bool passed = false;
+  for (const auto& [message, what] : found) {
+    passed = passed || (message.rfind("health check 'in-workdir' passed on all 1 node(s)", 0) == 0 &&
+                        what.first == "ok");
+  }
+  EXPECT_TRUE(passed) << r.out;
+  EXPECT_EQ(found["node here: health check 'scratch' failed (exit 3): /nonexistent-scratch is not "
+                  "mounted; see ticket 12"],
+            P("error", "ask the admins to mount it"))
+      << r.out;
+  EXPECT_EQ(found["node here: health check 'hung-mount' did not end in 2 s; its last line: "
+                  "stat-ing"],
+            P("error", "run it on here to see why: echo stat-ing; read line; sleep 60"))
+      << r.out;
+  EXPECT_EQ(found["node here: health check 'firmware' failed (exit 1)"].first, "warning") << r.out;
 }
 
 }  // namespace
