@@ -75,20 +75,12 @@ double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
   return took_s;
 }
 
-}  // namespace
-
-// Before a restart: the last attempt's nodes that were not lost. Returns the seconds it took.
-double CheckNodesBeforeRestart(Job& job) {
-  std::vector<int> nodes;
-  for (const std::string& host : job.record.attempts.back().nodes) {
-    const int index = NodeIndex(job.spec, host);
-    if (index >= 0 && job.pool.quarantined(index).empty()) nodes.push_back(index);
-  }
-  return CheckNodes(job, nodes, "restart");
-}
-
-std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes) {
-  job.start_checked = job.options.check_nodes != nullptr;
+// `nodes` through the health check, `when` naming the moment; the unfit are quarantined and the
+// pool picks again (a spare in an unfit node's place, or fewer nodes with --nnodes MIN:MAX), and
+// nodes new to the pick are checked in turn. Returns the nodes picked (empty when the pool cannot
+// run the job) and adds the seconds the checks took to `took_s`.
+std::vector<int> CheckUntilAllPickedAreFit(Job& job, std::vector<int> nodes, const char* when,
+                                           double& took_s) {
   std::set<int> checked;
   for (;;) {
     std::vector<int> unchecked;
@@ -96,10 +88,27 @@ std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes) {
       if (checked.insert(index).second) unchecked.push_back(index);
     }
     if (unchecked.empty()) return nodes;
-    CheckNodes(job, unchecked, "start");
-    nodes = job.pool.Pick();  // without the unfit: spares in their place, or fewer (--nnodes)
+    took_s += CheckNodes(job, unchecked, when);
+    nodes = job.pool.Pick();
     if (nodes.empty()) return nodes;
   }
+}
+
+}  // namespace
+
+// Before a restart: the next attempt's nodes, those of the last attempt that were not
+// quarantined and the spares (or returning nodes) the pool picks in place of the others, so that
+// a spare is checked before it first runs, as before the start.
+double CheckNodesBeforeRestart(Job& job) {
+  double took_s = 0;
+  CheckUntilAllPickedAreFit(job, job.pool.Pick(), "restart", took_s);
+  return took_s;
+}
+
+std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes) {
+  job.start_checked = job.options.check_nodes != nullptr;
+  double took_s = 0;
+  return CheckUntilAllPickedAreFit(job, std::move(nodes), "start", took_s);
 }
 
 void LeaveOutNodesWithFlakyLinks(Job& job, bool attempt_failed) {

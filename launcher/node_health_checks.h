@@ -36,8 +36,9 @@ void RecordHealthWarning(Job& job, const std::string& host, const std::string& w
 // on: empty when the pool cannot start the job (NodePool::why_not says why).
 std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes);
 
-// Before a restart: the last attempt's nodes that were not quarantined. Returns the seconds it
-// took (taken out of the backoff).
+// Before a restart: the next attempt's nodes (the last attempt's that were not quarantined, and
+// the spares or returning nodes picked in place of the others), each new pick checked in turn as
+// before the start. Returns the seconds it took (taken out of the backoff).
 double CheckNodesBeforeRestart(Job& job);
 
 // After an attempt was judged: when it failed (`attempt_failed`: not interrupted, not an error

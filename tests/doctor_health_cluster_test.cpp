@@ -149,6 +149,60 @@ TEST(DoctorHealthCluster, HungNvidiaSmiIsNamedWithinTheTimeout) {
   EXPECT_EQ(cluster.LeftoverProcesses(2, 5), "") << "timeout -k killed the stand-ins";
 }
 
+// The cluster file's own health checks over SSH, against real faults in each node's own mount
+// namespace: node1's scratch (its private tmpfs at /srv/node) unmounted, node2's status file a
+// FIFO nobody writes, so that reading it hangs as on a dead network file system. The doctor names
+// both nodes with what the check printed, stops the hung read at its limit (nothing is left
+// running), and --exclude-bad leaves both nodes out.
+TEST(DoctorHealthCluster, SiteHealthChecksNameAnUnmountedScratchAndAHungRead) {
+  SshTestCluster cluster("doctor-site-checks", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = cluster.dir();
+  std::filesystem::create_directories(dir + "/project");
+  EXPECT_EQ(cluster.OnNode(0, "echo ready >/srv/node/status"), "");
+  EXPECT_EQ(cluster.OnNode(1, "umount -l /srv/node"), "");
+  EXPECT_EQ(cluster.OnNode(2, "mkfifo /srv/node/status"), "");
+  const std::string file = dir + "/site-checks.yaml";
+  std::ofstream(file) << test::ReadText(cluster.cluster_file()) << "workdir: " << dir
+                      << "/project\njob: {command: [python3, train.py]}\n"
+                      << R"yaml(health_checks:
+  - name: scratch
+    run: mountpoint -q /srv/node || { echo "/srv/node is not mounted on $(hostname)"; exit 1; }
+    fix: mount the node's scratch again
+  - name: scratch-status
+    run: grep -q ready /srv/node/status
+    timeout: 2
+)yaml";
+  const auto start = std::chrono::steady_clock::now();
+  const DoctorRun r = test::RunDoctor("--json", file);
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(r.doc.is_object()) << r.text;
+  EXPECT_EQ(r.status, 1);
+  std::vector<std::string> said;
+  for (const auto& f : Findings(r, "health_check", "error")) {
+    said.push_back(f["nodes"][0].get<std::string>() + ": " + f["message"].get<std::string>());
+  }
+  EXPECT_EQ(said, (std::vector<std::string>{
+                      "node1: node node1: health check 'scratch' failed (exit 1): /srv/node is "
+                      "not mounted on node1",
+                      "node1: node node1: health check 'scratch-status' failed (exit 2): grep: "
+                      "/srv/node/status: No such file or directory",
+                      "node2: node node2: health check 'scratch-status' did not end in 2 s"}))
+      << r.text;
+  EXPECT_EQ(r.doc["nodes"][2]["reached"], true) << "the probe waited for the check's limit";
+  EXPECT_EQ(r.doc["nodes"][0]["facts"]["health"]["health_checks"]["scratch"]["exit_status"], 0);
+  EXPECT_LT(wall_s, 15) << r.text;
+  EXPECT_EQ(cluster.LeftoverProcesses(3, 5), "") << "the hung grep was stopped";
+
+  const DoctorRun excluded = test::RunDoctor("--exclude-bad -o " + dir + "/good.txt", file);
+  EXPECT_NE(excluded.text.find("wrote " + dir + "/good.txt: 1 of 3 nodes; left out: node1, node2"),
+            std::string::npos)
+      << excluded.text;
+  EXPECT_NE(excluded.text.find("-> mount the node's scratch again"), std::string::npos)
+      << excluded.text;
+}
+
 // lspci's ACSCtl line of each device in `dump` (lspci -F reads `lspci -xxxx` dumps), by address:
 // "SrcValid+ TransBlk- ReqRedir+ ...".
 std::map<std::string, std::string> LspciAcsControl(const std::string& dump) {

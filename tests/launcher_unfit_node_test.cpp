@@ -67,19 +67,21 @@ GpuFaultRun RunToTheEnd(const std::vector<std::string>& args, const std::string&
   return r;
 }
 
-// Three nodes and a spare, node1's GPU lost in the first attempt; `extra` dtrain options.
-GpuFaultRun RunWithGpuFault(const std::string& name, const std::vector<std::string>& extra) {
+// Three nodes and `spares` spares (node3, node4), node1's GPU lost in the first attempt;
+// `extra` dtrain options. With `bad_spare`, node3's GPU fell off the bus before the job.
+GpuFaultRun RunWithGpuFault(const std::string& name, const std::vector<std::string>& extra,
+                            int spares = 1, bool bad_spare = false) {
   GpuFaultRun r;
-  SshTestCluster cluster(name, 4, 1);
+  SshTestCluster cluster(name, 3 + spares, 1);
   if (!cluster.error().empty()) {
     r.err = cluster.error();
     return r;
   }
-  const std::string file = HgxNodes(cluster, 4);
+  const std::string file = HgxNodes(cluster, 3 + spares, bad_spare ? 3 : -1);
   const std::string dir = testing::ScratchDirs::Make(name);
-  std::vector<std::string> args = {"launch",    "-c",     file,       "--job", "fault",
-                                   "--log-dir", dir,      "--spares", "1",     "--max-restarts",
-                                   "2",         "--quiet"};
+  std::vector<std::string> args = {"launch",    "-c",     file,       "--job",
+                                   "fault",     "--log-dir", dir,   "--spares",
+                                   std::to_string(spares), "--max-restarts", "2", "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   for (const char* word : {"--", "sh", "-c", kGpuFaultScript, "gpu-fault-rank"})
     args.push_back(word);
@@ -108,6 +110,27 @@ TEST(UnfitNode, NodeFailingTheHealthCheckBeforeRestartIsQuarantined) {
   bool event = false;
   for (const json& e : r.record["events"]) event = event || e["kind"] == "health_check";
   EXPECT_TRUE(event) << r.record["events"].dump(2);
+}
+
+// The spare that would take node1's place is itself unfit (an Xid 79 from before the job, which
+// the check before the start did not see: spares are checked when picked). The check before the
+// restart checks it as it is picked, quarantines it, and the next spare runs instead.
+TEST(UnfitNode, AnUnfitSpareIsFoundBeforeTheRestartAndTheNextSpareRuns) {
+  const GpuFaultRun r = RunWithGpuFault("node-bad-spare", {}, 2, /*bad_spare=*/true);
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain: health check before restart: 3 node(s) in "), std::string::npos);
+  EXPECT_NE(r.err.find("dtrain: node node3 quarantined in job fault: failed the health check "
+                       "before restart: node node3: Xid 79 on GPU 3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("s, unfit: node3\ndtrain: health check before restart: 1 node(s) in "),
+            std::string::npos)
+      << "node4 is checked in turn: " << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  const json& attempts = r.record["attempts"];
+  ASSERT_EQ(attempts.size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node4"}));
 }
 
 // The same fault without the check: node1, blamed once, runs the next attempt again.
@@ -204,10 +227,17 @@ struct WatchRun {
   json record;
 };
 
-// How node1's GPU breaks while its rank goes on running: an Xid 79 in its kernel log (the GPU fell
-// off the bus), or its nvidia-smi starting to report that GPU 3 needs a reset (the driver's
-// recovery action after an uncorrectable error).
-enum class GpuFault { kXid79, kRecoveryReset };
+// How node1 breaks while its rank goes on running: an Xid 79 in its kernel log (the GPU fell off
+// the bus), its nvidia-smi starting to report that GPU 3 needs a reset (the driver's recovery
+// action after an uncorrectable error), or its scratch file system (the node's private tmpfs at
+// /srv/node) unmounted, which a health check of the cluster file's looks for.
+enum class GpuFault { kXid79, kRecoveryReset, kScratchLost };
+
+// The cluster file's own check of each node's scratch.
+const char* kScratchCheck = R"yaml(health_checks:
+  - name: scratch
+    run: mountpoint -q /srv/node || { echo "/srv/node is not mounted on $(hostname)"; exit 1; }
+)yaml";
 
 // Three nodes and a spare that look like HGX H100 nodes, running kCheckpointedRankScript; once rank
 // 0 checkpointed step 4, node1's GPU breaks (`fault`) while its rank goes on running, as a rank on
@@ -221,6 +251,7 @@ WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
     return r;
   }
   const std::string file = HgxNodes(cluster, 4);
+  if (fault == GpuFault::kScratchLost) std::ofstream(file, std::ios::app) << kScratchCheck;
   const std::string dir = testing::ScratchDirs::Make(name);
   std::vector<std::string> args = {"launch", "-c",
                                    file,     "--job",
@@ -239,6 +270,8 @@ WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
     std::ofstream(cluster.dir() + "/node1-bin/dmesg.txt", std::ios::app)
         << "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU "
            "has fallen off the bus.\n";
+  } else if (fault == GpuFault::kScratchLost) {
+    EXPECT_EQ(cluster.OnNode(1, "umount -l /srv/node"), "");
   } else {
     // Written whole, then renamed: the stand-in never prints half a report.
     std::ofstream(cluster.dir() + "/node1-bin/q.new")
@@ -254,7 +287,7 @@ WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
   r.status = dtrain.Wait(60);
   r.err = dtrain.err();
   r.record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
-  std::printf("GPU broken on node1: found after %.2f s\n%s", r.detected_s, r.err.c_str());
+  std::printf("node1 broken: found after %.2f s\n%s", r.detected_s, r.err.c_str());
   return r;
 }
 
@@ -303,6 +336,29 @@ TEST(UnfitNode, WithoutTheHealthWatchTheBrokenGpuGoesUnnoticed) {
   ASSERT_TRUE(r.record.is_object()) << r.err;
   ASSERT_EQ(r.record["attempts"].size(), 1u) << r.record.dump(2);
   EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node1", "node2"}));
+}
+
+// A node failing the cluster file's own health check during the run: node1's scratch is
+// unmounted; the watch runs the check with its own, stops the attempt, quarantines node1 with
+// what the check printed, and the spare takes its place.
+TEST(UnfitNode, NodeFailingASiteHealthCheckDuringTheRunIsReplacedByTheSpare) {
+  const WatchRun r = RunAndBreakAGpu("node-watch-site", "1", GpuFault::kScratchLost);
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_GE(r.detected_s, 0) << r.err;
+  EXPECT_LE(r.detected_s, 3) << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain: node node1 failed the health watch "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("node node1: health check 'scratch' failed (exit 1): /srv/node is not "
+                       "mounted on node1"),
+            std::string::npos)
+      << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][0]["blamed_node"], "node1");
+  EXPECT_EQ(r.record["attempts"][1]["nodes"], json({"node0", "node2", "node3"}));
+  EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("health check 'scratch'"),
+            std::string::npos)
+      << r.record["nodes"].dump(2);
 }
 
 }  // namespace
