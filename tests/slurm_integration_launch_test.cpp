@@ -1,6 +1,6 @@
 // `dtrain launch` on a real Slurm on this machine (tests/support/slurm_cluster.h), with a
 // cluster file, as a user runs it: per-rank logs that `dtrain logs` reads, a failing rank,
-// a rank the OOM killer ends, Ctrl-C, dtrain-clip training on two nodes, a stalled rank named by
+// the cluster file's own health check failing on one node, a rank the OOM killer ends, Ctrl-C, dtrain-clip training on two nodes, a stalled rank named by
 // the rank probe, and `dtrain status` from another process.
 #include <signal.h>
 #include <stdlib.h>
@@ -111,6 +111,31 @@ TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {
   EXPECT_NE(run.err.find("exit 5"), std::string::npos) << run.err;
   EXPECT_EQ(ReadFile(dir + "/logs/bad/rank-1.log"), "giving up\n");
   EXPECT_EQ(Squeue({"-n", "dtrain-bad", "-t", "PD,R"}), "");
+}
+
+// The cluster file's own health checks run in the probe's step on each node of the allocation,
+// with the node's name in the cluster file as DTRAIN_NODE (as its ranks see it) and Slurm's own
+// variables: the check fails on node b alone (its scratch marker file is missing), so the check
+// before the start finds b (Slurm's node2) unfit, the job (no spare) does not start, and the
+// allocation is given back.
+TEST_F(DtrainLaunchOnSlurm, ClusterFileHealthCheckRunsOnEachNodeOfTheAllocation) {
+  const std::string dir = Folder("site-check", 1);
+  RunSlurmCommand({"sh", "-c", "echo ok >" + dir + "/scratch-a"}, "", 10000);
+  std::ofstream(dir + "/cluster.yaml", std::ios::app)
+      << "health_checks:\n  - {name: scratch, run: 'test -f " << dir
+      << "/scratch-$DTRAIN_NODE || { echo \"no scratch on $DTRAIN_NODE ($SLURMD_NODENAME)\"; "
+         "exit 1; }'}\n";
+  const SlurmCommandResult run = Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "site",
+                                         "--", "sh", "-c", "echo started"});
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("failed the health check before start: node b: health check 'scratch' "
+                         "failed (exit 1): no scratch on b (node2)"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("health check before start: 2 node(s) in "), std::string::npos);
+  EXPECT_EQ(run.err.find("node a: health check"), std::string::npos) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/logs/site/rank-0.log")) << "no rank started";
+  EXPECT_EQ(SlurmLeftovers("dtrain-site"), "");
 }
 
 // A task the kernel's OOM killer ends (rank 1 moved into a 64 MiB memory cgroup, allocating 400
