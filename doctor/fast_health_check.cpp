@@ -22,7 +22,7 @@ ProbeRun ProbeHealthParts(const ClusterSpec& spec, double timeout_s,
   options.rendezvous = false;  // the job's own rendezvous port may still be in TIME_WAIT
   options.skip = kRestartCheckSkips;
   options.cancelled = cancelled;
-  options.beside_ranks = true;  // the health watch runs beside the ranks' step
+  options.beside_ranks = true;     // the health watch runs beside the ranks' step
   options.warning_checks = false;  // the cluster file's checks that only warn are the doctor's
   std::unique_ptr<Transport> transport = MakeTransport(spec);
   return RunProbes(spec, *transport, options);

@@ -60,9 +60,9 @@ struct FreeSpace {
 
 // One of the cluster file's health checks as the probe ran it on the node.
 struct HealthCheckAnswer {
-  size_t index = 0;     // in ClusterSpec::health_checks
+  size_t index = 0;  // in ClusterSpec::health_checks
   int exit_status = -1;
-  long long ms = 0;     // how long it ran
+  long long ms = 0;       // how long it ran
   std::string last_line;  // the last non-empty line it printed
 };
 

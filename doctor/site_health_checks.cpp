@@ -51,16 +51,16 @@ std::vector<Finding> CheckSiteHealthChecks(const ClusterSpec& spec,
       const HealthCheckAnswer* answer = AnswerOf(*n, i);
       std::string message;
       if (!answer) {
-        message = fmt::format("node {}: {} gave no answer (the probe ended without it)", n->host,
-                              what);
+        message =
+            fmt::format("node {}: {} gave no answer (the probe ended without it)", n->host, what);
       } else if (TimedOut(*answer, check)) {
-        message = fmt::format("node {}: {} did not end in {} s{}{}", n->host, what,
-                              check.timeout_s, answer->last_line.empty() ? "" : "; its last line: ",
-                              answer->last_line);
+        message =
+            fmt::format("node {}: {} did not end in {} s{}{}", n->host, what, check.timeout_s,
+                        answer->last_line.empty() ? "" : "; its last line: ", answer->last_line);
       } else if (answer->exit_status != 0) {
-        message = fmt::format("node {}: {} failed (exit {}){}{}", n->host, what,
-                              answer->exit_status, answer->last_line.empty() ? "" : ": ",
-                              answer->last_line);
+        message =
+            fmt::format("node {}: {} failed (exit {}){}{}", n->host, what, answer->exit_status,
+                        answer->last_line.empty() ? "" : ": ", answer->last_line);
       }
       if (!message.empty()) {
         out.push_back(Make(severity, "health_check", "", {n->host}, std::move(message),
@@ -74,10 +74,10 @@ std::vector<Finding> CheckSiteHealthChecks(const ClusterSpec& spec,
       }
     }
     if (passed == reached.size() && slowest) {
-      out.push_back(Make(Severity::kOk, "health_check", "", {},
-                         fmt::format("{} passed on all {} node(s) (slowest {:.2f} s, on {})", what,
-                                     passed, static_cast<double>(slowest->ms) / 1000,
-                                     slowest_node->host)));
+      out.push_back(
+          Make(Severity::kOk, "health_check", "", {},
+               fmt::format("{} passed on all {} node(s) (slowest {:.2f} s, on {})", what, passed,
+                           static_cast<double>(slowest->ms) / 1000, slowest_node->host)));
     }
   }
   return out;

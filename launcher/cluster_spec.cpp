@@ -317,8 +317,8 @@ class SpecReader {
       check.name = HostName(item["name"], what + ".name");
       for (const HealthCheckSpec& other : checks) {
         if (other.name == check.name) {
-          Fail(item["name"], fmt::format("{}.name: '{}' is already the name of another check",
-                                         what, check.name));
+          Fail(item["name"],
+               fmt::format("{}.name: '{}' is already the name of another check", what, check.name));
         }
       }
       check.run = String(item["run"], what + ".run");

@@ -51,7 +51,7 @@ struct JobSpec {
   int node_timeout_s = 10;    // an ssh node silent this long is lost (and ends its ranks itself)
   double straggler_factor = 1.5;        // the straggler watch's factor; 0: off
   std::string on_straggler = "report";  // report | leave
-  std::string role;           // ROLE_NAME of every rank; "" = torchrun's "default"
+  std::string role;                     // ROLE_NAME of every rank; "" = torchrun's "default"
 };
 
 // One of the cluster file's `health_checks`: a site's own test of a node (a mount, a service, a

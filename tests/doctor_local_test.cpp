@@ -6,9 +6,9 @@
 
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -105,9 +105,9 @@ TEST_F(DoctorLocal, PySpyBesideThePythonOrAWarningNamingTheNode) {
   EXPECT_EQ(with.out.find("\"py-spy\""), std::string::npos) << with.out;
 
   if (access("/usr/bin/py-spy", X_OK) == 0) return;  // the system python has one beside it
-  Result without = Shell("env -i PATH=/usr/bin:/bin HOME=" + dir_.string() + " NO_COLOR=1 " +
-                         DTRAIN_BINARY_DIR + "/dtrain doctor -c " +
-                         WriteCluster("python: /usr/bin/python3\n", FreePort()));
+  Result without =
+      Shell("env -i PATH=/usr/bin:/bin HOME=" + dir_.string() + " NO_COLOR=1 " + DTRAIN_BINARY_DIR +
+            "/dtrain doctor -c " + WriteCluster("python: /usr/bin/python3\n", FreePort()));
   EXPECT_EQ(without.status, 0) << without.out;  // a warning, not an error
   EXPECT_NE(without.out.find("py-spy is not on node here"), std::string::npos) << without.out;
   EXPECT_NE(without.out.find("pip install py-spy"), std::string::npos) << without.out;
@@ -243,8 +243,9 @@ health_checks:
   using P = std::pair<std::string, std::string>;
   bool passed = false;
   for (const auto& [message, what] : found) {
-    passed = passed || (message.rfind("health check 'in-workdir' passed on all 1 node(s)", 0) == 0 &&
-                        what.first == "ok");
+    passed =
+        passed || (message.rfind("health check 'in-workdir' passed on all 1 node(s)", 0) == 0 &&
+                   what.first == "ok");
   }
   EXPECT_TRUE(passed) << r.out;
   EXPECT_EQ(found["node here: health check 'scratch' failed (exit 3): /nonexistent-scratch is not "

@@ -415,8 +415,9 @@ TEST(ClusterSpec, HealthChecks) {
   EXPECT_THAT(ErrorOf(head + "  - {name: x, run: true}\n  - {name: x, run: false}\n"),
               HasSubstr("c.yaml:4:12: health_checks[1].name: 'x' is already the name of another "
                         "check"));
-  EXPECT_THAT(ErrorOf(head + "  - {name: x}\n"),
-              HasSubstr("c.yaml:3:5: health_checks[0]: missing 'run' (the command, run with sh -c)"));
+  EXPECT_THAT(
+      ErrorOf(head + "  - {name: x}\n"),
+      HasSubstr("c.yaml:3:5: health_checks[0]: missing 'run' (the command, run with sh -c)"));
   EXPECT_THAT(ErrorOf(head + "  - {run: true}\n"), HasSubstr("health_checks[0]: missing 'name'"));
   EXPECT_THAT(ErrorOf(head + "  - {name: x, run: '  '}\n"),
               HasSubstr("health_checks[0].run: expected a command"));

@@ -79,9 +79,18 @@ GpuFaultRun RunWithGpuFault(const std::string& name, const std::vector<std::stri
   }
   const std::string file = HgxNodes(cluster, 3 + spares, bad_spare ? 3 : -1);
   const std::string dir = testing::ScratchDirs::Make(name);
-  std::vector<std::string> args = {"launch",    "-c",     file,       "--job",
-                                   "fault",     "--log-dir", dir,   "--spares",
-                                   std::to_string(spares), "--max-restarts", "2", "--quiet"};
+  std::vector<std::string> args = {"launch",
+                                   "-c",
+                                   file,
+                                   "--job",
+                                   "fault",
+                                   "--log-dir",
+                                   dir,
+                                   "--spares",
+                                   std::to_string(spares),
+                                   "--max-restarts",
+                                   "2",
+                                   "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   for (const char* word : {"--", "sh", "-c", kGpuFaultScript, "gpu-fault-rank"})
     args.push_back(word);

@@ -1,7 +1,8 @@
 // `dtrain launch` on a real Slurm on this machine (tests/support/slurm_cluster.h), with a
 // cluster file, as a user runs it: per-rank logs that `dtrain logs` reads, a failing rank,
-// the cluster file's own health check failing on one node, a rank the OOM killer ends, Ctrl-C, dtrain-clip training on two nodes, a stalled rank named by
-// the rank probe, and `dtrain status` from another process.
+// the cluster file's own health check failing on one node, a rank the OOM killer ends, Ctrl-C,
+// dtrain-clip training on two nodes, a stalled rank named by the rank probe, and `dtrain status`
+// from another process.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -125,8 +126,8 @@ TEST_F(DtrainLaunchOnSlurm, ClusterFileHealthCheckRunsOnEachNodeOfTheAllocation)
       << "health_checks:\n  - {name: scratch, run: 'test -f " << dir
       << "/scratch-$DTRAIN_NODE || { echo \"no scratch on $DTRAIN_NODE ($SLURMD_NODENAME)\"; "
          "exit 1; }'}\n";
-  const SlurmCommandResult run = Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "site",
-                                         "--", "sh", "-c", "echo started"});
+  const SlurmCommandResult run = Dtrain(
+      {"launch", "-c", dir + "/cluster.yaml", "--job", "site", "--", "sh", "-c", "echo started"});
   EXPECT_EQ(run.status, 1) << run.err;
   EXPECT_NE(run.err.find("failed the health check before start: node b: health check 'scratch' "
                          "failed (exit 1): no scratch on b (node2)"),
