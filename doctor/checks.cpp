@@ -2,7 +2,7 @@
 // CheckCluster, which runs every rule in report order. The rules themselves are in
 // version_checks.cpp, connection_checks.cpp, node_checks.cpp and, for health,
 // gpu_health_checks.cpp, kernel_log_checks.cpp, infiniband_checks.cpp, pci_checks.cpp,
-// host_health_checks.cpp and site_health_checks.cpp.
+// host_health_checks.cpp, interface_checks.cpp and site_health_checks.cpp.
 #include "doctor/checks.h"
 
 #include <algorithm>
@@ -92,6 +92,7 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   add(CheckSwap(run.nodes));
   add(CheckMemory(run.nodes));
   add(CheckClocksource(run.nodes));
+  add(CheckInterfaces(run.nodes));
   add(CheckSiteHealthChecks(spec, run.nodes));
   return all;
 }

@@ -58,6 +58,10 @@ std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckSwap(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckMemory(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckClocksource(const std::vector<NodeFacts>& nodes);
+// The interfaces NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and HOROVOD_GLOO_IFACE name, missing or
+// down on a node (errors), and an NCCL_IB_HCA that matches none of its InfiniBand ports (a
+// warning), as NCCL and Gloo match them (interface_checks.cpp).
+std::vector<Finding> CheckInterfaces(const std::vector<NodeFacts>& nodes);
 // The cluster file's own health checks (site_health_checks.cpp): each one a node failed, timed
 // out on or gave no answer to, at the check's severity; `warning_checks` false: those of
 // `severity: warning` were not run and are not judged.

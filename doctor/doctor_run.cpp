@@ -6,6 +6,7 @@
 #include <climits>
 
 #include "doctor/doctor_job.h"
+#include "launcher/env_file.h"
 #include "launcher/slurm/slurm_allocation.h"
 #include "launcher/transport.h"
 
@@ -34,7 +35,9 @@ ProbeOptions DefaultProbeOptions(const ClusterSpec& spec, double timeout_s) {
 DoctorResult RunDoctor(const ClusterSpec& cluster, double timeout_s) {
   SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the probes
   DoctorResult result;
-  result.spec = PlaceOnSlurm(cluster, {"dtrain", ""}, allocation);
+  ClusterSpec with_env = cluster;
+  ApplyEnvFile(with_env);  // the probe sees the ranks' variables (NCCL_SOCKET_IFNAME, PATH, ...)
+  result.spec = PlaceOnSlurm(with_env, {"dtrain", ""}, allocation);
   const ClusterSpec& spec = result.spec;
   std::unique_ptr<Transport> transport = MakeTransport(spec);
   result.run = RunProbes(spec, *transport, DefaultProbeOptions(spec, timeout_s));

@@ -37,7 +37,7 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
   std::vector<Finding> findings;
   if (count_unreached) findings = CheckReach(run.nodes, spec.ssh.port);
   for (auto rule : {CheckNvidiaSmiAnswers, CheckGpuCount, CheckGpuHealth, CheckNvlink,
-                    CheckKernelLog, CheckInfiniband, CheckFreeSpace}) {
+                    CheckKernelLog, CheckInfiniband, CheckFreeSpace, CheckInterfaces}) {
     for (Finding& f : rule(run.nodes)) findings.push_back(std::move(f));
   }
   for (Finding& f : CheckSiteHealthChecks(spec, run.nodes, /*warning_checks=*/false))

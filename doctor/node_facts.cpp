@@ -184,6 +184,22 @@ void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
   f.health.free_space.push_back(space);
 }
 
+// "eth0;up;10.0.0.5/24,fe80::1/64": an interface, its operstate and addresses ("?": unknown).
+void ApplyNetworkInterface(const std::string& value, NodeFacts& f, ProbeText&) {
+  std::vector<std::string> parts = SplitOn(value, ';');
+  if (parts.size() != 3 || parts[0].empty()) return;
+  NetworkInterface i{parts[0], parts[1], {}, parts[2] != "?"};
+  if (i.addresses_known && !parts[2].empty()) i.addresses = SplitOn(parts[2], ',');
+  f.health.interfaces.push_back(std::move(i));
+}
+
+// "NCCL_SOCKET_IFNAME;^docker,lo": a variable and its value (which may hold ';').
+void ApplyInterfaceEnv(const std::string& value, NodeFacts& f, ProbeText&) {
+  const size_t semi = value.find(';');
+  if (semi == std::string::npos || semi == 0) return;
+  f.health.interface_env[value.substr(0, semi)] = value.substr(semi + 1);
+}
+
 // "2;1;35;/scratch is not mounted": a health check's index, exit status, milliseconds and last
 // line (last: it may hold ';').
 void ApplyHealthCheck(const std::string& value, NodeFacts& f, ProbeText&) {
@@ -345,6 +361,10 @@ const ProbeKey kProbeKeys[] = {
      [](const std::string& v, F& f, T&) { f.health.clocksources_available = v; }},
     {"free_space", nullptr, nullptr, ApplyFreeSpace},
     {"health_check", nullptr, nullptr, ApplyHealthCheck},
+    {"net_if", nullptr, nullptr, ApplyNetworkInterface},
+    {"net_read", nullptr, nullptr,
+     [](const std::string&, F& f, T&) { f.health.interfaces_read = true; }},
+    {"net_env", nullptr, nullptr, ApplyInterfaceEnv},
     {"probe_end", nullptr, nullptr, [](const std::string&, F&, T& t) { t.ended = true; }},
 };
 

@@ -58,6 +58,14 @@ struct FreeSpace {
   long long free_kib = -1;
 };
 
+// A network interface as the kernel shows it: operstate ("up", "down", "unknown" for some virtual
+// devices that are up) and addresses in CIDR form.
+struct NetworkInterface {
+  std::string name, state;
+  std::vector<std::string> addresses;
+  bool addresses_known = true;  // false where the node has no `ip`
+};
+
 // One of the cluster file's health checks as the probe ran it on the node.
 struct HealthCheckAnswer {
   size_t index = 0;  // in ClusterSpec::health_checks
@@ -100,6 +108,12 @@ struct NodeHealth {
   std::string clocksource, clocksources_available;
   std::vector<FreeSpace> free_space;
   std::vector<HealthCheckAnswer> health_checks;
+
+  // Network interfaces (`interfaces_read`: the probe listed them) and the variables that name
+  // interfaces for NCCL, Gloo and Horovod as the probe's environment (the ranks') set them.
+  bool interfaces_read = false;
+  std::vector<NetworkInterface> interfaces;
+  std::map<std::string, std::string> interface_env;
 
   // The GPU whose PCI address is `device` (PciDeviceKey form), or nullptr.
   const GpuHealth* GpuAt(const std::string& device) const {

@@ -267,6 +267,18 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
     space.push_back(
         {{"what", f.what}, {"path", f.path}, {"mount", f.mount}, {"free_kib", f.free_kib}});
   }
+  // The network interfaces (null where the probe did not list them); addresses null where the
+  // node has no `ip`.
+  nlohmann::json interfaces = nlohmann::json(nullptr);
+  if (h.interfaces_read) {
+    interfaces = nlohmann::json::array();
+    for (const NetworkInterface& i : h.interfaces) {
+      interfaces.push_back({{"name", i.name},
+                            {"state", i.state},
+                            {"addresses", i.addresses_known ? nlohmann::json(i.addresses)
+                                                            : nlohmann::json(nullptr)}});
+    }
+  }
   // The cluster file's health checks, by name, as each ended on the node.
   nlohmann::json checks = nlohmann::json::object();
   for (const HealthCheckAnswer& a : h.health_checks) {
@@ -296,7 +308,9 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
           {"clocksource", OrNull(h.clocksource)},
           {"clocksources_available", OrNull(h.clocksources_available)},
           {"free_space", space},
-          {"health_checks", checks}};
+          {"health_checks", checks},
+          {"interfaces", interfaces},
+          {"interface_env", h.interface_env}};
 }
 
 nlohmann::json NodeJson(const NodeFacts& n, const ClusterSpec& spec) {

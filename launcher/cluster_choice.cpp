@@ -192,12 +192,7 @@ void SetForEveryRank(const std::string& name, const std::string& value, ClusterS
 // The env file first, then the file's env (MakeRankPlan adds it), then -x and horovodrun's
 // options over everything.
 void ChooseEnvironment(const ClusterChoice& choice, ChosenCluster& out) {
-  out.env_file = out.spec.env_file.empty() ? DefaultEnvFile() : ExpandHome(out.spec.env_file);
-  if (!out.env_file.empty()) {
-    std::map<std::string, std::string> env = ReadEnvFile(out.env_file);
-    for (const auto& [name, value] : out.spec.env) env[name] = value;
-    out.spec.env = env;
-  }
+  out.env_file = ApplyEnvFile(out.spec);
   for (const std::string& item : choice.pass_env) {
     const size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);

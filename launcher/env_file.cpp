@@ -11,6 +11,7 @@
 
 #include "launcher/error.h"
 #include "launcher/shell_quote.h"
+#include "launcher/ssh/ssh_session.h"
 
 namespace dtrain {
 
@@ -48,6 +49,15 @@ std::string DefaultEnvFile() {
     if (::stat(path.c_str(), &st) == 0) return path;
   }
   return "";
+}
+
+std::string ApplyEnvFile(ClusterSpec& spec) {
+  const std::string path = spec.env_file.empty() ? DefaultEnvFile() : ExpandHome(spec.env_file);
+  if (path.empty()) return path;
+  std::map<std::string, std::string> env = ReadEnvFile(path);
+  for (const auto& [name, value] : spec.env) env[name] = value;
+  spec.env = std::move(env);
+  return path;
 }
 
 }  // namespace dtrain

@@ -6,6 +6,8 @@
 #include <map>
 #include <string>
 
+#include "launcher/cluster_spec.h"
+
 namespace dtrain {
 
 // Throws UsageError("FILE:LINE: ...") on a line that is not NAME=VALUE or a file it cannot read.
@@ -14,5 +16,10 @@ std::map<std::string, std::string> ReadEnvFile(const std::string& path);
 // The env file a launch uses when the cluster file names none: ./.dtrain_env, else
 // ~/.dtrain_env; "" when neither exists.
 std::string DefaultEnvFile();
+
+// The env file of `spec` (its env_file, else DefaultEnvFile()) taken under its env, as the ranks
+// get it: the file's variables join spec.env where the cluster file does not set them. Returns
+// the file read, or "". Throws like ReadEnvFile.
+std::string ApplyEnvFile(ClusterSpec& spec);
 
 }  // namespace dtrain

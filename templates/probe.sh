@@ -65,6 +65,7 @@ probe_main() {
   probe_host
   probe_gpus
   probe_infiniband
+  probe_network
   skipping pci || probe_pci
   probe_cuda
   probe_nccl
@@ -179,6 +180,34 @@ free_space() {
   # shellcheck disable=SC2046
   set -- $(df -Pk "${d:-/}" 2>/dev/null | tail -n 1)
   [ -n "$4" ] && echo "free_space=$what;$4;$6;$path"
+}
+
+# The network interfaces (always the kernel's own, /sys/class/net and `ip`): net_if=NAME;OPERSTATE;
+# ADDRESSES (comma-separated CIDRs; "?" where `ip` is missing), then net_read=1; and the variables
+# naming interfaces for NCCL, Gloo and Horovod as this environment sets them: net_env=NAME;VALUE.
+probe_network() {
+  [ -d /sys/class/net ] || return
+  have_ip=""
+  if command -v ip >/dev/null 2>&1; then
+    ip -o addr show 2>/dev/null >"$tmp/addrs" && have_ip=1
+  fi
+  for d in /sys/class/net/*; do
+    [ -e "$d" ] || continue
+    name=${d##*/}
+    state=""
+    { read -r state <"$d/operstate"; } 2>/dev/null
+    addrs="?"
+    if [ -n "$have_ip" ]; then
+      addrs=$(awk -v n="$name" '$2 == n && ($3 == "inet" || $3 == "inet6") {
+        printf "%s%s", (k++ ? "," : ""), $4 }' "$tmp/addrs")
+    fi
+    echo "net_if=$name;${state:-unknown};$addrs"
+  done
+  echo "net_read=1"
+  for v in NCCL_SOCKET_IFNAME NCCL_SOCKET_FAMILY NCCL_IB_HCA GLOO_SOCKET_IFNAME HOROVOD_GLOO_IFACE; do
+    eval "set_=\${$v+x} value=\${$v-}"
+    [ -n "$set_" ] && printf 'net_env=%s;%s\n' "$v" "$value" | tr -d '\r' | head -n 1
+  done
 }
 
 # InfiniBand and RoCE ports as sysfs shows them (with the error counters a flaky link makes grow),

@@ -203,6 +203,43 @@ TEST(DoctorHealthCluster, SiteHealthChecksNameAnUnmountedScratchAndAHungRead) {
       << excluded.text;
 }
 
+// The job's variables name a second interface, hsn0, on each node: node0 has it, up; node1's
+// switch port for it is down (the head end of its veth, so the node's side loses its carrier);
+// node2's second NIC is named ens5. NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME come from the
+// cluster file's env_file, as the ranks get them. The doctor names node1's link and node2's
+// missing name, for NCCL and for Gloo, and leaves node0 alone.
+TEST(DoctorHealthCluster, InterfacesTheJobsVariablesNameMissingOrDown) {
+  SshTestCluster cluster("doctor-ifname", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = cluster.dir();
+  EXPECT_EQ(test::AddSecondNic(cluster, 0, "hsn0"), "");
+  EXPECT_EQ(test::AddSecondNic(cluster, 1, "hsn0"), "");
+  EXPECT_EQ(test::AddSecondNic(cluster, 2, "ens5"), "");
+  EXPECT_EQ(RunOutput("ip -n " + cluster.HeadNamespace() + " link set sw1 down 2>&1"), "");
+  std::ofstream(dir + "/job.env") << "NCCL_SOCKET_IFNAME=hsn0\nGLOO_SOCKET_IFNAME=hsn0\n";
+  const std::string file = dir + "/ifname.yaml";
+  std::ofstream(file) << test::ReadText(cluster.cluster_file()) << "env_file: job.env\n";
+  const DoctorRun r = test::RunDoctor("--json", file);
+  ASSERT_TRUE(r.doc.is_object()) << r.text;
+  EXPECT_EQ(r.status, 1);
+  std::vector<std::string> said;
+  for (const auto& f : Findings(r, "interface", "error")) said.push_back(f["message"]);
+  EXPECT_EQ(said, (std::vector<std::string>{
+                      "node node1: NCCL_SOCKET_IFNAME=hsn0 picks hsn0, whose link is down: "
+                      "NCCL's connections over it fail or hang",
+                      "node node1: GLOO_SOCKET_IFNAME=hsn0: the link of hsn0 is down: Gloo's "
+                      "connections over it fail or hang",
+                      "node node2: NCCL_SOCKET_IFNAME=hsn0 matches none of its interfaces with an "
+                      "address (ens5, eth0, lo): NCCL stops at init (\"Bootstrap : no socket "
+                      "interface found\")",
+                      "node node2: GLOO_SOCKET_IFNAME=hsn0: it has no interface hsn0 with an "
+                      "address (it has ens5, eth0, lo): Gloo stops at init (\"Unable to find "
+                      "address for: hsn0\")"}))
+      << r.text;
+  const auto& node1 = r.doc["nodes"][1]["facts"]["health"];
+  EXPECT_EQ(node1["interface_env"]["GLOO_SOCKET_IFNAME"], "hsn0") << node1.dump();
+}
+
 // lspci's ACSCtl line of each device in `dump` (lspci -F reads `lspci -xxxx` dumps), by address:
 // "SrcValid+ TransBlk- ReqRedir+ ...".
 std::map<std::string, std::string> LspciAcsControl(const std::string& dump) {

@@ -241,5 +241,94 @@ TEST(DoctorHealth, SiteHealthChecksFromTheProbesLines) {
   }
 }
 
+// The interfaces the job's variables name, matched as NCCL matches NCCL_SOCKET_IFNAME (prefixes;
+// "^" excludes, "=" exact; only interfaces with an address, IPv6's loopback left out) and Gloo
+// GLOO_SOCKET_IFNAME (exact names): missing or down on a node is an error naming what the node
+// has; NCCL_IB_HCA matching none of its InfiniBand ports is a warning. Unset variables and a node
+// whose interfaces were not read are not judged.
+TEST(DoctorHealth, InterfacesTheJobsVariablesName) {
+  const std::string interfaces =
+      "net_if=eth0;up;10.0.0.5/24,fe80::1/64\nnet_if=hsn0;up;192.168.5.1/24\n"
+      "net_if=hsn1;down;192.168.6.1/24\nnet_if=lo;unknown;127.0.0.1/8,::1/128\n"
+      "net_if=docker0;down;\nnet_read=1\n";
+  auto node = [&](const std::string& host, const std::string& env, const std::string& ifs = "") {
+    std::string lines = (ifs.empty() ? interfaces : ifs) + env;
+    return Node(host, H100Probe(RecordedQuery(), "", lines));
+  };
+  auto said = [](const std::vector<NodeFacts>& nodes) {
+    std::vector<std::string> out;
+    for (const Finding& f : CheckInterfaces(nodes))
+      out.push_back(std::string(SeverityName(f.severity)) + " " + f.message);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  // Kept: a prefix, an exact name, an exclusion that leaves eth0 and hsn0 (both up).
+  EXPECT_EQ(said({node("a", "net_env=NCCL_SOCKET_IFNAME;eth,hsn0\n"),
+                  node("b", "net_env=NCCL_SOCKET_IFNAME;=hsn0\n"),
+                  node("c", "net_env=NCCL_SOCKET_IFNAME;^hsn1,lo,docker\n"),
+                  node("d", "net_env=NCCL_SOCKET_IFNAME;e\n"),  // one character: NCCL ignores it
+                  node("e", "net_env=GLOO_SOCKET_IFNAME;eth0,hsn0\n"),
+                  node("f",
+                       "net_env=NCCL_SOCKET_IFNAME;=eth0\nnet_env=NCCL_SOCKET_FAMILY;"
+                       "AF_INET6\n")}),
+            V{})
+      << "fe80::1 is an IPv6 address of eth0";
+  EXPECT_EQ(
+      said({node("a", "net_env=NCCL_SOCKET_IFNAME;ib\n"),
+            node("b", "net_env=NCCL_SOCKET_IFNAME;=hsn\n"),
+            node("c", "net_env=NCCL_SOCKET_IFNAME;hsn1\n"),
+            node("d", "net_env=NCCL_SOCKET_IFNAME;=lo\nnet_env=NCCL_SOCKET_FAMILY;AF_INET6\n"),
+            node("e", "net_env=GLOO_SOCKET_IFNAME;eth0,ens5\n"),
+            node("f", "net_env=HOROVOD_GLOO_IFACE;hsn1\n"),
+            node("g", "net_env=GLOO_SOCKET_IFNAME;docker0\n")}),
+      (V{"error node a: NCCL_SOCKET_IFNAME=ib matches none of its interfaces with an address "
+         "(eth0, hsn0, hsn1, lo): NCCL stops at init (\"Bootstrap : no socket interface "
+         "found\")",
+         "error node b: NCCL_SOCKET_IFNAME==hsn matches none of its interfaces with an "
+         "address (eth0, hsn0, hsn1, lo): NCCL stops at init (\"Bootstrap : no socket "
+         "interface found\")",
+         "error node c: NCCL_SOCKET_IFNAME=hsn1 picks hsn1, whose link is down: NCCL's "
+         "connections over it fail or hang",
+         "error node d: NCCL_SOCKET_IFNAME==lo matches none of its interfaces with an "
+         "address (eth0): NCCL stops at init (\"Bootstrap : no socket interface found\")",
+         "error node e: GLOO_SOCKET_IFNAME=eth0,ens5: it has no interface ens5 with an "
+         "address (it has eth0, hsn0, hsn1, lo): Gloo stops at init (\"Unable to find "
+         "address for: ens5\")",
+         "error node f: HOROVOD_GLOO_IFACE=hsn1: the link of hsn1 is down: Gloo's "
+         "connections over it fail or hang",
+         "error node g: GLOO_SOCKET_IFNAME=docker0: it has no interface docker0 with an "
+         "address (it has eth0, hsn0, hsn1, lo): Gloo stops at init (\"Unable to find "
+         "address for: docker0\")"}));
+  // Without `ip` the addresses are unknown: names and links are still judged.
+  EXPECT_EQ(said({node("a", "net_env=NCCL_SOCKET_IFNAME;hsn0\n",
+                       "net_if=eth0;up;?\nnet_if=hsn0;down;?\nnet_read=1\n")}),
+            V{"error node a: NCCL_SOCKET_IFNAME=hsn0 picks hsn0, whose link is down: NCCL's "
+              "connections over it fail or hang"});
+  // Interfaces not read (an older probe): nothing said.
+  EXPECT_EQ(said({node("a", "net_env=NCCL_SOCKET_IFNAME;ib\n", "net_if=eth0;up;10.0.0.5/24\n")}),
+            V{});
+  // NCCL_IB_HCA: device prefixes and ports, against the ports the node has.
+  const std::string ib =
+      "ib_port=mlx5_0/1;4: ACTIVE;5: LinkUp;400 Gb/sec (4X NDR);InfiniBand\n"
+      "ib_port=mlx5_1/1;4: ACTIVE;5: LinkUp;400 Gb/sec (4X NDR);InfiniBand\n";
+  EXPECT_EQ(said({node("a", ib + "net_env=NCCL_IB_HCA;mlx5\n"),
+                  node("b", ib + "net_env=NCCL_IB_HCA;=mlx5_1:1\n"),
+                  node("c", ib + "net_env=NCCL_IB_HCA;^mlx5_0\n"),
+                  node("d", "net_env=NCCL_IB_HCA;mlx5_9\n")}),  // no InfiniBand at all
+            V{});
+  EXPECT_EQ(said({node("a", ib + "net_env=NCCL_IB_HCA;mlx5_9\n"),
+                  node("b", ib + "net_env=NCCL_IB_HCA;=mlx5_0:2\n"),
+                  node("c", ib + "net_env=NCCL_IB_HCA;^mlx5\n")}),
+            (V{"warning node a: NCCL_IB_HCA=mlx5_9 matches none of its InfiniBand ports (mlx5_0/1, "
+               "mlx5_1/1): NCCL finds no InfiniBand device there and runs every collective over "
+               "TCP sockets",
+               "warning node b: NCCL_IB_HCA==mlx5_0:2 matches none of its InfiniBand ports "
+               "(mlx5_0/1, mlx5_1/1): NCCL finds no InfiniBand device there and runs every "
+               "collective over TCP sockets",
+               "warning node c: NCCL_IB_HCA=^mlx5 matches none of its InfiniBand ports (mlx5_0/1, "
+               "mlx5_1/1): NCCL finds no InfiniBand device there and runs every collective over "
+               "TCP sockets"}));
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -15,6 +15,7 @@
 #include "tests/support/checkpointed_rank.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/gpu_node_stand_ins.h"
+#include "tests/support/hanging_torch.h"
 #include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
@@ -368,6 +369,57 @@ TEST(UnfitNode, NodeFailingASiteHealthCheckDuringTheRunIsReplacedByTheSpare) {
   EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("health check 'scratch'"),
             std::string::npos)
       << r.record["nodes"].dump(2);
+}
+
+// A real Gloo job told to use a second NIC (-x GLOO_SOCKET_IFNAME=hsn0) whose switch port is down
+// on node1: the check before the start finds node1's link down and the spare takes its place, and
+// torch.distributed's all_reduce runs over hsn0 on node0 and node2. Without the check node1's
+// rank waits in Gloo's connect until its timeout ends the job.
+TEST(UnfitNode, NodeWhoseNicForGlooIsDownIsReplacedByTheSpare) {
+  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
+  SshTestCluster cluster("node-nic", 3, 1);
+  if (geteuid() != 0) GTEST_SKIP() << cluster.error();
+  ASSERT_EQ(cluster.error(), "");
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
+  EXPECT_EQ(test::RunOutput("ip -n " + cluster.HeadNamespace() + " link set sw1 down 2>&1"), "");
+  const std::string dir = testing::ScratchDirs::Make("node-nic");
+  const char* script =
+      "import torch, torch.distributed as dist\n"
+      "dist.init_process_group('gloo')\n"
+      "t = torch.ones(4) * (dist.get_rank() + 1)\n"
+      "dist.all_reduce(t)\n"
+      "print('sum', t[0].item(), 'over', dist.get_world_size())\n"
+      "dist.destroy_process_group()\n";
+  const GpuFaultRun r = RunToTheEnd(
+      {"launch", "-c", cluster.cluster_file(), "--job", "nic", "--log-dir", dir, "--spares", "1",
+       "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--", testing::kVenvPython, "-c", script},
+      dir, "nic", 120);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain: node node1 quarantined in job nic: failed the health check before "
+                       "start: node node1: GLOO_SOCKET_IFNAME=hsn0: the link of hsn0 is down"),
+            std::string::npos)
+      << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 1u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node2"}));
+  EXPECT_NE(ReadText(dir + "/nic/rank-0.log").find("sum 3.0 over 2\n"), std::string::npos)
+      << ReadText(dir + "/nic/rank-0.log");
+
+  // Its twin without the check (and Gloo given 5 s instead of 30 minutes): the job runs on node0
+  // and node1 and fails in Gloo's init over node1's dead link.
+  const std::string script_5s = std::string(script).replace(
+      std::string(script).find("init_process_group('gloo')"), 26,
+      "init_process_group('gloo', timeout=__import__('datetime').timedelta(seconds=5))");
+  const GpuFaultRun off =
+      RunToTheEnd({"launch", "-c", cluster.cluster_file(), "--job", "nic-off", "--log-dir", dir,
+                   "--spares", "1", "-x", "GLOO_SOCKET_IFNAME=hsn0", "--start-health-check", "off",
+                   "--quiet", "--", testing::kVenvPython, "-c", script_5s},
+                  dir, "nic-off", 120);
+  EXPECT_NE(off.status, 0) << off.err;
+  ASSERT_TRUE(off.record.is_object()) << off.err;
+  EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
+  EXPECT_EQ(ReadText(dir + "/nic-off/rank-0.log").find("sum 3.0"), std::string::npos);
+  EXPECT_NE(off.err.find("Gloo connectFullMesh failed"), std::string::npos) << off.err;
 }
 
 }  // namespace

@@ -142,6 +142,9 @@ class SshTestCluster {
                      " 2>&1");
   }
 
+  // The namespace the bridge br0 and the launcher are in.
+  std::string HeadNamespace() const { return Trim(ReadText(dir_ + "/head-netns")); }
+
   // Makes nodes unreachable from the launcher (only other nodes reach them).
   void Hide(const std::vector<int>& nodes) const {
     std::string list;
@@ -176,6 +179,19 @@ class SshTestCluster {
   std::string dir_;
   std::string error_;
 };
+
+// Gives node `i` of `cluster` a second network interface `name`, 10.232.0.(10+i)/24, on the same
+// bridge as its first (its switch port in the head namespace is "sw<i>", which a test can set
+// down); "" on success, else what `ip` said.
+inline std::string AddSecondNic(const SshTestCluster& cluster, int i, const std::string& name) {
+  const std::string head = cluster.HeadNamespace(), ns = cluster.Field(i, 2),
+                    port = "sw" + std::to_string(i);
+  return RunOutput("ip -n " + head + " link add " + port + " type veth peer name " + name +
+                   " netns " + ns + " && ip -n " + head + " link set " + port +
+                   " master br0 up && ip -n " + ns + " addr add 10.232.0." +
+                   std::to_string(10 + i) + "/24 dev " + name + " && ip -n " + ns + " link set " +
+                   name + " up 2>&1");
+}
 
 }  // namespace dtrain::test
 
