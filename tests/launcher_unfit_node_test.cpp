@@ -422,5 +422,65 @@ TEST(UnfitNode, NodeWhoseNicForGlooIsDownIsReplacedByTheSpare) {
   EXPECT_NE(off.err.find("Gloo connectFullMesh failed"), std::string::npos) << off.err;
 }
 
+// The same NIC going down while the job runs: a real Gloo job all-reduces over hsn0 on node0 and
+// node1 (node2 the spare) when node1's switch port goes down. Gloo's connections then stall
+// without an error (no reset comes over a dead link), for minutes: until Gloo's timeout (30 by
+// default) or the stall watch's (5). The health watch (every second here) finds the link down
+// within seconds, stops the attempt and quarantines node1, and the restart runs on node0 and the
+// spare.
+TEST(UnfitNode, NicGoingDownDuringTheRunIsFoundByTheHealthWatch) {
+  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
+  SshTestCluster cluster("node-nic-watch", 3, 1);
+  if (geteuid() != 0) GTEST_SKIP() << cluster.error();
+  ASSERT_EQ(cluster.error(), "");
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
+  const std::string dir = testing::ScratchDirs::Make("node-nic-watch");
+  const char* script =
+      "import os, time, torch, torch.distributed as dist\n"
+      "dist.init_process_group('gloo')\n"
+      "for step in range(1, 61):\n"
+      "    t = torch.ones(4)\n"
+      "    dist.all_reduce(t)\n"
+      "    if dist.get_rank() == 0 and step % 5 == 0:\n"
+      "        print('step', step, 'sum', t[0].item(), flush=True)\n"
+      "    time.sleep(0.1)\n"
+      "dist.destroy_process_group()\n";
+  DtrainProcess dtrain({"launch", "-c", cluster.cluster_file(), "--job", "nicw", "--log-dir", dir,
+                        "--spares", "1", "--max-restarts", "1", "--health-watch", "1",
+                        "--grace-period", "2", "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--",
+                        testing::kVenvPython, "-c", script},
+                       dir);
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (ReadText(dir + "/nicw/rank-0.log").find("step 10 ") == std::string::npos &&
+         Clock::now() < until && dtrain.running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(ReadText(dir + "/nicw/rank-0.log").find("step 10 "), std::string::npos)
+      << dtrain.err() << ReadText(dir + "/nicw/rank-0.log");
+  EXPECT_EQ(test::RunOutput("ip -n " + cluster.HeadNamespace() + " link set sw1 down 2>&1"), "");
+  const auto cut = Clock::now();
+  double detected_s = -1;
+  while (Clock::now() - cut < std::chrono::seconds(20) && detected_s < 0 && dtrain.running()) {
+    if (dtrain.err().find("failed the health watch") != std::string::npos)
+      detected_s = std::chrono::duration<double>(Clock::now() - cut).count();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const int status = dtrain.Wait(120);
+  const std::string err = dtrain.err();
+  std::printf("node1's NIC down: found after %.2f s\n%s", detected_s, err.c_str());
+  EXPECT_GE(detected_s, 0) << err;
+  EXPECT_LE(detected_s, 4) << "the interval (1 s) and one round of probes: " << err;
+  EXPECT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("node node1: GLOO_SOCKET_IFNAME=hsn0: the link of hsn0 is down"),
+            std::string::npos)
+      << err;
+  const json record = json::parse(ReadText(dir + "/nicw/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << err;
+  ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
+  EXPECT_EQ(record["attempts"][0]["cause"], "unhealthy");
+  EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node2"}));
+  EXPECT_NE(ReadText(dir + "/nicw/rank-0.log").find("step 60 sum 2.0"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dtrain
