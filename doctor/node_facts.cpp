@@ -221,6 +221,10 @@ void ApplyHealthCheck(const std::string& value, NodeFacts& f, ProbeText&) {
   answer.exit_status = static_cast<int>(std::min(Number(status), 255LL));
   answer.ms = Number(ms);
   answer.last_line = value.substr(c + 1);
+  // What a site's command printed goes to a terminal: no control characters (escape sequences).
+  for (char& ch : answer.last_line) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
+  }
   f.health.health_checks.push_back(std::move(answer));
 }
 

@@ -198,7 +198,7 @@ TEST(DoctorHealth, SiteHealthChecksFromTheProbesLines) {
   ProbeRun run;
   run.nodes = {Node("gpu-a", probe("health_check=0;0;12;\nhealth_check=1;0;40;ok\n"
                                    "health_check=2;0;5;\nhealth_check=3;0;7;\n")),
-               Node("gpu-b", probe("health_check=0;1;15;/scratch: not a mountpoint; see T-12\n"
+               Node("gpu-b", probe("health_check=0;1;15;/scratch: not a \x1b[31mmountpoint; see T-12\n"
                                    "health_check=1;124;3004;stat-ing\nhealth_check=2;1;5;2.0\n"
                                    "health_check=3;0;9;\n")),
                Node("gpu-c", probe("health_check=0;;15;no status\nhealth_check=1;0;50;\n"
@@ -210,7 +210,7 @@ TEST(DoctorHealth, SiteHealthChecksFromTheProbesLines) {
   }
   EXPECT_EQ(said,
             (std::vector<std::string>{
-                "error node gpu-b: health check 'scratch' failed (exit 1): /scratch: not a "
+                "error node gpu-b: health check 'scratch' failed (exit 1): /scratch: not a  [31m"
                 "mountpoint; see T-12 -> mount /scratch",
                 "error node gpu-c: health check 'scratch' gave no answer (the probe ended without "
                 "it) -> mount /scratch",
