@@ -86,8 +86,8 @@ void AddDoctorCommand(CLI::App& app, CommandRun& run) {
                   "Cluster file (default ./cluster.yaml, else this machine alone)");
   cmd->add_flag("--json", flags->json, "Print facts and findings as JSON (see dtrain-doctor(1))");
   cmd->add_option("--timeout", flags->timeout_s,
-                  "Seconds to wait for all nodes (at least the slowest of the cluster file's "
-                  "health_checks and 5); a node slower than this is reported")
+                  "Seconds to wait for all nodes (raised to the longest timeout of the cluster "
+                  "file's health_checks + 5); a node slower than this is reported")
       ->capture_default_str();
   cmd->add_flag("--bandwidth", flags->bandwidth,
                 "Also measure allreduce bandwidth (all nodes, node pairs, inside nodes) with the "
