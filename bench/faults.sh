@@ -9,8 +9,9 @@
 # each; the nodes share this machine's pid space, so /proc shows their processes too.
 # TRANSPORT ssh also measures recovery (bench/faults_recovery.py) on 3 fresh namespace nodes, the
 # last a spare (--spares 1 --max-restarts 1 --node-timeout NODE_TIMEOUT): a rank SIGKILLed, all
-# of node1's processes SIGKILLed, node1's network cut, its sshd killed, a rank SIGSTOPped: time to
-# detect, time to the next attempt's first step, steps lost, orphans.
+# of node1's processes SIGKILLed, node1's network cut, its sshd killed, a rank SIGSTOPped, and
+# (found by the health watch) a second NIC's link down and a scratch mount gone: time to detect,
+# time to the next attempt's first step, steps lost, orphans.
 # Usage: bench/faults.sh [BUILD_DIR] [RANKS] [REPEAT] [STALL_S] [local|ssh] [NODE_TIMEOUT]
 set -euo pipefail
 build=${1:-build}

@@ -10,6 +10,9 @@ line per step and checkpoints every CHECKPOINT_EVERY steps, so at most that many
               attempts[1].first_step_us), and from detection to it;
   steps lost  job.json attempts[0].steps_lost;
   orphans     processes of the job left once dtrain exited (the node's network back up).
+Two faults only the health watch sees (--health-watch WATCH_S): the link of a second NIC that
+the job's GLOO_SOCKET_IFNAME names going down, and a scratch mount a health_checks entry tests
+going away. The ranks, shells, use neither: what is measured is the watch finding them.
 Usage: faults_recovery.py DTRAIN REPEAT NODE_TIMEOUT MAKE_CLUSTER DIR [FAULT...]
 """
 import json
@@ -28,6 +31,10 @@ script, cluster = sys.argv[4], sys.argv[5]
 only = sys.argv[6:]
 CHECKPOINT_EVERY = 5
 STALL_S = 3
+WATCH_S = 2
+SCRATCH_CHECK = """health_checks:
+  - {name: scratch, run: "mountpoint -q /srv/node || { echo not mounted; exit 1; }"}
+"""
 RANK = f"""
 ck=$DTRAIN_LOG_DIR/checkpoint; at=$DTRAIN_LOG_DIR/at-$TORCHELASTIC_RESTART_COUNT
 s=0; [ -f "$ck" ] && s=$(cat "$ck")
@@ -55,7 +62,13 @@ FAULTS = {
     "node-cut": "node1's network cut (ip link set eth0 down), back up after the job",
     "sshd-kill": "node1's sshd killed (listener and sessions)",
     "rank-stop": f"rank 1 SIGSTOPped (--stall-timeout {STALL_S} --on-stall stop)",
+    "nic-down": f"the link of node1's second NIC, which the job's GLOO_SOCKET_IFNAME names, down "
+                f"(its switch port set down; --health-watch {WATCH_S})",
+    "scratch-lost": f"node1's scratch unmounted, which a health_checks entry tests "
+                    f"(--health-watch {WATCH_S})",
 }
+# The faults only the health watch sees, and how often it looks for them.
+WATCHED = {"nic-down", "scratch-lost"}
 
 
 def netns_pids(netns):
@@ -86,11 +99,27 @@ def run(fault, n):
     netns = open(f"{cluster}/nodes").read().splitlines()[1].split()[2]
     listener = int(open(f"{cluster}/node1/sshd.pid").read().strip())
     job = f"recover-{fault}-{n}-{os.getpid()}"
-    args = ["ip", "netns", "exec", head, dtrain, "launch", "-c", f"{cluster}/cluster.yaml",
+    cluster_file = f"{cluster}/cluster.yaml"
+    if fault == "nic-down":  # a second NIC on every node, on the same bridge (switch port swI)
+        for i, line in enumerate(open(f"{cluster}/nodes").read().splitlines()):
+            ns = line.split()[2]
+            subprocess.run(f"ip -n {head} link add sw{i} type veth peer name hsn0 netns {ns} && "
+                           f"ip -n {head} link set sw{i} master br0 up && "
+                           f"ip -n {ns} addr add 10.232.0.{10 + i}/24 dev hsn0 && "
+                           f"ip -n {ns} link set hsn0 up", shell=True, check=True)
+    if fault == "scratch-lost":
+        cluster_file = f"{cluster}/cluster-checks.yaml"
+        with open(cluster_file, "w") as f:
+            f.write(open(f"{cluster}/cluster.yaml").read() + SCRATCH_CHECK)
+    args = ["ip", "netns", "exec", head, dtrain, "launch", "-c", cluster_file,
             "--job", job, "--quiet", "--spares", "1", "--max-restarts", "1", "--node-timeout",
             node_timeout, "--grace-period", "2"]
     if fault == "rank-stop":
         args += ["--stall-timeout", str(STALL_S), "--on-stall", "stop"]
+    if fault in WATCHED:
+        args += ["--health-watch", str(WATCH_S)]
+    if fault == "nic-down":
+        args += ["-x", "GLOO_SOCKET_IFNAME=hsn0"]
     err_path = f"{job}.err"
     with open(err_path, "w") as err:
         proc = subprocess.Popen(args + ["--", "sh", "-c", RANK], stdout=subprocess.DEVNULL,
@@ -110,6 +139,10 @@ def run(fault, n):
     elif fault == "node-cut":
         subprocess.run([script, "node", cluster, "1", "ip", "link", "set", "eth0", "down"],
                        check=True)
+    elif fault == "nic-down":
+        subprocess.run(["ip", "-n", head, "link", "set", "sw1", "down"], check=True)
+    elif fault == "scratch-lost":
+        subprocess.run([script, "node", cluster, "1", "umount", "-l", "/srv/node"], check=True)
     elif fault == "sshd-kill":
         for pid in netns_pids(netns):
             if comm(pid).startswith("sshd"):

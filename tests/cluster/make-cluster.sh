@@ -154,7 +154,9 @@ up() {
   cp "$DIR/id_ed25519.pub" "$DIR/authorized_keys"
   ip netns add "$HEAD"
   ip -n "$HEAD" link set lo up
-  ip -n "$HEAD" link add br0 type bridge
+  # A MAC of its own: a bridge otherwise takes its ports' lowest, which changes when a port is
+  # added or goes down (a test's second NIC), and the nodes' ARP entries for the head go stale.
+  ip -n "$HEAD" link add br0 address 02:00:0a:e7:00:01 type bridge
   ip -n "$HEAD" addr add 10.231.0.1/24 dev br0
   ip -n "$HEAD" link set br0 up
   echo "$HEAD" >"$DIR/head-netns"
