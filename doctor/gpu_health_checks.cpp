@@ -1,7 +1,8 @@
 // The rules about each GPU's health, from nvidia-smi: it answers at all, the node has all its
 // GPUs, memory errors (ECC, remapped rows, retired pages), the driver's recovery action, MIG mode,
-// persistence, the PCIe link, hardware slowdowns, leftover processes, NVLink and the NVSwitch
-// fabric. Thresholds and their sources are in dtrain-doctor(1).
+// persistence, the PCIe link, hardware slowdowns, a power limit or application clocks below their
+// defaults, leftover processes, NVLink and the NVSwitch fabric. Thresholds and their sources are
+// in dtrain-doctor(1).
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -22,6 +23,9 @@ namespace {
 // Memory a GPU holds with nothing of ours on it above which it counts as in use: an idle GPU
 // shows 0 to a few MiB, a CUDA context alone about 500 MiB on an H100.
 constexpr long long kBusyMib = 256;
+
+// A power limit this far below the default is a cap someone set, not a rounding of the report.
+constexpr double kPowerSlackW = 1;
 
 // "GPU 3" or "GPUs 0, 1, 5", each with its detail in parentheses when it has one.
 std::string GpuList(const std::vector<std::pair<int, std::string>>& gpus) {
@@ -144,6 +148,24 @@ std::vector<GpuRule> GpuRules() {
        },
        "node {0}: HW Slowdown is active on {1}",
        "the GPU runs at reduced clocks: check power and cooling (`nvidia-smi -q -d PERFORMANCE`)"},
+      {"gpu-power", Severity::kWarning,
+       [](const GpuHealth& g) {
+         std::vector<std::string> why;
+         if (g.power_limit_w > 0 && g.default_power_limit_w > 0 &&
+             g.power_limit_w < g.default_power_limit_w - kPowerSlackW) {
+           why.push_back(fmt::format("power limit {:g} W of its default {:g} W", g.power_limit_w,
+                                     g.default_power_limit_w));
+         }
+         if (g.app_clock_mhz > 0 && g.app_clock_mhz < g.default_app_clock_mhz) {
+           why.push_back(fmt::format("application clocks {} of {} MHz", g.app_clock_mhz,
+                                     g.default_app_clock_mhz));
+         }
+         return Join(why);
+       },
+       "node {0}: held below its defaults: {1}",
+       "under load a capped GPU runs slower than the others and a synchronous job at its pace: "
+       "sudo nvidia-smi -i N -pl DEFAULT_W (and -rac for the clocks), or lift the BMC's power "
+       "cap"},
       {"gpu-busy", Severity::kWarning,
        [](const GpuHealth& g) {
          std::vector<std::string> pids;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 
 #include "doctor/tool_output_text.h"
@@ -45,6 +46,22 @@ struct GpuBlock {
 std::string Field(const GpuBlock& b, const std::string& path) {
   auto it = b.fields.find(path);
   return it == b.fields.end() ? "" : it->second;
+}
+
+// The first of `paths` the report has.
+std::string FirstField(const GpuBlock& b, std::initializer_list<const char*> paths) {
+  for (const char* path : paths) {
+    std::string v = Field(b, path);
+    if (!v.empty()) return v;
+  }
+  return "";
+}
+
+// "700.00 W" -> 700; -1 for "N/A" or nothing.
+double Watts(std::string_view s) {
+  s = TrimSpace(s);
+  if (s.empty() || !std::isdigit(static_cast<unsigned char>(s.front()))) return -1;
+  return std::strtod(std::string(s).c_str(), nullptr);
 }
 
 // Drivers before 535 call the clock-event reasons "Clocks Throttle Reasons".
@@ -89,6 +106,14 @@ GpuHealth ToGpuHealth(const GpuBlock& b, int index, std::string bus_id) {
   for (const char* reason : {"HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown"}) {
     if (ClockReason(b, reason) == "Active") g.hw_slowdowns.push_back(reason);
   }
+  // Drivers before 535 have "Power Readings" with "Power Limit" (or "Enforced Power Limit").
+  g.power_limit_w = Watts(FirstField(b, {"GPU Power Readings/Current Power Limit",
+                                         "Power Readings/Enforced Power Limit",
+                                         "Power Readings/Power Limit"}));
+  g.default_power_limit_w = Watts(
+      FirstField(b, {"GPU Power Readings/Default Power Limit", "Power Readings/Default Power Limit"}));
+  g.app_clock_mhz = LeadingNumber(Field(b, "Applications Clocks/Graphics"));
+  g.default_app_clock_mhz = LeadingNumber(Field(b, "Default Applications Clocks/Graphics"));
   g.fb_used_mib = LeadingNumber(Field(b, "FB Memory Usage/Used"));
   g.fb_total_mib = LeadingNumber(Field(b, "FB Memory Usage/Total"));
   g.processes = b.processes;

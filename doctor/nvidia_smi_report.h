@@ -47,6 +47,10 @@ struct GpuHealth {
   // "HW Power Brake Slowdown".
   std::vector<std::string> hw_slowdowns;
   long long fb_used_mib = -1, fb_total_mib = -1;
+  // The power limit in force and the board's default (nvidia-smi -pl, a BMC's cap), in watts, and
+  // the application clocks against their defaults (nvidia-smi -ac), graphics, in MHz; -1 unknown.
+  double power_limit_w = -1, default_power_limit_w = -1;
+  long long app_clock_mhz = -1, default_app_clock_mhz = -1;
   std::vector<GpuProcess> processes;
   std::string fabric_state, fabric_status;  // "N/A" without NVSwitches; "Completed", "Success"
 };

@@ -239,6 +239,33 @@ TEST(DoctorHealth, HardwareSlowdown) {
   EXPECT_EQ(f->severity, Severity::kWarning);
 }
 
+// A GPU held below its board's defaults (a power limit set with nvidia-smi -pl or a BMC's cap,
+// application clocks set with -ac) runs slower under load than its peers: a warning naming both.
+// The recorded H100 runs at its defaults (700 W of 700 W, 1980 of 1980 MHz).
+TEST(DoctorHealth, PowerLimitOrApplicationClocksBelowTheDefaults) {
+  std::string capped =
+      WithField(RecordedQuery(), 0, "GPU Power Readings", "Current Power Limit", "400.00 W");
+  capped = WithField(capped, 0, "Applications Clocks", "Graphics", "1410 MHz");
+  auto findings = Health({Node("gpu-a", H100Probe(capped)), Node("gpu-b", H100Probe())});
+  const Finding* f = Only(findings, "gpu-power");
+  ASSERT_TRUE(f) << Describe(findings);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f->nodes, std::vector<std::string>{"gpu-a"});
+  EXPECT_EQ(f->message,
+            "node gpu-a: held below its defaults: GPU 0 (power limit 400 W of its default 700 W, "
+            "application clocks 1410 of 1980 MHz)");
+  // A driver before 535 names the section "Power Readings" and the limit "Power Limit".
+  std::string old_driver = RecordedQuery();
+  old_driver.replace(old_driver.find("    GPU Power Readings"), 22, "    Power Readings");
+  old_driver = WithField(old_driver, 0, "Power Readings", "Current Power Limit", "650.00 W");
+  old_driver.replace(old_driver.find("Current Power Limit"), 19, "Power Limit        ");
+  findings = Health({Node("gpu-a", H100Probe(old_driver))});
+  f = Only(findings, "gpu-power");
+  ASSERT_TRUE(f) << Describe(findings);
+  EXPECT_EQ(f->message, "node gpu-a: held below its defaults: GPU 0 (power limit 650 W of its "
+                        "default 700 W)");
+}
+
 TEST(DoctorHealth, ProcessesOrMemoryOnTheGpuWarnWithPids) {
   std::string q = WithLine(RecordedQuery(), 0, "Processes: None",
                            "    Processes\n"

@@ -25,7 +25,8 @@ inline const std::set<std::string> kHealthChecks = {
     "nvlink",       "fabric-manager",  "xid",      "sxid",         "kernel-log",
     "infiniband",   "infiniband-rate", "peermem",  "disk",         "swap",
     "memory",       "clocksource",     "gpu-mig",  "memlock",      "pci-acs",
-    "iommu",        "gpu-recovery",    "interface"};
+    "iommu",        "gpu-recovery",    "interface",
+    "gpu-power"};
 
 // The probe's output recorded on the H100 node (tests/fixtures/h100-node/probe.txt) without its
 // GPU lines, plus a healthy host's health lines.
