@@ -3,6 +3,8 @@
 // each node against its own interfaces as NCCL and Gloo match them, and NCCL_IB_HCA against its
 // InfiniBand ports. A node where the interface is missing or down fails at the collectives' init
 // or hangs in them; the doctor names it before the job starts.
+#include <set>
+
 #include <fmt/format.h>
 
 #include "doctor/check_support.h"
@@ -186,12 +188,25 @@ void CheckIbHca(const NodeFacts& n, std::vector<Finding>& out) {
 
 std::vector<Finding> CheckInterfaces(const std::vector<NodeFacts>& nodes) {
   std::vector<Finding> out;
+  size_t judged = 0;
+  std::set<std::string> set;  // the variables some node sets
   for (const NodeFacts* n : Reached(nodes)) {
     if (!n->health.interfaces_read) continue;
+    ++judged;
+    for (const auto& [name, value] : n->health.interface_env) {
+      if (name != "NCCL_SOCKET_FAMILY" && !value.empty()) set.insert(name);
+    }
     CheckNccl(*n, out);
     CheckGloo(*n, "GLOO_SOCKET_IFNAME", out);
     CheckGloo(*n, "HOROVOD_GLOO_IFACE", out);
     CheckIbHca(*n, out);
+  }
+  // Said when it holds, as the other checks say theirs.
+  if (out.empty() && !set.empty()) {
+    out.push_back(
+        Make(Severity::kOk, "interface", "", {},
+             fmt::format("{}: checked on all {} node(s), nothing missing or down",
+                         Join(std::vector<std::string>(set.begin(), set.end())), judged)));
   }
   return out;
 }
