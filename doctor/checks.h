@@ -45,7 +45,7 @@ std::vector<Finding> CheckPySpy(const ClusterSpec& spec, const std::vector<NodeF
 
 // Health: whether a node is fit to run a job, not only like the others (gpu_health_checks.cpp,
 // kernel_log_checks.cpp, infiniband_checks.cpp, pci_checks.cpp, host_health_checks.cpp,
-// site_health_checks.cpp).
+// interface_checks.cpp, site_health_checks.cpp).
 std::vector<Finding> CheckNvidiaSmiAnswers(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckGpuCount(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckGpuHealth(const std::vector<NodeFacts>& nodes);

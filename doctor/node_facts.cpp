@@ -122,12 +122,14 @@ void ApplyGpu(const std::string& value, NodeFacts& f, ProbeText& t) {
   }
 }
 
-// "a;b;;c" -> {"a", "b", "", "c"}.
-std::vector<std::string> SplitOn(const std::string& value, char separator) {
+// "a;b;;c" -> {"a", "b", "", "c"}. With `max_parts`, the last part holds the rest, separators and
+// all: ("a;b;c;d", ';', 2) -> {"a", "b;c;d"}.
+std::vector<std::string> SplitOn(const std::string& value, char separator, size_t max_parts = 0) {
   std::vector<std::string> parts;
   size_t start = 0;
   while (true) {
-    size_t at = value.find(separator, start);
+    size_t at = max_parts && parts.size() + 1 == max_parts ? std::string::npos
+                                                           : value.find(separator, start);
     parts.push_back(value.substr(start, at - start));
     if (at == std::string::npos) break;
     start = at + 1;
@@ -172,16 +174,9 @@ void ApplyNicPcieErrors(const std::string& value, NodeFacts& f, ProbeText&) {
 
 // "workdir;66527632;/;/root": what, free KiB, mount point, path (last: it may hold ';').
 void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
-  const size_t a = value.find(';');
-  const size_t b = value.find(';', a == std::string::npos ? a : a + 1);
-  const size_t c = value.find(';', b == std::string::npos ? b : b + 1);
-  if (c == std::string::npos) return;
-  FreeSpace space;
-  space.what = value.substr(0, a);
-  space.free_kib = Number(value.substr(a + 1, b - a - 1));
-  space.mount = value.substr(b + 1, c - b - 1);
-  space.path = value.substr(c + 1);
-  f.health.free_space.push_back(space);
+  const std::vector<std::string> parts = SplitOn(value, ';', 4);
+  if (parts.size() < 4) return;
+  f.health.free_space.push_back({parts[0], parts[3], parts[2], Number(parts[1])});
 }
 
 // "eth0;up;10.0.0.5/24,fe80::1/64": an interface, its operstate and addresses ("?": unknown).
@@ -195,32 +190,28 @@ void ApplyNetworkInterface(const std::string& value, NodeFacts& f, ProbeText&) {
 
 // "NCCL_SOCKET_IFNAME;^docker,lo": a variable and its value (which may hold ';').
 void ApplyInterfaceEnv(const std::string& value, NodeFacts& f, ProbeText&) {
-  const size_t semi = value.find(';');
-  if (semi == std::string::npos || semi == 0) return;
-  f.health.interface_env[value.substr(0, semi)] = value.substr(semi + 1);
+  const std::vector<std::string> parts = SplitOn(value, ';', 2);
+  if (parts.size() < 2 || parts[0].empty()) return;
+  f.health.interface_env[parts[0]] = parts[1];
 }
 
 // "2;1;35;/scratch is not mounted": a health check's index, exit status, milliseconds and last
 // line (last: it may hold ';').
 void ApplyHealthCheck(const std::string& value, NodeFacts& f, ProbeText&) {
-  const size_t a = value.find(';');
-  const size_t b = value.find(';', a == std::string::npos ? a : a + 1);
-  const size_t c = value.find(';', b == std::string::npos ? b : b + 1);
-  if (c == std::string::npos) return;
+  const std::vector<std::string> parts = SplitOn(value, ';', 4);
+  if (parts.size() < 4) return;
   // Each of the three numbers: digits only, at most 12 of them; a line that is not so is left
   // out (the check then gave no answer).
   auto digits = [](const std::string& text) {
     return !text.empty() && text.size() <= 12 &&
            text.find_first_not_of("0123456789") == std::string::npos;
   };
-  const std::string index = value.substr(0, a), status = value.substr(a + 1, b - a - 1),
-                    ms = value.substr(b + 1, c - b - 1);
-  if (!digits(index) || !digits(status) || !digits(ms)) return;
+  if (!digits(parts[0]) || !digits(parts[1]) || !digits(parts[2])) return;
   HealthCheckAnswer answer;
-  answer.index = static_cast<size_t>(Number(index));
-  answer.exit_status = static_cast<int>(std::min(Number(status), 255LL));
-  answer.ms = Number(ms);
-  answer.last_line = value.substr(c + 1);
+  answer.index = static_cast<size_t>(Number(parts[0]));
+  answer.exit_status = static_cast<int>(std::min(Number(parts[1]), 255LL));
+  answer.ms = Number(parts[2]);
+  answer.last_line = parts[3];
   // What a site's command printed goes to a terminal: no control characters (escape sequences).
   for (char& ch : answer.last_line) {
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
