@@ -2,6 +2,7 @@
 // its exit status, what it printed, and its --json document when it printed one.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -16,15 +17,18 @@ struct DoctorRun {
   std::string out;     // stdout: the report, or the JSON document
   std::string text;    // stdout, then stderr
   nlohmann::json doc;  // the parsed stdout (discarded when it is not JSON)
+  double wall_s = 0;   // how long it ran
 };
 
 // `NO_COLOR=1 dtrain doctor ARGS -c FILE --timeout 20`.
 inline DoctorRun RunDoctor(const std::string& args, const std::string& cluster_file) {
   DoctorRun r;
+  const auto start = std::chrono::steady_clock::now();
   const std::string out_file = cluster_file + ".doctor-out";
   const std::string err =
       RunOutput("NO_COLOR=1 " + std::string(DTRAIN_BINARY_DIR) + "/dtrain doctor " + args + " -c " +
                 cluster_file + " --timeout 20 2>&1 >" + out_file + "; echo \"rc=$?\"");
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const size_t rc = err.rfind("rc=");
   r.status = std::stoi(err.substr(rc + 3));
   r.out = ReadText(out_file);

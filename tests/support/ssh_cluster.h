@@ -181,8 +181,8 @@ class SshTestCluster {
 };
 
 // Gives node `i` of `cluster` a second network interface `name`, 10.232.0.(10+i)/24, on the same
-// bridge as its first (its switch port in the head namespace is "sw<i>", which a test can set
-// down); "" on success, else what `ip` said.
+// bridge as its first (its switch port in the head namespace is "sw<i>": SetSecondNicPort); ""
+// on success, else what `ip` said.
 inline std::string AddSecondNic(const SshTestCluster& cluster, int i, const std::string& name) {
   const std::string head = cluster.HeadNamespace(), ns = cluster.Field(i, 2),
                     port = "sw" + std::to_string(i);
@@ -191,6 +191,15 @@ inline std::string AddSecondNic(const SshTestCluster& cluster, int i, const std:
                    " master br0 up && ip -n " + ns + " addr add 10.232.0." +
                    std::to_string(10 + i) + "/24 dev " + name + " && ip -n " + ns + " link set " +
                    name + " up 2>&1");
+}
+
+// Sets the switch port of node `i`'s second interface (AddSecondNic) "up" or "down": down, the
+// node's side loses its carrier (operstate lowerlayerdown), as with a cut cable or a dead switch
+// port. "" on success, else what `ip` said.
+inline std::string SetSecondNicPort(const SshTestCluster& cluster, int i,
+                                    const std::string& state) {
+  return RunOutput("ip -n " + cluster.HeadNamespace() + " link set sw" + std::to_string(i) + " " +
+                   state + " 2>&1");
 }
 
 }  // namespace dtrain::test
