@@ -56,6 +56,7 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   }
   if (flags.json) {
     std::string report = RenderJsonReport(spec, result.run, result.findings);
+    report = AddPeerConnectionsJson(report, result.run.peers, result.run.nodes);
     if (flags.bandwidth) report = AddBandwidthJson(report, bandwidth);
     if (flags.compute) report = AddComputeJson(report, compute);
     std::fputs(report.c_str(), stdout);

@@ -1,6 +1,6 @@
 // What the doctor's rules share: severities, what the cluster file asks for (Python, GPUs), and
 // CheckCluster, which runs every rule in report order. The rules themselves are in
-// version_checks.cpp, connection_checks.cpp, node_checks.cpp and, for health,
+// version_checks.cpp, connection_checks.cpp, peer_verdict.cpp, node_checks.cpp and, for health,
 // gpu_health_checks.cpp, kernel_log_checks.cpp, infiniband_checks.cpp, pci_checks.cpp,
 // host_health_checks.cpp, interface_checks.cpp and site_health_checks.cpp.
 #include "doctor/checks.h"
@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "doctor/check_support.h"
+#include "doctor/peer_verdict.h"
 
 namespace dtrain {
 
@@ -77,6 +78,7 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   add(CheckPythonErrors(spec, run.nodes));
   add(CheckClip(spec, run.nodes));
   add(CheckRendezvous(run));
+  add(CheckPeerConnections(run.peers, run.nodes));
   add(CheckClockSkew(run.nodes));
   add(CheckLimits(run.nodes));
   add(CheckPySpy(spec, run.nodes));

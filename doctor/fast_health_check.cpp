@@ -3,6 +3,7 @@
 
 #include "doctor/checks.h"
 #include "doctor/doctor_run.h"
+#include "doctor/peer_verdict.h"
 #include "doctor/probe_runner.h"
 #include "launcher/transport.h"
 
@@ -30,8 +31,14 @@ ProbeRun ProbeHealthParts(const ClusterSpec& spec, double timeout_s,
 
 NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bool count_unreached,
                                    const std::function<bool()>& cancelled, LinkErrorWatch* links) {
-  const ProbeRun run = ProbeHealthParts(spec, timeout_s, cancelled);
+  ProbeRun run = ProbeHealthParts(spec, timeout_s, cancelled);
   if (cancelled && cancelled()) return {};  // cut short: nothing to judge
+  if (count_unreached) {  // before a start or restart: the nodes about to run connect?
+    PeerOptions peers;
+    peers.cancelled = cancelled;
+    run.peers = RunPeerConnections(spec, run.nodes, peers);
+    if (cancelled && cancelled()) return {};
+  }
 
   // The rules about a node's own fitness; those comparing nodes or versions are the doctor's.
   std::vector<Finding> findings;
@@ -42,6 +49,7 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
   }
   for (Finding& f : CheckSiteHealthChecks(spec, run.nodes, /*warning_checks=*/false))
     findings.push_back(std::move(f));
+  for (Finding& f : CheckPeerConnections(run.peers, run.nodes)) findings.push_back(std::move(f));
   NodeHealthFindings found(ErrorsByNode(findings));
   if (links) {
     for (const Finding& f : links->Update(run.nodes)) found.warnings[f.nodes.front()] = f.message;

@@ -9,6 +9,7 @@
 
 #include "doctor/check_support.h"
 #include "doctor/checks.h"
+#include "doctor/interface_match.h"
 
 namespace dtrain {
 
@@ -17,74 +18,6 @@ using checks::Make;
 using checks::Reached;
 
 namespace {
-
-// NCCL's list syntax (NCCL_SOCKET_IFNAME, NCCL_IB_HCA): "^" first excludes what the list matches,
-// then "=" matches names exactly instead of as prefixes; items "name[:port]", comma-separated.
-struct NcclList {
-  bool exclude = false;
-  bool exact = false;
-  std::vector<std::string> items;  // without their ":port"
-  std::vector<std::string> ports;  // "" where an item names none
-};
-
-NcclList ParseNcclList(std::string value) {
-  NcclList list;
-  if (!value.empty() && value[0] == '^') {
-    list.exclude = true;
-    value.erase(0, 1);
-  }
-  if (!value.empty() && value[0] == '=') {
-    list.exact = true;
-    value.erase(0, 1);
-  }
-  size_t start = 0;
-  while (start <= value.size()) {
-    const size_t comma = std::min(value.find(',', start), value.size());
-    const std::string item = value.substr(start, comma - start);
-    if (!item.empty()) {
-      const size_t colon = item.find(':');
-      list.items.push_back(item.substr(0, colon));
-      list.ports.push_back(colon == std::string::npos ? "" : item.substr(colon + 1));
-    }
-    start = comma + 1;
-  }
-  return list;
-}
-
-// Whether NCCL keeps `name` (and, for an InfiniBand port, `port`) under `list`.
-bool NcclKeeps(const NcclList& list, const std::string& name, const std::string& port = "") {
-  bool matched = list.items.empty();
-  for (size_t i = 0; i < list.items.size() && !matched; ++i) {
-    const bool name_matches =
-        list.exact ? name == list.items[i] : name.rfind(list.items[i], 0) == 0;
-    matched = name_matches && (list.ports[i].empty() || port.empty() || list.ports[i] == port);
-  }
-  return matched != list.exclude;
-}
-
-// The addresses NCCL can use: IPv4 and IPv6 (only one of them under NCCL_SOCKET_FAMILY), not
-// IPv6's loopback.
-bool UsableAddress(const std::string& cidr, const std::string& family) {
-  const bool v6 = cidr.find(':') != std::string::npos;
-  if (v6 && cidr.rfind("::1/", 0) == 0) return false;
-  if (family == "AF_INET") return !v6;
-  if (family == "AF_INET6") return v6;
-  return true;
-}
-
-bool HasAddress(const NetworkInterface& i, const std::string& family = "") {
-  if (!i.addresses_known) return true;  // no `ip` on the node: not judged
-  for (const std::string& a : i.addresses) {
-    if (UsableAddress(a, family)) return true;
-  }
-  return false;
-}
-
-// "down", "lowerlayerdown", "notpresent": the link is not up ("unknown" is how some virtual
-// devices that are up report themselves).
-bool LinkDown(const NetworkInterface& i) {
-  return i.state == "down" || i.state == "lowerlayerdown" || i.state == "notpresent";
-}
 
 // The node's interfaces with an address, for messages: "eth0, lo".
 std::string WithAddresses(const NodeFacts& n, const std::string& family = "") {
@@ -95,11 +28,6 @@ std::string WithAddresses(const NodeFacts& n, const std::string& family = "") {
   return names.empty() ? std::string("none") : Join(names);
 }
 
-std::string EnvOf(const NodeFacts& n, const std::string& name) {
-  auto it = n.health.interface_env.find(name);
-  return it == n.health.interface_env.end() ? std::string() : it->second;
-}
-
 constexpr const char* kInterfaceRemedy =
     "set it (env: in the cluster file, or the node's own env:) to interfaces every node has up "
     "with an address, or leave it unset for NCCL and Gloo to choose; a node whose link did not "
@@ -107,9 +35,9 @@ constexpr const char* kInterfaceRemedy =
     "leaves it out)";
 
 void CheckNccl(const NodeFacts& n, std::vector<Finding>& out) {
-  const std::string value = EnvOf(n, "NCCL_SOCKET_IFNAME");
+  const std::string value = InterfaceEnv(n, "NCCL_SOCKET_IFNAME");
   if (value.size() <= 1) return;  // NCCL reads one of a single character as unset
-  const std::string family = EnvOf(n, "NCCL_SOCKET_FAMILY");
+  const std::string family = InterfaceEnv(n, "NCCL_SOCKET_FAMILY");
   const NcclList list = ParseNcclList(value);
   std::vector<std::string> picked, down;
   for (const NetworkInterface& i : n.health.interfaces) {
@@ -134,7 +62,7 @@ void CheckNccl(const NodeFacts& n, std::vector<Finding>& out) {
 }
 
 void CheckGloo(const NodeFacts& n, const char* variable, std::vector<Finding>& out) {
-  const std::string value = EnvOf(n, variable);
+  const std::string value = InterfaceEnv(n, variable);
   if (value.empty()) return;
   std::vector<std::string> missing, down;
   for (const std::string& name : ParseNcclList(value).items) {  // Gloo: exact names, commas
@@ -165,7 +93,7 @@ void CheckGloo(const NodeFacts& n, const char* variable, std::vector<Finding>& o
 // NCCL_IB_HCA against the node's InfiniBand ports ("mlx5_0/1"): none kept means NCCL finds no IB
 // device and runs every collective over TCP sockets.
 void CheckIbHca(const NodeFacts& n, std::vector<Finding>& out) {
-  const std::string value = EnvOf(n, "NCCL_IB_HCA");
+  const std::string value = InterfaceEnv(n, "NCCL_IB_HCA");
   if (value.empty() || n.health.ib_ports.empty()) return;
   const NcclList list = ParseNcclList(value);
   std::vector<std::string> ports;

@@ -89,6 +89,19 @@ ProbeLines SplitProbeOutput(std::string_view text) {
   return lines;
 }
 
+std::vector<std::string> SplitOn(const std::string& value, char separator, size_t max_parts) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t at = max_parts && parts.size() + 1 == max_parts ? std::string::npos
+                                                           : value.find(separator, start);
+    parts.push_back(value.substr(start, at - start));
+    if (at == std::string::npos) break;
+    start = at + 1;
+  }
+  return parts;
+}
+
 namespace {
 
 // What several probe lines hold before they combine into one fact (a version from one of
@@ -122,20 +135,6 @@ void ApplyGpu(const std::string& value, NodeFacts& f, ProbeText& t) {
   }
 }
 
-// "a;b;;c" -> {"a", "b", "", "c"}. With `max_parts`, the last part holds the rest, separators and
-// all: ("a;b;c;d", ';', 2) -> {"a", "b;c;d"}.
-std::vector<std::string> SplitOn(const std::string& value, char separator, size_t max_parts = 0) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    size_t at = max_parts && parts.size() + 1 == max_parts ? std::string::npos
-                                                           : value.find(separator, start);
-    parts.push_back(value.substr(start, at - start));
-    if (at == std::string::npos) break;
-    start = at + 1;
-  }
-  return parts;
-}
 
 // "mlx5_0/1;4: ACTIVE;5: LinkUp;400 Gb/sec (4X NDR);InfiniBand"
 void ApplyInfinibandPort(const std::string& value, NodeFacts& f, ProbeText&) {

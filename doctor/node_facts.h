@@ -97,6 +97,9 @@ using ProbeLines = std::vector<std::pair<std::string, std::string>>;
 
 // Splits probe output into key=value pairs in order; other lines are dropped.
 ProbeLines SplitProbeOutput(std::string_view text);
+// A probe value's fields: "a;b;;c" -> {"a", "b", "", "c"}. With `max_parts`, the last part holds
+// the rest, separators and all: ("a;b;c;d", ';', 2) -> {"a", "b;c;d"}.
+std::vector<std::string> SplitOn(const std::string& value, char separator, size_t max_parts = 0);
 // Fills `facts` from the probe's lines. `arrival_epoch_s` is the doctor's clock when the
 // `time=` line arrived (for the clock offset); pass a negative value when unknown.
 void ApplyProbeLines(const ProbeLines& lines, double arrival_epoch_s, NodeFacts& facts);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "doctor/node_facts.h"
+#include "doctor/peer_run.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/transport.h"
 
@@ -46,7 +47,10 @@ struct ProbeRun {
   ListenerResult listener;
   std::string master_addr;
   int master_port = 0;
-  double wall_s = 0;
+  double wall_s = 0;  // the probes; the doctor adds the peer test's
+  // The peer connection test, run after the probes by the doctor and the launch's checks before
+  // a start or restart (ran = false where it was not).
+  PeerRun peers;
 };
 
 // Never throws for a node that fails: its NodeFacts says why (reached = false). The time limit

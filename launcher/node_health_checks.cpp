@@ -76,19 +76,19 @@ double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
 }
 
 // `nodes` through the health check, `when` naming the moment; the unfit are quarantined and the
-// pool picks again (a spare in an unfit node's place, or fewer nodes with --nnodes MIN:MAX), and
-// nodes new to the pick are checked in turn. Returns the nodes picked (empty when the pool cannot
-// run the job) and adds the seconds the checks took to `took_s`.
+// pool picks again (a spare in an unfit node's place, or fewer nodes with --nnodes MIN:MAX), and a
+// pick with nodes new to it is checked again, all of it: the nodes' connections to each other
+// are part of the check (doctor/peer_run.h), so a spare is tested with the nodes it joins.
+// Returns the nodes picked (empty when the pool cannot run the job) and adds the seconds the
+// checks took to `took_s`.
 std::vector<int> CheckUntilAllPickedAreFit(Job& job, std::vector<int> nodes, const char* when,
                                            double& took_s) {
   std::set<int> checked;
   for (;;) {
-    std::vector<int> unchecked;
-    for (int index : nodes) {
-      if (checked.insert(index).second) unchecked.push_back(index);
-    }
-    if (unchecked.empty()) return nodes;
-    took_s += CheckNodes(job, unchecked, when);
+    bool new_pick = false;
+    for (int index : nodes) new_pick = checked.insert(index).second || new_pick;
+    if (!new_pick) return nodes;
+    took_s += CheckNodes(job, nodes, when);
     nodes = job.pool.Pick();
     if (nodes.empty()) return nodes;
   }

@@ -32,13 +32,13 @@ void RecordHealthWarning(Job& job, const std::string& host, const std::string& w
 
 // Before the first attempt: the nodes picked for it through the health check; the unfit are
 // quarantined and the pool picks again (a spare in an unfit node's place, or fewer nodes with
-// --nnodes MIN:MAX), and nodes new to the pick are checked in turn. Returns the nodes to start
-// on: empty when the pool cannot start the job (NodePool::why_not says why).
+// --nnodes MIN:MAX), and a pick with new nodes is checked again, all of it (the nodes'
+// connections to each other are part of the check). Returns the nodes to start on: empty when
+// the pool cannot start the job (NodePool::why_not says why).
 std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes);
 
 // Before a restart: the next attempt's nodes (the last attempt's that were not quarantined, and
-// the spares or returning nodes picked in place of the others), each new pick checked in turn as
-// before the start. Returns the seconds it took (taken out of the backoff).
+// the spares or returning nodes picked in place of the others), checked as before the start. Returns the seconds it took (taken out of the backoff).
 double CheckNodesBeforeRestart(Job& job);
 
 // After an attempt was judged: when it failed (`attempt_failed`: not interrupted, not an error

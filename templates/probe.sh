@@ -14,6 +14,7 @@
 # DTRAIN_PROBE_CHECK_<i>_TIMEOUT its limit in seconds).
 # With DTRAIN_PROBE_MODE=listen it instead listens on DTRAIN_PROBE_RDZV_PORT for
 # DTRAIN_PROBE_LISTEN_S seconds (the rendezvous test's other end) and prints listening=PORT.
+# With DTRAIN_PROBE_MODE=peers it instead runs the peer connection test (probe_peers).
 # The whole script is one function run with stdin from /dev/null, so that no command it runs
 # can swallow the rest of the script from stdin.
 
@@ -29,6 +30,10 @@ probe_main() {
   export SHLVL BASH_ENV
   if [ "$DTRAIN_PROBE_MODE" = listen ]; then
     probe_listen
+    return
+  fi
+  if [ "$DTRAIN_PROBE_MODE" = peers ]; then
+    probe_peers
     return
   fi
   echo "time=$(date +%s.%N 2>/dev/null || date +%s)"
@@ -714,6 +719,120 @@ while time.time() < deadline:
     except socket.timeout:
         pass
 ' "$DTRAIN_PROBE_RDZV_PORT" "${DTRAIN_PROBE_LISTEN_S:-30}"
+}
+
+# The peer connection test, run on every node at once after the probe: listens on the addresses
+# the job's collectives use here (DTRAIN_PROBE_PEERS_LISTEN, space-separated; "*" for every
+# address) at DTRAIN_PROBE_PEERS_PORT, answering each connection with "dtrain-peers TOKEN INDEX"
+# (DTRAIN_PROBE_PEERS_TOKEN, DTRAIN_PROBE_PEERS_INDEX: this node), and meanwhile connects to every
+# other node's (DTRAIN_PROBE_PEERS_TARGETS: "INDEX=ADDRESS ..."), all at once, retrying a refused
+# or unreachable address for DTRAIN_PROBE_PEERS_WAIT_S seconds (the others start at about the
+# same moment). Prints peers_listen=ADDRESS;ok|WHY, one peer=INDEX;ADDRESS;RESULT;MS;DETAIL per
+# target (RESULT: ok, refused, unreachable, timeout, wrong-node: another node answered, no-answer:
+# something else holds the port; MS: how long the connection that was made took, else how long
+# it was tried), then peers_done=1, and listens on until it is stopped.
+probe_peers() {
+  py=""
+  for p in /usr/bin/python3 /usr/local/bin/python3; do
+    [ -z "$py" ] && [ -x "$p" ] && py=$p
+  done
+  [ -z "$py" ] && py=$(find_python)
+  if [ -z "$py" ]; then
+    echo "peers_error=no python on this node to test connections with (set python: in the cluster file)"
+    return
+  fi
+  exec "$py" -c '
+import errno, os, socket, sys, threading, time
+env = os.environ
+port, token, me = int(env["DTRAIN_PROBE_PEERS_PORT"]), env["DTRAIN_PROBE_PEERS_TOKEN"], env["DTRAIN_PROBE_PEERS_INDEX"]
+wait = float(env.get("DTRAIN_PROBE_PEERS_WAIT_S", "5"))
+hello = ("dtrain-peers %s %s\n" % (token, me)).encode()
+out = threading.Lock()
+def say(line):
+    with out:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+def bound(family, addr):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6 and addr == "::":
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.bind((addr, port))
+    s.listen(128)
+    return s
+def serve(s):
+    while True:
+        try:
+            c = s.accept()[0]
+        except OSError:
+            return
+        try:
+            c.sendall(hello)
+        except OSError:
+            pass
+        c.close()
+for a in env.get("DTRAIN_PROBE_PEERS_LISTEN", "").split():
+    try:
+        if a == "*":
+            try:
+                s = bound(socket.AF_INET6, "::")
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    raise
+                s = bound(socket.AF_INET, "")
+        else:
+            s = bound(socket.AF_INET6 if ":" in a else socket.AF_INET, a)
+        threading.Thread(target=serve, args=(s,), daemon=True).start()
+        say("peers_listen=%s;ok" % a)
+    except OSError as e:
+        say("peers_listen=%s;%s" % (a, e.strerror or e))
+def connect(j, addr):
+    start = time.time()
+    deadline = start + wait
+    result, detail = "timeout", "no answer within %g s" % wait
+    while time.time() < deadline:
+        tried = time.time()
+        try:
+            c = socket.create_connection((addr, port), timeout=max(0.05, deadline - time.time()))
+        except socket.timeout:
+            result, detail = "timeout", "no answer within %g s" % wait
+            break
+        except OSError as e:
+            result = "refused" if e.errno == errno.ECONNREFUSED else "unreachable"
+            detail = e.strerror or str(e)
+            time.sleep(0.05)
+            continue
+        got = b""
+        try:
+            c.settimeout(max(0.5, deadline - time.time()))
+            while not got.endswith(b"\n") and len(got) < 200:
+                more = c.recv(200)
+                if not more:
+                    break
+                got += more
+        except OSError:
+            pass
+        c.close()
+        words = got.decode("ascii", "replace").split()
+        if len(words) == 3 and words[0] == "dtrain-peers" and words[1] == token:
+            result, detail = ("ok", "") if words[2] == j else ("wrong-node", words[2])
+        else:
+            result, detail = "no-answer", "something else answers on port %d" % port
+        break
+    # A connection made: how long its own attempt took; none: how long it was tried.
+    took = time.time() - (tried if result == "ok" else start)
+    say("peer=%s;%s;%s;%.1f;%s" % (j, addr, result, took * 1000, detail))
+threads = []
+for t in env.get("DTRAIN_PROBE_PEERS_TARGETS", "").split():
+    j, _, addr = t.partition("=")
+    threads.append(threading.Thread(target=connect, args=(j, addr), daemon=True))
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+say("peers_done=1")
+time.sleep(wait + 10)
+'
 }
 
 probe_main </dev/null

@@ -14,6 +14,11 @@ dtrain_test(doctor_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_clust
             RESOURCE_LOCK netns)
 add_dependencies(doctor_cluster_test dtrain)
 
+# The peer connection test: the addresses picked, the probe's peers mode on loopback addresses,
+# the verdict (unit).
+dtrain_test(doctor_peers_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_peers_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
+
 # --bandwidth: the verdict (unit), and on four namespace nodes with one link throttled by tc
 # (dtrain-clip measures, so only where the runtime is built).
 dtrain_test(doctor_bandwidth_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_bandwidth_test.cpp

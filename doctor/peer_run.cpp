@@ -1,0 +1,265 @@
+// The peer connection test's run: one process per taking-part node through the cluster's
+// transport, polled until every one has said it is done (peer_run.h).
+#include "doctor/peer_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <csignal>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "launcher/ssh/remote_command.h"
+#include "launcher/transport.h"
+
+namespace dtrain {
+
+std::string_view ProbeScript();  // templates/probe.sh, embedded at build time
+
+namespace {
+
+double Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+class PeerEvents : public TransportEvents {
+ public:
+  explicit PeerEvents(size_t count) : output(count), exits(count), exited(count, false) {}
+  void OnOutput(int id, OutputStream, std::string_view bytes) override {
+    if (id >= 0 && static_cast<size_t>(id) < output.size()) output[id].append(bytes);
+  }
+  void OnExit(int id, const ExitStatus& status) override {
+    if (id < 0 || static_cast<size_t>(id) >= output.size()) return;
+    exits[id] = status;
+    exited[id] = true;
+  }
+  bool Done(size_t id) const {
+    return exited[id] || output[id].find("peers_done=1") != std::string::npos;
+  }
+  std::vector<std::string> output;
+  std::vector<ExitStatus> exits;
+  std::vector<bool> exited;
+};
+
+// A port in the kernel's default range for ephemeral ports, where NCCL's and Gloo's own
+// listening sockets are, and a token that tells this run's listeners from anything else.
+int RandomPort(std::mt19937& random) {
+  return std::uniform_int_distribution<int>(32768, 60999)(random);
+}
+std::string RandomToken(std::mt19937& random) {
+  return fmt::format("{:08x}{:08x}", random(), random());
+}
+
+// One round of the test on the port `port`: fills run.connections, listen_errors, not_tested.
+void RunRound(const ClusterSpec& spec, const std::vector<size_t>& taking_part,
+              const PeerOptions& options, const std::string& token, PeerRun& run) {
+  std::vector<ProcessSpec> procs;
+  for (size_t k = 0; k < taking_part.size(); ++k) {
+    const size_t i = taking_part[k];
+    ProcessSpec p;
+    p.id = static_cast<int>(k);
+    p.node_index = static_cast<int>(i);
+    p.argv = {"sh", "-s"};
+    p.env = spec.env;
+    for (const auto& [key, value] : spec.nodes[i].env) p.env[key] = value;
+    std::string listen, targets;
+    for (const CollectiveEndpoint& e : run.endpoints[i]) {
+      listen += (listen.empty() ? "" : " ") + (e.interface.empty() ? "*" : e.address);
+    }
+    for (size_t j : taking_part) {
+      if (j == i) continue;
+      for (const CollectiveEndpoint& e : run.endpoints[j]) {
+        targets += fmt::format("{}{}={}", targets.empty() ? "" : " ", j, e.address);
+      }
+    }
+    p.env["DTRAIN_PROBE_MODE"] = "peers";
+    p.env["DTRAIN_PROBE_PEERS_PORT"] = std::to_string(run.port);
+    p.env["DTRAIN_PROBE_PEERS_TOKEN"] = token;
+    p.env["DTRAIN_PROBE_PEERS_INDEX"] = std::to_string(i);
+    p.env["DTRAIN_PROBE_PEERS_WAIT_S"] = fmt::format("{:g}", options.wait_s);
+    p.env["DTRAIN_PROBE_PEERS_LISTEN"] = listen;
+    p.env["DTRAIN_PROBE_PEERS_TARGETS"] = targets;
+    p.cwd = "/";
+    p.beside_ranks = options.beside_ranks;
+    p.stdin_data = std::string(DtrainProgramLookup()) + std::string(ProbeScript());
+    procs.push_back(std::move(p));
+  }
+  std::unique_ptr<Transport> transport = MakeTransport(spec);
+  PeerEvents events(procs.size());
+  const auto start = std::chrono::steady_clock::now();
+  transport->Start(procs, events);
+  // Once every process is done its listener is no longer needed: SIGTERM, SIGKILL a second
+  // later. Past the limit (the retries, the transport's start and room) everything is killed.
+  const double limit_s = options.wait_s + 15;
+  double done_at = -1, killed_at = -1;
+  bool killed_after_done = false;
+  while (true) {
+    const double elapsed = Since(start);
+    bool done = true;
+    for (size_t k = 0; k < procs.size(); ++k) done = done && events.Done(k);
+    if (done && done_at < 0) {
+      done_at = elapsed;
+      transport->SignalAll(SIGTERM);
+    }
+    if (done_at >= 0 && !killed_after_done && elapsed > done_at + 1) {
+      transport->SignalAll(SIGKILL);
+      killed_after_done = true;
+    }
+    const bool cancelled = options.cancelled && options.cancelled();
+    if (killed_at < 0 && (cancelled || (done_at < 0 && elapsed > limit_s))) {
+      transport->SignalAll(SIGKILL);
+      killed_at = elapsed;
+    }
+    if (killed_at >= 0 && (cancelled || elapsed > killed_at + 2)) break;
+    if (done_at >= 0 && elapsed > done_at + 3) break;
+    if (!transport->Poll(done ? 100 : 50, events)) break;
+  }
+  for (size_t k = 0; k < procs.size(); ++k) {
+    std::string exit;
+    if (!events.Done(k)) {
+      exit = fmt::format("no answer within {:g} s (the test was stopped)", limit_s);
+    } else if (events.output[k].find("peers_done=1") == std::string::npos) {
+      exit = !events.exits[k].error.empty() ? events.exits[k].error
+                                             : "it ended early (" + events.exits[k].Describe() + ")";
+    }
+    ApplyPeerOutput(taking_part[k], events.output[k], exit, run);
+  }
+}
+
+}  // namespace
+
+void ApplyPeerOutput(size_t node, const std::string& output, const std::string& exit,
+                     PeerRun& run) {
+  if (run.not_tested.size() <= node) run.not_tested.resize(node + 1);
+  if (run.listen_errors.size() <= node) run.listen_errors.resize(node + 1);
+  std::string error;
+  for (const auto& [key, value] : SplitProbeOutput(output)) {
+    if (key == "peers_error") error = value;
+    if (key == "peers_listen") {
+      const std::vector<std::string> parts = SplitOn(value, ';', 2);
+      if (parts.size() == 2 && parts[1] != "ok") {
+        std::string& errors = run.listen_errors[node];
+        errors += (errors.empty() ? "" : "; ") + parts[0] + ": " + parts[1];
+      }
+    }
+    if (key == "peer") {
+      const std::vector<std::string> parts = SplitOn(value, ';', 5);
+      if (parts.size() != 5) continue;
+      PeerConnection c;
+      c.from = node;
+      try {
+        c.to = std::stoul(parts[0]);
+        c.ms = std::stod(parts[3]);
+      } catch (const std::exception&) {
+        continue;
+      }
+      c.address = parts[1];
+      c.result = parts[2];
+      c.detail = parts[4];
+      run.connections.push_back(std::move(c));
+    }
+  }
+  if (!error.empty()) {
+    run.not_tested[node] = error;
+  } else if (!exit.empty()) {
+    run.not_tested[node] = exit;
+  }
+}
+
+PeerRun RunPeerConnections(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes,
+                           const PeerOptions& options) {
+  PeerRun run;
+  run.wait_s = options.wait_s;
+  run.endpoints.resize(nodes.size());
+  run.not_tested.resize(nodes.size());
+  run.listen_errors.resize(nodes.size());
+  std::vector<size_t> taking_part;
+  std::map<std::string, size_t> machine;  // address in the cluster file -> its first node
+  for (size_t i = 0; i < nodes.size() && i < spec.nodes.size(); ++i) {
+    if (!nodes[i].reached) {
+      run.not_tested[i] = "not reached";
+      continue;
+    }
+    // Nodes the cluster file gives one address are one machine to the test (Slurm nodes that
+    // are one host's several slurmd): the first of them takes part for all.
+    auto [first, added] = machine.emplace(spec.nodes[i].address, i);
+    if (!added) {
+      run.not_tested[i] = "it has the address of node " + nodes[first->second].host;
+      continue;
+    }
+    std::vector<std::string> variables;
+    run.endpoints[i] = CollectiveEndpoints(nodes[i], &variables);
+    for (const std::string& v : variables) {
+      if (std::find(run.variables.begin(), run.variables.end(), v) == run.variables.end()) {
+        run.variables.push_back(v);
+      }
+    }
+    if (run.endpoints[i].empty()) {
+      run.not_tested[i] = nodes[i].health.interfaces_read
+                              ? "the job's variables pick no interface that is up there"
+                              : "its interfaces are unknown";
+      continue;
+    }
+    taking_part.push_back(i);
+  }
+  if (taking_part.size() < 2) return run;
+  run.ran = true;
+  const auto start = std::chrono::steady_clock::now();
+  std::mt19937 random(std::random_device{}());
+  const std::string token = RandomToken(random);
+  for (int round = 0; round < 2; ++round) {
+    run.port = RandomPort(random);
+    run.connections.clear();
+    for (size_t i : taking_part) run.not_tested[i].clear(), run.listen_errors[i].clear();
+    RunRound(spec, taking_part, options, token, run);
+    bool in_use = false;
+    for (size_t i : taking_part) {
+      in_use = in_use || run.listen_errors[i].find("in use") != std::string::npos;
+    }
+    if (!in_use || (options.cancelled && options.cancelled())) break;
+  }
+  run.wall_s = Since(start);
+  return run;
+}
+
+std::string AddPeerConnectionsJson(const std::string& report_json, const PeerRun& run,
+                                   const std::vector<NodeFacts>& nodes) {
+  auto name = [&](size_t i) { return i < nodes.size() ? nodes[i].host : std::to_string(i); };
+  nlohmann::json addresses = nlohmann::json::object();
+  for (size_t i = 0; i < run.endpoints.size(); ++i) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const CollectiveEndpoint& e : run.endpoints[i]) {
+      list.push_back({{"interface", e.interface}, {"address", e.address}});
+    }
+    nlohmann::json node = {{"addresses", list}};
+    if (i < run.not_tested.size() && !run.not_tested[i].empty()) {
+      node["not_tested"] = run.not_tested[i];
+    }
+    if (i < run.listen_errors.size() && !run.listen_errors[i].empty()) {
+      node["listen_error"] = run.listen_errors[i];
+    }
+    addresses[name(i)] = node;
+  }
+  nlohmann::json connections = nlohmann::json::array();
+  for (const PeerConnection& c : run.connections) {
+    connections.push_back({{"from", name(c.from)},
+                           {"to", name(c.to)},
+                           {"address", c.address},
+                           {"result", c.result},
+                           {"ms", c.ms},
+                           {"detail", c.detail}});
+  }
+  nlohmann::json report = nlohmann::json::parse(report_json);
+  report["peer_connections"] = {{"ran", run.ran},
+                                {"port", run.port},
+                                {"variables", run.variables},
+                                {"wait_s", run.wait_s},
+                                {"wall_s", run.wall_s},
+                                {"nodes", addresses},
+                                {"connections", connections}};
+  return report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace dtrain
