@@ -15,6 +15,14 @@ namespace {
 // those no rule below reads.
 constexpr const char* kRestartCheckSkips = "python torch horovod py_spy clip rdzv nccl_lib pci";
 
+// Whether the peer test named a pair of nodes (or more) where one node alone may be at fault.
+bool NamesPairs(const std::vector<Finding>& findings) {
+  for (const Finding& f : findings) {
+    if (f.severity == Severity::kError && f.nodes.size() > 1) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ProbeRun ProbeHealthParts(const ClusterSpec& spec, double timeout_s,
@@ -33,12 +41,20 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
                                    const std::function<bool()>& cancelled, LinkErrorWatch* links) {
   ProbeRun run = ProbeHealthParts(spec, timeout_s, cancelled);
   if (cancelled && cancelled()) return {};  // cut short: nothing to judge
-  if (count_unreached) {  // before a start or restart: the nodes about to run connect?
-    PeerOptions peers;
-    peers.cancelled = cancelled;
+  // Whether the nodes connect with each other where the job's collectives do (a link up but in
+  // the wrong VLAN; during a run, one that stopped carrying traffic with its carrier up).
+  PeerOptions peers;
+  peers.cancelled = cancelled;
+  peers.beside_ranks = true;
+  run.peers = RunPeerConnections(spec, run.nodes, peers);
+  std::vector<Finding> peer_findings = CheckPeerConnections(run.peers, run.nodes);
+  // A link that failed while the test ran leaves some of its node's pairs connected and others
+  // not, and the test names pairs instead of the node: once more, on what is now the case.
+  if (NamesPairs(peer_findings) && !(cancelled && cancelled())) {
     run.peers = RunPeerConnections(spec, run.nodes, peers);
-    if (cancelled && cancelled()) return {};
+    peer_findings = CheckPeerConnections(run.peers, run.nodes);
   }
+  if (cancelled && cancelled()) return {};
 
   // The rules about a node's own fitness; those comparing nodes or versions are the doctor's.
   std::vector<Finding> findings;
@@ -49,7 +65,7 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
   }
   for (Finding& f : CheckSiteHealthChecks(spec, run.nodes, /*warning_checks=*/false))
     findings.push_back(std::move(f));
-  for (Finding& f : CheckPeerConnections(run.peers, run.nodes)) findings.push_back(std::move(f));
+  for (Finding& f : peer_findings) findings.push_back(std::move(f));
   NodeHealthFindings found(ErrorsByNode(findings));
   if (links) {
     for (const Finding& f : links->Update(run.nodes)) found.warnings[f.nodes.front()] = f.message;

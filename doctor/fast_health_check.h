@@ -1,12 +1,13 @@
 // The doctor's fast health checks, run by `dtrain launch` on the first attempt's nodes before it
-// starts the job and on a failed attempt's nodes before it restarts it (nvidia-resiliency-ext's
-// health check before restart): one probe per node with only its health parts (nvidia-smi's GPU
-// states, NVLink, the kernel log's Xid errors, InfiniBand ports, free space, the interfaces the
-// job's NCCL and Gloo variables name; no Python, torch or rendezvous test) and the cluster file's
-// health checks that make a node unfit, judged by the doctor's health rules. A node with an error
-// finding, or one that cannot be probed, is unfit to run an attempt. Given a LinkErrorWatch, each
-// node's link error counters are judged against its last reading, and a link whose errors grow is
-// a warning.
+// starts the job, on a failed attempt's nodes before it restarts it (nvidia-resiliency-ext's
+// health check before restart) and by the health watch while it runs: one probe per node with
+// only its health parts (nvidia-smi's GPU states, NVLink, the kernel log's Xid errors, InfiniBand
+// ports, free space, the interfaces the job's NCCL and Gloo variables name; no Python, torch or
+// rendezvous test) and the cluster file's health checks that make a node unfit, judged by the
+// doctor's health rules, then the doctor's peer test (peer_run.h) over the nodes probed. A node
+// with an error finding (one cut off from the others among them), or one that cannot be probed,
+// is unfit to run an attempt. Given a LinkErrorWatch, each node's link error counters are judged
+// against its last reading, and a link whose errors grow is a warning.
 #pragma once
 
 #include <functional>

@@ -7,6 +7,7 @@
 #include <map>
 #include <csignal>
 #include <random>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -128,6 +129,17 @@ void RunRound(const ClusterSpec& spec, const std::vector<size_t>& taking_part,
   }
 }
 
+// DTRAIN_PROBE_SKIP in the cluster file's env naming "peers" (as it names the probe's parts).
+bool SkipsPeers(const ClusterSpec& spec) {
+  auto it = spec.env.find("DTRAIN_PROBE_SKIP");
+  if (it == spec.env.end()) return false;
+  std::istringstream words(it->second);
+  for (std::string word; words >> word;) {
+    if (word == "peers") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void ApplyPeerOutput(size_t node, const std::string& output, const std::string& exit,
@@ -172,6 +184,7 @@ PeerRun RunPeerConnections(const ClusterSpec& spec, const std::vector<NodeFacts>
                            const PeerOptions& options) {
   PeerRun run;
   run.wait_s = options.wait_s;
+  if (SkipsPeers(spec)) return run;
   run.endpoints.resize(nodes.size());
   run.not_tested.resize(nodes.size());
   run.listen_errors.resize(nodes.size());

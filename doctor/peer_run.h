@@ -53,7 +53,8 @@ struct PeerOptions {
 
 // Runs the test over the nodes the probe reached (`nodes`: the probe's facts, in the cluster's
 // order) through the cluster's transport; of nodes the cluster file gives one address, the first
-// takes part for all. Fewer than two nodes with addresses: nothing is run (ran = false). A port already in use on a node is tried once more with another. Throws
+// takes part for all. Fewer than two nodes with addresses, or DTRAIN_PROBE_SKIP in the cluster
+// file's env naming "peers": nothing is run (ran = false). A port already in use on a node is tried once more with another. Throws
 // dtrain::Error only when the transport cannot be built.
 PeerRun RunPeerConnections(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes,
                            const PeerOptions& options = {});

@@ -234,6 +234,59 @@ TEST(DoctorHealthCluster, InterfacesTheJobsVariablesNameMissingOrDown) {
   EXPECT_EQ(node1["interface_env"]["GLOO_SOCKET_IFNAME"], "hsn0") << node1.dump();
 }
 
+// A node whose second NIC is up but reaches nobody: node2's switch port taken off the bridge (a
+// port in the wrong VLAN). The interface rule sees hsn0 up with its address; the peer test finds
+// that node2 connects with neither other node over it while they connect with each other, and
+// names node2 alone. Before the fault, the test passes over hsn0 and, without the job's
+// variables, at the nodes' addresses in the cluster file.
+TEST(DoctorHealthCluster, PeerTestNamesANodeWhoseInterfaceReachesNoOther) {
+  SshTestCluster cluster("doctor-peers", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = cluster.dir();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
+  std::ofstream(dir + "/job.env") << "NCCL_SOCKET_IFNAME=hsn0\n";
+  const std::string file = dir + "/peers.yaml";
+  std::ofstream(file) << test::ReadText(cluster.cluster_file()) << "env_file: job.env\n";
+
+  const DoctorRun plain = test::RunDoctor("--json", cluster.cluster_file());
+  ASSERT_EQ(Findings(plain, "peers", "ok").size(), 1u) << plain.text;
+  EXPECT_EQ(Findings(plain, "peers", "ok")[0]["message"].get<std::string>().rfind(
+                "every node connects to every other at their addresses in the cluster file (3 "
+                "pair(s), the slowest connection in ",
+                0),
+            0u)
+      << plain.text;
+  const DoctorRun healthy = test::RunDoctor("--json", file);
+  ASSERT_EQ(Findings(healthy, "peers", "ok").size(), 1u) << healthy.text;
+  EXPECT_NE(Findings(healthy, "peers", "ok")[0]["message"].get<std::string>().find(
+                "over hsn0 (NCCL_SOCKET_IFNAME) (3 pair(s)"),
+            std::string::npos);
+  const auto& peers = healthy.doc["peer_connections"];
+  EXPECT_EQ(peers["nodes"]["node2"]["addresses"][0]["address"], "10.232.0.12") << peers.dump();
+  ASSERT_EQ(peers["connections"].size(), 6u) << peers.dump();
+  for (const auto& c : peers["connections"]) EXPECT_EQ(c["result"], "ok") << c.dump();
+
+  EXPECT_EQ(test::SetSecondNicPort(cluster, 2, "nomaster"), "");
+  const DoctorRun r = test::RunDoctor("--json --exclude-bad -o " + dir + "/good.txt", file);
+  EXPECT_EQ(r.status, 1) << r.text;
+  EXPECT_TRUE(Findings(r, "interface", "error").empty()) << r.text;  // hsn0 is up on node2
+  const auto errors = Findings(r, "peers", "error");
+  ASSERT_EQ(errors.size(), 1u) << r.text;
+  EXPECT_EQ(errors[0]["nodes"], nlohmann::json({"node2"}));
+  const std::string message = errors[0]["message"];
+  EXPECT_EQ(message.rfind("node node2 (10.232.0.12) cannot connect with any of the other 2 "
+                          "node(s) over hsn0 (NCCL_SOCKET_IFNAME), which connect with each "
+                          "other: node0 -> node2 10.232.0.12: ",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(r.text.find("wrote " + dir + "/good.txt: 2 of 3 nodes; left out: node2"),
+            std::string::npos)
+      << r.text;
+  // Not reached within the test's wait: the connection attempts' limit, not the doctor's.
+  EXPECT_LT(r.wall_s, 15) << r.text;
+}
+
 // lspci's ACSCtl line of each device in `dump` (lspci -F reads `lspci -xxxx` dumps), by address:
 // "SrcValid+ TransBlk- ReqRedir+ ...".
 std::map<std::string, std::string> LspciAcsControl(const std::string& dump) {

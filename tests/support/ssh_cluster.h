@@ -195,7 +195,8 @@ inline std::string AddSecondNic(const SshTestCluster& cluster, int i, const std:
 
 // Sets the switch port of node `i`'s second interface (AddSecondNic) "up" or "down": down, the
 // node's side loses its carrier (operstate lowerlayerdown), as with a cut cable or a dead switch
-// port. "" on success, else what `ip` said.
+// port; "nomaster" takes it off the bridge with its link up, as a port in the wrong VLAN. "" on
+// success, else what `ip` said.
 inline std::string SetSecondNicPort(const SshTestCluster& cluster, int i,
                                     const std::string& state) {
   return RunOutput("ip -n " + cluster.HeadNamespace() + " link set sw" + std::to_string(i) + " " +
