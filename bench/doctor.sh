@@ -12,7 +12,8 @@
 # the CPU seconds vary less than the wall time. Needs root (namespaces, sshd) and pdsh.
 # Usage: bench/doctor.sh [BUILD_DIR] [SIZES] [REPEAT]     e.g. bench/doctor.sh build "4 16 32" 3
 # DTRAIN_PROBE_SKIP (e.g. "python clip") leaves those probe parts out on every side alike, to see
-# the tools' own cost without the torch import and the dtrain-clip start.
+# the tools' own cost without the torch import and the dtrain-clip start. The doctor's peer test,
+# which pdsh has no counterpart of, is left out (bench/doctor_peers.sh measures it).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-build}" && pwd)
@@ -115,7 +116,7 @@ for n in $sizes; do
   fi
   cfg=$dir/bench.yaml
   { cat "$dir/cluster.yaml"; echo "workdir: $work/project"; echo "rendezvous: {port: $port}"
-    echo "job: {command: [python3, x.py]}"; echo "env: {DTRAIN_PROBE_SKIP: \"$skip\"}"; } >"$cfg"
+    echo "job: {command: [python3, x.py]}"; echo "env: {DTRAIN_PROBE_SKIP: \"$skip peers\"}"; } >"$cfg"
   hosts=$(awk '{print $2}' "$dir/nodes" | paste -sd, -)
   # One warm-up of each, so that the page cache holds the same files for both.
   doctor_on >/dev/null 2>&1 || true

@@ -41,6 +41,7 @@ DoctorResult RunDoctor(const ClusterSpec& cluster, double timeout_s) {
   const ClusterSpec& spec = result.spec;
   std::unique_ptr<Transport> transport = MakeTransport(spec);
   result.run = RunProbes(spec, *transport, DefaultProbeOptions(spec, timeout_s));
+  transport.reset();  // its SSH sessions go to the pool, for the peer test's
   result.run.peers = RunPeerConnections(spec, result.run.nodes);
   result.run.wall_s += result.run.peers.wall_s;  // the report's time is the doctor's whole run
   result.findings = CheckCluster(spec, result.run);

@@ -1,5 +1,5 @@
 // The peer connection test's run: one process per taking-part node through the cluster's
-// transport, polled until every one has said it is done (peer_run.h).
+// transport, polled until every one has ended (peer_run.h).
 #include "doctor/peer_run.h"
 
 #include <algorithm>
@@ -35,9 +35,6 @@ class PeerEvents : public TransportEvents {
     if (id < 0 || static_cast<size_t>(id) >= output.size()) return;
     exits[id] = status;
     exited[id] = true;
-  }
-  bool Done(size_t id) const {
-    return exited[id] || output[id].find("peers_done=1") != std::string::npos;
   }
   std::vector<std::string> output;
   std::vector<ExitStatus> exits;
@@ -91,37 +88,27 @@ void RunRound(const ClusterSpec& spec, const std::vector<size_t>& taking_part,
   PeerEvents events(procs.size());
   const auto start = std::chrono::steady_clock::now();
   transport->Start(procs, events);
-  // Once every process is done its listener is no longer needed: SIGTERM, SIGKILL a second
-  // later. Past the limit (the retries, the transport's start and room) everything is killed.
+  // Each process ends by itself once the others have connected to it (or its retries are
+  // over), so that its session can serve the next step. Past the limit (the retries, the
+  // transport's start and room) everything is killed.
   const double limit_s = options.wait_s + 15;
-  double done_at = -1, killed_at = -1;
-  bool killed_after_done = false;
+  double killed_at = -1;
   while (true) {
     const double elapsed = Since(start);
-    bool done = true;
-    for (size_t k = 0; k < procs.size(); ++k) done = done && events.Done(k);
-    if (done && done_at < 0) {
-      done_at = elapsed;
-      transport->SignalAll(SIGTERM);
-    }
-    if (done_at >= 0 && !killed_after_done && elapsed > done_at + 1) {
-      transport->SignalAll(SIGKILL);
-      killed_after_done = true;
-    }
     const bool cancelled = options.cancelled && options.cancelled();
-    if (killed_at < 0 && (cancelled || (done_at < 0 && elapsed > limit_s))) {
+    if (killed_at < 0 && (cancelled || elapsed > limit_s)) {
       transport->SignalAll(SIGKILL);
       killed_at = elapsed;
     }
     if (killed_at >= 0 && (cancelled || elapsed > killed_at + 2)) break;
-    if (done_at >= 0 && elapsed > done_at + 3) break;
-    if (!transport->Poll(done ? 100 : 50, events)) break;
+    if (!transport->Poll(50, events)) break;
   }
   for (size_t k = 0; k < procs.size(); ++k) {
     std::string exit;
-    if (!events.Done(k)) {
+    const bool said_done = events.output[k].find("peers_done=1") != std::string::npos;
+    if (!events.exited[k] || (killed_at >= 0 && !said_done)) {
       exit = fmt::format("no answer within {:g} s (the test was stopped)", limit_s);
-    } else if (events.output[k].find("peers_done=1") == std::string::npos) {
+    } else if (!said_done) {
       exit = !events.exits[k].error.empty() ? events.exits[k].error
                                              : "it ended early (" + events.exits[k].Describe() + ")";
     }

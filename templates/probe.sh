@@ -723,14 +723,17 @@ while time.time() < deadline:
 
 # The peer connection test, run on every node at once after the probe: listens on the addresses
 # the job's collectives use here (DTRAIN_PROBE_PEERS_LISTEN, space-separated; "*" for every
-# address) at DTRAIN_PROBE_PEERS_PORT, answering each connection with "dtrain-peers TOKEN INDEX"
-# (DTRAIN_PROBE_PEERS_TOKEN, DTRAIN_PROBE_PEERS_INDEX: this node), and meanwhile connects to every
-# other node's (DTRAIN_PROBE_PEERS_TARGETS: "INDEX=ADDRESS ..."), all at once, retrying a refused
-# or unreachable address for DTRAIN_PROBE_PEERS_WAIT_S seconds (the others start at about the
-# same moment). Prints peers_listen=ADDRESS;ok|WHY, one peer=INDEX;ADDRESS;RESULT;MS;DETAIL per
-# target (RESULT: ok, refused, unreachable, timeout, wrong-node: another node answered, no-answer:
-# something else holds the port; MS: how long the connection that was made took, else how long
-# it was tried), then peers_done=1, and listens on until it is stopped.
+# address) at DTRAIN_PROBE_PEERS_PORT, and meanwhile connects to every other node's
+# (DTRAIN_PROBE_PEERS_TARGETS: "INDEX=ADDRESS ..."), all at once, retrying a refused or unreachable
+# address for DTRAIN_PROBE_PEERS_WAIT_S seconds (the others start at about the same moment). Each
+# connection says "dtrain-peers TOKEN INDEX" both ways (DTRAIN_PROBE_PEERS_TOKEN: this run's,
+# DTRAIN_PROBE_PEERS_INDEX: the node's), so a connection that reaches another node or another
+# program is told apart. Prints peers_listen=ADDRESS;ok|WHY, one peer=INDEX;ADDRESS;RESULT;MS;DETAIL
+# per target (RESULT: ok, refused, unreachable, timeout, wrong-node: another node answered,
+# no-answer: something else holds the port; MS: how long the connection that was made took, else
+# how long it was tried), then peers_done=1; it ends once every other node has connected to each
+# of its addresses, or a second after the retries' end, so that nobody has to stop it (a session
+# whose process was signalled is not used again).
 probe_peers() {
   py=""
   for p in /usr/bin/python3 /usr/local/bin/python3; do
@@ -747,11 +750,27 @@ env = os.environ
 port, token, me = int(env["DTRAIN_PROBE_PEERS_PORT"]), env["DTRAIN_PROBE_PEERS_TOKEN"], env["DTRAIN_PROBE_PEERS_INDEX"]
 wait = float(env.get("DTRAIN_PROBE_PEERS_WAIT_S", "5"))
 hello = ("dtrain-peers %s %s\n" % (token, me)).encode()
-out = threading.Lock()
+targets = [t.partition("=")[::2] for t in env.get("DTRAIN_PROBE_PEERS_TARGETS", "").split()]
+started = time.time()
+lock = threading.Lock()
+heard = set()  # (listening address, the connecting node) of each connection from another node
+heard_all = threading.Event()
 def say(line):
-    with out:
+    with lock:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
+def read_line(c, limit):
+    got = b""
+    c.settimeout(limit)
+    try:
+        while not got.endswith(b"\n") and len(got) < 200:
+            more = c.recv(200)
+            if not more:
+                break
+            got += more
+    except OSError:
+        pass
+    return got.decode("ascii", "replace").split()
 def bound(family, addr):
     s = socket.socket(family, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -760,17 +779,26 @@ def bound(family, addr):
     s.bind((addr, port))
     s.listen(128)
     return s
-def serve(s):
+def answer(c, addr):
+    words = read_line(c, 2)
+    try:
+        c.sendall(hello)
+    except OSError:
+        pass
+    c.close()
+    if len(words) == 3 and words[0] == "dtrain-peers" and words[1] == token:
+        with lock:
+            heard.add((addr, words[2]))
+            if len(heard) >= expected:
+                heard_all.set()
+def serve(s, addr):
     while True:
         try:
             c = s.accept()[0]
         except OSError:
             return
-        try:
-            c.sendall(hello)
-        except OSError:
-            pass
-        c.close()
+        threading.Thread(target=answer, args=(c, addr), daemon=True).start()
+listening = []
 for a in env.get("DTRAIN_PROBE_PEERS_LISTEN", "").split():
     try:
         if a == "*":
@@ -782,10 +810,16 @@ for a in env.get("DTRAIN_PROBE_PEERS_LISTEN", "").split():
                 s = bound(socket.AF_INET, "")
         else:
             s = bound(socket.AF_INET6 if ":" in a else socket.AF_INET, a)
-        threading.Thread(target=serve, args=(s,), daemon=True).start()
+        listening.append((s, a))
         say("peers_listen=%s;ok" % a)
     except OSError as e:
         say("peers_listen=%s;%s" % (a, e.strerror or e))
+# Every other node connects to each address listened on.
+expected = len(listening) * len({j for j, _ in targets})
+if expected == 0:
+    heard_all.set()
+for s, a in listening:
+    threading.Thread(target=serve, args=(s, a), daemon=True).start()
 def connect(j, addr):
     start = time.time()
     deadline = start + wait
@@ -802,18 +836,12 @@ def connect(j, addr):
             detail = e.strerror or str(e)
             time.sleep(0.05)
             continue
-        got = b""
         try:
-            c.settimeout(max(0.5, deadline - time.time()))
-            while not got.endswith(b"\n") and len(got) < 200:
-                more = c.recv(200)
-                if not more:
-                    break
-                got += more
+            c.sendall(hello)
         except OSError:
             pass
+        words = read_line(c, max(0.5, deadline - time.time()))
         c.close()
-        words = got.decode("ascii", "replace").split()
         if len(words) == 3 and words[0] == "dtrain-peers" and words[1] == token:
             result, detail = ("ok", "") if words[2] == j else ("wrong-node", words[2])
         else:
@@ -822,16 +850,13 @@ def connect(j, addr):
     # A connection made: how long its own attempt took; none: how long it was tried.
     took = time.time() - (tried if result == "ok" else start)
     say("peer=%s;%s;%s;%.1f;%s" % (j, addr, result, took * 1000, detail))
-threads = []
-for t in env.get("DTRAIN_PROBE_PEERS_TARGETS", "").split():
-    j, _, addr = t.partition("=")
-    threads.append(threading.Thread(target=connect, args=(j, addr), daemon=True))
+threads = [threading.Thread(target=connect, args=t, daemon=True) for t in targets]
 for t in threads:
     t.start()
 for t in threads:
     t.join()
 say("peers_done=1")
-time.sleep(wait + 10)
+heard_all.wait(max(0, started + wait + 1 - time.time()))
 '
 }
 

@@ -95,7 +95,10 @@ TEST(PeerAddresses, WhatTheJobsVariablesPickAsNcclAndGlooPickIt) {
 }
 
 // The probe's peers mode, for real: node0 and node1 on 127.0.0.1 and .2, a listener of another
-// run (another token) on .4, nothing on .3, and a fifth process that finds node0's port taken.
+// run (another token) on .4, nothing on .3 or .9, and a fifth process that finds node0's port
+// taken. node1 and the other run's listener stay up for their 2 s of retries to .9 (a process
+// ends once every node it expects has connected: node1 would otherwise end after node0's first
+// connection, before the one that finds node1 where node0 was told node 3 is).
 TEST(PeerProbe, ConnectsAnswersAndTellsWhoAnswered) {
   const std::string dir = testing::ScratchDirs::Make("peer-probe");
   std::ofstream(dir + "/probe.sh") << ProbeScript();
@@ -104,14 +107,14 @@ TEST(PeerProbe, ConnectsAnswersAndTellsWhoAnswered) {
                   const std::string& targets, const std::string& out) {
     return "DTRAIN_PROBE_MODE=peers DTRAIN_PROBE_PEERS_PORT=" + std::to_string(port) +
            " DTRAIN_PROBE_PEERS_TOKEN=" + token + " DTRAIN_PROBE_PEERS_INDEX=" + index +
-           " DTRAIN_PROBE_PEERS_WAIT_S=1 DTRAIN_PROBE_PEERS_LISTEN='" + listen +
-           "' DTRAIN_PROBE_PEERS_TARGETS='" + targets + "' timeout 4 sh " + dir + "/probe.sh >" +
+           " DTRAIN_PROBE_PEERS_WAIT_S=2 DTRAIN_PROBE_PEERS_LISTEN='" + listen +
+           "' DTRAIN_PROBE_PEERS_TARGETS='" + targets + "' timeout 10 sh " + dir + "/probe.sh >" +
            dir + "/" + out + " 2>&1 & ";
   };
   const testing::ShellRun run = testing::RunShell(
       node("0", "t0k3n", "127.0.0.1", "1=127.0.0.2 2=127.0.0.3 3=127.0.0.2 4=127.0.0.4", "n0") +
-      node("1", "t0k3n", "127.0.0.2", "0=127.0.0.1", "n1") +
-      node("4", "other", "127.0.0.4", "", "n4") + "sleep 0.5; " +
+      node("1", "t0k3n", "127.0.0.2", "0=127.0.0.1 9=127.0.0.9", "n1") +
+      node("4", "other", "127.0.0.4", "9=127.0.0.9", "n4") + "sleep 0.5; " +
       node("5", "t0k3n", "127.0.0.1", "", "n5") + "wait");
   ASSERT_TRUE(run.status.error.empty()) << run.status.error;
 
@@ -124,16 +127,17 @@ TEST(PeerProbe, ConnectsAnswersAndTellsWhoAnswered) {
   for (const PeerConnection& c : peers.connections) {
     by[std::to_string(c.from) + ">" + std::to_string(c.to)] = c;
   }
-  ASSERT_EQ(by.size(), 5u) << ReadText(dir + "/n0") << ReadText(dir + "/n1");
+  ASSERT_EQ(by.size(), 6u) << ReadText(dir + "/n0") << ReadText(dir + "/n1");
   EXPECT_EQ(by["0>1"].result, "ok");
   EXPECT_EQ(by["1>0"].result, "ok");
-  EXPECT_LT(by["0>1"].ms, 1000);
+  EXPECT_LT(by["0>1"].ms, 2000);
   EXPECT_EQ(by["0>2"].result, "refused");
   EXPECT_EQ(by["0>2"].detail, "Connection refused");
-  EXPECT_GE(by["0>2"].ms, 900);  // retried for the whole second
+  EXPECT_GE(by["0>2"].ms, 1900);  // retried for the whole 2 s
   EXPECT_EQ(by["0>3"].result, "wrong-node");
   EXPECT_EQ(by["0>3"].detail, "1");
   EXPECT_EQ(by["0>4"].result, "no-answer");
+  EXPECT_EQ(by["1>9"].result, "refused");
   EXPECT_EQ(peers.listen_errors[5], "127.0.0.1: Address already in use");
   EXPECT_EQ(peers.listen_errors[0], "");
   EXPECT_EQ(peers.not_tested[0], "");

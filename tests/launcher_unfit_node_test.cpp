@@ -134,9 +134,10 @@ TEST(UnfitNode, AnUnfitSpareIsFoundBeforeTheRestartAndTheNextSpareRuns) {
                        "before restart: node node3: Xid 79 on GPU 3"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("s, unfit: node3\ndtrain: health check before restart: 1 node(s) in "),
+  EXPECT_NE(r.err.find("s, unfit: node3\ndtrain: health check before restart: 3 node(s) in "),
             std::string::npos)
-      << "node4 is checked in turn: " << r.err;
+      << "the pick with node4 is checked again, node4's connections to the others with it: "
+      << r.err;
   ASSERT_TRUE(r.record.is_object()) << r.err;
   const json& attempts = r.record["attempts"];
   ASSERT_EQ(attempts.size(), 2u) << r.record.dump(2);
@@ -178,8 +179,8 @@ GpuFaultRun RunWithFaultyNodeAtStart(const std::string& name, int nodes, int spa
 }
 
 // "Find bad nodes before a launch": node1's GPU fell off the bus before the job; the check before
-// the start quarantines it, the spare is checked in turn and takes its place, and the one attempt
-// runs on node0, node2, node3.
+// the start quarantines it, the pick is checked again with the spare, which takes its place, and
+// the one attempt runs on node0, node2, node3.
 TEST(UnfitNode, NodeFailingTheHealthCheckBeforeStartIsReplacedByTheSpare) {
   const GpuFaultRun r = RunWithFaultyNodeAtStart("node-start-health", 4, 1, {});
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
@@ -189,9 +190,9 @@ TEST(UnfitNode, NodeFailingTheHealthCheckBeforeStartIsReplacedByTheSpare) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("dtrain: health check before start: 3 node(s) in "), std::string::npos);
-  EXPECT_NE(r.err.find("s, unfit: node1\n"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("dtrain: health check before start: 1 node(s) in "), std::string::npos)
-      << "the spare is checked before it runs: " << r.err;
+  EXPECT_NE(r.err.find("s, unfit: node1\ndtrain: health check before start: 3 node(s) in "),
+            std::string::npos)
+      << "the spare is checked before it runs, with the nodes it joins: " << r.err;
   ASSERT_TRUE(r.record.is_object()) << r.err;
   ASSERT_EQ(r.record["attempts"].size(), 1u) << r.record.dump(2);
   EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node2", "node3"}));
