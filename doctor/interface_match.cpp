@@ -78,29 +78,51 @@ std::string FirstAddress(const NetworkInterface& i, const std::string& family) {
 
 void Add(const NetworkInterface& i, const std::string& family,
          std::vector<CollectiveEndpoint>& out) {
-  if (!i.addresses_known || LinkDown(i)) return;
+  if (!i.addresses_known) return;
   const std::string address = FirstAddress(i, family);
   if (address.empty()) return;
   for (const CollectiveEndpoint& e : out) {
     if (e.address == address) return;
   }
-  out.push_back({i.name, address});
+  out.push_back({i.name, address, !LinkDown(i)});
 }
 
 }  // namespace
+
+std::vector<std::string> NcclOwnPick(const NodeFacts& n) {
+  const std::string family = InterfaceEnv(n, "NCCL_SOCKET_FAMILY");
+  for (const char* step : {"ib", "^docker,lo,virbr", "docker", "lo", "virbr"}) {
+    const NcclList list = ParseNcclList(step);
+    std::vector<std::string> picked;
+    for (const NetworkInterface& i : n.health.interfaces) {
+      if (HasAddress(i, family) && NcclKeeps(list, i.name)) picked.push_back(i.name);
+    }
+    if (!picked.empty()) return picked;
+  }
+  return {};
+}
 
 std::vector<CollectiveEndpoint> CollectiveEndpoints(const NodeFacts& n,
                                                     std::vector<std::string>* variables) {
   std::vector<CollectiveEndpoint> out;
   bool any = false;
   const std::string nccl = InterfaceEnv(n, "NCCL_SOCKET_IFNAME");
+  const std::string family = InterfaceEnv(n, "NCCL_SOCKET_FAMILY");
   if (nccl.size() > 1) {  // NCCL reads a value of one character as unset
     any = true;
     if (variables) variables->push_back("NCCL_SOCKET_IFNAME");
-    const std::string family = InterfaceEnv(n, "NCCL_SOCKET_FAMILY");
     const NcclList list = ParseNcclList(nccl);
     for (const NetworkInterface& i : n.health.interfaces) {
       if (NcclKeeps(list, i.name)) Add(i, family, out);
+    }
+  } else if (!n.gpus.empty() && n.health.interfaces_read) {
+    // A GPU node's job runs NCCL, which picks interfaces of its own when told none.
+    any = true;
+    if (variables) variables->push_back(kNcclOwnPick);
+    for (const std::string& name : NcclOwnPick(n)) {
+      for (const NetworkInterface& i : n.health.interfaces) {
+        if (i.name == name) Add(i, family, out);
+      }
     }
   }
   for (const char* variable : {"GLOO_SOCKET_IFNAME", "HOROVOD_GLOO_IFACE"}) {

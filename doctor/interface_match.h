@@ -39,16 +39,28 @@ bool LinkDown(const NetworkInterface& i);
 // The value of the job's variable `name` on the node as its probe saw it ("" when unset).
 std::string InterfaceEnv(const NodeFacts& n, const std::string& name);
 
+// What NCCL picks on the node with NCCL_SOCKET_IFNAME unset, as NCCL 2.2x does: the interfaces
+// named ib* with an address (IPoIB); else every one but docker*, lo* and virbr*; else docker*,
+// then lo*, then virbr*. Link state is not looked at (NCCL does not).
+std::vector<std::string> NcclOwnPick(const NodeFacts& n);
+
+// The name CollectiveEndpoints gives NCCL's own pick among the variables.
+constexpr const char* kNcclOwnPick = "NCCL_SOCKET_IFNAME unset: NCCL's own pick";
+
 // One address a node's collectives listen on and the others connect to.
 struct CollectiveEndpoint {
   std::string interface;  // "" for the node's address in the cluster file
   std::string address;    // without its prefix length
+  bool link_up = true;    // false: picked, but its link is down (the interface rule's concern)
 };
 
 // What NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and HOROVOD_GLOO_IFACE pick on the node: each
-// picked interface whose link is up, with its first address the library would use (an IPv6
-// link-local one is left out: it needs the interface's scope to be reached). Set to none of them,
-// the node's address in the cluster file (what MASTER_ADDR and the rendezvous use). Empty when
+// picked interface (link_up saying whether its link is up), with its first address the library
+// would use (an IPv6
+// link-local one is left out: it needs the interface's scope to be reached). On a node with GPUs
+// and NCCL_SOCKET_IFNAME unset, NCCL's own pick (NcclOwnPick; `variables` gets kNcclOwnPick).
+// Set to none of them on a node without GPUs, the node's address in the cluster file (what
+// MASTER_ADDR and the rendezvous use). Empty when
 // the variables pick nothing usable (the interface rule says why) or the node's addresses are
 // unknown. `variables` (optional) gets the names of the variables that were set.
 std::vector<CollectiveEndpoint> CollectiveEndpoints(const NodeFacts& n,

@@ -52,6 +52,7 @@ std::string RandomToken(std::mt19937& random) {
 
 // One round of the test on the port `port`: fills run.connections, listen_errors, not_tested.
 void RunRound(const ClusterSpec& spec, const std::vector<size_t>& taking_part,
+              const std::vector<std::vector<CollectiveEndpoint>>& tested,
               const PeerOptions& options, const std::string& token, PeerRun& run) {
   std::vector<ProcessSpec> procs;
   for (size_t k = 0; k < taking_part.size(); ++k) {
@@ -63,12 +64,12 @@ void RunRound(const ClusterSpec& spec, const std::vector<size_t>& taking_part,
     p.env = spec.env;
     for (const auto& [key, value] : spec.nodes[i].env) p.env[key] = value;
     std::string listen, targets;
-    for (const CollectiveEndpoint& e : run.endpoints[i]) {
+    for (const CollectiveEndpoint& e : tested[i]) {
       listen += (listen.empty() ? "" : " ") + (e.interface.empty() ? "*" : e.address);
     }
     for (size_t j : taking_part) {
       if (j == i) continue;
-      for (const CollectiveEndpoint& e : run.endpoints[j]) {
+      for (const CollectiveEndpoint& e : tested[j]) {
         targets += fmt::format("{}{}={}", targets.empty() ? "" : " ", j, e.address);
       }
     }
@@ -175,6 +176,7 @@ PeerRun RunPeerConnections(const ClusterSpec& spec, const std::vector<NodeFacts>
   run.endpoints.resize(nodes.size());
   run.not_tested.resize(nodes.size());
   run.listen_errors.resize(nodes.size());
+  run.took_part.resize(nodes.size(), false);
   std::vector<size_t> taking_part;
   std::map<std::string, size_t> machine;  // address in the cluster file -> its first node
   for (size_t i = 0; i < nodes.size() && i < spec.nodes.size(); ++i) {
@@ -196,16 +198,31 @@ PeerRun RunPeerConnections(const ClusterSpec& spec, const std::vector<NodeFacts>
         run.variables.push_back(v);
       }
     }
-    if (run.endpoints[i].empty()) {
-      run.not_tested[i] = nodes[i].health.interfaces_read
-                              ? "the job's variables pick no interface that is up there"
-                              : "its interfaces are unknown";
+  }
+  // Connected to: the addresses whose link is up and that no other node has too (two nodes with
+  // one address are the verdict's finding; a connection there proves nothing).
+  std::map<std::string, int> holders;
+  for (const auto& list : run.endpoints) {
+    for (const CollectiveEndpoint& e : list) ++holders[e.address];
+  }
+  std::vector<std::vector<CollectiveEndpoint>> tested(run.endpoints.size());
+  for (size_t i = 0; i < run.endpoints.size(); ++i) {
+    if (!run.not_tested[i].empty()) continue;
+    for (const CollectiveEndpoint& e : run.endpoints[i]) {
+      if (e.link_up && holders[e.address] == 1) tested[i].push_back(e);
+    }
+    if (tested[i].empty()) {
+      run.not_tested[i] = !nodes[i].health.interfaces_read && !run.variables.empty()
+                              ? "its interfaces are unknown"
+                              : "the job's variables pick no interface there that is up and "
+                                "its own";
       continue;
     }
     taking_part.push_back(i);
   }
   if (taking_part.size() < 2) return run;
   run.ran = true;
+  for (size_t i : taking_part) run.took_part[i] = true;
   const auto start = std::chrono::steady_clock::now();
   std::mt19937 random(std::random_device{}());
   const std::string token = RandomToken(random);
@@ -213,7 +230,7 @@ PeerRun RunPeerConnections(const ClusterSpec& spec, const std::vector<NodeFacts>
     run.port = RandomPort(random);
     run.connections.clear();
     for (size_t i : taking_part) run.not_tested[i].clear(), run.listen_errors[i].clear();
-    RunRound(spec, taking_part, options, token, run);
+    RunRound(spec, taking_part, tested, options, token, run);
     bool in_use = false;
     for (size_t i : taking_part) {
       in_use = in_use || run.listen_errors[i].find("in use") != std::string::npos;

@@ -35,10 +35,12 @@ struct PeerRun {
   int port = 0;
   double wait_s = 0;                   // how long a connection was retried
   std::vector<std::string> variables;  // the job's variables that picked the addresses
-  // Per node (in the nodes' order): the addresses it listened on, and why it took no part (""
-  // when it did).
+  // Per node (in the nodes' order): the addresses the job's collectives use there (those whose
+  // link is up and that no other node has are the ones tested), and why it took no part, or its
+  // part failed ("" when neither).
   std::vector<std::vector<CollectiveEndpoint>> endpoints;
   std::vector<std::string> not_tested;
+  std::vector<bool> took_part;  // per node: it listened and connected (or was to)
   std::vector<std::string> listen_errors;  // per node: "ADDRESS: why" of a listen that failed
   std::vector<PeerConnection> connections;
   double wall_s = 0;

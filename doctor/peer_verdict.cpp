@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "doctor/check_support.h"
+#include "doctor/interface_match.h"
 
 namespace dtrain {
 
@@ -69,26 +70,41 @@ constexpr const char* kCutOffRemedy =
 
 std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<NodeFacts>& nodes) {
   std::vector<Finding> out;
-  if (!run.ran) return out;
   const std::string over = Over(run);
   const size_t n = std::min(nodes.size(), run.endpoints.size());
 
-  // Two nodes with one address: a connection to either may reach the other.
+  // Two nodes with one address: a connection to either may reach the other, or the node itself
+  // (a container bridge that every node has alike, NCCL's own pick).
   std::map<std::string, std::vector<size_t>> by_address;
+  std::map<std::string, std::set<std::string>> interfaces;
   for (size_t i = 0; i < n; ++i) {
-    for (const CollectiveEndpoint& e : run.endpoints[i]) by_address[e.address].push_back(i);
+    for (const CollectiveEndpoint& e : run.endpoints[i]) {
+      by_address[e.address].push_back(i);
+      if (!e.interface.empty()) interfaces[e.address].insert(e.interface);
+    }
   }
+  const bool own_pick =
+      std::find(run.variables.begin(), run.variables.end(), kNcclOwnPick) != run.variables.end();
   for (const auto& [address, holders] : by_address) {
     if (holders.size() < 2) continue;
     std::vector<std::string> names;
     for (size_t i : holders) names.push_back(nodes[i].host);
-    out.push_back(Make(Severity::kError, "peers", "", names,
-                       fmt::format("nodes {} all have the address {}: the collectives' "
-                                   "connections to one of them reach another",
-                                   Join(names), address),
-                       "give every node its own address (a cloned node keeps its image's static "
-                       "address; `ip -br addr` on each)"));
+    const std::set<std::string>& on = interfaces[address];
+    out.push_back(Make(
+        Severity::kError, "peers", "", names,
+        fmt::format("nodes {} all have the address {}{}{}: the collectives' connections to one of "
+                    "them reach another, or the node itself",
+                    Join(names), address,
+                    on.empty() ? "" : " on " + Join({on.begin(), on.end()}),
+                    own_pick ? ", which NCCL picks with NCCL_SOCKET_IFNAME unset" : ""),
+        own_pick ? fmt::format("set NCCL_SOCKET_IFNAME (env: in the cluster file) to the interface "
+                               "the nodes reach each other on, or leave this one out: "
+                               "NCCL_SOCKET_IFNAME=^{},docker,lo,virbr",
+                               on.empty() ? std::string("br-") : *on.begin())
+                 : "give every node its own address (a cloned node keeps its image's static "
+                   "address; `ip -br addr` on each)"));
   }
+  if (!run.ran) return out;
 
   // Each pair's connections, both ways.
   std::map<std::pair<size_t, size_t>, std::vector<const PeerConnection*>> failed, tried;
@@ -170,7 +186,8 @@ std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<
                                      nodes[i].host, run.port, run.listen_errors[i]),
                          "run the doctor again (the port is chosen anew each time)"));
     }
-    if (!run.endpoints[i].empty() && i < run.not_tested.size() && !run.not_tested[i].empty()) {
+    if (i < run.took_part.size() && run.took_part[i] && i < run.not_tested.size() &&
+        !run.not_tested[i].empty()) {
       out.push_back(Make(Severity::kWarning, "peers", "", {nodes[i].host},
                          fmt::format("node {}: its connections to the other nodes not tested: {}",
                                      nodes[i].host, run.not_tested[i]),

@@ -287,6 +287,54 @@ TEST(DoctorHealthCluster, PeerTestNamesANodeWhoseInterfaceReachesNoOther) {
   EXPECT_LT(r.wall_s, 15) << r.text;
 }
 
+// GPU nodes with NCCL_SOCKET_IFNAME unset, each with a Docker network's bridge (br-3f2a,
+// 172.18.0.1, no container on it, so its link is down): NCCL's own pick takes the bridge beside
+// eth0 (it looks at names, not link state), and a connection to 172.18.0.1 from any node reaches
+// the node itself. The peer test names the address every node has, with the variable's value
+// that leaves the bridge out; with that value set, the nodes connect over eth0.
+TEST(DoctorHealthCluster, PeerTestNamesABridgeEveryGpuNodeHasInNcclsOwnPick) {
+  SshTestCluster cluster("doctor-bridge", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  for (int i = 0; i < 3; ++i) {
+    const std::string ns = cluster.Field(i, 2);
+    EXPECT_EQ(RunOutput("ip -n " + ns + " link add br-3f2a type bridge && ip -n " + ns +
+                        " addr add 172.18.0.1/16 dev br-3f2a && ip -n " + ns +
+                        " link set br-3f2a up 2>&1"),
+              "");
+  }
+  test::HgxNodes(cluster, 3);
+  const DoctorRun r = test::RunDoctor("--json", test::StandInClusterFile(cluster, 3, ""));
+  EXPECT_EQ(r.status, 1) << r.text;
+  const auto errors = Findings(r, "peers", "error");
+  ASSERT_EQ(errors.size(), 1u) << r.text;
+  EXPECT_EQ(errors[0]["message"],
+            "nodes node0, node1, node2 all have the address 172.18.0.1 on br-3f2a, which NCCL "
+            "picks with NCCL_SOCKET_IFNAME unset: the collectives' connections to one of them "
+            "reach another, or the node itself");
+  const std::string remedy = errors[0]["remedy"];
+  const std::string value = "^br-3f2a,docker,lo,virbr";
+  EXPECT_NE(remedy.find("NCCL_SOCKET_IFNAME=" + value), std::string::npos) << remedy;
+  std::map<std::string, std::string> node1;  // interface -> address
+  for (const auto& a : r.doc["peer_connections"]["nodes"]["node1"]["addresses"]) {
+    node1[a["interface"]] = a["address"];
+  }
+  EXPECT_EQ(node1, (std::map<std::string, std::string>{{"br-3f2a", "172.18.0.1"},
+                                                       {"eth0", "10.231.0.11"}}));
+  for (const auto& c : r.doc["peer_connections"]["connections"]) {
+    EXPECT_EQ(c["result"], "ok") << c.dump();  // eth0 is tested; the bridge's address is not
+  }
+
+  const DoctorRun fixed = test::RunDoctor(
+      "--json", test::StandInClusterFile(cluster, 3, "env: {NCCL_SOCKET_IFNAME: '" + value + "'}\n",
+                                         "fixed.yaml"));
+  EXPECT_TRUE(Findings(fixed, "peers", "error").empty()) << fixed.text;
+  ASSERT_EQ(Findings(fixed, "peers", "ok").size(), 1u) << fixed.text;
+  EXPECT_NE(Findings(fixed, "peers", "ok")[0]["message"].get<std::string>().find(
+                "every node connects to every other over eth0 (NCCL_SOCKET_IFNAME) (3 pair(s)"),
+            std::string::npos)
+      << fixed.text;
+}
+
 // lspci's ACSCtl line of each device in `dump` (lspci -F reads `lspci -xxxx` dumps), by address:
 // "SrcValid+ TransBlk- ReqRedir+ ...".
 std::map<std::string, std::string> LspciAcsControl(const std::string& dump) {

@@ -56,7 +56,8 @@ NodeFacts Node(const std::string& host, const std::string& address,
 std::string Addresses(const std::vector<CollectiveEndpoint>& list) {
   std::string out;
   for (const CollectiveEndpoint& e : list) {
-    out += (out.empty() ? "" : " ") + (e.interface.empty() ? "-" : e.interface) + "=" + e.address;
+    out += (out.empty() ? "" : " ") + (e.interface.empty() ? "-" : e.interface) + "=" + e.address +
+           (e.link_up ? "" : "(down)");
   }
   return out;
 }
@@ -73,9 +74,10 @@ TEST(PeerAddresses, WhatTheJobsVariablesPickAsNcclAndGlooPickIt) {
   EXPECT_EQ(Addresses(CollectiveEndpoints(n, &variables)), "-=10.0.0.10");
   EXPECT_TRUE(variables.empty());
 
-  // NCCL: prefixes; the link-local address left out, a down link and no address left out.
+  // NCCL: prefixes; the link-local address and an interface without an address left out, a down
+  // link said (the interface rule's error; the test leaves it out).
   n.health.interface_env = {{"NCCL_SOCKET_IFNAME", "hsn"}};
-  EXPECT_EQ(Addresses(CollectiveEndpoints(n)), "hsn0=10.1.0.10 hsn1=10.2.0.10");
+  EXPECT_EQ(Addresses(CollectiveEndpoints(n)), "hsn0=10.1.0.10 hsn1=10.2.0.10 hsn2=10.3.0.10(down)");
   n.health.interface_env = {{"NCCL_SOCKET_IFNAME", "hsn"}, {"NCCL_SOCKET_FAMILY", "AF_INET6"}};
   EXPECT_EQ(Addresses(CollectiveEndpoints(n)), "hsn0=fd00::10");
   n.health.interface_env = {{"NCCL_SOCKET_IFNAME", "^lo,hsn"}};
@@ -92,6 +94,33 @@ TEST(PeerAddresses, WhatTheJobsVariablesPickAsNcclAndGlooPickIt) {
   EXPECT_EQ(variables, (std::vector<std::string>{"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}));
   n.health.interface_env = {{"HOROVOD_GLOO_IFACE", "hsn"}};
   EXPECT_EQ(Addresses(CollectiveEndpoints(n)), "");
+}
+
+// A GPU node with NCCL_SOCKET_IFNAME unset: NCCL's own pick, as NCCL 2.2x makes it (ib* first;
+// else all but docker*, lo*, virbr*; then docker*, lo, virbr*), link state not looked at.
+TEST(PeerAddresses, NcclsOwnPickOnAGpuNodeWithTheVariableUnset) {
+  NodeFacts n = Node("node0", "10.0.0.10");
+  n.gpus.resize(8);
+  n.health.interfaces.push_back(Interface("docker0", "down", {"172.17.0.1/16"}));
+  n.health.interfaces.push_back(Interface("br-3f2a", "up", {"172.18.0.1/16"}));
+  n.health.interfaces.push_back(Interface("virbr0", "down", {"192.168.122.1/24"}));
+  EXPECT_EQ(NcclOwnPick(n), (std::vector<std::string>{"eth0", "br-3f2a"}));
+  std::vector<std::string> variables;
+  EXPECT_EQ(Addresses(CollectiveEndpoints(n, &variables)), "eth0=10.0.0.10 br-3f2a=172.18.0.1");
+  EXPECT_EQ(variables, std::vector<std::string>{kNcclOwnPick});
+  n.health.interfaces.push_back(Interface("ib0", "down", {"192.168.1.10/24"}));
+  EXPECT_EQ(NcclOwnPick(n), std::vector<std::string>{"ib0"});
+  EXPECT_EQ(Addresses(CollectiveEndpoints(n)), "ib0=192.168.1.10(down)");
+  // IPv6 only: ib0 has none, eth0 its link-local one, which NCCL counts (only ::1 it does not);
+  // the test has no address there it could reach.
+  n.health.interface_env = {{"NCCL_SOCKET_FAMILY", "AF_INET6"}};
+  EXPECT_EQ(NcclOwnPick(n), std::vector<std::string>{"eth0"});
+  EXPECT_EQ(Addresses(CollectiveEndpoints(n)), "");
+  n.health.interfaces = {Interface("lo", "unknown", {"127.0.0.1/8"})};
+  n.health.interface_env.clear();
+  EXPECT_EQ(NcclOwnPick(n), std::vector<std::string>{"lo"});
+  n.gpus.clear();  // no GPU: no NCCL, the cluster file's address
+  EXPECT_EQ(Addresses(CollectiveEndpoints(n)), "-=10.0.0.10");
 }
 
 // The probe's peers mode, for real: node0 and node1 on 127.0.0.1 and .2, a listener of another
@@ -168,6 +197,7 @@ PeerRun Mesh(const std::vector<NodeFacts>& nodes,
   }
   run.not_tested.resize(nodes.size());
   run.listen_errors.resize(nodes.size());
+  run.took_part.assign(nodes.size(), true);
   for (size_t a = 0; a < nodes.size(); ++a) {
     for (size_t b = 0; b < nodes.size(); ++b) {
       if (a == b) continue;
@@ -247,12 +277,34 @@ TEST(PeerVerdict, TwoNodesWithOneAddressAndAnotherNodeAnswering) {
   const auto findings = CheckPeerConnections(run, nodes);
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(findings[0].message,
-            "nodes node1, node2 all have the address 10.1.0.11: the collectives' connections to "
-            "one of them reach another");
+            "nodes node1, node2 all have the address 10.1.0.11 on hsn0: the collectives' "
+            "connections to one of them reach another, or the node itself");
   EXPECT_EQ(findings[0].nodes, (std::vector<std::string>{"node1", "node2"}));
   EXPECT_NE(findings[1].message.find("node0 -> node2 10.1.0.11: node1 answered there"),
             std::string::npos)
       << findings[1].message;
+}
+
+// NCCL's own pick on GPU nodes takes a container bridge every node has with one address (a
+// Docker network's 172.18.0.1): named, with the variable's value that leaves it out, whether or
+// not any connection was made (none here: what is shared is never connected to).
+TEST(PeerVerdict, ABridgeEveryNodeHasAlikeInNcclsOwnPick) {
+  const auto nodes = Nodes(3);
+  PeerRun run;
+  run.variables = {kNcclOwnPick};
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    run.endpoints.push_back({{"eth0", nodes[i].address}, {"br-3f2a", "172.18.0.1"}});
+  }
+  const auto findings = CheckPeerConnections(run, nodes);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_EQ(findings[0].message,
+            "nodes node0, node1, node2 all have the address 172.18.0.1 on br-3f2a, which NCCL "
+            "picks with NCCL_SOCKET_IFNAME unset: the collectives' connections to one of them "
+            "reach another, or the node itself");
+  EXPECT_NE(findings[0].remedy.find("NCCL_SOCKET_IFNAME=^br-3f2a,docker,lo,virbr"),
+            std::string::npos)
+      << findings[0].remedy;
 }
 
 TEST(PeerVerdict, WhatCouldNotBeTestedIsAWarning) {
