@@ -248,7 +248,7 @@ std::string AddPeerConnectionsJson(const std::string& report_json, const PeerRun
   for (size_t i = 0; i < run.endpoints.size(); ++i) {
     nlohmann::json list = nlohmann::json::array();
     for (const CollectiveEndpoint& e : run.endpoints[i]) {
-      list.push_back({{"interface", e.interface}, {"address", e.address}});
+      list.push_back({{"interface", e.interface}, {"address", e.address}, {"link_up", e.link_up}});
     }
     nlohmann::json node = {{"addresses", list}};
     if (i < run.not_tested.size() && !run.not_tested[i].empty()) {
@@ -259,14 +259,23 @@ std::string AddPeerConnectionsJson(const std::string& report_json, const PeerRun
     }
     addresses[name(i)] = node;
   }
-  nlohmann::json connections = nlohmann::json::array();
+  // Every connection that failed; of those that were made, how many and the slowest (a full
+  // list would be n * (n - 1) entries).
+  nlohmann::json failed = nlohmann::json::array();
+  size_t ok = 0;
+  double slowest_ms = 0;
   for (const PeerConnection& c : run.connections) {
-    connections.push_back({{"from", name(c.from)},
-                           {"to", name(c.to)},
-                           {"address", c.address},
-                           {"result", c.result},
-                           {"ms", c.ms},
-                           {"detail", c.detail}});
+    if (c.result == "ok") {
+      ++ok;
+      slowest_ms = std::max(slowest_ms, c.ms);
+      continue;
+    }
+    failed.push_back({{"from", name(c.from)},
+                      {"to", name(c.to)},
+                      {"address", c.address},
+                      {"result", c.result},
+                      {"ms", c.ms},
+                      {"detail", c.detail}});
   }
   nlohmann::json report = nlohmann::json::parse(report_json);
   report["peer_connections"] = {{"ran", run.ran},
@@ -275,7 +284,9 @@ std::string AddPeerConnectionsJson(const std::string& report_json, const PeerRun
                                 {"wait_s", run.wait_s},
                                 {"wall_s", run.wall_s},
                                 {"nodes", addresses},
-                                {"connections", connections}};
+                                {"connections_made", ok},
+                                {"slowest_connection_ms", slowest_ms},
+                                {"failed_connections", failed}};
   return report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

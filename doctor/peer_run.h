@@ -68,7 +68,8 @@ void ApplyPeerOutput(size_t node, const std::string& output, const std::string& 
                      PeerRun& run);
 
 // `dtrain doctor --json`'s document with a "peer_connections" member: the port, the variables,
-// each node's addresses and every connection by node name.
+// each node's addresses, how many connections were made and the slowest, and every connection
+// that failed, by node name.
 std::string AddPeerConnectionsJson(const std::string& report_json, const PeerRun& run,
                                    const std::vector<NodeFacts>& nodes);
 

@@ -263,8 +263,8 @@ TEST(DoctorHealthCluster, PeerTestNamesANodeWhoseInterfaceReachesNoOther) {
             std::string::npos);
   const auto& peers = healthy.doc["peer_connections"];
   EXPECT_EQ(peers["nodes"]["node2"]["addresses"][0]["address"], "10.232.0.12") << peers.dump();
-  ASSERT_EQ(peers["connections"].size(), 6u) << peers.dump();
-  for (const auto& c : peers["connections"]) EXPECT_EQ(c["result"], "ok") << c.dump();
+  EXPECT_EQ(peers["connections_made"], 6) << peers.dump();
+  EXPECT_TRUE(peers["failed_connections"].empty()) << peers.dump();
 
   EXPECT_EQ(test::SetSecondNicPort(cluster, 2, "nomaster"), "");
   const DoctorRun r = test::RunDoctor("--json --exclude-bad -o " + dir + "/good.txt", file);
@@ -280,6 +280,12 @@ TEST(DoctorHealthCluster, PeerTestNamesANodeWhoseInterfaceReachesNoOther) {
                           0),
             0u)
       << message;
+  const auto& failed = r.doc["peer_connections"]["failed_connections"];
+  EXPECT_EQ(failed.size(), 4u) << failed.dump();  // both ways with node0 and with node1
+  for (const auto& c : failed) {
+    EXPECT_TRUE(c["from"] == "node2" || c["to"] == "node2") << c.dump();
+  }
+  EXPECT_EQ(r.doc["peer_connections"]["connections_made"], 2);
   EXPECT_NE(r.text.find("wrote " + dir + "/good.txt: 2 of 3 nodes; left out: node2"),
             std::string::npos)
       << r.text;
@@ -320,9 +326,9 @@ TEST(DoctorHealthCluster, PeerTestNamesABridgeEveryGpuNodeHasInNcclsOwnPick) {
   }
   EXPECT_EQ(node1, (std::map<std::string, std::string>{{"br-3f2a", "172.18.0.1"},
                                                        {"eth0", "10.231.0.11"}}));
-  for (const auto& c : r.doc["peer_connections"]["connections"]) {
-    EXPECT_EQ(c["result"], "ok") << c.dump();  // eth0 is tested; the bridge's address is not
-  }
+  // eth0 is tested; the bridge's address is not.
+  EXPECT_EQ(r.doc["peer_connections"]["connections_made"], 6) << r.doc["peer_connections"].dump();
+  EXPECT_TRUE(r.doc["peer_connections"]["failed_connections"].empty());
 
   const DoctorRun fixed = test::RunDoctor(
       "--json", test::StandInClusterFile(cluster, 3, "env: {NCCL_SOCKET_IFNAME: '" + value + "'}\n",
