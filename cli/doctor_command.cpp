@@ -82,7 +82,7 @@ void AddDoctorCommand(CLI::App& app, CommandRun& run) {
   CLI::App* cmd = app.add_subcommand(
       "doctor",
       "Check every node and compare them: driver, CUDA, NCCL, Python, torch, Horovod, "
-      "PYTHONPATH, rendezvous port, clocks");
+      "PYTHONPATH, rendezvous port, connections between nodes, clocks");
   cmd->add_option("-c,--cluster", flags->cluster_file,
                   "Cluster file (default ./cluster.yaml, else this machine alone)");
   cmd->add_flag("--json", flags->json, "Print facts and findings as JSON (see dtrain-doctor(1))");

@@ -44,7 +44,8 @@ std::string Describe(const PeerConnection& c, const std::vector<NodeFacts>& node
   } else if (!c.detail.empty()) {
     why += " (" + c.detail + ")";
   }
-  return fmt::format("{} -> {} {}: {}", nodes[c.from].host, nodes[c.to].host, c.address, why);
+  auto host = [&](size_t i) { return i < nodes.size() ? nodes[i].host : std::to_string(i); };
+  return fmt::format("{} -> {} {}: {}", host(c.from), host(c.to), c.address, why);
 }
 
 // The failed connections, up to three, for one message.
@@ -197,7 +198,7 @@ std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<
   }
   std::vector<const PeerConnection*> others;
   for (const PeerConnection& c : run.connections) {
-    if (c.result == "no-answer") others.push_back(&c);
+    if (c.result == "no-answer" && c.from < n && c.to < n) others.push_back(&c);
   }
   if (!others.empty()) {
     out.push_back(Make(Severity::kWarning, "peers", "", {},
