@@ -70,6 +70,12 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
   if (links) {
     for (const Finding& f : links->Update(run.nodes)) found.warnings[f.nodes.front()] = f.message;
   }
+  // A witness (NodeSpec::witness) only took part in the peer test.
+  for (const NodeSpec& node : spec.nodes) {
+    if (!node.witness) continue;
+    found.unfit.erase(node.host);
+    found.warnings.erase(node.host);
+  }
   return found;
 }
 

@@ -7,7 +7,8 @@
 // doctor's health rules, then the doctor's peer test (peer_run.h) over the nodes probed. A node
 // with an error finding (one cut off from the others among them), or one that cannot be probed,
 // is unfit to run an attempt. Given a LinkErrorWatch, each node's link error counters are judged
-// against its last reading, and a link whose errors grow is a warning.
+// against its last reading, and a link whose errors grow is a warning. A node marked
+// NodeSpec::witness is probed and takes part in the peer test, and is never named unfit.
 #pragma once
 
 #include <functional>

@@ -36,6 +36,10 @@ struct NodeSpec {
   std::map<std::string, std::string> env;
   bool address_given = false;  // the cluster file said `address:`
   bool spare = false;          // `spare: true`: used only once another node was quarantined
+  // In the launch's health check only: a node not about to run (an idle spare) that takes part
+  // in the peer test so that a pair of two nodes that cannot connect is blamed on one of them;
+  // nothing is judged of the witness itself.
+  bool witness = false;
   // The machine's own name where only placing the cluster tells it (a Slurm node name, see
   // launcher/slurm/slurm_allocation.h); "" = host. Ranks see it as HOROVOD_HOSTNAME.
   std::string machine = "";

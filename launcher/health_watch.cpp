@@ -102,6 +102,9 @@ bool HealthWatch::JudgeUnfit(NodeHealthFindings& found, double after_s) {
     auto before = baseline_.find(host);
     if (before != baseline_.end() && before->second == why) continue;
     found_ = UnfitNode{host, why, after_s};
+    for (const auto& [other, other_why] : found.unfit) {
+      if (other != host && other_why == why) found_->alike.push_back(other);
+    }
     return true;  // one node is enough to stop the attempt; the restart's check sees the rest
   }
   return false;

@@ -67,6 +67,9 @@ struct UnfitNode {
   std::string why;           // the error findings naming it
   double found_after_s = 0;  // since the watch started
   bool straggler = false;    // not unfit: slow, named by the straggler watch (it leaves the job)
+  // The other nodes unfit for the same reason (two nodes that cannot connect, named as a pair
+  // by the peer test): which of them is at fault is the check before the restart's to tell.
+  std::vector<std::string> alike;
 };
 
 class HealthWatch {

@@ -179,7 +179,15 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   // A straggler's node that did not leave (the job ended meanwhile, or was interrupted) is not
   // unfit: nothing more is said of it.
   const bool unfit = outcome.unfit && !outcome.unfit->straggler;
-  if (unfit) {
+  if (unfit && !outcome.unfit->alike.empty()) {
+    std::string hosts = outcome.unfit->host;
+    for (const std::string& other : outcome.unfit->alike) hosts += ", " + other;
+    std::fprintf(stderr,
+                 "dtrain: nodes %s failed the health watch %.1f s into the attempt: %s; every "
+                 "rank stopped (which of them to leave out is the check before the restart's "
+                 "to tell)\n",
+                 hosts.c_str(), outcome.unfit->found_after_s, outcome.unfit->why.c_str());
+  } else if (unfit) {
     std::fprintf(stderr,
                  "dtrain: node %s failed the health watch %.1f s into the attempt: %s; every "
                  "rank stopped\n",
@@ -215,7 +223,10 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   this_attempt.blamed_node = verdict.blamed_host;
   this_attempt.detail = verdict.detail;
   // This machine alone (transport local) is never excluded for failures: there is no other.
-  if (interrupt == 0 && unfit) {
+  if (interrupt == 0 && unfit && !outcome.unfit->alike.empty()) {
+    // A pair: none is quarantined here; the check before the restart, with a witness, blames
+    // one (node_health_checks.cpp), or both where it cannot tell.
+  } else if (interrupt == 0 && unfit) {
     const int index = NodeIndex(job.spec, outcome.unfit->host);
     if (index >= 0)
       Quarantine(job, index, "failed the health watch during the run: " + outcome.unfit->why,

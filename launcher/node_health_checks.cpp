@@ -1,6 +1,7 @@
 // The launch's health checks of its nodes and what follows from them (node_health_checks.h).
 #include "launcher/node_health_checks.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -49,9 +50,22 @@ double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
   if (!job.options.check_nodes || nodes.empty()) return 0;
   const auto start = std::chrono::steady_clock::now();
   NodeHealthFindings found;
+  ClusterSpec checked = AttemptSpec(job.spec, nodes);
+  // Two nodes that cannot connect are one pair, blamed on neither: a third, an idle node of the
+  // pool, tells which of them is cut off (the peer test, doctor/peer_run.h).
+  if (nodes.size() == 2) {
+    for (int i = 0; i < job.pool.size(); ++i) {
+      if (!job.pool.quarantined(i).empty() ||
+          std::find(nodes.begin(), nodes.end(), i) != nodes.end()) {
+        continue;
+      }
+      checked.nodes.push_back(job.spec.nodes[i]);
+      checked.nodes.back().witness = true;
+      break;
+    }
+  }
   try {
-    found = job.options.check_nodes(AttemptSpec(job.spec, nodes), /*count_unreached=*/true,
-                                    /*cancelled=*/nullptr);
+    found = job.options.check_nodes(checked, /*count_unreached=*/true, /*cancelled=*/nullptr);
   } catch (const Error& e) {  // the check could not run at all: the job goes on unchecked
     std::fprintf(stderr, "dtrain: warning: no health check before the %s: %s\n", when, e.what());
     return 0;

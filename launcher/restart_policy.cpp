@@ -48,7 +48,9 @@ AttemptVerdict JudgeAttempt(const RankPlan& plan, const JobOutcome& outcome, int
   if (outcome.exit_code == 0) return v;
   if (outcome.unfit) {  // the health watch stopped the job: the node is unfit, quarantined at once
     v.cause = outcome.unfit->straggler ? "straggler" : "unhealthy";
-    v.blamed_host = outcome.unfit->host;
+    // A pair named alike (two nodes that cannot connect) blames neither; the check before the
+    // restart tells which.
+    if (outcome.unfit->alike.empty()) v.blamed_host = outcome.unfit->host;
     v.detail = outcome.unfit->why;
     return v;
   }

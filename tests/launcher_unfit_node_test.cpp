@@ -380,16 +380,17 @@ TEST(UnfitNode, NodeFailingASiteHealthCheckDuringTheRunIsReplacedByTheSpare) {
       << r.record["nodes"].dump(2);
 }
 
-// A real Gloo job over a second NIC (-x GLOO_SOCKET_IFNAME=hsn0) on three nodes and a spare, node1's
+// A real Gloo job over a second NIC (-x GLOO_SOCKET_IFNAME=hsn0) on two nodes and a spare, node1's
 // switch port off the bridge with its link up (a port in the wrong VLAN): the interface rule sees
-// nothing wrong, the peer test before the start finds node1 cut off from node0 and node2, which
-// connect with each other; node1 alone is quarantined and the spare, checked with the two others,
-// takes its place. Its twin without the check runs on node1 and fails in Gloo's init.
+// nothing wrong. Two nodes that cannot connect are one pair, blamed on neither; the check before
+// the start takes the idle spare into the peer test as a witness, which connects with node0 and
+// not with node1: node1 alone is quarantined, the spare takes its place, and the pick is checked
+// again. Its twin without the check runs on node1 and fails in Gloo's init.
 TEST(UnfitNode, NodeCutOffOnTheJobsInterfaceIsReplacedByTheSpare) {
   if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
-  SshTestCluster cluster("node-peers", 4, 1);
+  SshTestCluster cluster("node-peers", 3, 1);
   REQUIRE_CLUSTER(cluster);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
   EXPECT_EQ(test::SetSecondNicPort(cluster, 1, "nomaster"), "");
   const std::string dir = testing::ScratchDirs::Make("node-peers");
   const std::string script =
@@ -410,13 +411,15 @@ TEST(UnfitNode, NodeCutOffOnTheJobsInterfaceIsReplacedByTheSpare) {
                        "other"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("unfit: node1\ndtrain: health check before start: 3 node(s) in "),
+  EXPECT_NE(r.err.find("health check before start: 2 node(s) in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unfit: node1\ndtrain: health check before start: 2 node(s) in "),
             std::string::npos)
       << r.err;
+  EXPECT_EQ(r.err.find("node node0 quarantined"), std::string::npos) << r.err;
   ASSERT_TRUE(r.record.is_object()) << r.err;
   ASSERT_EQ(r.record["attempts"].size(), 1u) << r.record.dump(2);
-  EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node2", "node3"}));
-  EXPECT_NE(ReadText(dir + "/peers/rank-0.log").find("sum 6.0 over 3\n"), std::string::npos)
+  EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node2"}));
+  EXPECT_NE(ReadText(dir + "/peers/rank-0.log").find("sum 3.0 over 2\n"), std::string::npos)
       << ReadText(dir + "/peers/rank-0.log");
 
   const GpuFaultRun off =
@@ -426,8 +429,8 @@ TEST(UnfitNode, NodeCutOffOnTheJobsInterfaceIsReplacedByTheSpare) {
                   dir, "peers-off", 120);
   EXPECT_NE(off.status, 0) << off.err;
   ASSERT_TRUE(off.record.is_object()) << off.err;
-  EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1", "node2"}));
-  EXPECT_EQ(ReadText(dir + "/peers-off/rank-0.log").find("sum 6.0"), std::string::npos);
+  EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
+  EXPECT_EQ(ReadText(dir + "/peers-off/rank-0.log").find("sum 3.0"), std::string::npos);
   EXPECT_NE(off.err.find("Gloo connectFullMesh failed"), std::string::npos) << off.err;
 }
 
@@ -608,6 +611,62 @@ TEST(UnfitNode, NodeCutOffDuringTheRunIsFoundByTheHealthWatchsPeerTest) {
   EXPECT_EQ(record["attempts"][0]["blamed_node"], "node1");
   EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node2", "node3"}));
   EXPECT_NE(ReadText(dir + "/peersw/rank-0.log").find("step 60 sum 3.0"), std::string::npos);
+}
+
+// The same on two nodes and a spare: node1 cut off while the job runs on node0 and node1. Two
+// nodes that cannot connect are one pair: the watch stops the attempt and names both, quarantining
+// neither; the check before the restart takes the idle spare in as a witness, which connects with
+// node0 and not node1, so node1 alone is quarantined and the restart runs on node0 and the spare.
+TEST(UnfitNode, PairCutOffDuringTheRunIsBlamedByTheCheckBeforeTheRestart) {
+  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
+  SshTestCluster cluster("node-pair-watch", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
+  const std::string dir = testing::ScratchDirs::Make("node-pair-watch");
+  const char* script =
+      "import os, time, torch, torch.distributed as dist\n"
+      "dist.init_process_group('gloo')\n"
+      "for step in range(1, 61):\n"
+      "    t = torch.ones(4)\n"
+      "    dist.all_reduce(t)\n"
+      "    if dist.get_rank() == 0 and step % 5 == 0:\n"
+      "        print('step', step, 'sum', t[0].item(), flush=True)\n"
+      "    time.sleep(0.1)\n"
+      "dist.destroy_process_group()\n";
+  DtrainProcess dtrain({"launch", "-c", cluster.cluster_file(), "--job", "pairw", "--log-dir", dir,
+                        "--spares", "1", "--max-restarts", "1", "--health-watch", "1",
+                        "--grace-period", "2", "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--",
+                        testing::kVenvPython, "-c", script},
+                       dir);
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (ReadText(dir + "/pairw/rank-0.log").find("step 10 ") == std::string::npos &&
+         Clock::now() < until && dtrain.running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(ReadText(dir + "/pairw/rank-0.log").find("step 10 "), std::string::npos)
+      << dtrain.err() << ReadText(dir + "/pairw/rank-0.log");
+  EXPECT_EQ(test::SetSecondNicPort(cluster, 1, "nomaster"), "");
+  const double detected_s = SecondsUntilSaid(dtrain, "failed the health watch", 30);
+  const int status = dtrain.Wait(120);
+  const std::string err = dtrain.err();
+  std::printf("node1 cut off from node0: found after %.2f s\n%s", detected_s, err.c_str());
+  EXPECT_GE(detected_s, 0) << err;
+  EXPECT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("dtrain: nodes node0, node1 failed the health watch "), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node node1 quarantined in job pairw: failed the health check "
+                     "before restart: node node1 (10.232.0.11) cannot connect with any of the "
+                     "other 2 node(s)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("node node0 quarantined"), std::string::npos) << err;
+  const json record = json::parse(ReadText(dir + "/pairw/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << err;
+  ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
+  EXPECT_EQ(record["attempts"][0]["cause"], "unhealthy");
+  EXPECT_TRUE(record["attempts"][0]["blamed_node"].is_null()) << record.dump(2);  // neither
+  EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node2"}));
+  EXPECT_NE(ReadText(dir + "/pairw/rank-0.log").find("step 60 sum 2.0"), std::string::npos);
 }
 
 }  // namespace
