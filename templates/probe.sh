@@ -526,6 +526,15 @@ find_python() {
   done
 }
 
+# A Python for the probe's own sockets (the rendezvous listener, the peer test), where any will
+# do: a system one first, as wrappers such as pyenv's shims cost seconds, else find_python's.
+find_any_python() {
+  for p in /usr/bin/python3 /usr/local/bin/python3; do
+    [ -x "$p" ] && echo "$p" && return
+  done
+  find_python
+}
+
 # One interpreter for all Python facts: Horovod imports torch anyway, so a second process would
 # only import torch twice. It runs beside the rest of the probe.
 probe_python() {
@@ -680,12 +689,7 @@ except OSError as e:
 # Accepts and closes connections until the time is up. Python, as neither sh nor coreutils can
 # listen; without it the rendezvous test is reported as not run.
 probe_listen() {
-  # Any Python can listen: a system one first, as wrappers such as pyenv's shims cost seconds.
-  py=""
-  for p in /usr/bin/python3 /usr/local/bin/python3; do
-    [ -z "$py" ] && [ -x "$p" ] && py=$p
-  done
-  [ -z "$py" ] && py=$(find_python)
+  py=$(find_any_python)
   if [ -z "$py" ]; then
     echo "listen_error=no python on this node to listen with (set python: in the cluster file)"
     return
@@ -735,11 +739,7 @@ while time.time() < deadline:
 # of its addresses, or a second after the retries' end, so that nobody has to stop it (a session
 # whose process was signalled is not used again).
 probe_peers() {
-  py=""
-  for p in /usr/bin/python3 /usr/local/bin/python3; do
-    [ -z "$py" ] && [ -x "$p" ] && py=$p
-  done
-  [ -z "$py" ] && py=$(find_python)
+  py=$(find_any_python)
   if [ -z "$py" ]; then
     echo "peers_error=no python on this node to test connections with (set python: in the cluster file)"
     return

@@ -310,6 +310,45 @@ WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
   return r;
 }
 
+// A real Gloo job all-reducing over a second NIC (-x GLOO_SOCKET_IFNAME=hsn0: every node of
+// `cluster` needs its hsn0, AddSecondNic) for 60 steps of 0.1 s, rank 0 printing the sum every
+// 5th step, with one spare, --health-watch 1 and one restart. At its step 10 node1's switch port
+// is set `port_state` (SetSecondNicPort); `r` gets how long after that dtrain said a node failed
+// the health watch (looked for at most `said_within_s`), its status, what it said and job.json.
+void RunAllReduceAndSetNode1sPort(const SshTestCluster& cluster, const std::string& dir,
+                                  const std::string& job, const std::string& port_state,
+                                  double said_within_s, WatchRun& r) {
+  const char* script =
+      "import os, time, torch, torch.distributed as dist\n"
+      "dist.init_process_group('gloo')\n"
+      "for step in range(1, 61):\n"
+      "    t = torch.ones(4)\n"
+      "    dist.all_reduce(t)\n"
+      "    if dist.get_rank() == 0 and step % 5 == 0:\n"
+      "        print('step', step, 'sum', t[0].item(), flush=True)\n"
+      "    time.sleep(0.1)\n"
+      "dist.destroy_process_group()\n";
+  DtrainProcess dtrain({"launch", "-c", cluster.cluster_file(), "--job", job, "--log-dir", dir,
+                        "--spares", "1", "--max-restarts", "1", "--health-watch", "1",
+                        "--grace-period", "2", "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--",
+                        testing::kVenvPython, "-c", script},
+                       dir);
+  const std::string log = dir + "/" + job + "/rank-0.log";
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (ReadText(log).find("step 10 ") == std::string::npos && Clock::now() < until &&
+         dtrain.running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(ReadText(log).find("step 10 "), std::string::npos) << dtrain.err() << ReadText(log);
+  EXPECT_EQ(test::SetSecondNicPort(cluster, 1, port_state), "");
+  r.detected_s = SecondsUntilSaid(dtrain, "failed the health watch", said_within_s);
+  r.status = dtrain.Wait(120);
+  r.err = dtrain.err();
+  r.record = json::parse(ReadText(dir + "/" + job + "/job.json"), nullptr, false);
+  std::printf("node1's port %s: found after %.2f s\n%s", port_state.c_str(), r.detected_s,
+              r.err.c_str());
+}
+
 // The health watch (every second here) finds node1's Xid within its interval, stops the attempt
 // as for a failing rank, quarantines node1, and the spare takes its place.
 TEST(UnfitNode, NodeTurningUnfitDuringTheRunIsFoundByTheHealthWatch) {
@@ -496,58 +535,18 @@ TEST(UnfitNode, NicGoingDownDuringTheRunIsFoundByTheHealthWatch) {
   REQUIRE_CLUSTER(cluster);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
   const std::string dir = testing::ScratchDirs::Make("node-nic-watch");
-  const char* script =
-      "import os, time, torch, torch.distributed as dist\n"
-      "dist.init_process_group('gloo')\n"
-      "for step in range(1, 61):\n"
-      "    t = torch.ones(4)\n"
-      "    dist.all_reduce(t)\n"
-      "    if dist.get_rank() == 0 and step % 5 == 0:\n"
-      "        print('step', step, 'sum', t[0].item(), flush=True)\n"
-      "    time.sleep(0.1)\n"
-      "dist.destroy_process_group()\n";
-  DtrainProcess dtrain({"launch",
-                        "-c",
-                        cluster.cluster_file(),
-                        "--job",
-                        "nicw",
-                        "--log-dir",
-                        dir,
-                        "--spares",
-                        "1",
-                        "--max-restarts",
-                        "1",
-                        "--health-watch",
-                        "1",
-                        "--grace-period",
-                        "2",
-                        "-x",
-                        "GLOO_SOCKET_IFNAME=hsn0",
-                        "--quiet",
-                        "--",
-                        testing::kVenvPython,
-                        "-c",
-                        script},
-                       dir);
-  const auto until = Clock::now() + std::chrono::seconds(60);
-  while (ReadText(dir + "/nicw/rank-0.log").find("step 10 ") == std::string::npos &&
-         Clock::now() < until && dtrain.running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_NE(ReadText(dir + "/nicw/rank-0.log").find("step 10 "), std::string::npos)
-      << dtrain.err() << ReadText(dir + "/nicw/rank-0.log");
-  EXPECT_EQ(test::SetSecondNicPort(cluster, 1, "down"), "");
-  const double detected_s = SecondsUntilSaid(dtrain, "failed the health watch", 20);
-  const int status = dtrain.Wait(120);
-  const std::string err = dtrain.err();
-  std::printf("node1's NIC down: found after %.2f s\n%s", detected_s, err.c_str());
+  WatchRun r;
+  ASSERT_NO_FATAL_FAILURE(RunAllReduceAndSetNode1sPort(cluster, dir, "nicw", "down", 20, r));
+  const double detected_s = r.detected_s;
+  const int status = r.status;
+  const std::string& err = r.err;
+  const json& record = r.record;
   EXPECT_GE(detected_s, 0) << err;
   EXPECT_LE(detected_s, 4) << "the interval (1 s) and one round of probes: " << err;
   EXPECT_EQ(status, 0) << err;
   EXPECT_NE(err.find("node node1: GLOO_SOCKET_IFNAME=hsn0: the link of hsn0 is down"),
             std::string::npos)
       << err;
-  const json record = json::parse(ReadText(dir + "/nicw/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object()) << err;
   ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
   EXPECT_EQ(record["attempts"][0]["cause"], "unhealthy");
@@ -567,33 +566,12 @@ TEST(UnfitNode, NodeCutOffDuringTheRunIsFoundByTheHealthWatchsPeerTest) {
   REQUIRE_CLUSTER(cluster);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
   const std::string dir = testing::ScratchDirs::Make("node-peers-watch");
-  const char* script =
-      "import os, time, torch, torch.distributed as dist\n"
-      "dist.init_process_group('gloo')\n"
-      "for step in range(1, 61):\n"
-      "    t = torch.ones(4)\n"
-      "    dist.all_reduce(t)\n"
-      "    if dist.get_rank() == 0 and step % 5 == 0:\n"
-      "        print('step', step, 'sum', t[0].item(), flush=True)\n"
-      "    time.sleep(0.1)\n"
-      "dist.destroy_process_group()\n";
-  DtrainProcess dtrain({"launch", "-c", cluster.cluster_file(), "--job", "peersw", "--log-dir", dir,
-                        "--spares", "1", "--max-restarts", "1", "--health-watch", "1",
-                        "--grace-period", "2", "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--",
-                        testing::kVenvPython, "-c", script},
-                       dir);
-  const auto until = Clock::now() + std::chrono::seconds(60);
-  while (ReadText(dir + "/peersw/rank-0.log").find("step 10 ") == std::string::npos &&
-         Clock::now() < until && dtrain.running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_NE(ReadText(dir + "/peersw/rank-0.log").find("step 10 "), std::string::npos)
-      << dtrain.err() << ReadText(dir + "/peersw/rank-0.log");
-  EXPECT_EQ(test::SetSecondNicPort(cluster, 1, "nomaster"), "");
-  const double detected_s = SecondsUntilSaid(dtrain, "failed the health watch", 30);
-  const int status = dtrain.Wait(120);
-  const std::string err = dtrain.err();
-  std::printf("node1 cut off: found after %.2f s\n%s", detected_s, err.c_str());
+  WatchRun r;
+  ASSERT_NO_FATAL_FAILURE(RunAllReduceAndSetNode1sPort(cluster, dir, "peersw", "nomaster", 30, r));
+  const double detected_s = r.detected_s;
+  const int status = r.status;
+  const std::string& err = r.err;
+  const json& record = r.record;
   EXPECT_GE(detected_s, 0) << err;
   EXPECT_LE(detected_s, 10) << "the interval (1 s), one round of probes and the peer test's 5 s "
                                "of retries: "
@@ -604,7 +582,6 @@ TEST(UnfitNode, NodeCutOffDuringTheRunIsFoundByTheHealthWatchsPeerTest) {
                      "over hsn0 (GLOO_SOCKET_IFNAME)"),
             std::string::npos)
       << err;
-  const json record = json::parse(ReadText(dir + "/peersw/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object()) << err;
   ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
   EXPECT_EQ(record["attempts"][0]["cause"], "unhealthy");
@@ -623,33 +600,12 @@ TEST(UnfitNode, PairCutOffDuringTheRunIsBlamedByTheCheckBeforeTheRestart) {
   REQUIRE_CLUSTER(cluster);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
   const std::string dir = testing::ScratchDirs::Make("node-pair-watch");
-  const char* script =
-      "import os, time, torch, torch.distributed as dist\n"
-      "dist.init_process_group('gloo')\n"
-      "for step in range(1, 61):\n"
-      "    t = torch.ones(4)\n"
-      "    dist.all_reduce(t)\n"
-      "    if dist.get_rank() == 0 and step % 5 == 0:\n"
-      "        print('step', step, 'sum', t[0].item(), flush=True)\n"
-      "    time.sleep(0.1)\n"
-      "dist.destroy_process_group()\n";
-  DtrainProcess dtrain({"launch", "-c", cluster.cluster_file(), "--job", "pairw", "--log-dir", dir,
-                        "--spares", "1", "--max-restarts", "1", "--health-watch", "1",
-                        "--grace-period", "2", "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--",
-                        testing::kVenvPython, "-c", script},
-                       dir);
-  const auto until = Clock::now() + std::chrono::seconds(60);
-  while (ReadText(dir + "/pairw/rank-0.log").find("step 10 ") == std::string::npos &&
-         Clock::now() < until && dtrain.running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_NE(ReadText(dir + "/pairw/rank-0.log").find("step 10 "), std::string::npos)
-      << dtrain.err() << ReadText(dir + "/pairw/rank-0.log");
-  EXPECT_EQ(test::SetSecondNicPort(cluster, 1, "nomaster"), "");
-  const double detected_s = SecondsUntilSaid(dtrain, "failed the health watch", 30);
-  const int status = dtrain.Wait(120);
-  const std::string err = dtrain.err();
-  std::printf("node1 cut off from node0: found after %.2f s\n%s", detected_s, err.c_str());
+  WatchRun r;
+  ASSERT_NO_FATAL_FAILURE(RunAllReduceAndSetNode1sPort(cluster, dir, "pairw", "nomaster", 30, r));
+  const double detected_s = r.detected_s;
+  const int status = r.status;
+  const std::string& err = r.err;
+  const json& record = r.record;
   EXPECT_GE(detected_s, 0) << err;
   EXPECT_EQ(status, 0) << err;
   EXPECT_NE(err.find("dtrain: nodes node0, node1 failed the health watch "), std::string::npos)
@@ -660,7 +616,6 @@ TEST(UnfitNode, PairCutOffDuringTheRunIsBlamedByTheCheckBeforeTheRestart) {
             std::string::npos)
       << err;
   EXPECT_EQ(err.find("node node0 quarantined"), std::string::npos) << err;
-  const json record = json::parse(ReadText(dir + "/pairw/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object()) << err;
   ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
   EXPECT_EQ(record["attempts"][0]["cause"], "unhealthy");
