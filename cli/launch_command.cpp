@@ -213,6 +213,12 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "the last N listed nodes wait as spares, used once a node is quarantined "
                   "(also `spare: true` on a node)")
       ->check(WholeNumberAtLeast(0));
+  cmd->add_option("--hold-back", options->hold_back_s,
+                  "seconds a node that a job of the log dir quarantined (lost, unfit, a "
+                  "straggler) is held back as a spare while a spare no such job quarantined can "
+                  "take its place; ssh nodes; 0: pick as the cluster file says")
+      ->capture_default_str()
+      ->check(SecondsAtLeast(0));
   cmd->add_option("--nnodes", options->nnodes,
                   "N or MIN:MAX nodes (torchrun's): a restart goes on with fewer nodes while at "
                   "least MIN are healthy");

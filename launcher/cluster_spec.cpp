@@ -20,124 +20,15 @@
 #include "launcher/error.h"
 #include "launcher/local_device_count.h"
 #include "launcher/this_machine.h"
+#include "launcher/yaml_reader.h"
 
 namespace dtrain {
 namespace {
 
-// Walks one parsed document. Holds the origin so that each error can say where it happened;
-// each method either returns a checked value or throws UsageError("origin:line:col: ...").
-class SpecReader {
+// Reads the cluster file's keys; every value through YamlReader's checked, located readers.
+class SpecReader : public YamlReader {
  public:
-  explicit SpecReader(std::string origin) : origin_(std::move(origin)) {}
-
-  std::string Where(const YAML::Mark& mark) const {
-    if (mark.is_null()) return origin_;
-    return fmt::format("{}:{}:{}", origin_, mark.line + 1, mark.column + 1);
-  }
-
-  [[noreturn]] void Fail(const YAML::Node& node, const std::string& message) const {
-    throw UsageError(Where(node.Mark()) + ": " + message);
-  }
-
-  // Checks that `node` is a map whose keys are all in `allowed`, each at most once.
-  void ExpectMap(const YAML::Node& node, const std::string& what,
-                 const std::set<std::string>& allowed) const {
-    if (!node.IsMap()) Fail(node, fmt::format("{}: expected a map", what));
-    std::set<std::string> seen;
-    for (const auto& item : node) {
-      const YAML::Node& key = item.first;
-      if (!key.IsScalar()) Fail(key, fmt::format("{}: expected a plain key", what));
-      const std::string name = key.Scalar();
-      if (!allowed.count(name)) {
-        std::string known;
-        for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
-        Fail(key, fmt::format("unknown key '{}' in {}; expected one of: {}", name, what, known));
-      }
-      if (!seen.insert(name).second) Fail(key, fmt::format("duplicate key '{}' in {}", name, what));
-    }
-  }
-
-  std::string String(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsScalar()) Fail(node, fmt::format("{}: expected a string", what));
-    // Aliases (*name) share one node however often they are used; each use is read again here.
-    // A budget on what is read keeps a small file from expanding into gigabytes.
-    values_read_ += node.Scalar().size() + 16;
-    if (values_read_ > kMaxValueBytes) {
-      Fail(node, fmt::format("the file expands to more than {} MiB of values (aliases such as "
-                             "*name repeating a large map?)",
-                             kMaxValueBytes >> 20));
-    }
-    return node.Scalar();
-  }
-
-  // A node's name and address go into ssh, reports and job.json: printable, at most 255 bytes.
-  std::string HostName(const YAML::Node& node, const std::string& what) const {
-    std::string value = String(node, what);
-    if (value.empty()) Fail(node, what + ": expected a non-empty name");
-    if (value.size() > 255)
-      Fail(node, fmt::format("{}: {} bytes; at most 255", what, value.size()));
-    for (unsigned char c : value) {
-      if (c <= 0x20 || c >= 0x7f) {
-        Fail(node, fmt::format("{}: byte 0x{:02x} in '{}'; expected letters, digits, '.', "
-                               "'-', '_', ':' or '@'",
-                               what, c, Printable(value)));
-      }
-    }
-    return value;
-  }
-
-  long long Integer(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsScalar()) Fail(node, fmt::format("{}: expected an integer", what));
-    const std::string& text = node.Scalar();
-    char* end = nullptr;
-    errno = 0;
-    long long value = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || errno != 0) {
-      Fail(node, fmt::format("{}: expected an integer, got '{}'", what, text));
-    }
-    return value;
-  }
-
-  int IntegerIn(const YAML::Node& node, const std::string& what, long long lo, long long hi) const {
-    long long value = Integer(node, what);
-    if (value < lo || value > hi) {
-      Fail(node, fmt::format("{}: expected an integer from {} to {}, got {}", what, lo, hi, value));
-    }
-    return static_cast<int>(value);
-  }
-
-  int Port(const YAML::Node& node, const std::string& what) const {
-    return IntegerIn(node, what + " (a TCP port)", 1, 65535);
-  }
-
-  bool Bool(const YAML::Node& node, const std::string& what) const {
-    if (node.IsScalar()) {
-      const std::string& s = node.Scalar();
-      if (s == "true" || s == "yes" || s == "on" || s == "True") return true;
-      if (s == "false" || s == "no" || s == "off" || s == "False") return false;
-    }
-    Fail(node, fmt::format("{}: expected true or false", what));
-  }
-
-  std::vector<std::string> StringList(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsSequence()) Fail(node, fmt::format("{}: expected a list of strings", what));
-    std::vector<std::string> out;
-    for (const auto& item : node) out.push_back(String(item, what + " entry"));
-    return out;
-  }
-
-  std::map<std::string, std::string> StringMap(const YAML::Node& node,
-                                               const std::string& what) const {
-    if (!node.IsMap()) Fail(node, fmt::format("{}: expected a map of NAME: value", what));
-    std::map<std::string, std::string> out;
-    for (const auto& item : node) {
-      std::string key = String(item.first, what + " key");
-      if (key.empty()) Fail(item.first, fmt::format("{}: empty name", what));
-      if (out.count(key)) Fail(item.first, fmt::format("duplicate key '{}' in {}", key, what));
-      out[key] = String(item.second, fmt::format("{}.{}", what, key));
-    }
-    return out;
-  }
+  using YamlReader::YamlReader;
 
   // Names as POSIX shells accept them ([A-Za-z_][A-Za-z0-9_]*: an ssh rank is started through
   // one); values without NUL (execve would cut them there).
@@ -347,9 +238,9 @@ class SpecReader {
 
   ClusterSpec Read(const YAML::Node& root) const {
     ClusterSpec spec;
-    spec.source = origin_;
+    spec.source = origin();
     if (!root.IsDefined() || root.IsNull()) {
-      throw UsageError(origin_ + ":1:1: the cluster file is empty; expected a map with 'nodes'");
+      throw UsageError(origin() + ":1:1: the cluster file is empty; expected a map with 'nodes'");
     }
     ExpectMap(root, "the cluster file",
               {"name", "transport", "ssh", "nodes", "rendezvous", "workdir", "python", "env",
@@ -389,9 +280,9 @@ class SpecReader {
     if (root["env_file"]) {
       spec.env_file = String(root["env_file"], "env_file");
       if (spec.env_file.empty()) Fail(root["env_file"], "env_file: expected a file name");
-      const size_t slash = origin_.rfind('/');
+      const size_t slash = origin().rfind('/');
       if (spec.env_file[0] != '/' && spec.env_file[0] != '~' && slash != std::string::npos) {
-        spec.env_file = origin_.substr(0, slash + 1) + spec.env_file;
+        spec.env_file = origin().substr(0, slash + 1) + spec.env_file;
       }
     }
     if (const YAML::Node e = root["expect"]) {
@@ -407,22 +298,6 @@ class SpecReader {
     if (root["slurm"]) ReadSlurm(root["slurm"], spec.slurm);
     return spec;
   }
-
- private:
-  static constexpr size_t kMaxValueBytes = size_t{64} << 20;
-
-  // `text` with bytes outside printable ASCII as \xNN (for messages).
-  static std::string Printable(const std::string& text) {
-    std::string out;
-    for (unsigned char c : text.substr(0, 80)) {
-      out += (c >= 0x20 && c < 0x7f) ? std::string(1, static_cast<char>(c))
-                                     : fmt::format("\\x{:02x}", c);
-    }
-    return text.size() > 80 ? out + "..." : out;
-  }
-
-  std::string origin_;
-  mutable size_t values_read_ = 0;
 };
 
 }  // namespace

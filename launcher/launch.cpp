@@ -33,6 +33,7 @@
 #include "launcher/job_supervisor.h"
 #include "launcher/log_reader.h"
 #include "launcher/node_health_checks.h"
+#include "launcher/node_history.h"
 #include "launcher/node_pool.h"
 #include "launcher/python_script_command.h"
 #include "launcher/rank_error_file.h"
@@ -385,6 +386,10 @@ int RunLaunch(const LaunchOptions& options) {
   InterruptHandlers::HandleAlso(settings.handled_signals);
   ClusterSpec chosen_spec = chosen.spec;
   if (options.spares > 0) MarkSpares(chosen_spec.nodes, options.spares);
+  const std::vector<HeldBack> held_back = HoldBackRecentlyQuarantined(
+      chosen_spec,
+      Absolute(options.log_dir.empty() ? chosen_spec.log_dir : options.log_dir, CurrentDir()),
+      options.hold_back_s, WallMicros());
   NodePool pool(chosen_spec.nodes, settings.node_count);
   // Every ssh node reachable, its host key as recorded: or nothing starts anywhere, unless the
   // only failures are nodes that could not be reached and the job can go on without them.
@@ -444,6 +449,11 @@ int RunLaunch(const LaunchOptions& options) {
   }
   for (const auto& [host, error] : unreached) {
     SayQuarantined(host, record.name, record.quarantined[host], /*may_return=*/true);
+  }
+  for (const HeldBack& held : held_back) {
+    const std::string text = DescribeHeldBack(held, WallMicros());
+    std::fprintf(stderr, "dtrain: %s\n", text.c_str());
+    record.events.push_back({WallMicros(), "held_back", text, ""});
   }
   // Every job gets Horovod's rendezvous; only a job that asked for Horovod has its nodes' network
   // interfaces looked up (a query per SSH node) and hears what could not be found.

@@ -12,6 +12,10 @@ dtrain_test(launcher_job_python_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_job_python_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+dtrain_test(launcher_node_history_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_history_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
 dtrain_test(launcher_health_watch_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_health_watch_test.cpp
   LIBS dtrain_launcher

@@ -144,6 +144,42 @@ TEST(NodeLoss, CutNodeIsReplacedByTheSpareAndEndsItsOwnRank) {
       << status.out << status.err;
   EXPECT_NE(status.out.find("node node1 quarantined: node node1 lost"), std::string::npos)
       << status.out;
+
+  // node1's link is up again and it passes every check, but a job of this log dir lost it a
+  // moment ago: the next job holds it back as the spare, node3 in its place (a scheduler drains
+  // such a node); --hold-back 0 picks as the cluster file says.
+  const std::vector<std::string> job = {"--", "sh", "-c", "echo rank $RANK on $DTRAIN_NODE"};
+  std::vector<std::string> next = {
+      "launch", "-c",     cluster.cluster_file(), "--job", "next", "--log-dir", dir, "--spares",
+      "1",      "--quiet"};
+  next.insert(next.end(), job.begin(), job.end());
+  const testing::DtrainRun held = testing::RunDtrain(next, dir);
+  EXPECT_EQ(held.status, 0) << held.err;
+  EXPECT_NE(held.err.find("dtrain: node node1 held back as a spare (node3 runs in its place): job "
+                          "cut quarantined it "),
+            std::string::npos)
+      << held.err;
+  EXPECT_NE(held.err.find("s ago: node node1 lost: no answer for 3 s"), std::string::npos)
+      << held.err;
+  EXPECT_NE(held.err.find("spare node(s), used once a node is quarantined: node1\n"),
+            std::string::npos)
+      << held.err;
+  const json record = json::parse(ReadText(dir + "/next/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << held.err;
+  EXPECT_EQ(record["attempts"][0]["nodes"], json({"node0", "node2", "node3"}));
+  EXPECT_EQ(record["nodes"][1].value("spare", false), true) << record["nodes"].dump(2);
+  int held_back_events = 0;
+  for (const json& e : record["events"]) held_back_events += e.value("kind", "") == "held_back";
+  EXPECT_EQ(held_back_events, 1) << record["events"].dump(2);
+
+  next[4] = "next-0";
+  next.insert(next.begin() + 9, {"--hold-back", "0"});
+  const testing::DtrainRun picked = testing::RunDtrain(next, dir);
+  EXPECT_EQ(picked.status, 0) << picked.err;
+  EXPECT_EQ(picked.err.find("held back"), std::string::npos) << picked.err;
+  const json record0 = json::parse(ReadText(dir + "/next-0/job.json"), nullptr, false);
+  ASSERT_TRUE(record0.is_object()) << picked.err;
+  EXPECT_EQ(record0["attempts"][0]["nodes"], json({"node0", "node1", "node2"}));
 }
 
 TEST(NodeLoss, NnodesMinMaxGoesOnWithFewerNodes) {
@@ -153,6 +189,19 @@ TEST(NodeLoss, NnodesMinMaxGoesOnWithFewerNodes) {
   const CutResult r = RunAndCut(cluster, dir, {"--nnodes", "2:3"});
   ExpectLostAndRecovered(r, {"node0", "node2"}, 2);
   ExpectResumed(dir + "/cut", 2);
+
+  // The next job has no spare to hold node1 back with: node1 runs, and the console says so.
+  const testing::DtrainRun next =
+      testing::RunDtrain({"launch", "-c", cluster.cluster_file(), "--job", "next", "--log-dir", dir,
+                          "--quiet", "--", "sh", "-c", "echo rank $RANK on $DTRAIN_NODE"},
+                         dir);
+  EXPECT_EQ(next.status, 0) << next.err;
+  EXPECT_NE(next.err.find("dtrain: node node1 runs though job cut quarantined it "),
+            std::string::npos)
+      << next.err;
+  const json record = json::parse(ReadText(dir + "/next/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << next.err;
+  EXPECT_EQ(record["attempts"][0]["nodes"], json({"node0", "node1", "node2"}));
 }
 
 TEST(NodeLoss, BelowMinimumTheJobFailsWithTheReason) {

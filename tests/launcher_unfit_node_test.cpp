@@ -4,18 +4,16 @@
 // during the run (the health watch), each with a spare to take the unfit node's place.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/support/checkpointed_rank.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/gpu_node_stand_ins.h"
-#include "tests/support/hanging_torch.h"
+#include "tests/support/launch_run.h"
 #include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
@@ -23,11 +21,13 @@
 namespace dtrain {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 using test::HgxNodes;
 using test::kCheckpointedRankScript;
+using test::LaunchRun;
 using test::ReadText;
+using test::RunToTheEnd;
+using test::SecondsUntilSaid;
 using test::SshTestCluster;
 using test::WaitForStep;
 using testing::DtrainProcess;
@@ -49,30 +49,11 @@ while [ "$s" -lt 12 ]; do
 done
 echo "rank $RANK done")sh";
 
-struct GpuFaultRun {
-  int status = -1;
-  std::string err;
-  json record;
-};
-
-// `dtrain args...` run in `dir` until it ends (within `wait_s`): its exit status, what it printed
-// on stderr and job `job`'s record.
-GpuFaultRun RunToTheEnd(const std::vector<std::string>& args, const std::string& dir,
-                        const std::string& job, int wait_s) {
-  GpuFaultRun r;
-  DtrainProcess dtrain(args, dir);
-  r.status = dtrain.Wait(wait_s);
-  r.err = dtrain.err();
-  r.record = json::parse(ReadText(dir + "/" + job + "/job.json"), nullptr, false);
-  std::printf("%s", r.err.c_str());
-  return r;
-}
-
 // Three nodes and `spares` spares (node3, node4), node1's GPU lost in the first attempt;
 // `extra` dtrain options. With `bad_spare`, node3's GPU fell off the bus before the job.
-GpuFaultRun RunWithGpuFault(const std::string& name, const std::vector<std::string>& extra,
-                            int spares = 1, bool bad_spare = false) {
-  GpuFaultRun r;
+LaunchRun RunWithGpuFault(const std::string& name, const std::vector<std::string>& extra,
+                          int spares = 1, bool bad_spare = false) {
+  LaunchRun r;
   SshTestCluster cluster(name, 3 + spares, 1);
   if (!cluster.error().empty()) {
     r.err = cluster.error();
@@ -101,7 +82,7 @@ GpuFaultRun RunWithGpuFault(const std::string& name, const std::vector<std::stri
 // One failure alone does not quarantine a node (kFailuresToQuarantine); the health check before
 // the restart finds the Xid and quarantines node1 at once: the spare takes its place.
 TEST(UnfitNode, NodeFailingTheHealthCheckBeforeRestartIsQuarantined) {
-  const GpuFaultRun r = RunWithGpuFault("node-loss-health", {});
+  const LaunchRun r = RunWithGpuFault("node-loss-health", {});
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("dtrain: node node1 quarantined in job fault: failed the "
@@ -126,7 +107,7 @@ TEST(UnfitNode, NodeFailingTheHealthCheckBeforeRestartIsQuarantined) {
 // the check before the start did not see: spares are checked when picked). The check before the
 // restart checks it as it is picked, quarantines it, and the next spare runs instead.
 TEST(UnfitNode, AnUnfitSpareIsFoundBeforeTheRestartAndTheNextSpareRuns) {
-  const GpuFaultRun r = RunWithGpuFault("node-bad-spare", {}, 2, /*bad_spare=*/true);
+  const LaunchRun r = RunWithGpuFault("node-bad-spare", {}, 2, /*bad_spare=*/true);
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("dtrain: health check before restart: 3 node(s) in "), std::string::npos);
@@ -146,7 +127,7 @@ TEST(UnfitNode, AnUnfitSpareIsFoundBeforeTheRestartAndTheNextSpareRuns) {
 
 // The same fault without the check: node1, blamed once, runs the next attempt again.
 TEST(UnfitNode, WithoutTheHealthCheckTheFaultyNodeRunsAgain) {
-  const GpuFaultRun r = RunWithGpuFault(
+  const LaunchRun r = RunWithGpuFault(
       "node-loss-nocheck", {"--restart-health-check", "off", "--start-health-check", "off"});
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
@@ -159,9 +140,9 @@ TEST(UnfitNode, WithoutTheHealthCheckTheFaultyNodeRunsAgain) {
 // Nodes whose GPUs look like an HGX H100's, node1 with an Xid 79 in its kernel log before the
 // job starts; `spares` of the `nodes` wait as spares; `extra` dtrain options. Each rank says
 // where it runs.
-GpuFaultRun RunWithFaultyNodeAtStart(const std::string& name, int nodes, int spares,
-                                     const std::vector<std::string>& extra) {
-  GpuFaultRun r;
+LaunchRun RunWithFaultyNodeAtStart(const std::string& name, int nodes, int spares,
+                                   const std::vector<std::string>& extra) {
+  LaunchRun r;
   SshTestCluster cluster(name, nodes, 1);
   if (!cluster.error().empty()) {
     r.err = cluster.error();
@@ -182,7 +163,7 @@ GpuFaultRun RunWithFaultyNodeAtStart(const std::string& name, int nodes, int spa
 // the start quarantines it, the pick is checked again with the spare, which takes its place, and
 // the one attempt runs on node0, node2, node3.
 TEST(UnfitNode, NodeFailingTheHealthCheckBeforeStartIsReplacedByTheSpare) {
-  const GpuFaultRun r = RunWithFaultyNodeAtStart("node-start-health", 4, 1, {});
+  const LaunchRun r = RunWithFaultyNodeAtStart("node-start-health", 4, 1, {});
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("dtrain: node node1 quarantined in job start: failed the "
@@ -202,7 +183,7 @@ TEST(UnfitNode, NodeFailingTheHealthCheckBeforeStartIsReplacedByTheSpare) {
 
 // No spare and no --nnodes MIN: nothing starts, and the message says what to do.
 TEST(UnfitNode, UnfitNodeWithoutASpareStopsTheStart) {
-  const GpuFaultRun r = RunWithFaultyNodeAtStart("node-start-nospare", 2, 0, {});
+  const LaunchRun r = RunWithFaultyNodeAtStart("node-start-nospare", 2, 0, {});
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_NE(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("job start cannot start: 1 healthy node(s) left, the job needs at least 2 "
@@ -218,38 +199,18 @@ TEST(UnfitNode, UnfitNodeWithoutASpareStopsTheStart) {
 
 // With --nnodes MIN:MAX the job starts on the healthy nodes; with the check off, on all of them.
 TEST(UnfitNode, StartHealthCheckWithFewerNodesOrOff) {
-  const GpuFaultRun fewer = RunWithFaultyNodeAtStart("node-start-fewer", 3, 0, {"--nnodes", "2:3"});
+  const LaunchRun fewer = RunWithFaultyNodeAtStart("node-start-fewer", 3, 0, {"--nnodes", "2:3"});
   if (fewer.err.find("needs root") != std::string::npos) GTEST_SKIP() << fewer.err;
   EXPECT_EQ(fewer.status, 0) << fewer.err;
   ASSERT_TRUE(fewer.record.is_object()) << fewer.err;
   EXPECT_EQ(fewer.record["attempts"][0]["nodes"], json({"node0", "node2"}));
-  const GpuFaultRun off =
+  const LaunchRun off =
       RunWithFaultyNodeAtStart("node-start-off", 2, 0, {"--start-health-check", "off"});
   EXPECT_EQ(off.status, 0) << off.err;
   EXPECT_EQ(off.err.find("health check"), std::string::npos) << off.err;
   ASSERT_TRUE(off.record.is_object()) << off.err;
   EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
 }
-
-// Seconds from now until `dtrain` says `text` on its stderr, looked for while it runs and for at
-// most `limit_s`; -1 when it did not.
-double SecondsUntilSaid(DtrainProcess& dtrain, const std::string& text, double limit_s) {
-  const auto start = Clock::now();
-  const auto limit = std::chrono::duration<double>(limit_s);
-  while (Clock::now() - start < limit && dtrain.running()) {
-    if (dtrain.err().find(text) != std::string::npos)
-      return std::chrono::duration<double>(Clock::now() - start).count();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return -1;
-}
-
-struct WatchRun {
-  double detected_s = -1;  // the Xid written -> "failed the health watch" on dtrain's stderr
-  int status = -1;
-  std::string err;
-  json record;
-};
 
 // How node1 breaks while its rank goes on running: an Xid 79 in its kernel log (the GPU fell off
 // the bus), its nvidia-smi starting to report that GPU 3 needs a reset (the driver's recovery
@@ -266,9 +227,9 @@ const char* kScratchCheck = R"yaml(health_checks:
 // Three nodes and a spare that look like HGX H100 nodes, running kCheckpointedRankScript; once rank
 // 0 checkpointed step 4, node1's GPU breaks (`fault`) while its rank goes on running, as a rank on
 // a dead GPU may hang instead of failing.
-WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
-                         GpuFault fault = GpuFault::kXid79) {
-  WatchRun r;
+LaunchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
+                          GpuFault fault = GpuFault::kXid79) {
+  LaunchRun r;
   SshTestCluster cluster(name, 4, 1);
   if (!cluster.error().empty()) {
     r.err = cluster.error();
@@ -310,49 +271,10 @@ WatchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
   return r;
 }
 
-// A real Gloo job all-reducing over a second NIC (-x GLOO_SOCKET_IFNAME=hsn0: every node of
-// `cluster` needs its hsn0, AddSecondNic) for 60 steps of 0.1 s, rank 0 printing the sum every
-// 5th step, with one spare, --health-watch 1 and one restart. At its step 10 node1's switch port
-// is set `port_state` (SetSecondNicPort); `r` gets how long after that dtrain said a node failed
-// the health watch (looked for at most `said_within_s`), its status, what it said and job.json.
-void RunAllReduceAndSetNode1sPort(const SshTestCluster& cluster, const std::string& dir,
-                                  const std::string& job, const std::string& port_state,
-                                  double said_within_s, WatchRun& r) {
-  const char* script =
-      "import os, time, torch, torch.distributed as dist\n"
-      "dist.init_process_group('gloo')\n"
-      "for step in range(1, 61):\n"
-      "    t = torch.ones(4)\n"
-      "    dist.all_reduce(t)\n"
-      "    if dist.get_rank() == 0 and step % 5 == 0:\n"
-      "        print('step', step, 'sum', t[0].item(), flush=True)\n"
-      "    time.sleep(0.1)\n"
-      "dist.destroy_process_group()\n";
-  DtrainProcess dtrain({"launch", "-c", cluster.cluster_file(), "--job", job, "--log-dir", dir,
-                        "--spares", "1", "--max-restarts", "1", "--health-watch", "1",
-                        "--grace-period", "2", "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--",
-                        testing::kVenvPython, "-c", script},
-                       dir);
-  const std::string log = dir + "/" + job + "/rank-0.log";
-  const auto until = Clock::now() + std::chrono::seconds(60);
-  while (ReadText(log).find("step 10 ") == std::string::npos && Clock::now() < until &&
-         dtrain.running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_NE(ReadText(log).find("step 10 "), std::string::npos) << dtrain.err() << ReadText(log);
-  EXPECT_EQ(test::SetSecondNicPort(cluster, 1, port_state), "");
-  r.detected_s = SecondsUntilSaid(dtrain, "failed the health watch", said_within_s);
-  r.status = dtrain.Wait(120);
-  r.err = dtrain.err();
-  r.record = json::parse(ReadText(dir + "/" + job + "/job.json"), nullptr, false);
-  std::printf("node1's port %s: found after %.2f s\n%s", port_state.c_str(), r.detected_s,
-              r.err.c_str());
-}
-
 // The health watch (every second here) finds node1's Xid within its interval, stops the attempt
 // as for a failing rank, quarantines node1, and the spare takes its place.
 TEST(UnfitNode, NodeTurningUnfitDuringTheRunIsFoundByTheHealthWatch) {
-  const WatchRun r = RunAndBreakAGpu("node-watch", "1");
+  const LaunchRun r = RunAndBreakAGpu("node-watch", "1");
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_GE(r.detected_s, 0) << r.err;
   EXPECT_LE(r.detected_s, 3) << "the interval (1 s) and one round of probes: " << r.err;
@@ -372,7 +294,7 @@ TEST(UnfitNode, NodeTurningUnfitDuringTheRunIsFoundByTheHealthWatch) {
 // The same with the driver asking for a reset of GPU 3 instead: the watch reads it from
 // nvidia-smi -q and the spare takes node1's place.
 TEST(UnfitNode, GpuTheDriverWantsResetDuringTheRunIsFoundByTheHealthWatch) {
-  const WatchRun r = RunAndBreakAGpu("node-watch-reset", "1", GpuFault::kRecoveryReset);
+  const LaunchRun r = RunAndBreakAGpu("node-watch-reset", "1", GpuFault::kRecoveryReset);
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_GE(r.detected_s, 0) << r.err;
   EXPECT_LE(r.detected_s, 3) << r.err;
@@ -387,7 +309,7 @@ TEST(UnfitNode, GpuTheDriverWantsResetDuringTheRunIsFoundByTheHealthWatch) {
 
 // Its twin without the watch: nothing notices, and node1's rank runs to the end on it.
 TEST(UnfitNode, WithoutTheHealthWatchTheBrokenGpuGoesUnnoticed) {
-  const WatchRun r = RunAndBreakAGpu("node-nowatch", "0");
+  const LaunchRun r = RunAndBreakAGpu("node-nowatch", "0");
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_LT(r.detected_s, 0) << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
@@ -400,7 +322,7 @@ TEST(UnfitNode, WithoutTheHealthWatchTheBrokenGpuGoesUnnoticed) {
 // unmounted; the watch runs the check with its own, stops the attempt, quarantines node1 with
 // what the check printed, and the spare takes its place.
 TEST(UnfitNode, NodeFailingASiteHealthCheckDuringTheRunIsReplacedByTheSpare) {
-  const WatchRun r = RunAndBreakAGpu("node-watch-site", "1", GpuFault::kScratchLost);
+  const LaunchRun r = RunAndBreakAGpu("node-watch-site", "1", GpuFault::kScratchLost);
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_GE(r.detected_s, 0) << r.err;
   EXPECT_LE(r.detected_s, 3) << r.err;
@@ -417,211 +339,6 @@ TEST(UnfitNode, NodeFailingASiteHealthCheckDuringTheRunIsReplacedByTheSpare) {
   EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("health check 'scratch'"),
             std::string::npos)
       << r.record["nodes"].dump(2);
-}
-
-// A real Gloo job over a second NIC (-x GLOO_SOCKET_IFNAME=hsn0) on two nodes and a spare, node1's
-// switch port off the bridge with its link up (a port in the wrong VLAN): the interface rule sees
-// nothing wrong. Two nodes that cannot connect are one pair, blamed on neither; the check before
-// the start takes the idle spare into the peer test as a witness, which connects with node0 and
-// not with node1: node1 alone is quarantined, the spare takes its place, and the pick is checked
-// again. Its twin without the check runs on node1 and fails in Gloo's init.
-TEST(UnfitNode, NodeCutOffOnTheJobsInterfaceIsReplacedByTheSpare) {
-  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
-  SshTestCluster cluster("node-peers", 3, 1);
-  REQUIRE_CLUSTER(cluster);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
-  EXPECT_EQ(test::SetSecondNicPort(cluster, 1, "nomaster"), "");
-  const std::string dir = testing::ScratchDirs::Make("node-peers");
-  const std::string script =
-      "import datetime, torch, torch.distributed as dist\n"
-      "dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=5))\n"
-      "t = torch.ones(4) * (dist.get_rank() + 1)\n"
-      "dist.all_reduce(t)\n"
-      "print('sum', t[0].item(), 'over', dist.get_world_size())\n"
-      "dist.destroy_process_group()\n";
-  const GpuFaultRun r = RunToTheEnd(
-      {"launch", "-c", cluster.cluster_file(), "--job", "peers", "--log-dir", dir, "--spares", "1",
-       "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--", testing::kVenvPython, "-c", script},
-      dir, "peers", 120);
-  EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("dtrain: node node1 quarantined in job peers: failed the health check "
-                       "before start: node node1 (10.232.0.11) cannot connect with any of the "
-                       "other 2 node(s) over hsn0 (GLOO_SOCKET_IFNAME), which connect with each "
-                       "other"),
-            std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("health check before start: 2 node(s) in "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("unfit: node1\ndtrain: health check before start: 2 node(s) in "),
-            std::string::npos)
-      << r.err;
-  EXPECT_EQ(r.err.find("node node0 quarantined"), std::string::npos) << r.err;
-  ASSERT_TRUE(r.record.is_object()) << r.err;
-  ASSERT_EQ(r.record["attempts"].size(), 1u) << r.record.dump(2);
-  EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node2"}));
-  EXPECT_NE(ReadText(dir + "/peers/rank-0.log").find("sum 3.0 over 2\n"), std::string::npos)
-      << ReadText(dir + "/peers/rank-0.log");
-
-  const GpuFaultRun off =
-      RunToTheEnd({"launch", "-c", cluster.cluster_file(), "--job", "peers-off", "--log-dir", dir,
-                   "--spares", "1", "-x", "GLOO_SOCKET_IFNAME=hsn0", "--start-health-check", "off",
-                   "--quiet", "--", testing::kVenvPython, "-c", script},
-                  dir, "peers-off", 120);
-  EXPECT_NE(off.status, 0) << off.err;
-  ASSERT_TRUE(off.record.is_object()) << off.err;
-  EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
-  EXPECT_EQ(ReadText(dir + "/peers-off/rank-0.log").find("sum 3.0"), std::string::npos);
-  EXPECT_NE(off.err.find("Gloo connectFullMesh failed"), std::string::npos) << off.err;
-}
-
-// A real Gloo job told to use a second NIC (-x GLOO_SOCKET_IFNAME=hsn0) whose switch port is down
-// on node1: the check before the start finds node1's link down and the spare takes its place, and
-// torch.distributed's all_reduce runs over hsn0 on node0 and node2. Without the check node1's
-// rank waits in Gloo's connect until its timeout ends the job.
-TEST(UnfitNode, NodeWhoseNicForGlooIsDownIsReplacedByTheSpare) {
-  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
-  SshTestCluster cluster("node-nic", 3, 1);
-  REQUIRE_CLUSTER(cluster);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
-  EXPECT_EQ(test::SetSecondNicPort(cluster, 1, "down"), "");
-  const std::string dir = testing::ScratchDirs::Make("node-nic");
-  const char* script =
-      "import torch, torch.distributed as dist\n"
-      "dist.init_process_group('gloo')\n"
-      "t = torch.ones(4) * (dist.get_rank() + 1)\n"
-      "dist.all_reduce(t)\n"
-      "print('sum', t[0].item(), 'over', dist.get_world_size())\n"
-      "dist.destroy_process_group()\n";
-  const GpuFaultRun r = RunToTheEnd(
-      {"launch", "-c", cluster.cluster_file(), "--job", "nic", "--log-dir", dir, "--spares", "1",
-       "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--", testing::kVenvPython, "-c", script},
-      dir, "nic", 120);
-  EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("dtrain: node node1 quarantined in job nic: failed the health check before "
-                       "start: node node1: GLOO_SOCKET_IFNAME=hsn0: the link of hsn0 is down"),
-            std::string::npos)
-      << r.err;
-  ASSERT_TRUE(r.record.is_object()) << r.err;
-  ASSERT_EQ(r.record["attempts"].size(), 1u) << r.record.dump(2);
-  EXPECT_EQ(r.record["attempts"][0]["nodes"], json({"node0", "node2"}));
-  EXPECT_NE(ReadText(dir + "/nic/rank-0.log").find("sum 3.0 over 2\n"), std::string::npos)
-      << ReadText(dir + "/nic/rank-0.log");
-
-  // Its twin without the check (and Gloo given 5 s instead of 30 minutes): the job runs on node0
-  // and node1 and fails in Gloo's init over node1's dead link.
-  const std::string script_5s = std::string(script).replace(
-      std::string(script).find("init_process_group('gloo')"), 26,
-      "init_process_group('gloo', timeout=__import__('datetime').timedelta(seconds=5))");
-  const GpuFaultRun off =
-      RunToTheEnd({"launch", "-c", cluster.cluster_file(), "--job", "nic-off", "--log-dir", dir,
-                   "--spares", "1", "-x", "GLOO_SOCKET_IFNAME=hsn0", "--start-health-check", "off",
-                   "--quiet", "--", testing::kVenvPython, "-c", script_5s},
-                  dir, "nic-off", 120);
-  EXPECT_NE(off.status, 0) << off.err;
-  ASSERT_TRUE(off.record.is_object()) << off.err;
-  EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
-  EXPECT_EQ(ReadText(dir + "/nic-off/rank-0.log").find("sum 3.0"), std::string::npos);
-  EXPECT_NE(off.err.find("Gloo connectFullMesh failed"), std::string::npos) << off.err;
-}
-
-// The same NIC going down while the job runs: a real Gloo job all-reduces over hsn0 on node0 and
-// node1 (node2 the spare) when node1's switch port goes down. Gloo's connections then stall
-// without an error (no reset comes over a dead link), for minutes: until Gloo's timeout (30 by
-// default) or the stall watch's (5). The health watch (every second here) finds the link down
-// within seconds, stops the attempt and quarantines node1, and the restart runs on node0 and the
-// spare.
-TEST(UnfitNode, NicGoingDownDuringTheRunIsFoundByTheHealthWatch) {
-  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
-  SshTestCluster cluster("node-nic-watch", 3, 1);
-  REQUIRE_CLUSTER(cluster);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
-  const std::string dir = testing::ScratchDirs::Make("node-nic-watch");
-  WatchRun r;
-  ASSERT_NO_FATAL_FAILURE(RunAllReduceAndSetNode1sPort(cluster, dir, "nicw", "down", 20, r));
-  const double detected_s = r.detected_s;
-  const int status = r.status;
-  const std::string& err = r.err;
-  const json& record = r.record;
-  EXPECT_GE(detected_s, 0) << err;
-  EXPECT_LE(detected_s, 4) << "the interval (1 s) and one round of probes: " << err;
-  EXPECT_EQ(status, 0) << err;
-  EXPECT_NE(err.find("node node1: GLOO_SOCKET_IFNAME=hsn0: the link of hsn0 is down"),
-            std::string::npos)
-      << err;
-  ASSERT_TRUE(record.is_object()) << err;
-  ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
-  EXPECT_EQ(record["attempts"][0]["cause"], "unhealthy");
-  EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node2"}));
-  EXPECT_NE(ReadText(dir + "/nicw/rank-0.log").find("step 60 sum 2.0"), std::string::npos);
-}
-
-// A node cut off while the job runs with its link up (its switch port taken off the bridge, as a
-// port moved to another VLAN): a real Gloo job all-reduces over hsn0 on node0, node1 and node2
-// (node3 the spare). Gloo's connections stall without an error; the interface rule sees hsn0 up.
-// The health watch's peer test (every second here) finds node1 connecting with neither other
-// node while they connect with each other, stops the attempt and quarantines node1 alone, and the
-// restart runs on node0, node2 and the spare.
-TEST(UnfitNode, NodeCutOffDuringTheRunIsFoundByTheHealthWatchsPeerTest) {
-  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
-  SshTestCluster cluster("node-peers-watch", 4, 1);
-  REQUIRE_CLUSTER(cluster);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
-  const std::string dir = testing::ScratchDirs::Make("node-peers-watch");
-  WatchRun r;
-  ASSERT_NO_FATAL_FAILURE(RunAllReduceAndSetNode1sPort(cluster, dir, "peersw", "nomaster", 30, r));
-  const double detected_s = r.detected_s;
-  const int status = r.status;
-  const std::string& err = r.err;
-  const json& record = r.record;
-  EXPECT_GE(detected_s, 0) << err;
-  EXPECT_LE(detected_s, 10) << "the interval (1 s), one round of probes and the peer test's 5 s "
-                               "of retries: "
-                            << err;
-  EXPECT_EQ(status, 0) << err;
-  EXPECT_NE(err.find("dtrain: node node1 failed the health watch "), std::string::npos) << err;
-  EXPECT_NE(err.find("node node1 (10.232.0.11) cannot connect with any of the other 2 node(s) "
-                     "over hsn0 (GLOO_SOCKET_IFNAME)"),
-            std::string::npos)
-      << err;
-  ASSERT_TRUE(record.is_object()) << err;
-  ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
-  EXPECT_EQ(record["attempts"][0]["cause"], "unhealthy");
-  EXPECT_EQ(record["attempts"][0]["blamed_node"], "node1");
-  EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node2", "node3"}));
-  EXPECT_NE(ReadText(dir + "/peersw/rank-0.log").find("step 60 sum 3.0"), std::string::npos);
-}
-
-// The same on two nodes and a spare: node1 cut off while the job runs on node0 and node1. Two
-// nodes that cannot connect are one pair: the watch stops the attempt and names both, quarantining
-// neither; the check before the restart takes the idle spare in as a witness, which connects with
-// node0 and not node1, so node1 alone is quarantined and the restart runs on node0 and the spare.
-TEST(UnfitNode, PairCutOffDuringTheRunIsBlamedByTheCheckBeforeTheRestart) {
-  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
-  SshTestCluster cluster("node-pair-watch", 3, 1);
-  REQUIRE_CLUSTER(cluster);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
-  const std::string dir = testing::ScratchDirs::Make("node-pair-watch");
-  WatchRun r;
-  ASSERT_NO_FATAL_FAILURE(RunAllReduceAndSetNode1sPort(cluster, dir, "pairw", "nomaster", 30, r));
-  const double detected_s = r.detected_s;
-  const int status = r.status;
-  const std::string& err = r.err;
-  const json& record = r.record;
-  EXPECT_GE(detected_s, 0) << err;
-  EXPECT_EQ(status, 0) << err;
-  EXPECT_NE(err.find("dtrain: nodes node0, node1 failed the health watch "), std::string::npos)
-      << err;
-  EXPECT_NE(err.find("dtrain: node node1 quarantined in job pairw: failed the health check "
-                     "before restart: node node1 (10.232.0.11) cannot connect with any of the "
-                     "other 2 node(s)"),
-            std::string::npos)
-      << err;
-  EXPECT_EQ(err.find("node node0 quarantined"), std::string::npos) << err;
-  ASSERT_TRUE(record.is_object()) << err;
-  ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
-  EXPECT_EQ(record["attempts"][0]["cause"], "unhealthy");
-  EXPECT_TRUE(record["attempts"][0]["blamed_node"].is_null()) << record.dump(2);  // neither
-  EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node2"}));
-  EXPECT_NE(ReadText(dir + "/pairw/rank-0.log").find("step 60 sum 2.0"), std::string::npos);
 }
 
 }  // namespace

@@ -23,11 +23,16 @@ dtrain_test(ssh_config_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_config_test.
 dtrain_test(launcher_node_loss_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_loss_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
 add_dependencies(launcher_node_loss_test dtrain)
-# Nodes reachable but unfit (a lost GPU, the driver asking for a reset), found by the health
-# checks before a start or restart and by the health watch during the run.
+# Nodes reachable but unfit (a lost GPU, the driver asking for a reset, a site check failing),
+# found by the health checks before a start or restart and by the health watch during the run.
 dtrain_test(launcher_unfit_node_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_unfit_node_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
 add_dependencies(launcher_unfit_node_test dtrain)
+# Nodes whose network is unfit for the job's collectives (a NIC's switch port down, or off the
+# bridge with its link up): the interface rule and the peer test, before the start and in the watch.
+dtrain_test(launcher_unfit_link_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_unfit_link_test.cpp
+            LIBS dtrain_launcher LABEL netns TIMEOUT 300 RESOURCE_LOCK netns)
+add_dependencies(launcher_unfit_link_test dtrain)
 # A lost node that answers again returns to a job running short of nodes (--nnodes MIN:MAX).
 dtrain_test(launcher_node_return_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_return_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 120 RESOURCE_LOCK netns)

@@ -1,0 +1,97 @@
+// Earlier jobs' quarantines, read back from the log dir (node_history.h).
+#include "launcher/node_history.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+#include "launcher/job_record.h"
+
+namespace dtrain {
+namespace {
+
+// "40 s", "12 min", "3 h", "2 days".
+std::string Ago(int64_t us) {
+  const int64_t s = std::max<int64_t>(0, us / 1000000);
+  if (s < 120) return fmt::format("{} s", s);
+  if (s < 2 * 3600) return fmt::format("{} min", s / 60);
+  if (s < 2 * 86400) return fmt::format("{} h", s / 3600);
+  return fmt::format("{} days", s / 86400);
+}
+
+}  // namespace
+
+std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_dir, double within_s,
+                                                        int64_t now_us) {
+  std::map<std::string, PastQuarantine> out;
+  if (within_s <= 0) return out;
+  const int64_t since_us = now_us - static_cast<int64_t>(within_s * 1e6);
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(log_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "latest" || entry.is_symlink(ec) || !entry.is_directory(ec)) continue;
+    // A record not written since `since_us` is older than any quarantine that counts: not read.
+    struct stat st;
+    const std::string path = JobRecordPath(entry.path().string());
+    if (::stat(path.c_str(), &st) != 0) continue;
+    const int64_t written_us = int64_t{st.st_mtim.tv_sec} * 1000000 + st.st_mtim.tv_nsec / 1000;
+    if (written_us < since_us) continue;
+    JobSummary job;
+    try {
+      job = ReadJobSummary(entry.path().string());
+    } catch (const Error&) {
+      continue;
+    }
+    const int64_t when_us = job.ended_us > 0 ? job.ended_us : written_us;
+    if (when_us < since_us) continue;
+    for (const auto& [host, why] : job.quarantined) {
+      auto it = out.find(host);
+      if (it == out.end() || it->second.when_us < when_us) out[host] = {job.name, why, when_us};
+    }
+  }
+  return out;
+}
+
+std::vector<HeldBack> HoldBackRecentlyQuarantined(
+    std::vector<NodeSpec>& nodes, const std::map<std::string, PastQuarantine>& recent) {
+  std::vector<HeldBack> held;
+  for (NodeSpec& node : nodes) {
+    auto past = recent.find(node.host);
+    if (node.spare || past == recent.end()) continue;
+    HeldBack h{node.host, "", past->second};
+    for (NodeSpec& spare : nodes) {
+      if (spare.spare && !spare.witness && !recent.count(spare.host)) {
+        spare.spare = false;
+        node.spare = true;
+        h.spare = spare.host;
+        break;
+      }
+    }
+    held.push_back(h);
+  }
+  return held;
+}
+
+std::vector<HeldBack> HoldBackRecentlyQuarantined(ClusterSpec& spec, const std::string& log_dir,
+                                                  double within_s, int64_t now_us) {
+  if (spec.transport != TransportKind::kSsh || within_s <= 0) return {};
+  return HoldBackRecentlyQuarantined(spec.nodes, RecentQuarantines(log_dir, within_s, now_us));
+}
+
+std::string DescribeHeldBack(const HeldBack& held, int64_t now_us) {
+  const std::string past = fmt::format("job {} quarantined it {} ago: {}", held.past.job,
+                                       Ago(now_us - held.past.when_us), held.past.why);
+  if (held.spare.empty()) {
+    return fmt::format(
+        "node {} runs though {}; no spare that no recent job quarantined can take "
+        "its place",
+        held.host, past);
+  }
+  return fmt::format("node {} held back as a spare ({} runs in its place): {}", held.host,
+                     held.spare, past);
+}
+
+}  // namespace dtrain

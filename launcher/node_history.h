@@ -1,0 +1,53 @@
+// Nodes that earlier jobs of a log dir quarantined (a node lost, unreachable, unfit, a straggler,
+// blamed for failed attempts): read back from their job.json, so that the next launch holds such
+// a node back as a spare while a node nobody quarantined can take its place. A scheduler does the
+// same with a node a job failed on (Slurm drains it, Horovod's elastic driver blacklists it for
+// a cooldown); on a cluster of SSH nodes dtrain is the one that picks.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+
+namespace dtrain {
+
+// Why and when an earlier job quarantined a node.
+struct PastQuarantine {
+  std::string job;
+  std::string why;
+  int64_t when_us = 0;  // the job's end (its record's last write while it runs)
+};
+
+// The newest quarantine of each node, by node name, among the jobs in `log_dir` that ended (or,
+// still running, last wrote their record) within `within_s` seconds before `now_us`. A folder
+// without a readable job.json is passed over.
+std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_dir, double within_s,
+                                                        int64_t now_us);
+
+// A node held back, and the spare that runs in its place ("" when no spare could).
+struct HeldBack {
+  std::string host;
+  std::string spare;
+  PastQuarantine past;
+};
+
+// Marks each non-spare node of `nodes` that `recent` names a spare, in the cluster file's order,
+// while a spare it does not name is left to take its place (that spare is no longer one); a node
+// with no such spare stays in the job. Returns what it did, a node at a time.
+std::vector<HeldBack> HoldBackRecentlyQuarantined(
+    std::vector<NodeSpec>& nodes, const std::map<std::string, PastQuarantine>& recent);
+
+// --hold-back S: on SSH nodes (a node's name is its machine; Slurm picks the machines of each
+// allocation itself), the nodes a job in `log_dir` quarantined within `within_s` seconds held
+// back as above.
+std::vector<HeldBack> HoldBackRecentlyQuarantined(ClusterSpec& spec, const std::string& log_dir,
+                                                  double within_s, int64_t now_us);
+
+// "node node1 held back as a spare (node2 runs in its place): job J quarantined it 12 min ago:
+// WHY", or, without a spare, "node node1 runs though job J quarantined it ...".
+std::string DescribeHeldBack(const HeldBack& held, int64_t now_us);
+
+}  // namespace dtrain

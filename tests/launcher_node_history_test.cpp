@@ -1,0 +1,136 @@
+// Earlier jobs' quarantines read back from a log dir, and the nodes they hold back as spares
+// (launcher/node_history.h), on job records written as dtrain writes them.
+#include "launcher/node_history.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "launcher/job_record.h"
+#include "launcher/rank_log.h"
+#include "tests/support/files.h"
+
+namespace dtrain {
+namespace {
+
+constexpr int64_t kHour = int64_t{3600} * 1000000;
+
+NodeSpec Node(const std::string& host, bool spare = false) {
+  NodeSpec n;
+  n.host = host;
+  n.spare = spare;
+  return n;
+}
+
+// A job record in `log_dir`/`name` that ended at `ended_us` (0: still running) with `quarantined`.
+void WriteJob(const std::string& log_dir, const std::string& name, int64_t ended_us,
+              const std::map<std::string, std::string>& quarantined) {
+  std::filesystem::create_directories(log_dir + "/" + name);
+  JobRecord record;
+  record.name = name;
+  record.status = ended_us ? "succeeded" : "running";
+  record.started_us = ended_us ? ended_us - kHour / 60 : 1;
+  record.ended_us = ended_us;
+  record.quarantined = quarantined;
+  for (const auto& [host, why] : quarantined) record.nodes.push_back(Node(host));
+  record.nodes.push_back(Node("healthy"));
+  WriteJobRecord(log_dir + "/" + name, record);
+}
+
+std::vector<NodeSpec> Nodes(const std::vector<std::string>& hosts, int spares) {
+  std::vector<NodeSpec> nodes;
+  for (const std::string& host : hosts)
+    nodes.push_back(Node(host, static_cast<int>(hosts.size() - nodes.size()) <= spares));
+  return nodes;
+}
+
+TEST(NodeHistory, TheNewestQuarantineOfEachNodeWithinTheWindow) {
+  testing::TempDir dir;
+  const int64_t now = int64_t{1790000000} * 1000000;
+  WriteJob(dir.path(), "a", now - 2 * kHour, {{"node1", "node node1 lost: no answer for 10 s"}});
+  WriteJob(dir.path(), "b", now - kHour / 2,
+           {{"node1", "failed the health watch: Xid 79"}, {"node2", "a straggler"}});
+  WriteJob(dir.path(), "old", now - 72 * kHour, {{"node3", "lost"}});
+  WriteJob(dir.path(), "running", 0, {{"node4", "could not be reached at the start"}});
+  std::filesystem::create_directories(dir.path() + "/broken");
+  testing::WriteFile(dir.path() + "/broken/job.json", "{\"job\": ");
+  std::filesystem::create_directories(dir.path() + "/empty");
+  std::filesystem::create_directory_symlink("b", dir.path() + "/latest");
+
+  // The running job's record was last written now (its mtime): it counts.
+  auto recent = RecentQuarantines(dir.path(), 24 * 3600, WallMicros());
+  ASSERT_EQ(recent.count("node4"), 1u);
+  EXPECT_EQ(recent["node4"].job, "running");
+  // Against a clock where the others ended: node1's newest is job b's, node3's is too old.
+  recent = RecentQuarantines(dir.path(), 24 * 3600, now);
+  EXPECT_EQ(recent["node1"].job, "b");
+  EXPECT_EQ(recent["node1"].why, "failed the health watch: Xid 79");
+  EXPECT_EQ(recent["node1"].when_us, now - kHour / 2);
+  EXPECT_EQ(recent["node2"].job, "b");
+  EXPECT_EQ(recent.count("node3"), 0u);
+  // A window of one hour leaves job a out, of nothing everything.
+  recent = RecentQuarantines(dir.path(), 3600, now);
+  EXPECT_EQ(recent["node1"].job, "b");
+  EXPECT_TRUE(RecentQuarantines(dir.path(), 0, now).empty());
+  EXPECT_TRUE(RecentQuarantines(dir.path() + "/none", 3600, now).empty());
+}
+
+TEST(NodeHistory, ARecordNotWrittenWithinTheWindowIsNotRead) {
+  testing::TempDir dir;
+  WriteJob(dir.path(), "running", 0, {{"node1", "lost"}});
+  const std::string path = dir.path() + "/running/job.json";
+  struct timeval old[2] = {{1000, 0}, {1000, 0}};  // 1970: a launcher that died long ago
+  ASSERT_EQ(::utimes(path.c_str(), old), 0);
+  EXPECT_TRUE(RecentQuarantines(dir.path(), 24 * 3600, WallMicros()).empty());
+}
+
+TEST(NodeHistory, NodesQuarantinedBeforeAreHeldBackWhileACleanSpareTakesTheirPlace) {
+  std::vector<NodeSpec> nodes = Nodes({"n0", "n1", "n2", "s3", "s4"}, 2);
+  std::map<std::string, PastQuarantine> recent = {{"n1", {"a", "lost", 0}},
+                                                  {"s3", {"a", "unfit", 0}}};
+  std::vector<HeldBack> held = HoldBackRecentlyQuarantined(nodes, recent);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].host, "n1");
+  EXPECT_EQ(held[0].spare, "s4");  // s3 was quarantined too: it stays a spare
+  std::vector<bool> spare;
+  for (const NodeSpec& n : nodes) spare.push_back(n.spare);
+  EXPECT_EQ(spare, (std::vector<bool>{false, true, false, true, false}));
+
+  // More held back than clean spares: the last one runs, and says so.
+  nodes = Nodes({"n0", "n1", "n2", "s3"}, 1);
+  recent = {{"n0", {"a", "lost", 0}}, {"n2", {"b", "a straggler", 0}}};
+  held = HoldBackRecentlyQuarantined(nodes, recent);
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].spare, "s3");
+  EXPECT_EQ(held[1].host, "n2");
+  EXPECT_EQ(held[1].spare, "");
+  EXPECT_TRUE(nodes[0].spare);
+  EXPECT_FALSE(nodes[2].spare);
+  EXPECT_FALSE(nodes[3].spare);
+  EXPECT_EQ(DescribeHeldBack(held[0], 12 * 60 * 1000000LL),
+            "node n0 held back as a spare (s3 runs in its place): job a quarantined it 12 min "
+            "ago: lost");
+  EXPECT_EQ(DescribeHeldBack(held[1], 3 * kHour),
+            "node n2 runs though job b quarantined it 3 h ago: a straggler; no spare that no "
+            "recent job quarantined can take its place");
+}
+
+TEST(NodeHistory, OnlySshNodesAreHeldBack) {
+  testing::TempDir dir;
+  WriteJob(dir.path(), "a", WallMicros(), {{"n1", "lost"}});
+  ClusterSpec spec;
+  spec.nodes = Nodes({"n0", "n1", "s2"}, 1);
+  spec.transport = TransportKind::kSlurm;  // a name labels whichever machine Slurm gives
+  EXPECT_TRUE(HoldBackRecentlyQuarantined(spec, dir.path(), 3600, WallMicros()).empty());
+  spec.transport = TransportKind::kSsh;
+  EXPECT_TRUE(HoldBackRecentlyQuarantined(spec, dir.path(), 0, WallMicros()).empty());
+  ASSERT_EQ(HoldBackRecentlyQuarantined(spec, dir.path(), 3600, WallMicros()).size(), 1u);
+  EXPECT_TRUE(spec.nodes[1].spare);
+  EXPECT_FALSE(spec.nodes[2].spare);
+}
+
+}  // namespace
+}  // namespace dtrain
