@@ -51,7 +51,7 @@ run() {
   local start throttled="" named=-1
   start=$(date +%s.%N)
   "$root/tests/cluster/make-cluster.sh" exec "$cluster" "$build/dtrain" launch -c "$cluster/cluster.yaml" --log-dir "$work/logs" --job "$job" \
-    --nnodes 2:3 --stall-timeout 5 --on-straggler "$policy" -- "$build/dtrain-clip" train \
+    --nnodes 2:3 --hold-back 0 --stall-timeout 5 --on-straggler "$policy" -- "$build/dtrain-clip" train \
     --batch-size 16 --dataset-type synthetic --zeroshot-frequency 0 --save-frequency 0 \
     --threads 1 --train-num-samples 100000 --max-steps "$steps" --save-every-n-steps 20 \
     --resume latest --logs "$work/ck/$job" >"$out" 2>&1 &

@@ -154,6 +154,7 @@ TEST(NodeLoss, CutNodeIsReplacedByTheSpareAndEndsItsOwnRank) {
       "1",      "--quiet"};
   next.insert(next.end(), job.begin(), job.end());
   const testing::DtrainRun held = testing::RunDtrain(next, dir);
+  std::printf("the next job:\n%s", held.err.c_str());
   EXPECT_EQ(held.status, 0) << held.err;
   EXPECT_NE(held.err.find("dtrain: node node1 held back as a spare (node3 runs in its place): job "
                           "cut quarantined it "),
