@@ -2,6 +2,7 @@
 // findings. A finding names its severity, the nodes concerned, what is wrong and what to do.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -68,6 +69,11 @@ std::vector<Finding> CheckInterfaces(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckSiteHealthChecks(const ClusterSpec& spec,
                                            const std::vector<NodeFacts>& nodes,
                                            bool warning_checks = true);
+
+// SSH nodes that a job in `log_dir` (the cluster file's log_dir) quarantined within a day, as
+// warnings: they may pass every check now and fail the next run (quarantine_history_checks.cpp).
+std::vector<Finding> CheckRecentQuarantines(const ClusterSpec& spec, const std::string& log_dir,
+                                            int64_t now_us);
 
 // True when the job's command is a Python interpreter or a Python launcher (torchrun, ...), or
 // the cluster file names `python:`.

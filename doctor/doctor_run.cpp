@@ -7,6 +7,7 @@
 
 #include "doctor/doctor_job.h"
 #include "launcher/env_file.h"
+#include "launcher/rank_log.h"
 #include "launcher/slurm/slurm_allocation.h"
 #include "launcher/transport.h"
 
@@ -40,11 +41,14 @@ DoctorResult RunDoctor(const ClusterSpec& cluster, double timeout_s) {
   result.spec = PlaceOnSlurm(with_env, {"dtrain", ""}, allocation);
   const ClusterSpec& spec = result.spec;
   std::unique_ptr<Transport> transport = MakeTransport(spec);
-  result.run = RunProbes(spec, *transport, DefaultProbeOptions(spec, timeout_s));
+  const ProbeOptions probe_options = DefaultProbeOptions(spec, timeout_s);
+  result.run = RunProbes(spec, *transport, probe_options);
   transport.reset();  // its SSH sessions go to the pool, for the peer test's
   result.run.peers = RunPeerConnections(spec, result.run.nodes);
   result.run.wall_s += result.run.peers.wall_s;  // the report's time is the doctor's whole run
   result.findings = CheckCluster(spec, result.run);
+  for (Finding& f : CheckRecentQuarantines(spec, probe_options.log_dir, WallMicros()))
+    result.findings.push_back(std::move(f));
   return result;
 }
 

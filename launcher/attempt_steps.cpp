@@ -38,4 +38,13 @@ int FillAttemptSteps(std::vector<JobAttempt>& attempts, const std::string& host,
   return filled;
 }
 
+void PlaceFetchedSteps(JobRecord& record, const std::string& job_dir) {
+  if (record.attempts.size() < 2 || record.plan.ranks.empty()) return;
+  const std::string& host = record.plan.ranks.front().host;
+  auto clock = record.node_clocks.find(host);
+  const int64_t offset = clock == record.node_clocks.end() ? 0 : clock->second.offset_us;
+  if (FillAttemptSteps(record.attempts, host, job_dir + "/metrics/rank-0.jsonl", offset) > 0)
+    WriteJobRecord(job_dir, record);
+}
+
 }  // namespace dtrain

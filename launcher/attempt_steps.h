@@ -19,4 +19,8 @@ namespace dtrain {
 int FillAttemptSteps(std::vector<JobAttempt>& attempts, const std::string& host,
                      const std::string& metrics_path, int64_t clock_offset_us);
 
+// Rank 0's metrics, fetched from its node into `job_dir`, give the steps of the attempts that ran
+// rank 0 there; job.json is written again when they do.
+void PlaceFetchedSteps(JobRecord& record, const std::string& job_dir);
+
 }  // namespace dtrain

@@ -209,11 +209,15 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   return job;
 }
 
+// --log-dir, else the cluster file's log_dir, absolute.
+std::string LogDir(const LaunchOptions& options, const ClusterSpec& spec) {
+  return Absolute(options.log_dir.empty() ? spec.log_dir : options.log_dir, CurrentDir());
+}
+
 JobFolder MakeJobFolder(const LaunchOptions& options, const ClusterSpec& spec) {
   JobFolder folder;
   folder.launch_dir = CurrentDir();
-  folder.log_dir =
-      Absolute(options.log_dir.empty() ? spec.log_dir : options.log_dir, folder.launch_dir);
+  folder.log_dir = LogDir(options, spec);
   folder.name = options.job_name.empty() ? NewJobName() : options.job_name;
   CheckJobName(folder.name);
   if (folder.name == "latest") throw UsageError("job name 'latest' is the link to the newest job");
@@ -352,17 +356,6 @@ void SyncLaunchDir(const ClusterSpec& spec, const JobFolder& folder, JobRecord& 
   }
 }
 
-// Rank 0's metrics, fetched from its node (no shared storage), give the steps of the attempts
-// that ran rank 0 there (attempt_steps.h); job.json is written again when they do.
-void PlaceFetchedSteps(JobRecord& record, const std::string& job_dir) {
-  if (record.attempts.size() < 2 || record.plan.ranks.empty()) return;
-  const std::string& host = record.plan.ranks.front().host;
-  auto clock = record.node_clocks.find(host);
-  const int64_t offset = clock == record.node_clocks.end() ? 0 : clock->second.offset_us;
-  if (FillAttemptSteps(record.attempts, host, job_dir + "/metrics/rank-0.jsonl", offset) > 0)
-    WriteJobRecord(job_dir, record);
-}
-
 // The end of the console: one line per attempt, when there was more than one.
 void PrintAttempts(const JobRecord& record) {
   if (record.attempts.size() < 2) return;
@@ -387,9 +380,7 @@ int RunLaunch(const LaunchOptions& options) {
   ClusterSpec chosen_spec = chosen.spec;
   if (options.spares > 0) MarkSpares(chosen_spec.nodes, options.spares);
   const std::vector<HeldBack> held_back = HoldBackRecentlyQuarantined(
-      chosen_spec,
-      Absolute(options.log_dir.empty() ? chosen_spec.log_dir : options.log_dir, CurrentDir()),
-      options.hold_back_s, WallMicros());
+      chosen_spec, LogDir(options, chosen_spec), options.hold_back_s, WallMicros());
   NodePool pool(chosen_spec.nodes, settings.node_count);
   // Every ssh node reachable, its host key as recorded: or nothing starts anywhere, unless the
   // only failures are nodes that could not be reached and the job can go on without them.
@@ -439,6 +430,7 @@ int RunLaunch(const LaunchOptions& options) {
     std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
   if (!settings.command_note.empty())
     std::fprintf(stderr, "dtrain: note: %s\n", settings.command_note.c_str());
+  SayHeldBack(held_back, record);
   std::string spares;
   for (const NodeSpec& node : spec.nodes) {
     if (node.spare) spares += (spares.empty() ? "" : ",") + node.host;
@@ -449,11 +441,6 @@ int RunLaunch(const LaunchOptions& options) {
   }
   for (const auto& [host, error] : unreached) {
     SayQuarantined(host, record.name, record.quarantined[host], /*may_return=*/true);
-  }
-  for (const HeldBack& held : held_back) {
-    const std::string text = DescribeHeldBack(held, WallMicros());
-    std::fprintf(stderr, "dtrain: %s\n", text.c_str());
-    record.events.push_back({WallMicros(), "held_back", text, ""});
   }
   // Every job gets Horovod's rendezvous; only a job that asked for Horovod has its nodes' network
   // interfaces looked up (a query per SSH node) and hears what could not be found.

@@ -14,6 +14,7 @@
 #include "launcher/cluster_choice.h"
 #include "launcher/console_echo.h"
 #include "launcher/health_watch.h"
+#include "launcher/node_history.h"
 #include "launcher/torchrun_agent_options.h"
 
 namespace dtrain {
@@ -41,7 +42,7 @@ struct LaunchOptions {
   std::optional<std::string> on_straggler;  // report | leave; unset: job.on_straggler (report)
   std::optional<double> node_timeout_s;     // unset: job.node_timeout (default 10)
   int spares = 0;                           // --spares N: the last N listed nodes wait as spares
-  double hold_back_s = 86400;  // --hold-back S: earlier jobs' quarantines count this long
+  double hold_back_s = kDefaultHoldBackS;  // --hold-back S: earlier jobs' quarantines count this long
   std::string nnodes;                       // --nnodes N or MIN:MAX; "" = every non-spare node
   std::vector<std::string> command;         // empty: job.command, else the embedded default
   bool module = false;                      // -m: the command is a Python module (python3 -m)

@@ -3,12 +3,14 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "launcher/error.h"
 #include "launcher/job_record.h"
+#include "launcher/rank_log.h"
 
 namespace dtrain {
 namespace {
@@ -81,9 +83,13 @@ std::vector<HeldBack> HoldBackRecentlyQuarantined(ClusterSpec& spec, const std::
   return HoldBackRecentlyQuarantined(spec.nodes, RecentQuarantines(log_dir, within_s, now_us));
 }
 
+std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us) {
+  return fmt::format("job {} quarantined it {} ago: {}", past.job, Ago(now_us - past.when_us),
+                     past.why);
+}
+
 std::string DescribeHeldBack(const HeldBack& held, int64_t now_us) {
-  const std::string past = fmt::format("job {} quarantined it {} ago: {}", held.past.job,
-                                       Ago(now_us - held.past.when_us), held.past.why);
+  const std::string past = DescribePastQuarantine(held.past, now_us);
   if (held.spare.empty()) {
     return fmt::format(
         "node {} runs though {}; no spare that no recent job quarantined can take "
@@ -92,6 +98,14 @@ std::string DescribeHeldBack(const HeldBack& held, int64_t now_us) {
   }
   return fmt::format("node {} held back as a spare ({} runs in its place): {}", held.host,
                      held.spare, past);
+}
+
+void SayHeldBack(const std::vector<HeldBack>& held, JobRecord& record) {
+  for (const HeldBack& h : held) {
+    const std::string text = DescribeHeldBack(h, WallMicros());
+    std::fprintf(stderr, "dtrain: %s\n", text.c_str());
+    record.events.push_back({WallMicros(), "held_back", text, ""});
+  }
 }
 
 }  // namespace dtrain

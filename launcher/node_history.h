@@ -11,8 +11,12 @@
 #include <vector>
 
 #include "launcher/cluster_spec.h"
+#include "launcher/job_record.h"
 
 namespace dtrain {
+
+// How long an earlier job's quarantine holds a node back by default (--hold-back): a day.
+constexpr double kDefaultHoldBackS = 86400;
 
 // Why and when an earlier job quarantined a node.
 struct PastQuarantine {
@@ -46,8 +50,15 @@ std::vector<HeldBack> HoldBackRecentlyQuarantined(
 std::vector<HeldBack> HoldBackRecentlyQuarantined(ClusterSpec& spec, const std::string& log_dir,
                                                   double within_s, int64_t now_us);
 
+// "job cut quarantined it 12 min ago: WHY".
+std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us);
+
 // "node node1 held back as a spare (node2 runs in its place): job J quarantined it 12 min ago:
 // WHY", or, without a spare, "node node1 runs though job J quarantined it ...".
 std::string DescribeHeldBack(const HeldBack& held, int64_t now_us);
+
+// Says each of `held` on the console ("dtrain: node node1 held back ...") and keeps it in the
+// job's record (an event of kind held_back).
+void SayHeldBack(const std::vector<HeldBack>& held, JobRecord& record);
 
 }  // namespace dtrain

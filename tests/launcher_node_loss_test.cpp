@@ -173,6 +173,16 @@ TEST(NodeLoss, CutNodeIsReplacedByTheSpareAndEndsItsOwnRank) {
   for (const json& e : record["events"]) held_back_events += e.value("kind", "") == "held_back";
   EXPECT_EQ(held_back_events, 1) << record["events"].dump(2);
 
+  // The doctor names node1 too, as a warning (it passes every check now), with the job to look
+  // into; node0 was never quarantined.
+  const std::string with_logs = dir + "/cluster-logs.yaml";
+  testing::WriteFile(with_logs, ReadText(cluster.cluster_file()) + "log_dir: " + dir + "\n");
+  const testing::DtrainRun doctor = testing::RunDtrain({"doctor", "-c", with_logs}, dir);
+  EXPECT_NE(doctor.out.find("node node1: job cut quarantined it "), std::string::npos)
+      << doctor.out << doctor.err;
+  EXPECT_NE(doctor.out.find("dtrain status --job cut"), std::string::npos) << doctor.out;
+  EXPECT_EQ(doctor.out.find("node node0: job "), std::string::npos) << doctor.out;
+
   next[4] = "next-0";
   next.insert(next.begin() + 9, {"--hold-back", "0"});
   const testing::DtrainRun picked = testing::RunDtrain(next, dir);
