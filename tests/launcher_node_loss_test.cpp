@@ -173,6 +173,12 @@ TEST(NodeLoss, CutNodeIsReplacedByTheSpareAndEndsItsOwnRank) {
   for (const json& e : record["events"]) held_back_events += e.value("kind", "") == "held_back";
   EXPECT_EQ(held_back_events, 1) << record["events"].dump(2);
 
+  const testing::DtrainRun said =
+      testing::RunDtrain({"status", "--log-dir", dir, "--job", "next"}, dir);
+  EXPECT_NE(said.out.find("\nnode node1 held back as a spare (node3 runs in its place): job cut "),
+            std::string::npos)
+      << said.out << said.err;
+
   // The doctor names node1 too, as a warning (it passes every check now), with the job to look
   // into; node0 was never quarantined.
   const std::string with_logs = dir + "/cluster-logs.yaml";

@@ -129,6 +129,7 @@ JobStatus ReadJobStatus(const StatusOptions& options) {
     if (e.kind == "health_warning") status.health_warnings.push_back(e.text);
     if (e.kind == "elastic_round") status.elastic_rounds.push_back(e.text);
     if (e.kind == "straggler") status.stragglers.push_back(e.text);
+    if (e.kind == "held_back") status.held_back.push_back(e.text);
   }
   if (job.attempts.size() > 1) {
     for (size_t i = 0; i < job.attempts.size(); ++i) {
@@ -210,6 +211,7 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
         {"health_warnings", s.health_warnings},
         {"elastic_rounds", s.elastic_rounds},
         {"stragglers", s.stragglers},
+        {"held_back", s.held_back},
         {"ranks", ranks}};
     std::fprintf(out, "%s\n", doc.dump(2).c_str());
     return;
@@ -236,6 +238,8 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
     std::fprintf(out, "elastic: %s\n", round.c_str());
   for (const std::string& straggler : s.stragglers)
     std::fprintf(out, "%s\n", straggler.c_str());  // "straggler: rank 1 on node b: ..."
+  for (const std::string& held : s.held_back)
+    std::fprintf(out, "%s\n", held.c_str());  // "node node1 held back as a spare ..."
   for (const auto& [host, why] : s.quarantined)
     std::fprintf(out, "node %s quarantined: %s\n", host.c_str(), why.c_str());
   for (const std::string& warning : s.health_warnings)

@@ -43,6 +43,7 @@ struct JobStatus {
   std::vector<std::string> health_warnings;        // the health checks' warnings (a flaky link)
   std::vector<std::string> elastic_rounds;  // an elastic Horovod job's: which node left, and why
   std::vector<std::string> stragglers;      // the straggler watch's findings, in order
+  std::vector<std::string> held_back;  // nodes an earlier job quarantined, held back (--hold-back)
 };
 
 // Throws Error when the job cannot be found or read.
