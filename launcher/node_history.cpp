@@ -3,14 +3,15 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
-#include "launcher/error.h"
 #include "launcher/job_record.h"
 #include "launcher/rank_log.h"
 
@@ -34,13 +35,10 @@ std::string FileText(const std::string& path) {
   return text.str();
 }
 
-}  // namespace
-
-std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_dir, double within_s,
-                                                        int64_t now_us) {
-  std::map<std::string, PastQuarantine> out;
-  if (within_s <= 0) return out;
-  const int64_t since_us = now_us - static_cast<int64_t>(within_s * 1e6);
+// The newest quarantine of each node (by name) into `out`, from the records in `log_dir` written
+// since `since_us` (RecentQuarantines).
+void ReadQuarantinesInto(std::map<std::string, PastQuarantine>& out, const std::string& log_dir,
+                         int64_t since_us) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(log_dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -56,7 +54,7 @@ std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_d
     JobSummary job;
     try {
       job = ReadJobSummary(entry.path().string());
-    } catch (const Error&) {
+    } catch (const std::exception&) {
       continue;
     }
     const int64_t when_us = job.ended_us > 0 ? job.ended_us : written_us;
@@ -65,6 +63,23 @@ std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_d
       auto it = out.find(host);
       if (it == out.end() || it->second.when_us < when_us) out[host] = {job.name, why, when_us};
     }
+  }
+}
+
+}  // namespace
+
+std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_dir, double within_s,
+                                                        int64_t now_us) {
+  std::map<std::string, PastQuarantine> out;
+  if (within_s <= 0) return out;
+  // A window longer than the clock's age (--hold-back 1e30) reaches back to the epoch.
+  const double window_us = std::min(within_s * 1e6, static_cast<double>(now_us));
+  const int64_t since_us = now_us - static_cast<int64_t>(window_us);
+  // History is advice: a log dir that cannot be listed to the end (a folder removed meanwhile)
+  // gives what was read so far, and never stops a launch.
+  try {
+    ReadQuarantinesInto(out, log_dir, since_us);
+  } catch (const std::exception&) {
   }
   return out;
 }

@@ -75,6 +75,8 @@ TEST(NodeHistory, TheNewestQuarantineOfEachNodeWithinTheWindow) {
   recent = RecentQuarantines(dir.path(), 3600, now);
   EXPECT_EQ(recent["node1"].job, "b");
   EXPECT_TRUE(RecentQuarantines(dir.path(), 0, now).empty());
+  // A window past the epoch reaches every record.
+  EXPECT_EQ(RecentQuarantines(dir.path(), 1e30, now).count("node3"), 1u);
   EXPECT_TRUE(RecentQuarantines(dir.path() + "/none", 3600, now).empty());
 }
 
