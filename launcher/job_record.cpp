@@ -192,9 +192,15 @@ JobSummary ReadJobSummary(const std::string& job_dir) {
   const std::string path = JobRecordPath(job_dir);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot read the job record: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseJobSummary(text.str(), path);
+}
+
+JobSummary ParseJobSummary(const std::string& text, const std::string& path) {
   json doc;
   try {
-    doc = json::parse(in);
+    doc = json::parse(text);
     JobSummary s;
     s.name = doc.at("job").get<std::string>();
     s.status = doc.at("status").get<std::string>();

@@ -119,6 +119,8 @@ std::string JobRecordPath(const std::string& job_dir);
 void WriteJobRecord(const std::string& job_dir, const JobRecord& record);
 // Throws Error naming the file when it is missing or not a job record.
 JobSummary ReadJobSummary(const std::string& job_dir);
+// The same of a record's text already read from `path` (named in the error).
+JobSummary ParseJobSummary(const std::string& text, const std::string& path);
 
 // YYYYmmdd-HHMMSS-xxxx (UTC, 4 random hex digits).
 std::string NewJobName();

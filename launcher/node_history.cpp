@@ -50,10 +50,11 @@ void ReadQuarantinesInto(std::map<std::string, PastQuarantine>& out, const std::
     const int64_t written_us = int64_t{st.st_mtim.tv_sec} * 1000000 + st.st_mtim.tv_nsec / 1000;
     if (written_us < since_us) continue;
     // Most jobs quarantine nothing: their record is not parsed.
-    if (FileText(path).find("\"quarantined\"") == std::string::npos) continue;
+    const std::string text = FileText(path);
+    if (text.find("\"quarantined\"") == std::string::npos) continue;
     JobSummary job;
     try {
-      job = ReadJobSummary(entry.path().string());
+      job = ParseJobSummary(text, path);
     } catch (const std::exception&) {
       continue;
     }
@@ -106,7 +107,7 @@ std::vector<HeldBack> HoldBackRecentlyQuarantined(
 
 std::vector<HeldBack> HoldBackRecentlyQuarantined(ClusterSpec& spec, const std::string& log_dir,
                                                   double within_s, int64_t now_us) {
-  if (spec.transport != TransportKind::kSsh || within_s <= 0) return {};
+  if (spec.transport != TransportKind::kSsh) return {};
   return HoldBackRecentlyQuarantined(spec.nodes, RecentQuarantines(log_dir, within_s, now_us));
 }
 
