@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/support/dtrain_process.h"
 #include "tests/support/hanging_torch.h"
@@ -85,6 +86,36 @@ void RunAllReduceAndSetNode1sPort(const SshTestCluster& cluster, const std::stri
               r.err.c_str());
 }
 
+// `dtrain launch` of a real Gloo job (`script`, run by the venv's Python) over each node's second
+// NIC (-x GLOO_SOCKET_IFNAME=hsn0) on `cluster`, its last node a spare, as job `job` in `dir`;
+// `extra` options before the command.
+LaunchRun RunGlooJobOverHsn0(const SshTestCluster& cluster, const std::string& dir,
+                             const std::string& job, const std::string& script,
+                             const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {
+      "launch", "-c", cluster.cluster_file(),    "--job",  job, "--log-dir", dir, "--spares",
+      "1",      "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (const std::string& word :
+       {std::string("--"), testing::kVenvPython, std::string("-c"), script})
+    args.push_back(word);
+  return RunToTheEnd(args, dir, job, 120);
+}
+
+// The twin of a checked run: the same job without the check before the start (--hold-back 0
+// too, or node1, quarantined by the job before, would wait as the spare) runs on node0 and node1
+// and fails in Gloo's init over node1's link.
+void ExpectUncheckedRunFailsInGlooInit(const SshTestCluster& cluster, const std::string& dir,
+                                       const std::string& job, const std::string& script) {
+  const LaunchRun off = RunGlooJobOverHsn0(cluster, dir, job, script,
+                                           {"--start-health-check", "off", "--hold-back", "0"});
+  EXPECT_NE(off.status, 0) << off.err;
+  ASSERT_TRUE(off.record.is_object()) << off.err;
+  EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
+  EXPECT_EQ(ReadText(dir + "/" + job + "/rank-0.log").find("sum 3.0"), std::string::npos);
+  EXPECT_NE(off.err.find("Gloo connectFullMesh failed"), std::string::npos) << off.err;
+}
+
 // A real Gloo job over a second NIC (-x GLOO_SOCKET_IFNAME=hsn0) on two nodes and a spare, node1's
 // switch port off the bridge with its link up (a port in the wrong VLAN): the interface rule sees
 // nothing wrong. Two nodes that cannot connect are one pair, blamed on neither; the check before
@@ -105,10 +136,7 @@ TEST(UnfitNode, NodeCutOffOnTheJobsInterfaceIsReplacedByTheSpare) {
       "dist.all_reduce(t)\n"
       "print('sum', t[0].item(), 'over', dist.get_world_size())\n"
       "dist.destroy_process_group()\n";
-  const LaunchRun r = RunToTheEnd(
-      {"launch", "-c", cluster.cluster_file(), "--job", "peers", "--log-dir", dir, "--spares", "1",
-       "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--", testing::kVenvPython, "-c", script},
-      dir, "peers", 120);
+  const LaunchRun r = RunGlooJobOverHsn0(cluster, dir, "peers", script);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("dtrain: node node1 quarantined in job peers: failed the health check "
                        "before start: node node1 (10.232.0.11) cannot connect with any of the "
@@ -127,34 +155,8 @@ TEST(UnfitNode, NodeCutOffOnTheJobsInterfaceIsReplacedByTheSpare) {
   EXPECT_NE(ReadText(dir + "/peers/rank-0.log").find("sum 3.0 over 2\n"), std::string::npos)
       << ReadText(dir + "/peers/rank-0.log");
 
-  // Its twin without the check (--hold-back 0, or node1, quarantined by the job before, would wait
-  // as the spare): the job runs on node0 and node1 and fails in Gloo's init.
-  const LaunchRun off = RunToTheEnd({"launch",
-                                     "-c",
-                                     cluster.cluster_file(),
-                                     "--job",
-                                     "peers-off",
-                                     "--log-dir",
-                                     dir,
-                                     "--spares",
-                                     "1",
-                                     "-x",
-                                     "GLOO_SOCKET_IFNAME=hsn0",
-                                     "--start-health-check",
-                                     "off",
-                                     "--hold-back",
-                                     "0",
-                                     "--quiet",
-                                     "--",
-                                     testing::kVenvPython,
-                                     "-c",
-                                     script},
-                                    dir, "peers-off", 120);
-  EXPECT_NE(off.status, 0) << off.err;
-  ASSERT_TRUE(off.record.is_object()) << off.err;
-  EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
-  EXPECT_EQ(ReadText(dir + "/peers-off/rank-0.log").find("sum 3.0"), std::string::npos);
-  EXPECT_NE(off.err.find("Gloo connectFullMesh failed"), std::string::npos) << off.err;
+  // Its twin without the check: the job runs on node1 and fails in Gloo's init.
+  ExpectUncheckedRunFailsInGlooInit(cluster, dir, "peers-off", script);
 }
 
 // A real Gloo job told to use a second NIC (-x GLOO_SOCKET_IFNAME=hsn0) whose switch port is down
@@ -175,10 +177,7 @@ TEST(UnfitNode, NodeWhoseNicForGlooIsDownIsReplacedByTheSpare) {
       "dist.all_reduce(t)\n"
       "print('sum', t[0].item(), 'over', dist.get_world_size())\n"
       "dist.destroy_process_group()\n";
-  const LaunchRun r = RunToTheEnd(
-      {"launch", "-c", cluster.cluster_file(), "--job", "nic", "--log-dir", dir, "--spares", "1",
-       "-x", "GLOO_SOCKET_IFNAME=hsn0", "--quiet", "--", testing::kVenvPython, "-c", script},
-      dir, "nic", 120);
+  const LaunchRun r = RunGlooJobOverHsn0(cluster, dir, "nic", script);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("dtrain: node node1 quarantined in job nic: failed the health check before "
                        "start: node node1: GLOO_SOCKET_IFNAME=hsn0: the link of hsn0 is down"),
@@ -190,38 +189,12 @@ TEST(UnfitNode, NodeWhoseNicForGlooIsDownIsReplacedByTheSpare) {
   EXPECT_NE(ReadText(dir + "/nic/rank-0.log").find("sum 3.0 over 2\n"), std::string::npos)
       << ReadText(dir + "/nic/rank-0.log");
 
-  // Its twin without the check (and Gloo given 5 s instead of 30 minutes; --hold-back 0, or node1,
-  // quarantined by the job before, would wait as the spare): the job runs on node0 and node1 and
-  // fails in Gloo's init over node1's dead link.
+  // Its twin without the check (and Gloo given 5 s instead of 30 minutes): the job runs on node1
+  // and fails in Gloo's init over node1's dead link.
   const std::string script_5s = std::string(script).replace(
       std::string(script).find("init_process_group('gloo')"), 26,
       "init_process_group('gloo', timeout=__import__('datetime').timedelta(seconds=5))");
-  const LaunchRun off = RunToTheEnd({"launch",
-                                     "-c",
-                                     cluster.cluster_file(),
-                                     "--job",
-                                     "nic-off",
-                                     "--log-dir",
-                                     dir,
-                                     "--spares",
-                                     "1",
-                                     "-x",
-                                     "GLOO_SOCKET_IFNAME=hsn0",
-                                     "--start-health-check",
-                                     "off",
-                                     "--hold-back",
-                                     "0",
-                                     "--quiet",
-                                     "--",
-                                     testing::kVenvPython,
-                                     "-c",
-                                     script_5s},
-                                    dir, "nic-off", 120);
-  EXPECT_NE(off.status, 0) << off.err;
-  ASSERT_TRUE(off.record.is_object()) << off.err;
-  EXPECT_EQ(off.record["attempts"][0]["nodes"], json({"node0", "node1"}));
-  EXPECT_EQ(ReadText(dir + "/nic-off/rank-0.log").find("sum 3.0"), std::string::npos);
-  EXPECT_NE(off.err.find("Gloo connectFullMesh failed"), std::string::npos) << off.err;
+  ExpectUncheckedRunFailsInGlooInit(cluster, dir, "nic-off", script_5s);
 }
 
 // The same NIC going down while the job runs: a real Gloo job all-reduces over hsn0 on node0 and
