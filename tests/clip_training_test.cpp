@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/support/files.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 

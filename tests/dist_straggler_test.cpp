@@ -21,6 +21,7 @@
 #include "tests/support/metrics_lines.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

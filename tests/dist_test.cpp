@@ -15,6 +15,7 @@
 #include "tests/support/dist_ranks.h"
 #include "tests/support/dist_tiny_clip.h"
 #include "tests/support/scratch_dirs.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain::clip {
 namespace {

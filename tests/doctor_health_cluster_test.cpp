@@ -27,6 +27,7 @@
 #include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/pci_sysfs.h"
 #include "tests/support/ssh_cluster.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

@@ -19,6 +19,7 @@
 #include "tests/support/files.h"
 #include "tests/support/free_port.h"
 #include "tests/support/shell_run.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

@@ -7,6 +7,7 @@
 #include "launcher/exit_abort_note.h"
 #include "tests/support/files.h"
 #include "tests/support/shell_run.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

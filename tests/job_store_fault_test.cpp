@@ -16,6 +16,7 @@
 #include "tests/support/dtrain_process.h"
 #include "tests/support/files.h"
 #include "tests/support/free_port.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

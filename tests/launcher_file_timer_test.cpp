@@ -20,6 +20,7 @@
 #include "tests/support/files.h"
 #include "tests/support/hanging_torch.h"
 #include "tests/support/shell_run.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

@@ -14,6 +14,7 @@
 #include "launcher/handled_signals.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/files.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

@@ -13,6 +13,7 @@
 
 #include "launcher/local/local_transport.h"
 #include "tests/support/files.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/transport_recorder.h"
 
 namespace dtrain {

@@ -14,6 +14,7 @@
 #include "launcher/ssh/ssh_session.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/shell_run.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

@@ -9,9 +9,7 @@ add_executable(slurm_integration_test slurm_integration_main.cpp
                slurm_integration_transport_test.cpp slurm_integration_launch_test.cpp
                slurm_integration_node_loss_test.cpp)
 target_include_directories(slurm_integration_test PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(slurm_integration_test PRIVATE dtrain_launcher GTest::gtest)
-target_compile_definitions(slurm_integration_test PRIVATE
-  DTRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DTRAIN_BINARY_DIR="${CMAKE_BINARY_DIR}")
+target_link_libraries(slurm_integration_test PRIVATE dtrain_launcher dtrain_test_paths GTest::gtest)
 add_test(NAME slurm_integration_test COMMAND slurm_integration_test)
 set_tests_properties(slurm_integration_test PROPERTIES TIMEOUT 240 LABELS "slurm;integration"
                      SKIP_REGULAR_EXPRESSION "SLURM UNAVAILABLE:")

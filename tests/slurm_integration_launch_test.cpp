@@ -26,6 +26,7 @@
 #include "tests/support/hanging_torch.h"
 #include "tests/support/memory_cgroup.h"
 #include "tests/support/slurm_cluster.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

@@ -15,6 +15,7 @@
 #include "launcher/ssh/sync_ignore.h"
 #include "launcher/ssh/tar_stream.h"
 #include "tests/support/ssh_cluster.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

@@ -14,6 +14,7 @@
 
 #include "tests/support/dtrain_process.h"
 #include "tests/support/ssh_cluster.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

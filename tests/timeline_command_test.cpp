@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/job_record.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/timeline_test_files.h"
 
 namespace dtrain {

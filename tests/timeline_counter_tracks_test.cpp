@@ -17,6 +17,7 @@
 #include "launcher/timeline/counter_tracks.h"
 #include "launcher/timeline/timeline_report.h"
 #include "tests/support/kineto_fixtures.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/timeline_test_files.h"
 
 namespace dtrain {

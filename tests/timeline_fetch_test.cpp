@@ -19,6 +19,7 @@
 
 #include "launcher/node_clock.h"
 #include "tests/support/ssh_cluster.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

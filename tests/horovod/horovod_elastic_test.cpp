@@ -23,6 +23,7 @@
 #include "tests/support/gpu_node_stand_ins.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "tests/support/ssh_cluster.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

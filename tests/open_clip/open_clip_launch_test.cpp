@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/support/ssh_cluster.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {

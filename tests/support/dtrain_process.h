@@ -14,6 +14,7 @@
 
 #include "launcher/subprocess.h"
 #include "tests/support/files.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain::testing {
 

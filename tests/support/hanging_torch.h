@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/support/test_paths.h"
+
 namespace dtrain::testing {
 
 inline const std::string kVenvPython = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/timeline_report.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain::test {
 

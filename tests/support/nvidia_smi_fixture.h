@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/test_paths.h"
+
 namespace dtrain::test {
 
 inline std::string FixtureText(const std::string& name) {

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher/slurm/slurm_child.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain::test {
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "launcher/cluster_spec.h"
+#include "tests/support/test_paths.h"
 
 namespace dtrain::test {
 
