@@ -38,7 +38,7 @@ DoctorResult RunDoctor(const ClusterSpec& cluster, double timeout_s) {
   DoctorResult result;
   ClusterSpec with_env = cluster;
   ApplyEnvFile(with_env);  // the probe sees the ranks' variables (NCCL_SOCKET_IFNAME, PATH, ...)
-  result.spec = PlaceOnSlurm(with_env, {"dtrain", ""}, allocation);
+  result.spec = PlaceOnSlurm(with_env, {"dtrain", "", {}}, allocation);
   const ClusterSpec& spec = result.spec;
   std::unique_ptr<Transport> transport = MakeTransport(spec);
   const ProbeOptions probe_options = DefaultProbeOptions(spec, timeout_s);

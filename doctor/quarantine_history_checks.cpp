@@ -1,7 +1,7 @@
 // The nodes that a job of the cluster's log dir quarantined within a day (--hold-back's default):
 // a node whose fault comes and goes (a link that flaps, a node that rebooted, a GPU back after a
 // reset) passes every check now and fails the next run. The doctor says so; `dtrain launch`
-// holds such a node back as a spare (launcher/node_history.h).
+// holds such a node back as a spare, or leaves such a Slurm node out (launcher/node_history.h).
 #include <fmt/format.h>
 
 #include "doctor/checks.h"
@@ -12,19 +12,27 @@ namespace dtrain {
 std::vector<Finding> CheckRecentQuarantines(const ClusterSpec& spec, const std::string& log_dir,
                                             int64_t now_us) {
   std::vector<Finding> out;
-  if (spec.transport != TransportKind::kSsh || log_dir.empty()) return out;
-  const auto recent = RecentQuarantines(log_dir, kDefaultHoldBackS, now_us);
+  const bool slurm = spec.transport == TransportKind::kSlurm;
+  if ((spec.transport != TransportKind::kSsh && !slurm) || log_dir.empty()) return out;
+  // On Slurm a node's name labels a placement: the Slurm node (machine) is what was quarantined.
+  const auto recent = slurm ? RecentlyQuarantinedSlurmNodes(log_dir, kDefaultHoldBackS, now_us)
+                            : RecentQuarantines(log_dir, kDefaultHoldBackS, now_us);
   for (const NodeSpec& node : spec.nodes) {
-    auto past = recent.find(node.host);
+    auto past = recent.find(slurm ? node.machine : node.host);
     if (past == recent.end()) continue;
     Finding f;
     f.severity = Severity::kWarning;
     f.check = "history";
     f.nodes = {node.host};
-    f.message = fmt::format(
-        "node {}: {}; dtrain launch holds it back as a spare while another can take its place, "
-        "for a day after (--hold-back)",
-        node.host, DescribePastQuarantine(past->second, now_us));
+    const std::string quarantined = DescribePastQuarantine(past->second, now_us);
+    f.message =
+        slurm ? fmt::format("node {} (Slurm node {}): {}; dtrain launch leaves that Slurm node out "
+                            "of its batch jobs while Slurm can run them without it, for a day "
+                            "after (--hold-back)",
+                            node.host, node.machine, quarantined)
+              : fmt::format("node {}: {}; dtrain launch holds it back as a spare while another "
+                            "can take its place, for a day after (--hold-back)",
+                            node.host, quarantined);
     f.remedy = fmt::format(
         "see why in job {}'s record and logs (dtrain status --job {}); once the cause is fixed, "
         "dtrain launch --hold-back 0 picks it as the cluster file says",

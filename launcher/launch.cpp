@@ -282,11 +282,13 @@ void RecordFailureBeforeStart(const std::string& job_dir, JobRecord& record, int
 }
 
 // The cluster on the nodes it runs on: a Slurm cluster on its allocation, the rest as they are.
+// `avoid`: Slurm nodes to leave out where others can serve (--hold-back).
 ClusterSpec PlaceCluster(const ClusterSpec& spec, const JobFolder& folder,
-                         SlurmAllocation& allocation, JobRecord& record) {
+                         SlurmAllocation& allocation, JobRecord& record,
+                         const std::vector<std::string>& avoid) {
   try {
     const ClusterSpec placed =
-        PlaceOnSlurm(spec, {"dtrain-" + folder.name, folder.job_dir}, allocation);
+        PlaceOnSlurm(spec, {"dtrain-" + folder.name, folder.job_dir, avoid}, allocation);
     record.nodes = placed.nodes;
     record.slurm = placed.slurm_placement;
     // Inside the caller's allocation srun finds the job in SLURM_JOB_ID; the record names it
@@ -379,8 +381,8 @@ int RunLaunch(const LaunchOptions& options) {
   InterruptHandlers::HandleAlso(settings.handled_signals);
   ClusterSpec chosen_spec = chosen.spec;
   if (options.spares > 0) MarkSpares(chosen_spec.nodes, options.spares);
-  const std::vector<HeldBack> held_back = HoldBackRecentlyQuarantined(
-      chosen_spec, LogDir(options, chosen_spec), options.hold_back_s, WallMicros());
+  const HoldBackPlan held_back =
+      PlanHoldBack(chosen_spec, LogDir(options, chosen_spec), options.hold_back_s, WallMicros());
   NodePool pool(chosen_spec.nodes, settings.node_count);
   // Every ssh node reachable, its host key as recorded: or nothing starts anywhere, unless the
   // only failures are nodes that could not be reached and the job can go on without them.
@@ -397,7 +399,8 @@ int RunLaunch(const LaunchOptions& options) {
     record.quarantined[host] = why;
   }
   SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the launch
-  ClusterSpec spec = PlaceCluster(chosen_spec, folder, allocation, record);
+  ClusterSpec spec = PlaceCluster(chosen_spec, folder, allocation, record,
+                                  held_back.SlurmNodeNames());
   // The nodes that may be asked anything (clocks, interfaces, --sync): all but the unreached.
   ClusterSpec reached = spec;
   reached.nodes.erase(
@@ -430,7 +433,7 @@ int RunLaunch(const LaunchOptions& options) {
     std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
   if (!settings.command_note.empty())
     std::fprintf(stderr, "dtrain: note: %s\n", settings.command_note.c_str());
-  SayHeldBack(held_back, record);
+  SayHeldBack(held_back, spec, allocation, record);
   std::string spares;
   for (const NodeSpec& node : spec.nodes) {
     if (node.spare) spares += (spares.empty() ? "" : ",") + node.host;

@@ -35,10 +35,10 @@ std::string FileText(const std::string& path) {
   return text.str();
 }
 
-// The newest quarantine of each node (by name) into `out`, from the records in `log_dir` written
-// since `since_us` (RecentQuarantines).
+// The newest quarantine of each node into `out`, by its name or (`by_machine`) by the Slurm node
+// it ran on, from the records in `log_dir` written since `since_us` (RecentQuarantines).
 void ReadQuarantinesInto(std::map<std::string, PastQuarantine>& out, const std::string& log_dir,
-                         int64_t since_us) {
+                         int64_t since_us, bool by_machine) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(log_dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -61,16 +61,26 @@ void ReadQuarantinesInto(std::map<std::string, PastQuarantine>& out, const std::
     const int64_t when_us = job.ended_us > 0 ? job.ended_us : written_us;
     if (when_us < since_us) continue;
     for (const auto& [host, why] : job.quarantined) {
-      auto it = out.find(host);
-      if (it == out.end() || it->second.when_us < when_us) out[host] = {job.name, why, when_us};
+      // A Slurm job's node name labels a placement: its machine is what was quarantined.
+      std::string key = host;
+      if (by_machine != (job.transport == "slurm")) continue;
+      if (by_machine) {
+        const auto machine = job.node_machines.find(host);
+        if (machine == job.node_machines.end()) continue;
+        key = machine->second;
+      }
+      auto it = out.find(key);
+      if (it == out.end() || it->second.when_us < when_us) {
+        out[key] = {job.name, why, when_us, host};
+      }
     }
   }
 }
 
-}  // namespace
-
-std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_dir, double within_s,
-                                                        int64_t now_us) {
+// RecentQuarantines, by node name or by Slurm node.
+std::map<std::string, PastQuarantine> ReadRecentQuarantines(const std::string& log_dir,
+                                                            double within_s, int64_t now_us,
+                                                            bool by_machine) {
   std::map<std::string, PastQuarantine> out;
   if (within_s <= 0) return out;
   // A window longer than the clock's age (--hold-back 1e30) reaches back to the epoch.
@@ -79,10 +89,23 @@ std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_d
   // History is advice: a log dir that cannot be listed to the end (a folder removed meanwhile)
   // gives what was read so far, and never stops a launch.
   try {
-    ReadQuarantinesInto(out, log_dir, since_us);
+    ReadQuarantinesInto(out, log_dir, since_us, by_machine);
   } catch (const std::exception&) {
   }
   return out;
+}
+
+}  // namespace
+
+std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_dir, double within_s,
+                                                        int64_t now_us) {
+  return ReadRecentQuarantines(log_dir, within_s, now_us, /*by_machine=*/false);
+}
+
+std::map<std::string, PastQuarantine> RecentlyQuarantinedSlurmNodes(const std::string& log_dir,
+                                                                    double within_s,
+                                                                    int64_t now_us) {
+  return ReadRecentQuarantines(log_dir, within_s, now_us, /*by_machine=*/true);
 }
 
 std::vector<HeldBack> HoldBackRecentlyQuarantined(
@@ -105,10 +128,22 @@ std::vector<HeldBack> HoldBackRecentlyQuarantined(
   return held;
 }
 
-std::vector<HeldBack> HoldBackRecentlyQuarantined(ClusterSpec& spec, const std::string& log_dir,
-                                                  double within_s, int64_t now_us) {
-  if (spec.transport != TransportKind::kSsh) return {};
-  return HoldBackRecentlyQuarantined(spec.nodes, RecentQuarantines(log_dir, within_s, now_us));
+std::vector<std::string> HoldBackPlan::SlurmNodeNames() const {
+  std::vector<std::string> names;
+  for (const auto& [name, past] : slurm_nodes) names.push_back(name);
+  return names;
+}
+
+HoldBackPlan PlanHoldBack(ClusterSpec& spec, const std::string& log_dir, double within_s,
+                          int64_t now_us) {
+  HoldBackPlan plan;
+  if (spec.transport == TransportKind::kSsh) {
+    plan.ssh_nodes =
+        HoldBackRecentlyQuarantined(spec.nodes, RecentQuarantines(log_dir, within_s, now_us));
+  } else if (spec.transport == TransportKind::kSlurm) {
+    plan.slurm_nodes = RecentlyQuarantinedSlurmNodes(log_dir, within_s, now_us);
+  }
+  return plan;
 }
 
 std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us) {
@@ -128,11 +163,42 @@ std::string DescribeHeldBack(const HeldBack& held, int64_t now_us) {
                      held.spare, past);
 }
 
-void SayHeldBack(const std::vector<HeldBack>& held, JobRecord& record) {
-  for (const HeldBack& h : held) {
-    const std::string text = DescribeHeldBack(h, WallMicros());
+std::string DescribeSlurmHoldBack(const std::string& machine, const PastQuarantine& past,
+                                  bool used, bool excluded, bool in_allocation, int64_t now_us) {
+  const std::string quarantined = DescribePastQuarantine(past, now_us);
+  if (used) {
+    return fmt::format("Slurm node {} runs in this job though {}; {}", machine, quarantined,
+                       in_allocation ? "the allocation has no other node to take its place"
+                                     : "Slurm refused the batch job without it");
+  }
+  if (excluded) {
+    return fmt::format("Slurm node {} left out of this job (sbatch --exclude): {}", machine,
+                       quarantined);
+  }
+  if (in_allocation) {
+    return fmt::format("Slurm node {} of the allocation left unused: {}", machine, quarantined);
+  }
+  return "";
+}
+
+void SayHeldBack(const HoldBackPlan& plan, const ClusterSpec& placed,
+                 const SlurmAllocation& allocation, JobRecord& record) {
+  const int64_t now_us = WallMicros();
+  std::vector<std::string> lines;
+  for (const HeldBack& held : plan.ssh_nodes) lines.push_back(DescribeHeldBack(held, now_us));
+  const std::vector<std::string>& hosts = allocation.hosts();
+  for (const auto& [machine, past] : plan.slurm_nodes) {
+    bool used = false;
+    for (const NodeSpec& node : placed.nodes) used = used || node.machine == machine;
+    const bool in_allocation = allocation.job_id().empty() &&
+                               std::find(hosts.begin(), hosts.end(), machine) != hosts.end();
+    lines.push_back(DescribeSlurmHoldBack(machine, past, used, allocation.excluded(),
+                                          in_allocation, now_us));
+  }
+  for (const std::string& text : lines) {
+    if (text.empty()) continue;
     std::fprintf(stderr, "dtrain: %s\n", text.c_str());
-    record.events.push_back({WallMicros(), "held_back", text, ""});
+    record.events.push_back({now_us, "held_back", text, ""});
   }
 }
 

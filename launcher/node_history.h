@@ -12,6 +12,7 @@
 
 #include "launcher/cluster_spec.h"
 #include "launcher/job_record.h"
+#include "launcher/slurm/slurm_allocation.h"
 
 namespace dtrain {
 
@@ -23,13 +24,20 @@ struct PastQuarantine {
   std::string job;
   std::string why;
   int64_t when_us = 0;  // the job's end (its record's last write while it runs)
+  std::string node;     // the node's name in that job
 };
 
 // The newest quarantine of each node, by node name, among the jobs in `log_dir` that ended (or,
-// still running, last wrote their record) within `within_s` seconds before `now_us`. A folder
-// without a readable job.json is passed over.
+// still running, last wrote their record) within `within_s` seconds before `now_us`; Slurm jobs
+// are left to RecentlyQuarantinedSlurmNodes. A folder without a readable job.json is passed over.
 std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_dir, double within_s,
                                                         int64_t now_us);
+
+// The same for the Slurm nodes (machines) that the quarantined nodes of `transport: slurm` jobs
+// ran on, by Slurm node name.
+std::map<std::string, PastQuarantine> RecentlyQuarantinedSlurmNodes(const std::string& log_dir,
+                                                                    double within_s,
+                                                                    int64_t now_us);
 
 // A node held back, and the spare that runs in its place ("" when no spare could).
 struct HeldBack {
@@ -44,11 +52,19 @@ struct HeldBack {
 std::vector<HeldBack> HoldBackRecentlyQuarantined(
     std::vector<NodeSpec>& nodes, const std::map<std::string, PastQuarantine>& recent);
 
-// --hold-back S: on SSH nodes (a node's name is its machine; Slurm picks the machines of each
-// allocation itself), the nodes a job in `log_dir` quarantined within `within_s` seconds held
-// back as above.
-std::vector<HeldBack> HoldBackRecentlyQuarantined(ClusterSpec& spec, const std::string& log_dir,
-                                                  double within_s, int64_t now_us);
+// What --hold-back does to one launch.
+struct HoldBackPlan {
+  std::vector<HeldBack> ssh_nodes;                    // nodes held back as spares, as above
+  std::map<std::string, PastQuarantine> slurm_nodes;  // Slurm nodes to leave out, by name
+  std::vector<std::string> SlurmNodeNames() const;
+};
+
+// --hold-back S, from the jobs in `log_dir` that quarantined a node within `within_s` seconds.
+// SSH nodes (a node's name is its machine): such nodes held back as above. Slurm (a node's name
+// labels whichever machine an allocation gives): the Slurm nodes they ran on, for the allocation
+// to leave out (SlurmJobIdentity::avoid). Local jobs: nothing.
+HoldBackPlan PlanHoldBack(ClusterSpec& spec, const std::string& log_dir, double within_s,
+                          int64_t now_us);
 
 // "job cut quarantined it 12 min ago: WHY".
 std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us);
@@ -57,8 +73,18 @@ std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us);
 // WHY", or, without a spare, "node node1 runs though job J quarantined it ...".
 std::string DescribeHeldBack(const HeldBack& held, int64_t now_us);
 
-// Says each of `held` on the console ("dtrain: node node1 held back ...") and keeps it in the
-// job's record (an event of kind held_back).
-void SayHeldBack(const std::vector<HeldBack>& held, JobRecord& record);
+// What became of a Slurm node an earlier job quarantined, once the job is placed: "Slurm node
+// node2 left out of this job (sbatch --exclude): job J quarantined it 12 min ago: WHY", or
+// "Slurm node node2 runs in this job though job J quarantined it ...; ...". `used`: a node of
+// the job runs there; `excluded`: the batch job went in without it; `in_allocation`: the
+// caller's allocation holds it. "" when it was never a candidate (outside the allocation).
+std::string DescribeSlurmHoldBack(const std::string& machine, const PastQuarantine& past,
+                                  bool used, bool excluded, bool in_allocation, int64_t now_us);
+
+// Says what became of each node of `plan` on the console ("dtrain: node node1 held back ...")
+// and keeps it in the job's record (an event of kind held_back). `placed`: the job on the
+// machines it runs on, `allocation`: the Slurm job that holds them, if any.
+void SayHeldBack(const HoldBackPlan& plan, const ClusterSpec& placed,
+                 const SlurmAllocation& allocation, JobRecord& record);
 
 }  // namespace dtrain

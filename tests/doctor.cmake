@@ -4,6 +4,9 @@ dtrain_test(doctor_versions_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_vers
             LIBS dtrain_doctor TIMEOUT 60)
 dtrain_test(doctor_rules_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_rules_test.cpp
             LIBS dtrain_doctor TIMEOUT 60)
+# The history rule on job records: SSH nodes by name, Slurm nodes by the machine they ran on.
+dtrain_test(doctor_history_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_history_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
 dtrain_test(doctor_local_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_local_test.cpp
             LIBS dtrain_doctor LABEL integration TIMEOUT 120)
 add_dependencies(doctor_local_test dtrain)

@@ -126,12 +126,71 @@ TEST(NodeHistory, OnlySshNodesAreHeldBack) {
   ClusterSpec spec;
   spec.nodes = Nodes({"n0", "n1", "s2"}, 1);
   spec.transport = TransportKind::kSlurm;  // a name labels whichever machine Slurm gives
-  EXPECT_TRUE(HoldBackRecentlyQuarantined(spec, dir.path(), 3600, WallMicros()).empty());
+  EXPECT_TRUE(PlanHoldBack(spec, dir.path(), 3600, WallMicros()).ssh_nodes.empty());
   spec.transport = TransportKind::kSsh;
-  EXPECT_TRUE(HoldBackRecentlyQuarantined(spec, dir.path(), 0, WallMicros()).empty());
-  ASSERT_EQ(HoldBackRecentlyQuarantined(spec, dir.path(), 3600, WallMicros()).size(), 1u);
+  EXPECT_TRUE(PlanHoldBack(spec, dir.path(), 0, WallMicros()).ssh_nodes.empty());
+  ASSERT_EQ(PlanHoldBack(spec, dir.path(), 3600, WallMicros()).ssh_nodes.size(), 1u);
   EXPECT_TRUE(spec.nodes[1].spare);
   EXPECT_FALSE(spec.nodes[2].spare);
+}
+
+// A Slurm job's record: node `host` ran on Slurm node `machine` and was quarantined.
+void WriteSlurmJob(const std::string& log_dir, const std::string& name, int64_t ended_us,
+                   const std::string& host, const std::string& machine) {
+  std::filesystem::create_directories(log_dir + "/" + name);
+  JobRecord record;
+  record.name = name;
+  record.status = "succeeded";
+  record.transport = "slurm";
+  record.started_us = ended_us - kHour / 60;
+  record.ended_us = ended_us;
+  record.quarantined[host] = "node " + host + " lost";
+  NodeSpec node = Node(host);
+  node.machine = machine;
+  record.nodes.push_back(node);
+  WriteJobRecord(log_dir + "/" + name, record);
+}
+
+TEST(NodeHistory, SlurmNodesAreTheMachinesTheQuarantinedNodesRanOn) {
+  testing::TempDir dir;
+  const int64_t now = WallMicros();
+  WriteSlurmJob(dir.path(), "first", now - 2 * kHour, "b", "c042");
+  WriteSlurmJob(dir.path(), "second", now - kHour, "a", "c042");  // a name labels a placement
+  WriteSlurmJob(dir.path(), "third", now - kHour / 2, "b", "c007");
+  WriteJob(dir.path(), "ssh", now - kHour / 2, {{"node1", "lost"}});  // no machine: not Slurm
+  const auto recent = RecentlyQuarantinedSlurmNodes(dir.path(), 24 * 3600, now);
+  ASSERT_EQ(recent.size(), 2u);
+  EXPECT_EQ(recent.at("c042").job, "second");
+  EXPECT_EQ(recent.at("c042").node, "a");
+  EXPECT_EQ(recent.at("c007").node, "b");
+  ClusterSpec spec;
+  spec.transport = TransportKind::kSlurm;
+  spec.nodes = Nodes({"a", "b"}, 0);
+  const HoldBackPlan plan = PlanHoldBack(spec, dir.path(), 24 * 3600, now);
+  EXPECT_TRUE(plan.ssh_nodes.empty());
+  EXPECT_EQ(plan.SlurmNodeNames(), (std::vector<std::string>{"c007", "c042"}));
+  EXPECT_TRUE(PlanHoldBack(spec, dir.path(), 0, now).slurm_nodes.empty());
+  spec.transport = TransportKind::kSsh;
+  EXPECT_TRUE(PlanHoldBack(spec, dir.path(), 24 * 3600, now).slurm_nodes.empty());
+}
+
+TEST(NodeHistory, WhatBecameOfASlurmNodeIsSaidAsItHappened) {
+  const PastQuarantine past{"lost", "node b lost: no answer for 3 s", 0, "b"};
+  const int64_t now = 40 * 1000000LL;
+  EXPECT_EQ(DescribeSlurmHoldBack("c042", past, false, true, false, now),
+            "Slurm node c042 left out of this job (sbatch --exclude): job lost quarantined it "
+            "40 s ago: node b lost: no answer for 3 s");
+  EXPECT_EQ(DescribeSlurmHoldBack("c042", past, true, false, false, now),
+            "Slurm node c042 runs in this job though job lost quarantined it 40 s ago: node b "
+            "lost: no answer for 3 s; Slurm refused the batch job without it");
+  EXPECT_EQ(DescribeSlurmHoldBack("c042", past, false, false, true, now),
+            "Slurm node c042 of the allocation left unused: job lost quarantined it 40 s ago: "
+            "node b lost: no answer for 3 s");
+  EXPECT_NE(DescribeSlurmHoldBack("c042", past, true, false, true, now)
+                .find("; the allocation has no other node to take its place"),
+            std::string::npos);
+  // Refused the exclusion, and Slurm gave other nodes anyway; or outside the caller's allocation.
+  EXPECT_EQ(DescribeSlurmHoldBack("c042", past, false, false, false, now), "");
 }
 
 }  // namespace

@@ -207,6 +207,43 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenNodeIsLostInSecondsAndTheJobGoesOnWithoutIt)
   EXPECT_EQ(left, "") << "10 s after node2 answered again";
   std::printf("node2's tasks gone %.2f s, its step and the batch job %.2f s after it thawed\n",
               tasks_gone_s, since_thaw());
+
+  // The next jobs in the same log dir hold node2 back (--hold-back, a day by default). A job of
+  // one node leaves it out of its batch job; Slurm runs it on node1.
+  std::ofstream(dir_ + "/one.yaml") << "transport: slurm\nslurm: {time: \"00:05:00\"}\n"
+                                    << "nodes:\n  - {host: a, slots: 1}\n"
+                                    << "log_dir: " << dir_ << "/logs\n";
+  const auto launch = [&](const std::string& file, const std::string& next,
+                          std::vector<std::string> more) {
+    std::vector<std::string> args = {"launch", "-c", dir_ + "/" + file, "--job", next};
+    args.insert(args.end(), more.begin(), more.end());
+    for (const char* word : {"--", "sh", "-c", "echo on $SLURMD_NODENAME"}) args.push_back(word);
+    testing::DtrainProcess run(args, dir_);
+    EXPECT_EQ(run.Wait(60), 0) << run.err();
+    return run.err();
+  };
+  const std::string quarantined = " job slurm-lost quarantined it ";
+  std::string said = launch("one.yaml", "next", {});
+  EXPECT_NE(said.find("dtrain: Slurm node node2 left out of this job (sbatch --exclude):" +
+                      quarantined),
+            std::string::npos)
+      << said;
+  EXPECT_NE(ReadFile(dir_ + "/logs/next/sbatch.sh").find("#SBATCH --exclude=node2\n"),
+            std::string::npos);
+  EXPECT_EQ(ReadFile(dir_ + "/logs/next/rank-0.log"), "on node1\n");
+  EXPECT_NE(ReadFile(dir_ + "/logs/next/job.json").find("\"held_back\""), std::string::npos);
+  // Both nodes: Slurm refuses the batch job without node2 at once, and it goes in as it is.
+  said = launch("cluster.yaml", "both", {});
+  EXPECT_NE(said.find("dtrain: Slurm node node2 runs in this job though" + quarantined),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("; Slurm refused the batch job without it"), std::string::npos) << said;
+  EXPECT_EQ(ReadFile(dir_ + "/logs/both/sbatch.sh").find("--exclude"), std::string::npos);
+  EXPECT_EQ(ReadFile(dir_ + "/logs/both/rank-1.log"), "on node2\n");
+  // --hold-back 0: the batch job as the cluster file says, and not a word of node2.
+  said = launch("one.yaml", "plain", {"--hold-back", "0"});
+  EXPECT_EQ(said.find("Slurm node node2"), std::string::npos) << said;
+  EXPECT_EQ(ReadFile(dir_ + "/logs/plain/sbatch.sh").find("--exclude"), std::string::npos);
 }
 
 // The same freeze with the health watch every second and --max-restarts 1: once dtrain has gone

@@ -50,7 +50,7 @@ struct Placed {
 };
 std::unique_ptr<Placed> Place(const ClusterSpec& spec) {
   auto placed = std::make_unique<Placed>();
-  placed->spec = PlaceOnSlurm(spec, {"dtrain-slurm-test", ""}, placed->allocation);
+  placed->spec = PlaceOnSlurm(spec, {"dtrain-slurm-test", "", {}}, placed->allocation);
   return placed;
 }
 

@@ -66,6 +66,19 @@ TEST(SlurmAllocation, PlacedSpecGivesRanksTheAllocatedNodes) {
   EXPECT_THROW(Placed({"n1"}), Error);  // too few nodes
 }
 
+TEST(SlurmAllocation, NodesAnEarlierJobQuarantinedArePlacedLastOrExcluded) {
+  EXPECT_EQ(PreferOthers({"n1", "n2", "n3", "n4"}, {"n2", "n9", "n1"}),
+            (Hosts{"n3", "n4", "n1", "n2"}));
+  EXPECT_EQ(PreferOthers({"n1", "n2"}, {}), (Hosts{"n1", "n2"}));
+  SlurmSpec slurm;
+  slurm.partition = "gpu";
+  EXPECT_EQ(Excluding(slurm, {"n2", "n5"}).extra.at("exclude"), "n2,n5");
+  slurm.extra["exclude"] = "n9";  // the cluster file's own exclusion is kept
+  const std::string script = RenderSbatchScript(Excluding(slurm, {"n2"}), "dtrain-x", 2, 1);
+  EXPECT_NE(script.find("#SBATCH --exclude=n9,n2\n"), std::string::npos) << script;
+  EXPECT_EQ(script.find("--exclude", script.find("--exclude") + 1), std::string::npos);
+}
+
 // Ranks as the launcher would hand them over: node-major, MASTER_ADDR = first node's address.
 std::vector<ProcessSpec> FourRanks(const ClusterSpec& spec) {
   std::vector<ProcessSpec> procs;

@@ -97,7 +97,7 @@ void SlurmAllocation::Request(const ClusterSpec& spec, const SlurmJobIdentity& j
   if (!inside.empty()) {
     std::string nodelist = Getenv("SLURM_JOB_NODELIST");
     if (nodelist.empty()) nodelist = Getenv("SLURM_NODELIST");
-    hosts_ = ExpandHostlist(nodelist);
+    hosts_ = PreferOthers(ExpandHostlist(nodelist), job.avoid);
     if (hosts_.empty()) {
       throw Error(
           "SLURM_JOB_ID is set but SLURM_JOB_NODELIST is not: run dtrain inside salloc "
@@ -108,11 +108,20 @@ void SlurmAllocation::Request(const ClusterSpec& spec, const SlurmJobIdentity& j
   }
   int tasks_per_node = 0;
   for (const NodeSpec& node : spec.nodes) tasks_per_node = std::max(tasks_per_node, node.slots);
-  const std::string script =
-      RenderSbatchScript(spec.slurm, job.name, static_cast<int>(spec.nodes.size()), tasks_per_node);
+  const int nodes = static_cast<int>(spec.nodes.size());
+  std::string script = RenderSbatchScript(spec.slurm, job.name, nodes, tasks_per_node);
+  SlurmCommandResult submitted;
+  if (!job.avoid.empty()) {
+    // Leaving the nodes out is advice: a partition with too few others refuses the job at once
+    // (sbatch: "Requested node configuration is not available"), and it goes in as it is.
+    const std::string excluding =
+        RenderSbatchScript(Excluding(spec.slurm, job.avoid), job.name, nodes, tasks_per_node);
+    submitted = RunSlurmCommand({"sbatch", "--parsable"}, excluding, kClientTimeoutMs);
+    excluded_ = submitted.status == 0;
+    if (excluded_) script = excluding;
+  }
+  if (!excluded_) submitted = RunSlurmCommand({"sbatch", "--parsable"}, script, kClientTimeoutMs);
   if (!job.record_dir.empty()) std::ofstream(job.record_dir + "/sbatch.sh") << script;
-  const SlurmCommandResult submitted =
-      RunSlurmCommand({"sbatch", "--parsable"}, script, kClientTimeoutMs);
   if (submitted.status != 0) {
     throw Error("sbatch could not submit the job: " + submitted.Describe());
   }
@@ -155,6 +164,20 @@ void SlurmAllocation::Withdraw() {
 
 ClusterSpec SlurmAllocation::Place(const ClusterSpec& spec) const {
   return PlaceOnNodes(spec, hosts_, NodeAddresses(hosts_), job_id_, job_.name);
+}
+
+std::vector<std::string> PreferOthers(std::vector<std::string> hosts,
+                                      const std::vector<std::string>& avoid) {
+  std::stable_partition(hosts.begin(), hosts.end(), [&](const std::string& host) {
+    return std::find(avoid.begin(), avoid.end(), host) == avoid.end();
+  });
+  return hosts;
+}
+
+SlurmSpec Excluding(SlurmSpec slurm, const std::vector<std::string>& machines) {
+  std::string& exclude = slurm.extra["exclude"];
+  for (const std::string& machine : machines) exclude += (exclude.empty() ? "" : ",") + machine;
+  return slurm;
 }
 
 ClusterSpec PlaceOnNodes(const ClusterSpec& spec, const std::vector<std::string>& hosts,

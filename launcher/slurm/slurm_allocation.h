@@ -17,6 +17,10 @@ namespace dtrain {
 struct SlurmJobIdentity {
   std::string name = "dtrain";  // the batch job's name, and every step's
   std::string record_dir;       // where the submitted sbatch.sh is kept; "" = not kept
+  // Slurm nodes an earlier job quarantined (dtrain launch --hold-back): left out of a batch job
+  // (sbatch --exclude) unless Slurm refuses the job without them, and used last in the caller's
+  // allocation.
+  std::vector<std::string> avoid;
 };
 
 // One allocation, requested once. A batch job dtrain submitted is cancelled when it ends.
@@ -39,16 +43,29 @@ class SlurmAllocation {
   ClusterSpec Place(const ClusterSpec& spec) const;
 
   const std::string& job_id() const { return job_id_; }  // "" for the caller's allocation
+  // Whether the batch job went in with the nodes of `avoid` excluded.
+  bool excluded() const { return excluded_; }
+  // The allocation's nodes, in the order they are placed (Ready() first).
+  const std::vector<std::string>& hosts() const { return hosts_; }
 
  private:
   SlurmJobIdentity job_;
   std::string job_id_;
   bool own_job_ = false;
+  bool excluded_ = false;
   bool ready_ = false;
   std::vector<std::string> hosts_;
   std::string last_reason_;
   std::chrono::steady_clock::time_point next_check_{};
 };
+
+// `hosts` with those of `avoid` moved to the end, each part in its order: the nodes placed first
+// are those no earlier job quarantined.
+std::vector<std::string> PreferOthers(std::vector<std::string> hosts,
+                                      const std::vector<std::string>& avoid);
+
+// `slurm` with `machines` added to its sbatch --exclude (one the cluster file gives is kept).
+SlurmSpec Excluding(SlurmSpec slurm, const std::vector<std::string>& machines);
 
 // The pure part of placing: node i of `spec` keeps its name (host), slots, gpus and env and runs
 // on Slurm node hosts[i] (its machine), reached at addresses[i]; the placement names `job_id`

@@ -1,0 +1,79 @@
+// The doctor's history rule (doctor/quarantine_history_checks.cpp) on job records written as
+// dtrain writes them: an SSH node by its name, a Slurm node by the machine it was placed on.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "doctor/checks.h"
+#include "launcher/job_record.h"
+#include "launcher/rank_log.h"
+#include "tests/support/files.h"
+
+namespace dtrain {
+namespace {
+
+constexpr int64_t kMinute = int64_t{60} * 1000000;
+
+NodeSpec Node(const std::string& host, const std::string& machine = "") {
+  NodeSpec node;
+  node.host = host;
+  node.machine = machine;
+  return node;
+}
+
+// Job `name` in `log_dir`, ended `ago_us` before `now_us`, that quarantined `node`.
+void WriteJob(const std::string& log_dir, const std::string& name, const std::string& transport,
+              const NodeSpec& node, int64_t now_us, int64_t ago_us) {
+  std::filesystem::create_directories(log_dir + "/" + name);
+  JobRecord record;
+  record.name = name;
+  record.status = "succeeded";
+  record.transport = transport;
+  record.started_us = now_us - ago_us - kMinute;
+  record.ended_us = now_us - ago_us;
+  record.nodes = {node};
+  record.quarantined[node.host] = "node " + node.host + " lost: no answer for 3 s";
+  WriteJobRecord(log_dir + "/" + name, record);
+}
+
+TEST(DoctorHistory, SshNodeByNameSlurmNodeByTheMachineItRanOn) {
+  testing::TempDir dir;
+  const int64_t now = WallMicros();
+  WriteJob(dir.path(), "cut", "ssh", Node("node1"), now, 12 * kMinute);
+  WriteJob(dir.path(), "lost", "slurm", Node("b", "c042"), now, 3 * kMinute);
+
+  ClusterSpec ssh;
+  ssh.transport = TransportKind::kSsh;
+  ssh.nodes = {Node("node0"), Node("node1"), Node("b")};
+  std::vector<Finding> found = CheckRecentQuarantines(ssh, dir.path(), now);
+  ASSERT_EQ(found.size(), 1u);  // b was a Slurm job's name for c042: not this SSH node b
+  EXPECT_EQ(found[0].check, "history");
+  EXPECT_EQ(found[0].severity, Severity::kWarning);
+  EXPECT_EQ(found[0].nodes, std::vector<std::string>{"node1"});
+  EXPECT_EQ(found[0].message,
+            "node node1: job cut quarantined it 12 min ago: node node1 lost: no answer for 3 s; "
+            "dtrain launch holds it back as a spare while another can take its place, for a day "
+            "after (--hold-back)");
+  EXPECT_NE(found[0].remedy.find("dtrain status --job cut"), std::string::npos);
+
+  // Placed on Slurm: node a runs on c042 this time, where node b was lost.
+  ClusterSpec slurm;
+  slurm.transport = TransportKind::kSlurm;
+  slurm.nodes = {Node("a", "c042"), Node("b", "c043")};
+  found = CheckRecentQuarantines(slurm, dir.path(), now);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].nodes, std::vector<std::string>{"a"});
+  EXPECT_EQ(found[0].message,
+            "node a (Slurm node c042): job lost quarantined it 3 min ago: node b lost: no answer "
+            "for 3 s; dtrain launch leaves that Slurm node out of its batch jobs while Slurm can "
+            "run them without it, for a day after (--hold-back)");
+
+  // A day later, or without a log dir, or on this machine alone: nothing.
+  EXPECT_TRUE(CheckRecentQuarantines(slurm, dir.path(), now + 1441 * kMinute).empty());
+  EXPECT_TRUE(CheckRecentQuarantines(slurm, "", now).empty());
+  slurm.transport = TransportKind::kLocal;
+  EXPECT_TRUE(CheckRecentQuarantines(slurm, dir.path(), now).empty());
+}
+
+}  // namespace
+}  // namespace dtrain
