@@ -91,8 +91,8 @@ TEST(NodeHistory, ARecordNotWrittenWithinTheWindowIsNotRead) {
 
 TEST(NodeHistory, NodesQuarantinedBeforeAreHeldBackWhileACleanSpareTakesTheirPlace) {
   std::vector<NodeSpec> nodes = Nodes({"n0", "n1", "n2", "s3", "s4"}, 2);
-  std::map<std::string, PastQuarantine> recent = {{"n1", {"a", "lost", 0}},
-                                                  {"s3", {"a", "unfit", 0}}};
+  std::map<std::string, PastQuarantine> recent = {{"n1", {"a", "lost", 0, "n1"}},
+                                                  {"s3", {"a", "unfit", 0, "s3"}}};
   std::vector<HeldBack> held = HoldBackRecentlyQuarantined(nodes, recent);
   ASSERT_EQ(held.size(), 1u);
   EXPECT_EQ(held[0].host, "n1");
@@ -103,7 +103,7 @@ TEST(NodeHistory, NodesQuarantinedBeforeAreHeldBackWhileACleanSpareTakesTheirPla
 
   // More held back than clean spares: the last one runs, and says so.
   nodes = Nodes({"n0", "n1", "n2", "s3"}, 1);
-  recent = {{"n0", {"a", "lost", 0}}, {"n2", {"b", "a straggler", 0}}};
+  recent = {{"n0", {"a", "lost", 0, "n0"}}, {"n2", {"b", "a straggler", 0, "n2"}}};
   held = HoldBackRecentlyQuarantined(nodes, recent);
   ASSERT_EQ(held.size(), 2u);
   EXPECT_EQ(held[0].spare, "s3");

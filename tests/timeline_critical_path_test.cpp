@@ -414,7 +414,9 @@ TEST(CriticalPath, DrawnIntoTheMergedTrace) {
       }
       if ((e["ph"] == "s" || e["ph"] == "f") && e["name"] == "critical_path") {
         flows.push_back(e);
-        if (e["ph"] == "s") EXPECT_TRUE(ids.insert(e["id"].get<int64_t>()).second) << e.dump();
+        if (e["ph"] == "s") {
+          EXPECT_TRUE(ids.insert(e["id"].get<int64_t>()).second) << e.dump();
+        }
       }
     }
     EXPECT_EQ(track_name, "critical path: " + p["step"].get<std::string>());
