@@ -331,6 +331,24 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenFirstNodeWithTheJobsStoreIsLostInSeconds) {
             std::string::npos);
   node1.Thaw();
   EXPECT_EQ(WaitUntilNothingIsLeft(job), "") << "10 s after node1 answered again";
+
+  // A job of one node inside the caller's allocation of both (salloc, sbatch) runs on node2:
+  // the allocation's other node comes first, and node1, where node a was lost, is left unused.
+  std::ofstream(dir_ + "/one.yaml") << "transport: slurm\nnodes:\n  - {host: a, slots: 1}\n"
+                                    << "log_dir: " << dir_ << "/logs\n";
+  const std::string outer = test::HoldNodes(1, "outer");
+  ASSERT_EQ(test::WaitUntilRunning(outer), "node[1-2]");
+  testing::DtrainProcess inside(
+      {"launch", "-c", dir_ + "/one.yaml", "--job", "inside", "--", "sh", "-c",
+       "echo on $SLURMD_NODENAME"},
+      dir_, {"SLURM_JOB_ID=" + outer, "SLURM_JOB_NODELIST=node[1-2]"});
+  EXPECT_EQ(inside.Wait(60), 0) << inside.err();
+  RunSlurmCommand({"scancel", outer}, "", 10000);
+  EXPECT_NE(inside.err().find("dtrain: Slurm node node1 of the allocation left unused: job "
+                              "slurm-store quarantined it "),
+            std::string::npos)
+      << inside.err();
+  EXPECT_EQ(ReadFile(dir_ + "/logs/inside/rank-0.log"), "on node2\n");
 }
 
 }  // namespace

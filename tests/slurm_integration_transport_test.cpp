@@ -79,16 +79,6 @@ std::vector<ProcessSpec> Ranks(const ClusterSpec& spec, const std::vector<std::s
   return procs;
 }
 
-// A batch job of its own holding both nodes (`tasks` per node) for two minutes: its id, or "".
-std::string HoldNodes(int tasks, const std::string& name) {
-  const SlurmCommandResult held = RunSlurmCommand(
-      {"sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=" + std::to_string(tasks),
-       "--job-name=" + name, "--output=/dev/null", "--wrap=sleep 120"},
-      "", 10000);
-  EXPECT_EQ(held.status, 0) << held.Describe();
-  return held.status == 0 ? held.out.substr(0, held.out.find_first_of(";\n")) : "";
-}
-
 const std::vector<std::string> kPrintEnv = {
     "sh", "-c",
     "printf 'rank=%s local=%s master=%s host=%s slurmd=%s only=%s\\n' \"$RANK\" \"$LOCAL_RANK\" "
@@ -132,13 +122,9 @@ TEST_F(SlurmTransportTest, BatchJobRunsRanksOnTwoNodesWithTheirEnvironment) {
 }
 
 TEST_F(SlurmTransportTest, InsideAnAllocationRunsAStepInIt) {
-  const std::string job = HoldNodes(1, "outer");
+  const std::string job = test::HoldNodes(1, "outer");
   ASSERT_NE(job, "");
-  for (int i = 0; i < 50 && Squeue({"-j", job, "-o", "%T"}).rfind("RUNNING", 0) != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  std::string nodelist = Squeue({"-j", job, "-o", "%N"});
-  nodelist = nodelist.substr(0, nodelist.find('\n'));
+  const std::string nodelist = test::WaitUntilRunning(job);
   EXPECT_EQ(nodelist, "node[1-2]");
   setenv("SLURM_JOB_ID", job.c_str(), 1);
   setenv("SLURM_JOB_NODELIST", nodelist.c_str(), 1);
@@ -236,7 +222,7 @@ TEST_F(SlurmTransportTest, OneProbePerNodeReadsItsStdin) {
 // Ctrl-C while the batch job still waits for nodes: the job is withdrawn, and the wait ends as
 // interrupted (128+SIGINT).
 TEST_F(SlurmTransportTest, InterruptWhilePendingWithdrawsTheBatchJob) {
-  const std::string busy_job = HoldNodes(4, "busy");
+  const std::string busy_job = test::HoldNodes(4, "busy");
   ASSERT_NE(busy_job, "");
   std::string state;
   std::thread ctrl_c([&state] {

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -91,6 +93,26 @@ inline std::string Squeue(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"squeue", "-h"};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunSlurmCommand(argv, "", 10000).out;
+}
+
+// A batch job of its own holding both nodes (`tasks` per node) for two minutes: its id, or "".
+inline std::string HoldNodes(int tasks, const std::string& name) {
+  const SlurmCommandResult held = RunSlurmCommand(
+      {"sbatch", "--parsable", "--nodes=2", "--ntasks-per-node=" + std::to_string(tasks),
+       "--job-name=" + name, "--output=/dev/null", "--wrap=sleep 120"},
+      "", 10000);
+  EXPECT_EQ(held.status, 0) << held.Describe();
+  return held.status == 0 ? held.out.substr(0, held.out.find_first_of(";\n")) : "";
+}
+
+// Waits (at most 10 s) until Slurm job `job` runs: its node list, "" when it did not start.
+inline std::string WaitUntilRunning(const std::string& job) {
+  for (int i = 0; i < 50 && Squeue({"-j", job, "-o", "%T"}).rfind("RUNNING", 0) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (Squeue({"-j", job, "-o", "%T"}).rfind("RUNNING", 0) != 0) return "";
+  const std::string nodelist = Squeue({"-j", job, "-o", "%N"});
+  return nodelist.substr(0, nodelist.find('\n'));
 }
 
 }  // namespace dtrain::test
