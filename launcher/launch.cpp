@@ -28,6 +28,7 @@
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/job_attempt.h"
+#include "launcher/job_placement.h"
 #include "launcher/job_record.h"
 #include "launcher/job_store.h"
 #include "launcher/job_supervisor.h"
@@ -270,38 +271,6 @@ int HostIndex(const ClusterSpec& spec, const std::string& host) {
 bool StartHealthCheck(const LaunchOptions& options, const ClusterSpec& spec) {
   if (!options.check_nodes || options.start_health_check == "off") return false;
   return options.start_health_check == "on" || spec.transport != TransportKind::kLocal;
-}
-
-// A job that ends before any attempt (its nodes never came, --sync failed, Ctrl-C while it
-// waited for nodes: 128+signal) says so in job.json.
-void RecordFailureBeforeStart(const std::string& job_dir, JobRecord& record, int exit_code) {
-  record.status = exit_code > 128 ? "interrupted" : "failed";
-  record.exit_code = exit_code;
-  record.ended_us = WallMicros();
-  WriteJobRecord(job_dir, record);
-}
-
-// The cluster on the nodes it runs on: a Slurm cluster on its allocation, the rest as they are.
-// `avoid`: Slurm nodes to leave out where others can serve (--hold-back).
-ClusterSpec PlaceCluster(const ClusterSpec& spec, const JobFolder& folder,
-                         SlurmAllocation& allocation, JobRecord& record,
-                         const std::vector<std::string>& avoid) {
-  try {
-    const ClusterSpec placed =
-        PlaceOnSlurm(spec, {"dtrain-" + folder.name, folder.job_dir, avoid}, allocation);
-    record.nodes = placed.nodes;
-    record.slurm = placed.slurm_placement;
-    // Inside the caller's allocation srun finds the job in SLURM_JOB_ID; the record names it
-    // for `dtrain status`, which runs elsewhere.
-    const char* caller_job = std::getenv("SLURM_JOB_ID");
-    if (record.slurm.placed && record.slurm.job_id.empty() && caller_job) {
-      record.slurm.job_id = caller_job;
-    }
-    return placed;
-  } catch (const Error& e) {
-    RecordFailureBeforeStart(folder.job_dir, record, e.exit_code());
-    throw;
-  }
 }
 
 PlanOptions PlanOptionsFor(const ChosenCluster& chosen, const JobSettings& job,

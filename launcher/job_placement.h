@@ -1,0 +1,27 @@
+// Where a job runs, settled before its first attempt: a Slurm cluster placed on its allocation
+// (the record names the Slurm job), and what a job that ends before any attempt keeps in its
+// record.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/cluster_spec.h"
+#include "launcher/job_attempt.h"
+#include "launcher/job_record.h"
+#include "launcher/slurm/slurm_allocation.h"
+
+namespace dtrain {
+
+// A job that ends before any attempt (its nodes never came, --sync failed, Ctrl-C while it
+// waited for nodes: 128+signal) says so in job.json.
+void RecordFailureBeforeStart(const std::string& job_dir, JobRecord& record, int exit_code);
+
+// The cluster on the nodes it runs on: a Slurm cluster on its allocation, the rest as they are.
+// `avoid`: Slurm nodes to leave out where others can serve (--hold-back). A job whose placement
+// fails (throws dtrain::Error) has said so in its record.
+ClusterSpec PlaceCluster(const ClusterSpec& spec, const JobFolder& folder,
+                         SlurmAllocation& allocation, JobRecord& record,
+                         const std::vector<std::string>& avoid);
+
+}  // namespace dtrain
