@@ -25,12 +25,13 @@ std::vector<Finding> CheckRecentQuarantines(const ClusterSpec& spec, const std::
     f.check = "history";
     f.nodes = {node.host};
     const std::string quarantined = DescribePastQuarantine(past->second, now_us);
-    f.message =
-        slurm ? fmt::format("node {} (Slurm node {}): {}; dtrain launch leaves that Slurm node out "
+    f.message = slurm ? fmt::format(
+                            "node {} (Slurm node {}): {}; dtrain launch leaves that Slurm node out "
                             "of its batch jobs while Slurm can run them without it, for a day "
                             "after (--hold-back)",
                             node.host, node.machine, quarantined)
-              : fmt::format("node {}: {}; dtrain launch holds it back as a spare while another "
+                      : fmt::format(
+                            "node {}: {}; dtrain launch holds it back as a spare while another "
                             "can take its place, for a day after (--hold-back)",
                             node.host, quarantined);
     f.remedy = fmt::format(

@@ -368,8 +368,8 @@ int RunLaunch(const LaunchOptions& options) {
     record.quarantined[host] = why;
   }
   SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the launch
-  ClusterSpec spec = PlaceCluster(chosen_spec, folder, allocation, record,
-                                  held_back.SlurmNodeNames());
+  ClusterSpec spec =
+      PlaceCluster(chosen_spec, folder, allocation, record, held_back.SlurmNodeNames());
   // The nodes that may be asked anything (clocks, interfaces, --sync): all but the unreached.
   ClusterSpec reached = spec;
   reached.nodes.erase(

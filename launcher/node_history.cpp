@@ -163,8 +163,8 @@ std::string DescribeHeldBack(const HeldBack& held, int64_t now_us) {
                      held.spare, past);
 }
 
-std::string DescribeSlurmHoldBack(const std::string& machine, const PastQuarantine& past,
-                                  bool used, bool excluded, bool in_allocation, int64_t now_us) {
+std::string DescribeSlurmHoldBack(const std::string& machine, const PastQuarantine& past, bool used,
+                                  bool excluded, bool in_allocation, int64_t now_us) {
   const std::string quarantined = DescribePastQuarantine(past, now_us);
   if (used) {
     return fmt::format("Slurm node {} runs in this job though {}; {}", machine, quarantined,
@@ -192,8 +192,8 @@ void SayHeldBack(const HoldBackPlan& plan, const ClusterSpec& placed,
     for (const NodeSpec& node : placed.nodes) used = used || node.machine == machine;
     const bool in_allocation = allocation.job_id().empty() &&
                                std::find(hosts.begin(), hosts.end(), machine) != hosts.end();
-    lines.push_back(DescribeSlurmHoldBack(machine, past, used, allocation.excluded(),
-                                          in_allocation, now_us));
+    lines.push_back(
+        DescribeSlurmHoldBack(machine, past, used, allocation.excluded(), in_allocation, now_us));
   }
   for (const std::string& text : lines) {
     if (text.empty()) continue;

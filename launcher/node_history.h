@@ -78,8 +78,8 @@ std::string DescribeHeldBack(const HeldBack& held, int64_t now_us);
 // "Slurm node node2 runs in this job though job J quarantined it ...; ...". `used`: a node of
 // the job runs there; `excluded`: the batch job went in without it; `in_allocation`: the
 // caller's allocation holds it. "" when it was never a candidate (outside the allocation).
-std::string DescribeSlurmHoldBack(const std::string& machine, const PastQuarantine& past,
-                                  bool used, bool excluded, bool in_allocation, int64_t now_us);
+std::string DescribeSlurmHoldBack(const std::string& machine, const PastQuarantine& past, bool used,
+                                  bool excluded, bool in_allocation, int64_t now_us);
 
 // Says what became of each node of `plan` on the console ("dtrain: node node1 held back ...")
 // and keeps it in the job's record (an event of kind held_back). `placed`: the job on the

@@ -224,9 +224,9 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenNodeIsLostInSecondsAndTheJobGoesOnWithoutIt)
   };
   const std::string quarantined = " job slurm-lost quarantined it ";
   std::string said = launch("one.yaml", "next", {});
-  EXPECT_NE(said.find("dtrain: Slurm node node2 left out of this job (sbatch --exclude):" +
-                      quarantined),
-            std::string::npos)
+  EXPECT_NE(
+      said.find("dtrain: Slurm node node2 left out of this job (sbatch --exclude):" + quarantined),
+      std::string::npos)
       << said;
   EXPECT_NE(ReadFile(dir_ + "/logs/next/sbatch.sh").find("#SBATCH --exclude=node2\n"),
             std::string::npos);
@@ -338,10 +338,9 @@ TEST_F(DtrainNodeLossOnSlurm, FrozenFirstNodeWithTheJobsStoreIsLostInSeconds) {
                                     << "log_dir: " << dir_ << "/logs\n";
   const std::string outer = test::HoldNodes(1, "outer");
   ASSERT_EQ(test::WaitUntilRunning(outer), "node[1-2]");
-  testing::DtrainProcess inside(
-      {"launch", "-c", dir_ + "/one.yaml", "--job", "inside", "--", "sh", "-c",
-       "echo on $SLURMD_NODENAME"},
-      dir_, {"SLURM_JOB_ID=" + outer, "SLURM_JOB_NODELIST=node[1-2]"});
+  testing::DtrainProcess inside({"launch", "-c", dir_ + "/one.yaml", "--job", "inside", "--", "sh",
+                                 "-c", "echo on $SLURMD_NODENAME"},
+                                dir_, {"SLURM_JOB_ID=" + outer, "SLURM_JOB_NODELIST=node[1-2]"});
   EXPECT_EQ(inside.Wait(60), 0) << inside.err();
   RunSlurmCommand({"scancel", outer}, "", 10000);
   EXPECT_NE(inside.err().find("dtrain: Slurm node node1 of the allocation left unused: job "

@@ -111,16 +111,21 @@ void SlurmAllocation::Request(const ClusterSpec& spec, const SlurmJobIdentity& j
   const int nodes = static_cast<int>(spec.nodes.size());
   std::string script = RenderSbatchScript(spec.slurm, job.name, nodes, tasks_per_node);
   SlurmCommandResult submitted;
+  bool submit_as_it_is = true;
   if (!job.avoid.empty()) {
     // Leaving the nodes out is advice: a partition with too few others refuses the job at once
-    // (sbatch: "Requested node configuration is not available"), and it goes in as it is.
+    // (sbatch: "Requested node configuration is not available"), and it goes in as it is. An
+    // sbatch that did not answer may have submitted it: that is an error, not a refusal.
     const std::string excluding =
         RenderSbatchScript(Excluding(spec.slurm, job.avoid), job.name, nodes, tasks_per_node);
     submitted = RunSlurmCommand({"sbatch", "--parsable"}, excluding, kClientTimeoutMs);
     excluded_ = submitted.status == 0;
-    if (excluded_) script = excluding;
+    submit_as_it_is = submitted.status > 0;
+    if (!submit_as_it_is) script = excluding;
   }
-  if (!excluded_) submitted = RunSlurmCommand({"sbatch", "--parsable"}, script, kClientTimeoutMs);
+  if (submit_as_it_is) {
+    submitted = RunSlurmCommand({"sbatch", "--parsable"}, script, kClientTimeoutMs);
+  }
   if (!job.record_dir.empty()) std::ofstream(job.record_dir + "/sbatch.sh") << script;
   if (submitted.status != 0) {
     throw Error("sbatch could not submit the job: " + submitted.Describe());

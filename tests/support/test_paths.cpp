@@ -4,7 +4,11 @@
 
 namespace dtrain::test {
 
-const char* SourceDir() { return DTRAIN_TEST_SOURCE_DIR; }
-const char* BinaryDir() { return DTRAIN_TEST_BINARY_DIR; }
+const char* SourceDir() {
+  return DTRAIN_TEST_SOURCE_DIR;
+}
+const char* BinaryDir() {
+  return DTRAIN_TEST_BINARY_DIR;
+}
 
 }  // namespace dtrain::test
