@@ -58,12 +58,12 @@ void ReadQuarantinesInto(std::map<std::string, PastQuarantine>& out, const std::
     } catch (const std::exception&) {
       continue;
     }
+    // A Slurm job's node name labels a placement: its machine is what was quarantined.
+    if (by_machine != (job.transport == "slurm")) continue;
     const int64_t when_us = job.ended_us > 0 ? job.ended_us : written_us;
     if (when_us < since_us) continue;
     for (const auto& [host, why] : job.quarantined) {
-      // A Slurm job's node name labels a placement: its machine is what was quarantined.
       std::string key = host;
-      if (by_machine != (job.transport == "slurm")) continue;
       if (by_machine) {
         const auto machine = job.node_machines.find(host);
         if (machine == job.node_machines.end()) continue;
@@ -71,7 +71,7 @@ void ReadQuarantinesInto(std::map<std::string, PastQuarantine>& out, const std::
       }
       auto it = out.find(key);
       if (it == out.end() || it->second.when_us < when_us) {
-        out[key] = {job.name, why, when_us, host};
+        out[key] = {job.name, why, when_us};
       }
     }
   }

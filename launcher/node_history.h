@@ -24,7 +24,6 @@ struct PastQuarantine {
   std::string job;
   std::string why;
   int64_t when_us = 0;  // the job's end (its record's last write while it runs)
-  std::string node;     // the node's name in that job
 };
 
 // The newest quarantine of each node, by node name, among the jobs in `log_dir` that ended (or,
