@@ -25,8 +25,7 @@ def compiler_argv(entry, obj):
     argv = entry.get("arguments") or shlex.split(entry["command"])
     # The build's compiler launcher (cmake -E env ... ccache) goes: the compiler is measured.
     for i, a in enumerate(argv):
-        if os.path.basename(a) in ("c++", "g++", "clang++", "gcc", "cc") or a.endswith("/c++") \
-                or re.search(r"(^|/)(g|clang)\+\+(-\d+)?$", a):
+        if re.fullmatch(r"(c\+\+|gcc|cc|(g|clang)\+\+(-\d+)?)", os.path.basename(a)):
             argv = argv[i:]
             break
     out = []
