@@ -1,4 +1,5 @@
 // `dtrain launch`: flags -> LaunchOptions -> RunLaunch.
+#include <atomic>
 #include <cctype>
 #include <memory>
 
@@ -348,10 +349,15 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
         options->health_watch_s.value_or(1) > 0) {
       // One reading of each node's link error counters to the next, for the whole launch.
       auto links = std::make_shared<LinkErrorWatch>();
-      options->check_nodes = [links](const ClusterSpec& nodes, bool count_unreached,
-                                     const std::function<bool()>& cancelled) {
+      // The health watch's rounds (the running attempt's nodes, those not reached left out) test
+      // a few pairs each, others each round; the checks before a start test every pair.
+      auto watch_rounds = std::make_shared<std::atomic<uint64_t>>(0);
+      options->check_nodes = [links, watch_rounds](const ClusterSpec& nodes, bool count_unreached,
+                                                   const std::function<bool()>& cancelled) {
+        const PeerPlan plan =
+            count_unreached ? PeerPlan{} : WatchPeerPlan(nodes, watch_rounds->fetch_add(1));
         return FastHealthCheck(nodes, kFastHealthCheckTimeoutS, count_unreached, cancelled,
-                               links.get());
+                               links.get(), plan);
       };
     }
     if (restarts->count() > 0) options->max_restarts = *max_restarts;

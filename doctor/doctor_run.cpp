@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <random>
 
 #include "doctor/doctor_job.h"
 #include "launcher/env_file.h"
@@ -44,7 +45,10 @@ DoctorResult RunDoctor(const ClusterSpec& cluster, double timeout_s) {
   const ProbeOptions probe_options = DefaultProbeOptions(spec, timeout_s);
   result.run = RunProbes(spec, *transport, probe_options);
   transport.reset();  // its SSH sessions go to the pool, for the peer test's
-  result.run.peers = RunPeerConnections(spec, result.run.nodes);
+  PeerOptions peers;
+  // Every pair, or with DTRAIN_PROBE_PEERS_PARTNERS a sample: one that another run samples anew.
+  peers.plan = DoctorPeerPlan(spec, std::random_device{}());
+  result.run.peers = RunPeerConnections(spec, result.run.nodes, peers);
   result.run.wall_s += result.run.peers.wall_s;  // the report's time is the doctor's whole run
   result.findings = CheckCluster(spec, result.run);
   for (Finding& f : CheckRecentQuarantines(spec, probe_options.log_dir, WallMicros()))

@@ -38,7 +38,8 @@ ProbeRun ProbeHealthParts(const ClusterSpec& spec, double timeout_s,
 }
 
 NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bool count_unreached,
-                                   const std::function<bool()>& cancelled, LinkErrorWatch* links) {
+                                   const std::function<bool()>& cancelled, LinkErrorWatch* links,
+                                   const PeerPlan& peer_plan) {
   ProbeRun run = ProbeHealthParts(spec, timeout_s, cancelled);
   if (cancelled && cancelled()) return {};  // cut short: nothing to judge
   // Whether the nodes connect with each other where the job's collectives do (a link up but in
@@ -46,6 +47,7 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
   PeerOptions peers;
   peers.cancelled = cancelled;
   peers.beside_ranks = true;
+  peers.plan = peer_plan;  // a test that named pairs runs once more on the same pairs
   run.peers = RunPeerConnections(spec, run.nodes, peers);
   std::vector<Finding> peer_findings = CheckPeerConnections(run.peers, run.nodes);
   // A link that failed while the test ran leaves some of its node's pairs connected and others

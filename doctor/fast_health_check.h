@@ -16,6 +16,7 @@
 #include <string>
 
 #include "doctor/link_errors.h"
+#include "doctor/peer_plan.h"
 #include "doctor/probe_runner.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/health_watch.h"
@@ -30,12 +31,14 @@ constexpr double kFastHealthCheckTimeoutS = 20;
 // findings naming it, "; "-joined), and the nodes' new link-errors warnings when `links` is
 // given. A node that cannot be probed is unfit when `count_unreached`, else left out (while a
 // job runs, the node timeout judges reachability). `cancelled` (optional) is asked while the
-// probes run: true ends the check at once with what is known. Throws dtrain::Error only when
-// the transport cannot be built.
+// probes run: true ends the check at once with what is known. `peer_plan`: the pairs the peer
+// test connects (peer_plan.h; by default every pair). Throws dtrain::Error only when the
+// transport cannot be built.
 NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s,
                                    bool count_unreached = true,
                                    const std::function<bool()>& cancelled = nullptr,
-                                   LinkErrorWatch* links = nullptr);
+                                   LinkErrorWatch* links = nullptr,
+                                   const PeerPlan& peer_plan = {});
 
 // The probe FastHealthCheck judges: every node of `spec` with only the health parts, at most
 // `timeout_s`. Throws dtrain::Error only when the transport cannot be built.

@@ -54,6 +54,13 @@ std::string RandomToken(std::mt19937& random) {
 void RunRound(const ClusterSpec& spec, const std::vector<size_t>& taking_part,
               const std::vector<std::vector<CollectiveEndpoint>>& tested,
               const PeerOptions& options, const std::string& token, PeerRun& run) {
+  // plan[k]: the positions in taking_part that its k-th node connects to; callers[k]: how many
+  // nodes connect to it (each to every address it listens on), so that it knows when it is done.
+  const std::vector<std::vector<size_t>> plan = PeerTargets(taking_part.size(), options.plan);
+  std::vector<size_t> callers(taking_part.size(), 0);
+  for (const std::vector<size_t>& targets : plan) {
+    for (size_t t : targets) ++callers[t];
+  }
   std::vector<ProcessSpec> procs;
   for (size_t k = 0; k < taking_part.size(); ++k) {
     const size_t i = taking_part[k];
@@ -67,8 +74,8 @@ void RunRound(const ClusterSpec& spec, const std::vector<size_t>& taking_part,
     for (const CollectiveEndpoint& e : tested[i]) {
       listen += (listen.empty() ? "" : " ") + (e.interface.empty() ? "*" : e.address);
     }
-    for (size_t j : taking_part) {
-      if (j == i) continue;
+    for (size_t t : plan[k]) {
+      const size_t j = taking_part[t];
       for (const CollectiveEndpoint& e : tested[j]) {
         targets += fmt::format("{}{}={}", targets.empty() ? "" : " ", j, e.address);
       }
@@ -80,6 +87,7 @@ void RunRound(const ClusterSpec& spec, const std::vector<size_t>& taking_part,
     p.env["DTRAIN_PROBE_PEERS_WAIT_S"] = fmt::format("{:g}", options.wait_s);
     p.env["DTRAIN_PROBE_PEERS_LISTEN"] = listen;
     p.env["DTRAIN_PROBE_PEERS_TARGETS"] = targets;
+    p.env["DTRAIN_PROBE_PEERS_CALLERS"] = std::to_string(callers[k]);
     p.cwd = "/";
     p.beside_ranks = options.beside_ranks;
     p.stdin_data = std::string(DtrainProgramLookup()) + std::string(ProbeScript());
@@ -223,6 +231,8 @@ PeerRun RunPeerConnections(const ClusterSpec& spec, const std::vector<NodeFacts>
   if (taking_part.size() < 2) return run;
   run.ran = true;
   for (size_t i : taking_part) run.took_part[i] = true;
+  run.offsets = PeerOffsets(taking_part.size(), options.plan);
+  run.rounds_to_cover = RoundsToCoverAll(taking_part.size(), options.plan);
   const auto start = std::chrono::steady_clock::now();
   std::mt19937 random(std::random_device{}());
   const std::string token = RandomToken(random);
@@ -283,6 +293,8 @@ std::string AddPeerConnectionsJson(const std::string& report_json, const PeerRun
                                 {"variables", run.variables},
                                 {"wait_s", run.wait_s},
                                 {"wall_s", run.wall_s},
+                                {"offsets", run.offsets},
+                                {"rounds_to_cover", run.rounds_to_cover},
                                 {"nodes", addresses},
                                 {"connections_made", ok},
                                 {"slowest_connection_ms", slowest_ms},

@@ -14,6 +14,7 @@
 
 #include "doctor/interface_match.h"
 #include "doctor/node_facts.h"
+#include "doctor/peer_plan.h"
 #include "launcher/cluster_spec.h"
 
 namespace dtrain {
@@ -44,6 +45,9 @@ struct PeerRun {
   std::vector<std::string> listen_errors;  // per node: "ADDRESS: why" of a listen that failed
   std::vector<PeerConnection> connections;
   double wall_s = 0;
+  // The ring offsets the nodes connected at (peer_plan.h); empty: every node to every other.
+  std::vector<size_t> offsets;
+  size_t rounds_to_cover = 1;  // rounds of the plan that test every pair
 };
 
 struct PeerOptions {
@@ -51,11 +55,12 @@ struct PeerOptions {
   // Asked between polls; true stops the test at once (what came back is kept).
   std::function<bool()> cancelled;
   bool beside_ranks = false;  // Slurm: the test's step overlaps the ranks' (ProcessSpec)
+  PeerPlan plan;              // who connects to whom; by default every node to every other
 };
 
 // Runs the test over the nodes the probe reached (`nodes`: the probe's facts, in the cluster's
-// order) through the cluster's transport; of nodes the cluster file gives one address, the first
-// takes part for all. Fewer than two nodes with addresses, or DTRAIN_PROBE_SKIP in the cluster
+// order) through the cluster's transport, the pairs of `options.plan` among the nodes that take
+// part; of nodes the cluster file gives one address, the first takes part for all. Fewer than two nodes with addresses, or DTRAIN_PROBE_SKIP in the cluster
 // file's env naming "peers": nothing is run (ran = false). A port already in use on a node is tried once more with another. Throws
 // dtrain::Error only when the transport cannot be built.
 PeerRun RunPeerConnections(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes,

@@ -130,7 +130,10 @@ std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<
     }
   }
 
-  // A node every one of whose pairs failed, while some pair connected, is cut off.
+  // A node every one of whose pairs failed, while some pair connected, is cut off. (Each node has
+  // two partners or more: every other node, or in a round of the health watch's plan its
+  // neighbours in the ring and more, peer_plan.h.)
+  const bool every_pair = run.offsets.empty();
   std::vector<bool> cut_off(n, false);
   for (size_t i = 0; i < n; ++i) {
     if (pairs_of[i] == 0 || failed_of[i] != pairs_of[i] || ok_pairs == 0) continue;
@@ -144,12 +147,16 @@ std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<
       for (const CollectiveEndpoint& e : run.endpoints[i]) a.push_back(e.address);
       return Join(a);
     }();
+    const std::string partners =
+        every_pair ? fmt::format("any of the other {} node(s) {}, which connect with each other",
+                                 pairs_of[i], over)
+                   : fmt::format("any of the {} node(s) it was tested with {}, which connect "
+                                 "with others",
+                                 pairs_of[i], over);
     out.push_back(Make(Severity::kError, "peers", "", {nodes[i].host},
-                       fmt::format("node {} ({}) cannot connect with any of the other {} node(s) "
-                                   "{}, which connect with each other: {}; NCCL's and Gloo's "
+                       fmt::format("node {} ({}) cannot connect with {}: {}; NCCL's and Gloo's "
                                    "init would wait for it until their timeout",
-                                   nodes[i].host, addresses, pairs_of[i], over,
-                                   Examples(its, nodes)),
+                                   nodes[i].host, addresses, partners, Examples(its, nodes)),
                        kCutOffRemedy));
   }
 
@@ -207,11 +214,20 @@ std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<
                                    others.size(), run.port, Examples(others, nodes)),
                        "run the doctor again (the port is chosen anew each time)"));
   }
-  if (out.empty() && ok_pairs > 0) {
+  if (out.empty() && ok_pairs > 0 && every_pair) {
     out.push_back(Make(Severity::kOk, "peers", "", {},
                        fmt::format("every node connects to every other {} ({} pair(s), the "
                                    "slowest connection in {:.1f} ms)",
                                    over, ok_pairs, slowest_ms)));
+  } else if (out.empty() && ok_pairs > 0) {
+    std::vector<std::string> offsets;
+    for (size_t d : run.offsets) offsets.push_back(std::to_string(d));
+    out.push_back(Make(Severity::kOk, "peers", "", {},
+                       fmt::format("every node connects to the nodes it was tested with {} ({} "
+                                   "pair(s), the nodes {} apart in the ring; every pair in {} "
+                                   "round(s); the slowest connection in {:.1f} ms)",
+                                   over, ok_pairs, Join(offsets), run.rounds_to_cover,
+                                   slowest_ms)));
   }
   return out;
 }

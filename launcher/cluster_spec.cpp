@@ -52,6 +52,24 @@ class SpecReader : public YamlReader {
     return env;
   }
 
+  // DTRAIN_PROBE_PEERS_PARTNERS (doctor/peer_plan.h): connections each node makes in a round
+  // of the peer test, 2 or more.
+  void CheckPeerPartners(const YAML::Node& env) const {
+    const YAML::Node value = env["DTRAIN_PROBE_PEERS_PARTNERS"];
+    if (!value) return;
+    const std::string text = value.Scalar();
+    const bool digits = !text.empty() && text.size() <= 6 &&
+                        std::all_of(text.begin(), text.end(), [](unsigned char c) {
+                          return std::isdigit(c) != 0;
+                        });
+    if (!digits || std::stoul(text) < 2) {
+      Fail(value, fmt::format("env.DTRAIN_PROBE_PEERS_PARTNERS: '{}': expected a whole number, 2 "
+                              "or more (the connections each node makes in a round of the health "
+                              "watch's peer test)",
+                              Printable(text)));
+    }
+  }
+
   void ReadSsh(const YAML::Node& node, SshOptions& ssh) const {
     ExpectMap(node, "ssh",
               {"user", "port", "identity_file", "known_hosts", "host_key_policy", "connect_timeout",
@@ -276,7 +294,10 @@ class SpecReader : public YamlReader {
     }
     if (root["workdir"]) spec.workdir = String(root["workdir"], "workdir");
     if (root["python"]) spec.python = String(root["python"], "python");
-    if (root["env"]) spec.env = Env(root["env"], "env");
+    if (root["env"]) {
+      spec.env = Env(root["env"], "env");
+      CheckPeerPartners(root["env"]);
+    }
     if (root["env_file"]) {
       spec.env_file = String(root["env_file"], "env_file");
       if (spec.env_file.empty()) Fail(root["env_file"], "env_file: expected a file name");

@@ -727,7 +727,7 @@ while time.time() < deadline:
 
 # The peer connection test, run on every node at once after the probe: listens on the addresses
 # the job's collectives use here (DTRAIN_PROBE_PEERS_LISTEN, space-separated; "*" for every
-# address) at DTRAIN_PROBE_PEERS_PORT, and meanwhile connects to every other node's
+# address) at DTRAIN_PROBE_PEERS_PORT, and meanwhile connects to those of the nodes it tests
 # (DTRAIN_PROBE_PEERS_TARGETS: "INDEX=ADDRESS ..."), all at once, retrying a refused or unreachable
 # address for DTRAIN_PROBE_PEERS_WAIT_S seconds (the others start at about the same moment). Each
 # connection says "dtrain-peers TOKEN INDEX" both ways (DTRAIN_PROBE_PEERS_TOKEN: this run's,
@@ -735,8 +735,8 @@ while time.time() < deadline:
 # program is told apart. Prints peers_listen=ADDRESS;ok|WHY, one peer=INDEX;ADDRESS;RESULT;MS;DETAIL
 # per target (RESULT: ok, refused, unreachable, timeout, wrong-node: another node answered,
 # no-answer: something else holds the port; MS: how long the connection that was made took, else
-# how long it was tried), then peers_done=1; it ends once every other node has connected to each
-# of its addresses, or a second after the retries' end, so that nobody has to stop it (a session
+# how long it was tried), then peers_done=1; it ends once the DTRAIN_PROBE_PEERS_CALLERS nodes
+# that test it have connected to each of its addresses, or a second after the retries' end, so that nobody has to stop it (a session
 # whose process was signalled is not used again).
 probe_peers() {
   py=$(find_any_python)
@@ -814,8 +814,9 @@ for a in env.get("DTRAIN_PROBE_PEERS_LISTEN", "").split():
         say("peers_listen=%s;ok" % a)
     except OSError as e:
         say("peers_listen=%s;%s" % (a, e.strerror or e))
-# Every other node connects to each address listened on.
-expected = len(listening) * len({j for j, _ in targets})
+# DTRAIN_PROBE_PEERS_CALLERS nodes connect to each address listened on (without it: the targets).
+callers = env.get("DTRAIN_PROBE_PEERS_CALLERS", "")
+expected = len(listening) * (int(callers) if callers.isdigit() else len({j for j, _ in targets}))
 if expected == 0:
     heard_all.set()
 for s, a in listening:

@@ -22,6 +22,11 @@ add_dependencies(doctor_cluster_test dtrain)
 dtrain_test(doctor_peers_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_peers_test.cpp
             LIBS dtrain_doctor TIMEOUT 60)
 
+# The peer test's plan: pairs per round and rounds to test every pair, the verdict on a round of
+# it, the probe's peers mode in a ring on loopback addresses, the cluster file's value (unit).
+dtrain_test(doctor_peer_plan_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_peer_plan_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
+
 # --bandwidth: the verdict (unit), and on four namespace nodes with one link throttled by tc
 # (dtrain-clip measures, so only where the runtime is built).
 dtrain_test(doctor_bandwidth_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_bandwidth_test.cpp
