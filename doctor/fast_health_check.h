@@ -37,8 +37,7 @@ constexpr double kFastHealthCheckTimeoutS = 20;
 NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s,
                                    bool count_unreached = true,
                                    const std::function<bool()>& cancelled = nullptr,
-                                   LinkErrorWatch* links = nullptr,
-                                   const PeerPlan& peer_plan = {});
+                                   LinkErrorWatch* links = nullptr, const PeerPlan& peer_plan = {});
 
 // The probe FastHealthCheck judges: every node of `spec` with only the health parts, at most
 // `timeout_s`. Throws dtrain::Error only when the transport cannot be built.

@@ -12,7 +12,9 @@ namespace {
 
 // Offsets after the ring's: 2 to n / 2 (a pair of nodes is at one of the offsets 1 to n / 2 from
 // one of them, around the ring).
-size_t MovingOffsets(size_t n) { return n / 2 >= 2 ? n / 2 - 1 : 0; }
+size_t MovingOffsets(size_t n) {
+  return n / 2 >= 2 ? n / 2 - 1 : 0;
+}
 
 // Whether `plan` tests every pair at once on n nodes.
 bool EveryPair(size_t n, const PeerPlan& plan) {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <csignal>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -119,7 +119,7 @@ void RunRound(const ClusterSpec& spec, const std::vector<size_t>& taking_part,
       exit = fmt::format("no answer within {:g} s (the test was stopped)", limit_s);
     } else if (!said_done) {
       exit = !events.exits[k].error.empty() ? events.exits[k].error
-                                             : "it ended early (" + events.exits[k].Describe() + ")";
+                                            : "it ended early (" + events.exits[k].Describe() + ")";
     }
     ApplyPeerOutput(taking_part[k], events.output[k], exit, run);
   }

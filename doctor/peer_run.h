@@ -41,7 +41,7 @@ struct PeerRun {
   // part failed ("" when neither).
   std::vector<std::vector<CollectiveEndpoint>> endpoints;
   std::vector<std::string> not_tested;
-  std::vector<bool> took_part;  // per node: it listened and connected (or was to)
+  std::vector<bool> took_part;             // per node: it listened and connected (or was to)
   std::vector<std::string> listen_errors;  // per node: "ADDRESS: why" of a listen that failed
   std::vector<PeerConnection> connections;
   double wall_s = 0;
@@ -60,8 +60,9 @@ struct PeerOptions {
 
 // Runs the test over the nodes the probe reached (`nodes`: the probe's facts, in the cluster's
 // order) through the cluster's transport, the pairs of `options.plan` among the nodes that take
-// part; of nodes the cluster file gives one address, the first takes part for all. Fewer than two nodes with addresses, or DTRAIN_PROBE_SKIP in the cluster
-// file's env naming "peers": nothing is run (ran = false). A port already in use on a node is tried once more with another. Throws
+// part; of nodes the cluster file gives one address, the first takes part for all. Fewer than two
+// nodes with addresses, or DTRAIN_PROBE_SKIP in the cluster file's env naming "peers": nothing is
+// run (ran = false). A port already in use on a node is tried once more with another. Throws
 // dtrain::Error only when the transport cannot be built.
 PeerRun RunPeerConnections(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes,
                            const PeerOptions& options = {});
@@ -69,8 +70,7 @@ PeerRun RunPeerConnections(const ClusterSpec& spec, const std::vector<NodeFacts>
 // What the test's processes printed, by node: fills `run.connections` and `run.listen_errors`
 // (and `run.not_tested` for a node whose process failed, `exit` saying how it ended, "" when it
 // said it was done). Exposed for the tests.
-void ApplyPeerOutput(size_t node, const std::string& output, const std::string& exit,
-                     PeerRun& run);
+void ApplyPeerOutput(size_t node, const std::string& output, const std::string& exit, PeerRun& run);
 
 // `dtrain doctor --json`'s document with a "peer_connections" member: the port, the variables,
 // each node's addresses, how many connections were made and the slowest, and every connection

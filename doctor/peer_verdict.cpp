@@ -95,8 +95,7 @@ std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<
         Severity::kError, "peers", "", names,
         fmt::format("nodes {} all have the address {}{}{}: the collectives' connections to one of "
                     "them reach another, or the node itself",
-                    Join(names), address,
-                    on.empty() ? "" : " on " + Join({on.begin(), on.end()}),
+                    Join(names), address, on.empty() ? "" : " on " + Join({on.begin(), on.end()}),
                     own_pick ? ", which NCCL picks with NCCL_SOCKET_IFNAME unset" : ""),
         own_pick ? fmt::format("set NCCL_SOCKET_IFNAME (env: in the cluster file) to the interface "
                                "the nodes reach each other on, or leave this one out: "
@@ -150,9 +149,10 @@ std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<
     const std::string partners =
         every_pair ? fmt::format("any of the other {} node(s) {}, which connect with each other",
                                  pairs_of[i], over)
-                   : fmt::format("any of the {} node(s) it was tested with {}, which connect "
-                                 "with others",
-                                 pairs_of[i], over);
+                   : fmt::format(
+                         "any of the {} node(s) it was tested with {}, which connect "
+                         "with others",
+                         pairs_of[i], over);
     out.push_back(Make(Severity::kError, "peers", "", {nodes[i].host},
                        fmt::format("node {} ({}) cannot connect with {}: {}; NCCL's and Gloo's "
                                    "init would wait for it until their timeout",
@@ -176,9 +176,9 @@ std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<
         Severity::kError, "peers", "", {rest_nodes.begin(), rest_nodes.end()},
         fmt::format("{} cannot connect {}: {}; NCCL's and Gloo's init would wait until their "
                     "timeout",
-                    rest_pairs == 1 ? "the nodes " + Join({rest_nodes.begin(), rest_nodes.end()},
-                                                          " and ")
-                                    : fmt::format("{} node pairs", rest_pairs),
+                    rest_pairs == 1
+                        ? "the nodes " + Join({rest_nodes.begin(), rest_nodes.end()}, " and ")
+                        : fmt::format("{} node pairs", rest_pairs),
                     over, Examples(rest, nodes)),
         "allow TCP between the nodes on every port (NCCL and Gloo listen on ephemeral ports): a "
         "firewall or security group, the route between their subnets (`ip route get ADDRESS` on "
@@ -222,12 +222,12 @@ std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<
   } else if (out.empty() && ok_pairs > 0) {
     std::vector<std::string> offsets;
     for (size_t d : run.offsets) offsets.push_back(std::to_string(d));
-    out.push_back(Make(Severity::kOk, "peers", "", {},
-                       fmt::format("every node connects to the nodes it was tested with {} ({} "
-                                   "pair(s), the nodes {} apart in the ring; every pair in {} "
-                                   "round(s); the slowest connection in {:.1f} ms)",
-                                   over, ok_pairs, Join(offsets), run.rounds_to_cover,
-                                   slowest_ms)));
+    out.push_back(
+        Make(Severity::kOk, "peers", "", {},
+             fmt::format("every node connects to the nodes it was tested with {} ({} "
+                         "pair(s), the nodes {} apart in the ring; every pair in {} "
+                         "run(s) of the test; the slowest connection in {:.1f} ms)",
+                         over, ok_pairs, Join(offsets), run.rounds_to_cover, slowest_ms)));
   }
   return out;
 }

@@ -58,10 +58,9 @@ class SpecReader : public YamlReader {
     const YAML::Node value = env["DTRAIN_PROBE_PEERS_PARTNERS"];
     if (!value) return;
     const std::string text = value.Scalar();
-    const bool digits = !text.empty() && text.size() <= 6 &&
-                        std::all_of(text.begin(), text.end(), [](unsigned char c) {
-                          return std::isdigit(c) != 0;
-                        });
+    const bool digits =
+        !text.empty() && text.size() <= 6 &&
+        std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
     if (!digits || std::stoul(text) < 2) {
       Fail(value, fmt::format("env.DTRAIN_PROBE_PEERS_PARTNERS: '{}': expected a whole number, 2 "
                               "or more (the connections each node makes in a round of the health "

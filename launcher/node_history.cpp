@@ -181,13 +181,26 @@ std::string DescribeSlurmHoldBack(const std::string& machine, const PastQuaranti
   return "";
 }
 
+std::string DescribeSlurmNodeGone(const std::string& machine, const PastQuarantine& past,
+                                  int64_t now_us) {
+  return fmt::format(
+      "Slurm node {} is not left out of this job: Slurm has no such node now "
+      "(sinfo), though {}",
+      machine, DescribePastQuarantine(past, now_us));
+}
+
 void SayHeldBack(const HoldBackPlan& plan, const ClusterSpec& placed,
                  const SlurmAllocation& allocation, JobRecord& record) {
   const int64_t now_us = WallMicros();
   std::vector<std::string> lines;
   for (const HeldBack& held : plan.ssh_nodes) lines.push_back(DescribeHeldBack(held, now_us));
   const std::vector<std::string>& hosts = allocation.hosts();
+  const std::vector<std::string>& gone = allocation.not_in_slurm();
   for (const auto& [machine, past] : plan.slurm_nodes) {
+    if (std::find(gone.begin(), gone.end(), machine) != gone.end()) {
+      lines.push_back(DescribeSlurmNodeGone(machine, past, now_us));
+      continue;
+    }
     bool used = false;
     for (const NodeSpec& node : placed.nodes) used = used || node.machine == machine;
     const bool in_allocation = allocation.job_id().empty() &&

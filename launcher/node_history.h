@@ -80,6 +80,12 @@ std::string DescribeHeldBack(const HeldBack& held, int64_t now_us);
 std::string DescribeSlurmHoldBack(const std::string& machine, const PastQuarantine& past, bool used,
                                   bool excluded, bool in_allocation, int64_t now_us);
 
+// A Slurm node an earlier job quarantined that Slurm no longer has (renamed or removed since):
+// "Slurm node node9 is not left out of this job: Slurm has no such node now (sinfo), though job J
+// quarantined it 12 min ago: WHY".
+std::string DescribeSlurmNodeGone(const std::string& machine, const PastQuarantine& past,
+                                  int64_t now_us);
+
 // Says what became of each node of `plan` on the console ("dtrain: node node1 held back ...")
 // and keeps it in the job's record (an event of kind held_back). `placed`: the job on the
 // machines it runs on, `allocation`: the Slurm job that holds them, if any.

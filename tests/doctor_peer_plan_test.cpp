@@ -189,10 +189,11 @@ TEST(PeerPlan, TheVerdictOfAPartnerRoundSaysWhatWasTested) {
   auto findings = CheckPeerConnections(Round(12, {3, 1}, 12, nodes), nodes);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].severity, Severity::kOk);
-  EXPECT_EQ(findings[0].message,
-            "every node connects to the nodes it was tested with over hsn0 (NCCL_SOCKET_IFNAME) "
-            "(36 pair(s), the nodes 1, 4, 5 apart in the ring; every pair in 3 round(s); the "
-            "slowest connection in 1.5 ms)");
+  EXPECT_EQ(
+      findings[0].message,
+      "every node connects to the nodes it was tested with over hsn0 (NCCL_SOCKET_IFNAME) "
+      "(36 pair(s), the nodes 1, 4, 5 apart in the ring; every pair in 3 run(s) of the test; the "
+      "slowest connection in 1.5 ms)");
 
   nodes.clear();
   findings = CheckPeerConnections(Round(12, {3, 1}, 7, nodes), nodes);

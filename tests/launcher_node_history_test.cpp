@@ -190,6 +190,9 @@ TEST(NodeHistory, WhatBecameOfASlurmNodeIsSaidAsItHappened) {
             std::string::npos);
   // Refused the exclusion, and Slurm gave other nodes anyway; or outside the caller's allocation.
   EXPECT_EQ(DescribeSlurmHoldBack("c042", past, false, false, false, now), "");
+  EXPECT_EQ(DescribeSlurmNodeGone("c042", past, now),
+            "Slurm node c042 is not left out of this job: Slurm has no such node now (sinfo), "
+            "though job lost quarantined it 40 s ago: node b lost: no answer for 3 s");
 }
 
 }  // namespace

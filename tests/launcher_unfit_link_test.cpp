@@ -2,10 +2,13 @@
 // namespaces, each with a second NIC (hsn0) on the bridge for a real torch.distributed Gloo job
 // (-x GLOO_SOCKET_IFNAME=hsn0): a switch port down (the interface rule) or taken off the bridge
 // with its link up, as a port moved to another VLAN (the peer test), before the start and while
-// the job runs (the health watch), each with a spare to take the unfit node's place.
+// the job runs (the health watch, whose peer test checks every pair or, on more nodes, a few pairs
+// a round), each with a spare to take the unfit node's place.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -298,6 +301,67 @@ TEST(UnfitNode, PairCutOffDuringTheRunIsBlamedByTheCheckBeforeTheRestart) {
   EXPECT_TRUE(record["attempts"][0]["blamed_node"].is_null()) << record.dump(2);  // neither
   EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node2"}));
   EXPECT_NE(ReadText(dir + "/pairw/rank-0.log").find("step 60 sum 2.0"), std::string::npos);
+}
+
+// The health watch's peer test on more nodes than a round tests all pairs of: six nodes of a job
+// and a spare, each with hsn0, and DTRAIN_PROBE_PEERS_PARTNERS: 2 in the cluster file's env (each
+// node connects to its next in the ring and one more, at an offset that moves each round). While
+// the job runs, node4's switch port is taken off the bridge with its link up: the next round names
+// node4 alone from the few pairs it tested, the attempt stops, node4 is quarantined and the
+// restart runs on the other five and the spare. The job is a shell (no torch): the watch looks at
+// the nodes, whatever runs on them.
+TEST(UnfitNode, NodeCutOffIsFoundByAWatchRoundThatTestsAFewPairs) {
+  SshTestCluster cluster("node-peers-plan", 7, 1);
+  REQUIRE_CLUSTER(cluster);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
+  const std::string dir = testing::ScratchDirs::Make("node-peers-plan");
+  const std::string file = dir + "/cluster.yaml";
+  std::ofstream(file) << ReadText(cluster.cluster_file())
+                      << "env: {DTRAIN_PROBE_PEERS_PARTNERS: 2, GLOO_SOCKET_IFNAME: hsn0}\n";
+  // The first attempt waits for the fault; the restart's ends at once.
+  const char* script =
+      "[ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && sleep 90; echo attempt "
+      "$TORCHELASTIC_RESTART_COUNT done";
+  DtrainProcess dtrain({"launch", "-c",
+                        file,     "--job",
+                        "plan",   "--log-dir",
+                        dir,      "--spares",
+                        "1",      "--max-restarts",
+                        "1",      "--health-watch",
+                        "1",      "--grace-period",
+                        "2",      "--quiet",
+                        "--",     "sh",
+                        "-c",     script},
+                       dir);
+  // A few rounds of the watch on the healthy nodes first: none of them names anyone.
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  ASSERT_TRUE(dtrain.running()) << dtrain.err();
+  EXPECT_EQ(dtrain.err().find("failed the health watch"), std::string::npos) << dtrain.err();
+  EXPECT_EQ(test::SetSecondNicPort(cluster, 4, "nomaster"), "");
+  const double detected_s = SecondsUntilSaid(dtrain, "failed the health watch", 30);
+  const int status = dtrain.Wait(120);
+  const std::string err = dtrain.err();
+  std::printf("node4's port off the bridge: found after %.2f s\n%s", detected_s, err.c_str());
+  EXPECT_GE(detected_s, 0) << err;
+  EXPECT_LE(detected_s, 15) << "the interval (1 s), one round of probes and at most two rounds of "
+                               "the peer test's 5 s of retries: "
+                            << err;
+  EXPECT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("dtrain: node node4 failed the health watch "), std::string::npos) << err;
+  EXPECT_NE(err.find("node node4 (10.232.0.14) cannot connect with any of the "), std::string::npos)
+      << err;
+  EXPECT_NE(err.find(" node(s) it was tested with over hsn0 (GLOO_SOCKET_IFNAME), which connect "
+                     "with others: "),
+            std::string::npos)
+      << err;
+  const json record = json::parse(ReadText(dir + "/plan/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << err;
+  ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
+  EXPECT_EQ(record["attempts"][0]["cause"], "unhealthy");
+  EXPECT_EQ(record["attempts"][0]["blamed_node"], "node4");
+  EXPECT_EQ(record["attempts"][1]["nodes"],
+            json({"node0", "node1", "node2", "node3", "node5", "node6"}));
+  EXPECT_NE(ReadText(dir + "/plan/rank-0.log").find("attempt 1 done"), std::string::npos);
 }
 
 }  // namespace

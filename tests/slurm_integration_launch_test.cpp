@@ -1,8 +1,8 @@
 // `dtrain launch` on a real Slurm on this machine (tests/support/slurm_cluster.h), with a
 // cluster file, as a user runs it: per-rank logs that `dtrain logs` reads, a failing rank,
 // the cluster file's own health check failing on one node, a rank the OOM killer ends, Ctrl-C,
-// dtrain-clip training on two nodes, a stalled rank named by the rank probe, and `dtrain status`
-// from another process.
+// dtrain-clip training on two nodes, a stalled rank named by the rank probe, `dtrain status`
+// from another process, and the history's exclusion naming a node Slurm no longer has.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -14,10 +14,13 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "launcher/job_record.h"
+#include "launcher/rank_log.h"
 #include "launcher/slurm/slurm_child.h"
 #include "launcher/subprocess.h"
 #include "tests/support/dtrain_process.h"
@@ -101,6 +104,50 @@ TEST_F(DtrainLaunchOnSlurm, WritesPerRankLogsThatDtrainLogsReads) {
       Dtrain({"logs", "--log-dir", dir + "/logs", "--job", "two", "--rank", "1"});
   EXPECT_EQ(logs.status, 0) << logs.err;
   EXPECT_NE(logs.out.find("hello from 1 of 2 on node2"), std::string::npos) << logs.out;
+}
+
+// A launch's history (--hold-back) names two Slurm nodes that earlier jobs quarantined: node2,
+// which Slurm has, and node9, a machine Slurm no longer has (renamed or removed since). sbatch
+// refuses an exclusion that names an unknown node whole ("Invalid node name specified"), which
+// would leave node2 in too; dtrain asks sinfo first, leaves out node2 alone, says why node9 is
+// not left out, and the job of one node runs on node1.
+TEST_F(DtrainLaunchOnSlurm, ANodeSlurmNoLongerHasIsNotInTheExclusion) {
+  const std::string dir = Folder("gone", 1);
+  const int64_t now = WallMicros();
+  for (const auto& [job, machine] : {std::pair<std::string, std::string>{"old9", "node9"},
+                                     std::pair<std::string, std::string>{"old2", "node2"}}) {
+    JobRecord record;
+    record.name = job;
+    record.status = "succeeded";
+    record.transport = "slurm";
+    record.started_us = now - 60 * 1000000LL;
+    record.ended_us = now - 30 * 1000000LL;
+    NodeSpec node;
+    node.host = "b";
+    node.machine = machine;
+    record.nodes.push_back(node);
+    record.quarantined["b"] = "node b lost: no answer for 3 s";
+    std::filesystem::create_directories(dir + "/logs/" + job);
+    WriteJobRecord(dir + "/logs/" + job, record);
+  }
+  std::ofstream(dir + "/one.yaml") << "transport: slurm\nslurm: {time: \"00:05:00\"}\n"
+                                   << "nodes:\n  - {host: a, slots: 1}\n"
+                                   << "log_dir: " << dir << "/logs\n";
+  const SlurmCommandResult run = Dtrain({"launch", "-c", dir + "/one.yaml", "--job", "next", "--",
+                                         "sh", "-c", "echo on $SLURMD_NODENAME"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("dtrain: Slurm node node2 left out of this job (sbatch --exclude): job "
+                         "old2 quarantined it "),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("dtrain: Slurm node node9 is not left out of this job: Slurm has no such "
+                         "node now (sinfo), though job old9 quarantined it "),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(ReadFile(dir + "/logs/next/sbatch.sh").find("#SBATCH --exclude=node2\n"),
+            std::string::npos)
+      << ReadFile(dir + "/logs/next/sbatch.sh");
+  EXPECT_EQ(ReadFile(dir + "/logs/next/rank-0.log"), "on node1\n");
 }
 
 TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {

@@ -79,6 +79,15 @@ TEST(SlurmAllocation, NodesAnEarlierJobQuarantinedArePlacedLastOrExcluded) {
   EXPECT_EQ(script.find("--exclude", script.find("--exclude") + 1), std::string::npos);
 }
 
+// sinfo -h -N -o %N lists a node once per partition it is in; a node it does not list is not
+// excluded (sbatch would refuse the exclusion whole); nothing listed (sinfo failed): every one.
+TEST(SlurmAllocation, OnlyNodesSinfoListsAreExcluded) {
+  const std::string listed = "n1\nn2\nn2\nc042 \n\n";
+  EXPECT_EQ(NodesSlurmHas({"n2", "n9", "c042"}, listed), (Hosts{"n2", "c042"}));
+  EXPECT_EQ(NodesSlurmHas({"n9"}, listed), Hosts{});
+  EXPECT_EQ(NodesSlurmHas({"n2", "n9"}, ""), (Hosts{"n2", "n9"}));
+}
+
 // Ranks as the launcher would hand them over: node-major, MASTER_ADDR = first node's address.
 std::vector<ProcessSpec> FourRanks(const ClusterSpec& spec) {
   std::vector<ProcessSpec> procs;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -112,12 +113,25 @@ void SlurmAllocation::Request(const ClusterSpec& spec, const SlurmJobIdentity& j
   std::string script = RenderSbatchScript(spec.slurm, job.name, nodes, tasks_per_node);
   SlurmCommandResult submitted;
   bool submit_as_it_is = true;
+  std::vector<std::string> avoid;
   if (!job.avoid.empty()) {
+    // A node of an old record that Slurm no longer has would make sbatch refuse the exclusion
+    // whole ("Invalid node name specified"): only the nodes sinfo lists are left out.
+    const SlurmCommandResult listed =
+        RunSlurmCommand({"sinfo", "-h", "-N", "-o", "%N"}, "", kClientTimeoutMs);
+    avoid = NodesSlurmHas(job.avoid, listed.status == 0 ? listed.out : "");
+    for (const std::string& machine : job.avoid) {
+      if (std::find(avoid.begin(), avoid.end(), machine) == avoid.end()) {
+        not_in_slurm_.push_back(machine);
+      }
+    }
+  }
+  if (!avoid.empty()) {
     // Leaving the nodes out is advice: a partition with too few others refuses the job at once
     // (sbatch: "Requested node configuration is not available"), and it goes in as it is. An
     // sbatch that did not answer may have submitted it: that is an error, not a refusal.
     const std::string excluding =
-        RenderSbatchScript(Excluding(spec.slurm, job.avoid), job.name, nodes, tasks_per_node);
+        RenderSbatchScript(Excluding(spec.slurm, avoid), job.name, nodes, tasks_per_node);
     submitted = RunSlurmCommand({"sbatch", "--parsable"}, excluding, kClientTimeoutMs);
     excluded_ = submitted.status == 0;
     submit_as_it_is = submitted.status > 0;
@@ -177,6 +191,21 @@ std::vector<std::string> PreferOthers(std::vector<std::string> hosts,
     return std::find(avoid.begin(), avoid.end(), host) == avoid.end();
   });
   return hosts;
+}
+
+std::vector<std::string> NodesSlurmHas(const std::vector<std::string>& machines,
+                                       const std::string& listed) {
+  std::istringstream lines(listed);
+  std::set<std::string> names;
+  for (std::string line; std::getline(lines, line);) {
+    if (!Trim(line).empty()) names.insert(Trim(line));
+  }
+  if (names.empty()) return machines;
+  std::vector<std::string> has;
+  for (const std::string& machine : machines) {
+    if (names.count(machine)) has.push_back(machine);
+  }
+  return has;
 }
 
 SlurmSpec Excluding(SlurmSpec slurm, const std::vector<std::string>& machines) {

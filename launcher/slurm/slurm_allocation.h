@@ -43,8 +43,12 @@ class SlurmAllocation {
   ClusterSpec Place(const ClusterSpec& spec) const;
 
   const std::string& job_id() const { return job_id_; }  // "" for the caller's allocation
-  // Whether the batch job went in with the nodes of `avoid` excluded.
+  // Whether the batch job went in with the nodes of `avoid` excluded (those Slurm has).
   bool excluded() const { return excluded_; }
+  // The nodes of `avoid` that Slurm does not have now (sinfo lists no such node: a machine
+  // renamed or removed since the record was written), left out of the exclusion, which sbatch
+  // would refuse whole for them ("Invalid node name specified").
+  const std::vector<std::string>& not_in_slurm() const { return not_in_slurm_; }
   // The allocation's nodes, in the order they are placed (Ready() first).
   const std::vector<std::string>& hosts() const { return hosts_; }
 
@@ -53,6 +57,7 @@ class SlurmAllocation {
   std::string job_id_;
   bool own_job_ = false;
   bool excluded_ = false;
+  std::vector<std::string> not_in_slurm_;
   bool ready_ = false;
   std::vector<std::string> hosts_;
   std::string last_reason_;
@@ -63,6 +68,12 @@ class SlurmAllocation {
 // are those no earlier job quarantined.
 std::vector<std::string> PreferOthers(std::vector<std::string> hosts,
                                       const std::vector<std::string>& avoid);
+
+// The names of `machines` that `sinfo -h -N -o %N` lists in `listed` (one node a line, a node
+// of several partitions once each); every one when `listed` is empty (sinfo did not answer:
+// sbatch judges).
+std::vector<std::string> NodesSlurmHas(const std::vector<std::string>& machines,
+                                       const std::string& listed);
 
 // `slurm` with `machines` added to its sbatch --exclude (one the cluster file gives is kept).
 SlurmSpec Excluding(SlurmSpec slurm, const std::vector<std::string>& machines);
