@@ -1,5 +1,6 @@
-// `dtrain doctor -c FILE [--json] [--timeout S] [--bandwidth] [--compute] [--exclude-bad -o FILE]`:
-// flags in, RunDoctor, report out (and the healthy nodes' hostfile).
+// `dtrain doctor -c FILE [--json] [--timeout S] [--bandwidth] [--compute] [--exclude-bad -o FILE]
+// [--drain]`: flags in, RunDoctor, report out (and the healthy nodes' hostfile, the unfit Slurm
+// nodes drained).
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "doctor/doctor_run.h"
 #include "doctor/healthy_hostfile.h"
 #include "doctor/report.h"
+#include "doctor/slurm_drain.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/error.h"
 
@@ -28,6 +30,7 @@ struct DoctorFlags {
   double compute_timeout_s = 300;
   bool exclude_bad = false;
   std::string hostfile;  // -o
+  bool drain = false;
 };
 
 int RunDoctorCommand(const DoctorFlags& flags) {
@@ -36,7 +39,13 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   if (flags.compute_timeout_s <= 0) {
     throw UsageError("--compute-timeout: expected a number of seconds > 0");
   }
-  DoctorResult result = RunDoctor(LoadClusterOrDefault(flags.cluster_file), flags.timeout_s);
+  const ClusterSpec cluster = LoadClusterOrDefault(flags.cluster_file);
+  if (flags.drain && cluster.transport != TransportKind::kSlurm) {
+    throw UsageError(
+        "--drain drains Slurm nodes, and this cluster's nodes are not Slurm's: for other nodes, "
+        "--exclude-bad -o FILE writes a hostfile without the bad ones");
+  }
+  DoctorResult result = RunDoctor(cluster, flags.timeout_s);
   const ClusterSpec& spec = result.spec;
   BandwidthResult bandwidth;
   if (flags.bandwidth) {
@@ -71,6 +80,17 @@ int RunDoctorCommand(const DoctorFlags& flags) {
     const std::string wrote =
         WriteHealthyHostfile(flags.hostfile, MakeHealthyHostfile(result.run, result.findings));
     std::fprintf(stderr, "dtrain doctor: %s\n", wrote.c_str());
+  }
+  if (flags.drain) {
+    const std::vector<SlurmDrain> drain =
+        PlanSlurmDrain(spec, UnfitToDrain(spec, result.run, compute.findings));
+    if (drain.empty()) {
+      std::fprintf(stderr,
+                   "dtrain doctor: no Slurm node to drain: none failed the checks the "
+                   "launch quarantines a node for\n");
+    }
+    for (const std::string& line : DrainSlurmNodes(drain))
+      std::fprintf(stderr, "dtrain doctor: %s\n", line.c_str());
   }
   return DoctorExitStatus(result.findings);
 }
@@ -109,6 +129,10 @@ void AddDoctorCommand(CLI::App& app, CommandRun& run) {
       cmd->add_option("-o,--output", flags->hostfile, "The hostfile --exclude-bad writes");
   exclude->needs(output);
   output->needs(exclude);
+  cmd->add_flag("--drain", flags->drain,
+                "On Slurm: drain the nodes that fail the checks a launch quarantines a node for "
+                "(scontrol update State=DRAIN, the reason \"dtrain doctor: ...\"); needs Slurm's "
+                "operator role");
   cmd->footer(
       "Exit status: 0 no errors (warnings allowed), 1 a check failed, 2 usage or "
       "cluster-file error.");

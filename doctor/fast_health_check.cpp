@@ -37,6 +37,21 @@ ProbeRun ProbeHealthParts(const ClusterSpec& spec, double timeout_s,
   return RunProbes(spec, *transport, options);
 }
 
+std::vector<Finding> NodeFitnessFindings(const ClusterSpec& spec, const ProbeRun& run,
+                                         bool count_unreached) {
+  // The rules about a node's own fitness; those comparing nodes or versions are the doctor's.
+  std::vector<Finding> findings;
+  if (count_unreached) findings = CheckReach(run.nodes, spec.ssh.port);
+  for (auto rule : {CheckNvidiaSmiAnswers, CheckGpuCount, CheckGpuHealth, CheckNvlink,
+                    CheckKernelLog, CheckInfiniband, CheckFreeSpace, CheckInterfaces}) {
+    for (Finding& f : rule(run.nodes)) findings.push_back(std::move(f));
+  }
+  for (Finding& f : CheckSiteHealthChecks(spec, run.nodes, /*warning_checks=*/false))
+    findings.push_back(std::move(f));
+  for (Finding& f : CheckPeerConnections(run.peers, run.nodes)) findings.push_back(std::move(f));
+  return findings;
+}
+
 NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bool count_unreached,
                                    const std::function<bool()>& cancelled, LinkErrorWatch* links,
                                    const PeerPlan& peer_plan) {
@@ -58,17 +73,7 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
   }
   if (cancelled && cancelled()) return {};
 
-  // The rules about a node's own fitness; those comparing nodes or versions are the doctor's.
-  std::vector<Finding> findings;
-  if (count_unreached) findings = CheckReach(run.nodes, spec.ssh.port);
-  for (auto rule : {CheckNvidiaSmiAnswers, CheckGpuCount, CheckGpuHealth, CheckNvlink,
-                    CheckKernelLog, CheckInfiniband, CheckFreeSpace, CheckInterfaces}) {
-    for (Finding& f : rule(run.nodes)) findings.push_back(std::move(f));
-  }
-  for (Finding& f : CheckSiteHealthChecks(spec, run.nodes, /*warning_checks=*/false))
-    findings.push_back(std::move(f));
-  for (Finding& f : peer_findings) findings.push_back(std::move(f));
-  NodeHealthFindings found(ErrorsByNode(findings));
+  NodeHealthFindings found(ErrorsByNode(NodeFitnessFindings(spec, run, count_unreached)));
   if (links) {
     for (const Finding& f : links->Update(run.nodes)) found.warnings[f.nodes.front()] = f.message;
   }

@@ -14,7 +14,9 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "doctor/checks.h"
 #include "doctor/link_errors.h"
 #include "doctor/peer_plan.h"
 #include "doctor/probe_runner.h"
@@ -38,6 +40,14 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s,
                                    bool count_unreached = true,
                                    const std::function<bool()>& cancelled = nullptr,
                                    LinkErrorWatch* links = nullptr, const PeerPlan& peer_plan = {});
+
+// The findings of the rules about each node's own fitness on `run` (a probe of at least the health
+// parts, its peer test run): GPUs, NVLink, the kernel log, Infiniband, free space, the job's
+// interfaces, the cluster file's health checks of severity error, the peer test, and, when
+// `count_unreached`, the nodes not reached. Their errors make a node unfit for the launch; the
+// doctor's rules that compare nodes or versions are not among them.
+std::vector<Finding> NodeFitnessFindings(const ClusterSpec& spec, const ProbeRun& run,
+                                         bool count_unreached);
 
 // The probe FastHealthCheck judges: every node of `spec` with only the health parts, at most
 // `timeout_s`. Throws dtrain::Error only when the transport cannot be built.

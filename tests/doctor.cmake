@@ -27,6 +27,10 @@ dtrain_test(doctor_peers_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_peers_t
 dtrain_test(doctor_peer_plan_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_peer_plan_test.cpp
             LIBS dtrain_doctor TIMEOUT 60)
 
+# --drain: which Slurm nodes, with what reason (unit; draining is in slurm_integration_test).
+dtrain_test(doctor_slurm_drain_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_slurm_drain_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
+
 # --bandwidth: the verdict (unit), and on four namespace nodes with one link throttled by tc
 # (dtrain-clip measures, so only where the runtime is built).
 dtrain_test(doctor_bandwidth_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_bandwidth_test.cpp
