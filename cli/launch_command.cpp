@@ -214,12 +214,14 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "the last N listed nodes wait as spares, used once a node is quarantined "
                   "(also `spare: true` on a node)")
       ->check(WholeNumberAtLeast(0));
-  cmd->add_option("--hold-back", options->hold_back_s,
-                  "seconds a node that a job of the log dir quarantined (lost, unfit, a "
-                  "straggler) is held back as a spare while a spare no such job quarantined can "
-                  "take its place; ssh nodes; 0: pick as the cluster file says")
-      ->capture_default_str()
-      ->check(SecondsAtLeast(0));
+  auto hold_back = std::make_shared<double>(kDefaultHoldBackS);
+  CLI::Option* hold_back_option =
+      cmd->add_option("--hold-back", *hold_back,
+                      "seconds a node that a job of the log dir quarantined (lost, unfit, a "
+                      "straggler) is held back as a spare while a spare no such job quarantined "
+                      "can take its place (on Slurm: left out of the batch job); 0: pick as the "
+                      "cluster file says (default: job.hold_back, else 86400)")
+          ->check(SecondsAtLeast(0));
   cmd->add_option("--nnodes", options->nnodes,
                   "N or MIN:MAX nodes (torchrun's): a restart goes on with fewer nodes while at "
                   "least MIN are healthy");
@@ -334,7 +336,7 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   cmd->callback([options, nproc, max_restarts, ranks, local_ranks, restarts, console,
                  console_option, redirects, redirects_option, tee, tee_option, stall, stall_timeout,
                  node_timeout, node_timeout_option, health_check, health_watch, health_watch_s,
-                 &run] {
+                 hold_back, hold_back_option, &run] {
     if (!nproc->empty()) {
       if (std::isdigit(static_cast<unsigned char>(nproc->front()))) {
         options->cluster.nproc_per_node = std::stoi(*nproc);
@@ -362,6 +364,7 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
     }
     if (restarts->count() > 0) options->max_restarts = *max_restarts;
     if (node_timeout_option->count() > 0) options->node_timeout_s = *node_timeout;
+    if (hold_back_option->count() > 0) options->hold_back_s = *hold_back;
     if (stall->count() > 0) options->stall_timeout_s = *stall_timeout;
     ConsoleChoice& shown = options->console;
     shown.ranks.insert(ranks->begin(), ranks->end());

@@ -158,7 +158,7 @@ class SpecReader : public YamlReader {
   void ReadJob(const YAML::Node& node, JobSpec& job) const {
     ExpectMap(node, "job",
               {"command", "max_restarts", "timeline", "stall_timeout", "horovod", "node_timeout",
-               "role", "straggler_factor", "on_straggler"});
+               "role", "straggler_factor", "on_straggler", "hold_back"});
     if (node["command"]) {
       job.command = StringList(node["command"], "job.command");
       if (job.command.empty()) Fail(node["command"], "job.command: expected a non-empty list");
@@ -175,6 +175,9 @@ class SpecReader : public YamlReader {
       job.node_timeout_s = IntegerIn(node["node_timeout"], "job.node_timeout", 0, 86400);
       if (job.node_timeout_s == 1)
         Fail(node["node_timeout"], "job.node_timeout: expected 0 (off) or seconds >= 2");
+    }
+    if (node["hold_back"]) {
+      job.hold_back_s = IntegerIn(node["hold_back"], "job.hold_back", 0, 365 * 86400);
     }
     if (node["straggler_factor"]) {
       const std::string text = String(node["straggler_factor"], "job.straggler_factor");

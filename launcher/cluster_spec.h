@@ -46,6 +46,10 @@ struct NodeSpec {
   const std::string& MachineName() const { return machine.empty() ? host : machine; }
 };
 
+// How long an earlier job's quarantine holds a node back by default (--hold-back,
+// job.hold_back): a day.
+constexpr int kDefaultHoldBackS = 86400;
+
 struct JobSpec {
   std::vector<std::string> command;  // empty: the embedded default (dtrain-clip on Fashion-MNIST)
   int max_restarts = 0;
@@ -53,6 +57,7 @@ struct JobSpec {
   int stall_timeout_s = 300;  // a rank without progress this long is stalled; 0: no watch
   bool horovod = false;       // serve Horovod's Gloo rendezvous (README "Horovod")
   int node_timeout_s = 10;    // an ssh node silent this long is lost (and ends its ranks itself)
+  int hold_back_s = kDefaultHoldBackS;  // an earlier job's quarantine holds a node back this long
   double straggler_factor = 1.5;        // the straggler watch's factor; 0: off
   std::string on_straggler = "report";  // report | leave
   std::string role;                     // ROLE_NAME of every rank; "" = torchrun's "default"

@@ -351,7 +351,8 @@ int RunLaunch(const LaunchOptions& options) {
   ClusterSpec chosen_spec = chosen.spec;
   if (options.spares > 0) MarkSpares(chosen_spec.nodes, options.spares);
   const HoldBackPlan held_back =
-      PlanHoldBack(chosen_spec, LogDir(options, chosen_spec), options.hold_back_s, WallMicros());
+      PlanHoldBack(chosen_spec, LogDir(options, chosen_spec),
+                   options.hold_back_s.value_or(chosen_spec.job.hold_back_s), WallMicros());
   NodePool pool(chosen_spec.nodes, settings.node_count);
   // Every ssh node reachable, its host key as recorded: or nothing starts anywhere, unless the
   // only failures are nodes that could not be reached and the job can go on without them.

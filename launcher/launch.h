@@ -42,7 +42,8 @@ struct LaunchOptions {
   std::optional<std::string> on_straggler;  // report | leave; unset: job.on_straggler (report)
   std::optional<double> node_timeout_s;     // unset: job.node_timeout (default 10)
   int spares = 0;                           // --spares N: the last N listed nodes wait as spares
-  double hold_back_s = kDefaultHoldBackS;  // --hold-back S: earlier jobs' quarantines count this long
+  // --hold-back S: earlier jobs' quarantines count this long; unset: job.hold_back (a day).
+  std::optional<double> hold_back_s;
   std::string nnodes;                       // --nnodes N or MIN:MAX; "" = every non-spare node
   std::vector<std::string> command;         // empty: job.command, else the embedded default
   bool module = false;                      // -m: the command is a Python module (python3 -m)

@@ -146,6 +146,10 @@ HoldBackPlan PlanHoldBack(ClusterSpec& spec, const std::string& log_dir, double 
   return plan;
 }
 
+std::string HoldBackSpan(double seconds) {
+  return Ago(static_cast<int64_t>(seconds * 1e6));
+}
+
 std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us) {
   return fmt::format("job {} quarantined it {} ago: {}", past.job, Ago(now_us - past.when_us),
                      past.why);

@@ -16,9 +16,6 @@
 
 namespace dtrain {
 
-// How long an earlier job's quarantine holds a node back by default (--hold-back): a day.
-constexpr double kDefaultHoldBackS = 86400;
-
 // Why and when an earlier job quarantined a node.
 struct PastQuarantine {
   std::string job;
@@ -64,6 +61,9 @@ struct HoldBackPlan {
 // to leave out (SlurmJobIdentity::avoid). Local jobs: nothing.
 HoldBackPlan PlanHoldBack(ClusterSpec& spec, const std::string& log_dir, double within_s,
                           int64_t now_us);
+
+// A hold-back window in words: "40 s", "12 min", "3 h", "2 days".
+std::string HoldBackSpan(double seconds);
 
 // "job cut quarantined it 12 min ago: WHY".
 std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us);

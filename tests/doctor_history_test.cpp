@@ -53,7 +53,7 @@ TEST(DoctorHistory, SshNodeByNameSlurmNodeByTheMachineItRanOn) {
   EXPECT_EQ(found[0].message,
             "node node1: job cut quarantined it 12 min ago: node node1 lost: no answer for 3 s; "
             "dtrain launch holds it back as a spare while another can take its place, for a day "
-            "after (--hold-back)");
+            "after (--hold-back, job.hold_back)");
   EXPECT_NE(found[0].remedy.find("dtrain status --job cut"), std::string::npos);
 
   // Placed on Slurm: node a runs on c042 this time, where node b was lost.
@@ -66,7 +66,21 @@ TEST(DoctorHistory, SshNodeByNameSlurmNodeByTheMachineItRanOn) {
   EXPECT_EQ(found[0].message,
             "node a (Slurm node c042): job lost quarantined it 3 min ago: node b lost: no answer "
             "for 3 s; dtrain launch leaves that Slurm node out of its batch jobs while Slurm can "
-            "run them without it, for a day after (--hold-back)");
+            "run them without it, for a day after (--hold-back, job.hold_back)");
+
+  // The cluster file's job.hold_back is the window: 10 min leaves out the quarantine of 12 min
+  // ago and keeps that of 3 min ago; 0 keeps none, as the launch then holds none back.
+  ssh.job.hold_back_s = 600;
+  EXPECT_TRUE(CheckRecentQuarantines(ssh, dir.path(), now).empty());
+  slurm.job.hold_back_s = 600;
+  found = CheckRecentQuarantines(slurm, dir.path(), now);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NE(found[0].message.find("for 10 min after (--hold-back, job.hold_back)"),
+            std::string::npos)
+      << found[0].message;
+  slurm.job.hold_back_s = 0;
+  EXPECT_TRUE(CheckRecentQuarantines(slurm, dir.path(), now).empty());
+  slurm.job.hold_back_s = kDefaultHoldBackS;
 
   // A day later, or without a log dir, or on this machine alone: nothing.
   EXPECT_TRUE(CheckRecentQuarantines(slurm, dir.path(), now + 1441 * kMinute).empty());

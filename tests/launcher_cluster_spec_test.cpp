@@ -390,6 +390,14 @@ TEST(ClusterSpec, MissingNodesDuplicatesAndRanges) {
               HasSubstr("job.straggler_factor: expected 0 (off) or a factor above 1"));
   EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {on_straggler: stop}\n"),
               HasSubstr("job.on_straggler: expected report or leave, got 'stop'"));
+  // job.hold_back: seconds an earlier job's quarantine counts (a day by default; 0: none).
+  EXPECT_EQ(ParseClusterText("nodes: [{host: a}]\n", "x").job.hold_back_s, 86400);
+  EXPECT_EQ(ParseClusterText("nodes: [{host: a}]\njob: {hold_back: 0}\n", "x").job.hold_back_s, 0);
+  EXPECT_EQ(ParseClusterText("nodes: [{host: a}]\njob: {hold_back: 3600}\n", "x").job.hold_back_s,
+            3600);
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {hold_back: -5}\n"), HasSubstr("job.hold_back"));
+  EXPECT_THAT(ErrorOf("nodes: [{host: a}]\njob: {hold_back: a day}\n"),
+              HasSubstr("c.yaml:2:18: job.hold_back"));
 }
 
 // health_checks: a list of {name, run, timeout, severity, fix}; names unique, a command needed,

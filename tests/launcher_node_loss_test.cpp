@@ -189,6 +189,22 @@ TEST(NodeLoss, CutNodeIsReplacedByTheSpareAndEndsItsOwnRank) {
   EXPECT_NE(doctor.out.find("dtrain status --job cut"), std::string::npos) << doctor.out;
   EXPECT_EQ(doctor.out.find("node node0: job "), std::string::npos) << doctor.out;
 
+  // The cluster file's job.hold_back 0 does what --hold-back 0 does (and the flag wins over it);
+  // the doctor, reading the same window, names nobody.
+  const std::string no_hold = dir + "/cluster-no-hold.yaml";
+  testing::WriteFile(no_hold, ReadText(with_logs) + "job: {hold_back: 0}\n");
+  const testing::DtrainRun quiet = testing::RunDtrain({"doctor", "-c", no_hold}, dir);
+  EXPECT_EQ(quiet.out.find("quarantined it"), std::string::npos) << quiet.out;
+  for (const std::string& flag : {std::string(), std::string("--hold-back")}) {
+    std::vector<std::string> args = next;
+    args[2] = no_hold;
+    args[4] = flag.empty() ? "next-file" : "next-flag";
+    if (!flag.empty()) args.insert(args.begin() + 9, {flag, "86400"});
+    const testing::DtrainRun run = testing::RunDtrain(args, dir);
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.err.find("held back") == std::string::npos, flag.empty()) << flag << run.err;
+  }
+
   next[4] = "next-0";
   next.insert(next.begin() + 9, {"--hold-back", "0"});
   const testing::DtrainRun picked = testing::RunDtrain(next, dir);
