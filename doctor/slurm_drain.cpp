@@ -33,6 +33,11 @@ std::map<std::string, std::string> UnfitToDrain(const ClusterSpec& placed, const
                                                 const std::vector<Finding>& compute) {
   std::vector<Finding> findings = NodeFitnessFindings(placed, run, /*count_unreached=*/true);
   findings.insert(findings.end(), compute.begin(), compute.end());
+  // A finding that names several nodes (a pair that cannot connect, two nodes with one address)
+  // cannot be blamed on one of them: it drains none.
+  findings.erase(std::remove_if(findings.begin(), findings.end(),
+                                [](const Finding& f) { return f.nodes.size() != 1; }),
+                 findings.end());
   return ErrorsByNode(findings);
 }
 

@@ -4,7 +4,8 @@
 // the rules about a node's own fitness (NodeFitnessFindings: GPUs, NVLink, Xid, InfiniBand, free
 // space, the job's interfaces, the cluster file's health checks, the peer test), a node not
 // reached, and a GPU that --compute found computing wrong results or hanging; never a version
-// that differs from the other nodes' (the job's environment, not the node).
+// that differs from the other nodes' (the job's environment, not the node), nor a finding that
+// names several nodes (a pair that cannot connect: which one is at fault is not known).
 #pragma once
 
 #include <map>

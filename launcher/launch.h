@@ -44,10 +44,10 @@ struct LaunchOptions {
   int spares = 0;                           // --spares N: the last N listed nodes wait as spares
   // --hold-back S: earlier jobs' quarantines count this long; unset: job.hold_back (a day).
   std::optional<double> hold_back_s;
-  std::string nnodes;                       // --nnodes N or MIN:MAX; "" = every non-spare node
-  std::vector<std::string> command;         // empty: job.command, else the embedded default
-  bool module = false;                      // -m: the command is a Python module (python3 -m)
-  bool no_python = false;                   // --no-python: a first word *.py runs as a program
+  std::string nnodes;                // --nnodes N or MIN:MAX; "" = every non-spare node
+  std::vector<std::string> command;  // empty: job.command, else the embedded default
+  bool module = false;               // -m: the command is a Python module (python3 -m)
+  bool no_python = false;            // --no-python: a first word *.py runs as a program
   // The health check: host -> why, for the nodes unfit to run an attempt, which are quarantined.
   // Run on a failed attempt's nodes (those not lost) before a restart, on the first attempt's
   // nodes before the start when start_health_check says so, and every health_watch_s seconds

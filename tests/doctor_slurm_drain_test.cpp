@@ -45,7 +45,12 @@ TEST(SlurmDrain, TheNodesALaunchWouldQuarantineNotThoseWhoseVersionsDiffer) {
   wrong.check = "compute";
   wrong.nodes = {"d"};
   wrong.message = "node d: GPU 1 computes wrong results";
-  const auto unfit = UnfitToDrain(placed, run, {wrong});
+  // A pair that cannot connect names both nodes: neither is drained for it.
+  Finding pair = wrong;
+  pair.check = "peers";
+  pair.nodes = {"a", "b"};
+  pair.message = "the nodes a and b cannot connect";
+  const auto unfit = UnfitToDrain(placed, run, {wrong, pair});
   EXPECT_EQ(unfit.count("a"), 0u);
   EXPECT_EQ(unfit.count("b"), 0u) << "torch 2.3.1 against 2.4.0 is the job's environment";
   // ... which the doctor's report does count as an error of node b's.
