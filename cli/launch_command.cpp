@@ -7,6 +7,7 @@
 #include "cli/number_checks.h"
 #include "doctor/fast_health_check.h"
 #include "doctor/node_device_count.h"
+#include "doctor/slurm_drain.h"
 #include "launcher/error.h"
 #include "launcher/horovodrun_options.h"
 #include "launcher/launch.h"
@@ -222,6 +223,10 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                       "can take its place (on Slurm: left out of the batch job); 0: pick as the "
                       "cluster file says (default: job.hold_back, else 86400)")
           ->check(SecondsAtLeast(0));
+  auto drain = std::make_shared<bool>(false);
+  cmd->add_flag("--drain", *drain,
+                "Slurm: drain the Slurm node of each node quarantined for failing the health "
+                "checks (scontrol update State=DRAIN); needs Slurm's operator role");
   cmd->add_option("--nnodes", options->nnodes,
                   "N or MIN:MAX nodes (torchrun's): a restart goes on with fewer nodes while at "
                   "least MIN are healthy");
@@ -336,7 +341,7 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   cmd->callback([options, nproc, max_restarts, ranks, local_ranks, restarts, console,
                  console_option, redirects, redirects_option, tee, tee_option, stall, stall_timeout,
                  node_timeout, node_timeout_option, health_check, health_watch, health_watch_s,
-                 hold_back, hold_back_option, &run] {
+                 hold_back, hold_back_option, drain, &run] {
     if (!nproc->empty()) {
       if (std::isdigit(static_cast<unsigned char>(nproc->front()))) {
         options->cluster.nproc_per_node = std::stoi(*nproc);
@@ -365,6 +370,11 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
     if (restarts->count() > 0) options->max_restarts = *max_restarts;
     if (node_timeout_option->count() > 0) options->node_timeout_s = *node_timeout;
     if (hold_back_option->count() > 0) options->hold_back_s = *hold_back;
+    if (*drain) {
+      options->drain_unfit = [](const NodeSpec& node, const std::string& why) {
+        return DrainSlurmNodes({DrainOf(node, why, "dtrain launch")}).front();
+      };
+    }
     if (stall->count() > 0) options->stall_timeout_s = *stall_timeout;
     ConsoleChoice& shown = options->console;
     shown.ranks.insert(ranks->begin(), ranks->end());

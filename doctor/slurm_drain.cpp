@@ -15,9 +15,9 @@ namespace {
 
 constexpr int kScontrolTimeoutMs = 30000;
 
-// `why` on one line, cut to kMaxDrainReason bytes with the prefix, at a character's start.
-std::string Reason(const std::string& why) {
-  std::string reason = "dtrain doctor: " + why;
+// "BY: WHY" on one line, cut to kMaxDrainReason bytes, at a character's start.
+std::string Reason(const std::string& by, const std::string& why) {
+  std::string reason = by + ": " + why;
   std::replace_if(
       reason.begin(), reason.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; },
       ' ');
@@ -41,6 +41,10 @@ std::map<std::string, std::string> UnfitToDrain(const ClusterSpec& placed, const
   return ErrorsByNode(findings);
 }
 
+SlurmDrain DrainOf(const NodeSpec& node, const std::string& why, const std::string& by) {
+  return {node.host, node.MachineName(), Reason(by, why)};
+}
+
 std::vector<SlurmDrain> PlanSlurmDrain(const ClusterSpec& placed,
                                        const std::map<std::string, std::string>& unfit) {
   std::vector<SlurmDrain> out;
@@ -50,7 +54,7 @@ std::vector<SlurmDrain> PlanSlurmDrain(const ClusterSpec& placed,
     if (it == unfit.end() || node.machine.empty() || !machines.insert(node.machine).second) {
       continue;
     }
-    out.push_back({node.host, node.machine, Reason(it->second)});
+    out.push_back(DrainOf(node, it->second, "dtrain doctor"));
   }
   return out;
 }

@@ -33,6 +33,10 @@ constexpr size_t kMaxDrainReason = 200;
 std::map<std::string, std::string> UnfitToDrain(const ClusterSpec& placed, const ProbeRun& run,
                                                 const std::vector<Finding>& compute);
 
+// `node` (placed: its machine known) to drain for `why`, the reason "BY: WHY" (BY: "dtrain doctor",
+// "dtrain launch").
+SlurmDrain DrainOf(const NodeSpec& node, const std::string& why, const std::string& by);
+
 // The nodes of `placed` (the cluster on its Slurm allocation: each node's machine) that
 // `unfit` (host -> why, the errors naming it) names, in cluster order, a machine once.
 std::vector<SlurmDrain> PlanSlurmDrain(const ClusterSpec& placed,

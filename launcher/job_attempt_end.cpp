@@ -229,8 +229,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   } else if (interrupt == 0 && unfit) {
     const int index = NodeIndex(job.spec, outcome.unfit->host);
     if (index >= 0)
-      Quarantine(job, index, "failed the health watch during the run: " + outcome.unfit->why,
-                 /*may_return=*/true);
+      QuarantineUnfit(job, index, "failed the health watch during the run: " + outcome.unfit->why);
   } else if (interrupt == 0 && !verdict.blamed_host.empty() &&
              (verdict.node_lost || job.spec.transport != TransportKind::kLocal)) {
     const int index = NodeIndex(job.spec, verdict.blamed_host);

@@ -163,6 +163,11 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   if (job.node_timeout_s != 0 && job.node_timeout_s < 2)
     throw UsageError("--node-timeout: expected 0 (off) or seconds >= 2");
   if (!options.nnodes.empty()) job.node_count = ParseNodeCount(options.nnodes);
+  if (options.drain_unfit && spec.transport != TransportKind::kSlurm) {
+    throw UsageError(
+        "--drain drains Slurm nodes, and this cluster's nodes are not Slurm's: without a "
+        "scheduler, the launch's quarantine and --hold-back keep a node out");
+  }
   // auto: every kHealthWatchS on ssh and Slurm nodes; this machine alone is not watched.
   job.health_watch_s =
       options.health_watch_s.value_or(spec.transport == TransportKind::kLocal ? 0 : kHealthWatchS);

@@ -57,6 +57,10 @@ struct LaunchOptions {
   // Asks ssh nodes for their GPUs and CPUs, for --nproc-per-node gpu|cpu|auto (the CLI sets the
   // doctor's probe, doctor/node_device_count.h); unset: such nodes need a gpus: list.
   NodeDeviceCounter count_node_devices;
+  // --drain (Slurm): called with each node quarantined for failing the health checks (before a
+  // start or restart, or the health watch) and why; drains the Slurm node it ran on and returns
+  // what to say (doctor/slurm_drain.h). Unset: nothing is drained.
+  std::function<std::string(const NodeSpec& node, const std::string& why)> drain_unfit;
   bool restart_health_check = true;         // --restart-health-check on|off
   std::optional<double> health_watch_s;     // --health-watch S; unset: kHealthWatchS on ssh
                                             // and Slurm nodes, none on this machine alone

@@ -27,6 +27,15 @@ void Quarantine(Job& job, int index, const std::string& why, bool may_return) {
   SayQuarantined(host, job.record.name, why, may_return);
 }
 
+void QuarantineUnfit(Job& job, int index, const std::string& why) {
+  Quarantine(job, index, why, /*may_return=*/true);
+  if (!job.options.drain_unfit) return;
+  const std::string said =
+      job.options.drain_unfit(job.spec.nodes[index], "job " + job.record.name + ": " + why);
+  std::fprintf(stderr, "dtrain: %s\n", said.c_str());
+  job.record.events.push_back({WallMicros(), "drained", said, ""});
+}
+
 void SayQuarantined(const std::string& host, const std::string& job, const std::string& why,
                     bool may_return) {
   std::fprintf(stderr, "dtrain: node %s quarantined %s job %s: %s\n", host.c_str(),
@@ -78,8 +87,8 @@ double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
     auto it = found.unfit.find(job.spec.nodes[index].host);
     if (it == found.unfit.end()) continue;
     names += (names.empty() ? "" : ",") + it->first;
-    Quarantine(job, index, fmt::format("failed the health check before {}: {}", when, it->second),
-               /*may_return=*/true);
+    QuarantineUnfit(job, index,
+                    fmt::format("failed the health check before {}: {}", when, it->second));
   }
   const std::string line =
       fmt::format("health check before {}: {} node(s) in {:.1f} s, {}", when, nodes.size(), took_s,

@@ -21,6 +21,10 @@ int NodeIndex(const ClusterSpec& spec, const std::string& host);
 // or, `may_return` (it was lost, unreachable or unfit), until it passes the health checks again
 // while the job runs short of nodes (NodePool::MayReturn).
 void Quarantine(Job& job, int index, const std::string& why, bool may_return = false);
+
+// Quarantine for failing the health checks: with --drain, the Slurm node is drained too, said on
+// the console and kept in job.json (an event of kind drained).
+void QuarantineUnfit(Job& job, int index, const std::string& why);
 // The console's line for it: "dtrain: node node1 quarantined in job J: why" ("for the rest of job
 // J" when it may not return).
 void SayQuarantined(const std::string& host, const std::string& job, const std::string& why,
@@ -38,7 +42,8 @@ void RecordHealthWarning(Job& job, const std::string& host, const std::string& w
 std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes);
 
 // Before a restart: the next attempt's nodes (the last attempt's that were not quarantined, and
-// the spares or returning nodes picked in place of the others), checked as before the start. Returns the seconds it took (taken out of the backoff).
+// the spares or returning nodes picked in place of the others), checked as before the start.
+// Returns the seconds it took (taken out of the backoff).
 double CheckNodesBeforeRestart(Job& job);
 
 // After an attempt was judged: when it failed (`attempt_failed`: not interrupted, not an error

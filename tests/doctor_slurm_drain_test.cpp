@@ -2,7 +2,7 @@
 // the nodes the launch would quarantine (here: one not reached, one whose GPU --compute found
 // wrong), one line per machine, the reason on one line and cut at a character's start; never a
 // node whose versions differ from the others'. Draining itself runs against the real Slurm
-// (slurm_integration_doctor_test.cpp).
+// (slurm_integration_drain_test.cpp).
 #include <string>
 #include <vector>
 
