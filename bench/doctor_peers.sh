@@ -11,6 +11,7 @@
 # Usage: bench/doctor_peers.sh [BUILD_DIR] [SIZES] [REPEAT]     e.g. bench/doctor_peers.sh build "4 16" 5
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
+source "$src/bench/second_nics.sh"
 build=$(cd "${1:-build}" && pwd)
 sizes=${2:-4 16}
 repeat=${3:-5}
@@ -41,13 +42,7 @@ printf '%-6s %12s %12s %7s %10s   %14s %s\n' nodes with_s without_s ratio test_s
 for n in $sizes; do
   bash "$src/tests/cluster/make-cluster.sh" up "$n" "$dir" >/dev/null 2>&1
   head_ns=$(cat "$dir/head-netns")
-  for ((i = 0; i < n; i++)); do
-    ns=$(awk -v i=$((i + 1)) 'NR == i {print $3}' "$dir/nodes")
-    ip -n "$head_ns" link add "sw$i" type veth peer name hsn0 netns "$ns"
-    ip -n "$head_ns" link set "sw$i" master br0 up
-    ip -n "$ns" addr add "10.232.$((i / 200)).$((10 + i % 200))/16" dev hsn0
-    ip -n "$ns" link set hsn0 up
-  done
+  add_second_nics "$dir" "$n"
   base=$(cat "$dir/cluster.yaml"; echo "workdir: $work/project")
   printf '%s\nenv: {NCCL_SOCKET_IFNAME: hsn0, DTRAIN_PROBE_SKIP: "%s"}\n' "$base" "$skip" >"$work/with.yaml"
   printf '%s\nenv: {NCCL_SOCKET_IFNAME: hsn0, DTRAIN_PROBE_SKIP: "%s peers"}\n' "$base" "$skip" >"$work/without.yaml"

@@ -11,6 +11,7 @@
 # Usage: bench/peer_plan_cost.sh [BUILD_DIR] [SIZES] [REPEAT]     e.g. bench/peer_plan_cost.sh build "16 32" 5
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
+source "$src/bench/second_nics.sh"
 build=$(cd "${1:-build}" && pwd)
 sizes=${2:-16 32}
 repeat=${3:-5}
@@ -63,13 +64,7 @@ printf '%-6s %11s %11s %8s %8s %7s %8s %8s %7s   %s\n' nodes conn_every conn_pla
 for n in $sizes; do
   bash "$src/tests/cluster/make-cluster.sh" up "$n" "$dir" >/dev/null 2>&1
   head_ns=$(cat "$dir/head-netns")
-  for ((i = 0; i < n; i++)); do
-    ns=$(awk -v i=$((i + 1)) 'NR == i {print $3}' "$dir/nodes")
-    ip -n "$head_ns" link add "sw$i" type veth peer name hsn0 netns "$ns"
-    ip -n "$head_ns" link set "sw$i" master br0 up
-    ip -n "$ns" addr add "10.232.$((i / 200)).$((10 + i % 200))/16" dev hsn0
-    ip -n "$ns" link set hsn0 up
-  done
+  add_second_nics "$dir" "$n"
   base=$(cat "$dir/cluster.yaml"; echo "workdir: $work/project")
   printf '%s\nenv: {NCCL_SOCKET_IFNAME: hsn0, DTRAIN_PROBE_SKIP: "%s"}\n' "$base" "$skip" >"$work/every.yaml"
   printf '%s\nenv: {NCCL_SOCKET_IFNAME: hsn0, DTRAIN_PROBE_SKIP: "%s", DTRAIN_PROBE_PEERS_PARTNERS: 4}\n' \
