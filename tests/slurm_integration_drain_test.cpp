@@ -1,9 +1,9 @@
 // --drain on a real Slurm on this machine (tests/support/slurm_cluster.h): `dtrain doctor
 // --drain` drains the Slurm node whose check failed with the doctor's reason, which sinfo shows,
 // and no other; `dtrain launch --drain` drains the node it quarantines for failing the health
-// check before the start; a node Slurm does not have cannot be drained, and dtrain says what
-// scontrol said and what to do; --drain on a cluster whose nodes are not Slurm's is refused
-// before anything runs.
+// check before the start, or the health watch during the run; a node Slurm does not have cannot
+// be drained, and dtrain says what scontrol said and what to do; --drain on a cluster whose nodes
+// are not Slurm's is refused before anything runs.
 #include <unistd.h>
 
 #include <fstream>
@@ -118,6 +118,37 @@ TEST_F(DrainOnSlurm, TheLaunchDrainsTheNodeItQuarantinesForFailingTheHealthCheck
   EXPECT_EQ(plain.status, 1) << plain.err;
   EXPECT_EQ(plain.err.find("drained"), std::string::npos) << plain.err;
   EXPECT_EQ(StateAndReason("node2").find("drain"), std::string::npos) << StateAndReason("node2");
+}
+
+// The same from the health watch: node b's own check starts failing while the job runs (a file
+// appears that it looks for), the watch (every second) finds it, the attempt stops, node b is
+// quarantined and its Slurm node drained with the watch's words.
+TEST_F(DrainOnSlurm, TheLaunchDrainsANodeTheHealthWatchFindsUnfitDuringTheRun) {
+  ASSERT_EQ(StateAndReason("node2").find("drain"), std::string::npos) << StateAndReason("node2");
+  std::ofstream(dir_ + "/cluster.yaml")
+      << "transport: slurm\nslurm: {time: \"00:05:00\"}\n"
+      << "nodes:\n  - {host: a, slots: 1}\n  - {host: b, slots: 1}\n"
+      << "log_dir: " << dir_ << "/logs\n"
+      << "health_checks:\n  - {name: gpu-gone, run: 'test ! -f " << dir_
+      << "/gone-$DTRAIN_NODE || { echo \"GPU gone on $DTRAIN_NODE\"; exit 1; }'}\n";
+  const std::string marker = dir_ + "/gone-b";
+  // Rank 0 makes node b's check fail once the job has run for a second.
+  const std::string job = "[ $RANK = 0 ] && { sleep 1; touch " + marker + "; }; sleep 60";
+  const SlurmCommandResult run =
+      RunSlurmCommand({kDtrain, "launch", "-c", dir_ + "/cluster.yaml", "--job", "watched",
+                       "--drain", "--health-watch", "1", "--", "sh", "-c", job},
+                      "", 90000);
+  EXPECT_EQ(run.status, 255) << run.err;  // stopped by the health watch, no restart
+  EXPECT_NE(run.err.find("dtrain: node b failed the health watch "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("dtrain: drained Slurm node node2 (node b): dtrain launch: job watched: "
+                         "failed the health watch during the run: node b: health check "
+                         "'gpu-gone' failed (exit 1): GPU gone on b; `scontrol update "
+                         "NodeName=node2 State=RESUME` puts it back"),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(Node2Drained(),
+            "drained|dtrain launch: job watched: failed the health watch during the run: node b: "
+            "health check 'gpu-gone' failed (exit 1): GPU gone on b");
 }
 
 TEST_F(DrainOnSlurm, ANodeThatCannotBeDrainedIsSaidWithWhatToDo) {
