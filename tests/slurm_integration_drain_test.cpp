@@ -45,16 +45,21 @@ class DrainOnSlurm : public test::SlurmTransportTest {
     RunSlurmCommand({"scontrol", "update", "NodeName=node2", "State=RESUME"}, "", 10000);
     RunSlurmCommand({"rm", "-rf", dir_}, "", 10000);
   }
-  // A two-node cluster file whose own health check fails on node b, wherever it runs.
-  std::string FailingOnB() {
-    RunSlurmCommand({"sh", "-c", "echo ok >" + dir_ + "/scratch-a"}, "", 10000);
+  // A two-node cluster file with one health check of its own, `name` running `run`.
+  std::string ClusterWithCheck(const std::string& name, const std::string& run) {
     std::ofstream(dir_ + "/cluster.yaml")
         << "transport: slurm\nslurm: {time: \"00:05:00\"}\n"
         << "nodes:\n  - {host: a, slots: 1}\n  - {host: b, slots: 1}\n"
         << "log_dir: " << dir_ << "/logs\n"
-        << "health_checks:\n  - {name: scratch, run: 'test -f " << dir_
-        << "/scratch-$DTRAIN_NODE || { echo \"no scratch on $DTRAIN_NODE\"; exit 1; }'}\n";
+        << "health_checks:\n  - {name: " << name << ", run: '" << run << "'}\n";
     return dir_ + "/cluster.yaml";
+  }
+  // ... whose check fails on node b, wherever it runs.
+  std::string FailingOnB() {
+    RunSlurmCommand({"sh", "-c", "echo ok >" + dir_ + "/scratch-a"}, "", 10000);
+    return ClusterWithCheck("scratch", "test -f " + dir_ +
+                                           "/scratch-$DTRAIN_NODE || { echo \"no scratch on "
+                                           "$DTRAIN_NODE\"; exit 1; }");
   }
   // sinfo's "STATE|REASON" of node2 once it is drained (after the batch job holding it ended),
   // or as it is after 10 s.
@@ -125,18 +130,15 @@ TEST_F(DrainOnSlurm, TheLaunchDrainsTheNodeItQuarantinesForFailingTheHealthCheck
 // quarantined and its Slurm node drained with the watch's words.
 TEST_F(DrainOnSlurm, TheLaunchDrainsANodeTheHealthWatchFindsUnfitDuringTheRun) {
   ASSERT_EQ(StateAndReason("node2").find("drain"), std::string::npos) << StateAndReason("node2");
-  std::ofstream(dir_ + "/cluster.yaml")
-      << "transport: slurm\nslurm: {time: \"00:05:00\"}\n"
-      << "nodes:\n  - {host: a, slots: 1}\n  - {host: b, slots: 1}\n"
-      << "log_dir: " << dir_ << "/logs\n"
-      << "health_checks:\n  - {name: gpu-gone, run: 'test ! -f " << dir_
-      << "/gone-$DTRAIN_NODE || { echo \"GPU gone on $DTRAIN_NODE\"; exit 1; }'}\n";
+  const std::string file = ClusterWithCheck(
+      "gpu-gone",
+      "test ! -f " + dir_ + "/gone-$DTRAIN_NODE || { echo \"GPU gone on $DTRAIN_NODE\"; exit 1; }");
   const std::string marker = dir_ + "/gone-b";
   // Rank 0 makes node b's check fail once the job has run for a second.
   const std::string job = "[ $RANK = 0 ] && { sleep 1; touch " + marker + "; }; sleep 60";
   const SlurmCommandResult run =
-      RunSlurmCommand({kDtrain, "launch", "-c", dir_ + "/cluster.yaml", "--job", "watched",
-                       "--drain", "--health-watch", "1", "--", "sh", "-c", job},
+      RunSlurmCommand({kDtrain, "launch", "-c", file, "--job", "watched", "--drain",
+                       "--health-watch", "1", "--", "sh", "-c", job},
                       "", 90000);
   EXPECT_EQ(run.status, 255) << run.err;  // stopped by the health watch, no restart
   EXPECT_NE(run.err.find("dtrain: node b failed the health watch "), std::string::npos) << run.err;
