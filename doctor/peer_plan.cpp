@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <string>
 
-#include "launcher/cluster_spec.h"
-
 namespace dtrain {
 
 namespace {
@@ -25,14 +23,7 @@ bool EveryPair(size_t n, const PeerPlan& plan) {
 // kMinPeerPartners (the cluster file's reader refuses those; a spec built in code may hold one).
 size_t PartnersSet(const ClusterSpec& spec) {
   auto it = spec.env.find(kPeerPartnersVariable);
-  if (it == spec.env.end()) return 0;
-  const std::string& text = it->second;
-  if (text.empty() || text.size() > 6 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return 0;
-  }
-  const size_t partners = std::stoul(text);
-  return partners >= kMinPeerPartners ? partners : 0;
+  return it == spec.env.end() ? 0 : ParsePeerPartners(it->second);
 }
 
 }  // namespace

@@ -12,15 +12,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "launcher/cluster_spec.h"  // kPeerPartnersVariable, which sets PeerPlan::partners
+
 namespace dtrain {
 
-struct ClusterSpec;
-
-// The cluster file's env variable that sets PeerPlan::partners (a whole number, 2 or more).
-constexpr const char* kPeerPartnersVariable = "DTRAIN_PROBE_PEERS_PARTNERS";
 // Connections each node makes per round of the health watch by default.
 constexpr size_t kWatchPeerPartners = 4;
-constexpr size_t kMinPeerPartners = 2;
 
 struct PeerPlan {
   size_t partners = 0;  // connections each node makes; 0: one to every other node

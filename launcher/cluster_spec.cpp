@@ -55,18 +55,11 @@ class SpecReader : public YamlReader {
   // DTRAIN_PROBE_PEERS_PARTNERS (doctor/peer_plan.h): connections each node makes in a round
   // of the peer test, 2 or more.
   void CheckPeerPartners(const YAML::Node& env) const {
-    const YAML::Node value = env["DTRAIN_PROBE_PEERS_PARTNERS"];
-    if (!value) return;
-    const std::string text = value.Scalar();
-    const bool digits =
-        !text.empty() && text.size() <= 6 &&
-        std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-    if (!digits || std::stoul(text) < 2) {
-      Fail(value, fmt::format("env.DTRAIN_PROBE_PEERS_PARTNERS: '{}': expected a whole number, 2 "
-                              "or more (the connections each node makes in a round of the health "
-                              "watch's peer test)",
-                              Printable(text)));
-    }
+    const YAML::Node value = env[kPeerPartnersVariable];
+    if (!value || ParsePeerPartners(value.Scalar()) != 0) return;
+    Fail(value, fmt::format("env.{}: '{}': expected a whole number, {} or more (the connections "
+                            "each node makes in a round of the health watch's peer test)",
+                            kPeerPartnersVariable, Printable(value.Scalar()), kMinPeerPartners));
   }
 
   void ReadSsh(const YAML::Node& node, SshOptions& ssh) const {
@@ -324,6 +317,15 @@ class SpecReader : public YamlReader {
 };
 
 }  // namespace
+
+size_t ParsePeerPartners(const std::string& text) {
+  const bool digits =
+      !text.empty() && text.size() <= 6 &&
+      std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  if (!digits) return 0;
+  const size_t partners = std::stoul(text);
+  return partners >= kMinPeerPartners ? partners : 0;
+}
 
 ClusterSpec ParseClusterText(const std::string& text, const std::string& origin) {
   SpecReader reader(origin);

@@ -2,6 +2,7 @@
 // every key; errors name file:line:column and what was expected, and exit with status 2.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,6 +46,13 @@ struct NodeSpec {
   std::string machine = "";
   const std::string& MachineName() const { return machine.empty() ? host : machine; }
 };
+
+// The cluster file's env variable that sets how many nodes each node connects to in a round of
+// the health watch's peer test (doctor/peer_plan.h): a whole number, kMinPeerPartners or more.
+constexpr const char* kPeerPartnersVariable = "DTRAIN_PROBE_PEERS_PARTNERS";
+constexpr size_t kMinPeerPartners = 2;
+// Its value as a number; 0 when `text` is not a whole number of at least kMinPeerPartners.
+size_t ParsePeerPartners(const std::string& text);
 
 // How long an earlier job's quarantine holds a node back by default (--hold-back,
 // job.hold_back): a day.

@@ -147,6 +147,7 @@ HoldBackPlan PlanHoldBack(ClusterSpec& spec, const std::string& log_dir, double 
 }
 
 std::string HoldBackSpan(double seconds) {
+  if (seconds == kDefaultHoldBackS) return "a day";
   return Ago(static_cast<int64_t>(seconds * 1e6));
 }
 

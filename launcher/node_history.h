@@ -62,7 +62,7 @@ struct HoldBackPlan {
 HoldBackPlan PlanHoldBack(ClusterSpec& spec, const std::string& log_dir, double within_s,
                           int64_t now_us);
 
-// A hold-back window in words: "40 s", "12 min", "3 h", "2 days".
+// A hold-back window in words: "a day" (the default), else "40 s", "12 min", "3 h", "2 days".
 std::string HoldBackSpan(double seconds);
 
 // "job cut quarantined it 12 min ago: WHY".
