@@ -66,10 +66,13 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
   run.peers = RunPeerConnections(spec, run.nodes, peers);
   std::vector<Finding> peer_findings = CheckPeerConnections(run.peers, run.nodes);
   // A link that failed while the test ran leaves some of its node's pairs connected and others
-  // not, and the test names pairs instead of the node: once more, on what is now the case.
+  // not, and the test names pairs instead of the node: once more, on what is now the case. The
+  // probe too: a node whose link went down during the test is then unfit in its own right (and
+  // out of the second test) instead of one of a pair that every rank stops for.
   if (NamesPairs(peer_findings) && !(cancelled && cancelled())) {
+    run = ProbeHealthParts(spec, timeout_s, cancelled);
+    if (cancelled && cancelled()) return {};
     run.peers = RunPeerConnections(spec, run.nodes, peers);
-    peer_findings = CheckPeerConnections(run.peers, run.nodes);
   }
   if (cancelled && cancelled()) return {};
 

@@ -6,6 +6,8 @@
 // a round), each with a spare to take the unfit node's place.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -35,11 +37,14 @@ using testing::DtrainProcess;
 // A real Gloo job all-reducing over a second NIC (-x GLOO_SOCKET_IFNAME=hsn0: every node of
 // `cluster` needs its hsn0, AddSecondNic) for 60 steps of 0.1 s, rank 0 printing the sum every
 // 5th step, with one spare, --health-watch 1 and one restart. At its step 10 node1's switch port
-// is set `port_state` (SetSecondNicPort); `r` gets how long after that dtrain said a node failed
-// the health watch (looked for at most `said_within_s`), its status, what it said and job.json.
+// is set `port_state` (SetSecondNicPort); with `during_peer_test`, once a watch round's peer test
+// runs on node1 and before it listens. `r` gets how long after that dtrain
+// said a node failed the health watch (looked for at most `said_within_s`), its status, what it
+// said and job.json.
 void RunAllReduceAndSetNode1sPort(const SshTestCluster& cluster, const std::string& dir,
                                   const std::string& job, const std::string& port_state,
-                                  double said_within_s, LaunchRun& r) {
+                                  double said_within_s, LaunchRun& r,
+                                  bool during_peer_test = false) {
   const char* script =
       "import os, time, torch, torch.distributed as dist\n"
       "dist.init_process_group('gloo')\n"
@@ -80,7 +85,39 @@ void RunAllReduceAndSetNode1sPort(const SshTestCluster& cluster, const std::stri
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_NE(ReadText(log).find("step 10 "), std::string::npos) << dtrain.err() << ReadText(log);
-  EXPECT_EQ(test::SetSecondNicPort(cluster, 1, port_state), "");
+  if (during_peer_test) {
+    // A watch round's peer test caught on node1 before it listens (its Python stopped the moment
+    // it is seen, its program text naming "dtrain-peers"; one already listening may have been
+    // reached by node0, and is let go for the next round's): the port goes down while it is
+    // stopped, and it goes on.
+    const auto within = Clock::now() + std::chrono::seconds(30);
+    bool caught = false;
+    while (!caught && Clock::now() < within && dtrain.running()) {
+      std::string pid;
+      for (const std::string& p : cluster.NodeProcesses(1)) {
+        if (p.find("dtrain-peers") != std::string::npos) pid = p.substr(0, p.find(' '));
+      }
+      if (pid.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      if (kill(std::stoi(pid), SIGSTOP) != 0) continue;  // ended already
+      caught = cluster.OnNode(1, "ss -Hltnp").find("pid=" + pid + ",") == std::string::npos;
+      if (caught) {
+        EXPECT_EQ(test::SetSecondNicPort(cluster, 1, port_state), "");
+      }
+      kill(std::stoi(pid), SIGCONT);
+      if (!caught) {  // until this round's test is over
+        while (kill(std::stoi(pid), 0) == 0 && Clock::now() < within) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
+    }
+    ASSERT_TRUE(caught) << "no peer test caught on node1 before it listened within 30 s: "
+                        << dtrain.err();
+  } else {
+    EXPECT_EQ(test::SetSecondNicPort(cluster, 1, port_state), "");
+  }
   r.detected_s = SecondsUntilSaid(dtrain, "failed the health watch", said_within_s);
   r.status = dtrain.Wait(120);
   r.err = dtrain.err();
@@ -201,34 +238,51 @@ TEST(UnfitNode, NodeWhoseNicForGlooIsDownIsReplacedByTheSpare) {
 }
 
 // The same NIC going down while the job runs: a real Gloo job all-reduces over hsn0 on node0 and
-// node1 (node2 the spare) when node1's switch port goes down. Gloo's connections then stall
-// without an error (no reset comes over a dead link), for minutes: until Gloo's timeout (30 by
-// default) or the stall watch's (5). The health watch (every second here) finds the link down
-// within seconds, stops the attempt and quarantines node1, and the restart runs on node0 and the
-// spare.
-TEST(UnfitNode, NicGoingDownDuringTheRunIsFoundByTheHealthWatch) {
-  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
-  SshTestCluster cluster("node-nic-watch", 3, 1);
+// node1 (node2 the spare) when node1's switch port goes down (`during_peer_test`: while a watch
+// round's peer test runs, RunAllReduceAndSetNode1sPort). Gloo's connections then stall without
+// an error (no reset comes over a dead link), for minutes: until Gloo's timeout (30 by default)
+// or the stall watch's (5). The health watch (every second here) finds node1's link down within
+// seconds, stops the attempt and quarantines node1, and the restart runs on node0 and the spare.
+void ExpectNicGoingDownFoundByTheHealthWatch(const std::string& name, bool during_peer_test) {
+  SshTestCluster cluster(name, 3, 1);
   REQUIRE_CLUSTER(cluster);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
-  const std::string dir = testing::ScratchDirs::Make("node-nic-watch");
+  const std::string dir = testing::ScratchDirs::Make(name);
   LaunchRun r;
-  ASSERT_NO_FATAL_FAILURE(RunAllReduceAndSetNode1sPort(cluster, dir, "nicw", "down", 20, r));
-  const double detected_s = r.detected_s;
-  const int status = r.status;
-  const std::string& err = r.err;
-  const json& record = r.record;
-  EXPECT_GE(detected_s, 0) << err;
-  EXPECT_LE(detected_s, 4) << "the interval (1 s) and one round of probes: " << err;
-  EXPECT_EQ(status, 0) << err;
-  EXPECT_NE(err.find("node node1: GLOO_SOCKET_IFNAME=hsn0: the link of hsn0 is down"),
+  ASSERT_NO_FATAL_FAILURE(
+      RunAllReduceAndSetNode1sPort(cluster, dir, "nicw", "down", 20, r, during_peer_test));
+  EXPECT_GE(r.detected_s, 0) << r.err;
+  // The interval (1 s) and a round's probe; a port that goes down while a round's peer test runs
+  // also its wait for the connections (5 s) and a second probe.
+  const double within_s = during_peer_test ? 8 : 4;
+  EXPECT_LE(r.detected_s, within_s) << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  // node1 alone, by its link: not node0 and node1 as a pair that cannot connect (every rank
+  // stopped, the check before the restart left to tell which).
+  EXPECT_NE(r.err.find("dtrain: node node1 failed the health watch "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dtrain: node node1 quarantined in job nicw: failed the health watch "
+                       "during the run: node node1: GLOO_SOCKET_IFNAME=hsn0: the link of hsn0 is "
+                       "down"),
             std::string::npos)
-      << err;
-  ASSERT_TRUE(record.is_object()) << err;
-  ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
-  EXPECT_EQ(record["attempts"][0]["cause"], "unhealthy");
-  EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node2"}));
+      << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][0]["cause"], "unhealthy");
+  EXPECT_EQ(r.record["attempts"][1]["nodes"], json({"node0", "node2"}));
   EXPECT_NE(ReadText(dir + "/nicw/rank-0.log").find("step 60 sum 2.0"), std::string::npos);
+}
+
+TEST(UnfitNode, NicGoingDownDuringTheRunIsFoundByTheHealthWatch) {
+  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
+  ExpectNicGoingDownFoundByTheHealthWatch("node-nic-watch", false);
+}
+
+// The port going down while the watch's peer test runs: the test's connections between node0 and
+// node1 time out, and the pair they name is judged again on a fresh probe of the nodes, which
+// finds node1's link down; not the pair.
+TEST(UnfitNode, NicGoingDownWhileThePeerTestRunsIsBlamedOnItsNode) {
+  if (!testing::HaveTorch()) GTEST_SKIP() << "no torch in " << testing::kVenvPython;
+  ExpectNicGoingDownFoundByTheHealthWatch("node-nic-peer", true);
 }
 
 // A node cut off while the job runs with its link up (its switch port taken off the bridge, as a
