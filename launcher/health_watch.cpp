@@ -101,7 +101,7 @@ bool HealthWatch::JudgeUnfit(NodeHealthFindings& found, double after_s) {
   for (const auto& [host, why] : found.unfit) {
     auto before = baseline_.find(host);
     if (before != baseline_.end() && before->second == why) continue;
-    found_ = UnfitNode{host, why, after_s};
+    found_ = UnfitNode{host, why, after_s, false, {}};
     for (const auto& [other, other_why] : found.unfit) {
       if (other != host && other_why == why) found_->alike.push_back(other);
     }
