@@ -19,10 +19,11 @@ std::vector<Finding> CheckRecentQuarantines(const ClusterSpec& spec, const std::
   const double within_s = spec.job.hold_back_s;
   const auto recent = slurm ? RecentlyQuarantinedSlurmNodes(log_dir, within_s, now_us)
                             : RecentQuarantines(log_dir, within_s, now_us);
-  const std::string span = HoldBackSpan(within_s);
   for (const NodeSpec& node : spec.nodes) {
     auto past = recent.find(slurm ? node.machine : node.host);
     if (past == recent.end()) continue;
+    // The window, or longer for a node that several jobs quarantined (GrownHoldBack).
+    const std::string span = HoldBackSpan(past->second.held_s);
     Finding f;
     f.severity = Severity::kWarning;
     f.check = "history";

@@ -27,6 +27,17 @@ std::string Ago(int64_t us) {
   return fmt::format("{} days", s / 86400);
 }
 
+// "1st", "2nd", "3rd", "4th", "11th", "22nd".
+std::string Ordinal(int n) {
+  const int tens = n % 100, ones = n % 10;
+  const char* suffix = tens >= 11 && tens <= 13 ? "th"
+                       : ones == 1              ? "st"
+                       : ones == 2              ? "nd"
+                       : ones == 3              ? "rd"
+                                                : "th";
+  return fmt::format("{}{}", n, suffix);
+}
+
 // The whole file ("" when it cannot be read).
 std::string FileText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -35,10 +46,10 @@ std::string FileText(const std::string& path) {
   return text.str();
 }
 
-// The newest quarantine of each node into `out`, by its name or (`by_machine`) by the Slurm node
-// it ran on, from the records in `log_dir` written since `since_us` (RecentQuarantines).
-void ReadQuarantinesInto(std::map<std::string, PastQuarantine>& out, const std::string& log_dir,
-                         int64_t since_us, bool by_machine) {
+// Every quarantine of each node into `out`, by its name or (`by_machine`) by the Slurm node it
+// ran on, from the records in `log_dir` written since `since_us` (RecentQuarantines).
+void ReadQuarantinesInto(std::map<std::string, std::vector<PastQuarantine>>& out,
+                         const std::string& log_dir, int64_t since_us, bool by_machine) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(log_dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -69,10 +80,11 @@ void ReadQuarantinesInto(std::map<std::string, PastQuarantine>& out, const std::
         if (machine == job.node_machines.end()) continue;
         key = machine->second;
       }
-      auto it = out.find(key);
-      if (it == out.end() || it->second.when_us < when_us) {
-        out[key] = {job.name, why, when_us};
-      }
+      PastQuarantine past;
+      past.job = job.name;
+      past.why = why;
+      past.when_us = when_us;
+      out[key].push_back(std::move(past));
     }
   }
 }
@@ -83,14 +95,26 @@ std::map<std::string, PastQuarantine> ReadRecentQuarantines(const std::string& l
                                                             bool by_machine) {
   std::map<std::string, PastQuarantine> out;
   if (within_s <= 0) return out;
-  // A window longer than the clock's age (--hold-back 1e30) reaches back to the epoch.
-  const double window_us = std::min(within_s * 1e6, static_cast<double>(now_us));
-  const int64_t since_us = now_us - static_cast<int64_t>(window_us);
+  // Read back kHoldBackGrowth windows, the longest a node is held back; a window longer than the
+  // clock's age (--hold-back 1e30) reaches back to the epoch.
+  const double look_back_us =
+      std::min(within_s * 1e6 * kHoldBackGrowth, static_cast<double>(now_us));
+  const int64_t since_us = now_us - static_cast<int64_t>(look_back_us);
   // History is advice: a log dir that cannot be listed to the end (a folder removed meanwhile)
   // gives what was read so far, and never stops a launch.
+  std::map<std::string, std::vector<PastQuarantine>> all;
   try {
-    ReadQuarantinesInto(out, log_dir, since_us, by_machine);
+    ReadQuarantinesInto(all, log_dir, since_us, by_machine);
   } catch (const std::exception&) {
+  }
+  for (auto& [key, list] : all) {
+    PastQuarantine newest = *std::max_element(
+        list.begin(), list.end(),
+        [](const PastQuarantine& a, const PastQuarantine& b) { return a.when_us < b.when_us; });
+    newest.jobs = static_cast<int>(list.size());
+    newest.window_s = within_s;
+    newest.held_s = GrownHoldBack(within_s, newest.jobs);
+    if (static_cast<double>(now_us - newest.when_us) <= newest.held_s * 1e6) out[key] = newest;
   }
   return out;
 }
@@ -148,12 +172,25 @@ HoldBackPlan PlanHoldBack(ClusterSpec& spec, const std::string& log_dir, double 
 
 std::string HoldBackSpan(double seconds) {
   if (seconds == kDefaultHoldBackS) return "a day";
+  if (seconds >= 9e12) return fmt::format("{:.0f} days", seconds / 86400);  // past Ago's range
   return Ago(static_cast<int64_t>(seconds * 1e6));
 }
 
+double GrownHoldBack(double window_s, int jobs) {
+  double held_s = window_s;
+  for (int k = 1; k < jobs && held_s < window_s * kHoldBackGrowth; ++k) held_s *= 2;
+  return std::min(held_s, window_s * kHoldBackGrowth);
+}
+
 std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us) {
-  return fmt::format("job {} quarantined it {} ago: {}", past.job, Ago(now_us - past.when_us),
-                     past.why);
+  std::string again;
+  if (past.jobs > 1) {
+    again = fmt::format(", the {} job to do so within {} (held back {}, not {})",
+                        Ordinal(past.jobs), HoldBackSpan(past.window_s * kHoldBackGrowth),
+                        HoldBackSpan(past.held_s), HoldBackSpan(past.window_s));
+  }
+  return fmt::format("job {} quarantined it {} ago{}: {}", past.job, Ago(now_us - past.when_us),
+                     again, past.why);
 }
 
 std::string DescribeHeldBack(const HeldBack& held, int64_t now_us) {

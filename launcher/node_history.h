@@ -16,16 +16,32 @@
 
 namespace dtrain {
 
+// A node quarantined again is held back longer, as Horovod's elastic driver doubles a host's
+// cooldown each time it blacklists it: the hold-back window once for each job that quarantined
+// the node within the last kHoldBackGrowth windows, doubled each time, kHoldBackGrowth windows
+// at most (a day, two, four, eight with the default).
+constexpr int kHoldBackGrowth = 8;
+
 // Why and when an earlier job quarantined a node.
 struct PastQuarantine {
   std::string job;
   std::string why;
   int64_t when_us = 0;  // the job's end (its record's last write while it runs)
+  int jobs = 1;         // the jobs that quarantined it within kHoldBackGrowth windows
+  double window_s = 0;  // the hold-back window (--hold-back, job.hold_back)
+  double held_s = 0;    // how long it is held back after `when_us`: window_s grown (above)
 };
 
+// How long a node that `jobs` jobs quarantined is held back after the newest, with a hold-back
+// window of `window_s`: window_s, doubled for each job after the first, kHoldBackGrowth windows
+// at most.
+double GrownHoldBack(double window_s, int jobs);
+
 // The newest quarantine of each node, by node name, among the jobs in `log_dir` that ended (or,
-// still running, last wrote their record) within `within_s` seconds before `now_us`; Slurm jobs
-// are left to RecentlyQuarantinedSlurmNodes. A folder without a readable job.json is passed over.
+// still running, last wrote their record) within its hold-back before `now_us`: `within_s`
+// seconds, grown by the jobs that quarantined it within kHoldBackGrowth windows (GrownHoldBack);
+// Slurm jobs are left to RecentlyQuarantinedSlurmNodes. A folder without a readable job.json is
+// passed over.
 std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_dir, double within_s,
                                                         int64_t now_us);
 
@@ -65,7 +81,8 @@ HoldBackPlan PlanHoldBack(ClusterSpec& spec, const std::string& log_dir, double 
 // A hold-back window in words: "a day" (the default), else "40 s", "12 min", "3 h", "2 days".
 std::string HoldBackSpan(double seconds);
 
-// "job cut quarantined it 12 min ago: WHY".
+// "job cut quarantined it 12 min ago: WHY"; a node quarantined by several jobs: "job cut
+// quarantined it 12 min ago, the 3rd job to within 8 days (held back 4 days, not a day): WHY".
 std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us);
 
 // "node node1 held back as a spare (node2 runs in its place): job J quarantined it 12 min ago:

@@ -89,5 +89,27 @@ TEST(DoctorHistory, SshNodeByNameSlurmNodeByTheMachineItRanOn) {
   EXPECT_TRUE(CheckRecentQuarantines(slurm, dir.path(), now).empty());
 }
 
+// A node that two jobs quarantined within 8 windows is named for two windows after the newest,
+// and the warning says so.
+TEST(DoctorHistory, ANodeQuarantinedAgainIsNamedForLonger) {
+  testing::TempDir dir;
+  const int64_t now = WallMicros();
+  WriteJob(dir.path(), "first", "ssh", Node("node1"), now, 50 * kMinute);
+  WriteJob(dir.path(), "again", "ssh", Node("node1"), now, 15 * kMinute);
+  ClusterSpec ssh;
+  ssh.transport = TransportKind::kSsh;
+  ssh.nodes = {Node("node0"), Node("node1")};
+  ssh.job.hold_back_s = 600;  // 10 min: 20 for node1
+  std::vector<Finding> found = CheckRecentQuarantines(ssh, dir.path(), now);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].message,
+            "node node1: job again quarantined it 15 min ago, the 2nd job to do so within 80 min "
+            "(held back 20 min, not 10 min): node node1 lost: no answer for 3 s; dtrain launch "
+            "holds it back as a spare while another can take its place, for 20 min after "
+            "(--hold-back, job.hold_back)");
+  // 6 minutes on, past its 20: nothing.
+  EXPECT_TRUE(CheckRecentQuarantines(ssh, dir.path(), now + 6 * kMinute).empty());
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -80,6 +80,62 @@ TEST(NodeHistory, TheNewestQuarantineOfEachNodeWithinTheWindow) {
   EXPECT_TRUE(RecentQuarantines(dir.path() + "/none", 3600, now).empty());
 }
 
+// A node quarantined again is held back longer: the window doubled for each job that quarantined
+// it within 8 windows, 8 windows at most.
+TEST(NodeHistory, ANodeQuarantinedByMoreJobsIsHeldBackLonger) {
+  testing::TempDir dir;
+  const int64_t now = int64_t{1790000000} * 1000000;
+  const int64_t minute = kHour / 60;
+  // node1: three jobs within the 8 hours, the newest 90 min ago; held back 4 h.
+  WriteJob(dir.path(), "a", now - 7 * kHour, {{"node1", "lost"}, {"node3", "lost"}});
+  WriteJob(dir.path(), "b", now - 5 * kHour, {{"node1", "lost"}});
+  WriteJob(dir.path(), "c", now - 90 * minute, {{"node1", "failed the health watch: Xid 79"}});
+  // node2: one job, 90 min ago: past the hour.
+  WriteJob(dir.path(), "d", now - 90 * minute, {{"node2", "a straggler"}});
+  // node3: job a, 7 h ago, and one 9 h ago, past the 8 hours: one job, an hour, over.
+  WriteJob(dir.path(), "e", now - 9 * kHour, {{"node3", "lost"}});
+  // node4: four jobs, the newest 7 h 36 min ago: held back 8 h, the most.
+  WriteJob(dir.path(), "f", now - 7 * kHour - 54 * minute, {{"node4", "Xid 79"}});
+  WriteJob(dir.path(), "g", now - 7 * kHour - 48 * minute, {{"node4", "Xid 79"}});
+  WriteJob(dir.path(), "h", now - 7 * kHour - 42 * minute, {{"node4", "Xid 79"}});
+  WriteJob(dir.path(), "i", now - 7 * kHour - 36 * minute, {{"node4", "Xid 79"}});
+
+  auto recent = RecentQuarantines(dir.path(), 3600, now);
+  ASSERT_EQ(recent.count("node1"), 1u);
+  EXPECT_EQ(recent["node1"].job, "c");
+  EXPECT_EQ(recent["node1"].jobs, 3);
+  EXPECT_EQ(recent["node1"].held_s, 4 * 3600);
+  EXPECT_EQ(DescribePastQuarantine(recent["node1"], now),
+            "job c quarantined it 90 min ago, the 3rd job to do so within 8 h (held back 4 h, "
+            "not 60 min): failed the health watch: Xid 79");
+  EXPECT_EQ(recent.count("node2"), 0u);
+  EXPECT_EQ(recent.count("node3"), 0u);
+  ASSERT_EQ(recent.count("node4"), 1u);
+  EXPECT_EQ(recent["node4"].jobs, 4);
+  EXPECT_EQ(recent["node4"].held_s, 8 * 3600);
+  // 25 minutes on, node4's 8 hours are over; node1's 4 are not.
+  recent = RecentQuarantines(dir.path(), 3600, now + 25 * minute);
+  EXPECT_EQ(recent.count("node4"), 0u);
+  EXPECT_EQ(recent.count("node1"), 1u);
+  // A node quarantined once is held back the window, as before, and said as before.
+  recent = RecentQuarantines(dir.path(), 2 * 3600, now);
+  ASSERT_EQ(recent.count("node2"), 1u);
+  EXPECT_EQ(recent["node2"].jobs, 1);
+  EXPECT_EQ(DescribePastQuarantine(recent["node2"], now),
+            "job d quarantined it 90 min ago: a straggler");
+
+  EXPECT_EQ(GrownHoldBack(3600, 1), 3600);
+  EXPECT_EQ(GrownHoldBack(3600, 2), 7200);
+  EXPECT_EQ(GrownHoldBack(3600, 11), 8 * 3600);
+  EXPECT_EQ(GrownHoldBack(1e30, 3), 4e30);
+  PastQuarantine many{"j", "lost", now - kHour, 11, 3600, GrownHoldBack(3600, 11)};
+  EXPECT_EQ(DescribePastQuarantine(many, now),
+            "job j quarantined it 60 min ago, the 11th job to do so within 8 h (held back 8 h, "
+            "not 60 min): lost");
+  many.jobs = 22;
+  EXPECT_NE(DescribePastQuarantine(many, now).find("the 22nd job"), std::string::npos);
+}
+
 TEST(NodeHistory, ARecordNotWrittenWithinTheWindowIsNotRead) {
   testing::TempDir dir;
   WriteJob(dir.path(), "running", 0, {{"node1", "lost"}});
@@ -91,8 +147,8 @@ TEST(NodeHistory, ARecordNotWrittenWithinTheWindowIsNotRead) {
 
 TEST(NodeHistory, NodesQuarantinedBeforeAreHeldBackWhileACleanSpareTakesTheirPlace) {
   std::vector<NodeSpec> nodes = Nodes({"n0", "n1", "n2", "s3", "s4"}, 2);
-  std::map<std::string, PastQuarantine> recent = {{"n1", {"a", "lost", 0}},
-                                                  {"s3", {"a", "unfit", 0}}};
+  std::map<std::string, PastQuarantine> recent = {{"n1", {"a", "lost", 0, 1, 0, 0}},
+                                                  {"s3", {"a", "unfit", 0, 1, 0, 0}}};
   std::vector<HeldBack> held = HoldBackRecentlyQuarantined(nodes, recent);
   ASSERT_EQ(held.size(), 1u);
   EXPECT_EQ(held[0].host, "n1");
@@ -103,7 +159,7 @@ TEST(NodeHistory, NodesQuarantinedBeforeAreHeldBackWhileACleanSpareTakesTheirPla
 
   // More held back than clean spares: the last one runs, and says so.
   nodes = Nodes({"n0", "n1", "n2", "s3"}, 1);
-  recent = {{"n0", {"a", "lost", 0}}, {"n2", {"b", "a straggler", 0}}};
+  recent = {{"n0", {"a", "lost", 0, 1, 0, 0}}, {"n2", {"b", "a straggler", 0, 1, 0, 0}}};
   held = HoldBackRecentlyQuarantined(nodes, recent);
   ASSERT_EQ(held.size(), 2u);
   EXPECT_EQ(held[0].spare, "s3");
@@ -174,7 +230,7 @@ TEST(NodeHistory, SlurmNodesAreTheMachinesTheQuarantinedNodesRanOn) {
 }
 
 TEST(NodeHistory, WhatBecameOfASlurmNodeIsSaidAsItHappened) {
-  const PastQuarantine past{"lost", "node b lost: no answer for 3 s", 0};
+  const PastQuarantine past{"lost", "node b lost: no answer for 3 s", 0, 1, 0, 0};
   const int64_t now = 40 * 1000000LL;
   EXPECT_EQ(DescribeSlurmHoldBack("c042", past, false, true, false, now),
             "Slurm node c042 left out of this job (sbatch --exclude): job lost quarantined it "
