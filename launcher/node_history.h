@@ -17,9 +17,9 @@
 namespace dtrain {
 
 // A node quarantined again is held back longer, as Horovod's elastic driver doubles a host's
-// cooldown each time it blacklists it: the hold-back window once for each job that quarantined
-// the node within the last kHoldBackGrowth windows, doubled each time, kHoldBackGrowth windows
-// at most (a day, two, four, eight with the default).
+// cooldown each time it blacklists it: the hold-back window, doubled for each job after the first
+// that quarantined the node within the last kHoldBackGrowth windows, kHoldBackGrowth windows at
+// most (a day, two, four, eight with the default).
 constexpr int kHoldBackGrowth = 8;
 
 // Why and when an earlier job quarantined a node.
@@ -82,7 +82,8 @@ HoldBackPlan PlanHoldBack(ClusterSpec& spec, const std::string& log_dir, double 
 std::string HoldBackSpan(double seconds);
 
 // "job cut quarantined it 12 min ago: WHY"; a node quarantined by several jobs: "job cut
-// quarantined it 12 min ago, the 3rd job to within 8 days (held back 4 days, not a day): WHY".
+// quarantined it 12 min ago, the 3rd job to do so within 8 days (held back 4 days, not a day):
+// WHY".
 std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us);
 
 // "node node1 held back as a spare (node2 runs in its place): job J quarantined it 12 min ago:
