@@ -15,7 +15,8 @@ namespace {
 // those no rule below reads.
 constexpr const char* kRestartCheckSkips = "python torch horovod py_spy clip rdzv nccl_lib pci";
 
-// Whether the peer test named a pair of nodes (or more) where one node alone may be at fault.
+// Whether an error names a pair of nodes (or more) where one node alone may be at fault (of the
+// fitness rules, only the peer test names several nodes).
 bool NamesPairs(const std::vector<Finding>& findings) {
   for (const Finding& f : findings) {
     if (f.severity == Severity::kError && f.nodes.size() > 1) return true;
@@ -64,19 +65,20 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
   peers.beside_ranks = true;
   peers.plan = peer_plan;  // a test that named pairs runs once more on the same pairs
   run.peers = RunPeerConnections(spec, run.nodes, peers);
-  std::vector<Finding> peer_findings = CheckPeerConnections(run.peers, run.nodes);
+  std::vector<Finding> findings = NodeFitnessFindings(spec, run, count_unreached);
   // A link that failed while the test ran leaves some of its node's pairs connected and others
   // not, and the test names pairs instead of the node: once more, on what is now the case. The
   // probe too: a node whose link went down during the test is then unfit in its own right (and
   // out of the second test) instead of one of a pair that every rank stops for.
-  if (NamesPairs(peer_findings) && !(cancelled && cancelled())) {
+  if (NamesPairs(findings) && !(cancelled && cancelled())) {
     run = ProbeHealthParts(spec, timeout_s, cancelled);
     if (cancelled && cancelled()) return {};
     run.peers = RunPeerConnections(spec, run.nodes, peers);
+    findings = NodeFitnessFindings(spec, run, count_unreached);
   }
   if (cancelled && cancelled()) return {};
 
-  NodeHealthFindings found(ErrorsByNode(NodeFitnessFindings(spec, run, count_unreached)));
+  NodeHealthFindings found(ErrorsByNode(findings));
   if (links) {
     for (const Finding& f : links->Update(run.nodes)) found.warnings[f.nodes.front()] = f.message;
   }
