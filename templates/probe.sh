@@ -736,8 +736,8 @@ while time.time() < deadline:
 # per target (RESULT: ok, refused, unreachable, timeout, wrong-node: another node answered,
 # no-answer: something else holds the port; MS: how long the connection that was made took, else
 # how long it was tried), then peers_done=1; it ends once the DTRAIN_PROBE_PEERS_CALLERS nodes
-# that test it have connected to each of its addresses, or a second after the retries' end, so that nobody has to stop it (a session
-# whose process was signalled is not used again).
+# that test it have connected to each of its addresses, or a second after the retries' end, so
+# that nobody has to stop it (a session whose process was signalled is not used again).
 probe_peers() {
   py=$(find_any_python)
   if [ -z "$py" ]; then

@@ -305,9 +305,9 @@ TEST(UnfitNode, NodeCutOffDuringTheRunIsFoundByTheHealthWatchsPeerTest) {
   const json& record = r.record;
   EXPECT_GE(detected_s, 0) << err;
   // A port going off between two of a round's connections leaves some of node1's pairs made:
-  // that round names a pair, which is tested once more (5 s of retries each round).
-  EXPECT_LE(detected_s, 15) << "the interval (1 s), one round of probes and at most two rounds of "
-                               "the peer test's 5 s of retries: "
+  // that round names a pair, which is probed and tested once more (5 s of retries each round).
+  EXPECT_LE(detected_s, 15) << "the interval (1 s), at most two probes and two rounds of the peer "
+                               "test's 5 s of retries: "
                             << err;
   EXPECT_EQ(status, 0) << err;
   EXPECT_NE(err.find("dtrain: node node1 failed the health watch "), std::string::npos) << err;
@@ -397,8 +397,8 @@ TEST(UnfitNode, NodeCutOffIsFoundByAWatchRoundThatTestsAFewPairs) {
   const std::string err = dtrain.err();
   std::printf("node4's port off the bridge: found after %.2f s\n%s", detected_s, err.c_str());
   EXPECT_GE(detected_s, 0) << err;
-  EXPECT_LE(detected_s, 15) << "the interval (1 s), one round of probes and at most two rounds of "
-                               "the peer test's 5 s of retries: "
+  EXPECT_LE(detected_s, 15) << "the interval (1 s), at most two probes and two rounds of the peer "
+                               "test's 5 s of retries: "
                             << err;
   EXPECT_EQ(status, 0) << err;
   EXPECT_NE(err.find("dtrain: node node4 failed the health watch "), std::string::npos) << err;

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -15,6 +14,7 @@
 
 #include "doctor/slurm_drain.h"
 #include "launcher/slurm/slurm_child.h"
+#include "tests/support/files.h"
 #include "tests/support/slurm_cluster.h"
 #include "tests/support/test_paths.h"
 
@@ -112,9 +112,7 @@ TEST_F(DrainOnSlurm, TheLaunchDrainsTheNodeItQuarantinesForFailingTheHealthCheck
   EXPECT_EQ(Node2Drained(),
             "drained|dtrain launch: job site: failed the health check before start: node b: "
             "health check 'scratch' failed (exit 1): no scratch on b");
-  std::ifstream record(dir_ + "/logs/site/job.json");
-  const std::string text((std::istreambuf_iterator<char>(record)),
-                         std::istreambuf_iterator<char>());
+  const std::string text = testing::ReadFile(dir_ + "/logs/site/job.json");
   EXPECT_NE(text.find("\"kind\": \"drained\""), std::string::npos) << text;
   // Without --drain the launch quarantines node b for itself and drains nothing.
   RunSlurmCommand({"scontrol", "update", "NodeName=node2", "State=RESUME"}, "", 10000);
