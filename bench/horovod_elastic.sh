@@ -9,13 +9,16 @@
 #   kill  it SIGKILLs itself;
 #   cut   its node's link goes down (`ip link set eth0 down`) until the run ended;
 #   stop  its process gets SIGSTOP, as a hung one: it neither fails nor ends (dtrain runs with
-#         --stall-timeout 8 --on-stall stop; horovodrun has no such watch).
+#         --stall-timeout 8 --on-stall stop; horovodrun has no such watch);
+#   back  it SIGKILLs itself, and its node comes back: both run with --blacklist-cooldown-range
+#         1 2 (a 2 s cooldown) and 80 steps; what counts is the three ranks finishing together,
+#         and the seconds from the fault to the first step of 3 ranks again.
 # HOROVOD_GLOO_TIMEOUT_SECONDS=5 for both (how long a collective waits on a silent peer); dtrain
 # runs with --node-timeout 3. Per run: whether the two other ranks went on and finished
 # (`hvd-elastic-done ... same=1` twice), the seconds from the fault to their first step as a
 # round of 2, the run's wall time and exit status; each run is cut off after LIMIT seconds.
 # Then the medians side by side, and their ratio where both went on.
-# Usage: bench/horovod_elastic.sh [BUILD_DIR] [REPEAT] [kill|cut|stop] [LIMIT]
+# Usage: bench/horovod_elastic.sh [BUILD_DIR] [REPEAT] [kill|cut|stop|back] [LIMIT]
 # (env KEEP=DIR keeps every run's console output there)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,17 +47,22 @@ grep -v "node3" "$cluster/cluster.yaml" >"$work/cluster.yaml"  # the ranks' thre
 run() {
   local tool=$1 n=$2 out=$work/$1-$2.txt
   local env=(HOROVOD_GLOO_TIMEOUT_SECONDS=5 HVD_TEST_STEP_S=0.2)
-  [ "$fault" = kill ] && env+=(HVD_TEST_DIE_RANK=2 HVD_TEST_DIE_STEP=10)
+  local steps=30 size=2 back=()
+  if [ "$fault" = back ]; then
+    steps=80 size=3 back=(--blacklist-cooldown-range 1 2)
+    env=(HOROVOD_GLOO_TIMEOUT_SECONDS=30 HVD_TEST_STEP_S=0.2 HVD_TEST_STEPS=$steps)
+  fi
+  { [ "$fault" = kill ] || [ "$fault" = back ]; } && env+=(HVD_TEST_DIE_RANK=2 HVD_TEST_DIE_STEP=10)
   local cmd
   if [ "$tool" = dtrain ]; then
     cmd=("$dtrain" launch -c "$work/cluster.yaml" --job "run-$n" --log-dir "$work/logs"
       --min-np 2 --node-timeout 3 --health-watch 0 --start-health-check off
-      --restart-health-check off --grace-period 2 -- "$python" "$program")
+      --restart-health-check off --grace-period 2 "${back[@]}" -- "$python" "$program")
     [ "$fault" = stop ] && cmd=("${cmd[@]:0:2}" --stall-timeout 8 --on-stall stop "${cmd[@]:2}")
     for e in "${env[@]}"; do cmd=("${cmd[@]:0:2}" -x "$e" "${cmd[@]:2}"); done
   else
     cmd=(env "${env[@]}" "$root/.venv-horovod/bin/horovodrun" -np 3 --min-np 2 -H "$hosts" -p 22
-      -i "$cluster/id_ed25519" --gloo "$python" "$program")
+      -i "$cluster/id_ed25519" --gloo "${back[@]}" "$python" "$program")
   fi
   : >"$out"
   local cut_at="" start end status victim=""
@@ -86,15 +94,18 @@ run() {
   pkill -9 -f "$program" 2>/dev/null || true
   pkill -9 -f "horovodrun -np 3" 2>/dev/null || true
   local fault_at=$cut_at
-  if [ "$fault" = kill ]; then
+  if [ "$fault" = kill ] || [ "$fault" = back ]; then
     fault_at=$( (grep -o "kills itself at step 10 t=[0-9.]*" "$out" || true) | head -1 | sed 's/.*t=//')
   fi
-  local first
-  first=$( (grep -o "size=2 count=2 t=[0-9.]*" "$out" || true) | sed 's/.*t=//' | sort -n | head -1)
+  local first=""
+  if [ -n "$fault_at" ]; then  # the first step of a round of $size after the fault
+    first=$( (grep -o "size=$size count=$size t=[0-9.]*" "$out" || true) | sed 's/.*t=//' |
+      awk -v f="$fault_at" '$1 > f' | sort -n | head -1)
+  fi
   local done_count
-  done_count=$(grep -c "hvd-elastic-done step=30 size=2 .* same=1" "$out" || true)
+  done_count=$(grep -c "hvd-elastic-done step=$steps size=$size .* same=1" "$out" || true)
   local went_on=no recovered=-
-  if [ "$done_count" = 2 ] && [ -n "$first" ] && [ -n "$fault_at" ]; then
+  if [ "$done_count" = "$size" ] && [ -n "$first" ] && [ -n "$fault_at" ]; then
     went_on=yes
     recovered=$(awk -v a="$fault_at" -v b="$first" 'BEGIN { printf "%.2f", b - a }')
   fi

@@ -1,5 +1,6 @@
 #include "cli/argument_split.h"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -61,11 +62,12 @@ std::string Canonical(const std::string& word) {
   if (hint.empty() && name == "--check-build")
     hint = " (dtrain doctor shows every node's Horovod build)";
   static const std::set<std::string> elastic = {"--host-discovery-script", "--slots-per-host",
-                                                "--elastic-timeout", "--blacklist-cooldown-range"};
+                                                "--elastic-timeout"};
   if (hint.empty() && elastic.count(name)) {  // horovodrun's elastic mode, beyond --min-np
     hint =
-        " (dtrain's elastic Horovod jobs, --min-np N, take their nodes from the cluster file and "
-        "only shrink: a node whose rank failed leaves, none is discovered or let back)";
+        " (dtrain's elastic Horovod jobs, --min-np N, take their nodes from the cluster file: a "
+        "node whose rank failed leaves, and comes back after --blacklist-cooldown-range; none is "
+        "discovered)";
   }
   if (hint.empty() && (name == "--mpi" || name == "--jsrun")) {
     hint = " (dtrain starts every rank itself and serves Horovod's Gloo rendezvous; no mpirun)";
@@ -119,8 +121,10 @@ std::vector<std::string> SplitArguments(const CLI::App& app, std::vector<std::st
     if (!opt) UnknownOption(*cmd, command, word);
     out.push_back(word);
     const bool value_attached = is_long ? word.find('=') != std::string::npos : word.size() > 2;
-    if (opt->get_expected_max() > 0 && !value_attached && i + 1 < args.size()) {
-      out.push_back(args[++i]);  // the option's value, whatever it looks like
+    if (opt->get_expected_max() > 0 && !value_attached) {
+      // The option's values (two for --blacklist-cooldown-range MIN MAX), whatever they look like.
+      for (int n = std::max(1, opt->get_expected_min()); n > 0 && i + 1 < args.size(); --n)
+        out.push_back(args[++i]);
     }
   }
   return out;

@@ -41,11 +41,17 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
       ->check(WholeNumberAtLeast(1));
   cmd.add_option("--max-np,--max-num-proc", options.max_np,
                  "horovodrun's: with --min-np; at least the job's ranks (an elastic job of "
-                 "dtrain's never grows)")
+                 "dtrain's never grows past them)")
       ->check(WholeNumberAtLeast(1));
   cmd.add_option("--reset-limit", options.reset_limit,
                  "horovodrun's: with --min-np; the most times the job may go on with fewer ranks")
       ->check(WholeNumberAtLeast(0));
+  cmd.add_option("--blacklist-cooldown-range", options.blacklist_cooldown_range,
+                 "horovodrun's: MIN MAX seconds; with --min-np, a node that left the job joins it "
+                 "again after a cooldown (MIN*2^n+u*MIN, at most MAX, the n-th time it left) and "
+                 "the health checks; unset: it stays out")
+      ->expected(2)
+      ->type_name("S");
   std::map<std::string, std::string>& given = options.cluster.horovodrun;
   std::vector<std::string> names = {"--start-timeout",
                                     "--gloo",
@@ -54,7 +60,8 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
                                     "--prefix-output-with-timestamp",
                                     "--min-np",
                                     "--max-np",
-                                    "--reset-limit"};
+                                    "--reset-limit",
+                                    "--blacklist-cooldown-range"};
   for (const HorovodrunOption& o : HorovodrunOptions()) {
     const std::string name = o.name;
     names.push_back(name);

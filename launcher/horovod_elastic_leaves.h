@@ -2,9 +2,13 @@
 // rank failed or was lost (settled by the rounds, horovod_elastic_rounds.h), a node the health
 // watch found unfit, or, under --on-stall stop, the node of a rank the others wait for. Each is
 // said on the console and in job.json (event elastic_round), quarantined, and the health watch
-// goes on with the nodes still in the job. Wires the supervisor's elastic callbacks.
+// goes on with the nodes still in the job. With --blacklist-cooldown-range, a node that left may
+// come back once its cooldown is over (elastic_cooldown.h) and, with the health watch on, once it
+// passed the fast health checks kReturnRounds rounds in a row: it joins the job's next round
+// (HorovodElasticRounds::Rejoin) and is watched again. Wires the supervisor's elastic callbacks.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
@@ -24,8 +28,9 @@ class ElasticLeaves {
   // one on the nodes still in the job each time a node leaves while its ranks run.
   ElasticLeaves(Job& job, const ClusterSpec& spec, std::unique_ptr<HealthWatch>& health_watch);
 
-  // Sets supervise's on_elastic_change, unfit_leaves and stall_leaves; this must outlive it.
-  void Wire(SupervisorOptions& supervise);
+  // Sets supervise's on_elastic_change, unfit_leaves, stall_leaves and elastic_rejoins; this
+  // must outlive it, and `rounds` this.
+  void Wire(SupervisorOptions& supervise, HorovodElasticRounds& rounds);
 
  private:
   void SayRound(const ElasticRoundChange& change, const std::map<int, ExitStatus>& statuses);
@@ -34,12 +39,21 @@ class ElasticLeaves {
   int Unfit(const UnfitNode& unfit, HealthWatch*& watch);
   std::vector<int> Stalled(const StallReport& stall, HealthWatch*& watch);
   void WatchTheStaying(HealthWatch*& watch);
+  void StartCooldown(const std::string& host);
+  int Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*& watch);
 
   Job& job_;
   const ClusterSpec& spec_;
   std::unique_ptr<HealthWatch>& health_watch_;
   std::set<std::string> left_;                   // nodes that left the job
   std::map<std::string, std::string> left_why_;  // ... those that left while their ranks ran
+  HorovodElasticRounds* rounds_ = nullptr;
+  // --blacklist-cooldown-range: how often each node left, and when it may come back.
+  std::map<std::string, int> leaves_;
+  std::map<std::string, std::chrono::steady_clock::time_point> back_after_;
+  std::map<std::string, double> cooldown_s_;
+  std::set<std::string> returning_;            // the nodes return_watch_ follows
+  std::unique_ptr<HealthWatch> return_watch_;  // ... through the health checks
 };
 
 }  // namespace dtrain

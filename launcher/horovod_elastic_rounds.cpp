@@ -29,19 +29,22 @@ HorovodElasticRounds::HorovodElasticRounds(const RankPlan& plan, int min_np, int
     m.rank = slot.rank;
     m.local_rank = slot.local_rank;
     m.key = fmt::format("{}:{}", m.machine, m.local_rank);
+    if (std::find(order_.begin(), order_.end(), m.machine) == order_.end())
+      order_.push_back(m.machine);
     members_.push_back(std::move(m));
   }
   Assign();
 }
 
 void HorovodElasticRounds::Assign() {
-  // hosts.get_host_assignments: hosts in order, each host's slots in local rank order.
-  std::vector<std::string> machines;
+  // hosts.get_host_assignments: hosts in assignment order, each host's slots in local rank order.
   std::map<std::string, std::vector<Member*>> on;
   for (Member& m : members_) {
-    if (!m.in_round) continue;
-    if (on.find(m.machine) == on.end()) machines.push_back(m.machine);
-    on[m.machine].push_back(&m);
+    if (m.in_round) on[m.machine].push_back(&m);
+  }
+  std::vector<std::string> machines;
+  for (const std::string& machine : order_) {
+    if (on.count(machine)) machines.push_back(machine);
   }
   int size = 0;
   for (const auto& [machine, ms] : on) size += static_cast<int>(ms.size());
@@ -105,16 +108,22 @@ void HorovodElasticRounds::Fail(std::string why, int rank) {
 
 void HorovodElasticRounds::SettleIfDone() {
   if (verdict_ != Verdict::kRunning) return;
-  int in_round = 0, ready = 0, succeeded = 0, failed = 0;
+  int in_round = 0, ready = 0, succeeded = 0, failed = 0, joining = 0, staying_done = 0;
   for (const Member& m : members_) {
     if (!m.in_round) continue;
     ++in_round;
     ready += m.state == State::kReady;
     succeeded += m.state == State::kSucceeded;
     failed += m.state == State::kFailed;
+    joining += m.joining;
+    staying_done += !m.joining && m.state == State::kSucceeded;
   }
-  if (ready + succeeded + failed < in_round) return;  // someone of the round is still at work
-  if (succeeded == in_round) {
+  if (joining > 0 && in_round > joining && staying_done == in_round - joining) {
+    // The job finished before the ranks that rejoin were let in: it is done, and they leave.
+    verdict_ = Verdict::kSucceeded;
+  } else if (ready + succeeded + failed < in_round) {
+    return;  // someone of the round is still at work
+  } else if (succeeded == in_round) {
     verdict_ = Verdict::kSucceeded;
   } else if (succeeded > 0) {
     // driver.py stops the job once any rank finished: those still in it cannot go on alone.
@@ -124,8 +133,25 @@ void HorovodElasticRounds::SettleIfDone() {
   } else if (failed == in_round) {
     Fail(fmt::format("every rank of round {} failed", round_), last_failed_);
   } else if (failed == 0) {
-    // Every rank reset and none failed (a transient error): the same ranks go on.
+    // Every rank reset and none failed (a transient error, or hosts joined): the same ranks go
+    // on, with those that joined.
     ++round_;
+    if (joining > 0) {
+      ElasticRoundChange change;
+      for (Member& m : members_) {
+        if (!m.in_round || !m.joining) continue;
+        if (std::find(change.joined_hosts.begin(), change.joined_hosts.end(), m.host) ==
+            change.joined_hosts.end())
+          change.joined_hosts.push_back(m.host);
+        change.joined_ranks.push_back(m.rank);
+        m.joining = false;
+      }
+      ++resets_;
+      Assign();
+      change.round = round_;
+      change.size = in_round;
+      changes_.push_back(std::move(change));
+    }
   } else {
     std::set<std::string> leaving;
     for (const Member& m : members_) {
@@ -154,7 +180,18 @@ void HorovodElasticRounds::SettleIfDone() {
            last_failed_);
     } else {
       for (Member& m : members_) {
-        if (m.in_round && leaving.count(m.machine)) m.in_round = false;
+        if (m.in_round && leaving.count(m.machine)) m.in_round = m.joining = false;
+      }
+      for (const std::string& machine : leaving)
+        order_.erase(std::remove(order_.begin(), order_.end(), machine), order_.end());
+      // Ranks that joined and did not fail are in the new round with the others.
+      for (Member& m : members_) {
+        if (!m.in_round || !m.joining) continue;
+        if (std::find(change.joined_hosts.begin(), change.joined_hosts.end(), m.host) ==
+            change.joined_hosts.end())
+          change.joined_hosts.push_back(m.host);
+        change.joined_ranks.push_back(m.rank);
+        m.joining = false;
       }
       ++resets_;
       ++round_;
@@ -172,6 +209,46 @@ void HorovodElasticRounds::SettleIfDone() {
       m.state = State::kRunning;
     }
   }
+}
+
+std::string HorovodElasticRounds::Rejoin(const std::string& host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (verdict_ != Verdict::kRunning) return "the job is over";
+  if (reset_limit_ >= 0 && resets_ >= reset_limit_)
+    return fmt::format("the job was already reset {} time(s) (--reset-limit {})", resets_,
+                       reset_limit_);
+  bool any = false;
+  for (Member& m : members_) {
+    if (m.host != host) continue;
+    if (m.in_round) return "node " + host + " is in the job";
+    any = true;
+  }
+  if (!any) return "node " + host + " has no rank in the job";
+  for (Member& m : members_) {
+    if (m.host != host) continue;
+    m.in_round = m.joining = true;
+    m.state = State::kReady;  // it starts once the round is settled, with its place
+    m.answer.reset();
+    if (std::find(order_.begin(), order_.end(), m.machine) == order_.end())
+      order_.push_back(m.machine);
+  }
+  return "";
+}
+
+std::optional<HorovodSlotInfo> HorovodElasticRounds::Slot(int rank) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Member& m : members_) {
+    if (m.rank == rank && m.in_round && !m.joining) return m.slot;
+  }
+  return std::nullopt;
+}
+
+std::string HorovodElasticRounds::CoordinatorKey() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Member& m : members_) {
+    if (m.in_round && !m.joining && m.slot.rank == 0) return m.key;
+  }
+  return "";
 }
 
 std::optional<HorovodSlotInfo> HorovodElasticRounds::Answer(const std::string& key) const {

@@ -4,11 +4,12 @@
 // resets: Horovod shuts down and asks the rendezvous for its place in the next round
 // (GET /rank_and_size/<HOROVOD_HOSTNAME>:<local rank>), and that answer waits until every rank of
 // the round has either asked or ended. Then the hosts of the ranks that failed leave the job,
-// with every rank on them, and the others go on in a new round: ranks renumbered in host order,
-// local and cross ranks as horovodrun assigns them. A rank left out is answered "-1,..." (Horovod
-// raises "has been removed from elastic job"). The job fails when fewer than --min-np ranks would
-// remain, every rank failed, or --reset-limit new rounds were used; it is done when every rank of
-// the round ended well. Pure logic, safe to call from any thread.
+// with every rank on them, hosts that came back (Rejoin) join it after the others, and the job
+// goes on in a new round: ranks renumbered in host order, local and cross ranks as horovodrun
+// assigns them. A rank left out is answered "-1,..." (Horovod raises "has been removed from
+// elastic job"). The job fails when fewer than --min-np ranks would remain, every rank failed, or
+// --reset-limit new rounds were used; it is done when every rank of the round ended well. Pure
+// logic, safe to call from any thread.
 #pragma once
 
 #include <map>
@@ -30,11 +31,13 @@ struct HorovodSlotInfo {
 
 // What changed when a round was settled, for the console and the job's record.
 struct ElasticRoundChange {
-  int round = 0;                        // the new round's number (the plan's is 1)
-  std::vector<std::string> left_hosts;  // nodes (NodeSpec::host) whose ranks left the job
-  std::vector<int> failed_ranks;        // dtrain's ranks that failed in the round before
-  std::vector<int> left_ranks;          // every dtrain rank that left with those nodes
-  int size = 0;                         // HOROVOD_SIZE of the new round
+  int round = 0;                          // the new round's number (the plan's is 1)
+  std::vector<std::string> left_hosts;    // nodes (NodeSpec::host) whose ranks left the job
+  std::vector<int> failed_ranks;          // dtrain's ranks that failed in the round before
+  std::vector<int> left_ranks;            // every dtrain rank that left with those nodes
+  std::vector<std::string> joined_hosts;  // nodes whose ranks joined the job again (Rejoin)
+  std::vector<int> joined_ranks;          // ... and their dtrain ranks
+  int size = 0;                           // HOROVOD_SIZE of the new round
 };
 
 class HorovodElasticRounds {
@@ -47,6 +50,20 @@ class HorovodElasticRounds {
   bool Ready(const std::string& key);
   // A rank (dtrain's number, the plan's) ended. Ranks that left the job earlier are ignored.
   void Ended(int rank, bool ok);
+  // The ranks of node `host` (NodeSpec::host), which left the job, join it again, as
+  // horovodrun's driver takes back a host: the ranks in the job are to reset (a host-update
+  // notification) and ask for their place; once they all did, the round is settled with the new
+  // ranks in it, after the others (horovodrun appends a host that joins to its assignment order,
+  // so rank 0, which holds the state the others sync from, stays where it is), and the new ranks
+  // are started with their place in their environment (Slot). Empty when they may join;
+  // otherwise why not (the job is over, the node is in it, or --reset-limit rounds were used).
+  std::string Rejoin(const std::string& host);
+  // The place of dtrain's rank `rank` in the current round; nullopt when it is not in it (or
+  // joins it only when the round is settled).
+  std::optional<HorovodSlotInfo> Slot(int rank) const;
+  // The key ("<machine>:<local rank>") of the rank that is Horovod's rank 0 of the current round
+  // (the coordinator horovodrun notifies); "" when none.
+  std::string CoordinatorKey() const;
 
   // The answer for `key` once the round it asked in was settled; nullopt while it waits.
   std::optional<HorovodSlotInfo> Answer(const std::string& key) const;
@@ -74,8 +91,9 @@ class HorovodElasticRounds {
     int rank = 0;  // dtrain's rank (the plan's), which names its log
     int local_rank = 0;
     State state = State::kRunning;
-    bool in_round = true;                   // still in the job
-    HorovodSlotInfo slot;                   // its place in the current round
+    bool in_round = true;  // still in the job
+    bool joining = false;  // rejoined, not yet in a settled round (not started: kReady)
+    HorovodSlotInfo slot;  // its place in the current round
     std::optional<HorovodSlotInfo> answer;  // for its last Ready, once settled
   };
 
@@ -84,7 +102,8 @@ class HorovodElasticRounds {
   void Fail(std::string why, int rank);
 
   mutable std::mutex mu_;
-  std::vector<Member> members_;  // in plan order
+  std::vector<Member> members_;     // in plan order
+  std::vector<std::string> order_;  // machines in the job, in rank order (joined ones last)
   int min_np_;
   int reset_limit_;
   int resets_ = 0;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <istream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -75,6 +76,10 @@ struct HorovodRendezvous::Server {
   std::map<std::string, std::vector<std::string>> finished;  // scope -> ranks that DELETEd
   HorovodElasticRounds* elastic = nullptr;
   int elastic_round = 1;
+  // PUT /worker_addresses/<key>: what each worker registered, or why it cannot be read.
+  mutable std::mutex workers_mu;
+  std::map<std::string, HorovodWorkerService> workers;
+  std::map<std::string, std::string> unreadable_workers;
   asio::io_context io;
   tcp::acceptor acceptor{io};
   std::thread thread;
@@ -175,6 +180,7 @@ struct HorovodRendezvous::Server {
         if (k == s->second.end()) return Answer(404);
         return Answer(200, k->second);
       }
+      if (method == "PUT" && scope == "worker_addresses") server.Register(key, body);
       if (method == "PUT") {
         std::string& value = server.scopes[scope][key];
         if (server.stored_bytes - value.size() + body.size() > kMaxStoredBytes) return Answer(507);
@@ -209,6 +215,18 @@ struct HorovodRendezvous::Server {
       });
     }
   };
+
+  // Kept apart from the store, which a new round empties (rendezvous.py's _put_worker_addresses).
+  void Register(const std::string& key, const std::string& body) {
+    std::lock_guard<std::mutex> lock(workers_mu);
+    try {
+      workers[key] = ParseWorkerRegistration(body);
+      unreadable_workers.erase(key);
+    } catch (const Error& e) {
+      workers.erase(key);
+      unreadable_workers[key] = e.what();
+    }
+  }
 
   // A settled round starts with an empty store sized for it (RendezvousServer.init); then every
   // rank whose answer is known gets it.
@@ -313,6 +331,17 @@ void HorovodRendezvous::RankEnded(int rank, bool ok) {
 
 HorovodElasticRounds* HorovodRendezvous::elastic() const {
   return server_->elastic;
+}
+
+std::optional<HorovodWorkerService> HorovodRendezvous::Worker(const std::string& key,
+                                                              std::string& why) const {
+  std::lock_guard<std::mutex> lock(server_->workers_mu);
+  if (auto w = server_->workers.find(key); w != server_->workers.end()) return w->second;
+  auto bad = server_->unreadable_workers.find(key);
+  why = bad != server_->unreadable_workers.end()
+            ? "its registration: " + bad->second
+            : "it registered no notification service (hvd.elastic.run starts one)";
+  return std::nullopt;
 }
 
 }  // namespace dtrain

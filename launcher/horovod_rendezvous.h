@@ -6,11 +6,16 @@
 // bytes, open connections and time per request; stops with the object.
 // For an elastic job (horovod_elastic_rounds.h) it also answers GET /rank_and_size/<key>, held
 // until the rank's round is settled, and starts every new round with an empty store sized for it.
+// What each elastic worker registers for its host-update notifications (PUT /worker_addresses/
+// <key>, horovod_worker_notice.h) is kept across rounds, as horovodrun's driver keeps it.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+
+#include "launcher/horovod_worker_notice.h"
 
 namespace dtrain {
 
@@ -36,6 +41,9 @@ class HorovodRendezvous {
   // An elastic job's rank (dtrain's number) ended; answers whoever waited on its round.
   void RankEnded(int rank, bool ok);
   HorovodElasticRounds* elastic() const;
+  // What the worker `key` ("<machine>:<local rank>") registered; nullopt with `why` set when it
+  // registered nothing (yet) or something dtrain cannot read.
+  std::optional<HorovodWorkerService> Worker(const std::string& key, std::string& why) const;
 
   struct Server;  // the Asio side, in horovod_rendezvous.cpp
 

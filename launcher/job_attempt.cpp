@@ -215,7 +215,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     ElasticLeaves leaves(job, spec, health_watch);
     if (elastic) {
       supervise.elastic = horovod_rendezvous.get();
-      leaves.Wire(supervise);
+      leaves.Wire(supervise, *elastic);
     }
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
     JobOutcome outcome = supervisor.Run(ProcessesFor(

@@ -48,6 +48,9 @@ struct JobSettings {
   std::string run_id;                // TORCHELASTIC_RUN_ID: --rdzv-id ("" = the job's name)
   int min_np = 0;        // > 0: an elastic Horovod job going on with at least this many ranks
   int reset_limit = -1;  // its most new rounds; -1: any
+  // --blacklist-cooldown-range MIN MAX: a node that left waits out a cooldown (horovodrun's,
+  // elastic_cooldown.h) and may then join the job again; 0: a node that left stays out.
+  double cooldown_min_s = 0, cooldown_max_s = 0;
 };
 
 // Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.

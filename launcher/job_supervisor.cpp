@@ -7,12 +7,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "launcher/error.h"
 #include "launcher/handled_signals.h"
 
 namespace dtrain {
 namespace {
+
+// How long the round's first rank has to acknowledge a host-update notification, per address.
+constexpr double kNoticeTimeoutS = 10;
 
 volatile sig_atomic_t g_interrupt_signal = 0;
 volatile sig_atomic_t g_interrupt_count = 0;
@@ -111,6 +117,8 @@ void JobSupervisor::WatchElasticRounds() {
   HorovodElasticRounds& rounds = *options_.elastic->elastic();
   for (const ElasticRoundChange& change : rounds.TakeChanges()) {
     if (options_.on_elastic_change) options_.on_elastic_change(change, outcome_.statuses);
+    if (!change.joined_ranks.empty() && rounds.verdict() == HorovodElasticRounds::Verdict::kRunning)
+      StartJoined(change);
   }
   const HorovodElasticRounds::Verdict verdict = rounds.verdict();
   if (verdict == HorovodElasticRounds::Verdict::kRunning) return;
@@ -181,6 +189,79 @@ void JobSupervisor::Leave(int node) {
       std::chrono::milliseconds(static_cast<long long>(options_.grace_period_s * 1000));
 }
 
+// A node that left an elastic job comes back (its ranks joined the rounds): the round's first
+// rank is told, off this thread, that hosts were added, so that the ranks in the job reset at
+// their next commit and ask for their place; the new ranks start once the round is settled
+// (StartJoined), as horovodrun's driver starts a host's workers after the others' barrier.
+void JobSupervisor::Rejoin(int node) {
+  leaving_.erase(node);
+  const std::string key = options_.elastic->elastic()->CoordinatorKey();
+  std::string why = "no rank is Horovod's rank 0 of the round";
+  std::optional<HorovodWorkerService> service;
+  if (!key.empty()) service = options_.elastic->Worker(key, why);
+  if (!service) {
+    std::fprintf(stderr,
+                 "dtrain: warning: cannot tell the elastic Horovod job that ranks join: worker "
+                 "%s: %s; they start when the others next reset\n",
+                 key.c_str(), why.c_str());
+    return;
+  }
+  if (notice_.valid()) {  // one at a time
+    notice_.wait();
+    SayNotice();
+  }
+  // Horovod acts on a notification newer than the last it saw, in whole seconds.
+  last_notice_s_ = std::max(last_notice_s_ + 1, WallMicros() / 1000000);
+  notice_ = std::async(std::launch::async, [service = std::move(*service), t = last_notice_s_] {
+    return NotifyHostsUpdated(service, t, kHostsAdded, kNoticeTimeoutS);
+  });
+  notice_worker_ = key;
+}
+
+// A round settled with ranks that joined: each starts again (its log marked) with its place in
+// the round in Horovod's variables, as horovodrun starts a new worker; its first hvd.init() meets
+// the others in the round's rendezvous.
+void JobSupervisor::StartJoined(const ElasticRoundChange& change) {
+  HorovodElasticRounds& rounds = *options_.elastic->elastic();
+  std::vector<ProcessSpec> again;
+  for (ProcessSpec proc : procs_) {
+    if (std::find(change.joined_ranks.begin(), change.joined_ranks.end(), proc.id) ==
+        change.joined_ranks.end())
+      continue;
+    const std::optional<HorovodSlotInfo> slot = rounds.Slot(proc.id);
+    if (!slot) continue;
+    proc.env["HOROVOD_RANK"] = std::to_string(slot->rank);
+    proc.env["HOROVOD_SIZE"] = std::to_string(slot->size);
+    proc.env["HOROVOD_LOCAL_RANK"] = std::to_string(slot->local_rank);
+    proc.env["HOROVOD_LOCAL_SIZE"] = std::to_string(slot->local_size);
+    proc.env["HOROVOD_CROSS_RANK"] = std::to_string(slot->cross_rank);
+    proc.env["HOROVOD_CROSS_SIZE"] = std::to_string(slot->cross_size);
+    outcome_.statuses.erase(proc.id);
+    outcome_.ended_us.erase(proc.id);
+    if (options_.stall_watch) options_.stall_watch->OnRestart(proc.id);
+    auto log = logs_.find(proc.id);
+    if (log != logs_.end()) {
+      log->second->MarkRestart(
+          fmt::format("rank joins the elastic Horovod job again in round {}", change.round),
+          WallMicros());
+    }
+    again.push_back(std::move(proc));
+  }
+  if (!again.empty()) transport_.Start(again, *this);
+}
+
+// The notification's end: said only when it failed.
+void JobSupervisor::SayNotice() {
+  if (!notice_.valid() || notice_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+    return;
+  const std::string why = notice_.get();
+  if (why.empty()) return;
+  std::fprintf(stderr,
+               "dtrain: warning: cannot tell the elastic Horovod job that ranks join: worker "
+               "%s: %s; they start when the others next reset\n",
+               notice_worker_.c_str(), why.c_str());
+}
+
 void JobSupervisor::BeginStop(int sig) {
   stopping_ = true;
   transport_.SignalAll(sig);
@@ -246,6 +327,11 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
         outcome_.returned = std::move(*host);
         BeginStop(SIGTERM);
       }
+    }
+    if (options_.elastic && options_.elastic_rejoins && !stopping_) {
+      const int node = options_.elastic_rejoins(outcome_.statuses, options_.health_watch);
+      if (node >= 0) Rejoin(node);
+      SayNotice();
     }
     if (options_.elastic && !stopping_) WatchElasticRounds();
     if (options_.store && !stopping_) {

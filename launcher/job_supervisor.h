@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,6 +58,13 @@ struct SupervisorOptions {
   // as an unfit node's do, and replaces `watch` as unfit_leaves does. Empty (none to go, or no
   // node would be left): the job stops as any other. Unset: the job stops.
   std::function<std::vector<int>(const StallReport&, HealthWatch*& watch)> stall_leaves;
+  // An elastic job's node that left and comes back now (--blacklist-cooldown-range): called on
+  // the supervisor's thread with how every rank that ended so far ended; returns the node's index
+  // in the attempt, whose ranks joined the rounds already, or -1 when none comes back. The
+  // round's first rank is then told that hosts were added (horovod_worker_notice.h), and the
+  // node's ranks start once the round that lets them in is settled. It replaces `watch` with one on
+  // the nodes in the job, as unfit_leaves does. Unset: a node that left stays out.
+  std::function<int(const std::map<int, ExitStatus>& ended, HealthWatch*& watch)> elastic_rejoins;
   // Called on the supervisor's thread with each straggler the stall watch's straggler watch
   // names; true: its node leaves (the job stops as for an unfit node, UnfitNode::straggler).
   std::function<bool(const Straggler&)> on_straggler;
@@ -131,6 +139,9 @@ class JobSupervisor : public TransportEvents {
   void Stalled(StallReport stall);
   void Straggling(const Straggler& straggler);
   void Leave(int node);
+  void Rejoin(int node);
+  void StartJoined(const ElasticRoundChange& change);
+  void SayNotice();
 
   Transport& transport_;
   std::map<int, std::unique_ptr<RankLog>>& logs_;
@@ -143,6 +154,10 @@ class JobSupervisor : public TransportEvents {
   std::vector<ProcessSpec> procs_;  // as started, for the ranks of a node
   // Nodes whose ranks leave an elastic job: when they get SIGKILL.
   std::map<int, std::chrono::steady_clock::time_point> leaving_;
+  // The host-update notification under way (Rejoin), and the worker it is for.
+  std::future<std::string> notice_;
+  std::string notice_worker_;
+  int64_t last_notice_s_ = 0;  // the last notification's timestamp
 };
 
 }  // namespace dtrain

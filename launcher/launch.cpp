@@ -22,6 +22,7 @@
 #include "launcher/cluster_choice.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
+#include "launcher/elastic_cooldown.h"
 #include "launcher/error.h"
 #include "launcher/handled_signals.h"
 #include "launcher/hangs/stall_watch.h"
@@ -176,10 +177,25 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   if (options.min_np < 0 || options.max_np < 0)
     throw UsageError("--min-np/--max-np: expected a number of ranks >= 1");
   if (options.reset_limit < -1) throw UsageError("--reset-limit: expected a number >= 0");
-  if ((options.max_np > 0 || options.reset_limit >= 0) && options.min_np == 0) {
+  if ((options.max_np > 0 || options.reset_limit >= 0 ||
+       !options.blacklist_cooldown_range.empty()) &&
+      options.min_np == 0) {
     throw UsageError(
-        "--max-np and --reset-limit are for an elastic Horovod job: give --min-np N too (the "
-        "fewest ranks it goes on with)");
+        "--max-np, --reset-limit and --blacklist-cooldown-range are for an elastic Horovod job: "
+        "give --min-np N too (the fewest ranks it goes on with)");
+  }
+  if (!options.blacklist_cooldown_range.empty()) {
+    const std::vector<int>& range = options.blacklist_cooldown_range;
+    // horovodrun's HostState._validate_cooldown_range: 1 s to an hour.
+    if (range.size() != 2 || range[0] < kCooldownFloorS || range[1] > kCooldownCeilingS ||
+        range[0] > range[1]) {
+      throw UsageError(fmt::format(
+          "--blacklist-cooldown-range: expected MIN MAX in seconds, {} <= MIN <= MAX <= {} (as "
+          "horovodrun's)",
+          kCooldownFloorS, kCooldownCeilingS));
+    }
+    job.cooldown_min_s = range[0];
+    job.cooldown_max_s = range[1];
   }
   if (options.min_np > 0) {
     if (spec.transport == TransportKind::kSlurm) {

@@ -66,11 +66,13 @@ struct LaunchOptions {
                                             // and Slurm nodes, none on this machine alone
   std::string start_health_check = "auto";  // --start-health-check on|off|auto (auto: ssh, slurm)
   // horovodrun's elastic mode: --min-np > 0 makes a Horovod job elastic (HOROVOD_ELASTIC=1,
-  // horovod_elastic_rounds.h); --max-np, when given, must allow the job's ranks (it never grows);
-  // --reset-limit caps its new rounds (-1: any).
+  // horovod_elastic_rounds.h); --max-np, when given, must allow the job's ranks (it never grows
+  // past them); --reset-limit caps its new rounds (-1: any); --blacklist-cooldown-range MIN MAX
+  // lets a node that left join again after a cooldown (empty: it stays out).
   int min_np = 0;
   int max_np = 0;
   int reset_limit = -1;
+  std::vector<int> blacklist_cooldown_range;
 };
 
 // The command run when neither the command line nor the cluster file names one.

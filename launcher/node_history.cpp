@@ -27,17 +27,6 @@ std::string Ago(int64_t us) {
   return fmt::format("{} days", s / 86400);
 }
 
-// "1st", "2nd", "3rd", "4th", "11th", "22nd".
-std::string Ordinal(int n) {
-  const int tens = n % 100, ones = n % 10;
-  const char* suffix = tens >= 11 && tens <= 13 ? "th"
-                       : ones == 1              ? "st"
-                       : ones == 2              ? "nd"
-                       : ones == 3              ? "rd"
-                                                : "th";
-  return fmt::format("{}{}", n, suffix);
-}
-
 // The whole file ("" when it cannot be read).
 std::string FileText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -120,6 +109,17 @@ std::map<std::string, PastQuarantine> ReadRecentQuarantines(const std::string& l
 }
 
 }  // namespace
+
+// "1st", "2nd", "3rd", "4th", "11th", "22nd".
+std::string Ordinal(int n) {
+  const int tens = n % 100, ones = n % 10;
+  const char* suffix = tens >= 11 && tens <= 13 ? "th"
+                       : ones == 1              ? "st"
+                       : ones == 2              ? "nd"
+                       : ones == 3              ? "rd"
+                                                : "th";
+  return fmt::format("{}{}", n, suffix);
+}
 
 std::map<std::string, PastQuarantine> RecentQuarantines(const std::string& log_dir, double within_s,
                                                         int64_t now_us) {

@@ -110,4 +110,7 @@ std::string DescribeSlurmNodeGone(const std::string& machine, const PastQuaranti
 void SayHeldBack(const HoldBackPlan& plan, const ClusterSpec& placed,
                  const SlurmAllocation& allocation, JobRecord& record);
 
+// "1st", "2nd", "3rd", "4th", "11th", "22nd".
+std::string Ordinal(int n);
+
 }  // namespace dtrain

@@ -12,3 +12,5 @@ if(TARGET dtrain)
               LABEL horovod TIMEOUT 600 RESOURCE_LOCK netns)
   add_dependencies(horovod_elastic_test dtrain)
 endif()
+dtrain_test(horovod_worker_notice_test SOURCES horovod/horovod_worker_notice_test.cpp
+            LIBS dtrain_launcher LABEL horovod)

@@ -66,6 +66,15 @@ void StallWatch::OnExit(int rank, const ExitStatus& status) {
   it->second.exit = status.Describe();
 }
 
+void StallWatch::OnRestart(int rank) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return;
+  RankProgress fresh;
+  fresh.host = it->second.host;
+  fresh.last_progress = fresh.cpu_at = Clock::now();
+  it->second = fresh;
+}
+
 double StallWatch::IdleSeconds(const RankProgress& p, Clock::time_point now) const {
   return std::chrono::duration<double>(now - p.last_progress).count();
 }

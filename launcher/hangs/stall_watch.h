@@ -44,6 +44,8 @@ class StallWatch {
 
   void OnOutput(int rank);
   void OnExit(int rank, const ExitStatus& status);
+  // A rank that ended runs again (it rejoined an elastic job): watched afresh from now.
+  void OnRestart(int rank);
   // Moves the watch on; returns the report when one was just made.
   std::optional<StallReport> Tick();
   // A rank the straggler watch just named, once (none without straggler_factor).

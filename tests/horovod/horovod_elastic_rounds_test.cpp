@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "launcher/elastic_cooldown.h"
 #include "launcher/horovod_elastic_rounds.h"
 #include "launcher/rank_plan.h"
 
@@ -152,6 +153,100 @@ TEST(HorovodElasticRounds, EveryRankFailingOrOneFinishingWhileOthersWaitEndsTheJ
     EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kFailed);
     EXPECT_EQ(Said(rounds, "m-b:0"), kOut);
   }
+}
+
+// Node a (Horovod's rank 0, whose state the others sync from) fails and leaves; when it comes
+// back it is appended after b and c, as horovodrun appends a host that joins, so rank 0 stays on
+// b. The round settles once the ranks in the job (told by the notification) asked; a's rank is
+// started after that, with its place (Slot).
+TEST(HorovodElasticRounds, ANodeThatRejoinsComesLastOnceTheRanksInTheJobAsked) {
+  HorovodElasticRounds rounds(Plan(3, 1), /*min_np=*/1, /*reset_limit=*/-1);
+  EXPECT_EQ(rounds.CoordinatorKey(), "m-a:0");
+  EXPECT_EQ(rounds.Rejoin("a"), "node a is in the job");
+  EXPECT_EQ(rounds.Rejoin("z"), "node z has no rank in the job");
+  rounds.Ended(0, false);
+  ASSERT_TRUE(rounds.Ready("m-b:0"));
+  ASSERT_TRUE(rounds.Ready("m-c:0"));
+  EXPECT_EQ(Said(rounds, "m-b:0"), "0,2,0,1,0,2");
+  EXPECT_EQ(rounds.CoordinatorKey(), "m-b:0");
+  rounds.TakeChanges();
+
+  ASSERT_EQ(rounds.Rejoin("a"), "");
+  EXPECT_EQ(rounds.CoordinatorKey(), "m-b:0") << "a rank that joins is no coordinator yet";
+  EXPECT_EQ(rounds.Slot(0), std::nullopt) << "not before the round is settled";
+  ASSERT_TRUE(rounds.Ready("m-b:0"));
+  EXPECT_EQ(Said(rounds, "m-b:0"), "waiting") << "c has not reset yet";
+  EXPECT_EQ(rounds.round(), 2);
+  ASSERT_TRUE(rounds.Ready("m-c:0"));
+  EXPECT_EQ(rounds.round(), 3);
+  EXPECT_EQ(Said(rounds, "m-b:0"), "0,3,0,1,0,3");
+  EXPECT_EQ(Said(rounds, "m-c:0"), "1,3,0,1,1,3");
+  ASSERT_TRUE(rounds.Slot(0));
+  EXPECT_EQ(rounds.Slot(0)->Response(), "2,3,0,1,2,3");
+  EXPECT_EQ(rounds.CoordinatorKey(), "m-b:0");
+  const std::vector<ElasticRoundChange> changes = rounds.TakeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].round, 3);
+  EXPECT_EQ(changes[0].size, 3);
+  EXPECT_TRUE(changes[0].left_hosts.empty());
+  EXPECT_EQ(changes[0].joined_hosts, std::vector<std::string>{"a"});
+  EXPECT_EQ(changes[0].joined_ranks, std::vector<int>{0});
+  EXPECT_EQ(rounds.ScopeSizes().at("global"), 3);
+  for (int rank : {0, 1, 2}) rounds.Ended(rank, true);
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kSucceeded);
+}
+
+// The ranks in the job finish before the round that lets the joined ranks in (no commit came
+// after the notification): the job is done, not failed, and the joined ranks never start.
+TEST(HorovodElasticRounds, TheJobFinishingBeforeTheJoinedRanksAreLetInSucceeds) {
+  HorovodElasticRounds rounds(Plan(2, 1), /*min_np=*/1, /*reset_limit=*/-1);
+  rounds.Ended(1, false);
+  ASSERT_TRUE(rounds.Ready("m-a:0"));
+  ASSERT_EQ(rounds.round(), 2);
+  ASSERT_EQ(rounds.Rejoin("b"), "");
+  rounds.Ended(0, true);
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kSucceeded) << rounds.why_failed();
+  EXPECT_EQ(rounds.Slot(1), std::nullopt);
+}
+
+// A rank that joined and fails before the round settles takes its node out again; the others go
+// on without it. A node may not join once --reset-limit rounds were used.
+TEST(HorovodElasticRounds, AJoinedRankThatFailsLeavesAgainAndTheResetLimitStopsJoins) {
+  HorovodElasticRounds rounds(Plan(3, 1), /*min_np=*/1, /*reset_limit=*/3);
+  rounds.Ended(2, false);
+  ASSERT_TRUE(rounds.Ready("m-a:0"));
+  ASSERT_TRUE(rounds.Ready("m-b:0"));
+  ASSERT_EQ(rounds.round(), 2);
+  rounds.TakeChanges();
+  ASSERT_EQ(rounds.Rejoin("c"), "");
+  ASSERT_TRUE(rounds.Ready("m-a:0"));
+  ASSERT_TRUE(rounds.Ready("m-b:0"));
+  ASSERT_EQ(rounds.round(), 3);
+  EXPECT_EQ(rounds.Slot(2)->Response(), "2,3,0,1,2,3");
+  rounds.TakeChanges();
+  rounds.Ended(2, false);  // its new process could not start: the others' rendezvous fails
+  ASSERT_TRUE(rounds.Ready("m-a:0"));
+  ASSERT_TRUE(rounds.Ready("m-b:0"));
+  EXPECT_EQ(rounds.round(), 4);
+  EXPECT_EQ(Said(rounds, "m-a:0"), "0,2,0,1,0,2");
+  const std::vector<ElasticRoundChange> changes = rounds.TakeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].left_hosts, std::vector<std::string>{"c"});
+  EXPECT_TRUE(changes[0].joined_hosts.empty());
+  EXPECT_EQ(rounds.Rejoin("c"), "the job was already reset 3 time(s) (--reset-limit 3)");
+}
+
+// horovodrun's HostState._set_cooldown_period: MIN * 2^n + u * MIN for the n-th leave, held
+// between MIN and MAX.
+TEST(ElasticCooldown, DoublesWithEachLeaveBetweenMinAndMax) {
+  EXPECT_DOUBLE_EQ(CooldownSeconds(10, 3600, 1, 0), 20);
+  EXPECT_DOUBLE_EQ(CooldownSeconds(10, 3600, 1, 0.5), 25);
+  EXPECT_DOUBLE_EQ(CooldownSeconds(10, 3600, 2, 0), 40);
+  EXPECT_DOUBLE_EQ(CooldownSeconds(10, 3600, 3, 0.99), 89.9);
+  EXPECT_DOUBLE_EQ(CooldownSeconds(10, 100, 4, 0), 100) << "held at MAX";
+  EXPECT_DOUBLE_EQ(CooldownSeconds(1, 2, 1, 0.7), 2);
+  EXPECT_DOUBLE_EQ(CooldownSeconds(5, 5, 1, 0), 5) << "MIN == MAX";
+  EXPECT_DOUBLE_EQ(CooldownSeconds(1, 3600, 1000, 0.5), 3600) << "no overflow";
 }
 
 }  // namespace

@@ -242,6 +242,119 @@ TEST(HorovodElastic, NodeFoundUnfitByTheHealthWatchLeavesAndTheOthersGoOn) {
       testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
 }
 
+// The sizes of the rounds a rank's steps were taken in, each once in a row ("3,2,3"); every step
+// with all ranks of its round.
+std::string RoundSizes(const std::string& log) {
+  std::smatch m;
+  std::string rest = log, sizes;
+  const std::regex step("hvd-step step=(\\d+) rank=(\\d+) size=(\\d+) count=(\\d+)");
+  std::string last;
+  while (std::regex_search(rest, m, step)) {
+    EXPECT_EQ(m[3], m[4]) << "every rank of the round took part: " << m[0];
+    if (m[3] != last) sizes += (sizes.empty() ? "" : ",") + m[3].str();
+    last = m[3];
+    rest = m.suffix();
+  }
+  return sizes;
+}
+
+// horovodrun --blacklist-cooldown-range: node1's GPU falls off the bus (an Xid 79 in its kernel
+// log), the health watch finds it, and node1 leaves; node0 and node2 go on as a round of two.
+// Then the GPU is back (the line leaves the log, as after a reset): once the cooldown is over and
+// node1 passed the health checks twice, Horovod's rank 0 is told that hosts were added, the ranks
+// in the job reset at their next commit (HostsUpdatedInterrupt) and ask for their place, node1's
+// rank starts again with its place in the new round, the state is synced to it, and all three
+// finish together, node1 last in rank order. (The Gloo timeout covers the new rank's start.)
+TEST(HorovodElastic, NodeThatLeftJoinsAgainAfterItsCooldownAndTheJobGrowsBack) {
+  REQUIRE_HOROVOD();
+  SshTestCluster cluster("hvd-elastic-back", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = test::HgxNodes(cluster, 3);
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-back");
+  DtrainProcess dtrain(ElasticLaunch("-c " + file, dir,
+                                     {"--min-np", "2", "--health-watch", "1", "--grace-period", "2",
+                                      "--blacklist-cooldown-range", "1", "2", "-x",
+                                      "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x",
+                                      "HVD_TEST_STEP_S=0.2", "-x", "HVD_TEST_STEPS=120"}),
+                       dir);
+  const std::string job_dir = dir + "/el";
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return RankLog(job_dir, 1).find("hvd-step step=10 ") != std::string::npos; }, 90))
+      << dtrain.err();
+  const std::string dmesg = cluster.dir() + "/node1-bin/dmesg.txt";
+  const std::string healthy = ReadText(dmesg);
+  std::ofstream(dmesg, std::ios::app)
+      << "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU "
+         "has fallen off the bus.\n";
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return dtrain.err().find("go on in round 2") != std::string::npos; }, 40))
+      << dtrain.err();
+  std::ofstream(dmesg, std::ios::trunc) << healthy;  // the GPU is back
+  double grew_s = -1;  // from the node's return to the new rank's first step
+  if (testing::WaitFor(
+          [&] {
+            return dtrain.err().find("it joins the elastic Horovod job again") != std::string::npos;
+          },
+          30)) {
+    const Clock::time_point back = Clock::now();
+    if (testing::WaitFor(
+            [&] {
+              const std::string log = RankLog(job_dir, 1);
+              const size_t joined = log.find("joins the elastic Horovod job again");
+              return joined != std::string::npos &&
+                     log.find("hvd-step", joined) != std::string::npos;
+            },
+            60))
+      grew_s = Since(back);
+  }
+  const int status = dtrain.Wait(120);
+  const std::string err = dtrain.err();
+  std::printf("node1 back: its rank took its first step %.2f s after it passed the checks\n",
+              grew_s);
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_NE(
+      err.find("dtrain: node node1 may join the elastic Horovod job again after a cooldown of "
+               "2.0 s (--blacklist-cooldown-range 1 2, the 1st time it left) and 2 health "
+               "checks in a row"),
+      std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node node1 passed the health checks 2 rounds in a row after its "
+                     "cooldown of 2.0 s; it joins the elastic Horovod job again with rank(s) 1"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node(s) node1 joined the elastic Horovod job again (rank(s) 1); 3 "
+                     "rank(s) go on in round 3"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("cannot tell the elastic Horovod job"), std::string::npos) << err;
+  EXPECT_GE(grew_s, 0) << err;
+  EXPECT_EQ(RoundSizes(RankLog(job_dir, 0)), "3,2,3");
+  EXPECT_EQ(RoundSizes(RankLog(job_dir, 2)), "3,2,3");
+  const std::string log1 = RankLog(job_dir, 1);
+  const size_t joined =
+      log1.find("--- dtrain: rank joins the elastic Horovod job again in round 3 ---");
+  ASSERT_NE(joined, std::string::npos) << log1;
+  EXPECT_EQ(RoundSizes(log1.substr(0, joined)), "3") << "steps before it left";
+  EXPECT_EQ(RoundSizes(log1.substr(joined)), "3") << "and after it came back";
+  // node0 stays Horovod's rank 0 (the state everyone syncs from); node1 comes last.
+  const std::string done = "hvd-elastic-done step=120 size=3 ";
+  EXPECT_NE(RankLog(job_dir, 0).find(done + "rank=0 local=0/1 cross=0/3 same=1"),
+            std::string::npos);
+  EXPECT_NE(RankLog(job_dir, 2).find(done + "rank=1 local=0/1 cross=1/3 same=1"),
+            std::string::npos);
+  EXPECT_NE(log1.find(done + "rank=2 local=0/1 cross=2/3 same=1"), std::string::npos) << log1;
+  const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["status"], "succeeded");
+  EXPECT_EQ(record["attempts"].size(), 1u) << "the job grew back without a restart";
+  bool returned = false;
+  for (const json& e : record["events"]) returned = returned || e["kind"] == "node_returned";
+  EXPECT_TRUE(returned) << record["events"].dump(2);
+  EXPECT_FALSE(record["nodes"][1].contains("quarantined")) << record["nodes"].dump(2);
+  EXPECT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
+}
+
 // Rank 1's process is stopped (SIGSTOP) after step 10, as a hung process is: it neither fails nor
 // ends, and the others wait for it in their collective. Under --on-stall stop the stall watch
 // names it after --stall-timeout, its node leaves the job (the stopped rank is ended) and node0
@@ -357,7 +470,13 @@ TEST(HorovodElastic, ElasticOptionsAreChecked) {
   const std::string slurm = dir + "/slurm.yaml";
   testing::WriteFile(slurm, "transport: slurm\nnodes:\n  - {host: a}\n  - {host: b}\n");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"-H", "localhost:2", "--max-np", "2"}, "--max-np and --reset-limit are for an elastic"},
+      {{"-H", "localhost:2", "--max-np", "2"},
+       "--max-np, --reset-limit and --blacklist-cooldown-range are for an elastic"},
+      {{"-H", "localhost:2", "--blacklist-cooldown-range", "1", "9"}, "give --min-np N too"},
+      {{"-H", "localhost:2", "--min-np", "1", "--blacklist-cooldown-range", "0", "9"},
+       "1 <= MIN <= MAX <= 3600 (as horovodrun's)"},
+      {{"-H", "localhost:2", "--min-np", "1", "--blacklist-cooldown-range", "9", "4"},
+       "1 <= MIN <= MAX <= 3600"},
       {{"-H", "localhost:2", "--reset-limit", "1"}, "give --min-np N too"},
       {{"-H", "localhost:2", "--min-np", "3"}, "--min-np 3: the job has only 2 rank(s)"},
       {{"-H", "localhost:2", "--min-np", "1", "--max-np", "1"},
