@@ -5,6 +5,8 @@
 // node's rank must end by itself (its dead-man switch) while the link is still down.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -318,6 +320,35 @@ TEST(NodeLoss, NodeUnreachableAtTheStartIsReplacedByTheSpare) {
                               " failed the check before launch; no rank was started"),
             std::string::npos)
       << no_spare_err;
+}
+
+// dtrain itself held up (SIGSTOP for 4 s, as a starved or blocked launcher would be): its
+// heartbeats go out late, which it says, since every node's dead-man switch ends the ranks once
+// they are late by the whole --node-timeout; shorter than that, the rank lives on and finishes.
+TEST(NodeLoss, DtrainHeldUpSaysItsHeartbeatsWentOutLate) {
+  SshTestCluster cluster("held-up", 1, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("held-up");
+  DtrainProcess dtrain({"launch", "-c", cluster.cluster_file(), "--job", "held", "--log-dir", dir,
+                        "--node-timeout", "6", "--health-watch", "0", "--start-health-check", "off",
+                        "-q", "--", "sh", "-c", "echo started; sleep 8; echo finished"},
+                       dir);
+  const std::string log = dir + "/held/rank-0.log";
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return ReadText(log).find("started") != std::string::npos; }, 30))
+      << dtrain.err();
+  dtrain.Signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+  dtrain.Signal(SIGCONT);
+  ASSERT_EQ(dtrain.Wait(60), 0) << dtrain.err();
+  EXPECT_NE(dtrain.err().find("dtrain: warning: heartbeats to the nodes went out "),
+            std::string::npos)
+      << dtrain.err();
+  EXPECT_NE(dtrain.err().find(" s late (dtrain was held up); a node that hears none for "
+                              "--node-timeout 6 s ends its ranks"),
+            std::string::npos)
+      << dtrain.err();
+  EXPECT_NE(ReadText(log).find("finished"), std::string::npos) << ReadText(log);
 }
 
 }  // namespace

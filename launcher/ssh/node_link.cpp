@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 
@@ -24,6 +25,10 @@ using Clock = NodeLink::Clock;
 
 constexpr size_t kStdinChunk = 256 * 1024;
 constexpr auto kHeartbeatEvery = std::chrono::milliseconds(500);
+// A heartbeat this late, as a share of the node timeout, is said (once per process): the
+// nodes' dead-man switches end every rank when it reaches the whole timeout.
+constexpr double kLateBeatShare = 0.5;
+std::atomic<bool> g_said_late_beat{false};
 
 }  // namespace
 
@@ -195,6 +200,15 @@ void NodeLink::Watch() {
   }
   if (!heartbeat_ && !heartbeat_failed_) OpenHeartbeat();
   if (now >= next_beat_) {
+    // dtrain itself was held up (stopped, starved, or blocked on this thread): say so, as the
+    // ranks' ends that may follow name no node.
+    const double late_s = std::chrono::duration<double>(now - next_beat_).count();
+    if (late_s >= kLateBeatShare * node_timeout_s_ && !g_said_late_beat.exchange(true)) {
+      std::fprintf(stderr,
+                   "dtrain: warning: heartbeats to the nodes went out %.1f s late (dtrain was "
+                   "held up); a node that hears none for --node-timeout %g s ends its ranks\n",
+                   late_s, node_timeout_s_);
+    }
     next_beat_ = now + kHeartbeatEvery;
     if (heartbeat_) ssh_channel_write(heartbeat_channel_, ".", 1);
     for (auto& p : procs_) {
