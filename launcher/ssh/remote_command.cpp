@@ -24,7 +24,9 @@ namespace {
 // /dev/null. The short spin waits for setsid() in the child, so a signal sent at once still finds
 // the group. Every signal is followed by SIGCONT, so a stopped process acts on it now (SIGKILL
 // needs none). The dead-man switch: dtrain writes a "." line every half second; the watcher counts
-// them into a file, and a second loop samples that file every second. When it has not changed for
+// them into a file (in /dev/shm where it can: a write to a disk-backed /tmp may wait seconds
+// behind the journal while the disk is busy, and the sampler would take that for silence), and a
+// second loop samples that file every second. When it has not changed for
 // the node timeout (the network to dtrain is cut, dtrain hangs; the channel may never see EOF) the
 // group is ended as on EOF: TERM, then KILL after the grace period. A process killed by SIGKILL
 // while the node's OOM kill count went up gets the line launcher/oom_kill.h describes
@@ -66,7 +68,8 @@ end_group() {
 }
 hb= d=
 if [ "$nt" -gt 0 ]; then
-  hb=${TMPDIR:-/tmp}/dtrain-alive.$$
+  hb=/dev/shm/dtrain-alive.$$
+  { : >"$hb"; } 2>/dev/null || hb=${TMPDIR:-/tmp}/dtrain-alive.$$
   : >"$hb"
   ( last= m=0
     while kill -0 -"$pid"; do
