@@ -138,14 +138,7 @@ void HorovodElasticRounds::SettleIfDone() {
     ++round_;
     if (joining > 0) {
       ElasticRoundChange change;
-      for (Member& m : members_) {
-        if (!m.in_round || !m.joining) continue;
-        if (std::find(change.joined_hosts.begin(), change.joined_hosts.end(), m.host) ==
-            change.joined_hosts.end())
-          change.joined_hosts.push_back(m.host);
-        change.joined_ranks.push_back(m.rank);
-        m.joining = false;
-      }
+      TakeJoined(change);
       ++resets_;
       Assign();
       change.round = round_;
@@ -184,15 +177,7 @@ void HorovodElasticRounds::SettleIfDone() {
       }
       for (const std::string& machine : leaving)
         order_.erase(std::remove(order_.begin(), order_.end(), machine), order_.end());
-      // Ranks that joined and did not fail are in the new round with the others.
-      for (Member& m : members_) {
-        if (!m.in_round || !m.joining) continue;
-        if (std::find(change.joined_hosts.begin(), change.joined_hosts.end(), m.host) ==
-            change.joined_hosts.end())
-          change.joined_hosts.push_back(m.host);
-        change.joined_ranks.push_back(m.rank);
-        m.joining = false;
-      }
+      TakeJoined(change);  // those that joined and did not fail go on with the others
       ++resets_;
       ++round_;
       Assign();
@@ -208,6 +193,18 @@ void HorovodElasticRounds::SettleIfDone() {
       m.answer = going_on && m.in_round ? m.slot : HorovodSlotInfo{};
       m.state = State::kRunning;
     }
+  }
+}
+
+// The ranks that joined and are in the round being settled: said in `change`, no longer joining.
+void HorovodElasticRounds::TakeJoined(ElasticRoundChange& change) {
+  for (Member& m : members_) {
+    if (!m.in_round || !m.joining) continue;
+    if (std::find(change.joined_hosts.begin(), change.joined_hosts.end(), m.host) ==
+        change.joined_hosts.end())
+      change.joined_hosts.push_back(m.host);
+    change.joined_ranks.push_back(m.rank);
+    m.joining = false;
   }
 }
 

@@ -99,6 +99,7 @@ class HorovodElasticRounds {
 
   void SettleIfDone();  // with mu_ held
   void Assign();        // with mu_ held: slots for every member in the round
+  void TakeJoined(ElasticRoundChange& change);  // with mu_ held
   void Fail(std::string why, int rank);
 
   mutable std::mutex mu_;

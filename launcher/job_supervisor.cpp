@@ -199,13 +199,7 @@ void JobSupervisor::Rejoin(int node) {
   std::string why = "no rank is Horovod's rank 0 of the round";
   std::optional<HorovodWorkerService> service;
   if (!key.empty()) service = options_.elastic->Worker(key, why);
-  if (!service) {
-    std::fprintf(stderr,
-                 "dtrain: warning: cannot tell the elastic Horovod job that ranks join: worker "
-                 "%s: %s; they start when the others next reset\n",
-                 key.c_str(), why.c_str());
-    return;
-  }
+  if (!service) return SayNoNotice(key, why);
   if (notice_.valid()) {  // one at a time
     notice_.wait();
     SayNotice();
@@ -255,11 +249,14 @@ void JobSupervisor::SayNotice() {
   if (!notice_.valid() || notice_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
     return;
   const std::string why = notice_.get();
-  if (why.empty()) return;
+  if (!why.empty()) SayNoNotice(notice_worker_, why);
+}
+
+void JobSupervisor::SayNoNotice(const std::string& worker, const std::string& why) {
   std::fprintf(stderr,
                "dtrain: warning: cannot tell the elastic Horovod job that ranks join: worker "
                "%s: %s; they start when the others next reset\n",
-               notice_worker_.c_str(), why.c_str());
+               worker.c_str(), why.c_str());
 }
 
 void JobSupervisor::BeginStop(int sig) {

@@ -142,6 +142,7 @@ class JobSupervisor : public TransportEvents {
   void Rejoin(int node);
   void StartJoined(const ElasticRoundChange& change);
   void SayNotice();
+  void SayNoNotice(const std::string& worker, const std::string& why);
 
   Transport& transport_;
   std::map<int, std::unique_ptr<RankLog>>& logs_;
