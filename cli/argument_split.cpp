@@ -61,14 +61,6 @@ std::string Canonical(const std::string& word) {
   }
   if (hint.empty() && name == "--check-build")
     hint = " (dtrain doctor shows every node's Horovod build)";
-  static const std::set<std::string> elastic = {"--host-discovery-script", "--slots-per-host",
-                                                "--elastic-timeout"};
-  if (hint.empty() && elastic.count(name)) {  // horovodrun's elastic mode, beyond --min-np
-    hint =
-        " (dtrain's elastic Horovod jobs, --min-np N, take their nodes from the cluster file: a "
-        "node whose rank failed leaves, and comes back after --blacklist-cooldown-range; none is "
-        "discovered)";
-  }
   if (hint.empty() && (name == "--mpi" || name == "--jsrun")) {
     hint = " (dtrain starts every rank itself and serves Horovod's Gloo rendezvous; no mpirun)";
   }

@@ -40,8 +40,8 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
                  "remain")
       ->check(WholeNumberAtLeast(1));
   cmd.add_option("--max-np,--max-num-proc", options.max_np,
-                 "horovodrun's: with --min-np; at least the job's ranks (an elastic job of "
-                 "dtrain's never grows past them)")
+                 "horovodrun's: with --min-np; the most ranks the job has (without "
+                 "--host-discovery-script at least the job's ranks: it never grows past them)")
       ->check(WholeNumberAtLeast(1));
   cmd.add_option("--reset-limit", options.reset_limit,
                  "horovodrun's: with --min-np; the most times the job may go on with fewer ranks")
@@ -52,6 +52,21 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
                  "the health checks; unset: it stays out")
       ->expected(2)
       ->type_name("S");
+  cmd.add_option("--host-discovery-script", options.host_discovery_script,
+                 "horovodrun's: elastic Horovod; a program run here every second that prints "
+                 "the hosts available now (HOST or HOST:SLOTS a line): the cluster's nodes it "
+                 "lists take part, one it stops listing leaves at the next reset, one it lists "
+                 "joins; with no cluster named, its hosts are the nodes")
+      ->type_name("SCRIPT");
+  cmd.add_option("--slots-per-host", options.slots_per_host,
+                 "horovodrun's: with --host-discovery-script, the slots of a host it lists "
+                 "without :SLOTS (when its hosts are the nodes)")
+      ->check(WholeNumberAtLeast(1));
+  cmd.add_option("--elastic-timeout", options.elastic_timeout_s,
+                 "horovodrun's: with --host-discovery-script, how long the start waits for the "
+                 "script to list enough nodes (-np, else --min-np ranks); default "
+                 "HOROVOD_ELASTIC_TIMEOUT, else 600 s")
+      ->check(WholeNumberAtLeast(1));
   std::map<std::string, std::string>& given = options.cluster.horovodrun;
   std::vector<std::string> names = {"--start-timeout",
                                     "--gloo",
@@ -61,7 +76,10 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
                                     "--min-np",
                                     "--max-np",
                                     "--reset-limit",
-                                    "--blacklist-cooldown-range"};
+                                    "--blacklist-cooldown-range",
+                                    "--host-discovery-script",
+                                    "--slots-per-host",
+                                    "--elastic-timeout"};
   for (const HorovodrunOption& o : HorovodrunOptions()) {
     const std::string name = o.name;
     names.push_back(name);

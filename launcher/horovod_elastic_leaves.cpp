@@ -23,9 +23,15 @@ ElasticLeaves::ElasticLeaves(Job& job, const ClusterSpec& spec,
 
 void ElasticLeaves::Wire(SupervisorOptions& supervise, HorovodElasticRounds& rounds) {
   rounds_ = &rounds;
-  if (job_.settings.cooldown_min_s > 0) {
+  if (job_.settings.cooldown_min_s > 0 || job_.discovery) {
     supervise.elastic_rejoins = [this](const std::map<int, ExitStatus>& ended,
                                        HealthWatch*& watch) { return Rejoins(ended, watch); };
+  }
+  if (job_.discovery) {
+    supervise.elastic_removals = [this](HealthWatch*& watch) { return Removals(watch); };
+    for (const std::string& host : never_started_) rounds.Absent(host);
+    if (!never_started_.empty()) WatchTheStaying(supervise.health_watch);
+    job_.discovery->Start();  // from now on, every second
   }
   supervise.on_elastic_change = [this](const ElasticRoundChange& change,
                                        const std::map<int, ExitStatus>& statuses) {
@@ -37,6 +43,43 @@ void ElasticLeaves::Wire(SupervisorOptions& supervise, HorovodElasticRounds& rou
   supervise.stall_leaves = [this](const StallReport& stall, HealthWatch*& watch) {
     return Stalled(stall, watch);
   };
+}
+
+std::set<std::string> ElasticLeaves::Absent() {
+  if (!job_.discovery) return {};
+  const std::set<std::string> listed = Listed();
+  int ranks = 0;  // of the listed nodes, in the cluster's order, up to --max-np
+  for (const NodeSpec& node : spec_.nodes) {
+    const int on = static_cast<int>(std::count_if(
+        job_.record.plan.ranks.begin(), job_.record.plan.ranks.end(),
+        [&](const RankSlot& slot) { return slot.host == node.host; }));
+    if (listed.count(node.host) && (job_.settings.max_np <= 0 || ranks + on <= job_.settings.max_np)) {
+      ranks += on;
+      continue;
+    }
+    never_started_.insert(node.host);
+    unlisted_.insert(node.host);
+    left_.insert(node.host);
+  }
+  return never_started_;
+}
+
+// The nodes of the attempt the script lists in its last good run; a host that is no node is said
+// once.
+std::set<std::string> ElasticLeaves::Listed() {
+  const DiscoveryRun run = job_.discovery->LastGood();
+  DiscoveredNodes found = MatchDiscoveredHosts(job_.spec, run.hosts);
+  std::vector<std::string> unknown;
+  for (const std::string& host : found.unknown) {
+    if (unknown_said_.insert(host).second) unknown.push_back(host);
+  }
+  if (!unknown.empty())
+    std::fprintf(stderr, "dtrain: warning: %s\n", UnknownHostsWarning(unknown).c_str());
+  std::set<std::string> listed;
+  for (const NodeSpec& node : spec_.nodes) {
+    if (found.nodes.count(node.host)) listed.insert(node.host);
+  }
+  return listed;
 }
 
 // A new round: "node(s) node1 left the elastic Horovod job: rank 1: killed by SIGKILL; 2 rank(s)
@@ -72,6 +115,12 @@ void ElasticLeaves::SayRound(const ElasticRoundChange& change,
   if (!change.joined_hosts.empty()) {
     detail += fmt::format("node(s) {} joined the elastic Horovod job again (rank(s) {}); ",
                           fmt::join(change.joined_hosts, ","), RankList(change.joined_ranks));
+  }
+  if (!change.removed_hosts.empty()) {
+    detail += fmt::format(
+        "node(s) {} left the elastic Horovod job, no longer listed by --host-discovery-script "
+        "(rank(s) {}); ",
+        fmt::join(change.removed_hosts, ","), RankList(change.removed_ranks));
   }
   detail += fmt::format("{} rank(s) go on in round {}", change.size, change.round);
   std::fprintf(stderr, "dtrain: %s\n", detail.c_str());
@@ -172,19 +221,42 @@ void ElasticLeaves::StartCooldown(const std::string& host) {
                    : "");
 }
 
-// The node that comes back now, if any: its cooldown is over, every rank it had has ended, and
-// it passed the health checks kReturnRounds rounds in a row (with the health watch on). Its
-// ranks join the rounds; the supervisor starts them. Returns its index in the attempt, or -1.
+// Whether node `host`, out of the job, may come back now: a node the script stopped listing (or
+// never listed) at once, one that left for a failure after its cooldown; with the script, only
+// while it lists the node.
+bool ElasticLeaves::MayReturn(const std::string& host,
+                              std::chrono::steady_clock::time_point now) const {
+  auto after = back_after_.find(host);
+  if (after != back_after_.end()) return now >= after->second;
+  return unlisted_.count(host) > 0;
+}
+
+// The node that comes back now, if any: it may (MayReturn), every rank it had has ended, the
+// rounds can take it (--max-np, --reset-limit), and it passed the health checks kReturnRounds
+// rounds in a row (with the health watch on). Its ranks join the rounds; the supervisor starts
+// them. Returns its index in the attempt, or -1.
 int ElasticLeaves::Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*& watch) {
   const auto now = std::chrono::steady_clock::now();
+  std::set<std::string> listed;
+  if (job_.discovery) listed = Listed();
   std::set<std::string> ready;
-  for (const auto& [host, after] : back_after_) {
-    if (now < after || !left_.count(host)) continue;
+  for (const std::string& host : left_) {
+    if (!MayReturn(host, now) || (job_.discovery && !listed.count(host))) continue;
     bool all_ended = true;
     for (const RankSlot& slot : job_.record.plan.ranks) {
-      if (slot.host == host && !ended.count(slot.rank)) all_ended = false;
+      if (slot.host == host && !ended.count(slot.rank) && !never_started_.count(host))
+        all_ended = false;
     }
-    if (all_ended) ready.insert(host);
+    if (!all_ended) continue;
+    const std::string refused = rounds_->WhyNotJoin(host);
+    if (refused.empty()) {
+      ready.insert(host);
+      refused_said_.erase(host);
+    } else if (refused_said_[host] != refused) {
+      refused_said_[host] = refused;
+      std::fprintf(stderr, "dtrain: node %s stays out of the elastic Horovod job for now: %s\n",
+                   host.c_str(), refused.c_str());
+    }
   }
   std::string host;
   if (job_.settings.health_watch_s > 0) {
@@ -205,17 +277,23 @@ int ElasticLeaves::Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*&
     host = *fit;
     returning_.clear();  // a new watch for those still out, next time
     return_watch_.reset();
+    if (!ready.count(host)) return -1;  // no longer listed while it was checked
   } else {
     if (ready.empty()) return -1;
     host = *ready.begin();
   }
-  back_after_.erase(host);
   const std::string refused = rounds_->Rejoin(host);
   if (!refused.empty()) {
     std::fprintf(stderr, "dtrain: node %s stays out of the elastic Horovod job: %s\n", host.c_str(),
                  refused.c_str());
+    back_after_.erase(host);
     return -1;
   }
+  const bool from_cooldown = back_after_.count(host) > 0;
+  const bool first_time = never_started_.count(host) > 0;
+  back_after_.erase(host);
+  unlisted_.erase(host);
+  never_started_.erase(host);
   left_.erase(host);
   left_why_.erase(host);
   const int index = NodeIndex(job_.spec, host);
@@ -226,19 +304,69 @@ int ElasticLeaves::Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*&
   for (const RankSlot& slot : job_.record.plan.ranks) {
     if (slot.host == host) ranks.push_back(slot.rank);
   }
-  const std::string detail = fmt::format(
-      "node {} {} after its cooldown of {:.1f} s; it joins the elastic Horovod job again with "
-      "rank(s) {}",
-      host,
+  const std::string checks =
       job_.settings.health_watch_s > 0
           ? fmt::format("passed the health checks {} rounds in a row", kReturnRounds)
-          : std::string("is back"),
-      cooldown_s_[host], RankList(ranks));
+          : std::string("is back");
+  const std::string detail =
+      from_cooldown
+          ? fmt::format("node {} {} after its cooldown of {:.1f} s; it joins the elastic Horovod "
+                        "job again with rank(s) {}",
+                        host, checks, cooldown_s_[host], RankList(ranks))
+          : fmt::format("node {} is listed by --host-discovery-script{}{}; it joins the elastic "
+                        "Horovod job {}with rank(s) {}",
+                        host, first_time ? "" : " again",
+                        job_.settings.health_watch_s > 0
+                            ? fmt::format(" and passed the health checks {} rounds in a row",
+                                          kReturnRounds)
+                            : "",
+                        first_time ? "" : "again ", RankList(ranks));
   std::fprintf(stderr, "dtrain: %s\n", detail.c_str());
   job_.record.events.push_back({WallMicros(), "node_returned", detail, ""});
   WriteJobRecord(job_.folder.job_dir, job_.record);
   WatchTheStaying(watch);
   return NodeIndex(spec_, host);
+}
+
+// --host-discovery-script: the nodes in the job it no longer lists are taken out at the next
+// round (their ranks are told so by the rendezvous and end); said once each. A run of the script
+// that failed changes nothing (its last good run stands), said once until it works again.
+std::vector<int> ElasticLeaves::Removals(HealthWatch*& watch) {
+  const DiscoveryRun latest = job_.discovery->Latest();
+  if (!latest.ok && latest.seq > 0 && latest.error != discovery_error_said_) {
+    discovery_error_said_ = latest.error;
+    std::fprintf(stderr,
+                 "dtrain: warning: --host-discovery-script failed: %s; dtrain keeps the hosts it "
+                 "listed last and runs it again every %g s\n",
+                 latest.error.c_str(), kDiscoveryIntervalS);
+  } else if (latest.ok && !discovery_error_said_.empty()) {
+    discovery_error_said_.clear();
+    std::fprintf(stderr, "dtrain: --host-discovery-script works again\n");
+  }
+  const std::set<std::string> listed = Listed();
+  std::vector<int> nodes;
+  for (const NodeSpec& node : spec_.nodes) {
+    if (left_.count(node.host) || listed.count(node.host)) continue;
+    if (!rounds_->Remove(node.host).empty()) continue;
+    left_.insert(node.host);
+    unlisted_.insert(node.host);
+    std::vector<int> ranks;
+    for (const RankSlot& slot : job_.record.plan.ranks) {
+      if (slot.host == node.host) ranks.push_back(slot.rank);
+    }
+    const std::string detail = fmt::format(
+        "node {} is no longer listed by --host-discovery-script; its rank(s) {} leave the "
+        "elastic Horovod job when the others next reset (at their next state.commit())",
+        node.host, RankList(ranks));
+    std::fprintf(stderr, "dtrain: %s\n", detail.c_str());
+    job_.record.events.push_back({WallMicros(), "elastic_round", detail, ""});
+    nodes.push_back(NodeIndex(spec_, node.host));
+  }
+  if (!nodes.empty()) {
+    WriteJobRecord(job_.folder.job_dir, job_.record);
+    WatchTheStaying(watch);
+  }
+  return nodes;
 }
 
 }  // namespace dtrain

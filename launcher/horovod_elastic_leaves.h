@@ -5,7 +5,12 @@
 // goes on with the nodes still in the job. With --blacklist-cooldown-range, a node that left may
 // come back once its cooldown is over (elastic_cooldown.h) and, with the health watch on, once it
 // passed the fast health checks kReturnRounds rounds in a row: it joins the job's next round
-// (HorovodElasticRounds::Rejoin) and is watched again. Wires the supervisor's elastic callbacks.
+// (HorovodElasticRounds::Rejoin) and is watched again. With --host-discovery-script
+// (host_discovery.h), only nodes the script lists take part: a node it does not list at the start
+// is absent from the first round, one it stops listing is taken out at the next round
+// (HorovodElasticRounds::Remove), and one it lists (again) joins as a node back from its
+// cooldown does; a node that left for a failure also waits out its cooldown. Wires the
+// supervisor's elastic callbacks.
 #pragma once
 
 #include <chrono>
@@ -28,9 +33,13 @@ class ElasticLeaves {
   // one on the nodes still in the job each time a node leaves while its ranks run.
   ElasticLeaves(Job& job, const ClusterSpec& spec, std::unique_ptr<HealthWatch>& health_watch);
 
-  // Sets supervise's on_elastic_change, unfit_leaves, stall_leaves and elastic_rejoins; this
-  // must outlive it, and `rounds` this.
+  // Sets supervise's on_elastic_change, unfit_leaves, stall_leaves, elastic_rejoins and
+  // elastic_removals; this must outlive it, and `rounds` this.
   void Wire(SupervisorOptions& supervise, HorovodElasticRounds& rounds);
+
+  // The nodes of the attempt the discovery script does not list at its start: their ranks are
+  // absent from the first round (HorovodElasticRounds::Absent) and not started. Before Wire.
+  std::set<std::string> Absent();
 
  private:
   void SayRound(const ElasticRoundChange& change, const std::map<int, ExitStatus>& statuses);
@@ -41,6 +50,9 @@ class ElasticLeaves {
   void WatchTheStaying(HealthWatch*& watch);
   void StartCooldown(const std::string& host);
   int Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*& watch);
+  std::vector<int> Removals(HealthWatch*& watch);
+  std::set<std::string> Listed();  // the nodes the script lists now (unknown hosts said once)
+  bool MayReturn(const std::string& host, std::chrono::steady_clock::time_point now) const;
 
   Job& job_;
   const ClusterSpec& spec_;
@@ -54,6 +66,13 @@ class ElasticLeaves {
   std::map<std::string, double> cooldown_s_;
   std::set<std::string> returning_;            // the nodes return_watch_ follows
   std::unique_ptr<HealthWatch> return_watch_;  // ... through the health checks
+  // --host-discovery-script: the nodes out of the job because it does not list them (absent at
+  // the start or taken out), those never started, and what was said once.
+  std::set<std::string> unlisted_;
+  std::set<std::string> never_started_;
+  std::set<std::string> unknown_said_;
+  std::map<std::string, std::string> refused_said_;
+  std::string discovery_error_said_;
 };
 
 }  // namespace dtrain

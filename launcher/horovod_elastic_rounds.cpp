@@ -19,8 +19,9 @@ std::string HorovodSlotInfo::Response() const {
                      cross_size);
 }
 
-HorovodElasticRounds::HorovodElasticRounds(const RankPlan& plan, int min_np, int reset_limit)
-    : min_np_(std::max(1, min_np)), reset_limit_(reset_limit) {
+HorovodElasticRounds::HorovodElasticRounds(const RankPlan& plan, int min_np, int reset_limit,
+                                           int max_np)
+    : min_np_(std::max(1, min_np)), reset_limit_(reset_limit), max_np_(std::max(0, max_np)) {
   for (const RankSlot& slot : plan.ranks) {
     Member m;
     auto machine = slot.env.find("HOROVOD_HOSTNAME");
@@ -32,6 +33,16 @@ HorovodElasticRounds::HorovodElasticRounds(const RankPlan& plan, int min_np, int
     if (std::find(order_.begin(), order_.end(), m.machine) == order_.end())
       order_.push_back(m.machine);
     members_.push_back(std::move(m));
+  }
+  Assign();
+}
+
+void HorovodElasticRounds::Absent(const std::string& host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Member& m : members_) {
+    if (m.host != host) continue;
+    m.in_round = false;
+    order_.erase(std::remove(order_.begin(), order_.end(), m.machine), order_.end());
   }
   Assign();
 }
@@ -132,58 +143,80 @@ void HorovodElasticRounds::SettleIfDone() {
          last_failed_);
   } else if (failed == in_round) {
     Fail(fmt::format("every rank of round {} failed", round_), last_failed_);
-  } else if (failed == 0) {
-    // Every rank reset and none failed (a transient error, or hosts joined): the same ranks go
-    // on, with those that joined.
-    ++round_;
-    if (joining > 0) {
-      ElasticRoundChange change;
-      TakeJoined(change);
-      ++resets_;
-      Assign();
-      change.round = round_;
-      change.size = in_round;
-      changes_.push_back(std::move(change));
-    }
   } else {
-    std::set<std::string> leaving;
+    // Nodes leave: those with a rank that failed, and those taken out (Remove), which leave
+    // whether or not a rank of theirs failed meanwhile.
+    std::set<std::string> leaving, removed;
     for (const Member& m : members_) {
-      if (m.in_round && m.state == State::kFailed) leaving.insert(m.machine);
+      if (m.in_round && m.removing) removed.insert(m.machine);
     }
-    ElasticRoundChange change;
-    int left = 0;
-    for (Member& m : members_) {
-      if (!m.in_round || !leaving.count(m.machine)) continue;
-      if (std::find(change.left_hosts.begin(), change.left_hosts.end(), m.host) ==
-          change.left_hosts.end())
-        change.left_hosts.push_back(m.host);
-      if (m.state == State::kFailed) change.failed_ranks.push_back(m.rank);
-      change.left_ranks.push_back(m.rank);
-      ++left;
+    for (const Member& m : members_) {
+      if (m.in_round && m.state == State::kFailed && !removed.count(m.machine))
+        leaving.insert(m.machine);
     }
-    const int remaining = in_round - left;
-    if (remaining < min_np_) {
-      Fail(fmt::format("{} rank(s) would remain after node(s) {} left, fewer than --min-np {}",
-                       remaining, fmt::join(change.left_hosts, ","), min_np_),
-           last_failed_);
-    } else if (reset_limit_ >= 0 && resets_ >= reset_limit_) {
-      Fail(fmt::format("node(s) {} failed and the job was already reset {} time(s) "
-                       "(--reset-limit {})",
-                       fmt::join(change.left_hosts, ","), resets_, reset_limit_),
-           last_failed_);
-    } else {
-      for (Member& m : members_) {
-        if (m.in_round && leaving.count(m.machine)) m.in_round = m.joining = false;
-      }
-      for (const std::string& machine : leaving)
-        order_.erase(std::remove(order_.begin(), order_.end(), machine), order_.end());
-      TakeJoined(change);  // those that joined and did not fail go on with the others
-      ++resets_;
+    if (leaving.empty() && removed.empty()) {
+      // Every rank reset and none failed (a transient error, or hosts joined): the same ranks go
+      // on, with those that joined.
       ++round_;
-      Assign();
-      change.round = round_;
-      change.size = remaining;
-      changes_.push_back(std::move(change));
+      if (joining > 0) {
+        ElasticRoundChange change;
+        TakeJoined(change);
+        ++resets_;
+        Assign();
+        change.round = round_;
+        change.size = in_round;
+        changes_.push_back(std::move(change));
+      }
+    } else {
+      ElasticRoundChange change;
+      int left = 0;
+      for (Member& m : members_) {
+        if (!m.in_round) continue;
+        if (leaving.count(m.machine)) {
+          if (std::find(change.left_hosts.begin(), change.left_hosts.end(), m.host) ==
+              change.left_hosts.end())
+            change.left_hosts.push_back(m.host);
+          if (m.state == State::kFailed) change.failed_ranks.push_back(m.rank);
+          change.left_ranks.push_back(m.rank);
+          ++left;
+        } else if (removed.count(m.machine)) {
+          if (std::find(change.removed_hosts.begin(), change.removed_hosts.end(), m.host) ==
+              change.removed_hosts.end())
+            change.removed_hosts.push_back(m.host);
+          change.removed_ranks.push_back(m.rank);
+          ++left;
+        }
+      }
+      std::vector<std::string> going = change.left_hosts;
+      going.insert(going.end(), change.removed_hosts.begin(), change.removed_hosts.end());
+      const int remaining = in_round - left;
+      if (remaining < min_np_) {
+        Fail(fmt::format("{} rank(s) would remain after node(s) {} left, fewer than --min-np {}",
+                         remaining, fmt::join(going, ","), min_np_),
+             last_failed_);
+      } else if (reset_limit_ >= 0 && resets_ >= reset_limit_) {
+        Fail(fmt::format("node(s) {} {} and the job was already reset {} time(s) "
+                         "(--reset-limit {})",
+                         fmt::join(going, ","), leaving.empty() ? "were taken out" : "failed",
+                         resets_, reset_limit_),
+             last_failed_);
+      } else {
+        for (Member& m : members_) {
+          if (m.in_round && (leaving.count(m.machine) || removed.count(m.machine)))
+            m.in_round = m.joining = m.removing = false;
+        }
+        for (const std::string& machine : leaving)
+          order_.erase(std::remove(order_.begin(), order_.end(), machine), order_.end());
+        for (const std::string& machine : removed)
+          order_.erase(std::remove(order_.begin(), order_.end(), machine), order_.end());
+        TakeJoined(change);  // those that joined and did not fail go on with the others
+        ++resets_;
+        ++round_;
+        Assign();
+        change.round = round_;
+        change.size = remaining;
+        changes_.push_back(std::move(change));
+      }
     }
   }
   // Settled: every rank that asked gets its place (or -1), and the new round starts afresh.
@@ -208,19 +241,65 @@ void HorovodElasticRounds::TakeJoined(ElasticRoundChange& change) {
   }
 }
 
-std::string HorovodElasticRounds::Rejoin(const std::string& host) {
+std::string HorovodElasticRounds::WhyNotJoin(const std::string& host) const {
   std::lock_guard<std::mutex> lock(mu_);
+  return WhyNotJoinLocked(host);
+}
+
+std::string HorovodElasticRounds::WhyNotJoinLocked(const std::string& host) const {
   if (verdict_ != Verdict::kRunning) return "the job is over";
   if (reset_limit_ >= 0 && resets_ >= reset_limit_)
     return fmt::format("the job was already reset {} time(s) (--reset-limit {})", resets_,
                        reset_limit_);
-  bool any = false;
-  for (Member& m : members_) {
+  int in = 0, adds = 0;
+  for (const Member& m : members_) {
+    in += m.in_round;
     if (m.host != host) continue;
     if (m.in_round) return "node " + host + " is in the job";
-    any = true;
+    ++adds;
   }
-  if (!any) return "node " + host + " has no rank in the job";
+  if (adds == 0) return "node " + host + " has no rank in the job";
+  if (max_np_ > 0 && in + adds > max_np_)
+    return fmt::format("the job has {} rank(s), and its {} would make more than --max-np {}", in,
+                       adds, max_np_);
+  return "";
+}
+
+std::string HorovodElasticRounds::Remove(const std::string& host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (verdict_ != Verdict::kRunning) return "the job is over";
+  bool any = false;
+  for (Member& m : members_) {
+    if (m.host != host || !m.in_round) continue;
+    any = true;
+    if (m.joining) {  // never started: it simply does not join
+      m.in_round = m.joining = false;
+      m.state = State::kRunning;
+      m.answer.reset();
+    } else {
+      m.removing = true;
+    }
+  }
+  if (!any) return "node " + host + " is not in the job";
+  if (std::none_of(members_.begin(), members_.end(),
+                   [&](const Member& m) { return m.host == host && m.in_round; })) {
+    order_.erase(std::remove_if(order_.begin(), order_.end(),
+                                [&](const std::string& machine) {
+                                  return std::any_of(members_.begin(), members_.end(),
+                                                     [&](const Member& m) {
+                                                       return m.host == host &&
+                                                              m.machine == machine;
+                                                     });
+                                }),
+                 order_.end());
+  }
+  SettleIfDone();
+  return "";
+}
+
+std::string HorovodElasticRounds::Rejoin(const std::string& host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::string why = WhyNotJoinLocked(host); !why.empty()) return why;
   for (Member& m : members_) {
     if (m.host != host) continue;
     m.in_round = m.joining = true;

@@ -37,13 +37,23 @@ struct ElasticRoundChange {
   std::vector<int> left_ranks;            // every dtrain rank that left with those nodes
   std::vector<std::string> joined_hosts;  // nodes whose ranks joined the job again (Rejoin)
   std::vector<int> joined_ranks;          // ... and their dtrain ranks
+  // Nodes taken out of the job (Remove: --host-discovery-script no longer lists them), and their
+  // ranks: answered "-1,..." at this round, they leave without having failed.
+  std::vector<std::string> removed_hosts;
+  std::vector<int> removed_ranks;
   int size = 0;                           // HOROVOD_SIZE of the new round
 };
 
 class HorovodElasticRounds {
  public:
   // min_np: fewest ranks the job goes on with (>= 1). reset_limit: most new rounds (-1: any).
-  HorovodElasticRounds(const RankPlan& plan, int min_np, int reset_limit);
+  // max_np: most ranks in a round (0: any), which a node that joins may not go past.
+  HorovodElasticRounds(const RankPlan& plan, int min_np, int reset_limit, int max_np = 0);
+
+  // Before any rank starts: the ranks of node `host` are not in the first round (the discovery
+  // script does not list it yet); the others' places are numbered without them. It may join
+  // later (Rejoin).
+  void Absent(const std::string& host);
 
   // A rank asked for its place in the next round. False when `key` ("<machine>:<local rank>")
   // names no rank of the job (answered at once, as one that left).
@@ -58,6 +68,14 @@ class HorovodElasticRounds {
   // are started with their place in their environment (Slot). Empty when they may join;
   // otherwise why not (the job is over, the node is in it, or --reset-limit rounds were used).
   std::string Rejoin(const std::string& host);
+  // Why node `host` could not join now (Rejoin's refusal, --max-np among them); "" when it can.
+  std::string WhyNotJoin(const std::string& host) const;
+  // Node `host` is taken out of the job at the next round, as horovodrun's driver takes out a
+  // host its discovery no longer lists: the ranks in the job are to reset (a host-update
+  // notification); once they all asked, the round is settled without the node, whose ranks are
+  // answered "-1,..." and end. A node that was about to join simply does not. Empty when done;
+  // otherwise why not (not in the job, or the job is over).
+  std::string Remove(const std::string& host);
   // The place of dtrain's rank `rank` in the current round; nullopt when it is not in it (or
   // joins it only when the round is settled).
   std::optional<HorovodSlotInfo> Slot(int rank) const;
@@ -93,6 +111,7 @@ class HorovodElasticRounds {
     State state = State::kRunning;
     bool in_round = true;  // still in the job
     bool joining = false;  // rejoined, not yet in a settled round (not started: kReady)
+    bool removing = false;  // Remove: leaves at the next settled round
     HorovodSlotInfo slot;  // its place in the current round
     std::optional<HorovodSlotInfo> answer;  // for its last Ready, once settled
   };
@@ -101,12 +120,14 @@ class HorovodElasticRounds {
   void Assign();        // with mu_ held: slots for every member in the round
   void TakeJoined(ElasticRoundChange& change);  // with mu_ held
   void Fail(std::string why, int rank);
+  std::string WhyNotJoinLocked(const std::string& host) const;
 
   mutable std::mutex mu_;
   std::vector<Member> members_;     // in plan order
   std::vector<std::string> order_;  // machines in the job, in rank order (joined ones last)
   int min_np_;
   int reset_limit_;
+  int max_np_;
   int resets_ = 0;
   int round_ = 1;
   Verdict verdict_ = Verdict::kRunning;

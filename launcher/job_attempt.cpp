@@ -138,7 +138,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
   std::unique_ptr<HorovodElasticRounds> elastic;
   if (job.settings.min_np > 0) {
     elastic = std::make_unique<HorovodElasticRounds>(record.plan, job.settings.min_np,
-                                                     job.settings.reset_limit);
+                                                     job.settings.reset_limit, job.settings.max_np);
     for (RankSlot& slot : record.plan.ranks) slot.env["HOROVOD_ELASTIC"] = "1";
   }
   auto horovod_rendezvous = std::make_unique<HorovodRendezvous>(
@@ -215,6 +215,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     ElasticLeaves leaves(job, spec, health_watch);
     if (elastic) {
       supervise.elastic = horovod_rendezvous.get();
+      leaves.Absent();
       leaves.Wire(supervise, *elastic);
     }
     JobSupervisor supervisor(*transport, job.logs, job.console, supervise);

@@ -18,6 +18,7 @@
 #include "launcher/console_echo.h"
 #include "launcher/filtered_output.h"
 #include "launcher/horovod_gloo.h"
+#include "launcher/host_discovery.h"
 #include "launcher/job_record.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/launch.h"
@@ -51,6 +52,7 @@ struct JobSettings {
   // --blacklist-cooldown-range MIN MAX: a node that left waits out a cooldown (horovodrun's,
   // elastic_cooldown.h) and may then join the job again; 0: a node that left stays out.
   double cooldown_min_s = 0, cooldown_max_s = 0;
+  int max_np = 0;  // > 0: the most ranks an elastic job's round may have (--max-np)
 };
 
 // Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.
@@ -87,6 +89,8 @@ struct Job {
   // The node that left as a straggler before the next attempt (also not counted), or "".
   std::string left_slow;
   FilteredOutput* filtered = nullptr;  // torchrun's --duplicate-*-filters; null: none
+  // An elastic job's --host-discovery-script, running every second (null: none).
+  HostDiscovery* discovery = nullptr;
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.

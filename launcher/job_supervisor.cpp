@@ -20,6 +20,16 @@ namespace {
 // How long the round's first rank has to acknowledge a host-update notification, per address.
 constexpr double kNoticeTimeoutS = 10;
 
+// A rank's place in an elastic round, in Horovod's variables, as horovodrun starts a worker.
+void PlaceInEnv(const HorovodSlotInfo& slot, std::map<std::string, std::string>& env) {
+  env["HOROVOD_RANK"] = std::to_string(slot.rank);
+  env["HOROVOD_SIZE"] = std::to_string(slot.size);
+  env["HOROVOD_LOCAL_RANK"] = std::to_string(slot.local_rank);
+  env["HOROVOD_LOCAL_SIZE"] = std::to_string(slot.local_size);
+  env["HOROVOD_CROSS_RANK"] = std::to_string(slot.cross_rank);
+  env["HOROVOD_CROSS_SIZE"] = std::to_string(slot.cross_size);
+}
+
 volatile sig_atomic_t g_interrupt_signal = 0;
 volatile sig_atomic_t g_interrupt_count = 0;
 
@@ -119,6 +129,16 @@ void JobSupervisor::WatchElasticRounds() {
     if (options_.on_elastic_change) options_.on_elastic_change(change, outcome_.statuses);
     if (!change.joined_ranks.empty() && rounds.verdict() == HorovodElasticRounds::Verdict::kRunning)
       StartJoined(change);
+    // The ranks of nodes taken out were answered "-1": they end on their own, or are stopped.
+    for (int rank : change.removed_ranks) {
+      for (const ProcessSpec& proc : procs_) {
+        if (proc.id == rank && !removed_.count(proc.node_index)) {
+          removed_[proc.node_index] =
+              std::chrono::steady_clock::now() +
+              std::chrono::milliseconds(static_cast<long long>(options_.grace_period_s * 1000));
+        }
+      }
+    }
   }
   const HorovodElasticRounds::Verdict verdict = rounds.verdict();
   if (verdict == HorovodElasticRounds::Verdict::kRunning) return;
@@ -195,10 +215,17 @@ void JobSupervisor::Leave(int node) {
 // (StartJoined), as horovodrun's driver starts a host's workers after the others' barrier.
 void JobSupervisor::Rejoin(int node) {
   leaving_.erase(node);
+  removed_.erase(node);
+  Notify(kHostsAdded);
+}
+
+// The round's first rank is told that hosts were added or removed (horovod_worker_notice.h).
+void JobSupervisor::Notify(int update) {
   const std::string key = options_.elastic->elastic()->CoordinatorKey();
   std::string why = "no rank is Horovod's rank 0 of the round";
   std::optional<HorovodWorkerService> service;
   if (!key.empty()) service = options_.elastic->Worker(key, why);
+  notice_update_ = update;
   if (!service) return SayNoNotice(key, why);
   if (notice_.valid()) {  // one at a time
     notice_.wait();
@@ -206,10 +233,12 @@ void JobSupervisor::Rejoin(int node) {
   }
   // Horovod acts on a notification newer than the last it saw, in whole seconds.
   last_notice_s_ = std::max(last_notice_s_ + 1, WallMicros() / 1000000);
-  notice_ = std::async(std::launch::async, [service = std::move(*service), t = last_notice_s_] {
-    return NotifyHostsUpdated(service, t, kHostsAdded, kNoticeTimeoutS);
-  });
+  notice_ = std::async(std::launch::async,
+                       [service = std::move(*service), t = last_notice_s_, update] {
+                         return NotifyHostsUpdated(service, t, update, kNoticeTimeoutS);
+                       });
   notice_worker_ = key;
+  notice_update_ = update;
 }
 
 // A round settled with ranks that joined: each starts again (its log marked) with its place in
@@ -224,12 +253,8 @@ void JobSupervisor::StartJoined(const ElasticRoundChange& change) {
       continue;
     const std::optional<HorovodSlotInfo> slot = rounds.Slot(proc.id);
     if (!slot) continue;
-    proc.env["HOROVOD_RANK"] = std::to_string(slot->rank);
-    proc.env["HOROVOD_SIZE"] = std::to_string(slot->size);
-    proc.env["HOROVOD_LOCAL_RANK"] = std::to_string(slot->local_rank);
-    proc.env["HOROVOD_LOCAL_SIZE"] = std::to_string(slot->local_size);
-    proc.env["HOROVOD_CROSS_RANK"] = std::to_string(slot->cross_rank);
-    proc.env["HOROVOD_CROSS_SIZE"] = std::to_string(slot->cross_size);
+    PlaceInEnv(*slot, proc.env);
+    never_started_.erase(proc.id);
     outcome_.statuses.erase(proc.id);
     outcome_.ended_us.erase(proc.id);
     if (options_.stall_watch) options_.stall_watch->OnRestart(proc.id);
@@ -254,9 +279,20 @@ void JobSupervisor::SayNotice() {
 
 void JobSupervisor::SayNoNotice(const std::string& worker, const std::string& why) {
   std::fprintf(stderr,
-               "dtrain: warning: cannot tell the elastic Horovod job that ranks join: worker "
-               "%s: %s; they start when the others next reset\n",
-               worker.c_str(), why.c_str());
+               "dtrain: warning: cannot tell the elastic Horovod job that ranks %s: worker "
+               "%s: %s; they %s when the others next reset\n",
+               notice_update_ == kHostsRemoved ? "leave" : "join", worker.c_str(), why.c_str(),
+               notice_update_ == kHostsRemoved ? "leave" : "start");
+}
+
+// Whether a rank of node `node` runs (started and not seen to end).
+bool JobSupervisor::NodeRuns(int node) const {
+  for (const ProcessSpec& proc : procs_) {
+    if (proc.node_index == node && !outcome_.statuses.count(proc.id) &&
+        !never_started_.count(proc.id))
+      return true;
+  }
+  return false;
 }
 
 void JobSupervisor::BeginStop(int sig) {
@@ -269,7 +305,26 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
   InterruptHandlers handlers;
   started_ = Clock::now();
   procs_ = procs;
-  if (g_interrupt_signal == 0) transport_.Start(procs, *this);
+  std::vector<ProcessSpec> first = procs;
+  if (options_.elastic) {
+    // Ranks absent from an elastic job's first round (their node not listed yet) start when
+    // their node joins; the others get their place in it when some are absent.
+    HorovodElasticRounds& rounds = *options_.elastic->elastic();
+    first.clear();
+    for (const ProcessSpec& proc : procs) {
+      if (!rounds.Slot(proc.id)) never_started_.insert(proc.id);
+    }
+    for (ProcessSpec proc : procs) {
+      const std::optional<HorovodSlotInfo> slot = rounds.Slot(proc.id);
+      if (!slot) {
+        if (options_.stall_watch) options_.stall_watch->OnExit(proc.id, ExitStatus{});
+        continue;
+      }
+      if (!never_started_.empty()) PlaceInEnv(*slot, proc.env);
+      first.push_back(std::move(proc));
+    }
+  }
+  if (g_interrupt_signal == 0) transport_.Start(first, *this);
   // A rank that could not start stops the job from inside Start; ranks started after it
   // must hear that too.
   if (stopping_) transport_.SignalAll(SIGTERM);
@@ -329,6 +384,17 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
       const int node = options_.elastic_rejoins(outcome_.statuses, options_.health_watch);
       if (node >= 0) Rejoin(node);
       SayNotice();
+    }
+    if (options_.elastic && options_.elastic_removals && !stopping_) {
+      if (!options_.elastic_removals(options_.health_watch).empty()) Notify(kHostsRemoved);
+    }
+    for (auto it = removed_.begin(); it != removed_.end();) {
+      if (stopping_ || Clock::now() < it->second) {
+        ++it;
+        continue;
+      }
+      if (NodeRuns(it->first)) Leave(it->first);
+      it = removed_.erase(it);
     }
     if (options_.elastic && !stopping_) WatchElasticRounds();
     if (options_.store && !stopping_) {

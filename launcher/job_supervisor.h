@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,12 @@ struct SupervisorOptions {
   // node's ranks start once the round that lets them in is settled. It replaces `watch` with one on
   // the nodes in the job, as unfit_leaves does. Unset: a node that left stays out.
   std::function<int(const std::map<int, ExitStatus>& ended, HealthWatch*& watch)> elastic_rejoins;
+  // An elastic job's nodes that --host-discovery-script no longer lists, taken out of the rounds
+  // (HorovodElasticRounds::Remove): called on the supervisor's thread; returns their indices in
+  // the attempt. The round's first rank is then told that hosts were removed; once the round is
+  // settled without them, their ranks (answered "-1") end on their own, or are stopped after the
+  // grace period. It replaces `watch` as unfit_leaves does. Unset: none.
+  std::function<std::vector<int>(HealthWatch*& watch)> elastic_removals;
   // Called on the supervisor's thread with each straggler the stall watch's straggler watch
   // names; true: its node leaves (the job stops as for an unfit node, UnfitNode::straggler).
   std::function<bool(const Straggler&)> on_straggler;
@@ -140,9 +147,11 @@ class JobSupervisor : public TransportEvents {
   void Straggling(const Straggler& straggler);
   void Leave(int node);
   void Rejoin(int node);
+  void Notify(int update);
   void StartJoined(const ElasticRoundChange& change);
   void SayNotice();
   void SayNoNotice(const std::string& worker, const std::string& why);
+  bool NodeRuns(int node) const;
 
   Transport& transport_;
   std::map<int, std::unique_ptr<RankLog>>& logs_;
@@ -155,9 +164,14 @@ class JobSupervisor : public TransportEvents {
   std::vector<ProcessSpec> procs_;  // as started, for the ranks of a node
   // Nodes whose ranks leave an elastic job: when they get SIGKILL.
   std::map<int, std::chrono::steady_clock::time_point> leaving_;
+  // Nodes taken out of an elastic job whose round was settled: when their ranks, if still
+  // running, are stopped.
+  std::map<int, std::chrono::steady_clock::time_point> removed_;
   // The host-update notification under way (Rejoin), and the worker it is for.
   std::future<std::string> notice_;
   std::string notice_worker_;
+  int notice_update_ = 0;  // kHostsAdded or kHostsRemoved
+  std::set<int> never_started_;  // ranks absent from the first round, not started yet
   int64_t last_notice_s_ = 0;  // the last notification's timestamp
 };
 

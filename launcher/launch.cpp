@@ -12,11 +12,14 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <set>
 #include <memory>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "launcher/attempt_steps.h"
 #include "launcher/cluster_choice.h"
@@ -28,6 +31,7 @@
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
+#include "launcher/host_discovery.h"
 #include "launcher/job_attempt.h"
 #include "launcher/job_placement.h"
 #include "launcher/job_record.h"
@@ -121,6 +125,29 @@ void FetchNodeResults(const std::string& job_dir, const ClusterSpec& spec,
   }
 }
 
+// The fewest ranks an elastic job goes on with: --min-np; with a discovery script and no
+// --min-np, -np (horovodrun's default); 0: the job is not elastic.
+int ElasticMinNp(const LaunchOptions& options) {
+  if (options.min_np > 0 || options.host_discovery_script.empty()) return options.min_np;
+  if (options.cluster.np > 0) return options.cluster.np;
+  throw UsageError(
+      "--host-discovery-script makes the job elastic: give --min-np N (the fewest ranks it goes "
+      "on with) or -np N (the ranks it starts with)");
+}
+
+// The discovery script's --elastic-timeout: the option, else HOROVOD_ELASTIC_TIMEOUT, else
+// horovodrun's 600 s.
+int ElasticTimeoutS(const LaunchOptions& options) {
+  if (options.elastic_timeout_s > 0) return options.elastic_timeout_s;
+  const char* env = std::getenv("HOROVOD_ELASTIC_TIMEOUT");
+  if (env && *env) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end == '\0' && v > 0 && v < 1000000) return static_cast<int>(v);
+  }
+  return 600;
+}
+
 JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& spec) {
   if (options.grace_period_s < 0) throw UsageError("--grace-period: expected seconds >= 0");
   JobSettings job;
@@ -177,9 +204,18 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   if (options.min_np < 0 || options.max_np < 0)
     throw UsageError("--min-np/--max-np: expected a number of ranks >= 1");
   if (options.reset_limit < -1) throw UsageError("--reset-limit: expected a number >= 0");
+  const int min_np = ElasticMinNp(options);
+  if (options.slots_per_host < 0 || options.elastic_timeout_s < 0)
+    throw UsageError("--slots-per-host/--elastic-timeout: expected a whole number >= 1");
+  if ((options.slots_per_host > 0 || options.elastic_timeout_s > 0) &&
+      options.host_discovery_script.empty()) {
+    throw UsageError(
+        "--slots-per-host and --elastic-timeout go with --host-discovery-script (horovodrun's "
+        "elastic mode)");
+  }
   if ((options.max_np > 0 || options.reset_limit >= 0 ||
        !options.blacklist_cooldown_range.empty()) &&
-      options.min_np == 0) {
+      min_np == 0) {
     throw UsageError(
         "--max-np, --reset-limit and --blacklist-cooldown-range are for an elastic Horovod job: "
         "give --min-np N too (the fewest ranks it goes on with)");
@@ -197,16 +233,17 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
     job.cooldown_min_s = range[0];
     job.cooldown_max_s = range[1];
   }
-  if (options.min_np > 0) {
+  if (min_np > 0) {
     if (spec.transport == TransportKind::kSlurm) {
       throw UsageError(
           "--min-np: elastic Horovod runs on ssh nodes or this machine, not under Slurm (one "
           "srun step holds every rank, and a failed one ends it); use --nnodes MIN:MAX to restart "
           "on fewer nodes");
     }
-    if (options.max_np > 0 && options.max_np < options.min_np)
+    if (options.max_np > 0 && options.max_np < min_np)
       throw UsageError("--max-np must be at least --min-np");
-    job.min_np = options.min_np;
+    job.min_np = min_np;
+    job.max_np = options.max_np;
     job.reset_limit = options.reset_limit;
     job.horovod = true;
     // A stalled rank's node leaves an elastic job under --on-stall stop. The ranks waiting for it
@@ -365,7 +402,20 @@ std::vector<std::string> DefaultJobCommand() {
 }
 
 int RunLaunch(const LaunchOptions& options) {
-  const ChosenCluster chosen = ChooseCluster(options.cluster, options.count_node_devices);
+  // --host-discovery-script: the script says which of the cluster's nodes take part (-np is the
+  // ranks to start with, not a cut of the nodes); with no cluster named, it names the hosts.
+  std::unique_ptr<HostDiscovery> discovery;
+  ClusterChoice choice = options.cluster;
+  if (!options.host_discovery_script.empty()) {
+    discovery =
+        std::make_unique<HostDiscovery>(options.host_discovery_script, options.slots_per_host);
+    choice.np = 0;
+    if (choice.cluster_file.empty() && choice.hosts.empty() && choice.hostfile.empty() &&
+        !std::filesystem::exists("cluster.yaml")) {
+      choice.hosts = WaitForDiscoveredHostList(*discovery, ElasticTimeoutS(options));
+    }
+  }
+  const ChosenCluster chosen = ChooseCluster(choice, options.count_node_devices);
   const JobSettings settings = SettleJobSettings(options, chosen.spec);
   const std::vector<std::string> agent_notes = TorchrunAgentNotes(options.torchrun_agent);
   InterruptHandlers::HandleAlso(settings.handled_signals);
@@ -375,9 +425,24 @@ int RunLaunch(const LaunchOptions& options) {
       PlanHoldBack(chosen_spec, LogDir(options, chosen_spec),
                    options.hold_back_s.value_or(chosen_spec.job.hold_back_s), WallMicros());
   NodePool pool(chosen_spec.nodes, settings.node_count);
+  // The nodes the discovery script does not list yet are neither asked nor checked now: they
+  // join when it lists them (horovod_elastic_leaves.h), checked then.
+  std::set<std::string> unlisted;
+  if (discovery) {
+    const std::set<std::string> listed = WaitForDiscoveredNodes(
+        *discovery, chosen_spec, options.cluster.np > 0 ? options.cluster.np : settings.min_np,
+        ElasticTimeoutS(options));
+    for (const NodeSpec& node : chosen_spec.nodes) {
+      if (!listed.count(node.host)) unlisted.insert(node.host);
+    }
+  }
+  ClusterSpec listed_spec = chosen_spec;
+  listed_spec.nodes.erase(std::remove_if(listed_spec.nodes.begin(), listed_spec.nodes.end(),
+                                         [&](const NodeSpec& n) { return unlisted.count(n.host); }),
+                          listed_spec.nodes.end());
   // Every ssh node reachable, its host key as recorded: or nothing starts anywhere, unless the
   // only failures are nodes that could not be reached and the job can go on without them.
-  const UnreachedNodes unreached = PreflightSshNodes(chosen_spec, [&](const UnreachedNodes& hosts) {
+  const UnreachedNodes unreached = PreflightSshNodes(listed_spec, [&](const UnreachedNodes& hosts) {
     NodePool without = pool;
     for (const auto& [host, why] : hosts) without.Quarantine(HostIndex(chosen_spec, host), why);
     return !without.Pick().empty();
@@ -396,7 +461,9 @@ int RunLaunch(const LaunchOptions& options) {
   ClusterSpec reached = spec;
   reached.nodes.erase(
       std::remove_if(reached.nodes.begin(), reached.nodes.end(),
-                     [&](const NodeSpec& n) { return unreached.count(n.host) > 0; }),
+                     [&](const NodeSpec& n) {
+                       return unreached.count(n.host) > 0 || unlisted.count(n.host) > 0;
+                     }),
       reached.nodes.end());
   const PlanOptions plan_options = PlanOptionsFor(chosen, settings, folder);
   std::vector<int> nodes = pool.Pick();
@@ -405,7 +472,7 @@ int RunLaunch(const LaunchOptions& options) {
     throw UsageError(fmt::format("--min-np {}: the job has only {} rank(s)", settings.min_np,
                                  record.plan.world_size));
   }
-  if (options.max_np > 0 && options.max_np < record.plan.world_size) {
+  if (options.max_np > 0 && options.max_np < record.plan.world_size && !discovery) {
     throw UsageError(fmt::format(
         "--max-np {}: the job starts {} rank(s), and an elastic job never grows past its start; "
         "give fewer ranks (-np) or a larger --max-np",
@@ -451,8 +518,23 @@ int RunLaunch(const LaunchOptions& options) {
   Job job{options, spec,    settings, folder, plan_options, horovod_network,
           logs,    console, record,   pool,   {},           false,
           false,   {},      0,        "",     "",           filtered.get()};
+  job.discovery = discovery.get();
+  if (!unlisted.empty()) {
+    std::vector<std::string> names(unlisted.begin(), unlisted.end());
+    std::fprintf(stderr,
+                 "dtrain: --host-discovery-script does not list node(s) %s yet: each joins the "
+                 "elastic Horovod job when it does\n",
+                 fmt::format("{}", fmt::join(names, ",")).c_str());
+  }
   if (StartHealthCheck(options, spec)) {
-    nodes = CheckNodesBeforeStart(job, nodes);
+    // The unlisted nodes are checked when they join.
+    std::vector<int> listed_nodes, unlisted_nodes;
+    for (int i : nodes) (unlisted.count(spec.nodes[i].host) ? unlisted_nodes : listed_nodes).push_back(i);
+    nodes = CheckNodesBeforeStart(job, listed_nodes);
+    if (!nodes.empty()) {
+      nodes.insert(nodes.end(), unlisted_nodes.begin(), unlisted_nodes.end());
+      std::sort(nodes.begin(), nodes.end());
+    }
     if (nodes.empty()) {
       RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
       throw Error("job " + record.name + " cannot start: " + pool.why_not() +

@@ -66,13 +66,19 @@ struct LaunchOptions {
                                             // and Slurm nodes, none on this machine alone
   std::string start_health_check = "auto";  // --start-health-check on|off|auto (auto: ssh, slurm)
   // horovodrun's elastic mode: --min-np > 0 makes a Horovod job elastic (HOROVOD_ELASTIC=1,
-  // horovod_elastic_rounds.h); --max-np, when given, must allow the job's ranks (it never grows
-  // past them); --reset-limit caps its new rounds (-1: any); --blacklist-cooldown-range MIN MAX
-  // lets a node that left join again after a cooldown (empty: it stays out).
+  // horovod_elastic_rounds.h); --max-np caps its rounds' ranks (without a discovery script it
+  // must allow the job's ranks); --reset-limit caps its new rounds (-1: any);
+  // --blacklist-cooldown-range MIN MAX lets a node that left join again after a cooldown (empty:
+  // it stays out); --host-discovery-script (host_discovery.h) says which nodes take part, with
+  // --slots-per-host for its lines without slots and --elastic-timeout (0: HOROVOD_ELASTIC_TIMEOUT,
+  // else 600 s) for the start's wait.
   int min_np = 0;
   int max_np = 0;
   int reset_limit = -1;
   std::vector<int> blacklist_cooldown_range;
+  std::string host_discovery_script;
+  int slots_per_host = 0;
+  int elastic_timeout_s = 0;
 };
 
 // The command run when neither the command line nor the cluster file names one.

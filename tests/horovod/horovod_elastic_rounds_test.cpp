@@ -249,5 +249,94 @@ TEST(ElasticCooldown, DoublesWithEachLeaveBetweenMinAndMax) {
   EXPECT_DOUBLE_EQ(CooldownSeconds(1, 3600, 1000, 0.5), 3600) << "no overflow";
 }
 
+// --host-discovery-script: a node not listed at the start is absent from round 1 (the others
+// numbered without it), joins when listed, and one no longer listed is taken out at the next
+// round without having failed.
+TEST(HorovodElasticRounds, AnAbsentNodeIsLeftOutOfTheFirstRoundAndJoinsWhenListed) {
+  HorovodElasticRounds rounds(Plan(3, 1), /*min_np=*/1, /*reset_limit=*/-1);
+  rounds.Absent("b");
+  ASSERT_TRUE(rounds.Slot(0));
+  EXPECT_EQ(rounds.Slot(0)->Response(), "0,2,0,1,0,2");
+  EXPECT_FALSE(rounds.Slot(1)) << "b is not in round 1";
+  EXPECT_EQ(rounds.Slot(2)->Response(), "1,2,0,1,1,2");
+  const std::map<std::string, int> scopes = {
+      {"global", 2}, {"local_m-a", 1}, {"local_m-c", 1}, {"cross_0", 2}};
+  EXPECT_EQ(rounds.ScopeSizes(), scopes);
+  EXPECT_EQ(rounds.WhyNotJoin("b"), "");
+  ASSERT_EQ(rounds.Rejoin("b"), "");
+  rounds.Ready("m-a:0");
+  EXPECT_EQ(Said(rounds, "m-a:0"), "waiting");
+  rounds.Ready("m-c:0");
+  EXPECT_EQ(Said(rounds, "m-a:0"), "0,3,0,1,0,3");
+  EXPECT_EQ(Said(rounds, "m-c:0"), "1,3,0,1,1,3");
+  EXPECT_EQ(rounds.Slot(1)->Response(), "2,3,0,1,2,3") << "a node that joins comes last";
+  const std::vector<ElasticRoundChange> changes = rounds.TakeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].joined_hosts, std::vector<std::string>{"b"});
+  EXPECT_TRUE(changes[0].left_hosts.empty());
+}
+
+TEST(HorovodElasticRounds, ANodeTakenOutLeavesAtTheNextRoundWithoutHavingFailed) {
+  HorovodElasticRounds rounds(Plan(3, 2), /*min_np=*/2, /*reset_limit=*/-1);
+  EXPECT_EQ(rounds.Remove("b"), "");
+  EXPECT_EQ(rounds.Remove("z"), "node z is not in the job");
+  EXPECT_EQ(rounds.WhyNotJoin("b"), "node b is in the job") << "until the round is settled";
+  // Told that hosts were removed, every rank resets at its commit and asks, b's too.
+  for (const char* key : {"m-a:0", "m-a:1", "m-b:0", "m-b:1", "m-c:0"}) {
+    rounds.Ready(key);
+    EXPECT_EQ(Said(rounds, key), "waiting") << key;
+  }
+  rounds.Ready("m-c:1");
+  EXPECT_EQ(Said(rounds, "m-a:0"), "0,4,0,2,0,2");
+  EXPECT_EQ(Said(rounds, "m-c:1"), "3,4,1,2,1,2");
+  EXPECT_EQ(Said(rounds, "m-b:0"), kOut);
+  EXPECT_EQ(Said(rounds, "m-b:1"), kOut);
+  const std::vector<ElasticRoundChange> changes = rounds.TakeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_TRUE(changes[0].left_hosts.empty()) << "b did not fail";
+  EXPECT_TRUE(changes[0].failed_ranks.empty());
+  EXPECT_EQ(changes[0].removed_hosts, std::vector<std::string>{"b"});
+  EXPECT_EQ(changes[0].removed_ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(changes[0].size, 4);
+  // b's ranks end with Horovod's "removed" error: the job goes on and ends well without them.
+  rounds.Ended(2, false);
+  rounds.Ended(3, false);
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kRunning);
+  // Listed again later, it may join.
+  EXPECT_EQ(rounds.WhyNotJoin("b"), "");
+  for (int rank : {0, 1, 4, 5}) rounds.Ended(rank, true);
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kSucceeded);
+}
+
+TEST(HorovodElasticRounds, TakingOutBelowMinNpFailsAndAJoinerTakenOutNeverJoins) {
+  HorovodElasticRounds rounds(Plan(2, 1), /*min_np=*/2, /*reset_limit=*/-1);
+  ASSERT_EQ(rounds.Remove("b"), "");
+  rounds.Ready("m-a:0");
+  rounds.Ready("m-b:0");
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kFailed);
+  EXPECT_EQ(rounds.why_failed(), "1 rank(s) would remain after node(s) b left, fewer than --min-np 2");
+
+  HorovodElasticRounds joining(Plan(3, 1), /*min_np=*/1, /*reset_limit=*/-1);
+  joining.Absent("c");
+  ASSERT_EQ(joining.Rejoin("c"), "");
+  ASSERT_EQ(joining.Remove("c"), "") << "no longer listed before it was let in";
+  joining.Ready("m-a:0");
+  joining.Ready("m-b:0");
+  EXPECT_EQ(Said(joining, "m-a:0"), "0,2,0,1,0,2") << "the same two go on";
+  EXPECT_FALSE(joining.Slot(2));
+  EXPECT_TRUE(joining.TakeChanges().empty());
+}
+
+TEST(HorovodElasticRounds, MaxNpKeepsANodeOut) {
+  HorovodElasticRounds rounds(Plan(3, 2), /*min_np=*/2, /*reset_limit=*/-1, /*max_np=*/4);
+  rounds.Absent("c");
+  EXPECT_EQ(rounds.WhyNotJoin("c"),
+            "the job has 4 rank(s), and its 2 would make more than --max-np 4");
+  EXPECT_EQ(rounds.Rejoin("c"), rounds.WhyNotJoin("c"));
+  rounds.Ended(0, false);  // a leaves: room for c
+  for (const char* key : {"m-a:1", "m-b:0", "m-b:1"}) rounds.Ready(key);
+  EXPECT_EQ(rounds.WhyNotJoin("c"), "");
+}
+
 }  // namespace
 }  // namespace dtrain
