@@ -68,13 +68,8 @@ std::set<std::string> ElasticLeaves::Absent() {
 // once.
 std::set<std::string> ElasticLeaves::Listed() {
   const DiscoveryRun run = job_.discovery->LastGood();
-  DiscoveredNodes found = MatchDiscoveredHosts(job_.spec, run.hosts);
-  std::vector<std::string> unknown;
-  for (const std::string& host : found.unknown) {
-    if (unknown_said_.insert(host).second) unknown.push_back(host);
-  }
-  if (!unknown.empty())
-    std::fprintf(stderr, "dtrain: warning: %s\n", UnknownHostsWarning(unknown).c_str());
+  const DiscoveredNodes found = MatchDiscoveredHosts(job_.spec, run.hosts);
+  job_.discovery->SayUnknown(found.unknown);
   std::set<std::string> listed;
   for (const NodeSpec& node : spec_.nodes) {
     if (found.nodes.count(node.host)) listed.insert(node.host);
@@ -113,8 +108,12 @@ void ElasticLeaves::SayRound(const ElasticRoundChange& change,
         with.empty() ? "" : fmt::format(" (rank(s) {} leave with it)", fmt::join(with, ",")));
   }
   if (!change.joined_hosts.empty()) {
-    detail += fmt::format("node(s) {} joined the elastic Horovod job again (rank(s) {}); ",
-                          fmt::join(change.joined_hosts, ","), RankList(change.joined_ranks));
+    const bool first = std::all_of(change.joined_hosts.begin(), change.joined_hosts.end(),
+                                   [&](const std::string& h) { return first_join_.count(h); });
+    detail += fmt::format("node(s) {} joined the elastic Horovod job{} (rank(s) {}); ",
+                          fmt::join(change.joined_hosts, ","), first ? "" : " again",
+                          RankList(change.joined_ranks));
+    for (const std::string& h : change.joined_hosts) first_join_.erase(h);
   }
   if (!change.removed_hosts.empty()) {
     detail += fmt::format(
@@ -294,6 +293,7 @@ int ElasticLeaves::Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*&
   back_after_.erase(host);
   unlisted_.erase(host);
   never_started_.erase(host);
+  if (first_time) first_join_.insert(host);
   left_.erase(host);
   left_why_.erase(host);
   const int index = NodeIndex(job_.spec, host);

@@ -70,7 +70,7 @@ class ElasticLeaves {
   // the start or taken out), those never started, and what was said once.
   std::set<std::string> unlisted_;
   std::set<std::string> never_started_;
-  std::set<std::string> unknown_said_;
+  std::set<std::string> first_join_;  // joining for the first time (never started before)
   std::map<std::string, std::string> refused_said_;
   std::string discovery_error_said_;
 };

@@ -69,13 +69,16 @@ std::string RouteInterface(const std::string& ip_route_output) {
   return "";
 }
 
-HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_nodes) {
+HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_nodes,
+                                          const std::set<std::string>& not_asked) {
   HorovodGlooNetwork net;
   const size_t n = spec.nodes.size();
   if (spec.transport == TransportKind::kLocal) {
     net.bind_address = "127.0.0.1";
-    net.rendezvous_addr.assign(n, "127.0.0.1");
-    net.iface.assign(n, "lo");
+    for (const NodeSpec& node : spec.nodes) {
+      net.rendezvous_addr[node.host] = "127.0.0.1";
+      net.iface[node.host] = "lo";
+    }
     return net;
   }
   net.bind_address = "0.0.0.0";
@@ -87,28 +90,31 @@ HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_node
                                       node.host, why, spec.nodes.front().address));
       addr = spec.nodes.front().address;
     }
-    net.rendezvous_addr.push_back(addr);
+    net.rendezvous_addr[node.host] = addr;
   }
   // Towards which node each node's interface is looked up: the first; the second for the first.
   auto peer = [&](size_t i) -> const NodeSpec& { return spec.nodes[i == 0 && n > 1 ? 1 : 0]; };
-  if (!ask_nodes) {
-    net.iface.assign(n, "");
-    if (spec.transport == TransportKind::kSsh) {
-      for (size_t i = 0; i < n; ++i) net.iface_towards.push_back(peer(i).address);
+  std::vector<size_t> asked;
+  for (size_t i = 0; i < n; ++i) {
+    const NodeSpec& node = spec.nodes[i];
+    net.iface[node.host] = "";
+    if (ask_nodes && !not_asked.count(node.host)) {
+      asked.push_back(i);
+    } else if (spec.transport == TransportKind::kSsh) {
+      net.iface_towards[node.host] = peer(i).address;
     }
-    return net;
   }
+  if (asked.empty()) return net;
   if (spec.transport == TransportKind::kSlurm) {
     // Asking would cost a job step (outside an allocation, a batch job in the queue) before the
     // job itself; Gloo falls back to the address of each node's hostname, which Slurm resolves.
-    net.iface.assign(n, "");
     net.notes.push_back(
         "Horovod on Slurm: HOROVOD_GLOO_IFACE is not looked up (set it in env: if the nodes' "
         "hostnames do not resolve to the interface that reaches the other nodes)");
     return net;
   }
   std::vector<ProcessSpec> queries;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i : asked) {
     ProcessSpec q;
     q.id = static_cast<int>(i);
     q.node_index = static_cast<int>(i);
@@ -126,7 +132,7 @@ HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_node
       killed = true;
     }
   }
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i : asked) {
     const std::string iface = RouteInterface(events.out[static_cast<int>(i)]);
     if (iface.empty()) {
       const ExitStatus& s = events.status[static_cast<int>(i)];
@@ -135,7 +141,7 @@ HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_node
                       "HOROVOD_GLOO_IFACE left unset there (set it in the node's env)",
                       spec.nodes[i].host, s.ok() ? "printed no `dev`" : s.Describe()));
     }
-    net.iface.push_back(iface);
+    net.iface[spec.nodes[i].host] = iface;
   }
   return net;
 }
@@ -144,21 +150,22 @@ void AddHorovodGlooEnv(RankPlan& plan, const HorovodGlooNetwork& network, int po
                        bool nccl_iface) {
   for (RankSlot& slot : plan.ranks) {
     auto& env = slot.env;
-    env.emplace("HOROVOD_GLOO_RENDEZVOUS_ADDR", network.rendezvous_addr.at(slot.node_rank));
+    auto addr = network.rendezvous_addr.find(slot.host);
+    if (addr != network.rendezvous_addr.end())
+      env.emplace("HOROVOD_GLOO_RENDEZVOUS_ADDR", addr->second);
     env.emplace("HOROVOD_GLOO_RENDEZVOUS_PORT", std::to_string(port));
     env.emplace("HOROVOD_CONTROLLER", "gloo");
     env.emplace("HOROVOD_CPU_OPERATIONS", "gloo");
-    const std::string& iface = network.iface.at(slot.node_rank);
-    if (!iface.empty()) {
-      env.emplace("HOROVOD_GLOO_IFACE", iface);
-      if (nccl_iface) env.emplace("NCCL_SOCKET_IFNAME", iface);
-    } else if (slot.node_rank < static_cast<int>(network.iface_towards.size()) &&
-               !env.count("HOROVOD_GLOO_IFACE")) {
-      env.emplace(kGlooIfaceTowards, network.iface_towards[slot.node_rank]);
+    auto iface = network.iface.find(slot.host);
+    auto towards = network.iface_towards.find(slot.host);
+    if (iface != network.iface.end() && !iface->second.empty()) {
+      env.emplace("HOROVOD_GLOO_IFACE", iface->second);
+      if (nccl_iface) env.emplace("NCCL_SOCKET_IFNAME", iface->second);
+    } else if (towards != network.iface_towards.end() && !env.count("HOROVOD_GLOO_IFACE")) {
+      env.emplace(kGlooIfaceTowards, towards->second);
     }
   }
 }
-
 bool CommandAsksForHorovod(const std::vector<std::string>& command) {
   for (const std::string& arg : command) {
     if (arg == "--horovod") return true;

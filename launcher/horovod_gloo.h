@@ -3,6 +3,8 @@
 // the controller and CPU operations, and the network interface Gloo binds on each node.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,12 +15,13 @@ namespace dtrain {
 
 struct HorovodGlooNetwork {
   std::string bind_address;                  // where the rendezvous server listens
-  std::vector<std::string> rendezvous_addr;  // per node: this machine as that node reaches it
-  std::vector<std::string>
-      iface;  // per node: the interface that reaches the other nodes; "" unknown
+  // Per node (NodeSpec::host): this machine as that node reaches it.
+  std::map<std::string, std::string> rendezvous_addr;
+  // Per node: the interface that reaches the other nodes; "" unknown.
+  std::map<std::string, std::string> iface;
   // Per SSH node whose interface was not looked up here: the other node the rank's own start
-  // routes towards to find it (kGlooIfaceTowards); "" where there is nothing to do there.
-  std::vector<std::string> iface_towards;
+  // routes towards to find it (kGlooIfaceTowards).
+  std::map<std::string, std::string> iface_towards;
   std::vector<std::string> notes;  // what could not be found, for the console
 };
 
@@ -30,7 +33,10 @@ struct HorovodGlooNetwork {
 // before the launch; each SSH node's ranks find their interface as they start, through
 // `iface_towards` (the same `ip -o route get` towards the same node, run by the rank's own
 // remote command: no extra connection, no round trip).
-HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_nodes = true);
+// Nodes in `not_asked` (not reached, or not yet listed by a discovery script) are treated as
+// with `ask_nodes` false.
+HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_nodes = true,
+                                          const std::set<std::string>& not_asked = {});
 
 // The variable that carries iface_towards to an SSH rank's remote command, which sets
 // HOROVOD_GLOO_IFACE from `ip -o route get` towards it (unless set) and then drops it: the

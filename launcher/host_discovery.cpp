@@ -188,15 +188,10 @@ DiscoveryRun WaitFor(HostDiscovery& discovery, int timeout_s, const std::string&
 std::set<std::string> WaitForDiscoveredNodes(HostDiscovery& discovery, const ClusterSpec& spec,
                                              int ranks, int timeout_s) {
   std::set<std::string> listed;
-  std::vector<std::string> unknown_said;
   WaitFor(discovery, timeout_s, fmt::format("nodes with {} rank(s)", ranks),
           [&](const DiscoveryRun& run) {
             const DiscoveredNodes found = MatchDiscoveredHosts(spec, run.hosts);
-            if (!found.unknown.empty() && found.unknown != unknown_said) {
-              std::fprintf(stderr, "dtrain: warning: %s\n",
-                           UnknownHostsWarning(found.unknown).c_str());
-              unknown_said = found.unknown;
-            }
+            discovery.SayUnknown(found.unknown);
             int have = 0;
             std::string names;
             listed.clear();
@@ -221,6 +216,17 @@ std::string WaitForDiscoveredHostList(HostDiscovery& discovery, int timeout_s) {
   for (const auto& [host, slots] : run.hosts)
     list += fmt::format("{}{}:{}", list.empty() ? "" : ",", host, slots > 0 ? slots : 1);
   return list;
+}
+
+void HostDiscovery::SayUnknown(const std::vector<std::string>& unknown) {
+  std::vector<std::string> fresh;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& host : unknown) {
+      if (unknown_said_.insert(host).second) fresh.push_back(host);
+    }
+  }
+  if (!fresh.empty()) std::fprintf(stderr, "dtrain: warning: %s\n", UnknownHostsWarning(fresh).c_str());
 }
 
 DiscoveryRun HostDiscovery::Latest() const {

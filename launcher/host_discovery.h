@@ -87,6 +87,8 @@ class HostDiscovery {
   DiscoveryRun LastGood() const;
 
   const std::string& script() const { return script_; }
+  // Says UnknownHostsWarning of the hosts in `unknown` not said before (once per host per job).
+  void SayUnknown(const std::vector<std::string>& unknown);
 
  private:
   DiscoveryRun Run();
@@ -101,6 +103,7 @@ class HostDiscovery {
   int64_t runs_ = 0;
   DiscoveryRun latest_;
   DiscoveryRun last_good_;
+  std::set<std::string> unknown_said_;
   std::thread thread_;
 };
 

@@ -89,8 +89,10 @@ struct Job {
   // The node that left as a straggler before the next attempt (also not counted), or "".
   std::string left_slow;
   FilteredOutput* filtered = nullptr;  // torchrun's --duplicate-*-filters; null: none
-  // An elastic job's --host-discovery-script, running every second (null: none).
+  // An elastic job's --host-discovery-script, running every second (null: none), and the nodes
+  // it did not list at the start, which the start's health check leaves to their joining.
   HostDiscovery* discovery = nullptr;
+  std::set<std::string> unlisted;
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.

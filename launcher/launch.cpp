@@ -505,7 +505,11 @@ int RunLaunch(const LaunchOptions& options) {
   }
   // Every job gets Horovod's rendezvous; only a job that asked for Horovod has its nodes' network
   // interfaces looked up (a query per SSH node) and hears what could not be found.
-  const HorovodGlooNetwork horovod_network = FindHorovodGlooNetwork(reached, settings.horovod);
+  // Asked of the reached nodes only; the others' ranks look their interface up as they start.
+  std::set<std::string> not_asked = unlisted;
+  for (const auto& [host, error] : unreached) not_asked.insert(host);
+  const HorovodGlooNetwork horovod_network =
+      FindHorovodGlooNetwork(spec, settings.horovod, not_asked);
   if (settings.horovod) {
     for (const std::string& note : horovod_network.notes)
       std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
@@ -519,6 +523,7 @@ int RunLaunch(const LaunchOptions& options) {
           logs,    console, record,   pool,   {},           false,
           false,   {},      0,        "",     "",           filtered.get()};
   job.discovery = discovery.get();
+  job.unlisted = unlisted;
   if (!unlisted.empty()) {
     std::vector<std::string> names(unlisted.begin(), unlisted.end());
     std::fprintf(stderr,
@@ -528,13 +533,19 @@ int RunLaunch(const LaunchOptions& options) {
   }
   if (StartHealthCheck(options, spec)) {
     // The unlisted nodes are checked when they join.
-    std::vector<int> listed_nodes, unlisted_nodes;
-    for (int i : nodes) (unlisted.count(spec.nodes[i].host) ? unlisted_nodes : listed_nodes).push_back(i);
+    std::vector<int> listed_nodes;
+    for (int i : nodes) {
+      if (!unlisted.count(spec.nodes[i].host)) listed_nodes.push_back(i);
+    }
     nodes = CheckNodesBeforeStart(job, listed_nodes);
     if (!nodes.empty()) {
-      nodes.insert(nodes.end(), unlisted_nodes.begin(), unlisted_nodes.end());
+      for (int i : pool.Pick()) {
+        if (unlisted.count(spec.nodes[i].host)) nodes.push_back(i);
+      }
       std::sort(nodes.begin(), nodes.end());
+      nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
     }
+    job.unlisted.clear();  // a restart's check is of every node it picks
     if (nodes.empty()) {
       RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
       throw Error("job " + record.name + " cannot start: " + pool.why_not() +

@@ -64,7 +64,7 @@ double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
   // pool, tells which of them is cut off (the peer test, doctor/peer_run.h).
   if (nodes.size() == 2) {
     for (int i = 0; i < job.pool.size(); ++i) {
-      if (!job.pool.quarantined(i).empty() ||
+      if (!job.pool.quarantined(i).empty() || job.unlisted.count(job.spec.nodes[i].host) ||
           std::find(nodes.begin(), nodes.end(), i) != nodes.end()) {
         continue;
       }
@@ -113,6 +113,9 @@ std::vector<int> CheckUntilAllPickedAreFit(Job& job, std::vector<int> nodes, con
     if (!new_pick) return nodes;
     took_s += CheckNodes(job, nodes, when);
     nodes = job.pool.Pick();
+    nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
+                               [&](int i) { return job.unlisted.count(job.spec.nodes[i].host); }),
+                nodes.end());
     if (nodes.empty()) return nodes;
   }
 }

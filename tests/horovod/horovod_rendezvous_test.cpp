@@ -114,15 +114,15 @@ TEST(HorovodGloo, EveryRankGetsTheGlooVariablesUnlessTheClusterFileSetsThem) {
   EXPECT_TRUE(spec.job.horovod);
   RankPlan plan = MakeRankPlan(spec, {});
   HorovodGlooNetwork net;
-  net.rendezvous_addr = {"10.0.0.9", "10.0.1.9"};
-  net.iface = {"eth0", "eth1"};
+  net.rendezvous_addr = {{"a", "10.0.0.9"}, {"b", "10.0.1.9"}};
+  net.iface = {{"a", "eth0"}, {"b", "eth1"}};
   AddHorovodGlooEnv(plan, net, 4242);
   ASSERT_EQ(plan.ranks.size(), 3u);
   for (const RankSlot& slot : plan.ranks) {
     EXPECT_EQ(slot.env.at("HOROVOD_CONTROLLER"), "gloo");
     EXPECT_EQ(slot.env.at("HOROVOD_CPU_OPERATIONS"), "gloo");
     EXPECT_EQ(slot.env.at("HOROVOD_GLOO_RENDEZVOUS_PORT"), "4242");
-    EXPECT_EQ(slot.env.at("HOROVOD_GLOO_RENDEZVOUS_ADDR"), net.rendezvous_addr[slot.node_rank]);
+    EXPECT_EQ(slot.env.at("HOROVOD_GLOO_RENDEZVOUS_ADDR"), net.rendezvous_addr.at(slot.host));
   }
   EXPECT_EQ(plan.ranks[1].env.at("HOROVOD_GLOO_IFACE"), "eth0");
   EXPECT_EQ(plan.ranks[1].env.at("NCCL_SOCKET_IFNAME"), "eth0");
@@ -137,7 +137,8 @@ TEST(HorovodGloo, SshRanksFindTheirInterfaceAtStartWithoutTheFlag) {
       "  - {host: b, address: 127.0.0.2, env: {HOROVOD_GLOO_IFACE: ib0}}\n",
       "test");
   const HorovodGlooNetwork net = FindHorovodGlooNetwork(spec, false);
-  EXPECT_EQ(net.iface_towards, (std::vector<std::string>{"127.0.0.2", "127.0.0.1"}));
+  const std::map<std::string, std::string> towards = {{"a", "127.0.0.2"}, {"b", "127.0.0.1"}};
+  EXPECT_EQ(net.iface_towards, towards);
   RankPlan plan = MakeRankPlan(spec, {});
   AddHorovodGlooEnv(plan, net, 4242, false);
   ASSERT_EQ(plan.ranks.size(), 3u);
