@@ -84,6 +84,12 @@ dtrain_test(launcher_straggler_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_straggler_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+# horovodrun's --host-discovery-script: real scripts, their deadline, the start's wait.
+dtrain_test(launcher_host_discovery_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_host_discovery_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 120)
+add_dependencies(launcher_host_discovery_test dtrain)
 # torchrun's worker watchdog (TORCHELASTIC_ENABLE_FILE_TIMER=1) with torch's own FileTimerClient.
 dtrain_test(launcher_file_timer_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_file_timer_test.cpp

@@ -116,10 +116,9 @@ TEST(LaunchUx, UnknownOptionsAndCommandsSayWhatToDo) {
   run = RunDtrain({"launch", "--output-filename", "out", "true"}, dir.path());
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.err, HasSubstr("every rank's output is in <log_dir>/<job>/rank-R.log"));
-  run = RunDtrain({"launch", "--host-discovery-script", "discover.sh", "true"}, dir.path());
+  run = RunDtrain({"launch", "--mpi", "true"}, dir.path());
   EXPECT_EQ(run.status, 2);
-  EXPECT_THAT(run.err, HasSubstr("take their nodes from the cluster file: a node whose rank failed "
-                                 "leaves, and comes back after --blacklist-cooldown-range"));
+  EXPECT_THAT(run.err, HasSubstr("dtrain starts every rank itself and serves Horovod's Gloo"));
   run = RunDtrain({"launch", "-cb"}, dir.path());
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.err, HasSubstr("dtrain doctor shows every node's Horovod build"));

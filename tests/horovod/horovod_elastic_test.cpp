@@ -573,8 +573,8 @@ TEST(HorovodElastic, ElasticOptionsAreChecked) {
       {{"-H", "localhost:2", "--min-np", "1", "--max-np", "1"},
        "an elastic job never grows past its start"},
       {{"-c", slurm, "--min-np", "1"}, "not under Slurm"},
-      {{"-H", "localhost:2", "--host-discovery-script", "x"},
-       "take their nodes from the cluster file"},
+      {{"-H", "localhost:2", "--host-discovery-script", "x"}, "or -np N (the ranks it starts with)"},
+      {{"-H", "localhost:2", "--slots-per-host", "2"}, "go with --host-discovery-script"},
   };
   for (const auto& [args, want] : cases) {
     std::vector<std::string> all = {"launch", "--log-dir", dir};
