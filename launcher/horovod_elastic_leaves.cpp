@@ -50,10 +50,11 @@ std::set<std::string> ElasticLeaves::Absent() {
   const std::set<std::string> listed = Listed();
   int ranks = 0;  // of the listed nodes, in the cluster's order, up to --max-np
   for (const NodeSpec& node : spec_.nodes) {
-    const int on = static_cast<int>(std::count_if(
-        job_.record.plan.ranks.begin(), job_.record.plan.ranks.end(),
-        [&](const RankSlot& slot) { return slot.host == node.host; }));
-    if (listed.count(node.host) && (job_.settings.max_np <= 0 || ranks + on <= job_.settings.max_np)) {
+    const int on = static_cast<int>(
+        std::count_if(job_.record.plan.ranks.begin(), job_.record.plan.ranks.end(),
+                      [&](const RankSlot& slot) { return slot.host == node.host; }));
+    if (listed.count(node.host) &&
+        (job_.settings.max_np <= 0 || ranks + on <= job_.settings.max_np)) {
       ranks += on;
       continue;
     }
@@ -310,17 +311,18 @@ int ElasticLeaves::Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*&
           : std::string("is back");
   const std::string detail =
       from_cooldown
-          ? fmt::format("node {} {} after its cooldown of {:.1f} s; it joins the elastic Horovod "
-                        "job again with rank(s) {}",
-                        host, checks, cooldown_s_[host], RankList(ranks))
-          : fmt::format("node {} is listed by --host-discovery-script{}{}; it joins the elastic "
-                        "Horovod job {}with rank(s) {}",
-                        host, first_time ? "" : " again",
-                        job_.settings.health_watch_s > 0
-                            ? fmt::format(" and passed the health checks {} rounds in a row",
-                                          kReturnRounds)
-                            : "",
-                        first_time ? "" : "again ", RankList(ranks));
+          ? fmt::format(
+                "node {} {} after its cooldown of {:.1f} s; it joins the elastic Horovod "
+                "job again with rank(s) {}",
+                host, checks, cooldown_s_[host], RankList(ranks))
+          : fmt::format(
+                "node {} is listed by --host-discovery-script{}{}; it joins the elastic "
+                "Horovod job {}with rank(s) {}",
+                host, first_time ? "" : " again",
+                job_.settings.health_watch_s > 0
+                    ? fmt::format(" and passed the health checks {} rounds in a row", kReturnRounds)
+                    : "",
+                first_time ? "" : "again ", RankList(ranks));
   std::fprintf(stderr, "dtrain: %s\n", detail.c_str());
   job_.record.events.push_back({WallMicros(), "node_returned", detail, ""});
   WriteJobRecord(job_.folder.job_dir, job_.record);

@@ -285,11 +285,10 @@ std::string HorovodElasticRounds::Remove(const std::string& host) {
                    [&](const Member& m) { return m.host == host && m.in_round; })) {
     order_.erase(std::remove_if(order_.begin(), order_.end(),
                                 [&](const std::string& machine) {
-                                  return std::any_of(members_.begin(), members_.end(),
-                                                     [&](const Member& m) {
-                                                       return m.host == host &&
-                                                              m.machine == machine;
-                                                     });
+                                  return std::any_of(
+                                      members_.begin(), members_.end(), [&](const Member& m) {
+                                        return m.host == host && m.machine == machine;
+                                      });
                                 }),
                  order_.end());
   }

@@ -41,7 +41,7 @@ struct ElasticRoundChange {
   // ranks: answered "-1,..." at this round, they leave without having failed.
   std::vector<std::string> removed_hosts;
   std::vector<int> removed_ranks;
-  int size = 0;                           // HOROVOD_SIZE of the new round
+  int size = 0;  // HOROVOD_SIZE of the new round
 };
 
 class HorovodElasticRounds {
@@ -109,10 +109,10 @@ class HorovodElasticRounds {
     int rank = 0;  // dtrain's rank (the plan's), which names its log
     int local_rank = 0;
     State state = State::kRunning;
-    bool in_round = true;  // still in the job
-    bool joining = false;  // rejoined, not yet in a settled round (not started: kReady)
+    bool in_round = true;   // still in the job
+    bool joining = false;   // rejoined, not yet in a settled round (not started: kReady)
     bool removing = false;  // Remove: leaves at the next settled round
-    HorovodSlotInfo slot;  // its place in the current round
+    HorovodSlotInfo slot;   // its place in the current round
     std::optional<HorovodSlotInfo> answer;  // for its last Ready, once settled
   };
 

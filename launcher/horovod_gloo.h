@@ -14,7 +14,7 @@
 namespace dtrain {
 
 struct HorovodGlooNetwork {
-  std::string bind_address;                  // where the rendezvous server listens
+  std::string bind_address;  // where the rendezvous server listens
   // Per node (NodeSpec::host): this machine as that node reaches it.
   std::map<std::string, std::string> rendezvous_addr;
   // Per node: the interface that reaches the other nodes; "" unknown.

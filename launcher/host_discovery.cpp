@@ -50,9 +50,10 @@ std::optional<std::map<std::string, int>> ParseDiscoveredHosts(const std::string
       host = Trimmed(line.substr(0, colon));
       const std::optional<int> n = WholeNumber(Trimmed(line.substr(colon + 1)));
       if (!n || *n < 1) {
-        error = fmt::format("line {} \"{}\" is not HOST or HOST:SLOTS with SLOTS a whole number "
-                            "of at least 1",
-                            number, line.substr(0, 80));
+        error = fmt::format(
+            "line {} \"{}\" is not HOST or HOST:SLOTS with SLOTS a whole number "
+            "of at least 1",
+            number, line.substr(0, 80));
         return std::nullopt;
       }
       slots = *n;
@@ -161,10 +162,11 @@ DiscoveryRun WaitFor(HostDiscovery& discovery, int timeout_s, const std::string&
   for (;;) {
     const DiscoveryRun run = discovery.RunOnce();
     if (!run.ok && run.seq == 1) {
-      throw Error(fmt::format("--host-discovery-script \"{}\" failed: {}; no rank was started. "
-                              "It runs on this machine as `sh -c SCRIPT` and prints the hosts "
-                              "available now, a line each, HOST or HOST:SLOTS",
-                              discovery.script(), run.error));
+      throw Error(
+          fmt::format("--host-discovery-script \"{}\" failed: {}; no rank was started. "
+                      "It runs on this machine as `sh -c SCRIPT` and prints the hosts "
+                      "available now, a line each, HOST or HOST:SLOTS",
+                      discovery.script(), run.error));
     }
     const std::string short_of = run.ok ? enough(run) : run.error;
     if (short_of.empty()) return run;
@@ -208,10 +210,9 @@ std::set<std::string> WaitForDiscoveredNodes(HostDiscovery& discovery, const Clu
 }
 
 std::string WaitForDiscoveredHostList(HostDiscovery& discovery, int timeout_s) {
-  const DiscoveryRun run =
-      WaitFor(discovery, timeout_s, "a host", [](const DiscoveryRun& r) {
-        return r.hosts.empty() ? std::string("no host") : std::string();
-      });
+  const DiscoveryRun run = WaitFor(discovery, timeout_s, "a host", [](const DiscoveryRun& r) {
+    return r.hosts.empty() ? std::string("no host") : std::string();
+  });
   std::string list;
   for (const auto& [host, slots] : run.hosts)
     list += fmt::format("{}{}:{}", list.empty() ? "" : ",", host, slots > 0 ? slots : 1);
@@ -226,7 +227,8 @@ void HostDiscovery::SayUnknown(const std::vector<std::string>& unknown) {
       if (unknown_said_.insert(host).second) fresh.push_back(host);
     }
   }
-  if (!fresh.empty()) std::fprintf(stderr, "dtrain: warning: %s\n", UnknownHostsWarning(fresh).c_str());
+  if (!fresh.empty())
+    std::fprintf(stderr, "dtrain: warning: %s\n", UnknownHostsWarning(fresh).c_str());
 }
 
 DiscoveryRun HostDiscovery::Latest() const {

@@ -233,10 +233,10 @@ void JobSupervisor::Notify(int update) {
   }
   // Horovod acts on a notification newer than the last it saw, in whole seconds.
   last_notice_s_ = std::max(last_notice_s_ + 1, WallMicros() / 1000000);
-  notice_ = std::async(std::launch::async,
-                       [service = std::move(*service), t = last_notice_s_, update] {
-                         return NotifyHostsUpdated(service, t, update, kNoticeTimeoutS);
-                       });
+  notice_ =
+      std::async(std::launch::async, [service = std::move(*service), t = last_notice_s_, update] {
+        return NotifyHostsUpdated(service, t, update, kNoticeTimeoutS);
+      });
   notice_worker_ = key;
   notice_update_ = update;
 }

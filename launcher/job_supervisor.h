@@ -170,9 +170,9 @@ class JobSupervisor : public TransportEvents {
   // The host-update notification under way (Rejoin), and the worker it is for.
   std::future<std::string> notice_;
   std::string notice_worker_;
-  int notice_update_ = 0;  // kHostsAdded or kHostsRemoved
+  int notice_update_ = 0;        // kHostsAdded or kHostsRemoved
   std::set<int> never_started_;  // ranks absent from the first round, not started yet
-  int64_t last_notice_s_ = 0;  // the last notification's timestamp
+  int64_t last_notice_s_ = 0;    // the last notification's timestamp
 };
 
 }  // namespace dtrain

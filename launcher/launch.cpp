@@ -14,8 +14,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -459,12 +459,12 @@ int RunLaunch(const LaunchOptions& options) {
       PlaceCluster(chosen_spec, folder, allocation, record, held_back.SlurmNodeNames());
   // The nodes that may be asked anything (clocks, interfaces, --sync): all but the unreached.
   ClusterSpec reached = spec;
-  reached.nodes.erase(
-      std::remove_if(reached.nodes.begin(), reached.nodes.end(),
-                     [&](const NodeSpec& n) {
-                       return unreached.count(n.host) > 0 || unlisted.count(n.host) > 0;
-                     }),
-      reached.nodes.end());
+  reached.nodes.erase(std::remove_if(reached.nodes.begin(), reached.nodes.end(),
+                                     [&](const NodeSpec& n) {
+                                       return unreached.count(n.host) > 0 ||
+                                              unlisted.count(n.host) > 0;
+                                     }),
+                      reached.nodes.end());
   const PlanOptions plan_options = PlanOptionsFor(chosen, settings, folder);
   std::vector<int> nodes = pool.Pick();
   record.plan = MakeRankPlan(AttemptSpec(spec, nodes), plan_options);
@@ -545,7 +545,6 @@ int RunLaunch(const LaunchOptions& options) {
       std::sort(nodes.begin(), nodes.end());
       nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
     }
-    job.unlisted.clear();  // a restart's check is of every node it picks
     if (nodes.empty()) {
       RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
       throw Error("job " + record.name + " cannot start: " + pool.why_not() +
@@ -554,6 +553,7 @@ int RunLaunch(const LaunchOptions& options) {
                   "MIN:MAX), or leave the check out (--start-health-check off)");
     }
   }
+  job.unlisted.clear();                 // a restart's check is of every node it picks
   NodeClockProbe clock_probe(reached);  // PyTorch traces carry their node's clock; taken below
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) nodes = pool.Pick();

@@ -21,8 +21,8 @@
 namespace dtrain {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::DtrainRun;
+using ::testing::HasSubstr;
 using testing::RunDtrain;
 
 TEST(HostDiscovery, ReadsHostsAndSlotsAsHorovodrunDoes) {
@@ -87,7 +87,8 @@ TEST(HostDiscovery, RunsEverySecondOnceStarted) {
 
 TEST(HostDiscovery, TheStartWaitsForEnoughRanksOrGivesUpAtTheTimeout) {
   const ClusterSpec spec = ParseClusterText(
-      "nodes:\n  - {host: a, slots: 2}\n  - {host: b, slots: 2}\n  - {host: c, slots: 2}\n", "test");
+      "nodes:\n  - {host: a, slots: 2}\n  - {host: b, slots: 2}\n  - {host: c, slots: 2}\n",
+      "test");
   HostDiscovery two("printf 'a\\nc\\n'", 1);
   EXPECT_EQ(WaitForDiscoveredNodes(two, spec, 4, 5), (std::set<std::string>{"a", "c"}));
   HostDiscovery one("echo b", 1);
@@ -118,9 +119,9 @@ TEST(HostDiscovery, LaunchRefusesAScriptThatFailsOrListsTooFew) {
   EXPECT_EQ(run.status, 1) << run.err;
   EXPECT_THAT(run.err, HasSubstr("lists host(s) elsewhere that are no node of the job's cluster"));
   EXPECT_THAT(run.err, HasSubstr("found 0 rank(s) on node(s) none within --elastic-timeout 1 s"));
-  run = RunDtrain({"launch", "-H", "localhost:2", "--host-discovery-script", "echo localhost",
-                   "--", "true"},
-                  dir.path());
+  run = RunDtrain(
+      {"launch", "-H", "localhost:2", "--host-discovery-script", "echo localhost", "--", "true"},
+      dir.path());
   EXPECT_EQ(run.status, 2) << run.err;
   EXPECT_THAT(run.err, HasSubstr("give --min-np N (the fewest ranks it goes on with) or -np N"));
   run = RunDtrain({"launch", "-H", "localhost:2", "--elastic-timeout", "5", "--", "true"},

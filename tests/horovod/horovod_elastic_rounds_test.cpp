@@ -314,7 +314,8 @@ TEST(HorovodElasticRounds, TakingOutBelowMinNpFailsAndAJoinerTakenOutNeverJoins)
   rounds.Ready("m-a:0");
   rounds.Ready("m-b:0");
   EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kFailed);
-  EXPECT_EQ(rounds.why_failed(), "1 rank(s) would remain after node(s) b left, fewer than --min-np 2");
+  EXPECT_EQ(rounds.why_failed(),
+            "1 rank(s) would remain after node(s) b left, fewer than --min-np 2");
 
   HorovodElasticRounds joining(Plan(3, 1), /*min_np=*/1, /*reset_limit=*/-1);
   joining.Absent("c");

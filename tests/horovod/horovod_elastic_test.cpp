@@ -433,8 +433,7 @@ TEST(HorovodElastic, DiscoveryScriptDecidesWhichNodesTakePart) {
   const std::string done = "hvd-elastic-done step=150 size=2 ";
   EXPECT_NE(RankLog(job_dir, 0).find(done + "rank=0 local=0/1 cross=0/2 same=1"),
             std::string::npos);
-  EXPECT_NE(RankLog(job_dir, 2).find(done + "rank=1 local=0/1 cross=1/2 same=1"),
-            std::string::npos)
+  EXPECT_NE(RankLog(job_dir, 2).find(done + "rank=1 local=0/1 cross=1/2 same=1"), std::string::npos)
       << RankLog(job_dir, 2);
   EXPECT_EQ(RankLog(job_dir, 1).find("hvd-elastic-done"), std::string::npos);
   const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
@@ -573,7 +572,8 @@ TEST(HorovodElastic, ElasticOptionsAreChecked) {
       {{"-H", "localhost:2", "--min-np", "1", "--max-np", "1"},
        "an elastic job never grows past its start"},
       {{"-c", slurm, "--min-np", "1"}, "not under Slurm"},
-      {{"-H", "localhost:2", "--host-discovery-script", "x"}, "or -np N (the ranks it starts with)"},
+      {{"-H", "localhost:2", "--host-discovery-script", "x"},
+       "or -np N (the ranks it starts with)"},
       {{"-H", "localhost:2", "--slots-per-host", "2"}, "go with --host-discovery-script"},
   };
   for (const auto& [args, want] : cases) {
