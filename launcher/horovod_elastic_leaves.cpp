@@ -50,9 +50,7 @@ std::set<std::string> ElasticLeaves::Absent() {
   const std::set<std::string> listed = Listed();
   int ranks = 0;  // of the listed nodes, in the cluster's order, up to --max-np
   for (const NodeSpec& node : spec_.nodes) {
-    const int on = static_cast<int>(
-        std::count_if(job_.record.plan.ranks.begin(), job_.record.plan.ranks.end(),
-                      [&](const RankSlot& slot) { return slot.host == node.host; }));
+    const int on = static_cast<int>(RanksOn(node.host).size());
     if (listed.count(node.host) &&
         (job_.settings.max_np <= 0 || ranks + on <= job_.settings.max_np)) {
       ranks += on;
@@ -63,6 +61,15 @@ std::set<std::string> ElasticLeaves::Absent() {
     left_.insert(node.host);
   }
   return never_started_;
+}
+
+// dtrain's ranks of node `host`, in plan order.
+std::vector<int> ElasticLeaves::RanksOn(const std::string& host) const {
+  std::vector<int> ranks;
+  for (const RankSlot& slot : job_.record.plan.ranks) {
+    if (slot.host == host) ranks.push_back(slot.rank);
+  }
+  return ranks;
 }
 
 // The nodes of the attempt the script lists in its last good run; a host that is no node is said
@@ -242,11 +249,10 @@ int ElasticLeaves::Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*&
   std::set<std::string> ready;
   for (const std::string& host : left_) {
     if (!MayReturn(host, now) || (job_.discovery && !listed.count(host))) continue;
-    bool all_ended = true;
-    for (const RankSlot& slot : job_.record.plan.ranks) {
-      if (slot.host == host && !ended.count(slot.rank) && !never_started_.count(host))
-        all_ended = false;
-    }
+    const std::vector<int> ranks = RanksOn(host);
+    const bool all_ended =
+        never_started_.count(host) ||
+        std::all_of(ranks.begin(), ranks.end(), [&](int rank) { return ended.count(rank); });
     if (!all_ended) continue;
     const std::string refused = rounds_->WhyNotJoin(host);
     if (refused.empty()) {
@@ -301,10 +307,7 @@ int ElasticLeaves::Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*&
   job_.pool.Return(index);
   job_.record.quarantined.erase(host);
   job_.lost_nodes.erase(host);
-  std::vector<int> ranks;
-  for (const RankSlot& slot : job_.record.plan.ranks) {
-    if (slot.host == host) ranks.push_back(slot.rank);
-  }
+  const std::vector<int> ranks = RanksOn(host);
   const std::string checks =
       job_.settings.health_watch_s > 0
           ? fmt::format("passed the health checks {} rounds in a row", kReturnRounds)
@@ -352,14 +355,10 @@ std::vector<int> ElasticLeaves::Removals(HealthWatch*& watch) {
     if (!rounds_->Remove(node.host).empty()) continue;
     left_.insert(node.host);
     unlisted_.insert(node.host);
-    std::vector<int> ranks;
-    for (const RankSlot& slot : job_.record.plan.ranks) {
-      if (slot.host == node.host) ranks.push_back(slot.rank);
-    }
     const std::string detail = fmt::format(
         "node {} is no longer listed by --host-discovery-script; its rank(s) {} leave the "
         "elastic Horovod job when the others next reset (at their next state.commit())",
-        node.host, RankList(ranks));
+        node.host, RankList(RanksOn(node.host)));
     std::fprintf(stderr, "dtrain: %s\n", detail.c_str());
     job_.record.events.push_back({WallMicros(), "elastic_round", detail, ""});
     nodes.push_back(NodeIndex(spec_, node.host));

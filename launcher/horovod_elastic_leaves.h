@@ -51,7 +51,9 @@ class ElasticLeaves {
   void StartCooldown(const std::string& host);
   int Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*& watch);
   std::vector<int> Removals(HealthWatch*& watch);
-  std::set<std::string> Listed();  // the nodes the script lists now (unknown hosts said once)
+  std::set<std::string> Listed();
+  std::vector<int> RanksOn(
+      const std::string& host) const;  // the nodes the script lists now (unknown hosts said once)
   bool MayReturn(const std::string& host, std::chrono::steady_clock::time_point now) const;
 
   Job& job_;

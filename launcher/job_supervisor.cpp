@@ -225,8 +225,7 @@ void JobSupervisor::Notify(int update) {
   std::string why = "no rank is Horovod's rank 0 of the round";
   std::optional<HorovodWorkerService> service;
   if (!key.empty()) service = options_.elastic->Worker(key, why);
-  notice_update_ = update;
-  if (!service) return SayNoNotice(key, why);
+  if (!service) return SayNoNotice(key, why, update);
   if (notice_.valid()) {  // one at a time
     notice_.wait();
     SayNotice();
@@ -274,15 +273,15 @@ void JobSupervisor::SayNotice() {
   if (!notice_.valid() || notice_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
     return;
   const std::string why = notice_.get();
-  if (!why.empty()) SayNoNotice(notice_worker_, why);
+  if (!why.empty()) SayNoNotice(notice_worker_, why, notice_update_);
 }
 
-void JobSupervisor::SayNoNotice(const std::string& worker, const std::string& why) {
+void JobSupervisor::SayNoNotice(const std::string& worker, const std::string& why, int update) {
   std::fprintf(stderr,
                "dtrain: warning: cannot tell the elastic Horovod job that ranks %s: worker "
                "%s: %s; they %s when the others next reset\n",
-               notice_update_ == kHostsRemoved ? "leave" : "join", worker.c_str(), why.c_str(),
-               notice_update_ == kHostsRemoved ? "leave" : "start");
+               update == kHostsRemoved ? "leave" : "join", worker.c_str(), why.c_str(),
+               update == kHostsRemoved ? "leave" : "start");
 }
 
 // Whether a rank of node `node` runs (started and not seen to end).
@@ -311,16 +310,17 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
     // their node joins; the others get their place in it when some are absent.
     HorovodElasticRounds& rounds = *options_.elastic->elastic();
     first.clear();
+    std::vector<std::pair<ProcessSpec, HorovodSlotInfo>> placed;
     for (const ProcessSpec& proc : procs) {
-      if (!rounds.Slot(proc.id)) never_started_.insert(proc.id);
-    }
-    for (ProcessSpec proc : procs) {
-      const std::optional<HorovodSlotInfo> slot = rounds.Slot(proc.id);
-      if (!slot) {
-        if (options_.stall_watch) options_.stall_watch->OnExit(proc.id, ExitStatus{});
+      if (std::optional<HorovodSlotInfo> slot = rounds.Slot(proc.id)) {
+        placed.emplace_back(proc, *slot);
         continue;
       }
-      if (!never_started_.empty()) PlaceInEnv(*slot, proc.env);
+      never_started_.insert(proc.id);
+      if (options_.stall_watch) options_.stall_watch->OnExit(proc.id, ExitStatus{});
+    }
+    for (auto& [proc, slot] : placed) {
+      if (!never_started_.empty()) PlaceInEnv(slot, proc.env);
       first.push_back(std::move(proc));
     }
   }

@@ -150,7 +150,7 @@ class JobSupervisor : public TransportEvents {
   void Notify(int update);
   void StartJoined(const ElasticRoundChange& change);
   void SayNotice();
-  void SayNoNotice(const std::string& worker, const std::string& why);
+  void SayNoNotice(const std::string& worker, const std::string& why, int update);
   bool NodeRuns(int node) const;
 
   Transport& transport_;
@@ -170,7 +170,7 @@ class JobSupervisor : public TransportEvents {
   // The host-update notification under way (Rejoin), and the worker it is for.
   std::future<std::string> notice_;
   std::string notice_worker_;
-  int notice_update_ = 0;        // kHostsAdded or kHostsRemoved
+  int notice_update_ = 0;        // the notification under way: kHostsAdded or kHostsRemoved
   std::set<int> never_started_;  // ranks absent from the first round, not started yet
   int64_t last_notice_s_ = 0;    // the last notification's timestamp
 };
