@@ -1,0 +1,21 @@
+// horovodrun's elastic options for `dtrain launch` (--min-np, --max-np, --reset-limit,
+// --blacklist-cooldown-range, --host-discovery-script, --slots-per-host, --elastic-timeout):
+// checked against each other and the cluster, and settled into the job's settings.
+#pragma once
+
+#include "launcher/cluster_spec.h"
+#include "launcher/job_attempt.h"
+#include "launcher/launch.h"
+
+namespace dtrain {
+
+// Throws UsageError when the options contradict each other or the cluster (Slurm); sets `job`'s
+// min_np, max_np, reset_limit, cooldown and horovod. `job.stall_timeout_s` must be settled first
+// (a warning compares it with Horovod's Gloo timeout).
+void SettleElasticSettings(const LaunchOptions& options, const ClusterSpec& spec, JobSettings& job);
+
+// The discovery script's --elastic-timeout: the option, else HOROVOD_ELASTIC_TIMEOUT, else
+// horovodrun's 600 s.
+int ElasticTimeoutS(const LaunchOptions& options);
+
+}  // namespace dtrain
