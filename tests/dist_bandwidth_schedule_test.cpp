@@ -45,6 +45,26 @@ TEST(BandwidthSchedule, PairsBelowHalfTheReferenceAreMeasuredAgain) {
   EXPECT_TRUE(SlowPairs({}, {}, 0).empty());
 }
 
+TEST(BandwidthSchedule, APairPutBelowHalfByAnAloneFigureIsMeasuredAloneToo) {
+  // Figures of an unthrottled 4-node run on a loaded 2-core machine. Best per node: 1.30, 1.30,
+  // 0.67, 0.52 -> reference 0.99: only 0-3 (0.48) is below half of it.
+  const std::vector<std::pair<int, int>> pairs = {{0, 1}, {2, 3}, {1, 2}, {0, 3}};
+  std::vector<double> figures = {1.30, 0.52, 0.67, 0.48};
+  std::vector<bool> alone(4, false);
+  EXPECT_EQ(PairsToMeasureAlone(pairs, figures, 4, alone), (std::vector<size_t>{3}));
+  // 0-3 alone: 0.93. Node 3's best rises, the reference with it (1.11), and 2-3 (0.52) is now
+  // below half: it is measured alone as well; 0-3 is not measured twice.
+  figures[3] = 0.93;
+  alone[3] = true;
+  EXPECT_EQ(PairsToMeasureAlone(pairs, figures, 4, alone), (std::vector<size_t>{1}));
+  figures[1] = 0.90;
+  alone[1] = true;
+  EXPECT_TRUE(PairsToMeasureAlone(pairs, figures, 4, alone).empty());
+  // A pair slow alone stays slow and is not measured again.
+  figures[1] = 0.02;
+  EXPECT_TRUE(PairsToMeasureAlone(pairs, figures, 4, alone).empty());
+}
+
 TEST(BandwidthSchedule, BusBandwidthIsNcclTestsDefinition) {
   // 1 GB in 1 s over 8 ranks: algbw 1 GB/s, busbw 2*7/8.
   EXPECT_DOUBLE_EQ(AllreduceBusBandwidth(1000000000, 1.0, 8), 1.75);

@@ -49,6 +49,16 @@ std::vector<size_t> SlowPairs(const std::vector<std::pair<int, int>>& pairs,
   return slow;
 }
 
+std::vector<size_t> PairsToMeasureAlone(const std::vector<std::pair<int, int>>& pairs,
+                                        const std::vector<double>& busbw_gbs, int nodes,
+                                        const std::vector<bool>& measured_alone) {
+  std::vector<size_t> out;
+  for (size_t i : SlowPairs(pairs, busbw_gbs, nodes)) {
+    if (i >= measured_alone.size() || !measured_alone[i]) out.push_back(i);
+  }
+  return out;
+}
+
 double AllreduceBusBandwidth(int64_t bytes, double seconds_per_op, int ranks) {
   if (seconds_per_op <= 0 || ranks < 1) return 0;
   const double algbw = static_cast<double>(bytes) / seconds_per_op / 1e9;

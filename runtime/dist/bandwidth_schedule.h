@@ -20,6 +20,14 @@ std::vector<std::vector<std::pair<int, int>>> NodePairRounds(int nodes);
 std::vector<size_t> SlowPairs(const std::vector<std::pair<int, int>>& pairs,
                               const std::vector<double>& busbw_gbs, int nodes);
 
+// The slow pairs (SlowPairs) not yet measured alone. `busbw_gbs` holds each pair's figure alone
+// where it has one: an alone figure can raise the reference and so put another pair below half
+// of it, which is then measured alone too. Empty when every pair below half the reference has
+// been measured alone, the figures the doctor judges.
+std::vector<size_t> PairsToMeasureAlone(const std::vector<std::pair<int, int>>& pairs,
+                                        const std::vector<double>& busbw_gbs, int nodes,
+                                        const std::vector<bool>& measured_alone);
+
 // nccl-tests' bus bandwidth of an allreduce: algbw * 2(n-1)/n, in GB/s (1e9 bytes).
 double AllreduceBusBandwidth(int64_t bytes, double seconds_per_op, int ranks);
 

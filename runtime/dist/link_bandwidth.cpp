@@ -125,22 +125,42 @@ void RunLinkBandwidth(Distributed& dist, const LinkBandwidthOptions& options, st
     }
     // 4. The pairs that fell below half the reference, measured again one at a time: the pairs of
     // a round share whatever their nodes share (on one machine, its cores); a slow link stays
-    // slow alone. Every rank gets every pair's figure and so picks the same pairs.
+    // slow alone. A figure measured alone replaces the shared one, which can raise the reference
+    // and put another pair below half of it: that one is measured alone too, until no pair below
+    // half the reference is left unmeasured alone (the doctor judges with the same figures and
+    // reference). Every rank gets every figure and so picks the same pairs.
     world.AllreduceSum(figures);
-    const torch::Tensor all = figures.to(torch::kCPU);
     std::vector<double> values(edges.size());
-    for (size_t i = 0; i < edges.size(); ++i) {
-      values[i] = all[static_cast<int64_t>(i)].item<double>();
-    }
-    for (size_t i : SlowPairs(edges, values, nodes)) {
-      const int a = edges[i].first, b = edges[i].second;
-      world.Barrier();
-      if (env.local_rank != 0 || (env.node() != a && env.node() != b)) continue;
-      ProcessSet pair = MakeProcessSet("alone-" + std::to_string(a) + "-" + std::to_string(b),
-                                       {a * per_node, b * per_node}, env.rank, store, set_options,
-                                       "dtrain/bandwidth");
-      seconds = SecondsPerAllreduce(*pair.comm, options.bytes, options.iterations, device);
-      if (env.node() == a) Report(out, "pair_alone", {a, b}, 2, backend, options.bytes, seconds);
+    std::vector<bool> alone(edges.size(), false);
+    auto read_back = [&](const torch::Tensor& t) {
+      const torch::Tensor all = t.to(torch::kCPU);
+      for (size_t i = 0; i < edges.size(); ++i) {
+        const double v = all[static_cast<int64_t>(i)].item<double>();
+        if (v > 0) values[i] = v;
+      }
+    };
+    read_back(figures);
+    for (;;) {
+      const std::vector<size_t> again = PairsToMeasureAlone(edges, values, nodes, alone);
+      if (again.empty()) break;
+      torch::Tensor measured = torch::zeros({static_cast<int64_t>(edges.size())},
+                                            torch::dtype(torch::kFloat64).device(device));
+      for (size_t i : again) {
+        alone[i] = true;
+        const int a = edges[i].first, b = edges[i].second;
+        world.Barrier();
+        if (env.local_rank != 0 || (env.node() != a && env.node() != b)) continue;
+        ProcessSet pair = MakeProcessSet("alone-" + std::to_string(a) + "-" + std::to_string(b),
+                                         {a * per_node, b * per_node}, env.rank, store, set_options,
+                                         "dtrain/bandwidth");
+        seconds = SecondsPerAllreduce(*pair.comm, options.bytes, options.iterations, device);
+        if (env.node() == a) {
+          Report(out, "pair_alone", {a, b}, 2, backend, options.bytes, seconds);
+          measured[static_cast<int64_t>(i)] = AllreduceBusBandwidth(options.bytes, seconds, 2);
+        }
+      }
+      world.AllreduceSum(measured);
+      read_back(measured);
     }
   }
   world.Barrier();
