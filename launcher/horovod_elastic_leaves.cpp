@@ -129,7 +129,15 @@ void ElasticLeaves::SayRound(const ElasticRoundChange& change,
         "(rank(s) {}); ",
         fmt::join(change.removed_hosts, ","), RankList(change.removed_ranks));
   }
-  detail += fmt::format("{} rank(s) go on in round {}", change.size, change.round);
+  if (change.waiting) {
+    detail += fmt::format(
+        "{} rank(s) remain, fewer than --min-np {}: they wait up to {} s for nodes to join "
+        "(--elastic-timeout){}",
+        change.size, job_.settings.min_np, change.wait.count(),
+        job_.discovery ? ", as --host-discovery-script lists them" : ", after their cooldown");
+  } else {
+    detail += fmt::format("{} rank(s) go on in round {}", change.size, change.round);
+  }
   std::fprintf(stderr, "dtrain: %s\n", detail.c_str());
   job_.record.events.push_back({WallMicros(), "elastic_round", detail, ""});
   for (const std::string& host : change.left_hosts) {

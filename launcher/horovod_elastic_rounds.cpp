@@ -20,8 +20,11 @@ std::string HorovodSlotInfo::Response() const {
 }
 
 HorovodElasticRounds::HorovodElasticRounds(const RankPlan& plan, int min_np, int reset_limit,
-                                           int max_np)
-    : min_np_(std::max(1, min_np)), reset_limit_(reset_limit), max_np_(std::max(0, max_np)) {
+                                           int max_np, std::chrono::seconds wait)
+    : min_np_(std::max(1, min_np)),
+      reset_limit_(reset_limit),
+      max_np_(std::max(0, max_np)),
+      wait_(std::max(std::chrono::seconds(0), wait)) {
   for (const RankSlot& slot : plan.ranks) {
     Member m;
     auto machine = slot.env.find("HOROVOD_HOSTNAME");
@@ -156,7 +159,10 @@ void HorovodElasticRounds::SettleIfDone() {
     }
     if (leaving.empty() && removed.empty()) {
       // Every rank reset and none failed (a transient error, or hosts joined): the same ranks go
-      // on, with those that joined.
+      // on, with those that joined; while waiting for nodes, once they bring --min-np.
+      if (waiting_since_ && in_round < min_np_) return;
+      waiting_since_.reset();
+      waiting_for_.clear();
       ++round_;
       if (joining > 0) {
         ElasticRoundChange change;
@@ -190,7 +196,9 @@ void HorovodElasticRounds::SettleIfDone() {
       std::vector<std::string> going = change.left_hosts;
       going.insert(going.end(), change.removed_hosts.begin(), change.removed_hosts.end());
       const int remaining = in_round - left;
-      if (remaining < min_np_) {
+      // Waiting needs a rank that stays and holds the job's state (a joiner has none yet).
+      const bool may_wait = wait_.count() > 0 && remaining - joining > 0;
+      if (remaining < min_np_ && !may_wait) {
         Fail(fmt::format("{} rank(s) would remain after node(s) {} left, fewer than --min-np {}",
                          remaining, fmt::join(going, ","), min_np_),
              last_failed_);
@@ -209,24 +217,59 @@ void HorovodElasticRounds::SettleIfDone() {
           order_.erase(std::remove(order_.begin(), order_.end(), machine), order_.end());
         for (const std::string& machine : removed)
           order_.erase(std::remove(order_.begin(), order_.end(), machine), order_.end());
-        TakeJoined(change);  // those that joined and did not fail go on with the others
-        ++resets_;
-        ++round_;
-        Assign();
-        change.round = round_;
-        change.size = remaining;
-        changes_.push_back(std::move(change));
+        if (remaining < min_np_) {
+          // Too few to go on: the nodes leave, the others wait (unanswered) for nodes to join.
+          if (!waiting_since_) waiting_since_ = Clock::now();
+          waiting_for_.insert(waiting_for_.end(), going.begin(), going.end());
+          change.waiting = true;
+          change.wait = wait_;
+          change.round = round_ + 1;
+          change.size = remaining;
+          changes_.push_back(std::move(change));
+        } else {
+          waiting_since_.reset();
+          waiting_for_.clear();
+          TakeJoined(change);  // those that joined and did not fail go on with the others
+          ++resets_;
+          ++round_;
+          Assign();
+          change.round = round_;
+          change.size = remaining;
+          changes_.push_back(std::move(change));
+        }
       }
     }
   }
-  // Settled: every rank that asked gets its place (or -1), and the new round starts afresh.
+  AnswerReady();
+}
+
+// Every rank that asked gets its place, or -1: a rank out of the job at once; the others once
+// the round is settled (not while they wait for nodes), or the job is over.
+void HorovodElasticRounds::AnswerReady() {
   const bool going_on = verdict_ == Verdict::kRunning;
   for (Member& m : members_) {
-    if (m.state == State::kReady) {
-      m.answer = going_on && m.in_round ? m.slot : HorovodSlotInfo{};
-      m.state = State::kRunning;
-    }
+    if (m.state != State::kReady) continue;
+    if (going_on && waiting_since_ && m.in_round) continue;  // waits for nodes to join
+    m.answer = going_on && m.in_round ? m.slot : HorovodSlotInfo{};
+    m.state = State::kRunning;
   }
+}
+
+void HorovodElasticRounds::CheckWait(Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (verdict_ != Verdict::kRunning || !waiting_since_ || now - *waiting_since_ < wait_) return;
+  int in_round = 0;
+  for (const Member& m : members_) in_round += m.in_round && !m.joining;
+  Fail(fmt::format("{} rank(s) remained after node(s) {} left, fewer than --min-np {}, and no "
+                   "node joined within {} s (--elastic-timeout)",
+                   in_round, fmt::join(waiting_for_, ","), min_np_, wait_.count()),
+       last_failed_);
+  AnswerReady();
+}
+
+std::optional<HorovodElasticRounds::Clock::time_point> HorovodElasticRounds::waiting_since() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_since_;
 }
 
 // The ranks that joined and are in the round being settled: said in `change`, no longer joining.
@@ -307,6 +350,7 @@ std::string HorovodElasticRounds::Rejoin(const std::string& host) {
     if (std::find(order_.begin(), order_.end(), m.machine) == order_.end())
       order_.push_back(m.machine);
   }
+  if (waiting_since_) SettleIfDone();  // the others asked already: settled once there are enough
   return "";
 }
 

@@ -7,11 +7,14 @@
 // with every rank on them, hosts that came back (Rejoin) join it after the others, and the job
 // goes on in a new round: ranks renumbered in host order, local and cross ranks as horovodrun
 // assigns them. A rank left out is answered "-1,..." (Horovod raises "has been removed from
-// elastic job"). The job fails when fewer than --min-np ranks would remain, every rank failed, or
-// --reset-limit new rounds were used; it is done when every rank of the round ended well. Pure
-// logic, safe to call from any thread.
+// elastic job"). When fewer than --min-np ranks would remain, the nodes leave and the ranks that
+// stay wait, unanswered, for nodes to join (as horovodrun's driver waits for available slots) up
+// to the rounds' wait (--elastic-timeout; none: the job fails at once). The job fails when that
+// wait runs out, every rank failed, or --reset-limit new rounds were used; it is done when every
+// rank of the round ended well. Pure logic, safe to call from any thread.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -42,13 +45,27 @@ struct ElasticRoundChange {
   std::vector<std::string> removed_hosts;
   std::vector<int> removed_ranks;
   int size = 0;  // HOROVOD_SIZE of the new round
+  // The nodes above left, and fewer than --min-np ranks would remain: no new round yet, the `size`
+  // ranks that stay wait up to `wait` for nodes to join (round is the one they wait for).
+  bool waiting = false;
+  std::chrono::seconds wait{0};
 };
 
 class HorovodElasticRounds {
  public:
   // min_np: fewest ranks the job goes on with (>= 1). reset_limit: most new rounds (-1: any).
   // max_np: most ranks in a round (0: any), which a node that joins may not go past.
-  HorovodElasticRounds(const RankPlan& plan, int min_np, int reset_limit, int max_np = 0);
+  // wait: how long the ranks that stay wait for nodes to join when fewer than min_np would
+  // remain (0: the job fails at once, for a job no node can join).
+  using Clock = std::chrono::steady_clock;
+  HorovodElasticRounds(const RankPlan& plan, int min_np, int reset_limit, int max_np = 0,
+                       std::chrono::seconds wait = std::chrono::seconds(0));
+
+  // The ranks have waited for nodes since `since` (a round short of --min-np): the job fails
+  // once the wait is over at `now`. Called every tick.
+  void CheckWait(Clock::time_point now);
+  // Since when the ranks wait for nodes to join; nullopt when they do not.
+  std::optional<Clock::time_point> waiting_since() const;
 
   // Before any rank starts: the ranks of node `host` are not in the first round (the discovery
   // script does not list it yet); the others' places are numbered without them. It may join
@@ -65,7 +82,9 @@ class HorovodElasticRounds {
   // notification) and ask for their place; once they all did, the round is settled with the new
   // ranks in it, after the others (horovodrun appends a host that joins to its assignment order,
   // so rank 0, which holds the state the others sync from, stays where it is), and the new ranks
-  // are started with their place in their environment (Slot). Empty when they may join;
+  // are started with their place in their environment (Slot). While the ranks wait for nodes
+  // (fewer than --min-np), the round is settled at once when the node brings enough: no
+  // notification is needed, Slot tells the node's ranks their place. Empty when they may join;
   // otherwise why not (the job is over, the node is in it, or --reset-limit rounds were used).
   std::string Rejoin(const std::string& host);
   // Why node `host` could not join now (Rejoin's refusal, --max-np among them); "" when it can.
@@ -117,6 +136,7 @@ class HorovodElasticRounds {
   };
 
   void SettleIfDone();  // with mu_ held
+  void AnswerReady();   // with mu_ held: every rank that asked and is answered now
   void Assign();        // with mu_ held: slots for every member in the round
   void TakeJoined(ElasticRoundChange& change);  // with mu_ held
   void Fail(std::string why, int rank);
@@ -134,6 +154,9 @@ class HorovodElasticRounds {
   std::string why_failed_;
   int blamed_rank_ = -1;
   int last_failed_ = -1;
+  std::chrono::seconds wait_;
+  std::optional<Clock::time_point> waiting_since_;
+  std::vector<std::string> waiting_for_;  // the nodes whose leaving started the wait
   std::vector<ElasticRoundChange> changes_;
 };
 

@@ -43,11 +43,15 @@ void SettleElasticSettings(const LaunchOptions& options, const ClusterSpec& spec
   const int min_np = ElasticMinNp(options);
   if (options.slots_per_host < 0 || options.elastic_timeout_s < 0)
     throw UsageError("--slots-per-host/--elastic-timeout: expected a whole number >= 1");
-  if ((options.slots_per_host > 0 || options.elastic_timeout_s > 0) &&
-      options.host_discovery_script.empty()) {
+  if (options.slots_per_host > 0 && options.host_discovery_script.empty()) {
     throw UsageError(
-        "--slots-per-host and --elastic-timeout go with --host-discovery-script (horovodrun's "
-        "elastic mode)");
+        "--slots-per-host goes with --host-discovery-script (horovodrun's elastic mode)");
+  }
+  if (options.elastic_timeout_s > 0 && options.host_discovery_script.empty() &&
+      options.blacklist_cooldown_range.empty()) {
+    throw UsageError(
+        "--elastic-timeout goes with --host-discovery-script or --blacklist-cooldown-range: it is "
+        "how long an elastic job waits for nodes, and without them no node can join");
   }
   if ((options.max_np > 0 || options.reset_limit >= 0 ||
        !options.blacklist_cooldown_range.empty()) &&
@@ -82,6 +86,9 @@ void SettleElasticSettings(const LaunchOptions& options, const ClusterSpec& spec
     job.max_np = options.max_np;
     job.reset_limit = options.reset_limit;
     job.horovod = true;
+    // Below --min-np, the ranks wait for nodes as horovodrun's driver does, when a node can join.
+    if (!options.host_discovery_script.empty() || job.cooldown_min_s > 0)
+      job.nodes_wait_s = ElasticTimeoutS(options);
     // A stalled rank's node leaves an elastic job under --on-stall stop. The ranks waiting for it
     // recover once their own Gloo timeout ended the wait; ended under them while they wait,
     // Horovod 0.28's background loop stops on the broken connection and they hang.

@@ -10,12 +10,13 @@
 namespace dtrain {
 
 // Throws UsageError when the options contradict each other or the cluster (Slurm); sets `job`'s
-// min_np, max_np, reset_limit, cooldown and horovod. `job.stall_timeout_s` must be settled first
-// (a warning compares it with Horovod's Gloo timeout).
+// min_np, max_np, reset_limit, cooldown, nodes_wait_s and horovod. `job.stall_timeout_s` must be
+// settled first (a warning compares it with Horovod's Gloo timeout).
 void SettleElasticSettings(const LaunchOptions& options, const ClusterSpec& spec, JobSettings& job);
 
-// The discovery script's --elastic-timeout: the option, else HOROVOD_ELASTIC_TIMEOUT, else
-// horovodrun's 600 s.
+// --elastic-timeout (how long the start waits for the discovery script's nodes, and the ranks
+// for nodes to join when fewer than --min-np remain): the option, else HOROVOD_ELASTIC_TIMEOUT,
+// else horovodrun's 600 s.
 int ElasticTimeoutS(const LaunchOptions& options);
 
 }  // namespace dtrain

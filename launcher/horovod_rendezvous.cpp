@@ -329,6 +329,11 @@ void HorovodRendezvous::RankEnded(int rank, bool ok) {
   asio::post(server_->io, [s = server_.get()] { s->AfterElasticChange(); });
 }
 
+void HorovodRendezvous::ElasticChanged() {
+  if (!server_->elastic) return;
+  asio::post(server_->io, [s = server_.get()] { s->AfterElasticChange(); });
+}
+
 HorovodElasticRounds* HorovodRendezvous::elastic() const {
   return server_->elastic;
 }

@@ -40,6 +40,9 @@ class HorovodRendezvous {
 
   // An elastic job's rank (dtrain's number) ended; answers whoever waited on its round.
   void RankEnded(int rank, bool ok);
+  // The rounds changed outside the rendezvous (a node joined while the ranks waited for nodes,
+  // or their wait ran out): answers whoever's answer is now known.
+  void ElasticChanged();
   HorovodElasticRounds* elastic() const;
   // What the worker `key` ("<machine>:<local rank>") registered; nullopt with `why` set when it
   // registered nothing (yet) or something dtrain cannot read.

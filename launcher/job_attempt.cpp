@@ -137,8 +137,9 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
   // An elastic job's rounds (--min-np): declared first, the rendezvous serves them.
   std::unique_ptr<HorovodElasticRounds> elastic;
   if (job.settings.min_np > 0) {
-    elastic = std::make_unique<HorovodElasticRounds>(record.plan, job.settings.min_np,
-                                                     job.settings.reset_limit, job.settings.max_np);
+    elastic = std::make_unique<HorovodElasticRounds>(
+        record.plan, job.settings.min_np, job.settings.reset_limit, job.settings.max_np,
+        std::chrono::seconds(job.settings.nodes_wait_s));
     for (RankSlot& slot : record.plan.ranks) slot.env["HOROVOD_ELASTIC"] = "1";
   }
   auto horovod_rendezvous = std::make_unique<HorovodRendezvous>(

@@ -53,6 +53,9 @@ struct JobSettings {
   // elastic_cooldown.h) and may then join the job again; 0: a node that left stays out.
   double cooldown_min_s = 0, cooldown_max_s = 0;
   int max_np = 0;  // > 0: the most ranks an elastic job's round may have (--max-np)
+  // > 0: how long the ranks wait for nodes to join when fewer than --min-np remain
+  // (--elastic-timeout; a job a node can join: discovery script or cooldown); 0: it fails at once.
+  int nodes_wait_s = 0;
 };
 
 // Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.

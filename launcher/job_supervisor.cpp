@@ -125,6 +125,18 @@ void JobSupervisor::OnExit(int id, const ExitStatus& status) {
 // blamed being the last that failed) or done (whatever still runs left the job and is stopped).
 void JobSupervisor::WatchElasticRounds() {
   HorovodElasticRounds& rounds = *options_.elastic->elastic();
+  const bool waiting = rounds.waiting_since().has_value();
+  if (waiting) {
+    rounds.CheckWait(std::chrono::steady_clock::now());
+    if (rounds.verdict() != HorovodElasticRounds::Verdict::kRunning)
+      options_.elastic->ElasticChanged();  // the waiting ranks are told to leave
+  } else if (waited_for_nodes_ && options_.stall_watch) {
+    // The stall watch paused while the ranks waited for nodes: watched afresh from their round.
+    for (const ProcessSpec& proc : procs_) {
+      if (!outcome_.statuses.count(proc.id)) options_.stall_watch->OnRestart(proc.id);
+    }
+  }
+  waited_for_nodes_ = waiting;
   for (const ElasticRoundChange& change : rounds.TakeChanges()) {
     if (options_.on_elastic_change) options_.on_elastic_change(change, outcome_.statuses);
     if (!change.joined_ranks.empty() && rounds.verdict() == HorovodElasticRounds::Verdict::kRunning)
@@ -216,6 +228,12 @@ void JobSupervisor::Leave(int node) {
 void JobSupervisor::Rejoin(int node) {
   leaving_.erase(node);
   removed_.erase(node);
+  // The ranks waiting for nodes settled the round with this node's at once: they are answered,
+  // and no notification is due (it would make them reset once more).
+  options_.elastic->ElasticChanged();
+  for (const ProcessSpec& proc : procs_) {
+    if (proc.node_index == node && options_.elastic->elastic()->Slot(proc.id)) return;
+  }
   Notify(kHostsAdded);
 }
 
@@ -232,9 +250,14 @@ void JobSupervisor::Notify(int update) {
   }
   // Horovod acts on a notification newer than the last it saw, in whole seconds.
   last_notice_s_ = std::max(last_notice_s_ + 1, WallMicros() / 1000000);
+  // Told of a removal alone, Horovod's ranks skip the state sync after their reset (they hold the
+  // same state), while a node that joins the same round (one listed meanwhile, or the one the
+  // ranks wait for below --min-np) syncs from rank 0: the two would wait on each other for ever.
+  // So a removal is told as a change both ways, and the ranks always sync.
+  const int res = update == kHostsRemoved ? kHostsRemoved | kHostsAdded : update;
   notice_ =
-      std::async(std::launch::async, [service = std::move(*service), t = last_notice_s_, update] {
-        return NotifyHostsUpdated(service, t, update, kNoticeTimeoutS);
+      std::async(std::launch::async, [service = std::move(*service), t = last_notice_s_, res] {
+        return NotifyHostsUpdated(service, t, res, kNoticeTimeoutS);
       });
   notice_worker_ = key;
   notice_update_ = update;
@@ -386,7 +409,10 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
       SayNotice();
     }
     if (options_.elastic && options_.elastic_removals && !stopping_) {
-      if (!options_.elastic_removals(options_.health_watch).empty()) Notify(kHostsRemoved);
+      // Ranks waiting for nodes asked already: they need no notification.
+      if (!options_.elastic_removals(options_.health_watch).empty() &&
+          !options_.elastic->elastic()->waiting_since())
+        Notify(kHostsRemoved);
     }
     for (auto it = removed_.begin(); it != removed_.end();) {
       if (stopping_ || Clock::now() < it->second) {
@@ -408,7 +434,8 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
         BeginStop(SIGTERM);
       }
     }
-    if (options_.stall_watch && !stopping_) {
+    // While the ranks of an elastic job wait for nodes, none makes progress: no stall then.
+    if (options_.stall_watch && !stopping_ && !waited_for_nodes_) {
       std::optional<StallReport> stall = options_.stall_watch->Tick();
       if (stall && options_.stall_watch->on_stall() == OnStall::kStop) Stalled(std::move(*stall));
       if (std::optional<Straggler> slow = options_.stall_watch->TakeStraggler(); slow && !stopping_)

@@ -170,9 +170,10 @@ class JobSupervisor : public TransportEvents {
   // The host-update notification under way (Rejoin), and the worker it is for.
   std::future<std::string> notice_;
   std::string notice_worker_;
-  int notice_update_ = 0;        // the notification under way: kHostsAdded or kHostsRemoved
-  std::set<int> never_started_;  // ranks absent from the first round, not started yet
-  int64_t last_notice_s_ = 0;    // the last notification's timestamp
+  int notice_update_ = 0;          // the notification under way: kHostsAdded or kHostsRemoved
+  std::set<int> never_started_;    // ranks absent from the first round, not started yet
+  int64_t last_notice_s_ = 0;      // the last notification's timestamp
+  bool waited_for_nodes_ = false;  // the ranks waited for nodes (fewer than --min-np)
 };
 
 }  // namespace dtrain

@@ -435,11 +435,26 @@ int RunLaunch(const LaunchOptions& options) {
   const std::unique_ptr<FilteredOutput> filtered = FilteredOutputFor(
       folder.job_dir, settings.role, options.torchrun_agent.duplicate_stdout_filters,
       options.torchrun_agent.duplicate_stderr_filters);
-  Job job{options, spec,    settings, folder, plan_options, horovod_network,
-          logs,    console, record,   pool,   {},           false,
-          false,   {},      0,        "",     "",           filtered.get()};
-  job.discovery = discovery.get();
-  job.unlisted = unlisted;
+  Job job{options,
+          spec,
+          settings,
+          folder,
+          plan_options,
+          horovod_network,
+          logs,
+          console,
+          record,
+          pool,
+          {},
+          false,
+          false,
+          {},
+          0,
+          "",
+          "",
+          filtered.get(),
+          discovery.get(),
+          unlisted};
   if (!unlisted.empty()) {
     std::vector<std::string> names(unlisted.begin(), unlisted.end());
     std::fprintf(stderr,

@@ -11,6 +11,9 @@ if(TARGET dtrain)
   dtrain_test(horovod_elastic_test SOURCES horovod/horovod_elastic_test.cpp LIBS dtrain_launcher
               LABEL horovod TIMEOUT 600 RESOURCE_LOCK netns)
   add_dependencies(horovod_elastic_test dtrain)
+  dtrain_test(horovod_elastic_discovery_test SOURCES horovod/horovod_elastic_discovery_test.cpp
+              LIBS dtrain_launcher LABEL horovod TIMEOUT 600 RESOURCE_LOCK netns)
+  add_dependencies(horovod_elastic_discovery_test dtrain)
 endif()
 dtrain_test(horovod_worker_notice_test SOURCES horovod/horovod_worker_notice_test.cpp
             LIBS dtrain_launcher LABEL horovod)

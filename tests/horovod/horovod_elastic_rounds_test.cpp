@@ -339,5 +339,74 @@ TEST(HorovodElasticRounds, MaxNpKeepsANodeOut) {
   EXPECT_EQ(rounds.WhyNotJoin("c"), "");
 }
 
+// horovodrun's driver waits up to --elastic-timeout for slots when fewer than --min-np remain.
+TEST(HorovodElasticRounds, BelowMinNpTheOthersWaitUnansweredUntilANodeJoins) {
+  HorovodElasticRounds rounds(Plan(3, 1), /*min_np=*/3, /*reset_limit=*/-1, /*max_np=*/0,
+                              std::chrono::seconds(60));
+  rounds.Ended(1, false);  // b fails
+  rounds.Ready("m-a:0");
+  rounds.Ready("m-c:0");
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kRunning);
+  EXPECT_EQ(Said(rounds, "m-a:0"), "waiting") << "2 ranks are fewer than --min-np 3";
+  EXPECT_EQ(Said(rounds, "m-c:0"), "waiting");
+  EXPECT_TRUE(rounds.waiting_since());
+  std::vector<ElasticRoundChange> changes = rounds.TakeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_TRUE(changes[0].waiting);
+  EXPECT_EQ(changes[0].wait, std::chrono::seconds(60));
+  EXPECT_EQ(changes[0].left_hosts, std::vector<std::string>{"b"});
+  EXPECT_EQ(changes[0].failed_ranks, std::vector<int>{1});
+  EXPECT_EQ(changes[0].size, 2);
+  EXPECT_EQ(rounds.round(), 1) << "no new round yet";
+  rounds.CheckWait(*rounds.waiting_since() + std::chrono::seconds(59));
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kRunning);
+  // b is back: the others asked already, so the round is settled at once, b last.
+  EXPECT_EQ(rounds.WhyNotJoin("b"), "");
+  ASSERT_EQ(rounds.Rejoin("b"), "");
+  EXPECT_EQ(rounds.round(), 2);
+  EXPECT_FALSE(rounds.waiting_since());
+  EXPECT_EQ(Said(rounds, "m-a:0"), "0,3,0,1,0,3");
+  EXPECT_EQ(Said(rounds, "m-c:0"), "1,3,0,1,1,3");
+  ASSERT_TRUE(rounds.Slot(1));
+  EXPECT_EQ(rounds.Slot(1)->Response(), "2,3,0,1,2,3");
+  changes = rounds.TakeChanges();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_FALSE(changes[0].waiting);
+  EXPECT_EQ(changes[0].joined_hosts, std::vector<std::string>{"b"});
+  EXPECT_EQ(changes[0].round, 2);
+  EXPECT_EQ(changes[0].size, 3);
+  for (int rank : {0, 1, 2}) rounds.Ended(rank, true);
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kSucceeded);
+}
+
+TEST(HorovodElasticRounds, TheWaitForNodesRunsOutOrEndsWhenNobodyStays) {
+  HorovodElasticRounds rounds(Plan(3, 1), /*min_np=*/3, /*reset_limit=*/-1, /*max_np=*/0,
+                              std::chrono::seconds(5));
+  ASSERT_EQ(rounds.Remove("b"), "");
+  for (const char* key : {"m-a:0", "m-b:0", "m-c:0"}) rounds.Ready(key);
+  EXPECT_EQ(Said(rounds, "m-b:0"), kOut) << "taken out: told at once";
+  EXPECT_EQ(Said(rounds, "m-a:0"), "waiting");
+  rounds.Ended(2, false);  // c fails while it waits: a waits on alone
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kRunning);
+  const auto since = *rounds.waiting_since();
+  rounds.CheckWait(since + std::chrono::seconds(4));
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kRunning);
+  rounds.CheckWait(since + std::chrono::seconds(5));
+  EXPECT_EQ(rounds.verdict(), HorovodElasticRounds::Verdict::kFailed);
+  EXPECT_EQ(rounds.why_failed(),
+            "1 rank(s) remained after node(s) b,c left, fewer than --min-np 3, and no node joined "
+            "within 5 s (--elastic-timeout)");
+  EXPECT_EQ(rounds.blamed_rank(), 2);
+  EXPECT_EQ(Said(rounds, "m-a:0"), kOut);
+
+  // Every rank that would stay failed: nothing to wait with.
+  HorovodElasticRounds none(Plan(2, 1), /*min_np=*/2, /*reset_limit=*/-1, /*max_np=*/0,
+                            std::chrono::seconds(5));
+  none.Ended(0, false);
+  none.Ended(1, false);
+  EXPECT_EQ(none.verdict(), HorovodElasticRounds::Verdict::kFailed);
+  EXPECT_FALSE(none.waiting_since());
+}
+
 }  // namespace
 }  // namespace dtrain

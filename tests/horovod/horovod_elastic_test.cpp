@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/horovod/elastic_job.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/gpu_node_stand_ins.h"
 #include "tests/support/scratch_dirs.h"
@@ -31,37 +32,15 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
+using test::ElasticLaunch;
+using test::RankLog;
 using test::ReadText;
+using test::RoundSizes;
 using test::SshTestCluster;
 using testing::DtrainProcess;
 
-const std::string kSource = DTRAIN_SOURCE_DIR;
-const std::string kPython = kSource + "/.venv-horovod/bin/python3";
-const std::string kProgram = kSource + "/tests/horovod/hvd_elastic_train.py";
-
-#define REQUIRE_HOROVOD()                                                        \
-  if (!fs::exists(kPython)) {                                                    \
-    FAIL() << kPython << " is missing: run scripts/install-deps.sh --tests (or " \
-           << "scripts/install-horovod.sh) to build Horovod into .venv-horovod"; \
-  }
-
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string RankLog(const std::string& job_dir, int rank) {
-  return ReadText(fmt::format("{}/rank-{}.log", job_dir, rank));
-}
-
-// The dtrain command line of an elastic job of hvd_elastic_train.py.
-std::vector<std::string> ElasticLaunch(const std::string& cluster_args, const std::string& dir,
-                                       const std::vector<std::string>& more) {
-  std::vector<std::string> args = {"launch", "--job", "el", "--log-dir", dir, "--quiet"};
-  std::istringstream words(cluster_args);
-  for (std::string w; words >> w;) args.push_back(w);
-  args.insert(args.end(), more.begin(), more.end());
-  args.insert(args.end(), {"--", kPython, kProgram});
-  return args;
 }
 
 // What a rank that went on to the end printed: every step of the old round with all `before`
@@ -244,20 +223,6 @@ TEST(HorovodElastic, NodeFoundUnfitByTheHealthWatchLeavesAndTheOthersGoOn) {
 
 // The sizes of the rounds a rank's steps were taken in, each once in a row ("3,2,3"); every step
 // with all ranks of its round.
-std::string RoundSizes(const std::string& log) {
-  std::smatch m;
-  std::string rest = log, sizes;
-  const std::regex step("hvd-step step=(\\d+) rank=(\\d+) size=(\\d+) count=(\\d+)");
-  std::string last;
-  while (std::regex_search(rest, m, step)) {
-    EXPECT_EQ(m[3], m[4]) << "every rank of the round took part: " << m[0];
-    if (m[3] != last) sizes += (sizes.empty() ? "" : ",") + m[3].str();
-    last = m[3];
-    rest = m.suffix();
-  }
-  return sizes;
-}
-
 // horovodrun --blacklist-cooldown-range: node1's GPU falls off the bus (an Xid 79 in its kernel
 // log), the health watch finds it, and node1 leaves; node0 and node2 go on as a round of two.
 // Then the GPU is back (the line leaves the log, as after a reset): once the cooldown is over and
@@ -357,94 +322,6 @@ TEST(HorovodElastic, NodeThatLeftJoinsAgainAfterItsCooldownAndTheJobGrowsBack) {
 
 // Writes `hosts` as the discovery script's file in one step (a rename), as a script that reads a
 // scheduler's answer would: never a half-written list.
-void ListHosts(const std::string& file, const std::string& hosts) {
-  std::ofstream(file + ".new") << hosts;
-  fs::rename(file + ".new", file);
-}
-
-// horovodrun --host-discovery-script: the script (here `cat` of a file the test rewrites) lists
-// node0 and node1 and a host that is no node; the job starts as a round of two without node2.
-// The script then lists node2: it passes the health checks, Horovod's rank 0 is told hosts were
-// added, and node2's rank starts in a round of three. Then it stops listing node1: Horovod's
-// rank 0 is told hosts were removed, the ranks reset at their next commit, node1's rank is
-// answered "removed" and ends, and node0 and node2 finish together, with no restart.
-TEST(HorovodElastic, DiscoveryScriptDecidesWhichNodesTakePart) {
-  REQUIRE_HOROVOD();
-  SshTestCluster cluster("hvd-elastic-disc", 3, 1);
-  REQUIRE_CLUSTER(cluster);
-  const std::string file = test::HgxNodes(cluster, 3);
-  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-disc");
-  const std::string hosts = dir + "/hosts.txt";
-  ListHosts(hosts, "node0\nnode1:1\nnode9:4\n");
-  DtrainProcess dtrain(
-      ElasticLaunch("-c " + file, dir,
-                    {"--min-np", "2", "--host-discovery-script", "cat " + hosts, "--health-watch",
-                     "1", "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x",
-                     "HVD_TEST_STEP_S=0.2", "-x", "HVD_TEST_STEPS=150"}),
-      dir);
-  const std::string job_dir = dir + "/el";
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return RankLog(job_dir, 1).find("hvd-step step=10 ") != std::string::npos; }, 90))
-      << dtrain.err();
-  EXPECT_EQ(RankLog(job_dir, 2), "") << "node2 is not listed: its rank did not start";
-  ListHosts(hosts, "node0\nnode1\nnode2\nnode9:4\n");
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        const std::string log = RankLog(job_dir, 2);
-        return log.find("hvd-step step=") != std::string::npos;
-      },
-      60))
-      << dtrain.err();
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return RankLog(job_dir, 2).find("size=3 count=3") != std::string::npos; }, 30))
-      << dtrain.err();
-  ListHosts(hosts, "node0\nnode2\n");
-  const int status = dtrain.Wait(150);
-  const std::string err = dtrain.err();
-  ASSERT_EQ(status, 0) << err;
-  EXPECT_NE(err.find("dtrain: --host-discovery-script does not list node(s) node2 yet: each joins "
-                     "the elastic Horovod job when it does"),
-            std::string::npos)
-      << err;
-  const std::string unknown = "lists host(s) node9 that are no node of the job's cluster";
-  ASSERT_NE(err.find(unknown), std::string::npos) << err;
-  EXPECT_EQ(err.find(unknown, err.find(unknown) + 1), std::string::npos) << "said once: " << err;
-  EXPECT_NE(err.find("dtrain: node node2 is listed by --host-discovery-script and passed the "
-                     "health checks 2 rounds in a row; it joins the elastic Horovod job with "
-                     "rank(s) 2"),
-            std::string::npos)
-      << err;
-  EXPECT_NE(err.find("dtrain: node(s) node2 joined the elastic Horovod job (rank(s) 2); 3 "
-                     "rank(s) go on in round 2"),
-            std::string::npos)
-      << err;
-  EXPECT_NE(err.find("dtrain: node node1 is no longer listed by --host-discovery-script; its "
-                     "rank(s) 1 leave the elastic Horovod job when the others next reset"),
-            std::string::npos)
-      << err;
-  EXPECT_NE(err.find("dtrain: node(s) node1 left the elastic Horovod job, no longer listed by "
-                     "--host-discovery-script (rank(s) 1); 2 rank(s) go on in round 3"),
-            std::string::npos)
-      << err;
-  EXPECT_EQ(err.find("cannot tell the elastic Horovod job"), std::string::npos) << err;
-  EXPECT_EQ(RoundSizes(RankLog(job_dir, 0)), "2,3,2");
-  EXPECT_EQ(RoundSizes(RankLog(job_dir, 1)), "2,3") << "then it was taken out";
-  EXPECT_EQ(RoundSizes(RankLog(job_dir, 2)), "3,2");
-  const std::string done = "hvd-elastic-done step=150 size=2 ";
-  EXPECT_NE(RankLog(job_dir, 0).find(done + "rank=0 local=0/1 cross=0/2 same=1"),
-            std::string::npos);
-  EXPECT_NE(RankLog(job_dir, 2).find(done + "rank=1 local=0/1 cross=1/2 same=1"), std::string::npos)
-      << RankLog(job_dir, 2);
-  EXPECT_EQ(RankLog(job_dir, 1).find("hvd-elastic-done"), std::string::npos);
-  const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
-  ASSERT_TRUE(record.is_object());
-  EXPECT_EQ(record["status"], "succeeded");
-  EXPECT_EQ(record["attempts"].size(), 1u) << "no restart";
-  EXPECT_FALSE(record["nodes"][1].contains("quarantined")) << "taken out, not blamed";
-  EXPECT_TRUE(
-      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
-}
-
 // Rank 1's process is stopped (SIGSTOP) after step 10, as a hung process is: it neither fails nor
 // ends, and the others wait for it in their collective. Under --on-stall stop the stall watch
 // names it after --stall-timeout, its node leaves the job (the stopped rank is ended) and node0
@@ -574,7 +451,7 @@ TEST(HorovodElastic, ElasticOptionsAreChecked) {
       {{"-c", slurm, "--min-np", "1"}, "not under Slurm"},
       {{"-H", "localhost:2", "--host-discovery-script", "x"},
        "or -np N (the ranks it starts with)"},
-      {{"-H", "localhost:2", "--slots-per-host", "2"}, "go with --host-discovery-script"},
+      {{"-H", "localhost:2", "--slots-per-host", "2"}, "goes with --host-discovery-script"},
   };
   for (const auto& [args, want] : cases) {
     std::vector<std::string> all = {"launch", "--log-dir", dir};

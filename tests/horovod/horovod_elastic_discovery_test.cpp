@@ -1,0 +1,239 @@
+// Elastic Horovod whose nodes a scheduler decides, as under `horovodrun --host-discovery-script`,
+// and the wait for nodes when fewer than --min-np ranks remain (horovodrun's driver waits for
+// available slots up to --elastic-timeout). The real horovod.torch program hvd_elastic_train.py
+// on sshd nodes in network namespaces (root; skipped otherwise).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/horovod/elastic_job.h"
+#include "tests/support/dtrain_process.h"
+#include "tests/support/gpu_node_stand_ins.h"
+#include "tests/support/scratch_dirs.h"
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using nlohmann::json;
+using test::ElasticLaunch;
+using test::ListHosts;
+using test::RankLog;
+using test::ReadText;
+using test::RoundSizes;
+using test::SshTestCluster;
+using testing::DtrainProcess;
+
+// The times (t=) of a rank's steps, in order.
+std::vector<double> StepTimes(const std::string& log) {
+  std::vector<double> times;
+  const std::regex step("hvd-step step=\\d+ .* t=([0-9.]+)");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), step); it != std::sregex_iterator();
+       ++it)
+    times.push_back(std::stod((*it)[1]));
+  return times;
+}
+
+double LongestGap(const std::vector<double>& times) {
+  double gap = 0;
+  for (size_t i = 1; i < times.size(); ++i) gap = std::max(gap, times[i] - times[i - 1]);
+  return gap;
+}
+
+// horovodrun --host-discovery-script: the script (here `cat` of a file the test rewrites) lists
+// node0 and node1 and a host that is no node; the job starts as a round of two without node2.
+// The script then lists node2: it passes the health checks, Horovod's rank 0 is told hosts were
+// added, and node2's rank starts in a round of three. Then it stops listing node1: Horovod's
+// rank 0 is told hosts were removed, the ranks reset at their next commit, node1's rank is
+// answered "removed" and ends, and node0 and node2 finish together, with no restart.
+TEST(HorovodElastic, DiscoveryScriptDecidesWhichNodesTakePart) {
+  REQUIRE_HOROVOD();
+  SshTestCluster cluster("hvd-elastic-disc", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = test::HgxNodes(cluster, 3);
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-disc");
+  const std::string hosts = dir + "/hosts.txt";
+  ListHosts(hosts, "node0\nnode1:1\nnode9:4\n");
+  DtrainProcess dtrain(
+      ElasticLaunch("-c " + file, dir,
+                    {"--min-np", "2", "--host-discovery-script", "cat " + hosts, "--health-watch",
+                     "1", "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x",
+                     "HVD_TEST_STEP_S=0.2", "-x", "HVD_TEST_STEPS=150"}),
+      dir);
+  const std::string job_dir = dir + "/el";
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return RankLog(job_dir, 1).find("hvd-step step=10 ") != std::string::npos; }, 90))
+      << dtrain.err();
+  EXPECT_EQ(RankLog(job_dir, 2), "") << "node2 is not listed: its rank did not start";
+  ListHosts(hosts, "node0\nnode1\nnode2\nnode9:4\n");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const std::string log = RankLog(job_dir, 2);
+        return log.find("hvd-step step=") != std::string::npos;
+      },
+      60))
+      << dtrain.err();
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return RankLog(job_dir, 2).find("size=3 count=3") != std::string::npos; }, 30))
+      << dtrain.err();
+  ListHosts(hosts, "node0\nnode2\n");
+  const int status = dtrain.Wait(150);
+  const std::string err = dtrain.err();
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("dtrain: --host-discovery-script does not list node(s) node2 yet: each joins "
+                     "the elastic Horovod job when it does"),
+            std::string::npos)
+      << err;
+  const std::string unknown = "lists host(s) node9 that are no node of the job's cluster";
+  ASSERT_NE(err.find(unknown), std::string::npos) << err;
+  EXPECT_EQ(err.find(unknown, err.find(unknown) + 1), std::string::npos) << "said once: " << err;
+  EXPECT_NE(err.find("dtrain: node node2 is listed by --host-discovery-script and passed the "
+                     "health checks 2 rounds in a row; it joins the elastic Horovod job with "
+                     "rank(s) 2"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node(s) node2 joined the elastic Horovod job (rank(s) 2); 3 "
+                     "rank(s) go on in round 2"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node node1 is no longer listed by --host-discovery-script; its "
+                     "rank(s) 1 leave the elastic Horovod job when the others next reset"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node(s) node1 left the elastic Horovod job, no longer listed by "
+                     "--host-discovery-script (rank(s) 1); 2 rank(s) go on in round 3"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("cannot tell the elastic Horovod job"), std::string::npos) << err;
+  EXPECT_EQ(RoundSizes(RankLog(job_dir, 0)), "2,3,2");
+  EXPECT_EQ(RoundSizes(RankLog(job_dir, 1)), "2,3") << "then it was taken out";
+  EXPECT_EQ(RoundSizes(RankLog(job_dir, 2)), "3,2");
+  const std::string done = "hvd-elastic-done step=150 size=2 ";
+  EXPECT_NE(RankLog(job_dir, 0).find(done + "rank=0 local=0/1 cross=0/2 same=1"),
+            std::string::npos);
+  EXPECT_NE(RankLog(job_dir, 2).find(done + "rank=1 local=0/1 cross=1/2 same=1"), std::string::npos)
+      << RankLog(job_dir, 2);
+  EXPECT_EQ(RankLog(job_dir, 1).find("hvd-elastic-done"), std::string::npos);
+  const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["status"], "succeeded");
+  EXPECT_EQ(record["attempts"].size(), 1u) << "no restart";
+  EXPECT_FALSE(record["nodes"][1].contains("quarantined")) << "taken out, not blamed";
+  EXPECT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
+}
+
+// The script stops listing node1: it is taken out at the next commit, and node0's rank alone is
+// fewer than --min-np 2, so it waits in the rendezvous, unanswered and training nothing. Listed
+// again, node1 joins at once (no notification: the rank in the job asked already), its rank
+// starts with its place, the state is synced to it, and both finish together.
+TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANodeAgain) {
+  REQUIRE_HOROVOD();
+  SshTestCluster cluster("hvd-elastic-wait", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-wait");
+  const std::string hosts = dir + "/hosts.txt";
+  ListHosts(hosts, "node0\nnode1\n");
+  DtrainProcess dtrain(
+      ElasticLaunch("-c " + cluster.cluster_file(), dir,
+                    {"--min-np", "2", "--host-discovery-script", "cat " + hosts, "--health-watch",
+                     "0", "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x",
+                     "HVD_TEST_STEP_S=0.2", "-x", "HVD_TEST_STEPS=60"}),
+      dir);
+  const std::string job_dir = dir + "/el";
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return RankLog(job_dir, 1).find("hvd-step step=10 ") != std::string::npos; }, 90))
+      << dtrain.err();
+  ListHosts(hosts, "node0\n");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return dtrain.err().find("they wait up to 600 s") != std::string::npos; }, 30))
+      << dtrain.err();
+  const size_t steps_then = StepTimes(RankLog(job_dir, 0)).size();
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  EXPECT_EQ(StepTimes(RankLog(job_dir, 0)).size(), steps_then) << "a step below --min-np";
+  ListHosts(hosts, "node0\nnode1\n");
+  const int status = dtrain.Wait(120);
+  const std::string err = dtrain.err();
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("dtrain: node(s) node1 left the elastic Horovod job, no longer listed by "
+                     "--host-discovery-script (rank(s) 1); 1 rank(s) remain, fewer than --min-np "
+                     "2: they wait up to 600 s for nodes to join (--elastic-timeout), as "
+                     "--host-discovery-script lists them"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node node1 is listed by --host-discovery-script again; it joins the "
+                     "elastic Horovod job again with rank(s) 1"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("dtrain: node(s) node1 joined the elastic Horovod job again (rank(s) 1); 2 "
+                     "rank(s) go on in round 2"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("cannot tell the elastic Horovod job"), std::string::npos) << err;
+  const std::string log0 = RankLog(job_dir, 0);
+  EXPECT_EQ(RoundSizes(log0), "2") << "rank 0 never trained alone";
+  const double gap = LongestGap(StepTimes(log0));
+  std::printf("rank 0 waited %.2f s between two steps for node1\n", gap);
+  EXPECT_GE(gap, 4) << log0;
+  EXPECT_NE(log0.find("hvd-elastic-done step=60 size=2 rank=0 local=0/1 cross=0/2 same=1"),
+            std::string::npos)
+      << log0;
+  EXPECT_NE(RankLog(job_dir, 1)
+                .find("hvd-elastic-done step=60 size=2 rank=1 local=0/1 cross=1/2 "
+                      "same=1"),
+            std::string::npos)
+      << RankLog(job_dir, 1);
+  const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["status"], "succeeded");
+  EXPECT_EQ(record["attempts"].size(), 1u) << "no restart";
+  EXPECT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
+}
+
+// node1's rank is killed (SIGKILL) and its node leaves; node0's rank alone is fewer than
+// --min-np 2. Under --blacklist-cooldown-range node1 could come back after its cooldown, so the
+// rank waits, but only --elastic-timeout 4 s: the cooldown is longer, the wait runs out, and the
+// job fails naming why, with the killed rank's status and nothing left running.
+TEST(HorovodElastic, TheWaitForNodesRunsOutAtTheElasticTimeout) {
+  REQUIRE_HOROVOD();
+  SshTestCluster cluster("hvd-elastic-wait-out", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-wait-out");
+  DtrainProcess dtrain(
+      ElasticLaunch("-c " + cluster.cluster_file(), dir,
+                    {"--min-np", "2", "--blacklist-cooldown-range", "60", "60", "--elastic-timeout",
+                     "4", "--health-watch", "0", "--grace-period", "2", "-x", "HVD_TEST_DIE_RANK=1",
+                     "-x", "HVD_TEST_DIE_STEP=10", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=5"}),
+      dir);
+  const int status = dtrain.Wait(120);
+  const std::string err = dtrain.err();
+  EXPECT_EQ(status, 137) << "the killed rank's status: " << err;
+  EXPECT_NE(err.find("dtrain: node(s) node1 left the elastic Horovod job: rank 1: killed by "
+                     "SIGKILL; 1 rank(s) remain, fewer than --min-np 2: they wait up to 4 s for "
+                     "nodes to join (--elastic-timeout), after their cooldown"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("1 rank(s) remained after node(s) node1 left, fewer than --min-np 2, and no "
+                     "node joined within 4 s (--elastic-timeout)"),
+            std::string::npos)
+      << err;
+  const std::string log0 = RankLog(dir + "/el", 0);
+  EXPECT_EQ(RoundSizes(log0), "2") << "rank 0 never trained alone";
+  EXPECT_EQ(log0.find("hvd-elastic-done"), std::string::npos);
+  const json record = json::parse(ReadText(dir + "/el/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["status"], "failed");
+  EXPECT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10))
+      << "a rank of the job is still running";
+}
+
+}  // namespace
+}  // namespace dtrain
