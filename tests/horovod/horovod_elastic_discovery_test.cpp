@@ -130,12 +130,14 @@ TEST(HorovodElastic, DiscoveryScriptDecidesWhichNodesTakePart) {
 }
 
 // The script stops listing node1: it is taken out at the next commit, and node0's rank alone is
-// fewer than --min-np 2, so it waits in the rendezvous, unanswered and training nothing. Listed
-// again, node1 joins at once (no notification: the rank in the job asked already), its rank
-// starts with its place, the state is synced to it, and both finish together.
-TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANodeAgain) {
+// fewer than --min-np 2, so it waits in the rendezvous, unanswered and training nothing. The
+// script then lists node2 (a spare, never started): it joins at once (no notification: the rank
+// in the job asked already), its rank starts with its place and the state is synced to it. Then
+// the scheduler swaps node2 for node1 in one answer: both changes settle in one round, node1's
+// rank starting again while node2's leaves, and node0 and node1 finish together.
+TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANode) {
   REQUIRE_HOROVOD();
-  SshTestCluster cluster("hvd-elastic-wait", 2, 1);
+  SshTestCluster cluster("hvd-elastic-wait", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string dir = testing::ScratchDirs::Make("hvd-elastic-wait");
   const std::string hosts = dir + "/hosts.txt";
@@ -144,7 +146,7 @@ TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANodeAgain) {
       ElasticLaunch("-c " + cluster.cluster_file(), dir,
                     {"--min-np", "2", "--host-discovery-script", "cat " + hosts, "--health-watch",
                      "0", "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x",
-                     "HVD_TEST_STEP_S=0.2", "-x", "HVD_TEST_STEPS=60"}),
+                     "HVD_TEST_STEP_S=0.2", "-x", "HVD_TEST_STEPS=80"}),
       dir);
   const std::string job_dir = dir + "/el";
   ASSERT_TRUE(testing::WaitFor(
@@ -157,6 +159,9 @@ TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANodeAgain) {
   const size_t steps_then = StepTimes(RankLog(job_dir, 0)).size();
   std::this_thread::sleep_for(std::chrono::seconds(4));
   EXPECT_EQ(StepTimes(RankLog(job_dir, 0)).size(), steps_then) << "a step below --min-np";
+  ListHosts(hosts, "node0\nnode2\n");
+  ASSERT_TRUE(testing::WaitFor([&] { return StepTimes(RankLog(job_dir, 2)).size() >= 5; }, 60))
+      << dtrain.err();
   ListHosts(hosts, "node0\nnode1\n");
   const int status = dtrain.Wait(120);
   const std::string err = dtrain.err();
@@ -167,28 +172,30 @@ TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANodeAgain) {
                      "--host-discovery-script lists them"),
             std::string::npos)
       << err;
-  EXPECT_NE(err.find("dtrain: node node1 is listed by --host-discovery-script again; it joins the "
-                     "elastic Horovod job again with rank(s) 1"),
+  EXPECT_NE(err.find("dtrain: node(s) node2 joined the elastic Horovod job (rank(s) 2); 2 rank(s) "
+                     "go on in round 2"),
             std::string::npos)
       << err;
-  EXPECT_NE(err.find("dtrain: node(s) node1 joined the elastic Horovod job again (rank(s) 1); 2 "
-                     "rank(s) go on in round 2"),
+  EXPECT_NE(err.find("dtrain: node(s) node1 joined the elastic Horovod job again (rank(s) 1); "
+                     "node(s) node2 left the elastic Horovod job, no longer listed by "
+                     "--host-discovery-script (rank(s) 2); 2 rank(s) go on in round 3"),
             std::string::npos)
       << err;
   EXPECT_EQ(err.find("cannot tell the elastic Horovod job"), std::string::npos) << err;
   const std::string log0 = RankLog(job_dir, 0);
   EXPECT_EQ(RoundSizes(log0), "2") << "rank 0 never trained alone";
   const double gap = LongestGap(StepTimes(log0));
-  std::printf("rank 0 waited %.2f s between two steps for node1\n", gap);
+  std::printf("rank 0 waited %.2f s between two steps for a node\n", gap);
   EXPECT_GE(gap, 4) << log0;
-  EXPECT_NE(log0.find("hvd-elastic-done step=60 size=2 rank=0 local=0/1 cross=0/2 same=1"),
+  EXPECT_NE(log0.find("hvd-elastic-done step=80 size=2 rank=0 local=0/1 cross=0/2 same=1"),
             std::string::npos)
       << log0;
   EXPECT_NE(RankLog(job_dir, 1)
-                .find("hvd-elastic-done step=60 size=2 rank=1 local=0/1 cross=1/2 "
+                .find("hvd-elastic-done step=80 size=2 rank=1 local=0/1 cross=1/2 "
                       "same=1"),
             std::string::npos)
       << RankLog(job_dir, 1);
+  EXPECT_EQ(RankLog(job_dir, 2).find("hvd-elastic-done"), std::string::npos);
   const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object());
   EXPECT_EQ(record["status"], "succeeded");
