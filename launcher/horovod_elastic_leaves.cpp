@@ -262,7 +262,19 @@ int ElasticLeaves::Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*&
         never_started_.count(host) ||
         std::all_of(ranks.begin(), ranks.end(), [&](int rank) { return ended.count(rank); });
     if (!all_ended) continue;
-    const std::string refused = rounds_->WhyNotJoin(host);
+    std::string refused = rounds_->WhyNotJoin(host);
+    if (refused.empty() && job_.dir_sync) {
+      // --sync: it joins once the launch directory is there (copied on a thread of its own).
+      std::string why;
+      const LaunchDirSync::State synced = job_.dir_sync->Poll(job_.spec, host, why);
+      if (synced == LaunchDirSync::State::kBusy) continue;
+      if (synced == LaunchDirSync::State::kFailed) {
+        refused = fmt::format(
+            "the launch directory could not be copied to it (--sync): {}; "
+            "tried again every {:g} s",
+            why, LaunchDirSync::kRetryS);
+      }
+    }
     if (refused.empty()) {
       ready.insert(host);
       refused_said_.erase(host);

@@ -26,6 +26,7 @@
 #include "launcher/rank_log.h"
 #include "launcher/rank_plan.h"
 #include "launcher/restart_policy.h"
+#include "launcher/ssh/launch_dir_sync.h"
 
 namespace dtrain {
 
@@ -96,6 +97,7 @@ struct Job {
   // it did not list at the start, which the start's health check leaves to their joining.
   HostDiscovery* discovery = nullptr;
   std::set<std::string> unlisted;
+  LaunchDirSync* dir_sync = nullptr;  // --sync on ssh nodes (null: none)
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.

@@ -47,6 +47,7 @@
 #include "launcher/rank_plan.h"
 #include "launcher/restart_policy.h"
 #include "launcher/slurm/slurm_allocation.h"
+#include "launcher/ssh/launch_dir_sync.h"
 #include "launcher/ssh/ssh_preflight.h"
 #include "launcher/ssh/workdir_sync.h"
 #include "launcher/timeline/trace_fetch.h"
@@ -281,23 +282,44 @@ void PrintBanner(const JobRecord& record, const ChosenCluster& chosen, const std
     std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
 }
 
-// --sync: the launch directory to every ssh node before any rank starts.
-void SyncLaunchDir(const ClusterSpec& spec, const JobFolder& folder, JobRecord& record) {
+// --sync: the launch directory to every reached ssh node before any rank starts; null when there
+// is nothing to copy (no --sync, or nodes that share this machine's files). Later nodes are synced
+// when they first take part (LaunchDirSync).
+std::unique_ptr<LaunchDirSync> SyncLaunchDir(const LaunchOptions& options, const ClusterSpec& spec,
+                                             const JobFolder& folder, JobRecord& record) {
+  if (!options.sync) return nullptr;
   if (spec.transport != TransportKind::kSsh) {
     std::fprintf(stderr,
                  "dtrain: --sync: a %s cluster shares this machine's files: nothing to copy\n",
                  TransportName(spec.transport));
-    return;
+    return nullptr;
   }
-  SyncOptions sync;
-  sync.source = folder.launch_dir;
-  sync.exclude = folder.log_dir;
-  sync.progress = ::isatty(STDERR_FILENO);
-  const SyncReport synced = SyncWorkdir(spec, sync);
-  std::fputs(DescribeSync(synced).c_str(), stderr);
-  if (!synced.ok()) {
+  auto sync = std::make_unique<LaunchDirSync>(folder.launch_dir, folder.log_dir);
+  if (!sync->SyncNow(spec).empty()) {
     RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
     throw Error("--sync: the workdir could not be copied to every node; no rank was started");
+  }
+  return sync;
+}
+
+// --sync before a restart: the picked nodes the launch directory was not copied to yet
+// (unreached at the start, spares) get it first; a node it cannot reach is quarantined and
+// another picked.
+std::vector<int> SyncPicked(Job& job, std::vector<int> nodes) {
+  for (;;) {
+    const std::map<std::string, std::string> failed =
+        job.dir_sync->SyncNow(AttemptSpec(job.spec, nodes));
+    if (failed.empty()) return nodes;
+    for (const auto& [host, why] : failed) {
+      Quarantine(job, NodeIndex(job.spec, host),
+                 "the launch directory could not be copied to it (--sync): " + why);
+    }
+    nodes = job.pool.Pick();
+    if (nodes.empty()) {
+      RecordFailureBeforeStart(job.folder.job_dir, job.record, kExitFailure);
+      throw Error("job " + job.record.name + " cannot go on: " + job.pool.why_not() +
+                  " after --sync failed on node(s) it picked; fix them and run `dtrain sync`");
+    }
   }
 }
 
@@ -419,6 +441,8 @@ int RunLaunch(const LaunchOptions& options) {
   for (const auto& [host, error] : unreached) {
     SayQuarantined(host, record.name, record.quarantined[host], /*may_return=*/true);
   }
+  // First: a node's commands run in its workdir, which the first sync may create.
+  const std::unique_ptr<LaunchDirSync> dir_sync = SyncLaunchDir(options, reached, folder, record);
   // Every job gets Horovod's rendezvous; only a job that asked for Horovod has its nodes' network
   // interfaces looked up (a query per SSH node) and hears what could not be found.
   // Asked of the reached nodes only; the others' ranks look their interface up as they start.
@@ -430,7 +454,6 @@ int RunLaunch(const LaunchOptions& options) {
     for (const std::string& note : horovod_network.notes)
       std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
   }
-  if (options.sync) SyncLaunchDir(reached, folder, record);
 
   const std::unique_ptr<FilteredOutput> filtered = FilteredOutputFor(
       folder.job_dir, settings.role, options.torchrun_agent.duplicate_stdout_filters,
@@ -454,7 +477,8 @@ int RunLaunch(const LaunchOptions& options) {
           "",
           filtered.get(),
           discovery.get(),
-          unlisted};
+          unlisted,
+          dir_sync.get()};
   if (!unlisted.empty()) {
     std::vector<std::string> names(unlisted.begin(), unlisted.end());
     std::fprintf(stderr,
@@ -488,6 +512,7 @@ int RunLaunch(const LaunchOptions& options) {
   NodeClockProbe clock_probe(reached);  // PyTorch traces carry their node's clock; taken below
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) nodes = pool.Pick();
+    if (attempt > 0 && job.dir_sync) nodes = SyncPicked(job, nodes);
     std::map<int, uint64_t> log_start;
     const JobOutcome outcome = RunAttempt(job, attempt, AttemptSpec(spec, nodes), log_start);
     // Every later step, the checks before a restart among them, overlaps a step that lost a node

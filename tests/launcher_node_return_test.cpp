@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -209,6 +210,64 @@ echo "rank $RANK done")sh";
             std::string::npos)
       << dtrain.err();
   EXPECT_NE(ReadText(dir + "/fixed/rank-1.log").find("rank 1 done"), std::string::npos);
+}
+
+// --sync into the nodes' private workdirs (/srv/node/work) while node1's link is down: the job
+// starts on node0 and node2, the launch directory copied to those two only. Once node1 answers
+// again and passes the health checks twice, the job restarts on all three, and the launch
+// directory is copied to node1 before its rank starts there (node0 and node2 are not copied to
+// again): its rank finds the synced file in its workdir.
+TEST(NodeReturn, ANodeUnreachedAtTheStartIsSyncedBeforeItJoins) {
+  SshTestCluster cluster("node-return-sync", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("node-return-sync");
+  const std::string src = dir + "/src";
+  std::filesystem::create_directories(src);
+  testing::WriteFile(src + "/synced.txt", "yes\n");
+  const std::string file = cluster.dir() + "/workdir.yaml";
+  testing::WriteFile(file, ReadText(cluster.cluster_file()) + "workdir: /srv/node/work\n");
+  cluster.OnNode(1, "ip link set eth0 down");
+  DtrainProcess dtrain({"launch",
+                        "--sync",
+                        "-c",
+                        file,
+                        "--job",
+                        "synced",
+                        "--log-dir",
+                        dir + "/logs",
+                        "--node-timeout",
+                        "3",
+                        "--nnodes",
+                        "2:3",
+                        "--health-watch",
+                        "1",
+                        "--quiet",
+                        "--",
+                        "sh",
+                        "-c",
+                        "echo synced=$(cat synced.txt)\n" + LongerCheckpointedRank(),
+                        "nodeloss-rank"},
+                       src);
+  const std::string job_dir = dir + "/logs/synced";
+  ASSERT_TRUE(test::WaitForStep(job_dir, 4)) << dtrain.err();
+  cluster.OnNode(1, "ip link set eth0 up");
+  const std::string back =
+      "dtrain: node node1 passed the health checks 2 rounds in a row; job synced restarts on "
+      "node0,node1,node2";
+  EXPECT_GE(WaitForText(dtrain, back, Clock::now(), 40), 0) << dtrain.err();
+  ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
+  const std::string err = dtrain.err();
+  for (const char* node : {"node0", "node1", "node2"}) {
+    const std::string synced = std::string("dtrain: sync ") + node + " (";
+    ASSERT_NE(err.find(synced), std::string::npos) << err;
+    EXPECT_EQ(err.find(synced, err.find(synced) + 1), std::string::npos) << "synced once: " << err;
+  }
+  EXPECT_GT(err.find("dtrain: sync node1 ("), err.find(back)) << err;
+  const std::string log1 = ReadText(job_dir + "/rank-1.log");
+  EXPECT_NE(log1.find("synced=yes\nrank 1 of 3 on node1 starts at step "), std::string::npos)
+      << log1;
+  EXPECT_NE(log1.find("rank 1 done"), std::string::npos) << log1;
+  EXPECT_EQ(cluster.OnNode(1, "cat /srv/node/work/synced.txt"), "yes\n");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -131,10 +132,11 @@ TEST(HorovodElastic, DiscoveryScriptDecidesWhichNodesTakePart) {
 
 // The script stops listing node1: it is taken out at the next commit, and node0's rank alone is
 // fewer than --min-np 2, so it waits in the rendezvous, unanswered and training nothing. The
-// script then lists node2 (a spare, never started): it joins at once (no notification: the rank
-// in the job asked already), its rank starts with its place and the state is synced to it. Then
-// the scheduler swaps node2 for node1 in one answer: both changes settle in one round, node1's
-// rank starting again while node2's leaves, and node0 and node1 finish together.
+// script then lists node2 (a spare, never started): under --sync into the nodes' private
+// workdirs the launch directory is copied to it first, then it joins at once (no notification:
+// the rank in the job asked already), its rank starts with its place and the state is synced to
+// it. Then the scheduler swaps node2 for node1 in one answer: both changes settle in one round,
+// node1's rank starting again while node2's leaves, and node0 and node1 finish together.
 TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANode) {
   REQUIRE_HOROVOD();
   SshTestCluster cluster("hvd-elastic-wait", 3, 1);
@@ -142,12 +144,20 @@ TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANode) {
   const std::string dir = testing::ScratchDirs::Make("hvd-elastic-wait");
   const std::string hosts = dir + "/hosts.txt";
   ListHosts(hosts, "node0\nnode1\n");
-  DtrainProcess dtrain(
-      ElasticLaunch("-c " + cluster.cluster_file(), dir,
-                    {"--min-np", "2", "--host-discovery-script", "cat " + hosts, "--health-watch",
-                     "0", "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x",
-                     "HVD_TEST_STEP_S=0.2", "-x", "HVD_TEST_STEPS=80"}),
-      dir);
+  std::ofstream(dir + "/synced.txt") << "yes\n";
+  const std::string file = cluster.dir() + "/workdir.yaml";
+  std::ofstream(file) << ReadText(cluster.cluster_file()) << "workdir: /srv/node/work\n";
+  std::vector<std::string> args = ElasticLaunch(
+      "-c " + file, dir,
+      {"--sync", "--min-np", "2", "--host-discovery-script", "cat " + hosts, "--health-watch", "0",
+       "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x", "HVD_TEST_STEP_S=0.2",
+       "-x", "HVD_TEST_STEPS=80"});
+  // Each rank says what it finds in its workdir first.
+  args.resize(args.size() - 2);
+  args.insert(args.end(), {"sh", "-c",
+                           "echo synced=$(cat synced.txt); exec " + test::kHorovodPython + " " +
+                               test::kElasticProgram});
+  DtrainProcess dtrain(args, dir);
   const std::string job_dir = dir + "/el";
   ASSERT_TRUE(testing::WaitFor(
       [&] { return RankLog(job_dir, 1).find("hvd-step step=10 ") != std::string::npos; }, 90))
@@ -182,6 +192,16 @@ TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANode) {
             std::string::npos)
       << err;
   EXPECT_EQ(err.find("cannot tell the elastic Horovod job"), std::string::npos) << err;
+  for (const char* node : {"node0", "node1", "node2"}) {
+    const std::string synced = std::string("dtrain: sync ") + node + " (";
+    ASSERT_NE(err.find(synced), std::string::npos) << err;
+    EXPECT_EQ(err.find(synced, err.find(synced) + 1), std::string::npos) << "synced once: " << err;
+  }
+  EXPECT_LT(err.find("dtrain: sync node2 ("),
+            err.find("dtrain: node node2 is listed by --host-discovery-script"))
+      << "synced before it joins: " << err;
+  EXPECT_NE(RankLog(job_dir, 2).find("synced=yes\nhvd-start"), std::string::npos)
+      << RankLog(job_dir, 2);
   const std::string log0 = RankLog(job_dir, 0);
   EXPECT_EQ(RoundSizes(log0), "2") << "rank 0 never trained alone";
   const double gap = LongestGap(StepTimes(log0));
