@@ -300,8 +300,9 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "torchrun's: the run id every rank sees (TORCHELASTIC_RUN_ID; default: the "
                   "job's name)");
   cmd->add_option("--rdzv-conf", rdzv.conf,
-                  "torchrun's KEY=VALUE,...: not used (dtrain starts every rank itself, so "
-                  "there is no join to time out); a note says so");
+                  "torchrun's KEY=VALUE,...: join_timeout=S is how long a job short of nodes "
+                  "waits for a quarantined one to return (default 600); the other keys are not "
+                  "used (dtrain starts every rank itself), a note says so");
   cmd->add_option("--role", options->role,
                   "torchrun's: the ranks' ROLE_NAME (default: job.role, else default)")
       ->check(CLI::Validator(

@@ -57,6 +57,9 @@ struct JobSettings {
   // > 0: how long the ranks wait for nodes to join when fewer than --min-np remain
   // (--elastic-timeout; a job a node can join: discovery script or cooldown); 0: it fails at once.
   int nodes_wait_s = 0;
+  // How long a job short of nodes between attempts waits for quarantined ones to return
+  // (torchrun's join_timeout, --rdzv-conf join_timeout=S; node_return_wait.h).
+  double join_timeout_s = 600;
 };
 
 // Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.

@@ -17,6 +17,7 @@
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/log_reader.h"
 #include "launcher/node_health_checks.h"
+#include "launcher/node_return_wait.h"
 #include "launcher/oom_kill.h"
 #include "launcher/rank_error_file.h"
 #include "launcher/straggler_leaves.h"
@@ -243,6 +244,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
 
   std::vector<int> next_nodes;
   double checked_s = 0;                        // the health check's time, taken out of the backoff
+  double waited_s = 0;                         // ... and the wait for nodes to return
   const int restarts = attempt - job.returns;  // restarts after failures so far
   const bool may_restart = interrupt == 0 && outcome.exit_code != 0 && !verdict.deterministic &&
                            restarts < job.settings.max_restarts;
@@ -259,13 +261,27 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
     std::fprintf(stderr,
                  "dtrain: job %s not restarted: %s, which another attempt would only repeat\n",
                  record.name.c_str(), verdict.detail.c_str());
-  } else if (restarts < job.settings.max_restarts && (next_nodes = job.pool.Pick()).empty()) {
-    record.status = "failed";
-    std::fprintf(stderr, "dtrain: job %s cannot restart: %s\n", record.name.c_str(),
-                 job.pool.why_not().c_str());
+  } else if (restarts < job.settings.max_restarts && (next_nodes = job.pool.Pick()).empty() &&
+             (next_nodes = WaitForReturningNodes(job, waited_s)).empty()) {
+    // Short of nodes, and none came back within torchrun's join_timeout (or none may).
+    if (JobSupervisor::InterruptSignal() != 0) {
+      record.status = "interrupted";
+      record.exit_code = 128 + JobSupervisor::InterruptSignal();
+      std::fprintf(stderr, "dtrain: job %s interrupted while it waited for nodes\n",
+                   record.name.c_str());
+    } else {
+      record.status = "failed";
+      std::fprintf(stderr, "dtrain: job %s cannot restart: %s%s\n", record.name.c_str(),
+                   job.pool.why_not().c_str(),
+                   waited_s > 0 ? fmt::format(", and no node came back within {:g} s (torchrun's "
+                                              "join_timeout, --rdzv-conf join_timeout=S)",
+                                              job.settings.join_timeout_s)
+                                      .c_str()
+                                : "");
+    }
   } else if (restarts < job.settings.max_restarts) {
     const double backoff = BackoffSeconds(restarts + 1);
-    const double wait_s = std::max(0.0, backoff - checked_s);
+    const double wait_s = std::max(0.0, backoff - checked_s - waited_s);
     const std::string nodes = NodeList(job, next_nodes);
     std::fprintf(stderr, "dtrain: restarting job %s (restart %d of %d) in %g s on %s; cause: %s\n",
                  record.name.c_str(), restarts + 1, job.settings.max_restarts, backoff,

@@ -178,6 +178,7 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
   job.health_watch_s =
       options.health_watch_s.value_or(spec.transport == TransportKind::kLocal ? 0 : kHealthWatchS);
   if (!options.check_nodes) job.health_watch_s = 0;
+  job.join_timeout_s = JoinTimeoutS(options.cluster.torchrun);
   job.role = options.role.empty() ? spec.job.role : options.role;
   SettleElasticSettings(options, spec, job);
   // torchrun's --standalone draws a rendezvous id of its own whatever --rdzv-id says.
@@ -295,7 +296,7 @@ std::unique_ptr<LaunchDirSync> SyncLaunchDir(const LaunchOptions& options, const
     return nullptr;
   }
   auto sync = std::make_unique<LaunchDirSync>(folder.launch_dir, folder.log_dir);
-  if (!sync->SyncNow(spec).empty()) {
+  if (!sync->SyncNow(spec, ::isatty(STDERR_FILENO)).empty()) {
     RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
     throw Error("--sync: the workdir could not be copied to every node; no rank was started");
   }

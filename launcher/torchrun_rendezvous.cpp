@@ -1,6 +1,7 @@
 #include "launcher/torchrun_rendezvous.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include <fmt/format.h>
@@ -40,7 +41,44 @@ std::pair<std::string, int> SplitEndpoint(const std::string& endpoint) {
   return {host, has_port ? std::stoi(port) : 0};
 }
 
+// --rdzv-conf "K=V,K=V" as torchrun's _parse_rendezvous_config reads it: items split at ',',
+// each at its first '='; an empty item is skipped, one without '=' refused.
+std::vector<std::pair<std::string, std::string>> ConfItems(const std::string& conf) {
+  std::vector<std::pair<std::string, std::string>> items;
+  size_t start = 0;
+  while (start <= conf.size()) {
+    size_t end = conf.find(',', start);
+    if (end == std::string::npos) end = conf.size();
+    const std::string item = conf.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError(
+          fmt::format("--rdzv-conf {}: the item '{}' is not KEY=VALUE (torchrun reads K1=V1,K2=V2)",
+                      conf, item));
+    }
+    items.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+  }
+  return items;
+}
+
 }  // namespace
+
+double JoinTimeoutS(const TorchrunRendezvous& rdzv) {
+  double seconds = kJoinTimeoutS;
+  for (const auto& [key, value] : ConfItems(rdzv.conf)) {
+    if (key != "join_timeout") continue;
+    char* end = nullptr;
+    seconds = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !(seconds > 0) || seconds > 1e7) {
+      throw UsageError(fmt::format(
+          "--rdzv-conf join_timeout={}: expected seconds > 0 (torchrun's default is {:g})", value,
+          kJoinTimeoutS));
+    }
+  }
+  return seconds;
+}
 
 int TorchrunRendezvousPort(const TorchrunRendezvous& rdzv, int master_port, const ClusterSpec& spec,
                            std::vector<std::string>& notes) {
@@ -50,11 +88,15 @@ int TorchrunRendezvousPort(const TorchrunRendezvous& rdzv, int master_port, cons
         "itself (a TCPStore on the first node, as torchrun's c10d backend)",
         rdzv.backend));
   }
-  if (!rdzv.conf.empty()) {
+  std::vector<std::string> unused_conf;
+  for (const auto& [key, value] : ConfItems(rdzv.conf)) {
+    if (key != "join_timeout") unused_conf.push_back(key + "=" + value);
+  }
+  if (!unused_conf.empty()) {
     notes.push_back(fmt::format(
-        "--rdzv-conf {} is not used: dtrain starts every rank itself, so no node joins late and "
-        "there is no join to time out",
-        rdzv.conf));
+        "--rdzv-conf {} {} not used: dtrain starts every rank itself (join_timeout is: how long a "
+        "job short of nodes waits for one to return)",
+        fmt::join(unused_conf, ","), unused_conf.size() > 1 ? "are" : "is"));
   }
   if (rdzv.standalone) {
     std::vector<std::string> unused;

@@ -17,12 +17,22 @@ struct TorchrunRendezvous {
   std::string endpoint;     // --rdzv-endpoint HOST[:PORT]: PORT as --master-port
   std::string backend;      // --rdzv-backend: c10d or static; etcd and etcd-v2 are not contacted
   std::string id;           // --rdzv-id: TORCHELASTIC_RUN_ID ("" = the job's name)
-  std::string conf;         // --rdzv-conf: not used
+  std::string conf;         // --rdzv-conf KEY=VALUE,...: join_timeout is used, the rest not
 };
 
+// torchrun's join_timeout default: how long its rendezvous waits for --nnodes MIN nodes.
+constexpr double kJoinTimeoutS = 600;
+
+// --rdzv-conf's join_timeout in seconds (torchrun's 600 when not given): how long a job short of
+// nodes waits for quarantined ones to return before it gives up (node_return_wait.h). Throws
+// UsageError for a conf torchrun would refuse to read (an item without '=') or a join_timeout
+// that is no number of seconds > 0.
+double JoinTimeoutS(const TorchrunRendezvous& rdzv);
+
 // The rendezvous port the options name (--rdzv-endpoint's; 0: none), with a note in `notes` for
-// each option that does not apply on `spec`'s nodes. Throws UsageError for an endpoint torchrun
-// would refuse, or a port other than `master_port` (> 0: --master-port).
+// each option that does not apply on `spec`'s nodes (--rdzv-conf's keys but join_timeout). Throws
+// UsageError for an endpoint torchrun would refuse, or a port other than `master_port` (> 0:
+// --master-port).
 int TorchrunRendezvousPort(const TorchrunRendezvous& rdzv, int master_port, const ClusterSpec& spec,
                            std::vector<std::string>& notes);
 

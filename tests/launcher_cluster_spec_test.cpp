@@ -13,12 +13,14 @@
 #include "launcher/cluster_template.h"
 #include "launcher/error.h"
 #include "launcher/local_device_count.h"
+#include "launcher/torchrun_rendezvous.h"
 #include "tests/support/cluster_text.h"
 
 namespace dtrain {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const char kFullExample[] = R"(name: lab
 transport: ssh
@@ -231,14 +233,16 @@ TEST(ClusterSpec, TorchrunsRendezvousOptions) {
   nodes.cluster_file = file;
   nodes.torchrun.endpoint = "b:29444";
   nodes.torchrun.backend = "etcd";
-  nodes.torchrun.conf = "join_timeout=900";
+  nodes.torchrun.conf = "join_timeout=900,read_timeout=60";
   ChosenCluster chosen = ChooseCluster(nodes);
   EXPECT_EQ(chosen.spec.rendezvous_port, 29444);
   EXPECT_EQ(chosen.port_why, "--rdzv-endpoint");
   EXPECT_THAT(notes(chosen), HasSubstr("the rendezvous is on the first node, a (10.9.0.1), where "
                                        "dtrain hosts the job's store, not on b; list it first"));
   EXPECT_THAT(notes(chosen), HasSubstr("--rdzv-backend etcd: no etcd server is contacted"));
-  EXPECT_THAT(notes(chosen), HasSubstr("--rdzv-conf join_timeout=900 is not used"));
+  EXPECT_THAT(notes(chosen), HasSubstr("--rdzv-conf read_timeout=60 is not used"));
+  EXPECT_THAT(notes(chosen), Not(HasSubstr("join_timeout=900")));
+  EXPECT_EQ(JoinTimeoutS(nodes.torchrun), 900);
   nodes.torchrun = {};
   nodes.torchrun.endpoint = "10.9.0.1";  // the first node's address; no port: the default's
   chosen = ChooseCluster(nodes);
@@ -483,6 +487,26 @@ TEST(ClusterSpec, DefaultLocalClusterFollowsTheEnvironment) {
   EXPECT_THROW(DefaultLocalCluster(), Error);
   ::unsetenv("NPROC_PER_NODE");
   ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+TEST(TorchrunRendezvous, JoinTimeoutIsReadFromRdzvConfAsTorchrunReadsIt) {
+  TorchrunRendezvous rdzv;
+  EXPECT_EQ(JoinTimeoutS(rdzv), 600) << "torchrun's default";
+  rdzv.conf = "join_timeout=30";
+  EXPECT_EQ(JoinTimeoutS(rdzv), 30);
+  rdzv.conf = "read_timeout=5,,join_timeout=2.5";
+  EXPECT_EQ(JoinTimeoutS(rdzv), 2.5);
+  for (const char* bad :
+       {"join_timeout=soon", "join_timeout=0", "join_timeout=", "join_timeout", "=5"}) {
+    rdzv.conf = bad;
+    try {
+      JoinTimeoutS(rdzv);
+      ADD_FAILURE() << bad << " was read";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), kExitUsage) << bad;
+      EXPECT_THAT(e.what(), HasSubstr("--rdzv-conf")) << bad;
+    }
+  }
 }
 
 }  // namespace

@@ -270,5 +270,97 @@ TEST(NodeReturn, ANodeUnreachedAtTheStartIsSyncedBeforeItJoins) {
   EXPECT_EQ(cluster.OnNode(1, "cat /srv/node/work/synced.txt"), "yes\n");
 }
 
+// Two nodes, no spare: node1's link is cut and the job, short of nodes, cannot restart at once.
+// As torchrun's agents wait at their rendezvous, it waits (--rdzv-conf join_timeout=60) for
+// node1 to pass the health checks twice, then restarts on both from the checkpoint and finishes.
+// A second job whose node1 never comes back gives up after its join_timeout of 3 s.
+TEST(NodeReturn, AJobShortOfNodesWaitsForOneToReturnUpToTheJoinTimeout) {
+  SshTestCluster cluster("node-return-wait", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("node-return-wait");
+  auto launch = [&](const std::string& job, const std::string& join_timeout) {
+    return std::vector<std::string>{"launch",
+                                    "-c",
+                                    cluster.cluster_file(),
+                                    "--job",
+                                    job,
+                                    "--log-dir",
+                                    dir,
+                                    "--node-timeout",
+                                    "3",
+                                    "--grace-period",
+                                    "2",
+                                    "--max-restarts",
+                                    "1",
+                                    "--health-watch",
+                                    "1",
+                                    "--rdzv-conf",
+                                    "join_timeout=" + join_timeout,
+                                    "--quiet",
+                                    "--",
+                                    "sh",
+                                    "-c",
+                                    LongerCheckpointedRank(),
+                                    "nodeloss-rank"};
+  };
+  DtrainProcess dtrain(launch("waits", "60"), dir);
+  ASSERT_TRUE(test::WaitForStep(dir + "/waits", 4)) << dtrain.err();
+  cluster.OnNode(1, "ip link set eth0 down");
+  const Clock::time_point cut = Clock::now();
+  const std::string waiting = "dtrain: job waits is short of nodes (";
+  ASSERT_GE(WaitForText(dtrain, waiting, cut, 30), 0) << dtrain.err();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  cluster.OnNode(1, "ip link set eth0 up");
+  const Clock::time_point restored = Clock::now();
+  const double back_s = WaitForText(dtrain,
+                                    "dtrain: node node1 passed the health checks 2 rounds "
+                                    "in a row after ",
+                                    restored, 40);
+  std::printf("node1 restored: taken back after %.2f s\n", back_s);
+  ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
+  std::string err = dtrain.err();
+  EXPECT_NE(err.find("): it waits up to 60 s (torchrun's join_timeout, --rdzv-conf "
+                     "join_timeout=S) for a quarantined node to pass the health checks 2 rounds "
+                     "in a row"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("restarting job waits (restart 1 of 1) in "), std::string::npos) << err;
+  EXPECT_GE(back_s, 1) << err;
+  json record = json::parse(ReadText(dir + "/waits/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  ASSERT_EQ(record["attempts"].size(), 2u) << record["attempts"].dump(2);
+  EXPECT_EQ(record["attempts"][0]["cause"], "node-lost");
+  EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node1"}));
+  EXPECT_EQ(record["status"], "succeeded");
+  EXPECT_NE(record.dump().find("\"node_returned\""), std::string::npos);
+  const std::string log1 = ReadText(dir + "/waits/rank-1.log");
+  const size_t again = log1.find("--- dtrain: restart 1");
+  ASSERT_NE(again, std::string::npos) << log1;
+  EXPECT_NE(log1.find("rank 1 done", again), std::string::npos) << log1;
+
+  // node1 stays cut: the wait runs out.
+  DtrainProcess gives_up(launch("gives-up", "3"), dir);
+  ASSERT_TRUE(test::WaitForStep(dir + "/gives-up", 4)) << gives_up.err();
+  cluster.OnNode(1, "ip link set eth0 down");
+  EXPECT_NE(gives_up.Wait(60), 0);
+  err = gives_up.err();
+  EXPECT_NE(err.find("): it waits up to 3 s (torchrun's join_timeout"), std::string::npos) << err;
+  EXPECT_NE(err.find("dtrain: job gives-up cannot restart: "), std::string::npos) << err;
+  EXPECT_NE(err.find(", and no node came back within 3 s (torchrun's join_timeout, --rdzv-conf "
+                     "join_timeout=S)"),
+            std::string::npos)
+      << err;
+  record = json::parse(ReadText(dir + "/gives-up/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["status"], "failed");
+  EXPECT_EQ(record["attempts"].size(), 1u);
+  cluster.OnNode(1, "ip link set eth0 up");
+  for (int node = 0; node < 2; ++node) {
+    for (const std::string& p : cluster.NodeProcesses(node)) {
+      EXPECT_EQ(p.find("nodeloss-rank"), std::string::npos) << "node" << node << ": " << p;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -36,7 +36,7 @@ LaunchDirSync::~LaunchDirSync() {
   }
 }
 
-std::map<std::string, std::string> LaunchDirSync::SyncNow(const ClusterSpec& spec) {
+std::map<std::string, std::string> LaunchDirSync::SyncNow(const ClusterSpec& spec, bool progress) {
   std::set<std::string> hosts;
   for (const NodeSpec& node : spec.nodes) {
     if (!synced_.count(node.host) && !running_.count(node.host)) hosts.insert(node.host);
@@ -44,7 +44,7 @@ std::map<std::string, std::string> LaunchDirSync::SyncNow(const ClusterSpec& spe
   std::map<std::string, std::string> failed;
   if (hosts.empty()) return failed;
   SyncOptions options = options_;
-  options.progress = false;
+  options.progress = progress;
   const SyncReport report = SyncWorkdir(OnlyNodes(spec, hosts), options);
   std::fputs(DescribeSync(report).c_str(), stderr);
   for (const NodeSyncResult& result : report.nodes) {

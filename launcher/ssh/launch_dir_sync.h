@@ -25,8 +25,9 @@ class LaunchDirSync {
   LaunchDirSync& operator=(const LaunchDirSync&) = delete;
 
   // Copies to every node of `spec` not synced yet, all at once, and waits (said on stderr, one
-  // line a node). Returns the nodes that failed: host -> why.
-  std::map<std::string, std::string> SyncNow(const ClusterSpec& spec);
+  // line a node; `progress`: a progress line meanwhile, for a terminal). Returns the nodes that
+  // failed: host -> why.
+  std::map<std::string, std::string> SyncNow(const ClusterSpec& spec, bool progress = false);
 
   // For a node about to join a running job, without blocking: kSynced once it is (the first call
   // starts its sync on a thread of its own), kBusy meanwhile, kFailed with `why` while its last
