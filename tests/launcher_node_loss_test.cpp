@@ -239,13 +239,16 @@ TEST(NodeLoss, NnodesMinMaxGoesOnWithFewerNodes) {
   EXPECT_EQ(record["attempts"][0]["nodes"], json({"node0", "node1", "node2"}));
 }
 
+// Short of nodes, the job waits for node1 to come back (torchrun's join_timeout, 2 s here); it
+// stays cut, and the job fails with the reason.
 TEST(NodeLoss, BelowMinimumTheJobFailsWithTheReason) {
   SshTestCluster cluster("node-loss-min", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string dir = testing::ScratchDirs::Make("node-loss-min");
-  const CutResult r = RunAndCut(cluster, dir, {});
+  const CutResult r = RunAndCut(cluster, dir, {"--rdzv-conf", "join_timeout=2"});
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("cannot restart: 2 healthy node(s) left, the job needs at least 3"),
+  EXPECT_NE(r.err.find("cannot restart: 2 healthy node(s) left, the job needs at least 3, and no "
+                       "node came back within 2 s"),
             std::string::npos)
       << r.err;
   EXPECT_LE(r.detected_s, kNodeTimeout + 1) << r.err;
