@@ -66,6 +66,8 @@ class HorovodElasticRounds {
   void CheckWait(Clock::time_point now);
   // Since when the ranks wait for nodes to join; nullopt when they do not.
   std::optional<Clock::time_point> waiting_since() const;
+  // How long they may wait (the constructor's `wait`).
+  std::chrono::seconds wait() const { return wait_; }
 
   // Before any rank starts: the ranks of node `host` are not in the first round (the discovery
   // script does not list it yet); the others' places are numbered without them. It may join

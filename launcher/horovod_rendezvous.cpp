@@ -3,6 +3,7 @@
 // BaseHTTPRequestHandler does, and is cut off after kRequestTimeout.
 #include "launcher/horovod_rendezvous.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <istream>
@@ -30,7 +31,8 @@ constexpr size_t kMaxBodyBytes = 64 * 1024 * 1024;
 constexpr size_t kMaxStoredBytes = 512 * 1024 * 1024;
 constexpr int kMaxConnections = 1024;
 constexpr auto kRequestTimeout = std::chrono::seconds(10);
-// How long a rank's question for its next round may wait (HOROVOD_ELASTIC_TIMEOUT's default).
+// How long a rank's question for its next round is held at least (HOROVOD_ELASTIC_TIMEOUT's
+// default); longer when the ranks may wait longer for nodes.
 constexpr auto kElasticWait = std::chrono::seconds(600);
 
 const char* Reason(int code) {
@@ -165,7 +167,9 @@ struct HorovodRendezvous::Server {
       if (server.elastic && method == "GET" && scope == "rank_and_size") {
         if (!server.elastic->Ready(key)) return Answer(200, HorovodSlotInfo{}.Response());
         round_key = key;
-        deadline.expires_after(kElasticWait);
+        // Held at least as long as the ranks may wait for nodes (--elastic-timeout), and more.
+        deadline.expires_after(std::max<std::chrono::seconds>(
+            kElasticWait, server.elastic->wait() + std::chrono::seconds(60)));
         auto self = shared_from_this();
         deadline.async_wait([self](boost::system::error_code ec) {
           if (!ec) self->socket.close();
