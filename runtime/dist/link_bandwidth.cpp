@@ -105,23 +105,26 @@ void RunLinkBandwidth(Distributed& dist, const LinkBandwidthOptions& options, st
     const auto rounds = NodePairRounds(nodes);
     std::vector<std::pair<int, int>> edges;
     for (const auto& round : rounds) edges.insert(edges.end(), round.begin(), round.end());
+    // Edge `index` measured between its nodes' local ranks 0 (the others pass), reported as
+    // `kind` and its bus bandwidth put in `into` by the first node's.
+    auto measure = [&](const char* kind, size_t index, torch::Tensor& into) {
+      const int a = edges[index].first, b = edges[index].second;
+      if (env.local_rank != 0 || (env.node() != a && env.node() != b)) return;
+      ProcessSet pair = MakeProcessSet(
+          std::string(kind) + "-" + std::to_string(a) + "-" + std::to_string(b),
+          {a * per_node, b * per_node}, env.rank, store, set_options, "dtrain/bandwidth");
+      seconds = SecondsPerAllreduce(*pair.comm, options.bytes, options.iterations, device);
+      if (env.node() == a) {
+        Report(out, kind, {a, b}, 2, backend, options.bytes, seconds);
+        into[static_cast<int64_t>(index)] = AllreduceBusBandwidth(options.bytes, seconds, 2);
+      }
+    };
     torch::Tensor figures = torch::zeros({static_cast<int64_t>(edges.size())},
                                          torch::dtype(torch::kFloat64).device(device));
     size_t edge = 0;
-    for (size_t r = 0; r < rounds.size(); ++r) {
+    for (const auto& round : rounds) {
       world.Barrier();
-      for (const auto& [a, b] : rounds[r]) {
-        const size_t index = edge++;
-        if (env.local_rank != 0 || (env.node() != a && env.node() != b)) continue;
-        ProcessSet pair = MakeProcessSet("pair-" + std::to_string(a) + "-" + std::to_string(b),
-                                         {a * per_node, b * per_node}, env.rank, store, set_options,
-                                         "dtrain/bandwidth");
-        seconds = SecondsPerAllreduce(*pair.comm, options.bytes, options.iterations, device);
-        if (env.node() == a) {
-          Report(out, "pair", {a, b}, 2, backend, options.bytes, seconds);
-          figures[static_cast<int64_t>(index)] = AllreduceBusBandwidth(options.bytes, seconds, 2);
-        }
-      }
+      for (size_t i = 0; i < round.size(); ++i) measure("pair", edge++, figures);
     }
     // 4. The pairs that fell below half the reference, measured again one at a time: the pairs of
     // a round share whatever their nodes share (on one machine, its cores); a slow link stays
@@ -147,17 +150,8 @@ void RunLinkBandwidth(Distributed& dist, const LinkBandwidthOptions& options, st
                                             torch::dtype(torch::kFloat64).device(device));
       for (size_t i : again) {
         alone[i] = true;
-        const int a = edges[i].first, b = edges[i].second;
         world.Barrier();
-        if (env.local_rank != 0 || (env.node() != a && env.node() != b)) continue;
-        ProcessSet pair = MakeProcessSet("alone-" + std::to_string(a) + "-" + std::to_string(b),
-                                         {a * per_node, b * per_node}, env.rank, store, set_options,
-                                         "dtrain/bandwidth");
-        seconds = SecondsPerAllreduce(*pair.comm, options.bytes, options.iterations, device);
-        if (env.node() == a) {
-          Report(out, "pair_alone", {a, b}, 2, backend, options.bytes, seconds);
-          measured[static_cast<int64_t>(i)] = AllreduceBusBandwidth(options.bytes, seconds, 2);
-        }
+        measure("pair_alone", i, measured);
       }
       world.AllreduceSum(measured);
       read_back(measured);
