@@ -82,24 +82,24 @@ struct Job {
   ConsoleEcho& console;
   JobRecord& record;
   NodePool& pool;
-  std::set<std::string> lost_nodes;  // not asked for anything at the end
-  bool store_failed = false;         // the job's TCPStore could not start: not tried again
-  bool start_checked = false;        // the first attempt's nodes went through the health check
+  std::set<std::string> lost_nodes{};  // not asked for anything at the end
+  bool store_failed = false;           // the job's TCPStore could not start: not tried again
+  bool start_checked = false;          // the first attempt's nodes went through the health check
   // The health checks' warnings (a link whose errors grow) since the last attempt was judged:
   // host -> the last one. A failed attempt quarantines these nodes where the job can go on
   // without them.
-  std::map<std::string, std::string> health_warnings;
+  std::map<std::string, std::string> health_warnings{};
   // Restarts not counted against --max-restarts (to take a quarantined node back, or without a
   // straggler's node), and the node the next attempt takes back ("" when it is another restart).
   int returns = 0;
-  std::string returning;
+  std::string returning{};
   // The node that left as a straggler before the next attempt (also not counted), or "".
-  std::string left_slow;
+  std::string left_slow{};
   FilteredOutput* filtered = nullptr;  // torchrun's --duplicate-*-filters; null: none
   // An elastic job's --host-discovery-script, running every second (null: none), and the nodes
   // it did not list at the start, which the start's health check leaves to their joining.
   HostDiscovery* discovery = nullptr;
-  std::set<std::string> unlisted;
+  std::set<std::string> unlisted{};
   LaunchDirSync* dir_sync = nullptr;  // --sync on ssh nodes (null: none)
 };
 

@@ -459,27 +459,12 @@ int RunLaunch(const LaunchOptions& options) {
   const std::unique_ptr<FilteredOutput> filtered = FilteredOutputFor(
       folder.job_dir, settings.role, options.torchrun_agent.duplicate_stdout_filters,
       options.torchrun_agent.duplicate_stderr_filters);
-  Job job{options,
-          spec,
-          settings,
-          folder,
-          plan_options,
-          horovod_network,
-          logs,
-          console,
-          record,
-          pool,
-          {},
-          false,
-          false,
-          {},
-          0,
-          "",
-          "",
-          filtered.get(),
-          discovery.get(),
-          unlisted,
-          dir_sync.get()};
+  Job job{options,         spec, settings, folder, plan_options,
+          horovod_network, logs, console,  record, pool};
+  job.filtered = filtered.get();
+  job.discovery = discovery.get();
+  job.unlisted = unlisted;
+  job.dir_sync = dir_sync.get();
   if (!unlisted.empty()) {
     std::vector<std::string> names(unlisted.begin(), unlisted.end());
     std::fprintf(stderr,
