@@ -4,6 +4,10 @@ dtrain_test(launcher_cluster_spec_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_cluster_spec_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+dtrain_test(launcher_torchrun_rendezvous_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_torchrun_rendezvous_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
 dtrain_test(launcher_cluster_health_checks_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_cluster_health_checks_test.cpp
   LIBS dtrain_launcher

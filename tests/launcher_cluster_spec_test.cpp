@@ -13,7 +13,6 @@
 #include "launcher/cluster_template.h"
 #include "launcher/error.h"
 #include "launcher/local_device_count.h"
-#include "launcher/torchrun_rendezvous.h"
 #include "tests/support/cluster_text.h"
 
 namespace dtrain {
@@ -487,26 +486,6 @@ TEST(ClusterSpec, DefaultLocalClusterFollowsTheEnvironment) {
   EXPECT_THROW(DefaultLocalCluster(), Error);
   ::unsetenv("NPROC_PER_NODE");
   ::unsetenv("CUDA_VISIBLE_DEVICES");
-}
-
-TEST(TorchrunRendezvous, JoinTimeoutIsReadFromRdzvConfAsTorchrunReadsIt) {
-  TorchrunRendezvous rdzv;
-  EXPECT_EQ(JoinTimeoutS(rdzv), 600) << "torchrun's default";
-  rdzv.conf = "join_timeout=30";
-  EXPECT_EQ(JoinTimeoutS(rdzv), 30);
-  rdzv.conf = "read_timeout=5,,join_timeout=2.5";
-  EXPECT_EQ(JoinTimeoutS(rdzv), 2.5);
-  for (const char* bad :
-       {"join_timeout=soon", "join_timeout=0", "join_timeout=", "join_timeout", "=5"}) {
-    rdzv.conf = bad;
-    try {
-      JoinTimeoutS(rdzv);
-      ADD_FAILURE() << bad << " was read";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.exit_code(), kExitUsage) << bad;
-      EXPECT_THAT(e.what(), HasSubstr("--rdzv-conf")) << bad;
-    }
-  }
 }
 
 }  // namespace
