@@ -323,10 +323,7 @@ int ElasticLeaves::Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*&
   if (first_time) first_join_.insert(host);
   left_.erase(host);
   left_why_.erase(host);
-  const int index = NodeIndex(job_.spec, host);
-  job_.pool.Return(index);
-  job_.record.quarantined.erase(host);
-  job_.lost_nodes.erase(host);
+  TakeBack(job_, NodeIndex(job_.spec, host));
   const std::vector<int> ranks = RanksOn(host);
   const std::string checks =
       job_.settings.health_watch_s > 0

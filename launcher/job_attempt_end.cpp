@@ -133,9 +133,7 @@ bool TakeNodeBack(Job& job, const JobOutcome& outcome) {
   const std::string& host = outcome.returned;
   const int index = NodeIndex(job.spec, host);
   if (index < 0) return false;
-  job.pool.Return(index);
-  record.quarantined.erase(host);
-  job.lost_nodes.erase(host);  // its results are fetched at the end again
+  TakeBack(job, index);
   ++job.returns;
   job.returning = host;
   JobAttempt& this_attempt = record.attempts.back();

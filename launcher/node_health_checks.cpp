@@ -27,6 +27,13 @@ void Quarantine(Job& job, int index, const std::string& why, bool may_return) {
   SayQuarantined(host, job.record.name, why, may_return);
 }
 
+void TakeBack(Job& job, int index) {
+  const std::string& host = job.spec.nodes[index].host;
+  job.pool.Return(index);
+  job.record.quarantined.erase(host);
+  job.lost_nodes.erase(host);
+}
+
 void QuarantineUnfit(Job& job, int index, const std::string& why) {
   Quarantine(job, index, why, /*may_return=*/true);
   if (!job.options.drain_unfit) return;

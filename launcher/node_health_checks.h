@@ -22,6 +22,11 @@ int NodeIndex(const ClusterSpec& spec, const std::string& host);
 // while the job runs short of nodes (NodePool::MayReturn).
 void Quarantine(Job& job, int index, const std::string& why, bool may_return = false);
 
+// Node `index`, quarantined, takes part again (it passed the health checks, or an elastic job
+// took it back): back in the pool, no longer quarantined in job.json, and asked for its results
+// at the end again.
+void TakeBack(Job& job, int index);
+
 // Quarantine for failing the health checks: with --drain, the Slurm node is drained too, said on
 // the console and kept in job.json (an event of kind drained).
 void QuarantineUnfit(Job& job, int index, const std::string& why);

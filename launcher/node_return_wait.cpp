@@ -44,10 +44,7 @@ std::vector<int> WaitForReturningNodes(Job& job, double& waited_s) {
           /*checked=*/false, WatchFor::kReturns);
     }
     if (std::optional<std::string> host = watch->TakeReturned()) {
-      const int index = NodeIndex(job.spec, *host);
-      job.pool.Return(index);
-      job.record.quarantined.erase(*host);
-      job.lost_nodes.erase(*host);  // its results are fetched at the end again
+      TakeBack(job, NodeIndex(job.spec, *host));
       const std::string detail = fmt::format(
           "node {} passed the health checks {} rounds in a row after {:.1f} s of the "
           "wait; it takes part again",
