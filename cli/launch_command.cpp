@@ -64,9 +64,10 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
       ->check(WholeNumberAtLeast(1));
   cmd.add_option("--elastic-timeout", options.elastic_timeout_s,
                  "horovodrun's: how long an elastic job waits for nodes: at the start, for "
-                 "--host-discovery-script to list -np (else --min-np) ranks; with fewer than "
-                 "--min-np ranks left, for a node to join (listed, or back from "
-                 "--blacklist-cooldown-range); default HOROVOD_ELASTIC_TIMEOUT, else 600 s")
+                 "--host-discovery-script to list -np (else --min-np) ranks, or for a node that "
+                 "could not be reached; with fewer than --min-np ranks left, for a node to join "
+                 "(listed, or back from --blacklist-cooldown-range); default "
+                 "HOROVOD_ELASTIC_TIMEOUT, else 600 s")
       ->check(WholeNumberAtLeast(1));
   std::map<std::string, std::string>& given = options.cluster.horovodrun;
   std::vector<std::string> names = {"--start-timeout",

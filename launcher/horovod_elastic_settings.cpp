@@ -47,18 +47,12 @@ void SettleElasticSettings(const LaunchOptions& options, const ClusterSpec& spec
     throw UsageError(
         "--slots-per-host goes with --host-discovery-script (horovodrun's elastic mode)");
   }
-  if (options.elastic_timeout_s > 0 && options.host_discovery_script.empty() &&
-      options.blacklist_cooldown_range.empty()) {
-    throw UsageError(
-        "--elastic-timeout goes with --host-discovery-script or --blacklist-cooldown-range: it is "
-        "how long an elastic job waits for nodes, and without them no node can join");
-  }
   if ((options.max_np > 0 || options.reset_limit >= 0 ||
-       !options.blacklist_cooldown_range.empty()) &&
+       !options.blacklist_cooldown_range.empty() || options.elastic_timeout_s > 0) &&
       min_np == 0) {
     throw UsageError(
-        "--max-np, --reset-limit and --blacklist-cooldown-range are for an elastic Horovod job: "
-        "give --min-np N too (the fewest ranks it goes on with)");
+        "--max-np, --reset-limit, --blacklist-cooldown-range and --elastic-timeout are for an "
+        "elastic Horovod job: give --min-np N too (the fewest ranks it goes on with)");
   }
   if (!options.blacklist_cooldown_range.empty()) {
     const std::vector<int>& range = options.blacklist_cooldown_range;
@@ -86,6 +80,9 @@ void SettleElasticSettings(const LaunchOptions& options, const ClusterSpec& spec
     job.max_np = options.max_np;
     job.reset_limit = options.reset_limit;
     job.horovod = true;
+    job.join_timeout_s = ElasticTimeoutS(options);
+    job.join_timeout_named = "horovodrun's --elastic-timeout S";
+    job.join_timeout_option = "--elastic-timeout S";
     // Below --min-np, the ranks wait for nodes as horovodrun's driver does, when a node can join.
     if (!options.host_discovery_script.empty() || job.cooldown_min_s > 0)
       job.nodes_wait_s = ElasticTimeoutS(options);

@@ -57,9 +57,13 @@ struct JobSettings {
   // > 0: how long the ranks wait for nodes to join when fewer than --min-np remain
   // (--elastic-timeout; a job a node can join: discovery script or cooldown); 0: it fails at once.
   int nodes_wait_s = 0;
-  // How long a job short of nodes between attempts waits for quarantined ones to return
-  // (torchrun's join_timeout, --rdzv-conf join_timeout=S; node_return_wait.h).
+  // How long a job short of nodes at its start or between attempts waits for quarantined ones
+  // to return (node_return_wait.h), and the option that sets it, as said: torchrun's
+  // join_timeout, or --elastic-timeout for an elastic Horovod job (horovodrun's driver waits that
+  // long for --min-np slots).
   double join_timeout_s = 600;
+  std::string join_timeout_named = "torchrun's join_timeout, --rdzv-conf join_timeout=S";
+  std::string join_timeout_option = "--rdzv-conf join_timeout=S";
 };
 
 // Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.
@@ -85,6 +89,7 @@ struct Job {
   std::set<std::string> lost_nodes{};  // not asked for anything at the end
   bool store_failed = false;           // the job's TCPStore could not start: not tried again
   bool start_checked = false;          // the first attempt's nodes went through the health check
+  bool waited_at_start = false;        // short of nodes at the start, it waited for them
   // The health checks' warnings (a link whose errors grow) since the last attempt was judged:
   // host -> the last one. A failed attempt quarantines these nodes where the job can go on
   // without them.

@@ -261,7 +261,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                  record.name.c_str(), verdict.detail.c_str());
   } else if (restarts < job.settings.max_restarts && (next_nodes = job.pool.Pick()).empty() &&
              (next_nodes = WaitForReturningNodes(job, waited_s)).empty()) {
-    // Short of nodes, and none came back within torchrun's join_timeout (or none may).
+    // Short of nodes, and none came back within the join timeout (or none may).
     if (JobSupervisor::InterruptSignal() != 0) {
       record.status = "interrupted";
       record.exit_code = 128 + JobSupervisor::InterruptSignal();
@@ -271,11 +271,11 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
       record.status = "failed";
       std::fprintf(stderr, "dtrain: job %s cannot restart: %s%s\n", record.name.c_str(),
                    job.pool.why_not().c_str(),
-                   waited_s > 0 ? fmt::format(", and no node came back within {:g} s (torchrun's "
-                                              "join_timeout, --rdzv-conf join_timeout=S)",
-                                              job.settings.join_timeout_s)
-                                      .c_str()
-                                : "");
+                   waited_s > 0
+                       ? fmt::format(", and no node came back within {:g} s ({})",
+                                     job.settings.join_timeout_s, job.settings.join_timeout_named)
+                             .c_str()
+                       : "");
     }
   } else if (restarts < job.settings.max_restarts) {
     const double backoff = BackoffSeconds(restarts + 1);

@@ -42,6 +42,7 @@
 #include "launcher/node_health_checks.h"
 #include "launcher/node_history.h"
 #include "launcher/node_pool.h"
+#include "launcher/node_return_wait.h"
 #include "launcher/python_script_command.h"
 #include "launcher/rank_error_file.h"
 #include "launcher/rank_log.h"
@@ -341,10 +342,12 @@ int RunLaunch(const LaunchOptions& options) {
                           listed_spec.nodes.end());
   // Every ssh node reachable, its host key as recorded: or nothing starts anywhere, unless the
   // only failures are nodes that could not be reached and the job can go on without them.
+  // Short of nodes, a job with some reached waits for the others (node_return_wait.h).
   const UnreachedNodes unreached = PreflightSshNodes(listed_spec, [&](const UnreachedNodes& hosts) {
     NodePool without = pool;
     for (const auto& [host, why] : hosts) without.Quarantine(HostIndex(chosen_spec, host), why);
-    return !without.Pick().empty();
+    return !without.Pick().empty() ||
+           (MayWaitForNodes(settings) && !discovery && hosts.size() < listed_spec.nodes.size());
   });
   const JobFolder folder = MakeJobFolder(options, chosen_spec);
   JobRecord record = NewJobRecord(chosen_spec, settings, folder, options.on_stall);
@@ -366,7 +369,10 @@ int RunLaunch(const LaunchOptions& options) {
                       reached.nodes.end());
   const PlanOptions plan_options = PlanOptionsFor(chosen, settings, folder);
   std::vector<int> nodes = pool.Pick();
-  record.plan = MakeRankPlan(AttemptSpec(spec, nodes), plan_options);
+  // Short of nodes at the start: the plan the job has once they return.
+  const std::vector<int> planned =
+      nodes.empty() ? NodePool(spec.nodes, settings.node_count).Pick() : nodes;
+  record.plan = MakeRankPlan(AttemptSpec(spec, planned), plan_options);
   if (settings.min_np > record.plan.world_size) {
     throw UsageError(fmt::format("--min-np {}: the job has only {} rank(s)", settings.min_np,
                                  record.plan.world_size));
@@ -434,10 +440,12 @@ int RunLaunch(const LaunchOptions& options) {
   }
   if (StartHealthCheck(options, spec)) {
     // The unlisted nodes are checked when they join.
-    std::vector<int> listed_nodes;
-    for (int i : nodes) {
-      if (!unlisted.count(spec.nodes[i].host)) listed_nodes.push_back(i);
+    std::vector<int> listed_nodes;  // short of nodes, those reached are checked while it waits
+    for (int i : planned) {
+      if (!unlisted.count(spec.nodes[i].host) && pool.quarantined(i).empty())
+        listed_nodes.push_back(i);
     }
+    const bool short_before = nodes.empty();
     nodes = CheckNodesBeforeStart(job, listed_nodes);
     if (!nodes.empty()) {
       for (int i : pool.Pick()) {
@@ -446,19 +454,16 @@ int RunLaunch(const LaunchOptions& options) {
       std::sort(nodes.begin(), nodes.end());
       nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
     }
-    if (nodes.empty()) {
-      RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
-      throw Error("job " + record.name + " cannot start: " + pool.why_not() +
-                  " after the health check; no rank was started. Fix or replace the unfit "
-                  "node(s), give spares (--spares N), let the job run on fewer nodes (--nnodes "
-                  "MIN:MAX), or leave the check out (--start-health-check off)");
-    }
+    if (nodes.empty()) nodes = WaitForNodesAtStart(job, !short_before, !unreached.empty());
+  } else if (nodes.empty()) {
+    nodes = WaitForNodesAtStart(job, /*after_check=*/false, !unreached.empty());
   }
   job.unlisted.clear();                 // a restart's check is of every node it picks
   NodeClockProbe clock_probe(reached);  // PyTorch traces carry their node's clock; taken below
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) nodes = pool.Pick();
-    if (attempt > 0 && job.dir_sync) nodes = SyncPicked(job, nodes);
+    // A node that came back while the start waited is synced as a restart's nodes are.
+    if ((attempt > 0 || job.waited_at_start) && job.dir_sync) nodes = SyncPicked(job, nodes);
     std::map<int, uint64_t> log_start;
     const JobOutcome outcome = RunAttempt(job, attempt, AttemptSpec(spec, nodes), log_start);
     // Every later step, the checks before a restart among them, overlaps a step that lost a node

@@ -8,8 +8,11 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "launcher/error.h"
 #include "launcher/health_watch.h"
+#include "launcher/job_placement.h"
 #include "launcher/job_record.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/node_health_checks.h"
@@ -17,16 +20,20 @@
 
 namespace dtrain {
 
+bool MayWaitForNodes(const JobSettings& settings) {
+  return settings.health_watch_s > 0;
+}
+
 std::vector<int> WaitForReturningNodes(Job& job, double& waited_s) {
   using Clock = std::chrono::steady_clock;
   waited_s = 0;
-  if (job.settings.health_watch_s <= 0 || job.pool.MayReturn().empty()) return {};
+  if (!MayWaitForNodes(job.settings) || job.pool.MayReturn().empty()) return {};
   const double timeout_s = job.settings.join_timeout_s;
   std::fprintf(stderr,
-               "dtrain: job %s is short of nodes (%s): it waits up to %g s (torchrun's "
-               "join_timeout, --rdzv-conf join_timeout=S) for a quarantined node to pass the "
-               "health checks %d rounds in a row\n",
-               job.record.name.c_str(), job.pool.why_not().c_str(), timeout_s, kReturnRounds);
+               "dtrain: job %s is short of nodes (%s): it waits up to %g s (%s) for a "
+               "quarantined node to pass the health checks %d rounds in a row\n",
+               job.record.name.c_str(), job.pool.why_not().c_str(), timeout_s,
+               job.settings.join_timeout_named.c_str(), kReturnRounds);
   InterruptHandlers handlers;
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline =
@@ -63,6 +70,43 @@ std::vector<int> WaitForReturningNodes(Job& job, double& waited_s) {
   }
   waited_s = since();
   return {};
+}
+
+std::vector<int> WaitForNodesAtStart(Job& job, bool after_check, bool unreached) {
+  double waited_s = 0;
+  // An elastic job's --host-discovery-script has waited for its nodes already.
+  std::vector<int> nodes;
+  if (unreached && !job.discovery) nodes = WaitForReturningNodes(job, waited_s);
+  job.waited_at_start = true;
+  if (!nodes.empty()) return nodes;
+  std::string message = "job " + job.record.name + " cannot start: " + job.pool.why_not() +
+                        (after_check ? " after the health check" : "");
+  int exit_code = kExitFailure;
+  if (const int signal = JobSupervisor::InterruptSignal()) {
+    message += fmt::format(
+        ", and it was interrupted by {} while it waited for nodes; no rank was "
+        "started",
+        SignalName(signal));
+    exit_code = 128 + signal;
+  } else {
+    if (waited_s > 0) {
+      message += fmt::format(", and no node came back within {:g} s ({})",
+                             job.settings.join_timeout_s, job.settings.join_timeout_named);
+    }
+    std::vector<std::string> remedies = {"Fix or replace the node(s)", "give spares (--spares N)",
+                                         "let the job run on fewer nodes (--nnodes MIN:MAX)"};
+    if (unreached) {
+      remedies.push_back(MayWaitForNodes(job.settings)
+                             ? "wait longer for them (" + job.settings.join_timeout_option + ")"
+                             : std::string("let it wait for them (--health-watch S)"));
+    }
+    if (after_check) remedies.push_back("leave the check out (--start-health-check off)");
+    const std::string last = remedies.back();
+    remedies.pop_back();
+    message += fmt::format("; no rank was started. {} or {}", fmt::join(remedies, ", "), last);
+  }
+  RecordFailureBeforeStart(job.folder.job_dir, job.record, exit_code);
+  throw Error(message, exit_code);
 }
 
 }  // namespace dtrain

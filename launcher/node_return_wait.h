@@ -1,6 +1,7 @@
-// A job short of nodes between two attempts waits for quarantined nodes to come back, as
-// torchrun's agents wait at their rendezvous for --nnodes MIN nodes up to its join_timeout
-// (--rdzv-conf join_timeout=S, 600 s by default). The nodes that may return (lost, unreachable
+// A job short of nodes at its start or between two attempts waits for quarantined nodes to come
+// back, as torchrun's agents wait at their rendezvous for --nnodes MIN nodes up to its join_timeout
+// (--rdzv-conf join_timeout=S, 600 s by default; an elastic Horovod job waits --elastic-timeout,
+// as horovodrun's driver waits for --min-np slots). The nodes that may return (lost, unreachable
 // or unfit, not back once before) are health-checked every --health-watch S; one that passes
 // kReturnRounds rounds in a row is taken back, and the wait ends once the pool can pick an
 // attempt's nodes. Without the health watch no node can be seen to be fit, and nothing is waited
@@ -17,5 +18,17 @@ namespace dtrain {
 // job.json as node_returned); empty when none may return, the wait ran out (`waited_s` says how
 // long it took) or the user interrupted it.
 std::vector<int> WaitForReturningNodes(Job& job, double& waited_s);
+
+// Whether a job short of nodes waits for them rather than failing: the health watch is on
+// (--health-watch S), so a node can be seen to be fit again.
+bool MayWaitForNodes(const JobSettings& settings);
+
+// The first attempt's nodes of a job short of nodes at its start, once enough came back: as
+// torchrun's first rendezvous waits for nodes whose agents have not joined, the job waits when
+// some node could not be reached (`unreached`). A node unfit at the start's health check
+// (`after_check`) is not waited for: it would not be fit again by itself. Throws Error naming
+// the job, what it is short of and what to do, with no rank started and job.json saying so, when
+// it does not wait, the wait ran out or was interrupted (exit 128 + signal).
+std::vector<int> WaitForNodesAtStart(Job& job, bool after_check, bool unreached);
 
 }  // namespace dtrain

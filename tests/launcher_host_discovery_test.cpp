@@ -127,8 +127,8 @@ TEST(HostDiscovery, LaunchRefusesAScriptThatFailsOrListsTooFew) {
   run = RunDtrain({"launch", "-H", "localhost:2", "--elastic-timeout", "5", "--", "true"},
                   dir.path());
   EXPECT_EQ(run.status, 2) << run.err;
-  EXPECT_THAT(run.err, HasSubstr("--elastic-timeout goes with --host-discovery-script or "
-                                 "--blacklist-cooldown-range"));
+  EXPECT_THAT(run.err, HasSubstr("--blacklist-cooldown-range and --elastic-timeout are for an "
+                                 "elastic Horovod job: give --min-np N too"));
 }
 
 }  // namespace

@@ -287,17 +287,18 @@ TEST(NodeLoss, StepsOfNodesWithoutSharedStorageArePlacedAfterTheJob) {
 }
 
 // A node whose sshd is gone before the launch (connection refused) is set aside when a spare
-// can take its place; without one the launch stops before any rank starts, as it always did.
+// can take its place; without one the job waits for it before any rank starts, as torchrun's
+// first rendezvous waits for its nodes, and gives up at its join_timeout.
 TEST(NodeLoss, NodeUnreachableAtTheStartIsReplacedByTheSpare) {
   SshTestCluster cluster("node-start-unreached", 4, 1);
   if (!cluster.error().empty()) GTEST_SKIP() << cluster.error();
   test::RunOutput("kill -KILL $(cat " + cluster.dir() + "/node1/sshd.pid)");
   const std::string dir = testing::ScratchDirs::Make("node-start-unreached");
   auto launch = [&](const std::string& job, const std::string& spares) {
-    DtrainProcess dtrain(
-        {"launch", "-c", cluster.cluster_file(), "--job", job, "--log-dir", dir, "--spares", spares,
-         "--quiet", "--", "sh", "-c", "echo \"rank $RANK on $DTRAIN_NODE\""},
-        dir);
+    DtrainProcess dtrain({"launch", "-c", cluster.cluster_file(), "--job", job, "--log-dir", dir,
+                          "--spares", spares, "--rdzv-conf", "join_timeout=1", "--quiet", "--",
+                          "sh", "-c", "echo \"rank $RANK on $DTRAIN_NODE\""},
+                         dir);
     const int status = dtrain.Wait(60);
     std::printf("%s", dtrain.err().c_str());
     return std::make_pair(status, dtrain.err());
@@ -317,12 +318,15 @@ TEST(NodeLoss, NodeUnreachableAtTheStartIsReplacedByTheSpare) {
       << record["nodes"].dump(2);
   EXPECT_EQ(ReadText(dir + "/spare/rank-2.log"), "rank 2 on node3\n");
 
+  // No spare: short of nodes, the job waits for node1 (its join_timeout of 1 s), then gives up.
   const auto [no_spare_status, no_spare_err] = launch("nospare", "0");
-  EXPECT_NE(no_spare_status, 0) << no_spare_err;
-  EXPECT_NE(no_spare_err.find("1 of 4 node(s) of " + cluster.cluster_file() +
-                              " failed the check before launch; no rank was started"),
+  EXPECT_EQ(no_spare_status, 1) << no_spare_err;
+  EXPECT_NE(no_spare_err.find("dtrain: job nospare cannot start: 3 healthy node(s) left, the job "
+                              "needs at least 4, and no node came back within 1 s (torchrun's "
+                              "join_timeout, --rdzv-conf join_timeout=S); no rank was started"),
             std::string::npos)
       << no_spare_err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/nospare/rank-0.log"));
 }
 
 // dtrain itself held up (SIGSTOP for 4 s, as a starved or blocked launcher would be): its

@@ -362,5 +362,95 @@ TEST(NodeReturn, AJobShortOfNodesWaitsForOneToReturnUpToTheJoinTimeout) {
   }
 }
 
+// Two nodes, node1's link cut before the launch: short of nodes at its start, the job waits as
+// torchrun's agents do at their first rendezvous (--rdzv-conf join_timeout). node0 is checked
+// meanwhile; node1, its link restored, passes the health checks twice, is synced (--sync) and
+// the first attempt runs on both. A second job whose node1 never answers gives up after its
+// join_timeout of 3 s, no rank started.
+TEST(NodeReturn, AJobShortOfNodesAtItsStartWaitsForThemBeforeAnyRankStarts) {
+  SshTestCluster cluster("node-return-start", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("node-return-start");
+  const std::string src = dir + "/src";
+  std::filesystem::create_directories(src);
+  testing::WriteFile(src + "/synced.txt", "yes\n");
+  const std::string file = cluster.dir() + "/workdir.yaml";
+  std::string text = ReadText(cluster.cluster_file());  // node1 found unreached in 2 s, not 5
+  text.replace(text.find("connect_timeout: 5"), 18, "connect_timeout: 2");
+  testing::WriteFile(file, text + "workdir: /srv/node/work\n");
+  auto launch = [&](const std::string& job, const std::string& join_timeout) {
+    return std::vector<std::string>{
+        "launch",
+        "--sync",
+        "-c",
+        file,
+        "--job",
+        job,
+        "--log-dir",
+        dir + "/logs",
+        "--health-watch",
+        "1",
+        "--rdzv-conf",
+        "join_timeout=" + join_timeout,
+        "--quiet",
+        "--",
+        "sh",
+        "-c",
+        "echo synced=$(cat synced.txt)\n" + std::string(test::kCheckpointedRankScript),
+        "nodeloss-rank"};
+  };
+  cluster.OnNode(1, "ip link set eth0 down");
+  DtrainProcess dtrain(launch("waits", "60"), src);
+  const Clock::time_point start = Clock::now();
+  const std::string waiting = "dtrain: job waits is short of nodes (";
+  ASSERT_GE(WaitForText(dtrain, waiting, start, 40), 0) << dtrain.err();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/logs/waits/rank-0.log")) << dtrain.err();
+  cluster.OnNode(1, "ip link set eth0 up");
+  const double back_s =
+      WaitForText(dtrain, "dtrain: node node1 passed the health checks 2 rounds in a row after ",
+                  Clock::now(), 40);
+  std::printf("node1 restored: taken back after %.2f s\n", back_s);
+  ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
+  std::string err = dtrain.err();
+  EXPECT_NE(err.find("could not be reached at the start"), std::string::npos) << err;
+  EXPECT_LT(err.find("dtrain: health check before start: 1 node(s) in "), err.find(waiting)) << err;
+  EXPECT_LT(err.find("dtrain: sync node0 ("), err.find(waiting)) << err;
+  EXPECT_GT(err.find("dtrain: sync node1 ("), err.find("passed the health checks 2 rounds")) << err;
+  json record = json::parse(ReadText(dir + "/logs/waits/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  ASSERT_EQ(record["attempts"].size(), 1u) << record["attempts"].dump(2);
+  EXPECT_EQ(record["attempts"][0]["nodes"], json({"node0", "node1"}));
+  EXPECT_EQ(record["status"], "succeeded");
+  EXPECT_NE(record.dump().find("\"node_returned\""), std::string::npos);
+  const std::string log1 = ReadText(dir + "/logs/waits/rank-1.log");
+  EXPECT_NE(log1.find("synced=yes\nrank 1 of 2 on node1 starts at step 0"), std::string::npos)
+      << log1;
+  EXPECT_NE(log1.find("rank 1 done"), std::string::npos) << log1;
+
+  // node1 stays cut: the wait runs out before any rank starts.
+  cluster.OnNode(1, "ip link set eth0 down");
+  DtrainProcess gives_up(launch("gives-up", "3"), src);
+  EXPECT_EQ(gives_up.Wait(60), 1) << gives_up.err();
+  err = gives_up.err();
+  EXPECT_NE(err.find("dtrain: job gives-up cannot start: 1 healthy node(s) left, the job needs at "
+                     "least 2, and no node"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find(", and no node came back within 3 s (torchrun's join_timeout, --rdzv-conf "
+                     "join_timeout=S); no rank was started."),
+            std::string::npos)
+      << err;
+  record = json::parse(ReadText(dir + "/logs/gives-up/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["status"], "failed");
+  EXPECT_EQ(record["attempts"].size(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/logs/gives-up/rank-0.log"));
+  cluster.OnNode(1, "ip link set eth0 up");
+  for (const std::string& p : cluster.NodeProcesses(0)) {
+    EXPECT_EQ(p.find("nodeloss-rank"), std::string::npos) << "node0: " << p;
+  }
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -224,10 +225,10 @@ TEST(SshLaunch, ADroppedConnectionKillsAfterTheGracePeriod) {
   SshTestCluster cluster("dl-grace", 1, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string logs = cluster.dir() + "/logs";
-  testing::DtrainProcess dtrain({"launch", "-q", "-c", cluster.cluster_file(), "--log-dir", logs,
-                                 "--grace-period", "1", "--", "sh", "-c",
-                                 "trap '' TERM; sleep 300"},
-                                cluster.dir());
+  testing::DtrainProcess dtrain(
+      {"launch", "-q", "-c", cluster.cluster_file(), "--log-dir", logs, "--grace-period", "1", "--",
+       "sh", "-c", "trap '' TERM; sleep 300"},
+      cluster.dir());
   ASSERT_TRUE(cluster.WaitForCommandOnNodes(1, "sleep 300", 10)) << "the job never started";
   dtrain.Signal(SIGKILL);
   dtrain.Wait();
@@ -247,11 +248,68 @@ TEST(SshLaunch, AnUnreachableNodeIsNamedWithinTheConnectTimeout) {
   text += "  - {host: ghost, address: 10.231.0.250}\n";
   const std::string file = cluster.dir() + "/cluster-ghost.yaml";
   std::ofstream(file) << text;
-  const LaunchResult r = Launch("-c " + file + " --log-dir " + cluster.dir() + "/logs -- true");
-  EXPECT_NE(r.status, 0);
+  // Short of nodes, the job waits for it (join_timeout) before any rank starts.
+  const LaunchResult r = Launch("-c " + file + " --log-dir " + cluster.dir() +
+                                "/logs --rdzv-conf join_timeout=1 -- true");
+  EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("node ghost (10.231.0.250): ssh: cannot connect"), std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("is short of nodes (1 healthy node(s) left, the job needs at least 2): "
+                          "it waits up to 1 s"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("and no node came back within 1 s (torchrun's join_timeout, "
+                          "--rdzv-conf join_timeout=S); no rank was started. Fix or replace the "
+                          "node(s), give spares (--spares N), let the job run on fewer nodes "
+                          "(--nnodes MIN:MAX) or wait longer for them (--rdzv-conf "
+                          "join_timeout=S)"),
+            std::string::npos)
+      << r.output;
   EXPECT_LT(r.seconds, 5) << r.output;
+  // An elastic Horovod job waits as horovodrun's driver waits for --min-np slots.
+  const LaunchResult elastic =
+      Launch("-c " + file + " --log-dir " + cluster.dir() +
+             "/logs -np 2 --min-np 2 --elastic-timeout 1 -- python3 -c pass");
+  EXPECT_EQ(elastic.status, 1) << elastic.output;
+  EXPECT_NE(elastic.output.find("it waits up to 1 s (horovodrun's --elastic-timeout S)"),
+            std::string::npos)
+      << elastic.output;
+  EXPECT_NE(elastic.output.find("and no node came back within 1 s (horovodrun's --elastic-timeout "
+                                "S); no rank was started."),
+            std::string::npos)
+      << elastic.output;
+}
+
+// Ctrl-C while a job short of nodes waits for them at its start: it stops at once, no rank was
+// started, and job.json says it was interrupted.
+TEST(SshLaunch, CtrlCWhileTheStartWaitsForANodeStopsAtOnce) {
+  SshTestCluster cluster("dl-wait-int", 1, 1);
+  REQUIRE_CLUSTER(cluster);
+  std::string text = ReadText(cluster.cluster_file());
+  text.replace(text.find("connect_timeout: 5"), 18, "connect_timeout: 1");
+  const std::string file = cluster.dir() + "/cluster-ghost.yaml";
+  std::ofstream(file) << text << "  - {host: ghost, address: 10.231.0.250}\n";
+  const std::string logs = cluster.dir() + "/logs";
+  testing::DtrainProcess dtrain(
+      {"launch", "-q", "-c", file, "--log-dir", logs, "--job", "w", "--", "sleep", "300"},
+      cluster.dir());
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return dtrain.err().find("dtrain: job w is short of nodes") != std::string::npos; },
+      20))
+      << dtrain.err();
+  const auto start = Clock::now();
+  dtrain.Signal(SIGINT);
+  ASSERT_GE(dtrain.Wait(), 0);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.5);
+  EXPECT_EQ(dtrain.exit_status().code, 128 + SIGINT) << dtrain.err();
+  EXPECT_NE(dtrain.err().find("dtrain: job w cannot start: 1 healthy node(s) left, the job needs "
+                              "at least 2, and it was interrupted by SIGINT while it waited for "
+                              "nodes; no rank was started"),
+            std::string::npos)
+      << dtrain.err();
+  EXPECT_NE(ReadText(logs + "/w/job.json").find("\"status\": \"interrupted\""), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(logs + "/w/rank-0.log"));
+  EXPECT_EQ(cluster.LeftoverProcesses(1, 3), "");
 }
 
 TEST(SshLaunch, CtrlCWhileANodeIsStillConnectingStopsAtOnce) {
