@@ -50,7 +50,8 @@ struct JobEvent {
   std::string file;  // "" when none
 };
 
-// Everything job.json holds. `status` is running, succeeded, failed or interrupted.
+// Everything job.json holds. `status` is running, waiting (for nodes: node_return_wait.h),
+// succeeded, failed or interrupted.
 struct JobRecord {
   std::string name;
   std::string status = "running";

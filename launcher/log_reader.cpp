@@ -72,9 +72,13 @@ std::vector<std::string> JobNames(const std::string& log_dir) {
   return names;
 }
 
-// "running" for a job whose launcher on this machine is gone is really "lost".
+bool JobIsLive(const std::string& status) {
+  return status == "running" || status == "waiting";
+}
+
+// "running" (or "waiting") for a job whose launcher on this machine is gone is really "lost".
 std::string EffectiveStatus(const JobSummary& job) {
-  if (job.status != "running" || job.launcher_pid <= 0) return job.status;
+  if (!JobIsLive(job.status) || job.launcher_pid <= 0) return job.status;
   if (job.launcher_host == ThisHostName() && ::kill(job.launcher_pid, 0) != 0 && errno == ESRCH) {
     return "lost";
   }
@@ -330,7 +334,7 @@ void ShowLogs(const LogsOptions& options, std::FILE* out) {
   auto job_over = [&] {
     if (!have_record) return true;
     try {
-      return EffectiveStatus(ReadJobSummary(job_dir)) != "running";
+      return !JobIsLive(EffectiveStatus(ReadJobSummary(job_dir)));
     } catch (const Error&) {
       return true;
     }

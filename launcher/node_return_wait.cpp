@@ -29,11 +29,16 @@ std::vector<int> WaitForReturningNodes(Job& job, double& waited_s) {
   waited_s = 0;
   if (!MayWaitForNodes(job.settings) || job.pool.MayReturn().empty()) return {};
   const double timeout_s = job.settings.join_timeout_s;
-  std::fprintf(stderr,
-               "dtrain: job %s is short of nodes (%s): it waits up to %g s (%s) for a "
-               "quarantined node to pass the health checks %d rounds in a row\n",
-               job.record.name.c_str(), job.pool.why_not().c_str(), timeout_s,
-               job.settings.join_timeout_named.c_str(), kReturnRounds);
+  const std::string waiting = fmt::format(
+      "job {} is short of nodes ({}): it waits up to {:g} s ({}) for a quarantined node to pass "
+      "the health checks {} rounds in a row",
+      job.record.name, job.pool.why_not(), timeout_s, job.settings.join_timeout_named,
+      kReturnRounds);
+  std::fprintf(stderr, "dtrain: %s\n", waiting.c_str());
+  // `dtrain status` says so meanwhile; the status is settled by whoever ends the wait.
+  job.record.status = "waiting";
+  job.record.events.push_back({WallMicros(), "waiting_for_nodes", waiting, ""});
+  WriteJobRecord(job.folder.job_dir, job.record);
   InterruptHandlers handlers;
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline =
@@ -62,6 +67,7 @@ std::vector<int> WaitForReturningNodes(Job& job, double& waited_s) {
       watched.clear();  // a fresh watch for those still out
       std::vector<int> picked = job.pool.Pick();
       if (!picked.empty()) {
+        job.record.status = "running";
         waited_s = since();
         return picked;
       }

@@ -406,6 +406,16 @@ TEST(NodeReturn, AJobShortOfNodesAtItsStartWaitsForThemBeforeAnyRankStarts) {
   ASSERT_GE(WaitForText(dtrain, waiting, start, 40), 0) << dtrain.err();
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_FALSE(std::filesystem::exists(dir + "/logs/waits/rank-0.log")) << dtrain.err();
+  // `dtrain status` says what the job waits for, its ranks not started.
+  const testing::DtrainRun status =
+      testing::RunDtrain({"status", "--log-dir", dir + "/logs", "--job", "waits"}, dir);
+  EXPECT_EQ(status.status, 0) << status.err;
+  EXPECT_NE(status.out.find("job waits: waiting (ssh)"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find(" s: job waits is short of nodes (1 healthy node(s) left, the job "
+                            "needs at least 2): it waits up to 60 s"),
+            std::string::npos)
+      << status.out;
+  EXPECT_NE(status.out.find("node0               - not started"), std::string::npos) << status.out;
   cluster.OnNode(1, "ip link set eth0 up");
   const double back_s =
       WaitForText(dtrain, "dtrain: node node1 passed the health checks 2 rounds in a row after ",
@@ -423,6 +433,7 @@ TEST(NodeReturn, AJobShortOfNodesAtItsStartWaitsForThemBeforeAnyRankStarts) {
   EXPECT_EQ(record["attempts"][0]["nodes"], json({"node0", "node1"}));
   EXPECT_EQ(record["status"], "succeeded");
   EXPECT_NE(record.dump().find("\"node_returned\""), std::string::npos);
+  EXPECT_NE(record.dump().find("\"waiting_for_nodes\""), std::string::npos);
   const std::string log1 = ReadText(dir + "/logs/waits/rank-1.log");
   EXPECT_NE(log1.find("synced=yes\nrank 1 of 2 on node1 starts at step 0"), std::string::npos)
       << log1;

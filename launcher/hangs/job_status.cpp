@@ -130,6 +130,10 @@ JobStatus ReadJobStatus(const StatusOptions& options) {
     if (e.kind == "elastic_round") status.elastic_rounds.push_back(e.text);
     if (e.kind == "straggler") status.stragglers.push_back(e.text);
     if (e.kind == "held_back") status.held_back.push_back(e.text);
+    if (e.kind == "waiting_for_nodes" && job.status == "waiting") {
+      status.waiting_for_nodes = e.text;
+      status.waiting_since_us = e.time_us;
+    }
   }
   if (job.attempts.size() > 1) {
     for (size_t i = 0; i < job.attempts.size(); ++i) {
@@ -174,7 +178,9 @@ JobStatus ReadJobStatus(const StatusOptions& options) {
         r.idle_s = std::max(0.0, f.heartbeat_age_s) + in_activity;
       }
     } else {
-      r.state = job.status == "running" ? "not found" : "ended";
+      r.state = job.status == "running" ? "not found"
+                : job.attempts.empty()  ? "not started"  // it waits for nodes to start
+                                        : "ended";
     }
     status.ranks.push_back(std::move(r));
   }
@@ -212,6 +218,8 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
         {"elastic_rounds", s.elastic_rounds},
         {"stragglers", s.stragglers},
         {"held_back", s.held_back},
+        {"waiting_for_nodes", s.waiting_for_nodes.empty() ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(s.waiting_for_nodes)},
         {"ranks", ranks}};
     std::fprintf(out, "%s\n", doc.dump(2).c_str());
     return;
@@ -219,6 +227,11 @@ void PrintJobStatus(const JobStatus& s, bool json, std::FILE* out) {
   std::fprintf(out, "job %s: %s%s (%s), %s\n", s.job.c_str(), s.status.c_str(),
                s.exit_code >= 0 ? fmt::format(", exit {}", s.exit_code).c_str() : "",
                s.transport.c_str(), s.job_dir.c_str());
+  if (!s.waiting_for_nodes.empty()) {
+    std::fprintf(out, "waiting for nodes for %.0f s: %s\n",
+                 std::max<int64_t>(0, WallMicros() - s.waiting_since_us) / 1e6,
+                 s.waiting_for_nodes.c_str());
+  }
   for (const auto& [host, error] : s.node_errors)
     std::fprintf(out, "node %s: %s\n", host.c_str(), error.c_str());
   std::fprintf(out, "%-5s %-12s %8s %-22s %8s %7s  %s\n", "rank", "node", "pid", "state", "step",

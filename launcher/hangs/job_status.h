@@ -31,7 +31,10 @@ struct RankStatus {
 struct JobStatus {
   std::string job;
   std::string job_dir;
-  std::string status;  // job.json's: running, succeeded, failed, interrupted
+  std::string status;  // job.json's: running, waiting, succeeded, failed, interrupted
+  // While the job waits for nodes (status waiting): what for and how long, and since when.
+  std::string waiting_for_nodes;
+  int64_t waiting_since_us = 0;
   std::string transport;
   int exit_code = -1;
   double stall_timeout_s = 0;
