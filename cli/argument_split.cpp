@@ -32,12 +32,15 @@ std::vector<std::string> OptionNames(const CLI::App& cmd) {
 }
 
 // `--nproc_per_node=2` -> `--nproc-per-node=2`; `-np` -> `--np` (and horovodrun's -hostfile,
-// -cb).
+// -cb, and its old --log-hide-timestamp).
 std::string Canonical(const std::string& word) {
   if (word == "-np") return "--np";
   if (word == "-hostfile") return "--hostfile";  // horovodrun's spelling
   if (word == "-prefix-timestamp") return "--prefix-output-with-timestamp";  // horovodrun's
   if (word == "-cb") return "--check-build";  // horovodrun's, not dtrain's -c b
+  // horovodrun's old names of --log-without-timestamp / --log-with-timestamp, still read.
+  if (word == "--log-hide-timestamp") return "--log-without-timestamp";
+  if (word == "--no-log-hide-timestamp") return "--log-with-timestamp";
   if (word.rfind("--", 0) != 0) return word;
   const size_t eq = word.find('=');
   std::string name = word.substr(0, eq);
@@ -54,14 +57,10 @@ std::string Canonical(const std::string& word) {
         " (dtrain takes the nodes from -c FILE, -H HOST:SLOTS,... or --hostfile, and "
         "MASTER_ADDR is the first node's address)";
   }
-  if (hint.empty() && name == "--output-filename") {  // horovodrun's
-    hint =
-        " (every rank's output is in <log_dir>/<job>/rank-R.log: --log-dir DIR chooses "
-        "where, dtrain logs reads it)";
-  }
   if (hint.empty() && name == "--check-build")
     hint = " (dtrain doctor shows every node's Horovod build)";
-  if (hint.empty() && (name == "--mpi" || name == "--jsrun")) {
+  if (hint.empty() &&
+      (name == "--mpi" || name == "--jsrun" || name == "--mpi-args" || name == "--binding-args")) {
     hint = " (dtrain starts every rank itself and serves Horovod's Gloo rendezvous; no mpirun)";
   }
   throw UsageError(fmt::format(

@@ -34,6 +34,11 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
   cmd.add_flag("--prefix-output-with-timestamp", options.console.timestamps,
                "horovodrun's (also -prefix-timestamp): each console line starts with the local "
                "time, as horovodrun writes it (the logs stay as the rank wrote them)");
+  cmd.add_option("--output-filename", options.output_filename,
+                 "horovodrun's: every rank's stdout and stderr also in DIR/rank.R/stdout and "
+                 "stderr, each line after [R]<stdout>: as horovodrun writes them (the rank logs "
+                 "stay as they are)")
+      ->type_name("DIR");
   cmd.add_option("--min-np,--min-num-proc", options.min_np,
                  "horovodrun's: elastic Horovod (HOROVOD_ELASTIC=1): when a rank fails, its node "
                  "leaves and the others go on (hvd.elastic.run) while at least this many ranks "
@@ -75,6 +80,7 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
                                     "--verbose",
                                     "--disable-cache",
                                     "--prefix-output-with-timestamp",
+                                    "--output-filename",
                                     "--min-np",
                                     "--max-np",
                                     "--reset-limit",

@@ -20,16 +20,18 @@ bool ConsoleEcho::Shows(int rank, OutputStream stream) const {
   return (static_cast<int>(streams) & bit) != 0;
 }
 
+std::string HorovodrunTimestamp() {
+  char when[64];
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  ::localtime_r(&now, &local);
+  return std::string(when, std::strftime(when, sizeof when, "%a %b %e %H:%M:%S %Y", &local));
+}
+
 void ConsoleEcho::EmitLine(int rank, OutputStream stream, std::string_view line) {
   auto place = ranks_.find(rank);
-  std::string text;
-  if (choice_.timestamps) {  // as horovodrun writes it: time.asctime(), then the rank
-    char when[64];
-    const std::time_t now = std::time(nullptr);
-    std::tm local{};
-    ::localtime_r(&now, &local);
-    text.assign(when, std::strftime(when, sizeof when, "%a %b %e %H:%M:%S %Y", &local));
-  }
+  // As horovodrun writes it: the time, then the rank.
+  std::string text = choice_.timestamps ? HorovodrunTimestamp() : std::string();
   text += "[" + (place == ranks_.end() ? std::string("?") : place->second.host) + ":" +
           std::to_string(rank) + "] ";
   text.append(line);

@@ -29,6 +29,10 @@ struct ConsoleChoice {
   bool timestamps = false;    // horovodrun's --prefix-output-with-timestamp: the local time first
 };
 
+// The local time as horovodrun's --prefix-output-with-timestamp writes it (Python's
+// time.asctime(): "Fri Nov  7 15:14:06 2026").
+std::string HorovodrunTimestamp();
+
 // Where a rank runs, as the console names it.
 struct ConsoleRank {
   std::string host;

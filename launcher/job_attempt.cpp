@@ -212,6 +212,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
     supervise.steps = &steps;
     supervise.filtered = job.filtered;
+    supervise.output_files = job.output_files;
     supervise.store = store.get();
     ElasticLeaves leaves(job, spec, health_watch);
     if (elastic) {

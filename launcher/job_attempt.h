@@ -100,7 +100,8 @@ struct Job {
   std::string returning{};
   // The node that left as a straggler before the next attempt (also not counted), or "".
   std::string left_slow{};
-  FilteredOutput* filtered = nullptr;  // torchrun's --duplicate-*-filters; null: none
+  FilteredOutput* filtered = nullptr;             // torchrun's --duplicate-*-filters; null: none
+  HorovodrunOutputFiles* output_files = nullptr;  // horovodrun's --output-filename; null: none
   // An elastic job's --host-discovery-script, running every second (null: none), and the nodes
   // it did not list at the start, which the start's health check leaves to their joining.
   HostDiscovery* discovery = nullptr;

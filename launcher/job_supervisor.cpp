@@ -83,12 +83,14 @@ void JobSupervisor::OnOutput(int id, OutputStream stream, std::string_view bytes
   if (log != logs_.end()) log->second->Append(bytes, WallMicros());
   console_.Output(id, stream, bytes);
   if (options_.filtered) options_.filtered->Output(id, stream, bytes);
+  if (options_.output_files) options_.output_files->Output(id, stream, bytes);
   if (options_.stall_watch) options_.stall_watch->OnOutput(id);
 }
 
 void JobSupervisor::OnExit(int id, const ExitStatus& status) {
   console_.Finish(id);
   if (options_.filtered) options_.filtered->Finish(id);
+  if (options_.output_files) options_.output_files->Finish(id);
   if (!status.error.empty()) {
     // The rank never ran: say so in its log too, so the log explains the failure on its own.
     auto log = logs_.find(id);

@@ -23,6 +23,7 @@
 #include "launcher/health_watch.h"
 #include "launcher/horovod_elastic_rounds.h"
 #include "launcher/horovod_rendezvous.h"
+#include "launcher/horovodrun_output_files.h"
 #include "launcher/job_store.h"
 #include "launcher/rank_log.h"
 #include "launcher/step_watch.h"
@@ -31,9 +32,10 @@
 namespace dtrain {
 
 struct SupervisorOptions {
-  double grace_period_s = 10;          // between SIGTERM and SIGKILL
-  FilteredOutput* filtered = nullptr;  // torchrun's --duplicate-*-filters; null: none
-  StallWatch* stall_watch = nullptr;   // null: no stall watch
+  double grace_period_s = 10;                     // between SIGTERM and SIGKILL
+  FilteredOutput* filtered = nullptr;             // torchrun's --duplicate-*-filters; null: none
+  HorovodrunOutputFiles* output_files = nullptr;  // horovodrun's --output-filename; null: none
+  StallWatch* stall_watch = nullptr;              // null: no stall watch
   // > 0: a rank that exits with an error code this soon after the start holds the teardown for
   // up to kEarlyHoldS, so ranks failing the same way (an import error) report it themselves and
   // the failure can be told deterministic (restart_policy.h). 0: teardown at once.

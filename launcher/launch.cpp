@@ -31,6 +31,7 @@
 #include "launcher/horovod_elastic_settings.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
+#include "launcher/horovodrun_output_files.h"
 #include "launcher/host_discovery.h"
 #include "launcher/job_attempt.h"
 #include "launcher/job_placement.h"
@@ -425,9 +426,21 @@ int RunLaunch(const LaunchOptions& options) {
   const std::unique_ptr<FilteredOutput> filtered = FilteredOutputFor(
       folder.job_dir, settings.role, options.torchrun_agent.duplicate_stdout_filters,
       options.torchrun_agent.duplicate_stderr_filters);
+  std::unique_ptr<HorovodrunOutputFiles> output_files;
+  if (!options.output_filename.empty()) {
+    try {
+      output_files = std::make_unique<HorovodrunOutputFiles>(
+          Absolute(options.output_filename, folder.launch_dir), record.plan.world_size,
+          options.console.timestamps);
+    } catch (const Error&) {
+      RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
+      throw;
+    }
+  }
   Job job{options,         spec, settings, folder, plan_options,
           horovod_network, logs, console,  record, pool};
   job.filtered = filtered.get();
+  job.output_files = output_files.get();
   job.discovery = discovery.get();
   job.unlisted = unlisted;
   job.dir_sync = dir_sync.get();

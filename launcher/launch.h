@@ -28,6 +28,7 @@ struct LaunchOptions {
   bool sync = false;                // --sync: the launch directory to every node first
   bool horovod = false;             // or job.horovod, or a `--horovod` argument of the command
   ConsoleChoice console;            // what the console shows of the ranks (never the logs)
+  std::string output_filename;      // horovodrun's --output-filename DIR ("" = none)
   bool quiet = false;               // console only: no rank output at all
   std::string role;                 // torchrun's --role: ROLE_NAME ("" = job.role, else default)
   bool virtual_local_rank = false;  // torchrun's --virtual-local-rank (rank_plan.h)

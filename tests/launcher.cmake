@@ -46,6 +46,10 @@ dtrain_test(launcher_logs_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_logs_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+dtrain_test(launcher_horovodrun_output_files_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_horovodrun_output_files_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
 add_dependencies(launcher_logs_test dtrain)
 # Subprocess, the one way dtrain starts a process.
 dtrain_test(launcher_subprocess_test

@@ -113,12 +113,18 @@ TEST(LaunchUx, UnknownOptionsAndCommandsSayWhatToDo) {
   EXPECT_THAT(run.err, HasSubstr("unknown option --rdzv-timeout"));
   EXPECT_THAT(run.err, Not(HasSubstr("argument was not expected")));
   // horovodrun's options dtrain has no use for say what to use instead.
-  run = RunDtrain({"launch", "--output-filename", "out", "true"}, dir.path());
-  EXPECT_EQ(run.status, 2);
-  EXPECT_THAT(run.err, HasSubstr("every rank's output is in <log_dir>/<job>/rank-R.log"));
   run = RunDtrain({"launch", "--mpi", "true"}, dir.path());
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.err, HasSubstr("dtrain starts every rank itself and serves Horovod's Gloo"));
+  run = RunDtrain({"launch", "--mpi-args=--map-by ppr:6:node", "true"}, dir.path());
+  EXPECT_EQ(run.status, 2);
+  EXPECT_THAT(run.err, HasSubstr("dtrain starts every rank itself and serves Horovod's Gloo"));
+  // horovodrun's old name of --log-without-timestamp is still read, as horovodrun reads it.
+  run = RunDtrain({"launch", "-H", "localhost:1", "--log-dir", dir.path(), "--job", "hide",
+                   "--log-hide-timestamp", "--", "sh", "-c", "echo hide=$HOROVOD_LOG_HIDE_TIME"},
+                  dir.path());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(ReadFile(dir.path() + "/hide/rank-0.log"), HasSubstr("hide=1"));
   run = RunDtrain({"launch", "-cb"}, dir.path());
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.err, HasSubstr("dtrain doctor shows every node's Horovod build"));

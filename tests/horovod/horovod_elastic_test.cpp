@@ -438,13 +438,15 @@ TEST(HorovodElastic, ElasticOptionsAreChecked) {
   testing::WriteFile(slurm, "transport: slurm\nnodes:\n  - {host: a}\n  - {host: b}\n");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"-H", "localhost:2", "--max-np", "2"},
-       "--max-np, --reset-limit and --blacklist-cooldown-range are for an elastic"},
+       "--max-np, --reset-limit, --blacklist-cooldown-range and --elastic-timeout are for an "
+       "elastic"},
       {{"-H", "localhost:2", "--blacklist-cooldown-range", "1", "9"}, "give --min-np N too"},
       {{"-H", "localhost:2", "--min-np", "1", "--blacklist-cooldown-range", "0", "9"},
        "1 <= MIN <= MAX <= 3600 (as horovodrun's)"},
       {{"-H", "localhost:2", "--min-np", "1", "--blacklist-cooldown-range", "9", "4"},
        "1 <= MIN <= MAX <= 3600"},
       {{"-H", "localhost:2", "--reset-limit", "1"}, "give --min-np N too"},
+      {{"-H", "localhost:2", "--elastic-timeout", "5"}, "give --min-np N too"},
       {{"-H", "localhost:2", "--min-np", "3"}, "--min-np 3: the job has only 2 rank(s)"},
       {{"-H", "localhost:2", "--min-np", "1", "--max-np", "1"},
        "an elastic job never grows past its start"},

@@ -228,6 +228,38 @@ TEST(HorovodLaunch, HorovodrunsOwnOptionsSetWhatHorovodrunSets) {
   EXPECT_FALSE(std::regex_search(log, stamped)) << log;
 }
 
+// horovodrun's --output-filename DIR: horovodrun itself and dtrain run the same command, and
+// each rank's DIR/rank.R/stdout and stderr hold the same bytes (lines after [R]<stdout>:, a last
+// line without a newline as it came).
+TEST(HorovodLaunch, OutputFilenameWritesWhatHorovodrunWrites) {
+  REQUIRE_HOROVOD();
+  const std::string dir = kBin + "/horovod_launch/output";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string venv = kSource + "/.venv-horovod/bin";
+  const std::string bare = "env -i PATH=" + venv + ":/usr/bin:/bin HOME=/root ";
+  const std::string command =
+      " sh -c 'echo \"out $HOROVOD_RANK\"; echo \"err $HOROVOD_RANK\" >&2; printf tail' 2>&1; "
+      "echo status=$?";
+  const std::string theirs = RunOutput(bare + venv + "/horovodrun -np 2 -H localhost:2 " +
+                                       "--output-filename " + dir + "/theirs" + command);
+  ASSERT_NE(theirs.find("status=0"), std::string::npos) << theirs;
+  const std::string ours =
+      RunOutput(bare + kBin + "/dtrain launch -np 2 -H localhost:2 --log-dir " + dir +
+                " --job out --output-filename " + dir + "/ours" + command);
+  ASSERT_NE(ours.find("status=0"), std::string::npos) << ours;
+  for (const char* rank : {"0", "1"}) {
+    for (const char* stream : {"stdout", "stderr"}) {
+      const std::string file = std::string("/rank.") + rank + "/" + stream;
+      const std::string want = ReadText(dir + "/theirs" + file);
+      EXPECT_FALSE(want.empty()) << file;
+      EXPECT_EQ(ReadText(dir + "/ours" + file), want) << file;
+    }
+  }
+  EXPECT_EQ(ReadText(dir + "/ours/rank.1/stdout"), "[1]<stdout>:out 1\n[1]<stdout>:tail");
+  EXPECT_NE(RankLog(dir + "/out", 1).find("out 1\n"), std::string::npos) << "the log as always";
+}
+
 TEST(HorovodLaunch, ADeadRankStopsTheOthersFast) {
   REQUIRE_HOROVOD();
   const std::string dir = kBin + "/horovod_launch/dies";
