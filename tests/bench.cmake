@@ -8,5 +8,5 @@ if(TARGET dtrain-clip)
   add_test(NAME bench.clip_gpu_cpu
            COMMAND sh -c "rm -rf \"$3\" && bash \"$1/bench/clip_gpu.sh\" --device cpu --build-dir \"$2\" --out \"$3\" && \"$1/.venv/bin/python3\" \"$1/bench/clip_gpu.py\" check \"$3/clip_gpu_results.json\""
                    clip-gpu-cpu ${PROJECT_SOURCE_DIR} $<TARGET_FILE_DIR:dtrain-clip> ${clip_gpu_out})
-  set_tests_properties(bench.clip_gpu_cpu PROPERTIES LABELS bench TIMEOUT 300)
+  set_tests_properties(bench.clip_gpu_cpu PROPERTIES LABELS bench TIMEOUT 300 COST 80)
 endif()

@@ -52,6 +52,6 @@ if(TARGET dtrain-clip AND TARGET dtrain)
   add_test(NAME docs.readme_default_job
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/readme_default_job.sh ${PROJECT_SOURCE_DIR}
                    ${CMAKE_BINARY_DIR})
-  set_tests_properties(docs.readme_default_job PROPERTIES LABELS integration TIMEOUT 600
+  set_tests_properties(docs.readme_default_job PROPERTIES LABELS integration TIMEOUT 600 COST 110
                        RESOURCE_LOCK clip_training)
 endif()

@@ -9,7 +9,7 @@ if(TARGET dtrain_clip_train)
   add_test(NAME open_clip.weight_interchange
            COMMAND ${DTRAIN_VENV_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/open_clip/open_clip_interchange.py
                    $<TARGET_FILE:clip_weights_tool> ${CMAKE_CURRENT_BINARY_DIR}/open_clip_scratch)
-  set_tests_properties(open_clip.weight_interchange PROPERTIES TIMEOUT 300 LABELS open_clip)
+  set_tests_properties(open_clip.weight_interchange PROPERTIES TIMEOUT 300 COST 55 LABELS open_clip)
 endif()
 if(TARGET dtrain_clip_train AND TARGET dtrain)
   dtrain_test(open_clip_launch_test SOURCES open_clip/open_clip_launch_test.cpp

@@ -13,7 +13,7 @@ target_include_directories(slurm_integration_test PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(slurm_integration_test PRIVATE dtrain_doctor dtrain_launcher dtrain_test_paths
                       GTest::gtest)
 add_test(NAME slurm_integration_test COMMAND slurm_integration_test)
-set_tests_properties(slurm_integration_test PROPERTIES TIMEOUT 330 LABELS "slurm;integration"
+set_tests_properties(slurm_integration_test PROPERTIES TIMEOUT 330 COST 170 LABELS "slurm;integration"
                      SKIP_REGULAR_EXPRESSION "SLURM UNAVAILABLE:")
 if(TARGET dtrain)
   add_dependencies(slurm_integration_test dtrain)
