@@ -94,7 +94,9 @@ start() {
     --key-file="$dir/munge/munge.key" --pid-file="$dir/munge/munged.pid" \
     --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munge.seed" ||
     fail_start "munged did not start (see $dir/log/munged.log)"
-  SLURM_CONF=$conf /usr/sbin/slurmctld -i -f "$conf" ||
+  # -c: a fresh cluster each start; a run killed before its `stop` leaves drained nodes and jobs
+  # in the state folder, which slurmctld would otherwise recover.
+  SLURM_CONF=$conf /usr/sbin/slurmctld -c -i -f "$conf" ||
     fail_start "slurmctld did not start (see $dir/log/slurmctld.log)"
   for node in $nodes; do
     SLURM_CONF=$conf /usr/sbin/slurmd -f "$conf" -N "$node" ||
