@@ -36,6 +36,7 @@
 #include "launcher/job_attempt.h"
 #include "launcher/job_placement.h"
 #include "launcher/job_record.h"
+#include "launcher/job_results_fetch.h"
 #include "launcher/job_store.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/job_sync.h"
@@ -53,7 +54,6 @@
 #include "launcher/ssh/launch_dir_sync.h"
 #include "launcher/ssh/ssh_preflight.h"
 #include "launcher/ssh/workdir_sync.h"
-#include "launcher/timeline/trace_fetch.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
@@ -78,54 +78,6 @@ void MakeDirs(const std::string& path) {
       throw Error(prefix + ": cannot create the directory: " + std::strerror(errno));
     }
     if (slash == std::string::npos) return;
-  }
-}
-
-// Metrics and PyTorch traces ranks wrote on nodes without shared storage come back into the job
-// folder; files already here and complete (shared storage) are left as they are.
-// Nodes in `lost` are not asked: nothing at the end of a job waits on a node that stopped
-// answering (`dtrain logs`/`dtrain timeline` fetch its files later, once it is back).
-void FetchNodeResults(const std::string& job_dir, const ClusterSpec& spec,
-                      const std::set<std::string>& lost) {
-  auto warn = [](const TraceFetchReport& report) {
-    for (const std::string& w : report.warnings)
-      std::fprintf(stderr, "dtrain: warning: %s\n", w.c_str());
-  };
-  try {
-    JobSummary job = ReadJobSummary(job_dir);
-    for (auto it = job.rank_hosts.begin(); it != job.rank_hosts.end();) {
-      if (!lost.count(it->second)) {
-        ++it;
-        continue;
-      }
-      job.rank_metrics.erase(it->first);
-      job.rank_traces.erase(it->first);
-      it = job.rank_hosts.erase(it);
-    }
-    for (const std::string& host : lost) {
-      std::fprintf(stderr,
-                   "dtrain: node %s was lost: its metrics and traces were not fetched (later: "
-                   "dtrain timeline --job %s, once it answers)\n",
-                   host.c_str(), job.name.c_str());
-    }
-    const TraceFetchReport fetched = FetchRemoteMetrics(job_dir, job, spec.source, &spec.ssh);
-    if (!fetched.fetched.empty()) {
-      std::fprintf(stderr,
-                   "dtrain: metrics of %zu rank(s) fetched from their nodes into %s/metrics\n",
-                   fetched.fetched.size(), job_dir.c_str());
-    }
-    warn(fetched);
-    std::set<std::string> skip = fetched.unreachable;
-    skip.insert(lost.begin(), lost.end());
-    const TraceFetchReport traces =
-        FetchRemoteProfilerTraces(job_dir, job, spec.source, &spec.ssh, skip);
-    if (!traces.fetched.empty()) {
-      std::fprintf(stderr, "dtrain: %zu PyTorch profiler trace(s) fetched from the nodes\n",
-                   traces.fetched.size());
-    }
-    warn(traces);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "dtrain: warning: metrics or traces not fetched: %s\n", e.what());
   }
 }
 
