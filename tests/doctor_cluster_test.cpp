@@ -172,8 +172,7 @@ TEST(DoctorCluster, SshFailuresCarryTheirReason) {
     usleep(100 * 1000);
   }
   ASSERT_TRUE(std::filesystem::exists(dir + "/silent.up")) << "the silent listener did not start";
-  std::string silent = base;
-  silent.replace(silent.find("connect_timeout: 5"), 18, "connect_timeout: 2");
+  std::string silent = test::WithConnectTimeout(base, 2);
   silent += "  - {host: silent, address: " + silent_address + ", slots: 1}\n";
   std::ofstream(dir + "/silent.yaml") << silent;
   const auto start = std::chrono::steady_clock::now();

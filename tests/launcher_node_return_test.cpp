@@ -46,6 +46,23 @@ double WaitForText(const DtrainProcess& dtrain, const std::string& text, Clock::
   return -1;
 }
 
+// The project a --sync test launches from: DIR/src holding synced.txt ("yes"), which each rank
+// reads in its workdir. Returns DIR/src.
+std::string SyncedProject(const std::string& dir) {
+  const std::string src = dir + "/src";
+  std::filesystem::create_directories(src);
+  testing::WriteFile(src + "/synced.txt", "yes\n");
+  return src;
+}
+
+// `cluster_text` with every node's workdir in its private storage (/srv/node/work, which only
+// --sync fills), written beside the cluster's file; returns its path.
+std::string PrivateWorkdirs(const SshTestCluster& cluster, const std::string& cluster_text) {
+  const std::string file = cluster.dir() + "/workdir.yaml";
+  testing::WriteFile(file, cluster_text + "workdir: /srv/node/work\n");
+  return file;
+}
+
 // The checkpointed rank (tests/support/checkpointed_rank.h) counting to 100 steps instead of 40:
 // 25 s, long enough for a loss, a restart and a return.
 std::string LongerCheckpointedRank() {
@@ -221,11 +238,8 @@ TEST(NodeReturn, ANodeUnreachedAtTheStartIsSyncedBeforeItJoins) {
   SshTestCluster cluster("node-return-sync", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string dir = testing::ScratchDirs::Make("node-return-sync");
-  const std::string src = dir + "/src";
-  std::filesystem::create_directories(src);
-  testing::WriteFile(src + "/synced.txt", "yes\n");
-  const std::string file = cluster.dir() + "/workdir.yaml";
-  testing::WriteFile(file, ReadText(cluster.cluster_file()) + "workdir: /srv/node/work\n");
+  const std::string src = SyncedProject(dir);
+  const std::string file = PrivateWorkdirs(cluster, ReadText(cluster.cluster_file()));
   cluster.OnNode(1, "ip link set eth0 down");
   DtrainProcess dtrain({"launch",
                         "--sync",
@@ -371,13 +385,10 @@ TEST(NodeReturn, AJobShortOfNodesAtItsStartWaitsForThemBeforeAnyRankStarts) {
   SshTestCluster cluster("node-return-start", 2, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string dir = testing::ScratchDirs::Make("node-return-start");
-  const std::string src = dir + "/src";
-  std::filesystem::create_directories(src);
-  testing::WriteFile(src + "/synced.txt", "yes\n");
-  const std::string file = cluster.dir() + "/workdir.yaml";
-  std::string text = ReadText(cluster.cluster_file());  // node1 found unreached in 2 s, not 5
-  text.replace(text.find("connect_timeout: 5"), 18, "connect_timeout: 2");
-  testing::WriteFile(file, text + "workdir: /srv/node/work\n");
+  const std::string src = SyncedProject(dir);
+  // node1 found unreached in 2 s, not 5.
+  const std::string file =
+      PrivateWorkdirs(cluster, test::WithConnectTimeout(ReadText(cluster.cluster_file()), 2));
   auto launch = [&](const std::string& job, const std::string& join_timeout) {
     return std::vector<std::string>{
         "launch",

@@ -28,7 +28,11 @@ using test::SshTestCluster;
 
 const std::string kBin = DTRAIN_BINARY_DIR;
 const std::string kSource = DTRAIN_SOURCE_DIR;
-const std::string kPython = kSource + "/.venv-horovod/bin/python3";
+const std::string kVenvBin = kSource + "/.venv-horovod/bin";
+const std::string kPython = kVenvBin + "/python3";
+// Where horovodrun and dtrain are run side by side: a bare environment, .venv-horovod first on
+// PATH, so that neither sees the test's own variables.
+const std::string kBareEnv = "env -i PATH=" + kVenvBin + ":/usr/bin:/bin HOME=/root ";
 const std::string kProgram = kSource + "/tests/horovod/hvd_allreduce_train.py";
 
 #define REQUIRE_HOROVOD()                                                                         \
@@ -150,8 +154,6 @@ TEST(HorovodLaunch, HorovodrunsOwnOptionsSetWhatHorovodrunSets) {
   const std::string dir = kBin + "/horovod_launch/options";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string venv = kSource + "/.venv-horovod/bin";
-  const std::string bare = "env -i PATH=" + venv + ":/usr/bin:/bin HOME=/root ";
   const std::string options =
       "--fusion-threshold-mb 32 --cycle-time-ms 2.5 --cache-capacity 512 "
       "--hierarchical-allreduce --no-hierarchical-allgather --autotune --autotune-log-file " +
@@ -164,12 +166,13 @@ TEST(HorovodLaunch, HorovodrunsOwnOptionsSetWhatHorovodrunSets) {
   // Both launchers with `flags`: every variable horovodrun gives a rank, dtrain gives alike.
   auto expect_alike = [&](const std::string& job, const std::string& flags) {
     SCOPED_TRACE(flags);
-    const std::string horovodrun = RunOutput(bare + venv + "/horovodrun -np 2 -H localhost:2 " +
-                                             flags + " python " + dump + " 2>&1; echo status=$?");
+    const std::string horovodrun =
+        RunOutput(kBareEnv + kVenvBin + "/horovodrun -np 2 -H localhost:2 " + flags + " python " +
+                  dump + " 2>&1; echo status=$?");
     ASSERT_NE(horovodrun.find("status=0"), std::string::npos) << horovodrun;
     const std::string dtrain =
-        RunOutput(bare + kBin + "/dtrain launch -np 2 -H localhost:2 --log-dir " + dir + " --job " +
-                  job + " " + flags + " python " + dump + " 2>&1; echo status=$?");
+        RunOutput(kBareEnv + kBin + "/dtrain launch -np 2 -H localhost:2 --log-dir " + dir +
+                  " --job " + job + " " + flags + " python " + dump + " 2>&1; echo status=$?");
     ASSERT_NE(dtrain.find("status=0"), std::string::npos) << dtrain;
     for (const std::string rank : {"0", "1"}) {
       std::set<std::string> want = DumpedEnv(horovodrun, rank);
@@ -217,10 +220,10 @@ TEST(HorovodLaunch, HorovodrunsOwnOptionsSetWhatHorovodrunSets) {
       R"(\[(0|localhost:0)\]( |<stdout>:)stamped line)");
   const std::string say = " python -c 'print(\"stamped line\")' 2>&1; echo status=$?";
   const std::string theirs =
-      RunOutput(bare + venv + "/horovodrun -np 1 -H localhost:1 -prefix-timestamp" + say);
+      RunOutput(kBareEnv + kVenvBin + "/horovodrun -np 1 -H localhost:1 -prefix-timestamp" + say);
   EXPECT_TRUE(std::regex_search(theirs, stamped)) << theirs;
   const std::string ours =
-      RunOutput(bare + kBin + "/dtrain launch -np 1 -H localhost:1 --log-dir " + dir +
+      RunOutput(kBareEnv + kBin + "/dtrain launch -np 1 -H localhost:1 --log-dir " + dir +
                 " --job stamped -prefix-timestamp" + say);
   EXPECT_TRUE(std::regex_search(ours, stamped)) << ours;
   const std::string log = RankLog(dir + "/stamped", 0);
@@ -236,16 +239,14 @@ TEST(HorovodLaunch, OutputFilenameWritesWhatHorovodrunWrites) {
   const std::string dir = kBin + "/horovod_launch/output";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string venv = kSource + "/.venv-horovod/bin";
-  const std::string bare = "env -i PATH=" + venv + ":/usr/bin:/bin HOME=/root ";
   const std::string command =
       " sh -c 'echo \"out $HOROVOD_RANK\"; echo \"err $HOROVOD_RANK\" >&2; printf tail' 2>&1; "
       "echo status=$?";
-  const std::string theirs = RunOutput(bare + venv + "/horovodrun -np 2 -H localhost:2 " +
+  const std::string theirs = RunOutput(kBareEnv + kVenvBin + "/horovodrun -np 2 -H localhost:2 " +
                                        "--output-filename " + dir + "/theirs" + command);
   ASSERT_NE(theirs.find("status=0"), std::string::npos) << theirs;
   const std::string ours =
-      RunOutput(bare + kBin + "/dtrain launch -np 2 -H localhost:2 --log-dir " + dir +
+      RunOutput(kBareEnv + kBin + "/dtrain launch -np 2 -H localhost:2 --log-dir " + dir +
                 " --job out --output-filename " + dir + "/ours" + command);
   ASSERT_NE(ours.find("status=0"), std::string::npos) << ours;
   for (const char* rank : {"0", "1"}) {

@@ -39,6 +39,14 @@ inline std::string ReadText(const std::string& path) {
   return ss.str();
 }
 
+// `text`, a cluster file make-cluster.sh wrote (or a copy of one), with the nodes' ssh connect
+// timeout `seconds` in place of its 5: a node that never answers is found unreached sooner.
+inline std::string WithConnectTimeout(std::string text, int seconds) {
+  const std::string given = "connect_timeout: 5";
+  text.replace(text.find(given), given.size(), "connect_timeout: " + std::to_string(seconds));
+  return text;
+}
+
 class SshTestCluster {
  public:
   // Empty error(): the cluster is up. Otherwise it says why not (e.g. not root).
