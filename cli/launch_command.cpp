@@ -337,9 +337,11 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "torchrun's: not used (a note says so): the job's events go to job.json");
   cmd->add_option("--logs-specs", agent.logs_specs,
                   "torchrun's plugin for its log files: refused, with why");
-  cmd->add_option("--numa-binding", agent.numa_binding,
-                  "torchrun's node|socket: bind each rank to the CPUs of its GPU's NUMA node (of "
-                  "its socket's nodes) with taskset; exclusive and core-complex are refused");
+  cmd->add_option(
+      "--numa-binding", agent.numa_binding,
+      "torchrun's node|socket|exclusive|core-complex: bind each rank to the CPUs of its "
+      "GPU's NUMA node (its socket's nodes; its share of the node's cores; one L3 "
+      "cache group) with taskset");
   cmd->add_option("--duplicate-stdout-filters", agent.duplicate_stdout_filters,
                   "torchrun's S,...: copy every rank's stdout lines holding any S to "
                   "<job>/filtered_stdout.log");

@@ -11,17 +11,12 @@ namespace dtrain {
 std::string_view NumaBindingScript();  // templates/numa_binding.sh, embedded
 
 void CheckNumaBinding(const std::string& mode) {
-  if (mode.empty() || mode == "node" || mode == "socket") return;
-  if (mode == "exclusive" || mode == "core-complex") {
-    throw UsageError(fmt::format(
-        "--numa-binding {}: dtrain binds by node or socket only so far (a share of the node's "
-        "cores, or of its L3 cache groups, per GPU is not done); --numa-binding node binds each "
-        "rank to the CPUs of its GPU's NUMA node",
-        mode));
+  if (mode.empty() || mode == "node" || mode == "socket" || mode == "exclusive" ||
+      mode == "core-complex") {
+    return;
   }
   throw UsageError(fmt::format(
-      "--numa-binding {}: expected node, socket, exclusive or core-complex (torchrun's modes; "
-      "dtrain does node and socket)",
+      "--numa-binding {}: expected node, socket, exclusive or core-complex (torchrun's modes)",
       mode));
 }
 

@@ -1,6 +1,6 @@
 // torchrun's --numa-binding: each rank bound to the CPUs near its GPU before it starts
-// (templates/numa_binding.sh, run on the rank's node on every transport). Modes node and socket
-// as torch/numa/binding.py has them; exclusive and core-complex are refused for now.
+// (templates/numa_binding.sh, run on the rank's node on every transport), by torch/numa/binding.py's
+// modes: node, socket, exclusive and core-complex.
 #pragma once
 
 #include <string>
@@ -8,7 +8,7 @@
 
 namespace dtrain {
 
-// Throws UsageError for a mode dtrain does not bind by (with why); "" and node/socket pass.
+// Throws UsageError for a mode that is none of torch's; "" passes (no binding).
 void CheckNumaBinding(const std::string& mode);
 
 // `argv` run under the binding: {"sh", "-c", <script>, "dtrain-numa-binding", mode,

@@ -17,7 +17,7 @@ struct TorchrunAgentOptions {
   std::string event_log_handler;  // --event-log-handler: dtrain's events go to job.json
   std::string local_addr;         // --local-addr: a node's address is the cluster file's
   std::string logs_specs;         // --logs-specs: refused (a Python plugin of torchrun's logs)
-  std::string numa_binding;       // --numa-binding node|socket: numa_binding.h ("" = none);
+  std::string numa_binding;       // --numa-binding MODE: numa_binding.h ("" = none);
                                   // exclusive and core-complex refused
   std::string duplicate_stdout_filters;  // done: filtered_output.h ("" = not given)
   std::string duplicate_stderr_filters;

@@ -186,7 +186,7 @@ TEST(TorchrunParity, EveryTorchrunOptionIsKnown) {
   EXPECT_TRUE(noted.status.ok()) << noted.out;
   EXPECT_NE(noted.out.find("note: --local-addr 10.1.2.3 is not used"), std::string::npos);
   EXPECT_NE(noted.out.find("note: --event-log-handler null is not used"), std::string::npos);
-  for (const std::string refused : {"--numa-binding exclusive", "--logs-specs custom"}) {
+  for (const std::string refused : {"--numa-binding cores", "--logs-specs custom"}) {
     const testing::ShellRun run = RunShell(kDtrain + " launch -np 1 --log-dir " + dir.path() +
                                            " --job refused " + refused + " -- true");
     EXPECT_EQ(run.status.code, 2) << refused << "\n" << run.out;
@@ -234,6 +234,45 @@ TEST(TorchrunParity, DuplicateFiltersCopyTheSameLines) {
         SortedLines(ReadFile(dir.path() + "/logs/filters/" + name));
     EXPECT_EQ(got, want) << name;
     EXPECT_EQ(want.size(), name == "filtered_stdout.log" ? 6u : 2u) << ReadFile(path);
+  }
+}
+
+// --numa-binding, every mode, on a machine of 32 CPUs (two threads a core, 4 NUMA nodes on 2
+// sockets, L3 groups of unequal sizes, two CPUs the ranks may not use) and 6 GPUs (three on node
+// 0, one of them saying numa_node -1, two on node 2, one on node 3), described by sysfs and
+// nvidia-smi stand-ins (tests/torchrun/numa_cpus.py): the CPUs dtrain binds each rank to are
+// those torch's own binding code (torch/numa/binding.py, run on the same sysfs) picks for its GPU.
+// The binding itself is done by a taskset stand-in that says what it was asked (this machine has
+// 2 CPUs); NumaBinding.* bind for real.
+TEST(TorchrunParity, NumaBindingPicksTheCpusTorchPicks) {
+  REQUIRE_TORCHRUN();
+  TempDir dir("torchrun-numa");
+  const testing::ShellRun torch =
+      RunShell(kVenv + "/python " + kScripts + "/numa_cpus.py " + dir.path());
+  ASSERT_TRUE(torch.status.ok()) << torch.out;
+  std::map<std::string, std::map<int, std::string>> want;  // mode -> GPU -> CPUs
+  std::istringstream lines(torch.out);
+  for (std::string mode, cpus; lines >> mode;) {
+    int gpu = -1;
+    lines >> gpu >> cpus;
+    want[mode][gpu] = cpus;
+  }
+  ASSERT_EQ(want.size(), 4u) << torch.out;
+  for (const auto& [mode, by_gpu] : want) {
+    ASSERT_EQ(by_gpu.size(), 6u) << torch.out;
+    const testing::ShellRun dtrain =
+        RunShell("cd " + dir.path() + " && " + BareEnv() + kDtrain + " launch -q -np 6 --log-dir " +
+                 dir.path() + "/logs --job " + mode + " --numa-binding " + mode +
+                 " -x DTRAIN_PROBE_SYSFS=" + dir.path() + "/sys -x PATH=" + dir.path() +
+                 "/bin:/usr/bin:/bin -- true");
+    ASSERT_TRUE(dtrain.status.ok()) << mode << "\n" << dtrain.out;
+    for (const auto& [gpu, cpus] : by_gpu) {
+      const std::string log =
+          ReadFile(dir.path() + "/logs/" + mode + "/rank-" + std::to_string(gpu) + ".log");
+      EXPECT_NE(log.find(": CPUs " + cpus + "\ntaskset -c " + cpus + "\n"), std::string::npos)
+          << mode << " GPU " << gpu << ": torch binds to " << cpus << "\n"
+          << log;
+    }
   }
 }
 
