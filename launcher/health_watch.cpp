@@ -111,9 +111,11 @@ bool HealthWatch::JudgeUnfit(NodeHealthFindings& found, double after_s) {
 }
 
 // Warnings about nodes outside the job are not news to it; a node returns only once it passed
-// every round of kReturnRounds in a row.
+// every round of kReturnRounds in a row. A witness (NodeSpec::witness, a node of the job in the
+// peer test) is not one that may return.
 bool HealthWatch::JudgeReturns(const NodeHealthFindings& found) {
   for (const NodeSpec& node : nodes_.nodes) {
+    if (node.witness) continue;
     int& rounds = fit_rounds_[node.host];
     rounds = found.unfit.count(node.host) ? 0 : rounds + 1;
     if (rounds >= kReturnRounds) {

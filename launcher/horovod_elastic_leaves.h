@@ -51,9 +51,8 @@ class ElasticLeaves {
   void StartCooldown(const std::string& host);
   int Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*& watch);
   std::vector<int> Removals(HealthWatch*& watch);
-  std::set<std::string> Listed();
-  std::vector<int> RanksOn(
-      const std::string& host) const;  // the nodes the script lists now (unknown hosts said once)
+  std::set<std::string> Listed();  // the nodes the script lists now (unknown hosts said once)
+  std::vector<int> RanksOn(const std::string& host) const;
   bool MayReturn(const std::string& host, std::chrono::steady_clock::time_point now) const;
 
   Job& job_;
@@ -68,6 +67,7 @@ class ElasticLeaves {
   std::map<std::string, double> cooldown_s_;
   std::set<std::string> returning_;            // the nodes return_watch_ follows
   std::unique_ptr<HealthWatch> return_watch_;  // ... through the health checks
+  std::vector<int> return_witnesses_;          // ... with these nodes of the job in its peer test
   // --host-discovery-script: the nodes out of the job because it does not list them (absent at
   // the start or taken out), those never started, and what was said once.
   std::set<std::string> unlisted_;

@@ -278,15 +278,15 @@ void JobSupervisor::StartJoined(const ElasticRoundChange& change) {
     const std::optional<HorovodSlotInfo> slot = rounds.Slot(proc.id);
     if (!slot) continue;
     PlaceInEnv(*slot, proc.env);
-    never_started_.erase(proc.id);
+    const bool first = never_started_.erase(proc.id) > 0;  // a node the script lists only now
     outcome_.statuses.erase(proc.id);
     outcome_.ended_us.erase(proc.id);
     if (options_.stall_watch) options_.stall_watch->OnRestart(proc.id);
     auto log = logs_.find(proc.id);
     if (log != logs_.end()) {
-      log->second->MarkRestart(
-          fmt::format("rank joins the elastic Horovod job again in round {}", change.round),
-          WallMicros());
+      log->second->MarkRestart(fmt::format("rank joins the elastic Horovod job {}in round {}",
+                                           first ? "" : "again ", change.round),
+                               WallMicros());
     }
     again.push_back(std::move(proc));
   }

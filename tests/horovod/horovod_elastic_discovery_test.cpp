@@ -130,6 +130,74 @@ TEST(HorovodElastic, DiscoveryScriptDecidesWhichNodesTakePart) {
       testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
 }
 
+// A node the script lists that cannot connect with the job's nodes where Horovod's Gloo runs
+// (-x HOROVOD_GLOO_IFACE=hsn0, node2's switch port on that NIC taken off the bridge with its link
+// up, as a port in the wrong VLAN) does not join: the health checks it must pass twice test it
+// with nodes of the job (the peer test), and it fails them while the two others train on. Its
+// port back on the bridge, it passes them and joins, and the three finish together.
+TEST(HorovodElastic, ANodeListedThatCannotReachTheJobsNodesJoinsOnlyOnceItCan) {
+  REQUIRE_HOROVOD();
+  SshTestCluster cluster("hvd-elastic-cut", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
+  ASSERT_EQ(test::ReachSecondNics(cluster), "");
+  ASSERT_EQ(test::SetSecondNicPort(cluster, 2, "nomaster"), "");
+  const std::string file = test::HgxNodes(cluster, 3);
+  const std::string dir = testing::ScratchDirs::Make("hvd-elastic-cut");
+  const std::string hosts = dir + "/hosts.txt";
+  ListHosts(hosts, "node0\nnode1\n");
+  DtrainProcess dtrain(
+      ElasticLaunch("-c " + file, dir,
+                    {"--min-np", "2", "--host-discovery-script", "cat " + hosts, "--health-watch",
+                     "1", "--grace-period", "2", "-x", "HOROVOD_GLOO_IFACE=hsn0", "-x",
+                     "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x", "HVD_TEST_STEP_S=0.2", "-x",
+                     "HVD_TEST_STEPS=150"}),
+      dir);
+  const std::string job_dir = dir + "/el";
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return RankLog(job_dir, 1).find("hvd-step step=10 ") != std::string::npos; }, 90))
+      << dtrain.err();
+  ListHosts(hosts, "node0\nnode1\nnode2\n");
+  // Without the peer test it would pass twice in about 2 s (the interval, and two probes).
+  const size_t steps_then = StepTimes(RankLog(job_dir, 0)).size();
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  EXPECT_EQ(dtrain.err().find("it joins the elastic Horovod job"), std::string::npos)
+      << dtrain.err();
+  EXPECT_EQ(RankLog(job_dir, 2), "") << "node2's rank did not start";
+  EXPECT_GE(StepTimes(RankLog(job_dir, 0)).size(), steps_then + 20) << "the job trained on";
+  ASSERT_EQ(test::SetSecondNicPort(cluster, 2, "master br0"), "");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return RankLog(job_dir, 2).find("size=3 count=3") != std::string::npos; }, 60))
+      << dtrain.err();
+  const int status = dtrain.Wait(150);
+  const std::string err = dtrain.err();
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("dtrain: node node2 is listed by --host-discovery-script and passed the "
+                     "health checks 2 rounds in a row; it joins the elastic Horovod job with "
+                     "rank(s) 2"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(RoundSizes(RankLog(job_dir, 0)), "2,3");
+  EXPECT_EQ(RoundSizes(RankLog(job_dir, 2)), "3");
+  EXPECT_EQ(RankLog(job_dir, 2)
+                .rfind("--- dtrain: rank joins the elastic Horovod job in round 2 "
+                       "---\n",
+                       0),
+            0u)
+      << "its first start: " << RankLog(job_dir, 2);
+  const std::string done = "hvd-elastic-done step=150 size=3 ";
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_NE(RankLog(job_dir, r).find(done + "rank=" + std::to_string(r)), std::string::npos)
+        << RankLog(job_dir, r);
+  }
+  const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["status"], "succeeded");
+  EXPECT_EQ(record["attempts"].size(), 1u) << "no restart";
+  EXPECT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_JOB=el").empty(); }, 10));
+}
+
 // The script stops listing node1: it is taken out at the next commit, and node0's rank alone is
 // fewer than --min-np 2, so it waits in the rendezvous, unanswered and training nothing. The
 // script then lists node2 (a spare, never started): under --sync into the nodes' private

@@ -202,6 +202,13 @@ inline std::string AddSecondNic(const SshTestCluster& cluster, int i, const std:
                    name + " up 2>&1");
 }
 
+// Puts the launcher's side (the head namespace's bridge) on the second NICs' network too
+// (10.232.0.1/24), as a launcher that reaches the nodes' fast network: elastic Horovod's workers
+// are told of new hosts at their HOROVOD_GLOO_IFACE address. "" on success, else what `ip` said.
+inline std::string ReachSecondNics(const SshTestCluster& cluster) {
+  return RunOutput("ip -n " + cluster.HeadNamespace() + " addr add 10.232.0.1/24 dev br0 2>&1");
+}
+
 // Sets the switch port of node `i`'s second interface (AddSecondNic) "up" or "down": down, the
 // node's side loses its carrier (operstate lowerlayerdown), as with a cut cable or a dead switch
 // port; "nomaster" takes it off the bridge with its link up, as a port in the wrong VLAN. "" on
