@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -39,6 +40,22 @@ std::optional<UnfitNode> HealthWatch::Take() {
 std::vector<NodeWarning> HealthWatch::TakeWarnings() {
   std::lock_guard<std::mutex> lock(mutex_);
   return std::exchange(warnings_, {});
+}
+
+ClusterSpec ReturnWatchNodes(const ClusterSpec& spec, const std::vector<int>& returning,
+                             const std::vector<int>& in_job) {
+  ClusterSpec watched = spec;
+  watched.nodes.clear();
+  for (int i : returning) watched.nodes.push_back(spec.nodes[i]);
+  size_t witnesses = 0;
+  for (int i : in_job) {
+    if (witnesses == kReturnWitnesses) break;
+    if (std::find(returning.begin(), returning.end(), i) != returning.end()) continue;
+    watched.nodes.push_back(spec.nodes[i]);
+    watched.nodes.back().witness = true;
+    ++witnesses;
+  }
+  return watched;
 }
 
 std::optional<std::string> HealthWatch::TakeReturned() {

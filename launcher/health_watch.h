@@ -33,6 +33,11 @@ constexpr double kHealthWatchS = 30;
 // How many rounds in a row a quarantined node must pass before it returns to the job.
 constexpr int kReturnRounds = 2;
 
+// How many of the job's nodes a returning node is tested with, in the peer test of the checks it
+// must pass kReturnRounds times in a row: enough to tell a node cut off from a pair that cannot
+// connect, few enough that a large job's nodes are not all probed again each round of a wait.
+constexpr size_t kReturnWitnesses = 3;
+
 // What a watch looks for in its nodes.
 enum class WatchFor {
   kUnfit,    // the attempt's nodes: the first that turns unfit (Take)
@@ -71,6 +76,13 @@ struct UnfitNode {
   // by the peer test): which of them is at fault is the check before the restart's to tell.
   std::vector<std::string> alike;
 };
+
+// The nodes a WatchFor::kReturns watch checks: `returning` (indices in `spec`) and, as witnesses
+// (NodeSpec::witness: in the peer test, never judged), the first kReturnWitnesses of `in_job`
+// that are not returning, so that a node which cannot connect with the job's nodes where the
+// collectives run does not come back (it would hang the init of the attempt or round it joins).
+ClusterSpec ReturnWatchNodes(const ClusterSpec& spec, const std::vector<int>& returning,
+                             const std::vector<int>& in_job);
 
 class HealthWatch {
  public:

@@ -16,14 +16,6 @@
 #include "launcher/node_history.h"
 
 namespace dtrain {
-namespace {
-
-// How many of the job's nodes a node about to join is tested with (the peer test): enough to
-// tell a node cut off from a pair that cannot connect, few enough that a large job's nodes are not
-// all probed again for every round of the wait.
-constexpr size_t kJoinWitnesses = 3;
-
-}  // namespace
 
 ElasticLeaves::ElasticLeaves(Job& job, const ClusterSpec& spec,
                              std::unique_ptr<HealthWatch>& health_watch)
@@ -294,29 +286,22 @@ int ElasticLeaves::Rejoins(const std::map<int, ExitStatus>& ended, HealthWatch*&
   }
   std::string host;
   if (job_.settings.health_watch_s > 0) {
-    // The nodes that would join are tested with some of the job's (witnesses, not judged): one
-    // that cannot connect with them where the collectives run (a port in the wrong VLAN) would
-    // hang the round it joins, as it would hang a restart that its own check lets it into.
-    std::vector<int> witnesses;
+    // The nodes that would join are tested with some of the job's (ReturnWatchNodes).
+    std::vector<int> in_job;
     for (const NodeSpec& node : spec_.nodes) {
-      if (witnesses.size() == kJoinWitnesses) break;
-      if (!left_.count(node.host)) witnesses.push_back(NodeIndex(job_.spec, node.host));
+      if (!left_.count(node.host)) in_job.push_back(NodeIndex(job_.spec, node.host));
     }
-    if (ready != returning_ || witnesses != return_witnesses_) {
+    if (in_job.size() > kReturnWitnesses) in_job.resize(kReturnWitnesses);
+    if (ready != returning_ || in_job != return_witnesses_) {
       returning_ = ready;
-      return_witnesses_ = witnesses;
+      return_witnesses_ = in_job;
       return_watch_.reset();
       std::vector<int> indices;
       for (const std::string& h : ready) indices.push_back(NodeIndex(job_.spec, h));
       if (!indices.empty()) {
-        ClusterSpec checked = AttemptSpec(job_.spec, indices);
-        for (int index : witnesses) {
-          checked.nodes.push_back(job_.spec.nodes[index]);
-          checked.nodes.back().witness = true;
-        }
-        return_watch_ = std::make_unique<HealthWatch>(job_.options.check_nodes, checked,
-                                                      job_.settings.health_watch_s,
-                                                      /*checked=*/false, WatchFor::kReturns);
+        return_watch_ = std::make_unique<HealthWatch>(
+            job_.options.check_nodes, ReturnWatchNodes(job_.spec, indices, in_job),
+            job_.settings.health_watch_s, /*checked=*/false, WatchFor::kReturns);
       }
     }
     if (!return_watch_) return -1;

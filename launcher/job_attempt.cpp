@@ -195,9 +195,11 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     const std::vector<int> may_return = job.pool.MayReturn();
     if (job.settings.health_watch_s > 0 && !may_return.empty() &&
         static_cast<int>(spec.nodes.size()) < job.pool.max_nodes()) {
+      std::vector<int> in_job;  // tested with the returning (ReturnWatchNodes)
+      for (const NodeSpec& node : spec.nodes) in_job.push_back(NodeIndex(job.spec, node.host));
       return_watch = std::make_unique<HealthWatch>(
-          job.options.check_nodes, AttemptSpec(job.spec, may_return), job.settings.health_watch_s,
-          /*checked=*/true, WatchFor::kReturns);
+          job.options.check_nodes, ReturnWatchNodes(job.spec, may_return, in_job),
+          job.settings.health_watch_s, /*checked=*/true, WatchFor::kReturns);
     }
     StepWatch steps(job.folder.job_dir + "/metrics/rank-0.jsonl");
     SupervisorOptions supervise;

@@ -51,9 +51,14 @@ std::vector<int> WaitForReturningNodes(Job& job, double& waited_s) {
     if (may_return.empty()) break;  // every node that could return did, or came back once
     if (may_return != watched) {
       watched = may_return;
+      // Tested with the nodes the job has (ReturnWatchNodes): those not quarantined.
+      std::vector<int> in_job;
+      for (int i = 0; i < job.pool.size(); ++i) {
+        if (job.pool.quarantined(i).empty()) in_job.push_back(i);
+      }
       watch = std::make_unique<HealthWatch>(
-          job.options.check_nodes, AttemptSpec(job.spec, may_return), job.settings.health_watch_s,
-          /*checked=*/false, WatchFor::kReturns);
+          job.options.check_nodes, ReturnWatchNodes(job.spec, may_return, in_job),
+          job.settings.health_watch_s, /*checked=*/false, WatchFor::kReturns);
     }
     if (std::optional<std::string> host = watch->TakeReturned()) {
       TakeBack(job, NodeIndex(job.spec, *host));

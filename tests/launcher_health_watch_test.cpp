@@ -124,6 +124,42 @@ TEST(HealthWatch, AQuarantinedNodeReturnsAfterTwoFitRoundsInARow) {
   EXPECT_FALSE(watch.Take()) << "nothing of the attempt's nodes";
 }
 
+// The nodes of the job that a returning node is tested with are witnesses: in the check (its
+// peer test), never the node that returns, and at most kReturnWitnesses of them.
+TEST(HealthWatch, AReturningNodeIsCheckedWithWitnessesThatNeverReturn) {
+  ClusterSpec job;
+  job.nodes.resize(6);
+  for (int i = 0; i < 6; ++i) job.nodes[i].host = "node" + std::to_string(i);
+  const ClusterSpec watched = ReturnWatchNodes(job, {4}, {0, 4, 1, 2, 3, 5});
+  ASSERT_EQ(watched.nodes.size(), 1 + kReturnWitnesses);
+  EXPECT_EQ(watched.nodes[0].host, "node4");
+  EXPECT_FALSE(watched.nodes[0].witness);
+  for (size_t i = 1; i < watched.nodes.size(); ++i) {
+    EXPECT_EQ(watched.nodes[i].host, "node" + std::to_string(i - 1)) << "the first, node4 aside";
+    EXPECT_TRUE(watched.nodes[i].witness);
+  }
+  // Every node fit, every round: only node4 may return, however many rounds the witnesses pass.
+  std::atomic<int> calls{0};
+  std::atomic<size_t> checked{0};
+  NodeHealthCheck check = [&](const ClusterSpec& nodes, bool, const std::function<bool()>&) {
+    checked = nodes.nodes.size();
+    ++calls;
+    return calls.load() < 4 ? Findings{{"node4", "cannot connect with node0, node1, node2"}}
+                            : Findings{};
+  };
+  HealthWatch watch(check, watched, 0.02, /*checked=*/true, WatchFor::kReturns);
+  std::optional<std::string> back;
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while (!back && Clock::now() < until) {
+    back = watch.TakeReturned();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, "node4") << "a witness passed every round and was never reported";
+  EXPECT_EQ(calls.load(), 5);
+  EXPECT_EQ(checked.load(), watched.nodes.size()) << "the witnesses are in the check";
+}
+
 TEST(HealthWatch, TheEndOfTheAttemptCutsARoundShort) {
   std::atomic<bool> started{false};
   NodeHealthCheck stuck = [&](const ClusterSpec&, bool, const std::function<bool()>& cancelled) {

@@ -229,6 +229,86 @@ echo "rank $RANK done")sh";
   EXPECT_NE(ReadText(dir + "/fixed/rank-1.log").find("rank 1 done"), std::string::npos);
 }
 
+// As above, but node1 comes back cut off from the others where the job's collectives run
+// (-x GLOO_SOCKET_IFNAME=hsn0, its switch port on that NIC taken off the bridge with its link up,
+// as a port in the wrong VLAN): fit by itself, it fails the peer test with the job's nodes that
+// the checks of a returning node take in, and stays out while node0 and node2 run on. Its port
+// back on the bridge, it passes twice and the job restarts on all three.
+TEST(NodeReturn, ANodeFitAgainButCutOffFromTheOthersStaysOut) {
+  SshTestCluster cluster("node-return-cut", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
+  const std::string boot = "[    1.0] Linux version 6.1\n";
+  for (int i = 0; i < 3; ++i) {
+    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
+                        boot);
+  }
+  const std::string file = test::StandInClusterFile(cluster, 3, "");
+  const std::string dir = testing::ScratchDirs::Make("node-return-cut");
+  const char* script = R"sh(
+ck=$DTRAIN_LOG_DIR/checkpoint
+s=0; [ -f "$ck" ] && s=$(cat "$ck")
+while [ "$s" -lt 100 ]; do
+  sleep 0.25; s=$((s + 1))
+  [ "$RANK" = 0 ] && echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
+  if [ "$DTRAIN_NODE" = node1 ] && [ "$s" = 4 ]; then
+    echo "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." >>"$(dirname "$(command -v nvidia-smi)")/dmesg.txt"
+    exit 1
+  fi
+done
+echo "rank $RANK done")sh";
+  DtrainProcess dtrain({"launch",
+                        "-c",
+                        file,
+                        "--job",
+                        "cut",
+                        "--log-dir",
+                        dir,
+                        "--max-restarts",
+                        "1",
+                        "--nnodes",
+                        "2:3",
+                        "--health-watch",
+                        "1",
+                        "-x",
+                        "GLOO_SOCKET_IFNAME=hsn0",
+                        "--quiet",
+                        "--",
+                        "sh",
+                        "-c",
+                        script,
+                        "cut-rank"},
+                       dir);
+  const Clock::time_point start = Clock::now();
+  ASSERT_GE(WaitForText(dtrain, "dtrain: node node1 quarantined in job cut: failed the health ",
+                        start, 30),
+            0)
+      << dtrain.err();
+  ASSERT_EQ(test::SetSecondNicPort(cluster, 1, "nomaster"), "");
+  testing::WriteFile(cluster.dir() + "/node1-bin/dmesg.txt", boot);
+  // Fit by itself, it would pass twice in about 2 s (the interval, and two probes).
+  std::this_thread::sleep_for(std::chrono::seconds(8));
+  EXPECT_EQ(dtrain.err().find("dtrain: node node1 passed the health checks"), std::string::npos)
+      << dtrain.err();
+  ASSERT_EQ(test::SetSecondNicPort(cluster, 1, "master br0"), "");
+  const Clock::time_point restored = Clock::now();
+  const double back_s = WaitForText(dtrain,
+                                    "dtrain: node node1 passed the health checks 2 rounds "
+                                    "in a row; job cut restarts on node0,node1,node2",
+                                    restored, 30);
+  std::printf("node1 reachable again: taken back after %.2f s\n", back_s);
+  EXPECT_GE(back_s, 0) << dtrain.err();
+  ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
+  const json record = json::parse(ReadText(dir + "/cut/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  const json& attempts = record["attempts"];
+  ASSERT_EQ(attempts.size(), 3u) << attempts.dump(2);
+  EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2"}));
+  EXPECT_EQ(attempts[1]["cause"], "node-returned");
+  EXPECT_EQ(attempts[2]["nodes"], json({"node0", "node1", "node2"}));
+  EXPECT_NE(ReadText(dir + "/cut/rank-1.log").find("rank 1 done"), std::string::npos);
+}
+
 // --sync into the nodes' private workdirs (/srv/node/work) while node1's link is down: the job
 // starts on node0 and node2, the launch directory copied to those two only. Once node1 answers
 // again and passes the health checks twice, the job restarts on all three, and the launch
