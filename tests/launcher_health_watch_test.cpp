@@ -92,6 +92,17 @@ TEST(HealthWatch, WarningsArePassedOnAsTheyComeAndStopNothing) {
   EXPECT_TRUE(watch.TakeWarnings().empty()) << "each comes once";
 }
 
+// What a WatchFor::kReturns watch reports within 5 s (polled), nullopt if nothing.
+std::optional<std::string> WaitForReturned(HealthWatch& watch) {
+  std::optional<std::string> back;
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while (!back && Clock::now() < until) {
+    back = watch.TakeReturned();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return back;
+}
+
 // Quarantined nodes are probed with unreachable ones counted unfit; the first to pass two rounds
 // in a row is reported once. A round whose check could not run passes nobody.
 TEST(HealthWatch, AQuarantinedNodeReturnsAfterTwoFitRoundsInARow) {
@@ -111,12 +122,7 @@ TEST(HealthWatch, AQuarantinedNodeReturnsAfterTwoFitRoundsInARow) {
   quarantined.nodes[0].host = "node1";
   quarantined.nodes[1].host = "node2";
   HealthWatch watch(check, quarantined, 0.02, /*checked=*/true, WatchFor::kReturns);
-  std::optional<std::string> back;
-  const auto until = Clock::now() + std::chrono::seconds(5);
-  while (!back && Clock::now() < until) {
-    back = watch.TakeReturned();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  const std::optional<std::string> back = WaitForReturned(watch);
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, "node1");
   EXPECT_EQ(calls.load(), 5) << "rounds 1 and 3 were not in a row (round 2 failed); 3 and 4 were";
@@ -148,12 +154,7 @@ TEST(HealthWatch, AReturningNodeIsCheckedWithWitnessesThatNeverReturn) {
                             : Findings{};
   };
   HealthWatch watch(check, watched, 0.02, /*checked=*/true, WatchFor::kReturns);
-  std::optional<std::string> back;
-  const auto until = Clock::now() + std::chrono::seconds(5);
-  while (!back && Clock::now() < until) {
-    back = watch.TakeReturned();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  const std::optional<std::string> back = WaitForReturned(watch);
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, "node4") << "a witness passed every round and was never reported";
   EXPECT_EQ(calls.load(), 5);

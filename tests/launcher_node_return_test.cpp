@@ -72,6 +72,26 @@ std::string LongerCheckpointedRank() {
   return script;
 }
 
+// A checkpointed rank of 100 steps of 0.25 s on HgxNodes: at step 4 of the first attempt node1's
+// GPU falls off the bus (its rank fails, its kernel log gets Xid 79); `also` is more shell run
+// at each step.
+std::string NodeOneLosesItsGpuRank(const std::string& also) {
+  return R"sh(
+ck=$DTRAIN_LOG_DIR/checkpoint
+s=0; [ -f "$ck" ] && s=$(cat "$ck")
+echo "rank $RANK of $WORLD_SIZE on $DTRAIN_NODE starts at step $s"
+while [ "$s" -lt 100 ]; do
+  sleep 0.25; s=$((s + 1))
+  [ "$RANK" = 0 ] && echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
+  if [ "$DTRAIN_NODE" = node1 ] && [ "$s" = 4 ]; then
+    echo "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." >>"$(dirname "$(command -v nvidia-smi)")/dmesg.txt"
+    exit 1
+  fi
+)sh" + also +
+         R"sh(done
+echo "rank $RANK done")sh";
+}
+
 TEST(NodeReturn, CutNodeThatAnswersAgainRejoinsTheJob) {
   SshTestCluster cluster("node-return", 3, 1);
   REQUIRE_CLUSTER(cluster);
@@ -170,30 +190,14 @@ TEST(NodeReturn, CutNodeThatAnswersAgainRejoinsTheJob) {
 TEST(NodeReturn, UnfitNodeFitAgainRejoinsTheJob) {
   SshTestCluster cluster("node-return-unfit", 3, 1);
   REQUIRE_CLUSTER(cluster);
-  const std::string boot = "[    1.0] Linux version 6.1\n";
-  for (int i = 0; i < 3; ++i) {
-    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
-                        boot);
-  }
-  const std::string file = test::StandInClusterFile(cluster, 3, "");
+  const std::string file = test::HgxNodes(cluster, 3);
   const std::string dir = testing::ScratchDirs::Make("node-return-unfit");
-  const char* script = R"sh(
-ck=$DTRAIN_LOG_DIR/checkpoint
-s=0; [ -f "$ck" ] && s=$(cat "$ck")
-echo "rank $RANK of $WORLD_SIZE on $DTRAIN_NODE starts at step $s"
-while [ "$s" -lt 100 ]; do
-  sleep 0.25; s=$((s + 1))
-  [ "$RANK" = 0 ] && echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
-  if [ "$DTRAIN_NODE" = node1 ] && [ "$s" = 4 ]; then
-    echo "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." >>"$(dirname "$(command -v nvidia-smi)")/dmesg.txt"
-    exit 1
-  fi
+  const std::string script = NodeOneLosesItsGpuRank(R"sh(
   if [ "$DTRAIN_NODE" = node2 ] && [ "$s" = 60 ] && [ ! -f "$ck.failed" ]; then
     : >"$ck.failed"
     exit 1
   fi
-done
-echo "rank $RANK done")sh";
+)sh");
   DtrainProcess dtrain(
       {"launch", "-c", file, "--job", "fixed", "--log-dir", dir, "--max-restarts", "2", "--nnodes",
        "2:3", "--health-watch", "1", "--quiet", "--", "sh", "-c", script, "unfit-rank"},
@@ -205,7 +209,7 @@ echo "rank $RANK done")sh";
             0)
       << dtrain.err();
   EXPECT_NE(dtrain.err().find("node node1: Xid 79 on GPU 3"), std::string::npos);
-  testing::WriteFile(cluster.dir() + "/node1-bin/dmesg.txt", boot);
+  testing::WriteFile(cluster.dir() + "/node1-bin/dmesg.txt", test::kFreshBootLog);
   const Clock::time_point rebooted = Clock::now();
   const double back_s = WaitForText(dtrain,
                                     "dtrain: node node1 passed the health checks 2 rounds "
@@ -238,25 +242,9 @@ TEST(NodeReturn, ANodeFitAgainButCutOffFromTheOthersStaysOut) {
   SshTestCluster cluster("node-return-cut", 3, 1);
   REQUIRE_CLUSTER(cluster);
   for (int i = 0; i < 3; ++i) ASSERT_EQ(test::AddSecondNic(cluster, i, "hsn0"), "");
-  const std::string boot = "[    1.0] Linux version 6.1\n";
-  for (int i = 0; i < 3; ++i) {
-    test::WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", test::HgxQuery(),
-                        boot);
-  }
-  const std::string file = test::StandInClusterFile(cluster, 3, "");
+  const std::string file = test::HgxNodes(cluster, 3);
   const std::string dir = testing::ScratchDirs::Make("node-return-cut");
-  const char* script = R"sh(
-ck=$DTRAIN_LOG_DIR/checkpoint
-s=0; [ -f "$ck" ] && s=$(cat "$ck")
-while [ "$s" -lt 100 ]; do
-  sleep 0.25; s=$((s + 1))
-  [ "$RANK" = 0 ] && echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
-  if [ "$DTRAIN_NODE" = node1 ] && [ "$s" = 4 ]; then
-    echo "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." >>"$(dirname "$(command -v nvidia-smi)")/dmesg.txt"
-    exit 1
-  fi
-done
-echo "rank $RANK done")sh";
+  const std::string script = NodeOneLosesItsGpuRank("");
   DtrainProcess dtrain({"launch",
                         "-c",
                         file,
@@ -285,7 +273,7 @@ echo "rank $RANK done")sh";
             0)
       << dtrain.err();
   ASSERT_EQ(test::SetSecondNicPort(cluster, 1, "nomaster"), "");
-  testing::WriteFile(cluster.dir() + "/node1-bin/dmesg.txt", boot);
+  testing::WriteFile(cluster.dir() + "/node1-bin/dmesg.txt", test::kFreshBootLog);
   // Fit by itself, it would pass twice in about 2 s (the interval, and two probes).
   std::this_thread::sleep_for(std::chrono::seconds(8));
   EXPECT_EQ(dtrain.err().find("dtrain: node node1 passed the health checks"), std::string::npos)

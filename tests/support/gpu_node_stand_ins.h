@@ -102,16 +102,21 @@ inline std::string StandInClusterFile(const SshTestCluster& cluster, int nodes,
   return file;
 }
 
+// The kernel log of a node just booted (the stand-in dmesg's text): no Xid. Writing it to a node's
+// <cluster>/node<I>-bin/dmesg.txt "reboots" it.
+inline const std::string kFreshBootLog = "[    1.0] Linux version 6.1\n";
+
 // Each of the first `nodes` nodes of `cluster` made to look like an HGX H100 node (nvidia-smi,
 // dmesg and systemctl stand-ins first on its PATH), node `xid_node` with an Xid 79 on GPU 3
 // already in its kernel log; the cluster file that puts the stand-ins there.
 inline std::string HgxNodes(const SshTestCluster& cluster, int nodes, int xid_node = -1) {
   for (int i = 0; i < nodes; ++i) {
     WriteStandIns(cluster.dir() + "/node" + std::to_string(i) + "-bin", HgxQuery(),
-                  i == xid_node ? "[    1.0] Linux version 6.1\n[ 5012.345678] NVRM: Xid "
-                                  "(PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, "
-                                  "GPU has fallen off the bus.\n"
-                                : "[    1.0] Linux version 6.1\n");
+                  i == xid_node
+                      ? kFreshBootLog +
+                            "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, "
+                            "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+                      : kFreshBootLog);
   }
   return StandInClusterFile(cluster, nodes, "");
 }
