@@ -5,10 +5,10 @@
 // two rounds in a row, the job restarts on all three nodes from its checkpoint, and that restart
 // is not counted against --max-restarts. Also a node found unfit (a GPU fallen off the bus, in
 // the kernel log of an nvidia-smi and dmesg stand-in) that is fit again after its "reboot".
+// (A job short of nodes that waits for one: launcher_node_wait_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -17,6 +17,7 @@
 #include "tests/support/checkpointed_rank.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/gpu_node_stand_ins.h"
+#include "tests/support/node_return_helpers.h"
 #include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
@@ -26,51 +27,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
+using test::LongerCheckpointedRank;
+using test::PrivateWorkdirs;
 using test::ReadText;
 using test::SshTestCluster;
+using test::SyncedProject;
+using test::WaitForText;
 using testing::DtrainProcess;
-
-// Seconds since `start`.
-double Since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Waits (at most `timeout_s`) for `text` on dtrain's stderr; the seconds since `start` it took,
-// -1 if it never came.
-double WaitForText(const DtrainProcess& dtrain, const std::string& text, Clock::time_point start,
-                   double timeout_s) {
-  while (Since(start) < timeout_s) {
-    if (dtrain.err().find(text) != std::string::npos) return Since(start);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return -1;
-}
-
-// The project a --sync test launches from: DIR/src holding synced.txt ("yes"), which each rank
-// reads in its workdir. Returns DIR/src.
-std::string SyncedProject(const std::string& dir) {
-  const std::string src = dir + "/src";
-  std::filesystem::create_directories(src);
-  testing::WriteFile(src + "/synced.txt", "yes\n");
-  return src;
-}
-
-// `cluster_text` with every node's workdir in its private storage (/srv/node/work, which only
-// --sync fills), written beside the cluster's file; returns its path.
-std::string PrivateWorkdirs(const SshTestCluster& cluster, const std::string& cluster_text) {
-  const std::string file = cluster.dir() + "/workdir.yaml";
-  testing::WriteFile(file, cluster_text + "workdir: /srv/node/work\n");
-  return file;
-}
-
-// The checkpointed rank (tests/support/checkpointed_rank.h) counting to 100 steps instead of 40:
-// 25 s, long enough for a loss, a restart and a return.
-std::string LongerCheckpointedRank() {
-  std::string script = test::kCheckpointedRankScript;
-  const std::string forty = "-lt 40";
-  script.replace(script.find(forty), forty.size(), "-lt 100");
-  return script;
-}
 
 // A checkpointed rank of 100 steps of 0.25 s on HgxNodes: at step 4 of the first attempt node1's
 // GPU falls off the bus (its rank fails, its kernel log gets Xid 79); `also` is more shell run
@@ -350,196 +313,6 @@ TEST(NodeReturn, ANodeUnreachedAtTheStartIsSyncedBeforeItJoins) {
       << log1;
   EXPECT_NE(log1.find("rank 1 done"), std::string::npos) << log1;
   EXPECT_EQ(cluster.OnNode(1, "cat /srv/node/work/synced.txt"), "yes\n");
-}
-
-// Two nodes, no spare: node1's link is cut and the job, short of nodes, cannot restart at once.
-// As torchrun's agents wait at their rendezvous, it waits (--rdzv-conf join_timeout=60) for
-// node1 to pass the health checks twice, then restarts on both from the checkpoint and finishes.
-// A second job whose node1 never comes back gives up after its join_timeout of 3 s.
-TEST(NodeReturn, AJobShortOfNodesWaitsForOneToReturnUpToTheJoinTimeout) {
-  SshTestCluster cluster("node-return-wait", 2, 1);
-  REQUIRE_CLUSTER(cluster);
-  const std::string dir = testing::ScratchDirs::Make("node-return-wait");
-  auto launch = [&](const std::string& job, const std::string& join_timeout) {
-    return std::vector<std::string>{"launch",
-                                    "-c",
-                                    cluster.cluster_file(),
-                                    "--job",
-                                    job,
-                                    "--log-dir",
-                                    dir,
-                                    "--node-timeout",
-                                    "3",
-                                    "--grace-period",
-                                    "2",
-                                    "--max-restarts",
-                                    "1",
-                                    "--health-watch",
-                                    "1",
-                                    "--rdzv-conf",
-                                    "join_timeout=" + join_timeout,
-                                    "--quiet",
-                                    "--",
-                                    "sh",
-                                    "-c",
-                                    LongerCheckpointedRank(),
-                                    "nodeloss-rank"};
-  };
-  DtrainProcess dtrain(launch("waits", "60"), dir);
-  ASSERT_TRUE(test::WaitForStep(dir + "/waits", 4)) << dtrain.err();
-  cluster.OnNode(1, "ip link set eth0 down");
-  const Clock::time_point cut = Clock::now();
-  const std::string waiting = "dtrain: job waits is short of nodes (";
-  ASSERT_GE(WaitForText(dtrain, waiting, cut, 30), 0) << dtrain.err();
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  cluster.OnNode(1, "ip link set eth0 up");
-  const Clock::time_point restored = Clock::now();
-  const double back_s = WaitForText(dtrain,
-                                    "dtrain: node node1 passed the health checks 2 rounds "
-                                    "in a row after ",
-                                    restored, 40);
-  std::printf("node1 restored: taken back after %.2f s\n", back_s);
-  ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
-  std::string err = dtrain.err();
-  EXPECT_NE(err.find("): it waits up to 60 s (torchrun's join_timeout, --rdzv-conf "
-                     "join_timeout=S) for a quarantined node to pass the health checks 2 rounds "
-                     "in a row"),
-            std::string::npos)
-      << err;
-  EXPECT_NE(err.find("restarting job waits (restart 1 of 1) in "), std::string::npos) << err;
-  EXPECT_GE(back_s, 1) << err;
-  json record = json::parse(ReadText(dir + "/waits/job.json"), nullptr, false);
-  ASSERT_TRUE(record.is_object());
-  ASSERT_EQ(record["attempts"].size(), 2u) << record["attempts"].dump(2);
-  EXPECT_EQ(record["attempts"][0]["cause"], "node-lost");
-  EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node1"}));
-  EXPECT_EQ(record["status"], "succeeded");
-  EXPECT_NE(record.dump().find("\"node_returned\""), std::string::npos);
-  const std::string log1 = ReadText(dir + "/waits/rank-1.log");
-  const size_t again = log1.find("--- dtrain: restart 1");
-  ASSERT_NE(again, std::string::npos) << log1;
-  EXPECT_NE(log1.find("rank 1 done", again), std::string::npos) << log1;
-
-  // node1 stays cut: the wait runs out.
-  DtrainProcess gives_up(launch("gives-up", "3"), dir);
-  ASSERT_TRUE(test::WaitForStep(dir + "/gives-up", 4)) << gives_up.err();
-  cluster.OnNode(1, "ip link set eth0 down");
-  EXPECT_NE(gives_up.Wait(60), 0);
-  err = gives_up.err();
-  EXPECT_NE(err.find("): it waits up to 3 s (torchrun's join_timeout"), std::string::npos) << err;
-  EXPECT_NE(err.find("dtrain: job gives-up cannot restart: "), std::string::npos) << err;
-  EXPECT_NE(err.find(", and no node came back within 3 s (torchrun's join_timeout, --rdzv-conf "
-                     "join_timeout=S)"),
-            std::string::npos)
-      << err;
-  record = json::parse(ReadText(dir + "/gives-up/job.json"), nullptr, false);
-  ASSERT_TRUE(record.is_object());
-  EXPECT_EQ(record["status"], "failed");
-  EXPECT_EQ(record["attempts"].size(), 1u);
-  cluster.OnNode(1, "ip link set eth0 up");
-  for (int node = 0; node < 2; ++node) {
-    for (const std::string& p : cluster.NodeProcesses(node)) {
-      EXPECT_EQ(p.find("nodeloss-rank"), std::string::npos) << "node" << node << ": " << p;
-    }
-  }
-}
-
-// Two nodes, node1's link cut before the launch: short of nodes at its start, the job waits as
-// torchrun's agents do at their first rendezvous (--rdzv-conf join_timeout). node0 is checked
-// meanwhile; node1, its link restored, passes the health checks twice, is synced (--sync) and
-// the first attempt runs on both. A second job whose node1 never answers gives up after its
-// join_timeout of 3 s, no rank started.
-TEST(NodeReturn, AJobShortOfNodesAtItsStartWaitsForThemBeforeAnyRankStarts) {
-  SshTestCluster cluster("node-return-start", 2, 1);
-  REQUIRE_CLUSTER(cluster);
-  const std::string dir = testing::ScratchDirs::Make("node-return-start");
-  const std::string src = SyncedProject(dir);
-  // node1 found unreached in 2 s, not 5.
-  const std::string file =
-      PrivateWorkdirs(cluster, test::WithConnectTimeout(ReadText(cluster.cluster_file()), 2));
-  auto launch = [&](const std::string& job, const std::string& join_timeout) {
-    return std::vector<std::string>{
-        "launch",
-        "--sync",
-        "-c",
-        file,
-        "--job",
-        job,
-        "--log-dir",
-        dir + "/logs",
-        "--health-watch",
-        "1",
-        "--rdzv-conf",
-        "join_timeout=" + join_timeout,
-        "--quiet",
-        "--",
-        "sh",
-        "-c",
-        "echo synced=$(cat synced.txt)\n" + std::string(test::kCheckpointedRankScript),
-        "nodeloss-rank"};
-  };
-  cluster.OnNode(1, "ip link set eth0 down");
-  DtrainProcess dtrain(launch("waits", "60"), src);
-  const Clock::time_point start = Clock::now();
-  const std::string waiting = "dtrain: job waits is short of nodes (";
-  ASSERT_GE(WaitForText(dtrain, waiting, start, 40), 0) << dtrain.err();
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  EXPECT_FALSE(std::filesystem::exists(dir + "/logs/waits/rank-0.log")) << dtrain.err();
-  // `dtrain status` says what the job waits for, its ranks not started.
-  const testing::DtrainRun status =
-      testing::RunDtrain({"status", "--log-dir", dir + "/logs", "--job", "waits"}, dir);
-  EXPECT_EQ(status.status, 0) << status.err;
-  EXPECT_NE(status.out.find("job waits: waiting (ssh)"), std::string::npos) << status.out;
-  EXPECT_NE(status.out.find(" s: job waits is short of nodes (1 healthy node(s) left, the job "
-                            "needs at least 2): it waits up to 60 s"),
-            std::string::npos)
-      << status.out;
-  EXPECT_NE(status.out.find("node0               - not started"), std::string::npos) << status.out;
-  cluster.OnNode(1, "ip link set eth0 up");
-  const double back_s =
-      WaitForText(dtrain, "dtrain: node node1 passed the health checks 2 rounds in a row after ",
-                  Clock::now(), 40);
-  std::printf("node1 restored: taken back after %.2f s\n", back_s);
-  ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
-  std::string err = dtrain.err();
-  EXPECT_NE(err.find("could not be reached at the start"), std::string::npos) << err;
-  EXPECT_LT(err.find("dtrain: health check before start: 1 node(s) in "), err.find(waiting)) << err;
-  EXPECT_LT(err.find("dtrain: sync node0 ("), err.find(waiting)) << err;
-  EXPECT_GT(err.find("dtrain: sync node1 ("), err.find("passed the health checks 2 rounds")) << err;
-  json record = json::parse(ReadText(dir + "/logs/waits/job.json"), nullptr, false);
-  ASSERT_TRUE(record.is_object());
-  ASSERT_EQ(record["attempts"].size(), 1u) << record["attempts"].dump(2);
-  EXPECT_EQ(record["attempts"][0]["nodes"], json({"node0", "node1"}));
-  EXPECT_EQ(record["status"], "succeeded");
-  EXPECT_NE(record.dump().find("\"node_returned\""), std::string::npos);
-  EXPECT_NE(record.dump().find("\"waiting_for_nodes\""), std::string::npos);
-  const std::string log1 = ReadText(dir + "/logs/waits/rank-1.log");
-  EXPECT_NE(log1.find("synced=yes\nrank 1 of 2 on node1 starts at step 0"), std::string::npos)
-      << log1;
-  EXPECT_NE(log1.find("rank 1 done"), std::string::npos) << log1;
-
-  // node1 stays cut: the wait runs out before any rank starts.
-  cluster.OnNode(1, "ip link set eth0 down");
-  DtrainProcess gives_up(launch("gives-up", "3"), src);
-  EXPECT_EQ(gives_up.Wait(60), 1) << gives_up.err();
-  err = gives_up.err();
-  EXPECT_NE(err.find("dtrain: job gives-up cannot start: 1 healthy node(s) left, the job needs at "
-                     "least 2, and no node"),
-            std::string::npos)
-      << err;
-  EXPECT_NE(err.find(", and no node came back within 3 s (torchrun's join_timeout, --rdzv-conf "
-                     "join_timeout=S); no rank was started."),
-            std::string::npos)
-      << err;
-  record = json::parse(ReadText(dir + "/logs/gives-up/job.json"), nullptr, false);
-  ASSERT_TRUE(record.is_object());
-  EXPECT_EQ(record["status"], "failed");
-  EXPECT_EQ(record["attempts"].size(), 0u);
-  EXPECT_FALSE(std::filesystem::exists(dir + "/logs/gives-up/rank-0.log"));
-  cluster.OnNode(1, "ip link set eth0 up");
-  for (const std::string& p : cluster.NodeProcesses(0)) {
-    EXPECT_EQ(p.find("nodeloss-rank"), std::string::npos) << "node0: " << p;
-  }
 }
 
 }  // namespace

@@ -37,6 +37,10 @@ add_dependencies(launcher_unfit_link_test dtrain)
 dtrain_test(launcher_node_return_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_return_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 120 RESOURCE_LOCK netns)
 add_dependencies(launcher_node_return_test dtrain)
+# A job short of nodes waits for one to return (--rdzv-conf join_timeout), at its start too.
+dtrain_test(launcher_node_wait_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_wait_test.cpp
+            LIBS dtrain_launcher LABEL netns TIMEOUT 120 RESOURCE_LOCK netns)
+add_dependencies(launcher_node_wait_test dtrain)
 # A link whose errors grow during the run (PCIe replays, an InfiniBand port going down and up):
 # the health watch warns, and the job goes on.
 dtrain_test(launcher_flaky_link_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_flaky_link_test.cpp

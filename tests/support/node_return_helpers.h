@@ -1,0 +1,62 @@
+// What the tests of nodes returning to a job share (launcher_node_return_test.cpp,
+// launcher_node_wait_test.cpp): waiting for dtrain to say something, the --sync project and
+// private-workdir cluster file, and a checkpointed rank long enough for a loss and a return.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "tests/support/checkpointed_rank.h"
+#include "tests/support/dtrain_process.h"
+#include "tests/support/files.h"
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain::test {
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds since `start`.
+inline double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Waits (at most `timeout_s`) for `text` on dtrain's stderr; the seconds since `start` it took,
+// -1 if it never came.
+inline double WaitForText(const testing::DtrainProcess& dtrain, const std::string& text,
+                          Clock::time_point start, double timeout_s) {
+  while (Since(start) < timeout_s) {
+    if (dtrain.err().find(text) != std::string::npos) return Since(start);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
+// The project a --sync test launches from: DIR/src holding synced.txt ("yes"), which each rank
+// reads in its workdir. Returns DIR/src.
+inline std::string SyncedProject(const std::string& dir) {
+  const std::string src = dir + "/src";
+  std::filesystem::create_directories(src);
+  testing::WriteFile(src + "/synced.txt", "yes\n");
+  return src;
+}
+
+// `cluster_text` with every node's workdir in its private storage (/srv/node/work, which only
+// --sync fills), written beside the cluster's file; returns its path.
+inline std::string PrivateWorkdirs(const SshTestCluster& cluster, const std::string& cluster_text) {
+  const std::string file = cluster.dir() + "/workdir.yaml";
+  testing::WriteFile(file, cluster_text + "workdir: /srv/node/work\n");
+  return file;
+}
+
+// The checkpointed rank (tests/support/checkpointed_rank.h) counting to 100 steps instead of 40:
+// 25 s, long enough for a loss, a restart and a return.
+inline std::string LongerCheckpointedRank() {
+  std::string script = test::kCheckpointedRankScript;
+  const std::string forty = "-lt 40";
+  script.replace(script.find(forty), forty.size(), "-lt 100");
+  return script;
+}
+
+}  // namespace dtrain::test
