@@ -35,10 +35,7 @@ constexpr const char* kNodeTimeoutArg = "3";
 constexpr double kGrace = 2;
 
 bool RankRunsOn(const SshTestCluster& cluster, int node) {
-  for (const std::string& p : cluster.NodeProcesses(node)) {
-    if (p.find("nodeloss-rank") != std::string::npos) return true;
-  }
-  return false;
+  return !cluster.NodeProcessesWith(node, "nodeloss-rank").empty();
 }
 
 struct CutResult {

@@ -98,6 +98,15 @@ class SshTestCluster {
     return out;
   }
 
+  // Node i's processes (as NodeProcesses) whose command line holds `text`: a rank left behind.
+  std::vector<std::string> NodeProcessesWith(int i, const std::string& text) const {
+    std::vector<std::string> out;
+    for (const std::string& p : NodeProcesses(i)) {
+      if (p.find(text) != std::string::npos) out.push_back(p);
+    }
+    return out;
+  }
+
   // Waits up to `seconds` until nodes 0..count-1 each run `command` itself (its argv[0] and
   // arguments, e.g. "sleep 300"; not a shell whose command line contains it).
   bool WaitForCommandOnNodes(int count, const std::string& command, double seconds) const {
