@@ -308,8 +308,10 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "job's name)");
   cmd->add_option("--rdzv-conf", rdzv.conf,
                   "torchrun's KEY=VALUE,...: join_timeout=S is how long a job short of nodes "
-                  "waits for a quarantined one to return (default 600); the other keys are not "
-                  "used (dtrain starts every rank itself), a note says so");
+                  "waits for a quarantined one to return (default 600); last_call_timeout=S how "
+                  "long one about to run on fewer than --nnodes MAX waits for them (default 0: "
+                  "it starts at once); the other keys are not used (dtrain starts every rank "
+                  "itself), a note says so");
   cmd->add_option("--role", options->role,
                   "torchrun's: the ranks' ROLE_NAME (default: job.role, else default)")
       ->check(CLI::Validator(
@@ -338,10 +340,11 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   cmd->add_option("--logs-specs", agent.logs_specs,
                   "torchrun's plugin for its log files: refused, with why");
   cmd->add_option(
-      "--numa-binding", agent.numa_binding,
-      "torchrun's node|socket|exclusive|core-complex: bind each rank to the CPUs of its "
-      "GPU's NUMA node (its socket's nodes; its share of the node's cores; one L3 "
-      "cache group) with taskset");
+         "--numa-binding", agent.numa_binding,
+         "torchrun's node|socket|exclusive|core-complex: bind each rank to the CPUs of its "
+         "GPU's NUMA node (its socket's nodes; its share of the node's cores; one L3 "
+         "cache group) with taskset")
+      ->check(ValuesOffered({"node", "socket", "exclusive", "core-complex"}));
   cmd->add_option("--duplicate-stdout-filters", agent.duplicate_stdout_filters,
                   "torchrun's S,...: copy every rank's stdout lines holding any S to "
                   "<job>/filtered_stdout.log");

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace dtrain {
 
@@ -76,6 +77,11 @@ CLI::Validator CountOrOneOf(long long minimum, std::vector<std::string> words) {
                            text);
       },
       "");
+}
+
+CLI::Validator ValuesOffered(const std::vector<std::string>& words) {
+  return CLI::Validator([](std::string&) { return std::string(); },
+                        fmt::format("{{{}}}", fmt::join(words, ",")));
 }
 
 }  // namespace dtrain

@@ -16,5 +16,8 @@ CLI::Validator PortNumber();
 CLI::Validator FactorAboveOneOrZero();
 // A whole number of at least `minimum`, or one of `words` (--nproc-per-node 4 or gpu).
 CLI::Validator CountOrOneOf(long long minimum, std::vector<std::string> words);
+// Checks nothing, but names the values `words` as "{a,b}" for --help and shell completion, where
+// the launch refuses other values itself, in its own words (--numa-binding).
+CLI::Validator ValuesOffered(const std::vector<std::string>& words);
 
 }  // namespace dtrain

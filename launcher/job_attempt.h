@@ -64,6 +64,9 @@ struct JobSettings {
   double join_timeout_s = 600;
   std::string join_timeout_named = "torchrun's join_timeout, --rdzv-conf join_timeout=S";
   std::string join_timeout_option = "--rdzv-conf join_timeout=S";
+  // torchrun's last_call_timeout (--rdzv-conf last_call_timeout=S): how long an attempt about to
+  // run on fewer than --nnodes MAX nodes waits for quarantined ones to return; 0: it does not.
+  double last_call_s = 0;
 };
 
 // Where the job runs from and keeps its files: <log_dir>/<name>, `latest` pointing at it.

@@ -278,16 +278,24 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
                        : "");
     }
   } else if (restarts < job.settings.max_restarts) {
+    // torchrun's last call: on fewer than --nnodes MAX, wait a while for a node that may return.
+    double last_call_s = 0;
+    next_nodes = WaitLastCall(job, next_nodes, "restarts", last_call_s);
     const double backoff = BackoffSeconds(restarts + 1);
-    const double wait_s = std::max(0.0, backoff - checked_s - waited_s);
-    const std::string nodes = NodeList(job, next_nodes);
-    std::fprintf(stderr, "dtrain: restarting job %s (restart %d of %d) in %g s on %s; cause: %s\n",
-                 record.name.c_str(), restarts + 1, job.settings.max_restarts, backoff,
-                 nodes.c_str(), verdict.cause.c_str());
-    WriteJobRecord(job.folder.job_dir, record);
-    if (WaitBeforeRestart(wait_s)) return true;
+    const double wait_s = std::max(0.0, backoff - checked_s - waited_s - last_call_s);
+    if (JobSupervisor::InterruptSignal() == 0) {
+      const std::string nodes = NodeList(job, next_nodes);
+      std::fprintf(stderr,
+                   "dtrain: restarting job %s (restart %d of %d) in %g s on %s; cause: %s\n",
+                   record.name.c_str(), restarts + 1, job.settings.max_restarts, backoff,
+                   nodes.c_str(), verdict.cause.c_str());
+      WriteJobRecord(job.folder.job_dir, record);
+      if (WaitBeforeRestart(wait_s)) return true;
+    }
     record.status = "interrupted";
     record.exit_code = 128 + JobSupervisor::InterruptSignal();
+    std::fprintf(stderr, "dtrain: job %s interrupted by %s before it restarted\n",
+                 record.name.c_str(), SignalName(JobSupervisor::InterruptSignal()).c_str());
   } else {
     record.status = "failed";
     if (job.settings.max_restarts > 0) {

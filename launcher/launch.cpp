@@ -134,8 +134,11 @@ JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& s
       options.health_watch_s.value_or(spec.transport == TransportKind::kLocal ? 0 : kHealthWatchS);
   if (!options.check_nodes) job.health_watch_s = 0;
   job.join_timeout_s = JoinTimeoutS(options.cluster.torchrun);
+  job.last_call_s = LastCallTimeoutS(options.cluster.torchrun);
   job.role = options.role.empty() ? spec.job.role : options.role;
   SettleElasticSettings(options, spec, job);
+  if (job.min_np > 0)
+    job.last_call_s = 0;  // an elastic Horovod job takes a node in without a restart
   // torchrun's --standalone draws a rendezvous id of its own whatever --rdzv-id says.
   if (!options.cluster.torchrun.standalone) job.run_id = options.cluster.torchrun.id;
   return job;
@@ -422,6 +425,20 @@ int RunLaunch(const LaunchOptions& options) {
     if (nodes.empty()) nodes = WaitForNodesAtStart(job, !short_before, !unreached.empty());
   } else if (nodes.empty()) {
     nodes = WaitForNodesAtStart(job, /*after_check=*/false, !unreached.empty());
+  }
+  {
+    // torchrun's last call: on fewer than --nnodes MAX, wait a while for a node that may return.
+    double waited_s = 0;
+    const size_t had = nodes.size();
+    nodes = WaitLastCall(job, nodes, "starts", waited_s);
+    if (const int signal = JobSupervisor::InterruptSignal()) {
+      RecordFailureBeforeStart(folder.job_dir, record, 128 + signal);
+      throw Error(fmt::format("job {} interrupted by {} while it waited for nodes before it "
+                              "started; no rank was started",
+                              record.name, SignalName(signal)),
+                  128 + signal);
+    }
+    if (nodes.size() > had) job.waited_at_start = true;  // those that came back are synced
   }
   job.unlisted.clear();                 // a restart's check is of every node it picks
   NodeClockProbe clock_probe(reached);  // PyTorch traces carry their node's clock; taken below

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,16 +25,18 @@ bool MayWaitForNodes(const JobSettings& settings) {
   return settings.health_watch_s > 0;
 }
 
-std::vector<int> WaitForReturningNodes(Job& job, double& waited_s) {
-  using Clock = std::chrono::steady_clock;
-  waited_s = 0;
-  if (!MayWaitForNodes(job.settings) || job.pool.MayReturn().empty()) return {};
-  const double timeout_s = job.settings.join_timeout_s;
-  const std::string waiting = fmt::format(
-      "job {} is short of nodes ({}): it waits up to {:g} s ({}) for a quarantined node to pass "
-      "the health checks {} rounds in a row",
-      job.record.name, job.pool.why_not(), timeout_s, job.settings.join_timeout_named,
-      kReturnRounds);
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Says `waiting` on the console and in job.json (status waiting, event waiting_for_nodes), then
+// health-checks the nodes that may return, with the job's nodes as witnesses, and takes back each
+// that passes kReturnRounds rounds in a row, until `enough` holds for the nodes the pool picks
+// then (returned), `timeout_s` runs out ({}), none may return any more ({}) or the user
+// interrupts ({}). `waited_s`: how long it took.
+std::vector<int> WatchReturns(Job& job, const std::string& waiting, double timeout_s,
+                              const std::function<bool(const std::vector<int>&)>& enough,
+                              double& waited_s) {
   std::fprintf(stderr, "dtrain: %s\n", waiting.c_str());
   // `dtrain status` says so meanwhile; the status is settled by whoever ends the wait.
   job.record.status = "waiting";
@@ -71,7 +74,7 @@ std::vector<int> WaitForReturningNodes(Job& job, double& waited_s) {
       WriteJobRecord(job.folder.job_dir, job.record);
       watched.clear();  // a fresh watch for those still out
       std::vector<int> picked = job.pool.Pick();
-      if (!picked.empty()) {
+      if (!picked.empty() && enough(picked)) {
         job.record.status = "running";
         waited_s = since();
         return picked;
@@ -81,6 +84,56 @@ std::vector<int> WaitForReturningNodes(Job& job, double& waited_s) {
   }
   waited_s = since();
   return {};
+}
+
+}  // namespace
+
+std::vector<int> WaitForReturningNodes(Job& job, double& waited_s) {
+  waited_s = 0;
+  if (!MayWaitForNodes(job.settings) || job.pool.MayReturn().empty()) return {};
+  const std::string waiting = fmt::format(
+      "job {} is short of nodes ({}): it waits up to {:g} s ({}) for a quarantined node to pass "
+      "the health checks {} rounds in a row",
+      job.record.name, job.pool.why_not(), job.settings.join_timeout_s,
+      job.settings.join_timeout_named, kReturnRounds);
+  return WatchReturns(
+      job, waiting, job.settings.join_timeout_s, [](const std::vector<int>&) { return true; },
+      waited_s);
+}
+
+std::vector<int> WaitLastCall(Job& job, const std::vector<int>& nodes, const std::string& before,
+                              double& waited_s) {
+  waited_s = 0;
+  const int max_nodes = job.pool.max_nodes();
+  const std::vector<int> may_return = job.pool.MayReturn();
+  if (job.settings.last_call_s <= 0 || !MayWaitForNodes(job.settings) || may_return.empty() ||
+      static_cast<int>(nodes.size()) >= max_nodes) {
+    return nodes;
+  }
+  std::vector<std::string> hosts;
+  for (int i : may_return) hosts.push_back(job.spec.nodes[i].host);
+  const std::string waiting = fmt::format(
+      "job {} has {} of its {} nodes (--nnodes {}:{}): before it {}, it waits up to {:g} s "
+      "(torchrun's last_call_timeout, --rdzv-conf last_call_timeout=S) for {} to pass the health "
+      "checks {} rounds in a row",
+      job.record.name, nodes.size(), max_nodes, job.pool.min_nodes(), max_nodes, before,
+      job.settings.last_call_s, fmt::join(hosts, ", "), kReturnRounds);
+  const std::string status = job.record.status;
+  std::vector<int> picked = WatchReturns(
+      job, waiting, job.settings.last_call_s,
+      [&](const std::vector<int>& p) { return static_cast<int>(p.size()) >= max_nodes; }, waited_s);
+  job.record.status = status;
+  if (!picked.empty() || JobSupervisor::InterruptSignal() != 0)
+    return picked.empty() ? nodes : picked;
+  picked = job.pool.Pick();
+  if (picked.empty()) picked = nodes;  // cannot be: nodes it had stay in the pool
+  std::fprintf(stderr,
+               "dtrain: job %s %s on %zu of its %d nodes: no more came back within %g s "
+               "(torchrun's last_call_timeout)\n",
+               job.record.name.c_str(), before.c_str(), picked.size(), max_nodes,
+               job.settings.last_call_s);
+  WriteJobRecord(job.folder.job_dir, job.record);
+  return picked;
 }
 
 std::vector<int> WaitForNodesAtStart(Job& job, bool after_check, bool unreached) {

@@ -5,9 +5,11 @@
 // or unfit, not back once before) are health-checked every --health-watch S; one that passes
 // kReturnRounds rounds in a row is taken back, and the wait ends once the pool can pick an
 // attempt's nodes. Without the health watch no node can be seen to be fit, and nothing is waited
-// for.
+// for. With --rdzv-conf last_call_timeout=S, a job about to start or restart on fewer than
+// --nnodes MAX nodes waits up to S for the nodes that may return, as torchrun's last call does.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "launcher/job_attempt.h"
@@ -18,6 +20,17 @@ namespace dtrain {
 // job.json as node_returned); empty when none may return, the wait ran out (`waited_s` says how
 // long it took) or the user interrupted it.
 std::vector<int> WaitForReturningNodes(Job& job, double& waited_s);
+
+// torchrun's last call: an attempt about to run on `nodes`, fewer than --nnodes MAX while some
+// quarantined node may return, first waits up to --rdzv-conf last_call_timeout (said on the
+// console and in job.json) until the pool has MAX, as torchrun's rendezvous closes at MAX nodes
+// or last_call_timeout after it had MIN. No wait without last_call_timeout (dtrain's default: it
+// sees which nodes are out and takes one back later with a restart), the health watch, or a
+// node that may return. `before`: "starts" or "restarts". Returns the attempt's nodes, those
+// that came back among them; an interrupt ends the wait with `nodes`
+// (JobSupervisor::InterruptSignal() says so). `waited_s`: how long it waited.
+std::vector<int> WaitLastCall(Job& job, const std::vector<int>& nodes, const std::string& before,
+                              double& waited_s);
 
 // Whether a job short of nodes waits for them rather than failing: the health watch is on
 // (--health-watch S), so a node can be seen to be fit again.

@@ -63,21 +63,39 @@ std::vector<std::pair<std::string, std::string>> ConfItems(const std::string& co
   return items;
 }
 
-}  // namespace
-
-double JoinTimeoutS(const TorchrunRendezvous& rdzv) {
-  double seconds = kJoinTimeoutS;
-  for (const auto& [key, value] : ConfItems(rdzv.conf)) {
-    if (key != "join_timeout") continue;
+// --rdzv-conf's `key` in seconds, `fallback` when not given: above 0, or 0 too where
+// `zero_allowed`. The error names the key, the value and `fallback_said` (the default).
+double ConfSeconds(const TorchrunRendezvous& rdzv, const std::string& key, double fallback,
+                   bool zero_allowed, const std::string& fallback_said) {
+  double seconds = fallback;
+  for (const auto& [name, value] : ConfItems(rdzv.conf)) {
+    if (name != key) continue;
     char* end = nullptr;
     seconds = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0' || !(seconds > 0) || seconds > 1e7) {
-      throw UsageError(fmt::format(
-          "--rdzv-conf join_timeout={}: expected seconds > 0 (torchrun's default is {:g})", value,
-          kJoinTimeoutS));
+    const bool in_range = zero_allowed ? seconds >= 0 : seconds > 0;
+    if (value.empty() || *end != '\0' || !in_range || seconds > 1e7) {
+      throw UsageError(fmt::format("--rdzv-conf {}={}: expected seconds {} ({})", key, value,
+                                   zero_allowed ? ">= 0" : "> 0", fallback_said));
     }
   }
   return seconds;
+}
+
+// The keys dtrain reads; the others are said not to be used.
+bool UsedKey(const std::string& key) {
+  return key == "join_timeout" || key == "last_call_timeout";
+}
+
+}  // namespace
+
+double JoinTimeoutS(const TorchrunRendezvous& rdzv) {
+  return ConfSeconds(rdzv, "join_timeout", kJoinTimeoutS, /*zero_allowed=*/false,
+                     fmt::format("torchrun's default is {:g}", kJoinTimeoutS));
+}
+
+double LastCallTimeoutS(const TorchrunRendezvous& rdzv) {
+  return ConfSeconds(rdzv, "last_call_timeout", 0, /*zero_allowed=*/true,
+                     "0, dtrain's default, starts at once");
 }
 
 int TorchrunRendezvousPort(const TorchrunRendezvous& rdzv, int master_port, const ClusterSpec& spec,
@@ -90,13 +108,13 @@ int TorchrunRendezvousPort(const TorchrunRendezvous& rdzv, int master_port, cons
   }
   std::vector<std::string> unused_conf;
   for (const auto& [key, value] : ConfItems(rdzv.conf)) {
-    if (key != "join_timeout") unused_conf.push_back(key + "=" + value);
+    if (!UsedKey(key)) unused_conf.push_back(key + "=" + value);
   }
   if (!unused_conf.empty()) {
-    notes.push_back(fmt::format(
-        "--rdzv-conf {} {} not used: dtrain starts every rank itself (join_timeout is: how long a "
-        "job short of nodes waits for one to return)",
-        fmt::join(unused_conf, ","), unused_conf.size() > 1 ? "are" : "is"));
+    notes.push_back(
+        fmt::format("--rdzv-conf {} {} not used: dtrain starts every rank itself (join_timeout and "
+                    "last_call_timeout are: how long a job short of nodes waits for one to return)",
+                    fmt::join(unused_conf, ","), unused_conf.size() > 1 ? "are" : "is"));
   }
   if (rdzv.standalone) {
     std::vector<std::string> unused;

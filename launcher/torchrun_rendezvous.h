@@ -17,7 +17,7 @@ struct TorchrunRendezvous {
   std::string endpoint;     // --rdzv-endpoint HOST[:PORT]: PORT as --master-port
   std::string backend;      // --rdzv-backend: c10d or static; etcd and etcd-v2 are not contacted
   std::string id;           // --rdzv-id: TORCHELASTIC_RUN_ID ("" = the job's name)
-  std::string conf;         // --rdzv-conf KEY=VALUE,...: join_timeout is used, the rest not
+  std::string conf;         // --rdzv-conf KEY=VALUE,...: join_timeout, last_call_timeout
 };
 
 // torchrun's join_timeout default: how long its rendezvous waits for --nnodes MIN nodes.
@@ -29,9 +29,16 @@ constexpr double kJoinTimeoutS = 600;
 // that is no number of seconds > 0.
 double JoinTimeoutS(const TorchrunRendezvous& rdzv);
 
+// --rdzv-conf's last_call_timeout in seconds (0 when not given: dtrain does not wait): how long
+// an attempt about to run on fewer than --nnodes MAX nodes waits for quarantined ones to return
+// (node_return_wait.h). Throws UsageError as JoinTimeoutS does, for a value that is no number of
+// seconds >= 0.
+double LastCallTimeoutS(const TorchrunRendezvous& rdzv);
+
 // The rendezvous port the options name (--rdzv-endpoint's; 0: none), with a note in `notes` for
-// each option that does not apply on `spec`'s nodes (--rdzv-conf's keys but join_timeout). Throws
-// UsageError for an endpoint torchrun would refuse, or a port other than `master_port` (> 0:
+// each option that does not apply on `spec`'s nodes (--rdzv-conf's keys but join_timeout and
+// last_call_timeout). Throws UsageError for an endpoint torchrun would refuse, or a port other than
+// `master_port` (> 0:
 // --master-port).
 int TorchrunRendezvousPort(const TorchrunRendezvous& rdzv, int master_port, const ClusterSpec& spec,
                            std::vector<std::string>& notes);

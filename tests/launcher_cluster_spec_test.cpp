@@ -232,7 +232,7 @@ TEST(ClusterSpec, TorchrunsRendezvousOptions) {
   nodes.cluster_file = file;
   nodes.torchrun.endpoint = "b:29444";
   nodes.torchrun.backend = "etcd";
-  nodes.torchrun.conf = "join_timeout=900,read_timeout=60";
+  nodes.torchrun.conf = "join_timeout=900,read_timeout=60,last_call_timeout=10";
   ChosenCluster chosen = ChooseCluster(nodes);
   EXPECT_EQ(chosen.spec.rendezvous_port, 29444);
   EXPECT_EQ(chosen.port_why, "--rdzv-endpoint");
@@ -241,6 +241,7 @@ TEST(ClusterSpec, TorchrunsRendezvousOptions) {
   EXPECT_THAT(notes(chosen), HasSubstr("--rdzv-backend etcd: no etcd server is contacted"));
   EXPECT_THAT(notes(chosen), HasSubstr("--rdzv-conf read_timeout=60 is not used"));
   EXPECT_THAT(notes(chosen), Not(HasSubstr("join_timeout=900")));
+  EXPECT_THAT(notes(chosen), Not(HasSubstr("last_call_timeout=10")));
   EXPECT_EQ(JoinTimeoutS(nodes.torchrun), 900);
   nodes.torchrun = {};
   nodes.torchrun.endpoint = "10.9.0.1";  // the first node's address; no port: the default's

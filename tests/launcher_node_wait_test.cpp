@@ -1,11 +1,14 @@
 // A job short of nodes waits for one to return, as torchrun's agents wait at their rendezvous
-// (--rdzv-conf join_timeout): between attempts and at its start. Real faults on sshd nodes in
+// (--rdzv-conf join_timeout): between attempts and at its start; below --nnodes MAX it waits
+// --rdzv-conf last_call_timeout, as torchrun's last call. Real faults on sshd nodes in
 // network namespaces: node1's link cut (`ip link set eth0 down`) and restored; the health watch's
 // rounds (--health-watch 1) probe it until it passes twice. (A node returning to a job running on
 // fewer nodes: launcher_node_return_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -116,9 +119,8 @@ TEST(NodeReturn, AJobShortOfNodesWaitsForOneToReturnUpToTheJoinTimeout) {
   EXPECT_EQ(record["attempts"].size(), 1u);
   cluster.OnNode(1, "ip link set eth0 up");
   for (int node = 0; node < 2; ++node) {
-    for (const std::string& p : cluster.NodeProcesses(node)) {
-      EXPECT_EQ(p.find("nodeloss-rank"), std::string::npos) << "node" << node << ": " << p;
-    }
+    EXPECT_EQ(cluster.NodeProcessesWith(node, "nodeloss-rank"), std::vector<std::string>())
+        << "node" << node;
   }
 }
 
@@ -215,8 +217,105 @@ TEST(NodeReturn, AJobShortOfNodesAtItsStartWaitsForThemBeforeAnyRankStarts) {
   EXPECT_EQ(record["attempts"].size(), 0u);
   EXPECT_FALSE(std::filesystem::exists(dir + "/logs/gives-up/rank-0.log"));
   cluster.OnNode(1, "ip link set eth0 up");
-  for (const std::string& p : cluster.NodeProcesses(0)) {
-    EXPECT_EQ(p.find("nodeloss-rank"), std::string::npos) << "node0: " << p;
+  EXPECT_EQ(cluster.NodeProcessesWith(0, "nodeloss-rank"), std::vector<std::string>()) << "node0";
+}
+
+// With --rdzv-conf last_call_timeout=S, a job about to run on fewer than --nnodes MAX nodes waits
+// up to S for a node that may return, as torchrun's rendezvous waits its last call once it has
+// MIN: node1's link cut before the launch and restored during the wait, the one attempt runs on
+// both (without the wait: on node0 alone, then a restart to take node1 back). A second job whose
+// node1 is lost mid-run and stays cut waits 3 s before its restart, then goes on with node0.
+TEST(NodeReturn, WithALastCallTimeoutAJobBelowMaxWaitsForANodeToReturnBeforeItRuns) {
+  SshTestCluster cluster("node-last-call", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = testing::ScratchDirs::Make("node-last-call");
+  const std::string file = cluster.dir() + "/fast-connect.yaml";
+  testing::WriteFile(file, test::WithConnectTimeout(ReadText(cluster.cluster_file()), 2));
+  auto launch = [&](const std::string& job, const std::string& last_call) {
+    return std::vector<std::string>{"launch",
+                                    "-c",
+                                    file,
+                                    "--job",
+                                    job,
+                                    "--log-dir",
+                                    dir,
+                                    "--nnodes",
+                                    "1:2",
+                                    "--node-timeout",
+                                    "3",
+                                    "--grace-period",
+                                    "2",
+                                    "--max-restarts",
+                                    "1",
+                                    "--health-watch",
+                                    "1",
+                                    "--rdzv-conf",
+                                    "last_call_timeout=" + last_call,
+                                    "--quiet",
+                                    "--",
+                                    "sh",
+                                    "-c",
+                                    test::kCheckpointedRankScript,
+                                    "nodeloss-rank"};
+  };
+  cluster.OnNode(1, "ip link set eth0 down");
+  DtrainProcess dtrain(launch("waits", "60"), dir);
+  const std::string waiting =
+      "dtrain: job waits has 1 of its 2 nodes (--nnodes 1:2): before it starts, it waits up to "
+      "60 s (torchrun's last_call_timeout, --rdzv-conf last_call_timeout=S) for node1 to pass "
+      "the health checks 2 rounds in a row";
+  ASSERT_GE(WaitForText(dtrain, waiting, Clock::now(), 40), 0) << dtrain.err();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/waits/rank-0.log")) << dtrain.err();
+  cluster.OnNode(1, "ip link set eth0 up");
+  const double back_s =
+      WaitForText(dtrain, "dtrain: node node1 passed the health checks 2 rounds in a row after ",
+                  Clock::now(), 40);
+  std::printf("node1 restored: taken back after %.2f s\n", back_s);
+  ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
+  json record = json::parse(ReadText(dir + "/waits/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  ASSERT_EQ(record["attempts"].size(), 1u) << record["attempts"].dump(2);
+  EXPECT_EQ(record["attempts"][0]["nodes"], json({"node0", "node1"}));
+  EXPECT_EQ(record["status"], "succeeded");
+  EXPECT_NE(record.dump().find("\"waiting_for_nodes\""), std::string::npos);
+  EXPECT_NE(ReadText(dir + "/waits/rank-1.log").find("rank 1 of 2 on node1 starts at step 0"),
+            std::string::npos);
+
+  // node1 lost mid-run and cut for good: the restart waits 3 s, then runs on node0 alone.
+  DtrainProcess gives_up(launch("gives-up", "3"), dir);
+  ASSERT_TRUE(test::WaitForStep(dir + "/gives-up", 4)) << gives_up.err();
+  cluster.OnNode(1, "ip link set eth0 down");
+  ASSERT_EQ(gives_up.Wait(90), 0) << gives_up.err();
+  const std::string err = gives_up.err();
+  const size_t waited = err.find(
+      "dtrain: job gives-up has 1 of its 2 nodes (--nnodes 1:2): before it restarts, it waits up "
+      "to 3 s (torchrun's last_call_timeout");
+  const size_t ran_out = err.find(
+      "dtrain: job gives-up restarts on 1 of its 2 nodes: no more came back within 3 s "
+      "(torchrun's last_call_timeout)");
+  const size_t restarting = err.find("dtrain: restarting job gives-up (restart 1 of 1) in ");
+  ASSERT_NE(waited, std::string::npos) << err;
+  ASSERT_NE(ran_out, std::string::npos) << err;
+  ASSERT_NE(restarting, std::string::npos) << err;
+  EXPECT_LT(waited, ran_out) << err;
+  EXPECT_LT(ran_out, restarting) << err;
+  record = json::parse(ReadText(dir + "/gives-up/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  ASSERT_EQ(record["attempts"].size(), 2u) << record["attempts"].dump(2);
+  EXPECT_EQ(record["attempts"][0]["cause"], "node-lost");
+  EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0"}));
+  EXPECT_EQ(record["status"], "succeeded");
+  const double gap_s = (record["attempts"][1]["started_us"].get<double>() -
+                        record["attempts"][0]["ended_us"].get<double>()) /
+                       1e6;
+  std::printf("node1 cut for good: the restart began %.2f s after the first attempt ended\n",
+              gap_s);
+  EXPECT_GE(gap_s, 3) << err;
+  cluster.OnNode(1, "ip link set eth0 up");
+  for (int node = 0; node < 2; ++node) {
+    EXPECT_EQ(cluster.NodeProcessesWith(node, "nodeloss-rank"), std::vector<std::string>())
+        << "node" << node;
   }
 }
 

@@ -345,10 +345,12 @@ TEST(LaunchUx, StderrSeparateConsoleChoiceAnd127AndCompletion) {
       " && COMP_WORDS=(dtrain launch --nproc) && COMP_CWORD=2 && _dtrain && "
       "echo \"${COMPREPLY[*]}\" && COMP_WORDS=(dtrain la) && COMP_CWORD=1 && _dtrain && "
       "echo \"${COMPREPLY[*]}\" && COMP_WORDS=(dtrain launch --on-stall \"\") && COMP_CWORD=3 && "
-      "_dtrain && echo \"${COMPREPLY[*]}\"'";
+      "_dtrain && echo \"${COMPREPLY[*]}\" && COMP_WORDS=(dtrain launch --numa-binding \"\") && "
+      "COMP_CWORD=3 && _dtrain && echo \"${COMPREPLY[*]}\"'";
   const testing::ShellRun completed = testing::RunShell(complete);
   EXPECT_TRUE(completed.status.ok()) << completed.out;
-  EXPECT_EQ(completed.out, "--nproc-per-node\nlaunch\nreport stop\n");
+  EXPECT_EQ(completed.out,
+            "--nproc-per-node\nlaunch\nreport stop\nnode socket exclusive core-complex\n");
   for (const char* shell : {"zsh", "fish"}) {
     run = RunDtrain({"completion", shell}, dir.path());
     EXPECT_EQ(run.status, 0);

@@ -281,8 +281,9 @@ TEST(SshLaunch, AnUnreachableNodeIsNamedWithinTheConnectTimeout) {
       << elastic.output;
 }
 
-// Ctrl-C while a job short of nodes waits for them at its start: it stops at once, no rank was
-// started, and job.json says it was interrupted.
+// Ctrl-C while a job short of nodes waits for them at its start, or while one below --nnodes MAX
+// waits its last call (--rdzv-conf last_call_timeout): it stops at once, no rank was started, and
+// job.json says it was interrupted.
 TEST(SshLaunch, CtrlCWhileTheStartWaitsForANodeStopsAtOnce) {
   SshTestCluster cluster("dl-wait-int", 1, 1);
   REQUIRE_CLUSTER(cluster);
@@ -309,6 +310,31 @@ TEST(SshLaunch, CtrlCWhileTheStartWaitsForANodeStopsAtOnce) {
       << dtrain.err();
   EXPECT_NE(ReadText(logs + "/w/job.json").find("\"status\": \"interrupted\""), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(logs + "/w/rank-0.log"));
+  EXPECT_EQ(cluster.LeftoverProcesses(1, 3), "");
+
+  testing::DtrainProcess last_call(
+      {"launch", "-q", "-c", file, "--log-dir", logs, "--job", "l", "--nnodes", "1:2",
+       "--rdzv-conf", "last_call_timeout=60", "--", "sleep", "300"},
+      cluster.dir());
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return last_call.err().find(
+                   "dtrain: job l has 1 of its 2 nodes (--nnodes 1:2): before it "
+                   "starts, it waits up to 60 s") != std::string::npos;
+      },
+      20))
+      << last_call.err();
+  const auto signalled = Clock::now();
+  last_call.Signal(SIGINT);
+  ASSERT_GE(last_call.Wait(), 0);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - signalled).count(), 2.5);
+  EXPECT_EQ(last_call.exit_status().code, 128 + SIGINT) << last_call.err();
+  EXPECT_NE(last_call.err().find("dtrain: job l interrupted by SIGINT while it waited for nodes "
+                                 "before it started; no rank was started"),
+            std::string::npos)
+      << last_call.err();
+  EXPECT_NE(ReadText(logs + "/l/job.json").find("\"status\": \"interrupted\""), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(logs + "/l/rank-0.log"));
   EXPECT_EQ(cluster.LeftoverProcesses(1, 3), "");
 }
 
