@@ -54,12 +54,17 @@ void UseHostNodes(const ClusterChoice& choice, ChosenCluster& out) {
       break;
     }
   }
-  out.source = choice.hosts.empty() ? "hostfile " + choice.hostfile : "-H " + choice.hosts;
+  out.source = !choice.hostfile.empty() ? "hostfile " + choice.hostfile
+               : choice.hosts_discovered
+                   ? "the hosts --host-discovery-script lists, " + choice.hosts
+                   : "-H " + choice.hosts;
   if (!choice.cluster_file.empty()) out.source += " with the settings of " + choice.cluster_file;
   if (!out.spec.transport_given) {
     out.spec.transport = AllHere(out.spec.nodes) ? TransportKind::kLocal : TransportKind::kSsh;
   }
-  out.ranks_why = choice.hosts.empty() ? "slots in the hostfile" : "slots in -H";
+  out.ranks_why = !choice.hostfile.empty()  ? "slots in the hostfile"
+                  : choice.hosts_discovered ? "slots the script lists"
+                                            : "slots in -H";
 }
 
 void ChooseNodes(const ClusterChoice& choice, ChosenCluster& out) {

@@ -20,6 +20,7 @@ namespace dtrain {
 struct ClusterChoice {
   std::string cluster_file;           // -c; "" = ./cluster.yaml when there is no -H/--hostfile
   std::string hosts;                  // -H host:slots,...
+  bool hosts_discovered = false;      // `hosts` is what --host-discovery-script listed (no -H)
   std::string hostfile;               // --hostfile
   int nproc_per_node = 0;             // > 0 overrides every node's slots
   std::string nproc_kind;             // gpu, cpu or auto: every node's slots counted (torchrun's)

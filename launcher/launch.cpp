@@ -269,6 +269,7 @@ int RunLaunch(const LaunchOptions& options) {
     if (choice.cluster_file.empty() && choice.hosts.empty() && choice.hostfile.empty() &&
         !std::filesystem::exists("cluster.yaml")) {
       choice.hosts = WaitForDiscoveredHostList(*discovery, ElasticTimeoutS(options));
+      choice.hosts_discovered = true;
     }
   }
   const ChosenCluster chosen = ChooseCluster(choice, options.count_node_devices);

@@ -124,6 +124,13 @@ TEST(HostDiscovery, LaunchRefusesAScriptThatFailsOrListsTooFew) {
       dir.path());
   EXPECT_EQ(run.status, 2) << run.err;
   EXPECT_THAT(run.err, HasSubstr("give --min-np N (the fewest ranks it goes on with) or -np N"));
+  // No cluster named: the hosts are the script's, and the banner says so (not -H).
+  run = RunDtrain(
+      {"launch", "--min-np", "1", "--host-discovery-script", "echo localhost:1", "--", "true"},
+      dir.path());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("dtrain: the hosts --host-discovery-script lists, localhost:1; "
+                                 "ranks: 1 per node (slots the script lists)"));
   run = RunDtrain({"launch", "-H", "localhost:2", "--elastic-timeout", "5", "--", "true"},
                   dir.path());
   EXPECT_EQ(run.status, 2) << run.err;
