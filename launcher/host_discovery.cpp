@@ -83,9 +83,17 @@ DiscoveredNodes MatchDiscoveredHosts(const ClusterSpec& spec,
   return found;
 }
 
-std::string UnknownHostsWarning(const std::vector<std::string>& hosts) {
+std::string UnknownHostsWarning(const std::vector<std::string>& hosts, bool first_listing) {
   std::string list;
   for (const std::string& h : hosts) list += (list.empty() ? "" : ", ") + h;
+  if (first_listing) {
+    return fmt::format(
+        "--host-discovery-script lists host(s) {} that it did not list at the start; with no "
+        "cluster file, -H or --hostfile, the job's nodes are the hosts it listed first, and dtrain "
+        "runs ranks only on them (horovodrun would take the new ones in): name every host it may "
+        "list with -H or --hostfile (or a cluster file) to have them join",
+        list);
+  }
   return fmt::format(
       "--host-discovery-script lists host(s) {} that are no node of the job's cluster (by name "
       "or address); dtrain runs ranks only on the cluster's nodes: add them to the cluster file "
@@ -216,19 +224,29 @@ std::string WaitForDiscoveredHostList(HostDiscovery& discovery, int timeout_s) {
   std::string list;
   for (const auto& [host, slots] : run.hosts)
     list += fmt::format("{}{}:{}", list.empty() ? "" : ",", host, slots > 0 ? slots : 1);
+  discovery.NodesAreTheFirstListing();
   return list;
+}
+
+void HostDiscovery::NodesAreTheFirstListing() {
+  std::lock_guard<std::mutex> lock(mu_);
+  first_listing_ = true;
 }
 
 void HostDiscovery::SayUnknown(const std::vector<std::string>& unknown) {
   std::vector<std::string> fresh;
+  bool first_listing = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const std::string& host : unknown) {
       if (unknown_said_.insert(host).second) fresh.push_back(host);
     }
+    first_listing = first_listing_;
   }
-  if (!fresh.empty())
-    std::fprintf(stderr, "dtrain: warning: %s\n", UnknownHostsWarning(fresh).c_str());
+  if (!fresh.empty()) {
+    std::fprintf(stderr, "dtrain: warning: %s\n",
+                 UnknownHostsWarning(fresh, first_listing).c_str());
+  }
 }
 
 DiscoveryRun HostDiscovery::Latest() const {

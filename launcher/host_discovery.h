@@ -52,7 +52,9 @@ struct DiscoveredNodes {
 DiscoveredNodes MatchDiscoveredHosts(const ClusterSpec& spec,
                                      const std::map<std::string, int>& hosts);
 // What to say of hosts the script lists that are no node: what dtrain does and how to use them.
-std::string UnknownHostsWarning(const std::vector<std::string>& hosts);
+// `first_listing`: the job's nodes are the hosts the script listed first (no cluster file, -H or
+// --hostfile named), so a host it lists later is new to the job.
+std::string UnknownHostsWarning(const std::vector<std::string>& hosts, bool first_listing = false);
 
 class HostDiscovery;
 
@@ -66,7 +68,7 @@ std::set<std::string> WaitForDiscoveredNodes(HostDiscovery& discovery, const Clu
 
 // For a launch with no cluster file, -H or --hostfile: what the script lists, waited for as above
 // (a first host), as -H's "host:slots,..." (slots 1 where neither the line nor --slots-per-host
-// gives them).
+// gives them). The hosts it lists later are said as new to the job (UnknownHostsWarning).
 std::string WaitForDiscoveredHostList(HostDiscovery& discovery, int timeout_s);
 
 // The script, run now (RunOnce) or every kDiscoveryIntervalS on a thread of its own (Start).
@@ -89,6 +91,8 @@ class HostDiscovery {
   const std::string& script() const { return script_; }
   // Says UnknownHostsWarning of the hosts in `unknown` not said before (once per host per job).
   void SayUnknown(const std::vector<std::string>& unknown);
+  // The job's nodes are the hosts the script listed first (WaitForDiscoveredHostList).
+  void NodesAreTheFirstListing();
 
  private:
   DiscoveryRun Run();
@@ -104,6 +108,7 @@ class HostDiscovery {
   DiscoveryRun latest_;
   DiscoveryRun last_good_;
   std::set<std::string> unknown_said_;
+  bool first_listing_ = false;  // the job's nodes are the hosts of the first listing
   std::thread thread_;
 };
 

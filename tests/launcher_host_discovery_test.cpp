@@ -23,6 +23,7 @@ namespace {
 
 using testing::DtrainRun;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::RunDtrain;
 
 TEST(HostDiscovery, ReadsHostsAndSlotsAsHorovodrunDoes) {
@@ -103,6 +104,26 @@ TEST(HostDiscovery, TheStartWaitsForEnoughRanksOrGivesUpAtTheTimeout) {
   EXPECT_GE(one.Latest().seq, 2) << "it ran again while it waited";
   HostDiscovery listing("printf 'gpu-1:4\\ngpu-0\\n'", 0);
   EXPECT_EQ(WaitForDiscoveredHostList(listing, 5), "gpu-0:1,gpu-1:4");
+}
+
+// With no cluster file, -H or --hostfile, the job's nodes are the hosts the script lists first; a
+// host it lists later is said to be new to the job, with how to have it join.
+TEST(HostDiscovery, AHostListedLaterByADiscoveryOnlyLaunchIsSaidToBeNewToTheJob) {
+  testing::TempDir dir;
+  const std::string script =
+      "n=$(cat runs 2>/dev/null || echo 0); echo $((n + 1)) >runs; echo localhost:1; "
+      "if [ \"$n\" -ge 1 ]; then echo gpu-new:1; fi";
+  const DtrainRun run =
+      RunDtrain({"launch", "--min-np", "1", "--host-discovery-script", script, "--", "sleep", "4"},
+                dir.path());
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("dtrain: the hosts --host-discovery-script lists, localhost:1;"));
+  EXPECT_THAT(run.err,
+              HasSubstr("dtrain: warning: --host-discovery-script lists host(s) gpu-new that it "
+                        "did not list at the start; with no cluster file, -H or --hostfile, the "
+                        "job's nodes are the hosts it listed first"));
+  EXPECT_THAT(run.err, Not(HasSubstr("add them to the cluster file")));
+  EXPECT_EQ(UnknownHostsWarning({"b"}).find("did not list at the start"), std::string::npos);
 }
 
 TEST(HostDiscovery, LaunchRefusesAScriptThatFailsOrListsTooFew) {
