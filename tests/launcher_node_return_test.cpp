@@ -60,30 +60,8 @@ TEST(NodeReturn, CutNodeThatAnswersAgainRejoinsTheJob) {
   REQUIRE_CLUSTER(cluster);
   const std::string dir = testing::ScratchDirs::Make("node-return");
   const std::string script = LongerCheckpointedRank();
-  DtrainProcess dtrain({"launch",
-                        "-c",
-                        cluster.cluster_file(),
-                        "--job",
-                        "back",
-                        "--log-dir",
-                        dir,
-                        "--node-timeout",
-                        "3",
-                        "--grace-period",
-                        "2",
-                        "--max-restarts",
-                        "1",
-                        "--nnodes",
-                        "2:3",
-                        "--health-watch",
-                        "1",
-                        "--quiet",
-                        "--",
-                        "sh",
-                        "-c",
-                        script,
-                        "nodeloss-rank"},
-                       dir);
+  DtrainProcess dtrain(
+      test::CutNodeLaunch(cluster.cluster_file(), "back", dir, {"--nnodes", "2:3"}, script), dir);
   const std::string job_dir = dir + "/back";
   ASSERT_TRUE(test::WaitForStep(job_dir, 4)) << dtrain.err();
   cluster.OnNode(1, "ip link set eth0 down");

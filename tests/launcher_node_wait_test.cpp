@@ -42,29 +42,9 @@ TEST(NodeReturn, AJobShortOfNodesWaitsForOneToReturnUpToTheJoinTimeout) {
   REQUIRE_CLUSTER(cluster);
   const std::string dir = testing::ScratchDirs::Make("node-return-wait");
   auto launch = [&](const std::string& job, const std::string& join_timeout) {
-    return std::vector<std::string>{"launch",
-                                    "-c",
-                                    cluster.cluster_file(),
-                                    "--job",
-                                    job,
-                                    "--log-dir",
-                                    dir,
-                                    "--node-timeout",
-                                    "3",
-                                    "--grace-period",
-                                    "2",
-                                    "--max-restarts",
-                                    "1",
-                                    "--health-watch",
-                                    "1",
-                                    "--rdzv-conf",
-                                    "join_timeout=" + join_timeout,
-                                    "--quiet",
-                                    "--",
-                                    "sh",
-                                    "-c",
-                                    LongerCheckpointedRank(),
-                                    "nodeloss-rank"};
+    return test::CutNodeLaunch(cluster.cluster_file(), job, dir,
+                               {"--rdzv-conf", "join_timeout=" + join_timeout},
+                               LongerCheckpointedRank());
   };
   DtrainProcess dtrain(launch("waits", "60"), dir);
   ASSERT_TRUE(test::WaitForStep(dir + "/waits", 4)) << dtrain.err();
@@ -232,31 +212,9 @@ TEST(NodeReturn, WithALastCallTimeoutAJobBelowMaxWaitsForANodeToReturnBeforeItRu
   const std::string file = cluster.dir() + "/fast-connect.yaml";
   testing::WriteFile(file, test::WithConnectTimeout(ReadText(cluster.cluster_file()), 2));
   auto launch = [&](const std::string& job, const std::string& last_call) {
-    return std::vector<std::string>{"launch",
-                                    "-c",
-                                    file,
-                                    "--job",
-                                    job,
-                                    "--log-dir",
-                                    dir,
-                                    "--nnodes",
-                                    "1:2",
-                                    "--node-timeout",
-                                    "3",
-                                    "--grace-period",
-                                    "2",
-                                    "--max-restarts",
-                                    "1",
-                                    "--health-watch",
-                                    "1",
-                                    "--rdzv-conf",
-                                    "last_call_timeout=" + last_call,
-                                    "--quiet",
-                                    "--",
-                                    "sh",
-                                    "-c",
-                                    test::kCheckpointedRankScript,
-                                    "nodeloss-rank"};
+    return test::CutNodeLaunch(file, job, dir,
+                               {"--nnodes", "1:2", "--rdzv-conf", "last_call_timeout=" + last_call},
+                               test::kCheckpointedRankScript);
   };
   cluster.OnNode(1, "ip link set eth0 down");
   DtrainProcess dtrain(launch("waits", "60"), dir);

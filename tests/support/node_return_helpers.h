@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/support/checkpointed_rank.h"
 #include "tests/support/dtrain_process.h"
@@ -57,6 +58,28 @@ inline std::string LongerCheckpointedRank() {
   const std::string forty = "-lt 40";
   script.replace(script.find(forty), forty.size(), "-lt 100");
   return script;
+}
+
+// `dtrain launch` of a job a test cuts a node of: `cluster_file`'s nodes, job `job` in `log_dir`,
+// a node timeout of 3 s, a grace period of 2 s, one restart, the health watch every second,
+// quiet, then the `extra` options; each rank runs `script` under sh, marked nodeloss-rank.
+inline std::vector<std::string> CutNodeLaunch(const std::string& cluster_file,
+                                              const std::string& job, const std::string& log_dir,
+                                              const std::vector<std::string>& extra,
+                                              const std::string& script) {
+  std::vector<std::string> args = {"launch",     "-c",
+                                   cluster_file, "--job",
+                                   job,          "--log-dir",
+                                   log_dir,      "--node-timeout",
+                                   "3",          "--grace-period",
+                                   "2",          "--max-restarts",
+                                   "1",          "--health-watch",
+                                   "1",          "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (const std::string& word : {std::string("--"), std::string("sh"), std::string("-c"), script,
+                                  std::string("nodeloss-rank")})
+    args.push_back(word);
+  return args;
 }
 
 }  // namespace dtrain::test
