@@ -155,11 +155,7 @@ TEST(NodeReturn, AJobShortOfNodesAtItsStartWaitsForThemBeforeAnyRankStarts) {
             std::string::npos)
       << status.out;
   EXPECT_NE(status.out.find("node0               - not started"), std::string::npos) << status.out;
-  cluster.OnNode(1, "ip link set eth0 up");
-  const double back_s =
-      WaitForText(dtrain, "dtrain: node node1 passed the health checks 2 rounds in a row after ",
-                  Clock::now(), 40);
-  std::printf("node1 restored: taken back after %.2f s\n", back_s);
+  test::RestoreNode1UntilTakenBack(cluster, dtrain);
   ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
   std::string err = dtrain.err();
   EXPECT_NE(err.find("could not be reached at the start"), std::string::npos) << err;
@@ -225,11 +221,7 @@ TEST(NodeReturn, WithALastCallTimeoutAJobBelowMaxWaitsForANodeToReturnBeforeItRu
   ASSERT_GE(WaitForText(dtrain, waiting, Clock::now(), 40), 0) << dtrain.err();
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_FALSE(std::filesystem::exists(dir + "/waits/rank-0.log")) << dtrain.err();
-  cluster.OnNode(1, "ip link set eth0 up");
-  const double back_s =
-      WaitForText(dtrain, "dtrain: node node1 passed the health checks 2 rounds in a row after ",
-                  Clock::now(), 40);
-  std::printf("node1 restored: taken back after %.2f s\n", back_s);
+  test::RestoreNode1UntilTakenBack(cluster, dtrain);
   ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
   json record = json::parse(ReadText(dir + "/waits/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -32,6 +33,18 @@ inline double WaitForText(const testing::DtrainProcess& dtrain, const std::strin
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return -1;
+}
+
+// Brings node1's link back up while dtrain waits for nodes, and waits (at most 40 s) until it
+// takes node1 back; prints and returns the seconds that took (-1: never).
+inline double RestoreNode1UntilTakenBack(const SshTestCluster& cluster,
+                                         const testing::DtrainProcess& dtrain) {
+  cluster.OnNode(1, "ip link set eth0 up");
+  const double back_s =
+      WaitForText(dtrain, "dtrain: node node1 passed the health checks 2 rounds in a row after ",
+                  Clock::now(), 40);
+  std::printf("node1 restored: taken back after %.2f s\n", back_s);
+  return back_s;
 }
 
 // The project a --sync test launches from: DIR/src holding synced.txt ("yes"), which each rank
