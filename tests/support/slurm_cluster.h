@@ -57,12 +57,36 @@ class SlurmCluster : public ::testing::Environment {
   bool started_ = false;
 };
 
+// `squeue -h ARGS`: what it printed.
+inline std::string Squeue(const std::vector<std::string>& args);
+
 class SlurmTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (g_start_failure.empty()) return;
+    if (g_start_failure.empty()) {
+      WaitForNoJob();
+      return;
+    }
     if (geteuid() == 0) FAIL() << g_start_failure;
     GTEST_SKIP() << g_start_failure << " (not root)";
+  }
+
+ private:
+  // Each test starts with both nodes free: a batch job an earlier test ended may still be
+  // completing (CG) on a loaded machine, and would keep this test's job pending (Resources).
+  // Waits at most 60 s; says what it waited for.
+  static void WaitForNoJob() {
+    const auto start = std::chrono::steady_clock::now();
+    std::string left = Squeue({"-o", "%i %j %T %N"});
+    if (left.empty()) return;
+    const std::string first = left;
+    while (!left.empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      left = Squeue({"-o", "%i %j %T %N"});
+    }
+    std::printf("waited %.1f s for Slurm jobs an earlier test left:\n%s%s",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                first.c_str(), left.empty() ? "" : ("still there:\n" + left).c_str());
   }
 };
 
@@ -88,7 +112,6 @@ inline std::vector<std::string> LaunchClipArgs(const std::vector<std::string>& l
   return args;
 }
 
-// `squeue -h ARGS`: what it printed.
 inline std::string Squeue(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"squeue", "-h"};
   argv.insert(argv.end(), args.begin(), args.end());
