@@ -119,19 +119,19 @@ std::vector<int> WaitLastCall(Job& job, const std::vector<int>& nodes, const std
       job.record.name, nodes.size(), max_nodes, job.pool.min_nodes(), max_nodes, before,
       job.settings.last_call_s, fmt::join(hosts, ", "), kReturnRounds);
   const std::string status = job.record.status;
-  std::vector<int> picked = WatchReturns(
-      job, waiting, job.settings.last_call_s,
-      [&](const std::vector<int>& p) { return static_cast<int>(p.size()) >= max_nodes; }, waited_s);
+  auto has_max = [&](const std::vector<int>& p) { return static_cast<int>(p.size()) >= max_nodes; };
+  const bool full =
+      !WatchReturns(job, waiting, job.settings.last_call_s, has_max, waited_s).empty();
   job.record.status = status;
-  if (!picked.empty() || JobSupervisor::InterruptSignal() != 0)
-    return picked.empty() ? nodes : picked;
-  picked = job.pool.Pick();
-  if (picked.empty()) picked = nodes;  // cannot be: nodes it had stay in the pool
-  std::fprintf(stderr,
-               "dtrain: job %s %s on %zu of its %d nodes: no more came back within %g s "
-               "(torchrun's last_call_timeout)\n",
-               job.record.name.c_str(), before.c_str(), picked.size(), max_nodes,
-               job.settings.last_call_s);
+  // The nodes it had stay healthy, so the pool picks them again, with those that came back.
+  const std::vector<int> picked = job.pool.Pick();
+  if (!full && JobSupervisor::InterruptSignal() == 0) {
+    std::fprintf(stderr,
+                 "dtrain: job %s %s on %zu of its %d nodes: no more came back within %g s "
+                 "(torchrun's last_call_timeout)\n",
+                 job.record.name.c_str(), before.c_str(), picked.size(), max_nodes,
+                 job.settings.last_call_s);
+  }
   WriteJobRecord(job.folder.job_dir, job.record);
   return picked;
 }
