@@ -107,6 +107,17 @@ class SshTestCluster {
     return out;
   }
 
+  // The processes of nodes 0..count-1 whose command line holds `text`, a line each ("nodeN:
+  // pid cmdline"); "" when none runs (no rank left behind).
+  std::string ProcessesOnNodesWith(int count, const std::string& text) const {
+    std::string out;
+    for (int i = 0; i < count; ++i) {
+      for (const std::string& p : NodeProcessesWith(i, text))
+        out += "node" + std::to_string(i) + ": " + p + "\n";
+    }
+    return out;
+  }
+
   // Waits up to `seconds` until nodes 0..count-1 each run `command` itself (its argv[0] and
   // arguments, e.g. "sleep 300"; not a shell whose command line contains it).
   bool WaitForCommandOnNodes(int count, const std::string& command, double seconds) const {
