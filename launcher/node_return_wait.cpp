@@ -37,12 +37,13 @@ using Clock = std::chrono::steady_clock;
 std::vector<int> WatchReturns(Job& job, const std::string& waiting, double timeout_s,
                               const std::function<bool(const std::vector<int>&)>& enough,
                               double& waited_s) {
+  // Ctrl-C from the moment the wait is said ends it as interrupted (not SIGINT's default death).
+  InterruptHandlers handlers;
   std::fprintf(stderr, "dtrain: %s\n", waiting.c_str());
   // `dtrain status` says so meanwhile; the status is settled by whoever ends the wait.
   job.record.status = "waiting";
   job.record.events.push_back({WallMicros(), "waiting_for_nodes", waiting, ""});
   WriteJobRecord(job.folder.job_dir, job.record);
-  InterruptHandlers handlers;
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline =
       start + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
