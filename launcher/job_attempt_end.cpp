@@ -76,9 +76,9 @@ void ReportNodeLost(const RankPlan& plan, const AttemptVerdict& verdict) {
                verdict.detail.c_str(), ranks.c_str());
 }
 
-// Waits out the backoff before a restart; false when an interrupt came meanwhile.
+// Waits out the backoff before a restart; false when an interrupt came meanwhile (or before:
+// the launch's InterruptHandlers, launch.cpp, keep the flag from the attempt's end on).
 bool WaitBeforeRestart(double seconds) {
-  InterruptHandlers handlers;
   const auto until = std::chrono::steady_clock::now() +
                      std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
   while (std::chrono::steady_clock::now() < until) {
@@ -254,6 +254,12 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
     if (outcome.failed_rank < 0) record.exit_code = 128 + interrupt;
     std::fprintf(stderr, "dtrain: job %s interrupted by %s; every rank stopped\n",
                  record.name.c_str(), SignalName(interrupt).c_str());
+  } else if (may_restart && JobSupervisor::InterruptSignal() != 0) {
+    // Ctrl-C after the attempt ended, before the restart (the check before it cut short).
+    record.status = "interrupted";
+    record.exit_code = 128 + JobSupervisor::InterruptSignal();
+    std::fprintf(stderr, "dtrain: job %s interrupted by %s before it restarted\n",
+                 record.name.c_str(), SignalName(JobSupervisor::InterruptSignal()).c_str());
   } else if (verdict.deterministic && restarts < job.settings.max_restarts) {
     record.status = "failed";
     std::fprintf(stderr,

@@ -241,6 +241,17 @@ void PrintBanner(const JobRecord& record, const ChosenCluster& chosen, const std
     std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
 }
 
+// Ctrl-C (any handled signal) before a rank started: the job ends here, job.json saying it was
+// interrupted; `during` says what dtrain was doing ("during the health check").
+void StopIfInterruptedBeforeStart(const JobFolder& folder, JobRecord& record, const char* during) {
+  const int signal = JobSupervisor::InterruptSignal();
+  if (signal == 0) return;
+  RecordFailureBeforeStart(folder.job_dir, record, 128 + signal);
+  throw Error(fmt::format("job {} interrupted by {} {} before it started; no rank was started",
+                          record.name, SignalName(signal), during),
+              128 + signal);
+}
+
 // The end of the console: one line per attempt, when there was more than one.
 void PrintAttempts(const JobRecord& record) {
   if (record.attempts.size() < 2) return;
@@ -306,6 +317,10 @@ int RunLaunch(const LaunchOptions& options) {
     return !without.Pick().empty() ||
            (MayWaitForNodes(settings) && !discovery && hosts.size() < listed_spec.nodes.size());
   });
+  // From the job folder on, Ctrl-C (any handled signal) never kills dtrain mid-step: each step
+  // that may take long (checks, waits, attempts) stops on it, and the job ends as interrupted,
+  // with nothing left on a node and job.json saying so.
+  InterruptHandlers interrupts;
   const JobFolder folder = MakeJobFolder(options, chosen_spec);
   JobRecord record = NewJobRecord(chosen_spec, settings, folder, options.on_stall);
   for (const auto& [host, error] : unreached) {
@@ -407,6 +422,7 @@ int RunLaunch(const LaunchOptions& options) {
                  "elastic Horovod job when it does\n",
                  fmt::format("{}", fmt::join(names, ",")).c_str());
   }
+  StopIfInterruptedBeforeStart(folder, record, "while it prepared the nodes");
   if (StartHealthCheck(options, spec)) {
     // The unlisted nodes are checked when they join.
     std::vector<int> listed_nodes;  // short of nodes, those reached are checked while it waits
@@ -427,18 +443,13 @@ int RunLaunch(const LaunchOptions& options) {
   } else if (nodes.empty()) {
     nodes = WaitForNodesAtStart(job, /*after_check=*/false, !unreached.empty());
   }
+  StopIfInterruptedBeforeStart(folder, record, "during the health check");
   {
     // torchrun's last call: on fewer than --nnodes MAX, wait a while for a node that may return.
     double waited_s = 0;
     const size_t had = nodes.size();
     nodes = WaitLastCall(job, nodes, "starts", waited_s);
-    if (const int signal = JobSupervisor::InterruptSignal()) {
-      RecordFailureBeforeStart(folder.job_dir, record, 128 + signal);
-      throw Error(fmt::format("job {} interrupted by {} while it waited for nodes before it "
-                              "started; no rank was started",
-                              record.name, SignalName(signal)),
-                  128 + signal);
-    }
+    StopIfInterruptedBeforeStart(folder, record, "while it waited for nodes");
     if (nodes.size() > had) job.waited_at_start = true;  // those that came back are synced
   }
   job.unlisted.clear();                 // a restart's check is of every node it picks

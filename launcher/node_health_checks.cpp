@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/exit_status.h"
+#include "launcher/job_supervisor.h"
 
 namespace dtrain {
 
@@ -80,14 +82,22 @@ double CheckNodes(Job& job, const std::vector<int>& nodes, const char* when) {
       break;
     }
   }
+  // Ctrl-C ends the check at once (what runs on the nodes for it is killed): the caller ends
+  // the job.
+  const auto interrupted = [] { return JobSupervisor::InterruptSignal() != 0; };
   try {
-    found = job.options.check_nodes(checked, /*count_unreached=*/true, /*cancelled=*/nullptr);
+    found = job.options.check_nodes(checked, /*count_unreached=*/true, interrupted);
   } catch (const Error& e) {  // the check could not run at all: the job goes on unchecked
     std::fprintf(stderr, "dtrain: warning: no health check before the %s: %s\n", when, e.what());
     return 0;
   }
   const double took_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (interrupted()) {
+    std::fprintf(stderr, "dtrain: health check before %s: cut short by %s after %.1f s\n", when,
+                 SignalName(JobSupervisor::InterruptSignal()).c_str(), took_s);
+    return took_s;
+  }
   for (const auto& [host, what] : found.warnings) RecordHealthWarning(job, host, what);
   std::string names;
   for (int index : nodes) {
@@ -119,6 +129,7 @@ std::vector<int> CheckUntilAllPickedAreFit(Job& job, std::vector<int> nodes, con
     for (int index : nodes) new_pick = checked.insert(index).second || new_pick;
     if (!new_pick) return nodes;
     took_s += CheckNodes(job, nodes, when);
+    if (JobSupervisor::InterruptSignal() != 0) return nodes;  // the job ends: nothing judged
     nodes = job.pool.Pick();
     nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
                                [&](int i) { return job.unlisted.count(job.spec.nodes[i].host); }),

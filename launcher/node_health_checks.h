@@ -44,6 +44,8 @@ void RecordHealthWarning(Job& job, const std::string& host, const std::string& w
 // --nnodes MIN:MAX), and a pick with new nodes is checked again, all of it (the nodes'
 // connections to each other are part of the check). Returns the nodes to start on: empty when
 // the pool cannot start the job (NodePool::why_not says why).
+// Ctrl-C (any handled signal) cuts either check short, with nothing judged of what it had not
+// finished: JobSupervisor::InterruptSignal() tells the caller.
 std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes);
 
 // Before a restart: the next attempt's nodes (the last attempt's that were not quarantined, and

@@ -37,8 +37,7 @@ using Clock = std::chrono::steady_clock;
 std::vector<int> WatchReturns(Job& job, const std::string& waiting, double timeout_s,
                               const std::function<bool(const std::vector<int>&)>& enough,
                               double& waited_s) {
-  // Ctrl-C from the moment the wait is said ends it as interrupted (not SIGINT's default death).
-  InterruptHandlers handlers;
+  // Ctrl-C ends the wait as interrupted: the launch's InterruptHandlers (launch.cpp) set the flag.
   std::fprintf(stderr, "dtrain: %s\n", waiting.c_str());
   // `dtrain status` says so meanwhile; the status is settled by whoever ends the wait.
   job.record.status = "waiting";

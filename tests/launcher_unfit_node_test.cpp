@@ -3,6 +3,8 @@
 // each node's PATH: before a restart (a GPU lost in the first attempt), before the start, and
 // during the run (the health watch), each with a spare to take the unfit node's place.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -31,6 +33,7 @@ using test::SecondsUntilSaid;
 using test::SshTestCluster;
 using test::WaitForStep;
 using testing::DtrainProcess;
+using Clock = std::chrono::steady_clock;
 
 // A GPU falls off the bus in the first attempt: node1's rank fails at step 4 and its kernel log
 // now shows Xid 79 (the stand-in dmesg first on node1's PATH). Every node answers nvidia-smi
@@ -339,6 +342,76 @@ TEST(UnfitNode, NodeFailingASiteHealthCheckDuringTheRunIsReplacedByTheSpare) {
   EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("health check 'scratch'"),
             std::string::npos)
       << r.record["nodes"].dump(2);
+}
+
+// node1's nvidia-smi never answers (`nvidia-smi -q` reads a FIFO nothing writes: a GPU hung in
+// the driver), so a health check of it runs to its 20 s timeout. Ctrl-C meanwhile stops dtrain at
+// once, before the start and before a restart: what the check ran on node1 is killed, no rank
+// runs anywhere, and job.json says interrupted.
+void HangNvidiaSmi(const SshTestCluster& cluster, int node) {
+  const std::string query = cluster.dir() + "/node" + std::to_string(node) + "-bin/q.txt";
+  std::filesystem::remove(query);
+  ASSERT_EQ(::mkfifo(query.c_str(), 0644), 0) << query;
+}
+
+// Sends SIGINT once node1 runs the hung query; dtrain must exit 130 within 2.5 s.
+void InterruptDuringTheCheck(const SshTestCluster& cluster, DtrainProcess& dtrain) {
+  const std::string query = "cat " + cluster.dir() + "/node1-bin/q.txt";
+  ASSERT_TRUE(testing::WaitFor([&] { return !cluster.NodeProcessesWith(1, query).empty(); }, 30))
+      << dtrain.err();
+  const auto signalled = Clock::now();
+  dtrain.Signal(SIGINT);
+  ASSERT_GE(dtrain.Wait(10), 0) << dtrain.err();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - signalled).count(), 2.5);
+  EXPECT_EQ(dtrain.exit_status().signal, 0) << dtrain.err();  // it exited, not killed
+  EXPECT_EQ(dtrain.exit_status().code, 128 + SIGINT) << dtrain.err();
+  EXPECT_TRUE(testing::WaitFor([&] { return cluster.ProcessesOnNodesWith(2, query).empty(); }, 3))
+      << cluster.ProcessesOnNodesWith(2, query);
+  EXPECT_EQ(cluster.ProcessesOnNodesWith(2, "sleep 300"), "");
+}
+
+TEST(UnfitNode, CtrlCDuringAHealthCheckThatHangsStopsAtOnce) {
+  SshTestCluster cluster("node-check-int", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = HgxNodes(cluster, 2);
+  const std::string dir = testing::ScratchDirs::Make("node-check-int");
+  HangNvidiaSmi(cluster, 1);
+  DtrainProcess start(
+      {"launch", "-q", "-c", file, "--log-dir", dir, "--job", "s", "--", "sleep", "300"}, dir);
+  InterruptDuringTheCheck(cluster, start);
+  EXPECT_NE(start.err().find("dtrain: health check before start: cut short by SIGINT after "),
+            std::string::npos)
+      << start.err();
+  EXPECT_NE(start.err().find("dtrain: job s interrupted by SIGINT during the health check before "
+                             "it started; no rank was started"),
+            std::string::npos)
+      << start.err();
+  EXPECT_NE(ReadText(dir + "/s/job.json").find("\"status\": \"interrupted\""), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/s/rank-0.log"));
+
+  // Before a restart: node1's rank hangs its nvidia-smi and fails; the check before the restart
+  // waits on it (no health watch, so nothing else asks nvidia-smi meanwhile).
+  std::filesystem::remove(cluster.dir() + "/node1-bin/q.txt");
+  std::ofstream(cluster.dir() + "/node1-bin/q.txt") << test::HgxQuery();
+  DtrainProcess restart(
+      {"launch", "-q", "-c", file, "--log-dir", dir, "--job", "r", "--max-restarts", "1",
+       "--health-watch", "0", "--", "sh", "-c",
+       "if [ \"$DTRAIN_NODE\" = node1 ]; then q=$(dirname \"$(command -v nvidia-smi)\")/q.txt; "
+       "rm -f \"$q\"; mkfifo \"$q\"; exit 1; fi; exec sleep 300"},
+      dir);
+  InterruptDuringTheCheck(cluster, restart);
+  EXPECT_NE(restart.err().find("dtrain: rank 1 on node node1 failed: exit 1"), std::string::npos)
+      << restart.err();
+  EXPECT_NE(restart.err().find("dtrain: health check before restart: cut short by SIGINT after "),
+            std::string::npos)
+      << restart.err();
+  EXPECT_NE(restart.err().find("dtrain: job r interrupted by SIGINT before it restarted"),
+            std::string::npos)
+      << restart.err();
+  const json record = json::parse(ReadText(dir + "/r/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["status"], "interrupted");
+  EXPECT_EQ(record["attempts"].size(), 1u) << record.dump(2);
 }
 
 }  // namespace

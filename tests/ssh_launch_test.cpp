@@ -219,6 +219,30 @@ TEST(SshLaunch, KillingDtrainLeavesNoProcessOnAnyNode) {
   EXPECT_EQ(cluster.LeftoverProcesses(3, 3), "");
 }
 
+// timeout(1) runs its command in a process group of its own, which a signal to the rank's group
+// misses: what a rank started that way ends with the rank all the same, whether the rank fails
+// (rank 1: its timeout is left behind when it exits), is stopped (rank 0, when rank 1 failed) or
+// dtrain is killed (the node's end of the connection closes).
+TEST(SshLaunch, ARanksProcessInAGroupOfItsOwnEndsWithTheRank) {
+  SshTestCluster cluster("dl-pgrp", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = cluster.dir() + "/logs";
+  const LaunchResult r = Launch(
+      "-c " + cluster.cluster_file() + " --log-dir " + logs + " --job fail -q --grace-period 2 " +
+      "-- sh -c 'timeout 300 sleep 301 & if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+
+  testing::DtrainProcess dtrain(
+      {"launch", "-q", "-c", cluster.cluster_file(), "--log-dir", logs, "--job", "killed", "--",
+       "sh", "-c", "timeout 300 sleep 302; true"},
+      cluster.dir());
+  ASSERT_TRUE(cluster.WaitForCommandOnNodes(2, "sleep 302", 10)) << "the job never started";
+  dtrain.Signal(SIGKILL);
+  dtrain.Wait();
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+}
+
 // Once dtrain is gone (its connection dropped), a node waits --grace-period between SIGTERM and
 // SIGKILL, as dtrain itself would.
 TEST(SshLaunch, ADroppedConnectionKillsAfterTheGracePeriod) {

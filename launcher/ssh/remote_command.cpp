@@ -28,7 +28,10 @@ namespace {
 // behind the journal while the disk is busy, and the sampler would take that for silence), and a
 // second loop samples that file every second. When it has not changed for
 // the node timeout (the network to dtrain is cut, dtrain hangs; the channel may never see EOF) the
-// group is ended as on EOF: TERM, then KILL after the grace period. A process killed by SIGKILL
+// group is ended as on EOF: TERM, then KILL after the grace period. Signals reach the whole
+// session setsid made, not only its first group: a process that moved to a group of its own
+// (timeout(1) puts its command in one) is still in it (in_session reads /proc); what is left in
+// the session when the process ends is ended the same way. A process killed by SIGKILL
 // while the node's OOM kill count went up gets the line launcher/oom_kill.h describes
 // (templates/oom_kill_line.sh, put in front with dtrain_program's).
 constexpr const char* kWrapper =
@@ -59,12 +62,23 @@ fi
 pid=$!
 i=0
 while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
-end_group() {
-  kill -s TERM -- -"$pid" || kill -s TERM "$pid" || exit 0
+in_session() {
+  for f in /proc/[0-9]*/stat; do
+    { read -r l <"$f"; } 2>/dev/null || continue
+    set -- ${l##*")"}
+    [ "$4" = "$pid" ] && [ "$1" != Z ] && { f=${f#/proc/}; echo "${f%/stat}"; }
+  done
+}
+signal_session() {
+  kill -s "$1" -- -"$pid" || kill -s "$1" "$pid"
+  for q in $(in_session); do kill -s "$1" "$q"; [ "$1" = KILL ] || kill -s CONT "$q"; done
   kill -s CONT -- -"$pid"
+}
+end_group() {
+  signal_session TERM
   i=0
-  while [ "$i" -lt "$grace" ] && kill -0 -"$pid"; do sleep 0.1; i=$((i + 1)); done
-  kill -s KILL -- -"$pid"
+  while [ "$i" -lt "$grace" ] && [ -n "$(in_session)" ]; do sleep 0.1; i=$((i + 1)); done
+  signal_session KILL
 }
 hb= d=
 if [ "$nt" -gt 0 ]; then
@@ -83,14 +97,14 @@ fi
 ( c=0
   while IFS= read -r s; do
     if [ "$s" = . ]; then c=$((c + 1)); [ -n "$hb" ] && echo "$c" >"$hb"; continue; fi
-    kill -s "$s" -- -"$pid" || kill -s "$s" "$pid"; kill -s CONT -- -"$pid"
+    signal_session "$s"
   done
   end_group ) <&3 >/dev/null 2>&1 &
 w=$!
 exec 3<&- 4>&2 2>/dev/null
 wait "$pid"; st=$?
 kill "$w" $d
-kill -s TERM -- -"$pid"
+[ -n "$(in_session)" ] && end_group
 [ -n "$hb" ] && rm -f "$hb"
 dtrain_oom_line "$st" "$ok0" "$pid" >&4
 exit "$st")sh";
