@@ -6,8 +6,12 @@
 #include <map>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "launcher/error.h"
+#include "launcher/exit_status.h"
 #include "launcher/job_placement.h"
+#include "launcher/job_supervisor.h"
 #include "launcher/node_health_checks.h"
 
 namespace dtrain {
@@ -26,6 +30,13 @@ std::unique_ptr<LaunchDirSync> SyncLaunchDir(const LaunchOptions& options, const
   }
   auto sync = std::make_unique<LaunchDirSync>(folder.launch_dir, folder.log_dir);
   if (!sync->SyncNow(spec, ::isatty(STDERR_FILENO)).empty()) {
+    if (const int signal = JobSupervisor::InterruptSignal()) {
+      RecordFailureBeforeStart(folder.job_dir, record, 128 + signal);
+      throw Error(fmt::format("job {} interrupted by {} during --sync before it started; no rank "
+                              "was started",
+                              record.name, SignalName(signal)),
+                  128 + signal);
+    }
     RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
     throw Error("--sync: the workdir could not be copied to every node; no rank was started");
   }
@@ -39,7 +50,8 @@ std::vector<int> SyncPicked(Job& job, std::vector<int> nodes) {
   for (;;) {
     const std::map<std::string, std::string> failed =
         job.dir_sync->SyncNow(AttemptSpec(job.spec, nodes));
-    if (failed.empty()) return nodes;
+    // Cut short by Ctrl-C: no node is blamed, and the attempt that follows starts no rank.
+    if (failed.empty() || JobSupervisor::InterruptSignal() != 0) return nodes;
     for (const auto& [host, why] : failed) {
       Quarantine(job, NodeIndex(job.spec, host),
                  "the launch directory could not be copied to it (--sync): " + why);

@@ -409,5 +409,49 @@ TEST(SshLaunch, EachNodeIsLoggedInToTwicePerLaunch) {
   }
 }
 
+// Ctrl-C while --sync copies the launch directory over a slow link (node1's side of the bridge
+// limited to 2 Mbit/s with tc: 8 MiB would take half a minute) stops dtrain at once: the copy is
+// cut short, nothing of it is left on the node, no rank starts, and job.json says interrupted.
+TEST(SshLaunch, CtrlCDuringTheSyncStopsAtOnceAndLeavesNoPartialCopy) {
+  SshTestCluster cluster("dl-sync-int", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string project = cluster.dir() + "/project";
+  const std::string logs = project + "/logs";
+  for (int node = 0; node < 2; ++node) cluster.OnNode(node, "rm -rf /srv/node/work*");
+  ASSERT_EQ(std::system(("rm -rf " + project + " && mkdir -p " + project +
+                         " && head -c 8388608 /dev/urandom > " + project + "/weights.bin")
+                            .c_str()),
+            0);
+  const std::string file = ClusterFileWith(cluster, "workdir: /srv/node/work\n");
+  const std::string tbf = " root tbf rate 2mbit burst 32kbit latency 400ms 2>&1; echo rc=$?";
+  const std::string slowed = RunOutput("tc qdisc add dev nd1" + tbf);
+  ASSERT_NE(slowed.find("rc=0"), std::string::npos) << slowed;
+  testing::DtrainProcess dtrain(
+      {"launch", "-q", "--sync", "-c", file, "--log-dir", logs, "--job", "s", "--", "sleep", "300"},
+      project);
+  const std::string receiving = "tar -xf - -C /srv/node/work";
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !cluster.NodeProcessesWith(1, receiving).empty(); }, 20))
+      << dtrain.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto signalled = Clock::now();
+  dtrain.Signal(SIGINT);
+  ASSERT_GE(dtrain.Wait(10), 0) << dtrain.err();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - signalled).count(), 2.5);
+  RunOutput("tc qdisc del dev nd1 root");
+  EXPECT_EQ(dtrain.exit_status().signal, 0) << dtrain.err();
+  EXPECT_EQ(dtrain.exit_status().code, 128 + SIGINT) << dtrain.err();
+  EXPECT_NE(dtrain.err().find("dtrain: job s interrupted by SIGINT during --sync before it "
+                              "started; no rank was started"),
+            std::string::npos)
+      << dtrain.err();
+  EXPECT_NE(ReadText(logs + "/s/job.json").find("\"status\": \"interrupted\""), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(logs + "/s/rank-0.log"));
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return cluster.OnNode(1, "ls -d /srv/node/work* 2>/dev/null").empty(); }, 3))
+      << cluster.OnNode(1, "ls -d /srv/node/work*");
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -4,6 +4,8 @@
 #include <exception>
 #include <utility>
 
+#include "launcher/job_supervisor.h"
+
 namespace dtrain {
 namespace {
 
@@ -28,6 +30,8 @@ std::string HostOf(const NodeSyncResult& result) {
 LaunchDirSync::LaunchDirSync(std::string source, std::string exclude) {
   options_.source = std::move(source);
   options_.exclude = std::move(exclude);
+  // Ctrl-C (the launch's InterruptHandlers) cuts a sync short; the launch then ends interrupted.
+  options_.cancelled = [] { return JobSupervisor::InterruptSignal() != 0; };
 }
 
 LaunchDirSync::~LaunchDirSync() {

@@ -26,7 +26,8 @@ class LaunchDirSync {
 
   // Copies to every node of `spec` not synced yet, all at once, and waits (said on stderr, one
   // line a node; `progress`: a progress line meanwhile, for a terminal). Returns the nodes that
-  // failed: host -> why.
+  // failed: host -> why. Ctrl-C cuts it short (JobSupervisor::InterruptSignal), every node not
+  // done failing.
   std::map<std::string, std::string> SyncNow(const ClusterSpec& spec, bool progress = false);
 
   // For a node about to join a running job, without blocking: kSynced once it is (the first call

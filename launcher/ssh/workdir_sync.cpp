@@ -104,10 +104,10 @@ std::vector<std::string> SplitNul(const std::string& text, size_t from, size_t t
 
 // Where a node's listing (kSyncScript) is in its stdout so far.
 struct ListingParts {
-  size_t kind_end = 0;      // the first line's newline
-  size_t files_end = 0;     // the empty record ending the file records
-  size_t manifest_at = 0;   // the manifest's first byte
-  size_t end = 0;           // one past the listing's last byte; 0 while it is not all there
+  size_t kind_end = 0;     // the first line's newline
+  size_t files_end = 0;    // the empty record ending the file records
+  size_t manifest_at = 0;  // the manifest's first byte
+  size_t end = 0;          // one past the listing's last byte; 0 while it is not all there
 };
 
 // `searched`: how far an earlier call on a shorter `out` looked for the end of the file records
@@ -250,6 +250,7 @@ class NodeSyncs : public TransportEvents {
     NodeSyncResult& result = report_.nodes[id];
     result.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
     ++ended_;
+    exited_.insert(id);
     std::string said = err_[id];
     while (!said.empty() && said.back() == '\n') said.pop_back();
     const TarStream* archive = feeds_.at(id)->archive();
@@ -261,17 +262,24 @@ class NodeSyncs : public TransportEvents {
                          : fmt::format("writing into {} failed ({}){}{}", report_.destination,
                                        status.Describe(), said.empty() ? "" : ": ", said);
     } else if (!listed_.count(id)) {
-      result.error = fmt::format("listing {} ended early: the node's shell printed {}",
-                                 report_.destination,
-                                 out_[id].empty() ? "nothing" : "an incomplete listing");
+      result.error =
+          fmt::format("listing {} ended early: the node's shell printed {}", report_.destination,
+                      out_[id].empty() ? "nothing" : "an incomplete listing");
     } else if (archive && !archive->read_error().empty()) {
-      result.error = fmt::format(
-          "cannot read {} here; it was sent as zeros and goes again next sync",
-          archive->read_error());
+      result.error =
+          fmt::format("cannot read {} here; it was sent as zeros and goes again next sync",
+                      archive->read_error());
     }
   }
 
   int ended() const { return ended_; }
+  // Every node not ended yet fails with `why` (the sync was cut short).
+  void EndTheRest(const std::string& why) {
+    for (size_t id = 0; id < report_.nodes.size(); ++id) {
+      if (!exited_.count(static_cast<int>(id)) && report_.nodes[id].error.empty())
+        report_.nodes[id].error = why;
+    }
+  }
   uint64_t to_send() const { return to_send_; }
   uint64_t given() const {
     uint64_t bytes = 0;
@@ -289,6 +297,7 @@ class NodeSyncs : public TransportEvents {
   std::map<int, std::string> out_, err_;
   std::map<int, size_t> searched_;  // FindListing's resume points
   std::set<int> listed_;
+  std::set<int> exited_;
   int ended_ = 0;
   uint64_t to_send_ = 0;
 };
@@ -326,8 +335,7 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
     ProcessSpec p;
     p.id = static_cast<int>(i);
     p.node_index = p.id;
-    p.argv = {"/bin/sh",    "-c", kSyncScript, "dtrain-sync", report.destination, probe.name(),
-              stage};
+    p.argv = {"/bin/sh", "-c", kSyncScript, "dtrain-sync", report.destination, probe.name(), stage};
     p.stdin_source = syncs.Feed(p.id);
     procs.push_back(p);
     NodeSyncResult r;
@@ -338,6 +346,10 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
   transport->Start(procs, syncs);
   auto last_draw = Clock::now();
   while (transport->Poll(200, syncs)) {
+    if (options.cancelled && options.cancelled()) {
+      syncs.EndTheRest("cut short (interrupted)");
+      break;  // the transport's end closes the connections
+    }
     if (!options.progress || Clock::now() - last_draw < std::chrono::milliseconds(200)) continue;
     last_draw = Clock::now();
     std::fprintf(stderr, "\rdtrain: sync: %d of %zu node(s) done, %s of %s   ", syncs.ended(),

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,17 +23,20 @@ struct SyncOptions {
   std::string destination;  // on the nodes; "" = workdir, else the source's own path
   std::string exclude;      // a folder inside source to leave out (the job log folder)
   bool progress = false;    // a progress line on stderr (a terminal)
+  // Asked while it copies (may be empty): true cuts the sync short, each node not done failing
+  // with "cut short"; the connections close, so a node's half-received copy is thrown away.
+  std::function<bool()> cancelled;
 };
 
 struct NodeSyncResult {
-  std::string node;           // "node1 (10.0.0.11)"
-  bool shared = false;        // the node sees this very folder: nothing was copied
+  std::string node;     // "node1 (10.0.0.11)"
+  bool shared = false;  // the node sees this very folder: nothing was copied
   int files_sent = 0;
-  uint64_t bytes_sent = 0;    // file contents sent (the archive adds 512-byte headers)
+  uint64_t bytes_sent = 0;  // file contents sent (the archive adds 512-byte headers)
   int files_deleted = 0;
   int files_unchanged = 0;
-  double seconds = 0;         // from the start of the sync to this node's end
-  std::string error;          // "" when the node is in sync
+  double seconds = 0;  // from the start of the sync to this node's end
+  std::string error;   // "" when the node is in sync
 };
 
 struct SyncReport {
