@@ -441,6 +441,10 @@ TEST(SshLaunch, CtrlCDuringTheSyncStopsAtOnceAndLeavesNoPartialCopy) {
   RunOutput("tc qdisc del dev nd1 root");
   EXPECT_EQ(dtrain.exit_status().signal, 0) << dtrain.err();
   EXPECT_EQ(dtrain.exit_status().code, 128 + SIGINT) << dtrain.err();
+  EXPECT_NE(dtrain.err().find("): cut short by an interrupt; its partial copy is thrown away\n"),
+            std::string::npos)
+      << dtrain.err();
+  EXPECT_EQ(dtrain.err().find("FAILED"), std::string::npos) << dtrain.err();
   EXPECT_NE(dtrain.err().find("dtrain: job s interrupted by SIGINT during --sync before it "
                               "started; no rank was started"),
             std::string::npos)

@@ -102,6 +102,9 @@ std::vector<std::string> SplitNul(const std::string& text, size_t from, size_t t
   return parts;
 }
 
+// A node's error when the sync was cancelled before it ended (SyncOptions::cancelled).
+constexpr const char* kCutShort = "cut short by an interrupt; its partial copy is thrown away";
+
 // Where a node's listing (kSyncScript) is in its stdout so far.
 struct ListingParts {
   size_t kind_end = 0;     // the first line's newline
@@ -347,7 +350,7 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
   auto last_draw = Clock::now();
   while (transport->Poll(200, syncs)) {
     if (options.cancelled && options.cancelled()) {
-      syncs.EndTheRest("cut short (interrupted)");
+      syncs.EndTheRest(kCutShort);
       break;  // the transport's end closes the connections
     }
     if (!options.progress || Clock::now() - last_draw < std::chrono::milliseconds(200)) continue;
@@ -363,7 +366,9 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
 std::string DescribeSync(const SyncReport& report) {
   std::string text;
   for (const NodeSyncResult& n : report.nodes) {
-    if (!n.error.empty()) {
+    if (n.error == kCutShort) {
+      text += fmt::format("dtrain: sync {}: {}\n", n.node, n.error);
+    } else if (!n.error.empty()) {
       text += fmt::format("dtrain: sync {}: FAILED: {}; fix it and run `dtrain sync` again\n",
                           n.node, n.error);
     } else if (n.shared) {
