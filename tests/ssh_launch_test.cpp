@@ -43,7 +43,9 @@ struct LaunchResult {
 LaunchResult Launch(const std::string& args) {
   const auto start = Clock::now();
   LaunchResult r;
-  r.output = RunOutput(kDtrain + " launch " + args + " 2>&1; echo \"status=$?\"");
+  // A launch that hangs fails the test within a minute (SIGINT: dtrain stops the job, 130).
+  r.output = RunOutput("timeout -s INT -k 10 60 " + kDtrain + " launch " + args +
+                       " 2>&1; echo \"status=$?\"");
   const size_t at = r.output.rfind("status=");
   if (at != std::string::npos) r.status = std::stoi(r.output.substr(at + 7));
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -220,26 +222,44 @@ TEST(SshLaunch, KillingDtrainLeavesNoProcessOnAnyNode) {
 }
 
 // timeout(1) runs its command in a process group of its own, which a signal to the rank's group
-// misses: what a rank started that way ends with the rank all the same, whether the rank fails
-// (rank 1: its timeout is left behind when it exits), is stopped (rank 0, when rank 1 failed) or
-// dtrain is killed (the node's end of the connection closes).
-TEST(SshLaunch, ARanksProcessInAGroupOfItsOwnEndsWithTheRank) {
+// misses, and a daemon leaves the rank's session (setsid): what a rank started either way ends
+// with the rank all the same, whether the rank fails (rank 1: its timeout and daemon are left
+// behind when it exits), is stopped (rank 0, when rank 1 failed) or dtrain is killed (the node's
+// end of the connection closes).
+TEST(SshLaunch, ARanksProcessInAGroupOrSessionOfItsOwnEndsWithTheRank) {
   SshTestCluster cluster("dl-pgrp", 2, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string logs = cluster.dir() + "/logs";
-  const LaunchResult r = Launch(
-      "-c " + cluster.cluster_file() + " --log-dir " + logs + " --job fail -q --grace-period 2 " +
-      "-- sh -c 'timeout 300 sleep 301 & if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
+  const LaunchResult r = Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
+                                " --job fail -q --grace-period 2 " +
+                                "-- sh -c 'timeout 300 sleep 301 & setsid sleep 303 & "
+                                "if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
   EXPECT_EQ(r.status, 3) << r.output;
   EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
 
   testing::DtrainProcess dtrain(
       {"launch", "-q", "-c", cluster.cluster_file(), "--log-dir", logs, "--job", "killed", "--",
-       "sh", "-c", "timeout 300 sleep 302; true"},
+       "sh", "-c", "setsid sleep 304 & timeout 300 sleep 302; true"},
       cluster.dir());
   ASSERT_TRUE(cluster.WaitForCommandOnNodes(2, "sleep 302", 10)) << "the job never started";
+  ASSERT_TRUE(cluster.WaitForCommandOnNodes(2, "sleep 304", 10)) << "no daemon started";
   dtrain.Signal(SIGKILL);
   dtrain.Wait();
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+
+  // Two ranks on one node: rank 1's end takes its own daemon, not rank 0's.
+  const std::string file = ClusterFileWith(cluster, "");
+  std::string text = ReadText(file);
+  const size_t slots = text.find("slots: 1");
+  ASSERT_NE(slots, std::string::npos) << text;
+  text.replace(slots, 8, "slots: 2");
+  std::ofstream(file) << text;
+  const LaunchResult two =
+      Launch("-c " + file + " --nnodes 1 --log-dir " + logs + " --job two -q " +
+             "-- sh -c 'setsid sleep 305 & d=$!; if [ $RANK = 1 ]; then exit 0; fi; sleep 3; "
+             "kill -0 $d && echo daemon-alive'");
+  EXPECT_EQ(two.status, 0) << two.output;
+  EXPECT_EQ(ReadText(logs + "/two/rank-0.log"), "daemon-alive\n") << two.output;
   EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
 }
 

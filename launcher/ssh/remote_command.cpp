@@ -30,10 +30,13 @@ namespace {
 // the node timeout (the network to dtrain is cut, dtrain hangs; the channel may never see EOF) the
 // group is ended as on EOF: TERM, then KILL after the grace period. Signals reach the whole
 // session setsid made, not only its first group: a process that moved to a group of its own
-// (timeout(1) puts its command in one) is still in it. in_session reads every /proc/PID/stat
-// through one awk (a loop of sh reads took seven times as long); what is left in the session
-// when the process ends is ended the same way. A process killed by SIGKILL
-// while the node's OOM kill count went up gets the line launcher/oom_kill.h describes
+// (timeout(1) puts its command in one) is still in it, and so is a descendant that left the
+// session (setsid, as a daemon does) with the environment it inherited: the process gets
+// DTRAIN_PROCESS_TAG (the wrapper's pid and start time), and a session started since the wrapper
+// whose first process carries it is the process's own. in_session reads every /proc/PID/stat
+// through one awk (a loop of sh reads took several times as long), and one environment per
+// session started since; what is left when the process ends is ended the same way. A process killed
+// by SIGKILL while the node's OOM kill count went up gets the line launcher/oom_kill.h describes
 // (templates/oom_kill_line.sh, put in front with dtrain_program's).
 constexpr const char* kWrapper =
     R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 nt=$7 ne=$8; shift 8
@@ -54,18 +57,31 @@ p=$(dtrain_command "$1" "$pdir") || exit 127
 shift; set -- "$p" "$@"
 exec 3<&0
 ok0=$(dtrain_oom_kills)
+ts=$(awk '{ sub(/.*\) /, ""); print $20 }' /proc/$$/stat 2>/dev/null) || ts=
+tag=$$.$ts
 if [ "$n" -gt 0 ]; then
   data=$(head -c "$n"; echo .); data=${data%.}
-  printf %s "$data" | setsid /bin/sh -c 'exec "$@"' "$1" "$@" 3<&- &
+  printf %s "$data" | DTRAIN_PROCESS_TAG=$tag setsid /bin/sh -c 'exec "$@"' "$1" "$@" 3<&- &
 else
-  setsid /bin/sh -c 'exec "$@"' "$1" "$@" </dev/null 3<&- &
+  DTRAIN_PROCESS_TAG=$tag setsid /bin/sh -c 'exec "$@"' "$1" "$@" </dev/null 3<&- &
 fi
 pid=$!
 i=0
 while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
 in_session() {
   cat /proc/[0-9]*/stat 2>/dev/null |
-    awk -v s="$pid" '{ p = $1; sub(/.*\) /, ""); if ($4 == s && $1 != "Z") print p }'
+    awk -v s="$pid" -v t="$ts" '{ p = $1; sub(/.*\) /, ""); if ($1 == "Z") next
+      if ($4 == s) print "= " p
+      else if (t != "" && $20 + 0 >= t + 0) print (seen[$4]++ ? "+ " : "? ") $4 " " p }' |
+    { mine=:
+      while read -r k sn q; do
+        case $k in
+          =) echo "$sn" ;;
+          \?) if tr '\0' '\n' 2>/dev/null <"/proc/$q/environ" |
+              grep -qxF "DTRAIN_PROCESS_TAG=$tag"; then mine=$mine$sn: && echo "$q"; fi ;;
+          +) case $mine in *":$sn:"*) echo "$q" ;; esac ;;
+        esac
+      done; }
 }
 signal_session() {
   kill -s "$1" -- -"$pid" || kill -s "$1" "$pid"
