@@ -88,6 +88,15 @@ bool WaitBeforeRestart(double seconds) {
   return JobSupervisor::InterruptSignal() == 0;
 }
 
+// Ctrl-C after an attempt ended and before the job restarted: the job ends interrupted.
+void EndInterruptedBeforeRestart(JobRecord& record) {
+  const int signal = JobSupervisor::InterruptSignal();
+  record.status = "interrupted";
+  record.exit_code = 128 + signal;
+  std::fprintf(stderr, "dtrain: job %s interrupted by %s before it restarted\n",
+               record.name.c_str(), SignalName(signal).c_str());
+}
+
 // The root cause of a failed attempt from the ranks' @record error files (rank_error_file.h);
 // those SSH nodes wrote on their own disks are fetched into the job folder first.
 std::optional<RankError> FindRootCause(Job& job, int attempt, int failed_rank) {
@@ -255,11 +264,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
     std::fprintf(stderr, "dtrain: job %s interrupted by %s; every rank stopped\n",
                  record.name.c_str(), SignalName(interrupt).c_str());
   } else if (may_restart && JobSupervisor::InterruptSignal() != 0) {
-    // Ctrl-C after the attempt ended, before the restart (the check before it cut short).
-    record.status = "interrupted";
-    record.exit_code = 128 + JobSupervisor::InterruptSignal();
-    std::fprintf(stderr, "dtrain: job %s interrupted by %s before it restarted\n",
-                 record.name.c_str(), SignalName(JobSupervisor::InterruptSignal()).c_str());
+    EndInterruptedBeforeRestart(record);  // the check before the restart cut short
   } else if (verdict.deterministic && restarts < job.settings.max_restarts) {
     record.status = "failed";
     std::fprintf(stderr,
@@ -298,10 +303,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
       WriteJobRecord(job.folder.job_dir, record);
       if (WaitBeforeRestart(wait_s)) return true;
     }
-    record.status = "interrupted";
-    record.exit_code = 128 + JobSupervisor::InterruptSignal();
-    std::fprintf(stderr, "dtrain: job %s interrupted by %s before it restarted\n",
-                 record.name.c_str(), SignalName(JobSupervisor::InterruptSignal()).c_str());
+    EndInterruptedBeforeRestart(record);
   } else {
     record.status = "failed";
     if (job.settings.max_restarts > 0) {

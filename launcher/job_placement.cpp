@@ -3,7 +3,11 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "launcher/error.h"
+#include "launcher/exit_status.h"
+#include "launcher/job_supervisor.h"
 #include "launcher/rank_log.h"
 
 namespace dtrain {
@@ -13,6 +17,16 @@ void RecordFailureBeforeStart(const std::string& job_dir, JobRecord& record, int
   record.exit_code = exit_code;
   record.ended_us = WallMicros();
   WriteJobRecord(job_dir, record);
+}
+
+void StopIfInterruptedBeforeStart(const std::string& job_dir, JobRecord& record,
+                                  const char* during) {
+  const int signal = JobSupervisor::InterruptSignal();
+  if (signal == 0) return;
+  RecordFailureBeforeStart(job_dir, record, 128 + signal);
+  throw Error(fmt::format("job {} interrupted by {} {} before it started; no rank was started",
+                          record.name, SignalName(signal), during),
+              128 + signal);
 }
 
 ClusterSpec PlaceCluster(const ClusterSpec& spec, const JobFolder& folder,

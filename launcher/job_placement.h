@@ -17,6 +17,13 @@ namespace dtrain {
 // waited for nodes: 128+signal) says so in job.json.
 void RecordFailureBeforeStart(const std::string& job_dir, JobRecord& record, int exit_code);
 
+// Ctrl-C (any handled signal, JobSupervisor::InterruptSignal) before a rank started: records it
+// (RecordFailureBeforeStart) and throws dtrain::Error "job J interrupted by SIGINT <during>
+// before it started; no rank was started" with 128+signal; nothing when no signal came.
+// `during` says what dtrain was doing ("during the health check").
+void StopIfInterruptedBeforeStart(const std::string& job_dir, JobRecord& record,
+                                  const char* during);
+
 // The cluster on the nodes it runs on: a Slurm cluster on its allocation, the rest as they are.
 // `avoid`: Slurm nodes to leave out where others can serve (--hold-back). A job whose placement
 // fails (throws dtrain::Error) has said so in its record.

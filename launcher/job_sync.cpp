@@ -6,10 +6,7 @@
 #include <map>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "launcher/error.h"
-#include "launcher/exit_status.h"
 #include "launcher/job_placement.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/node_health_checks.h"
@@ -30,13 +27,7 @@ std::unique_ptr<LaunchDirSync> SyncLaunchDir(const LaunchOptions& options, const
   }
   auto sync = std::make_unique<LaunchDirSync>(folder.launch_dir, folder.log_dir);
   if (!sync->SyncNow(spec, ::isatty(STDERR_FILENO)).empty()) {
-    if (const int signal = JobSupervisor::InterruptSignal()) {
-      RecordFailureBeforeStart(folder.job_dir, record, 128 + signal);
-      throw Error(fmt::format("job {} interrupted by {} during --sync before it started; no rank "
-                              "was started",
-                              record.name, SignalName(signal)),
-                  128 + signal);
-    }
+    StopIfInterruptedBeforeStart(folder.job_dir, record, "during --sync");
     RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
     throw Error("--sync: the workdir could not be copied to every node; no rank was started");
   }

@@ -241,17 +241,6 @@ void PrintBanner(const JobRecord& record, const ChosenCluster& chosen, const std
     std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
 }
 
-// Ctrl-C (any handled signal) before a rank started: the job ends here, job.json saying it was
-// interrupted; `during` says what dtrain was doing ("during the health check").
-void StopIfInterruptedBeforeStart(const JobFolder& folder, JobRecord& record, const char* during) {
-  const int signal = JobSupervisor::InterruptSignal();
-  if (signal == 0) return;
-  RecordFailureBeforeStart(folder.job_dir, record, 128 + signal);
-  throw Error(fmt::format("job {} interrupted by {} {} before it started; no rank was started",
-                          record.name, SignalName(signal), during),
-              128 + signal);
-}
-
 // The end of the console: one line per attempt, when there was more than one.
 void PrintAttempts(const JobRecord& record) {
   if (record.attempts.size() < 2) return;
@@ -422,7 +411,7 @@ int RunLaunch(const LaunchOptions& options) {
                  "elastic Horovod job when it does\n",
                  fmt::format("{}", fmt::join(names, ",")).c_str());
   }
-  StopIfInterruptedBeforeStart(folder, record, "while it prepared the nodes");
+  StopIfInterruptedBeforeStart(folder.job_dir, record, "while it prepared the nodes");
   if (StartHealthCheck(options, spec)) {
     // The unlisted nodes are checked when they join.
     std::vector<int> listed_nodes;  // short of nodes, those reached are checked while it waits
@@ -443,13 +432,13 @@ int RunLaunch(const LaunchOptions& options) {
   } else if (nodes.empty()) {
     nodes = WaitForNodesAtStart(job, /*after_check=*/false, !unreached.empty());
   }
-  StopIfInterruptedBeforeStart(folder, record, "during the health check");
+  StopIfInterruptedBeforeStart(folder.job_dir, record, "during the health check");
   {
     // torchrun's last call: on fewer than --nnodes MAX, wait a while for a node that may return.
     double waited_s = 0;
     const size_t had = nodes.size();
     nodes = WaitLastCall(job, nodes, "starts", waited_s);
-    StopIfInterruptedBeforeStart(folder, record, "while it waited for nodes");
+    StopIfInterruptedBeforeStart(folder.job_dir, record, "while it waited for nodes");
     if (nodes.size() > had) job.waited_at_start = true;  // those that came back are synced
   }
   job.unlisted.clear();                 // a restart's check is of every node it picks
