@@ -32,11 +32,13 @@ namespace {
 // session setsid made, not only its first group: a process that moved to a group of its own
 // (timeout(1) puts its command in one) is still in it, and so is a descendant that left the
 // session (setsid, as a daemon does) with the environment it inherited: the process gets
-// DTRAIN_PROCESS_TAG (the wrapper's pid and start time), and a session started since the wrapper
-// whose first process carries it is the process's own. in_session reads every /proc/PID/stat
-// through one awk (a loop of sh reads took several times as long), and one environment per
-// session started since; what is left when the process ends is ended the same way. A process killed
-// by SIGKILL while the node's OOM kill count went up gets the line launcher/oom_kill.h describes
+// DTRAIN_PROCESS_TAG (the wrapper's pid and start time), and a session started since the
+// wrapper whose first process carries it is the process's own. in_session reads every
+// /proc/PID/stat through one awk (a loop of sh reads took several times as long), and one
+// environment per session started since; `in_session outside` leaves out the first group,
+// which `kill -- -pid` reaches, so that no process gets a signal twice. What is left when the
+// process ends is ended the same way. A process killed by SIGKILL while the node's OOM kill
+// count went up gets the line launcher/oom_kill.h describes
 // (templates/oom_kill_line.sh, put in front with dtrain_program's).
 constexpr const char* kWrapper =
     R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 nt=$7 ne=$8; shift 8
@@ -70,8 +72,8 @@ i=0
 while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
 in_session() {
   cat /proc/[0-9]*/stat 2>/dev/null |
-    awk -v s="$pid" -v t="$ts" '{ p = $1; sub(/.*\) /, ""); if ($1 == "Z") next
-      if ($4 == s) print "= " p
+    awk -v s="$pid" -v t="$ts" -v o="$1" '{ p = $1; sub(/.*\) /, ""); if ($1 == "Z") next
+      if ($4 == s) { if (o == "" || $3 != s) print "= " p }
       else if (t != "" && $20 + 0 >= t + 0) print (seen[$4]++ ? "+ " : "? ") $4 " " p }' |
     { mine=:
       while read -r k sn q; do
@@ -85,7 +87,7 @@ in_session() {
 }
 signal_session() {
   kill -s "$1" -- -"$pid" || kill -s "$1" "$pid"
-  for q in $(in_session); do kill -s "$1" "$q"; [ "$1" = KILL ] || kill -s CONT "$q"; done
+  for q in $(in_session outside); do kill -s "$1" "$q"; [ "$1" = KILL ] || kill -s CONT "$q"; done
   kill -s CONT -- -"$pid"
 }
 end_group() {

@@ -252,7 +252,6 @@ class NodeSyncs : public TransportEvents {
   void OnExit(int id, const ExitStatus& status) override {
     NodeSyncResult& result = report_.nodes[id];
     result.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-    ++ended_;
     exited_.insert(id);
     std::string said = err_[id];
     while (!said.empty() && said.back() == '\n') said.pop_back();
@@ -275,12 +274,11 @@ class NodeSyncs : public TransportEvents {
     }
   }
 
-  int ended() const { return ended_; }
+  int ended() const { return static_cast<int>(exited_.size()); }
   // Every node not ended yet fails with `why` (the sync was cut short).
   void EndTheRest(const std::string& why) {
     for (size_t id = 0; id < report_.nodes.size(); ++id) {
-      if (!exited_.count(static_cast<int>(id)) && report_.nodes[id].error.empty())
-        report_.nodes[id].error = why;
+      if (!exited_.count(static_cast<int>(id))) report_.nodes[id].error = why;
     }
   }
   uint64_t to_send() const { return to_send_; }
@@ -300,8 +298,7 @@ class NodeSyncs : public TransportEvents {
   std::map<int, std::string> out_, err_;
   std::map<int, size_t> searched_;  // FindListing's resume points
   std::set<int> listed_;
-  std::set<int> exited_;
-  int ended_ = 0;
+  std::set<int> exited_;  // the nodes whose sync process ended
   uint64_t to_send_ = 0;
 };
 
