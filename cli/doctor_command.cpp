@@ -3,6 +3,7 @@
 // nodes drained).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -10,12 +11,14 @@
 #include "cli/commands.h"
 #include "doctor/bandwidth_run.h"
 #include "doctor/compute_run.h"
+#include "doctor/cut_short.h"
 #include "doctor/doctor_run.h"
 #include "doctor/healthy_hostfile.h"
 #include "doctor/report.h"
 #include "doctor/slurm_drain.h"
 #include "launcher/cluster_spec.h"
 #include "launcher/error.h"
+#include "launcher/job_supervisor.h"
 
 namespace dtrain {
 namespace {
@@ -45,29 +48,53 @@ int RunDoctorCommand(const DoctorFlags& flags) {
         "--drain drains Slurm nodes, and this cluster's nodes are not Slurm's: for other nodes, "
         "--exclude-bad -o FILE writes a hostfile without the bad ones");
   }
-  DoctorResult result = RunDoctor(cluster, flags.timeout_s);
+  // Ctrl-C (SIGTERM, SIGHUP) from here on cuts the run short: what runs on the nodes is killed,
+  // what had ended is reported, and nothing is judged from what had not (cut_short.h).
+  InterruptHandlers interrupts;
+  const auto interrupted = [] { return JobSupervisor::InterruptSignal() != 0; };
+  const auto started = std::chrono::steady_clock::now();
+  DoctorResult result = RunDoctor(cluster, flags.timeout_s, interrupted);
+  std::string cut_short = result.cut_short ? "the probes" : "";
   const ClusterSpec& spec = result.spec;
   BandwidthResult bandwidth;
-  if (flags.bandwidth) {
+  bool bandwidth_judged = false;
+  if (flags.bandwidth && !interrupted()) {
     BandwidthOptions options;
     options.cluster.cluster_file = flags.cluster_file;
     options.size_mib = flags.bandwidth_mib;
+    options.cancelled = interrupted;
     bandwidth = RunBandwidthTest(spec, options);
-    for (const Finding& f : bandwidth.verdict.findings) result.findings.push_back(f);
+    if (interrupted()) {
+      cut_short = "--bandwidth";
+      result.findings.push_back(CutShortTestFinding("bandwidth", bandwidth.job_dir));
+    } else {
+      bandwidth_judged = true;
+      for (const Finding& f : bandwidth.verdict.findings) result.findings.push_back(f);
+    }
   }
   ComputeResult compute;
-  if (flags.compute) {
+  bool compute_judged = false;
+  if (flags.compute && !interrupted()) {
     ComputeOptions options;
     options.cluster.cluster_file = flags.cluster_file;
     options.timeout_s = flags.compute_timeout_s;
     compute = RunComputeCheck(spec, options);
-    for (const Finding& f : compute.findings) result.findings.push_back(f);
+    if (interrupted()) {
+      cut_short = "--compute";
+      result.findings.push_back(CutShortTestFinding("compute", compute.job_dir));
+    } else {
+      compute_judged = true;
+      for (const Finding& f : compute.findings) result.findings.push_back(f);
+    }
   }
+  const int signal = JobSupervisor::InterruptSignal();
+  if (signal != 0 && cut_short.empty()) cut_short = "the checks";  // between two steps
   if (flags.json) {
     std::string report = RenderJsonReport(spec, result.run, result.findings);
     report = AddPeerConnectionsJson(report, result.run.peers, result.run.nodes);
-    if (flags.bandwidth) report = AddBandwidthJson(report, bandwidth);
-    if (flags.compute) report = AddComputeJson(report, compute);
+    if (bandwidth_judged) report = AddBandwidthJson(report, bandwidth);
+    if (compute_judged) report = AddComputeJson(report, compute);
+    if (signal != 0) report = AddCutShortJson(report, signal, cut_short);
     std::fputs(report.c_str(), stdout);
   } else {
     // https://no-color.org: NO_COLOR set to a non-empty value turns colour off.
@@ -76,6 +103,17 @@ int RunDoctorCommand(const DoctorFlags& flags) {
     std::fputs(RenderTextReport(spec, result.run, result.findings, colour).c_str(), stdout);
   }
   std::fflush(stdout);
+  if (signal != 0) {
+    // A node cut short is neither good nor bad: no hostfile, no drain from a partial run.
+    std::fprintf(
+        stderr, "dtrain doctor: %s\n",
+        DescribeCutShort(
+            signal, cut_short,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+            flags.exclude_bad ? flags.hostfile : "", flags.drain)
+            .c_str());
+    return 128 + signal;
+  }
   if (flags.exclude_bad) {
     const std::string wrote =
         WriteHealthyHostfile(flags.hostfile, MakeHealthyHostfile(result.run, result.findings));
@@ -134,8 +172,10 @@ void AddDoctorCommand(CLI::App& app, CommandRun& run) {
                 "(scontrol update State=DRAIN, the reason \"dtrain doctor: ...\"); needs Slurm's "
                 "operator role");
   cmd->footer(
+      "Ctrl-C stops it at once and reports what had ended; what had not is not judged, and no "
+      "hostfile is written and no node drained.\n"
       "Exit status: 0 no errors (warnings allowed), 1 a check failed, 2 usage or "
-      "cluster-file error.");
+      "cluster-file error, 130 interrupted.");
   cmd->callback([flags, &run] { run = [flags] { return RunDoctorCommand(*flags); }; });
 }
 

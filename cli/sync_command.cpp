@@ -13,8 +13,9 @@ void AddSyncCommand(CLI::App& app, CommandRun& run) {
       "node and deleted here are deleted there; .gitignore and .dtrainignore are honoured; nodes "
       "that share the folder (same file seen there) are skipped. All nodes at once; each file "
       "appears whole or not at all.\n"
+      "Ctrl-C stops it at once; a node not done throws its partial copy away.\n"
       "Exit status: 0 when every node is in sync, 1 when a node failed (named with the reason), "
-      "2 for a usage or cluster-file error. More: man dtrain-sync");
+      "2 for a usage or cluster-file error, 130 when interrupted. More: man dtrain-sync");
   cmd->add_option("-c,--cluster", choice->cluster_file,
                   "cluster file (default: ./cluster.yaml); its workdir is the destination");
   cmd->add_option("-H,--hosts", choice->hosts,

@@ -19,7 +19,8 @@ BandwidthResult RunBandwidthTest(const ClusterSpec& probed, const BandwidthOptio
   // Each node's link error counters before and after the test, which loads the links. A link
   // that retrains or goes down under the test is an error: --exclude-bad leaves its node out.
   LinkErrorWatch links(Severity::kError);
-  links.Update(ProbeHealthParts(probed, kFastHealthCheckTimeoutS).nodes);
+  links.Update(ProbeHealthParts(probed, kFastHealthCheckTimeoutS, options.cancelled).nodes);
+  if (options.cancelled && options.cancelled()) return result;  // no test job to start
   DoctorJob job =
       RunDoctorJob(probed, options.cluster, "bandwidth",
                    {"dtrain-clip", "bandwidth", "--size-mib", std::to_string(options.size_mib),
@@ -47,7 +48,8 @@ BandwidthResult RunBandwidthTest(const ClusterSpec& probed, const BandwidthOptio
     result.hosts[node] = host;
   }
   result.verdict = JudgeBandwidth(result.figures, result.hosts);
-  for (Finding& f : links.Update(ProbeHealthParts(probed, kFastHealthCheckTimeoutS).nodes)) {
+  for (Finding& f :
+       links.Update(ProbeHealthParts(probed, kFastHealthCheckTimeoutS, options.cancelled).nodes)) {
     result.verdict.findings.push_back(std::move(f));
   }
 

@@ -6,6 +6,7 @@
 // link whose errors grew meanwhile is a warning (link_errors.h).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct BandwidthOptions {
   int size_mib = 8;
   int iterations = 5;
   std::string log_dir;  // where the test's job folder goes; "" = a temporary folder
+  // Asked while the link counters are read; the test job itself stops on dtrain launch's own
+  // interrupt handling (Ctrl-C).
+  std::function<bool()> cancelled;
 };
 
 struct BandwidthResult {

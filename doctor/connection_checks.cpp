@@ -39,6 +39,7 @@ std::string ReachRemedy(ReachFailure failure, const NodeFacts& n, int ssh_port) 
           "`ssh -p {} {} true`",
           n.address, ssh_port, n.address, ssh_port, n.address, ssh_port, n.address);
     case ReachFailure::kNone:
+    case ReachFailure::kCutShort:  // CheckReach says it once for all such nodes
     case ReachFailure::kOther:
       break;
   }
@@ -52,8 +53,13 @@ std::string ReachRemedy(ReachFailure failure, const NodeFacts& n, int ssh_port) 
 
 std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes, int ssh_port) {
   std::vector<Finding> out;
+  std::vector<std::string> cut_short;
   for (const auto& n : nodes) {
     if (n.reached) continue;
+    if (n.failure == ReachFailure::kCutShort) {
+      cut_short.push_back(n.host);
+      continue;
+    }
     std::string reason = n.failure == ReachFailure::kOther || n.failure == ReachFailure::kNone
                              ? ""
                              : std::string(ReachFailureName(n.failure)) + ": ";
@@ -65,6 +71,17 @@ std::vector<Finding> CheckReach(const std::vector<NodeFacts>& nodes, int ssh_por
         Severity::kError, "reach", "reach", {n.host},
         fmt::format("node {} ({}) could not be probed: {}{}", n.host, n.address, reason, error),
         ReachRemedy(n.failure, n, ssh_port)));
+  }
+  if (!cut_short.empty()) {
+    // Nothing is known of them, good or bad: a warning, never a reason to leave a node out.
+    out.push_back(
+        Make(Severity::kWarning, "reach", "reach", cut_short,
+             fmt::format("{} {} not checked: the doctor was interrupted before {} "
+                         "probe ended",
+                         cut_short.size() == 1 ? "node" : "nodes", checks::Join(cut_short),
+                         cut_short.size() == 1 ? "its" : "their"),
+             "run `dtrain doctor` again and let it end: a node that does not answer "
+             "is named once --timeout is up"));
   }
   if (out.empty()) {
     out.push_back(Make(

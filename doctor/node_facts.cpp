@@ -46,6 +46,8 @@ const char* ReachFailureName(ReachFailure failure) {
       return "unknown host";
     case ReachFailure::kNetwork:
       return "network";
+    case ReachFailure::kCutShort:
+      return "cut short";
     case ReachFailure::kOther:
       return "other";
   }
@@ -134,7 +136,6 @@ void ApplyGpu(const std::string& value, NodeFacts& f, ProbeText& t) {
     f.nvidia_smi_error = value;
   }
 }
-
 
 // "mlx5_0/1;4: ACTIVE;5: LinkUp;400 Gb/sec (4X NDR);InfiniBand"
 void ApplyInfinibandPort(const std::string& value, NodeFacts& f, ProbeText&) {

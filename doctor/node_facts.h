@@ -22,7 +22,8 @@ enum class ReachFailure {
   kTimeout,
   kRefused,
   kUnresolved,
-  kNetwork,  // no route to the host, network unreachable
+  kNetwork,   // no route to the host, network unreachable
+  kCutShort,  // the doctor was interrupted (Ctrl-C) before the node's probe ended: not judged
   kOther
 };
 const char* ReachFailureName(ReachFailure failure);  // "auth", "host key", "timeout", ...

@@ -68,15 +68,20 @@ std::string LastLine(const std::string& text) {
 }
 
 // Fills one node's facts from what its probe printed and how it ended. `killed_at` is when the
-// run stopped every probe at the timeout (-1: it did not): a probe that ended badly from then on
-// was stopped by it.
+// run stopped every probe, at the timeout or when it was cancelled (`cut_short`); -1: it did not.
+// A probe that ended badly from then on was stopped by it.
 void FinishNode(const ProbeEvents& events, size_t i, double timeout_s, double killed_at,
-                NodeFacts& facts) {
+                bool cut_short, NodeFacts& facts) {
   ApplyProbeLines(SplitProbeOutput(events.output[i]), events.first_arrival[i], facts);
   facts.probe_seconds = events.exit_s[i];
   const bool stopped = killed_at >= 0 && events.exit_s[i] >= killed_at && !events.exits[i].ok();
   if (!events.exited[i] || stopped) {
     facts.reached = false;
+    if (cut_short) {
+      facts.failure = ReachFailure::kCutShort;
+      facts.error = fmt::format("its probe was cut short after {:.1f} s", killed_at);
+      return;
+    }
     facts.failure = ReachFailure::kTimeout;
     facts.error = fmt::format("no answer within {:g} s (the probe was stopped)", timeout_s);
     return;
@@ -189,7 +194,7 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
   // a transport that still reports nothing is left behind after `grace_s` rather than waited for.
   const double grace_s = 2;
   double done_at = -1, killed_at = -1;
-  bool listener_killed = false;
+  bool listener_killed = false, cut_short = false;
   while (true) {
     double elapsed = Since(events.start);
     bool done = !listen || events.exited[n] ||
@@ -211,6 +216,7 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
     if (options.cancelled && options.cancelled()) {
       transport.SignalAll(SIGKILL);
       killed_at = elapsed;
+      cut_short = true;
       break;
     }
     if (killed_at >= 0 && elapsed > killed_at + grace_s) break;
@@ -223,7 +229,7 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
     facts.address = spec.nodes[i].address;
     facts.slots = spec.nodes[i].slots;
     facts.listed_gpus = spec.nodes[i].gpus;
-    FinishNode(events, i, options.timeout_s, killed_at, facts);
+    FinishNode(events, i, options.timeout_s, killed_at, cut_short, facts);
     run.nodes.push_back(std::move(facts));
   }
   if (listen) run.listener = ReadListener(events, n);

@@ -4,10 +4,12 @@
 // the doctor names node1 as hung once --compute-timeout has passed, the other nodes still pass,
 // --exclude-bad leaves it out of the hostfile, and nothing is left running on node1. With
 // node2's sshd killed, the doctor still reports, naming node2 and the check that could not start.
+// And Ctrl-C while node1's check is stopped: no node is judged from the cut-short check.
 #include <signal.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/doctor_run.h"
+#include "tests/support/dtrain_process.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
@@ -142,6 +145,57 @@ TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
   EXPECT_EQ(not_started[0]["message"].get<std::string>().find('\n'), std::string::npos);
   EXPECT_TRUE(Findings(down, "compute", "ok").empty()) << down.text;
   EXPECT_EQ(cluster.LeftoverProcesses(2, 5), "");
+}
+
+// Ctrl-C while --compute runs, node1's check stopped (node0's has passed or is passing): the
+// test job stops every rank, and the doctor judges none of it. Before, the interrupted job was
+// judged: node0, whose checks had passed, was an error for its missing exit line, left out of the
+// hostfile (and under --drain, drained), and the doctor exited 1.
+TEST(DoctorComputeCluster, CtrlCDuringTheCheckBlamesNoNodeAndWritesNoHostfile) {
+  SshTestCluster cluster("doctor-compute-int", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = cluster.dir() + "/compute.yaml";
+  test::RunOutput("cp " + cluster.cluster_file() + " " + file +
+                  " && echo 'env: {OMP_NUM_THREADS: \"1\"}' >> " + file);
+  const std::string good = cluster.dir() + "/good.txt";
+  std::filesystem::remove(good);
+  testing::DtrainProcess doctor({"doctor", "--json", "--compute", "--compute-timeout", "120",
+                                 "--exclude-bad", "-o", good, "-c", file},
+                                cluster.dir(), {"NO_COLOR=1"});
+  int stopped = 0;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const int pid = CheckProcess(cluster, 1);
+        if (pid > 0 && kill(pid, SIGSTOP) == 0) stopped = pid;
+        return stopped > 0;
+      },
+      60))
+      << doctor.err();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // node0's check ends meanwhile
+  const auto signalled = std::chrono::steady_clock::now();
+  doctor.Signal(SIGINT);
+  ASSERT_GE(doctor.Wait(20), 0) << doctor.err();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count(), 5)
+      << "the job's stop: SIGTERM, SIGCONT, then SIGKILL after its grace period";
+  EXPECT_EQ(doctor.exit_status().signal, 0) << doctor.err();
+  EXPECT_EQ(doctor.exit_status().code, 128 + SIGINT) << doctor.err();
+  const nlohmann::json doc = nlohmann::json::parse(doctor.out(), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << doctor.out() << doctor.err();
+  EXPECT_EQ(doc["interrupted"], (nlohmann::json{{"signal", "SIGINT"}, {"during", "--compute"}}));
+  EXPECT_FALSE(doc.contains("compute")) << "nothing of the cut-short check is reported as a result";
+  for (const auto& f : doc["findings"]) EXPECT_NE(f["severity"], "error") << f.dump();
+  DoctorRun run;
+  run.doc = doc;
+  const auto cut = Findings(run, "compute", "warning");
+  ASSERT_EQ(cut.size(), 1u) << doc["findings"].dump(2);
+  EXPECT_EQ(cut[0]["message"],
+            "--compute was cut short by the interrupt: no node's result was judged");
+  EXPECT_TRUE(cut[0]["nodes"].empty());
+  EXPECT_NE(doctor.err().find("dtrain doctor: interrupted by SIGINT during --compute after "),
+            std::string::npos)
+      << doctor.err();
+  EXPECT_FALSE(std::filesystem::exists(good));
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 5), "") << "the stopped check was killed";
 }
 
 }  // namespace

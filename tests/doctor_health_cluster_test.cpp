@@ -2,8 +2,10 @@
 // with stand-ins for nvidia-smi, dmesg and systemctl first on each node's PATH (node `env:` in the
 // cluster file) and an InfiniBand sysfs tree under DTRAIN_PROBE_SYSFS: the stand-ins print the
 // outputs of an 8-GPU HGX H100 node built from the formats recorded on a real H100, healthy on
-// node0, faulty on node1 and node2. And an nvidia-smi that never answers (one ignoring SIGTERM).
+// node0, faulty on node1 and node2. And an nvidia-smi that never answers (one ignoring SIGTERM),
+// and Ctrl-C while one does.
 // And the PCI paths of GPUs and a NIC (tests/support/pci_sysfs.h), checked against lspci.
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,12 +19,14 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/doctor_run.h"
+#include "tests/support/dtrain_process.h"
 #include "tests/support/gpu_node_stand_ins.h"
 #include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/pci_sysfs.h"
@@ -145,6 +149,74 @@ TEST(DoctorHealthCluster, HungNvidiaSmiIsNamedWithinTheTimeout) {
   EXPECT_EQ(r.doc["nodes"][1]["reached"], true) << "the probe itself ended";
   EXPECT_LT(r.wall_s, 12) << r.text;
   EXPECT_EQ(cluster.LeftoverProcesses(2, 5), "") << "timeout -k killed the stand-ins";
+}
+
+// Ctrl-C while node1's nvidia-smi hangs (its limit a minute away): the doctor stops at once,
+// kills what runs on the nodes, reports node0 as checked and node1 as not judged (a warning, not
+// an error), tests no connection between nodes, writes no --exclude-bad hostfile (node1 is
+// neither good nor bad) and exits 130.
+TEST(DoctorHealthCluster, CtrlCWhileANodeHangsReportsWhatEndedAndJudgesNothingElse) {
+  SshTestCluster cluster("doctor-int", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string dir = cluster.dir();
+  std::filesystem::create_directories(dir + "/node1-bin");
+  WriteExecutable(dir + "/node1-bin/nvidia-smi", "#!/bin/sh\nexec sleep 1000\n");
+  const std::string file =
+      test::StandInClusterFile(cluster, 2, "env: {DTRAIN_PROBE_SMI_TIMEOUT: '60'}\n");
+  const std::string good = dir + "/good.txt";
+  std::filesystem::remove(good);
+  testing::DtrainProcess doctor(
+      {"doctor", "--json", "--timeout", "90", "--exclude-bad", "-o", good, "-c", file}, dir,
+      {"NO_COLOR=1"});
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !cluster.NodeProcessesWith(1, "sleep 1000").empty(); }, 30))
+      << doctor.err();
+  // node0's probe has ended: its `sh -s` and the node's wrapper around it (whose arguments carry
+  // the probe's variables; the rendezvous listener's carry DTRAIN_PROBE_MODE too), and a moment
+  // for its end to reach dtrain.
+  const auto probing = [&](int node) {
+    for (const std::string& p : cluster.NodeProcesses(node)) {  // "PID ARGV..."
+      if (p.compare(p.find(' ') + 1, 6, "sh -s ") == 0) return true;
+      if (p.find("DTRAIN_PROBE_WORKDIR=") != std::string::npos &&
+          p.find("DTRAIN_PROBE_MODE=") == std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(testing::WaitFor([&] { return !probing(0); }, 30)) << doctor.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto signalled = std::chrono::steady_clock::now();
+  doctor.Signal(SIGINT);
+  ASSERT_GE(doctor.Wait(10), 0) << doctor.err();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count(),
+            2.5);
+  EXPECT_EQ(doctor.exit_status().signal, 0) << doctor.err();  // it exited, not killed
+  EXPECT_EQ(doctor.exit_status().code, 128 + SIGINT) << doctor.err();
+  const nlohmann::json doc = nlohmann::json::parse(doctor.out(), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << doctor.out() << doctor.err();
+  EXPECT_EQ(doc["interrupted"], (nlohmann::json{{"signal", "SIGINT"}, {"during", "the probes"}}));
+  EXPECT_EQ(doc["nodes"][0]["reached"], true);
+  EXPECT_EQ(doc["nodes"][1]["reached"], false);
+  EXPECT_EQ(doc["nodes"][1]["failure"], "cut short");
+  for (const auto& f : doc["findings"]) EXPECT_NE(f["severity"], "error") << f.dump();
+  test::DoctorRun run;
+  run.doc = doc;
+  const auto reach = Findings(run, "reach", "warning");
+  ASSERT_EQ(reach.size(), 1u) << doc["findings"].dump(2);
+  EXPECT_EQ(reach[0]["nodes"], nlohmann::json::array({"node1"}));
+  EXPECT_EQ(reach[0]["message"],
+            "node node1 not checked: the doctor was interrupted before its probe ended");
+  const auto peers = Findings(run, "peers", "warning");
+  ASSERT_EQ(peers.size(), 1u) << doc["findings"].dump(2);
+  EXPECT_EQ(peers[0]["message"],
+            "the connections between nodes were not tested: the doctor was interrupted first");
+  EXPECT_NE(doctor.err().find("dtrain doctor: interrupted by SIGINT during the probes after "),
+            std::string::npos)
+      << doctor.err();
+  EXPECT_NE(doctor.err().find(good + " was not written"), std::string::npos) << doctor.err();
+  EXPECT_FALSE(std::filesystem::exists(good));
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 5), "");
 }
 
 // The cluster file's own health checks over SSH, against real faults in each node's own mount

@@ -428,7 +428,8 @@ TEST(SshLaunch, EachNodeIsLoggedInToTwicePerLaunch) {
 // Ctrl-C while --sync copies the launch directory over a slow link (node1's side of the bridge
 // limited to 2 Mbit/s with tc: 8 MiB would take half a minute) stops dtrain at once: the copy is
 // cut short, nothing of it is left on the node, no rank starts, and job.json says interrupted.
-TEST(SshLaunch, CtrlCDuringTheSyncStopsAtOnceAndLeavesNoPartialCopy) {
+// Then the same for `dtrain sync`, which exits 130 and says it was interrupted.
+TEST(SshLaunch, CtrlCDuringASyncStopsAtOnceAndLeavesNoPartialCopy) {
   SshTestCluster cluster("dl-sync-int", 2, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string project = cluster.dir() + "/project";
@@ -462,6 +463,32 @@ TEST(SshLaunch, CtrlCDuringTheSyncStopsAtOnceAndLeavesNoPartialCopy) {
       << dtrain.err();
   EXPECT_EQ(dtrain.err().find("FAILED"), std::string::npos) << dtrain.err();
   test::ExpectInterruptedBeforeStart(dtrain, logs + "/s", "s", "during --sync");
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return cluster.OnNode(1, "ls -d /srv/node/work* 2>/dev/null").empty(); }, 3))
+      << cluster.OnNode(1, "ls -d /srv/node/work*");
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+
+  const std::string slowed_again = RunOutput("tc qdisc add dev nd1" + tbf);
+  ASSERT_NE(slowed_again.find("rc=0"), std::string::npos) << slowed_again;
+  testing::DtrainProcess sync({"sync", "-c", file}, project);
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !cluster.NodeProcessesWith(1, receiving).empty(); }, 20))
+      << sync.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto sync_signalled = Clock::now();
+  sync.Signal(SIGINT);
+  ASSERT_GE(sync.Wait(10), 0) << sync.err();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - sync_signalled).count(), 2.5);
+  RunOutput("tc qdisc del dev nd1 root");
+  EXPECT_EQ(sync.exit_status().signal, 0) << sync.err();
+  EXPECT_EQ(sync.exit_status().code, 128 + SIGINT) << sync.err();
+  EXPECT_NE(sync.err().find("dtrain: sync node1 (" + cluster.Field(1, 1) +
+                            "): cut short by an interrupt; its partial copy is thrown away\n"),
+            std::string::npos)
+      << sync.err();
+  EXPECT_EQ(sync.err().find("FAILED"), std::string::npos) << sync.err();
+  EXPECT_NE(sync.err().find("dtrain: sync interrupted by SIGINT\n"), std::string::npos)
+      << sync.err();
   EXPECT_TRUE(testing::WaitFor(
       [&] { return cluster.OnNode(1, "ls -d /srv/node/work* 2>/dev/null").empty(); }, 3))
       << cluster.OnNode(1, "ls -d /srv/node/work*");

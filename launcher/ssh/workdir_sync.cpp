@@ -20,6 +20,8 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "launcher/exit_status.h"
+#include "launcher/job_supervisor.h"
 #include "launcher/ssh/ssh_config.h"
 #include "launcher/ssh/sync_plan.h"
 #include "launcher/ssh/tar_stream.h"
@@ -387,11 +389,19 @@ int RunSync(const ClusterChoice& choice) {
   SyncOptions options;
   options.source = cwd;
   options.progress = ::isatty(STDERR_FILENO);
+  // Ctrl-C (SIGTERM, SIGHUP) cuts the copy short: each node not done throws its partial copy
+  // away, and the nodes done stay in sync.
+  InterruptHandlers interrupts;
+  options.cancelled = [] { return JobSupervisor::InterruptSignal() != 0; };
   const SyncReport report = SyncWorkdir(chosen.spec, options);
   std::fprintf(stderr, "dtrain: sync %s (%d files, %s) to %s on %zu node(s)\n", cwd,
                report.local_files, Megabytes(report.local_bytes).c_str(),
                report.destination.c_str(), report.nodes.size());
   std::fputs(DescribeSync(report).c_str(), stderr);
+  if (const int signal = JobSupervisor::InterruptSignal()) {
+    std::fprintf(stderr, "dtrain: sync interrupted by %s\n", SignalName(signal).c_str());
+    return 128 + signal;
+  }
   return report.ok() ? 0 : 1;
 }
 
