@@ -3,16 +3,19 @@
 // storage at /srv/node on every node (nothing shared with the launching machine there).
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/dtrain_process.h"
 #include "tests/support/ssh_cluster.h"
 #include "tests/support/test_paths.h"
 
@@ -304,6 +307,53 @@ TEST(RealClusterSsh, SyncCopiesSymlinksAsLinks) {
                                    "cat /srv/node/links/lib/current.py; ls /srv/node/links"),
               "./b.py\nB = 2\ndangling-long\nlib\npkg\n");
   }
+}
+
+// A node whose link goes down in the middle of a sync (node1: its side of the bridge at 2 Mbit/s
+// with tc, so 8 MiB takes half a minute, then `ip link set eth0 down` inside it) is named lost
+// once job.node_timeout has passed, and holds up no other: node0's copy ends as fast as it would
+// alone. Before, dtrain's one poll loop blocked in a send() to node1 that could never complete,
+// and the sync hung (node0 with it) until killed.
+TEST(RealClusterSsh, SyncToANodeWhoseLinkGoesDownNamesItAndHoldsUpNoOther) {
+  SshTestCluster cluster("rc-sync-down", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string src = cluster.dir() + "/src";
+  fs::create_directories(src);
+  ASSERT_EQ(std::system(("head -c 8388608 /dev/urandom > " + src + "/weights.bin").c_str()), 0);
+  const std::string file = cluster.dir() + "/down.yaml";
+  std::ofstream(file) << ReadText(cluster.cluster_file())
+                      << "workdir: /srv/node/work\njob: {node_timeout: 4}\n";
+  const std::string tbf = " root tbf rate 2mbit burst 32kbit latency 400ms 2>&1; echo rc=$?";
+  const std::string slowed = RunOutput("tc qdisc add dev nd1" + tbf);
+  ASSERT_NE(slowed.find("rc=0"), std::string::npos) << slowed;
+  testing::DtrainProcess sync({"sync", "-c", file}, src);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return !cluster.NodeProcessesWith(1, "tar -xf - -C /srv/node/work").empty(); }, 20))
+      << sync.err();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(cluster.OnNode(1, "ip link set eth0 down 2>&1"), "");
+  const auto down = std::chrono::steady_clock::now();
+  ASSERT_GE(sync.Wait(30), 0) << sync.err();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - down).count();
+  cluster.OnNode(1, "ip link set eth0 up");
+  RunOutput("tc qdisc del dev nd1 root");
+  EXPECT_EQ(sync.exit_status().code, 1) << sync.err();
+  EXPECT_LT(took, 4 + 5) << "job.node_timeout, and room" << sync.err();
+  const std::string err = sync.err();
+  EXPECT_THAT(err, HasSubstr("dtrain: sync node1 (" + cluster.Field(1, 1) +
+                             "): FAILED: node node1 lost: no answer for 4 s"));
+  // node0's copy took what it takes alone (a fraction of a second here), not node1's pace.
+  // (dtrain's own output files, in the folder synced, go too)
+  const size_t at = err.find("dtrain: sync node0 (" + cluster.Field(0, 1) + "): ");
+  ASSERT_NE(at, std::string::npos) << err;
+  const std::string line = err.substr(at, err.find('\n', at) - at);
+  EXPECT_THAT(line, HasSubstr(" file(s), 8.4 MB sent"));
+  const double seconds = std::stod(line.substr(line.rfind('(') + 1));
+  EXPECT_LT(seconds, 5) << line;
+  EXPECT_EQ(
+      cluster.OnNode(0, "cmp /srv/node/work/weights.bin " + src + "/weights.bin && echo same"),
+      "same\n");
 }
 
 // Ranks on nodes with private storage write metrics under $DTRAIN_LOG_DIR there; when the job

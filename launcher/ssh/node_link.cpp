@@ -368,7 +368,10 @@ void NodeLink::WriteStdin(LinkProcess& p) {
 
 void NodeLink::StreamStdin(LinkProcess& p) {
   if (!p.started || p.remote_closed || p.stdin_closed) return;
-  while (true) {
+  // The next chunk once libssh has handed the last to the kernel: what waits in libssh goes out
+  // in one send() (ssh_session.cpp), and a heartbeat queues behind it; so each stays short, on a
+  // slow link as on a fast one.
+  while (!(ssh_get_status(session_->handle()) & SSH_WRITE_PENDING)) {
     if (p.stdin_pending.empty() && !p.stdin_exhausted) {
       p.stdin_exhausted = !p.spec.stdin_source->Next(p.stdin_pending, kStdinChunk);
     }
@@ -380,7 +383,7 @@ void NodeLink::StreamStdin(LinkProcess& p) {
     p.stdin_pending.erase(0, n);
     if (!p.stdin_pending.empty()) return;
   }
-  if (p.stdin_exhausted) {
+  if (p.stdin_exhausted && p.stdin_pending.empty()) {
     ssh_channel_send_eof(p.channel);
     p.stdin_closed = true;
   }

@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <pwd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -45,6 +46,17 @@ void EnableKeepalive(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
+// libssh makes its socket blocking once connected and writes its whole output buffer in one
+// send() when poll said the socket is writable: to a node whose link is slow or gone, that send
+// would hold up dtrain's one poll loop, every other node with it, until the kernel took it all.
+// With a send timeout it returns what the kernel took by then (never nothing: poll saw room) and
+// libssh keeps the rest for the next poll.
+void BoundBlockingWrites(int fd) {
+  if (fd < 0) return;
+  const timeval limit{0, 10 * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
 }
 
 // "ssh-ed25519 SHA256:..." for a key, or "" when libssh cannot hash it.
@@ -197,6 +209,7 @@ void SshSession::Begin() {
   }
   if (tunnel_) {
     socket_t fd = tunnel_->fd();
+    BoundBlockingWrites(fd);
     ssh_options_set(session_, SSH_OPTIONS_FD, &fd);  // libssh owns and closes it from here
   }
   for (const std::string& file : target_.identity_files) credentials_.push_back({file, true});
@@ -207,7 +220,10 @@ void SshSession::Begin() {
     }
   }
   AdvanceConnect();  // creates the socket and sends the first packets
-  if (!tunnel_) EnableKeepalive(ssh_get_fd(session_));
+  if (!tunnel_) {
+    EnableKeepalive(ssh_get_fd(session_));
+    BoundBlockingWrites(ssh_get_fd(session_));
+  }
 }
 
 bool SshSession::Advance() {

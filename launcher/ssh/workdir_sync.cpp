@@ -344,7 +344,10 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
     r.node = fmt::format("{} ({})", spec.nodes[i].host, spec.nodes[i].address);
     report.nodes.push_back(r);
   }
-  std::unique_ptr<Transport> transport = MakeSshTransport(spec);
+  // Watched as a job's nodes are: a node whose link goes down mid-copy is lost after the cluster
+  // file's job.node_timeout (its copy thrown away) instead of holding the sync up for good.
+  std::unique_ptr<Transport> transport = MakeSshTransport(
+      spec, SshWatch{kDefaultRemoteGraceS, static_cast<double>(spec.job.node_timeout_s)});
   transport->Start(procs, syncs);
   auto last_draw = Clock::now();
   while (transport->Poll(200, syncs)) {
