@@ -55,6 +55,17 @@ int RunDoctorCommand(const DoctorFlags& flags) {
   const auto started = std::chrono::steady_clock::now();
   DoctorResult result = RunDoctor(cluster, flags.timeout_s, interrupted);
   std::string cut_short = result.cut_short ? "the probes" : "";
+  // A test's findings once it ended (true), or, cut short, one warning in their place.
+  const auto take = [&](const std::string& test, const std::string& job_dir,
+                        const std::vector<Finding>& found) {
+    if (interrupted()) {
+      cut_short = "--" + test;
+      result.findings.push_back(CutShortTestFinding(test, job_dir));
+      return false;
+    }
+    result.findings.insert(result.findings.end(), found.begin(), found.end());
+    return true;
+  };
   const ClusterSpec& spec = result.spec;
   BandwidthResult bandwidth;
   bool bandwidth_judged = false;
@@ -64,13 +75,7 @@ int RunDoctorCommand(const DoctorFlags& flags) {
     options.size_mib = flags.bandwidth_mib;
     options.cancelled = interrupted;
     bandwidth = RunBandwidthTest(spec, options);
-    if (interrupted()) {
-      cut_short = "--bandwidth";
-      result.findings.push_back(CutShortTestFinding("bandwidth", bandwidth.job_dir));
-    } else {
-      bandwidth_judged = true;
-      for (const Finding& f : bandwidth.verdict.findings) result.findings.push_back(f);
-    }
+    bandwidth_judged = take("bandwidth", bandwidth.job_dir, bandwidth.verdict.findings);
   }
   ComputeResult compute;
   bool compute_judged = false;
@@ -79,13 +84,7 @@ int RunDoctorCommand(const DoctorFlags& flags) {
     options.cluster.cluster_file = flags.cluster_file;
     options.timeout_s = flags.compute_timeout_s;
     compute = RunComputeCheck(spec, options);
-    if (interrupted()) {
-      cut_short = "--compute";
-      result.findings.push_back(CutShortTestFinding("compute", compute.job_dir));
-    } else {
-      compute_judged = true;
-      for (const Finding& f : compute.findings) result.findings.push_back(f);
-    }
+    compute_judged = take("compute", compute.job_dir, compute.findings);
   }
   const int signal = JobSupervisor::InterruptSignal();
   if (signal != 0 && cut_short.empty()) cut_short = "the checks";  // between two steps

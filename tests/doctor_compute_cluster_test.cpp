@@ -44,14 +44,20 @@ int CheckProcess(const SshTestCluster& cluster, int node) {
   return 0;
 }
 
-TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
-  SshTestCluster cluster("doctor-compute", 3, 1);
-  REQUIRE_CLUSTER(cluster);
-  // The three nodes share this machine's cores: one intra-op thread each, or their OpenMP teams
-  // oversubscribe two cores and a 1 s check takes longer than the 15 s limit below.
+// The cluster file with one intra-op thread per rank: the nodes share this machine's cores, and
+// their OpenMP teams would oversubscribe two cores so that a 1 s check takes longer than the
+// 15 s limit below.
+std::string OneThreadEach(const SshTestCluster& cluster) {
   const std::string file = cluster.dir() + "/compute.yaml";
   test::RunOutput("cp " + cluster.cluster_file() + " " + file +
                   " && echo 'env: {OMP_NUM_THREADS: \"1\"}' >> " + file);
+  return file;
+}
+
+TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
+  SshTestCluster cluster("doctor-compute", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = OneThreadEach(cluster);
 
   // 1. Every node's check runs and passes.
   const DoctorRun ok = test::RunDoctor("--json --compute", file);
@@ -154,9 +160,7 @@ TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
 TEST(DoctorComputeCluster, CtrlCDuringTheCheckBlamesNoNodeAndWritesNoHostfile) {
   SshTestCluster cluster("doctor-compute-int", 2, 1);
   REQUIRE_CLUSTER(cluster);
-  const std::string file = cluster.dir() + "/compute.yaml";
-  test::RunOutput("cp " + cluster.cluster_file() + " " + file +
-                  " && echo 'env: {OMP_NUM_THREADS: \"1\"}' >> " + file);
+  const std::string file = OneThreadEach(cluster);
   const std::string good = cluster.dir() + "/good.txt";
   std::filesystem::remove(good);
   testing::DtrainProcess doctor({"doctor", "--json", "--compute", "--compute-timeout", "120",

@@ -446,16 +446,29 @@ TEST(SshLaunch, CtrlCDuringASyncStopsAtOnceAndLeavesNoPartialCopy) {
   testing::DtrainProcess dtrain(
       {"launch", "-q", "--sync", "-c", file, "--log-dir", logs, "--job", "s", "--", "sleep", "300"},
       project);
-  const std::string receiving = "tar -xf - -C /srv/node/work";
-  ASSERT_TRUE(
-      testing::WaitFor([&] { return !cluster.NodeProcessesWith(1, receiving).empty(); }, 20))
-      << dtrain.err();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const auto signalled = Clock::now();
-  dtrain.Signal(SIGINT);
-  ASSERT_GE(dtrain.Wait(10), 0) << dtrain.err();
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - signalled).count(), 2.5);
-  RunOutput("tc qdisc del dev nd1 root");
+  // SIGINT once node1's tar receives; false when it never did or dtrain did not end. It must end
+  // within 2.5 s; the link's limit is then lifted.
+  const auto interrupt_while_receiving = [&](testing::DtrainProcess& process) {
+    if (!testing::WaitFor(
+            [&] { return !cluster.NodeProcessesWith(1, "tar -xf - -C /srv/node/work").empty(); },
+            20)) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const auto signalled = Clock::now();
+    process.Signal(SIGINT);
+    if (process.Wait(10) < 0) return false;
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - signalled).count(), 2.5);
+    RunOutput("tc qdisc del dev nd1 root");
+    return true;
+  };
+  const auto expect_nothing_left = [&] {
+    EXPECT_TRUE(testing::WaitFor(
+        [&] { return cluster.OnNode(1, "ls -d /srv/node/work* 2>/dev/null").empty(); }, 3))
+        << cluster.OnNode(1, "ls -d /srv/node/work*");
+    EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+  };
+  ASSERT_TRUE(interrupt_while_receiving(dtrain)) << dtrain.err();
   EXPECT_EQ(dtrain.exit_status().signal, 0) << dtrain.err();
   EXPECT_EQ(dtrain.exit_status().code, 128 + SIGINT) << dtrain.err();
   EXPECT_NE(dtrain.err().find("): cut short by an interrupt; its partial copy is thrown away\n"),
@@ -463,23 +476,12 @@ TEST(SshLaunch, CtrlCDuringASyncStopsAtOnceAndLeavesNoPartialCopy) {
       << dtrain.err();
   EXPECT_EQ(dtrain.err().find("FAILED"), std::string::npos) << dtrain.err();
   test::ExpectInterruptedBeforeStart(dtrain, logs + "/s", "s", "during --sync");
-  EXPECT_TRUE(testing::WaitFor(
-      [&] { return cluster.OnNode(1, "ls -d /srv/node/work* 2>/dev/null").empty(); }, 3))
-      << cluster.OnNode(1, "ls -d /srv/node/work*");
-  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+  expect_nothing_left();
 
   const std::string slowed_again = RunOutput("tc qdisc add dev nd1" + tbf);
   ASSERT_NE(slowed_again.find("rc=0"), std::string::npos) << slowed_again;
   testing::DtrainProcess sync({"sync", "-c", file}, project);
-  ASSERT_TRUE(
-      testing::WaitFor([&] { return !cluster.NodeProcessesWith(1, receiving).empty(); }, 20))
-      << sync.err();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const auto sync_signalled = Clock::now();
-  sync.Signal(SIGINT);
-  ASSERT_GE(sync.Wait(10), 0) << sync.err();
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - sync_signalled).count(), 2.5);
-  RunOutput("tc qdisc del dev nd1 root");
+  ASSERT_TRUE(interrupt_while_receiving(sync)) << sync.err();
   EXPECT_EQ(sync.exit_status().signal, 0) << sync.err();
   EXPECT_EQ(sync.exit_status().code, 128 + SIGINT) << sync.err();
   EXPECT_NE(sync.err().find("dtrain: sync node1 (" + cluster.Field(1, 1) +
@@ -489,10 +491,7 @@ TEST(SshLaunch, CtrlCDuringASyncStopsAtOnceAndLeavesNoPartialCopy) {
   EXPECT_EQ(sync.err().find("FAILED"), std::string::npos) << sync.err();
   EXPECT_NE(sync.err().find("dtrain: sync interrupted by SIGINT\n"), std::string::npos)
       << sync.err();
-  EXPECT_TRUE(testing::WaitFor(
-      [&] { return cluster.OnNode(1, "ls -d /srv/node/work* 2>/dev/null").empty(); }, 3))
-      << cluster.OnNode(1, "ls -d /srv/node/work*");
-  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+  expect_nothing_left();
 }
 
 }  // namespace
