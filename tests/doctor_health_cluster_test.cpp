@@ -161,9 +161,8 @@ TEST(DoctorHealthCluster, CtrlCWhileANodeHangsReportsWhatEndedAndJudgesNothingEl
   const std::string dir = cluster.dir();
   std::filesystem::create_directories(dir + "/node1-bin");
   WriteExecutable(dir + "/node1-bin/nvidia-smi", "#!/bin/sh\nexec sleep 1000\n");
-  const std::string file =
-      test::StandInClusterFile(cluster, 2,
-                               "env: {DTRAIN_PROBE_SMI_TIMEOUT: '60'}\njob: {command: [hostname]}\n");
+  const std::string file = test::StandInClusterFile(
+      cluster, 2, "env: {DTRAIN_PROBE_SMI_TIMEOUT: '60'}\njob: {command: [hostname]}\n");
   const std::string good = dir + "/good.txt";
   std::filesystem::remove(good);
   testing::DtrainProcess doctor(
