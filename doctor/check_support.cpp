@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace dtrain::checks {
 
 std::string Join(const std::vector<std::string>& items, const char* sep) {
@@ -23,6 +25,11 @@ Finding Make(Severity severity, std::string check, std::string fact, std::vector
              std::string message, std::string remedy) {
   return Finding{severity,         std::move(check),   std::move(fact),
                  std::move(nodes), std::move(message), std::move(remedy)};
+}
+
+std::string EveryNodeChecked(size_t checked, size_t total) {
+  if (checked >= total) return "every node";
+  return fmt::format("the {} of {} nodes checked", checked, total);
 }
 
 std::string JobProgram(const ClusterSpec& spec) {

@@ -18,6 +18,10 @@ std::vector<const NodeFacts*> Reached(const std::vector<NodeFacts>& nodes);
 Finding Make(Severity severity, std::string check, std::string fact, std::vector<std::string> nodes,
              std::string message, std::string remedy = "");
 
+// Where a rule held, for its "ok" line: "every node", or "the 1 of 2 nodes checked" where the
+// probe reached only some (the reach check names the others).
+std::string EveryNodeChecked(size_t checked, size_t total);
+
 // The file name of the job's program ("dtrain-clip" when the cluster file names no command).
 std::string JobProgram(const ClusterSpec& spec);
 

@@ -10,6 +10,7 @@
 
 namespace dtrain {
 
+using checks::EveryNodeChecked;
 using checks::Make;
 using checks::Reached;
 
@@ -124,8 +125,11 @@ std::vector<Finding> CheckRendezvous(const ProbeRun& run) {
                                run.master_port, run.master_addr)));
   }
   if (out.empty()) {
-    out.push_back(Make(Severity::kOk, "rendezvous", "rdzv", {},
-                       fmt::format("every node connects to {}", target)));
+    const size_t checked = Reached(run.nodes).size();
+    out.push_back(
+        Make(Severity::kOk, "rendezvous", "rdzv", {},
+             fmt::format("{} connect{} to {}", EveryNodeChecked(checked, run.nodes.size()),
+                         checked < run.nodes.size() ? "" : "s", target)));
   }
   return out;
 }

@@ -133,8 +133,10 @@ std::vector<Finding> CheckInterfaces(const std::vector<NodeFacts>& nodes) {
   if (out.empty() && !set.empty()) {
     out.push_back(
         Make(Severity::kOk, "interface", "", {},
-             fmt::format("{}: checked on all {} node(s), nothing missing or down",
-                         Join(std::vector<std::string>(set.begin(), set.end())), judged)));
+             fmt::format("{}: checked on {} node(s), nothing missing or down",
+                         Join(std::vector<std::string>(set.begin(), set.end())),
+                         judged < nodes.size() ? fmt::format("{} of {}", judged, nodes.size())
+                                               : fmt::format("all {}", judged))));
   }
   return out;
 }

@@ -13,6 +13,7 @@
 
 namespace dtrain {
 
+using checks::EveryNodeChecked;
 using checks::JobProgram;
 using checks::Join;
 using checks::Make;
@@ -108,7 +109,8 @@ std::vector<Finding> CheckWorkdir(const std::vector<NodeFacts>& nodes) {
   }
   if (out.empty() && !fine.empty()) {
     out.push_back(Make(Severity::kOk, "workdir", "pythonpath", {},
-                       "the workdir exists and is importable on every node"));
+                       fmt::format("the workdir exists and is importable on {}",
+                                   EveryNodeChecked(fine.size(), nodes.size()))));
   }
   return out;
 }

@@ -214,19 +214,29 @@ std::vector<Finding> CheckPeerConnections(const PeerRun& run, const std::vector<
                                    others.size(), run.port, Examples(others, nodes)),
                        "run the doctor again (the port is chosen anew each time)"));
   }
+  // Who the ok line speaks for: every node, or those the test ran on (a node the probe did not
+  // reach took no part; the reach check names it).
+  const size_t tested =
+      static_cast<size_t>(std::count(run.took_part.begin(), run.took_part.end(), true));
+  const bool some = tested > 0 && tested < n;
   if (out.empty() && ok_pairs > 0 && every_pair) {
     out.push_back(Make(Severity::kOk, "peers", "", {},
-                       fmt::format("every node connects to every other {} ({} pair(s), the "
-                                   "slowest connection in {:.1f} ms)",
+                       fmt::format("{} {} ({} pair(s), the slowest connection in {:.1f} ms)",
+                                   some ? fmt::format("the {} of {} nodes tested connect to each "
+                                                      "other",
+                                                      tested, n)
+                                        : std::string("every node connects to every other"),
                                    over, ok_pairs, slowest_ms)));
   } else if (out.empty() && ok_pairs > 0) {
     std::vector<std::string> offsets;
     for (size_t d : run.offsets) offsets.push_back(std::to_string(d));
     out.push_back(
         Make(Severity::kOk, "peers", "", {},
-             fmt::format("every node connects to the nodes it was tested with {} ({} "
+             fmt::format("{} connects to the nodes it was tested with {} ({} "
                          "pair(s), the nodes {} apart in the ring; every pair in {} "
                          "run(s) of the test; the slowest connection in {:.1f} ms)",
+                         some ? fmt::format("each of the {} of {} nodes tested", tested, n)
+                              : std::string("every node"),
                          over, ok_pairs, Join(offsets), run.rounds_to_cover, slowest_ms)));
   }
   return out;

@@ -76,7 +76,9 @@ std::vector<Finding> CheckSiteHealthChecks(const ClusterSpec& spec,
     if (passed == reached.size() && slowest) {
       out.push_back(
           Make(Severity::kOk, "health_check", "", {},
-               fmt::format("{} passed on all {} node(s) (slowest {:.2f} s, on {})", what, passed,
+               fmt::format("{} passed on {} node(s) (slowest {:.2f} s, on {})", what,
+                           passed < nodes.size() ? fmt::format("{} of {}", passed, nodes.size())
+                                                 : fmt::format("all {}", passed),
                            static_cast<double>(slowest->ms) / 1000, slowest_node->host)));
     }
   }

@@ -13,6 +13,7 @@
 
 namespace dtrain {
 
+using checks::EveryNodeChecked;
 using checks::Join;
 using checks::Make;
 using checks::Reached;
@@ -190,7 +191,8 @@ std::vector<Finding> CheckPins(const ClusterSpec& spec, const std::vector<NodeFa
     }
     if (bad.empty()) {
       out.push_back(Make(Severity::kOk, "expect", key, {},
-                         fmt::format("{} matches the pin {} on every node", key, wanted_text)));
+                         fmt::format("{} matches the pin {} on {}", key, wanted_text,
+                                     EveryNodeChecked(Reached(nodes).size(), nodes.size()))));
     } else {
       out.push_back(Make(
           Severity::kError, "expect", key, bad,

@@ -235,11 +235,16 @@ TEST(DoctorHealth, SiteHealthChecksFromTheProbesLines) {
                       "node gpu-b: health check 'fine' gave no answer (the probe ended without "
                       "it)"}))
       << "bios, a warning, was not run and is not judged";
-  // The nodes the probe did not reach are the reach rule's.
+  // The nodes the probe did not reach are the reach rule's; the ok line speaks for the others.
   run.nodes[2].reached = false;
+  run.nodes[1] = Node("gpu-b", probe("health_check=3;0;9;\n"));
+  std::vector<std::string> ok;
   for (const Finding& f : CheckSiteHealthChecks(spec, run.nodes)) {
     EXPECT_EQ(f.message.find("gpu-c"), std::string::npos) << f.message;
+    if (f.severity == Severity::kOk) ok.push_back(f.message);
   }
+  EXPECT_EQ(ok, std::vector<std::string>{
+                    "health check 'fine' passed on 2 of 3 node(s) (slowest 0.01 s, on gpu-b)"});
 }
 
 // The interfaces the job's variables name, matched as NCCL matches NCCL_SOCKET_IFNAME (prefixes;
@@ -285,6 +290,13 @@ TEST(DoctorHealth, InterfacesTheJobsVariablesName) {
   EXPECT_EQ(well[0].message,
             "GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME: checked on all 2 node(s), nothing missing or "
             "down");
+  std::vector<NodeFacts> one_down = {node("a", "net_env=NCCL_SOCKET_IFNAME;=hsn0\n"),
+                                     node("b", "net_env=NCCL_SOCKET_IFNAME;=hsn0\n")};
+  one_down[1].reached = false;
+  const std::vector<Finding> partly = CheckInterfaces(one_down);
+  ASSERT_EQ(partly.size(), 1u);
+  EXPECT_EQ(partly[0].message,
+            "NCCL_SOCKET_IFNAME: checked on 1 of 2 node(s), nothing missing or down");
   EXPECT_TRUE(CheckInterfaces({node("a", "")}).empty()) << "nothing set, nothing said";
   EXPECT_EQ(
       said({node("a", "net_env=NCCL_SOCKET_IFNAME;ib\n"),

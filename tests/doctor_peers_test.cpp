@@ -64,7 +64,8 @@ std::string Addresses(const std::vector<CollectiveEndpoint>& list) {
 
 TEST(PeerAddresses, WhatTheJobsVariablesPickAsNcclAndGlooPickIt) {
   NodeFacts n = Node("node0", "10.0.0.10");
-  n.health.interfaces.push_back(Interface("hsn0", "up", {"fe80::2/64", "10.1.0.10/16", "fd00::10/64"}));
+  n.health.interfaces.push_back(
+      Interface("hsn0", "up", {"fe80::2/64", "10.1.0.10/16", "fd00::10/64"}));
   n.health.interfaces.push_back(Interface("hsn1", "up", {"10.2.0.10/16"}));
   n.health.interfaces.push_back(Interface("hsn2", "lowerlayerdown", {"10.3.0.10/16"}));
   n.health.interfaces.push_back(Interface("ens5", "up", {}));
@@ -77,7 +78,8 @@ TEST(PeerAddresses, WhatTheJobsVariablesPickAsNcclAndGlooPickIt) {
   // NCCL: prefixes; the link-local address and an interface without an address left out, a down
   // link said (the interface rule's error; the test leaves it out).
   n.health.interface_env = {{"NCCL_SOCKET_IFNAME", "hsn"}};
-  EXPECT_EQ(Addresses(CollectiveEndpoints(n)), "hsn0=10.1.0.10 hsn1=10.2.0.10 hsn2=10.3.0.10(down)");
+  EXPECT_EQ(Addresses(CollectiveEndpoints(n)),
+            "hsn0=10.1.0.10 hsn1=10.2.0.10 hsn2=10.3.0.10(down)");
   n.health.interface_env = {{"NCCL_SOCKET_IFNAME", "hsn"}, {"NCCL_SOCKET_FAMILY", "AF_INET6"}};
   EXPECT_EQ(Addresses(CollectiveEndpoints(n)), "hsn0=fd00::10");
   n.health.interface_env = {{"NCCL_SOCKET_IFNAME", "^lo,hsn"}};
@@ -224,12 +226,31 @@ std::vector<NodeFacts> Nodes(int count) {
 
 TEST(PeerVerdict, EveryPairConnectedIsOneOkLine) {
   const auto nodes = Nodes(3);
-  const auto findings = CheckPeerConnections(Mesh(nodes, [](size_t, size_t) { return "ok"; }), nodes);
+  const auto findings =
+      CheckPeerConnections(Mesh(nodes, [](size_t, size_t) { return "ok"; }), nodes);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].severity, Severity::kOk);
   EXPECT_EQ(findings[0].message,
             "every node connects to every other over hsn0 (NCCL_SOCKET_IFNAME) (3 pair(s), the "
             "slowest connection in 2.5 ms)");
+}
+
+// A node the probe did not reach takes no part: the ok line speaks for the nodes tested.
+TEST(PeerVerdict, TheOkLineSpeaksOnlyForTheNodesTested) {
+  auto nodes = Nodes(3);
+  nodes[2].reached = false;
+  PeerRun run = Mesh(nodes, [](size_t, size_t) { return "ok"; });
+  run.took_part[2] = false;
+  run.connections.erase(
+      std::remove_if(run.connections.begin(), run.connections.end(),
+                     [](const PeerConnection& c) { return c.from == 2 || c.to == 2; }),
+      run.connections.end());
+  const auto findings = CheckPeerConnections(run, nodes);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kOk);
+  EXPECT_EQ(findings[0].message,
+            "the 2 of 3 nodes tested connect to each other over hsn0 (NCCL_SOCKET_IFNAME) (1 "
+            "pair(s), the slowest connection in 1.5 ms)");
 }
 
 TEST(PeerVerdict, ANodeCutOffIsNamedAloneAndTheOthersAreNot) {

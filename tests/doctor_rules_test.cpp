@@ -230,6 +230,34 @@ TEST(DoctorRules, AgreementCountsTheNodesCompared) {
   EXPECT_EQ(Find(alone, "nccl", Severity::kOk)->message, "NCCL 2.21.5 on the only node");
 }
 
+// The same for the ok lines of the rendezvous, the workdir and the pins: with gpu-b not reached
+// they speak for the nodes checked, not "every node"; with every node reached, for every node.
+TEST(DoctorRules, OkLinesSpeakOnlyForTheNodesChecked) {
+  NodeFacts down;
+  down.host = "gpu-b";
+  down.address = "10.0.0.12";
+  down.failure = ReachFailure::kCutShort;
+  down.error = "the doctor was interrupted before its probe ended";
+  ClusterSpec spec = Spec(3);
+  spec.expect = {{"nccl", "2.21"}};
+  const auto message = [](const std::vector<Finding>& findings, const std::string& check) {
+    const Finding* f = Find(findings, check, Severity::kOk);
+    return f ? f->message : "(no ok line for " + check + ")";
+  };
+  const auto some = CheckCluster(
+      spec, ProbeRunOf({Node("gpu-a", ProbeText()), down, Node("gpu-c", ProbeText())}));
+  EXPECT_EQ(message(some, "rendezvous"), "the 2 of 3 nodes checked connect to 10.0.0.5:29500");
+  EXPECT_EQ(message(some, "workdir"),
+            "the workdir exists and is importable on the 2 of 3 nodes checked");
+  EXPECT_EQ(message(some, "expect"), "nccl matches the pin 2.21 on the 2 of 3 nodes checked");
+  const auto all =
+      CheckCluster(spec, ProbeRunOf({Node("gpu-a", ProbeText()), Node("gpu-b", ProbeText()),
+                                     Node("gpu-c", ProbeText())}));
+  EXPECT_EQ(message(all, "rendezvous"), "every node connects to 10.0.0.5:29500");
+  EXPECT_EQ(message(all, "workdir"), "the workdir exists and is importable on every node");
+  EXPECT_EQ(message(all, "expect"), "nccl matches the pin 2.21 on every node");
+}
+
 TEST(DoctorRules, ReachFailureReasons) {
   EXPECT_EQ(ClassifyReachError("node b: ssh: authentication failed for root@10.0.0.2 (publickey)"),
             ReachFailure::kAuth);
