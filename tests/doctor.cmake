@@ -73,3 +73,8 @@ dtrain_test(doctor_health_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/docto
             LIBS dtrain_launcher nlohmann_json::nlohmann_json LABEL netns TIMEOUT 180
             RESOURCE_LOCK netns)
 add_dependencies(doctor_health_cluster_test dtrain)
+# The peer test on namespace nodes: a node whose second NIC reaches no other, a shared bridge.
+dtrain_test(doctor_peers_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_peers_cluster_test.cpp
+            LIBS dtrain_launcher nlohmann_json::nlohmann_json LABEL netns TIMEOUT 180
+            RESOURCE_LOCK netns)
+add_dependencies(doctor_peers_cluster_test dtrain)
