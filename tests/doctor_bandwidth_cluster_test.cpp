@@ -5,7 +5,6 @@
 // killed the doctor still reports, the test's refusal as its finding. With one node's InfiniBand
 // port counting symbol errors while the test runs (its sysfs stand-in), the doctor names that
 // link. And Ctrl-C while node1's rank of the test is stopped: no node or link is judged.
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/doctor_run.h"
+#include "tests/support/doctor_test_job_interrupt.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/gpu_node_stand_ins.h"
 #include "tests/support/ssh_cluster.h"
@@ -30,7 +30,6 @@ namespace dtrain {
 namespace {
 
 using test::DoctorRun;
-using test::Findings;
 using test::RunOutput;
 using test::SshTestCluster;
 
@@ -180,53 +179,7 @@ TEST(DoctorBandwidthCluster, CtrlCDuringTheTestJudgesNoNodeAndWritesNoHostfile) 
   testing::DtrainProcess doctor({"doctor", "--json", "--bandwidth", "--bandwidth-mib", "4",
                                  "--exclude-bad", "-o", good, "-c", cluster.cluster_file()},
                                 cluster.dir(), {"NO_COLOR=1"});
-  // node1's `dtrain-clip bandwidth` itself (argv[0] a dtrain-clip, not the shell around it).
-  const auto rank = [&] {
-    for (const std::string& p : cluster.NodeProcesses(1)) {  // "PID ARGV0 ARGS..."
-      const size_t argv0 = p.find(' ') + 1;
-      const size_t argv0_end = p.find(' ', argv0);
-      const std::string program = p.substr(argv0, argv0_end - argv0);
-      if (program.size() >= 11 && program.compare(program.size() - 11, 11, "dtrain-clip") == 0 &&
-          p.compare(argv0_end, 11, " bandwidth ") == 0) {
-        return std::stoi(p.substr(0, argv0 - 1));
-      }
-    }
-    return 0;
-  };
-  int stopped = 0;
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        const int pid = rank();
-        if (pid > 0 && kill(pid, SIGSTOP) == 0) stopped = pid;
-        return stopped > 0;
-      },
-      60))
-      << doctor.err();
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  const auto signalled = std::chrono::steady_clock::now();
-  doctor.Signal(SIGINT);
-  ASSERT_GE(doctor.Wait(20), 0) << doctor.err();
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count(), 5)
-      << "the job's stop: SIGTERM, SIGCONT, then SIGKILL after its grace period";
-  EXPECT_EQ(doctor.exit_status().signal, 0) << doctor.err();
-  EXPECT_EQ(doctor.exit_status().code, 128 + SIGINT) << doctor.err();
-  const nlohmann::json doc = nlohmann::json::parse(doctor.out(), nullptr, false);
-  ASSERT_TRUE(doc.is_object()) << doctor.out() << doctor.err();
-  EXPECT_EQ(doc["interrupted"], (nlohmann::json{{"signal", "SIGINT"}, {"during", "--bandwidth"}}));
-  EXPECT_FALSE(doc.contains("bandwidth")) << "no figure of the cut-short test is reported";
-  for (const auto& f : doc["findings"]) EXPECT_NE(f["severity"], "error") << f.dump();
-  DoctorRun run;
-  run.doc = doc;
-  const auto cut = Findings(run, "bandwidth", "warning");
-  ASSERT_EQ(cut.size(), 1u) << doc["findings"].dump(2);
-  EXPECT_EQ(cut[0]["message"],
-            "--bandwidth was cut short by the interrupt: no node's result was judged");
-  EXPECT_TRUE(cut[0]["nodes"].empty());
-  EXPECT_NE(doctor.err().find("dtrain doctor: interrupted by SIGINT during --bandwidth after "),
-            std::string::npos)
-      << doctor.err();
-  EXPECT_FALSE(std::filesystem::exists(good));
-  EXPECT_EQ(cluster.LeftoverProcesses(2, 5), "") << "the stopped rank was killed";
+  test::ExpectTestCutShortByCtrlC(cluster, 2, doctor, "bandwidth", "bandwidth", good);
 }
 
 }  // namespace

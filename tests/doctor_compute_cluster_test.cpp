@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/doctor_run.h"
+#include "tests/support/doctor_test_job_interrupt.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/ssh_cluster.h"
 
@@ -27,22 +28,6 @@ namespace {
 using test::DoctorRun;
 using test::Findings;
 using test::SshTestCluster;
-
-// node1's `dtrain-clip check` process (argv[0] a dtrain-clip, not the timeout or shell around it):
-// its pid, or 0.
-int CheckProcess(const SshTestCluster& cluster, int node) {
-  for (const std::string& p : cluster.NodeProcesses(node)) {
-    // "PID ARGV0 ARGS..."
-    const size_t argv0 = p.find(' ') + 1;
-    const size_t argv0_end = p.find(' ', argv0);
-    const std::string program = p.substr(argv0, argv0_end - argv0);
-    if (program.size() >= 11 && program.compare(program.size() - 11, 11, "dtrain-clip") == 0 &&
-        p.compare(argv0_end, 7, " check ") == 0) {
-      return std::stoi(p.substr(0, argv0 - 1));
-    }
-  }
-  return 0;
-}
 
 // The cluster file with one intra-op thread per rank: the nodes share this machine's cores, and
 // their OpenMP teams would oversubscribe two cores so that a 1 s check takes longer than the
@@ -89,7 +74,7 @@ TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
   std::thread stopper([&] {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (!done && std::chrono::steady_clock::now() < until) {
-      if (int pid = CheckProcess(cluster, 1); pid > 0 && kill(pid, SIGSTOP) == 0) {
+      if (int pid = test::ClipProcess(cluster, 1, "check"); pid > 0 && kill(pid, SIGSTOP) == 0) {
         stopped = pid;
         return;
       }
@@ -166,40 +151,7 @@ TEST(DoctorComputeCluster, CtrlCDuringTheCheckBlamesNoNodeAndWritesNoHostfile) {
   testing::DtrainProcess doctor({"doctor", "--json", "--compute", "--compute-timeout", "120",
                                  "--exclude-bad", "-o", good, "-c", file},
                                 cluster.dir(), {"NO_COLOR=1"});
-  int stopped = 0;
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        const int pid = CheckProcess(cluster, 1);
-        if (pid > 0 && kill(pid, SIGSTOP) == 0) stopped = pid;
-        return stopped > 0;
-      },
-      60))
-      << doctor.err();
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // node0's check ends meanwhile
-  const auto signalled = std::chrono::steady_clock::now();
-  doctor.Signal(SIGINT);
-  ASSERT_GE(doctor.Wait(20), 0) << doctor.err();
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count(), 5)
-      << "the job's stop: SIGTERM, SIGCONT, then SIGKILL after its grace period";
-  EXPECT_EQ(doctor.exit_status().signal, 0) << doctor.err();
-  EXPECT_EQ(doctor.exit_status().code, 128 + SIGINT) << doctor.err();
-  const nlohmann::json doc = nlohmann::json::parse(doctor.out(), nullptr, false);
-  ASSERT_TRUE(doc.is_object()) << doctor.out() << doctor.err();
-  EXPECT_EQ(doc["interrupted"], (nlohmann::json{{"signal", "SIGINT"}, {"during", "--compute"}}));
-  EXPECT_FALSE(doc.contains("compute")) << "nothing of the cut-short check is reported as a result";
-  for (const auto& f : doc["findings"]) EXPECT_NE(f["severity"], "error") << f.dump();
-  DoctorRun run;
-  run.doc = doc;
-  const auto cut = Findings(run, "compute", "warning");
-  ASSERT_EQ(cut.size(), 1u) << doc["findings"].dump(2);
-  EXPECT_EQ(cut[0]["message"],
-            "--compute was cut short by the interrupt: no node's result was judged");
-  EXPECT_TRUE(cut[0]["nodes"].empty());
-  EXPECT_NE(doctor.err().find("dtrain doctor: interrupted by SIGINT during --compute after "),
-            std::string::npos)
-      << doctor.err();
-  EXPECT_FALSE(std::filesystem::exists(good));
-  EXPECT_EQ(cluster.LeftoverProcesses(2, 5), "") << "the stopped check was killed";
+  test::ExpectTestCutShortByCtrlC(cluster, 2, doctor, "compute", "check", good);
 }
 
 }  // namespace
