@@ -32,6 +32,11 @@ std::string EveryNodeChecked(size_t checked, size_t total) {
   return fmt::format("the {} of {} nodes checked", checked, total);
 }
 
+std::string AllOrSomeOf(size_t judged, size_t total) {
+  if (judged >= total) return fmt::format("all {}", judged);
+  return fmt::format("{} of {}", judged, total);
+}
+
 std::string JobProgram(const ClusterSpec& spec) {
   if (spec.job.command.empty()) return "dtrain-clip";
   const std::string& argv0 = spec.job.command[0];

@@ -22,6 +22,9 @@ Finding Make(Severity severity, std::string check, std::string fact, std::vector
 // probe reached only some (the reach check names the others).
 std::string EveryNodeChecked(size_t checked, size_t total);
 
+// How many of the nodes a rule judged, to go before "node(s)": "all 3", or "2 of 3".
+std::string AllOrSomeOf(size_t judged, size_t total);
+
 // The file name of the job's program ("dtrain-clip" when the cluster file names no command).
 std::string JobProgram(const ClusterSpec& spec);
 

@@ -13,6 +13,7 @@
 
 namespace dtrain {
 
+using checks::AllOrSomeOf;
 using checks::Join;
 using checks::Make;
 using checks::Reached;
@@ -131,12 +132,10 @@ std::vector<Finding> CheckInterfaces(const std::vector<NodeFacts>& nodes) {
   }
   // Said when it holds, as the other checks say theirs.
   if (out.empty() && !set.empty()) {
-    out.push_back(
-        Make(Severity::kOk, "interface", "", {},
-             fmt::format("{}: checked on {} node(s), nothing missing or down",
-                         Join(std::vector<std::string>(set.begin(), set.end())),
-                         judged < nodes.size() ? fmt::format("{} of {}", judged, nodes.size())
-                                               : fmt::format("all {}", judged))));
+    out.push_back(Make(Severity::kOk, "interface", "", {},
+                       fmt::format("{}: checked on {} node(s), nothing missing or down",
+                                   Join(std::vector<std::string>(set.begin(), set.end())),
+                                   AllOrSomeOf(judged, nodes.size()))));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 namespace dtrain {
 
+using checks::AllOrSomeOf;
 using checks::Make;
 using checks::Reached;
 
@@ -74,12 +75,10 @@ std::vector<Finding> CheckSiteHealthChecks(const ClusterSpec& spec,
       }
     }
     if (passed == reached.size() && slowest) {
-      out.push_back(
-          Make(Severity::kOk, "health_check", "", {},
-               fmt::format("{} passed on {} node(s) (slowest {:.2f} s, on {})", what,
-                           passed < nodes.size() ? fmt::format("{} of {}", passed, nodes.size())
-                                                 : fmt::format("all {}", passed),
-                           static_cast<double>(slowest->ms) / 1000, slowest_node->host)));
+      out.push_back(Make(Severity::kOk, "health_check", "", {},
+                         fmt::format("{} passed on {} node(s) (slowest {:.2f} s, on {})", what,
+                                     AllOrSomeOf(passed, nodes.size()),
+                                     static_cast<double>(slowest->ms) / 1000, slowest_node->host)));
     }
   }
   return out;

@@ -13,6 +13,7 @@
 
 namespace dtrain {
 
+using checks::AllOrSomeOf;
 using checks::EveryNodeChecked;
 using checks::Join;
 using checks::Make;
@@ -27,8 +28,8 @@ std::string Shown(const Version& v) {
 // Where an agreeing fact holds: every node of the cluster, or only those that answered (and have
 // the package the fact is about).
 std::string OnAll(size_t compared, size_t total) {
-  if (compared < total) return fmt::format("on {} of {} nodes", compared, total);
-  return total == 1 ? "on the only node" : fmt::format("on all {} nodes", total);
+  if (compared >= total && total == 1) return "on the only node";
+  return fmt::format("on {} nodes", AllOrSomeOf(compared, total));
 }
 
 // One fact that must agree across nodes: how to group it and how to show it.

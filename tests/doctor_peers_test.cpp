@@ -216,6 +216,12 @@ PeerRun Mesh(const std::vector<NodeFacts>& nodes,
   return run;
 }
 
+// `run` without the connections `drop` picks.
+void DropConnections(PeerRun& run, const std::function<bool(const PeerConnection&)>& drop) {
+  run.connections.erase(std::remove_if(run.connections.begin(), run.connections.end(), drop),
+                        run.connections.end());
+}
+
 std::vector<NodeFacts> Nodes(int count) {
   std::vector<NodeFacts> out;
   for (int i = 0; i < count; ++i) {
@@ -241,10 +247,7 @@ TEST(PeerVerdict, TheOkLineSpeaksOnlyForTheNodesTested) {
   nodes[2].reached = false;
   PeerRun run = Mesh(nodes, [](size_t, size_t) { return "ok"; });
   run.took_part[2] = false;
-  run.connections.erase(
-      std::remove_if(run.connections.begin(), run.connections.end(),
-                     [](const PeerConnection& c) { return c.from == 2 || c.to == 2; }),
-      run.connections.end());
+  DropConnections(run, [](const PeerConnection& c) { return c.from == 2 || c.to == 2; });
   const auto findings = CheckPeerConnections(run, nodes);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].severity, Severity::kOk);
@@ -332,9 +335,7 @@ TEST(PeerVerdict, WhatCouldNotBeTestedIsAWarning) {
   const auto nodes = Nodes(3);
   PeerRun run = Mesh(nodes, [](size_t, size_t b) { return b == 1 ? "refused" : "ok"; });
   run.listen_errors[1] = "10.1.0.11: Address already in use";
-  run.connections.erase(std::remove_if(run.connections.begin(), run.connections.end(),
-                                       [](const PeerConnection& c) { return c.to == 1; }),
-                        run.connections.end());
+  DropConnections(run, [](const PeerConnection& c) { return c.to == 1; });
   run.not_tested[2] = "no python on this node to test connections with";
   const auto findings = CheckPeerConnections(run, nodes);
   ASSERT_EQ(findings.size(), 2u);

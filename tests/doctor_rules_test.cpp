@@ -37,6 +37,16 @@ NodeFacts Node(const std::string& host, const std::string& probe, double arrival
   return n;
 }
 
+// gpu-b (10.0.0.12), which the probe did not reach, for `failure`.
+NodeFacts NotReached(ReachFailure failure, const std::string& error) {
+  NodeFacts n;
+  n.host = "gpu-b";
+  n.address = "10.0.0.12";
+  n.failure = failure;
+  n.error = error;
+  return n;
+}
+
 ClusterSpec Spec(int nodes) {
   ClusterSpec spec;
   for (int i = 0; i < nodes; ++i) {
@@ -188,11 +198,8 @@ TEST(DoctorRules, GpusFromTheDriverWhenNvidiaSmiFails) {
 }
 
 TEST(DoctorRules, UnreachableNodeIsAnErrorAndOthersAreStillChecked) {
-  NodeFacts down;
-  down.host = "gpu-b";
-  down.address = "10.0.0.12";
-  down.failure = ClassifyReachError("ssh: connect to 10.0.0.12:22: Connection refused");
-  down.error = "ssh: connect to 10.0.0.12:22: Connection refused";
+  const std::string refused = "ssh: connect to 10.0.0.12:22: Connection refused";
+  const NodeFacts down = NotReached(ClassifyReachError(refused), refused);
   ProbeRun run = ProbeRunOf({Node("gpu-a", ProbeText()), down, Node("gpu-c", ProbeText("2.18.5"))});
   auto findings = CheckCluster(Spec(3), run);
   const Finding* reach = Find(findings, "reach", Severity::kError);
@@ -216,11 +223,8 @@ TEST(DoctorRules, UnreachableNodeIsAnErrorAndOthersAreStillChecked) {
 // With one of two nodes down, an agreeing fact holds on the node that answered, not "on the only
 // node" of the cluster.
 TEST(DoctorRules, AgreementCountsTheNodesCompared) {
-  NodeFacts down;
-  down.host = "gpu-b";
-  down.address = "10.0.0.12";
-  down.failure = ReachFailure::kTimeout;
-  down.error = "no answer within 5 s (the probe was stopped)";
+  const NodeFacts down =
+      NotReached(ReachFailure::kTimeout, "no answer within 5 s (the probe was stopped)");
   auto findings = CheckConsistency({Node("gpu-a", ProbeText()), down});
   const Finding* nccl = Find(findings, "nccl", Severity::kOk);
   ASSERT_TRUE(nccl);
@@ -233,11 +237,8 @@ TEST(DoctorRules, AgreementCountsTheNodesCompared) {
 // The same for the ok lines of the rendezvous, the workdir and the pins: with gpu-b not reached
 // they speak for the nodes checked, not "every node"; with every node reached, for every node.
 TEST(DoctorRules, OkLinesSpeakOnlyForTheNodesChecked) {
-  NodeFacts down;
-  down.host = "gpu-b";
-  down.address = "10.0.0.12";
-  down.failure = ReachFailure::kCutShort;
-  down.error = "the doctor was interrupted before its probe ended";
+  const NodeFacts down =
+      NotReached(ReachFailure::kCutShort, "the doctor was interrupted before its probe ended");
   ClusterSpec spec = Spec(3);
   spec.expect = {{"nccl", "2.21"}};
   const auto message = [](const std::vector<Finding>& findings, const std::string& check) {
