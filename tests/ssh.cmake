@@ -17,6 +17,8 @@ add_dependencies(ssh_ux_test dtrain)
 dtrain_test(ssh_real_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_real_cluster_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 300 RESOURCE_LOCK netns)
 add_dependencies(ssh_real_cluster_test dtrain)
+dtrain_test(ssh_sync_plan_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_sync_plan_test.cpp
+            LIBS dtrain_launcher LABEL ssh TIMEOUT 60)
 dtrain_test(ssh_config_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_config_test.cpp
             LIBS dtrain_launcher LABEL ssh TIMEOUT 60)
 # Issue 27: a node's link cut and left cut (node timeout, dead-man switch, spares, --nnodes).

@@ -244,7 +244,9 @@ TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 0 file(s), 0.0 MB sent, 0 deleted")) << r.out;
 
-  WriteFile(src + "/syncpkg/__init__.py", "VALUE = 'two!'\n");
+  const std::string init = src + "/syncpkg/__init__.py";
+  WriteFile(init, "VALUE = 'two!'\n");
+  Shell("touch -d @1700000000.1 " + init);
   r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 1 file(s)")) << r.out;
@@ -252,6 +254,15 @@ TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
             python + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(ReadText(logs + "/two/rank-1.log"), "two!\n");
+
+  // Edited again within the same second, to the same size: only the nanoseconds differ.
+  WriteFile(init, "VALUE = 'six!'\n");
+  Shell("touch -d @1700000000.9 " + init);
+  r = Shell(in_src + kDtrain + " launch --sync -c " + file + " --log-dir " + logs +
+            " --job six -q" + python + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 1 file(s)")) << r.out;
+  EXPECT_EQ(ReadText(logs + "/six/rank-2.log"), "six!\n");
 
   fs::remove(src + "/syncpkg/extra.py");
   r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");

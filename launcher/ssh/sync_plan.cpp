@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
@@ -43,6 +44,7 @@ void Scan(const std::string& root, const std::string& relative, const std::strin
                   full,
                   static_cast<uint64_t>(st.st_size),
                   st.st_mtim.tv_sec,
+                  st.st_mtim.tv_nsec,
                   static_cast<unsigned>(st.st_mode & 07777),
                   ""};
       if (S_ISLNK(st.st_mode)) {
@@ -58,7 +60,59 @@ void Scan(const std::string& root, const std::string& relative, const std::strin
   }
 }
 
+// Python's bytecode cache on the node for `path` (a .py file): "<dir>/__pycache__/<stem>.*.pyc",
+// NUL-terminated. Python checks a cached file against its source's size and whole-second time,
+// which a source edited within the second of the last sync, to the same size, keeps: its cache
+// would run the old code, so it goes.
+std::string StaleBytecode(const std::string& path, const std::map<std::string, RemoteFile>& files) {
+  if (path.size() < 3 || path.compare(path.size() - 3, 3, ".py") != 0) return "";
+  const size_t slash = path.rfind('/');
+  const size_t stem_at = slash == std::string::npos ? 0 : slash + 1;
+  const std::string prefix = path.substr(0, stem_at) + "__pycache__/" +
+                             path.substr(stem_at, path.size() - 3 - stem_at) + ".";
+  std::string out;
+  for (auto it = files.lower_bound(prefix);
+       it != files.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    const std::string& name = it->first;
+    if (name.find('/', prefix.size()) == std::string::npos && name.size() > 4 &&
+        name.compare(name.size() - 4, 4, ".pyc") == 0)
+      out += name + '\0';
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string ManifestRecord(const ManifestEntry& e, const std::string& path) {
+  std::string record =
+      e.local_ns >= 0 ? fmt::format("{} {} {}.{:09d} {}", e.hash, e.size, e.mtime, e.local_ns, path)
+                      : fmt::format("{} {} {} {}", e.hash, e.size, e.mtime, path);
+  record += '\0';
+  return record;
+}
+
+bool ParseManifestRecord(const std::string& record, std::string& path, ManifestEntry& entry) {
+  char hash[65] = {};
+  unsigned long long size = 0;
+  long long mtime = 0;
+  int used = 0;
+  if (std::sscanf(record.c_str(), "%64s %llu %lld%n", hash, &size, &mtime, &used) < 3) return false;
+  size_t at = static_cast<size_t>(used);
+  int64_t local_ns = -1;
+  if (at < record.size() && record[at] == '.') {
+    local_ns = 0;
+    for (int digit = 0; digit < 9; ++digit) {
+      const char c = ++at < record.size() ? record[at] : '\0';
+      if (c < '0' || c > '9') return false;
+      local_ns = local_ns * 10 + (c - '0');
+    }
+    ++at;
+  }
+  if (at >= record.size() || record[at] != ' ') return false;
+  path = record.substr(at + 1);
+  entry = {hash, size, mtime, local_ns};
+  return !path.empty();
+}
 
 std::vector<LocalFile> ScanSyncSource(const std::string& root, const std::string& exclude) {
   SyncIgnore ignore;
@@ -75,21 +129,27 @@ SyncPlanner::SyncPlanner(std::vector<LocalFile> local)
 std::shared_ptr<TarStream> SyncPlanner::Plan(const NodeState& state, NodeSyncResult& result) {
   std::vector<TarEntry> entries;
   std::map<std::string, ManifestEntry> kept;  // unchanged files: what the node has
+  std::string stale_bytecode;
   for (const LocalFile& f : *local_) {
     auto there = state.files.find(f.path);
     if (there != state.files.end()) {
       const RemoteFile& r = there->second;
       auto known = state.manifest.find(f.path);
-      const bool same_stat = r.size == f.size && r.mtime == f.mtime;
       const bool known_content = known != state.manifest.end() && known->second.size == r.size &&
                                  known->second.mtime == r.mtime;
+      // Size and whole second alike, and (where the manifest knows them) the nanoseconds too.
+      const bool same_stat =
+          r.size == f.size && r.mtime == f.mtime &&
+          (!known_content || known->second.local_ns < 0 || known->second.local_ns == f.mtime_ns);
       if (same_stat) {
-        kept[f.path] = {known_content ? known->second.hash : "-", r.size, r.mtime};
+        kept[f.path] = {known_content ? known->second.hash : "-", r.size, r.mtime, f.mtime_ns};
         ++result.files_unchanged;
         continue;
       }
       if (known_content && r.size == f.size && known->second.hash == HashOf(f)) {
-        kept[f.path] = known->second;  // touched here, same bytes: nothing to send
+        // Touched here, same bytes: nothing to send. The manifest keeps the node's time and this
+        // machine's nanoseconds, so the next sync does not hash it again.
+        kept[f.path] = {known->second.hash, r.size, r.mtime, r.mtime == f.mtime ? f.mtime_ns : -1};
         ++result.files_unchanged;
         continue;
       }
@@ -98,8 +158,11 @@ std::shared_ptr<TarStream> SyncPlanner::Plan(const NodeState& state, NodeSyncRes
                        f.link_target.empty() ? f.size : 0, f.mtime, f.mode, f.link_target});
     ++result.files_sent;
     if (f.link_target.empty()) result.bytes_sent += f.size;
+    if (there != state.files.end() && there->second.size == f.size &&
+        there->second.mtime == f.mtime)
+      stale_bytecode += StaleBytecode(f.path, state.files);
   }
-  std::string deletions;
+  std::string deletions = stale_bytecode;  // a cache, not the user's files: not counted
   for (const auto& [path, entry] : state.manifest) {
     if (!paths_.count(path) && state.files.count(path)) {
       deletions += path + '\0';
@@ -113,13 +176,11 @@ std::shared_ptr<TarStream> SyncPlanner::Plan(const NodeState& state, NodeSyncRes
     for (const LocalFile& f : *local) {
       auto k = kept.find(f.path);
       if (k != kept.end()) {
-        manifest +=
-            fmt::format("{} {} {} {}", k->second.hash, k->second.size, k->second.mtime, f.path) +
-            '\0';
+        manifest += ManifestRecord(k->second, f.path);
       } else {
         auto h = hashes->find(f.path);
         const std::string hash = h != hashes->end() && !h->second.empty() ? h->second : "-";
-        manifest += fmt::format("{} {} {} {}", hash, f.size, f.mtime, f.path) + '\0';
+        manifest += ManifestRecord({hash, f.size, f.mtime, f.mtime_ns}, f.path);
       }
     }
     const int64_t now = static_cast<int64_t>(::time(nullptr));

@@ -26,7 +26,8 @@ struct LocalFile {
   std::string path;  // relative
   std::string full;
   uint64_t size = 0;
-  int64_t mtime = 0;
+  int64_t mtime = 0;     // whole seconds, as a tar header carries it to the node
+  int64_t mtime_ns = 0;  // the nanoseconds past it, which tell edits within one second apart
   unsigned mode = 0644;
   std::string link_target;  // a symbolic link (copied as a link, as `rsync -a` does)
 };
@@ -42,7 +43,18 @@ struct ManifestEntry {
   std::string hash;
   uint64_t size = 0;
   int64_t mtime = 0;
+  // The nanoseconds of this machine's file's time when it was synced ("mtime.nnnnnnnnn" in the
+  // manifest); -1 in a manifest that does not record them. A file whose size and whole second
+  // still match but whose nanoseconds differ was changed here since (perhaps within the second
+  // of the last sync): its hash decides.
+  int64_t local_ns = -1;
 };
+
+// One manifest record, "hash size mtime[.nnnnnnnnn] path" and its NUL (the fraction is
+// local_ns, left out when it is -1), and back (without the NUL). Parsing returns false for a
+// record that is not one: the file it names is then treated as unknown and hashed.
+std::string ManifestRecord(const ManifestEntry& entry, const std::string& path);
+bool ParseManifestRecord(const std::string& record, std::string& path, ManifestEntry& entry);
 
 // Every file and symbolic link under `root` that the ignore rules (.gitignore, .dtrainignore,
 // .git/) let through, folder `exclude` left out, in path order. Throws Error for a folder that

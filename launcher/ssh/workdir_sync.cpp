@@ -144,7 +144,7 @@ ListingParts FindListing(const std::string& out, size_t& searched) {
   return parts;
 }
 
-// "size mtime path" (mtime may have a fraction) and "hash size mtime path" records.
+// "size mtime path" records (mtime may have a fraction), then the manifest's.
 NodeState ParseListing(const std::string& out, const ListingParts& parts) {
   NodeState state;
   state.kind = out.substr(0, parts.kind_end);
@@ -158,12 +158,9 @@ NodeState ParseListing(const std::string& out, const ListingParts& parts) {
     if (path_at != std::string::npos) state.files[record.substr(path_at + 1)] = f;
   }
   for (const std::string& record : SplitNul(out, parts.manifest_at, parts.end)) {
-    char hash[65] = {};
-    unsigned long long size = 0;
-    long long mtime = 0;
-    int used = 0;
-    if (std::sscanf(record.c_str(), "%64s %llu %lld %n", hash, &size, &mtime, &used) < 3) continue;
-    state.manifest[record.substr(used)] = {hash, size, mtime};
+    std::string path;
+    ManifestEntry entry;
+    if (ParseManifestRecord(record, path, entry)) state.manifest[path] = std::move(entry);
   }
   return state;
 }
