@@ -3,7 +3,9 @@
 // and no other; `dtrain launch --drain` drains the node it quarantines for failing the health
 // check before the start, or the health watch during the run; a node Slurm does not have cannot
 // be drained, and dtrain says what scontrol said and what to do; --drain on a cluster whose nodes
-// are not Slurm's is refused before anything runs.
+// are not Slurm's is refused before anything runs; a doctor cut short by Ctrl-C drains nothing.
+#include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -14,6 +16,7 @@
 
 #include "doctor/slurm_drain.h"
 #include "launcher/slurm/slurm_child.h"
+#include "tests/support/dtrain_process.h"
 #include "tests/support/files.h"
 #include "tests/support/slurm_cluster.h"
 #include "tests/support/test_paths.h"
@@ -149,6 +152,40 @@ TEST_F(DrainOnSlurm, TheLaunchDrainsANodeTheHealthWatchFindsUnfitDuringTheRun) {
   EXPECT_EQ(Node2Drained(),
             "drained|dtrain launch: job watched: failed the health watch during the run: node b: "
             "health check 'gpu-gone' failed (exit 1): GPU gone on b");
+}
+
+// Ctrl-C once node b's check has failed and while node a's still runs: the doctor stops at once
+// (exit 130) and drains no node, not even b: a run cut short drains nothing ("run the doctor again
+// to the end"). Node a's check ends with the run.
+TEST_F(DrainOnSlurm, CtrlCDuringTheDoctorDrainsNoNode) {
+  const std::string failed = dir_ + "/failed-b";
+  const std::string file =
+      ClusterWithCheck("scratch", "if [ $DTRAIN_NODE = a ]; then sleep 83; fi; test -f " + dir_ +
+                                      "/scratch-$DTRAIN_NODE || { touch " + failed +
+                                      "; echo \"no scratch on $DTRAIN_NODE\"; exit 1; }");
+  testing::DtrainProcess doctor({"doctor", "-c", file, "--drain"}, dir_, {"NO_COLOR=1"});
+  ASSERT_TRUE(testing::WaitFor([&] { return access(failed.c_str(), F_OK) == 0; }, 60))
+      << doctor.err();
+  // Node b's probe goes on after its check failed; once it has ended, its result reaches the
+  // doctor.
+  ASSERT_TRUE(
+      testing::WaitFor([] { return testing::ProcessesWithEnv("DTRAIN_NODE=b").empty(); }, 30))
+      << doctor.err();
+  usleep(1000 * 1000);
+  ASSERT_TRUE(doctor.running()) << doctor.err();
+  doctor.Signal(SIGINT);  // what Ctrl-C at the terminal sends
+  const int status = doctor.Wait(10);
+  const std::string err = doctor.err();
+  EXPECT_EQ(status, 130) << err;
+  EXPECT_NE(doctor.out().find("no scratch on b"), std::string::npos) << doctor.out();
+  EXPECT_NE(err.find("dtrain doctor: interrupted by SIGINT"), std::string::npos) << err;
+  EXPECT_NE(err.find("no node was drained"), std::string::npos) << err;
+  EXPECT_EQ(err.find("drained Slurm node"), std::string::npos) << err;
+  usleep(2000 * 1000);  // a drain would have shown by now
+  EXPECT_EQ(StateAndReason("node2").find("drain"), std::string::npos) << StateAndReason("node2");
+  EXPECT_EQ(StateAndReason("node1").find("drain"), std::string::npos) << StateAndReason("node1");
+  EXPECT_TRUE(testing::WaitFor([] { return system("pgrep -f 'slee[p] 83' >/dev/null") != 0; }, 10))
+      << "node a's check outlived the doctor";
 }
 
 TEST_F(DrainOnSlurm, ANodeThatCannotBeDrainedIsSaidWithWhatToDo) {
