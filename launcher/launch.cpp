@@ -40,6 +40,7 @@
 #include "launcher/job_store.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/job_sync.h"
+#include "launcher/local/rank_orphans.h"
 #include "launcher/log_reader.h"
 #include "launcher/node_health_checks.h"
 #include "launcher/node_history.h"
@@ -258,6 +259,8 @@ std::vector<std::string> DefaultJobCommand() {
 }
 
 int RunLaunch(const LaunchOptions& options) {
+  // Last of all, whatever a process of the job handed to dtrain and nothing else ended.
+  const KillAdoptedChildrenAtScopeEnd kill_adopted;
   // --host-discovery-script: the script says which of the cluster's nodes take part (-np is the
   // ranks to start with, not a cut of the nodes); with no cluster named, it names the hosts.
   std::unique_ptr<HostDiscovery> discovery;

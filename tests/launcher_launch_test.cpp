@@ -265,9 +265,11 @@ TEST(LocalLaunch, KillingDtrainEndsChildrenThatCalledSetsid) {
 
 // A 2-rank job torn down because rank 1 fails (exit 3) once rank 0 ran `rank0`, which writes a
 // pid to the file PIDFILE stands for; rank 0 then waits. Returns the run; `left` gets how
-// many live processes of the job remain after up to 5 s (they are killed then).
+// many live processes of the job remain after up to 5 s (they are killed then), `pid` the pid
+// written.
 DtrainRun FailAfterRankZero(const std::string& name, const std::string& rank0,
-                            const std::vector<std::string>& options, size_t& left) {
+                            const std::vector<std::string>& options, size_t& left,
+                            int* pid = nullptr) {
   TempDir dir;
   const std::string pidfile = dir.path() + "/rank0.pid";
   std::vector<std::string> args = {"launch", "--nproc-per-node", "2", "--job", name, "--quiet"};
@@ -280,6 +282,7 @@ DtrainRun FailAfterRankZero(const std::string& name, const std::string& rank0,
                                " ]; do sleep 0.05; done; sleep 0.2; exit 3; fi"});
   const DtrainRun run = RunDtrain(args, dir.path());
   EXPECT_FALSE(ReadFile(pidfile).empty()) << run.err;
+  if (pid) *pid = std::atoi(ReadFile(pidfile).c_str());
   // Gone, not a zombie: no live process of the job is left.
   WaitFor([&] { return ProcessesWithEnv("DTRAIN_JOB=" + name).empty(); }, 5);
   left = ProcessesWithEnv("DTRAIN_JOB=" + name).size();
@@ -306,6 +309,28 @@ TEST(LocalLaunch, SetsidChildOfARankKilledAfterTheGracePeriodEndsToo) {
                                           {"--grace-period", "1"}, left);
   EXPECT_EQ(run.status, 3) << run.err;
   EXPECT_EQ(left, 0u) << "the setsid'd sleep outlived the job";
+}
+
+// The same child started with an environment of its own (`env -i`, or Python's
+// subprocess.Popen(env=..., start_new_session=True)): nothing marks it as the job's, but it is
+// still handed to dtrain, which kills every process it was handed before it exits.
+TEST(LocalLaunch, SetsidChildWithAnEnvironmentOfItsOwnEndsToo) {
+  size_t left = 0;
+  int pid = 0;
+  const DtrainRun run = FailAfterRankZero(
+      Unique("grace-setsid-env"), "trap '' TERM; setsid env -i sleep 1000 & echo $! > PIDFILE",
+      {"--grace-period", "1"}, left, &pid);
+  EXPECT_EQ(run.status, 3) << run.err;
+  ASSERT_GT(pid, 1) << run.err;
+  auto alive = [pid] {
+    const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+    const size_t paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+  };
+  EXPECT_TRUE(WaitFor([&] { return !alive(); }, 5))
+      << "the setsid'd sleep with its own environment outlived the job: "
+      << ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+  if (alive()) ::kill(pid, SIGKILL);
 }
 
 // A stopped rank (SIGSTOP, Ctrl-Z) hears the teardown's SIGTERM at once: it is continued, not

@@ -54,7 +54,45 @@ std::vector<std::pair<pid_t, bool>> JobProcesses(const std::set<std::string>& en
   return out;
 }
 
+// Children of this process that are not zombies.
+std::vector<pid_t> LiveChildren() {
+  std::vector<pid_t> out;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return out;
+  const pid_t self = ::getpid();
+  while (const dirent* entry = ::readdir(proc)) {
+    const std::string pid = entry->d_name;
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in("/proc/" + pid + "/stat");
+    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 4 >= stat.size() || stat[close + 2] == 'Z') continue;
+    if (std::strtol(stat.c_str() + close + 4, nullptr, 10) == self) out.push_back(std::stoi(pid));
+  }
+  ::closedir(proc);
+  return out;
+}
+
 }  // namespace
+
+void KillAdoptedChildren() {
+  int subreaper = 0;
+  if (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || subreaper == 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    // A child that died is reaped; what it had started was handed to this process already.
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    const std::vector<pid_t> left = LiveChildren();
+    if (left.empty() || std::chrono::steady_clock::now() >= until) return;
+    for (pid_t pid : left) {
+      ::kill(pid, SIGKILL);
+      const pid_t group = ::getpgid(pid);
+      if (group > 1 && group != ::getpgrp()) ::kill(-group, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
 
 void RankOrphans::Adopt(const std::vector<ProcessSpec>& procs) {
   for (const ProcessSpec& proc : procs) {

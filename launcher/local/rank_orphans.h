@@ -27,4 +27,22 @@ class RankOrphans {
   std::set<std::string> jobs_;
 };
 
+// Kills every child this process still has, with its process group, and reaps them, until none
+// is left (for at most about 2 s). For the end of a launch, once every process it started has
+// ended and been reaped: a child left then is one a dying process of the job handed to dtrain as
+// the subreaper (RankOrphans::Adopt). KillAll finds the job's processes by their environment;
+// this finds them whatever it is, so a descendant that left the rank's session and replaced its
+// environment (`setsid env -i ...`, Python's Popen(env=..., start_new_session=True)) goes too.
+// Does nothing where this process is not a subreaper.
+void KillAdoptedChildren();
+
+// Calls KillAdoptedChildren() when the scope it is declared in ends (first in the scope, so that
+// every process the scope started has ended before).
+struct KillAdoptedChildrenAtScopeEnd {
+  KillAdoptedChildrenAtScopeEnd() = default;
+  KillAdoptedChildrenAtScopeEnd(const KillAdoptedChildrenAtScopeEnd&) = delete;
+  KillAdoptedChildrenAtScopeEnd& operator=(const KillAdoptedChildrenAtScopeEnd&) = delete;
+  ~KillAdoptedChildrenAtScopeEnd() { KillAdoptedChildren(); }
+};
+
 }  // namespace dtrain
