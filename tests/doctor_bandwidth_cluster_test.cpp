@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -47,8 +48,16 @@ TEST(DoctorBandwidthCluster, NamesTheThrottledNodeAndOnlyIt) {
   REQUIRE_CLUSTER(cluster);
   const std::string file = cluster.cluster_file();
 
-  // 1. No throttle: every pair is measured and nothing is named.
+  // 1. No throttle: every pair is measured and nothing is named. The nodes share this machine's 2
+  // cores with the test running beside this one (a training run): a pair's figure can fall under
+  // half the others' while a CPU is taken, and a link is then named slow. That run is shown and
+  // the doctor is run once more; the second must name nothing.
   DoctorRun fast = test::RunDoctor("--json --bandwidth --bandwidth-mib 4", file);
+  if (!BandwidthErrors(fast).empty()) {
+    std::printf("the unthrottled run named a slow link (this machine busy?); once more:\n%s\n",
+                BandwidthErrors(fast).front().c_str());
+    fast = test::RunDoctor("--json --bandwidth --bandwidth-mib 4", file);
+  }
   ASSERT_TRUE(fast.doc.is_object()) << fast.text;
   EXPECT_EQ(fast.status, 0) << fast.text;
   EXPECT_TRUE(BandwidthErrors(fast).empty()) << fast.text;

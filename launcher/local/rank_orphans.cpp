@@ -19,13 +19,15 @@
 namespace dtrain {
 namespace {
 
-// Field 4 (ppid) of /proc/PID/stat; -1 when it cannot be read. The command name (field 2) may
-// hold spaces and parentheses, so parsing starts after its last ')'.
-pid_t ParentOf(const std::string& pid) {
+// Field 4 (ppid) of /proc/PID/stat; -1 when it cannot be read, or when the process is a zombie and
+// `live_only`. The command name (field 2) may hold spaces and parentheses, so parsing starts
+// after its last ')'.
+pid_t ParentOf(const std::string& pid, bool live_only = false) {
   std::ifstream in("/proc/" + pid + "/stat");
   const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t close = stat.rfind(')');
   if (close == std::string::npos || close + 4 >= stat.size()) return -1;
+  if (live_only && stat[close + 2] == 'Z') return -1;
   return static_cast<pid_t>(std::strtol(stat.c_str() + close + 4, nullptr, 10));
 }
 
@@ -38,38 +40,36 @@ bool HasEnvEntry(const std::string& pid, const std::set<std::string>& entries) {
   return false;
 }
 
+// Calls `visit` with each process id /proc lists.
+template <class Visit>
+void ForEachProcess(Visit visit) {
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return;
+  while (const dirent* entry = ::readdir(proc)) {
+    const std::string pid = entry->d_name;
+    if (!pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos) visit(pid);
+  }
+  ::closedir(proc);
+}
+
 // Live processes that carry one of `entries` in their environment: (pid, is a child of this
 // process). Zombies are left out: their environment cannot be read.
 std::vector<std::pair<pid_t, bool>> JobProcesses(const std::set<std::string>& entries) {
   std::vector<std::pair<pid_t, bool>> out;
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return out;
   const pid_t self = ::getpid();
-  while (const dirent* entry = ::readdir(proc)) {
-    const std::string pid = entry->d_name;
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+  ForEachProcess([&](const std::string& pid) {
     if (HasEnvEntry(pid, entries)) out.emplace_back(std::stoi(pid), ParentOf(pid) == self);
-  }
-  ::closedir(proc);
+  });
   return out;
 }
 
 // Children of this process that are not zombies.
 std::vector<pid_t> LiveChildren() {
   std::vector<pid_t> out;
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return out;
   const pid_t self = ::getpid();
-  while (const dirent* entry = ::readdir(proc)) {
-    const std::string pid = entry->d_name;
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in("/proc/" + pid + "/stat");
-    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos || close + 4 >= stat.size() || stat[close + 2] == 'Z') continue;
-    if (std::strtol(stat.c_str() + close + 4, nullptr, 10) == self) out.push_back(std::stoi(pid));
-  }
-  ::closedir(proc);
+  ForEachProcess([&](const std::string& pid) {
+    if (ParentOf(pid, true) == self) out.push_back(std::stoi(pid));
+  });
   return out;
 }
 
