@@ -73,6 +73,13 @@ std::vector<pid_t> LiveChildren() {
   return out;
 }
 
+// SIGKILL to `pid` and to its process group, unless that is this process's own.
+void KillWithItsGroup(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  const pid_t group = ::getpgid(pid);
+  if (group > 1 && group != ::getpgrp()) ::kill(-group, SIGKILL);
+}
+
 }  // namespace
 
 void KillAdoptedChildren() {
@@ -85,11 +92,7 @@ void KillAdoptedChildren() {
     }
     const std::vector<pid_t> left = LiveChildren();
     if (left.empty() || std::chrono::steady_clock::now() >= until) return;
-    for (pid_t pid : left) {
-      ::kill(pid, SIGKILL);
-      const pid_t group = ::getpgid(pid);
-      if (group > 1 && group != ::getpgrp()) ::kill(-group, SIGKILL);
-    }
+    for (pid_t pid : left) KillWithItsGroup(pid);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
@@ -112,9 +115,7 @@ void RankOrphans::KillAll() const {
     const std::vector<std::pair<pid_t, bool>> left = JobProcesses(jobs_);
     for (const auto& [pid, child] : left) {
       if (!child) continue;
-      ::kill(pid, SIGKILL);
-      const pid_t group = ::getpgid(pid);
-      if (group > 1 && group != ::getpgrp()) ::kill(-group, SIGKILL);
+      KillWithItsGroup(pid);
       dying.insert(pid);
     }
     for (auto it = dying.begin(); it != dying.end();) {

@@ -129,9 +129,12 @@ SyncPlanner::SyncPlanner(std::vector<LocalFile> local)
 std::shared_ptr<TarStream> SyncPlanner::Plan(const NodeState& state, NodeSyncResult& result) {
   std::vector<TarEntry> entries;
   std::map<std::string, ManifestEntry> kept;  // unchanged files: what the node has
-  std::string stale_bytecode;
+  // Stale bytecode first (a cache, not the user's files: not counted), then the user's files.
+  std::string deletions;
   for (const LocalFile& f : *local_) {
     auto there = state.files.find(f.path);
+    const bool same_size_and_second = there != state.files.end() && there->second.size == f.size &&
+                                      there->second.mtime == f.mtime;
     if (there != state.files.end()) {
       const RemoteFile& r = there->second;
       auto known = state.manifest.find(f.path);
@@ -139,7 +142,7 @@ std::shared_ptr<TarStream> SyncPlanner::Plan(const NodeState& state, NodeSyncRes
                                  known->second.mtime == r.mtime;
       // Size and whole second alike, and (where the manifest knows them) the nanoseconds too.
       const bool same_stat =
-          r.size == f.size && r.mtime == f.mtime &&
+          same_size_and_second &&
           (!known_content || known->second.local_ns < 0 || known->second.local_ns == f.mtime_ns);
       if (same_stat) {
         kept[f.path] = {known_content ? known->second.hash : "-", r.size, r.mtime, f.mtime_ns};
@@ -158,11 +161,8 @@ std::shared_ptr<TarStream> SyncPlanner::Plan(const NodeState& state, NodeSyncRes
                        f.link_target.empty() ? f.size : 0, f.mtime, f.mode, f.link_target});
     ++result.files_sent;
     if (f.link_target.empty()) result.bytes_sent += f.size;
-    if (there != state.files.end() && there->second.size == f.size &&
-        there->second.mtime == f.mtime)
-      stale_bytecode += StaleBytecode(f.path, state.files);
+    if (same_size_and_second) deletions += StaleBytecode(f.path, state.files);
   }
-  std::string deletions = stale_bytecode;  // a cache, not the user's files: not counted
   for (const auto& [path, entry] : state.manifest) {
     if (!paths_.count(path) && state.files.count(path)) {
       deletions += path + '\0';
