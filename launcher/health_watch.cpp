@@ -88,6 +88,10 @@ void HealthWatch::Loop() {
       wake_.wait_until(lock, next, [this] { return stop_.load(); });
       if (stop_) return;
     }
+    // Rounds start every interval, so a node that turns unfit is found within the interval and
+    // one round, however long rounds take; a round longer than three quarters of the interval is
+    // still followed by a quarter of it at rest, so that the nodes are never probed without pause.
+    const Clock::time_point round_started = Clock::now();
     NodeHealthFindings found;
     try {
       found = check_(nodes_, count_unreached, [this] { return stop_.load(); });
@@ -97,7 +101,8 @@ void HealthWatch::Loop() {
       for (const NodeSpec& node : nodes_.nodes) found.unfit[node.host] = e.what();
       if (watch_for_ == WatchFor::kUnfit) found = {};
     }
-    next = Clock::now() + std::chrono::duration_cast<Clock::duration>(interval);
+    next = std::max(round_started + std::chrono::duration_cast<Clock::duration>(interval),
+                    Clock::now() + std::chrono::duration_cast<Clock::duration>(interval / 4));
     std::lock_guard<std::mutex> lock(mutex_);
     if (stop_) return;
     ++rounds_;

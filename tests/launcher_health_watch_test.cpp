@@ -161,6 +161,63 @@ TEST(HealthWatch, AReturningNodeIsCheckedWithWitnessesThatNeverReturn) {
   EXPECT_EQ(checked.load(), watched.nodes.size()) << "the witnesses are in the check";
 }
 
+// Runs a watch whose rounds each take `round_s`, every `interval_s`, until 4 rounds began; the
+// rest between the end of each round and the start of the next.
+std::vector<double> RestsBetweenRounds(double round_s, double interval_s) {
+  std::mutex mutex;
+  std::vector<Clock::time_point> starts, ends;
+  NodeHealthCheck slow = [&](const ClusterSpec&, bool, const std::function<bool()>& cancelled) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      starts.push_back(Clock::now());
+    }
+    const auto until = Clock::now() + std::chrono::duration<double>(round_s);
+    while (!cancelled() && Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::lock_guard<std::mutex> lock(mutex);
+    ends.push_back(Clock::now());
+    return Findings{};
+  };
+  std::vector<double> rests;
+  HealthWatch watch(slow, ClusterSpec{}, interval_s, /*checked=*/false);
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < until) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (starts.size() >= 4) {
+        for (size_t i = 1; i < 4; ++i)
+          rests.push_back(std::chrono::duration<double>(starts[i] - ends[i - 1]).count());
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return rests;
+}
+
+// A round that takes 0.6 s of a 1 s interval is followed 0.4 s after its end, not 1 s: rounds
+// start every interval, so a fault is found within the interval and one round (the launch's
+// promise), not the interval and two.
+TEST(HealthWatch, RoundsStartEveryIntervalHoweverLongTheyTake) {
+  const std::vector<double> rests = RestsBetweenRounds(0.6, 1.0);
+  ASSERT_EQ(rests.size(), 3u);
+  for (double rest : rests) {
+    EXPECT_LT(rest, 0.75) << "a round began " << rest << " s after the last one ended";
+    EXPECT_GT(rest, 0.2) << "a round began " << rest << " s after the last one ended";
+  }
+}
+
+// A round of 0.6 s in an interval of 0.4 s is followed by a quarter of the interval at rest
+// (0.1 s), never by the next at once.
+TEST(HealthWatch, ARoundLongerThanTheIntervalIsFollowedByARest) {
+  const std::vector<double> rests = RestsBetweenRounds(0.6, 0.4);
+  ASSERT_EQ(rests.size(), 3u);
+  for (double rest : rests) {
+    EXPECT_GT(rest, 0.08) << "a round began " << rest << " s after the last one ended";
+    EXPECT_LT(rest, 0.35) << "a round began " << rest << " s after the last one ended";
+  }
+}
+
 TEST(HealthWatch, TheEndOfTheAttemptCutsARoundShort) {
   std::atomic<bool> started{false};
   NodeHealthCheck stuck = [&](const ClusterSpec&, bool, const std::function<bool()>& cancelled) {
