@@ -264,6 +264,33 @@ TEST(SshLaunch, ARanksProcessInAGroupOrSessionOfItsOwnEndsWithTheRank) {
   EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
 }
 
+// On nodes with cgroup v2 mounted (as on a systemd machine), each rank runs in a cgroup of its
+// own, so a daemon that left the rank's session and replaced its environment (setsid env -i, as
+// Python's Popen(env=..., start_new_session=True) does) is still the rank's: it ends with the
+// rank, whether another rank failed or the rank itself ended well, and the cgroup goes with it.
+TEST(SshLaunch, ADaemonWithAnEnvironmentOfItsOwnEndsWithTheRankWhereNodesHaveCgroups) {
+  SshTestCluster cluster("dl-cgroup", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(cluster.OnNode(i, "mount -t cgroup2 none /sys/fs/cgroup"), "") << "node" << i;
+  }
+  const std::string logs = cluster.dir() + "/logs";
+  const LaunchResult failed = Launch(
+      "-c " + cluster.cluster_file() + " --log-dir " + logs + " --job fail -q --grace-period 2 " +
+      "-- sh -c 'setsid env -i sleep 306 & if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
+  EXPECT_EQ(failed.status, 3) << failed.output;
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+
+  const LaunchResult ended = Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
+                                    " --job ended -q -- sh -c 'setsid env -i sleep 307 &'");
+  EXPECT_EQ(ended.status, 0) << ended.output;
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(cluster.OnNode(i, "find /sys/fs/cgroup -maxdepth 3 -name 'dtrain-rank-*'"), "")
+        << "node" << i << ": a rank's cgroup was left behind";
+  }
+}
+
 // Once dtrain is gone (its connection dropped), a node waits --grace-period between SIGTERM and
 // SIGKILL, as dtrain itself would.
 TEST(SshLaunch, ADroppedConnectionKillsAfterTheGracePeriod) {

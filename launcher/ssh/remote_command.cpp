@@ -33,7 +33,11 @@ namespace {
 // (timeout(1) puts its command in one) is still in it, and so is a descendant that left the
 // session (setsid, as a daemon does) with the environment it inherited: the process gets
 // DTRAIN_PROCESS_TAG (the wrapper's pid and start time), and a session started since the
-// wrapper whose first process carries it is the process's own. in_session reads every
+// wrapper whose first process carries it is the process's own. Where cgroup v2 is mounted and
+// the login may make a cgroup below its own (root, a delegated user), the process moves itself
+// into a new one, dtrain-rank-<tag>, before it execs: whatever is in it is the process's own,
+// whatever its session or environment (setsid env -i), SIGKILL also goes through cgroup.kill, and
+// the cgroup is removed at the end (no controller is enabled in it). in_session reads every
 // /proc/PID/stat through one awk (a loop of sh reads took several times as long), and one
 // environment per session started since; `in_session outside` leaves out the first group,
 // which `kill -- -pid` reaches, so that no process gets a signal twice. What is left when the
@@ -61,19 +65,27 @@ exec 3<&0
 ok0=$(dtrain_oom_kills)
 ts=$(awk '{ sub(/.*\) /, ""); print $20 }' /proc/$$/stat 2>/dev/null) || ts=
 tag=$$.$ts
+cg= cgm=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts 2>/dev/null)
+cgp=$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)
+if [ -n "$cgm" ] && [ -n "$cgp" ] && [ -d "$cgm$cgp" ] && mkdir "$cgm${cgp%/}/dtrain-rank-$tag" 2>/dev/null; then
+  cg=$cgm${cgp%/}/dtrain-rank-$tag
+fi
+start='[ -z "$1" ] || echo 0 >"$1/cgroup.procs" 2>/dev/null; shift; exec "$@"'
 if [ "$n" -gt 0 ]; then
   data=$(head -c "$n"; echo .); data=${data%.}
-  printf %s "$data" | DTRAIN_PROCESS_TAG=$tag setsid /bin/sh -c 'exec "$@"' "$1" "$@" 3<&- &
+  printf %s "$data" | DTRAIN_PROCESS_TAG=$tag setsid /bin/sh -c "$start" "$1" "$cg" "$@" 3<&- &
 else
-  DTRAIN_PROCESS_TAG=$tag setsid /bin/sh -c 'exec "$@"' "$1" "$@" </dev/null 3<&- &
+  DTRAIN_PROCESS_TAG=$tag setsid /bin/sh -c "$start" "$1" "$cg" "$@" </dev/null 3<&- &
 fi
 pid=$!
 i=0
 while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
 in_session() {
   cat /proc/[0-9]*/stat 2>/dev/null |
-    awk -v s="$pid" -v t="$ts" -v o="$1" '{ p = $1; sub(/.*\) /, ""); if ($1 == "Z") next
-      if ($4 == s) { if (o == "" || $3 != s) print "= " p }
+    awk -v s="$pid" -v t="$ts" -v o="$1" -v cg="$cg" '
+      BEGIN { if (cg != "") while ((getline c < (cg "/cgroup.procs")) > 0) in_cg[c] = 1 }
+      { p = $1; sub(/.*\) /, ""); if ($1 == "Z") next
+      if ($4 == s || p in in_cg) { if (o == "" || $3 != s) print "= " p }
       else if (t != "" && $20 + 0 >= t + 0) print (seen[$4]++ ? "+ " : "? ") $4 " " p }' |
     { mine=:
       while read -r k sn q; do
@@ -88,6 +100,7 @@ in_session() {
 signal_session() {
   kill -s "$1" -- -"$pid" || kill -s "$1" "$pid"
   for q in $(in_session outside); do kill -s "$1" "$q"; [ "$1" = KILL ] || kill -s CONT "$q"; done
+  [ "$1" = KILL ] && [ -n "$cg" ] && echo 1 >"$cg/cgroup.kill" 2>/dev/null
   kill -s CONT -- -"$pid"
 }
 end_group() {
@@ -122,6 +135,8 @@ wait "$pid"; st=$?
 kill "$w" $d
 [ -n "$(in_session)" ] && end_group
 [ -n "$hb" ] && rm -f "$hb"
+i=0
+while [ -n "$cg" ] && ! rmdir "$cg" 2>/dev/null && [ "$i" -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
 dtrain_oom_line "$st" "$ok0" "$pid" >&4
 exit "$st")sh";
 
