@@ -8,8 +8,9 @@
 // also the subreaper of the rank's descendants, so one that left the group (setsid) is handed to
 // it when its parent dies, and killed too: when dtrain is gone, and when the rank itself ends
 // (a rank that failed, or one stopped at teardown), before the guard reports its end. Not
-// covered: when dtrain SIGKILLs the whole group after the grace period the guard dies at once,
-// and a descendant that left the group lives on.
+// covered here: when dtrain SIGKILLs the whole group after the grace period the guard dies at
+// once, and a descendant that left the group lives on (the rank's cgroup, where it has one, and
+// launcher/local/rank_orphans.h end it).
 #pragma once
 
 #include <sys/types.h>

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -116,10 +117,14 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
   }
   options.cwd = spec.cwd.empty() ? default_cwd_ : spec.cwd;
   options.in = spec.stdin_data.empty() ? Stdio::kNull : Stdio::kPipe;
+  static std::atomic<int> started{0};
+  proc.cgroup = RankCgroup(std::to_string(++started));
   // PR_SET_PDEATHSIG fires when the forking *thread* ends, so it is only safe from the main one.
-  if (::gettid() == ::getpid()) {
-    options.pre_exec = [launcher = ::getpid()] { SplitIntoGuardAndRank(launcher); };
-  }
+  const bool guard = ::gettid() == ::getpid();
+  options.pre_exec = [launcher = ::getpid(), guard, procs = proc.cgroup.procs_file()] {
+    JoinCgroup(procs.c_str());  // before the guard forks: the guard and the rank both in it
+    if (guard) SplitIntoGuardAndRank(launcher);
+  };
   const std::string error = proc.child.Start(options);
   if (!error.empty()) {
     proc.status.error = error;
@@ -243,6 +248,8 @@ void LocalTransport::ReportOomKill(LocalProcess& proc, TransportEvents& events) 
 void LocalTransport::SignalAll(int sig) {
   if (sig == SIGKILL) killed_ = true;
   for (LocalProcess& proc : procs_) {
+    // A descendant that left the group, the session and its environment is still in the cgroup.
+    if (sig == SIGKILL) proc.cgroup.Kill();
     if (proc.child.pid() <= 0 || proc.group_gone) continue;
     // After the leader is reaped its group may still hold children; the group id cannot be
     // reused while any of them lives, so signalling it reaches only this job's processes.

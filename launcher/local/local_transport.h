@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/local/rank_cgroup.h"
 #include "launcher/local/rank_orphans.h"
 #include "launcher/subprocess.h"
 #include "launcher/transport.h"
@@ -23,6 +24,7 @@ struct LocalProcess {
   bool reported = false;            // OnExit was delivered
   int64_t oom_kills_at_start = -1;  // this machine's OOM kill count when it started (oom_kill.h)
   ExitStatus status;
+  RankCgroup cgroup;  // where this machine allows one; killed and removed with the process
 };
 
 // Runs ProcessSpecs as children of this process (launcher/subprocess.h). Poll() reads every pipe
@@ -31,8 +33,9 @@ class LocalTransport : public Transport {
  public:
   // `default_cwd`: where processes run when ProcessSpec::cwd is empty ("" = this process's cwd).
   explicit LocalTransport(std::string default_cwd);
-  // Whatever is still running is killed and reaped (by each Subprocess), then the orphans
-  // that left their groups, so no process outlives the transport.
+  // Whatever is still running is killed and reaped (by each Subprocess), with whatever is in
+  // each process's cgroup, then the orphans that left their groups, so no process outlives the
+  // transport.
   ~LocalTransport() override;
 
   void Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) override;

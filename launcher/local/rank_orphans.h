@@ -1,8 +1,10 @@
 // RankOrphans: the local transport's last line of defence for descendants of a rank that left
-// its process group (setsid) and outlived the rank's guard (launcher/local/group_guard.h). The guard
-// kills them when the rank ends or dtrain dies, but when dtrain SIGKILLs a group after the grace
-// period the guard dies with it. dtrain is therefore the subreaper of everything it starts: such
-// a descendant is handed to dtrain when its parent dies, and is killed when the transport ends.
+// its process group (setsid) and outlived the rank's guard (launcher/local/group_guard.h). The
+// guard kills them when the rank ends or dtrain dies, but when dtrain SIGKILLs a group after the
+// grace period the guard dies with it. dtrain is therefore the subreaper of everything it starts:
+// such a descendant is handed to dtrain when its parent dies, and is killed when the transport
+// ends. Where each rank has a cgroup (launcher/local/rank_cgroup.h), the transport's end kills such
+// a descendant through it whatever its environment; this is for machines where it has none.
 #pragma once
 
 #include <set>

@@ -37,7 +37,8 @@ namespace {
 // the login may make a cgroup below its own (root, a delegated user), the process moves itself
 // into a new one, dtrain-rank-<tag>, before it execs: whatever is in it is the process's own,
 // whatever its session or environment (setsid env -i), SIGKILL also goes through cgroup.kill, and
-// the cgroup is removed at the end (no controller is enabled in it). in_session reads every
+// the cgroup is removed at the end (no controller is enabled in it); an empty one whose wrapper is
+// gone (killed outright) is removed by the next wrapper to start there. in_session reads every
 // /proc/PID/stat through one awk (a loop of sh reads took several times as long), and one
 // environment per session started since; `in_session outside` leaves out the first group,
 // which `kill -- -pid` reaches, so that no process gets a signal twice. What is left when the
@@ -67,8 +68,14 @@ ts=$(awk '{ sub(/.*\) /, ""); print $20 }' /proc/$$/stat 2>/dev/null) || ts=
 tag=$$.$ts
 cg= cgm=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts 2>/dev/null)
 cgp=$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)
-if [ -n "$cgm" ] && [ -n "$cgp" ] && [ -d "$cgm$cgp" ] && mkdir "$cgm${cgp%/}/dtrain-rank-$tag" 2>/dev/null; then
-  cg=$cgm${cgp%/}/dtrain-rank-$tag
+if [ -n "$cgm" ] && [ -n "$cgp" ] && [ -d "$cgm$cgp" ]; then
+  for d in "$cgm${cgp%/}"/dtrain-rank-*.*; do
+    t=${d##*/dtrain-rank-}
+    case $t in *[!0-9.]* | *.*.* | .* | *.) continue ;; esac
+    [ "$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/${t%%.*}/stat" 2>/dev/null)" = "${t#*.}" ] ||
+      rmdir "$d" 2>/dev/null
+  done
+  if mkdir "$cgm${cgp%/}/dtrain-rank-$tag" 2>/dev/null; then cg=$cgm${cgp%/}/dtrain-rank-$tag; fi
 fi
 start='[ -z "$1" ] || echo 0 >"$1/cgroup.procs" 2>/dev/null; shift; exec "$@"'
 if [ "$n" -gt 0 ]; then
