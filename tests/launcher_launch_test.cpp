@@ -369,6 +369,26 @@ TEST(LocalLaunch, SetsidChildWithAnEnvironmentOfItsOwnIsGoneBeforeTheRestart) {
   EXPECT_THAT(ReadFile(JobDir(dir, "cg") + "/rank-0.log"), HasSubstr("daemon gone")) << run.err;
 }
 
+// Each local rank is in a cgroup of its own, below dtrain's (where this machine allows it);
+// DTRAIN_RANK_CGROUP=0 in the rank's environment keeps it in dtrain's.
+TEST(LocalLaunch, ARankRunsInACgroupOfItsOwnUnlessItsEnvironmentSaysNo) {
+  TempDir dir;
+  const std::vector<std::string> args = {"launch", "--job", "own",  "--quiet",
+                                         "--",     "grep",  "^0::", "/proc/self/cgroup"};
+  const DtrainRun own = RunDtrain(args, dir.path());
+  EXPECT_EQ(own.status, 0) << own.err;
+  if (ReadFile("/proc/self/mounts").find(" cgroup2 ") == std::string::npos)
+    GTEST_SKIP() << "no cgroup v2 on this machine";
+  EXPECT_THAT(ReadFile(JobDir(dir, "own") + "/rank-0.log"), HasSubstr("/dtrain-rank-"));
+  std::vector<std::string> off = args;
+  off[2] = "off";
+  const DtrainRun shared = RunDtrain(off, dir.path(), {"DTRAIN_RANK_CGROUP=0"});
+  EXPECT_EQ(shared.status, 0) << shared.err;
+  const std::string line = ReadFile(JobDir(dir, "off") + "/rank-0.log");
+  EXPECT_THAT(line, HasSubstr("0::/"));
+  EXPECT_THAT(line, Not(HasSubstr("dtrain-rank-")));
+}
+
 // A dtrain killed outright never removes its ranks' cgroups; the next launch removes the empty
 // ones whose dtrain is gone, and leaves those of a dtrain still running.
 TEST(LocalLaunch, EmptyCgroupsOfADtrainKilledOutrightAreRemovedByTheNext) {

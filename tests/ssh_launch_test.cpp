@@ -293,11 +293,25 @@ TEST(SshLaunch, ADaemonWithAnEnvironmentOfItsOwnEndsWithTheRankWhereNodesHaveCgr
                                     " --job ended -q -- sh -c 'setsid env -i sleep 307 &'");
   EXPECT_EQ(ended.status, 0) << ended.output;
   EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
-  EXPECT_EQ(cluster.OnNode(0, "find /sys/fs/cgroup -maxdepth 3 -name 'dtrain-rank-*'"),
+  // Where the rank runs, and with DTRAIN_RANK_CGROUP=0 in the cluster file's env, the login's.
+  const LaunchResult placed = Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
+                                     " --job placed -q -- grep ^0:: /proc/self/cgroup");
+  EXPECT_EQ(placed.status, 0) << placed.output;
+  EXPECT_NE(ReadText(logs + "/placed/rank-0.log").find("0::/dtrain-rank-"), std::string::npos)
+      << ReadText(logs + "/placed/rank-0.log");
+  ASSERT_EQ(ReadText(cluster.cluster_file()).find("env:"), std::string::npos);
+  const std::string off = ClusterFileWith(cluster, "env: {DTRAIN_RANK_CGROUP: '0'}\n");
+  const LaunchResult shared =
+      Launch("-c " + off + " --log-dir " + logs + " --job off -q -- grep ^0:: /proc/self/cgroup");
+  EXPECT_EQ(shared.status, 0) << shared.output;
+  EXPECT_EQ(ReadText(logs + "/off/rank-0.log"), "0::/\n");
+  // A node's rank cgroups are named <wrapper pid>.<start time>; the hierarchy mounted in these
+  // nodes is this machine's, where local launches of other tests keep theirs (<pid>-<n>).
+  EXPECT_EQ(cluster.OnNode(0, "find /sys/fs/cgroup -maxdepth 3 -name 'dtrain-rank-*.*'"),
             "/sys/fs/cgroup/dtrain-rank-" + live + "\n")
       << "the stale cgroup is removed, the live one kept, the ranks' own removed";
   cluster.OnNode(0, "rmdir /sys/fs/cgroup/dtrain-rank-" + live);
-  EXPECT_EQ(cluster.OnNode(1, "find /sys/fs/cgroup -maxdepth 3 -name 'dtrain-rank-*'"), "")
+  EXPECT_EQ(cluster.OnNode(1, "find /sys/fs/cgroup -maxdepth 3 -name 'dtrain-rank-*.*'"), "")
       << "node1: a rank's cgroup was left behind";
 }
 

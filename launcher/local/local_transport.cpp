@@ -105,7 +105,8 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
   SubprocessOptions options;
   options.argv = spec.argv;
   options.env = OverridesFor(spec);
-  const std::string path_env = EnvironmentValue(MergeEnvironment(options.env), "PATH");
+  const std::vector<std::string> env = MergeEnvironment(options.env);
+  const std::string path_env = EnvironmentValue(env, "PATH");
   const std::string argv0 = spec.argv.empty() ? "" : spec.argv[0];
   options.program = ResolveExecutable(argv0, path_env);
   if (options.program.empty()) {
@@ -118,7 +119,9 @@ void LocalTransport::Spawn(const ProcessSpec& spec, LocalProcess& proc) {
   options.cwd = spec.cwd.empty() ? default_cwd_ : spec.cwd;
   options.in = spec.stdin_data.empty() ? Stdio::kNull : Stdio::kPipe;
   static std::atomic<int> started{0};
-  proc.cgroup = RankCgroup(std::to_string(++started));
+  if (EnvironmentValue(env, kRankCgroupSwitch) != "0") {
+    proc.cgroup = RankCgroup(std::to_string(++started));
+  }
   // PR_SET_PDEATHSIG fires when the forking *thread* ends, so it is only safe from the main one.
   const bool guard = ::gettid() == ::getpid();
   options.pre_exec = [launcher = ::getpid(), guard, procs = proc.cgroup.procs_file()] {

@@ -13,6 +13,10 @@
 
 namespace dtrain {
 
+// The variable that, set to 0 in a rank's environment (the cluster file's `env`), keeps its
+// rank out of a cgroup of its own, locally and on SSH nodes alike (launcher/ssh/remote_command).
+constexpr const char* kRankCgroupSwitch = "DTRAIN_RANK_CGROUP";
+
 class RankCgroup {
  public:
   RankCgroup() = default;

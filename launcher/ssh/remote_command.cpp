@@ -37,9 +37,10 @@ namespace {
 // the login may make a cgroup below its own (root, a delegated user), the process moves itself
 // into a new one, dtrain-rank-<tag>, before it execs: whatever is in it is the process's own,
 // whatever its session or environment (setsid env -i), SIGKILL also goes through cgroup.kill, and
-// the cgroup is removed at the end (no controller is enabled in it); an empty one whose wrapper is
-// gone (killed outright) is removed by the next wrapper to start there. in_session reads every
-// /proc/PID/stat through one awk (a loop of sh reads took several times as long), and one
+// the cgroup is removed at the end (no controller is enabled in it; DTRAIN_RANK_CGROUP=0 in the
+// environment, kRankCgroupSwitch in launcher/local/rank_cgroup.h, turns it off); an empty one whose
+// wrapper is gone (killed outright) is removed by the next wrapper to start there. in_session reads
+// every /proc/PID/stat through one awk (a loop of sh reads took several times as long), and one
 // environment per session started since; `in_session outside` leaves out the first group,
 // which `kill -- -pid` reaches, so that no process gets a signal twice. What is left when the
 // process ends is ended the same way. A process killed by SIGKILL while the node's OOM kill
@@ -68,7 +69,7 @@ ts=$(awk '{ sub(/.*\) /, ""); print $20 }' /proc/$$/stat 2>/dev/null) || ts=
 tag=$$.$ts
 cg= cgm=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts 2>/dev/null)
 cgp=$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)
-if [ -n "$cgm" ] && [ -n "$cgp" ] && [ -d "$cgm$cgp" ]; then
+if [ "${DTRAIN_RANK_CGROUP:-1}" != 0 ] && [ -n "$cgm" ] && [ -n "$cgp" ] && [ -d "$cgm$cgp" ]; then
   for d in "$cgm${cgp%/}"/dtrain-rank-*.*; do
     t=${d##*/dtrain-rank-}
     case $t in *[!0-9.]* | *.*.* | .* | *.) continue ;; esac
