@@ -54,11 +54,8 @@ constexpr const char* kPrefix = "dtrain-rank-";
 
 // The cgroups of earlier dtrain processes that were killed outright (SIGKILL, the OOM killer)
 // and so never removed theirs: each is named after its dtrain's pid, and one whose dtrain is gone
-// is removed when empty (a cgroup that still holds a process cannot be). Once per process.
+// is removed when empty (a cgroup that still holds a process cannot be).
 void RemoveStaleRankCgroups(const std::string& parent) {
-  static bool done = false;
-  if (done) return;
-  done = true;
   DIR* dir = ::opendir(parent.c_str());
   if (!dir) return;
   while (const dirent* entry = ::readdir(dir)) {
@@ -71,17 +68,28 @@ void RemoveStaleRankCgroups(const std::string& parent) {
   ::closedir(dir);
 }
 
+// This process's cgroup as a folder ("" without cgroup v2), found once per process, when the
+// stale cgroups beside it are removed too: each spawn then only makes its own.
+const std::string& RankCgroupParent() {
+  static const std::string parent = [] {
+    const std::string mount = Cgroup2Mount();
+    std::string own = OwnCgroupPath();
+    if (mount.empty() || own.empty() || own[0] != '/') return std::string();
+    if (own.back() == '/') own.pop_back();
+    struct stat info;
+    if (::stat((mount + own).c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return std::string();
+    RemoveStaleRankCgroups(mount + own);
+    return mount + own;
+  }();
+  return parent;
+}
+
 }  // namespace
 
 RankCgroup::RankCgroup(const std::string& suffix) {
-  const std::string mount = Cgroup2Mount();
-  std::string own = OwnCgroupPath();
-  if (mount.empty() || own.empty() || own[0] != '/') return;
-  if (own.back() == '/') own.pop_back();
-  struct stat info;
-  if (::stat((mount + own).c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return;
-  RemoveStaleRankCgroups(mount + own);
-  const std::string dir = mount + own + "/" + kPrefix + std::to_string(::getpid()) + "-" + suffix;
+  const std::string& parent = RankCgroupParent();
+  if (parent.empty()) return;
+  const std::string dir = parent + "/" + kPrefix + std::to_string(::getpid()) + "-" + suffix;
   if (::mkdir(dir.c_str(), 0755) != 0) return;
   dir_ = dir;
   procs_file_ = dir + "/cgroup.procs";

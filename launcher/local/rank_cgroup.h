@@ -31,7 +31,6 @@ class RankCgroup {
   RankCgroup& operator=(const RankCgroup&) = delete;
 
   bool ok() const { return !dir_.empty(); }
-  const std::string& dir() const { return dir_; }
   // The file a process writes "0" to, to move itself in ("" without a cgroup). Held here so that
   // a freshly forked child can use it without allocating.
   const std::string& procs_file() const { return procs_file_; }

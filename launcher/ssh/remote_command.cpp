@@ -65,7 +65,8 @@ p=$(dtrain_command "$1" "$pdir") || exit 127
 shift; set -- "$p" "$@"
 exec 3<&0
 ok0=$(dtrain_oom_kills)
-ts=$(awk '{ sub(/.*\) /, ""); print $20 }' /proc/$$/stat 2>/dev/null) || ts=
+start_time() { awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$1/stat" 2>/dev/null; }
+ts=$(start_time $$) || ts=
 tag=$$.$ts
 cg= cgm=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts 2>/dev/null)
 cgp=$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)
@@ -73,8 +74,7 @@ if [ "${DTRAIN_RANK_CGROUP:-1}" != 0 ] && [ -n "$cgm" ] && [ -n "$cgp" ] && [ -d
   for d in "$cgm${cgp%/}"/dtrain-rank-*.*; do
     t=${d##*/dtrain-rank-}
     case $t in *[!0-9.]* | *.*.* | .* | *.) continue ;; esac
-    [ "$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/${t%%.*}/stat" 2>/dev/null)" = "${t#*.}" ] ||
-      rmdir "$d" 2>/dev/null
+    [ "$(start_time "${t%%.*}")" = "${t#*.}" ] || rmdir "$d" 2>/dev/null
   done
   if mkdir "$cgm${cgp%/}/dtrain-rank-$tag" 2>/dev/null; then cg=$cgm${cgp%/}/dtrain-rank-$tag; fi
 fi
