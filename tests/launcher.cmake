@@ -42,6 +42,11 @@ dtrain_test(launcher_launch_test
   LIBS dtrain_launcher
   TIMEOUT 120)
 add_dependencies(launcher_launch_test dtrain)
+dtrain_test(launcher_rank_cgroup_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_rank_cgroup_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
+add_dependencies(launcher_rank_cgroup_test dtrain)
 dtrain_test(launcher_logs_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_logs_test.cpp
   LIBS dtrain_launcher

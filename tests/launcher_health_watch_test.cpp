@@ -195,27 +195,27 @@ std::vector<double> RestsBetweenRounds(double round_s, double interval_s) {
   return rests;
 }
 
+// Every rest between 4 rounds of `round_s` every `interval_s` lies between `low` and `high`.
+void ExpectRestsBetweenRounds(double round_s, double interval_s, double low, double high) {
+  const std::vector<double> rests = RestsBetweenRounds(round_s, interval_s);
+  ASSERT_EQ(rests.size(), 3u);
+  for (double rest : rests) {
+    EXPECT_GT(rest, low) << "a round began " << rest << " s after the last one ended";
+    EXPECT_LT(rest, high) << "a round began " << rest << " s after the last one ended";
+  }
+}
+
 // A round that takes 0.6 s of a 1 s interval is followed 0.4 s after its end, not 1 s: rounds
 // start every interval, so a fault is found within the interval and one round (the launch's
 // promise), not the interval and two.
 TEST(HealthWatch, RoundsStartEveryIntervalHoweverLongTheyTake) {
-  const std::vector<double> rests = RestsBetweenRounds(0.6, 1.0);
-  ASSERT_EQ(rests.size(), 3u);
-  for (double rest : rests) {
-    EXPECT_LT(rest, 0.75) << "a round began " << rest << " s after the last one ended";
-    EXPECT_GT(rest, 0.2) << "a round began " << rest << " s after the last one ended";
-  }
+  ExpectRestsBetweenRounds(0.6, 1.0, 0.2, 0.75);
 }
 
 // A round of 0.6 s in an interval of 0.4 s is followed by a quarter of the interval at rest
 // (0.1 s), never by the next at once.
 TEST(HealthWatch, ARoundLongerThanTheIntervalIsFollowedByARest) {
-  const std::vector<double> rests = RestsBetweenRounds(0.6, 0.4);
-  ASSERT_EQ(rests.size(), 3u);
-  for (double rest : rests) {
-    EXPECT_GT(rest, 0.08) << "a round began " << rest << " s after the last one ended";
-    EXPECT_LT(rest, 0.35) << "a round began " << rest << " s after the last one ended";
-  }
+  ExpectRestsBetweenRounds(0.6, 0.4, 0.08, 0.35);
 }
 
 TEST(HealthWatch, TheEndOfTheAttemptCutsARoundShort) {
