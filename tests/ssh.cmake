@@ -4,11 +4,12 @@
 dtrain_test(shell_quote_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/shell_quote_test.cpp
             LIBS dtrain_launcher LABEL ssh TIMEOUT 60)
 
-foreach(t ssh_transport_test ssh_launch_test)
+foreach(t ssh_transport_test ssh_launch_test ssh_launch_rank_tree_test)
   dtrain_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/${t}.cpp LIBS dtrain_launcher
               LABEL netns TIMEOUT 60 RESOURCE_LOCK netns)
 endforeach()
 add_dependencies(ssh_launch_test dtrain)
+add_dependencies(ssh_launch_rank_tree_test dtrain)
 # torchrun/horovodrun habits over SSH: -x, -H, --hostfile, dtrain-clip lookup, stderr and 127 on namespace nodes.
 dtrain_test(ssh_ux_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_ux_test.cpp LIBS dtrain_launcher
             LABEL netns TIMEOUT 180 RESOURCE_LOCK netns)

@@ -1,5 +1,6 @@
 // `dtrain launch` over ssh on namespace nodes: rank logs on the launching machine, the rank
-// environment on every node, tear-down across nodes, and no leftovers when dtrain is killed.
+// environment on every node, every node checked before a rank starts anywhere, an unreachable
+// node named, Ctrl-C while nodes connect or sync, and two logins per node per launch.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,42 +17,21 @@
 #include "tests/support/dtrain_process.h"
 #include "tests/support/interrupted_start.h"
 #include "tests/support/ssh_cluster.h"
+#include "tests/support/ssh_launch_run.h"
 #include "tests/support/test_paths.h"
 
 namespace dtrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using test::ClusterFileWith;
+using test::Launch;
+using test::LaunchResult;
 using test::ReadText;
 using test::RunOutput;
 using test::SshTestCluster;
 
 const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
-
-// The cluster file plus `extra` YAML lines, written beside it.
-std::string ClusterFileWith(const SshTestCluster& cluster, const std::string& extra) {
-  const std::string path = cluster.dir() + "/cluster-test.yaml";
-  std::ofstream(path) << ReadText(cluster.cluster_file()) << extra;
-  return path;
-}
-
-struct LaunchResult {
-  std::string output;
-  int status = -1;
-  double seconds = 0;
-};
-
-LaunchResult Launch(const std::string& args) {
-  const auto start = Clock::now();
-  LaunchResult r;
-  // A launch that hangs fails the test within a minute (SIGINT: dtrain stops the job, 130).
-  r.output = RunOutput("timeout -s INT -k 10 60 " + kDtrain + " launch " + args +
-                       " 2>&1; echo \"status=$?\"");
-  const size_t at = r.output.rfind("status=");
-  if (at != std::string::npos) r.status = std::stoi(r.output.substr(at + 7));
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return r;
-}
 
 // A TCP forwarder from `listen_address`:22 to `target`:22 that holds each connection for
 // `delay_ms` before it forwards anything: a node that is slow to reach, so that the other
@@ -192,148 +172,6 @@ TEST(SshLaunch, RankLogsShowEachNodesHostnameAndEnvironment) {
                        canary + "); `touch " + canary + "`\n");
   }
   EXPECT_NE(access(canary.c_str(), F_OK), 0) << "an environment value was executed";
-}
-
-TEST(SshLaunch, ARankFailingOnNodeTwoStopsEveryNodeAndLeavesNothing) {
-  SshTestCluster cluster("dl-fail", 3, 2);
-  REQUIRE_CLUSTER(cluster);
-  const std::string logs = cluster.dir() + "/logs";
-  const LaunchResult r = Launch(
-      "-c " + cluster.cluster_file() + " --log-dir " + logs + " --job fail -q --grace-period 2 " +
-      "-- sh -c 'echo started; if [ $RANK = 5 ]; then sleep 1; echo dying; exit 3; fi; "
-      "sleep 300 & wait'");
-  EXPECT_EQ(r.status, 3) << r.output;
-  EXPECT_LT(r.seconds, 8) << r.output;
-  EXPECT_EQ(ReadText(logs + "/fail/rank-5.log"), "started\ndying\n");
-  EXPECT_EQ(ReadText(logs + "/fail/rank-0.log"), "started\n");
-  EXPECT_EQ(cluster.LeftoverProcesses(3, 3), "");
-}
-
-TEST(SshLaunch, KillingDtrainLeavesNoProcessOnAnyNode) {
-  SshTestCluster cluster("dl-kill", 3, 1);
-  REQUIRE_CLUSTER(cluster);
-  const std::string logs = cluster.dir() + "/logs";
-  testing::DtrainProcess dtrain(
-      {"launch", "-q", "-c", cluster.cluster_file(), "--log-dir", logs, "--", "sleep", "300"},
-      cluster.dir());
-  ASSERT_TRUE(cluster.WaitForCommandOnNodes(3, "sleep 300", 10)) << "the job never started";
-  dtrain.Signal(SIGKILL);
-  dtrain.Wait();
-  EXPECT_EQ(cluster.LeftoverProcesses(3, 3), "");
-}
-
-// timeout(1) runs its command in a process group of its own, which a signal to the rank's group
-// misses, and a daemon leaves the rank's session (setsid): what a rank started either way ends
-// with the rank all the same, whether the rank fails (rank 1: its timeout and daemon are left
-// behind when it exits), is stopped (rank 0, when rank 1 failed) or dtrain is killed (the node's
-// end of the connection closes).
-TEST(SshLaunch, ARanksProcessInAGroupOrSessionOfItsOwnEndsWithTheRank) {
-  SshTestCluster cluster("dl-pgrp", 2, 1);
-  REQUIRE_CLUSTER(cluster);
-  const std::string logs = cluster.dir() + "/logs";
-  const LaunchResult r = Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
-                                " --job fail -q --grace-period 2 " +
-                                "-- sh -c 'timeout 300 sleep 301 & setsid sleep 303 & "
-                                "if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
-  EXPECT_EQ(r.status, 3) << r.output;
-  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
-
-  testing::DtrainProcess dtrain(
-      {"launch", "-q", "-c", cluster.cluster_file(), "--log-dir", logs, "--job", "killed", "--",
-       "sh", "-c", "setsid sleep 304 & timeout 300 sleep 302; true"},
-      cluster.dir());
-  ASSERT_TRUE(cluster.WaitForCommandOnNodes(2, "sleep 302", 10)) << "the job never started";
-  ASSERT_TRUE(cluster.WaitForCommandOnNodes(2, "sleep 304", 10)) << "no daemon started";
-  dtrain.Signal(SIGKILL);
-  dtrain.Wait();
-  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
-
-  // Two ranks on one node: rank 1's end takes its own daemon, not rank 0's.
-  const std::string file = ClusterFileWith(cluster, "");
-  std::string text = ReadText(file);
-  const size_t slots = text.find("slots: 1");
-  ASSERT_NE(slots, std::string::npos) << text;
-  text.replace(slots, 8, "slots: 2");
-  std::ofstream(file) << text;
-  const LaunchResult two =
-      Launch("-c " + file + " --nnodes 1 --log-dir " + logs + " --job two -q " +
-             "-- sh -c 'setsid sleep 305 & d=$!; if [ $RANK = 1 ]; then exit 0; fi; sleep 3; "
-             "kill -0 $d && echo daemon-alive'");
-  EXPECT_EQ(two.status, 0) << two.output;
-  EXPECT_EQ(ReadText(logs + "/two/rank-0.log"), "daemon-alive\n") << two.output;
-  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
-}
-
-// On nodes with cgroup v2 mounted (as on a systemd machine), each rank runs in a cgroup of its
-// own, so a daemon that left the rank's session and replaced its environment (setsid env -i, as
-// Python's Popen(env=..., start_new_session=True) does) is still the rank's: it ends with the
-// rank, whether another rank failed or the rank itself ended well, and the cgroup goes with it.
-TEST(SshLaunch, ADaemonWithAnEnvironmentOfItsOwnEndsWithTheRankWhereNodesHaveCgroups) {
-  SshTestCluster cluster("dl-cgroup", 2, 1);
-  REQUIRE_CLUSTER(cluster);
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_EQ(cluster.OnNode(i, "mount -t cgroup2 none /sys/fs/cgroup"), "") << "node" << i;
-  }
-  // The empty cgroup of a wrapper killed outright (its pid and start time no longer match a
-  // process) goes when the next rank starts there; that of a live process stays.
-  auto line = [](std::string s) { return s.substr(0, s.find('\n')); };
-  const std::string gone = line(cluster.OnNode(0, "sh -c 'echo $$'"));
-  const std::string stale = "/sys/fs/cgroup/dtrain-rank-" + gone + ".4242";
-  const std::string live = line(cluster.OnNode(
-      0, "cut -d' ' -f1,22 /proc/$(cat " + cluster.dir() + "/node0/sshd.pid)/stat | tr ' ' ."));
-  ASSERT_EQ(cluster.OnNode(0, "mkdir " + stale + " /sys/fs/cgroup/dtrain-rank-" + live), "");
-  const std::string logs = cluster.dir() + "/logs";
-  const LaunchResult failed = Launch(
-      "-c " + cluster.cluster_file() + " --log-dir " + logs + " --job fail -q --grace-period 2 " +
-      "-- sh -c 'setsid env -i sleep 306 & if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
-  EXPECT_EQ(failed.status, 3) << failed.output;
-  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
-
-  const LaunchResult ended = Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
-                                    " --job ended -q -- sh -c 'setsid env -i sleep 307 &'");
-  EXPECT_EQ(ended.status, 0) << ended.output;
-  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
-  // Where the rank runs, and with DTRAIN_RANK_CGROUP=0 in the cluster file's env, the login's.
-  const LaunchResult placed = Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
-                                     " --job placed -q -- grep ^0:: /proc/self/cgroup");
-  EXPECT_EQ(placed.status, 0) << placed.output;
-  EXPECT_NE(ReadText(logs + "/placed/rank-0.log").find("0::/dtrain-rank-"), std::string::npos)
-      << ReadText(logs + "/placed/rank-0.log");
-  ASSERT_EQ(ReadText(cluster.cluster_file()).find("env:"), std::string::npos);
-  const std::string off = ClusterFileWith(cluster, "env: {DTRAIN_RANK_CGROUP: '0'}\n");
-  const LaunchResult shared =
-      Launch("-c " + off + " --log-dir " + logs + " --job off -q -- grep ^0:: /proc/self/cgroup");
-  EXPECT_EQ(shared.status, 0) << shared.output;
-  EXPECT_EQ(ReadText(logs + "/off/rank-0.log"), "0::/\n");
-  // A node's rank cgroups are named <wrapper pid>.<start time>; the hierarchy mounted in these
-  // nodes is this machine's, where local launches of other tests keep theirs (<pid>-<n>).
-  EXPECT_EQ(cluster.OnNode(0, "find /sys/fs/cgroup -maxdepth 3 -name 'dtrain-rank-*.*'"),
-            "/sys/fs/cgroup/dtrain-rank-" + live + "\n")
-      << "the stale cgroup is removed, the live one kept, the ranks' own removed";
-  cluster.OnNode(0, "rmdir /sys/fs/cgroup/dtrain-rank-" + live);
-  EXPECT_EQ(cluster.OnNode(1, "find /sys/fs/cgroup -maxdepth 3 -name 'dtrain-rank-*.*'"), "")
-      << "node1: a rank's cgroup was left behind";
-}
-
-// Once dtrain is gone (its connection dropped), a node waits --grace-period between SIGTERM and
-// SIGKILL, as dtrain itself would.
-TEST(SshLaunch, ADroppedConnectionKillsAfterTheGracePeriod) {
-  SshTestCluster cluster("dl-grace", 1, 1);
-  REQUIRE_CLUSTER(cluster);
-  const std::string logs = cluster.dir() + "/logs";
-  testing::DtrainProcess dtrain(
-      {"launch", "-q", "-c", cluster.cluster_file(), "--log-dir", logs, "--grace-period", "1", "--",
-       "sh", "-c", "trap '' TERM; sleep 300"},
-      cluster.dir());
-  ASSERT_TRUE(cluster.WaitForCommandOnNodes(1, "sleep 300", 10)) << "the job never started";
-  dtrain.Signal(SIGKILL);
-  dtrain.Wait();
-  const auto killed = std::chrono::steady_clock::now();
-  EXPECT_EQ(cluster.LeftoverProcesses(1, 10), "");
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  EXPECT_GT(seconds, 0.8) << "SIGTERM is ignored: only SIGKILL after the grace period ends it";
-  EXPECT_LT(seconds, 3.5) << "--grace-period 1, not a fixed 5 s";
 }
 
 // A node on the bridge's subnet whose address nobody has: it never answers.
