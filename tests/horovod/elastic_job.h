@@ -33,11 +33,23 @@ inline std::string RankLog(const std::string& job_dir, int rank) {
   return ReadText(fmt::format("{}/rank-{}.log", job_dir, rank));
 }
 
+// The file whose existence ends the training of the job ElasticLaunch(..., dir, ...) starts
+// (HVD_TEST_STOP_FILE): the ranks end together after the step in which one of them saw it.
+inline std::string StopFile(const std::string& dir) {
+  return dir + "/stop-training";
+}
+
+// Ends that job's training once the test saw what it waited for (see StopFile).
+inline void EndTraining(const std::string& dir) {
+  std::ofstream(StopFile(dir)) << "stop\n";
+}
+
 // The dtrain command line of an elastic job "el" of hvd_elastic_train.py.
 inline std::vector<std::string> ElasticLaunch(const std::string& cluster_args,
                                               const std::string& dir,
                                               const std::vector<std::string>& more) {
   std::vector<std::string> args = {"launch", "--job", "el", "--log-dir", dir, "--quiet"};
+  args.insert(args.end(), {"-x", "HVD_TEST_STOP_FILE=" + StopFile(dir)});
   std::istringstream words(cluster_args);
   for (std::string w; words >> w;) args.push_back(w);
   args.insert(args.end(), more.begin(), more.end());
@@ -59,6 +71,26 @@ inline std::string RoundSizes(const std::string& log) {
     rest = m.suffix();
   }
   return sizes;
+}
+
+// Expects the ranks whose logs are `logs` to have ended their training together (the same last
+// step, at least `min_step`), each with the end line `ends[i]` after its step ("size=3 rank=0
+// local=0/1 cross=0/3 same=1": the same parameters as every other rank).
+inline void ExpectEndedTogether(const std::vector<std::string>& logs,
+                                const std::vector<std::string>& ends, int min_step) {
+  const std::regex done("hvd-elastic-done step=(\\d+) (.*)");
+  std::string step;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_search(logs[i], m, done)) {
+      ADD_FAILURE() << "no end of training in:\n" << logs[i];
+      continue;
+    }
+    EXPECT_EQ(m[2], ends[i]) << logs[i];
+    if (step.empty()) step = m[1];
+    EXPECT_EQ(m[1], step) << "ended at another step than the first rank: " << logs[i];
+    EXPECT_GE(std::stoi(m[1]), min_step) << logs[i];
+  }
 }
 
 // What the discovery script (`cat FILE`) prints from now on, written whole at once.

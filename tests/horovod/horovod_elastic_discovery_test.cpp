@@ -65,7 +65,7 @@ TEST(HorovodElastic, DiscoveryScriptDecidesWhichNodesTakePart) {
       ElasticLaunch("-c " + file, dir,
                     {"--min-np", "2", "--host-discovery-script", "cat " + hosts, "--health-watch",
                      "1", "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x",
-                     "HVD_TEST_STEP_S=0.2", "-x", "HVD_TEST_STEPS=150"}),
+                     "HVD_TEST_STEP_S=0.2", "-x", "HVD_TEST_STEPS=400"}),
       dir);
   const std::string job_dir = dir + "/el";
   ASSERT_TRUE(testing::WaitFor(
@@ -84,6 +84,9 @@ TEST(HorovodElastic, DiscoveryScriptDecidesWhichNodesTakePart) {
       [&] { return RankLog(job_dir, 2).find("size=3 count=3") != std::string::npos; }, 30))
       << dtrain.err();
   ListHosts(hosts, "node0\nnode2\n");
+  ASSERT_TRUE(testing::WaitFor([&] { return RoundSizes(RankLog(job_dir, 0)) == "2,3,2"; }, 60))
+      << dtrain.err();
+  test::EndTraining(dir);  // round 3 trains: node0 and node2 end together at the next step
   const int status = dtrain.Wait(150);
   const std::string err = dtrain.err();
   ASSERT_EQ(status, 0) << err;
@@ -115,11 +118,9 @@ TEST(HorovodElastic, DiscoveryScriptDecidesWhichNodesTakePart) {
   EXPECT_EQ(RoundSizes(RankLog(job_dir, 0)), "2,3,2");
   EXPECT_EQ(RoundSizes(RankLog(job_dir, 1)), "2,3") << "then it was taken out";
   EXPECT_EQ(RoundSizes(RankLog(job_dir, 2)), "3,2");
-  const std::string done = "hvd-elastic-done step=150 size=2 ";
-  EXPECT_NE(RankLog(job_dir, 0).find(done + "rank=0 local=0/1 cross=0/2 same=1"),
-            std::string::npos);
-  EXPECT_NE(RankLog(job_dir, 2).find(done + "rank=1 local=0/1 cross=1/2 same=1"), std::string::npos)
-      << RankLog(job_dir, 2);
+  test::ExpectEndedTogether(
+      {RankLog(job_dir, 0), RankLog(job_dir, 2)},
+      {"size=2 rank=0 local=0/1 cross=0/2 same=1", "size=2 rank=1 local=0/1 cross=1/2 same=1"}, 11);
   EXPECT_EQ(RankLog(job_dir, 1).find("hvd-elastic-done"), std::string::npos);
   const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object());
@@ -151,7 +152,7 @@ TEST(HorovodElastic, ANodeListedThatCannotReachTheJobsNodesJoinsOnlyOnceItCan) {
                     {"--min-np", "2", "--host-discovery-script", "cat " + hosts, "--health-watch",
                      "1", "--grace-period", "2", "-x", "HOROVOD_GLOO_IFACE=hsn0", "-x",
                      "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x", "HVD_TEST_STEP_S=0.2", "-x",
-                     "HVD_TEST_STEPS=150"}),
+                     "HVD_TEST_STEPS=400"}),
       dir);
   const std::string job_dir = dir + "/el";
   ASSERT_TRUE(testing::WaitFor(
@@ -169,6 +170,7 @@ TEST(HorovodElastic, ANodeListedThatCannotReachTheJobsNodesJoinsOnlyOnceItCan) {
   ASSERT_TRUE(testing::WaitFor(
       [&] { return RankLog(job_dir, 2).find("size=3 count=3") != std::string::npos; }, 60))
       << dtrain.err();
+  test::EndTraining(dir);  // node2 joined: the three end together at the next step
   const int status = dtrain.Wait(150);
   const std::string err = dtrain.err();
   ASSERT_EQ(status, 0) << err;
@@ -185,11 +187,11 @@ TEST(HorovodElastic, ANodeListedThatCannotReachTheJobsNodesJoinsOnlyOnceItCan) {
                        0),
             0u)
       << "its first start: " << RankLog(job_dir, 2);
-  const std::string done = "hvd-elastic-done step=150 size=3 ";
-  for (int r = 0; r < 3; ++r) {
-    EXPECT_NE(RankLog(job_dir, r).find(done + "rank=" + std::to_string(r)), std::string::npos)
-        << RankLog(job_dir, r);
-  }
+  test::ExpectEndedTogether(
+      {RankLog(job_dir, 0), RankLog(job_dir, 1), RankLog(job_dir, 2)},
+      {"size=3 rank=0 local=0/1 cross=0/3 same=1", "size=3 rank=1 local=0/1 cross=1/3 same=1",
+       "size=3 rank=2 local=0/1 cross=2/3 same=1"},
+      11);
   const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object());
   EXPECT_EQ(record["status"], "succeeded");
@@ -219,7 +221,7 @@ TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANode) {
       "-c " + file, dir,
       {"--sync", "--min-np", "2", "--host-discovery-script", "cat " + hosts, "--health-watch", "0",
        "--grace-period", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=20", "-x", "HVD_TEST_STEP_S=0.2",
-       "-x", "HVD_TEST_STEPS=80"});
+       "-x", "HVD_TEST_STEPS=400"});
   // Each rank says what it finds in its workdir first.
   args.resize(args.size() - 2);
   args.insert(args.end(), {"sh", "-c",
@@ -241,6 +243,15 @@ TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANode) {
   ASSERT_TRUE(testing::WaitFor([&] { return StepTimes(RankLog(job_dir, 2)).size() >= 5; }, 60))
       << dtrain.err();
   ListHosts(hosts, "node0\nnode1\n");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const std::string log = RankLog(job_dir, 1);
+        const size_t back = log.find("joins the elastic Horovod job again");
+        return back != std::string::npos && log.find("hvd-step", back) != std::string::npos;
+      },
+      60))
+      << dtrain.err();
+  test::EndTraining(dir);  // node1 trains again: node0 and node1 end together at the next step
   const int status = dtrain.Wait(120);
   const std::string err = dtrain.err();
   ASSERT_EQ(status, 0) << err;
@@ -275,14 +286,9 @@ TEST(HorovodElastic, BelowMinNpTheRankWaitsUntilTheScriptListsANode) {
   const double gap = LongestGap(StepTimes(log0));
   std::printf("rank 0 waited %.2f s between two steps for a node\n", gap);
   EXPECT_GE(gap, 4) << log0;
-  EXPECT_NE(log0.find("hvd-elastic-done step=80 size=2 rank=0 local=0/1 cross=0/2 same=1"),
-            std::string::npos)
-      << log0;
-  EXPECT_NE(RankLog(job_dir, 1)
-                .find("hvd-elastic-done step=80 size=2 rank=1 local=0/1 cross=1/2 "
-                      "same=1"),
-            std::string::npos)
-      << RankLog(job_dir, 1);
+  test::ExpectEndedTogether(
+      {log0, RankLog(job_dir, 1)},
+      {"size=2 rank=0 local=0/1 cross=0/2 same=1", "size=2 rank=1 local=0/1 cross=1/2 same=1"}, 11);
   EXPECT_EQ(RankLog(job_dir, 2).find("hvd-elastic-done"), std::string::npos);
   const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object());

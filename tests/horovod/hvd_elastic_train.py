@@ -10,6 +10,10 @@
 # The rank HVD_TEST_DIE_RANK (dtrain's RANK, fixed for the job; horovodrun's first HOROVOD_RANK)
 # kills itself with SIGKILL at step HVD_TEST_DIE_STEP, and so does the rank on node
 # HVD_TEST_DIE_HOST; HVD_TEST_STEP_S sleeps after each step, so a test can act in between.
+# Once the file HVD_TEST_STOP_FILE exists (the nodes see the launching machine's files), the
+# ranks end after the first step in which one of them saw it, all at the same step (the flag
+# goes through the step's allreduce), before HVD_TEST_STEPS: a test ends the job as soon as it
+# saw what it waits for.
 import os
 import signal
 import socket
@@ -26,12 +30,13 @@ die_rank = os.environ.get("HVD_TEST_DIE_RANK", "")
 die_host = os.environ.get("HVD_TEST_DIE_HOST", "")
 die_step = int(os.environ.get("HVD_TEST_DIE_STEP", "10"))
 step_s = float(os.environ.get("HVD_TEST_STEP_S", "0.05"))
+stop_file = os.environ.get("HVD_TEST_STOP_FILE", "")
 
 torch.manual_seed(7)
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)).double()
 optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05),
                                      named_parameters=model.named_parameters())
-state = hvd.elastic.TorchState(model=model, optimizer=optimizer, step=0)
+state = hvd.elastic.TorchState(model=model, optimizer=optimizer, step=0, end=steps)
 
 
 def data(step):
@@ -42,7 +47,7 @@ def data(step):
 
 @hvd.elastic.run
 def train(state):
-    while state.step < steps:
+    while state.step < state.end:
         dies = me == die_rank or socket.gethostname() == die_host
         if dies and state.step == die_step:
             print(f"rank {me} kills itself at step {state.step} t={time.time():.3f}", flush=True)
@@ -52,10 +57,13 @@ def train(state):
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
         optimizer.step()
-        count = hvd.allreduce(torch.ones(1), op=hvd.Sum, name="count")
+        seen = 1.0 if stop_file and os.path.exists(stop_file) else 0.0
+        count, stops = hvd.allreduce(torch.tensor([1.0, seen]), op=hvd.Sum, name="count").tolist()
         print(f"hvd-step step={state.step} rank={hvd.rank()} size={hvd.size()} "
-              f"count={int(count.item())} t={time.time():.3f}", flush=True)
+              f"count={int(count)} t={time.time():.3f}", flush=True)
         state.step += 1
+        if stops > 0:
+            state.end = state.step  # every rank of the round saw the same sum: all end here
         state.commit()
         time.sleep(step_s)
 
