@@ -37,13 +37,13 @@ using testing::DtrainProcess;
 
 // A checkpointed rank of 100 steps of 0.25 s on HgxNodes: at step 4 of the first attempt node1's
 // GPU falls off the bus (its rank fails, its kernel log gets Xid 79); `also` is more shell run
-// at each step.
+// at each step. It ends early once the job's directory holds `stop` (EndRanksOnceStarted).
 std::string NodeOneLosesItsGpuRank(const std::string& also) {
   return R"sh(
 ck=$DTRAIN_LOG_DIR/checkpoint
 s=0; [ -f "$ck" ] && s=$(cat "$ck")
 echo "rank $RANK of $WORLD_SIZE on $DTRAIN_NODE starts at step $s"
-while [ "$s" -lt 100 ]; do
+while [ "$s" -lt 100 ] && [ ! -f "$DTRAIN_LOG_DIR/stop" ]; do
   sleep 0.25; s=$((s + 1))
   [ "$RANK" = 0 ] && echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
   if [ "$DTRAIN_NODE" = node1 ] && [ "$s" = 4 ]; then
@@ -76,6 +76,9 @@ TEST(NodeReturn, CutNodeThatAnswersAgainRejoinsTheJob) {
   const double back_s = WaitForText(dtrain, back, restored, 40);
   std::printf("node1 cut: lost after %.2f s; link restored: taken back after %.2f s\n", lost_s,
               back_s);
+  // node1's rank started again (its second start): the ranks may end.
+  ASSERT_TRUE(test::EndRanksOnceStarted(job_dir, "rank-1.log", "rank 1 of 3 on node1 starts", 2))
+      << dtrain.err();
   ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
   const std::string err = dtrain.err();
   std::printf("%s", err.c_str());
@@ -153,6 +156,10 @@ TEST(NodeReturn, UnfitNodeFitAgainRejoinsTheJob) {
                                     "in a row; job fixed restarts on node0,node1,node2",
                                     rebooted, 30);
   std::printf("node1 fit again: taken back after %.2f s\n", back_s);
+  // node1's third start: the attempt after node2's failure at step 60.
+  ASSERT_TRUE(
+      test::EndRanksOnceStarted(dir + "/fixed", "rank-1.log", "rank 1 of 3 on node1 starts", 3))
+      << dtrain.err();
   ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
   EXPECT_GE(back_s, 1) << dtrain.err();
   const json record = json::parse(ReadText(dir + "/fixed/job.json"), nullptr, false);
@@ -223,6 +230,9 @@ TEST(NodeReturn, ANodeFitAgainButCutOffFromTheOthersStaysOut) {
                                     restored, 30);
   std::printf("node1 reachable again: taken back after %.2f s\n", back_s);
   EXPECT_GE(back_s, 0) << dtrain.err();
+  ASSERT_TRUE(
+      test::EndRanksOnceStarted(dir + "/cut", "rank-1.log", "rank 1 of 3 on node1 starts", 2))
+      << dtrain.err();
   ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
   const json record = json::parse(ReadText(dir + "/cut/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object());
@@ -274,6 +284,8 @@ TEST(NodeReturn, ANodeUnreachedAtTheStartIsSyncedBeforeItJoins) {
       "dtrain: node node1 passed the health checks 2 rounds in a row; job synced restarts on "
       "node0,node1,node2";
   EXPECT_GE(WaitForText(dtrain, back, Clock::now(), 40), 0) << dtrain.err();
+  ASSERT_TRUE(test::EndRanksOnceStarted(job_dir, "rank-1.log", "rank 1 of 3 on node1 starts", 1))
+      << dtrain.err();
   ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
   const std::string err = dtrain.err();
   for (const char* node : {"node0", "node1", "node2"}) {

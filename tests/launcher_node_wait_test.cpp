@@ -60,6 +60,9 @@ TEST(NodeReturn, AJobShortOfNodesWaitsForOneToReturnUpToTheJoinTimeout) {
                                     "in a row after ",
                                     restored, 40);
   std::printf("node1 restored: taken back after %.2f s\n", back_s);
+  ASSERT_TRUE(
+      test::EndRanksOnceStarted(dir + "/waits", "rank-1.log", "rank 1 of 2 on node1 starts", 2))
+      << dtrain.err();
   ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
   std::string err = dtrain.err();
   EXPECT_NE(err.find("): it waits up to 60 s (torchrun's join_timeout, --rdzv-conf "
@@ -153,6 +156,9 @@ TEST(NodeReturn, AJobShortOfNodesAtItsStartWaitsForThemBeforeAnyRankStarts) {
       << status.out;
   EXPECT_NE(status.out.find("node0               - not started"), std::string::npos) << status.out;
   test::RestoreNode1UntilTakenBack(cluster, dtrain);
+  ASSERT_TRUE(test::EndRanksOnceStarted(dir + "/logs/waits", "rank-1.log",
+                                        "rank 1 of 2 on node1 starts", 1))
+      << dtrain.err();
   ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
   std::string err = dtrain.err();
   EXPECT_NE(err.find("could not be reached at the start"), std::string::npos) << err;
@@ -219,6 +225,9 @@ TEST(NodeReturn, WithALastCallTimeoutAJobBelowMaxWaitsForANodeToReturnBeforeItRu
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_FALSE(std::filesystem::exists(dir + "/waits/rank-0.log")) << dtrain.err();
   test::RestoreNode1UntilTakenBack(cluster, dtrain);
+  ASSERT_TRUE(
+      test::EndRanksOnceStarted(dir + "/waits", "rank-1.log", "rank 1 of 2 on node1 starts", 1))
+      << dtrain.err();
   ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
   json record = json::parse(ReadText(dir + "/waits/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object());
@@ -233,6 +242,9 @@ TEST(NodeReturn, WithALastCallTimeoutAJobBelowMaxWaitsForANodeToReturnBeforeItRu
   DtrainProcess gives_up(launch("gives-up", "3"), dir);
   ASSERT_TRUE(test::WaitForStep(dir + "/gives-up", 4)) << gives_up.err();
   cluster.OnNode(1, "ip link set eth0 down");
+  ASSERT_TRUE(
+      test::EndRanksOnceStarted(dir + "/gives-up", "rank-0.log", "rank 0 of 1 on node0 starts", 1))
+      << gives_up.err();
   ASSERT_EQ(gives_up.Wait(90), 0) << gives_up.err();
   const std::string err = gives_up.err();
   const size_t waited = err.find(
