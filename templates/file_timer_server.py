@@ -27,6 +27,7 @@ import time
 MARK = "dtrain-file-timer-server"
 HANDED_ON = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
              signal.SIGUSR1, signal.SIGUSR2)
+ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
 def say(text):
@@ -219,8 +220,15 @@ def main():
         sys.exit("dtrain: rank %s: cannot start %s: %s" % (rank, argv[0], e.strerror))
 
     # A signal sent to the rank's process group reaches the child as well; one sent to this
-    # process alone (a Slurm step's task) is handed on.
+    # process alone (a Slurm step's task) is handed on. One that ends the rank also takes the
+    # FIFO away at once, as torchrun's agent stops its timer server first: a SIGKILL that follows
+    # soon (a Slurm step's KillWait, a grace period) leaves none behind.
     def hand_on(number, _frame):
+        if number in ENDING:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
         try:
             if os.getpgid(child.pid) != os.getpgrp():
                 os.kill(child.pid, number)

@@ -4,6 +4,7 @@
 // second of the deadline, the report names the timer and the line the rank hung on, the job
 // restarts under --max-restarts, and nothing is left behind (no process, no FIFO). torchrun runs
 // the same script to show that it ends it too.
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -14,8 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launcher/file_timer.h"
 #include "launcher/job_record.h"
 #include "launcher/restart_policy.h"
+#include "launcher/subprocess.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/files.h"
 #include "tests/support/hanging_torch.h"
@@ -149,6 +152,31 @@ TEST(FileTimer, TorchrunEndsTheSameHungRank) {
   EXPECT_NE(run.status.code, 124) << "torchrun did not end the hung rank\n" << run.out;
   EXPECT_THAT(run.out, HasSubstr("rank 0 done"));
   EXPECT_THAT(run.out, Not(HasSubstr("rank 1 done")));
+}
+
+// A signal that ends the rank, sent to its watchdog alone (as a Slurm step's task gets it), takes
+// the FIFO away at once, before the rank has ended (here it ignores SIGTERM), as torchrun's
+// agent stops its timer server before its workers: the SIGKILL that soon follows (a step's
+// KillWait, the grace period) leaves no FIFO behind.
+TEST(FileTimer, TheFifoGoesWhenTheWatchdogIsToldToEndTheRank) {
+  TempDir dir;
+  ClusterSpec spec;
+  FileTimer timer;
+  timer.on = true;
+  timer.path = dir.path() + "/wd";
+  SubprocessOptions options;
+  options.argv = UnderFileTimer({"sh", "-c", "trap '' TERM; sleep 30"}, spec, timer);
+  options.env["RANK"] = "0";
+  Subprocess watchdog;
+  ASSERT_EQ(watchdog.Start(options), "");
+  const std::string fifo = timer.path + ".rank-0";
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(fifo); }, 10)) << "no FIFO made";
+  watchdog.Signal(SIGTERM);
+  EXPECT_TRUE(WaitFor([&] { return !std::filesystem::exists(fifo); }, 2)) << fifo << " left";
+  EXPECT_FALSE(watchdog.Done()) << "the rank ignores SIGTERM: it still runs";
+  watchdog.SignalGroup(SIGKILL);
+  watchdog.Finish();
+  EXPECT_FALSE(std::filesystem::exists(fifo));
 }
 
 TEST(FileTimer, VerdictNamesTheTimer) {

@@ -395,6 +395,13 @@ TEST(UnfitNode, CtrlCDuringAHealthCheckThatHangsStopsAtOnce) {
        "if [ \"$DTRAIN_NODE\" = node1 ]; then q=$(dirname \"$(command -v nvidia-smi)\")/q.txt; "
        "rm -f \"$q\"; mkfifo \"$q\"; exit 1; fi; exec sleep 300"},
       dir);
+  // The check before the start reads the query too (a plain file then): wait for the failure.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return restart.err().find("dtrain: rank 1 on node node1 failed") != std::string::npos;
+      },
+      30))
+      << restart.err();
   InterruptDuringTheCheck(cluster, restart);
   EXPECT_NE(restart.err().find("dtrain: rank 1 on node node1 failed: exit 1"), std::string::npos)
       << restart.err();
