@@ -25,9 +25,8 @@ import tempfile
 import time
 
 MARK = "dtrain-file-timer-server"
-HANDED_ON = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT,
-             signal.SIGUSR1, signal.SIGUSR2)
 ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+HANDED_ON = ENDING + (signal.SIGUSR1, signal.SIGUSR2)
 
 
 def say(text):
@@ -48,6 +47,13 @@ def fifo_path(rank, given):
     job = os.environ.get("DTRAIN_JOB", "job").replace("/", "_")
     return os.path.join(tempfile.gettempdir(),
                         "dtrain-timer.%s.rank-%s.%d" % (job, rank, os.getpid()))
+
+
+def remove_fifo(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass  # gone already
 
 
 def make_fifo(path):
@@ -225,10 +231,7 @@ def main():
     # soon (a Slurm step's KillWait, a grace period) leaves none behind.
     def hand_on(number, _frame):
         if number in ENDING:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            remove_fifo(path)
         try:
             if os.getpgid(child.pid) != os.getpgrp():
                 os.kill(child.pid, number)
@@ -247,10 +250,7 @@ def main():
     finally:
         os.close(wfd)
         os.close(rfd)
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        remove_fifo(path)
     code = child.returncode
     if code < 0:
         for number in HANDED_ON:

@@ -14,6 +14,7 @@
 
 #include "tests/support/metrics_lines.h"
 #include "tests/support/ssh_cluster.h"
+#include "tests/support/ssh_launch_run.h"
 #include "tests/support/test_paths.h"
 
 namespace dtrain {
@@ -22,6 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::EndLines;
 using test::Field;
+using test::LaunchResult;
 using test::ReadText;
 using test::RunOutput;
 using test::SshTestCluster;
@@ -35,27 +37,14 @@ std::string ClusterFileWithGloo(const SshTestCluster& cluster) {
   return path;
 }
 
-struct LaunchResult {
-  std::string output;
-  int status = -1;
-  double seconds = 0;
-};
-
 // `dtrain launch` of a short dtrain-clip run; each rank first prints its node's hostname.
 LaunchResult LaunchClip(const std::string& cluster_file, const std::string& logs,
                         const std::string& job, const std::string& extra_flags) {
   const std::string clip = kBin + "/dtrain-clip train --batch-size 16 --train-num-samples 384" +
                            " --zeroshot-frequency 0 --save-frequency 0 --threads 1 --max-steps 3" +
                            extra_flags;
-  const auto start = std::chrono::steady_clock::now();
-  LaunchResult r;
-  r.output = RunOutput(kBin + "/dtrain launch -q -c " + cluster_file + " --log-dir " + logs +
-                       " --job " + job + " -- sh -c 'echo host=$(hostname); exec " + clip +
-                       "' 2>&1; echo \"status=$?\"");
-  const size_t at = r.output.rfind("status=");
-  if (at != std::string::npos) r.status = std::stoi(r.output.substr(at + 7));
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
+  return test::RunLaunch(kBin + "/dtrain launch -q -c " + cluster_file + " --log-dir " + logs +
+                         " --job " + job + " -- sh -c 'echo host=$(hostname); exec " + clip + "'");
 }
 
 // Every rank's log names node rank/slots and all `ranks` end lines carry one param_hash.

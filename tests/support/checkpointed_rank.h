@@ -2,12 +2,11 @@
 // has reached.
 #pragma once
 
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
-#include <thread>
 
+#include "tests/support/dtrain_process.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain::test {
@@ -39,11 +38,7 @@ inline int CheckpointStep(const std::string& job_dir) {
 
 // Waits until rank 0 checkpointed step `step` (at most 30 s); false if it never did.
 inline bool WaitForStep(const std::string& job_dir, int step) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (CheckpointStep(job_dir) < step && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return CheckpointStep(job_dir) >= step;
+  return testing::WaitFor([&] { return CheckpointStep(job_dir) >= step; }, 30);
 }
 
 // Once `rank_log` (a rank's log file in job `job_dir`) holds `started` `times` (at most 30 s),
@@ -58,10 +53,7 @@ inline bool EndRanksOnceStarted(const std::string& job_dir, const std::string& r
       ++n;
     return n;
   };
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (count() < times && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (count() < times) return false;
+  if (!testing::WaitFor([&] { return count() >= times; }, 30)) return false;
   std::ofstream(job_dir + "/stop") << "stop\n";
   return true;
 }

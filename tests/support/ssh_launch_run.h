@@ -24,17 +24,22 @@ struct LaunchResult {
   double seconds = 0;
 };
 
-// `dtrain launch <args>` (args as one shell line) run to its end.
-inline LaunchResult Launch(const std::string& args) {
+// `command` (a shell line, its stderr with its stdout) run to its end.
+inline LaunchResult RunLaunch(const std::string& command) {
   const auto start = std::chrono::steady_clock::now();
   LaunchResult r;
-  // A launch that hangs fails the test within a minute (SIGINT: dtrain stops the job, 130).
-  r.output = RunOutput("timeout -s INT -k 10 60 " + std::string(DTRAIN_BINARY_DIR) +
-                       "/dtrain launch " + args + " 2>&1; echo \"status=$?\"");
+  r.output = RunOutput(command + " 2>&1; echo \"status=$?\"");
   const size_t at = r.output.rfind("status=");
   if (at != std::string::npos) r.status = std::stoi(r.output.substr(at + 7));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+// `dtrain launch <args>` (args as one shell line) run to its end. A launch that hangs fails the
+// test within a minute (SIGINT: dtrain stops the job, 130).
+inline LaunchResult Launch(const std::string& args) {
+  return RunLaunch("timeout -s INT -k 10 60 " + std::string(DTRAIN_BINARY_DIR) + "/dtrain launch " +
+                   args);
 }
 
 }  // namespace dtrain::test
