@@ -52,6 +52,11 @@ dtrain_test(timeline_counter_tracks_test
   LIBS dtrain_launcher dtrain_clip_trace ZLIB::ZLIB
   TIMEOUT 180)
 add_dependencies(timeline_counter_tracks_test dtrain)
+# GPU kernel time by type and by kernel, against HolisticTraceAnalysis' GPU kernel breakdown.
+dtrain_test(timeline_kernel_breakdown_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_kernel_breakdown_test.cpp
+  LIBS dtrain_launcher ZLIB::ZLIB
+  TIMEOUT 180)
 # GPU time by record_function region, against HolisticTraceAnalysis' GPU user annotation breakdown.
 dtrain_test(timeline_gpu_annotations_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_gpu_annotations_test.cpp

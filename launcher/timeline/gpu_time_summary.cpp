@@ -163,6 +163,7 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
       l.call_start = launch->second.call_start_us;
       l.call_duration = launch->second.call_duration_us;
     }
+    kernel_breakdown_.Add(rank, a.kind, names_[a.name], a.start, a.end);
     KernelTotal& total = kernels_[a.name];
     total.kind = a.kind;
     total.count += 1;
@@ -301,6 +302,7 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
   if (summary.top_kernels.size() > GpuTimeSummary::kTopKernels) {
     summary.top_kernels.resize(GpuTimeSummary::kTopKernels);
   }
+  summary.kernel_breakdown = kernel_breakdown_.Finish();
 
   // Collectives: the n-th of one name on every rank is one collective (c10d issues them in the
   // same order on every rank of a process group); its arrival on a rank is its start there.
@@ -379,13 +381,9 @@ std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
   if (const std::string queues = FormatLaunchQueues(summary.launch_queues); !queues.empty()) {
     out += "\n" + queues;
   }
-  if (!summary.top_kernels.empty()) {
-    out += "\nTop kernels (all ranks)\n";
-    for (const KernelTotal& k : summary.top_kernels) {
-      std::string name = k.name.size() > 90 ? k.name.substr(0, 87) + "..." : k.name;
-      out += fmt::format("  {:>9.2f} ms {:>6}x {:<13} {}\n", k.total_ms, k.count, KindName(k.kind),
-                         name);
-    }
+  if (const std::string breakdown = FormatGpuKernelBreakdown(summary.kernel_breakdown);
+      !breakdown.empty()) {
+    out += "\n" + breakdown;
   }
   if (!summary.collectives.empty()) {
     out += fmt::format("\nStragglers: of {} collectives matched across ranks, the last to arrive\n",
@@ -471,6 +469,7 @@ nlohmann::json GpuTimeSummaryJson(const GpuTimeSummary& summary) {
   return {{"step", summary.step_name},
           {"ranks", ranks},
           {"top_kernels", kernels},
+          {"kernel_breakdown", GpuKernelBreakdownJson(summary.kernel_breakdown)},
           {"collectives", collectives},
           {"stragglers", stragglers}};
 }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/gpu_idle_causes.h"
+#include "launcher/timeline/gpu_kernel_breakdown.h"
 #include "launcher/timeline/gpu_speed_compare.h"
 #include "launcher/timeline/kineto_trace.h"
 #include "launcher/timeline/launch_queue.h"
@@ -88,6 +89,7 @@ struct GpuTimeSummary {
   std::vector<RankSpeed> speeds;         // each rank's GPU against the others at the same work
   std::map<int, RankOps> operators;      // what each rank ran, by name (builder's `operators`)
   std::vector<KernelTotal> top_kernels;  // most total time first, at most kTopKernels
+  GpuKernelBreakdown kernel_breakdown;   // kernel time by type, and per rank by kernel
   std::vector<CollectiveArrival> collectives;  // in order of first arrival
   std::vector<Straggler> stragglers;           // most often last first
   std::string step_name;                       // what a step is
@@ -148,6 +150,7 @@ class GpuTimeSummaryBuilder {
   NameTable names_;
   std::map<std::string, int, std::less<>> profiler_step_names_;
   std::map<uint32_t, KernelTotal> kernels_;
+  GpuKernelBreakdownBuilder kernel_breakdown_;
   // Per rank, the work that GpuSpeed compares: compute kernels, copies to and from the GPU.
   std::map<int, RankWork> compute_work_, to_gpu_work_, from_gpu_work_;
 };
