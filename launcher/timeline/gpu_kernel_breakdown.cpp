@@ -87,31 +87,36 @@ void GpuKernelBreakdownBuilder::Add(int rank, GpuActivityKind kind, std::string_
   state.kernels[{kind, names_.Intern(name)}].Add(end_us - start_us);
 }
 
-GpuKernelBreakdown GpuKernelBreakdownBuilder::Finish() const {
+void GpuKernelBreakdownBuilder::EndRank(int rank) {
+  auto found = ranks_.find(rank);
+  if (found == ranks_.end()) return;
+  // Each type's kernels merged into stretches, then one sweep over their edges.
+  std::vector<std::pair<double, int>> edges;  // time, +bit at a start, -bit at an end
+  for (int k = 0; k < 3; ++k) {
+    std::vector<Interval>& spans = found->second.intervals[k];
+    std::sort(spans.begin(), spans.end(),
+              [](const Interval& a, const Interval& b) { return a.start < b.start; });
+    for (size_t i = 0; i < spans.size();) {
+      double start = spans[i].start, end = spans[i].end;
+      for (++i; i < spans.size() && spans[i].start <= end; ++i) end = std::max(end, spans[i].end);
+      edges.push_back({start, 1 << k});
+      edges.push_back({end, -(1 << k)});
+    }
+    std::vector<Interval>().swap(spans);
+  }
+  std::sort(edges.begin(), edges.end());
+  int mask = 0;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    if (i > 0 && mask > 0) mix_us_[mask] += edges[i].first - edges[i - 1].first;
+    mask += edges[i].second;
+  }
+}
+
+GpuKernelBreakdown GpuKernelBreakdownBuilder::Finish() {
   GpuKernelBreakdown out;
-  std::map<int, double> mix_us;  // by bit mask, over all ranks
   for (const auto& [rank, state] : ranks_) {
     ++out.ranks;
-    // Each type's kernels merged into stretches, then one sweep over their edges.
-    std::vector<std::pair<double, int>> edges;  // time, +bit at a start, -bit at an end
-    for (int k = 0; k < 3; ++k) {
-      std::vector<Interval> spans = state.intervals[k];
-      std::sort(spans.begin(), spans.end(),
-                [](const Interval& a, const Interval& b) { return a.start < b.start; });
-      for (size_t i = 0; i < spans.size();) {
-        double start = spans[i].start, end = spans[i].end;
-        for (++i; i < spans.size() && spans[i].start <= end; ++i) end = std::max(end, spans[i].end);
-        edges.push_back({start, 1 << k});
-        edges.push_back({end, -(1 << k)});
-      }
-    }
-    std::sort(edges.begin(), edges.end());
-    int mask = 0;
-    for (size_t i = 0; i < edges.size(); ++i) {
-      if (i > 0 && mask > 0) mix_us[mask] += edges[i].first - edges[i - 1].first;
-      mask += edges[i].second;
-    }
-
+    EndRank(rank);
     // The kernels of each type, most time first; past the listed ones, "others".
     std::map<GpuActivityKind, std::vector<std::pair<std::string, Running>>> by_type;
     for (const auto& [key, running] : state.kernels) {
@@ -150,8 +155,8 @@ GpuKernelBreakdown GpuKernelBreakdownBuilder::Finish() const {
     }
   }
   double all_us = 0;
-  for (const auto& [mask, us] : mix_us) all_us += us;
-  for (const auto& [mask, us] : mix_us) {
+  for (const auto& [mask, us] : mix_us_) all_us += us;
+  for (const auto& [mask, us] : mix_us_) {
     if (us > 0) out.types.push_back({MixName(mask), us, Percent(us, all_us)});
   }
   std::stable_sort(

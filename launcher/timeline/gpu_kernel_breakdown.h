@@ -52,7 +52,9 @@ class GpuKernelBreakdownBuilder {
  public:
   // One kernel, copy or memset of `rank` (OTHER kinds are left out, as HTA leaves them out).
   void Add(int rank, GpuActivityKind kind, std::string_view name, double start_us, double end_us);
-  GpuKernelBreakdown Finish() const;
+  // Sums `rank`'s time by type and lets its kernels' times go (Finish does it for the ranks left).
+  void EndRank(int rank);
+  GpuKernelBreakdown Finish();
 
   // HTA's defaults: at most this many kernels of a type listed per rank, and those within this
   // share of the type's time.
@@ -74,6 +76,7 @@ class GpuKernelBreakdownBuilder {
     std::map<std::pair<GpuActivityKind, uint32_t>, Running> kernels;
   };
   std::map<int, RankState> ranks_;
+  std::map<int, double> mix_us_;  // by bit mask (COMPUTATION 1, COMMUNICATION 2, MEMORY 4)
   NameTable names_;
 };
 

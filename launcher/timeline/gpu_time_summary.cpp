@@ -185,6 +185,7 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
     }
   }
   std::vector<Activity>().swap(state.activities);
+  kernel_breakdown_.EndRank(rank);
   queues = LaunchQueueByStream(launched);
   causes = FindGpuIdleCauses(std::move(launched));
   std::unordered_map<int64_t, Launch>().swap(state.launches);
