@@ -63,12 +63,18 @@ std::string AddComputeJson(const std::string& report_json, const ComputeResult& 
     for (const DeviceCheckLine& c : r.checks) {
       checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
     }
+    nlohmann::json speeds = nlohmann::json::array();
+    for (const DeviceSpeedLine& s : r.speeds) {
+      speeds.push_back(
+          {{"name", s.name}, {"value", s.value}, {"unit", s.unit}, {"detail", s.detail}});
+    }
     ranks.push_back({{"rank", r.rank},
                      {"node", r.node},
                      {"device", r.device},
                      {"exit_status", r.exit_status},
                      {"passed", RankPassed(r)},
-                     {"checks", checks}});
+                     {"checks", checks},
+                     {"speeds", speeds}});
   }
   nlohmann::json report = nlohmann::json::parse(report_json);
   report["compute"] = {

@@ -1,6 +1,7 @@
 #include "doctor/compute_verdict.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -37,6 +38,24 @@ RankComputeCheck ParseComputeCheckLog(std::string_view log) {
       const size_t detail_at = line.find_first_not_of(' ', name_end);
       check.detail = detail_at == std::string::npos ? "" : line.substr(detail_at);
       out.checks.push_back(std::move(check));
+    } else if (line.rfind("SPEED  ", 0) == 0) {
+      // SPEED  matmul          12.5 GFLOP/s (float32 1024 x 1024, fastest of 5 runs 171.2 ms)
+      DeviceSpeedLine speed;
+      char name[64] = "", unit[32] = "";
+      int used = 0;
+      if (std::sscanf(line.c_str() + 7, "%63s %lf %31s %n", name, &speed.value, unit, &used) >= 3 &&
+          speed.value > 0) {
+        speed.name = name;
+        speed.unit = unit;
+        std::string detail = line.substr(std::min(line.size(), 7 + static_cast<size_t>(used)));
+        if (detail.size() >= 2 && detail.front() == '(' && detail.back() == ')') {
+          detail = detail.substr(1, detail.size() - 2);
+        }
+        speed.detail = detail;
+        out.speeds.push_back(std::move(speed));
+      } else {
+        other += line + "\n";
+      }
     } else if (line.rfind(kCheckExitMarker, 0) == 0) {
       out.exit_status = std::atoi(line.c_str() + std::char_traits<char>::length(kCheckExitMarker));
     } else {
@@ -52,6 +71,73 @@ namespace {
 std::string Where(const RankComputeCheck& r) {
   return r.device.empty() ? fmt::format("node {} (rank {})", r.node, r.rank)
                           : fmt::format("node {} ({}, rank {})", r.node, r.device, r.rank);
+}
+
+// The devices' speeds compared, per kind of device ("cpu", "cuda"): `passed` are the ranks whose
+// checks all passed.
+void JudgeSpeeds(const std::vector<const RankComputeCheck*>& passed,
+                 std::vector<Finding>& findings) {
+  std::map<std::string, std::vector<const RankComputeCheck*>> by_kind;
+  for (const RankComputeCheck* r : passed) {
+    if (!r->speeds.empty()) by_kind[r->device.substr(0, r->device.find(':'))].push_back(r);
+  }
+  for (const auto& [kind, ranks] : by_kind) {
+    const double slow_share = kind == "cpu" ? kSlowShareCpu : kSlowShare;
+    // Per figure, in the order the check prints them: every rank's value, and the reference.
+    std::vector<std::string> names;
+    std::map<std::string, std::vector<double>> values;
+    std::map<std::string, std::string> units;
+    for (const RankComputeCheck* r : ranks) {
+      for (const DeviceSpeedLine& s : r->speeds) {
+        if (!values.count(s.name)) names.push_back(s.name);
+        values[s.name].push_back(s.value);
+        units[s.name] = s.unit;
+      }
+    }
+    std::map<std::string, double> reference;
+    for (auto& [name, v] : values) {
+      std::sort(v.begin(), v.end());
+      reference[name] = v[v.size() / 2];  // the middle one; of an even number the faster
+    }
+    bool any_slow = false;
+    if (ranks.size() >= 2) {
+      for (const RankComputeCheck* r : ranks) {
+        std::vector<std::string> slow;
+        for (const DeviceSpeedLine& s : r->speeds) {
+          const double ref = reference[s.name];
+          if (values[s.name].size() < 2 || s.value >= slow_share * ref) continue;
+          slow.push_back(fmt::format("{} {:.4g} {}, {:.0f}% of its peers' {:.4g} ({})", s.name,
+                                     s.value, s.unit, 100 * s.value / ref, ref, s.detail));
+        }
+        if (slow.empty()) continue;
+        any_slow = true;
+        findings.push_back(Make(
+            Severity::kError, "compute", "", {r->node},
+            fmt::format("{} is slow: {}", Where(*r), Join(slow, "; ")),
+            "every synchronous step waits for the slowest GPU: look at its clocks and clock-event "
+            "reasons, temperature and power cap (nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE; "
+            "`dtrain doctor` reads them) and, for host-to-device, its PCIe link; keep the node out "
+            "of jobs (--exclude-bad -o FILE) until it is as fast as its peers"));
+      }
+    }
+    if (any_slow) continue;
+    std::vector<std::string> ranges;
+    for (const std::string& name : names) {
+      const std::vector<double>& v = values[name];
+      ranges.push_back(
+          v.front() == v.back()
+              ? fmt::format("{} {:.4g} {}", name, v.front(), units[name])
+              : fmt::format("{} {:.4g}-{:.4g} {}", name, v.front(), v.back(), units[name]));
+    }
+    findings.push_back(
+        Make(Severity::kOk, "compute", "", {},
+             ranks.size() < 2
+                 ? fmt::format("one {} device, its speed compared with no other: {}", kind,
+                               Join(ranges, ", "))
+                 : fmt::format("the {} {} devices are alike in speed (each within {:.0f}% of the "
+                               "middle one): {}",
+                               ranks.size(), kind, 100 * slow_share, Join(ranges, ", "))));
+  }
 }
 
 }  // namespace
@@ -88,6 +174,7 @@ std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ran
   }
   std::set<std::string> devices;
   int passed = 0;
+  std::vector<const RankComputeCheck*> passing;
   for (const RankComputeCheck& r : ranks) {
     std::vector<std::string> failed;
     bool failed_shared = false;
@@ -116,6 +203,7 @@ std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ran
           "keep the node out of jobs until then"));
     } else if (RankPassed(r)) {
       ++passed;
+      passing.push_back(&r);
       devices.insert(r.device);
     } else {
       const std::string status =
@@ -137,6 +225,7 @@ std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ran
                     ranks.size(), nodes.size(),
                     Join(std::vector<std::string>(devices.begin(), devices.end())))));
   }
+  JudgeSpeeds(passing, findings);
   return findings;
 }
 

@@ -3,7 +3,10 @@
 // rank's device against references. A device whose results differ is an error naming its node:
 // a GPU that computes wrong numbers without a fault to show for it (silent data corruption)
 // spoils a run that nothing else stops. So is a check that never finished (a hung GPU) and one
-// that could not run.
+// that could not run. Then how fast each device is (the check's SPEED lines: a matrix product, a
+// copy within the device, on CUDA one from the host): a device below kSlowShare (kSlowShareCpu)
+// of its peers' figure (the middle device's, the faster middle one of an even number) is an error
+// too, since every synchronous step waits for the slowest GPU.
 #pragma once
 
 #include <string>
@@ -23,17 +26,33 @@ struct DeviceCheckLine {
   std::string detail;  // what was compared, the difference and its limit
 };
 
+// One "SPEED  <name> <value> <unit> (<detail>)" line of the check.
+struct DeviceSpeedLine {
+  std::string name;  // "matmul"
+  double value = 0;
+  std::string unit;  // "GFLOP/s"
+  std::string detail;
+};
+
+// A device whose figure is below this share of its peers' is slow: a GPU, at 0.8 (a GPU a fifth
+// slower than the others sets every synchronous step's pace); a CPU device at 0.5, since CPU
+// cores are shared with whatever else the node runs (data loaders, the system) and a rank's speed
+// there varies more.
+inline constexpr double kSlowShare = 0.8;
+inline constexpr double kSlowShareCpu = 0.5;
+
 struct RankComputeCheck {
   int rank = 0;
   std::string node;
   std::string device;    // from "dtrain-clip check on cuda:0" ("" if it never got that far)
   int exit_status = -1;  // the check's (124: it ran past the time limit); -1: never reported
   std::vector<DeviceCheckLine> checks;
+  std::vector<DeviceSpeedLine> speeds;
   std::string last_words;  // what it said last, for a check that could not run
 };
 
-// One rank's log: the device line, each PASS/FAIL line and the exit marker; other lines are
-// skipped.
+// One rank's log: the device line, each PASS/FAIL and SPEED line and the exit marker; other
+// lines are skipped.
 RankComputeCheck ParseComputeCheckLog(std::string_view log);
 
 // Whether the rank's check ran to its end (status 0) and every check in it passed.
@@ -43,7 +62,9 @@ bool RankPassed(const RankComputeCheck& r);
 // finding when every rank passed. A check that every rank fails (two or more) is one error that
 // names no node: a cause the devices share (LibTorch, CUDA, the driver, the check itself) is
 // likelier than every GPU at once, and --exclude-bad must not empty the hostfile for it.
-// `job_dir` is named where the logs help.
+// Then, among the ranks that passed, per kind of device (cpu, cuda): one error per slow device,
+// naming its node, or one ok finding with each figure's range. `job_dir` is named where the logs
+// help.
 std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ranks,
                                         double timeout_s, const std::string& job_dir);
 

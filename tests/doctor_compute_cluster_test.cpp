@@ -4,12 +4,16 @@
 // the doctor names node1 as hung once --compute-timeout has passed, the other nodes still pass,
 // --exclude-bad leaves it out of the hostfile, and nothing is left running on node1. With
 // node2's sshd killed, the doctor still reports, naming node2 and the check that could not start.
-// And Ctrl-C while node1's check is stopped: no node is judged from the cut-short check.
+// And Ctrl-C while node1's check is stopped: no node is judged from the cut-short check. And a
+// node whose CPU is throttled to a tenth (its sshd, so every process of the check, in a cgroup
+// with a CPU quota): the device that is slow is named, and only it.
 #include <signal.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,7 +69,21 @@ TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
                                                "layer-norm", "captured-step"}));
   }
   EXPECT_EQ(nodes, (std::vector<std::string>{"node0", "node1", "node2"}));
-  ASSERT_EQ(Findings(ok, "compute", "ok").size(), 1u) << ok.text;
+  // The computations matched, and the speeds are alike (each rank also says its figures).
+  const std::vector<nlohmann::json> oks = Findings(ok, "compute", "ok");
+  ASSERT_EQ(oks.size(), 2u) << ok.text;
+  EXPECT_NE(oks[1]["message"].get<std::string>().find("the 3 cpu devices are alike in speed"),
+            std::string::npos)
+      << ok.text;
+  std::cout << oks[1]["message"].get<std::string>() << "\n";
+  for (const auto& r : compute["ranks"]) {
+    std::vector<std::string> speeds;
+    for (const auto& speed : r["speeds"]) {
+      speeds.push_back(speed["name"]);
+      EXPECT_GT(speed["value"].get<double>(), 0) << r.dump(2);
+    }
+    EXPECT_EQ(speeds, (std::vector<std::string>{"matmul", "memory-copy"})) << r.dump(2);
+  }
   EXPECT_TRUE(Findings(ok, "compute", "error").empty()) << ok.text;
 
   // 2. node1's check stopped as soon as it starts.
@@ -152,6 +170,84 @@ TEST(DoctorComputeCluster, CtrlCDuringTheCheckBlamesNoNodeAndWritesNoHostfile) {
                                  "--exclude-bad", "-o", good, "-c", file},
                                 cluster.dir(), {"NO_COLOR=1"});
   test::ExpectTestCutShortByCtrlC(cluster, 2, doctor, "compute", "check", good);
+}
+
+// Every process of one node's sshd (what it runs later too) in a cgroup of the CPU controller with
+// a quota of `share` of one CPU, cgroup v1 (/sys/fs/cgroup/cpu) or v2 (cpu.max); ok() is false
+// where neither can be made. The processes go back to the root cgroup when it ends.
+class CpuQuota {
+ public:
+  CpuQuota(const std::string& name, int sshd_pid, double share) {
+    const int period_us = 10000, quota_us = static_cast<int>(share * period_us);
+    const std::string v1 = "/sys/fs/cgroup/cpu";
+    if (std::filesystem::exists(v1 + "/cpu.cfs_quota_us")) {
+      root_ = v1;
+      dir_ = v1 + "/" + name;
+      std::filesystem::create_directories(dir_);
+      ok_ = Write(dir_ + "/cpu.cfs_period_us", std::to_string(period_us)) &&
+            Write(dir_ + "/cpu.cfs_quota_us", std::to_string(quota_us));
+    } else if (std::filesystem::exists("/sys/fs/cgroup/cgroup.subtree_control")) {
+      root_ = "/sys/fs/cgroup";
+      Write(root_ + "/cgroup.subtree_control", "+cpu");
+      dir_ = root_ + "/" + name;
+      std::filesystem::create_directories(dir_);
+      ok_ = Write(dir_ + "/cpu.max", std::to_string(quota_us) + " " + std::to_string(period_us));
+    }
+    ok_ = ok_ && Write(dir_ + "/cgroup.procs", std::to_string(sshd_pid));
+  }
+  ~CpuQuota() {
+    if (dir_.empty()) return;
+    for (int round = 0; round < 50; ++round) {
+      const std::string procs = test::ReadText(dir_ + "/cgroup.procs");
+      if (procs.empty()) break;
+      for (size_t at = 0, end; (end = procs.find('\n', at)) != std::string::npos; at = end + 1) {
+        Write(root_ + "/cgroup.procs", procs.substr(at, end - at));
+      }
+    }
+    std::error_code ignored;
+    std::filesystem::remove(dir_, ignored);
+  }
+  CpuQuota(const CpuQuota&) = delete;
+  CpuQuota& operator=(const CpuQuota&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  static bool Write(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text << '\n';
+    out.flush();
+    return static_cast<bool>(out);
+  }
+  std::string root_, dir_;
+  bool ok_ = false;
+};
+
+// node2 throttled to a tenth of a CPU: its check runs (the computations still match) but its
+// device is named slow, the others are not, and --exclude-bad leaves node2 out.
+TEST(DoctorComputeCluster, ANodeThrottledToATenthIsNamedSlow) {
+  SshTestCluster cluster("doctor-compute-slow", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string file = OneThreadEach(cluster);
+  const int sshd = std::stoi(test::ReadText(cluster.dir() + "/node2/sshd.pid"));
+  CpuQuota quota("dtrain-test-compute-slow", sshd, 0.1);
+  ASSERT_TRUE(quota.ok()) << "no CPU controller to throttle node2 with";
+  const std::string good = cluster.dir() + "/good.txt";
+  const DoctorRun slow = test::RunDoctor("--json --compute --exclude-bad -o " + good, file);
+  ASSERT_TRUE(slow.doc.is_object()) << slow.text;
+  EXPECT_EQ(slow.status, 1) << slow.text;
+  for (const auto& r : slow.doc["compute"]["ranks"]) {
+    EXPECT_TRUE(r["passed"].get<bool>()) << r.dump(2);
+  }
+  const std::vector<nlohmann::json> errors = Findings(slow, "compute", "error");
+  ASSERT_EQ(errors.size(), 1u) << slow.text;
+  EXPECT_EQ(errors[0]["nodes"], nlohmann::json::array({"node2"}));
+  const std::string message = errors[0]["message"];
+  EXPECT_EQ(message.rfind("node node2 (cpu, rank 2) is slow: matmul ", 0), 0u) << message;
+  EXPECT_NE(message.find("; memory-copy "), std::string::npos) << message;
+  std::cout << message << "\n";
+  EXPECT_NE(slow.text.find("wrote " + good + ": 2 of 3 nodes; left out: node2"), std::string::npos)
+      << slow.text;
+  EXPECT_EQ(cluster.LeftoverProcesses(3, 5), "");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // `dtrain doctor --compute`'s verdict on the lines `dtrain-clip check` prints (its format:
-// "PASS  <name padded to 17> <detail>") and the marker the doctor's rank command adds: a device
-// with a FAIL line, one that ran past the limit, one where the check could not run, and all
-// passing.
+// "PASS  <name padded to 17> <detail>", "SPEED  <name padded to 15> <value> <unit> (<detail>)")
+// and the marker the doctor's rank command adds: a device with a FAIL line, one that ran past the
+// limit, one where the check could not run, all passing, and a device slower than its peers.
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,94 @@ TEST(DoctorCompute, ACheckEveryDeviceFailsNamesNoNode) {
   const std::vector<Finding> one = JudgeComputeChecks({Parsed(both, 0, "gpu-a")}, 300, "/j");
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].nodes, std::vector<std::string>{"gpu-a"});
+}
+
+// A log with the check's SPEED lines: `matmul` GFLOP/s and `copy` GB/s.
+std::string WithSpeed(double matmul, double copy, const std::string& device = "cuda:0") {
+  std::string log = kPassLog;
+  log.replace(log.find("cuda:0"), 6, device);
+  char lines[400];
+  std::snprintf(lines, sizeof lines,
+                "SPEED  matmul          %.4g GFLOP/s (bfloat16 8192 x 8192, fastest of 5 runs "
+                "1.652 ms)\n"
+                "SPEED  memory-copy     %.4g GB/s (512 MiB within the GPU, fastest of 5 runs "
+                "0.201 ms)\n",
+                matmul, copy);
+  log.insert(log.find("dtrain-check-exit"), lines);
+  return log;
+}
+
+TEST(DoctorCompute, ReadsTheSpeedLines) {
+  const RankComputeCheck r = ParseComputeCheckLog(WithSpeed(665500, 2671));
+  ASSERT_EQ(r.speeds.size(), 2u);
+  EXPECT_EQ(r.speeds[0].name, "matmul");
+  EXPECT_DOUBLE_EQ(r.speeds[0].value, 665500);
+  EXPECT_EQ(r.speeds[0].unit, "GFLOP/s");
+  EXPECT_EQ(r.speeds[0].detail, "bfloat16 8192 x 8192, fastest of 5 runs 1.652 ms");
+  EXPECT_EQ(r.speeds[1].name, "memory-copy");
+  EXPECT_EQ(r.exit_status, 0);
+  EXPECT_TRUE(RankPassed(r));
+  // A line that does not read as a figure is not one.
+  std::string broken = kPassLog;
+  broken.insert(broken.find("dtrain-check-exit"), "SPEED  matmul nan-ish\n");
+  EXPECT_TRUE(ParseComputeCheckLog(broken).speeds.empty());
+}
+
+// Against the middle device (of four, the faster middle one: 650), one at 71% is slow, one at
+// 86% is not; the slow one is named with the figure it is slow in, and only it.
+TEST(DoctorCompute, ADeviceBelowItsPeersIsSlowAndNamed) {
+  const std::vector<Finding> f = JudgeComputeChecks(
+      {Parsed(WithSpeed(650, 2600), 0, "gpu-a"), Parsed(WithSpeed(660, 2700), 1, "gpu-b"),
+       Parsed(WithSpeed(462, 2650), 2, "gpu-c"), Parsed(WithSpeed(561, 2690), 3, "gpu-d")},
+      300, "/logs/job");
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].severity, Severity::kOk);  // the computations matched
+  EXPECT_EQ(f[1].severity, Severity::kError);
+  EXPECT_EQ(f[1].nodes, std::vector<std::string>{"gpu-c"});
+  EXPECT_THAT(f[1].message, HasSubstr("node gpu-c (cuda:0, rank 2) is slow: matmul 462 GFLOP/s, "
+                                      "71% of its peers' 650 (bfloat16 8192 x 8192"));
+  EXPECT_THAT(f[1].message, testing::Not(HasSubstr("memory-copy")));
+  EXPECT_THAT(f[1].remedy, HasSubstr("clock"));
+  // Of two, the slower one is named against the faster.
+  const std::vector<Finding> two = JudgeComputeChecks(
+      {Parsed(WithSpeed(650, 2600), 0, "gpu-a"), Parsed(WithSpeed(650, 1000), 1, "gpu-b")}, 300,
+      "/j");
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[1].nodes, std::vector<std::string>{"gpu-b"});
+  EXPECT_THAT(two[1].message, HasSubstr("memory-copy 1000 GB/s, 38% of its peers' 2600"));
+}
+
+// Alike devices are one ok line with each figure's range; devices of another kind are not
+// compared with them; a device that failed a check is left out of the comparison (its error
+// says enough).
+TEST(DoctorCompute, AlikeDevicesAreOneOkLinePerKind) {
+  std::string failed = WithSpeed(10, 10);
+  failed.replace(failed.find("PASS  layer-norm"), 16, "FAIL  layer-norm");
+  const std::vector<Finding> f = JudgeComputeChecks(
+      {Parsed(WithSpeed(650, 2600), 0, "gpu-a"), Parsed(WithSpeed(640, 2650), 1, "gpu-b"),
+       Parsed(WithSpeed(30, 5, "cpu"), 2, "cpu-a"), Parsed(failed, 3, "gpu-c")},
+      300, "/logs/job");
+  std::vector<std::string> ok;
+  for (const Finding& finding : f) {
+    if (finding.severity == Severity::kOk) ok.push_back(finding.message);
+    if (finding.severity == Severity::kError) {
+      EXPECT_EQ(finding.nodes, std::vector<std::string>{"gpu-c"});
+      EXPECT_THAT(finding.message, testing::Not(HasSubstr("slow")));
+    }
+  }
+  ASSERT_EQ(ok.size(), 2u);
+  EXPECT_THAT(ok[0], HasSubstr("one cpu device, its speed compared with no other: matmul 30 "
+                               "GFLOP/s, memory-copy 5 GB/s"));
+  // CPU devices are slow below half their peers' figure, not below 80%.
+  const std::vector<Finding> cpus = JudgeComputeChecks(
+      {Parsed(WithSpeed(30, 10, "cpu"), 0, "a"), Parsed(WithSpeed(16, 10, "cpu"), 1, "b"),
+       Parsed(WithSpeed(31, 4, "cpu"), 2, "c")},
+      300, "/j");
+  ASSERT_EQ(cpus.size(), 2u);
+  EXPECT_EQ(cpus[1].nodes, std::vector<std::string>{"c"});
+  EXPECT_THAT(cpus[1].message, HasSubstr("is slow: memory-copy 4 GB/s, 40% of its peers' 10"));
+  EXPECT_THAT(ok[1], HasSubstr("the 2 cuda devices are alike in speed (each within 80% of the "
+                               "middle one): matmul 640-650 GFLOP/s, memory-copy 2600-2650 GB/s"));
 }
 
 }  // namespace
