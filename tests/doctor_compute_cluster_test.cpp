@@ -12,7 +12,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -21,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cpu_cgroup.h"
 #include "tests/support/doctor_run.h"
 #include "tests/support/doctor_test_job_interrupt.h"
 #include "tests/support/dtrain_process.h"
@@ -172,65 +172,20 @@ TEST(DoctorComputeCluster, CtrlCDuringTheCheckBlamesNoNodeAndWritesNoHostfile) {
   test::ExpectTestCutShortByCtrlC(cluster, 2, doctor, "compute", "check", good);
 }
 
-// Every process of one node's sshd (what it runs later too) in a cgroup of the CPU controller with
-// a quota of `share` of one CPU, cgroup v1 (/sys/fs/cgroup/cpu) or v2 (cpu.max); ok() is false
-// where neither can be made. The processes go back to the root cgroup when it ends.
-class CpuQuota {
- public:
-  CpuQuota(const std::string& name, int sshd_pid, double share) {
-    const int period_us = 10000, quota_us = static_cast<int>(share * period_us);
-    const std::string v1 = "/sys/fs/cgroup/cpu";
-    if (std::filesystem::exists(v1 + "/cpu.cfs_quota_us")) {
-      root_ = v1;
-      dir_ = v1 + "/" + name;
-      std::filesystem::create_directories(dir_);
-      ok_ = Write(dir_ + "/cpu.cfs_period_us", std::to_string(period_us)) &&
-            Write(dir_ + "/cpu.cfs_quota_us", std::to_string(quota_us));
-    } else if (std::filesystem::exists("/sys/fs/cgroup/cgroup.subtree_control")) {
-      root_ = "/sys/fs/cgroup";
-      Write(root_ + "/cgroup.subtree_control", "+cpu");
-      dir_ = root_ + "/" + name;
-      std::filesystem::create_directories(dir_);
-      ok_ = Write(dir_ + "/cpu.max", std::to_string(quota_us) + " " + std::to_string(period_us));
-    }
-    ok_ = ok_ && Write(dir_ + "/cgroup.procs", std::to_string(sshd_pid));
-  }
-  ~CpuQuota() {
-    if (dir_.empty()) return;
-    for (int round = 0; round < 50; ++round) {
-      const std::string procs = test::ReadText(dir_ + "/cgroup.procs");
-      if (procs.empty()) break;
-      for (size_t at = 0, end; (end = procs.find('\n', at)) != std::string::npos; at = end + 1) {
-        Write(root_ + "/cgroup.procs", procs.substr(at, end - at));
-      }
-    }
-    std::error_code ignored;
-    std::filesystem::remove(dir_, ignored);
-  }
-  CpuQuota(const CpuQuota&) = delete;
-  CpuQuota& operator=(const CpuQuota&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  static bool Write(const std::string& path, const std::string& text) {
-    std::ofstream out(path);
-    out << text << '\n';
-    out.flush();
-    return static_cast<bool>(out);
-  }
-  std::string root_, dir_;
-  bool ok_ = false;
-};
-
-// node2 throttled to a tenth of a CPU: its check runs (the computations still match) but its
-// device is named slow, the others are not, and --exclude-bad leaves node2 out.
+// node2 throttled to a tenth of a CPU (tests/support/cpu_cgroup.h): its check runs (the
+// computations still match) but its device is named slow, the others are not, and --exclude-bad
+// leaves node2 out.
 TEST(DoctorComputeCluster, ANodeThrottledToATenthIsNamedSlow) {
   SshTestCluster cluster("doctor-compute-slow", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string file = OneThreadEach(cluster);
-  const int sshd = std::stoi(test::ReadText(cluster.dir() + "/node2/sshd.pid"));
-  CpuQuota quota("dtrain-test-compute-slow", sshd, 0.1);
-  ASSERT_TRUE(quota.ok()) << "no CPU controller to throttle node2 with";
+  // node2's sshd, so every process of its check, in the cgroup; a 10 ms period, so that no timed
+  // run (a few ms of CPU each) fits in one period's quota.
+  testing::CpuCgroup slowed("dtrain-compute-slow-" + std::to_string(::getpid()), 0.1, 10000);
+  if (!slowed.error().empty()) GTEST_SKIP() << slowed.error();
+  std::string sshd = test::ReadText(cluster.dir() + "/node2/sshd.pid");
+  sshd.erase(sshd.find_last_not_of(" \n") + 1);
+  ASSERT_TRUE(slowed.Move(sshd)) << sshd;
   const std::string good = cluster.dir() + "/good.txt";
   const DoctorRun slow = test::RunDoctor("--json --compute --exclude-bad -o " + good, file);
   ASSERT_TRUE(slow.doc.is_object()) << slow.text;

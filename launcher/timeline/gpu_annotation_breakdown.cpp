@@ -1,7 +1,6 @@
 #include "launcher/timeline/gpu_annotation_breakdown.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include <fmt/format.h>
 
@@ -16,16 +15,8 @@ void GpuAnnotationBreakdownBuilder::Add(const KinetoEvent& e) {
   if (e.cat != "gpu_user_annotation") return;
   auto& names = ranks_[e.rank];
   auto it = names.find(e.name);
-  if (it == names.end()) it = names.emplace(std::string(e.name), Running{}).first;
-  Running& r = it->second;
-  const double dur = e.dur_us;
-  r.min = r.count == 0 ? dur : std::min(r.min, dur);
-  r.max = r.count == 0 ? dur : std::max(r.max, dur);
-  r.count += 1;
-  r.sum += dur;
-  const double delta = dur - r.mean;
-  r.mean += delta / static_cast<double>(r.count);
-  r.m2 += delta * (dur - r.mean);
+  if (it == names.end()) it = names.emplace(std::string(e.name), RunningStats{}).first;
+  it->second.Add(e.dur_us);
 }
 
 std::vector<RankAnnotations> GpuAnnotationBreakdownBuilder::Finish() const {
@@ -41,7 +32,7 @@ std::vector<RankAnnotations> GpuAnnotationBreakdownBuilder::Finish() const {
       a.mean_us = run.mean;
       a.min_us = run.min;
       a.max_us = run.max;
-      a.std_us = run.count > 1 ? std::sqrt(run.m2 / static_cast<double>(run.count - 1)) : 0;
+      a.std_us = run.std_dev();
       r.regions.push_back(std::move(a));
     }
     std::stable_sort(

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/kineto_trace.h"
+#include "launcher/timeline/running_stats.h"
 
 namespace dtrain {
 
@@ -35,11 +36,7 @@ class GpuAnnotationBreakdownBuilder {
   std::vector<RankAnnotations> Finish() const;
 
  private:
-  struct Running {  // Welford's running mean and sum of squared deviations
-    int64_t count = 0;
-    double sum = 0, mean = 0, m2 = 0, min = 0, max = 0;
-  };
-  std::map<int, std::map<std::string, Running, std::less<>>> ranks_;
+  std::map<int, std::map<std::string, RunningStats, std::less<>>> ranks_;
 };
 
 // The summary's section (per rank the regions with the most GPU time, step annotations left out:

@@ -7,6 +7,7 @@
 #include "launcher/timeline/gpu_kernel_breakdown.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <tuple>
 
@@ -53,32 +54,6 @@ constexpr size_t kKernelsShown = 10;
 
 }  // namespace
 
-void GpuKernelBreakdownBuilder::Running::Add(double value) {
-  min = count == 0 ? value : std::min(min, value);
-  max = count == 0 ? value : std::max(max, value);
-  ++count;
-  sum += value;
-  const double delta = value - mean;
-  mean += delta / static_cast<double>(count);
-  m2 += delta * (value - mean);
-}
-
-void GpuKernelBreakdownBuilder::Running::Merge(const Running& other) {
-  if (other.count == 0) return;
-  if (count == 0) {
-    *this = other;
-    return;
-  }
-  const double n = static_cast<double>(count), m = static_cast<double>(other.count);
-  const double delta = other.mean - mean;
-  m2 += other.m2 + delta * delta * n * m / (n + m);
-  mean += delta * m / (n + m);
-  count += other.count;
-  sum += other.sum;
-  min = std::min(min, other.min);
-  max = std::max(max, other.max);
-}
-
 void GpuKernelBreakdownBuilder::Add(int rank, GpuActivityKind kind, std::string_view name,
                                     double start_us, double end_us) {
   if (kind == GpuActivityKind::kOther) return;
@@ -118,7 +93,7 @@ GpuKernelBreakdown GpuKernelBreakdownBuilder::Finish() {
     ++out.ranks;
     EndRank(rank);
     // The kernels of each type, most time first; past the listed ones, "others".
-    std::map<GpuActivityKind, std::vector<std::pair<std::string, Running>>> by_type;
+    std::map<GpuActivityKind, std::vector<std::pair<std::string, RunningStats>>> by_type;
     for (const auto& [key, running] : state.kernels) {
       by_type[key.first].push_back({names_[key.second], running});
     }
@@ -135,12 +110,11 @@ GpuKernelBreakdown GpuKernelBreakdownBuilder::Finish() {
           listed[i] = i < kKernelsListed && running_total[i] <= cut;
         }
       }
-      Running others;
+      RunningStats others;
       for (size_t i = 0; i < kernels.size(); ++i) {
-        const Running& run = kernels[i].second;
-        out.runs.push_back(RankKernelTime{
-            rank, kind, kernels[i].first, run.count, run.sum, run.mean, run.min, run.max,
-            run.count > 1 ? std::sqrt(run.m2 / static_cast<double>(run.count - 1)) : 0});
+        const RunningStats& run = kernels[i].second;
+        out.runs.push_back(RankKernelTime{rank, kind, kernels[i].first, run.count, run.sum,
+                                          run.mean, run.min, run.max, run.std_dev()});
         if (!listed[i]) {
           others.Merge(kernels[i].second);
           continue;
@@ -148,9 +122,9 @@ GpuKernelBreakdown GpuKernelBreakdownBuilder::Finish() {
         out.kernels.push_back(out.runs.back());
       }
       if (others.count > 0) {
-        out.kernels.push_back(RankKernelTime{
-            rank, kind, "others", others.count, others.sum, others.mean, others.min, others.max,
-            others.count > 1 ? std::sqrt(others.m2 / static_cast<double>(others.count - 1)) : 0});
+        out.kernels.push_back(RankKernelTime{rank, kind, "others", others.count, others.sum,
+                                             others.mean, others.min, others.max,
+                                             others.std_dev()});
       }
     }
   }

@@ -22,6 +22,7 @@
 
 #include "launcher/timeline/kineto_trace.h"
 #include "launcher/timeline/name_table.h"
+#include "launcher/timeline/running_stats.h"
 
 namespace dtrain {
 
@@ -62,18 +63,12 @@ class GpuKernelBreakdownBuilder {
   static constexpr double kDurationRatio = 0.8;
 
  private:
-  struct Running {  // Welford's running mean and sum of squared deviations
-    int64_t count = 0;
-    double sum = 0, mean = 0, m2 = 0, min = 0, max = 0;
-    void Add(double value);
-    void Merge(const Running& other);
-  };
   struct Interval {
     double start, end;
   };
   struct RankState {
     std::vector<Interval> intervals[3];  // by kind: compute, communication, memory
-    std::map<std::pair<GpuActivityKind, uint32_t>, Running> kernels;
+    std::map<std::pair<GpuActivityKind, uint32_t>, RunningStats> kernels;
   };
   std::map<int, RankState> ranks_;
   std::map<int, double> mix_us_;  // by bit mask (COMPUTATION 1, COMMUNICATION 2, MEMORY 4)

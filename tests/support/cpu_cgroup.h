@@ -17,7 +17,9 @@ namespace dtrain::testing {
 class CpuCgroup {
  public:
   // `share`: the share of one CPU the cgroup's processes get together (0.1: 10 ms in 100 ms).
-  CpuCgroup(const std::string& name, double share) {
+  // `period_us`: the CFS period the quota is given in; a shorter one throttles short bursts too
+  // (one of under 10 ms fits in a 100 ms period's 10 ms).
+  CpuCgroup(const std::string& name, double share, long long period_us = 100000) {
     if (::geteuid() != 0) {
       error_ = "needs root (a CPU cgroup)";
       return;
@@ -39,7 +41,6 @@ class CpuCgroup {
       path_.clear();
       return;
     }
-    const long long period_us = 100000;
     const std::string quota = std::to_string(static_cast<long long>(share * period_us));
     if (v1) {
       Write("cpu.cfs_period_us", std::to_string(period_us));
