@@ -83,6 +83,7 @@ int RunDoctorCommand(const DoctorFlags& flags) {
     ComputeOptions options;
     options.cluster.cluster_file = flags.cluster_file;
     options.timeout_s = flags.compute_timeout_s;
+    options.gpu_models = GpuModels(result.run);
     compute = RunComputeCheck(spec, options);
     compute_judged = take("compute", compute.job_dir, compute.findings);
   }

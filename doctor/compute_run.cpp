@@ -10,6 +10,18 @@
 
 namespace dtrain {
 
+std::map<std::string, std::string> GpuModels(const ProbeRun& run) {
+  std::map<std::string, std::string> models;
+  for (const NodeFacts& node : run.nodes) {
+    if (node.gpus.empty()) continue;
+    const std::string& first = node.gpus.front().name;
+    bool one_model = !first.empty();
+    for (const GpuInfo& gpu : node.gpus) one_model = one_model && gpu.name == first;
+    if (one_model) models[node.host] = first;
+  }
+  return models;
+}
+
 ComputeResult RunComputeCheck(const ClusterSpec& probed, const ComputeOptions& options) {
   // The rank always ends with status 0 and says the check's own in its last line, so that one
   // device's failure does not stop the others' checks (a failed rank ends the job). dtrain-clip
@@ -38,6 +50,11 @@ ComputeResult RunComputeCheck(const ClusterSpec& probed, const ComputeOptions& o
     RankComputeCheck r = ParseComputeCheckLog(DoctorRankLog(job, rank));
     r.rank = rank;
     r.node = node;
+    if (r.device.rfind("cuda", 0) == 0) {
+      if (auto model = options.gpu_models.find(node); model != options.gpu_models.end()) {
+        r.model = model->second;
+      }
+    }
     result.ranks.push_back(std::move(r));
   }
   result.findings = JudgeComputeChecks(result.ranks, options.timeout_s, result.job_dir);
@@ -71,6 +88,7 @@ std::string AddComputeJson(const std::string& report_json, const ComputeResult& 
     ranks.push_back({{"rank", r.rank},
                      {"node", r.node},
                      {"device", r.device},
+                     {"model", r.model},
                      {"exit_status", r.exit_status},
                      {"passed", RankPassed(r)},
                      {"checks", checks},

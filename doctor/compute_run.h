@@ -5,10 +5,12 @@
 // CPU); elsewhere --device auto.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "doctor/compute_verdict.h"
+#include "doctor/probe_runner.h"
 #include "launcher/cluster_choice.h"
 #include "launcher/cluster_spec.h"
 
@@ -18,7 +20,13 @@ struct ComputeOptions {
   ClusterChoice cluster;   // as for dtrain launch (-c, or ./cluster.yaml, or this machine)
   double timeout_s = 300;  // one rank's whole check, CUDA's start included
   std::string log_dir;     // where the check's job folder goes; "" = a temporary folder
+  // Each node's GPU model where the probe read one model for all its GPUs (GpuModels): CUDA
+  // devices are compared in speed with those of the same model only.
+  std::map<std::string, std::string> gpu_models;
 };
+
+// The GPU model of each node of `run` whose GPUs are all of one model.
+std::map<std::string, std::string> GpuModels(const ProbeRun& run);
 
 struct ComputeResult {
   int launch_status = 0;

@@ -73,16 +73,20 @@ std::string Where(const RankComputeCheck& r) {
                           : fmt::format("node {} ({}, rank {})", r.node, r.device, r.rank);
 }
 
-// The devices' speeds compared, per kind of device ("cpu", "cuda"): `passed` are the ranks whose
-// checks all passed.
+// The devices' speeds compared, per kind of device ("cpu", "cuda", and a CUDA device's model
+// where known): `passed` are the ranks whose checks all passed.
 void JudgeSpeeds(const std::vector<const RankComputeCheck*>& passed,
                  std::vector<Finding>& findings) {
-  std::map<std::string, std::vector<const RankComputeCheck*>> by_kind;
+  std::map<std::pair<std::string, std::string>, std::vector<const RankComputeCheck*>> by_kind;
   for (const RankComputeCheck* r : passed) {
-    if (!r->speeds.empty()) by_kind[r->device.substr(0, r->device.find(':'))].push_back(r);
+    if (r->speeds.empty()) continue;
+    const std::string kind = r->device.substr(0, r->device.find(':'));
+    by_kind[{kind, kind == "cuda" ? r->model : ""}].push_back(r);
   }
-  for (const auto& [kind, ranks] : by_kind) {
+  for (const auto& [kind_and_model, ranks] : by_kind) {
+    const auto& [kind, model] = kind_and_model;
     const double slow_share = kind == "cpu" ? kSlowShareCpu : kSlowShare;
+    const std::string devices = model.empty() ? kind : fmt::format("{} ({})", kind, model);
     // Per figure, in the order the check prints them: every rank's value, and the reference.
     std::vector<std::string> names;
     std::map<std::string, std::vector<double>> values;
@@ -132,11 +136,11 @@ void JudgeSpeeds(const std::vector<const RankComputeCheck*>& passed,
     findings.push_back(
         Make(Severity::kOk, "compute", "", {},
              ranks.size() < 2
-                 ? fmt::format("one {} device, its speed compared with no other: {}", kind,
+                 ? fmt::format("one {} device, its speed compared with no other: {}", devices,
                                Join(ranges, ", "))
                  : fmt::format("the {} {} devices are alike in speed (each within {:.0f}% of the "
                                "middle one): {}",
-                               ranks.size(), kind, 100 * slow_share, Join(ranges, ", "))));
+                               ranks.size(), devices, 100 * slow_share, Join(ranges, ", "))));
   }
 }
 

@@ -45,6 +45,7 @@ struct RankComputeCheck {
   int rank = 0;
   std::string node;
   std::string device;    // from "dtrain-clip check on cuda:0" ("" if it never got that far)
+  std::string model;     // a CUDA device's: its node's GPU model, where the probe read one
   int exit_status = -1;  // the check's (124: it ran past the time limit); -1: never reported
   std::vector<DeviceCheckLine> checks;
   std::vector<DeviceSpeedLine> speeds;
@@ -62,9 +63,10 @@ bool RankPassed(const RankComputeCheck& r);
 // finding when every rank passed. A check that every rank fails (two or more) is one error that
 // names no node: a cause the devices share (LibTorch, CUDA, the driver, the check itself) is
 // likelier than every GPU at once, and --exclude-bad must not empty the hostfile for it.
-// Then, among the ranks that passed, per kind of device (cpu, cuda): one error per slow device,
-// naming its node, or one ok finding with each figure's range. `job_dir` is named where the logs
-// help.
+// Then, among the ranks that passed, per kind of device (cpu, cuda; CUDA devices per GPU model
+// where known, so that a cluster mixing models does not call the older one slow): one error per
+// slow device, naming its node, or one ok finding with each figure's range. `job_dir` is named
+// where the logs help.
 std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ranks,
                                         double timeout_s, const std::string& job_dir);
 

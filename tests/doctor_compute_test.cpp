@@ -187,6 +187,33 @@ TEST(DoctorCompute, ADeviceBelowItsPeersIsSlowAndNamed) {
   EXPECT_THAT(two[1].message, HasSubstr("memory-copy 1000 GB/s, 38% of its peers' 2600"));
 }
 
+// CUDA devices are compared within one GPU model: two H100s and an A100 at 60% of their speed
+// are all fine; an H100 at 60% of the other H100's is slow.
+TEST(DoctorCompute, GpusOfAnotherModelAreNotCalledSlow) {
+  auto gpu = [](double matmul, int rank, const std::string& node, const std::string& model) {
+    RankComputeCheck r = Parsed(WithSpeed(matmul, 2600), rank, node);
+    r.model = model;
+    return r;
+  };
+  const std::string h100 = "NVIDIA H100 80GB HBM3", a100 = "NVIDIA A100-SXM4-80GB";
+  const std::vector<Finding> mixed = JudgeComputeChecks(
+      {gpu(650, 0, "h-1", h100), gpu(655, 1, "h-2", h100), gpu(390, 2, "a-1", a100)}, 300, "/j");
+  std::vector<std::string> ok;
+  for (const Finding& finding : mixed) {
+    EXPECT_EQ(finding.severity, Severity::kOk) << finding.message;
+    ok.push_back(finding.message);
+  }
+  ASSERT_EQ(ok.size(), 3u);
+  EXPECT_THAT(ok[1], HasSubstr("one cuda (NVIDIA A100-SXM4-80GB) device, its speed compared "
+                               "with no other: matmul 390 GFLOP/s"));
+  EXPECT_THAT(ok[2], HasSubstr("the 2 cuda (NVIDIA H100 80GB HBM3) devices are alike in speed"));
+  const std::vector<Finding> slow = JudgeComputeChecks(
+      {gpu(650, 0, "h-1", h100), gpu(390, 1, "h-2", h100), gpu(390, 2, "a-1", a100)}, 300, "/j");
+  ASSERT_EQ(slow.size(), 3u);
+  EXPECT_EQ(slow[2].severity, Severity::kError);
+  EXPECT_EQ(slow[2].nodes, std::vector<std::string>{"h-2"});
+}
+
 // Alike devices are one ok line with each figure's range; devices of another kind are not
 // compared with them; a device that failed a check is left out of the comparison (its error
 // says enough).
