@@ -5,7 +5,7 @@
 // --exclude-bad leaves it out of the hostfile, and nothing is left running on node1. With
 // node2's sshd killed, the doctor still reports, naming node2 and the check that could not start.
 // And Ctrl-C while node1's check is stopped: no node is judged from the cut-short check. And a
-// node whose CPU is throttled to a tenth (its sshd, so every process of the check, in a cgroup
+// node whose CPU is throttled to a fifth (its sshd, so every process of the check, in a cgroup
 // with a CPU quota): the device that is slow is named, and only it.
 #include <signal.h>
 
@@ -172,16 +172,16 @@ TEST(DoctorComputeCluster, CtrlCDuringTheCheckBlamesNoNodeAndWritesNoHostfile) {
   test::ExpectTestCutShortByCtrlC(cluster, 2, doctor, "compute", "check", good);
 }
 
-// node2 throttled to a tenth of a CPU (tests/support/cpu_cgroup.h): its check runs (the
+// node2 throttled to a fifth of a CPU (tests/support/cpu_cgroup.h): its check runs (the
 // computations still match) but its device is named slow, the others are not, and --exclude-bad
 // leaves node2 out.
-TEST(DoctorComputeCluster, ANodeThrottledToATenthIsNamedSlow) {
+TEST(DoctorComputeCluster, ANodeThrottledToAFifthIsNamedSlow) {
   SshTestCluster cluster("doctor-compute-slow", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string file = OneThreadEach(cluster);
   // node2's sshd, so every process of its check, in the cgroup; a 10 ms period, so that no timed
   // run (a few ms of CPU each) fits in one period's quota.
-  testing::CpuCgroup slowed("dtrain-compute-slow-" + std::to_string(::getpid()), 0.1, 10000);
+  testing::CpuCgroup slowed("dtrain-compute-slow-" + std::to_string(::getpid()), 0.2, 10000);
   if (!slowed.error().empty()) GTEST_SKIP() << slowed.error();
   std::string sshd = test::ReadText(cluster.dir() + "/node2/sshd.pid");
   sshd.erase(sshd.find_last_not_of(" \n") + 1);
