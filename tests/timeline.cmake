@@ -57,6 +57,11 @@ dtrain_test(timeline_kernel_breakdown_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_kernel_breakdown_test.cpp
   LIBS dtrain_launcher ZLIB::ZLIB
   TIMEOUT 180)
+# The kernels each ATen operator launches, against HolisticTraceAnalysis' ATen op kernels and delay.
+dtrain_test(timeline_aten_op_kernels_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_aten_op_kernels_test.cpp
+  LIBS dtrain_launcher ZLIB::ZLIB
+  TIMEOUT 180)
 # GPU time by record_function region, against HolisticTraceAnalysis' GPU user annotation breakdown.
 dtrain_test(timeline_gpu_annotations_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_gpu_annotations_test.cpp

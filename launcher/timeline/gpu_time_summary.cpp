@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -72,6 +73,9 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   RankState& state = ranks_[event.rank];
   const double end = event.ts_us + event.dur_us;
   if (IsGpuActivityCategory(event.cat) && event.stream >= 0) {
+    if (event.correlation >= 0) {
+      aten_ops_.AddKernel(event.rank, event.correlation, event.name, event.ts_us);
+    }
     if (event.bytes >= 0) state.copy_bytes.emplace(state.activities.size(), event.bytes);
     state.activities.push_back(Activity{event.ts_us, end, event.correlation, Intern(event.name),
                                         static_cast<int32_t>(event.stream),
@@ -86,6 +90,12 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
                                         static_cast<int32_t>(event.stream), GpuActivityKind::kOther,
                                         true});
     return;
+  }
+  if (event.cat == "cpu_op" && event.name.rfind("aten::", 0) == 0) {
+    aten_ops_.AddOp(event.rank, event.thread, event.name, event.ts_us, end);
+  }
+  if (event.correlation >= 0 && IsHtaKernelLaunchCall(event.name)) {
+    aten_ops_.AddLaunch(event.rank, event.correlation, event.ts_us, end);
   }
   if (event.correlation >= 0) {
     auto [it, added] = state.launches.emplace(event.correlation, Launch{event.ts_us});
@@ -186,6 +196,8 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
   }
   std::vector<Activity>().swap(state.activities);
   kernel_breakdown_.EndRank(rank);
+  aten_ops_.EndRank(rank,
+                    filter ? state.last_profiler_step_us : std::numeric_limits<double>::infinity());
   queues = LaunchQueueByStream(launched);
   causes = FindGpuIdleCauses(std::move(launched));
   std::unordered_map<int64_t, Launch>().swap(state.launches);
@@ -304,6 +316,7 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
     summary.top_kernels.resize(GpuTimeSummary::kTopKernels);
   }
   summary.kernel_breakdown = kernel_breakdown_.Finish();
+  summary.aten_ops = aten_ops_.Finish();
 
   // Collectives: the n-th of one name on every rank is one collective (c10d issues them in the
   // same order on every rank of a process group); its arrival on a rank is its start there.
@@ -385,6 +398,9 @@ std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
   if (const std::string breakdown = FormatGpuKernelBreakdown(summary.kernel_breakdown);
       !breakdown.empty()) {
     out += "\n" + breakdown;
+  }
+  if (const std::string aten = FormatAtenOpKernels(summary.aten_ops); !aten.empty()) {
+    out += "\n" + aten;
   }
   if (!summary.collectives.empty()) {
     out += fmt::format("\nStragglers: of {} collectives matched across ranks, the last to arrive\n",
@@ -471,6 +487,7 @@ nlohmann::json GpuTimeSummaryJson(const GpuTimeSummary& summary) {
           {"ranks", ranks},
           {"top_kernels", kernels},
           {"kernel_breakdown", GpuKernelBreakdownJson(summary.kernel_breakdown)},
+          {"aten_op_kernels", AtenOpKernelsJson(summary.aten_ops)},
           {"collectives", collectives},
           {"stragglers", stragglers}};
 }

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launcher/timeline/aten_op_launches.h"
 #include "launcher/timeline/gpu_idle_causes.h"
 #include "launcher/timeline/gpu_kernel_breakdown.h"
 #include "launcher/timeline/gpu_speed_compare.h"
@@ -90,6 +91,7 @@ struct GpuTimeSummary {
   std::map<int, RankOps> operators;      // what each rank ran, by name (builder's `operators`)
   std::vector<KernelTotal> top_kernels;  // most total time first, at most kTopKernels
   GpuKernelBreakdown kernel_breakdown;   // kernel time by type, and per rank by kernel
+  std::vector<RankAtenOpKernels> aten_ops;     // the kernels each ATen operator launches, per rank
   std::vector<CollectiveArrival> collectives;  // in order of first arrival
   std::vector<Straggler> stragglers;           // most often last first
   std::string step_name;                       // what a step is
@@ -151,6 +153,7 @@ class GpuTimeSummaryBuilder {
   std::map<std::string, int, std::less<>> profiler_step_names_;
   std::map<uint32_t, KernelTotal> kernels_;
   GpuKernelBreakdownBuilder kernel_breakdown_;
+  AtenOpLaunchBuilder aten_ops_;
   // Per rank, the work that GpuSpeed compares: compute kernels, copies to and from the GPU.
   std::map<int, RankWork> compute_work_, to_gpu_work_, from_gpu_work_;
 };
