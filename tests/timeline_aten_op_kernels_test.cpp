@@ -50,15 +50,16 @@ TEST(AtenOpKernels, HtasLaunchCallNames) {
 TEST(AtenOpKernels, EachLaunchBelongsToTheOperatorThatStartedLastAroundIt) {
   AtenOpLaunchBuilder b;
   int64_t correlation = 1;
+  std::map<int64_t, std::pair<std::string, double>> kernels;  // the GPU's, by correlation
   auto launch = [&](double at, const char* kernel, double kernel_at) {
     b.AddLaunch(0, correlation, at, at + 2);
-    if (kernel) b.AddKernel(0, correlation, kernel, kernel_at);
+    if (kernel) kernels[correlation] = {kernel, kernel_at};
     ++correlation;
   };
-  b.AddOp(0, 9, "aten::to", 0, 1000);  // another thread, spanning everything below
+  b.AddOp(0, "aten::to", 0, 1000);  // another thread, spanning everything below
   for (double start : {100.0, 300.0}) {
-    b.AddOp(0, 1, "aten::linear", start, start + 100);
-    b.AddOp(0, 1, "aten::addmm", start + 10, start + 90);
+    b.AddOp(0, "aten::linear", start, start + 100);
+    b.AddOp(0, "aten::addmm", start + 10, start + 90);
     if (start == 100) {
       launch(start + 20, "gemm", start + 50);
       launch(start + 40, "bias", start + 80);
@@ -67,13 +68,22 @@ TEST(AtenOpKernels, EachLaunchBelongsToTheOperatorThatStartedLastAroundIt) {
       launch(start + 20, "gemm", start + 50);
     }
   }
-  b.AddOp(0, 1, "aten::relu", 500, 520);
-  launch(505, nullptr, 0);                 // its kernel is not in the trace: left out
-  launch(1100, "stray", 1150);             // no operator spans it
-  b.AddOp(0, 1, "aten::mul", 1500, 1600);  // after the cutoff
+  b.AddOp(0, "aten::relu", 500, 520);
+  launch(505, nullptr, 0);              // its kernel is not in the trace: left out
+  launch(1100, "stray", 1150);          // no operator spans it
+  b.AddOp(0, "aten::mul", 1500, 1600);  // after the cutoff
   launch(1510, "mul", 1550);
   launch(700, "copy", 710);  // only aten::to spans it
-  b.EndRank(0, 1200);
+  b.EndRank(
+      0,
+      [&](int64_t id, std::string_view* name, double* start) {
+        auto it = kernels.find(id);
+        if (it == kernels.end()) return false;
+        *name = it->second.first;
+        *start = it->second.second;
+        return true;
+      },
+      1200);
   const std::vector<RankAtenOpKernels> ranks = b.Finish();
   ASSERT_EQ(ranks.size(), 1u);
   const std::vector<AtenOpKernels>& s = ranks[0].sequences;

@@ -49,21 +49,15 @@ bool IsHtaKernelLaunchCall(std::string_view name) {
   return name.rfind("cuLaunchKernel", 0) == 0 || name.rfind("runFunction", 0) == 0;
 }
 
-void AtenOpLaunchBuilder::AddOp(int rank, int thread, std::string_view name, double start_us,
-                                double end_us) {
-  ranks_[rank].ops.push_back(Op{start_us, end_us, thread, names_.Intern(name)});
+void AtenOpLaunchBuilder::AddOp(int rank, std::string_view name, double start_us, double end_us) {
+  ranks_[rank].ops.push_back(Op{start_us, end_us, names_.Intern(name)});
 }
 
 void AtenOpLaunchBuilder::AddLaunch(int rank, int64_t correlation, double start_us, double end_us) {
   ranks_[rank].launches.push_back(Launch{start_us, end_us, correlation});
 }
 
-void AtenOpLaunchBuilder::AddKernel(int rank, int64_t correlation, std::string_view name,
-                                    double start_us) {
-  ranks_[rank].kernels.emplace(correlation, Kernel{names_.Intern(name), start_us});
-}
-
-void AtenOpLaunchBuilder::EndRank(int rank, double cutoff_us) {
+void AtenOpLaunchBuilder::EndRank(int rank, const KernelOf& kernel_of, double cutoff_us) {
   auto found = ranks_.find(rank);
   if (found == ranks_.end()) return;
   RankState& state = found->second;
@@ -85,38 +79,44 @@ void AtenOpLaunchBuilder::EndRank(int rank, double cutoff_us) {
   std::vector<Launch>& launches = state.launches;
   std::sort(launches.begin(), launches.end(),
             [](const Launch& a, const Launch& b) { return a.start < b.start; });
-  // Per operator run (by its index in `ops`): its first launch's delays and its kernel names.
-  struct Run {
-    double op_to_launch = 0, launch_to_kernel = 0;
-    std::string kernels;
+  // Each launch matched: its operator run (the index in `ops`) and kernel, in launch order.
+  struct Matched {
+    size_t op;
+    double op_to_launch, launch_to_kernel;
+    std::string_view kernel;
   };
-  std::map<size_t, Run> runs;
+  std::vector<Matched> matched;
   for (const Launch& launch : launches) {
     if (launch.start >= cutoff_us) continue;
-    auto kernel = state.kernels.find(launch.correlation);
-    if (kernel == state.kernels.end()) continue;
+    std::string_view kernel_name;
+    double kernel_start = 0;
+    if (!kernel_of(launch.correlation, &kernel_name, &kernel_start)) continue;
     const size_t limit =
         static_cast<size_t>(std::upper_bound(ops.begin(), ops.end(), launch.start,
                                              [](double t, const Op& o) { return t < o.start; }) -
                             ops.begin());
     const int64_t at = RightmostAtLeast(tree, size, limit, launch.end);
     if (at < 0) continue;
-    auto [run, first] = runs.try_emplace(static_cast<size_t>(at));
-    if (first) {
-      run->second.op_to_launch = launch.start - ops[at].start;
-      run->second.launch_to_kernel = kernel->second.start - launch.start;
-    } else {
-      run->second.kernels += " -> ";
-    }
-    run->second.kernels += names_[kernel->second.name];
+    matched.push_back(Matched{static_cast<size_t>(at), launch.start - ops[at].start,
+                              kernel_start - launch.start, kernel_name});
   }
-  // Per operator name and kernel sequence.
+  std::vector<double>().swap(tree);
+  std::vector<Launch>().swap(launches);
+  std::stable_sort(matched.begin(), matched.end(),
+                   [](const Matched& a, const Matched& b) { return a.op < b.op; });
+  // Per operator name and kernel sequence: an operator run's first launch gives its delays.
   std::map<std::pair<uint32_t, std::string>, AtenOpKernels> sequences;
-  for (const auto& [index, run] : runs) {
-    AtenOpKernels& s = sequences[{ops[index].name, run.kernels}];
+  std::string kernels;
+  for (size_t i = 0; i < matched.size();) {
+    const Matched& first = matched[i];
+    kernels.assign(first.kernel);
+    for (++i; i < matched.size() && matched[i].op == first.op; ++i) {
+      kernels.append(" -> ").append(matched[i].kernel);
+    }
+    AtenOpKernels& s = sequences[{ops[first.op].name, kernels}];
     s.count += 1;
-    s.op_to_launch_us += run.op_to_launch;  // summed here, divided below
-    s.launch_to_kernel_us += run.launch_to_kernel;
+    s.op_to_launch_us += first.op_to_launch;  // summed here, divided below
+    s.launch_to_kernel_us += first.launch_to_kernel;
   }
   RankAtenOpKernels out;
   out.rank = rank;
@@ -136,7 +136,8 @@ void AtenOpLaunchBuilder::EndRank(int rank, double cutoff_us) {
 }
 
 std::vector<RankAtenOpKernels> AtenOpLaunchBuilder::Finish() {
-  while (!ranks_.empty()) EndRank(ranks_.begin()->first);
+  const KernelOf none = [](int64_t, std::string_view*, double*) { return false; };
+  while (!ranks_.empty()) EndRank(ranks_.begin()->first, none);
   std::sort(done_.begin(), done_.end(),
             [](const RankAtenOpKernels& a, const RankAtenOpKernels& b) { return a.rank < b.rank; });
   return std::move(done_);

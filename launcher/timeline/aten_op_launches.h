@@ -11,11 +11,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,33 +43,32 @@ bool IsHtaKernelLaunchCall(std::string_view name);
 
 class AtenOpLaunchBuilder {
  public:
-  // An aten:: operator on track `thread`; a launch call; a GPU activity.
-  void AddOp(int rank, int thread, std::string_view name, double start_us, double end_us);
+  // The GPU activity a launch call's correlation id names: its name and start; false when the
+  // trace has none.
+  using KernelOf = std::function<bool(int64_t correlation, std::string_view* name, double* start)>;
+
+  // An aten:: operator (on any thread); a launch call.
+  void AddOp(int rank, std::string_view name, double start_us, double end_us);
   void AddLaunch(int rank, int64_t correlation, double start_us, double end_us);
-  void AddKernel(int rank, int64_t correlation, std::string_view name, double start_us);
-  // Matches `rank`'s launches with their operators and kernels, counting only the operators and
-  // launches that begin before `cutoff_us`, and lets its events go.
-  void EndRank(int rank, double cutoff_us = std::numeric_limits<double>::infinity());
+  // Matches `rank`'s launches with their operators and (through `kernel_of`) their kernels,
+  // counting only the operators and launches that begin before `cutoff_us`, and lets its events
+  // go. The rank's GPU activities are the caller's, kept only until then.
+  void EndRank(int rank, const KernelOf& kernel_of,
+               double cutoff_us = std::numeric_limits<double>::infinity());
   std::vector<RankAtenOpKernels> Finish();
 
  private:
   struct Op {
     double start, end;
-    int thread;
     uint32_t name;
   };
   struct Launch {
     double start, end;
     int64_t correlation;
   };
-  struct Kernel {
-    uint32_t name;
-    double start;
-  };
   struct RankState {
     std::vector<Op> ops;
     std::vector<Launch> launches;
-    std::unordered_map<int64_t, Kernel> kernels;  // by correlation
   };
   std::map<int, RankState> ranks_;
   std::vector<RankAtenOpKernels> done_;

@@ -73,9 +73,6 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   RankState& state = ranks_[event.rank];
   const double end = event.ts_us + event.dur_us;
   if (IsGpuActivityCategory(event.cat) && event.stream >= 0) {
-    if (event.correlation >= 0) {
-      aten_ops_.AddKernel(event.rank, event.correlation, event.name, event.ts_us);
-    }
     if (event.bytes >= 0) state.copy_bytes.emplace(state.activities.size(), event.bytes);
     state.activities.push_back(Activity{event.ts_us, end, event.correlation, Intern(event.name),
                                         static_cast<int32_t>(event.stream),
@@ -92,7 +89,7 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
     return;
   }
   if (event.cat == "cpu_op" && event.name.rfind("aten::", 0) == 0) {
-    aten_ops_.AddOp(event.rank, event.thread, event.name, event.ts_us, end);
+    aten_ops_.AddOp(event.rank, event.name, event.ts_us, end);
   }
   if (event.correlation >= 0 && IsHtaKernelLaunchCall(event.name)) {
     aten_ops_.AddLaunch(event.rank, event.correlation, event.ts_us, end);
@@ -194,10 +191,26 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
       }
     }
   }
+  {
+    // The ATen operators' launches matched with their kernels (the first activity of a
+    // correlation id), by this rank's activities while they are here.
+    std::unordered_map<int64_t, size_t> by_correlation;
+    for (size_t i = 0; i < state.activities.size(); ++i) {
+      if (!state.activities[i].marker) by_correlation.emplace(state.activities[i].correlation, i);
+    }
+    aten_ops_.EndRank(
+        rank,
+        [&](int64_t correlation, std::string_view* name, double* start) {
+          auto it = by_correlation.find(correlation);
+          if (it == by_correlation.end()) return false;
+          *name = names_[state.activities[it->second].name];
+          *start = state.activities[it->second].start;
+          return true;
+        },
+        filter ? state.last_profiler_step_us : std::numeric_limits<double>::infinity());
+  }
   std::vector<Activity>().swap(state.activities);
   kernel_breakdown_.EndRank(rank);
-  aten_ops_.EndRank(rank,
-                    filter ? state.last_profiler_step_us : std::numeric_limits<double>::infinity());
   queues = LaunchQueueByStream(launched);
   causes = FindGpuIdleCauses(std::move(launched));
   std::unordered_map<int64_t, Launch>().swap(state.launches);
