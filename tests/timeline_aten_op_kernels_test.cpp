@@ -27,8 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using test::kFixtures;
-using test::MakeCases;
 using test::RequireFixtures;
 using test::RunHtaScript;
 using testing::ScratchDir;
@@ -113,10 +111,7 @@ TEST(AtenOpKernels, AgreeWithHolisticTraceAnalysis) {
   RequireFixtures();
   ScratchDir scratch;
   const fs::path dir = scratch.path();
-  std::vector<fs::path> folders{kFixtures};
-  for (const std::string& name : MakeCases((dir / "cases").string())) {
-    folders.push_back(dir / "cases" / name);
-  }
+  const std::vector<fs::path> folders = test::FixturesAndCases(dir);
   std::string args;
   for (const fs::path& folder : folders) args += " " + folder.string();
   const json hta = RunHtaScript("hta_aten_op_kernels.py", args);
@@ -138,17 +133,8 @@ TEST(AtenOpKernels, AgreeWithHolisticTraceAnalysis) {
   int compared = 0, ranks_compared = 0;
   for (const fs::path& folder : folders) {
     const std::string what = folder.filename().string();
-    TimelineRequest request;
-    for (const auto& entry : fs::directory_iterator(folder)) {
-      const std::string path = entry.path().string();
-      if (path.size() > 8 && path.compare(path.size() - 8, 8, ".json.gz") == 0) {
-        request.inputs.push_back(path);
-      }
-    }
-    std::sort(request.inputs.begin(), request.inputs.end());
-    request.output = (dir / (what + "-merged.json")).string();
-    request.summary = true;
-    const std::vector<RankAtenOpKernels> ours = MakeTimeline(request).gpu.aten_ops;
+    const std::vector<RankAtenOpKernels> ours =
+        test::SummarizeFolder(folder, dir / (what + "-merged.json")).gpu.aten_ops;
     for (const auto& [rank_text, theirs] : hta.at(folder.string()).items()) {
       if (theirs.is_object()) {  // HTA stopped on this trace
         std::cout << what << " rank " << rank_text << ": HTA: " << theirs["error"] << "\n";

@@ -27,8 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using test::kFixtures;
-using test::MakeCases;
 using test::RequireFixtures;
 using test::RunHtaScript;
 using testing::ScratchDir;
@@ -136,10 +134,7 @@ TEST(GpuKernelBreakdown, AgreesWithHolisticTraceAnalysis) {
   RequireFixtures();
   ScratchDir scratch;
   const fs::path dir = scratch.path();
-  std::vector<fs::path> folders{kFixtures};
-  for (const std::string& name : MakeCases((dir / "cases").string())) {
-    folders.push_back(dir / "cases" / name);
-  }
+  const std::vector<fs::path> folders = test::FixturesAndCases(dir);
   ASSERT_GT(folders.size(), 10u);
   std::string args;
   for (const fs::path& folder : folders) args += " " + folder.string();
@@ -150,17 +145,8 @@ TEST(GpuKernelBreakdown, AgreesWithHolisticTraceAnalysis) {
   for (const fs::path& folder : folders) {
     const std::string what = folder.filename().string();
     const json& theirs = hta.at(folder.string());
-    TimelineRequest request;
-    for (const auto& entry : fs::directory_iterator(folder)) {
-      const std::string path = entry.path().string();
-      if (path.size() > 8 && path.compare(path.size() - 8, 8, ".json.gz") == 0) {
-        request.inputs.push_back(path);
-      }
-    }
-    std::sort(request.inputs.begin(), request.inputs.end());
-    request.output = (dir / (what + "-merged.json")).string();
-    request.summary = true;
-    const GpuKernelBreakdown ours = MakeTimeline(request).gpu.kernel_breakdown;
+    const GpuKernelBreakdown ours =
+        test::SummarizeFolder(folder, dir / (what + "-merged.json")).gpu.kernel_breakdown;
 
     // HTA's time by type as it comes, and with its truncation to whole microseconds left out. As
     // it comes, not on the case of kernels cut into eighths of a microsecond, where the truncation

@@ -130,6 +130,30 @@ inline std::vector<std::string> MakeCases(const std::string& out,
   return cases;
 }
 
+// The recorded ranks' folder, then `dir`/cases/<case>: each isolated case of
+// tests/kineto/hta_cases.py cut from the recorded rank 0.
+inline std::vector<fs::path> FixturesAndCases(const fs::path& dir) {
+  std::vector<fs::path> folders{kFixtures};
+  for (const std::string& name : MakeCases((dir / "cases").string())) {
+    folders.push_back(dir / "cases" / name);
+  }
+  return folders;
+}
+
+// `dtrain timeline --summary` of every .json.gz trace in `folder` (by name), the merged trace
+// written to `output`.
+inline TimelineReport SummarizeFolder(const fs::path& folder, const fs::path& output) {
+  std::vector<std::string> inputs;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    const std::string path = entry.path().string();
+    if (path.size() > 8 && path.compare(path.size() - 8, 8, ".json.gz") == 0) {
+      inputs.push_back(path);
+    }
+  }
+  std::sort(inputs.begin(), inputs.end());
+  return Summarize(inputs, output.string());
+}
+
 // The folders the comparisons with HTA run on: `dir`/renamed, the recorded ranks with their
 // driver launches renamed (WriteWithDriverLaunchesRenamed), first; then `dir`/cases/<case>, each
 // isolated case of tests/kineto/hta_cases.py cut from that rank 0.
