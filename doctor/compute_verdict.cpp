@@ -138,7 +138,7 @@ void JudgeSpeeds(const std::vector<const RankComputeCheck*>& passed,
              ranks.size() < 2
                  ? fmt::format("one {} device, its speed compared with no other: {}", devices,
                                Join(ranges, ", "))
-                 : fmt::format("the {} {} devices are alike in speed (each within {:.0f}% of the "
+                 : fmt::format("the {} {} devices are alike in speed (none below {:.0f}% of the "
                                "middle one): {}",
                                ranks.size(), devices, 100 * slow_share, Join(ranges, ", "))));
   }

@@ -1,9 +1,10 @@
 // Where each rank's GPU time went, from PyTorch profiler traces: busy time split into compute,
 // communication and memory kernels as HolisticTraceAnalysis's temporal breakdown splits it, idle
 // time and its causes, the launch queue, communication hidden behind compute, per-step times, the
-// top kernels, and per collective the rank that arrived last. Built event by event during the
-// streaming merge; memory grows with the number of GPU activities and collectives (a few dozen
-// bytes each), not with the trace text.
+// top kernels, the kernel breakdown (gpu_kernel_breakdown.h), the kernels each ATen operator
+// launches (aten_op_launches.h), and per collective the rank that arrived last. Built event by
+// event during the streaming merge; memory grows with the number of GPU activities, ATen
+// operators and collectives (a few dozen bytes each), not with the trace text.
 #pragma once
 
 #include <cstdint>

@@ -26,7 +26,7 @@ struct DeviceSpeed {
   std::string detail;  // what was run, and its fastest run
 };
 
-inline constexpr int kSpeedRuns = 5;
+inline constexpr int kSpeedRuns = 10;
 
 // Throws what LibTorch throws (out of memory, a device error).
 std::vector<DeviceSpeed> MeasureDeviceSpeed(const torch::Device& device);
