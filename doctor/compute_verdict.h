@@ -35,9 +35,9 @@ struct DeviceSpeedLine {
 };
 
 // A device whose figure is below this share of its peers' is slow: a GPU, at 0.8 (a GPU a fifth
-// slower than the others sets every synchronous step's pace); a CPU device at 0.5, since CPU
-// cores are shared with whatever else the node runs (data loaders, the system) and a rank's speed
-// there varies more.
+// slower than the others sets every synchronous step's pace); a CPU device at 0.5 and in the
+// matrix product only, since CPU cores and the host's memory bandwidth are shared with whatever
+// else the node runs (data loaders, the other ranks, the system) and vary more.
 inline constexpr double kSlowShare = 0.8;
 inline constexpr double kSlowShareCpu = 0.5;
 
