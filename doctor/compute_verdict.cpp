@@ -180,7 +180,6 @@ std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ran
         "check passes; no node is left out for this"));
   }
   std::set<std::string> devices;
-  int passed = 0;
   std::vector<const RankComputeCheck*> passing;
   for (const RankComputeCheck& r : ranks) {
     std::vector<std::string> failed;
@@ -209,7 +208,6 @@ std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ran
           "run nvidia-smi on the node; a GPU that does not answer needs a reset or a reboot; "
           "keep the node out of jobs until then"));
     } else if (RankPassed(r)) {
-      ++passed;
       passing.push_back(&r);
       devices.insert(r.device);
     } else {
@@ -224,7 +222,7 @@ std::vector<Finding> JudgeComputeChecks(const std::vector<RankComputeCheck>& ran
                       job_dir)));
     }
   }
-  if (!ranks.empty() && passed == static_cast<int>(ranks.size())) {
+  if (!ranks.empty() && passing.size() == ranks.size()) {
     findings.push_back(Make(
         Severity::kOk, "compute", "", {},
         fmt::format("the training step's computations matched their references on every device: "

@@ -16,27 +16,15 @@ namespace {
 
 constexpr size_t kShown = 8;
 
-// The rightmost index below `limit` whose value is at least `target` in the max-tree `tree`
-// (leaves at [size, 2 * size)); -1 when none.
-int64_t RightmostAtLeast(const std::vector<double>& tree, size_t size, size_t limit,
-                         double target) {
-  // Walk the prefix [0, limit) right to left by the tree's canonical pieces.
-  std::vector<size_t> pieces;  // nodes covering [0, limit), collected right to left
-  size_t lo = size, hi = size + limit;
-  std::vector<size_t> left_side;
-  while (lo < hi) {
-    if (lo & 1) left_side.push_back(lo++);
-    if (hi & 1) pieces.push_back(--hi);
-    lo >>= 1;
-    hi >>= 1;
-  }
-  for (auto it = left_side.rbegin(); it != left_side.rend(); ++it) pieces.push_back(*it);
-  for (size_t node : pieces) {
-    if (tree[node] < target) continue;
-    while (node < size) node = tree[2 * node + 1] >= target ? 2 * node + 1 : 2 * node;
-    return static_cast<int64_t>(node - size);
-  }
-  return -1;
+// The rightmost leaf below `limit` whose value is at least `target`, searched in the subtree of
+// max-tree `tree` rooted at `node`, which covers leaves [lo, hi); -1 when none.
+int64_t RightmostAtLeast(const std::vector<double>& tree, size_t node, size_t lo, size_t hi,
+                         size_t limit, double target) {
+  if (lo >= limit || tree[node] < target) return -1;
+  if (hi - lo == 1) return static_cast<int64_t>(lo);
+  const size_t mid = lo + (hi - lo) / 2;
+  const int64_t right = RightmostAtLeast(tree, 2 * node + 1, mid, hi, limit, target);
+  return right >= 0 ? right : RightmostAtLeast(tree, 2 * node, lo, mid, limit, target);
 }
 
 }  // namespace
@@ -95,7 +83,7 @@ void AtenOpLaunchBuilder::EndRank(int rank, const KernelOf& kernel_of, double cu
         static_cast<size_t>(std::upper_bound(ops.begin(), ops.end(), launch.start,
                                              [](double t, const Op& o) { return t < o.start; }) -
                             ops.begin());
-    const int64_t at = RightmostAtLeast(tree, size, limit, launch.end);
+    const int64_t at = RightmostAtLeast(tree, 1, 0, size, limit, launch.end);
     if (at < 0) continue;
     matched.push_back(Matched{static_cast<size_t>(at), launch.start - ops[at].start,
                               kernel_start - launch.start, kernel_name});

@@ -52,6 +52,12 @@ double Quantile(const std::vector<double>& sorted, double q) {
 
 constexpr size_t kKernelsShown = 10;
 
+RankKernelTime KernelTime(int rank, GpuActivityKind kind, std::string name,
+                          const RunningStats& runs) {
+  return RankKernelTime{rank,      kind,     std::move(name), runs.count,    runs.sum,
+                        runs.mean, runs.min, runs.max,        runs.std_dev()};
+}
+
 }  // namespace
 
 void GpuKernelBreakdownBuilder::Add(int rank, GpuActivityKind kind, std::string_view name,
@@ -112,9 +118,7 @@ GpuKernelBreakdown GpuKernelBreakdownBuilder::Finish() {
       }
       RunningStats others;
       for (size_t i = 0; i < kernels.size(); ++i) {
-        const RunningStats& run = kernels[i].second;
-        out.runs.push_back(RankKernelTime{rank, kind, kernels[i].first, run.count, run.sum,
-                                          run.mean, run.min, run.max, run.std_dev()});
+        out.runs.push_back(KernelTime(rank, kind, kernels[i].first, kernels[i].second));
         if (!listed[i]) {
           others.Merge(kernels[i].second);
           continue;
@@ -122,9 +126,7 @@ GpuKernelBreakdown GpuKernelBreakdownBuilder::Finish() {
         out.kernels.push_back(out.runs.back());
       }
       if (others.count > 0) {
-        out.kernels.push_back(RankKernelTime{rank, kind, "others", others.count, others.sum,
-                                             others.mean, others.min, others.max,
-                                             others.std_dev()});
+        out.kernels.push_back(KernelTime(rank, kind, "others", others));
       }
     }
   }
