@@ -120,7 +120,7 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
       state.steps.push_back(Span{event.ts_us, end, Intern(event.name)});
   }
   if (IsCollectiveAnnotation(event.cat, event.name)) {
-    state.collectives.push_back(Span{event.ts_us, end, Intern(event.name)});
+    collective_starts_[event.rank].push_back({Intern(event.name), event.ts_us});
   }
 }
 
@@ -331,54 +331,10 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
   summary.kernel_breakdown = kernel_breakdown_.Finish();
   summary.aten_ops = aten_ops_.Finish();
 
-  // Collectives: the n-th of one name on every rank is one collective (c10d issues them in the
-  // same order on every rank of a process group); its arrival on a rank is its start there.
-  std::map<std::pair<uint32_t, int>, std::vector<std::pair<int, double>>> arrivals;
-  for (auto& [rank, state] : ranks_) {
-    std::sort(state.collectives.begin(), state.collectives.end(),
-              [](const Span& a, const Span& b) { return a.start < b.start; });
-    std::map<uint32_t, int> seen;
-    for (const Span& c : state.collectives) {
-      arrivals[{c.name, seen[c.name]++}].push_back({rank, c.start});
-    }
-  }
-  std::map<int, Straggler> by_rank;
-  std::vector<std::pair<double, CollectiveArrival>> ordered;
-  for (const auto& [key, who] : arrivals) {
-    if (who.size() < 2) continue;
-    double first = who.front().second, last = who.front().second;
-    int last_rank = who.front().first;
-    for (const auto& [rank, ts] : who) {
-      first = std::min(first, ts);
-      if (ts > last) {
-        last = ts;
-        last_rank = rank;
-      }
-      by_rank[rank].rank = rank;
-      by_rank[rank].collectives += 1;
-    }
-    const double late_ms = (last - first) / 1000.0;
-    Straggler& s = by_rank[last_rank];
-    s.collectives_last += 1;
-    s.total_late_ms += late_ms;
-    s.max_late_ms = std::max(s.max_late_ms, late_ms);
-    ordered.push_back(
-        {first, CollectiveArrival{names_[key.first], key.second, last_rank, late_ms}});
-  }
-  std::sort(ordered.begin(), ordered.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [ts, c] : ordered) summary.collectives.push_back(std::move(c));
-  for (const auto& [rank, s] : by_rank) {
-    if (s.collectives_last > 0) summary.stragglers.push_back(s);
-  }
+  CollectiveArrivals arrivals = MatchCollectives(collective_starts_, names_);
+  summary.collectives = std::move(arrivals.collectives);
+  summary.stragglers = std::move(arrivals.stragglers);
   summary.speeds = CompareGpuSpeed(compute_work_, to_gpu_work_, from_gpu_work_);
-  std::sort(summary.stragglers.begin(), summary.stragglers.end(),
-            [](const Straggler& a, const Straggler& b) {
-              if (a.collectives_last != b.collectives_last) {
-                return a.collectives_last > b.collectives_last;
-              }
-              return a.total_late_ms > b.total_late_ms;
-            });
   return summary;
 }
 
@@ -415,16 +371,10 @@ std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
   if (const std::string aten = FormatAtenOpKernels(summary.aten_ops); !aten.empty()) {
     out += "\n" + aten;
   }
-  if (!summary.collectives.empty()) {
-    out += fmt::format("\nStragglers: of {} collectives matched across ranks, the last to arrive\n",
-                       summary.collectives.size());
-    for (const Straggler& s : summary.stragglers) {
-      out += fmt::format(
-          "  rank {}: last at {} of {} ({:.0f}%), {:.2f} ms late in all, "
-          "{:.2f} ms at most\n",
-          s.rank, s.collectives_last, s.collectives, Percent(s.collectives_last, s.collectives),
-          s.total_late_ms, s.max_late_ms);
-    }
+  if (const std::string stragglers =
+          FormatCollectiveStragglers(summary.collectives, summary.stragglers);
+      !stragglers.empty()) {
+    out += "\n" + stragglers;
   }
   std::map<int, std::string> hosts;
   for (const RankGpuTime& r : summary.ranks) hosts[r.rank] = r.host;
@@ -481,28 +431,13 @@ nlohmann::json GpuTimeSummaryJson(const GpuTimeSummary& summary) {
                        {"total_ms", Round3(k.total_ms)},
                        {"max_us", Round3(k.max_us)}});
   }
-  json collectives = json::array();
-  for (const CollectiveArrival& c : summary.collectives) {
-    collectives.push_back({{"name", c.name},
-                           {"occurrence", c.occurrence},
-                           {"last_rank", c.last_rank},
-                           {"late_by_ms", Round3(c.late_by_ms)}});
-  }
-  json stragglers = json::array();
-  for (const Straggler& s : summary.stragglers) {
-    stragglers.push_back({{"rank", s.rank},
-                          {"collectives_last", s.collectives_last},
-                          {"collectives", s.collectives},
-                          {"total_late_ms", Round3(s.total_late_ms)},
-                          {"max_late_ms", Round3(s.max_late_ms)}});
-  }
   return {{"step", summary.step_name},
           {"ranks", ranks},
           {"top_kernels", kernels},
           {"kernel_breakdown", GpuKernelBreakdownJson(summary.kernel_breakdown)},
           {"aten_op_kernels", AtenOpKernelsJson(summary.aten_ops)},
-          {"collectives", collectives},
-          {"stragglers", stragglers}};
+          {"collectives", CollectivesJson(summary.collectives)},
+          {"stragglers", CollectiveStragglersJson(summary.stragglers)}};
 }
 
 }  // namespace dtrain

@@ -2,7 +2,8 @@
 // communication and memory kernels as HolisticTraceAnalysis's temporal breakdown splits it, idle
 // time and its causes, the launch queue, communication hidden behind compute, per-step times, the
 // top kernels, the kernel breakdown (gpu_kernel_breakdown.h), the kernels each ATen operator
-// launches (aten_op_launches.h), and per collective the rank that arrived last. Built event by
+// launches (aten_op_launches.h), and per collective the rank that arrived last
+// (collective_arrivals.h). Built event by
 // event during the streaming merge; memory grows with the number of GPU activities, ATen
 // operators and collectives (a few dozen bytes each), not with the trace text.
 #pragma once
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/aten_op_launches.h"
+#include "launcher/timeline/collective_arrivals.h"
 #include "launcher/timeline/gpu_idle_causes.h"
 #include "launcher/timeline/gpu_kernel_breakdown.h"
 #include "launcher/timeline/gpu_speed_compare.h"
@@ -67,23 +69,6 @@ struct KernelTotal {
   double max_us = 0;
 };
 
-// The n-th collective of one name, matched across the ranks that ran it.
-struct CollectiveArrival {
-  std::string name;
-  int occurrence = 0;
-  int last_rank = 0;
-  double late_by_ms = 0;  // last arrival minus first arrival
-};
-
-// A rank that arrived last at some collectives.
-struct Straggler {
-  int rank = 0;
-  int collectives_last = 0;
-  int collectives = 0;  // matched collectives in all
-  double total_late_ms = 0;
-  double max_late_ms = 0;
-};
-
 struct GpuTimeSummary {
   std::vector<RankGpuTime> ranks;                         // by rank; PyTorch traces only
   std::map<int, GpuIdleCauses> idle_causes;               // why each of those ranks' GPU sat idle
@@ -94,7 +79,7 @@ struct GpuTimeSummary {
   GpuKernelBreakdown kernel_breakdown;   // kernel time by type, and per rank by kernel
   std::vector<RankAtenOpKernels> aten_ops;     // the kernels each ATen operator launches, per rank
   std::vector<CollectiveArrival> collectives;  // in order of first arrival
-  std::vector<Straggler> stragglers;           // most often last first
+  std::vector<CollectiveStraggler> stragglers;  // most often last first
   std::string step_name;                       // what a step is
   static constexpr size_t kTopKernels = 10;
 };
@@ -137,7 +122,6 @@ class GpuTimeSummaryBuilder {
     std::unordered_map<size_t, int64_t> copy_bytes;  // a memcpy's bytes, by its index in activities
     double last_profiler_step_us = -1e300;
     std::vector<Span> steps;
-    std::vector<Span> collectives;
     std::vector<Span> profiler_steps;  // the CPU's ProfilerStep#N spans (with `operators_`)
     std::vector<Span> cpu_operators;   // cpu_op events (with `operators_`)
   };
@@ -155,6 +139,8 @@ class GpuTimeSummaryBuilder {
   std::map<uint32_t, KernelTotal> kernels_;
   GpuKernelBreakdownBuilder kernel_breakdown_;
   AtenOpLaunchBuilder aten_ops_;
+  // Per rank, each collective's name and start (collective_arrivals.h).
+  std::map<int, std::vector<std::pair<uint32_t, double>>> collective_starts_;
   // Per rank, the work that GpuSpeed compares: compute kernels, copies to and from the GPU.
   std::map<int, RankWork> compute_work_, to_gpu_work_, from_gpu_work_;
 };
