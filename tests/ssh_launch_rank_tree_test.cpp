@@ -91,6 +91,45 @@ TEST(SshLaunch, ARanksProcessInAGroupOrSessionOfItsOwnEndsWithTheRank) {
   EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
 }
 
+// Each node's sshd in a cgroup of its own, below the cgroup v2 hierarchy the node mounted, for
+// the life of a test; moved back and the cgroup removed at the end. That hierarchy is this
+// machine's (cgroup v2 has one), where tests running beside this one start rank wrappers
+// (RemoteCommand's) that make dtrain-rank-<pid>.<start time> cgroups of their own: below the
+// node's own cgroup, its ranks' are told apart from theirs.
+class SshdCgroups {
+ public:
+  SshdCgroups(const SshTestCluster& cluster, int nodes) : cluster_(cluster), nodes_(nodes) {}
+  ~SshdCgroups() {
+    for (int i = 0; i < nodes_; ++i) {
+      // The sshd processes of connections that just closed may take a moment to leave it.
+      cluster_.OnNode(i, "echo " + SshdPid(i) +
+                             " >/sys/fs/cgroup/cgroup.procs; for t in $(seq 50); "
+                             "do rmdir " +
+                             Path(i) + "/dtrain-rank-* " + Path(i) + " 2>/dev/null; [ -d " +
+                             Path(i) + " ] || break; sleep 0.1; done");
+    }
+  }
+  // "" once node i's sshd is in its cgroup, else what went wrong.
+  std::string Enter(int i) const {
+    return cluster_.OnNode(
+        i, "mkdir -p " + Path(i) + " && echo " + SshdPid(i) + " >" + Path(i) + "/cgroup.procs");
+  }
+  // The cgroup as the node sees it (in /proc/PID/cgroup) and where it is mounted there.
+  std::string Name(int i) const {
+    return "/dtrain-test-" + cluster_.dir().substr(cluster_.dir().rfind('/') + 1) + "-node" +
+           std::to_string(i);
+  }
+  std::string Path(int i) const { return "/sys/fs/cgroup" + Name(i); }
+  std::string SshdPid(int i) const {
+    const std::string pid = ReadText(cluster_.dir() + "/node" + std::to_string(i) + "/sshd.pid");
+    return pid.substr(0, pid.find('\n'));
+  }
+
+ private:
+  const SshTestCluster& cluster_;
+  int nodes_;
+};
+
 // On nodes with cgroup v2 mounted (as on a systemd machine), each rank runs in a cgroup of its
 // own, so a daemon that left the rank's session and replaced its environment (setsid env -i, as
 // Python's Popen(env=..., start_new_session=True) does) is still the rank's: it ends with the
@@ -98,17 +137,19 @@ TEST(SshLaunch, ARanksProcessInAGroupOrSessionOfItsOwnEndsWithTheRank) {
 TEST(SshLaunch, ADaemonWithAnEnvironmentOfItsOwnEndsWithTheRankWhereNodesHaveCgroups) {
   SshTestCluster cluster("dl-cgroup", 2, 1);
   REQUIRE_CLUSTER(cluster);
+  const SshdCgroups sshd(cluster, 2);
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(cluster.OnNode(i, "mount -t cgroup2 none /sys/fs/cgroup"), "") << "node" << i;
+    ASSERT_EQ(sshd.Enter(i), "") << "node" << i;
   }
   // The empty cgroup of a wrapper killed outright (its pid and start time no longer match a
   // process) goes when the next rank starts there; that of a live process stays.
   auto line = [](std::string s) { return s.substr(0, s.find('\n')); };
   const std::string gone = line(cluster.OnNode(0, "sh -c 'echo $$'"));
-  const std::string stale = "/sys/fs/cgroup/dtrain-rank-" + gone + ".4242";
-  const std::string live = line(cluster.OnNode(
-      0, "cut -d' ' -f1,22 /proc/$(cat " + cluster.dir() + "/node0/sshd.pid)/stat | tr ' ' ."));
-  ASSERT_EQ(cluster.OnNode(0, "mkdir " + stale + " /sys/fs/cgroup/dtrain-rank-" + live), "");
+  const std::string stale = sshd.Path(0) + "/dtrain-rank-" + gone + ".4242";
+  const std::string live =
+      line(cluster.OnNode(0, "cut -d' ' -f1,22 /proc/" + sshd.SshdPid(0) + "/stat | tr ' ' ."));
+  ASSERT_EQ(cluster.OnNode(0, "mkdir " + stale + " " + sshd.Path(0) + "/dtrain-rank-" + live), "");
   const std::string logs = cluster.dir() + "/logs";
   const LaunchResult failed = Launch(
       "-c " + cluster.cluster_file() + " --log-dir " + logs + " --job fail -q --grace-period 2 " +
@@ -124,21 +165,20 @@ TEST(SshLaunch, ADaemonWithAnEnvironmentOfItsOwnEndsWithTheRankWhereNodesHaveCgr
   const LaunchResult placed = Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
                                      " --job placed -q -- grep ^0:: /proc/self/cgroup");
   EXPECT_EQ(placed.status, 0) << placed.output;
-  EXPECT_NE(ReadText(logs + "/placed/rank-0.log").find("0::/dtrain-rank-"), std::string::npos)
+  EXPECT_NE(ReadText(logs + "/placed/rank-0.log").find("0::" + sshd.Name(0) + "/dtrain-rank-"),
+            std::string::npos)
       << ReadText(logs + "/placed/rank-0.log");
   ASSERT_EQ(ReadText(cluster.cluster_file()).find("env:"), std::string::npos);
   const std::string off = ClusterFileWith(cluster, "env: {DTRAIN_RANK_CGROUP: '0'}\n");
   const LaunchResult shared =
       Launch("-c " + off + " --log-dir " + logs + " --job off -q -- grep ^0:: /proc/self/cgroup");
   EXPECT_EQ(shared.status, 0) << shared.output;
-  EXPECT_EQ(ReadText(logs + "/off/rank-0.log"), "0::/\n");
-  // A node's rank cgroups are named <wrapper pid>.<start time>; the hierarchy mounted in these
-  // nodes is this machine's, where local launches of other tests keep theirs (<pid>-<n>).
-  EXPECT_EQ(cluster.OnNode(0, "find /sys/fs/cgroup -maxdepth 3 -name 'dtrain-rank-*.*'"),
-            "/sys/fs/cgroup/dtrain-rank-" + live + "\n")
+  EXPECT_EQ(ReadText(logs + "/off/rank-0.log"), "0::" + sshd.Name(0) + "\n");
+  // A node's rank cgroups are named <wrapper pid>.<start time>.
+  EXPECT_EQ(cluster.OnNode(0, "find " + sshd.Path(0) + " -name 'dtrain-rank-*.*'"),
+            sshd.Path(0) + "/dtrain-rank-" + live + "\n")
       << "the stale cgroup is removed, the live one kept, the ranks' own removed";
-  cluster.OnNode(0, "rmdir /sys/fs/cgroup/dtrain-rank-" + live);
-  EXPECT_EQ(cluster.OnNode(1, "find /sys/fs/cgroup -maxdepth 3 -name 'dtrain-rank-*.*'"), "")
+  EXPECT_EQ(cluster.OnNode(1, "find " + sshd.Path(1) + " -name 'dtrain-rank-*.*'"), "")
       << "node1: a rank's cgroup was left behind";
 }
 
