@@ -67,6 +67,7 @@ TEST(NodeReturn, CutNodeThatAnswersAgainRejoinsTheJob) {
   cluster.OnNode(1, "ip link set eth0 down");
   const Clock::time_point cut = Clock::now();
   const double lost_s = WaitForText(dtrain, "node node1 lost", cut, 20);
+  const bool back_while_cut = dtrain.err().find("node node1 passed") != std::string::npos;
   cluster.OnNode(1, "ip link set eth0 up");
   const Clock::time_point restored = Clock::now();
   const std::string back =
@@ -84,8 +85,12 @@ TEST(NodeReturn, CutNodeThatAnswersAgainRejoinsTheJob) {
   std::printf("%s", err.c_str());
   EXPECT_GE(lost_s, 2.5) << err;
   EXPECT_LE(lost_s, 4) << err;
-  // Two rounds a second apart, each a probe of the node (a fresh ssh connection after the cut).
-  EXPECT_GE(back_s, 1) << err;
+  // Rounds start every second, and one begun before the restore may pass once it is (a probe
+  // that waited for the link, or read the node just after it changed): two rounds in a row
+  // can end under a second after it (0.91 s seen), so only the order is checked here; that
+  // one passing round is not enough is HealthWatch's test (launcher_health_watch_test.cpp).
+  EXPECT_FALSE(back_while_cut) << err;
+  EXPECT_GE(back_s, 0) << err;
   EXPECT_LE(back_s, 15) << err;
   EXPECT_NE(err.find("dtrain: node node1 quarantined in job back: node node1 lost"),
             std::string::npos)
@@ -149,6 +154,7 @@ TEST(NodeReturn, UnfitNodeFitAgainRejoinsTheJob) {
             0)
       << dtrain.err();
   EXPECT_NE(dtrain.err().find("node node1: Xid 79 on GPU 3"), std::string::npos);
+  const bool back_while_unfit = dtrain.err().find("node node1 passed") != std::string::npos;
   testing::WriteFile(cluster.dir() + "/node1-bin/dmesg.txt", test::kFreshBootLog);
   const Clock::time_point rebooted = Clock::now();
   const double back_s = WaitForText(dtrain,
@@ -161,7 +167,12 @@ TEST(NodeReturn, UnfitNodeFitAgainRejoinsTheJob) {
       test::EndRanksOnceStarted(dir + "/fixed", "rank-1.log", "rank 1 of 3 on node1 starts", 3))
       << dtrain.err();
   ASSERT_EQ(dtrain.Wait(90), 0) << dtrain.err();
-  EXPECT_GE(back_s, 1) << dtrain.err();
+  // Rounds start every second, and one begun before the fix may pass once it is (a probe
+  // that waited for the link, or read the node just after it changed): two rounds in a row
+  // can end under a second after it (0.91 s seen), so only the order is checked here; that
+  // one passing round is not enough is HealthWatch's test (launcher_health_watch_test.cpp).
+  EXPECT_FALSE(back_while_unfit) << dtrain.err();
+  EXPECT_GE(back_s, 0) << dtrain.err();
   const json record = json::parse(ReadText(dir + "/fixed/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object());
   const json& attempts = record["attempts"];

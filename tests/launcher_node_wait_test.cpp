@@ -53,6 +53,7 @@ TEST(NodeReturn, AJobShortOfNodesWaitsForOneToReturnUpToTheJoinTimeout) {
   const std::string waiting = "dtrain: job waits is short of nodes (";
   ASSERT_GE(WaitForText(dtrain, waiting, cut, 30), 0) << dtrain.err();
   std::this_thread::sleep_for(std::chrono::seconds(2));
+  const bool back_while_cut = dtrain.err().find("node node1 passed") != std::string::npos;
   cluster.OnNode(1, "ip link set eth0 up");
   const Clock::time_point restored = Clock::now();
   const double back_s = WaitForText(dtrain,
@@ -71,7 +72,12 @@ TEST(NodeReturn, AJobShortOfNodesWaitsForOneToReturnUpToTheJoinTimeout) {
             std::string::npos)
       << err;
   EXPECT_NE(err.find("restarting job waits (restart 1 of 1) in "), std::string::npos) << err;
-  EXPECT_GE(back_s, 1) << err;
+  // Rounds start every second, and one begun before the restore may pass once it is (a probe
+  // that waited for the link, or read the node just after it changed): two rounds in a row
+  // can end under a second after it (0.91 s seen), so only the order is checked here; that
+  // one passing round is not enough is HealthWatch's test (launcher_health_watch_test.cpp).
+  EXPECT_FALSE(back_while_cut) << err;
+  EXPECT_GE(back_s, 0) << err;
   json record = json::parse(ReadText(dir + "/waits/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object());
   ASSERT_EQ(record["attempts"].size(), 2u) << record["attempts"].dump(2);
