@@ -75,15 +75,15 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
       "overlap of communication with compute and the largest fused allreduces (PyTorch "
       "traces: also why each GPU stream sat idle, the kernel launch delays, how far ahead the "
       "CPU launched on each stream, kernel time by type and by kernel, the kernels each ATen "
-      "operator launches, each rank's GPU speed at the same work and the GPU time by "
-      "record_function region); write "
+      "operator launches, each rank's GPU speed at the same work, the ranks whose GPU starts the "
+      "collectives last and the GPU time by record_function region); write "
       "timeline-steps.svg beside the merged trace");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag(
       "--json", *json,
       "With --summary: print the summary as one JSON document (per rank GPU time, "
       "overlap, steps, idle by stream, launches, launch queue, speed, top kernels, kernel "
-      "breakdown, ATen operators' kernels, regions, stragglers)");
+      "breakdown, ATen operators' kernels, regions, stragglers, late NCCL kernels)");
   cmd->add_option("--against", request->against,
                   "With --summary: compare this run with another, operator by operator and "
                   "kernel by kernel, per step (PyTorch traces): a job name, or trace files "

@@ -67,3 +67,8 @@ dtrain_test(timeline_gpu_annotations_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_gpu_annotations_test.cpp
   LIBS dtrain_launcher ZLIB::ZLIB
   TIMEOUT 180)
+# The ranks whose GPU starts collectives last, against HolisticTraceAnalysis' potential stragglers.
+dtrain_test(timeline_late_nccl_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_late_nccl_test.cpp
+  LIBS dtrain_launcher ZLIB::ZLIB
+  TIMEOUT 180)

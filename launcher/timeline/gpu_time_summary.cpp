@@ -106,10 +106,12 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
     }
   }
   if (IsProfilerStep(event.name)) {
-    profiler_step_names_.emplace(std::string(event.name), 0);
+    if (state.profiler_step_names.find(event.name) == state.profiler_step_names.end()) {
+      state.profiler_step_names.emplace(event.name);
+    }
     state.last_profiler_step_us = std::max(state.last_profiler_step_us, event.ts_us);
-    if (operators_ && event.cat == "user_annotation") {
-      state.profiler_steps.push_back(Span{event.ts_us, end, 0});
+    if (event.cat == "user_annotation") {
+      state.profiler_steps.push_back(Span{event.ts_us, end, Intern(event.name)});
     }
   }
   if (operators_ && event.cat == "cpu_op") {
@@ -130,8 +132,10 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
   out.rank = rank;
   if (operators) *operators = CollectOperators(rank, state);
   // HTA keeps the GPU activity whose launch came before the last profiler step began, when the
-  // trace has profiler steps at all (two or more).
-  const bool filter = profiler_step_names_.size() >= 2;
+  // trace has profiler steps at all (two or more). HTA counts the steps' names over every rank
+  // it loaded; here each rank's own count (ranks are summed up one at a time): the same where
+  // every rank recorded the same steps.
+  const bool filter = state.profiler_step_names.size() >= 2;
   struct Edge {
     double ts;
     int delta;
@@ -141,6 +145,23 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
   edges.reserve(state.activities.size() * 2);
   std::vector<LaunchedActivity> launched;
   launched.reserve(state.activities.size());
+  // The profiler steps HTA keeps (all but the last, where it filters), by start, and the step a
+  // GPU activity's launch lies in (HTA's iteration of the activity), for the late GPUs.
+  std::vector<std::pair<Span, int>> kept_steps;
+  for (const Span& step : state.profiler_steps) {
+    const int number = ProfilerStepNumber(names_[step.name]);
+    if (number < 0 || (filter && step.start >= state.last_profiler_step_us)) continue;
+    kept_steps.push_back({step, number});
+    late_gpus_.AddStep(rank, number, step.start, step.end);
+  }
+  std::sort(kept_steps.begin(), kept_steps.end(),
+            [](const auto& a, const auto& b) { return a.first.start < b.first.start; });
+  auto step_of = [&kept_steps](double ts) {
+    auto after = std::upper_bound(kept_steps.begin(), kept_steps.end(), ts,
+                                  [](double t, const auto& s) { return t < s.first.start; });
+    if (after == kept_steps.begin() || ts >= std::prev(after)->first.end) return -1;
+    return std::prev(after)->second;
+  };
   RankWork& compute = compute_work_[rank];
   RankWork& to_gpu = to_gpu_work_[rank];
   RankWork& from_gpu = from_gpu_work_[rank];
@@ -171,6 +192,17 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
       l.call_duration = launch->second.call_duration_us;
     }
     kernel_breakdown_.Add(rank, a.kind, names_[a.name], a.start, a.end);
+    if (launched_known) {
+      const Launch& by = launch->second;
+      const int step =
+          step_of(by.call != LaunchCallKind::kNone ? by.call_start_us : by.earliest_us);
+      if (step >= 0) {
+        late_gpus_.AddActivityEnd(a.end);
+        if (a.kind == GpuActivityKind::kCommunication) {
+          late_gpus_.AddKernel(rank, step, a.stream, names_[a.name], a.start, a.end);
+        }
+      }
+    }
     KernelTotal& total = kernels_[a.name];
     total.kind = a.kind;
     total.count += 1;
@@ -308,12 +340,19 @@ RankOps GpuTimeSummaryBuilder::CollectOperators(int rank, RankState& state) {
   return ops;
 }
 
+void GpuTimeSummaryBuilder::EndRank(int rank) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return;
+  swept_[rank] = Sweep(rank, it->second, summary_.idle_causes[rank], summary_.launch_queues[rank],
+                       operators_ ? &summary_.operators[rank] : nullptr);
+  ranks_.erase(it);
+}
+
 GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& ranks) {
-  GpuTimeSummary summary;
+  while (!ranks_.empty()) EndRank(ranks_.begin()->first);
+  GpuTimeSummary summary = std::move(summary_);
   summary.step_name = step_name_.empty() ? "ProfilerStep#N" : step_name_;
-  for (auto& [rank, state] : ranks_) {
-    RankGpuTime time = Sweep(rank, state, summary.idle_causes[rank], summary.launch_queues[rank],
-                             operators_ ? &summary.operators[rank] : nullptr);
+  for (auto& [rank, time] : swept_) {
     for (const RankTraceInfo& info : ranks) {
       if (info.rank == rank) time.host = info.host;
     }
@@ -334,6 +373,7 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
   CollectiveArrivals arrivals = MatchCollectives(collective_starts_, names_);
   summary.collectives = std::move(arrivals.collectives);
   summary.stragglers = std::move(arrivals.stragglers);
+  summary.late_gpus = late_gpus_.Finish();
   summary.speeds = CompareGpuSpeed(compute_work_, to_gpu_work_, from_gpu_work_);
   return summary;
 }
@@ -375,6 +415,9 @@ std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
           FormatCollectiveStragglers(summary.collectives, summary.stragglers);
       !stragglers.empty()) {
     out += "\n" + stragglers;
+  }
+  if (const std::string late = FormatLateNcclKernels(summary.late_gpus); !late.empty()) {
+    out += "\n" + late;
   }
   std::map<int, std::string> hosts;
   for (const RankGpuTime& r : summary.ranks) hosts[r.rank] = r.host;
@@ -437,7 +480,8 @@ nlohmann::json GpuTimeSummaryJson(const GpuTimeSummary& summary) {
           {"kernel_breakdown", GpuKernelBreakdownJson(summary.kernel_breakdown)},
           {"aten_op_kernels", AtenOpKernelsJson(summary.aten_ops)},
           {"collectives", CollectivesJson(summary.collectives)},
-          {"stragglers", CollectiveStragglersJson(summary.stragglers)}};
+          {"stragglers", CollectiveStragglersJson(summary.stragglers)},
+          {"late_nccl_kernels", LateNcclKernelsJson(summary.late_gpus)}};
 }
 
 }  // namespace dtrain

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "launcher/timeline/gpu_kernel_breakdown.h"
 #include "launcher/timeline/gpu_speed_compare.h"
 #include "launcher/timeline/kineto_trace.h"
+#include "launcher/timeline/late_nccl_kernels.h"
 #include "launcher/timeline/launch_queue.h"
 #include "launcher/timeline/name_table.h"
 #include "launcher/timeline/timeline_merge.h"
@@ -80,6 +82,7 @@ struct GpuTimeSummary {
   std::vector<RankAtenOpKernels> aten_ops;     // the kernels each ATen operator launches, per rank
   std::vector<CollectiveArrival> collectives;  // in order of first arrival
   std::vector<CollectiveStraggler> stragglers;  // most often last first
+  LateNcclKernels late_gpus;                    // the ranks whose GPU starts collectives last
   std::string step_name;                       // what a step is
   static constexpr size_t kTopKernels = 10;
 };
@@ -88,9 +91,13 @@ class GpuTimeSummaryBuilder {
  public:
   // `step_name`: the record_function that marks one step; empty: ProfilerStep#N.
   // `operators`: also keep what each rank ran by name (GpuTimeSummary::operators), for a
-  // comparison with another run; it keeps every CPU operator until Finish.
+  // comparison with another run; it keeps a rank's CPU operators until that rank is summed up.
   explicit GpuTimeSummaryBuilder(std::string step_name = "", bool operators = false);
   void Add(const KinetoEvent& event);
+  // Sums up `rank`, whose events have all been added, and lets them go: a merge calls it as it
+  // finishes reading each rank, so that one rank's activities are held at a time, not every
+  // rank's until Finish. Finish sums up the ranks left.
+  void EndRank(int rank);
   GpuTimeSummary Finish(const std::vector<RankTraceInfo>& ranks);
 
  private:
@@ -121,8 +128,9 @@ class GpuTimeSummaryBuilder {
     std::unordered_map<int64_t, Launch> launches;    // by correlation id
     std::unordered_map<size_t, int64_t> copy_bytes;  // a memcpy's bytes, by its index in activities
     double last_profiler_step_us = -1e300;
+    std::set<std::string, std::less<>> profiler_step_names;  // HTA filters with two or more
     std::vector<Span> steps;
-    std::vector<Span> profiler_steps;  // the CPU's ProfilerStep#N spans (with `operators_`)
+    std::vector<Span> profiler_steps;  // the CPU's ProfilerStep#N spans
     std::vector<Span> cpu_operators;   // cpu_op events (with `operators_`)
   };
 
@@ -133,12 +141,14 @@ class GpuTimeSummaryBuilder {
 
   std::string step_name_;
   bool operators_ = false;
-  std::map<int, RankState> ranks_;
+  std::map<int, RankState> ranks_;    // ranks still being read
+  std::map<int, RankGpuTime> swept_;  // ranks summed up (EndRank)
+  GpuTimeSummary summary_;            // their idle causes, launch queues and operators
   NameTable names_;
-  std::map<std::string, int, std::less<>> profiler_step_names_;
   std::map<uint32_t, KernelTotal> kernels_;
   GpuKernelBreakdownBuilder kernel_breakdown_;
   AtenOpLaunchBuilder aten_ops_;
+  LateNcclKernelBuilder late_gpus_;
   // Per rank, each collective's name and start (collective_arrivals.h).
   std::map<int, std::vector<std::pair<uint32_t, double>>> collective_starts_;
   // Per rank, the work that GpuSpeed compares: compute kernels, copies to and from the GPU.

@@ -248,10 +248,11 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
     };
   }
   // The paths and the counters are drawn into the merged trace, each rank's once the merge has
-  // read its trace.
+  // read its trace; the GPU summary sums that rank up then and lets its events go.
   std::function<void(int, MergedTraceFile&)> rank_done;
-  if (paths || counters) {
-    rank_done = [&paths, &counters](int rank, MergedTraceFile& out) {
+  if (request.summary || paths || counters) {
+    rank_done = [&](int rank, MergedTraceFile& out) {
+      if (request.summary) gpu_builder.EndRank(rank);
       if (paths) {
         if (const RankCriticalPath* path = paths->EndRank()) WriteCriticalPathOverlay(*path, out);
       }
