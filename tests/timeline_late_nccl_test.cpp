@@ -45,7 +45,7 @@ TEST(LateNccl, TheRankThatStartsTheMostVaryingKernelLateIsNamed) {
   for (int rank = 0; rank < 3; ++rank) {
     for (int step = 0; step < 3; ++step) {
       const double t = 1000.0 * step;
-      b.AddStep(rank, step, t, t + 1000);
+      b.AddStep(step, t, t + 1000);
       const double late_a = rank == 2 ? 50 : (rank == 0 && step == 2 ? 30 : 5 * rank);
       b.AddKernel(rank, step, 5, "ncclKernel_A", t + 100 + (rank == 0 ? 90 : 0), t + 300);
       const double a = t + 400 + late_a;
@@ -83,7 +83,7 @@ TEST(LateNccl, TheRankThatStartsTheMostVaryingKernelLateIsNamed) {
   // Fewer ranks than candidates: each is among the latest; one rank alone compares nothing.
   LateNcclKernelBuilder two;
   for (int rank = 0; rank < 2; ++rank) {
-    two.AddStep(rank, 1, 0, 1000);
+    two.AddStep(1, 0, 1000);
     two.AddKernel(rank, 1, 3, "ncclDevKernel_AllReduce", 100 + 10 * rank, 500);
   }
   const LateNcclKernels pair = two.Finish(3);
@@ -92,7 +92,7 @@ TEST(LateNccl, TheRankThatStartsTheMostVaryingKernelLateIsNamed) {
   EXPECT_EQ(pair.ranks[0].steps_latest, 1);
   EXPECT_EQ(pair.ranks[1].steps_latest, 1);
   LateNcclKernelBuilder one;
-  one.AddStep(0, 1, 0, 1000);
+  one.AddStep(1, 0, 1000);
   one.AddKernel(0, 1, 3, "ncclKernel_A", 100, 500);
   EXPECT_TRUE(one.Finish().kernel.empty());
   EXPECT_EQ(FormatLateNcclKernels(one.Finish()), "");

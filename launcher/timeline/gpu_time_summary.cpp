@@ -152,7 +152,7 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
     const int number = ProfilerStepNumber(names_[step.name]);
     if (number < 0 || (filter && step.start >= state.last_profiler_step_us)) continue;
     kept_steps.push_back({step, number});
-    late_gpus_.AddStep(rank, number, step.start, step.end);
+    late_gpus_.AddStep(number, step.start, step.end);
   }
   std::sort(kept_steps.begin(), kept_steps.end(),
             [](const auto& a, const auto& b) { return a.first.start < b.first.start; });

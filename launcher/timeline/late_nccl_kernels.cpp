@@ -30,8 +30,7 @@ int ProfilerStepNumber(std::string_view name) {
   return number;
 }
 
-void LateNcclKernelBuilder::AddStep(int rank, int step, double start_us, double end_us) {
-  (void)rank;
+void LateNcclKernelBuilder::AddStep(int step, double start_us, double end_us) {
   steps_[step] = true;
   first_start_us_ = std::min(first_start_us_, start_us);
   last_end_us_ = std::max(last_end_us_, end_us);

@@ -51,11 +51,11 @@ class LateNcclKernelBuilder {
   // out.
   static constexpr double kMinStepShare = 0.01;
 
-  // Profiler step `step` of `rank` (ProfilerStep#<step>), one HTA keeps, from `start_us` to
+  // Profiler step `step` of a rank (ProfilerStep#<step>), one HTA keeps, from `start_us` to
   // `end_us`; and `end_us` of each GPU activity launched in such a step: together they make HTA's
   // mean step time (from the first step's start to the last end of what the steps ran, over the
   // number of steps).
-  void AddStep(int rank, int step, double start_us, double end_us);
+  void AddStep(int step, double start_us, double end_us);
   void AddActivityEnd(double end_us);
   // An NCCL kernel of `rank` launched in profiler step `step`.
   void AddKernel(int rank, int step, int stream, std::string_view name, double start_us,
