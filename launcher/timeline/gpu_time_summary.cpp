@@ -106,9 +106,7 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
     }
   }
   if (IsProfilerStep(event.name)) {
-    if (state.profiler_step_names.find(event.name) == state.profiler_step_names.end()) {
-      state.profiler_step_names.emplace(event.name);
-    }
+    state.profiler_step_names.insert(Intern(event.name));
     state.last_profiler_step_us = std::max(state.last_profiler_step_us, event.ts_us);
     if (event.cat == "user_annotation") {
       state.profiler_steps.push_back(Span{event.ts_us, end, Intern(event.name)});
@@ -130,6 +128,8 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
                                          std::vector<StreamQueue>& queues, RankOps* operators) {
   RankGpuTime out;
   out.rank = rank;
+  std::sort(state.profiler_steps.begin(), state.profiler_steps.end(),
+            [](const Span& a, const Span& b) { return a.start < b.start; });
   if (operators) *operators = CollectOperators(rank, state);
   // HTA keeps the GPU activity whose launch came before the last profiler step began, when the
   // trace has profiler steps at all (two or more). HTA counts the steps' names over every rank
@@ -145,22 +145,21 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
   edges.reserve(state.activities.size() * 2);
   std::vector<LaunchedActivity> launched;
   launched.reserve(state.activities.size());
-  // The profiler steps HTA keeps (all but the last, where it filters), by start, and the step a
-  // GPU activity's launch lies in (HTA's iteration of the activity), for the late GPUs.
-  std::vector<std::pair<Span, int>> kept_steps;
+  // The profiler steps HTA keeps (all but the last, where it filters), by start, with their
+  // numbers, and the step a GPU activity's launch lies in (HTA's iteration of the activity), for
+  // the late GPUs.
+  std::vector<Span> kept_steps;
+  std::vector<int> step_numbers;
   for (const Span& step : state.profiler_steps) {
     const int number = ProfilerStepNumber(names_[step.name]);
     if (number < 0 || (filter && step.start >= state.last_profiler_step_us)) continue;
-    kept_steps.push_back({step, number});
+    kept_steps.push_back(step);
+    step_numbers.push_back(number);
     late_gpus_.AddStep(number, step.start, step.end);
   }
-  std::sort(kept_steps.begin(), kept_steps.end(),
-            [](const auto& a, const auto& b) { return a.first.start < b.first.start; });
-  auto step_of = [&kept_steps](double ts) {
-    auto after = std::upper_bound(kept_steps.begin(), kept_steps.end(), ts,
-                                  [](double t, const auto& s) { return t < s.first.start; });
-    if (after == kept_steps.begin() || ts >= std::prev(after)->first.end) return -1;
-    return std::prev(after)->second;
+  auto step_of = [&](double ts) {
+    const Span* step = SpanAt(kept_steps, ts);
+    return step ? step_numbers[step - kept_steps.data()] : -1;
   };
   RankWork& compute = compute_work_[rank];
   RankWork& to_gpu = to_gpu_work_[rank];
@@ -310,17 +309,10 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
 RankOps GpuTimeSummaryBuilder::CollectOperators(int rank, RankState& state) {
   RankOps ops;
   ops.rank = rank;
-  std::vector<Span>& steps = state.profiler_steps;
-  std::sort(steps.begin(), steps.end(),
-            [](const Span& a, const Span& b) { return a.start < b.start; });
+  const std::vector<Span>& steps = state.profiler_steps;           // by start (Sweep)
   ops.steps = steps.empty() ? 1 : static_cast<int>(steps.size());  // none: the whole trace
   for (const Span& step : steps) ops.steps_us += step.end - step.start;
-  auto in_a_step = [&steps](double ts) {
-    if (steps.empty()) return true;
-    auto after = std::upper_bound(steps.begin(), steps.end(), ts,
-                                  [](double t, const Span& step) { return t < step.start; });
-    return after != steps.begin() && ts < std::prev(after)->end;
-  };
+  auto in_a_step = [&steps](double ts) { return steps.empty() || SpanAt(steps, ts) != nullptr; };
   for (const Activity& a : state.activities) {
     auto launch = state.launches.find(a.correlation);
     if (launch == state.launches.end() ? !steps.empty() : !in_a_step(launch->second.earliest_us)) {
@@ -338,6 +330,14 @@ RankOps GpuTimeSummaryBuilder::CollectOperators(int rank, RankState& state) {
   }
   std::vector<Span>().swap(state.cpu_operators);
   return ops;
+}
+
+const GpuTimeSummaryBuilder::Span* GpuTimeSummaryBuilder::SpanAt(const std::vector<Span>& by_start,
+                                                                 double ts) {
+  auto after = std::upper_bound(by_start.begin(), by_start.end(), ts,
+                                [](double t, const Span& span) { return t < span.start; });
+  if (after == by_start.begin() || ts >= std::prev(after)->end) return nullptr;
+  return &*std::prev(after);
 }
 
 void GpuTimeSummaryBuilder::EndRank(int rank) {

@@ -128,9 +128,9 @@ class GpuTimeSummaryBuilder {
     std::unordered_map<int64_t, Launch> launches;    // by correlation id
     std::unordered_map<size_t, int64_t> copy_bytes;  // a memcpy's bytes, by its index in activities
     double last_profiler_step_us = -1e300;
-    std::set<std::string, std::less<>> profiler_step_names;  // HTA filters with two or more
+    std::set<uint32_t> profiler_step_names;  // interned; HTA filters with two or more
     std::vector<Span> steps;
-    std::vector<Span> profiler_steps;  // the CPU's ProfilerStep#N spans
+    std::vector<Span> profiler_steps;  // the CPU's ProfilerStep#N spans (by start once swept)
     std::vector<Span> cpu_operators;   // cpu_op events (with `operators_`)
   };
 
@@ -138,6 +138,8 @@ class GpuTimeSummaryBuilder {
   RankGpuTime Sweep(int rank, RankState& state, GpuIdleCauses& causes,
                     std::vector<StreamQueue>& queues, RankOps* operators);
   RankOps CollectOperators(int rank, RankState& state);
+  // The span of `by_start` (sorted by start, none overlapping) that holds `ts`; nullptr if none.
+  static const Span* SpanAt(const std::vector<Span>& by_start, double ts);
 
   std::string step_name_;
   bool operators_ = false;
