@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "launcher/timeline/running_stats.h"
 
 namespace dtrain {
 
@@ -47,17 +48,6 @@ void LateNcclKernelBuilder::AddKernel(int rank, int step, int stream, std::strin
 
 namespace {
 
-// The sample standard deviation (pandas' std), NaN for fewer than two values.
-double SampleStd(const std::vector<double>& values) {
-  if (values.size() < 2) return std::nan("");
-  double mean = 0;
-  for (double v : values) mean += v;
-  mean /= static_cast<double>(values.size());
-  double squares = 0;
-  for (double v : values) squares += (v - mean) * (v - mean);
-  return std::sqrt(squares / static_cast<double>(values.size() - 1));
-}
-
 std::string ShortKernelName(const std::string& name) {
   const size_t paren = name.find('(');
   return paren == std::string::npos ? name : name.substr(0, paren);
@@ -82,20 +72,19 @@ LateNcclKernels LateNcclKernelBuilder::Finish(int candidates) const {
     if (!kept || run.start_us >= kept->start_us) kept = &run;
   }
   // The (stream, kernel) whose run's length differs most between ranks, on average over steps.
-  std::map<std::pair<int, uint32_t>, std::map<int, std::vector<double>>> lengths;
+  std::map<std::pair<int, uint32_t>, std::map<int, RunningStats>> lengths;
   for (const auto& [key, run] : last) {
     const auto& [stream, name, step, rank] = key;
-    lengths[{stream, name}][step].push_back((run->end_us - run->start_us) / mean_step_us);
+    lengths[{stream, name}][step].Add((run->end_us - run->start_us) / mean_step_us);
   }
   std::pair<int, uint32_t> chosen{-1, 0};
   double most = -1;
   for (const auto& [pair, by_step] : lengths) {
     double sum = 0;
     int counted = 0;
-    for (const auto& [step, values] : by_step) {
-      const double std = SampleStd(values);
-      if (std::isnan(std)) continue;
-      sum += std;
+    for (const auto& [step, stats] : by_step) {
+      if (stats.count < 2) continue;  // pandas' std of one value is NaN, which mean() skips
+      sum += stats.std_dev();
       ++counted;
     }
     if (counted == 0) continue;
