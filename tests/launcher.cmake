@@ -121,3 +121,7 @@ dtrain_test(launcher_numa_binding_test
   LIBS dtrain_launcher
   TIMEOUT 60)
 add_dependencies(launcher_numa_binding_test dtrain)
+dtrain_test(launcher_rank_orphans_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_rank_orphans_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)

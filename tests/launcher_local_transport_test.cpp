@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 
@@ -34,8 +33,11 @@ ProcessSpec Shell(int id, const std::string& script) {
 // True once `pid` is gone or a zombie (within 5 s).
 bool Gone(int pid) {
   for (int i = 0; i < 500; ++i) {
+    // getline, not an istreambuf_iterator: reading the file of a process reaped since its opening
+    // fails (ESRCH), which the iterator would throw.
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::string text;
+    std::getline(stat, text);
     size_t paren = text.rfind(')');
     if (paren == std::string::npos || text.compare(paren + 2, 1, "Z") == 0) return true;
     ::usleep(10000);

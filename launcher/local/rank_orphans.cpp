@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -21,10 +22,13 @@ namespace {
 
 // Field 4 (ppid) of /proc/PID/stat; -1 when it cannot be read, or when the process is a zombie and
 // `live_only`. The command name (field 2) may hold spaces and parentheses, so parsing starts
-// after its last ')'.
+// after its last ')'. The file is read with getline, which takes a failed read as the end of the
+// stream: a process reaped between the opening and the reading makes read() fail with ESRCH, which
+// an istreambuf_iterator would throw out of the filebuf and end dtrain.
 pid_t ParentOf(const std::string& pid, bool live_only = false) {
   std::ifstream in("/proc/" + pid + "/stat");
-  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string stat;
+  std::getline(in, stat);
   const size_t close = stat.rfind(')');
   if (close == std::string::npos || close + 4 >= stat.size()) return -1;
   if (live_only && stat[close + 2] == 'Z') return -1;
