@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/metrics_lines.h"
+#include "tests/support/process_state.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/test_paths.h"
 
@@ -214,9 +215,8 @@ TEST(DistLaunch, StoppedClipRankIsNamedWithTheCollectiveTheOthersWaitIn) {
   EXPECT_NE(last_line.find("rank 1"), std::string::npos) << console;
   // Gone, or a zombie waiting for this sandbox's init to reap it: give the kill a moment.
   auto alive = [&] {
-    const std::string stat = Slurp("/proc/" + pid + "/stat");
-    const size_t paren = stat.rfind(')');
-    return paren != std::string::npos && stat.compare(paren + 2, 1, "Z") != 0;
+    const char state = dtrain::testing::ProcessState(std::stoi(pid));
+    return state != 0 && state != 'Z';
   };
   for (int i = 0; i < 50 && alive(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

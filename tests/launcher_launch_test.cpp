@@ -323,9 +323,8 @@ TEST(LocalLaunch, SetsidChildWithAnEnvironmentOfItsOwnEndsToo) {
   EXPECT_EQ(run.status, 3) << run.err;
   ASSERT_GT(pid, 1) << run.err;
   auto alive = [pid] {
-    const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-    const size_t paren = stat.rfind(')');
-    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+    const char state = testing::ProcessState(pid);
+    return state != 0 && state != 'Z';
   };
   EXPECT_TRUE(WaitFor([&] { return !alive(); }, 5))
       << "the setsid'd sleep with its own environment outlived the job: "

@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <map>
 #include <string>
 
@@ -12,6 +11,7 @@
 
 #include "launcher/local/local_transport.h"
 #include "tests/support/files.h"
+#include "tests/support/process_state.h"
 #include "tests/support/test_paths.h"
 #include "tests/support/transport_recorder.h"
 
@@ -33,13 +33,8 @@ ProcessSpec Shell(int id, const std::string& script) {
 // True once `pid` is gone or a zombie (within 5 s).
 bool Gone(int pid) {
   for (int i = 0; i < 500; ++i) {
-    // getline, not an istreambuf_iterator: reading the file of a process reaped since its opening
-    // fails (ESRCH), which the iterator would throw.
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text;
-    std::getline(stat, text);
-    size_t paren = text.rfind(')');
-    if (paren == std::string::npos || text.compare(paren + 2, 1, "Z") == 0) return true;
+    const char state = testing::ProcessState(pid);
+    if (state == 0 || state == 'Z') return true;
     ::usleep(10000);
   }
   return false;

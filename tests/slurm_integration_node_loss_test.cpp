@@ -30,14 +30,8 @@ namespace dtrain {
 namespace {
 
 using testing::ProcessesWithEnv;
+using testing::ProcessState;
 using testing::ReadFile;
-
-// A process's state letter from /proc/<pid>/stat (R, S, T, Z...), 0 for a process that is gone.
-char ProcessState(int pid) {
-  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t paren = stat.rfind(')');
-  return paren == std::string::npos || stat.size() < paren + 3 ? 0 : stat[paren + 2];
-}
 
 // One Slurm node stopped as one (SIGSTOP) and thawed (SIGCONT) when the test asks or ends,
 // whatever happened in between: the node's slurmd, the slurmstepd of every task there (the

@@ -14,6 +14,7 @@
 
 #include "launcher/subprocess.h"
 #include "tests/support/files.h"
+#include "tests/support/process_state.h"
 #include "tests/support/test_paths.h"
 
 namespace dtrain::testing {
@@ -104,10 +105,9 @@ inline std::vector<int> ProcessesWithEnv(const std::string& needle) {
   while (dirent* entry = proc ? ::readdir(proc) : nullptr) {
     const int pid = std::atoi(entry->d_name);
     if (pid <= 0) continue;
+    const char state = ProcessState(pid);
+    if (state == 0 || state == 'Z') continue;
     const std::string base = std::string("/proc/") + entry->d_name;
-    std::string stat = ReadFile(base + "/stat");
-    size_t paren = stat.rfind(')');
-    if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') continue;
     const std::string env = ReadFile(base + "/environ");
     size_t at = 0;
     while ((at = env.find(needle, at)) != std::string::npos) {
