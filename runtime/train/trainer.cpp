@@ -15,6 +15,7 @@
 #include "runtime/text/tokenizer.h"
 #include "runtime/trace/device_span_ring.h"
 #include "runtime/trace/timeline.h"
+#include "runtime/train/batch_upload.h"
 #include "runtime/train/captured_step.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/cuda_event_clock.h"
@@ -25,7 +26,6 @@
 #include "runtime/train/heap_retention.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/metrics_log.h"
-#include "runtime/train/pixel_upload.h"
 #include "runtime/train/progress_display.h"
 #include "runtime/train/sample_log.h"
 #include "runtime/train/trainer_state.h"
@@ -117,10 +117,11 @@ void Trainer::OpenData() {
   DataOptions data = o_.data;
   // 8-bit pixels normalised on the device by default on GPUs; the loaders normalise on the CPU.
   data.raw_pixels = o_.pixels.empty() ? device_.is_cuda() : o_.pixels == "uint8";
-  upload_ = std::make_unique<PixelUpload>(device_, data.channels);
+  upload_ = std::make_unique<BatchUpload>(device_, data.channels);
   data.rank = coll_.rank();
   data.world_size = coll_.world_size();
   source_ = MakeBatchSource(data);
+  stager_ = std::make_unique<BatchStager>(*source_, [this](StagedBatch& b) { StageBatch(b); });
   int64_t batches = source_->BatchesPerEpoch();
   if (batches < 0) {  // streamed shards: estimate from --train-num-samples
     if (data.train_num_samples <= 0) {
@@ -223,6 +224,7 @@ int Trainer::Run() {
       SaveStepCheckpoint();
     }
     FlushStepLine();
+    stager_->Stop();  // what it staged ahead is not this run's (or this epoch's) to train on
     if (stopped) break;
     progress_.epoch = epoch + 1;
     progress_.epoch_samples = 0;

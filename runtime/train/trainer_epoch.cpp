@@ -42,11 +42,14 @@ void Trainer::WriteCheckpoint(const std::string& name) {
 int64_t Trainer::StartEpoch(int epoch) {
   progress_.world_size = coll_.world_size();
   progress_.global_batch = GlobalBatch();
+  stager_->Stop();
   if (progress_.epoch_samples <= 0) {
     source_->StartEpoch(epoch);
+    stager_->Start();
     return steps_per_epoch_;
   }
   const int64_t batches = source_->ResumeEpoch(epoch, progress_.epoch_samples);
+  stager_->Start();
   return batches < 0 ? steps_per_epoch_ : batches / o_.accum_freq;
 }
 

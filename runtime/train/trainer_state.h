@@ -17,18 +17,19 @@
 #include "runtime/config/train_options.h"
 #include "runtime/data/data_source.h"
 #include "runtime/dist/train_collectives.h"
-#include "runtime/train/rank_device.h"
 #include "runtime/model/clip_model.h"
 #include "runtime/text/tokenizer.h"
 #include "runtime/trace/device_span_ring.h"
+#include "runtime/train/batch_stager.h"
+#include "runtime/train/batch_upload.h"
 #include "runtime/train/captured_step.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/flat_parameters.h"
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/metrics_log.h"
-#include "runtime/train/pixel_upload.h"
 #include "runtime/train/progress_display.h"
+#include "runtime/train/rank_device.h"
 #include "runtime/train/sample_log.h"
 #include "runtime/train/step_profile.h"
 #include "runtime/train/step_scalars.h"
@@ -67,6 +68,8 @@ class Trainer {
   void Resume();
   void OpenData();
   bool NextBatch(DeviceBatch& batch);
+  // On the stager's thread: the batch's tokens, its text cut and BatchUpload::Send.
+  void StageBatch(StagedBatch& batch) const;
   // One optimizer step over accum_freq micro-batches; false at the end of the epoch.
   bool TrainStep(int epoch);
   torch::Tensor ForwardBackward(std::vector<DeviceBatch>& micro);
@@ -114,7 +117,8 @@ class Trainer {
   std::unique_ptr<DeviceSpanRing> gpu_spans_;
   std::string gpu_spans_note_;
   std::unique_ptr<BatchSource> source_;
-  std::unique_ptr<PixelUpload> upload_;
+  std::unique_ptr<BatchUpload> upload_;
+  std::unique_ptr<BatchStager> stager_;  // after source_ and upload_: stopped before them
   CosineLrSchedule schedule_;
   int64_t steps_per_epoch_ = 0;
   TrainProgress progress_;

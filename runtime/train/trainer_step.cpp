@@ -1,6 +1,7 @@
 // Trainer: one optimizer step (trainer_state.h).
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "runtime/dist/heartbeat.h"
@@ -15,27 +16,35 @@ namespace dtrain::clip {
 bool Trainer::NextBatch(DeviceBatch& batch) {
   GlobalHeartbeat().SetActivity(trace::kData);
   TimelineSpan span(trace::kComputeTrack, trace::kData);
+  StagedBatch staged;
   {
-    TimelineSpan wait(trace::kComputeTrack, trace::kWaitForData);  // blocked on the loader
-    if (!source_->Next(batch.host)) return false;
+    // Blocked on the loaders or the stager.
+    TimelineSpan wait(trace::kComputeTrack, trace::kWaitForData);
+    if (!stager_->Next(staged)) return false;
   }
-  HostBatch& h = batch.host;
-  batch.images = upload_->Upload(h);
+  batch.host = std::move(staged.host);  // moved, not copied: what the images borrow stays put
+  upload_->Receive(staged.sent, &batch.images, &batch.tokens);
+  return true;
+}
+
+void Trainer::StageBatch(StagedBatch& batch) const {
+  const HostBatch& h = batch.host;
   const int64_t context = tokenizer_->context_length();
   std::vector<int64_t> rows = tokenizer_->Tokenize(h.captions);
   // The text tower's cut (text_tower.h), decided here from the host's rows: on the device it
   // would be a read-back that stalls the host until the queued work is done.
   const int64_t length =
       model_->text->whole_context() ? context : TextLengthToCut(rows, h.size, context);
-  auto host = torch::from_blob(rows.data(), {h.size, context}, torch::kLong).narrow(1, 0, length);
-  // On CUDA through pinned memory, so the copy is queued behind the work on the stream instead
-  // of waiting for it; one copy out of the tokenizer's rows either way.
-  batch.tokens =
+  // On CUDA in pinned memory, so its copy is queued behind the work on the copy stream.
+  torch::Tensor tokens =
       torch::empty({h.size, length},
-                   torch::TensorOptions().dtype(torch::kLong).pinned_memory(!device_.is_cpu()))
-          .copy_(host);
-  if (!device_.is_cpu()) batch.tokens = batch.tokens.to(device_, /*non_blocking=*/true);
-  return true;
+                   torch::TensorOptions().dtype(torch::kLong).pinned_memory(!device_.is_cpu()));
+  auto* to = tokens.data_ptr<int64_t>();
+  for (int64_t i = 0; i < h.size; ++i) {
+    std::memcpy(to + i * length, rows.data() + i * context,
+                static_cast<size_t>(length) * sizeof(int64_t));
+  }
+  batch.sent = upload_->Send(batch.host, tokens);
 }
 
 // Seeded with 1/world size when distributed: each rank's gradients come out pre-divided, and the
