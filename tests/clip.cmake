@@ -8,6 +8,10 @@ if(TARGET dtrain_clip_train)
               TIMEOUT 120)
   target_precompile_headers(clip_captured_step_test REUSE_FROM dtrain_clip_model)
   dtrain_test(clip_tokenizer_test SOURCES clip_tokenizer_test.cpp LIBS dtrain_clip_train)
+  # The thread that stages the next batches beside the step, on the real loaders.
+  dtrain_test(clip_batch_stager_test SOURCES clip_batch_stager_test.cpp LIBS dtrain_clip_train
+              TIMEOUT 60)
+  target_precompile_headers(clip_batch_stager_test REUSE_FROM dtrain_clip_model)
   # Each run trains with 2 threads: two at once on a 2-core machine oversubscribe OpenMP (a run
   # of 10 s alone passed 240 s beside another), so `ctest -j2` runs them one at a time.
   dtrain_test(clip_training_test SOURCES clip_training_test.cpp LIBS dtrain_clip_train TIMEOUT 240
