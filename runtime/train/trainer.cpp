@@ -213,6 +213,7 @@ int Trainer::Run() {
   bool stopped = false;
   for (int epoch = static_cast<int>(progress_.epoch); epoch < o_.epochs && !stopped; ++epoch) {
     const int64_t steps_this_epoch = StartEpoch(epoch);
+    step_clock_ = TrainerClock::now();
     int64_t steps = 0;
     while (steps < steps_this_epoch) {
       if (o_.max_steps > 0 && progress_.step >= o_.max_steps) {

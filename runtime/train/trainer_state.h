@@ -126,6 +126,7 @@ class Trainer {
   SampleLog sample_log_;
   std::unique_ptr<ProgressDisplay> display_;
   double train_seconds_ = 0;
+  TrainerClock::time_point step_clock_;  // the last step's end, or its epoch's start
   int64_t samples_this_run_ = 0;
   int64_t steps_this_run_ = 0;
   double last_lr_ = 0;

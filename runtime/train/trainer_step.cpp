@@ -134,7 +134,6 @@ void Trainer::OptimizerStep() {
 }
 
 bool Trainer::TrainStep(int epoch) {
-  const auto start = TrainerClock::now();
   GlobalHeartbeat().BeginStep();
   if (profile_) profile_->BeforeStep(progress_.step + 1);
   if (gpu_spans_) gpu_spans_->Poll();  // the spans of steps the GPU has finished, no waiting
@@ -168,9 +167,14 @@ bool Trainer::TrainStep(int epoch) {
   ++steps_this_run_;
   // The last step's line first: on CUDA its numbers were copied behind its own work, which the
   // device has finished or nearly, while this step's work keeps it busy. Its wait is part of
-  // this step's time, so the steps' times add up to the wall clock's.
+  // this step's time.
   FlushStepLine();
-  const double seconds = SecondsSince(start);
+  // From the last step's clock reading (or the epoch's start) to this one: what runs between
+  // two steps (the numbers' queued copy, a step checkpoint) is in the next step's time, so the
+  // steps' times add up to the epoch's wall clock and samples/s is the wall clock's.
+  const auto now = TrainerClock::now();
+  const double seconds = std::chrono::duration<double>(now - step_clock_).count();
+  step_clock_ = now;
   train_seconds_ += seconds;
   const int64_t total = steps_per_epoch_ * o_.epochs;
   StepLine line;
