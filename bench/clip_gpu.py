@@ -759,8 +759,8 @@ class Bench:
                            "missed", f"dtrain-clip's metrics step_s averages "
                            f"{dt['metrics_step_ms']:.1f} ms over the timed steps, the wall clock "
                            f"{dt['step_ms']:.1f} ms ({ratio:.2f}x): its samples_per_s is off by as "
-                           "much (the step clock must include the wait for the last step's "
-                           "numbers: Trainer::TrainStep)", ratio)
+                           "much (the steps' times must add up to the wall clock: "
+                           "Trainer::TrainStep's step clock)", ratio)
         return out
 
     def table(self):
