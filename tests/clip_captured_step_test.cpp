@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -104,6 +106,42 @@ TEST(CapturedStep, ABatchOfAnotherShapeRunsEagerlyAsGiven) {
   EXPECT_EQ(captured.replays(), 2);
 }
 
+// With the text cut by the caller (to a TextLengthBucket), each length gets static buffers of its
+// own, up to the limit, and stays on them; a length beyond the limit and a partial batch run as
+// given. Every step is the same step run eagerly on the inputs as given, bit for bit.
+TEST(CapturedStep, EachTextLengthGetsStaticBuffersOfItsOwnUpToTheLimit) {
+  Rig eager(10), staged(10);
+  auto eager_step = eager.Step(/*bf16=*/false, /*whole_text=*/false);
+  std::map<int64_t, std::set<std::vector<const void*>>> read_by_length;
+  auto staged_step = staged.Step(false, false);
+  CapturedStep captured(
+      [&](const std::vector<torch::Tensor>& inputs) {
+        read_by_length[inputs.at(1).size(1)].insert(Addresses(inputs));
+        return staged_step(inputs);
+      },
+      /*capture=*/false, /*warmup_steps=*/1, /*max_shapes=*/2);
+  const std::vector<std::pair<int64_t, int64_t>> rows_and_length = {
+      {8, 16}, {8, 24}, {8, 16}, {8, 32}, {8, 24}, {5, 16}, {8, 16}};
+  for (size_t i = 0; i < rows_and_length.size(); ++i) {
+    auto batch = TinyStepInputs(rows_and_length[i].first, 500 + i, 1e-3);
+    batch[1] = batch[1].narrow(1, 0, rows_and_length[i].second).contiguous();
+    torch::Tensor expected_loss = eager_step(batch).at(0);
+    torch::Tensor loss = captured.Run(batch).at(0);
+    EXPECT_TRUE(torch::equal(loss, expected_loss)) << "step " << i;
+    ExpectBitEqual(eager.model, staged.model);
+  }
+  EXPECT_EQ(captured.shapes(), 2);
+  EXPECT_EQ(captured.eager_fallbacks(), 2);  // length 32 (a third shape) and the 5 rows
+  EXPECT_EQ(captured.warmup_runs(), 1);      // the first shape's (later ones: on CUDA only)
+  EXPECT_EQ(captured.replays(), 4);
+  // Lengths 16 and 24 each always read one set of static buffers (the 5-row batch of length 16
+  // is read as given: a second set there); the length-32 batch as given.
+  EXPECT_EQ(read_by_length[16].size(), 2u);
+  EXPECT_EQ(read_by_length[24].size(), 1u);
+  EXPECT_EQ(read_by_length[32].size(), 1u);
+  EXPECT_EQ(read_by_length[16].count(Addresses(captured.static_inputs())), 1u);
+}
+
 // The learning rate is an input: a replay with another rate moves the parameters otherwise.
 TEST(CapturedStep, TheLearningRateIsReadFromItsStaticBuffer) {
   Rig a(9), b(9);
@@ -163,6 +201,30 @@ TEST(TextTower, WholeContextGivesTheCutContextsFeatures) {
   model->text->set_whole_context(true);
   torch::Tensor whole = model->EncodeText(tokens);
   EXPECT_TRUE(torch::allclose(cut, whole, 1e-5, 1e-6));
+}
+
+// The cut rounded up to a multiple of 8: a handful of lengths for the graphs, the same features.
+TEST(TextTower, ABucketedCutGivesTheCutsFeatures) {
+  EXPECT_EQ(TextLengthBucket(1, 77), 8);
+  EXPECT_EQ(TextLengthBucket(13, 77), 16);
+  EXPECT_EQ(TextLengthBucket(16, 77), 16);
+  EXPECT_EQ(TextLengthBucket(73, 77), 77);
+  EXPECT_EQ(TextLengthBucket(77, 77), 77);
+  EXPECT_EQ(TextLengthBuckets(77), 10);
+  EXPECT_EQ(TextLengthBuckets(32), 4);
+  torch::manual_seed(14);
+  ClipModel model(PresetModelConfig("fmnist-tiny"));
+  model->text->set_cut_by_caller(true);
+  torch::NoGradGuard no_grad;
+  auto tokens = TinyStepInputs(6, 401, 0).at(1);
+  const std::vector<int64_t> rows(tokens.data_ptr<int64_t>(),
+                                  tokens.data_ptr<int64_t>() + tokens.numel());
+  const int64_t cut = TextLengthToCut(rows, tokens.size(0), tokens.size(1));
+  const int64_t bucket = TextLengthBucket(cut, tokens.size(1));
+  ASSERT_GT(bucket, cut);
+  torch::Tensor exact = model->EncodeText(tokens.narrow(1, 0, cut));
+  torch::Tensor padded = model->EncodeText(tokens.narrow(1, 0, bucket));
+  EXPECT_TRUE(torch::allclose(exact, padded, 1e-5, 1e-6));
 }
 
 CudaGraphsRun GraphsRun(bool cuda, int world, int accum = 1, double clip = 0,

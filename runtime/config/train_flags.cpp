@@ -297,9 +297,9 @@ Execution:
   --threads N                intra-op threads (0: OMP_NUM_THREADS or all cores)
   --cuda-graphs off|on|auto  replay the step (forward, backward, fused AdamW; with ranks, NCCL
                              allreduces of fixed buckets) as a CUDA graph; no --accum-freq or
-                             --grad-clip-norm; on the CPU `on` runs the same static-buffer step
-                             eagerly (off: on an H200 no faster than the eager step, which
-                             cuts the text context; see man dtrain-clip)
+                             --grad-clip-norm; a graph per text length (the cut rounded up
+                             to 8); on the CPU `on` runs the same static-buffer step eagerly
+                             (default off: not yet measured on a GPU; see man dtrain-clip)
   --pixels uint8|float       what loaders hand over: 8-bit pixels normalised on the device
                              (default on CUDA: a pinned copy on its own stream) or floats
                              normalised by the loaders (default on the CPU)

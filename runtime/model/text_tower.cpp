@@ -73,4 +73,17 @@ int64_t TextLengthToCut(const std::vector<int64_t>& rows, int64_t batch, int64_t
   return length;
 }
 
+namespace {
+constexpr int64_t kTextLengthStep = 8;
+}  // namespace
+
+int64_t TextLengthBucket(int64_t length, int64_t context) {
+  const int64_t rounded = (length + kTextLengthStep - 1) / kTextLengthStep * kTextLengthStep;
+  return std::min(std::max<int64_t>(rounded, 1), context);
+}
+
+int64_t TextLengthBuckets(int64_t context) {
+  return (context + kTextLengthStep - 1) / kTextLengthStep;
+}
+
 }  // namespace dtrain::clip

@@ -44,4 +44,10 @@ TORCH_MODULE(TextTower);
 // largest id, as the tower's argmax finds it). `rows` holds `batch` rows of `context` ids.
 int64_t TextLengthToCut(const std::vector<int64_t>& rows, int64_t batch, int64_t context);
 
+// A cut length rounded up to a multiple of 8, at most `context`: the positions it adds come
+// after every end token, so the features are the cut's (up to rounding). A captured step
+// (--cuda-graphs) needs a graph per length: TextLengthBuckets(context) of them at most.
+int64_t TextLengthBucket(int64_t length, int64_t context);
+int64_t TextLengthBuckets(int64_t context);
+
 }  // namespace dtrain::clip

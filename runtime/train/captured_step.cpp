@@ -15,13 +15,21 @@
 namespace dtrain::clip {
 
 #ifdef DTRAIN_HAVE_CUDA
-// One side stream for every warm-up run and the capture: the caching allocator keeps a stream's
-// blocks for that stream, so warm-ups on streams drawn anew from the pool would each hold a
-// step's worth of memory (seen on an H200: 39 GiB at batch 256 against eager's 10).
 struct CapturedStep::CudaGraph {
-  explicit CudaGraph(c10::DeviceIndex device) : side(c10::cuda::getStreamFromPool(false, device)) {}
-  c10::cuda::CUDAStream side;
   at::cuda::CUDAGraph graph;
+};
+
+// One side stream for every warm-up run and capture: the caching allocator keeps a stream's
+// blocks for that stream, so warm-ups on streams drawn anew from the pool would each hold a
+// step's worth of memory (seen on an H200: 39 GiB at batch 256 against eager's 10). The graphs
+// share the first one's memory pool: a replay's intermediates may then reuse what another
+// graph's replay left, which only its outputs outlive (and Run's callers copy those before the
+// next Run).
+struct CapturedStep::CudaState {
+  explicit CudaState(c10::DeviceIndex device) : side(c10::cuda::getStreamFromPool(false, device)) {}
+  c10::cuda::CUDAStream side;
+  bool pool_set = false;
+  c10::MempoolId_t pool{0, 0};
 };
 
 namespace {
@@ -34,10 +42,16 @@ void StreamWaits(c10::cuda::CUDAStream waiter, c10::cuda::CUDAStream on) {
 }  // namespace
 #else
 struct CapturedStep::CudaGraph {};
+struct CapturedStep::CudaState {};
 #endif
 
-CapturedStep::CapturedStep(StepFunction step, bool capture, int warmup_steps)
-    : step_(std::move(step)), capture_(capture), warmup_steps_(warmup_steps) {
+CapturedStep::Shape::~Shape() = default;
+
+CapturedStep::CapturedStep(StepFunction step, bool capture, int warmup_steps, int max_shapes)
+    : step_(std::move(step)),
+      capture_(capture),
+      warmup_steps_(warmup_steps),
+      max_shapes_(max_shapes < 1 ? 1 : max_shapes) {
 #ifndef DTRAIN_HAVE_CUDA
   if (capture_) {
     throw std::runtime_error(
@@ -51,101 +65,142 @@ CapturedStep::CapturedStep(StepFunction step, bool capture, int warmup_steps)
 
 CapturedStep::~CapturedStep() = default;
 
-bool CapturedStep::MatchesStaticShapes(const std::vector<torch::Tensor>& inputs) const {
-  if (inputs.size() != static_inputs_.size()) return false;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].sizes() != static_inputs_[i].sizes() ||
-        inputs[i].scalar_type() != static_inputs_[i].scalar_type() ||
-        inputs[i].device() != static_inputs_[i].device()) {
-      return false;
+const std::vector<torch::Tensor>& CapturedStep::static_inputs() const {
+  static const std::vector<torch::Tensor> none;
+  return shapes_.empty() ? none : shapes_.front()->inputs;
+}
+
+bool CapturedStep::captured() const {
+  for (const auto& shape : shapes_) {
+    if (shape->captured) return true;
+  }
+  return false;
+}
+
+CapturedStep::Shape* CapturedStep::ShapeFor(const std::vector<torch::Tensor>& inputs) {
+  auto matches = [&inputs](const std::vector<torch::Tensor>& buffers) {
+    if (inputs.size() != buffers.size()) return false;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].sizes() != buffers[i].sizes() ||
+          inputs[i].scalar_type() != buffers[i].scalar_type() ||
+          inputs[i].device() != buffers[i].device()) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const auto& shape : shapes_) {
+    if (matches(shape->inputs)) return shape.get();
+  }
+  if (!shapes_.empty()) {
+    if (static_cast<int>(shapes_.size()) >= max_shapes_) return nullptr;
+    // Another batch size (the last partial batch) is not worth a graph.
+    const std::vector<torch::Tensor>& first = shapes_.front()->inputs;
+    if (inputs.size() != first.size()) return nullptr;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].dim() != first[i].dim() || inputs[i].scalar_type() != first[i].scalar_type() ||
+          inputs[i].device() != first[i].device() ||
+          (inputs[i].dim() > 0 && inputs[i].size(0) != first[i].size(0))) {
+        return nullptr;
+      }
     }
   }
-  return true;
+  auto shape = std::make_unique<Shape>();
+  for (const torch::Tensor& input : inputs) shape->inputs.push_back(torch::empty_like(input));
+  shape->warmups_left = shapes_.empty() ? warmup_steps_ : (capture_ ? 1 : 0);
+  shapes_.push_back(std::move(shape));
+  return shapes_.back().get();
 }
 
 std::vector<torch::Tensor> CapturedStep::Run(const std::vector<torch::Tensor>& inputs) {
-  if (static_inputs_.empty()) {
-    for (const torch::Tensor& input : inputs) static_inputs_.push_back(torch::empty_like(input));
-  } else if (!MatchesStaticShapes(inputs)) {
+  Shape* shape = ShapeFor(inputs);
+  if (shape == nullptr) {
     ++eager_fallbacks_;
     return step_(inputs);
   }
   {
     torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < inputs.size(); ++i) static_inputs_[i].copy_(inputs[i]);
+    for (size_t i = 0; i < inputs.size(); ++i) shape->inputs[i].copy_(inputs[i]);
   }
 
-  if (warmup_runs_ < warmup_steps_) {
+  if (shape->warmups_left > 0) {
+    --shape->warmups_left;
     ++warmup_runs_;
 #ifdef DTRAIN_HAVE_CUDA
     if (capture_) {
-      // Warm-up on a side stream, as capture itself runs on one: the allocator then keeps the
+      // Warm-up on the side stream, as capture itself runs on it: the allocator then keeps the
       // warm-up's blocks apart from the default stream's.
-      const c10::Device device = static_inputs_.front().device();
-      if (!graph_) graph_ = std::make_unique<CudaGraph>(device.index());
-      c10::cuda::CUDAStream side = graph_->side;
+      const c10::Device device = shape->inputs.front().device();
+      if (!cuda_) cuda_ = std::make_unique<CudaState>(device.index());
       c10::cuda::CUDAStream main = c10::cuda::getCurrentCUDAStream(device.index());
-      StreamWaits(side, main);  // the copies above, on the main stream, come first
+      StreamWaits(cuda_->side, main);  // the copies above, on the main stream, come first
       {
-        c10::cuda::CUDAStreamGuard guard(side);
-        RunOnStaticBuffers();
+        c10::cuda::CUDAStreamGuard guard(cuda_->side);
+        RunOnStaticBuffers(*shape);
       }
-      StreamWaits(main, side);
-      return static_outputs_;
+      StreamWaits(main, cuda_->side);
+      return shape->outputs;
     }
 #endif
-    RunOnStaticBuffers();
-    return static_outputs_;
+    RunOnStaticBuffers(*shape);
+    return shape->outputs;
   }
   ++replays_;
   if (!capture_) {
-    RunOnStaticBuffers();
-    return static_outputs_;
+    RunOnStaticBuffers(*shape);
+    return shape->outputs;
   }
-  if (!captured_) Capture();
+  if (!shape->captured) Capture(*shape);
 #ifdef DTRAIN_HAVE_CUDA
-  graph_->graph.replay();
+  shape->graph->graph.replay();
 #endif
-  return static_outputs_;
+  return shape->outputs;
 }
 
-void CapturedStep::RunOnStaticBuffers() {
-  std::vector<torch::Tensor> outputs = step_(static_inputs_);
+void CapturedStep::RunOnStaticBuffers(Shape& shape) {
+  std::vector<torch::Tensor> outputs = step_(shape.inputs);
   torch::NoGradGuard no_grad;
-  if (static_outputs_.empty()) {
-    for (const torch::Tensor& output : outputs)
-      static_outputs_.push_back(torch::empty_like(output));
+  if (shape.outputs.empty()) {
+    for (const torch::Tensor& output : outputs) shape.outputs.push_back(torch::empty_like(output));
   }
-  if (outputs.size() != static_outputs_.size()) {
+  if (outputs.size() != shape.outputs.size()) {
     throw std::logic_error("captured step: the step returned a different number of outputs");
   }
-  for (size_t i = 0; i < outputs.size(); ++i) static_outputs_[i].copy_(outputs[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) shape.outputs[i].copy_(outputs[i]);
 }
 
-void CapturedStep::Capture() {
+void CapturedStep::Capture(Shape& shape) {
 #ifdef DTRAIN_HAVE_CUDA
-  const c10::Device device = static_inputs_.front().device();
+  const c10::Device device = shape.inputs.front().device();
   if (!device.is_cuda()) throw std::runtime_error("CUDA graphs: the step's inputs are not on CUDA");
-  if (!graph_) graph_ = std::make_unique<CudaGraph>(device.index());
-  c10::cuda::CUDAStream side = graph_->side;
+  if (!cuda_) cuda_ = std::make_unique<CudaState>(device.index());
+  shape.graph = std::make_unique<CudaGraph>();
   c10::cuda::CUDAStream main = c10::cuda::getCurrentCUDAStream(device.index());
-  StreamWaits(side, main);
+  StreamWaits(cuda_->side, main);
   // Autocast's cache of cast weights would hand the capture casts made outside it.
   const bool cache = at::autocast::is_autocast_cache_enabled();
   at::autocast::set_autocast_cache_enabled(false);
   {
-    c10::cuda::CUDAStreamGuard guard(side);
-    graph_->graph.capture_begin();
+    c10::cuda::CUDAStreamGuard guard(cuda_->side);
+    if (cuda_->pool_set) {
+      shape.graph->graph.capture_begin(cuda_->pool);
+    } else {
+      shape.graph->graph.capture_begin();
+    }
     // Captured, not run: the outputs are where each replay leaves its results.
-    static_outputs_ = step_(static_inputs_);
-    graph_->graph.capture_end();
+    shape.outputs = step_(shape.inputs);
+    shape.graph->graph.capture_end();
   }
   at::autocast::set_autocast_cache_enabled(cache);
-  StreamWaits(main, side);
+  if (!cuda_->pool_set) {
+    cuda_->pool = shape.graph->graph.pool();
+    cuda_->pool_set = true;
+  }
+  StreamWaits(main, cuda_->side);
   // The warm-ups' blocks, cached for the side stream, are not used again: replays use the
-  // graph's own pool. Handing them back keeps the peak near one step's worth.
+  // graphs' pool. Handing them back keeps the peak near one step's worth.
   c10::cuda::CUDACachingAllocator::emptyCache();
-  captured_ = true;
+  shape.captured = true;
 #endif
 }
 

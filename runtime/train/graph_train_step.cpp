@@ -6,8 +6,9 @@ namespace dtrain::clip {
 
 CapturedStep::StepFunction MakeGraphTrainStep(ClipModel model, FlatParameters& flat,
                                               FusedAdamW& optimizer, TrainCollectives& collectives,
-                                              bool bf16) {
-  model->text->set_whole_context(true);
+                                              bool bf16, bool whole_text) {
+  model->text->set_whole_context(whole_text);
+  if (!whole_text) model->text->set_cut_by_caller(true);
   return [model, &flat, &optimizer, &collectives,
           bf16](const std::vector<torch::Tensor>& inputs) mutable -> std::vector<torch::Tensor> {
     const torch::Tensor& images = inputs.at(0);

@@ -19,10 +19,11 @@
 
 namespace dtrain::clip {
 
-// The references must outlive the returned function. The model's text tower is switched to the
-// whole context (no host read of the longest caption).
+// The references must outlive the returned function. The model's text tower takes the whole
+// context (`whole_text`) or the tokens as the caller cut them (the trainer: to a
+// TextLengthBucket, one graph per length); either way with no host read of the longest caption.
 CapturedStep::StepFunction MakeGraphTrainStep(ClipModel model, FlatParameters& flat,
                                               FusedAdamW& optimizer, TrainCollectives& collectives,
-                                              bool bf16);
+                                              bool bf16, bool whole_text = true);
 
 }  // namespace dtrain::clip

@@ -14,8 +14,8 @@ StepRig::StepRig(uint64_t seed, const torch::Device& device) {
   fused = std::make_unique<FusedAdamW>(*adamw);
 }
 
-CapturedStep::StepFunction StepRig::Step(bool bf16) {
-  return MakeGraphTrainStep(model, *flat, *fused, one_rank, bf16);
+CapturedStep::StepFunction StepRig::Step(bool bf16, bool whole_text) {
+  return MakeGraphTrainStep(model, *flat, *fused, one_rank, bf16, whole_text);
 }
 
 std::vector<torch::Tensor> TinyStepInputs(int64_t rows, uint64_t seed, double lr,

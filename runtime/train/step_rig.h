@@ -26,8 +26,9 @@ struct StepRig {
 
   // The model initialised from `seed`, on `device`.
   explicit StepRig(uint64_t seed, const torch::Device& device = torch::kCPU);
-  // The --cuda-graphs training step of this rig (graph_train_step.h), under bf16 autocast if asked.
-  CapturedStep::StepFunction Step(bool bf16 = false);
+  // The --cuda-graphs training step of this rig (graph_train_step.h), under bf16 autocast if
+  // asked, on the whole text context or on tokens cut by the caller.
+  CapturedStep::StepFunction Step(bool bf16 = false, bool whole_text = true);
 };
 
 // A step's inputs {images, tokens, lr} for `rows` samples on `device`: images as the loaders hand

@@ -154,9 +154,13 @@ void Trainer::SetUpCapturedStep() {
   std::vector<torch::Tensor> flat_gradients;
   for (const torch::Tensor& buffer : flat_->buffers()) flat_gradients.push_back(buffer.grad());
   static_sync_buckets_ = coll_.UseStaticGradientSync(flat_gradients);
+  // The text cut to a TextLengthBucket: a graph per bucket, up to one per bucket there is.
+  const bool whole_text = o_.text_context == "whole";
   captured_step_ = std::make_unique<CapturedStep>(
-      MakeGraphTrainStep(model_, *flat_, *fused_adamw_, coll_, o_.precision == "amp_bf16"),
-      choice.capture);
+      MakeGraphTrainStep(model_, *flat_, *fused_adamw_, coll_, o_.precision == "amp_bf16",
+                         whole_text),
+      choice.capture, /*warmup_steps=*/3,
+      whole_text ? 1 : static_cast<int>(TextLengthBuckets(tokenizer_->context_length())));
 }
 
 void Trainer::SetUpGpuSpans() {
@@ -265,6 +269,7 @@ int Trainer::Run() {
     end.Add("graph_captured", captured_step_->captured())
         .Add("graph_warmup_steps", captured_step_->warmup_runs())
         .Add("graph_replays", captured_step_->replays())
+        .Add("graph_shapes", captured_step_->shapes())
         .Add("graph_eager_fallbacks", captured_step_->eager_fallbacks())
         .Add("graph_sync_buckets", static_sync_buckets_);
   }

@@ -33,8 +33,9 @@ void Trainer::StageBatch(StagedBatch& batch) const {
   std::vector<int64_t> rows = tokenizer_->Tokenize(h.captions);
   // The text tower's cut (text_tower.h), decided here from the host's rows: on the device it
   // would be a read-back that stalls the host until the queued work is done.
-  const int64_t length =
-      model_->text->whole_context() ? context : TextLengthToCut(rows, h.size, context);
+  int64_t length = model_->text->whole_context() ? context : TextLengthToCut(rows, h.size, context);
+  // A captured step needs a graph per length: a few lengths, not one per longest caption.
+  if (captured_step_) length = TextLengthBucket(length, context);
   // On CUDA in pinned memory, so its copy is queued behind the work on the copy stream.
   torch::Tensor tokens =
       torch::empty({h.size, length},
