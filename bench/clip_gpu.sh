@@ -39,9 +39,11 @@
 # libraries (cp -L: plain files, no links), a MANIFEST (packages, newest GLIBC symbol they need),
 # OpenCLIP's bpe_simple_vocab_16e6.txt.gz (the vit-b-32 text tower needs it) and Fashion-MNIST's
 # test split (4.4 MB, for dtrain-clip-jpeg's shards) into
-# build-carry/ (ignored by git, so it travels only when named). On the GPU, --carry DIR or
+# build-carry/ (ignored by git, so it travels only when named), and the wheels of open_clip_torch,
+# ftfy and wcwidth when this machine's Python has them. On the GPU, --carry DIR or
 # DTRAIN_CARRY=DIR (default: build-carry/ when it exists) puts DIR on CMAKE_PREFIX_PATH and
-# DIR/lib on LD_LIBRARY_PATH:
+# DIR/lib on LD_LIBRARY_PATH, and where open_clip does not import, installs the carried wheels
+# into a folder of its own on PYTHONPATH:
 #   bench/clip_gpu.sh --carry-prepare build-carry      # here, once
 #   bench/clip_gpu.sh                                  # there, with build-carry/ copied beside
 # A second call on the still-warm machine reuses build-gpu/ (add --build-dir build-gpu) and can
@@ -115,6 +117,22 @@ if [ -n "$prepare" ]; then
     echo "bpe_simple_vocab_16e6.txt.gz from $bpe" >>"$prepare/MANIFEST"
   else
     echo "clip_gpu: warning: no open_clip in $python: no BPE vocab carried (vit-b-32 needs one)" >&2
+  fi
+  # OpenCLIP's own model as a peer on a machine without it: its wheel and the two it needs that a
+  # torch image seldom has (pure Python, py3-none-any), at the versions this machine runs.
+  oc=$("$python" -c 'import importlib.metadata as m; print(m.version("open_clip_torch"))' 2>/dev/null || true)
+  if [ -n "$oc" ]; then
+    mkdir -p "$prepare/wheels"
+    wheels=("open_clip_torch==$oc")
+    for dep in ftfy wcwidth; do
+      v=$("$python" -c "import importlib.metadata as m; print(m.version('$dep'))" 2>/dev/null || true)
+      [ -n "$v" ] && wheels+=("$dep==$v")
+    done
+    if "$python" -m pip download -q --no-deps --only-binary=:all: -d "$prepare/wheels" "${wheels[@]}" >&2; then
+      echo "wheels ${wheels[*]}" >>"$prepare/MANIFEST"
+    else
+      echo "clip_gpu: warning: pip could not download ${wheels[*]}: no OpenCLIP wheel carried" >&2
+    fi
   fi
   fm=$(carry="" clip_gpu_fashion_mnist)
   if [ -n "$fm" ]; then

@@ -3,9 +3,10 @@
 #   clip_gpu_python         sets python: $PYTHON, else the repository's .venv, else python3 (a GPU
 #                           node's own wheel)
 #   clip_gpu_carry DIR      checks a folder made by `bench/clip_gpu.sh --carry-prepare`, puts its
-#                           lib/ on LD_LIBRARY_PATH, warns when its libraries need a newer glibc;
-#                           sets carry to its absolute path ("" when DIR is "" and there is no
-#                           build-carry/)
+#                           lib/ on LD_LIBRARY_PATH, warns when its libraries need a newer glibc,
+#                           installs its wheels/ (OpenCLIP) into DIR/site on PYTHONPATH when
+#                           open_clip does not import; sets carry to its absolute path ("" when
+#                           DIR is "" and there is no build-carry/)
 #   clip_gpu_bpe_vocab      prints OpenCLIP's BPE vocabulary: the carried one, else open_clip's
 #   clip_gpu_fashion_mnist  prints the folder of Fashion-MNIST's test split (the carried one, else
 #                           Debian's), or nothing: dtrain-clip-jpeg's shards are made from it
@@ -33,6 +34,13 @@ clip_gpu_carry() {
   if [ -n "$need" ] && [ -n "$have" ] &&
      [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | tail -1)" != "$have" ]; then
     echo "warning: carried libraries need GLIBC $need, this machine has $have" >&2
+  fi
+  if compgen -G "$carry/wheels/*.whl" >/dev/null && ! "$python" -c 'import open_clip' 2>/dev/null; then
+    if [ ! -d "$carry/site/open_clip" ]; then
+      "$python" -m pip install -q --no-index --no-deps --no-compile --target "$carry/site" \
+        "$carry"/wheels/*.whl >&2 || echo "warning: the carried wheels did not install" >&2
+    fi
+    export PYTHONPATH=$carry/site${PYTHONPATH:+:$PYTHONPATH}
   fi
 }
 

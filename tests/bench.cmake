@@ -10,3 +10,10 @@ if(TARGET dtrain-clip)
                    clip-gpu-cpu ${PROJECT_SOURCE_DIR} $<TARGET_FILE_DIR:dtrain-clip> ${clip_gpu_out})
   set_tests_properties(bench.clip_gpu_cpu PROPERTIES LABELS bench TIMEOUT 300 COST 80)
 endif()
+
+# bench/clip_gpu.sh --carry-prepare (what a GPU machine without headers, vocabulary or OpenCLIP
+# is given) made and then used with a Python that has no open_clip. Downloads OpenCLIP's wheels
+# from PyPI, as scripts/install-deps.sh does.
+add_test(NAME bench.clip_gpu_carry
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/bench_clip_gpu_carry.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(bench.clip_gpu_carry PROPERTIES LABELS bench TIMEOUT 180)
