@@ -124,6 +124,59 @@ TEST(FlatParameters, EveryLayerNormOfAStepGetsAlignedVectorsAndGradients) {
               static_cast<long long>(model_order.gradients_in_place_and_aligned));
 }
 
+// ReleaseGradients: backward hands its gradients over (none is written into a view), and
+// AdoptGradients gathers them into the flat buffers: bit for bit what zeroed views accumulate
+// in place, over two backward passes (gradient accumulation) too; a parameter backward did not
+// reach gets a zeroed view; every .grad is its view again.
+TEST(FlatParameters, ReleasedGradientsGatheredEqualTheZeroedViewsAccumulated) {
+  auto make = [] {
+    torch::manual_seed(21);
+    return std::vector<torch::nn::Linear>{torch::nn::Linear(5, 4), torch::nn::Linear(4, 3),
+                                          torch::nn::Linear(3, 2)};
+  };
+  std::vector<torch::nn::Linear> released = make(), zeroed = make();
+  auto flat_of = [](std::vector<torch::nn::Linear>& layers) {
+    std::vector<std::vector<torch::Tensor>> groups(2);
+    for (auto& layer : layers) {
+      groups[0].push_back(layer->bias);
+      groups[1].push_back(layer->weight);
+    }
+    return std::make_unique<FlatParameters>(groups);
+  };
+  auto flat_released = flat_of(released), flat_zeroed = flat_of(zeroed);
+  // The third layer is left out of the loss: backward does not reach it.
+  auto backward = [](std::vector<torch::nn::Linear>& layers, int64_t seed) {
+    torch::manual_seed(seed);
+    torch::Tensor x = torch::randn({6, 5});
+    layers[1]->forward(torch::relu(layers[0]->forward(x))).pow(2).sum().backward();
+  };
+  flat_released->ReleaseGradients();
+  for (auto& layer : released) {
+    EXPECT_FALSE(layer->weight.grad().defined());
+    EXPECT_FALSE(layer->bias.grad().defined());
+  }
+  flat_zeroed->ZeroGrad();
+  for (int64_t seed : {1, 2}) {  // two micro-batches
+    backward(released, seed);
+    backward(zeroed, seed);
+  }
+  EXPECT_FALSE(released[0]->weight.grad().is_alias_of(flat_released->buffers()[1].grad()));
+  flat_released->AdoptGradients();
+  flat_zeroed->AdoptGradients();
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_TRUE(torch::equal(flat_released->buffers()[g].grad(), flat_zeroed->buffers()[g].grad()))
+        << "group " << g;
+  }
+  for (size_t i = 0; i < released.size(); ++i) {
+    for (const torch::Tensor& p : {released[i]->weight, released[i]->bias}) {
+      ASSERT_TRUE(p.grad().defined());
+      EXPECT_TRUE(p.grad().is_alias_of(flat_released->buffers()[p.dim() == 2 ? 1 : 0].grad()));
+    }
+  }
+  EXPECT_EQ(released[2]->weight.grad().abs().sum().item<float>(), 0.0f);
+  EXPECT_GT(released[0]->weight.grad().abs().sum().item<float>(), 0.0f);
+}
+
 // A checkpoint written before the layout was recorded holds AdamW's moments in the model's
 // order; converted, each parameter gets its own moments back.
 TEST(FlatParameters, MomentsOfAnOlderCheckpointFollowTheirParameters) {

@@ -64,18 +64,30 @@ void FlatParameters::ZeroGrad() {
   for (auto& g : grads_) g.zero_();
 }
 
+void FlatParameters::ReleaseGradients() {
+  AdoptGradients();  // nothing left over from before
+  for (auto& [parameter, view] : views_) parameter.mutable_grad() = torch::Tensor();
+}
+
 void FlatParameters::AdoptGradients() {
   torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> into, from, zeroed;
   for (auto& [parameter, view] : views_) {
     const torch::Tensor& grad = parameter.grad();
     if (grad.defined() && grad.data_ptr() == view.data_ptr()) continue;
-    if (grad.defined()) {
+    if (grad.defined() && grad.scalar_type() == view.scalar_type() &&
+        grad.device() == view.device()) {
+      into.push_back(view);
+      from.push_back(grad);
+    } else if (grad.defined()) {
       view.copy_(grad);
     } else {
-      view.zero_();
+      zeroed.push_back(view);
     }
     parameter.mutable_grad() = view;
   }
+  if (!into.empty()) torch::_foreach_copy_(into, from);  // `from` keeps the gradients alive
+  if (!zeroed.empty()) torch::_foreach_zero_(zeroed);
 }
 
 torch::Tensor FlatParameters::FromModelOrder(size_t group, const torch::Tensor& flat) const {

@@ -36,10 +36,17 @@ class FlatParameters {
   // What the optimizer steps: one flat tensor per group, .grad() set to the flat gradient.
   const std::vector<torch::Tensor>& buffers() const { return buffers_; }
   FlatLayout layout() const { return layout_; }
-  // Zeroes every gradient (one kernel per group).
+  // Zeroes every gradient in place (one kernel per group): what a captured step needs, whose
+  // gradients must keep their addresses.
   void ZeroGrad();
-  // After backward: a parameter whose .grad was replaced (e.g. by an averaged tensor) has it
-  // copied back into its view, so the flat gradient is complete. Cheap when nothing changed.
+  // Unsets every parameter's .grad instead (no kernel): backward then hands each gradient over
+  // as autograd made it, where into a zeroed view it would add it (a kernel per parameter, ~300
+  // a ViT-B/32 step), and AdoptGradients() gathers them in a few multi-tensor copies.
+  void ReleaseGradients();
+  // After backward: a parameter whose .grad is not its view (handed over by autograd, replaced
+  // by an averaged tensor) has it copied into the view, and one without a gradient a zeroed
+  // view, so the flat gradient is complete; every .grad is its view again. Cheap when nothing
+  // changed.
   void AdoptGradients();
   // `flat`, group `group`'s values laid out in the given order (kModelOrder), laid out as the
   // buffer is. Returned as is when the two layouts agree.

@@ -150,7 +150,7 @@ bool Trainer::TrainStep(int epoch) {
   if (captured_step_) {
     loss = CapturedTrainStep(micro[0]);
   } else {
-    flat_->ZeroGrad();
+    flat_->ReleaseGradients();  // backward hands its gradients over; AdoptGradients gathers them
     loss = ForwardBackward(micro);
     OptimizerStep();
   }
