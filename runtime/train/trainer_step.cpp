@@ -150,7 +150,14 @@ bool Trainer::TrainStep(int epoch) {
   if (captured_step_) {
     loss = CapturedTrainStep(micro[0]);
   } else {
-    flat_->ReleaseGradients();  // backward hands its gradients over; AdoptGradients gathers them
+    // One rank: backward hands its gradients over and AdoptGradients gathers them (no add per
+    // parameter). With ranks they stay views of the flat buffers, whose buckets the gradient
+    // sync then allreduces in place.
+    if (coll_.world_size() > 1) {
+      flat_->ZeroGrad();
+    } else {
+      flat_->ReleaseGradients();
+    }
     loss = ForwardBackward(micro);
     OptimizerStep();
   }
