@@ -83,6 +83,8 @@ reference, one line each (PASS or FAIL, what was compared, the difference and it
                      vectorised kernel
   captured-step      three steps captured as a CUDA graph and replayed (on the CPU: replayed
                      from static buffers) against the same steps run eagerly
+  captured-lengths   the same over text cut to 16 and 24 positions in turn: a graph each,
+                     sharing one memory pool
 Then how fast the device is, one SPEED line each (the fastest of 10 runs), for dtrain doctor
 --compute to compare with the other devices: matmul (bfloat16 8192 x 8192 on CUDA, float32
 1024 x 1024 on the CPU), memory-copy within the device, and on CUDA host-to-device from pinned

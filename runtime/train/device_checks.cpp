@@ -144,16 +144,25 @@ DeviceCheck LayerNormCheck(const torch::Device& device) {
   return {"layer-norm", passed, detail};
 }
 
-DeviceCheck CapturedStepCheck(const torch::Device& device) {
+// `lengths`: each step's text length, 0 for the whole context (one graph); cut lengths give a
+// graph each, sharing one memory pool, as --cuda-graphs with the cut text runs them.
+DeviceCheck CapturedStepCheck(const torch::Device& device, const std::string& name,
+                              const std::vector<int64_t>& lengths) {
   const bool cuda = device.is_cuda();
+  const bool whole = lengths.front() == 0;
+  std::vector<int64_t> distinct = lengths;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   StepRig eager(7, device), replayed(7, device);
-  auto eager_step = eager.Step(/*bf16=*/cuda);
-  CapturedStep captured(replayed.Step(/*bf16=*/cuda), /*capture=*/cuda, /*warmup_steps=*/1);
+  auto eager_step = eager.Step(/*bf16=*/cuda, whole);
+  CapturedStep captured(replayed.Step(/*bf16=*/cuda, whole), /*capture=*/cuda,
+                        /*warmup_steps=*/1, static_cast<int>(distinct.size()));
   const double lr = 1e-3;
-  const int steps = 3;
+  const int steps = static_cast<int>(lengths.size());
   double loss_difference = 0;
   for (int step = 0; step < steps; ++step) {
-    const std::vector<torch::Tensor> batch = TinyStepInputs(8, 100 + step, lr, device);
+    std::vector<torch::Tensor> batch = TinyStepInputs(8, 100 + step, lr, device);
+    if (!whole) batch[1] = batch[1].narrow(1, 0, lengths[step]).contiguous();
     const torch::Tensor expected = eager_step(batch).at(0).clone();
     const torch::Tensor loss = captured.Run(batch).at(0).clone();
     loss_difference = std::max(loss_difference, RelativeDifference(loss, expected));
@@ -169,11 +178,16 @@ DeviceCheck CapturedStepCheck(const torch::Device& device) {
   // AdamW moves a parameter by about lr a step at most: a replay on stale or wrong inputs gives
   // another loss; kernels that differ only in summation order stay far inside this.
   const double loss_limit = cuda ? 1e-2 : 0, parameter_limit = cuda ? 2 * lr * steps : 0;
-  const bool passed = captured.replays() == steps - 1 && captured.captured() == cuda &&
+  // One warm-up for the first shape, and on CUDA one for each later shape.
+  const int64_t warmups = 1 + (cuda ? static_cast<int64_t>(distinct.size()) - 1 : 0);
+  const bool passed = captured.replays() == steps - warmups && captured.captured() == cuda &&
+                      captured.shapes() == static_cast<int64_t>(distinct.size()) &&
                       loss_difference <= loss_limit && parameter_difference <= parameter_limit;
-  std::string detail =
-      Format("%d steps, %s: ", steps,
-             cuda ? "captured as a CUDA graph and replayed" : "replayed from static buffers");
+  std::string detail = Format(
+      "%d steps, %s: ", steps,
+      whole ? (cuda ? "captured as a CUDA graph and replayed" : "replayed from static buffers")
+            : (cuda ? "text lengths 16 and 24 in turn, a CUDA graph each in one memory pool"
+                    : "text lengths 16 and 24 in turn, replayed from two sets of static buffers"));
   if (cuda) {
     detail += Format("losses %.1e apart (limit %.0e), parameters ", loss_difference, loss_limit) +
               (bit_equal ? std::string("bit for bit")
@@ -188,7 +202,7 @@ DeviceCheck CapturedStepCheck(const torch::Device& device) {
                         loss_difference, parameter_difference);
   }
   detail += Format("; %lld replays", static_cast<long long>(captured.replays()));
-  return {"captured-step", passed, detail};
+  return {name, passed, detail};
 }
 
 }  // namespace
@@ -289,7 +303,14 @@ std::vector<DeviceCheck> RunDeviceChecks(const torch::Device& device) {
       {"attention-causal", [&] { return AttentionCheck(device, true); }},
       {"patch-embedding", [&] { return PatchEmbeddingCheck(device); }},
       {"layer-norm", [&] { return LayerNormCheck(device); }},
-      {"captured-step", [&] { return CapturedStepCheck(device); }},
+      {"captured-step",
+       [&] {
+         return CapturedStepCheck(device, "captured-step", {0, 0, 0});
+       }},
+      {"captured-lengths",
+       [&] {
+         return CapturedStepCheck(device, "captured-lengths", {16, 24, 16, 24, 16});
+       }},
   };
   std::vector<DeviceCheck> results;
   for (const auto& [name, run] : checks) {
