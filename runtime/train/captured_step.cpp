@@ -78,32 +78,27 @@ bool CapturedStep::captured() const {
 }
 
 CapturedStep::Shape* CapturedStep::ShapeFor(const std::vector<torch::Tensor>& inputs) {
-  auto matches = [&inputs](const std::vector<torch::Tensor>& buffers) {
+  // `inputs` against `buffers`: the same count, dtypes and devices, and the same sizes (`exact`)
+  // or only the same number of dimensions and first dimension.
+  auto fits = [&inputs](const std::vector<torch::Tensor>& buffers, bool exact) {
     if (inputs.size() != buffers.size()) return false;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i].sizes() != buffers[i].sizes() ||
-          inputs[i].scalar_type() != buffers[i].scalar_type() ||
-          inputs[i].device() != buffers[i].device()) {
+      const torch::Tensor &a = inputs[i], &b = buffers[i];
+      if (a.scalar_type() != b.scalar_type() || a.device() != b.device()) return false;
+      if (exact ? a.sizes() != b.sizes()
+                : a.dim() != b.dim() || (a.dim() > 0 && a.size(0) != b.size(0))) {
         return false;
       }
     }
     return true;
   };
   for (const auto& shape : shapes_) {
-    if (matches(shape->inputs)) return shape.get();
+    if (fits(shape->inputs, /*exact=*/true)) return shape.get();
   }
-  if (!shapes_.empty()) {
-    if (static_cast<int>(shapes_.size()) >= max_shapes_) return nullptr;
-    // Another batch size (the last partial batch) is not worth a graph.
-    const std::vector<torch::Tensor>& first = shapes_.front()->inputs;
-    if (inputs.size() != first.size()) return nullptr;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i].dim() != first[i].dim() || inputs[i].scalar_type() != first[i].scalar_type() ||
-          inputs[i].device() != first[i].device() ||
-          (inputs[i].dim() > 0 && inputs[i].size(0) != first[i].size(0))) {
-        return nullptr;
-      }
-    }
+  // Another batch size (the last partial batch) is not worth a graph.
+  if (!shapes_.empty() && (static_cast<int>(shapes_.size()) >= max_shapes_ ||
+                           !fits(shapes_.front()->inputs, /*exact=*/false))) {
+    return nullptr;
   }
   auto shape = std::make_unique<Shape>();
   for (const torch::Tensor& input : inputs) shape->inputs.push_back(torch::empty_like(input));

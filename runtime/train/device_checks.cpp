@@ -183,11 +183,19 @@ DeviceCheck CapturedStepCheck(const torch::Device& device, const std::string& na
   const bool passed = captured.replays() == steps - warmups && captured.captured() == cuda &&
                       captured.shapes() == static_cast<int64_t>(distinct.size()) &&
                       loss_difference <= loss_limit && parameter_difference <= parameter_limit;
-  std::string detail = Format(
-      "%d steps, %s: ", steps,
-      whole ? (cuda ? "captured as a CUDA graph and replayed" : "replayed from static buffers")
-            : (cuda ? "text lengths 16 and 24 in turn, a CUDA graph each in one memory pool"
-                    : "text lengths 16 and 24 in turn, replayed from two sets of static buffers"));
+  std::string detail = Format("%d steps, ", steps);
+  if (whole) {
+    detail += cuda ? "captured as a CUDA graph and replayed: " : "replayed from static buffers: ";
+  } else {
+    detail += "text lengths";
+    for (size_t i = 0; i < distinct.size(); ++i) {
+      detail += Format("%s %lld", i == 0 ? "" : (i + 1 == distinct.size() ? " and" : ","),
+                       static_cast<long long>(distinct[i]));
+    }
+    detail += cuda
+                  ? " in turn, a CUDA graph each in one memory pool: "
+                  : Format(" in turn, replayed from %zu sets of static buffers: ", distinct.size());
+  }
   if (cuda) {
     detail += Format("losses %.1e apart (limit %.0e), parameters ", loss_difference, loss_limit) +
               (bit_equal ? std::string("bit for bit")

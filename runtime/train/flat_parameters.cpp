@@ -65,7 +65,7 @@ void FlatParameters::ZeroGrad() {
 }
 
 void FlatParameters::ReleaseGradients() {
-  AdoptGradients();  // nothing left over from before
+  // Nothing to keep: AdoptGradients() after backward writes every view.
   for (auto& [parameter, view] : views_) parameter.mutable_grad() = torch::Tensor();
 }
 

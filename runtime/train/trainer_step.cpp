@@ -36,7 +36,9 @@ void Trainer::StageBatch(StagedBatch& batch) const {
   int64_t length = model_->text->whole_context() ? context : TextLengthToCut(rows, h.size, context);
   // A captured step needs a graph per length: a few lengths, not one per longest caption.
   if (captured_step_) length = TextLengthBucket(length, context);
-  // On CUDA in pinned memory, so its copy is queued behind the work on the copy stream.
+  // On CUDA in pinned memory, so its copy is queued behind the work on the copy stream. The
+  // rows are copied by hand: ATen's copy of a large batch would start the intra-op thread pool
+  // from this thread.
   torch::Tensor tokens =
       torch::empty({h.size, length},
                    torch::TensorOptions().dtype(torch::kLong).pinned_memory(!device_.is_cpu()));
