@@ -81,6 +81,8 @@ reference, one line each (PASS or FAIL, what was compared, the difference and it
   patch-embedding    the patch embedding as one matrix product against the convolution
   layer-norm         a step's LayerNorms get 16-byte aligned weights, and on CUDA run ATen's
                      vectorised kernel
+  weight-copies      three bf16 steps with the matrix weights' bfloat16 copies against the
+                     same steps with autocast's cast of each weight at its use
   captured-step      three steps captured as a CUDA graph and replayed (on the CPU: replayed
                      from static buffers) against the same steps run eagerly
   captured-lengths   the same over text cut to 16 and 24 positions in turn: a graph each,

@@ -7,6 +7,9 @@ if(TARGET dtrain_clip_train)
   dtrain_test(clip_captured_step_test SOURCES clip_captured_step_test.cpp LIBS dtrain_clip_train
               TIMEOUT 120)
   target_precompile_headers(clip_captured_step_test REUSE_FROM dtrain_clip_model)
+  # The bfloat16 copies of the matrix weights: autocast's numbers from one copy a step.
+  dtrain_test(clip_weight_copies_test SOURCES clip_weight_copies_test.cpp LIBS dtrain_clip_train)
+  target_precompile_headers(clip_weight_copies_test REUSE_FROM dtrain_clip_model)
   dtrain_test(clip_tokenizer_test SOURCES clip_tokenizer_test.cpp LIBS dtrain_clip_train)
   # The thread that stages the next batches beside the step, on the real loaders.
   dtrain_test(clip_batch_stager_test SOURCES clip_batch_stager_test.cpp LIBS dtrain_clip_train
@@ -27,7 +30,7 @@ if(TARGET dtrain_clip_train)
   # `dtrain-clip check` on the CPU: every check runs and passes (bench/clip_gpu.sh runs it on a GPU).
   add_test(NAME clip.check_cpu COMMAND dtrain-clip check --device cpu)
   set_tests_properties(clip.check_cpu PROPERTIES LABELS clip TIMEOUT 120 PASS_REGULAR_EXPRESSION
-    "PASS  attention .*PASS  attention-causal .*PASS  patch-embedding .*PASS  layer-norm .*PASS  captured-step .*PASS  captured-lengths .*every check passed")
+    "PASS  attention .*PASS  attention-causal .*PASS  patch-embedding .*PASS  layer-norm .*PASS  weight-copies .*PASS  captured-step .*PASS  captured-lengths .*every check passed")
 endif()
 
 # dtrain-clip's shell completion, written from the --help texts (torch-free), and the scripts

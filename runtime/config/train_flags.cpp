@@ -148,6 +148,8 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
       {"--profile-file", [](TrainOptions& o, auto&, auto& v) { o.profile_file = v; }},
       {"--text-context",
        [](TrainOptions& o, auto& f, auto& v) { o.text_context = OneOf(f, v, {"cut", "whole"}); }},
+      {"--weight-copies",
+       [](TrainOptions& o, auto& f, auto& v) { o.weight_copies = OneOf(f, v, {"on", "off"}) == "on"; }},
       {"--gpu-timed-spans",
        [](TrainOptions& o, auto& f, auto& v) { o.gpu_timed_spans = OneOf(f, v, {"off", "on"}) == "on"; }},
       {"--threads",
@@ -306,6 +308,10 @@ Execution:
   --text-context cut|whole   cut: the text tower stops at the batch's longest caption (same
                              features, less work; default); whole: every context position, as
                              OpenCLIP computes them (like-for-like speed comparisons)
+  --weight-copies on|off     amp_bf16: cast the matrix weights to bfloat16 once a step in one
+                             multi-tensor copy, not at each use (on; the same numbers; not with
+                             ranks or --accum-freq unless --cuda-graphs; not yet measured on
+                             a GPU)
 Distributed (rank and world size come from the environment, as dtrain launch sets it):
   --dist-backend gloo|nccl   --local-loss   --gather-with-grad
   --fusion-threshold-mb X    --cycle-time-ms X   --hierarchical-allreduce

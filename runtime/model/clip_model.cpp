@@ -43,6 +43,19 @@ std::vector<std::vector<torch::Tensor>> WeightDecayGroups(const torch::nn::Modul
   return groups;
 }
 
+std::vector<torch::Tensor> MatrixWeights(const torch::nn::Module& model) {
+  std::vector<torch::Tensor> weights;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    if (name.find("ln_") != std::string::npos || name.find("embedding") != std::string::npos ||
+        name == "logit_scale") {
+      continue;
+    }
+    weights.push_back(item.value());
+  }
+  return weights;
+}
+
 std::string ParameterHash(const torch::nn::Module& module) {
   uint64_t hash = 1469598103934665603ULL;
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {

@@ -45,6 +45,11 @@ bool TakesWeightDecay(const std::string& name, const torch::Tensor& parameter);
 // The model's parameters as AdamW's two groups, in registration order: {no decay, decay}.
 std::vector<std::vector<torch::Tensor>> WeightDecayGroups(const torch::nn::Module& model);
 
+// The parameters the forward pass multiplies by (projections, their biases, the patch embedding):
+// what autocast would cast to bfloat16 at each use, and WeightCopies copies once a step instead.
+// Not the LayerNorms, embeddings or logit_scale, which stay float32.
+std::vector<torch::Tensor> MatrixWeights(const torch::nn::Module& model);
+
 // FNV-1a over every parameter's float32 bytes, in registration order: equal on ranks with equal
 // weights. 16 hex digits.
 std::string ParameterHash(const torch::nn::Module& module);

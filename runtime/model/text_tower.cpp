@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/model/weight_copies.h"
+
 namespace dtrain::clip {
 
 TextTowerImpl::TextTowerImpl(const TextConfig& config, int64_t embed_dim) : config_(config) {
@@ -55,7 +57,7 @@ torch::Tensor TextTowerImpl::forward(const torch::Tensor& tokens) {
                           x.options().dtype(torch::kFloat))
                   .triu_(1);
   auto pooled = transformer->ForwardPooled(x, mask, end_positions, /*causal=*/true);
-  return torch::matmul(ln_final(pooled), text_projection);
+  return torch::matmul(ln_final(pooled), UseWeightCopy(text_projection));
 }
 
 int64_t TextLengthToCut(const std::vector<int64_t>& rows, int64_t batch, int64_t context) {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "runtime/model/self_attention.h"
+#include "runtime/model/weight_copies.h"
 
 namespace dtrain::clip {
 
@@ -12,7 +13,8 @@ torch::Tensor LinearRows(const torch::Tensor& x, const torch::Tensor& weight,
   const int64_t in = x.size(-1);
   auto sizes = x.sizes().vec();
   sizes.back() = weight.size(0);
-  return torch::addmm(bias, x.reshape({-1, in}), weight.t()).view(sizes);
+  return torch::addmm(UseWeightCopy(bias), x.reshape({-1, in}), UseWeightCopy(weight).t())
+      .view(sizes);
 }
 
 AttentionImpl::AttentionImpl(int64_t width) {
@@ -56,12 +58,13 @@ torch::Tensor ResidualAttentionBlockImpl::ForwardRows(const torch::Tensor& x,
   auto normed_rows = normed.index({arange, rows});  // [B, W]
   // One query per sample: its scores are dot products over D, not a batch of 1-row matmuls.
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  auto q = LinearRows(normed_rows, attn->in_proj_weight.narrow(0, 0, width_),
-                      attn->in_proj_bias.narrow(0, 0, width_))
+  const torch::Tensor& in_weight = UseWeightCopy(attn->in_proj_weight);
+  const torch::Tensor& in_bias = UseWeightCopy(attn->in_proj_bias);
+  auto q = LinearRows(normed_rows, in_weight.narrow(0, 0, width_), in_bias.narrow(0, 0, width_))
                .mul_(scale)
                .view({batch, 1, heads_, head_dim});
-  auto kv = LinearRows(normed, attn->in_proj_weight.narrow(0, width_, 2 * width_),
-                       attn->in_proj_bias.narrow(0, width_, 2 * width_))
+  auto kv = LinearRows(normed, in_weight.narrow(0, width_, 2 * width_),
+                       in_bias.narrow(0, width_, 2 * width_))
                 .view({batch, length, 2, heads_, head_dim});
   auto scores = (q * kv.select(2, 0)).sum(-1);  // [B, L, H]
   if (causal) {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "runtime/model/weight_copies.h"
+
 namespace dtrain::clip {
 
 VisionTowerImpl::VisionTowerImpl(const VisionConfig& config, int64_t embed_dim) : config_(config) {
@@ -29,8 +31,12 @@ torch::Tensor VisionTowerImpl::Embed(const torch::Tensor& images) {
               config_.image_size, "], got ", images.sizes());
   // [B, grid^2, W]. On the CPU the convolution, as it always was (bit for bit the same runs).
   auto patches = images.is_cuda() && config_.image_size % config_.patch_size == 0
-                     ? PatchEmbeddingAsMatmul(images, conv1->weight)
-                     : conv1(images).flatten(2).transpose(1, 2);
+                     ? PatchEmbeddingAsMatmul(images, UseWeightCopy(conv1->weight))
+                     : torch::nn::functional::conv2d(
+                           images, UseWeightCopy(conv1->weight),
+                           torch::nn::functional::Conv2dFuncOptions().stride(config_.patch_size))
+                           .flatten(2)
+                           .transpose(1, 2);
   auto cls = class_embedding.to(patches.dtype()).expand({patches.size(0), 1, -1});
   return torch::cat({cls, patches}, 1) + positional_embedding.to(patches.dtype());
 }
@@ -40,7 +46,7 @@ torch::Tensor VisionTowerImpl::forward(const torch::Tensor& images) {
   auto rows =
       torch::zeros({x.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(x.device()));
   auto pooled = transformer->ForwardPooled(x, torch::Tensor(), rows, /*causal=*/false);
-  return torch::matmul(ln_post(pooled), proj);
+  return torch::matmul(ln_post(pooled), UseWeightCopy(proj));
 }
 
 torch::Tensor PatchEmbeddingAsMatmul(const torch::Tensor& images, const torch::Tensor& weight) {

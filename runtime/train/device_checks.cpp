@@ -154,8 +154,10 @@ DeviceCheck CapturedStepCheck(const torch::Device& device, const std::string& na
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   StepRig eager(7, device), replayed(7, device);
-  auto eager_step = eager.Step(/*bf16=*/cuda, whole);
-  CapturedStep captured(replayed.Step(/*bf16=*/cuda, whole), /*capture=*/cuda,
+  // On CUDA the trainer's default step: bf16 with the matrix weights' copies.
+  auto eager_step = eager.Step(/*bf16=*/cuda, whole, /*weight_copies=*/true);
+  CapturedStep captured(replayed.Step(/*bf16=*/cuda, whole, /*weight_copies=*/true),
+                        /*capture=*/cuda,
                         /*warmup_steps=*/1, static_cast<int>(distinct.size()));
   const double lr = 1e-3;
   const int steps = static_cast<int>(lengths.size());
@@ -214,6 +216,50 @@ DeviceCheck CapturedStepCheck(const torch::Device& device, const std::string& na
 }
 
 }  // namespace
+
+// Three steps of the captured step's function run eagerly under bf16 autocast: with the matrix
+// weights' bfloat16 copies (--weight-copies, the default) against autocast's cast of each at its
+// use, from the same weights and batches. The same numbers by construction: bit for bit on the
+// CPU; on CUDA within the captured step's limits, in case a kernel sums in another order.
+DeviceCheck WeightCopiesCheck(const torch::Device& device) {
+  const bool cuda = device.is_cuda();
+  StepRig cast(7, device), copied(7, device);
+  auto cast_step = cast.Step(/*bf16=*/true, /*whole_text=*/true, /*weight_copies=*/false);
+  auto copied_step = copied.Step(/*bf16=*/true, /*whole_text=*/true, /*weight_copies=*/true);
+  const double lr = 1e-3;
+  const int steps = 3;
+  double loss_difference = 0;
+  for (int step = 0; step < steps; ++step) {
+    const std::vector<torch::Tensor> batch = TinyStepInputs(8, 200 + step, lr, device);
+    const torch::Tensor expected = cast_step(batch).at(0).clone();
+    const torch::Tensor loss = copied_step(batch).at(0).clone();
+    loss_difference = std::max(loss_difference, RelativeDifference(loss, expected));
+  }
+  double parameter_difference = 0;
+  bool bit_equal = true;
+  auto a = cast.model->parameters(), b = copied.model->parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    bit_equal = bit_equal && torch::equal(a[i], b[i]);
+    parameter_difference =
+        std::max(parameter_difference, (a[i] - b[i]).abs().max().to(torch::kCPU).item<double>());
+  }
+  const double loss_limit = cuda ? 1e-2 : 0, parameter_limit = cuda ? 2 * lr * steps : 0;
+  const bool passed = copied.copies && copied.copies->size() > 0 && loss_difference <= loss_limit &&
+                      parameter_difference <= parameter_limit;
+  std::string detail = Format(
+      "%d bf16 steps, %zu matrix weights from their bfloat16 copies against autocast's "
+      "casts: ",
+      steps, copied.copies ? copied.copies->size() : size_t{0});
+  if (bit_equal && loss_difference == 0) {
+    detail += "losses and parameters bit for bit";
+  } else {
+    detail += Format(
+        "losses %.1e apart (limit %.0e), parameters max |difference| %.1e (limit "
+        "%.0e)",
+        loss_difference, loss_limit, parameter_difference, parameter_limit);
+  }
+  return {"weight-copies", passed, detail};
+}
 
 StepAlignment AlignmentOfAStep(const torch::Device& device, FlatLayout layout) {
   torch::manual_seed(0);
@@ -311,6 +357,7 @@ std::vector<DeviceCheck> RunDeviceChecks(const torch::Device& device) {
       {"attention-causal", [&] { return AttentionCheck(device, true); }},
       {"patch-embedding", [&] { return PatchEmbeddingCheck(device); }},
       {"layer-norm", [&] { return LayerNormCheck(device); }},
+      {"weight-copies", [&] { return WeightCopiesCheck(device); }},
       {"captured-step",
        [&] {
          return CapturedStepCheck(device, "captured-step", {0, 0, 0});

@@ -9,6 +9,8 @@
 //   layer-norm         every LayerNorm of a training step is given the flat buffer's views,
 //                      16-byte aligned, as ATen's vectorised CUDA LayerNorm needs; on CUDA also
 //                      the kernels the profiler saw (vectorised, and none of the slower pair)
+//   weight-copies      three bf16 steps with the matrix weights' bfloat16 copies against the
+//                      same steps with autocast's cast of each weight at its use
 //   captured-step      three steps replayed from static buffers (captured as a CUDA graph on
 //                      CUDA, eager on the CPU) against the same steps run eagerly
 #pragma once

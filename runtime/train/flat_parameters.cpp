@@ -1,5 +1,6 @@
 #include "runtime/train/flat_parameters.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -71,14 +72,23 @@ void FlatParameters::ReleaseGradients() {
 
 void FlatParameters::AdoptGradients() {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> into, from, zeroed;
+  // One multi-tensor copy per gradient type: float32, and bfloat16 from WeightCopies (on CUDA
+  // the copy converts on its fast path).
+  struct Copies {
+    at::ScalarType type;
+    std::vector<torch::Tensor> into, from;
+  };
+  std::vector<Copies> copies;
+  std::vector<torch::Tensor> zeroed;
   for (auto& [parameter, view] : views_) {
     const torch::Tensor& grad = parameter.grad();
     if (grad.defined() && grad.data_ptr() == view.data_ptr()) continue;
-    if (grad.defined() && grad.scalar_type() == view.scalar_type() &&
-        grad.device() == view.device()) {
-      into.push_back(view);
-      from.push_back(grad);
+    if (grad.defined() && grad.device() == view.device() && grad.is_floating_point()) {
+      auto it = std::find_if(copies.begin(), copies.end(),
+                             [&](const Copies& c) { return c.type == grad.scalar_type(); });
+      if (it == copies.end()) it = copies.insert(copies.end(), Copies{grad.scalar_type(), {}, {}});
+      it->into.push_back(view);
+      it->from.push_back(grad);
     } else if (grad.defined()) {
       view.copy_(grad);
     } else {
@@ -86,7 +96,7 @@ void FlatParameters::AdoptGradients() {
     }
     parameter.mutable_grad() = view;
   }
-  if (!into.empty()) torch::_foreach_copy_(into, from);  // `from` keeps the gradients alive
+  for (auto& c : copies) torch::_foreach_copy_(c.into, c.from);  // `from` keeps them alive
   if (!zeroed.empty()) torch::_foreach_zero_(zeroed);
 }
 

@@ -44,9 +44,9 @@ class FlatParameters {
   // a ViT-B/32 step), and AdoptGradients() gathers them in a few multi-tensor copies.
   void ReleaseGradients();
   // After backward: a parameter whose .grad is not its view (handed over by autograd, replaced
-  // by an averaged tensor) has it copied into the view, and one without a gradient a zeroed
-  // view, so the flat gradient is complete; every .grad is its view again. Cheap when nothing
-  // changed.
+  // by an averaged tensor, or a bfloat16 gradient from WeightCopies, converted) has it copied
+  // into the view, and one without a gradient a zeroed view, so the flat gradient is complete;
+  // every .grad is its view again. Cheap when nothing changed.
   void AdoptGradients();
   // `flat`, group `group`'s values laid out in the given order (kModelOrder), laid out as the
   // buffer is. Returned as is when the two layouts agree.

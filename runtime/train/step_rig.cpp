@@ -14,8 +14,12 @@ StepRig::StepRig(uint64_t seed, const torch::Device& device) {
   fused = std::make_unique<FusedAdamW>(*adamw);
 }
 
-CapturedStep::StepFunction StepRig::Step(bool bf16, bool whole_text) {
-  return MakeGraphTrainStep(model, *flat, *fused, one_rank, bf16, whole_text);
+CapturedStep::StepFunction StepRig::Step(bool bf16, bool whole_text, bool weight_copies) {
+  if (bf16 && weight_copies && !copies) {
+    copies = std::make_unique<WeightCopies>(MatrixWeights(*model), torch::kBFloat16);
+  }
+  return MakeGraphTrainStep(model, *flat, *fused, one_rank, bf16, whole_text,
+                            bf16 && weight_copies ? copies.get() : nullptr);
 }
 
 std::vector<torch::Tensor> TinyStepInputs(int64_t rows, uint64_t seed, double lr,

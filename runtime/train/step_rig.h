@@ -11,6 +11,7 @@
 
 #include "runtime/dist/train_collectives.h"
 #include "runtime/model/clip_model.h"
+#include "runtime/model/weight_copies.h"
 #include "runtime/train/captured_step.h"
 #include "runtime/train/flat_parameters.h"
 #include "runtime/train/fused_adamw.h"
@@ -23,12 +24,15 @@ struct StepRig {
   std::unique_ptr<torch::optim::AdamW> adamw;  // lr 1e-3, betas 0.9/0.98, eps 1e-6, wd 0.1
   std::unique_ptr<FusedAdamW> fused;
   TrainCollectives one_rank;
+  std::unique_ptr<WeightCopies> copies;  // made by the first Step() that asks for them
 
   // The model initialised from `seed`, on `device`.
   explicit StepRig(uint64_t seed, const torch::Device& device = torch::kCPU);
   // The --cuda-graphs training step of this rig (graph_train_step.h), under bf16 autocast if
-  // asked, on the whole text context or on tokens cut by the caller.
-  CapturedStep::StepFunction Step(bool bf16 = false, bool whole_text = true);
+  // asked (with the matrix weights' bfloat16 copies, as the trainer by default, if asked too),
+  // on the whole text context or on tokens cut by the caller.
+  CapturedStep::StepFunction Step(bool bf16 = false, bool whole_text = true,
+                                  bool weight_copies = false);
 };
 
 // A step's inputs {images, tokens, lr} for `rows` samples on `device`: images as the loaders hand

@@ -149,6 +149,7 @@ void Trainer::SetUpCapturedStep() {
   run.grad_clip_norm = o_.grad_clip_norm;
   CudaGraphsChoice choice = ChooseCudaGraphs(o_.cuda_graphs, run);
   cuda_graphs_note_ = choice.note;
+  SetUpWeightCopies(choice.static_step);
   if (!choice.static_step) return;
   fused_adamw_ = std::make_unique<FusedAdamW>(*optimizer_);
   std::vector<torch::Tensor> flat_gradients;
@@ -158,7 +159,7 @@ void Trainer::SetUpCapturedStep() {
   const bool whole_text = o_.text_context == "whole";
   captured_step_ = std::make_unique<CapturedStep>(
       MakeGraphTrainStep(model_, *flat_, *fused_adamw_, coll_, o_.precision == "amp_bf16",
-                         whole_text),
+                         whole_text, weight_copies_.get()),
       choice.capture, /*warmup_steps=*/3,
       whole_text ? 1 : static_cast<int>(TextLengthBuckets(tokenizer_->context_length())));
 }
@@ -180,6 +181,21 @@ void Trainer::SetUpGpuSpans() {
     GlobalTimeline().SpanAt(span.track, span.activity, span.begin_us, span.end_us);
   });
   gpu_spans_note_ = "CUDA events on the gpu track";
+}
+
+void Trainer::SetUpWeightCopies(bool static_step) {
+  if (!o_.weight_copies || o_.precision != "amp_bf16") return;
+  // The captured step gathers every gradient before its static gradient sync. The eager step's
+  // sync with ranks waits on each float32 parameter's gradient as backward adds it, and
+  // micro-batches would add the copies' gradients up in bfloat16.
+  if (!static_step && (coll_.world_size() > 1 || o_.accum_freq > 1)) {
+    weight_copies_note_ =
+        coll_.world_size() > 1 ? "off with more than one rank" : "off with --accum-freq";
+    return;
+  }
+  weight_copies_ = std::make_unique<WeightCopies>(MatrixWeights(*model_), torch::kBFloat16);
+  weight_copies_note_ = std::to_string(weight_copies_->size()) +
+                        " matrix weights and biases cast to bfloat16 once a step";
 }
 
 int Trainer::Run() {
@@ -212,6 +228,9 @@ int Trainer::Run() {
       std::printf("cuda-graphs %s: %s\n", o_.cuda_graphs.c_str(), cuda_graphs_note_.c_str());
     }
     if (!gpu_spans_note_.empty()) std::printf("gpu-timed-spans: %s\n", gpu_spans_note_.c_str());
+    if (!weight_copies_note_.empty()) {
+      std::printf("weight-copies: %s\n", weight_copies_note_.c_str());
+    }
     std::fflush(stdout);
   }
   bool stopped = false;

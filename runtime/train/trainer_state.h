@@ -18,6 +18,7 @@
 #include "runtime/data/data_source.h"
 #include "runtime/dist/train_collectives.h"
 #include "runtime/model/clip_model.h"
+#include "runtime/model/weight_copies.h"
 #include "runtime/text/tokenizer.h"
 #include "runtime/trace/device_span_ring.h"
 #include "runtime/train/batch_stager.h"
@@ -80,6 +81,9 @@ class Trainer {
   // --gpu-timed-spans: the event ring that times the step's phases on the GPU (CUDA only, and
   // only with a timeline to write them to).
   void SetUpGpuSpans();
+  // --weight-copies: the bfloat16 copies of the matrix weights, where the step can use them
+  // (amp_bf16; the captured step, or the eager one on one rank with one micro-batch).
+  void SetUpWeightCopies(bool static_step);
   // One step through the CapturedStep: captured or replayed on CUDA, the same step eagerly on
   // the CPU and for a batch of another shape.
   torch::Tensor CapturedTrainStep(DeviceBatch& batch);
@@ -116,6 +120,8 @@ class Trainer {
   std::unique_ptr<DeviceEventClock> gpu_clock_;  // --gpu-timed-spans only; outlives the ring
   std::unique_ptr<DeviceSpanRing> gpu_spans_;
   std::string gpu_spans_note_;
+  std::unique_ptr<WeightCopies> weight_copies_;  // --weight-copies where it applies
+  std::string weight_copies_note_;
   std::unique_ptr<BatchSource> source_;
   std::unique_ptr<BatchUpload> upload_;
   std::unique_ptr<BatchStager> stager_;  // after source_ and upload_: stopped before them

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "runtime/dist/heartbeat.h"
@@ -67,6 +68,8 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
       GlobalHeartbeat().SetActivity(trace::kForward);
       PhaseSpan span(gpu_spans_.get(), trace::kForward);
       AutocastScope autocast(bf16, device_);
+      std::optional<WeightCopies::Scope> copies;
+      if (weight_copies_) copies.emplace(*weight_copies_);
       ClipOutput out = model_->forward(micro[0].images, micro[0].tokens);
       loss = coll_.Loss(out.image_features, out.text_features, out.logit_scale);
     }
@@ -74,6 +77,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
       GlobalHeartbeat().SetActivity(trace::kBackward);
       PhaseSpan span(gpu_spans_.get(), trace::kBackward);
       Backward(loss);
+      if (weight_copies_) weight_copies_->HandOverGradients();
     }
     coll_.AfterBackward(/*last=*/true);
     return loss.detach();

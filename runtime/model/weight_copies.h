@@ -1,0 +1,56 @@
+// WeightCopies: a bfloat16 copy of each of the model's matrix weights and their biases, which a
+// bf16-autocast forward pass uses in their place (UseWeightCopy). Autocast otherwise casts each
+// parameter where it is used: a cast, its kernel and a ToCopyBackward node per parameter a step
+// (~200 for ViT-B/32, and as many casts back in backward). Here one multi-tensor copy refreshes
+// them all, and backward hands each copy's bfloat16 gradient over for FlatParameters to convert
+// into its float32 view, again in one multi-tensor copy.
+//
+// The numbers are autocast's, bit for bit: the same round-to-nearest cast of the same float32
+// values, the same bfloat16 products, and a bfloat16 gradient widened exactly to float32. A copy
+// used twice (the last text block's q and k/v rows of in_proj) has its parts added in bfloat16,
+// which is exact because the parts are disjoint rows padded with zeros.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <unordered_map>
+#include <vector>
+
+namespace dtrain::clip {
+
+class WeightCopies {
+ public:
+  // `parameters`: what the forward pass takes through UseWeightCopy; each keeps a copy of `type`.
+  WeightCopies(const std::vector<torch::Tensor>& parameters, torch::ScalarType type);
+
+  // While alive, UseWeightCopy on this thread answers with these copies, refreshed from the
+  // parameters' current values when the scope opens. Scopes do not nest.
+  class Scope {
+   public:
+    explicit Scope(WeightCopies& copies);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+  };
+
+  // After backward: each copy's gradient becomes its parameter's .grad, in the copy's type
+  // (FlatParameters::AdoptGradients converts it into the parameter's float32 view); added to the
+  // parameter's own where the parameter was also used directly. The copies' gradients are unset.
+  void HandOverGradients();
+
+  size_t size() const { return copies_.size(); }
+  // The copy `parameter` is used as, or an undefined tensor.
+  torch::Tensor CopyOf(const torch::Tensor& parameter) const;
+
+ private:
+  friend const torch::Tensor& UseWeightCopy(const torch::Tensor& parameter);
+  std::vector<torch::Tensor> parameters_, copies_;
+  std::unordered_map<const void*, size_t> index_;  // parameter's TensorImpl -> its copy
+};
+
+// The copy of `parameter` in the scope open on this thread, or `parameter` itself (no scope, or
+// not a parameter with a copy).
+const torch::Tensor& UseWeightCopy(const torch::Tensor& parameter);
+
+}  // namespace dtrain::clip
