@@ -79,6 +79,7 @@ reference, one line each (PASS or FAIL, what was compared, the difference and it
   attention          the step's attention (SDPA in bfloat16 on CUDA, the fused float32 kernel
                      on the CPU), plain and causal, against matmul and softmax in float32
   patch-embedding    the patch embedding as one matrix product against the convolution
+  linear-rows        a linear layer as one autograd node against addmm over the rows
   layer-norm         a step's LayerNorms get 16-byte aligned weights, and on CUDA run ATen's
                      vectorised kernel
   weight-copies      three bf16 steps with the matrix weights' bfloat16 copies against the

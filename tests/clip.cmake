@@ -30,7 +30,7 @@ if(TARGET dtrain_clip_train)
   # `dtrain-clip check` on the CPU: every check runs and passes (bench/clip_gpu.sh runs it on a GPU).
   add_test(NAME clip.check_cpu COMMAND dtrain-clip check --device cpu)
   set_tests_properties(clip.check_cpu PROPERTIES LABELS clip TIMEOUT 120 PASS_REGULAR_EXPRESSION
-    "PASS  attention .*PASS  attention-causal .*PASS  patch-embedding .*PASS  layer-norm .*PASS  weight-copies .*PASS  captured-step .*PASS  captured-lengths .*every check passed")
+    "PASS  attention .*PASS  attention-causal .*PASS  patch-embedding .*PASS  linear-rows .*PASS  layer-norm .*PASS  weight-copies .*PASS  captured-step .*PASS  captured-lengths .*every check passed")
 endif()
 
 # dtrain-clip's shell completion, written from the --help texts (torch-free), and the scripts

@@ -12,11 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "runtime/config/model_config.h"
 #include "runtime/model/clip_loss.h"
 #include "runtime/model/clip_model.h"
-#include "runtime/train/lr_schedule.h"
-#include "runtime/config/model_config.h"
+#include "runtime/model/linear_rows.h"
 #include "runtime/model/self_attention.h"
+#include "runtime/train/autocast_scope.h"
+#include "runtime/train/lr_schedule.h"
 
 namespace dtrain::clip {
 namespace {
@@ -36,6 +38,66 @@ TEST(Transformer, PooledLastBlockEqualsFullBlockAtThoseRows) {
   auto causal = torch::full({7, 7}, -INFINITY).triu_(1);
   auto full_causal = block->forward(x, causal).index({arange, rows});
   EXPECT_TRUE(Close(block->ForwardRows(x, rows, true), full_causal));
+}
+
+// LinearRows is one autograd node whose value and gradients are those of addmm over the rows
+// with its views (what it replaced), bit for bit: in float32, under bfloat16 autocast, for a
+// non-contiguous input and for row slices of a weight; its output can be modified in place.
+TEST(LinearRows, OneNodeWithTheValuesAndGradientsOfAddmmOverTheRows) {
+  for (const bool bf16 : {false, true}) {
+    for (const bool strided : {false, true}) {
+      torch::manual_seed(4);
+      auto base = torch::randn({5, 3, 8});
+      auto weight_all = torch::randn({12, 8}, torch::requires_grad());
+      auto bias_all = torch::randn({12}, torch::requires_grad());
+      const auto upstream = torch::randn({3, 5, 6});
+      struct Result {
+        torch::Tensor value, grad_x, grad_weight, grad_bias;
+        std::string node;
+      };
+      auto run = [&](bool fused) {
+        for (auto* t : {&weight_all, &bias_all}) t->mutable_grad() = torch::Tensor();
+        auto x = (strided ? base.transpose(0, 1) : base.transpose(0, 1).contiguous())
+                     .detach()
+                     .requires_grad_(true);
+        auto weight = weight_all.narrow(0, 6, 6), bias = bias_all.narrow(0, 6, 6);
+        torch::Tensor y;
+        {
+          AutocastScope autocast(bf16, torch::kCPU);
+          y = fused ? LinearRows(x, weight, bias)
+                    : torch::addmm(bias, x.reshape({-1, 8}), weight.t()).view({3, 5, 6});
+        }
+        Result r{y.detach().clone(), {}, {}, {}, y.grad_fn()->name()};
+        (y.to(torch::kFloat) * upstream).sum().backward();
+        r.grad_x = x.grad();
+        r.grad_weight = weight_all.grad();
+        r.grad_bias = bias_all.grad();
+        return r;
+      };
+      const Result fused = run(true), reference = run(false);
+      const std::string what = std::string(bf16 ? "bf16" : "fp32") + (strided ? " strided" : "");
+      EXPECT_NE(fused.node.find("LinearRowsFunction"), std::string::npos) << fused.node;
+      EXPECT_EQ(fused.value.scalar_type(), bf16 ? torch::kBFloat16 : torch::kFloat) << what;
+      EXPECT_TRUE(torch::equal(fused.value, reference.value)) << what;
+      EXPECT_TRUE(torch::equal(fused.grad_x, reference.grad_x)) << what;
+      EXPECT_TRUE(torch::equal(fused.grad_weight, reference.grad_weight)) << what;
+      EXPECT_TRUE(torch::equal(fused.grad_bias, reference.grad_bias)) << what;
+      EXPECT_EQ(fused.grad_weight.narrow(0, 0, 6).abs().sum().item<float>(), 0.0f);
+    }
+  }
+  // One node: its edges lead to the three inputs' accumulators, no view or transpose between.
+  auto x = torch::randn({2, 4, 8}, torch::requires_grad());
+  auto weight = torch::randn({3, 8}, torch::requires_grad());
+  auto bias = torch::randn({3}, torch::requires_grad());
+  auto y = LinearRows(x, weight, bias);
+  ASSERT_EQ(y.grad_fn()->next_edges().size(), 3u);
+  for (const auto& edge : y.grad_fn()->next_edges()) {
+    EXPECT_NE(edge.function->name().find("AccumulateGrad"), std::string::npos)
+        << edge.function->name();
+  }
+  y.mul_(2.0);  // the q rows are scaled in place
+  y.sum().backward();
+  EXPECT_TRUE(torch::equal(bias.grad(), torch::full({3}, 16.0f)));
 }
 
 // The fused CPU attention against ATen's matmul/softmax formula: outputs and the gradient of qkv

@@ -8,15 +8,6 @@
 
 namespace dtrain::clip {
 
-torch::Tensor LinearRows(const torch::Tensor& x, const torch::Tensor& weight,
-                         const torch::Tensor& bias) {
-  const int64_t in = x.size(-1);
-  auto sizes = x.sizes().vec();
-  sizes.back() = weight.size(0);
-  return torch::addmm(UseWeightCopy(bias), x.reshape({-1, in}), UseWeightCopy(weight).t())
-      .view(sizes);
-}
-
 AttentionImpl::AttentionImpl(int64_t width) {
   // nn.MultiheadAttention's initialisation: xavier-uniform packed projection, zero biases.
   in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * width, width}));

@@ -4,12 +4,9 @@
 
 #include <torch/torch.h>
 
-namespace dtrain::clip {
+#include "runtime/model/linear_rows.h"
 
-// torch::linear over the rows of x [..., in] as one addmm on a 2-D view, so the bias lands in the
-// gemm's accumulator instead of a second pass over the output.
-torch::Tensor LinearRows(const torch::Tensor& x, const torch::Tensor& weight,
-                         const torch::Tensor& bias);
+namespace dtrain::clip {
 
 // nn.MultiheadAttention's parameters: packed [q; k; v] projection and the output projection.
 class AttentionImpl : public torch::nn::Module {

@@ -18,6 +18,7 @@
 #include "runtime/config/model_config.h"
 #include "runtime/model/clip_loss.h"
 #include "runtime/model/clip_model.h"
+#include "runtime/model/linear_rows.h"
 #include "runtime/model/self_attention.h"
 #include "runtime/model/vision_tower.h"
 #include "runtime/train/autocast_scope.h"
@@ -97,6 +98,46 @@ DeviceCheck PatchEmbeddingCheck(const torch::Device& device) {
           Format("one matrix product against the convolution (float32): values %.1e, weight "
                  "gradient %.1e (limit %.0e)",
                  value, gradient, limit)};
+}
+
+// LinearRows (one autograd node) against addmm over the rows with its views, under bf16 autocast
+// on CUDA (the step's types), float32 on the CPU: the same calls, so bit for bit is expected;
+// a kernel that sums in another order would stay inside the limit.
+DeviceCheck LinearRowsCheck(const torch::Device& device) {
+  torch::manual_seed(3);
+  const bool bf16 = device.is_cuda();
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  const auto input = torch::randn({64, 50, 256}, f32);
+  const auto weight_values = torch::randn({768, 256}, f32) * 0.05;
+  const auto bias_values = torch::randn({768}, f32);
+  const auto upstream = torch::randn({64, 50, 768}, f32);
+  std::vector<torch::Tensor> results[2];
+  for (const bool fused : {true, false}) {
+    auto x = input.clone().requires_grad_(true);
+    auto weight = weight_values.clone().requires_grad_(true);
+    auto bias = bias_values.clone().requires_grad_(true);
+    torch::Tensor y;
+    {
+      AutocastScope autocast(bf16, device);
+      y = fused ? LinearRows(x, weight, bias)
+                : torch::addmm(bias, x.reshape({-1, 256}), weight.t()).view({64, 50, 768});
+    }
+    (y.to(torch::kFloat) * upstream).sum().backward();
+    results[fused ? 0 : 1] = {y.to(torch::kFloat), x.grad(), weight.grad(), bias.grad()};
+  }
+  bool bit_equal = true;
+  double difference = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    bit_equal = bit_equal && torch::equal(results[0][i], results[1][i]);
+    difference = std::max(difference, RelativeDifference(results[0][i], results[1][i]));
+  }
+  const double limit = bf16 ? 1e-2 : 1e-5;
+  return {"linear-rows", difference <= limit,
+          Format("one autograd node against addmm over the rows (%s): values and the input's, "
+                 "weight's and bias's gradients %s",
+                 bf16 ? "bfloat16 autocast" : "float32",
+                 bit_equal ? "bit for bit"
+                           : Format("%.1e apart (limit %.0e)", difference, limit).c_str())};
 }
 
 // The kernels of `body` on CUDA, by name: how many launches had a name containing each of `names`.
@@ -356,6 +397,7 @@ std::vector<DeviceCheck> RunDeviceChecks(const torch::Device& device) {
       {"attention", [&] { return AttentionCheck(device, false); }},
       {"attention-causal", [&] { return AttentionCheck(device, true); }},
       {"patch-embedding", [&] { return PatchEmbeddingCheck(device); }},
+      {"linear-rows", [&] { return LinearRowsCheck(device); }},
       {"layer-norm", [&] { return LayerNormCheck(device); }},
       {"weight-copies", [&] { return WeightCopiesCheck(device); }},
       {"captured-step",

@@ -6,6 +6,8 @@
 //                      mask, against ATen's matmul and softmax in float32: values and gradient
 //   patch-embedding    the patch embedding as one matrix product (CUDA's path) against the
 //                      convolution: values and weight gradient
+//   linear-rows        LinearRows (one autograd node) against addmm over the rows with its
+//                      views: values and the three gradients
 //   layer-norm         every LayerNorm of a training step is given the flat buffer's views,
 //                      16-byte aligned, as ATen's vectorised CUDA LayerNorm needs; on CUDA also
 //                      the kernels the profiler saw (vectorised, and none of the slower pair)
