@@ -17,7 +17,8 @@ if(TARGET dtrain_clip_train)
   target_precompile_headers(clip_batch_stager_test REUSE_FROM dtrain_clip_model)
   # Each run trains with 2 threads: two at once on a 2-core machine oversubscribe OpenMP (a run
   # of 10 s alone passed 240 s beside another), so `ctest -j2` runs them one at a time.
-  dtrain_test(clip_training_test SOURCES clip_training_test.cpp LIBS dtrain_clip_train TIMEOUT 240
+  dtrain_test(clip_training_test SOURCES clip_training_test.cpp
+              LIBS dtrain_clip_train nlohmann_json::nlohmann_json TIMEOUT 240
               RESOURCE_LOCK clip_training)
   add_dependencies(clip_training_test dtrain-clip)
   if(TARGET dtrain)  # --profile-steps' trace read by dtrain timeline

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/support/files.h"
 #include "tests/support/test_paths.h"
@@ -284,11 +287,89 @@ TEST(ClipTrain, Bf16WeightCopiesTrainBitForBitWithFewerCasts) {
   std::printf("ToCopyBackward0 in a profiled step: %d with copies, %d without\n", casts_on,
               casts_off);
   EXPECT_LT(casts_on * 3, casts_off);
-  // Where they cannot apply, a line says why: micro-batches would add bfloat16 gradients.
-  std::string accum_output;
-  SyntheticRunLosses(dir, "accum", 2, "--precision amp_bf16 --accum-freq 2", &accum_output);
-  EXPECT_NE(accum_output.find("weight-copies: off with --accum-freq"), std::string::npos)
-      << accum_output;
+  // Micro-batches: each copy's gradient added into the float32 one as backward makes it, so
+  // they add up in float32 as autocast's widened gradients do.
+  std::string accum_on, accum_off;
+  const auto accum =
+      SyntheticRunLosses(dir, "accum_on", 3, "--precision amp_bf16 --accum-freq 2", &accum_on);
+  EXPECT_EQ(accum, SyntheticRunLosses(dir, "accum_off", 3,
+                                      "--precision amp_bf16 --accum-freq 2 --weight-copies off",
+                                      &accum_off));
+  EXPECT_EQ(hash(accum_on), hash(accum_off));
+  EXPECT_NE(accum_on.find("added into the float32 ones as backward makes them"), std::string::npos)
+      << accum_on;
+}
+
+// Two ranks (Gloo, through dtrain launch --timeline): each copy's gradient goes into its float32
+// gradient as backward makes it and is marked ready for the gradient sync there (its QUEUE span
+// starts before BACKWARD ends, as with autocast's casts). Both ranks end with the weights of the
+// same job run with autocast's casts, bit for bit.
+TEST(ClipTrain, Bf16WeightCopiesOnTwoRanksTrainBitForBitLikeAutocastsCasts) {
+  const std::string dir = FreshDir("weight_copies_ranks");
+  auto launch = [&](const std::string& name, const std::string& flags) {
+    const std::string command =
+        "cd " + dir + " && NPROC_PER_NODE=2 " + std::string(DTRAIN_BINARY_DIR) +
+        "/dtrain launch --quiet --timeline --log-dir " + dir + "/" + name +
+        "-launch --job run -- " + kClip +
+        " train --dataset-type synthetic --batch-size 8 --train-num-samples 96 --max-steps 4 "
+        "--zeroshot-frequency 0 --save-frequency 0 --threads 1 --seed 4 --precision amp_bf16 "
+        "--logs " +
+        dir + "/" + name + " " + flags + " > " + dir + "/" + name + ".log 2>&1";
+    EXPECT_EQ(std::system(command.c_str()), 0)
+        << dtrain::testing::ReadFile(dir + "/" + name + ".log");
+    // Each rank's "done: ... param hash H" line, from the rank logs.
+    std::vector<std::string> hashes;
+    std::string notes;
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(dir + "/" + name + "-launch")) {
+      if (!entry.is_regular_file()) continue;
+      const std::string text = dtrain::testing::ReadFile(entry.path().string());
+      for (size_t at = 0; (at = text.find("param hash ", at)) != std::string::npos; ++at) {
+        hashes.push_back(text.substr(at + 11, 16));
+      }
+      if (text.find("weight-copies: ") != std::string::npos) notes += text;
+    }
+    std::sort(hashes.begin(), hashes.end());
+    return std::make_pair(hashes, notes);
+  };
+  const auto [on, on_notes] = launch("on", "");
+  const auto [off, off_notes] = launch("off", "--weight-copies off");
+  ASSERT_EQ(on.size(), 2u) << "a hash from each rank";
+  EXPECT_EQ(on[0], on[1]);
+  EXPECT_EQ(on, off);
+  EXPECT_NE(on_notes.find("added into the float32 ones as backward makes them"), std::string::npos)
+      << on_notes;
+  EXPECT_TRUE(off_notes.empty()) << off_notes;
+  // Rank 0's timeline: for parameters with a copy (and one without, for the same rule), the
+  // first QUEUE span of the gradient sync begins inside the first BACKWARD span.
+  const nlohmann::json trace =
+      nlohmann::json::parse(dtrain::testing::ReadFile(dir + "/on-launch/run/timeline/rank-0.json"));
+  std::map<std::string, int64_t> pid_of;
+  int64_t backward_end = -1;
+  for (const auto& event : trace) {
+    if (event.value("name", "") == "process_name") {
+      pid_of[event["args"]["name"].get<std::string>()] = event["pid"].get<int64_t>();
+    }
+    if (backward_end < 0 && event.value("name", "") == "BACKWARD" && event.value("ph", "") == "E") {
+      backward_end = event["ts"].get<int64_t>();
+    }
+  }
+  ASSERT_GT(backward_end, 0);
+  for (const char* track :
+       {"visual.proj", "text.text_projection", "visual.transformer.resblocks.0.mlp.c_fc.weight",
+        "visual.ln_post.weight"}) {
+    ASSERT_TRUE(pid_of.count(track)) << track;
+    int64_t first_queue = -1;
+    for (const auto& event : trace) {
+      if (event.value("pid", int64_t{-1}) == pid_of[track] && event.value("name", "") == "QUEUE" &&
+          event.value("ph", "") == "B") {
+        first_queue = event["ts"].get<int64_t>();
+        break;
+      }
+    }
+    EXPECT_GE(first_queue, 0) << track;
+    EXPECT_LT(first_queue, backward_end) << track << ": marked ready only after backward";
+  }
 }
 
 // --text-context whole computes every text position: the same features up to rounding, so the

@@ -126,6 +126,60 @@ TEST(WeightCopies, AStepGivesAutocastsLossAndGradientsBitForBit) {
   }
 }
 
+// With ranks or micro-batches: each copy's gradient is added into its float32 gradient as
+// backward makes it (the callback sees it complete, during backward), and over two micro-batches
+// the float32 gradients equal those autocast's widened gradients add up to in zeroed views.
+TEST(WeightCopies, GradientsAddedAsBackwardMakesThemSumLikeAutocastsOverMicroBatches) {
+  StepSetup cast = MakeSetup(), copied = MakeSetup();
+  WeightCopies copies(MatrixWeights(*copied.model), torch::kBFloat16);
+  std::set<const void*> added;
+  bool inside_backward = false;
+  int added_outside = 0;
+  copies.AddGradientsIntoParameters([&](const torch::Tensor& parameter) {
+    ASSERT_TRUE(parameter.grad().defined());
+    EXPECT_EQ(parameter.grad().scalar_type(), torch::kFloat);
+    added.insert(parameter.unsafeGetTensorImpl());
+    if (!inside_backward) ++added_outside;
+  });
+  cast.flat->ZeroGrad();
+  copied.flat->ZeroGrad();       // views, added into (as with ranks)
+  for (int64_t seed : {5, 6}) {  // two micro-batches
+    torch::manual_seed(seed);
+    const torch::Tensor images = torch::randn({6, 1, 28, 28});
+    const torch::Tensor tokens = Tokens(6);
+    for (StepSetup* s : {&cast, &copied}) {
+      torch::Tensor loss;
+      {
+        AutocastScope autocast(true, torch::kCPU);
+        std::optional<WeightCopies::Scope> scope;
+        if (s == &copied) scope.emplace(copies);
+        ClipOutput out = s->model->forward(images, tokens);
+        loss = ContrastiveLoss(out.image_features, out.text_features, out.logit_scale);
+      }
+      inside_backward = true;
+      loss.backward();
+      inside_backward = false;
+    }
+    EXPECT_EQ(added.size(), copies.size()) << "every copied parameter, during backward";
+    added.clear();
+    for (const torch::Tensor& p : MatrixWeights(*copied.model)) {
+      EXPECT_FALSE(copies.CopyOf(p).grad().defined());
+    }
+  }
+  EXPECT_EQ(added_outside, 0);
+  copies.HandOverGradients();  // nothing left to hand over
+  cast.flat->AdoptGradients();
+  copied.flat->AdoptGradients();
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_TRUE(torch::equal(cast.flat->buffers()[g].grad(), copied.flat->buffers()[g].grad()))
+        << "group " << g;
+  }
+  // Every .grad is still its flat view: added in place, not replaced.
+  for (const torch::Tensor& p : MatrixWeights(*copied.model)) {
+    EXPECT_TRUE(p.grad().is_alias_of(copied.flat->buffers()[p.dim() >= 2 ? 1 : 0].grad()));
+  }
+}
+
 // --cuda-graphs' step with the copies (gradients unset, handed over and gathered inside the
 // step), replayed from static buffers, against the eager step with autocast's casts: bit for bit
 // over four bf16 steps with the fused AdamW, a partial batch among them.

@@ -309,9 +309,8 @@ Execution:
                              features, less work; default); whole: every context position, as
                              OpenCLIP computes them (like-for-like speed comparisons)
   --weight-copies on|off     amp_bf16: cast the matrix weights to bfloat16 once a step in one
-                             multi-tensor copy, not at each use (on; the same numbers; not with
-                             ranks or --accum-freq unless --cuda-graphs; not yet measured on
-                             a GPU)
+                             multi-tensor copy, not at each use (on; the same numbers; not yet
+                             measured on a GPU)
 Distributed (rank and world size come from the environment, as dtrain launch sets it):
   --dist-backend gloo|nccl   --local-loss   --gather-with-grad
   --fusion-threshold-mb X    --cycle-time-ms X   --hierarchical-allreduce

@@ -70,10 +70,9 @@ struct TrainOptions {
   // (trace/device_span_ring.h) on the timeline's gpu track. Off by default; on an H200 its cost
   // was within the run-to-run noise.
   bool gpu_timed_spans = false;
-  // --weight-copies on|off: with amp_bf16 (the captured step, or the eager one on one rank
-  // without --accum-freq), the matrix weights cast to bfloat16 once a step in one multi-tensor
-  // copy (model/weight_copies.h) instead of by autocast at each use. The same numbers bit for
-  // bit.
+  // --weight-copies on|off: with amp_bf16, the matrix weights cast to bfloat16 once a step in
+  // one multi-tensor copy (model/weight_copies.h) instead of by autocast at each use. The same
+  // numbers bit for bit.
   bool weight_copies = true;
 
   // Distributed (wired by the distributed runtime; parsed here).

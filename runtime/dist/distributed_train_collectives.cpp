@@ -80,6 +80,10 @@ torch::Tensor DistributedTrainCollectives::Loss(const torch::Tensor& image_featu
 // Hooks send gradients during the backward of the step's last micro-batch only; the count of
 // micro-batches tells in advance which backward that is. Should the loop ever disagree, the
 // synchroniser still sends every accumulated gradient from Synchronize() (no overlap, same sum).
+void DistributedTrainCollectives::GradientReady(const torch::Tensor& parameter) {
+  if (sync_) sync_->MarkReady(parameter);
+}
+
 void DistributedTrainCollectives::AfterBackward(bool last) {
   if (static_sync_) {
     if (last) static_sync_->Run();

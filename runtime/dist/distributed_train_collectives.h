@@ -32,6 +32,7 @@ class DistributedTrainCollectives : public TrainCollectives {
                      const torch::Tensor& logit_scale) override;
   double BackwardSeed() const override { return 1.0 / dist_->world_size(); }
   void AfterBackward(bool last) override;
+  void GradientReady(const torch::Tensor& parameter) override;
   int64_t UseStaticGradientSync(const std::vector<torch::Tensor>& flat_gradients) override;
   double SumOverRanks(double value) override;
   void Barrier() override;

@@ -72,6 +72,7 @@ GradientSync::GradientSync(std::vector<std::pair<std::string, torch::Tensor>> na
       throw std::runtime_error("gradient sync: parameter " + name +
                                " is not a leaf tensor; only leaves have gradients to average");
     }
+    index_of_[param.unsafeGetTensorImpl()] = entries_.size();
     entries_.push_back(std::move(entry));
   }
   idle_count_ = entries_.size();
@@ -131,6 +132,11 @@ void GradientSync::MarkReady(size_t index) {
   // The loop cares about the first gradient of a round and about the last one; waking it for
   // every gradient in between would only cost backward context switches.
   if (ready_count_ == 1 || idle_count_ == 0) work_.notify_one();
+}
+
+void GradientSync::MarkReady(const torch::Tensor& parameter) {
+  auto it = index_of_.find(parameter.unsafeGetTensorImpl());
+  if (it != index_of_.end()) MarkReady(it->second);
 }
 
 void GradientSync::Synchronize() {

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,8 @@ class GradientSync {
   // reports after autograd accumulated it, for gradients written outside autograd. The caller
   // leaves that .grad alone until Synchronize(), which overwrites it in place with the average.
   void MarkReady(size_t index);
+  // The same for `parameter` (one of those given at construction; any other is ignored).
+  void MarkReady(const torch::Tensor& parameter);
   // After backward: queues parameters backward did not reach (a missing .grad counts as zeros),
   // waits for every allreduce; each .grad then holds the average over ranks, in the tensor it
   // was (views of a flat gradient buffer stay views). Throws if a collective failed.
@@ -96,6 +99,7 @@ class GradientSync {
   void FinishBucket(Bucket& bucket);
 
   std::vector<Entry> entries_;
+  std::unordered_map<const void*, size_t> index_of_;  // parameter's TensorImpl -> its entry
   std::unique_ptr<Communicator> comm_;
   GradientSyncOptions options_;
   std::unique_ptr<SyncController> controller_;

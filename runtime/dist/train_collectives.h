@@ -37,6 +37,9 @@ class TrainCollectives {
   // After each micro-batch's backward; `last` is true for the final one of an --accum-freq
   // step, after which gradients must hold the average over ranks (before the optimizer step).
   virtual void AfterBackward(bool last) { (void)last; }
+  // During backward: `parameter`'s .grad was completed outside autograd (WeightCopies added its
+  // bfloat16 copy's gradient into it), so the gradient sync may send it now.
+  virtual void GradientReady(const torch::Tensor& parameter) { (void)parameter; }
   // From now on (collective, at the same point on every rank) gradients are averaged after
   // backward by a fixed sequence of in-place allreduces over these flat gradients, from the
   // calling thread: what a CUDA graph can capture (static_gradient_sync.h). Returns how many

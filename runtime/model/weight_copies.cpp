@@ -1,5 +1,9 @@
 #include "runtime/model/weight_copies.h"
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
 #include <stdexcept>
 
 namespace dtrain::clip {
@@ -33,6 +37,43 @@ WeightCopies::Scope::Scope(WeightCopies& copies) {
 
 WeightCopies::Scope::~Scope() {
   open_scope = nullptr;
+}
+
+WeightCopies::~WeightCopies() {
+  for (auto& [accumulator, key] : hooks_) accumulator->del_post_hook(key);
+}
+
+void WeightCopies::AddGradientsIntoParameters(std::function<void(const torch::Tensor&)> added) {
+  added_ = std::move(added);
+  if (!hooks_.empty()) return;
+  for (size_t i = 0; i < copies_.size(); ++i) {
+    std::shared_ptr<torch::autograd::Node> accumulator =
+        torch::autograd::impl::grad_accumulator(copies_[i]);
+    // A post hook of the accumulator runs once autograd has put this backward's gradient (all
+    // of its uses summed) into the copy's .grad.
+    const uintptr_t key =
+        accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, i](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list&) {
+              AddIntoParameter(i);
+              return outputs;
+            }));
+    hooks_.emplace_back(std::move(accumulator), key);
+  }
+}
+
+void WeightCopies::AddIntoParameter(size_t i) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor& copy_grad = copies_[i].mutable_grad();
+  if (!copy_grad.defined()) return;
+  torch::Tensor& grad = parameters_[i].mutable_grad();
+  if (grad.defined()) {
+    grad.add_(copy_grad);  // in float32: the sum autocast's widened gradient would make
+  } else {
+    grad = copy_grad.to(parameters_[i].scalar_type());
+  }
+  copy_grad = torch::Tensor();
+  if (added_) added_(parameters_[i]);
 }
 
 void WeightCopies::HandOverGradients() {

@@ -14,7 +14,11 @@
 #include <torch/torch.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace dtrain::clip {
@@ -34,10 +38,21 @@ class WeightCopies {
     Scope& operator=(const Scope&) = delete;
   };
 
+  ~WeightCopies();
+  WeightCopies(const WeightCopies&) = delete;
+  WeightCopies& operator=(const WeightCopies&) = delete;
+
   // After backward: each copy's gradient becomes its parameter's .grad, in the copy's type
   // (FlatParameters::AdoptGradients converts it into the parameter's float32 view); added to the
   // parameter's own where the parameter was also used directly. The copies' gradients are unset.
   void HandOverGradients();
+
+  // From now on, as backward completes each copy's gradient (a hook on its accumulator), it is
+  // added into the parameter's float32 .grad at once (widened, as autocast's cast and addition
+  // would; the .grad is made where there was none) and `added(parameter)` is called: for a
+  // gradient sync that sends gradients while backward goes on, and for micro-batches, whose
+  // gradients then add up in float32. HandOverGradients() then finds nothing left to do.
+  void AddGradientsIntoParameters(std::function<void(const torch::Tensor&)> added);
 
   size_t size() const { return copies_.size(); }
   // The copy `parameter` is used as, or an undefined tensor.
@@ -45,8 +60,12 @@ class WeightCopies {
 
  private:
   friend const torch::Tensor& UseWeightCopy(const torch::Tensor& parameter);
+  void AddIntoParameter(size_t i);
   std::vector<torch::Tensor> parameters_, copies_;
   std::unordered_map<const void*, size_t> index_;  // parameter's TensorImpl -> its copy
+  std::function<void(const torch::Tensor&)> added_;
+  // AddGradientsIntoParameters' hooks: each copy's accumulator (kept alive) and the hook's key.
+  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks_;
 };
 
 // The copy of `parameter` in the scope open on this thread, or `parameter` itself (no scope, or

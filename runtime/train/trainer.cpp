@@ -185,17 +185,18 @@ void Trainer::SetUpGpuSpans() {
 
 void Trainer::SetUpWeightCopies(bool static_step) {
   if (!o_.weight_copies || o_.precision != "amp_bf16") return;
-  // The captured step gathers every gradient before its static gradient sync. The eager step's
-  // sync with ranks waits on each float32 parameter's gradient as backward adds it, and
-  // micro-batches would add the copies' gradients up in bfloat16.
-  if (!static_step && (coll_.world_size() > 1 || o_.accum_freq > 1)) {
-    weight_copies_note_ =
-        coll_.world_size() > 1 ? "off with more than one rank" : "off with --accum-freq";
-    return;
-  }
   weight_copies_ = std::make_unique<WeightCopies>(MatrixWeights(*model_), torch::kBFloat16);
   weight_copies_note_ = std::to_string(weight_copies_->size()) +
                         " matrix weights and biases cast to bfloat16 once a step";
+  // The captured step, and the eager one on one rank with one micro-batch, take the copies'
+  // gradients after backward (HandOverGradients). With ranks the gradient sync sends each
+  // gradient as backward completes it, and micro-batches add theirs up in float32: each copy's
+  // gradient is added into its parameter's as backward makes it.
+  if (!static_step && (coll_.world_size() > 1 || o_.accum_freq > 1)) {
+    weight_copies_->AddGradientsIntoParameters(
+        [this](const torch::Tensor& parameter) { coll_.GradientReady(parameter); });
+    weight_copies_note_ += ", their gradients added into the float32 ones as backward makes them";
+  }
 }
 
 int Trainer::Run() {

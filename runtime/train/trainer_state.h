@@ -81,8 +81,9 @@ class Trainer {
   // --gpu-timed-spans: the event ring that times the step's phases on the GPU (CUDA only, and
   // only with a timeline to write them to).
   void SetUpGpuSpans();
-  // --weight-copies: the bfloat16 copies of the matrix weights, where the step can use them
-  // (amp_bf16; the captured step, or the eager one on one rank with one micro-batch).
+  // --weight-copies: the bfloat16 copies of the matrix weights (amp_bf16), their gradients
+  // handed over after backward or, with ranks or micro-batches on the eager step, added into the
+  // float32 ones as backward makes them.
   void SetUpWeightCopies(bool static_step);
   // One step through the CapturedStep: captured or replayed on CUDA, the same step eagerly on
   // the CPU and for a batch of another shape.
@@ -120,7 +121,7 @@ class Trainer {
   std::unique_ptr<DeviceEventClock> gpu_clock_;  // --gpu-timed-spans only; outlives the ring
   std::unique_ptr<DeviceSpanRing> gpu_spans_;
   std::string gpu_spans_note_;
-  std::unique_ptr<WeightCopies> weight_copies_;  // --weight-copies where it applies
+  std::unique_ptr<WeightCopies> weight_copies_;  // --weight-copies with amp_bf16
   std::string weight_copies_note_;
   std::unique_ptr<BatchSource> source_;
   std::unique_ptr<BatchUpload> upload_;

@@ -88,6 +88,8 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
     PhaseSpan span(gpu_spans_.get(), trace::kForward);
     torch::NoGradGuard no_grad;
     AutocastScope autocast(bf16, device_);
+    std::optional<WeightCopies::Scope> copies;
+    if (weight_copies_) copies.emplace(*weight_copies_);
     for (auto& m : micro) {
       images.push_back(model_->EncodeImage(m.images));
       texts.push_back(model_->EncodeText(m.tokens));
@@ -100,6 +102,9 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
       GlobalHeartbeat().SetActivity(trace::kForward);
       PhaseSpan span(gpu_spans_.get(), trace::kForward);
       AutocastScope autocast(bf16, device_);
+      // Refreshed again from the same values: the last backward, which needed them, is done.
+      std::optional<WeightCopies::Scope> copies;
+      if (weight_copies_) copies.emplace(*weight_copies_);
       ClipOutput out = model_->forward(micro[j].images, micro[j].tokens);
       auto all_images = images, all_texts = texts;
       all_images[j] = out.image_features;
