@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/config/rank_file_path.h"
 #include "tests/support/files.h"
 #include "tests/support/test_paths.h"
 
@@ -369,6 +370,41 @@ TEST(ClipTrain, Bf16WeightCopiesOnTwoRanksTrainBitForBitLikeAutocastsCasts) {
     }
     EXPECT_GE(first_queue, 0) << track;
     EXPECT_LT(first_queue, backward_end) << track << ": marked ready only after backward";
+  }
+}
+
+TEST(RankFilePath, TheRankGoesBeforeTheExtensionWithMoreThanOneRank) {
+  EXPECT_EQ(dtrain::clip::RankFilePath("/t/trace.json", 1, 2), "/t/trace.rank-1.json");
+  EXPECT_EQ(dtrain::clip::RankFilePath("/t/trace.json", 0, 1), "/t/trace.json");
+  EXPECT_EQ(dtrain::clip::RankFilePath("trace", 3, 4), "trace.rank-3");
+  EXPECT_EQ(dtrain::clip::RankFilePath("/a.b/trace", 0, 2), "/a.b/trace.rank-0");
+  EXPECT_EQ(dtrain::clip::RankFilePath("/t/.trace", 1, 2), "/t/.trace.rank-1");
+  EXPECT_EQ(dtrain::clip::RankFilePath("r.pt.trace.json", 1, 2), "r.pt.trace.rank-1.json");
+}
+
+// --timeline-path, --metrics-file and --profile-file given alike to two ranks (as a launcher
+// passes one command line): a file per rank, each whole (both timelines parse), where one shared
+// file had the two ranks' writes interleaved.
+TEST(ClipTrain, FilesNamedAlikeOnTwoRanksBecomeOneFilePerRank) {
+  const std::string dir = FreshDir("rank_files");
+  const std::string command =
+      "cd " + dir + " && NPROC_PER_NODE=2 " + std::string(DTRAIN_BINARY_DIR) +
+      "/dtrain launch --quiet --log-dir " + dir + "/launch --job run -- " + kClip +
+      " train --dataset-type synthetic --batch-size 8 --train-num-samples 96 --max-steps 3 "
+      "--zeroshot-frequency 0 --save-frequency 0 --threads 1 --logs " +
+      dir + "/logs" + " --timeline-path " + dir + "/trace.json --metrics-file " + dir + "/m.jsonl" +
+      " --profile-steps 2-2 --profile-file " + dir + "/p.json > " + dir + "/out.log 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << dtrain::testing::ReadFile(dir + "/out.log");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/trace.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/m.jsonl"));
+  for (int rank : {0, 1}) {
+    const std::string r = std::to_string(rank);
+    const std::string trace = dtrain::testing::ReadFile(dir + "/trace.rank-" + r + ".json");
+    EXPECT_NO_THROW((void)nlohmann::json::parse(trace)) << "rank " << r;
+    EXPECT_NE(trace.find("\"rank\":" + r), std::string::npos);
+    EXPECT_EQ(Losses(Lines(dir + "/m.rank-" + r + ".jsonl")).size(), 3u) << "rank " << r;
+    EXPECT_NO_THROW(
+        (void)nlohmann::json::parse(dtrain::testing::ReadFile(dir + "/p.rank-" + r + ".json")));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "runtime/config/rank_file_path.h"
 #include "runtime/data/data_source.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/dist/dist_env.h"
@@ -48,13 +49,24 @@ void Trainer::SetUpRuntime() {
     logs = env && *env ? env : "logs";
   }
   checkpoint_dir_ = o_.checkpoint_dir.empty() ? logs + "/checkpoints" : o_.checkpoint_dir;
-  metrics_.Open(MetricsPathFor(o_.metrics_file, o_.logs, coll_.rank()));
+  // A file named on every rank's command line alike: one per rank (rank_file_path.h).
+  auto own_file = [&](const char* flag, const std::string& path) {
+    const std::string own = RankFilePath(path, coll_.rank(), coll_.world_size());
+    if (own != path) {
+      std::printf("%s names one file for %d ranks: rank %d writes %s\n", flag, coll_.world_size(),
+                  coll_.rank(), own.c_str());
+    }
+    return own;
+  };
+  metrics_.Open(o_.metrics_file.empty() ? MetricsPathFor("", o_.logs, coll_.rank())
+                                        : own_file("--metrics-file", o_.metrics_file));
   sample_log_.Open(o_.log_sample_ids);
   display_ = std::make_unique<ProgressDisplay>(stdout, o_.log_every_n_steps);
   // --timeline-path, else DTRAIN_TIMELINE (dtrain launch --timeline), else HOROVOD_TIMELINE
   // (rank 0); --timeline-mark-cycles or HOROVOD_TIMELINE_MARK_CYCLES=1 adds CYCLE_START marks.
   if (!GlobalTimeline().enabled()) {
-    std::string path = o_.timeline_path;
+    std::string path =
+        o_.timeline_path.empty() ? std::string() : own_file("--timeline-path", o_.timeline_path);
     if (path.empty() && o_.timeline && !std::getenv("DTRAIN_TIMELINE")) {
       path = logs + "/timeline/rank-" + std::to_string(coll_.rank()) + ".json";
     }
@@ -64,7 +76,7 @@ void Trainer::SetUpRuntime() {
     const std::string path =
         o_.profile_file.empty()
             ? logs + "/profiler/rank-" + std::to_string(coll_.rank()) + ".pt.trace.json"
-            : o_.profile_file;
+            : own_file("--profile-file", o_.profile_file);
     profile_ = std::make_unique<StepProfile>(o_.profile_first, o_.profile_last, path, device_);
   }
 }
