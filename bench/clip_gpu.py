@@ -82,7 +82,8 @@ REFERENCE = "eager"
 # The pseudo-program of the run order that stands for bench/clip_gpu_profile.sh.
 PROFILE = "kernel profile"
 # The programs it profiles (bench/clip_gpu_profile.sh).
-PROFILED = ("dtrain-clip", "dtrain-clip-whole-text", "dtrain-clip-graphs", "eager")
+PROFILED = ("dtrain-clip", "dtrain-clip-casts-per-use", "dtrain-clip-whole-text",
+            "dtrain-clip-graphs", "eager")
 
 # Peak dense (no sparsity) bf16 tensor-core FLOP/s by device name, first match wins. NVIDIA's
 # datasheets give the sparse figure; dense is half of it.
@@ -116,7 +117,7 @@ FIRST_RUN_GUESS_S = {"cuda": {"dtrain-clip": 40, "dtrain-clip-casts-per-use": 40
                              "compile": 150, "open_clip": 20}}
 # What bench/clip_gpu_profile.sh may take: four programs started, warmed up and profiled, and
 # their traces exported (tens of MB each on a GPU).
-PROFILE_GUESS_S = {"cuda": 150, "cpu": 60}
+PROFILE_GUESS_S = {"cuda": 180, "cpu": 75}
 
 
 def now_iso():

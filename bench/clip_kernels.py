@@ -10,6 +10,9 @@ optimizer, copies) so that programs whose kernels are named differently still li
 the classes' ms per step for every trace, then each trace's top kernels. The busy time is the
 union of the kernels' intervals: the step's wall time minus it is where the GPU waited for the
 host.
+The host's work per step: operators (the traces' cpu_op records, nested ones included), the
+top-level ones (each a trip through the dispatcher from the step or autograd's engine) and the
+autograd nodes backward ran.
 Then the ATen operators per step (the traces' cpu_op records, nested ones included) whose counts
 differ between the programs: on a machine without a GPU (`--device cpu` with bfloat16 autocast)
 this still shows a program doing work the other does not (a zero fill, an extra copy or cast).
@@ -49,8 +52,25 @@ def load(path):
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     kernels = [e for e in events if e.get("ph") == "X"
                and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    ops = [e["name"] for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
     return kernels, ops
+
+
+def top_level(ops):
+    """The operators not inside another on the same thread: what the step itself dispatched
+    (or autograd's engine ran), each a trip through the dispatcher on the host."""
+    count = 0
+    by_thread = defaultdict(list)
+    for e in ops:
+        by_thread[e.get("tid")].append((float(e["ts"]), float(e.get("dur", 0))))
+    for spans in by_thread.values():
+        spans.sort(key=lambda sd: (sd[0], -sd[1]))
+        end = None
+        for ts, dur in spans:
+            if end is None or ts >= end:
+                count += 1
+                end = ts + dur
+    return count
 
 
 def busy_us(kernels):
@@ -72,8 +92,10 @@ def busy_us(kernels):
 def summarize(path, steps):
     kernels, ops = load(path)
     op_count = defaultdict(int)
-    for name in ops:
-        op_count[name] += 1
+    for e in ops:
+        op_count[e["name"]] += 1
+    nodes = sum(c for n, c in op_count.items()
+                if n.startswith("autograd::engine::evaluate_function"))
     by_name = defaultdict(float)
     count = defaultdict(int)
     for e in kernels:
@@ -91,6 +113,9 @@ def summarize(path, steps):
         "kernel_ms": sum(by_name.values()) / steps / 1000,
         "busy_ms": busy_us(kernels) / steps / 1000,
         "span_ms": span / steps / 1000,
+        "ops_per_step": len(ops) / steps,
+        "top_level_ops_per_step": top_level(ops) / steps,
+        "autograd_nodes_per_step": nodes / steps,
         "classes": {k: v / steps / 1000 for k, v in by_class.items()},
         "ops": {n: c / steps for n, c in op_count.items()},
         "top": sorted(((us / steps / 1000, count[n] / steps, n) for n, us in by_name.items()),
@@ -122,7 +147,10 @@ def main():
     for c in classes:
         print(f"{c:<16}" + "".join(f"{s['classes'].get(c, 0):>{width + 2}.2f}" for _, s in named))
     for label, key in (("all kernels", "kernel_ms"), ("GPU busy", "busy_ms"),
-                       ("first..last", "span_ms"), ("kernels/step", "kernels_per_step")):
+                       ("first..last", "span_ms"), ("kernels/step", "kernels_per_step"),
+                       ("operators/step", "ops_per_step"),
+                       ("top-level ops", "top_level_ops_per_step"),
+                       ("autograd nodes", "autograd_nodes_per_step")):
         print(f"{label:<16}" + "".join(f"{s[key]:>{width + 2}.2f}" for _, s in named))
     for name, s in named:
         print(f"\n{name}: top kernels, ms per step (launches per step)")
