@@ -187,6 +187,18 @@ DeviceCheck LayerNormCheck(const torch::Device& device) {
 
 // `lengths`: each step's text length, 0 for the whole context (one graph); cut lengths give a
 // graph each, sharing one memory pool, as --cuda-graphs with the cut text runs them.
+// Whether two rigs' parameters are equal bit for bit, and their largest absolute difference.
+std::pair<bool, double> CompareParameters(const StepRig& a, const StepRig& b) {
+  bool bit_equal = true;
+  double difference = 0;
+  auto pa = a.model->parameters(), pb = b.model->parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    bit_equal = bit_equal && torch::equal(pa[i], pb[i]);
+    difference = std::max(difference, (pa[i] - pb[i]).abs().max().to(torch::kCPU).item<double>());
+  }
+  return {bit_equal, difference};
+}
+
 DeviceCheck CapturedStepCheck(const torch::Device& device, const std::string& name,
                               const std::vector<int64_t>& lengths) {
   const bool cuda = device.is_cuda();
@@ -210,14 +222,7 @@ DeviceCheck CapturedStepCheck(const torch::Device& device, const std::string& na
     const torch::Tensor loss = captured.Run(batch).at(0).clone();
     loss_difference = std::max(loss_difference, RelativeDifference(loss, expected));
   }
-  double parameter_difference = 0;
-  bool bit_equal = true;
-  auto a = eager.model->parameters(), b = replayed.model->parameters();
-  for (size_t i = 0; i < a.size(); ++i) {
-    bit_equal = bit_equal && torch::equal(a[i], b[i]);
-    parameter_difference =
-        std::max(parameter_difference, (a[i] - b[i]).abs().max().to(torch::kCPU).item<double>());
-  }
+  const auto [bit_equal, parameter_difference] = CompareParameters(eager, replayed);
   // AdamW moves a parameter by about lr a step at most: a replay on stale or wrong inputs gives
   // another loss; kernels that differ only in summation order stay far inside this.
   const double loss_limit = cuda ? 1e-2 : 0, parameter_limit = cuda ? 2 * lr * steps : 0;
@@ -276,14 +281,7 @@ DeviceCheck WeightCopiesCheck(const torch::Device& device) {
     const torch::Tensor loss = copied_step(batch).at(0).clone();
     loss_difference = std::max(loss_difference, RelativeDifference(loss, expected));
   }
-  double parameter_difference = 0;
-  bool bit_equal = true;
-  auto a = cast.model->parameters(), b = copied.model->parameters();
-  for (size_t i = 0; i < a.size(); ++i) {
-    bit_equal = bit_equal && torch::equal(a[i], b[i]);
-    parameter_difference =
-        std::max(parameter_difference, (a[i] - b[i]).abs().max().to(torch::kCPU).item<double>());
-  }
+  const auto [bit_equal, parameter_difference] = CompareParameters(cast, copied);
   const double loss_limit = cuda ? 1e-2 : 0, parameter_limit = cuda ? 2 * lr * steps : 0;
   const bool passed = copied.copies && copied.copies->size() > 0 && loss_difference <= loss_limit &&
                       parameter_difference <= parameter_limit;
