@@ -51,8 +51,7 @@ torch::Tensor Step(StepSetup& s, WeightCopies* copies, const torch::Tensor& imag
   torch::Tensor loss;
   {
     AutocastScope autocast(true, torch::kCPU);
-    std::optional<WeightCopies::Scope> scope;
-    if (copies) scope.emplace(*copies);
+    WeightCopies::Scope scope(copies);
     ClipOutput out = s.model->forward(images, tokens);
     loss = ContrastiveLoss(out.image_features, out.text_features, out.logit_scale);
   }
@@ -151,8 +150,7 @@ TEST(WeightCopies, GradientsAddedAsBackwardMakesThemSumLikeAutocastsOverMicroBat
       torch::Tensor loss;
       {
         AutocastScope autocast(true, torch::kCPU);
-        std::optional<WeightCopies::Scope> scope;
-        if (s == &copied) scope.emplace(copies);
+        WeightCopies::Scope scope(s == &copied ? &copies : nullptr);
         ClipOutput out = s->model->forward(images, tokens);
         loss = ContrastiveLoss(out.image_features, out.text_features, out.logit_scale);
       }
@@ -216,16 +214,30 @@ TEST(WeightCopies, AScopeRefreshesTheCopiesAndOnlyAScopeUsesThem) {
     proj.fill_(0.3f);
   }
   {
-    WeightCopies::Scope scope(copies);
+    WeightCopies::Scope scope(&copies);
     const torch::Tensor& used = UseWeightCopy(proj);
     EXPECT_TRUE(used.is_same(copies.CopyOf(proj)));
     EXPECT_EQ(used.scalar_type(), torch::kBFloat16);
     EXPECT_TRUE(torch::equal(used, proj.to(torch::kBFloat16)));
     // A parameter without a copy is itself.
     EXPECT_TRUE(UseWeightCopy(s.model->logit_scale).is_same(s.model->logit_scale));
-    EXPECT_THROW(WeightCopies::Scope again(copies), std::logic_error);
+    EXPECT_THROW(WeightCopies::Scope again(&copies), std::logic_error);
   }
   EXPECT_TRUE(UseWeightCopy(proj).is_same(proj));
+  // Without a refresh (a later scope of the same step) the copies keep the values they had.
+  {
+    torch::NoGradGuard no_grad;
+    proj.fill_(0.7f);
+  }
+  {
+    WeightCopies::Scope scope(&copies, /*refresh=*/false);
+    EXPECT_TRUE(torch::equal(UseWeightCopy(proj), torch::full_like(copies.CopyOf(proj), 0.3f)));
+  }
+  // No copies: a scope that does nothing.
+  {
+    WeightCopies::Scope scope(nullptr);
+    EXPECT_TRUE(UseWeightCopy(proj).is_same(proj));
+  }
   EXPECT_THROW(WeightCopies({proj, proj}, torch::kBFloat16), std::invalid_argument);
 }
 

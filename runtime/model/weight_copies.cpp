@@ -26,13 +26,14 @@ WeightCopies::WeightCopies(const std::vector<torch::Tensor>& parameters, torch::
   }
 }
 
-WeightCopies::Scope::Scope(WeightCopies& copies) {
+WeightCopies::Scope::Scope(WeightCopies* copies, bool refresh) {
+  if (copies == nullptr) return;
   if (open_scope != nullptr) throw std::logic_error("weight copies: a scope is already open");
-  {
+  if (refresh && !copies->copies_.empty()) {
     torch::NoGradGuard no_grad;
-    if (!copies.copies_.empty()) torch::_foreach_copy_(copies.copies_, copies.parameters_);
+    torch::_foreach_copy_(copies->copies_, copies->parameters_);
   }
-  open_scope = &copies;
+  open_scope = copies;
 }
 
 WeightCopies::Scope::~Scope() {

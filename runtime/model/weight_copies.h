@@ -28,11 +28,13 @@ class WeightCopies {
   // `parameters`: what the forward pass takes through UseWeightCopy; each keeps a copy of `type`.
   WeightCopies(const std::vector<torch::Tensor>& parameters, torch::ScalarType type);
 
-  // While alive, UseWeightCopy on this thread answers with these copies, refreshed from the
-  // parameters' current values when the scope opens. Scopes do not nest.
+  // While alive, UseWeightCopy on this thread answers with `copies` (none: a scope that does
+  // nothing, the parameters used as they are), refreshed from the parameters' current values
+  // when the scope opens unless `refresh` is false (an earlier scope of the same step did, and
+  // the parameters have not changed since). Scopes do not nest.
   class Scope {
    public:
-    explicit Scope(WeightCopies& copies);
+    explicit Scope(WeightCopies* copies, bool refresh = true);
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;

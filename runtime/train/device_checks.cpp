@@ -185,8 +185,6 @@ DeviceCheck LayerNormCheck(const torch::Device& device) {
   return {"layer-norm", passed, detail};
 }
 
-// `lengths`: each step's text length, 0 for the whole context (one graph); cut lengths give a
-// graph each, sharing one memory pool, as --cuda-graphs with the cut text runs them.
 // Whether two rigs' parameters are equal bit for bit, and their largest absolute difference.
 std::pair<bool, double> CompareParameters(const StepRig& a, const StepRig& b) {
   bool bit_equal = true;
@@ -199,6 +197,8 @@ std::pair<bool, double> CompareParameters(const StepRig& a, const StepRig& b) {
   return {bit_equal, difference};
 }
 
+// `lengths`: each step's text length, 0 for the whole context (one graph); cut lengths give a
+// graph each, sharing one memory pool, as --cuda-graphs with the cut text runs them.
 DeviceCheck CapturedStepCheck(const torch::Device& device, const std::string& name,
                               const std::vector<int64_t>& lengths) {
   const bool cuda = device.is_cuda();

@@ -1,7 +1,5 @@
 #include "runtime/train/graph_train_step.h"
 
-#include <optional>
-
 #include "runtime/train/autocast_scope.h"
 
 namespace dtrain::clip {
@@ -27,8 +25,7 @@ CapturedStep::StepFunction MakeGraphTrainStep(ClipModel model, FlatParameters& f
     torch::Tensor loss;
     {
       AutocastScope autocast(bf16, images.device());
-      std::optional<WeightCopies::Scope> scope;
-      if (copies) scope.emplace(*copies);
+      WeightCopies::Scope scope(copies);
       ClipOutput out = model->forward(images, tokens);
       loss = collectives.Loss(out.image_features, out.text_features, out.logit_scale);
     }

@@ -2,7 +2,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <vector>
 
 #include "runtime/dist/heartbeat.h"
@@ -68,8 +67,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
       GlobalHeartbeat().SetActivity(trace::kForward);
       PhaseSpan span(gpu_spans_.get(), trace::kForward);
       AutocastScope autocast(bf16, device_);
-      std::optional<WeightCopies::Scope> copies;
-      if (weight_copies_) copies.emplace(*weight_copies_);
+      WeightCopies::Scope copies(weight_copies_.get());
       ClipOutput out = model_->forward(micro[0].images, micro[0].tokens);
       loss = coll_.Loss(out.image_features, out.text_features, out.logit_scale);
     }
@@ -88,8 +86,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
     PhaseSpan span(gpu_spans_.get(), trace::kForward);
     torch::NoGradGuard no_grad;
     AutocastScope autocast(bf16, device_);
-    std::optional<WeightCopies::Scope> copies;
-    if (weight_copies_) copies.emplace(*weight_copies_);
+    WeightCopies::Scope copies(weight_copies_.get());  // refreshed once for the whole step
     for (auto& m : micro) {
       images.push_back(model_->EncodeImage(m.images));
       texts.push_back(model_->EncodeText(m.tokens));
@@ -102,9 +99,7 @@ torch::Tensor Trainer::ForwardBackward(std::vector<DeviceBatch>& micro) {
       GlobalHeartbeat().SetActivity(trace::kForward);
       PhaseSpan span(gpu_spans_.get(), trace::kForward);
       AutocastScope autocast(bf16, device_);
-      // Refreshed again from the same values: the last backward, which needed them, is done.
-      std::optional<WeightCopies::Scope> copies;
-      if (weight_copies_) copies.emplace(*weight_copies_);
+      WeightCopies::Scope copies(weight_copies_.get(), /*refresh=*/false);
       ClipOutput out = model_->forward(micro[j].images, micro[j].tokens);
       auto all_images = images, all_texts = texts;
       all_images[j] = out.image_features;
