@@ -3,6 +3,9 @@
 if(TARGET dtrain_clip_train)
   dtrain_test(clip_model_test SOURCES clip_model_test.cpp LIBS dtrain_clip_train)
   target_precompile_headers(clip_model_test REUSE_FROM dtrain_clip_model)
+  # The transformer's layers: pooled block, one-node linear layer, self-attention's paths.
+  dtrain_test(clip_layers_test SOURCES clip_layers_test.cpp LIBS dtrain_clip_train)
+  target_precompile_headers(clip_layers_test REUSE_FROM dtrain_clip_model)
   # --cuda-graphs' static-buffer step, run eagerly on the CPU.
   dtrain_test(clip_captured_step_test SOURCES clip_captured_step_test.cpp LIBS dtrain_clip_train
               TIMEOUT 120)
