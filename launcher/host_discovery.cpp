@@ -70,7 +70,8 @@ std::optional<std::map<std::string, int>> ParseDiscoveredHosts(const std::string
 DiscoveredNodes MatchDiscoveredHosts(const ClusterSpec& spec,
                                      const std::map<std::string, int>& hosts) {
   DiscoveredNodes found;
-  for (const auto& [host, slots] : hosts) {
+  for (const auto& [name, slots] : hosts) {
+    const std::string& host = name;  // a structured binding cannot be captured in C++17
     auto node = std::find_if(spec.nodes.begin(), spec.nodes.end(), [&](const NodeSpec& n) {
       return n.host == host || n.address == host || n.MachineName() == host;
     });
