@@ -25,6 +25,8 @@ How each figure is taken:
                its trace's gpu track gives the device-timed phases (gpu_phases_ms).
                dtrain-clip-casts-per-use is dtrain-clip with --weight-copies off: autocast
                casts each matrix weight at its use (what the copies save, side by side).
+               dtrain-clip-fused-bias-grad is dtrain-clip with --fused-bias-grad on: the bias
+               gradients from the weight gradients' cuBLASLt products, not sums afterwards.
                Reference: batch x timed steps / the time between two device synchronisations.
   MFU          counted matmul FLOPs (clip_reference.train_flops_per_sample: 3x forward, the
                whole text context as OpenCLIP computes it) x samples/s / the GPU's peak dense
@@ -59,13 +61,16 @@ from clip_flops import train_flops_per_sample  # noqa: E402
 
 RESULTS_NAME = "clip_gpu_results.json"
 SCHEMA = "dtrain-clip-gpu-bench/1"
-IMPLS = ["dtrain-clip", "dtrain-clip-casts-per-use", "dtrain-clip-graphs", "dtrain-clip-gpu-spans", "dtrain-clip-whole-text",
+IMPLS = ["dtrain-clip", "dtrain-clip-casts-per-use", "dtrain-clip-fused-bias-grad",
+         "dtrain-clip-graphs", "dtrain-clip-gpu-spans", "dtrain-clip-whole-text",
          "dtrain-clip-jpeg", "eager",
          "compile-reduce-overhead", "compile", "open_clip"]
 # dtrain-clip's own variants: the flags each adds to the same command.
 CLIP_VARIANTS = {"dtrain-clip": [], "dtrain-clip-graphs": ["--cuda-graphs", "on"],
                  # Autocast's cast of each matrix weight at its use, as before --weight-copies.
                  "dtrain-clip-casts-per-use": ["--weight-copies", "off"],
+                 # Bias gradients from the weight gradients' cuBLASLt products (BGRADB).
+                 "dtrain-clip-fused-bias-grad": ["--fused-bias-grad", "on"],
                  "dtrain-clip-gpu-spans": ["--gpu-timed-spans", "on"],
                  # The same work as the references: every text position, not cut at the batch's
                  # longest caption (synthetic captions are a few tokens; OpenCLIP computes 77).
@@ -82,7 +87,8 @@ REFERENCE = "eager"
 # The pseudo-program of the run order that stands for bench/clip_gpu_profile.sh.
 PROFILE = "kernel profile"
 # The programs it profiles (bench/clip_gpu_profile.sh).
-PROFILED = ("dtrain-clip", "dtrain-clip-casts-per-use", "dtrain-clip-whole-text",
+PROFILED = ("dtrain-clip", "dtrain-clip-casts-per-use", "dtrain-clip-fused-bias-grad",
+            "dtrain-clip-whole-text",
             "dtrain-clip-graphs", "eager")
 
 # Peak dense (no sparsity) bf16 tensor-core FLOP/s by device name, first match wins. NVIDIA's
@@ -106,18 +112,20 @@ TARGET_MEMORY_RATIO = 1.0      # peak memory <= eager's
 
 # What a first run of each program may take, for the time budget (scaled by batch after).
 FIRST_RUN_GUESS_S = {"cuda": {"dtrain-clip": 40, "dtrain-clip-casts-per-use": 40,
+                              "dtrain-clip-fused-bias-grad": 40,
                               "dtrain-clip-graphs": 45,
                               "dtrain-clip-gpu-spans": 40, "dtrain-clip-whole-text": 40,
                               "dtrain-clip-jpeg": 50,
                               "eager": 30,
                               "compile": 150, "compile-reduce-overhead": 170, "open_clip": 40},
                      "cpu": {"dtrain-clip": 15, "dtrain-clip-casts-per-use": 15,
+                             "dtrain-clip-fused-bias-grad": 15,
                              "dtrain-clip-graphs": 15,
                              "dtrain-clip-whole-text": 15, "dtrain-clip-jpeg": 20, "eager": 15,
                              "compile": 150, "open_clip": 20}}
-# What bench/clip_gpu_profile.sh may take: four programs started, warmed up and profiled, and
+# What bench/clip_gpu_profile.sh may take: six programs started, warmed up and profiled, and
 # their traces exported (tens of MB each on a GPU).
-PROFILE_GUESS_S = {"cuda": 180, "cpu": 75}
+PROFILE_GUESS_S = {"cuda": 200, "cpu": 85}
 
 
 def now_iso():

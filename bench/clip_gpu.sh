@@ -13,8 +13,9 @@
 # dtrain-clip-graphs is dtrain-clip with --cuda-graphs on (the step captured once and replayed;
 # on the CPU the same static-buffer step runs eagerly), measured beside the eager dtrain-clip;
 # on a GPU also dtrain-clip-gpu-spans (--gpu-timed-spans on: its cost, and the phases timed by
-# CUDA events) and dtrain-clip-casts-per-use (--weight-copies off: autocast's cast of each
-# matrix weight at its use); dtrain-clip-whole-text (--text-context whole) does the references'
+# CUDA events), dtrain-clip-casts-per-use (--weight-copies off: autocast's cast of each
+# matrix weight at its use) and dtrain-clip-fused-bias-grad (--fused-bias-grad on: bias gradients
+# from the weight gradients' cuBLASLt products); dtrain-clip-whole-text (--text-context whole) does the references'
 # text work, all 77 positions, where dtrain-clip stops at the batch's longest caption;
 # dtrain-clip-jpeg reads real files: WebDataset shards of Fashion-MNIST test images as JPEGs at
 # the model's size (224x224 RGB for vit-b-32, made once by `dtrain-clip export-data`), decoded
@@ -161,7 +162,7 @@ if [ "$device" = cpu ]; then
 else
   model=vit-b-32
   batch_sizes=${batch_sizes:-256,512} steps=${steps:-40} warmup=${warmup:-10} budget=${budget:-570}
-  impls=${impls:-dtrain-clip,dtrain-clip-casts-per-use,dtrain-clip-graphs,dtrain-clip-gpu-spans,dtrain-clip-whole-text,dtrain-clip-jpeg,eager,compile-reduce-overhead,compile,open_clip}
+  impls=${impls:-dtrain-clip,dtrain-clip-casts-per-use,dtrain-clip-fused-bias-grad,dtrain-clip-graphs,dtrain-clip-gpu-spans,dtrain-clip-whole-text,dtrain-clip-jpeg,eager,compile-reduce-overhead,compile,open_clip}
   "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
     die "$python's torch sees no GPU (torch.cuda.is_available() is False); --device cpu runs on the CPU"
 fi

@@ -12,8 +12,9 @@
 # Writes DIR/clip_kernels.txt (the tables) and DIR/clip_kernels.json; the traces stay in
 # DIR/clip_profile/ (tens of MB each). Programs: dtrain-clip (text cut at the longest caption),
 # dtrain-clip-casts-per-use (--weight-copies off: autocast's cast of each matrix weight at its
-# use), dtrain-clip-whole-text (every text position, the references' work), dtrain-clip-graphs,
-# eager. Besides GPU time, the host's work per step: operators, top-level ones, autograd nodes.
+# use), dtrain-clip-fused-bias-grad (--fused-bias-grad on: bias gradients from the weight
+# gradients' cuBLASLt products), dtrain-clip-whole-text (every text position, the references'
+# work), dtrain-clip-graphs, eager. Besides GPU time, the host's work per step: operators, top-level ones, autograd nodes.
 # --device cpu runs it on the CPU with the fmnist-tiny preset under bfloat16 autocast, as on a GPU
 # (batch 16 unless given): no kernels, but the table of ATen operators per step that differ between
 # the programs (a zero fill, a copy or a cast one does and the other not) is the GPU step's; the
@@ -72,6 +73,7 @@ profile_clip() {  # NAME FLAGS...
 }
 profile_clip dtrain-clip
 profile_clip dtrain-clip-casts-per-use --weight-copies off
+profile_clip dtrain-clip-fused-bias-grad --fused-bias-grad on
 profile_clip dtrain-clip-whole-text --text-context whole
 profile_clip dtrain-clip-graphs --cuda-graphs on
 

@@ -80,6 +80,9 @@ reference, one line each (PASS or FAIL, what was compared, the difference and it
                      on the CPU), plain and causal, against matmul and softmax in float32
   patch-embedding    the patch embedding as one matrix product against the convolution
   linear-rows        a linear layer as one autograd node against addmm over the rows
+  fused-bias-grad    a linear layer's weight and bias gradients from one cuBLASLt product
+                     (--fused-bias-grad) against the product and the sum over the rows (on
+                     the CPU: that it declines, being CUDA's)
   layer-norm         a step's LayerNorms get 16-byte aligned weights, and on CUDA run ATen's
                      vectorised kernel
   weight-copies      three bf16 steps with the matrix weights' bfloat16 copies against the

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/fused_bias_grad.h"
 #include "runtime/model/linear_rows.h"
 #include "runtime/model/self_attention.h"
 #include "runtime/model/transformer.h"
@@ -94,6 +95,35 @@ TEST(LinearRows, OneNodeWithTheValuesAndGradientsOfAddmmOverTheRows) {
   y.mul_(2.0);  // the q rows are scaled in place
   y.sum().backward();
   EXPECT_TRUE(torch::equal(bias.grad(), torch::full({3}, 16.0f)));
+}
+
+// --fused-bias-grad is cuBLASLt's (dtrain-clip check compares it on a GPU): everywhere else the
+// fused product declines, saying why, and LinearRows' gradients stay the sums', bit for bit.
+TEST(FusedBiasGrad, DeclinesWhereItDoesNotApplyAndLinearRowsKeepsItsGradients) {
+  torch::manual_seed(5);
+  torch::Tensor weight_grad, bias_grad;
+  std::string why;
+  const auto rows = torch::randn({16, 8}).to(torch::kBFloat16);
+  const auto grad = torch::randn({16, 24}).to(torch::kBFloat16);
+  EXPECT_FALSE(WeightAndBiasGradients(grad, rows, &weight_grad, &bias_grad, &why));
+  EXPECT_FALSE(weight_grad.defined() || bias_grad.defined());
+  EXPECT_FALSE(why.empty());
+  std::map<bool, std::vector<torch::Tensor>> gradients;
+  for (const bool on : {false, true}) {
+    SetFusedBiasGrad(on);
+    EXPECT_EQ(FusedBiasGradEnabled(), on);
+    torch::manual_seed(6);
+    auto x = torch::randn({4, 5, 8}, torch::requires_grad());
+    auto weight = torch::randn({24, 8}, torch::requires_grad());
+    auto bias = torch::randn({24}, torch::requires_grad());
+    {
+      AutocastScope autocast(true, torch::kCPU);
+      (LinearRows(x, weight, bias).to(torch::kFloat) * torch::randn({4, 5, 24})).sum().backward();
+    }
+    gradients[on] = {x.grad(), weight.grad(), bias.grad()};
+  }
+  SetFusedBiasGrad(false);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(torch::equal(gradients[true][i], gradients[false][i]));
 }
 
 // The fused CPU attention against ATen's matmul/softmax formula: outputs and the gradient of qkv

@@ -65,9 +65,10 @@ TEST(DoctorComputeCluster, EveryNodePassesThenAStoppedCheckIsNamedAsHung) {
     EXPECT_EQ(r["exit_status"], 0);
     std::vector<std::string> names;
     for (const auto& c : r["checks"]) names.push_back(c["name"]);
-    EXPECT_EQ(names, (std::vector<std::string>{"attention", "attention-causal", "patch-embedding",
-                                               "linear-rows", "layer-norm", "weight-copies",
-                                               "captured-step", "captured-lengths"}));
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"attention", "attention-causal", "patch-embedding",
+                                        "linear-rows", "fused-bias-grad", "layer-norm",
+                                        "weight-copies", "captured-step", "captured-lengths"}));
   }
   EXPECT_EQ(nodes, (std::vector<std::string>{"node0", "node1", "node2"}));
   // The computations matched, and the speeds are alike (each rank also says its figures).

@@ -150,6 +150,8 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
        [](TrainOptions& o, auto& f, auto& v) { o.text_context = OneOf(f, v, {"cut", "whole"}); }},
       {"--weight-copies",
        [](TrainOptions& o, auto& f, auto& v) { o.weight_copies = OneOf(f, v, {"on", "off"}) == "on"; }},
+      {"--fused-bias-grad",
+       [](TrainOptions& o, auto& f, auto& v) { o.fused_bias_grad = OneOf(f, v, {"on", "off"}) == "on"; }},
       {"--gpu-timed-spans",
        [](TrainOptions& o, auto& f, auto& v) { o.gpu_timed_spans = OneOf(f, v, {"off", "on"}) == "on"; }},
       {"--threads",
@@ -311,6 +313,9 @@ Execution:
   --weight-copies on|off     amp_bf16: cast the matrix weights to bfloat16 once a step in one
                              multi-tensor copy, not at each use (on; the same numbers; not yet
                              measured on a GPU)
+  --fused-bias-grad on|off   CUDA, bf16: each linear layer's bias gradient from its weight
+                             gradient's product (cuBLASLt's BGRADB epilogue), not a sum over
+                             the rows afterwards (off: not yet measured on a GPU)
 Distributed (rank and world size come from the environment, as dtrain launch sets it):
   --dist-backend gloo|nccl   --local-loss   --gather-with-grad
   --fusion-threshold-mb X    --cycle-time-ms X   --hierarchical-allreduce

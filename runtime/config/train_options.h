@@ -74,6 +74,9 @@ struct TrainOptions {
   // one multi-tensor copy (model/weight_copies.h) instead of by autocast at each use. The same
   // numbers bit for bit.
   bool weight_copies = true;
+  // --fused-bias-grad on|off: on CUDA, LinearRows' bias gradient comes out of its weight
+  // gradient's cuBLASLt product (model/fused_bias_grad.h). Off until measured on a GPU.
+  bool fused_bias_grad = false;
 
   // Distributed (wired by the distributed runtime; parsed here).
   std::string pixels;        // --pixels uint8|float ("" = uint8 on CUDA, float on the CPU)

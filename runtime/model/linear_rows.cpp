@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "runtime/model/fused_bias_grad.h"
 #include "runtime/model/weight_copies.h"
 
 namespace dtrain::clip {
@@ -32,7 +33,8 @@ class LinearRowsFunction : public torch::autograd::Function<LinearRowsFunction> 
   }
 
   // What AddmmBackward0 (weight.t() is column-major, rows row-major), TBackward0, the two
-  // ViewBackward0 and the engine's sum of the broadcast bias compute, in the same calls.
+  // ViewBackward0 and the engine's sum of the broadcast bias compute, in the same calls; with
+  // --fused-bias-grad on CUDA, the weight's and the bias's gradients in one cuBLASLt product.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor& rows = saved[0];
@@ -42,8 +44,12 @@ class LinearRowsFunction : public torch::autograd::Function<LinearRowsFunction> 
     if (ctx->needs_input_grad(0)) {
       grad_x = grad.mm(weight).view(ctx->saved_data["sizes"].toIntVector());
     }
-    if (ctx->needs_input_grad(1)) grad_weight = grad.t().mm(rows);
-    if (ctx->needs_input_grad(2)) grad_bias = grad.sum(0);
+    const bool both = ctx->needs_input_grad(1) && ctx->needs_input_grad(2);
+    if (!(both && FusedBiasGradEnabled() &&
+          WeightAndBiasGradients(grad, rows, &grad_weight, &grad_bias))) {
+      if (ctx->needs_input_grad(1)) grad_weight = grad.t().mm(rows);
+      if (ctx->needs_input_grad(2)) grad_bias = grad.sum(0);
+    }
     return {grad_x, grad_weight, grad_bias};
   }
 };

@@ -18,6 +18,7 @@
 #include "runtime/config/model_config.h"
 #include "runtime/model/clip_loss.h"
 #include "runtime/model/clip_model.h"
+#include "runtime/model/fused_bias_grad.h"
 #include "runtime/model/linear_rows.h"
 #include "runtime/model/self_attention.h"
 #include "runtime/model/vision_tower.h"
@@ -103,6 +104,46 @@ DeviceCheck PatchEmbeddingCheck(const torch::Device& device) {
 // LinearRows (one autograd node) against addmm over the rows with its views, under bf16 autocast
 // on CUDA (the step's types), float32 on the CPU: the same calls, so bit for bit is expected;
 // a kernel that sums in another order would stay inside the limit.
+// --fused-bias-grad: the weight's and bias's gradients of ViT-B/32's linear layers at batch 256
+// (the vision tower's 50 positions, the text tower's cut at 16) from one cuBLASLt product with
+// the BGRADB epilogue, against grad^T rows and the sum over the rows (bfloat16, as the step's).
+// On the CPU the fused product must decline (it is CUDA's): LinearRows then takes the old path.
+DeviceCheck FusedBiasGradCheck(const torch::Device& device) {
+  torch::manual_seed(4);
+  if (!device.is_cuda()) {
+    torch::Tensor weight, bias;
+    std::string why;
+    const auto t = torch::randn({64, 32}).to(torch::kBFloat16);
+    const bool taken = WeightAndBiasGradients(t, t, &weight, &bias, &why);
+    return {"fused-bias-grad", !taken && !weight.defined(),
+            taken ? "the fused product ran on the CPU"
+                  : "CUDA only; declined on the CPU (" + why + "): the sum over the rows is used"};
+  }
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16).device(device);
+  // [M, in] -> [M, out]: the vision block's q/k/v, MLP in and out; the text block's q/k/v.
+  const std::array<std::array<int64_t, 3>, 4> shapes = {
+      {{256 * 50, 768, 2304}, {256 * 50, 768, 3072}, {256 * 50, 3072, 768}, {256 * 16, 512, 1536}}};
+  double worst = 0;
+  std::string declined;
+  for (const auto& [M, in, out] : shapes) {
+    const auto rows = torch::randn({M, in}, bf16), grad = torch::randn({M, out}, bf16) * 0.01;
+    torch::Tensor weight, bias;
+    std::string why;
+    if (!WeightAndBiasGradients(grad, rows, &weight, &bias, &why)) {
+      declined = why;
+      break;
+    }
+    worst = std::max({worst, RelativeDifference(weight, grad.t().mm(rows)),
+                      RelativeDifference(bias, grad.sum(0))});
+  }
+  const double limit = 1e-2;
+  if (!declined.empty()) return {"fused-bias-grad", false, "declined: " + declined};
+  return {"fused-bias-grad", worst <= limit,
+          Format("one cuBLASLt product (BGRADB) against grad^T rows and the sum over the rows, "
+                 "bfloat16, 4 shapes of ViT-B/32 at batch 256: %.1e apart (limit %.0e)",
+                 worst, limit)};
+}
+
 DeviceCheck LinearRowsCheck(const torch::Device& device) {
   torch::manual_seed(3);
   const bool bf16 = device.is_cuda();
@@ -396,6 +437,7 @@ std::vector<DeviceCheck> RunDeviceChecks(const torch::Device& device) {
       {"attention-causal", [&] { return AttentionCheck(device, true); }},
       {"patch-embedding", [&] { return PatchEmbeddingCheck(device); }},
       {"linear-rows", [&] { return LinearRowsCheck(device); }},
+      {"fused-bias-grad", [&] { return FusedBiasGradCheck(device); }},
       {"layer-norm", [&] { return LayerNormCheck(device); }},
       {"weight-copies", [&] { return WeightCopiesCheck(device); }},
       {"captured-step",

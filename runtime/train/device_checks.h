@@ -8,6 +8,9 @@
 //                      convolution: values and weight gradient
 //   linear-rows        LinearRows (one autograd node) against addmm over the rows with its
 //                      views: values and the three gradients
+//   fused-bias-grad    the weight's and bias's gradients from one cuBLASLt product
+//                      (--fused-bias-grad) against the product and the sum over the rows; on
+//                      the CPU, that the fused product declines
 //   layer-norm         every LayerNorm of a training step is given the flat buffer's views,
 //                      16-byte aligned, as ATen's vectorised CUDA LayerNorm needs; on CUDA also
 //                      the kernels the profiler saw (vectorised, and none of the slower pair)

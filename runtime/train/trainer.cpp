@@ -12,6 +12,7 @@
 #include "runtime/dist/dist_env.h"
 #include "runtime/dist/heartbeat.h"
 #include "runtime/model/clip_model.h"
+#include "runtime/model/fused_bias_grad.h"
 #include "runtime/model/open_clip_weights.h"
 #include "runtime/text/tokenizer.h"
 #include "runtime/trace/device_span_ring.h"
@@ -214,6 +215,7 @@ void Trainer::SetUpWeightCopies(bool static_step) {
 int Trainer::Run() {
   const auto wall_start = TrainerClock::now();
   SetUpRuntime();
+  SetFusedBiasGrad(o_.fused_bias_grad);
   BuildModelAndOptimizer();
   Resume();
   auto named = model_->named_parameters();
@@ -243,6 +245,12 @@ int Trainer::Run() {
     if (!gpu_spans_note_.empty()) std::printf("gpu-timed-spans: %s\n", gpu_spans_note_.c_str());
     if (!weight_copies_note_.empty()) {
       std::printf("weight-copies: %s\n", weight_copies_note_.c_str());
+    }
+    if (o_.fused_bias_grad) {
+      std::printf("fused-bias-grad: %s\n",
+                  device_.is_cuda() ? "bias gradients from the weight gradients' cuBLASLt products "
+                                      "where they apply"
+                                    : "no effect on the CPU (cuBLASLt's epilogue is CUDA's)");
     }
     std::fflush(stdout);
   }
