@@ -3,13 +3,16 @@
 
   bench/clip_kernels.py --steps N NAME=TRACE.json [NAME=TRACE.json ...] [--top 25]
 
-Each TRACE is a Chrome trace as torch.profiler and `dtrain-clip train --profile-steps A-B` write
+Each TRACE (.json, or .json.gz) is a Chrome trace as torch.profiler and `dtrain-clip train --profile-steps A-B` write
 it, covering N steps. Kernels (and device copies and sets) are summed by name, divided by N, and
 grouped into classes (matrix products, attention, normalisation, elementwise, reductions,
 optimizer, copies) so that programs whose kernels are named differently still line up. Prints
 the classes' ms per step for every trace, then each trace's top kernels. The busy time is the
 union of the kernels' intervals: the step's wall time minus it is where the GPU waited for the
 host.
+Under each top kernel, the operators that launched it (the profiler's correlation of a kernel
+with its launch, and the operators open on the launching thread at that moment: the outermost
+and the innermost), most launches first: where a copy, a cast or an add comes from.
 The host's work per step: operators (the traces' cpu_op records, nested ones included), the
 top-level ones (each a trip through the dispatcher from the step or autograd's engine) and the
 autograd nodes backward ran.
@@ -18,6 +21,7 @@ differ between the programs: on a machine without a GPU (`--device cpu` with bfl
 this still shows a program doing work the other does not (a zero fill, an extra copy or cast).
 """
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -47,13 +51,51 @@ def kernel_class(name):
 
 
 def load(path):
-    with open(path) as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         trace = json.load(f)
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     kernels = [e for e in events if e.get("ph") == "X"
                and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
-    return kernels, ops
+    launches = [e for e in events if e.get("ph") == "X"
+                and e.get("cat") in ("cuda_runtime", "cuda_driver")
+                and "correlation" in (e.get("args") or {})]
+    return kernels, ops, launches
+
+
+def short_op(name):
+    prefix = "autograd::engine::evaluate_function: "
+    if name.startswith(prefix):
+        name = "backward " + name[len(prefix):]
+    return re.sub(r"torch::autograd::CppNode<(?:[\w:]+::)?(\w+)>", r"\1", name)
+
+
+def launchers(ops, launches):
+    """correlation id -> the operators open on the launching thread when the launch was made:
+    "outermost > innermost" (one name when they are one)."""
+    by_thread = defaultdict(list)
+    for e in ops:  # (start, order, end, name): an operator opens before a launch at its start
+        ts = float(e["ts"])
+        by_thread[(e.get("pid"), e.get("tid"))].append((ts, 0, ts + float(e.get("dur", 0)),
+                                                        e["name"]))
+    for e in launches:
+        ts = float(e["ts"])
+        by_thread[(e.get("pid"), e.get("tid"))].append((ts, 1, ts, e["args"]["correlation"]))
+    chains = {}
+    for items in by_thread.values():
+        items.sort(key=lambda i: (i[0], i[1], -i[2]))
+        stack = []
+        for start, kind, end, what in items:
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            if kind == 0:
+                stack.append((end, what))
+            elif stack:
+                outer, inner = short_op(stack[0][1]), short_op(stack[-1][1])
+                chains[what] = outer if outer == inner else f"{outer} > {inner}"
+            else:
+                chains[what] = "(no operator)"
+    return chains
 
 
 def top_level(ops):
@@ -90,7 +132,9 @@ def busy_us(kernels):
 
 
 def summarize(path, steps):
-    kernels, ops = load(path)
+    kernels, ops, launch_events = load(path)
+    chain_of = launchers(ops, launch_events)
+    launched_by = defaultdict(lambda: defaultdict(int))
     op_count = defaultdict(int)
     for e in ops:
         op_count[e["name"]] += 1
@@ -101,6 +145,9 @@ def summarize(path, steps):
     for e in kernels:
         by_name[e["name"]] += float(e.get("dur", 0))
         count[e["name"]] += 1
+        correlation = (e.get("args") or {}).get("correlation")
+        if correlation is not None:
+            launched_by[e["name"]][chain_of.get(correlation, "(launch not in the trace)")] += 1
     by_class = defaultdict(float)
     for name, us in by_name.items():
         by_class[kernel_class(name)] += us
@@ -120,6 +167,8 @@ def summarize(path, steps):
         "ops": {n: c / steps for n, c in op_count.items()},
         "top": sorted(((us / steps / 1000, count[n] / steps, n) for n, us in by_name.items()),
                       reverse=True),
+        "launched_by": {n: sorted(((c / steps, chain) for chain, c in by.items()), reverse=True)
+                        for n, by in launched_by.items()},
     }
 
 
@@ -128,6 +177,8 @@ def main():
     ap.add_argument("traces", nargs="+", help="NAME=TRACE.json")
     ap.add_argument("--steps", type=int, required=True, help="steps each trace covers")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--launchers", type=int, default=3,
+                    help="operators shown under each top kernel (most launches first)")
     ap.add_argument("--json", help="also write the summaries here")
     a = ap.parse_args()
     named = []
@@ -156,6 +207,8 @@ def main():
         print(f"\n{name}: top kernels, ms per step (launches per step)")
         for ms, n, kernel in s["top"][:a.top]:
             print(f"  {ms:8.3f} ({n:5.1f})  {kernel[:150]}")
+            for per_step, chain in s["launched_by"].get(kernel, [])[:a.launchers]:
+                print(f"             <- {per_step:5.1f}  {chain[:140]}")
     differing = [op for op in {o for _, s in named for o in s["ops"]}
                  if len({s["ops"].get(op, 0) for _, s in named}) > 1]
     if differing:

@@ -17,3 +17,10 @@ endif()
 add_test(NAME bench.clip_gpu_carry
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/bench_clip_gpu_carry.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(bench.clip_gpu_carry PROPERTIES LABELS bench TIMEOUT 180)
+
+# bench/clip_kernels.py's "launched by" lines (which operators launched each kernel) on the
+# recorded H100 trace of tests/fixtures/kineto: what clip_gpu_profile.sh prints on a GPU.
+add_test(NAME bench.clip_kernels_launchers
+         COMMAND ${PROJECT_SOURCE_DIR}/.venv/bin/python3
+                 ${CMAKE_CURRENT_SOURCE_DIR}/bench_clip_kernels_launchers.py ${PROJECT_SOURCE_DIR})
+set_tests_properties(bench.clip_kernels_launchers PROPERTIES LABELS bench TIMEOUT 60)
