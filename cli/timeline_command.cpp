@@ -100,6 +100,17 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
       ->check(CLI::Validator(
           [](std::string& v) { return v.empty() ? std::string("needs a step") : std::string(); },
           "STEP"));
+  cmd->add_option("--kernel-sequences", request->kernel_sequences,
+                  "With --summary: the CPU events named like OPERATOR (a part of the name) that "
+                  "launch the same GPU kernels in the same order, most frequent first, as HTA's "
+                  "get_frequent_cuda_kernel_sequences finds them (PyTorch traces)")
+      ->type_name("OPERATOR")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("needs a name") : std::string(); },
+          "OPERATOR"));
+  cmd->add_option("--min-pattern-len", request->min_pattern_len,
+                  "With --kernel-sequences: the fewest GPU activities a pattern has (default 3)")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_flag("--counters", request->counters,
                 "Add counter tracks to the merged trace, as HTA's trace with counters (PyTorch "
                 "traces): each stream's launch queue and the bandwidth of copies in flight");
@@ -117,6 +128,9 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
     }
     if (!request->critical_path.empty() && !request->summary) {
       throw CLI::ValidationError("--critical-path", "needs --summary");
+    }
+    if (!request->kernel_sequences.empty() && !request->summary) {
+      throw CLI::ValidationError("--kernel-sequences", "needs --summary");
     }
     run = [request, json] { return *json ? RunTimelineJson(*request) : RunTimeline(*request); };
   });

@@ -62,6 +62,12 @@ dtrain_test(timeline_aten_op_kernels_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_aten_op_kernels_test.cpp
   LIBS dtrain_launcher ZLIB::ZLIB
   TIMEOUT 180)
+# Frequent kernel sequences of an operator, against HolisticTraceAnalysis' frequent CUDA kernel
+# sequences.
+dtrain_test(timeline_kernel_sequences_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_kernel_sequences_test.cpp
+  LIBS dtrain_launcher ZLIB::ZLIB
+  TIMEOUT 300)
 # GPU time by record_function region, against HolisticTraceAnalysis' GPU user annotation breakdown.
 dtrain_test(timeline_gpu_annotations_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/timeline_gpu_annotations_test.cpp

@@ -232,6 +232,10 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
     paths.emplace(request.step_name, request.critical_path);
   }
   GpuAnnotationBreakdownBuilder annotations;
+  std::optional<KernelSequenceBuilder> sequences;
+  if (request.summary && !request.kernel_sequences.empty()) {
+    sequences.emplace(request.kernel_sequences, request.min_pattern_len);
+  }
   std::optional<CounterTracksBuilder> counters;
   if (request.counters) counters.emplace();
   MergedEventObserver observer;
@@ -244,6 +248,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
         annotations.Add(e);
       }
       if (paths) paths->Add(e);
+      if (sequences) sequences->Add(e);
       if (counters) counters->Add(e);
     };
   }
@@ -253,6 +258,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (request.summary || paths || counters) {
     rank_done = [&](int rank, MergedTraceFile& out) {
       if (request.summary) gpu_builder.EndRank(rank);
+      if (sequences) sequences->EndRank(rank);
       if (paths) {
         if (const RankCriticalPath* path = paths->EndRank()) WriteCriticalPathOverlay(*path, out);
       }
@@ -268,6 +274,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   const bool kineto = std::any_of(report.merge.ranks.begin(), report.merge.ranks.end(),
                                   [](const RankTraceInfo& info) { return info.kineto; });
   for (const auto& [asked, option] : {std::pair{paths.has_value(), "--critical-path"},
+                                      std::pair{sequences.has_value(), "--kernel-sequences"},
                                       std::pair{counters.has_value(), "--counters"}}) {
     if (asked && !kineto) {
       report.merge.warnings.push_back(
@@ -279,6 +286,11 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (request.summary) {
     report.gpu = gpu_builder.Finish(report.merge.ranks);
     if (paths) report.critical_paths = paths->Finish();
+    if (sequences) {
+      report.kernel_sequences = sequences->Finish();
+      report.kernel_sequence_operator = request.kernel_sequences;
+      report.min_pattern_len = request.min_pattern_len;
+    }
     report.gpu_annotations = annotations.Finish();
     report.summary = builder.Finish(report.merge.ranks);
     if (!request.against.empty()) report.diff = CompareWithOtherRun(request, report);
@@ -316,6 +328,10 @@ std::string FormatTimelineReport(const TimelineReport& report) {
     out += "\n" + regions;
   }
   if (!report.critical_paths.empty()) out += "\n" + FormatCriticalPaths(report.critical_paths);
+  if (!report.kernel_sequence_operator.empty()) {
+    out += "\n" + FormatKernelSequences(report.kernel_sequences, report.kernel_sequence_operator,
+                                        report.min_pattern_len);
+  }
   if (report.diff) out += "\n" + FormatTraceDiff(*report.diff);
   return out;
 }
@@ -345,6 +361,11 @@ nlohmann::json TimelineReportJson(const TimelineReport& report) {
     doc["gpu_annotations"] = GpuAnnotationsJson(report.gpu_annotations);
   if (!report.critical_paths.empty())
     doc["critical_path"] = CriticalPathsJson(report.critical_paths);
+  if (!report.kernel_sequence_operator.empty()) {
+    doc["kernel_sequences"] = {{"operator", report.kernel_sequence_operator},
+                               {"min_pattern_len", report.min_pattern_len},
+                               {"ranks", KernelSequencesJson(report.kernel_sequences)}};
+  }
   doc["output"] = report.output;
   doc["chart"] = report.chart;
   doc["events"] = report.merge.events;

@@ -9,6 +9,7 @@
 #include "launcher/timeline/critical_path.h"
 #include "launcher/timeline/gpu_annotation_breakdown.h"
 #include "launcher/timeline/gpu_time_summary.h"
+#include "launcher/timeline/kernel_sequences.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
 #include "launcher/timeline/trace_fetch.h"
@@ -33,6 +34,10 @@ struct TimelineRequest {
   std::string critical_path;
   // Counter tracks in the merged trace (PyTorch traces): launch queues, copy bandwidth.
   bool counters = false;
+  // With `summary`: the frequent kernel sequences of the CPU events whose names contain this
+  // (PyTorch traces); empty: none.
+  std::string kernel_sequences;
+  int min_pattern_len = 3;
 };
 
 struct TimelineReport {
@@ -45,6 +50,9 @@ struct TimelineReport {
   std::optional<TraceDiff> diff;                 // with `against`
   std::vector<RankCriticalPath> critical_paths;  // with `critical_path`
   std::vector<RankAnnotations> gpu_annotations;  // with `summary`: the ranks with GPU annotations
+  std::vector<RankKernelSequences> kernel_sequences;  // with `kernel_sequences`
+  std::string kernel_sequence_operator;               // ... the name asked for ("": not asked)
+  int min_pattern_len = 3;
 };
 
 // The per-rank traces of a job folder: dtrain-clip's rank-R.json by rank, then every other
