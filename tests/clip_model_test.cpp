@@ -287,5 +287,28 @@ TEST(ModelConfig, ErrorsNameFileLineAndKey) {
   EXPECT_THROW(PresetModelConfig("rn50"), std::invalid_argument);
 }
 
+// Sizes must be whole, positive and of a sane size, [h, w] image sizes too: a fraction or a
+// negative number was taken for an int (image_size [224.5, 224.5] built 224), and one beyond int's
+// range was converted anyway (undefined behaviour; found by bench/fuzz.sh).
+TEST(ModelConfig, SizesAreWholePositiveAndBounded) {
+  const std::string good = R"({"embed_dim": 64, "vision_cfg": {"image_size": [32, 32],
+    "patch_size": 8, "width": 64, "layers": 1, "head_width": 32},
+    "text_cfg": {"vocab_size": 259, "width": 64, "heads": 2, "layers": 1}})";
+  EXPECT_EQ(LoadModelConfig(WriteFile("good.json", good)).vision.image_size, 32);
+  for (const char* bad : {"[224.5, 224.5]", "[-32, -32]", "224.5", "0", "-8",
+                          "7333333333333333333333333333.8", "1e300", "4194305"}) {
+    std::string text = good;
+    text.replace(text.find("[32, 32]"), 8, bad);
+    try {
+      LoadModelConfig(WriteFile("bad.json", text));
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("\"image_size\" must be a positive integer"),
+                std::string::npos)
+          << bad << ": " << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dtrain::clip

@@ -1,5 +1,6 @@
 #include "runtime/config/model_config.h"
 
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -40,19 +41,28 @@ void RejectUnsupported(const std::string& path, const JsonValue& object) {
   }
 }
 
+// The largest size a model-config key may give: above every model OpenCLIP lists (widths in the
+// thousands, vocabularies in the hundreds of thousands), and far below what would overflow an int
+// or make a tensor too large to allocate.
+constexpr int kLargestSize = 1 << 22;
+
 int ReadInt(const std::string& path, const JsonValue& object, const char* key, int fallback) {
   auto it = object.object.find(key);
   if (it == object.object.end() || it->second.kind == JsonValue::Kind::kNull) return fallback;
-  const JsonValue& v = it->second;
+  const JsonValue* v = &it->second;
   // OpenCLIP allows image_size as [h, w]; only square images are built here.
-  if (v.kind == JsonValue::Kind::kArray && v.array.size() == 2 && v.array[0].is_number() &&
-      v.array[0].number == v.array[1].number) {
-    return static_cast<int>(v.array[0].number);
+  if (v->kind == JsonValue::Kind::kArray && v->array.size() == 2 && v->array[0].is_number() &&
+      v->array[0].number == v->array[1].number) {
+    v = &v->array[0];
   }
-  if (!v.is_number() || v.number != static_cast<int>(v.number) || v.number <= 0) {
-    throw std::runtime_error(Where(path, v) + ": \"" + key + "\" must be a positive integer");
+  // Compared as doubles before any conversion: a double outside int's range has no int.
+  if (!v->is_number() || !(v->number >= 1 && v->number <= kLargestSize) ||
+      v->number != std::floor(v->number)) {
+    throw std::runtime_error(Where(path, *v) + ": \"" + key +
+                             "\" must be a positive integer (at most " +
+                             std::to_string(kLargestSize) + ")");
   }
-  return static_cast<int>(v.number);
+  return static_cast<int>(v->number);
 }
 
 double ReadDouble(const std::string& path, const JsonValue& object, const char* key,
