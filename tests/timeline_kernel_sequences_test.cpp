@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::ReadFile;
 using testing::ScratchDir;
 
 constexpr int kMain = 1, kBackward = 2, kGpu = 3;
@@ -151,6 +153,21 @@ TEST(KernelSequences, AgreeWithHolisticTraceAnalysis) {
       request.kernel_sequences = name;
       request.min_pattern_len = min_len;
       const TimelineReport report = MakeTimeline(request);
+      // The merged trace marks the runs of each rank's top five patterns, a slice each.
+      std::map<std::pair<int, int>, int64_t> marked;  // (rank, pattern) -> slices
+      for (const json& e : json::parse(ReadFile(request.output))) {
+        if (e.value("cat", "") == "kernel_sequence") {
+          EXPECT_EQ(e["tid"], kKernelSequencesTrack);
+          ++marked[{e["pid"].get<int>(), e["args"]["pattern"].get<int>()}];
+        }
+      }
+      for (const RankKernelSequences& r : report.kernel_sequences) {
+        for (size_t i = 0; i < r.sequences.size(); ++i) {
+          const int64_t runs = i < 5 ? r.sequences[i].count : 0;
+          EXPECT_EQ((marked[{r.rank, static_cast<int>(i + 1)}]), runs)
+              << folder.filename() << " rank " << r.rank << " " << name << " #" << i + 1;
+        }
+      }
       for (const auto& [rank_text, by_name] : hta.items()) {
         const std::string what = folder.filename().string() + " rank " + rank_text + " " + name +
                                  " min " + std::to_string(min_len);

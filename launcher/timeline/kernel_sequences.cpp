@@ -7,11 +7,15 @@
 #include "launcher/timeline/kernel_sequences.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "launcher/timeline/trace_record.h"
+#include "runtime/trace/trace_vocabulary.h"
 
 namespace dtrain {
 namespace {
@@ -51,9 +55,9 @@ void KernelSequenceBuilder::Add(const KinetoEvent& event) {
                                names_.Intern(event.name), event.correlation});
 }
 
-void KernelSequenceBuilder::EndRank(int rank) {
+const RankKernelSequences* KernelSequenceBuilder::EndRank(int rank) {
   auto found = ranks_.find(rank);
-  if (found == ranks_.end()) return;
+  if (found == ranks_.end()) return nullptr;
   RankState& state = found->second;
   std::vector<CpuEvent>& cpu = state.cpu;
   const double cutoff = state.profiler_steps.size() >= 2 ? state.last_profiler_step_us
@@ -184,11 +188,16 @@ void KernelSequenceBuilder::EndRank(int rank) {
       s.gpu_us += a->dur;
     }
     s.cpu_us = cpu[c.event].end - cpu[c.event].start;
+    double gpu_end = c.activities.front()->start;
+    for (const GpuActivity* a : c.activities) gpu_end = std::max(gpu_end, a->start + a->dur);
+    const KernelSequence::Run run{cpu[c.event].start, cpu[c.event].end, c.activities.front()->start,
+                                  gpu_end};
     auto [it, added] = by_pattern.try_emplace(Pattern(s), s);
     if (!added) {
       it->second.gpu_us += s.gpu_us;
       it->second.cpu_us += s.cpu_us;
     }
+    it->second.runs.push_back(run);
     ++it->second.count;
   }
   for (auto& [pattern, s] : by_pattern) out.sequences.push_back(std::move(s));
@@ -198,6 +207,7 @@ void KernelSequenceBuilder::EndRank(int rank) {
       [](const KernelSequence& a, const KernelSequence& b) { return a.count > b.count; });
   done_.push_back(std::move(out));
   ranks_.erase(found);
+  return &done_.back();
 }
 
 std::vector<RankKernelSequences> KernelSequenceBuilder::Finish() {
@@ -261,6 +271,36 @@ nlohmann::json KernelSequencesJson(const std::vector<RankKernelSequences>& ranks
     out.push_back({{"rank", r.rank}, {"depth", r.depth}, {"patterns", patterns}});
   }
   return out;
+}
+
+void WriteKernelSequenceOverlay(const RankKernelSequences& rank, const std::string& operator_name,
+                                MergedTraceFile& out, size_t top) {
+  if (rank.sequences.empty()) return;
+  out.Write({{"name", trace::kThreadName},
+             {"ph", "M"},
+             {"pid", rank.rank},
+             {"tid", kKernelSequencesTrack},
+             {"args", {{"name", "kernel sequences: " + operator_name}}}});
+  out.Write({{"name", "thread_sort_index"},
+             {"ph", "M"},
+             {"pid", rank.rank},
+             {"tid", kKernelSequencesTrack},
+             {"args", {{"sort_index", -1}}}});
+  for (size_t i = 0; i < rank.sequences.size() && i < top; ++i) {
+    const KernelSequence& s = rank.sequences[i];
+    const std::string name =
+        EncodeJsonString(fmt::format("#{} {} ({} runs)", i + 1, s.op, s.count));
+    for (const KernelSequence::Run& run : s.runs) {
+      std::string ts, dur;
+      AppendMicros(std::llround(run.cpu_start * 1000.0), ts);
+      AppendMicros(std::llround((run.cpu_end - run.cpu_start) * 1000.0), dur);
+      out.WriteText(fmt::format(
+          R"({{"ph":"X","cat":"kernel_sequence","name":{},"pid":{},"tid":{},"ts":{},"dur":{},)"
+          R"("args":{{"pattern":{},"count":{},"kernels":{},"gpu_first_to_last_us":{:.3f}}}}})",
+          name, rank.rank, kKernelSequencesTrack, ts, dur, i + 1, s.count, s.kernels.size(),
+          run.gpu_end - run.gpu_start));
+    }
+  }
 }
 
 }  // namespace dtrain

@@ -5,8 +5,8 @@
 // launches by correlation id); each one's pattern is its name and those activities' names in the
 // order they started on the GPU. Per pattern: how often it ran, its GPU activities' summed time
 // and the operators' summed time, the most frequent first. The sequences that repeat are where a
-// fused kernel (or a CUDA graph) would save launches. HTA also writes a copy of the trace with the
-// patterns marked; this does not.
+// fused kernel (or a CUDA graph) would save launches. As HTA writes a copy of the trace with the
+// top patterns marked, the merged trace gets a track marking their runs.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/kineto_trace.h"
+#include "launcher/timeline/merged_trace_file.h"
 #include "launcher/timeline/name_table.h"
 
 namespace dtrain {
@@ -30,6 +31,10 @@ struct KernelSequence {
   int64_t count = 0;
   double gpu_us = 0;  // the activities' durations, summed over every run
   double cpu_us = 0;  // the CPU event's duration, summed over every run
+  struct Run {        // one run, on the merged clock: the CPU event; its first to last activity
+    double cpu_start, cpu_end, gpu_start, gpu_end;
+  };
+  std::vector<Run> runs;  // for the merged trace's overlay (not in the JSON)
 };
 
 struct RankKernelSequences {
@@ -42,8 +47,9 @@ class KernelSequenceBuilder {
  public:
   KernelSequenceBuilder(std::string operator_name, int min_pattern_len);
   void Add(const KinetoEvent& event);
-  // Finds `rank`'s sequences and lets its events go.
-  void EndRank(int rank);
+  // Finds `rank`'s sequences and lets its events go; what it found (nullptr: nothing of the
+  // rank's was here), valid until the next call.
+  const RankKernelSequences* EndRank(int rank);
   std::vector<RankKernelSequences> Finish();
   const std::string& operator_name() const { return operator_name_; }
 
@@ -83,4 +89,15 @@ std::string FormatKernelSequences(const std::vector<RankKernelSequences>& ranks,
                                   size_t top = 5);
 nlohmann::json KernelSequencesJson(const std::vector<RankKernelSequences>& ranks);
 
+// The track of the overlay in each rank's process of the merged trace (beside the critical
+// path's).
+constexpr int kKernelSequencesTrack = 99998;
+
+// Marks the runs of the rank's `top` most frequent patterns in the merged trace, as HTA's copy of
+// the trace marks them: a track "kernel sequences: OPERATOR" in the rank's process with a slice
+// per run over its CPU event, named "#K OPERATOR-NAME (COUNT runs)", args: pattern (its index,
+// from 1), count, kernels (how many), gpu_first_to_last_us (its first activity's start to its last
+// one's end). Nothing when the rank has none.
+void WriteKernelSequenceOverlay(const RankKernelSequences& rank, const std::string& operator_name,
+                                MergedTraceFile& out, size_t top = 5);
 }  // namespace dtrain

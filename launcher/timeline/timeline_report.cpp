@@ -255,10 +255,14 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   // The paths and the counters are drawn into the merged trace, each rank's once the merge has
   // read its trace; the GPU summary sums that rank up then and lets its events go.
   std::function<void(int, MergedTraceFile&)> rank_done;
-  if (request.summary || paths || counters) {
+  if (request.summary || paths || counters || sequences) {
     rank_done = [&](int rank, MergedTraceFile& out) {
       if (request.summary) gpu_builder.EndRank(rank);
-      if (sequences) sequences->EndRank(rank);
+      if (sequences) {
+        if (const RankKernelSequences* found = sequences->EndRank(rank)) {
+          WriteKernelSequenceOverlay(*found, request.kernel_sequences, out);
+        }
+      }
       if (paths) {
         if (const RankCriticalPath* path = paths->EndRank()) WriteCriticalPathOverlay(*path, out);
       }
