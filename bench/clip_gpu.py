@@ -301,7 +301,7 @@ class Bench:
                   "build": self.read_build(), "environment": {}, "version": {}, "smoke": {},
                   "checks": {},
                   "flops": {}, "peak_tflops": {}, "runs": [], "profile": None, "targets": [],
-                  "what_to_fix": [],
+                  "switches": [], "what_to_fix": [],
                   "table": [], "notes": [
                       "MFU and TFLOP/s of every program use the same count: the model's matmul "
                       "FLOPs as OpenCLIP computes them (bench/clip_flops.py: whole text context, "
@@ -660,6 +660,7 @@ class Bench:
             run["achieved_tflops"] = run["samples_per_s"] * flops[str(b)]["train"] / 1e12
             run["mfu"] = run["achieved_tflops"] / peak if peak else None
         self.r["targets"] = self.targets()
+        self.r["switches"] = self.switches()
         self.r["what_to_fix"] = self.fatal + [t["text"] for t in self.r["targets"]
                                               if t["status"] != "met"]
         prof = self.r["profile"]
@@ -678,6 +679,27 @@ class Bench:
         if r is None:
             return "not run" + ("" if impl in self.a.impls else " (not in --impls)")
         return r.get("reason") or r.get("status")
+
+    def switches(self):
+        """Each of dtrain-clip's variants that differ by a flag from its defaults, against
+        dtrain-clip at the same batch size: which way the flag moves samples/s, to decide a
+        default by (one run each: the host's load moves a run by up to 18 % on a shared machine,
+        H200 bench of 2026-12-04)."""
+        out = []
+        for b in self.a.batch_sizes:
+            dt = self.find("dtrain-clip", b)
+            for impl, flags in CLIP_VARIANTS.items():
+                run = self.find(impl, b)
+                if impl == "dtrain-clip" or not flags or not dt or not run:
+                    continue
+                ratio = run["samples_per_s"] / dt["samples_per_s"]
+                out.append({"batch_size": b, "impl": impl, "flags": " ".join(flags),
+                            "ratio": ratio,
+                            "text": f"batch {b}: {' '.join(flags)} ({impl}): "
+                                    f"{run['samples_per_s']:.0f} against dtrain-clip's "
+                                    f"{dt['samples_per_s']:.0f} samples/s "
+                                    f"({100 * (ratio - 1):+.1f} %)"})
+        return out
 
     def targets(self):
         out = []
@@ -926,6 +948,11 @@ class Bench:
             print(f"smoke training: {'ok' if s.get('ok') else 'FAILED'} (losses {s.get('losses')})")
         for line in (self.r.get("checks") or {}).get("lines", []):
             print("dtrain-clip check: " + line)
+        if self.r["switches"]:
+            print("flags against dtrain-clip's defaults (one run each; the host's load moves a "
+                  "run by up to 18 %):")
+            for sw in self.r["switches"]:
+                print("  - " + sw["text"])
         print("what to fix:" if self.r["what_to_fix"] else "what to fix: nothing, every target met")
         for line in self.r["what_to_fix"]:
             print("  - " + line)
@@ -944,7 +971,7 @@ def check(path):
         r = json.load(f)
     problems = []
     for key in ("config", "environment", "build", "version", "smoke", "flops", "peak_tflops",
-                "runs", "targets", "what_to_fix", "table"):
+                "runs", "targets", "switches", "what_to_fix", "table"):
         if key not in r:
             problems.append(f"no section {key!r}")
     if problems:
@@ -998,6 +1025,15 @@ def check(path):
                     problems.append(f"batch {b}: {impl} {k} is not a number: {run.get(k)!r}")
             if "mfu" not in run or not (number(run["mfu"]) or (run["mfu"] is None and peak.get("note"))):
                 problems.append(f"batch {b}: {impl} mfu is neither a number nor explained")
+
+        def ran(impl):
+            return any(x["impl"] == impl and x["batch_size"] == b and x.get("status") == "ok"
+                       for x in r["runs"])
+        for impl, flags in CLIP_VARIANTS.items():
+            if flags and ran(impl) and ran("dtrain-clip") and not any(
+                    sw["impl"] == impl and sw["batch_size"] == b and number(sw.get("ratio"))
+                    for sw in r["switches"]):
+                problems.append(f"batch {b}: no comparison of {impl}'s flags with dtrain-clip")
         kinds = {t["target"] for t in r["targets"] if t["batch_size"] == b}
         wanted = ["speed_vs_eager", "speed_vs_cuda_graphs", "data_wait", "peak_memory"]
         if "dtrain-clip-jpeg" in r["config"]["impls"]:
