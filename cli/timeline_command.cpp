@@ -108,9 +108,11 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
       ->check(CLI::Validator(
           [](std::string& v) { return v.empty() ? std::string("needs a name") : std::string(); },
           "OPERATOR"));
-  cmd->add_option("--min-pattern-len", request->min_pattern_len,
-                  "With --kernel-sequences: the fewest GPU activities a pattern has (default 3)")
-      ->check(CLI::Range(1, 1000000));
+  auto* min_len =
+      cmd->add_option(
+             "--min-pattern-len", request->min_pattern_len,
+             "With --kernel-sequences: the fewest GPU activities a pattern has (default 3)")
+          ->check(CLI::Range(1, 1000000));
   cmd->add_flag("--counters", request->counters,
                 "Add counter tracks to the merged trace, as HTA's trace with counters (PyTorch "
                 "traces): each stream's launch queue and the bandwidth of copies in flight");
@@ -121,7 +123,7 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
                   "Trace files to merge instead of a job's (per-rank traces, Horovod timelines, "
                   "PyTorch profiler traces .json or .json.gz)")
       ->check(CLI::ExistingFile);
-  cmd->callback([&run, request, json] {
+  cmd->callback([&run, request, json, min_len] {
     if (*json && !request->summary) throw CLI::ValidationError("--json", "needs --summary");
     if (!request->against.empty() && !request->summary) {
       throw CLI::ValidationError("--against", "needs --summary");
@@ -131,6 +133,9 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
     }
     if (!request->kernel_sequences.empty() && !request->summary) {
       throw CLI::ValidationError("--kernel-sequences", "needs --summary");
+    }
+    if (min_len->count() > 0 && request->kernel_sequences.empty()) {
+      throw CLI::ValidationError("--min-pattern-len", "needs --kernel-sequences");
     }
     run = [request, json] { return *json ? RunTimelineJson(*request) : RunTimeline(*request); };
   });

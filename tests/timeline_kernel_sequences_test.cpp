@@ -109,6 +109,29 @@ TEST(KernelSequences, ShallowestMatchesTheirKernelsInOrderAndTheBackwardThreadUn
             std::string::npos);
 }
 
+// The options' rules, and the text `dtrain timeline` prints.
+TEST(KernelSequences, CommandLine) {
+  test::RequireFixtures();
+  ScratchDir dir;
+  const std::string dtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
+  const std::string files = " -o " + (dir / "m.json") + " " + test::kRank0 + " " + test::kRank1;
+  int status = 0;
+  std::string out = test::RunShell(dtrain + " timeline --kernel-sequences aten::" + files, &status);
+  EXPECT_EQ(status, 2) << out;
+  EXPECT_NE(out.find("--kernel-sequences: needs --summary"), std::string::npos) << out;
+  out = test::RunShell(dtrain + " timeline --summary --min-pattern-len 2" + files, &status);
+  EXPECT_EQ(status, 2) << out;
+  EXPECT_NE(out.find("--min-pattern-len: needs --kernel-sequences"), std::string::npos) << out;
+  out = test::RunShell(dtrain + " timeline --summary --kernel-sequences autograd::engine" + files,
+                       &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("Frequent kernel sequences of \"autograd::engine\" (rank 0: the events at "
+                     "call depth 1 with 3 or more GPU activities; 3 pattern(s)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("     12 "), std::string::npos) << out;  // AddmmBackward0's first pattern
+}
+
 // HTA's table for every rank of each folder and each name: the same patterns in the same order,
 // the same counts, the same CPU time, the same GPU time (to 1e-4 of it: HTA sums its own rounding
 // of the activities' times). Where HTA finds nothing and dtrain does, the name is one the GPU's
