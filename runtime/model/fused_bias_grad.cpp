@@ -203,11 +203,18 @@ bool WeightAndBiasGradients(const torch::Tensor& grad, const torch::Tensor& rows
   void* bias_pointer = bias.data_ptr();
   lt.desc_set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer);
   const float alpha = 1.0f, beta = 0.0f;
-  const cublasStatus_t s =
-      lt.matmul(at::cuda::getCurrentCUDABlasLtHandle(), plan.desc, &alpha, rows.data_ptr(),
-                plan.rows, grad.data_ptr(), plan.grad, &beta, weight.data_ptr(), plan.out,
-                weight.data_ptr(), plan.out, &plan.algo, at::cuda::getCUDABlasLtWorkspace(),
-                workspace_size, at::cuda::getCurrentCUDAStream(grad.device().index()).stream());
+  // The handle first: with it ATen sets up this stream's workspace.
+  const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
+  void* workspace = nullptr;
+  try {
+    workspace = at::cuda::getCUDABlasLtWorkspace();
+  } catch (const std::exception& e) {
+    return decline(std::string("no cuBLASLt workspace for this stream: ") + e.what());
+  }
+  const cublasStatus_t s = lt.matmul(
+      handle, plan.desc, &alpha, rows.data_ptr(), plan.rows, grad.data_ptr(), plan.grad, &beta,
+      weight.data_ptr(), plan.out, weight.data_ptr(), plan.out, &plan.algo, workspace,
+      workspace_size, at::cuda::getCurrentCUDAStream(grad.device().index()).stream());
   if (s != CUBLAS_STATUS_SUCCESS) return decline(Status("cublasLtMatmul", s));
   *weight_grad = std::move(weight);
   *bias_grad = std::move(bias);
