@@ -1,7 +1,8 @@
 // A rank's trace (dtrain-clip's or Horovod's array, PyTorch's Kineto object, gzip or not) through
 // the streaming reader, the merge and both summaries (the GPU one with its idle causes, speeds
 // and operators, formatted as text and JSON), the slowest step's critical path with its overlay,
-// the counter tracks and the GPU time by region: a merged file or a dtrain::Error naming the file —
+// the counter tracks, the GPU time by region and the frequent kernel sequences (of every CPU event,
+// with their overlay): a merged file or a dtrain::Error naming the file —
 // never "internal error".
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "launcher/timeline/critical_path_overlay.h"
 #include "launcher/timeline/gpu_annotation_breakdown.h"
 #include "launcher/timeline/gpu_time_summary.h"
+#include "launcher/timeline/kernel_sequences.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/timeline_summary.h"
 #include "launcher/timeline/trace_reader.h"
@@ -35,6 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     dtrain::CriticalPathBuilder paths("", "slowest");
     dtrain::CounterTracksBuilder counters;
     dtrain::GpuAnnotationBreakdownBuilder regions;
+    dtrain::KernelSequenceBuilder sequences("", 1);  // "" is in every name
     dtrain::MergeResult result = dtrain::MergeTimelines(
         {path}, dtrain::fuzz::ScratchDir() + "/merged.json",
         [&builder](const dtrain::MergedEvent& e) { builder.Add(e); }, {{1, "node-a"}}, {{1, 5}},
@@ -43,13 +46,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           paths.Add(e);
           counters.Add(e);
           regions.Add(e);
+          sequences.Add(e);
         },
         [&](int rank, dtrain::MergedTraceFile& out) {
           if (const dtrain::RankCriticalPath* p = paths.EndRank()) {
             dtrain::WriteCriticalPathOverlay(*p, out);
           }
           counters.WriteRank(rank, out);
+          if (const dtrain::RankKernelSequences* k = sequences.EndRank(rank)) {
+            dtrain::WriteKernelSequenceOverlay(*k, "", out);
+          }
         });
+    const std::vector<dtrain::RankKernelSequences> patterns = sequences.Finish();
+    dtrain::FormatKernelSequences(patterns, "", 1);
+    dtrain::KernelSequencesJson(patterns).dump();
     const std::vector<dtrain::RankCriticalPath> found = paths.Finish();
     dtrain::FormatCriticalPaths(found);
     dtrain::CriticalPathsJson(found).dump();
