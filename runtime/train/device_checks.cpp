@@ -104,6 +104,43 @@ DeviceCheck PatchEmbeddingCheck(const torch::Device& device) {
 // LinearRows (one autograd node) against addmm over the rows with its views, under bf16 autocast
 // on CUDA (the step's types), float32 on the CPU: the same calls, so bit for bit is expected;
 // a kernel that sums in another order would stay inside the limit.
+DeviceCheck LinearRowsCheck(const torch::Device& device) {
+  torch::manual_seed(3);
+  const bool bf16 = device.is_cuda();
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  const auto input = torch::randn({64, 50, 256}, f32);
+  const auto weight_values = torch::randn({768, 256}, f32) * 0.05;
+  const auto bias_values = torch::randn({768}, f32);
+  const auto upstream = torch::randn({64, 50, 768}, f32);
+  std::vector<torch::Tensor> results[2];
+  for (const bool fused : {true, false}) {
+    auto x = input.clone().requires_grad_(true);
+    auto weight = weight_values.clone().requires_grad_(true);
+    auto bias = bias_values.clone().requires_grad_(true);
+    torch::Tensor y;
+    {
+      AutocastScope autocast(bf16, device);
+      y = fused ? LinearRows(x, weight, bias)
+                : torch::addmm(bias, x.reshape({-1, 256}), weight.t()).view({64, 50, 768});
+    }
+    (y.to(torch::kFloat) * upstream).sum().backward();
+    results[fused ? 0 : 1] = {y.to(torch::kFloat), x.grad(), weight.grad(), bias.grad()};
+  }
+  bool bit_equal = true;
+  double difference = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    bit_equal = bit_equal && torch::equal(results[0][i], results[1][i]);
+    difference = std::max(difference, RelativeDifference(results[0][i], results[1][i]));
+  }
+  const double limit = bf16 ? 1e-2 : 1e-5;
+  return {"linear-rows", difference <= limit,
+          Format("one autograd node against addmm over the rows (%s): values and the input's, "
+                 "weight's and bias's gradients %s",
+                 bf16 ? "bfloat16 autocast" : "float32",
+                 bit_equal ? "bit for bit"
+                           : Format("%.1e apart (limit %.0e)", difference, limit).c_str())};
+}
+
 // --fused-bias-grad: the weight's and bias's gradients of ViT-B/32's linear layers at batch 256
 // (the vision tower's 50 positions, the text tower's cut at 16) from one cuBLASLt product with
 // the BGRADB epilogue, against grad^T rows and the sum over the rows (bfloat16, as the step's).
@@ -149,43 +186,6 @@ DeviceCheck FusedBiasGradCheck(const torch::Device& device) {
           Format("one cuBLASLt product (BGRADB) against grad^T rows and the sum over the rows, "
                  "bfloat16, 4 shapes of ViT-B/32 at batch 256: %.1e apart (limit %.0e)",
                  worst, limit)};
-}
-
-DeviceCheck LinearRowsCheck(const torch::Device& device) {
-  torch::manual_seed(3);
-  const bool bf16 = device.is_cuda();
-  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device);
-  const auto input = torch::randn({64, 50, 256}, f32);
-  const auto weight_values = torch::randn({768, 256}, f32) * 0.05;
-  const auto bias_values = torch::randn({768}, f32);
-  const auto upstream = torch::randn({64, 50, 768}, f32);
-  std::vector<torch::Tensor> results[2];
-  for (const bool fused : {true, false}) {
-    auto x = input.clone().requires_grad_(true);
-    auto weight = weight_values.clone().requires_grad_(true);
-    auto bias = bias_values.clone().requires_grad_(true);
-    torch::Tensor y;
-    {
-      AutocastScope autocast(bf16, device);
-      y = fused ? LinearRows(x, weight, bias)
-                : torch::addmm(bias, x.reshape({-1, 256}), weight.t()).view({64, 50, 768});
-    }
-    (y.to(torch::kFloat) * upstream).sum().backward();
-    results[fused ? 0 : 1] = {y.to(torch::kFloat), x.grad(), weight.grad(), bias.grad()};
-  }
-  bool bit_equal = true;
-  double difference = 0;
-  for (size_t i = 0; i < 4; ++i) {
-    bit_equal = bit_equal && torch::equal(results[0][i], results[1][i]);
-    difference = std::max(difference, RelativeDifference(results[0][i], results[1][i]));
-  }
-  const double limit = bf16 ? 1e-2 : 1e-5;
-  return {"linear-rows", difference <= limit,
-          Format("one autograd node against addmm over the rows (%s): values and the input's, "
-                 "weight's and bias's gradients %s",
-                 bf16 ? "bfloat16 autocast" : "float32",
-                 bit_equal ? "bit for bit"
-                           : Format("%.1e apart (limit %.0e)", difference, limit).c_str())};
 }
 
 // The kernels of `body` on CUDA, by name: how many launches had a name containing each of `names`.
