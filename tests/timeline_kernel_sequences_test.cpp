@@ -74,39 +74,39 @@ TEST(KernelSequences, ShallowestMatchesTheirKernelsInOrderAndTheBackwardThreadUn
     b.Add(KinetoEvent{0, "gpu_user_annotation", "ProfilerStep#1", 200, 700, -1, -1, -1, kGpu});
     return b.Finish();
   };
-  const std::vector<RankKernelSequences> linear = run("aten::linear", 3);
-  ASSERT_EQ(linear.size(), 1u);
-  EXPECT_EQ(linear[0].depth, 1);
-  ASSERT_EQ(linear[0].sequences.size(), 1u);
-  const KernelSequence& s = linear[0].sequences[0];
+  const KernelSequences linear = run("aten::linear", 3);
+  ASSERT_EQ(linear.ranks.size(), 1u);
+  EXPECT_EQ(linear.ranks[0].depth, 1);
+  ASSERT_EQ(linear.ranks[0].sequences.size(), 1u);
+  const KernelSequence& s = linear.ranks[0].sequences[0];
   EXPECT_EQ(s.op, "aten::linear");
   EXPECT_EQ(s.kernels, (std::vector<std::string>{"gemm", "bias", "relu"}));
   EXPECT_EQ(s.count, 2);
   EXPECT_DOUBLE_EQ(s.gpu_us, 2 * (10 + 5 + 2));
   EXPECT_DOUBLE_EQ(s.cpu_us, 200);
-  EXPECT_TRUE(run("aten::linear", 4)[0].sequences.empty());
-  ASSERT_EQ(run("aten::linear", 2)[0].sequences.size(), 2u);  // the pair counts now
-  EXPECT_EQ(run("aten::linear", 2)[0].sequences[0].count, 2);
+  EXPECT_TRUE(run("aten::linear", 4).ranks[0].sequences.empty());
+  ASSERT_EQ(run("aten::linear", 2).ranks[0].sequences.size(), 2u);  // the pair counts now
+  EXPECT_EQ(run("aten::linear", 2).ranks[0].sequences[0].count, 2);
 
   // The step holds its own kernels and the backward thread's, by their start on the GPU.
-  const std::vector<RankKernelSequences> steps = run("ProfilerStep", 3);
-  EXPECT_EQ(steps[0].depth, 0);
-  ASSERT_EQ(steps[0].sequences.size(), 2u);  // #1 and #2; #3 is the cut step
-  const KernelSequence& first = steps[0].sequences[0];
+  const KernelSequences steps = run("ProfilerStep", 3);
+  EXPECT_EQ(steps.ranks[0].depth, 0);
+  ASSERT_EQ(steps.ranks[0].sequences.size(), 2u);  // #1 and #2; #3 is the cut step
+  const KernelSequence& first = steps.ranks[0].sequences[0];
   EXPECT_EQ(first.op, "ProfilerStep#1");
   EXPECT_EQ(first.kernels, (std::vector<std::string>{"gemm", "bias", "relu", "deep", "deep", "deep",
                                                      "dgrad", "wgrad", "sum"}));
-  EXPECT_EQ(steps[0].sequences[1].kernels.size(), 5u);  // #2: 3 + the pair
-  const std::vector<RankKernelSequences> backward = run("autograd::engine", 3);
-  EXPECT_EQ(backward[0].depth, 1);  // under ProfilerStep#1
-  ASSERT_EQ(backward[0].sequences.size(), 1u);
-  EXPECT_EQ(backward[0].sequences[0].kernels, (std::vector<std::string>{"dgrad", "wgrad", "sum"}));
+  EXPECT_EQ(steps.ranks[0].sequences[1].kernels.size(), 5u);  // #2: 3 + the pair
+  const KernelSequences backward = run("autograd::engine", 3);
+  EXPECT_EQ(backward.ranks[0].depth, 1);  // under ProfilerStep#1
+  ASSERT_EQ(backward.ranks[0].sequences.size(), 1u);
+  EXPECT_EQ(backward.ranks[0].sequences[0].kernels,
+            (std::vector<std::string>{"dgrad", "wgrad", "sum"}));
 
-  const std::string text = FormatKernelSequences(linear, "aten::linear", 3);
+  const std::string text = FormatKernelSequences(linear);
   EXPECT_NE(text.find("Frequent kernel sequences of \"aten::linear\""), std::string::npos) << text;
   EXPECT_NE(text.find("gemm"), std::string::npos) << text;
-  EXPECT_NE(FormatKernelSequences(run("nothing", 3), "nothing", 3).find("no CPU event"),
-            std::string::npos);
+  EXPECT_NE(FormatKernelSequences(run("nothing", 3)).find("no CPU event"), std::string::npos);
 }
 
 // The options' rules, and the text `dtrain timeline` prints.
@@ -176,6 +176,7 @@ TEST(KernelSequences, AgreeWithHolisticTraceAnalysis) {
       request.kernel_sequences = name;
       request.min_pattern_len = min_len;
       const TimelineReport report = MakeTimeline(request);
+      ASSERT_TRUE(report.kernel_sequences.has_value()) << name;
       // The merged trace marks the runs of each rank's top five patterns, a slice each.
       std::map<std::pair<int, int>, int64_t> marked;  // (rank, pattern) -> slices
       for (const json& e : json::parse(ReadFile(request.output))) {
@@ -184,7 +185,7 @@ TEST(KernelSequences, AgreeWithHolisticTraceAnalysis) {
           ++marked[{e["pid"].get<int>(), e["args"]["pattern"].get<int>()}];
         }
       }
-      for (const RankKernelSequences& r : report.kernel_sequences) {
+      for (const RankKernelSequences& r : report.kernel_sequences->ranks) {
         for (size_t i = 0; i < r.sequences.size(); ++i) {
           const int64_t runs = i < 5 ? r.sequences[i].count : 0;
           EXPECT_EQ((marked[{r.rank, static_cast<int>(i + 1)}]), runs)
@@ -197,7 +198,7 @@ TEST(KernelSequences, AgreeWithHolisticTraceAnalysis) {
         const json& theirs = by_name.at(name);
         ASSERT_TRUE(theirs.is_array()) << what << ": " << theirs;
         const RankKernelSequences* mine = nullptr;
-        for (const RankKernelSequences& r : report.kernel_sequences) {
+        for (const RankKernelSequences& r : report.kernel_sequences->ranks) {
           if (r.rank == std::stoi(rank_text)) mine = &r;
         }
         ASSERT_NE(mine, nullptr) << what;

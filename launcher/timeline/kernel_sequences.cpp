@@ -210,21 +210,21 @@ const RankKernelSequences* KernelSequenceBuilder::EndRank(int rank) {
   return &done_.back();
 }
 
-std::vector<RankKernelSequences> KernelSequenceBuilder::Finish() {
+KernelSequences KernelSequenceBuilder::Finish() {
   std::vector<int> left;
   for (const auto& [rank, state] : ranks_) left.push_back(rank);
   for (int rank : left) EndRank(rank);
   std::sort(
       done_.begin(), done_.end(),
       [](const RankKernelSequences& a, const RankKernelSequences& b) { return a.rank < b.rank; });
-  return std::move(done_);
+  return KernelSequences{operator_name_, min_pattern_len_, std::move(done_)};
 }
 
-std::string FormatKernelSequences(const std::vector<RankKernelSequences>& ranks,
-                                  const std::string& operator_name, int min_pattern_len,
-                                  size_t top) {
+std::string FormatKernelSequences(const KernelSequences& found, size_t top) {
+  const std::string& operator_name = found.operator_name;
+  const int min_pattern_len = found.min_pattern_len;
   const RankKernelSequences* first = nullptr;
-  for (const RankKernelSequences& r : ranks) {
+  for (const RankKernelSequences& r : found.ranks) {
     if (!r.sequences.empty()) {
       first = &r;
       break;
@@ -257,9 +257,9 @@ std::string FormatKernelSequences(const std::vector<RankKernelSequences>& ranks,
   return out;
 }
 
-nlohmann::json KernelSequencesJson(const std::vector<RankKernelSequences>& ranks) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const RankKernelSequences& r : ranks) {
+nlohmann::json KernelSequencesJson(const KernelSequences& found) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankKernelSequences& r : found.ranks) {
     nlohmann::json patterns = nlohmann::json::array();
     for (const KernelSequence& s : r.sequences) {
       patterns.push_back({{"operator", s.op},
@@ -268,9 +268,11 @@ nlohmann::json KernelSequencesJson(const std::vector<RankKernelSequences>& ranks
                           {"gpu_us", s.gpu_us},
                           {"cpu_us", s.cpu_us}});
     }
-    out.push_back({{"rank", r.rank}, {"depth", r.depth}, {"patterns", patterns}});
+    ranks.push_back({{"rank", r.rank}, {"depth", r.depth}, {"patterns", patterns}});
   }
-  return out;
+  return {{"operator", found.operator_name},
+          {"min_pattern_len", found.min_pattern_len},
+          {"ranks", ranks}};
 }
 
 void WriteKernelSequenceOverlay(const RankKernelSequences& rank, const std::string& operator_name,

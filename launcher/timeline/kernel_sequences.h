@@ -43,6 +43,13 @@ struct RankKernelSequences {
   std::vector<KernelSequence> sequences;  // most frequent first, then by pattern
 };
 
+// What --kernel-sequences asked for and found.
+struct KernelSequences {
+  std::string operator_name;
+  int min_pattern_len = 3;
+  std::vector<RankKernelSequences> ranks;  // by rank
+};
+
 class KernelSequenceBuilder {
  public:
   KernelSequenceBuilder(std::string operator_name, int min_pattern_len);
@@ -50,8 +57,7 @@ class KernelSequenceBuilder {
   // Finds `rank`'s sequences and lets its events go; what it found (nullptr: nothing of the
   // rank's was here), valid until the next call.
   const RankKernelSequences* EndRank(int rank);
-  std::vector<RankKernelSequences> Finish();
-  const std::string& operator_name() const { return operator_name_; }
+  KernelSequences Finish();
 
  private:
   struct CpuEvent {
@@ -82,12 +88,10 @@ class KernelSequenceBuilder {
   NameTable names_;
 };
 
-// The lowest rank's `top` most frequent patterns (HTA's default rank and top_k); empty when no
-// rank has one. The JSON has every rank's, each pattern whole.
-std::string FormatKernelSequences(const std::vector<RankKernelSequences>& ranks,
-                                  const std::string& operator_name, int min_pattern_len,
-                                  size_t top = 5);
-nlohmann::json KernelSequencesJson(const std::vector<RankKernelSequences>& ranks);
+// The lowest rank's `top` most frequent patterns (HTA's default rank and top_k); that none were
+// found when no rank has one. The JSON has every rank's, each pattern whole.
+std::string FormatKernelSequences(const KernelSequences& found, size_t top = 5);
+nlohmann::json KernelSequencesJson(const KernelSequences& found);
 
 // The track of the overlay in each rank's process of the merged trace (beside the critical
 // path's).

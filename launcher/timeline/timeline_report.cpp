@@ -252,8 +252,9 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
       if (counters) counters->Add(e);
     };
   }
-  // The paths and the counters are drawn into the merged trace, each rank's once the merge has
-  // read its trace; the GPU summary sums that rank up then and lets its events go.
+  // The paths, the kernel sequences and the counters are drawn into the merged trace, each rank's
+  // once the merge has read its trace; the GPU summary sums that rank up then and lets its events
+  // go.
   std::function<void(int, MergedTraceFile&)> rank_done;
   if (request.summary || paths || counters || sequences) {
     rank_done = [&](int rank, MergedTraceFile& out) {
@@ -290,11 +291,7 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (request.summary) {
     report.gpu = gpu_builder.Finish(report.merge.ranks);
     if (paths) report.critical_paths = paths->Finish();
-    if (sequences) {
-      report.kernel_sequences = sequences->Finish();
-      report.kernel_sequence_operator = request.kernel_sequences;
-      report.min_pattern_len = request.min_pattern_len;
-    }
+    if (sequences) report.kernel_sequences = sequences->Finish();
     report.gpu_annotations = annotations.Finish();
     report.summary = builder.Finish(report.merge.ranks);
     if (!request.against.empty()) report.diff = CompareWithOtherRun(request, report);
@@ -332,10 +329,7 @@ std::string FormatTimelineReport(const TimelineReport& report) {
     out += "\n" + regions;
   }
   if (!report.critical_paths.empty()) out += "\n" + FormatCriticalPaths(report.critical_paths);
-  if (!report.kernel_sequence_operator.empty()) {
-    out += "\n" + FormatKernelSequences(report.kernel_sequences, report.kernel_sequence_operator,
-                                        report.min_pattern_len);
-  }
+  if (report.kernel_sequences) out += "\n" + FormatKernelSequences(*report.kernel_sequences);
   if (report.diff) out += "\n" + FormatTraceDiff(*report.diff);
   return out;
 }
@@ -365,11 +359,8 @@ nlohmann::json TimelineReportJson(const TimelineReport& report) {
     doc["gpu_annotations"] = GpuAnnotationsJson(report.gpu_annotations);
   if (!report.critical_paths.empty())
     doc["critical_path"] = CriticalPathsJson(report.critical_paths);
-  if (!report.kernel_sequence_operator.empty()) {
-    doc["kernel_sequences"] = {{"operator", report.kernel_sequence_operator},
-                               {"min_pattern_len", report.min_pattern_len},
-                               {"ranks", KernelSequencesJson(report.kernel_sequences)}};
-  }
+  if (report.kernel_sequences)
+    doc["kernel_sequences"] = KernelSequencesJson(*report.kernel_sequences);
   doc["output"] = report.output;
   doc["chart"] = report.chart;
   doc["events"] = report.merge.events;

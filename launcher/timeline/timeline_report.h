@@ -50,9 +50,7 @@ struct TimelineReport {
   std::optional<TraceDiff> diff;                 // with `against`
   std::vector<RankCriticalPath> critical_paths;  // with `critical_path`
   std::vector<RankAnnotations> gpu_annotations;  // with `summary`: the ranks with GPU annotations
-  std::vector<RankKernelSequences> kernel_sequences;  // with `kernel_sequences`
-  std::string kernel_sequence_operator;               // ... the name asked for ("": not asked)
-  int min_pattern_len = 3;
+  std::optional<KernelSequences> kernel_sequences;  // with `kernel_sequences`
 };
 
 // The per-rank traces of a job folder: dtrain-clip's rank-R.json by rank, then every other

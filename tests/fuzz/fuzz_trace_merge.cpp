@@ -57,8 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             dtrain::WriteKernelSequenceOverlay(*k, "", out);
           }
         });
-    const std::vector<dtrain::RankKernelSequences> patterns = sequences.Finish();
-    dtrain::FormatKernelSequences(patterns, "", 1);
+    const dtrain::KernelSequences patterns = sequences.Finish();
+    dtrain::FormatKernelSequences(patterns);
     dtrain::KernelSequencesJson(patterns).dump();
     const std::vector<dtrain::RankCriticalPath> found = paths.Finish();
     dtrain::FormatCriticalPaths(found);
