@@ -2,9 +2,10 @@
 """GPU time per training step by kernel, from PyTorch profiler traces, side by side.
 
   bench/clip_kernels.py --steps N NAME=TRACE.json [NAME=TRACE.json ...] [--top 25]
+                        [--launchers 3] [--json FILE]
 
-Each TRACE (.json, or .json.gz) is a Chrome trace as torch.profiler and `dtrain-clip train --profile-steps A-B` write
-it, covering N steps. Kernels (and device copies and sets) are summed by name, divided by N, and
+Each TRACE (.json or .json.gz) is a Chrome trace as torch.profiler and `dtrain-clip train
+--profile-steps A-B` write it, covering N steps. Kernels (and device copies and sets) are summed by name, divided by N, and
 grouped into classes (matrix products, attention, normalisation, elementwise, reductions,
 optimizer, copies) so that programs whose kernels are named differently still line up. Prints
 the classes' ms per step for every trace, then each trace's top kernels. The busy time is the
