@@ -1,10 +1,12 @@
 // `dtrain timeline --counters`: each stream's launch queue and the bandwidth of copies in flight,
-// as counter tracks in the merged trace. Against HolisticTraceAnalysis' time series behind its
-// trace with counters (tests/kineto/hta_counters.py, HTA 0.5.0 run in the test), point by point,
-// on the recorded H100 ranks (driver launches renamed so that HTA counts them too) and on every
-// isolated case of tests/kineto/hta_cases.py; and by hand on a small trace.
+// as counter tracks in the merged trace; and the summary's description of that bandwidth. Against
+// HolisticTraceAnalysis' time series behind its trace with counters and its memory bandwidth
+// summary (tests/kineto/hta_counters.py, HTA 0.5.0 run in the test), point by point and figure by
+// figure, on the recorded H100 ranks (driver launches renamed so that HTA counts them too) and on
+// every isolated case of tests/kineto/hta_cases.py; and by hand on small traces.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/counter_tracks.h"
+#include "launcher/timeline/memory_bandwidth.h"
 #include "launcher/timeline/timeline_report.h"
 #include "tests/support/kineto_fixtures.h"
 #include "tests/support/test_paths.h"
@@ -69,6 +72,41 @@ TEST(CounterTracks, QueueAndBandwidthByHand) {
   EXPECT_EQ(c.size(), 3u);
 }
 
+// Two overlapping copies of a kind, one of no time, one without a bandwidth, two copies that end
+// and start at one time, and a kind with one point.
+TEST(MemoryBandwidthSummary, DescribesTheSeriesAsPandasDoes) {
+  const std::vector<MemoryCopy> copies = {
+      {"Memcpy DtoD", 0, 10, 100}, {"Memcpy DtoD", 5, 15, 50},   // 100, 150, 50, 0
+      {"Memcpy DtoD", 20, 20, 30},                               // no time: 1 µs; 30, 0
+      {"Memcpy DtoD", 30, 40, 0},                                // no bandwidth: no point
+      {"Memcpy DtoD", 50, 60, 10}, {"Memcpy DtoD", 60, 70, 20},  // 10, then 20 at 60 (one point)
+      {"Memset", 0, 4, 2},
+  };
+  const std::vector<MemoryBandwidth> got = SummarizeMemoryBandwidth(copies);
+  ASSERT_EQ(got.size(), 2u);
+  const MemoryBandwidth& d = got[0];
+  EXPECT_EQ(d.kind, "Memcpy DtoD");
+  // Points above 0: 100, 150, 50, 30, 10, 20.
+  EXPECT_EQ(d.points, 6);
+  EXPECT_DOUBLE_EQ(d.mean, 60);
+  EXPECT_NEAR(d.std, std::sqrt(14800.0 / 5),
+              1e-9);  // squared deviations 1600+8100+100+900+2500+1600
+  EXPECT_EQ(d.min, 10);
+  EXPECT_DOUBLE_EQ(d.p25, 22.5);  // sorted 10 20 30 50 100 150: position 1.25
+  EXPECT_DOUBLE_EQ(d.p50, 40);
+  EXPECT_DOUBLE_EQ(d.p75, 87.5);
+  EXPECT_EQ(d.max, 150);
+  EXPECT_EQ(got[1].kind, "Memset");
+  EXPECT_EQ(got[1].points, 1);
+  EXPECT_EQ(got[1].std, -1);  // pandas: NaN; --json: null
+  EXPECT_EQ(got[1].p25, 2);
+  EXPECT_TRUE(SummarizeMemoryBandwidth({{"Memset", 0, 1, 0}}).empty());
+  const std::string table = FormatMemoryBandwidth({{3, got}});
+  EXPECT_NE(table.find("    3  Memcpy DtoD         6        60"), std::string::npos) << table;
+  EXPECT_EQ(MemoryBandwidthJson(got)[1]["std"], nullptr);
+  EXPECT_EQ(FormatMemoryBandwidth({{0, {}}}), "");
+}
+
 // A rank's counters in a merged trace: name -> [t, value], t in µs after its first step.
 std::map<std::string, std::vector<std::pair<double, double>>> MergedCounters(const fs::path& merged,
                                                                              int rank) {
@@ -91,6 +129,40 @@ std::map<std::string, std::vector<std::pair<double, double>>> MergedCounters(con
   return out;
 }
 
+// HTA's memory bandwidth summary of one rank (hta_counters.py's "bandwidth_summary") against the
+// summary's; returns the kinds compared.
+int CompareBandwidthSummary(const json& theirs, const std::vector<MemoryBandwidth>& ours,
+                            const std::string& what) {
+  EXPECT_EQ(ours.size(), theirs.size()) << what;
+  int compared = 0;
+  for (const MemoryBandwidth& b : ours) {
+    const std::string where = what + " " + b.kind;
+    if (!theirs.contains(b.kind)) {
+      ADD_FAILURE() << where << ": HTA has none";
+      continue;
+    }
+    const json& h = theirs[b.kind];
+    EXPECT_EQ(b.points, h["count"].get<double>()) << where;
+    auto near = [&](double mine, const json& hta, const char* stat) {
+      const double v = hta.get<double>();
+      EXPECT_NEAR(mine, v, 1e-6 * std::max(1.0, std::fabs(v))) << where << " " << stat;
+    };
+    near(b.mean, h["mean"], "mean");
+    if (h["std"].is_null()) {
+      EXPECT_EQ(b.std, -1) << where;
+    } else {
+      near(b.std, h["std"], "std");
+    }
+    near(b.min, h["min"], "min");
+    near(b.p25, h["25%"], "25%");
+    near(b.p50, h["50%"], "50%");
+    near(b.p75, h["75%"], "75%");
+    near(b.max, h["max"], "max");
+    ++compared;
+  }
+  return compared;
+}
+
 TEST(CounterTracks, AgreeWithHolisticTraceAnalysisPointByPoint) {
   RequireFixtures();
   ScratchDir scratch;
@@ -105,8 +177,18 @@ TEST(CounterTracks, AgreeWithHolisticTraceAnalysisPointByPoint) {
   for (const fs::path& folder : folders) args += " " + folder.string();
   const json hta = RunHtaScript("hta_counters.py", args);
   ASSERT_FALSE(hta.empty());
-  int queue_points = 0, bandwidth_points = 0;
+  int queue_points = 0, bandwidth_points = 0, summarized = 0;
   for (size_t n = 0; n < folders.size(); ++n) {
+    // The summary cuts the trace at the last step itself: it reads the folder as written.
+    TimelineRequest summary_request;
+    for (const auto& entry : fs::directory_iterator(folders[n])) {
+      summary_request.inputs.push_back(entry.path().string());
+    }
+    std::sort(summary_request.inputs.begin(), summary_request.inputs.end());
+    summary_request.output = folders[n].string() + "-summary.json";
+    summary_request.summary = true;
+    const TimelineReport summary = MakeTimeline(summary_request);
+
     const fs::path read = as_read / std::to_string(n);
     TimelineRequest request;
     for (const char* file : {"rank0.json.gz", "rank1.json.gz"}) {
@@ -139,11 +221,19 @@ TEST(CounterTracks, AgreeWithHolisticTraceAnalysisPointByPoint) {
         compare(kind + " bandwidth", points, false);
       }
       for (const auto& [name, points] : ours) ADD_FAILURE() << "HTA has no " << name;
+      const auto bandwidth = summary.gpu.memory_bandwidth.find(rank);
+      summarized += CompareBandwidthSummary(theirs["bandwidth_summary"],
+                                            bandwidth == summary.gpu.memory_bandwidth.end()
+                                                ? std::vector<MemoryBandwidth>{}
+                                                : bandwidth->second,
+                                            folders[n].filename().string() + " rank " + rank_text);
     }
   }
   EXPECT_GT(queue_points, 10000);
   EXPECT_GT(bandwidth_points, 100);
-  std::cout << queue_points << " queue and " << bandwidth_points << " bandwidth points as HTA's\n";
+  EXPECT_GE(summarized, 4 * 12);  // every kind of every rank of every folder
+  std::cout << queue_points << " queue and " << bandwidth_points << " bandwidth points as HTA's; "
+            << summarized << " bandwidth summaries\n";
 }
 
 TEST(CounterTracks, CommandLine) {

@@ -14,18 +14,14 @@
 #include "launcher/timeline/trace_record.h"
 
 namespace dtrain {
-namespace {
 
-// HTA's get_memory_kernel_type: "Memset", the first 11 characters of a "Memcpy ..." name
-// ("Memcpy DtoH"), else "Memcpy Unknown".
-std::string MemoryKind(std::string_view name) {
+std::string MemoryKernelKind(std::string_view name) {
   if (name.substr(0, 6) == "Memset") return "Memset";
   if (name.substr(0, 6) != "Memcpy") return "Memcpy Unknown";
   return std::string(name.substr(0, 11));
 }
 
-// Steps (time, change) into the value after each distinct time.
-std::vector<CounterPoint> Accumulate(std::vector<std::pair<double, double>>& steps) {
+std::vector<CounterPoint> CumulativeSeries(std::vector<std::pair<double, double>> steps) {
   std::stable_sort(steps.begin(), steps.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<CounterPoint> out;
@@ -38,8 +34,6 @@ std::vector<CounterPoint> Accumulate(std::vector<std::pair<double, double>>& ste
   return out;
 }
 
-}  // namespace
-
 void CounterTracksBuilder::Add(const KinetoEvent& e) {
   if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
     if (e.correlation >= 0 && ClassifyLaunchCall(e.name) != LaunchCallKind::kNone) {
@@ -51,7 +45,7 @@ void CounterTracksBuilder::Add(const KinetoEvent& e) {
   Activity a{e.ts_us, e.ts_us + e.dur_us, e.stream, e.correlation, -1, -1};
   if (ClassifyGpuActivity(e.name) == GpuActivityKind::kMemory) {
     a.memory_bw_gbps = std::max(0.0, e.memory_bw_gbps);  // none recorded: 0, as HTA takes it
-    a.memory_kind = static_cast<int32_t>(kinds_.Intern(MemoryKind(e.name)));
+    a.memory_kind = static_cast<int32_t>(kinds_.Intern(MemoryKernelKind(e.name)));
     if (e.dur_us == 0) a.end = a.ts + 1;  // as HTA: a copy of no time lasts 1 µs
   }
   ranks_[e.rank].activities.push_back(a);
@@ -72,10 +66,11 @@ RankCounters CounterTracksBuilder::RankSeries(const Rank& data) const {
   }
   RankCounters counters;
   for (auto& [stream, steps] : queue) {
-    counters[fmt::format("Queue length (stream {})", stream)] = Accumulate(steps);
+    counters[fmt::format("Queue length (stream {})", stream)] = CumulativeSeries(std::move(steps));
   }
   for (auto& [kind, steps] : bandwidth) {
-    counters[kinds_[static_cast<uint32_t>(kind)] + " bandwidth"] = Accumulate(steps);
+    counters[kinds_[static_cast<uint32_t>(kind)] + " bandwidth"] =
+        CumulativeSeries(std::move(steps));
   }
   return counters;
 }

@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "launcher/timeline/kineto_trace.h"
@@ -31,6 +33,14 @@ struct CounterPoint {
 
 // One rank's counters: by track name ("Queue length (stream 7)", "Memcpy DtoH bandwidth").
 using RankCounters = std::map<std::string, std::vector<CounterPoint>>;
+
+// HTA's memory kernel type of a copy or set: "Memset", the first 11 characters of a "Memcpy ..."
+// name ("Memcpy DtoH"), else "Memcpy Unknown".
+std::string MemoryKernelKind(std::string_view name);
+
+// Steps (time, change) in any order into the value after each distinct time, as HTA's cumulative
+// sum over steps in time order gives it (a value within 1e-9 of 0 is 0).
+std::vector<CounterPoint> CumulativeSeries(std::vector<std::pair<double, double>> steps);
 
 class CounterTracksBuilder {
  public:

@@ -41,15 +41,6 @@ std::string Lower(std::string text) {
   return text;
 }
 
-// pandas' Series.quantile (linear interpolation) of values sorted ascending.
-double Quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  if (lo + 1 >= sorted.size()) return sorted.back();
-  return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
-
 constexpr size_t kKernelsShown = 10;
 
 RankKernelTime KernelTime(int rank, GpuActivityKind kind, std::string name,

@@ -74,9 +74,12 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   const double end = event.ts_us + event.dur_us;
   if (IsGpuActivityCategory(event.cat) && event.stream >= 0) {
     if (event.bytes >= 0) state.copy_bytes.emplace(state.activities.size(), event.bytes);
+    const GpuActivityKind kind = ClassifyGpuActivity(event.name);
+    if (kind == GpuActivityKind::kMemory) {
+      state.copy_gbps.emplace(state.activities.size(), std::max(0.0, event.memory_bw_gbps));
+    }
     state.activities.push_back(Activity{event.ts_us, end, event.correlation, Intern(event.name),
-                                        static_cast<int32_t>(event.stream),
-                                        ClassifyGpuActivity(event.name)});
+                                        static_cast<int32_t>(event.stream), kind});
     return;
   }
   // A stream's synchronisation record ("Stream Wait Event", "Stream Sync") sits on the GPU
@@ -125,7 +128,9 @@ void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
 }
 
 RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCauses& causes,
-                                         std::vector<StreamQueue>& queues, RankOps* operators) {
+                                         std::vector<StreamQueue>& queues,
+                                         std::vector<MemoryBandwidth>& bandwidth,
+                                         RankOps* operators) {
   RankGpuTime out;
   out.rank = rank;
   std::sort(state.profiler_steps.begin(), state.profiler_steps.end(),
@@ -164,6 +169,7 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
   RankWork& compute = compute_work_[rank];
   RankWork& to_gpu = to_gpu_work_[rank];
   RankWork& from_gpu = from_gpu_work_[rank];
+  std::vector<MemoryCopy> copies;
   for (size_t i = 0; i < state.activities.size(); ++i) {
     const Activity& a = state.activities[i];
     auto launch = state.launches.find(a.correlation);
@@ -208,6 +214,9 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
     total.total_ms += (a.end - a.start) / 1000.0;
     total.max_us = std::max(total.max_us, a.end - a.start);
     ++out.activities;
+    if (auto gbps = state.copy_gbps.find(i); gbps != state.copy_gbps.end()) {
+      copies.push_back({MemoryKernelKind(names_[a.name]), a.start, a.end, gbps->second});
+    }
     if (a.kind == GpuActivityKind::kCompute) {
       compute[names_[a.name]].durations_us.push_back(a.end - a.start);
     } else if (auto bytes = state.copy_bytes.find(i); bytes != state.copy_bytes.end()) {
@@ -243,9 +252,11 @@ RankGpuTime GpuTimeSummaryBuilder::Sweep(int rank, RankState& state, GpuIdleCaus
   std::vector<Activity>().swap(state.activities);
   kernel_breakdown_.EndRank(rank);
   queues = LaunchQueueByStream(launched);
+  bandwidth = SummarizeMemoryBandwidth(copies);
   causes = FindGpuIdleCauses(std::move(launched));
   std::unordered_map<int64_t, Launch>().swap(state.launches);
   std::unordered_map<size_t, int64_t>().swap(state.copy_bytes);
+  std::unordered_map<size_t, double>().swap(state.copy_gbps);
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.ts < b.ts; });
   std::vector<Segment> segments;
   int open[4] = {0, 0, 0, 0};
@@ -343,8 +354,9 @@ const GpuTimeSummaryBuilder::Span* GpuTimeSummaryBuilder::SpanAt(const std::vect
 void GpuTimeSummaryBuilder::EndRank(int rank) {
   auto it = ranks_.find(rank);
   if (it == ranks_.end()) return;
-  swept_[rank] = Sweep(rank, it->second, summary_.idle_causes[rank], summary_.launch_queues[rank],
-                       operators_ ? &summary_.operators[rank] : nullptr);
+  swept_[rank] =
+      Sweep(rank, it->second, summary_.idle_causes[rank], summary_.launch_queues[rank],
+            summary_.memory_bandwidth[rank], operators_ ? &summary_.operators[rank] : nullptr);
   ranks_.erase(it);
 }
 
@@ -404,6 +416,10 @@ std::string FormatGpuTimeSummary(const GpuTimeSummary& summary) {
   if (const std::string queues = FormatLaunchQueues(summary.launch_queues); !queues.empty()) {
     out += "\n" + queues;
   }
+  if (const std::string bandwidth = FormatMemoryBandwidth(summary.memory_bandwidth);
+      !bandwidth.empty()) {
+    out += "\n" + bandwidth;
+  }
   if (const std::string breakdown = FormatGpuKernelBreakdown(summary.kernel_breakdown);
       !breakdown.empty()) {
     out += "\n" + breakdown;
@@ -461,6 +477,10 @@ nlohmann::json GpuTimeSummaryJson(const GpuTimeSummary& summary) {
     }
     if (auto queues = summary.launch_queues.find(r.rank); queues != summary.launch_queues.end()) {
       ranks.back()["launch_queue"] = LaunchQueueJson(queues->second);
+    }
+    if (auto bandwidth = summary.memory_bandwidth.find(r.rank);
+        bandwidth != summary.memory_bandwidth.end()) {
+      ranks.back()["memory_bandwidth"] = MemoryBandwidthJson(bandwidth->second);
     }
     for (const RankSpeed& speed : summary.speeds) {
       if (speed.rank == r.rank) ranks.back()["speed"] = GpuSpeedJson(speed);

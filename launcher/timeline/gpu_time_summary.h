@@ -25,6 +25,7 @@
 #include "launcher/timeline/kineto_trace.h"
 #include "launcher/timeline/late_nccl_kernels.h"
 #include "launcher/timeline/launch_queue.h"
+#include "launcher/timeline/memory_bandwidth.h"
 #include "launcher/timeline/name_table.h"
 #include "launcher/timeline/timeline_merge.h"
 #include "launcher/timeline/trace_diff.h"
@@ -75,6 +76,7 @@ struct GpuTimeSummary {
   std::vector<RankGpuTime> ranks;                         // by rank; PyTorch traces only
   std::map<int, GpuIdleCauses> idle_causes;               // why each of those ranks' GPU sat idle
   std::map<int, std::vector<StreamQueue>> launch_queues;  // how far ahead each rank's CPU launched
+  std::map<int, std::vector<MemoryBandwidth>> memory_bandwidth;  // each rank's copies, by kind
   std::vector<RankSpeed> speeds;         // each rank's GPU against the others at the same work
   std::map<int, RankOps> operators;      // what each rank ran, by name (builder's `operators`)
   std::vector<KernelTotal> top_kernels;  // most total time first, at most kTopKernels
@@ -127,6 +129,7 @@ class GpuTimeSummaryBuilder {
     std::vector<Activity> activities;
     std::unordered_map<int64_t, Launch> launches;    // by correlation id
     std::unordered_map<size_t, int64_t> copy_bytes;  // a memcpy's bytes, by its index in activities
+    std::unordered_map<size_t, double> copy_gbps;    // a copy's or set's GB/s (0: none), likewise
     double last_profiler_step_us = -1e300;
     std::set<uint32_t> profiler_step_names;  // interned; HTA filters with two or more
     std::vector<Span> steps;
@@ -136,7 +139,8 @@ class GpuTimeSummaryBuilder {
 
   uint32_t Intern(std::string_view name) { return names_.Intern(name); }
   RankGpuTime Sweep(int rank, RankState& state, GpuIdleCauses& causes,
-                    std::vector<StreamQueue>& queues, RankOps* operators);
+                    std::vector<StreamQueue>& queues, std::vector<MemoryBandwidth>& bandwidth,
+                    RankOps* operators);
   RankOps CollectOperators(int rank, RankState& state);
   // The span of `by_start` (sorted by start, none overlapping) that holds `ts`; nullptr if none.
   static const Span* SpanAt(const std::vector<Span>& by_start, double ts);

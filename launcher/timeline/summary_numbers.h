@@ -1,5 +1,5 @@
-// The numbers of the PyTorch-trace summaries: the median as HTA's pandas takes it, a share in
-// percent, a figure rounded for --json, and which streams a per-stream table lists.
+// The numbers of the PyTorch-trace summaries: the median and quantiles as HTA's pandas takes them,
+// a share in percent, a figure rounded for --json, and which streams a per-stream table lists.
 #pragma once
 
 #include <algorithm>
@@ -38,6 +38,16 @@ inline double Median(std::vector<double> values) {
   std::nth_element(values.begin(), values.begin() + mid, values.end());
   if (values.size() % 2 == 1) return values[mid];
   return (values[mid] + *std::max_element(values.begin(), values.begin() + mid)) / 2;
+}
+
+// The q-quantile (0 <= q <= 1) of `sorted` (ascending; 0 for none) as pandas' Series.quantile
+// and numpy take it by default: linear between the two values around position q * (n - 1).
+inline double Quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  if (lo + 1 >= sorted.size()) return sorted.back();
+  return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
 // `part` as a percentage of `whole` (0 when `whole` is not positive).

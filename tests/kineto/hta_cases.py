@@ -95,14 +95,22 @@ def several_streams(doc, ids):
 
 
 def memcpy_memset(doc, ids):
-    """Device copies and memsets, overlapping compute and filling gaps."""
+    """Device copies and memsets, overlapping compute and filling gaps; every other copy with a
+    second one of its kind on another stream, starting 10 µs later (their bandwidths add up while
+    both run). Each copy and set gives its bandwidth, as Kineto writes it."""
     ks = sorted(events(doc, "kernel"), key=lambda e: e["ts"])
     for i, k in enumerate(ks[::10]):
         launch = k["ts"] - 200
+        dur = k["dur"] + 30.0
+        copy = {"bytes": 1 << 20, "memory bandwidth (GB/s)": (1 << 20) / (dur * 1e3)}
         add_launched(doc, ids, "gpu_memcpy", "Memcpy DtoD (Device -> Device)", k["ts"] + k["dur"] / 2,
-                     k["dur"] + 30.0, launch, stream=22, extra={"bytes": 1 << 20})
+                     dur, launch, stream=22, extra=copy)
+        if i % 2 == 0:
+            add_launched(doc, ids, "gpu_memcpy", "Memcpy DtoD (Device -> Device)",
+                         k["ts"] + k["dur"] / 2 + 10, dur, launch + 2, stream=23, extra=copy)
         add_launched(doc, ids, "gpu_memset", "Memset (Device)", k["ts"] + k["dur"] + 5, 7.5,
-                     launch + 1, stream=22)
+                     launch + 1, stream=22,
+                     extra={"bytes": 4096, "memory bandwidth (GB/s)": 4096 / 7.5e3})
 
 
 def nccl_overlap(doc, ids):

@@ -3,9 +3,12 @@
 # folder given, one JSON object on stdout:
 #   {"FOLDER": {"RANK": {"queue": {"STREAM": [[t, value], ...]},
 #                        "bandwidth": {"Memcpy DtoH": [[t, GB/s], ...]},
-#                        "annotations": {"NAME": {"count", "sum", "mean", "min", "max", "std"}}}}}
+#                        "annotations": {"NAME": {"count", "sum", "mean", "min", "max", "std"}},
+#                        "bandwidth_summary": {"Memcpy DtoH": {"count", "mean", "std", "min",
+#                                                              "25%", "50%", "75%", "max"}}}}}
 # "annotations": HTA's GPU user annotation breakdown (get_gpu_user_annotation_breakdown, every
-# name kept: num_kernels above their number), in µs.
+# name kept: num_kernels above their number), in µs. "bandwidth_summary": HTA's memory bandwidth
+# summary (get_memory_bw_summary), GB/s; std null for one point.
 # t: µs after the rank's first ProfilerStep (the CPU's); one point per distinct time, the value
 # after the last change at that time (HTA's unstable sort orders changes at one time as it
 # pleases).
@@ -48,13 +51,21 @@ def analyse(folder, as_read):
     bandwidth = analysis.get_memory_bw_time_series(ranks=ranks)
     steps = {v for k, v in symbols.items() if "ProfilerStep" in k}
     regions = analysis.get_gpu_user_annotation_breakdown(visualize=False, num_kernels=1 << 30)
+    described = analysis.get_memory_bw_summary(ranks=ranks)
     out = {}
     for rank in ranks:
         trace = analysis.t.get_trace(rank)
         named = trace[trace.name.isin(steps)]
         cpu = named[named.cat == symbols.get("user_annotation")]
         start = float(cpu.ts.min())
-        r = {"queue": {}, "bandwidth": {}, "annotations": {}}
+        r = {"queue": {}, "bandwidth": {}, "annotations": {}, "bandwidth_summary": {}}
+        if described is not None:
+            for (row_rank, kind), row in described.iterrows():
+                if row_rank == rank:
+                    r["bandwidth_summary"][kind] = {
+                        stat: (None if row[("memory_bw_gbps", stat)] != row[("memory_bw_gbps", stat)]
+                               else float(row[("memory_bw_gbps", stat)]))
+                        for stat in ("count", "mean", "std", "min", "25%", "50%", "75%", "max")}
         if regions is not None:
             for _, row in regions[regions["rank"] == rank].iterrows():
                 r["annotations"][row["name"]] = {
