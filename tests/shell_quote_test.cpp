@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "launcher/horovod_gloo.h"
@@ -143,6 +145,37 @@ TEST(RemoteCommand, ExitCodesAndMissingCommands) {
   const ShellRun missing = RunShell(BuildRemoteCommand(Proc({"no-such-command-here"}), {}), "", "");
   EXPECT_EQ(missing.status, 127);
   EXPECT_NE(missing.output.find("no-such-command-here"), std::string::npos);
+}
+
+// A daemon that left the process's session and replaced its environment (setsid env -i), with a
+// child in its session, is handed to the wrapper (its subreaper) when the process ends, and ends
+// with it; the wrapper does not wait for it.
+TEST(RemoteCommand, ADaemonWithAnEnvironmentOfItsOwnEndsWithTheProcess) {
+  if (access("/usr/bin/perl", X_OK) != 0 && access("/usr/bin/python3", X_OK) != 0) {
+    GTEST_SKIP() << "neither perl nor python3 in /usr/bin: the wrapper cannot be a subreaper";
+  }
+  const auto start = std::chrono::steady_clock::now();
+  // The process waits until the daemon has replaced its environment (before, it still carries
+  // the process's tag, which would name it too). No cgroup, which would find it as well where this
+  // machine lets the wrapper make one. Should the daemon be missed, its shell holds the output
+  // open for 12 s and `sleep 4141` none.
+  ProcessSpec p = Proc({"sh", "-c",
+                        "setsid env -i sh -c 'sleep 4141 >/dev/null 2>&1 & sleep 12' & d=$!; "
+                        "sleep 0.5; echo $d"});
+  p.env = {{"DTRAIN_RANK_CGROUP", "0"}};
+  const ShellRun run = RunShell(BuildRemoteCommand(p, {}), "", "", /*close_stdin=*/false);
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8))
+      << "the wrapper waited for the daemon";
+  const int daemon = std::atoi(run.output.c_str());
+  ASSERT_GT(daemon, 0) << run.output;
+  std::ifstream stat("/proc/" + std::to_string(daemon) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  EXPECT_TRUE(line.empty() || line.find(") Z ") != std::string::npos) << "still runs: " << line;
+  EXPECT_EQ(RunShell("pgrep -x -f 'sleep 4141' || exit 0; pkill -x -f 'sleep 4141'", "", "").output,
+            "")
+      << "its child still runs";
 }
 
 TEST(RemoteCommand, SignalLinesReachTheWholeProcessGroup) {

@@ -1,6 +1,7 @@
 // What a rank leaves on an SSH node ends with it: its processes in a group or session of their
-// own, a daemon with an environment of its own (where nodes have cgroups), and all of it once
-// dtrain is killed or its connection drops (after the grace period), across namespace nodes.
+// own, a daemon with an environment of its own (in the rank's cgroup, or handed to its wrapper),
+// and all of it once dtrain is killed or its connection drops (after the grace period), across
+// namespace nodes.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -88,6 +89,31 @@ TEST(SshLaunch, ARanksProcessInAGroupOrSessionOfItsOwnEndsWithTheRank) {
              "kill -0 $d && echo daemon-alive'");
   EXPECT_EQ(two.status, 0) << two.output;
   EXPECT_EQ(ReadText(logs + "/two/rank-0.log"), "daemon-alive\n") << two.output;
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+}
+
+// Without a cgroup (the nodes mount none), a daemon that left the rank's session and replaced its
+// environment (setsid env -i) is handed to the rank's wrapper, its subreaper, once its parent
+// ends: it ends with the rank, with what it started in its session, whether another rank failed
+// (rank 1: its daemon is handed over as it exits; rank 0's is still its shell's) or the rank
+// itself ended well.
+TEST(SshLaunch, ADaemonWithAnEnvironmentOfItsOwnEndsWithTheRankWithoutCgroups) {
+  SshTestCluster cluster("dl-reaper", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  ASSERT_EQ(cluster.OnNode(0, "grep -c ' cgroup2 ' /proc/self/mounts"), "0\n")
+      << "the nodes were to have no cgroup v2 hierarchy";
+  const std::string logs = cluster.dir() + "/logs";
+  const LaunchResult failed = Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
+                                     " --job fail -q --grace-period 2 " +
+                                     "-- sh -c 'setsid env -i sh -c \"sleep 316 & sleep 317\" & "
+                                     "if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
+  EXPECT_EQ(failed.status, 3) << failed.output;
+  EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
+
+  const LaunchResult ended =
+      Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
+             " --job ended -q -- sh -c 'setsid env -i sh -c \"sleep 318 & sleep 319\" &'");
+  EXPECT_EQ(ended.status, 0) << ended.output;
   EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
 }
 

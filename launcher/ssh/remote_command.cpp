@@ -39,7 +39,13 @@ namespace {
 // whatever its session or environment (setsid env -i), SIGKILL also goes through cgroup.kill, and
 // the cgroup is removed at the end (no controller is enabled in it; DTRAIN_RANK_CGROUP=0 in the
 // environment, kRankCgroupSwitch in launcher/local/rank_cgroup.h, turns it off); an empty one whose
-// wrapper is gone (killed outright) is removed by the next wrapper to start there. in_session reads
+// wrapper is gone (killed outright) is removed by the next wrapper to start there. Where the node
+// has a python3, the wrapper is also the subreaper of the process's descendants (kSubreaper): one
+// whose parent died is handed to the wrapper (at the latest when the process ends), and a child
+// of the wrapper in a session of its own is the process's, with that session; without a cgroup,
+// that is what finds a descendant that left the session and replaced its environment. Each end
+// kills again until nothing is left (for up to 2 s), as each kill may hand the wrapper more.
+// in_session reads
 // every /proc/PID/stat through one awk (a loop of sh reads took several times as long), and one
 // environment per session started since; `in_session outside` leaves out the first group,
 // which `kill -- -pid` reaches, so that no process gets a signal twice. What is left when the
@@ -88,13 +94,17 @@ fi
 pid=$!
 i=0
 while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
+ws=$(awk '{ sub(/.*\) /, ""); print $4 }' /proc/$$/stat 2>/dev/null)
 in_session() {
   cat /proc/[0-9]*/stat 2>/dev/null |
-    awk -v s="$pid" -v t="$ts" -v o="$1" -v cg="$cg" '
+    awk -v s="$pid" -v t="$ts" -v o="$1" -v cg="$cg" -v w="$$" -v ws="$ws" '
       BEGIN { if (cg != "") while ((getline c < (cg "/cgroup.procs")) > 0) in_cg[c] = 1 }
       { p = $1; sub(/.*\) /, ""); if ($1 == "Z") next
-      if ($4 == s || p in in_cg) { if (o == "" || $3 != s) print "= " p }
-      else if (t != "" && $20 + 0 >= t + 0) print (seen[$4]++ ? "+ " : "? ") $4 " " p }' |
+      n++; q[n] = p; g[n] = $3; e[n] = $4; b[n] = $20
+      if ($2 == w && $4 != ws && $4 != s) adopted[$4] = 1 }
+      END { for (i = 1; i <= n; i++) {
+        if (e[i] == s || q[i] in in_cg || e[i] in adopted) { if (o == "" || g[i] != s) print "= " q[i] }
+        else if (t != "" && b[i] + 0 >= t + 0) print (seen[e[i]]++ ? "+ " : "? ") e[i] " " q[i] } }' |
     { mine=:
       while read -r k sn q; do
         case $k in
@@ -116,6 +126,8 @@ end_group() {
   i=0
   while [ "$i" -lt "$grace" ] && [ -n "$(in_session)" ]; do sleep 0.1; i=$((i + 1)); done
   signal_session KILL
+  i=0
+  while [ "$i" -lt 20 ] && [ -n "$(in_session)" ]; do sleep 0.1; signal_session KILL; i=$((i + 1)); done
 }
 hb= d=
 if [ "$nt" -gt 0 ]; then
@@ -147,6 +159,33 @@ i=0
 while [ -n "$cg" ] && ! rmdir "$cg" 2>/dev/null && [ "$i" -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
 dtrain_oom_line "$st" "$ok0" "$pid" >&4
 exit "$st")sh";
+
+// What the node's login shell runs first: the wrapper's /bin/sh made the child subreaper of what
+// it starts (prctl PR_SET_CHILD_SUBREAPER, kept across the exec), so that a descendant of the rank
+// whose parent died is handed to the wrapper, not to init. The prctl is made by the node's perl
+// where it has syscall.ph (a few ms), else by its python3 (tens of ms); with neither, or where
+// prctl fails, the wrapper runs as a plain /bin/sh. "$@": -c SCRIPT NAME ARGS.
+constexpr const char* kSubreaper =
+    R"sh(py='import os, sys
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+except Exception:
+    pass
+os.execv("/bin/sh", ["/bin/sh"] + sys.argv[1:])'
+if [ -x /usr/bin/perl ]; then
+  exec /usr/bin/perl -e 'my $py = shift @ARGV;
+exec { "/bin/sh" } "/bin/sh", @ARGV
+  if eval { require "syscall.ph"; syscall(&SYS_prctl, 36, 1, 0, 0, 0) == 0 };
+for my $p ("/usr/bin/python3", "/usr/local/bin/python3") {
+  exec { $p } $p, "-I", "-S", "-c", $py, @ARGV if -x $p;
+}
+exec { "/bin/sh" } "/bin/sh", @ARGV;' -- "$py" "$@"
+fi
+for p in /usr/bin/python3 /usr/local/bin/python3; do
+  if [ -x "$p" ]; then exec "$p" -I -S -c "$py" "$@"; fi
+done
+exec /bin/sh "$@")sh";
 
 void CheckNoNul(const std::string& value, const std::string& what) {
   if (value.find('\0') != std::string::npos) {
@@ -185,7 +224,8 @@ std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptio
   CheckNoNul(proc.python_path_head, "PYTHONPATH head");
   const std::string script =
       std::string(DtrainProgramLookup()) + std::string(OomKillLineScript()) + kWrapper;
-  return "exec /bin/sh -c " + ShellQuote(script) + " dtrain-rank " + ShellJoin(words);
+  return "exec /bin/sh -c " + ShellQuote(kSubreaper) + " dtrain-rank -c " + ShellQuote(script) +
+         " dtrain-rank " + ShellJoin(words);
 }
 
 std::string RemoteSignalLine(int sig) {
