@@ -3,7 +3,10 @@
 # client key, same known_hosts, strict host-key checking), 4, 16 and 32 nodes, side by side in
 # one run. Prints, per size, the median wall time from start to every rank finished, the ratio
 # (dtrain / pdsh: below 1 is faster), and the launching side's CPU time per node: dtrain's own
-# process against pdsh plus the ssh client processes it starts. Needs root (network namespaces).
+# process against pdsh plus the ssh client processes it starts. dtrain runs with
+# --start-health-check off: the launch alone, as pdsh does it (the health check before the start
+# is the doctor's fast checks, which bench/doctor.sh and bench/peer_plan_cost.sh measure). Needs
+# root (network namespaces).
 #
 #   bench/ssh_launch.sh [BUILD_DIR] [REPEATS] [SIZES...]     e.g. bench/ssh_launch.sh build 3 4 16 32
 set -euo pipefail
@@ -42,11 +45,13 @@ for n in "${sizes[@]}"; do
   for r in $(seq 1 "$repeats"); do
     # Alternate which goes first so neither always meets a warmer machine.
     if [ $((r % 2)) -eq 1 ]; then
-      measure "$dtrain" launch -q -c "$work/c/cluster.yaml" --log-dir "$work/logs" -- true >>"$work/d"
+      measure "$dtrain" launch -q -c "$work/c/cluster.yaml" --log-dir "$work/logs" \
+        --start-health-check off -- true >>"$work/d"
       measure pdsh -R ssh -l root -f 256 -w "$hosts" true >>"$work/p"
     else
       measure pdsh -R ssh -l root -f 256 -w "$hosts" true >>"$work/p"
-      measure "$dtrain" launch -q -c "$work/c/cluster.yaml" --log-dir "$work/logs" -- true >>"$work/d"
+      measure "$dtrain" launch -q -c "$work/c/cluster.yaml" --log-dir "$work/logs" \
+        --start-health-check off -- true >>"$work/d"
     fi
   done
   dw=$(awk '{print $1}' "$work/d" | median)

@@ -163,8 +163,9 @@ exit "$st")sh";
 // What the node's login shell runs first: the wrapper's /bin/sh made the child subreaper of what
 // it starts (prctl PR_SET_CHILD_SUBREAPER, kept across the exec), so that a descendant of the rank
 // whose parent died is handed to the wrapper, not to init. The prctl is made by the node's perl
-// where it has syscall.ph (a few ms), else by its python3 (tens of ms); with neither, or where
-// prctl fails, the wrapper runs as a plain /bin/sh. "$@": -c SCRIPT NAME ARGS.
+// (prctl's system call number by architecture, else from syscall.ph; about 5 ms), else by its
+// python3 (tens of ms); with neither, or where prctl fails, the wrapper runs as a plain /bin/sh.
+// "$@": -c SCRIPT NAME ARGS.
 constexpr const char* kSubreaper =
     R"sh(py='import os, sys
 try:
@@ -174,9 +175,11 @@ except Exception:
     pass
 os.execv("/bin/sh", ["/bin/sh"] + sys.argv[1:])'
 if [ -x /usr/bin/perl ]; then
-  exec /usr/bin/perl -e 'my $py = shift @ARGV;
-exec { "/bin/sh" } "/bin/sh", @ARGV
-  if eval { require "syscall.ph"; syscall(&SYS_prctl, 36, 1, 0, 0, 0) == 0 };
+  exec /usr/bin/perl -MConfig -e 'my $py = shift @ARGV;
+my %prctl = (x86_64 => 157, aarch64 => 167);
+my $n = $prctl{(split /-/, $Config{archname})[0]};
+$n = eval { require "syscall.ph"; &SYS_prctl } unless defined $n;
+exec { "/bin/sh" } "/bin/sh", @ARGV if defined $n && syscall($n, 36, 1, 0, 0, 0) == 0;
 for my $p ("/usr/bin/python3", "/usr/local/bin/python3") {
   exec { $p } $p, "-I", "-S", "-c", $py, @ARGV if -x $p;
 }
