@@ -50,7 +50,7 @@ ComputeResult RunComputeCheck(const ClusterSpec& probed, const ComputeOptions& o
     RankComputeCheck r = ParseComputeCheckLog(DoctorRankLog(job, rank));
     r.rank = rank;
     r.node = node;
-    if (r.device.rfind("cuda", 0) == 0) {
+    if (r.device.rfind("cuda", 0) == 0 && r.model.empty()) {  // a check older than the model line
       if (auto model = options.gpu_models.find(node); model != options.gpu_models.end()) {
         r.model = model->second;
       }

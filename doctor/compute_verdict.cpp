@@ -29,6 +29,12 @@ RankComputeCheck ParseComputeCheckLog(std::string_view log) {
     if (line.empty() || line.rfind("frame #", 0) == 0) continue;
     if (line.rfind("dtrain-clip check on ", 0) == 0) {
       out.device = line.substr(21);
+      // "cuda:0 (NVIDIA H100 80GB HBM3)": the device's model beside it.
+      if (const size_t open = out.device.find(" (");
+          open != std::string::npos && out.device.back() == ')') {
+        out.model = out.device.substr(open + 2, out.device.size() - open - 3);
+        out.device.resize(open);
+      }
     } else if (line.rfind("PASS  ", 0) == 0 || line.rfind("FAIL  ", 0) == 0) {
       DeviceCheckLine check;
       check.passed = line[0] == 'P';

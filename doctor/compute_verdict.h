@@ -45,7 +45,8 @@ struct RankComputeCheck {
   int rank = 0;
   std::string node;
   std::string device;    // from "dtrain-clip check on cuda:0" ("" if it never got that far)
-  std::string model;     // a CUDA device's: its node's GPU model, where the probe read one
+  std::string model;     // a CUDA device's model: as the check named it, else its node's where
+                         // the probe read one
   int exit_status = -1;  // the check's (124: it ran past the time limit); -1: never reported
   std::vector<DeviceCheckLine> checks;
   std::vector<DeviceSpeedLine> speeds;

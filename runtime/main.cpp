@@ -310,7 +310,9 @@ int Check(const std::vector<std::string>& args) {
   if (device_name == "auto") device_name = torch::cuda::is_available() ? "cuda" : "cpu";
   // "cuda" alone: the local rank's GPU, as for train (dtrain doctor --compute runs a rank a GPU).
   const torch::Device device = dtrain::clip::RankDevice(device_name);
-  std::printf("dtrain-clip check on %s\n", device.str().c_str());
+  const std::string model = dtrain::clip::DeviceModel(device);
+  std::printf("dtrain-clip check on %s%s\n", device.str().c_str(),
+              model.empty() ? "" : (" (" + model + ")").c_str());
   std::fflush(stdout);
   int failed = 0;
   for (const auto& check : dtrain::clip::RunDeviceChecks(device)) {

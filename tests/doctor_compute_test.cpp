@@ -214,6 +214,31 @@ TEST(DoctorCompute, GpusOfAnotherModelAreNotCalledSlow) {
   EXPECT_EQ(slow[2].nodes, std::vector<std::string>{"h-2"});
 }
 
+// The check names each CUDA device's model beside it, and that is the model its speed is compared
+// within: on a node with an H100 and an A100 (the probe reads one model per node), the A100 at 60%
+// of the H100s is not slow; a check that names none keeps the model the doctor gave it.
+TEST(DoctorCompute, EachGpuIsComparedWithinTheModelItsCheckNamed) {
+  auto gpu = [](double matmul, int rank, const std::string& node, const std::string& device) {
+    return Parsed(WithSpeed(matmul, 2600, device), rank, node);
+  };
+  const RankComputeCheck h = gpu(650, 0, "mixed", "cuda:0 (NVIDIA H100 80GB HBM3)");
+  EXPECT_EQ(h.device, "cuda:0");
+  EXPECT_EQ(h.model, "NVIDIA H100 80GB HBM3");
+  const RankComputeCheck plain = gpu(650, 0, "mixed", "cuda:0");
+  EXPECT_EQ(plain.device, "cuda:0");
+  EXPECT_EQ(plain.model, "");
+  const std::vector<Finding> mixed =
+      JudgeComputeChecks({h, gpu(390, 1, "mixed", "cuda:1 (NVIDIA A100-SXM4-80GB)"),
+                          gpu(655, 2, "h-2", "cuda:0 (NVIDIA H100 80GB HBM3)")},
+                         300, "/j");
+  for (const Finding& finding : mixed) {
+    EXPECT_EQ(finding.severity, Severity::kOk) << finding.message;
+  }
+  ASSERT_EQ(mixed.size(), 3u);
+  EXPECT_THAT(mixed[1].message, HasSubstr("one cuda (NVIDIA A100-SXM4-80GB) device"));
+  EXPECT_THAT(mixed[2].message, HasSubstr("the 2 cuda (NVIDIA H100 80GB HBM3) devices are alike"));
+}
+
 // Alike devices are one ok line with each figure's range; devices of another kind are not
 // compared with them; a device that failed a check is left out of the comparison (its error
 // says enough).

@@ -15,6 +15,10 @@
 #include <set>
 #include <utility>
 
+#ifdef DTRAIN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 #include "runtime/config/model_config.h"
 #include "runtime/model/clip_loss.h"
 #include "runtime/model/clip_model.h"
@@ -465,6 +469,22 @@ std::vector<DeviceCheck> RunDeviceChecks(const torch::Device& device) {
     }
   }
   return results;
+}
+
+std::string DeviceModel(const torch::Device& device) {
+#ifdef DTRAIN_HAVE_CUDA
+  if (!device.is_cuda()) return "";
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, device.has_index() ? device.index() : 0) !=
+      cudaSuccess) {
+    cudaGetLastError();  // clear it: the checks that follow report the device's state themselves
+    return "";
+  }
+  return properties.name;
+#else
+  (void)device;
+  return "";
+#endif
 }
 
 }  // namespace dtrain::clip

@@ -39,6 +39,11 @@ struct DeviceCheck {
 // Runs every check on `device`; a check that throws fails with the error as its detail.
 std::vector<DeviceCheck> RunDeviceChecks(const torch::Device& device);
 
+// A CUDA device's model ("NVIDIA H100 80GB HBM3", cudaGetDeviceProperties' name); "" for another
+// device or where it cannot be read. `dtrain-clip check` names it beside the device, so that the
+// doctor compares each GPU with others of its model, on a node with two models too.
+std::string DeviceModel(const torch::Device& device);
+
 // What one training step of the fmnist-tiny model, its parameters flattened in `layout`, gave each
 // LayerNorm (aten::native_layer_norm) on `device`, and where its gradients ended.
 struct StepAlignment {
