@@ -212,6 +212,30 @@ def main():
         sys.exit("usage: %s PATH -- COMMAND..." % MARK)
     rank, argv = os.environ.get("RANK", "?"), sys.argv[3:]
     path = fifo_path(rank, sys.argv[1])
+
+    # A signal sent to the rank's process group reaches the child as well; one sent to this
+    # process alone (a Slurm step's task) is handed on. One that ends the rank also takes the
+    # FIFO away at once, as torchrun's agent stops its timer server first: a SIGKILL that follows
+    # soon (a Slurm step's KillWait, a grace period) leaves none behind. The handlers are in place
+    # before the FIFO is made, so that no signal finds the FIFO made and this process without
+    # them (it would end, leaving the FIFO); one that comes before the child runs is handed on
+    # once it does.
+    child, early = None, []
+
+    def hand_on(number, _frame):
+        if number in ENDING:
+            remove_fifo(path)
+        if child is None:
+            early.append(number)
+            return
+        try:
+            if os.getpgid(child.pid) != os.getpgrp():
+                os.kill(child.pid, number)
+        except ProcessLookupError:
+            pass
+
+    for number in HANDED_ON:
+        signal.signal(number, hand_on)
     make_fifo(path)
     env = dict(os.environ, TORCHELASTIC_TIMER_FILE=path)
     env.pop("TORCHELASTIC_ENABLE_FILE_TIMER", None)
@@ -224,22 +248,12 @@ def main():
     except OSError as e:
         os.unlink(path)
         sys.exit("dtrain: rank %s: cannot start %s: %s" % (rank, argv[0], e.strerror))
-
-    # A signal sent to the rank's process group reaches the child as well; one sent to this
-    # process alone (a Slurm step's task) is handed on. One that ends the rank also takes the
-    # FIFO away at once, as torchrun's agent stops its timer server first: a SIGKILL that follows
-    # soon (a Slurm step's KillWait, a grace period) leaves none behind.
-    def hand_on(number, _frame):
-        if number in ENDING:
-            remove_fifo(path)
+    for number in early:
         try:
-            if os.getpgid(child.pid) != os.getpgrp():
-                os.kill(child.pid, number)
+            os.kill(child.pid, number)  # sent to this process alone, before the child was there
         except ProcessLookupError:
             pass
 
-    for number in HANDED_ON:
-        signal.signal(number, hand_on)
     timers = Timers(rank, child)
     try:
         while child.poll() is None:
