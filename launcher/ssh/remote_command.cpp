@@ -45,9 +45,10 @@ namespace {
 // of the wrapper in a session of its own is the process's, with that session; without a cgroup,
 // that is what finds a descendant that left the session and replaced its environment. Each end
 // kills again until nothing is left (for up to 2 s), as each kill may hand the wrapper more.
-// in_session reads
-// every /proc/PID/stat through one awk (a loop of sh reads took several times as long), and one
-// environment per session started since; `in_session outside` leaves out the first group,
+// What the start reads (this shell's start time and session, the cgroup v2 mount, the login's
+// cgroup) is one awk. in_session reads every /proc/PID/stat through one awk (a loop of sh reads
+// took several times as long), and one environment per session started since (grep -z, else tr
+// and grep where grep has no -z); `in_session outside` leaves out the first group,
 // which `kill -- -pid` reaches, so that no process gets a signal twice. What is left when the
 // process ends is ended the same way. A process killed by SIGKILL while the node's OOM kill
 // count went up gets the line launcher/oom_kill.h describes
@@ -72,10 +73,13 @@ shift; set -- "$p" "$@"
 exec 3<&0
 ok0=$(dtrain_oom_kills)
 start_time() { awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$1/stat" 2>/dev/null; }
-ts=$(start_time $$) || ts=
-tag=$$.$ts
-cg= cgm=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts 2>/dev/null)
-cgp=$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)
+{ read -r ts ws; read -r cgm; read -r cgp; } <<EOF
+$(awk 'FILENAME ~ /\/stat$/ { sub(/.*\) /, ""); s = $20 " " $4 }
+  FILENAME ~ /mounts$/ && $3 == "cgroup2" && m == "" { m = $2 }
+  FILENAME ~ /cgroup$/ && sub(/^0::/, "") { c = $0 }
+  END { print s; print m; print c }' /proc/$$/stat /proc/self/mounts /proc/self/cgroup 2>/dev/null)
+EOF
+tag=$$.$ts cg=
 if [ "${DTRAIN_RANK_CGROUP:-1}" != 0 ] && [ -n "$cgm" ] && [ -n "$cgp" ] && [ -d "$cgm$cgp" ]; then
   for d in "$cgm${cgp%/}"/dtrain-rank-*.*; do
     t=${d##*/dtrain-rank-}
@@ -94,7 +98,6 @@ fi
 pid=$!
 i=0
 while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
-ws=$(awk '{ sub(/.*\) /, ""); print $4 }' /proc/$$/stat 2>/dev/null)
 in_session() {
   cat /proc/[0-9]*/stat 2>/dev/null |
     awk -v s="$pid" -v t="$ts" -v o="$1" -v cg="$cg" -v w="$$" -v ws="$ws" '
@@ -109,8 +112,10 @@ in_session() {
       while read -r k sn q; do
         case $k in
           =) echo "$sn" ;;
-          \?) if tr '\0' '\n' 2>/dev/null <"/proc/$q/environ" |
-              grep -qxF "DTRAIN_PROCESS_TAG=$tag"; then mine=$mine$sn: && echo "$q"; fi ;;
+          \?) r=0; grep -qzxF "DTRAIN_PROCESS_TAG=$tag" "/proc/$q/environ" 2>/dev/null || r=$?
+              if [ "$r" = 2 ] && tr '\0' '\n' 2>/dev/null <"/proc/$q/environ" |
+                grep -qxF "DTRAIN_PROCESS_TAG=$tag"; then r=0; fi
+              if [ "$r" = 0 ]; then mine=$mine$sn: && echo "$q"; fi ;;
           +) case $mine in *":$sn:"*) echo "$q" ;; esac ;;
         esac
       done; }
@@ -165,7 +170,8 @@ exit "$st")sh";
 // whose parent died is handed to the wrapper, not to init. The prctl is made by the node's perl
 // (prctl's system call number by architecture, else from syscall.ph; about 5 ms), else by its
 // python3 (tens of ms); with neither, or where prctl fails, the wrapper runs as a plain /bin/sh.
-// "$@": -c SCRIPT NAME ARGS.
+// Nothing in it may stop the rank from starting: the modules are loaded in eval, and every path
+// ends in an exec of /bin/sh. "$@": -c SCRIPT NAME ARGS.
 constexpr const char* kSubreaper =
     R"sh(py='import os, sys
 try:
@@ -175,9 +181,10 @@ except Exception:
     pass
 os.execv("/bin/sh", ["/bin/sh"] + sys.argv[1:])'
 if [ -x /usr/bin/perl ]; then
-  exec /usr/bin/perl -MConfig -e 'my $py = shift @ARGV;
+  exec /usr/bin/perl -e 'my $py = shift @ARGV;
 my %prctl = (x86_64 => 157, aarch64 => 167);
-my $n = $prctl{(split /-/, $Config{archname})[0]};
+my $arch = eval { require Config; $Config::Config{archname} } || "";
+my $n = $prctl{(split /-/, $arch)[0] // ""};
 $n = eval { require "syscall.ph"; &SYS_prctl } unless defined $n;
 exec { "/bin/sh" } "/bin/sh", @ARGV if defined $n && syscall($n, 36, 1, 0, 0, 0) == 0;
 for my $p ("/usr/bin/python3", "/usr/local/bin/python3") {
