@@ -22,6 +22,14 @@ using test::LaunchResult;
 using test::ReadText;
 using test::SshTestCluster;
 
+// Every rank runs `leave` (what it leaves behind, ending in '&'), then rank 1 fails (exit 3 a
+// second later) while the others wait: the job "fail" in `cluster`'s log folder.
+LaunchResult LaunchLeavingThenFailing(const SshTestCluster& cluster, const std::string& leave) {
+  return Launch("-c " + cluster.cluster_file() + " --log-dir " + cluster.dir() + "/logs" +
+                " --job fail -q --grace-period 2 -- sh -c '" + leave +
+                " if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
+}
+
 TEST(SshLaunch, ARankFailingOnNodeTwoStopsEveryNodeAndLeavesNothing) {
   SshTestCluster cluster("dl-fail", 3, 2);
   REQUIRE_CLUSTER(cluster);
@@ -59,10 +67,8 @@ TEST(SshLaunch, ARanksProcessInAGroupOrSessionOfItsOwnEndsWithTheRank) {
   SshTestCluster cluster("dl-pgrp", 2, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string logs = cluster.dir() + "/logs";
-  const LaunchResult r = Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
-                                " --job fail -q --grace-period 2 " +
-                                "-- sh -c 'timeout 300 sleep 301 & setsid sleep 303 & "
-                                "if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
+  const LaunchResult r =
+      LaunchLeavingThenFailing(cluster, "timeout 300 sleep 301 & setsid sleep 303 &");
   EXPECT_EQ(r.status, 3) << r.output;
   EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
 
@@ -103,10 +109,8 @@ TEST(SshLaunch, ADaemonWithAnEnvironmentOfItsOwnEndsWithTheRankWithoutCgroups) {
   ASSERT_EQ(cluster.OnNode(0, "grep -c ' cgroup2 ' /proc/self/mounts"), "0\n")
       << "the nodes were to have no cgroup v2 hierarchy";
   const std::string logs = cluster.dir() + "/logs";
-  const LaunchResult failed = Launch("-c " + cluster.cluster_file() + " --log-dir " + logs +
-                                     " --job fail -q --grace-period 2 " +
-                                     "-- sh -c 'setsid env -i sh -c \"sleep 316 & sleep 317\" & "
-                                     "if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
+  const LaunchResult failed =
+      LaunchLeavingThenFailing(cluster, "setsid env -i sh -c \"sleep 316 & sleep 317\" &");
   EXPECT_EQ(failed.status, 3) << failed.output;
   EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
 
@@ -177,9 +181,7 @@ TEST(SshLaunch, ADaemonWithAnEnvironmentOfItsOwnEndsWithTheRankWhereNodesHaveCgr
       line(cluster.OnNode(0, "cut -d' ' -f1,22 /proc/" + sshd.SshdPid(0) + "/stat | tr ' ' ."));
   ASSERT_EQ(cluster.OnNode(0, "mkdir " + stale + " " + sshd.Path(0) + "/dtrain-rank-" + live), "");
   const std::string logs = cluster.dir() + "/logs";
-  const LaunchResult failed = Launch(
-      "-c " + cluster.cluster_file() + " --log-dir " + logs + " --job fail -q --grace-period 2 " +
-      "-- sh -c 'setsid env -i sleep 306 & if [ $RANK = 1 ]; then sleep 1; exit 3; fi; wait'");
+  const LaunchResult failed = LaunchLeavingThenFailing(cluster, "setsid env -i sleep 306 &");
   EXPECT_EQ(failed.status, 3) << failed.output;
   EXPECT_EQ(cluster.LeftoverProcesses(2, 3), "");
 
