@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "launcher/timeline/memory_bandwidth.h"
 #include "launcher/timeline/trace_record.h"
 
 namespace dtrain {
@@ -46,31 +47,29 @@ void CounterTracksBuilder::Add(const KinetoEvent& e) {
   if (ClassifyGpuActivity(e.name) == GpuActivityKind::kMemory) {
     a.memory_bw_gbps = std::max(0.0, e.memory_bw_gbps);  // none recorded: 0, as HTA takes it
     a.memory_kind = static_cast<int32_t>(kinds_.Intern(MemoryKernelKind(e.name)));
-    if (e.dur_us == 0) a.end = a.ts + 1;  // as HTA: a copy of no time lasts 1 µs
   }
   ranks_[e.rank].activities.push_back(a);
 }
 
 RankCounters CounterTracksBuilder::RankSeries(const Rank& data) const {
   std::map<int64_t, std::vector<std::pair<double, double>>> queue;
-  std::map<int32_t, std::vector<std::pair<double, double>>> bandwidth;
+  std::vector<MemoryCopy> copies;
   for (const Activity& a : data.activities) {
     if (auto launch = data.launch_ts.find(a.correlation); launch != data.launch_ts.end()) {
       queue[a.stream].push_back({launch->second, 1});
       queue[a.stream].push_back({a.ts, -1});
     }
     if (a.memory_kind >= 0) {
-      bandwidth[a.memory_kind].push_back({a.ts, a.memory_bw_gbps});
-      bandwidth[a.memory_kind].push_back({a.end, -a.memory_bw_gbps});
+      copies.push_back(
+          {kinds_[static_cast<uint32_t>(a.memory_kind)], a.ts, a.end, a.memory_bw_gbps});
     }
   }
   RankCounters counters;
   for (auto& [stream, steps] : queue) {
     counters[fmt::format("Queue length (stream {})", stream)] = CumulativeSeries(std::move(steps));
   }
-  for (auto& [kind, steps] : bandwidth) {
-    counters[kinds_[static_cast<uint32_t>(kind)] + " bandwidth"] =
-        CumulativeSeries(std::move(steps));
+  for (auto& [kind, series] : MemoryBandwidthSeries(copies)) {
+    counters[kind + " bandwidth"] = std::move(series);
   }
   return counters;
 }

@@ -11,17 +11,24 @@
 
 namespace dtrain {
 
-std::vector<MemoryBandwidth> SummarizeMemoryBandwidth(const std::vector<MemoryCopy>& copies) {
+std::map<std::string, std::vector<CounterPoint>> MemoryBandwidthSeries(
+    const std::vector<MemoryCopy>& copies) {
   std::map<std::string, std::vector<std::pair<double, double>>> steps;
   for (const MemoryCopy& c : copies) {
-    const double end = c.end > c.start ? c.end : c.start + 1;
+    const double end = c.end == c.start ? c.start + 1 : c.end;  // as HTA: no time lasts 1 µs
     steps[c.kind].push_back({c.start, c.gbps});
     steps[c.kind].push_back({end, -c.gbps});
   }
+  std::map<std::string, std::vector<CounterPoint>> out;
+  for (auto& [kind, kind_steps] : steps) out[kind] = CumulativeSeries(std::move(kind_steps));
+  return out;
+}
+
+std::vector<MemoryBandwidth> SummarizeMemoryBandwidth(const std::vector<MemoryCopy>& copies) {
   std::vector<MemoryBandwidth> out;
-  for (auto& [kind, kind_steps] : steps) {
+  for (const auto& [kind, series] : MemoryBandwidthSeries(copies)) {
     std::vector<double> values;
-    for (const CounterPoint& p : CumulativeSeries(std::move(kind_steps))) {
+    for (const CounterPoint& p : series) {
       if (p.value > 0) values.push_back(p.value);
     }
     if (values.empty()) continue;

@@ -34,6 +34,11 @@ struct MemoryCopy {
   double gbps;
 };
 
+// Per kind, the GB/s of its copies in flight from each point where that changes on (HTA's memory
+// bandwidth time series), by kind name: what the counter tracks draw and the summary describes.
+std::map<std::string, std::vector<CounterPoint>> MemoryBandwidthSeries(
+    const std::vector<MemoryCopy>& copies);
+
 // Per kind that has a point above 0, by kind name.
 std::vector<MemoryBandwidth> SummarizeMemoryBandwidth(const std::vector<MemoryCopy>& copies);
 

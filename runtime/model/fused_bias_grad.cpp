@@ -197,15 +197,15 @@ bool WeightAndBiasGradients(const torch::Tensor& grad, const torch::Tensor& rows
   static std::map<PlanKey, Plan> plans;
   std::lock_guard<std::mutex> lock(mutex);
   // The caching allocator's blocks are 512-byte aligned, so the outputs about to be made will be
-  // at 256: a shape already declined so declines before it allocates them.
-  if (auto known = plans.find(key_for(256, 256));
-      known != plans.end() && !known->second.why.empty()) {
-    return decline(known->second.why);
-  }
+  // at 256: a shape already declined so declines before it allocates them, and the plan found is
+  // the one for the outputs unless they came out otherwise.
+  const PlanKey expected = key_for(256, 256);
+  auto it = plans.find(expected);
+  if (it != plans.end() && !it->second.why.empty()) return decline(it->second.why);
   auto weight = torch::empty({out, in}, grad.options());
   auto bias = torch::empty({out}, grad.options());
   const PlanKey key = key_for(Alignment(weight.data_ptr()), Alignment(bias.data_ptr()));
-  auto it = plans.find(key);
+  if (key != expected) it = plans.find(key);
   if (it == plans.end()) it = plans.emplace(key, MakePlan(key, cuda_type, bias.data_ptr())).first;
   const Plan& plan = it->second;
   if (!plan.why.empty()) return decline(plan.why);
