@@ -90,6 +90,7 @@ void RunRound(const ClusterSpec& spec, const std::vector<size_t>& taking_part,
     p.env["DTRAIN_PROBE_PEERS_CALLERS"] = std::to_string(callers[k]);
     p.cwd = "/";
     p.beside_ranks = options.beside_ranks;
+    p.own_step = true;
     p.stdin_data = std::string(DtrainProgramLookup()) + std::string(ProbeScript());
     procs.push_back(std::move(p));
   }

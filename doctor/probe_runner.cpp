@@ -174,6 +174,7 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
     p.python_path_head = options.workdir;
     p.cwd = "/";
     p.beside_ranks = options.beside_ranks;
+    p.own_step = true;
     p.stdin_data = std::string(DtrainProgramLookup()) + std::string(ProbeScript());
     procs.push_back(std::move(p));
   }

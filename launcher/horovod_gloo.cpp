@@ -119,6 +119,7 @@ HorovodGlooNetwork FindHorovodGlooNetwork(const ClusterSpec& spec, bool ask_node
     q.id = static_cast<int>(i);
     q.node_index = static_cast<int>(i);
     q.argv = {"ip", "-o", "route", "get", peer(i).address};
+    q.own_step = true;
     queries.push_back(std::move(q));
   }
   CollectOutput events;

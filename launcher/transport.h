@@ -38,6 +38,10 @@ struct ProcessSpec {
   // they hold: slurm starts it as an overlapping step (srun --overlap); the other transports
   // have no resources to wait for and ignore it.
   bool beside_ranks = false;
+  // One of dtrain's own steps (a probe, a fetch), which starts nothing outside its session: ssh
+  // leaves out what finds a rank's descendants that left it (the subreaper, the scan of the
+  // sessions started since, the rank cgroup), a few programs less per start on the node.
+  bool own_step = false;
 };
 
 // Which of a process's streams bytes came from. A transport that cannot tell them apart (Slurm's

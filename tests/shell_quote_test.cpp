@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -176,6 +177,37 @@ TEST(RemoteCommand, ADaemonWithAnEnvironmentOfItsOwnEndsWithTheProcess) {
   EXPECT_EQ(RunShell("pgrep -x -f 'sleep 4141' || exit 0; pkill -x -f 'sleep 4141'", "", "").output,
             "")
       << "its child still runs";
+}
+
+TEST(RemoteCommand, OnlyARanksWrapperAdoptsItsOrphansAndEitherEndsItsSession) {
+  if (access("/usr/bin/perl", X_OK) != 0 && access("/usr/bin/python3", X_OK) != 0) {
+    GTEST_SKIP() << "neither perl nor python3 in /usr/bin: the wrapper cannot be a subreaper";
+  }
+  // The process orphans a `sleep` (its shell has been waited for, so it was handed on) and prints
+  // the wrapper's pid (its parent), then the orphan's pid and its parent now.
+  for (const bool own : {false, true}) {
+    ProcessSpec p = Proc({"sh", "-c",
+                          "o=$(sh -c 'sleep 4243 </dev/null >/dev/null 2>&1 & echo $!'); "
+                          "echo \"$PPID $o $(awk '/^PPid:/ { print $2 }' /proc/$o/status)\""});
+    p.own_step = own;
+    const ShellRun run = RunShell(BuildRemoteCommand(p, {}), "", "", /*close_stdin=*/false);
+    ASSERT_EQ(run.status, 0) << run.output;
+    int wrapper = 0, orphan = 0, parent = 0;
+    ASSERT_EQ(std::sscanf(run.output.c_str(), "%d %d %d", &wrapper, &orphan, &parent), 3)
+        << run.output;
+    if (own) {
+      EXPECT_NE(parent, wrapper) << "a step of dtrain's own adopted its orphan";
+    } else {
+      EXPECT_EQ(parent, wrapper) << "the rank's wrapper is not the subreaper";
+    }
+    std::ifstream stat("/proc/" + std::to_string(orphan) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    EXPECT_TRUE(line.empty() || line.find("sleep") == std::string::npos ||
+                line.find(") Z ") != std::string::npos)
+        << (own ? "own step" : "rank") << ": the orphan outlived its session: " << line;
+  }
+  RunShell("pkill -x -f 'sleep 4243'; exit 0", "", "");
 }
 
 TEST(RemoteCommand, SignalLinesReachTheWholeProcessGroup) {

@@ -149,6 +149,7 @@ void RankProbe::Start() {
     p.cwd = "/";
     p.stdin_data = std::string(RankProbeScript());
     p.beside_ranks = true;  // the ranks hold their nodes' CPUs while it looks at them
+    p.own_step = true;
     procs.push_back(std::move(p));
   }
   started_s_ = NowSeconds();

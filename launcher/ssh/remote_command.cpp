@@ -14,8 +14,10 @@ namespace dtrain {
 namespace {
 
 // $1 stdin bytes, $2 cwd, $3 cwd required (1/0), $4 PYTHONPATH head, $5 grace in tenths of a s,
-// $6 dtrain's program dir, $7 node timeout in whole seconds (0: no dead-man switch), $8 number of
-// NAME=VALUE words that follow, then argv. The folder of TORCHELASTIC_ERROR_FILE is made (torch's
+// $6 dtrain's program dir, $7 node timeout in whole seconds (0: no dead-man switch), $8 1 for a
+// step of dtrain's own (ProcessSpec::own_step: no rank cgroup, no scan of the sessions started
+// since, and the login shell runs no subreaper script), $9 number of NAME=VALUE words that follow,
+// then argv. The folder of TORCHELASTIC_ERROR_FILE is made (torch's
 // @record writes the file, not its folder); DTRAIN_GLOO_IFACE_TOWARDS (kGlooIfaceTowards in
 // launcher/horovod_gloo.h) becomes HOROVOD_GLOO_IFACE, the interface of the route towards that
 // address, unless that is set, and is then dropped; the program is found with dtrain_command
@@ -54,7 +56,7 @@ namespace {
 // count went up gets the line launcher/oom_kill.h describes
 // (templates/oom_kill_line.sh, put in front with dtrain_program's).
 constexpr const char* kWrapper =
-    R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 nt=$7 ne=$8; shift 8
+    R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 nt=$7 own=$8 ne=$9; shift 9
 while [ "$ne" -gt 0 ]; do export "$1"; shift; ne=$((ne - 1)); done
 if [ -n "$DTRAIN_GLOO_IFACE_TOWARDS" ]; then
   if [ -z "$HOROVOD_GLOO_IFACE" ] && rt=$(ip -o route get "$DTRAIN_GLOO_IFACE_TOWARDS" 2>/dev/null); then
@@ -71,16 +73,19 @@ fi
 p=$(dtrain_command "$1" "$pdir") || exit 127
 shift; set -- "$p" "$@"
 exec 3<&0
-ok0=$(dtrain_oom_kills)
 start_time() { awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$1/stat" 2>/dev/null; }
-{ read -r ts ws; read -r cgm; read -r cgp; } <<EOF
+{ read -r ts ws; read -r cgm; read -r cgp; read -r ok0; } <<EOF
 $(awk 'FILENAME ~ /\/stat$/ { sub(/.*\) /, ""); s = $20 " " $4 }
   FILENAME ~ /mounts$/ && $3 == "cgroup2" && m == "" { m = $2 }
   FILENAME ~ /cgroup$/ && sub(/^0::/, "") { c = $0 }
-  END { print s; print m; print c }' /proc/$$/stat /proc/self/mounts /proc/self/cgroup 2>/dev/null)
+  FILENAME ~ /vmstat$/ && $1 == "oom_kill" { o = $2 }
+  END { print s; print m; print c; print o }' /proc/$$/stat /proc/self/mounts /proc/self/cgroup \
+  /proc/vmstat 2>/dev/null)
 EOF
-tag=$$.$ts cg=
-if [ "${DTRAIN_RANK_CGROUP:-1}" != 0 ] && [ -n "$cgm" ] && [ -n "$cgp" ] && [ -d "$cgm$cgp" ]; then
+tag=$$.$ts cg= since=$ts
+[ "$own" = 1 ] && since=
+if [ "$own" != 1 ] && [ "${DTRAIN_RANK_CGROUP:-1}" != 0 ] && [ -n "$cgm" ] && [ -n "$cgp" ] &&
+  [ -d "$cgm$cgp" ]; then
   for d in "$cgm${cgp%/}"/dtrain-rank-*.*; do
     t=${d##*/dtrain-rank-}
     case $t in *[!0-9.]* | *.*.* | .* | *.) continue ;; esac
@@ -100,7 +105,7 @@ i=0
 while [ "$i" -lt 2000 ] && ! kill -0 -"$pid" 2>/dev/null; do i=$((i + 1)); done
 in_session() {
   cat /proc/[0-9]*/stat 2>/dev/null |
-    awk -v s="$pid" -v t="$ts" -v o="$1" -v cg="$cg" -v w="$$" -v ws="$ws" '
+    awk -v s="$pid" -v t="$since" -v o="$1" -v cg="$cg" -v w="$$" -v ws="$ws" '
       BEGIN { if (cg != "") while ((getline c < (cg "/cgroup.procs")) > 0) in_cg[c] = 1 }
       { p = $1; sub(/.*\) /, ""); if ($1 == "Z") next
       n++; q[n] = p; g[n] = $3; e[n] = $4; b[n] = $20
@@ -215,6 +220,7 @@ std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptio
                                     std::to_string(std::llround(options.grace_s * 10)),
                                     options.program_dir,
                                     std::to_string(std::llround(std::ceil(options.node_timeout_s))),
+                                    proc.own_step ? "1" : "0",
                                     std::to_string(proc.env.size())};
   for (const auto& [name, value] : proc.env) {
     if (!IsShellVariableName(name)) {
@@ -234,8 +240,9 @@ std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptio
   CheckNoNul(proc.python_path_head, "PYTHONPATH head");
   const std::string script =
       std::string(DtrainProgramLookup()) + std::string(OomKillLineScript()) + kWrapper;
-  return "exec /bin/sh -c " + ShellQuote(kSubreaper) + " dtrain-rank -c " + ShellQuote(script) +
-         " dtrain-rank " + ShellJoin(words);
+  const std::string shell =
+      proc.own_step ? "exec /bin/sh" : "exec /bin/sh -c " + ShellQuote(kSubreaper) + " dtrain-rank";
+  return shell + " -c " + ShellQuote(script) + " dtrain-rank " + ShellJoin(words);
 }
 
 std::string RemoteSignalLine(int sig) {

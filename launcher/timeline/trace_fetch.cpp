@@ -290,6 +290,7 @@ void FetchNodeFiles(const std::string& dir, const JobSummary& job, ClusterSpec s
     proc.argv = {"/bin/sh",      "-c",        kFetchScript,
                  "dtrain-fetch", file.remote, std::to_string(t.local_size)};
     proc.cwd = "/";
+    proc.own_step = true;
     procs.push_back(std::move(proc));
     downloads.Add(std::move(t));
   }
@@ -344,6 +345,7 @@ std::map<int, std::vector<std::string>> ListNodeTraceFiles(const ClusterSpec& sp
     proc.id = proc.node_index = static_cast<int>(i);
     proc.argv = {"/bin/sh", "-c", kListScript, "dtrain-list", remote_dir};
     proc.cwd = "/";
+    proc.own_step = true;
     procs.push_back(std::move(proc));
   }
   std::unique_ptr<Transport> transport = MakeSshTransport(spec);
