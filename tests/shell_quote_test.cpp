@@ -232,6 +232,37 @@ TEST(RemoteCommand, EndOfInputTerminatesTheJob) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
+TEST(RemoteCommand, ADaemonThatLeftTheRankIsAskedToEndBeforeItIsKilledWhenTheJobIsEnded) {
+  if (access("/usr/bin/perl", X_OK) != 0 && access("/usr/bin/python3", X_OK) != 0) {
+    GTEST_SKIP() << "neither perl nor python3 in /usr/bin: the wrapper cannot be a subreaper";
+  }
+  char dir_template[] = "/tmp/dtrain-daemon-term-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string mark = std::string(dir_template) + "/term";
+  // The daemon leaves the rank's session and replaces its environment (no tag, no cgroup: only
+  // the subreaper finds it once the rank is gone); on SIGTERM it writes the mark and exits.
+  ProcessSpec p = Proc({"sh", "-c",
+                        "setsid env -i sh -c 'trap \"echo term >$0; exit 0\" TERM; "
+                        "while :; do sleep 0.1; done' " +
+                            mark + " </dev/null >/dev/null 2>&1 & echo up; sleep 30"});
+  p.env = {{"DTRAIN_RANK_CGROUP", "0"}};
+  // Stdin closes once the rank is quiet: the connection dropped, the job is being ended.
+  const ShellRun run = RunShell(BuildRemoteCommand(p, {}), "", "", /*close_stdin=*/true);
+  EXPECT_EQ(run.output, "up\n");
+  EXPECT_EQ(run.status, 128 + SIGTERM);
+  std::ifstream got(mark);
+  std::string line;
+  std::getline(got, line);
+  EXPECT_EQ(line, "term") << "the daemon was not sent SIGTERM before the wrapper ended";
+  // "ter[m]": the pattern matches the daemon's command line, not this shell's.
+  const std::string pattern = std::string(dir_template) + "/ter[m]";
+  EXPECT_EQ(
+      RunShell("pgrep -f '" + pattern + "' || exit 0; pkill -f '" + pattern + "'", "", "").output,
+      "")
+      << "the daemon still runs";
+  RunShell("rm -rf '" + std::string(dir_template) + "'", "", "");
+}
+
 TEST(RemoteCommand, DeadManSwitchEndsTheGroupWhenDtrainFallsSilent) {
   // stdin stays open and nothing arrives: a cut network, where no EOF ever comes.
   RemoteCommandOptions options;
