@@ -28,7 +28,7 @@ void AddHorovodrunOptions(CLI::App& cmd, LaunchOptions& options) {
                "horovodrun's: accepted; Horovod jobs always get Gloo's rendezvous from dtrain");
   cmd.add_flag("--verbose",
                "horovodrun's: accepted; dtrain prints its banner and notes anyway (-q quiets "
-               "them)");
+               "the ranks' output, not them)");
   cmd.add_flag("--disable-cache",
                "horovodrun's: accepted; dtrain keeps no cache of its checks between runs");
   cmd.add_flag("--prefix-output-with-timestamp", options.console.timestamps,

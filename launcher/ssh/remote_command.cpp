@@ -17,8 +17,8 @@ namespace {
 // $6 dtrain's program dir, $7 node timeout in whole seconds (0: no dead-man switch), $8 1 for a
 // step of dtrain's own (ProcessSpec::own_step: no rank cgroup, no scan of the sessions started
 // since, and the login shell runs no subreaper script), $9 number of NAME=VALUE words that follow,
-// then argv. The folder of TORCHELASTIC_ERROR_FILE is made (torch's
-// @record writes the file, not its folder); DTRAIN_GLOO_IFACE_TOWARDS (kGlooIfaceTowards in
+// then argv. The folder of TORCHELASTIC_ERROR_FILE is made where missing (torch's @record writes
+// the file, not its folder); DTRAIN_GLOO_IFACE_TOWARDS (kGlooIfaceTowards in
 // launcher/horovod_gloo.h) becomes HOROVOD_GLOO_IFACE, the interface of the route towards that
 // address, unless that is set, and is then dropped; the program is found with dtrain_command
 // (dtrain's own programs by bare name as the doctor finds them; 127 when not found). fd 3 keeps the
@@ -64,7 +64,8 @@ if [ -n "$DTRAIN_GLOO_IFACE_TOWARDS" ]; then
   fi
   unset DTRAIN_GLOO_IFACE_TOWARDS
 fi
-if [ -n "$TORCHELASTIC_ERROR_FILE" ]; then mkdir -p "${TORCHELASTIC_ERROR_FILE%/*}" 2>/dev/null; fi
+ef=${TORCHELASTIC_ERROR_FILE%/*}
+if [ -n "$TORCHELASTIC_ERROR_FILE" ] && [ ! -d "$ef" ]; then mkdir -p "$ef" 2>/dev/null; fi
 if [ -n "$pph" ]; then PYTHONPATH=$pph${PYTHONPATH:+:$PYTHONPATH}; export PYTHONPATH; fi
 if [ -n "$dir" ] && ! cd "$dir" 2>/dev/null; then
   if [ "$need" = 1 ]; then echo "dtrain: $(uname -n): cannot change directory to $dir" >&2; exit 126; fi
