@@ -94,6 +94,7 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   add(CheckSwap(run.nodes));
   add(CheckMemory(run.nodes));
   add(CheckClocksource(run.nodes));
+  add(CheckNeighbourTables(run.nodes));
   add(CheckInterfaces(run.nodes));
   add(CheckSiteHealthChecks(spec, run.nodes));
   return all;

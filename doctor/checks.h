@@ -59,6 +59,10 @@ std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckSwap(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckMemory(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckClocksource(const std::vector<NodeFacts>& nodes);
+// A node whose neighbour (ARP/NDISC) table is full now (an error: a peer it has not talked to
+// lately cannot be resolved, and connecting to it times out) or was full since boot (a warning)
+// (neighbour_table_checks.cpp).
+std::vector<Finding> CheckNeighbourTables(const std::vector<NodeFacts>& nodes);
 // The interfaces NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and HOROVOD_GLOO_IFACE name, missing or
 // down on a node (errors), and an NCCL_IB_HCA that matches none of its InfiniBand ports (a
 // warning), as NCCL and Gloo match them (interface_checks.cpp).

@@ -179,6 +179,14 @@ void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
   f.health.free_space.push_back({parts[0], parts[3], parts[2], Number(parts[1])});
 }
 
+// "IPv4;904;1063;128;512;1024": family, entries, times full since boot, gc_thresh1..3.
+void ApplyNeighbourTable(const std::string& value, NodeFacts& f, ProbeText&) {
+  const std::vector<std::string> parts = SplitOn(value, ';');
+  if (parts.size() != 6 || parts[0].empty()) return;
+  f.health.neighbour_tables.push_back({parts[0], Number(parts[1]), Number(parts[2]),
+                                       Number(parts[3]), Number(parts[4]), Number(parts[5])});
+}
+
 // "eth0;up;10.0.0.5/24,fe80::1/64": an interface, its operstate and addresses ("?": unknown).
 void ApplyNetworkInterface(const std::string& value, NodeFacts& f, ProbeText&) {
   std::vector<std::string> parts = SplitOn(value, ';');
@@ -355,6 +363,7 @@ const ProbeKey kProbeKeys[] = {
     {"clocksources_available", nullptr, nullptr,
      [](const std::string& v, F& f, T&) { f.health.clocksources_available = v; }},
     {"free_space", nullptr, nullptr, ApplyFreeSpace},
+    {"neigh_table", nullptr, nullptr, ApplyNeighbourTable},
     {"health_check", nullptr, nullptr, ApplyHealthCheck},
     {"net_if", nullptr, nullptr, ApplyNetworkInterface},
     {"net_read", nullptr, nullptr,

@@ -58,6 +58,16 @@ struct FreeSpace {
   long long free_kib = -1;
 };
 
+// The kernel's neighbour table of one address family ("IPv4": ARP, "IPv6": NDISC), which the
+// whole machine shares: entries now, how often it was full since boot (an address then cannot be
+// resolved: "neighbor table overflow!" in the kernel log), and its limits (gc_thresh1..3: below
+// the first nothing is collected; past the third no entry is added). -1: not read.
+struct NeighbourTable {
+  std::string family;
+  long long entries = -1, fulls = -1;
+  long long gc_thresh1 = -1, gc_thresh2 = -1, gc_thresh3 = -1;
+};
+
 // A network interface as the kernel shows it: operstate ("up", "down", "unknown" for some virtual
 // devices that are up) and addresses in CIDR form.
 struct NetworkInterface {
@@ -107,6 +117,7 @@ struct NodeHealth {
   long long swap_kib = -1;  // SwapTotal
   std::string clocksource, clocksources_available;
   std::vector<FreeSpace> free_space;
+  std::vector<NeighbourTable> neighbour_tables;
   std::vector<HealthCheckAnswer> health_checks;
 
   // Network interfaces (`interfaces_read`: the probe listed them) and the variables that name

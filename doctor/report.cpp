@@ -267,6 +267,14 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
     space.push_back(
         {{"what", f.what}, {"path", f.path}, {"mount", f.mount}, {"free_kib", f.free_kib}});
   }
+  nlohmann::json neighbours = nlohmann::json::object();
+  for (const NeighbourTable& t : h.neighbour_tables) {
+    neighbours[t.family] = {{"entries", NumberOrNull(t.entries)},
+                            {"full_since_boot", NumberOrNull(t.fulls)},
+                            {"gc_thresh1", NumberOrNull(t.gc_thresh1)},
+                            {"gc_thresh2", NumberOrNull(t.gc_thresh2)},
+                            {"gc_thresh3", NumberOrNull(t.gc_thresh3)}};
+  }
   // The network interfaces (null where the probe did not list them); addresses null where the
   // node has no `ip`.
   nlohmann::json interfaces = nlohmann::json(nullptr);
@@ -308,6 +316,7 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
           {"clocksource", OrNull(h.clocksource)},
           {"clocksources_available", OrNull(h.clocksources_available)},
           {"free_space", space},
+          {"neighbour_tables", neighbours},
           {"health_checks", checks},
           {"interfaces", interfaces},
           {"interface_env", h.interface_env}};

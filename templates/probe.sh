@@ -172,6 +172,30 @@ probe_host() {
   free_space workdir "${DTRAIN_PROBE_WORKDIR:-$HOME}"
   [ -n "$DTRAIN_PROBE_LOG_DIR" ] && free_space "log dir" "$DTRAIN_PROBE_LOG_DIR"
   free_space /tmp "${TMPDIR:-/tmp}"
+  neighbour_table IPv4 arp_cache ipv4
+  neighbour_table IPv6 ndisc_cache ipv6
+}
+
+# neigh_table=FAMILY;ENTRIES;FULLS;GC_THRESH1;GC_THRESH2;GC_THRESH3: the kernel's neighbour (ARP,
+# NDISC) table, one for the whole machine (every network namespace's entries count against it):
+# its entries now and how often it was full since boot (table_fulls, summed over the CPUs' lines of
+# /proc/net/stat, in hex there), and its limits. Only the first network namespace has the
+# statistics (a container has none: nothing is printed).
+neighbour_table() {
+  st=/proc/net/stat/$2
+  [ -r "$st" ] || return 0
+  entries="" fulls=0
+  { read -r _
+    while read -r e rest; do
+      [ -z "$entries" ] && entries=$((0x$e))
+      fulls=$((fulls + 0x${rest##* }))
+    done; } <"$st" 2>/dev/null
+  [ -n "$entries" ] || return 0
+  family=$1 t=/proc/sys/net/$3/neigh/default
+  # cat, not read: a sysctl file read a byte at a time (dash) gives its first byte only.
+  # shellcheck disable=SC2046
+  set -- $(cat "$t/gc_thresh1" "$t/gc_thresh2" "$t/gc_thresh3" 2>/dev/null) -1 -1 -1
+  echo "neigh_table=$family;$entries;$fulls;$1;$2;$3"
 }
 
 # free_space=WHAT;FREE_KIB;MOUNT;PATH for the nearest existing folder of PATH.

@@ -355,5 +355,52 @@ TEST(DoctorHealth, InterfacesTheJobsVariablesName) {
                "TCP sockets"}));
 }
 
+// The kernel's neighbour table (neigh_table=FAMILY;ENTRIES;FULLS;GC_THRESH1;2;3 from the probe):
+// full now, or at its soft limit after it has been full, is an error (the node cannot resolve a
+// new peer); full at some time since boot, a warning; never full, nothing.
+TEST(DoctorHealth, ANeighbourTableFullOrAtItsLimitIsAnErrorAndOneFullSinceBootAWarning) {
+  const auto with = [](const std::string& lines) { return H100Probe(RecordedQuery(), "", lines); };
+  const auto findings = Health({Node("gpu-a", with("neigh_table=IPv4;1024;1063;128;512;1024\n")),
+                                Node("gpu-b", with("neigh_table=IPv4;904;7;128;512;1024\n")),
+                                Node("gpu-c", with("neigh_table=IPv4;11;1063;128;512;1024\n"
+                                                   "neigh_table=IPv6;21;0;128;512;1024\n")),
+                                Node("gpu-d", with("neigh_table=IPv4;600;0;128;512;1024\n"
+                                                   "neigh_table=IPv6;2048;0;256;1024;2048\n")),
+                                Node("gpu-e", with("neigh_table=IPv4;11;0;128;512;1024\n"))});
+  std::vector<const Finding*> found;
+  for (const Finding& f : findings) {
+    if (f.check == "neighbour-table") found.push_back(&f);
+  }
+  ASSERT_EQ(found.size(), 4u) << Describe(findings);
+  EXPECT_EQ(found[0]->nodes, std::vector<std::string>{"gpu-a"});
+  EXPECT_EQ(found[0]->severity, Severity::kError);
+  EXPECT_EQ(found[0]->message,
+            "node gpu-a: its IPv4 neighbour (ARP) table is full: 1024 entries now, limits "
+            "net.ipv4.neigh.default.gc_thresh2 512 and gc_thresh3 1024; it was full 1063 times "
+            "since boot (\"neighbor table overflow!\" in the kernel log); an address it has not "
+            "resolved lately cannot be, and a connection to it times out (NCCL's and Gloo's "
+            "init, the peer test)");
+  EXPECT_TRUE(Has(found[0]->remedy,
+                  "sysctl -w net.ipv4.neigh.default.gc_thresh1=512 "
+                  "net.ipv4.neigh.default.gc_thresh2=2048 net.ipv4.neigh.default.gc_thresh3=4096"))
+      << found[0]->remedy;
+  EXPECT_EQ(found[1]->nodes, std::vector<std::string>{"gpu-b"});
+  EXPECT_EQ(found[1]->severity, Severity::kError);
+  EXPECT_TRUE(Has(found[1]->message, "table is at its limit: 904 entries now"))
+      << found[1]->message;
+  EXPECT_TRUE(Has(found[1]->message, "full 7 times since boot")) << found[1]->message;
+  EXPECT_EQ(found[2]->nodes, std::vector<std::string>{"gpu-c"});
+  EXPECT_EQ(found[2]->severity, Severity::kWarning);
+  EXPECT_TRUE(Has(found[2]->message, "IPv4 neighbour (ARP) table was full 1063 times since boot"))
+      << found[2]->message;
+  // Full now without an overflow counted yet (IPv6, its own limits): an error all the same.
+  EXPECT_EQ(found[3]->nodes, std::vector<std::string>{"gpu-d"});
+  EXPECT_EQ(found[3]->severity, Severity::kError);
+  EXPECT_TRUE(Has(found[3]->message, "IPv6 neighbour (NDISC) table is full: 2048 entries now"))
+      << found[3]->message;
+  EXPECT_FALSE(Has(found[3]->message, "since boot")) << found[3]->message;
+  EXPECT_TRUE(Has(found[3]->remedy, "net.ipv6.neigh.default.gc_thresh3=8192")) << found[3]->remedy;
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -86,6 +87,48 @@ TEST_F(DoctorLocal, HealthyNodeExitsZeroWithRealFacts) {
     EXPECT_EQ(facts["nccl"].get<std::string>().substr(0, 4),
               NcclFromHeader(header)->MajorMinor().substr(0, 4));
     EXPECT_FALSE(facts["cuda"].is_null());
+  }
+}
+
+// The kernel's IPv4 neighbour table as /proc/net/stat shows it: hex, one line per CPU, the
+// entries the same on each, table_fulls counted per CPU.
+struct ArpCache {
+  long long entries = -1, fulls = 0;
+};
+
+ArpCache ReadArpCache() {
+  std::ifstream in("/proc/net/stat/arp_cache");
+  std::string line;
+  std::getline(in, line);  // the header
+  ArpCache c;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::vector<std::string> v;
+    for (std::string f; fields >> f;) v.push_back(f);
+    if (v.size() < 13) continue;
+    if (c.entries < 0) c.entries = std::stoll(v[0], nullptr, 16);
+    c.fulls += std::stoll(v[12], nullptr, 16);
+  }
+  return c;
+}
+
+TEST_F(DoctorLocal, NeighbourTableIsTheKernelsOwnCount) {
+  const ArpCache before = ReadArpCache();
+  if (before.entries < 0) {
+    GTEST_SKIP() << "no /proc/net/stat/arp_cache here (only the first network namespace has it)";
+  }
+  Result r = Doctor("--json -c " + WriteCluster("", FreePort()));
+  const ArpCache after = ReadArpCache();
+  auto doc = nlohmann::json::parse(r.out);
+  const auto& table = doc["nodes"][0]["facts"]["health"]["neighbour_tables"]["IPv4"];
+  ASSERT_TRUE(table.is_object()) << r.out;
+  EXPECT_GE(table["full_since_boot"].get<long long>(), before.fulls) << table;
+  EXPECT_LE(table["full_since_boot"].get<long long>(), after.fulls) << table;
+  EXPECT_GE(table["entries"].get<long long>(), 0) << table;
+  for (const char* limit : {"gc_thresh1", "gc_thresh2", "gc_thresh3"}) {
+    const std::string sysctl = ReadFile(std::string("/proc/sys/net/ipv4/neigh/default/") + limit);
+    ASSERT_FALSE(sysctl.empty()) << limit;
+    EXPECT_EQ(table[limit].get<long long>(), std::stoll(sysctl)) << limit;
   }
 }
 

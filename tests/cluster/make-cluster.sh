@@ -141,10 +141,25 @@ write_cluster_file() {  # n slots
   } >"$DIR/cluster.yaml"
 }
 
+# The kernel has one IPv4 neighbour (ARP) table for the whole machine, every namespace's entries
+# in it: N nodes that all talk to each other (the doctor's peer test) hold about (N+1)^2, and past
+# gc_thresh3 (1024 by default, so from ~31 nodes) new peers cannot be resolved and connections
+# time out ("neighbor table overflow!"). Raised where too low for N; never lowered.
+raise_neighbour_limits() {  # n
+  local need=$((4 * ($1 + 1) * ($1 + 1))) t=/proc/sys/net/ipv4/neigh/default
+  [ -w "$t/gc_thresh3" ] || return 0
+  if [ "$(cat "$t/gc_thresh3")" -lt "$need" ]; then
+    echo "$need" >"$t/gc_thresh3"
+    [ "$(cat "$t/gc_thresh2")" -ge $((need / 2)) ] || echo $((need / 2)) >"$t/gc_thresh2"
+    echo "make-cluster: raised net.ipv4.neigh.default.gc_thresh3 to $need for $1 nodes" >&2
+  fi
+}
+
 up() {
   local n=$1 slots=$2 i
   [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 && "$n" -le 200 ]] || { echo "make-cluster: N must be 1..200" >&2; exit 2; }
   down "$DIR"
+  raise_neighbour_limits "$n"
   mkdir -p /run/sshd  # sshd's privilege-separation directory
   mkdir -p /srv/node  # each node mounts its private tmpfs here, in its own mount namespace
   : >"$DIR/known_hosts"

@@ -1,0 +1,90 @@
+// The rule about a node's neighbour tables (ARP for IPv4, NDISC for IPv6). The kernel keeps one
+// table per family for the whole machine; past gc_thresh3 entries it adds none ("neighbor table
+// overflow!"), so an address the node has not resolved lately cannot be, and a connection to it
+// times out after a few seconds of unanswered ARP: NCCL's and Gloo's init wait, the peer test
+// names pairs. A node that talks to many peers over several interfaces (every rank to every
+// other, one address per NIC) outgrows the default 1024 at a few hundred nodes.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "doctor/check_support.h"
+#include "doctor/checks.h"
+
+namespace dtrain {
+
+using checks::Make;
+using checks::Reached;
+
+namespace {
+
+// The limits to suggest: four times the last one (at least 4096), the soft limit half of it, the
+// floor an eighth.
+constexpr long long kSuggestedFactor = 4;
+constexpr long long kSuggestedMinimum = 4096;
+
+std::string SysctlPrefix(const NeighbourTable& t) {
+  return t.family == "IPv6" ? "net.ipv6.neigh.default." : "net.ipv4.neigh.default.";
+}
+
+std::string TableName(const NeighbourTable& t) {
+  return fmt::format("{} neighbour ({}) table", t.family, t.family == "IPv6" ? "NDISC" : "ARP");
+}
+
+std::string Times(long long count) {
+  return count == 1 ? "once" : fmt::format("{} times", count);
+}
+
+std::string RaiseLimits(const NeighbourTable& t) {
+  const long long third = std::max(kSuggestedMinimum, kSuggestedFactor * t.gc_thresh3);
+  const std::string p = SysctlPrefix(t);
+  return fmt::format(
+      "raise its limits above the addresses the node talks to (every peer's, on every interface "
+      "the job uses; containers' entries count too): `sysctl -w {0}gc_thresh1={1} "
+      "{0}gc_thresh2={2} {0}gc_thresh3={3}`, and keep them in /etc/sysctl.d/",
+      p, third / 8, third / 2, third);
+}
+
+}  // namespace
+
+std::vector<Finding> CheckNeighbourTables(const std::vector<NodeFacts>& nodes) {
+  std::vector<Finding> out;
+  for (const NodeFacts* n : Reached(nodes)) {
+    for (const NeighbourTable& t : n->health.neighbour_tables) {
+      if (t.entries < 0 || t.gc_thresh3 <= 0) continue;
+      const bool full_now = t.entries >= t.gc_thresh3;
+      // Past gc_thresh2 the kernel collects entries before it adds one; a table that has
+      // already been full and is still there will be again at the next new peer.
+      const bool at_the_edge = t.fulls > 0 && t.gc_thresh2 > 0 && t.entries >= t.gc_thresh2;
+      if (!full_now && !at_the_edge && t.fulls <= 0) continue;
+      const std::string past =
+          t.fulls > 0 ? fmt::format(
+                            "; it was full {} since boot (\"neighbor table overflow!\" "
+                            "in the kernel log)",
+                            Times(t.fulls))
+                      : "";
+      const std::string now =
+          fmt::format("{} entries now, limits {}gc_thresh2 {} and gc_thresh3 {}", t.entries,
+                      SysctlPrefix(t), t.gc_thresh2, t.gc_thresh3);
+      if (full_now || at_the_edge) {
+        out.push_back(
+            Make(Severity::kError, "neighbour-table", "", {n->host},
+                 fmt::format("node {}: its {} is {}: {}{}; an address it has not resolved lately "
+                             "cannot be, and a connection to it times out (NCCL's and Gloo's init, "
+                             "the peer test)",
+                             n->host, TableName(t), full_now ? "full" : "at its limit", now, past),
+                 RaiseLimits(t)));
+      } else {
+        out.push_back(Make(Severity::kWarning, "neighbour-table", "", {n->host},
+                           fmt::format("node {}: its {} was full {} since boot (\"neighbor table "
+                                       "overflow!\" in the kernel log; {}): while it was, new "
+                                       "peers could not be reached",
+                                       n->host, TableName(t), Times(t.fulls), now),
+                           RaiseLimits(t)));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace dtrain
