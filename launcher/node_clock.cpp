@@ -25,9 +25,10 @@ constexpr const char* kClockScript = R"sh(if command -v bash >/dev/null 2>&1 &&
   exec bash -c 'while read -r _; do echo "$EPOCHREALTIME"; done'
 fi
 while read -r _; do date +%s.%6N; done)sh";
-// The whole measurement gives up after this, connections included: it must never hold up a
-// launch for long (a node that cannot be reached would otherwise cost its connect timeout
-// twice, here and again when the ranks start).
+// Once logged in, a node has this long to answer its pings. The logins themselves may take up to
+// the connect timeout (many nodes logging in at once from one launcher take seconds): the whole
+// measurement gives up after the two, or as soon as the launch wants its result (NodeClockProbe
+// runs it beside the ranks, so nothing waits for it meanwhile).
 constexpr auto kMeasureLimit = std::chrono::milliseconds(1500);
 
 // "1790857026.123456" (or with a ',': bash follows the locale) -> µs; false for anything else.
@@ -119,7 +120,8 @@ bool EstimateNodeClock(const std::vector<ClockSample>& samples, NodeClock& clock
 }
 
 std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
-                                                   std::vector<std::string>& warnings, int pings) {
+                                                   std::vector<std::string>& warnings, int pings,
+                                                   const std::atomic<bool>* stop) {
   std::map<std::string, NodeClock> clocks;
   if (spec.transport == TransportKind::kLocal) {
     for (const NodeSpec& node : spec.nodes) clocks[node.host] = NodeClock{};
@@ -144,10 +146,16 @@ std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
   std::unique_ptr<Transport> transport =
       MakeSshTransport(spec, kDefaultRemoteGraceS, /*take_idle_sessions=*/false);
   transport->Start(procs, answers);
-  const auto give_up = std::chrono::steady_clock::now() + kMeasureLimit;
+  const auto limit = std::chrono::seconds(spec.ssh.connect_timeout_s) + kMeasureLimit;
+  const auto give_up = std::chrono::steady_clock::now() + limit;
   bool running = true;
+  bool stopped = false;
   // 1 ms polls: a ping goes out on the poll after its answer came in.
   while (running && std::chrono::steady_clock::now() < give_up) {
+    if (stop && stop->load()) {
+      stopped = true;
+      break;
+    }
     running = transport->Poll(1, answers);
   }
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
@@ -157,8 +165,11 @@ std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
       const std::string why =
           !p.problem.empty() ? p.problem
           : !p.error.empty() ? p.error
-          : running          ? fmt::format("no answer within {} s", kMeasureLimit.count() / 1000.0)
-                             : "no answer";
+          : stopped ? fmt::format("no answer by {:g} s after the job's first attempt ended",
+                                  std::chrono::duration<double>(kMeasureLimit).count())
+          : running
+              ? fmt::format("no answer within {:g} s", std::chrono::duration<double>(limit).count())
+              : "no answer";
       warnings.push_back(fmt::format(
           "node {}: clock offset not measured ({}); its PyTorch profiler traces are merged on "
           "its own clock",
@@ -176,18 +187,26 @@ NodeClockProbe::NodeClockProbe(const ClusterSpec& spec) {
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     try {
-      clocks_ = MeasureNodeClocks(spec, warnings_);
+      clocks_ = MeasureNodeClocks(spec, warnings_, kDefaultClockPings, &stop_);
     } catch (const std::exception& e) {
       warnings_.push_back(fmt::format("node clock offsets not measured: {}", e.what()));
     }
+    done_ = true;
   });
 }
 
 NodeClockProbe::~NodeClockProbe() {
+  stop_ = true;
   if (thread_.joinable()) thread_.join();
 }
 
 std::map<std::string, NodeClock> NodeClockProbe::Take(std::vector<std::string>& warnings) {
+  // A job shorter than the logins: they get the pings' time once more, then stop.
+  const auto until = std::chrono::steady_clock::now() + kMeasureLimit;
+  while (!done_ && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop_ = true;
   if (thread_.joinable()) thread_.join();
   for (std::string& w : warnings_) warnings.push_back(std::move(w));
   warnings_.clear();

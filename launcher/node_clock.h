@@ -4,6 +4,7 @@
 // node answers each with its wall clock in µs, and the ping with the smallest round trip wins.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -34,27 +35,35 @@ struct ClockSample {
 // its send and receive times. False when there is no usable sample (none, or received < sent).
 bool EstimateNodeClock(const std::vector<ClockSample>& samples, NodeClock& clock);
 
+constexpr int kDefaultClockPings = 8;
+
 // Every node's clock by host: 0 for a local cluster (one clock), measured for ssh nodes in
-// parallel (`pings` round trips each, well under a second in all), nothing for Slurm. A node
-// that cannot be reached or answers nonsense is left out and said in `warnings`.
+// parallel (`pings` round trips each, well under a second once logged in), nothing for Slurm. It
+// gives up after the connect timeout (the logins) and 1.5 s more, or once `stop` is set. A node
+// that cannot be reached in that time or answers nonsense is left out and said in `warnings`.
 std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
                                                    std::vector<std::string>& warnings,
-                                                   int pings = 8);
+                                                   int pings = kDefaultClockPings,
+                                                   const std::atomic<bool>* stop = nullptr);
 
 // MeasureNodeClocks on a thread of its own, so that the launch goes on meanwhile: the ranks start
-// at once, and a node that cannot be reached costs its connect timeout once, not twice. The
+// at once, and a node that cannot be reached costs its connect timeout once, not twice. Take()
+// gives what has not answered yet 1.5 s more, then stops it; the destructor stops it at once. The
 // thread blocks every signal: Ctrl-C stays with the launcher's supervisor.
 class NodeClockProbe {
  public:
   explicit NodeClockProbe(const ClusterSpec& spec);
-  ~NodeClockProbe();  // waits for the thread (at most the measurement's time limit)
+  ~NodeClockProbe();  // stops the measurement and waits for its thread
   NodeClockProbe(const NodeClockProbe&) = delete;
   NodeClockProbe& operator=(const NodeClockProbe&) = delete;
 
-  // Waits for the measurement and hands over its result; empty on a second call.
+  // Waits up to 1.5 s for the measurement, stops what still waits and hands over the result;
+  // empty on a second call.
   std::map<std::string, NodeClock> Take(std::vector<std::string>& warnings);
 
  private:
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> done_{false};
   std::thread thread_;
   std::map<std::string, NodeClock> clocks_;
   std::vector<std::string> warnings_;

@@ -287,5 +287,43 @@ TEST(TimelineFetch, PyTorchTracesOfPrivateNodesAreFetchedAndNodeClocksMeasured) 
   fs::remove_all(logs);
 }
 
+// A node slow to log in: what goes towards it held to 8 kbit/s (tbf on its port of the bridge),
+// so the few KB of its login take longer than the 1.5 s its pings get once logged in. It is
+// still measured. And NodeClockProbe::Take(), which the launch calls when its first attempt
+// ends, gives a node still logging in 1.5 s more, not the rest of its login.
+TEST(NodeClockSsh, ANodeSlowToLogInIsMeasuredAndTakeWaitsLittleForOneStillLoggingIn) {
+  SshTestCluster cluster("clock-slow", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string slowed =
+      RunOutput("tc qdisc add dev nd1 root tbf rate 8kbit burst 1600 latency 30s 2>&1; echo rc=$?");
+  ASSERT_NE(slowed.find("rc=0"), std::string::npos) << slowed;
+  std::vector<std::string> warnings;
+  const auto start = std::chrono::steady_clock::now();
+  const std::map<std::string, NodeClock> clocks = MeasureNodeClocks(cluster.Spec(), warnings);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(seconds, 1.5) << "the slowed login was not slow: this test proves nothing";
+  ASSERT_EQ(clocks.count("node1"), 1u) << (warnings.empty() ? "" : warnings.front());
+  const NodeClock& slow = clocks.at("node1");
+  EXPECT_GT(slow.rtt_us, 0);
+  EXPECT_LE(std::abs(slow.offset_us), slow.rtt_us / 2 + 1);
+  std::printf("node1 measured after %.2f s: offset %lld us, round trip %lld us\n", seconds,
+              static_cast<long long>(slow.offset_us), static_cast<long long>(slow.rtt_us));
+
+  NodeClockProbe probe(cluster.Spec());
+  const auto asked = std::chrono::steady_clock::now();
+  std::vector<std::string> notes;
+  const std::map<std::string, NodeClock> taken = probe.Take(notes);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count(), 2.5);
+  EXPECT_EQ(taken.count("node1"), 0u);
+  std::string said;
+  for (const std::string& n : notes) said += n + "\n";
+  EXPECT_NE(said.find("node node1: clock offset not measured (no answer by 1.5 s after the job's "
+                      "first attempt ended)"),
+            std::string::npos)
+      << said;
+  RunOutput("tc qdisc del dev nd1 root");
+}
+
 }  // namespace
 }  // namespace dtrain
