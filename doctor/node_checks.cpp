@@ -150,6 +150,29 @@ std::vector<Finding> CheckPythonErrors(const ClusterSpec& spec,
   return out;
 }
 
+namespace {
+
+// What to do about dtrain-clip not starting, by what the probe (probe_clip) said of it.
+std::string ClipRemedy(const std::string& error) {
+  if (error.rfind("did not answer", 0) == 0) {
+    return "see what keeps the node busy (`uptime`, `top`) and where LibTorch is read from (a "
+           "slow shared file system); `dtrain-clip --version` takes well under a second on an "
+           "idle node";
+  }
+  if (error.rfind("killed by SIGKILL", 0) == 0) {
+    return "SIGKILL at its start is usually the kernel's OOM killer (`dmesg | grep -i 'killed "
+           "process'`; LibTorch alone takes a few hundred MB): free memory on the node";
+  }
+  if (error.rfind("killed by", 0) == 0) {
+    return "it crashed at its start: run `dtrain-clip --version` on the node to see it, and "
+           "rebuild it there if it was built for another CPU or other libraries";
+  }
+  return "install what it links against (LibTorch, OpenBLAS: `ldd` on it lists what is missing) "
+         "or rebuild it on the node";
+}
+
+}  // namespace
+
 std::vector<Finding> CheckClip(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes) {
   std::vector<Finding> out;
   const bool used = UsesClip(spec);
@@ -169,8 +192,7 @@ std::vector<Finding> CheckClip(const ClusterSpec& spec, const std::vector<NodeFa
              return Make(
                  used ? Severity::kError : Severity::kWarning, "clip", "clip", hosts,
                  fmt::format("dtrain-clip does not start on {}: {}", NodesWord(hosts), error),
-                 "install what it links against (LibTorch, OpenBLAS: `ldd` on it lists "
-                 "what is missing) or rebuild it on the node");
+                 ClipRemedy(error));
            })) {
     out.push_back(std::move(f));
   }

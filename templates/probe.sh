@@ -646,28 +646,43 @@ if "py_spy" not in skip:
 probe_clip() {
   clip=$(dtrain_program dtrain-clip "$DTRAIN_PROBE_CLIP_DIR") || return
   echo "clip=$clip"
-  # A binary that cannot load its libraries (LibTorch) says so on stderr and exits non-zero.
+  # A binary that cannot load its libraries (LibTorch) says so on stderr and exits non-zero; one
+  # that does not answer in time (status 124) or is killed (the OOM killer: SIGKILL) is said as
+  # such (doctor/node_checks.cpp reads these words), whatever it printed first.
   if out=$(limited 20 "$clip" --version 2>&1); then
     echo "clip_version=$(printf '%s\n' "$out" | head -n 1)"
   else
     st=$?
     msg=$(printf '%s\n' "$out" | grep . | head -n 1)
-    echo "clip_error=${msg:-exited with status $st}"
+    if [ $st -eq 124 ]; then
+      echo "clip_error=did not answer --version within 20 s"
+    elif [ $st -gt 128 ]; then
+      echo "clip_error=killed by SIG$(kill -l $((st - 128)) 2>/dev/null) (signal $((st - 128)))"
+    else
+      echo "clip_error=${msg:-exited with status $st}"
+    fi
   fi
 }
 
 # Connects to the rendezvous listener, retrying a refused connection until it is up (the
 # listener starts at the same moment as this probe), for about 4 s: every 20 ms at first, as it
-# is usually up within a few tries, then every 100 ms. Prints rdzv=ok|refused|timeout|unreachable.
+# is usually up within a few tries, then every 100 ms. A timeout is tried once more: the 3 s
+# include starting the connecting program, which a node busy enough can take. Prints
+# rdzv=ok|refused|timeout|unreachable.
 probe_rendezvous() {
   host=$DTRAIN_PROBE_RDZV_ADDR
   port=$DTRAIN_PROBE_RDZV_PORT
   [ -z "$host" ] || [ -z "$port" ] && return
-  tries=0
+  tries=0 timeouts=0
   while :; do
     result=$(rdzv_connect "$host" "$port")
     case "$result" in
       refused*) tries=$((tries + 1)) ;;
+      timeout*)
+        timeouts=$((timeouts + 1))
+        [ "$timeouts" -ge 2 ] && result="$result, twice" && break
+        continue
+        ;;
       *) break ;;
     esac
     [ "$tries" -ge 48 ] && break

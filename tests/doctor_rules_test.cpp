@@ -320,6 +320,31 @@ TEST(DoctorRules, TorchBuildsAndHorovodBuildsAgreeAcrossNodes) {
                     "horovod-build", Severity::kOk));
 }
 
+// dtrain-clip that does not answer in time or is killed at its start is not told to install its
+// libraries: the probe says which (templates/probe.sh, probe_clip), and the remedy follows.
+TEST(DoctorRules, AClipThatTimesOutOrIsKilledGetsTheRemedyForThat) {
+  const auto with = [](const std::string& error) {
+    std::string probe = ProbeText();
+    probe.replace(probe.find("clip_version=dtrain-clip 0.1.0"), 30, "clip_error=" + error);
+    return probe;
+  };
+  ProbeRun run = ProbeRunOf({Node("gpu-a", with("did not answer --version within 20 s")),
+                             Node("gpu-b", with("killed by SIGKILL (signal 9)")),
+                             Node("gpu-c", with("killed by SIGSEGV (signal 11)")),
+                             Node("gpu-d", with("dtrain-clip: error while loading shared "
+                                                "libraries: libtorch.so"))});
+  std::map<std::string, std::string> remedy;
+  for (const Finding& f : CheckCluster(Spec(4), run)) {
+    if (f.check == "clip" && f.message.find("does not start") != std::string::npos)
+      remedy[f.nodes.at(0)] = f.remedy;
+  }
+  ASSERT_EQ(remedy.size(), 4u);
+  EXPECT_NE(remedy["gpu-a"].find("what keeps the node busy"), std::string::npos) << remedy["gpu-a"];
+  EXPECT_NE(remedy["gpu-b"].find("OOM killer"), std::string::npos) << remedy["gpu-b"];
+  EXPECT_NE(remedy["gpu-c"].find("crashed at its start"), std::string::npos) << remedy["gpu-c"];
+  EXPECT_NE(remedy["gpu-d"].find("`ldd` on it"), std::string::npos) << remedy["gpu-d"];
+}
+
 TEST(DoctorRules, BrokenPythonToolsAndClipAreNamedWithTheirError) {
   const std::string broken_torch = "ImportError: libcudart.so.12: cannot open shared object file";
   std::string bad = ProbeText();
