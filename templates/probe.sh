@@ -647,14 +647,16 @@ probe_clip() {
   clip=$(dtrain_program dtrain-clip "$DTRAIN_PROBE_CLIP_DIR") || return
   echo "clip=$clip"
   # A binary that cannot load its libraries (LibTorch) says so on stderr and exits non-zero; one
-  # that does not answer in time (status 124) or is killed (the OOM killer: SIGKILL) is said as
-  # such (doctor/node_checks.cpp reads these words), whatever it printed first.
+  # that does not answer in time or is killed (the OOM killer: SIGKILL) is said as such
+  # (doctor/node_checks.cpp reads these words), whatever it printed first. The time tells them
+  # apart: timeout(1) says 137, not 124, where it had to SIGKILL after its SIGTERM.
+  t0=$(date +%s)
   if out=$(limited 20 "$clip" --version 2>&1); then
     echo "clip_version=$(printf '%s\n' "$out" | head -n 1)"
   else
     st=$?
     msg=$(printf '%s\n' "$out" | grep . | head -n 1)
-    if [ $st -eq 124 ]; then
+    if [ $st -eq 124 ] || [ $(($(date +%s) - t0)) -ge 20 ]; then
       echo "clip_error=did not answer --version within 20 s"
     elif [ $st -gt 128 ]; then
       echo "clip_error=killed by SIG$(kill -l $((st - 128)) 2>/dev/null) (signal $((st - 128)))"
