@@ -168,12 +168,10 @@ TEST(DoctorHealthCluster, CtrlCWhileANodeHangsReportsWhatEndedAndJudgesNothingEl
   testing::DtrainProcess doctor(
       {"doctor", "--json", "--timeout", "90", "--exclude-bad", "-o", good, "-c", file}, dir,
       {"NO_COLOR=1"});
-  ASSERT_TRUE(
-      testing::WaitFor([&] { return !cluster.NodeProcessesWith(1, "sleep 1000").empty(); }, 30))
-      << doctor.err();
-  // node0's probe has ended: its `sh -s` and the node's wrapper around it (whose arguments carry
-  // the probe's variables; the rendezvous listener's carry DTRAIN_PROBE_MODE too), and a moment
-  // for its end to reach dtrain.
+  // node0's probe has run and ended: its `sh -s` and the node's wrapper around it (whose
+  // arguments carry the probe's variables; the rendezvous listener's carry DTRAIN_PROBE_MODE
+  // too), watched from the doctor's start (no process of it before its probe starts is not its
+  // end), while node1's probe hangs in nvidia-smi; then a moment for its end to reach dtrain.
   const auto probing = [&](int node) {
     for (const std::string& p : cluster.NodeProcesses(node)) {  // "PID ARGV..."
       if (p.compare(p.find(' ') + 1, 6, "sh -s ") == 0) return true;
@@ -184,7 +182,15 @@ TEST(DoctorHealthCluster, CtrlCWhileANodeHangsReportsWhatEndedAndJudgesNothingEl
     }
     return false;
   };
-  ASSERT_TRUE(testing::WaitFor([&] { return !probing(0); }, 30)) << doctor.err();
+  bool node0_seen = false;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const bool running = probing(0);
+        node0_seen = node0_seen || running;
+        return node0_seen && !running && !cluster.NodeProcessesWith(1, "sleep 1000").empty();
+      },
+      30))
+      << "node0's probe " << (node0_seen ? "never ended" : "was never seen") << doctor.err();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto signalled = std::chrono::steady_clock::now();
   doctor.Signal(SIGINT);
