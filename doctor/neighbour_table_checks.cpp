@@ -52,36 +52,40 @@ std::vector<Finding> CheckNeighbourTables(const std::vector<NodeFacts>& nodes) {
   for (const NodeFacts* n : Reached(nodes)) {
     for (const NeighbourTable& t : n->health.neighbour_tables) {
       if (t.entries < 0 || t.gc_thresh3 <= 0) continue;
+      // Full now: an address not resolved lately cannot be, so the node is unfit. Full at some
+      // time since boot is a warning: the kernel collects stale entries (those past gc_thresh2
+      // first), and quarantining a node for what may be over would cost more than it saves.
       const bool full_now = t.entries >= t.gc_thresh3;
-      // Past gc_thresh2 the kernel collects entries before it adds one; a table that has
-      // already been full and is still there will be again at the next new peer.
-      const bool at_the_edge = t.fulls > 0 && t.gc_thresh2 > 0 && t.entries >= t.gc_thresh2;
-      if (!full_now && !at_the_edge && t.fulls <= 0) continue;
-      const std::string past =
-          t.fulls > 0 ? fmt::format(
-                            "; it was full {} since boot (\"neighbor table overflow!\" "
-                            "in the kernel log)",
-                            Times(t.fulls))
-                      : "";
+      if (!full_now && t.fulls <= 0) continue;
       const std::string now =
           fmt::format("{} entries now, limits {}gc_thresh2 {} and gc_thresh3 {}", t.entries,
                       SysctlPrefix(t), t.gc_thresh2, t.gc_thresh3);
-      if (full_now || at_the_edge) {
+      if (full_now) {
+        const std::string past =
+            t.fulls > 0 ? fmt::format(
+                              "; it was full {} since boot (\"neighbor table overflow!\" "
+                              "in the kernel log)",
+                              Times(t.fulls))
+                        : "";
         out.push_back(
             Make(Severity::kError, "neighbour-table", "", {n->host},
-                 fmt::format("node {}: its {} is {}: {}{}; an address it has not resolved lately "
-                             "cannot be, and a connection to it times out (NCCL's and Gloo's init, "
-                             "the peer test)",
-                             n->host, TableName(t), full_now ? "full" : "at its limit", now, past),
+                 fmt::format("node {}: its {} is full: {}{}; an address it has not resolved "
+                             "lately cannot be, and a connection to it times out (NCCL's and "
+                             "Gloo's init, the peer test)",
+                             n->host, TableName(t), now, past),
                  RaiseLimits(t)));
-      } else {
-        out.push_back(Make(Severity::kWarning, "neighbour-table", "", {n->host},
-                           fmt::format("node {}: its {} was full {} since boot (\"neighbor table "
-                                       "overflow!\" in the kernel log; {}): while it was, new "
-                                       "peers could not be reached",
-                                       n->host, TableName(t), Times(t.fulls), now),
-                           RaiseLimits(t)));
+        continue;
       }
+      const bool past_soft_limit = t.gc_thresh2 > 0 && t.entries >= t.gc_thresh2;
+      out.push_back(Make(
+          Severity::kWarning, "neighbour-table", "", {n->host},
+          fmt::format("node {}: its {} was full {} since boot (\"neighbor table overflow!\" in "
+                      "the kernel log; {}{}): while it was, new peers could not be reached",
+                      n->host, TableName(t), Times(t.fulls), now,
+                      past_soft_limit ? ", past the soft limit, where the kernel must collect "
+                                        "entries to add one"
+                                      : ""),
+          RaiseLimits(t)));
     }
   }
   return out;
