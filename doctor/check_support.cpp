@@ -37,6 +37,10 @@ std::string AllOrSomeOf(size_t judged, size_t total) {
   return fmt::format("{} of {}", judged, total);
 }
 
+std::string Times(long long count) {
+  return count == 1 ? "once" : fmt::format("{} times", count);
+}
+
 std::string JobProgram(const ClusterSpec& spec) {
   if (spec.job.command.empty()) return "dtrain-clip";
   const std::string& argv0 = spec.job.command[0];

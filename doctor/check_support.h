@@ -25,6 +25,9 @@ std::string EveryNodeChecked(size_t checked, size_t total);
 // How many of the nodes a rule judged, to go before "node(s)": "all 3", or "2 of 3".
 std::string AllOrSomeOf(size_t judged, size_t total);
 
+// How often something happened: "once", "3 times".
+std::string Times(long long count);
+
 // The file name of the job's program ("dtrain-clip" when the cluster file names no command).
 std::string JobProgram(const ClusterSpec& spec);
 

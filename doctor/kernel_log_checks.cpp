@@ -12,15 +12,12 @@ namespace dtrain {
 
 using checks::Make;
 using checks::Reached;
+using checks::Times;
 
 namespace {
 
 bool GpuNode(const NodeFacts& n) {
   return !n.gpus.empty() || n.driver.known() || n.health.smi_reported || n.health.smi_timeout_s > 0;
-}
-
-std::string Times(int count) {
-  return count == 1 ? "once" : fmt::format("{} times", count);
 }
 
 // "GPU 0 (PCI 0000:00:06)", or the address alone when nvidia-smi no longer lists a GPU there.

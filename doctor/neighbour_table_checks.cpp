@@ -15,6 +15,7 @@ namespace dtrain {
 
 using checks::Make;
 using checks::Reached;
+using checks::Times;
 
 namespace {
 
@@ -29,10 +30,6 @@ std::string SysctlPrefix(const NeighbourTable& t) {
 
 std::string TableName(const NeighbourTable& t) {
   return fmt::format("{} neighbour ({}) table", t.family, t.family == "IPv6" ? "NDISC" : "ARP");
-}
-
-std::string Times(long long count) {
-  return count == 1 ? "once" : fmt::format("{} times", count);
 }
 
 std::string RaiseLimits(const NeighbourTable& t) {
