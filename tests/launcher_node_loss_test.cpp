@@ -41,6 +41,7 @@ bool RankRunsOn(const SshTestCluster& cluster, int node) {
 struct CutResult {
   double detected_s = -1;   // cut -> "node node1 lost" on dtrain's stderr
   double rank_gone_s = -1;  // cut -> no process of the rank left on the cut node
+  double node_idle_s = -1;  // cut -> nothing of dtrain's left there (its heartbeat's echo too)
   int status = -1;
   std::string err;
   json record;
@@ -73,19 +74,22 @@ CutResult RunAndCut(const SshTestCluster& cluster, const std::string& dir,
   EXPECT_TRUE(RankRunsOn(cluster, 1));
   cluster.OnNode(1, "ip link set eth0 down");
   const auto cut = Clock::now();
-  while (Clock::now() - cut < std::chrono::seconds(30) && (r.detected_s < 0 || r.rank_gone_s < 0)) {
+  while (Clock::now() - cut < std::chrono::seconds(30) &&
+         (r.detected_s < 0 || r.rank_gone_s < 0 || r.node_idle_s < 0)) {
     const double t = std::chrono::duration<double>(Clock::now() - cut).count();
     if (r.detected_s < 0 && dtrain.err().find("node node1 lost") != std::string::npos)
       r.detected_s = t;
     if (r.rank_gone_s < 0 && !RankRunsOn(cluster, 1)) r.rank_gone_s = t;
+    if (r.node_idle_s < 0 && cluster.NodeProcessesBesidesSshd(1).empty()) r.node_idle_s = t;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   r.status = dtrain.Wait(60);
   r.err = dtrain.err();
   cluster.OnNode(1, "ip link set eth0 up");
   r.record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
-  std::printf("cut node1: lost after %.2f s, its rank gone after %.2f s\n%s", r.detected_s,
-              r.rank_gone_s, r.err.c_str());
+  std::printf(
+      "cut node1: lost after %.2f s, its rank gone after %.2f s, nothing left after %.2f s\n%s",
+      r.detected_s, r.rank_gone_s, r.node_idle_s, r.err.c_str());
   return r;
 }
 
@@ -95,6 +99,9 @@ void ExpectLostAndRecovered(const CutResult& r, const std::vector<std::string>& 
   EXPECT_LE(r.detected_s, kNodeTimeout + 1) << r.err;
   EXPECT_GE(r.rank_gone_s, 0) << "node1's rank still ran 30 s after the cut";
   EXPECT_LE(r.rank_gone_s, kNodeTimeout + 1 + kGrace + 0.5) << r.err;
+  // The heartbeat's echo ends within the node timeout and a second of its watch.
+  EXPECT_GE(r.node_idle_s, 0) << "dtrain's processes still ran on node1 30 s after the cut";
+  EXPECT_LE(r.node_idle_s, kNodeTimeout + 1 + kGrace + 1.5) << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("node node1 lost: no answer for 3 s, last seen "), std::string::npos)
       << r.err;

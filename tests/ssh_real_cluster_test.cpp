@@ -2,6 +2,7 @@
 // ~/.ssh/config Host aliases, nodes reachable only through a bastion (ProxyJump), and private
 // storage at /srv/node on every node (nothing shared with the launching machine there).
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cpu_cgroup.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/ssh_cluster.h"
 #include "tests/support/test_paths.h"
@@ -324,7 +326,9 @@ TEST(RealClusterSsh, SyncCopiesSymlinksAsLinks) {
 // with tc, so 8 MiB takes half a minute, then `ip link set eth0 down` inside it) is named lost
 // once job.node_timeout has passed, and holds up no other: node0's copy ends as fast as it would
 // alone. Before, dtrain's one poll loop blocked in a send() to node1 that could never complete,
-// and the sync hung (node0 with it) until killed.
+// and the sync hung (node0 with it) until killed. On node1, with its link still down, the tar
+// receiving the copy and the heartbeat's echo end by themselves and the partial copy goes: no
+// EOF ever reaches them, and before they stayed until TCP keepalive ended the connection.
 TEST(RealClusterSsh, SyncToANodeWhoseLinkGoesDownNamesItAndHoldsUpNoOther) {
   SshTestCluster cluster("rc-sync-down", 2, 1);
   REQUIRE_CLUSTER(cluster);
@@ -347,6 +351,12 @@ TEST(RealClusterSsh, SyncToANodeWhoseLinkGoesDownNamesItAndHoldsUpNoOther) {
   ASSERT_GE(sync.Wait(30), 0) << sync.err();
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - down).count();
+  const auto left_on_node1 = [&] {
+    std::string out;
+    for (const std::string& p : cluster.NodeProcessesBesidesSshd(1)) out += p + "\n";
+    return out + cluster.OnNode(1, "ls -d /srv/node/work* 2>/dev/null");
+  };
+  EXPECT_TRUE(testing::WaitFor([&] { return left_on_node1().empty(); }, 8)) << left_on_node1();
   cluster.OnNode(1, "ip link set eth0 up");
   RunOutput("tc qdisc del dev nd1 root");
   EXPECT_EQ(sync.exit_status().code, 1) << sync.err();
@@ -365,6 +375,39 @@ TEST(RealClusterSsh, SyncToANodeWhoseLinkGoesDownNamesItAndHoldsUpNoOther) {
   EXPECT_EQ(
       cluster.OnNode(0, "cmp /srv/node/work/weights.bin " + src + "/weights.bin && echo same"),
       "same\n");
+}
+
+// A sync that must hash what was touched here (a 512 MiB file whose time changed, not its bytes)
+// goes on feeding every node's watch while it hashes: dtrain held to a tenth of a CPU hashes for
+// seconds, past job.node_timeout (2 s). Before, it hashed on the poll loop's thread, no heartbeat
+// went out meanwhile, and both nodes were named lost once it was done.
+TEST(RealClusterSsh, HashingFilesTouchedHereLosesNoNode) {
+  SshTestCluster cluster("rc-sync-hash", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  testing::CpuCgroup slow("dtrain-sync-hash-" + std::to_string(::getpid()), 0.1);
+  if (!slow.error().empty()) GTEST_SKIP() << slow.error();
+  const std::string src = cluster.dir() + "/src";
+  fs::create_directories(src);
+  ASSERT_EQ(std::system(("head -c 536870912 /dev/zero > " + src + "/weights.bin").c_str()), 0);
+  const std::string file = cluster.dir() + "/hash.yaml";
+  std::ofstream(file) << ReadText(cluster.cluster_file())
+                      << "workdir: /srv/node/work\njob: {node_timeout: 2}\n";
+  const ShellRun first = Shell("cd " + src + " && " + kDtrain + " sync -c " + file + " 2>&1");
+  ASSERT_EQ(first.status, 0) << first.out;
+  ASSERT_EQ(std::system(("touch -m -d '2020-01-02 03:04:05' " + src + "/weights.bin").c_str()), 0);
+  const auto start = std::chrono::steady_clock::now();
+  testing::DtrainProcess sync({"sync", "-c", file}, src);
+  ASSERT_TRUE(slow.Move(std::to_string(sync.pid())));
+  ASSERT_GE(sync.Wait(120), 0) << sync.err();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(sync.exit_status().code, 0) << sync.err();
+  EXPECT_THAT(sync.err(), Not(HasSubstr("lost")));
+  // (its own output files, new in the folder synced, go; the big one does not)
+  EXPECT_TRUE(EveryNodeSays(sync.err(), 2, " file(s), 0.0 MB sent, 0 deleted, 1 unchanged"))
+      << sync.err();
+  EXPECT_GT(took, 2 + 1) << "the hash took less than the node timeout: this proves nothing";
+  std::printf("the sync that hashed 512 MiB took %.1f s\n", took);
 }
 
 // Ranks on nodes with private storage write metrics under $DTRAIN_LOG_DIR there; when the job

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "launcher/local/local_transport.h"
+#include "launcher/ssh/idle_watch.h"
 #include "launcher/ssh/remote_command.h"
 #include "launcher/ssh/ssh_session_pool.h"
 
@@ -240,7 +241,8 @@ bool NodeLink::OpenHeartbeat() {
     heartbeat_callbacks_.channel_data_function = OnHeartbeatData;
     ssh_set_channel_callbacks(heartbeat_channel_, &heartbeat_callbacks_);
   }
-  const int rc = ssh_channel_request_exec(heartbeat_channel_, "exec cat");
+  const int rc =
+      ssh_channel_request_exec(heartbeat_channel_, HeartbeatCommand(node_timeout_s_).c_str());
   if (rc == SSH_AGAIN) return false;
   if (rc != SSH_OK) return NoHeartbeat();
   heartbeat_ = true;

@@ -4,8 +4,9 @@
 // stdin, and reports its output and its exit into a LinkEventQueue. Nothing here blocks: the
 // transport polls every link's socket in one ssh_event and calls Advance() after every poll.
 // With a node timeout (dtrain launch) every link that runs processes is watched: every half
-// second a "." goes to a heartbeat channel (`cat` on the node, which sends it back) and a "."
-// line to every process's channel (its dead-man switch, remote_command.h). A link that heard
+// second a "." goes to a heartbeat channel (`cat` on the node, which sends it back, and ends
+// when none came for the node timeout: idle_watch.h) and a "." line to every process's channel
+// (its dead-man switch, remote_command.h). A link that heard
 // nothing from its node for the node timeout is lost: its processes end as lost, naming the node
 // and when it last answered, and its connection is dropped without a goodbye.
 #pragma once

@@ -60,6 +60,28 @@ void Scan(const std::string& root, const std::string& relative, const std::strin
   }
 }
 
+// The manifest's entry for `f` where it describes the file the node has (`r`: same size and
+// time as when the last sync wrote it); nullptr when the node's file changed since or is unknown.
+const ManifestEntry* KnownContent(const LocalFile& f, const RemoteFile& r, const NodeState& state) {
+  auto known = state.manifest.find(f.path);
+  if (known == state.manifest.end() || known->second.size != r.size ||
+      known->second.mtime != r.mtime)
+    return nullptr;
+  return &known->second;
+}
+
+// Size and whole second alike, and (where the manifest knows them) the nanoseconds too.
+bool SameStat(const LocalFile& f, const RemoteFile& r, const NodeState& state) {
+  if (r.size != f.size || r.mtime != f.mtime) return false;
+  const ManifestEntry* known = KnownContent(f, r, state);
+  return !known || known->local_ns < 0 || known->local_ns == f.mtime_ns;
+}
+
+// Not the same stat, but the same size and a known content: the hash of the file here decides.
+bool HashDecides(const LocalFile& f, const RemoteFile& r, const NodeState& state) {
+  return r.size == f.size && KnownContent(f, r, state) != nullptr;
+}
+
 // Python's bytecode cache on the node for `path` (a .py file): "<dir>/__pycache__/<stem>.*.pyc",
 // NUL-terminated. Python checks a cached file against its source's size and whole-second time,
 // which a source edited within the second of the last sync, to the same size, keeps: its cache
@@ -126,6 +148,22 @@ SyncPlanner::SyncPlanner(std::vector<LocalFile> local)
   for (const LocalFile& f : *local_) paths_.insert(f.path);
 }
 
+std::vector<LocalFile> SyncPlanner::Unhashed(const NodeState& state) const {
+  std::vector<LocalFile> out;
+  for (const LocalFile& f : *local_) {
+    auto there = state.files.find(f.path);
+    if (there == state.files.end() || hashes_->count(f.path)) continue;
+    if (!SameStat(f, there->second, state) && HashDecides(f, there->second, state)) {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
+void SyncPlanner::AddHashes(const ContentHashes& hashes) {
+  for (const auto& [path, hash] : hashes) hashes_->emplace(path, hash);
+}
+
 std::shared_ptr<TarStream> SyncPlanner::Plan(const NodeState& state, NodeSyncResult& result) {
   std::vector<TarEntry> entries;
   std::map<std::string, ManifestEntry> kept;  // unchanged files: what the node has
@@ -137,22 +175,16 @@ std::shared_ptr<TarStream> SyncPlanner::Plan(const NodeState& state, NodeSyncRes
                                       there->second.mtime == f.mtime;
     if (there != state.files.end()) {
       const RemoteFile& r = there->second;
-      auto known = state.manifest.find(f.path);
-      const bool known_content = known != state.manifest.end() && known->second.size == r.size &&
-                                 known->second.mtime == r.mtime;
-      // Size and whole second alike, and (where the manifest knows them) the nanoseconds too.
-      const bool same_stat =
-          same_size_and_second &&
-          (!known_content || known->second.local_ns < 0 || known->second.local_ns == f.mtime_ns);
-      if (same_stat) {
-        kept[f.path] = {known_content ? known->second.hash : "-", r.size, r.mtime, f.mtime_ns};
+      const ManifestEntry* known = KnownContent(f, r, state);
+      if (SameStat(f, r, state)) {
+        kept[f.path] = {known ? known->hash : "-", r.size, r.mtime, f.mtime_ns};
         ++result.files_unchanged;
         continue;
       }
-      if (known_content && r.size == f.size && known->second.hash == HashOf(f)) {
+      if (HashDecides(f, r, state) && known->hash == HashOf(f)) {
         // Touched here, same bytes: nothing to send. The manifest keeps the node's time and this
         // machine's nanoseconds, so the next sync does not hash it again.
-        kept[f.path] = {known->second.hash, r.size, r.mtime, r.mtime == f.mtime ? f.mtime_ns : -1};
+        kept[f.path] = {known->hash, r.size, r.mtime, r.mtime == f.mtime ? f.mtime_ns : -1};
         ++result.files_unchanged;
         continue;
       }

@@ -77,6 +77,13 @@ class SyncPlanner {
   // The archive for a node that holds `state`, counted into `result`; nullptr when in sync.
   std::shared_ptr<TarStream> Plan(const NodeState& state, NodeSyncResult& result);
 
+  // The files Plan(state) would hash first, on the caller's thread: those the node has at the
+  // same size with another time, whose content decides, and that no plan hashed yet. A caller
+  // that must not block (the sync's poll loop: gigabytes touched here take seconds) hashes them
+  // elsewhere with FileSha256 and hands the hashes to AddHashes() before it calls Plan().
+  std::vector<LocalFile> Unhashed(const NodeState& state) const;
+  void AddHashes(const ContentHashes& hashes);
+
  private:
   const std::string& HashOf(const LocalFile& f);
 

@@ -67,14 +67,20 @@ std::string Hex(const unsigned char* bytes, unsigned length) {
 
 }  // namespace
 
-std::string FileSha256(const std::string& path) {
+std::string FileSha256(const std::string& path, const std::atomic<bool>* stop) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
   char buffer[1 << 16];
   ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) EVP_DigestUpdate(ctx, buffer, n);
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
+    EVP_DigestUpdate(ctx, buffer, n);
+    if (stop && *stop) {
+      n = -1;
+      break;
+    }
+  }
   ::close(fd);
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned length = 0;

@@ -4,6 +4,7 @@
 // workdir_sync's manifest), once per file whichever stream reads it first.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -60,7 +61,7 @@ class TarStream : public StdinSource {
   std::string read_error_;
 };
 
-// Hex SHA-256 of a file, or "" when it cannot be read.
-std::string FileSha256(const std::string& path);
+// Hex SHA-256 of a file, or "" when it cannot be read or `*stop` turned true while it was read.
+std::string FileSha256(const std::string& path, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace dtrain

@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <map>
 #include <memory>
 #include <random>
@@ -22,6 +24,7 @@
 #include "launcher/error.h"
 #include "launcher/exit_status.h"
 #include "launcher/job_supervisor.h"
+#include "launcher/ssh/idle_watch.h"
 #include "launcher/ssh/ssh_config.h"
 #include "launcher/ssh/sync_plan.h"
 #include "launcher/ssh/tar_stream.h"
@@ -33,18 +36,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Everything a sync does on a node, over one connection: list, then receive. $1 destination,
-// $2 probe file name, $3 staging folder name.
+// $2 probe file name, $3 staging folder name, $4 the node timeout in whole seconds (0: none).
 //
 // The listing on stdout: "new" (no such folder), "shared" (the probe is there), or "have", the
 // NUL-terminated "size mtime path" records, an empty record, the manifest's length on a line of
-// its own and the manifest. Then one line on stdin says what follows: "send" and a tar archive,
-// or nothing at all (EOF) when the node is in sync.
+// its own and the manifest. Then lines on stdin: "." every half second while this machine
+// decides, then "send" and a tar archive, or EOF when the node is in sync. With a node timeout,
+// the wait for that line and the archive's tar are watched (templates/idle_watch.sh): a link
+// that stays down ends them, and the partial copy is removed, as when the connection ends.
 //
 // A destination that does not exist yet is unpacked beside it and renamed into place whole (one
 // rename: nobody sees a part of it). Into an existing one, files land in the staging folder
 // first and are renamed into place (one mv per folder, not per file: a process per file costs
 // more than the copy); the manifest goes last.
-constexpr const char* kSyncScript = R"sh(dest=$1 probe=$2 stage=$3
+constexpr const char* kSyncScript = R"sh(dest=$1 probe=$2 stage=$3 nt=$4
 (
 if ! cd -- "$dest" 2>/dev/null; then echo new; exit 0; fi
 if [ -e "$probe" ]; then echo shared; exit 0; fi
@@ -56,14 +61,30 @@ if [ -f .dtrain-sync-manifest ]; then m=$(wc -c <.dtrain-sync-manifest) || m=0; 
 echo $((m))
 if [ $((m)) -gt 0 ]; then head -c $((m)) .dtrain-sync-manifest; fi
 ) || exit $?
-IFS= read -r go || exit 0
+dead_man() { [ "$nt" -gt 0 ] || return 0; (dtrain_idle_watch "$1" "$nt") >/dev/null 2>&1 </dev/null & w=$!; }
+w=
+dead_man $$
+while IFS= read -r go && [ "$go" = . ]; do :; done
+[ -z "$w" ] || kill $w 2>/dev/null
 [ "$go" = send ] || exit 0
+untar() {
+  exec 3<&0
+  tar -xf - -C "$1" <&3 3<&- 2>"$1.err" &
+  t=$! w=
+  exec 3<&-
+  dead_man $t
+  wait $t
+  s=$?
+  [ -z "$w" ] || kill $w 2>/dev/null
+  [ $s != 143 ] || echo "nothing came from dtrain for $nt s; the partial copy is thrown away" >>"$1.err"
+  return $s
+}
 while [ "$dest" != / ] && [ "${dest%/}" != "$dest" ]; do dest=${dest%/}; done
 if [ ! -e "$dest" ]; then
   mkdir -p -- "$(dirname -- "$dest")" || { echo "cannot create the folder of $dest" >&2; exit 3; }
   whole="$dest$stage"
   rm -rf -- "$whole" && mkdir -- "$whole" || { echo "cannot create $whole" >&2; exit 3; }
-  if ! tar -xf - -C "$whole" 2>"$whole.err"; then
+  if ! untar "$whole"; then
     cat "$whole.err" >&2; rm -rf -- "$whole" "$whole.err"; exit 4
   fi
   rm -f -- "$whole.err" "$whole/.dtrain-sync-delete"
@@ -74,7 +95,7 @@ if [ ! -e "$dest" ]; then
 fi
 mkdir -p -- "$dest" && cd -- "$dest" || { echo "cannot create or enter $dest" >&2; exit 3; }
 rm -rf -- "$stage" && mkdir -- "$stage" || exit 3
-if ! tar -xf - -C "$stage" 2>"$stage.err"; then
+if ! untar "$stage"; then
   cat "$stage.err" >&2; rm -rf -- "$stage" "$stage.err"; exit 4
 fi
 rm -f -- "$stage.err"
@@ -186,7 +207,8 @@ class ProbeFile {
   std::string name_, path_;
 };
 
-// What a node's sync script reads once it has listed: nothing until this machine has decided,
+// What a node's sync script reads once it has listed: a "." line every half second until this
+// machine has decided (its dead-man switch hears dtrain while the files touched here are hashed),
 // then "send" and the archive, or EOF at once when the node is in sync.
 class NodeFeed : public StdinSource {
  public:
@@ -197,7 +219,14 @@ class NodeFeed : public StdinSource {
   }
   void Skip() { decided_ = true; }
   bool Next(std::string& out, size_t max) override {
-    if (!decided_) return true;  // still listing: nothing yet, and no EOF
+    if (!decided_) {  // still listing or hashing: a keepalive, and no EOF
+      const auto now = Clock::now();
+      if (now >= next_keepalive_) {
+        out += ".\n";
+        next_keepalive_ = now + std::chrono::milliseconds(500);
+      }
+      return true;
+    }
     if (!pending_.empty()) {
       out += pending_;
       pending_.clear();
@@ -209,15 +238,19 @@ class NodeFeed : public StdinSource {
 
  private:
   bool decided_ = false;
+  Clock::time_point next_keepalive_ = Clock::now();
   std::string pending_;
   std::shared_ptr<TarStream> archive_;
 };
 
 // One sync process per node: its listing is read as it arrives, and the moment it is all there
-// the node's archive is planned and starts flowing on the same channel.
+// the node's archive is planned and starts flowing on the same channel. The files whose hash
+// decides are hashed on threads of their own (each file once, whichever node asked first), so
+// the poll loop goes on sending to the other nodes and keeping every node's watch fed.
 class NodeSyncs : public TransportEvents {
  public:
   NodeSyncs(SyncPlanner& planner, SyncReport& report) : planner_(planner), report_(report) {}
+  ~NodeSyncs() override { stop_ = true; }  // the hashing threads end within one read
 
   std::shared_ptr<NodeFeed> Feed(int node) {
     return feeds_.emplace(node, std::make_shared<NodeFeed>()).first->second;
@@ -237,18 +270,33 @@ class NodeSyncs : public TransportEvents {
     NodeSyncResult& result = report_.nodes[id];
     const NodeState state = ParseListing(out, parts);
     out.clear();
-    NodeFeed& feed = *feeds_.at(id);
     if (state.kind == "shared") {
       result.shared = true;
-      return feed.Skip();
+      return feeds_.at(id)->Skip();
     }
-    std::shared_ptr<TarStream> archive = planner_.Plan(state, result);
-    if (!archive) return feed.Skip();
-    to_send_ += result.bytes_sent;
-    feed.Send(std::move(archive));
+    PlanWhenHashed(id, std::move(state));
+  }
+
+  // Plans every node whose hashes are all in; called after every poll.
+  void PlanReady() {
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      bool ready = true;
+      for (size_t batch : it->second.batches) {
+        ready =
+            ready && batches_[batch].wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      }
+      if (!ready) {
+        ++it;
+        continue;
+      }
+      for (size_t batch : it->second.batches) planner_.AddHashes(batches_[batch].get());
+      Plan(it->first, it->second.state);
+      it = waiting_.erase(it);
+    }
   }
 
   void OnExit(int id, const ExitStatus& status) override {
+    waiting_.erase(id);
     NodeSyncResult& result = report_.nodes[id];
     result.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
     exited_.insert(id);
@@ -290,8 +338,55 @@ class NodeSyncs : public TransportEvents {
   }
 
  private:
+  // A node listed, whose plan waits for these batches of hashes.
+  struct Waiting {
+    NodeState state;
+    std::set<size_t> batches;  // indices into batches_
+  };
+
+  void PlanWhenHashed(int id, NodeState state) {
+    Waiting waiting{std::move(state), {}};
+    std::vector<LocalFile> batch;
+    for (LocalFile& f : planner_.Unhashed(waiting.state)) {
+      auto hashing = hashing_.find(f.path);
+      if (hashing != hashing_.end()) {
+        waiting.batches.insert(hashing->second);
+      } else {
+        batch.push_back(std::move(f));
+      }
+    }
+    if (!batch.empty()) {
+      for (const LocalFile& f : batch) hashing_[f.path] = batches_.size();
+      waiting.batches.insert(batches_.size());
+      batches_.push_back(std::async(std::launch::async, [batch = std::move(batch), this] {
+                           ContentHashes hashes;
+                           for (const LocalFile& f : batch) {
+                             if (stop_) break;
+                             hashes[f.path] =
+                                 f.link_target.empty() ? FileSha256(f.full, &stop_) : "";
+                           }
+                           return hashes;
+                         }).share());
+    }
+    waiting_[id] = std::move(waiting);
+    PlanReady();
+  }
+
+  void Plan(int id, const NodeState& state) {
+    NodeSyncResult& result = report_.nodes[id];
+    NodeFeed& feed = *feeds_.at(id);
+    std::shared_ptr<TarStream> archive = planner_.Plan(state, result);
+    if (!archive) return feed.Skip();
+    to_send_ += result.bytes_sent;
+    feed.Send(std::move(archive));
+  }
+
   SyncPlanner& planner_;
   SyncReport& report_;
+  std::atomic<bool> stop_{false};  // before batches_: it outlives their threads
+  std::vector<std::shared_future<ContentHashes>> batches_;
+  std::map<std::string, size_t> hashing_;  // a file's path -> the batch that hashes it
+  std::map<int, Waiting> waiting_;
   const Clock::time_point start_ = Clock::now();
   std::map<int, std::shared_ptr<NodeFeed>> feeds_;
   std::map<int, std::string> out_, err_;
@@ -334,7 +429,14 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
     ProcessSpec p;
     p.id = static_cast<int>(i);
     p.node_index = p.id;
-    p.argv = {"/bin/sh", "-c", kSyncScript, "dtrain-sync", report.destination, probe.name(), stage};
+    p.argv = {"/bin/sh",
+              "-c",
+              std::string(IdleWatchScript()) + kSyncScript,
+              "dtrain-sync",
+              report.destination,
+              probe.name(),
+              stage,
+              std::to_string(IdleWatchSeconds(spec.job.node_timeout_s))};
     p.stdin_source = syncs.Feed(p.id);
     procs.push_back(p);
     NodeSyncResult r;
@@ -348,6 +450,7 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
   transport->Start(procs, syncs);
   auto last_draw = Clock::now();
   while (transport->Poll(200, syncs)) {
+    syncs.PlanReady();
     if (options.cancelled && options.cancelled()) {
       syncs.EndTheRest(kCutShort);
       break;  // the transport's end closes the connections

@@ -98,6 +98,17 @@ class SshTestCluster {
     return out;
   }
 
+  // Node i's processes (as NodeProcesses) but sshd's own ("sshd: root@notty", "sshd-session"):
+  // what dtrain left running there. A connection whose client was cut off keeps its sshd until
+  // TCP keepalive ends it, hours later; nothing of dtrain's may stay with it.
+  std::vector<std::string> NodeProcessesBesidesSshd(int i) const {
+    std::vector<std::string> out;
+    for (const std::string& p : NodeProcesses(i)) {
+      if (p.compare(p.find(' ') + 1, 4, "sshd") != 0) out.push_back(p);
+    }
+    return out;
+  }
+
   // Node i's processes (as NodeProcesses) whose command line holds `text`: a rank left behind.
   std::vector<std::string> NodeProcessesWith(int i, const std::string& text) const {
     std::vector<std::string> out;

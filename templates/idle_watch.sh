@@ -1,0 +1,31 @@
+# A node-side dead-man switch for a process that reads what dtrain sends over its channel
+# (launcher/ssh/idle_watch.h): the heartbeat's echo, a sync's archive. When the link to dtrain
+# stays down, nothing ever ends such a process (its channel sees no EOF; sshd notices a dead
+# connection only after TCP keepalive's two hours), and a sync's half-received copy stays with it.
+# `dtrain_idle_watch PID S` returns once process PID has ended, or ends it (SIGTERM) when for S
+# seconds it read and wrote nothing while not waiting on a disk (state D): dtrain, which sends
+# every half second while it waits, is gone or cut off. Without /proc/PID/io (a kernel without
+# task I/O accounting) it only returns. One sleep a second; run it in the background with its
+# output to /dev/null, so that its last sleep holds no channel open.
+dtrain_idle_watch() {
+  dw_seen= dw_idle=0
+  while sleep 1; do
+    dw_state=
+    { read -r _ _ dw_state _ <"/proc/$1/stat"; } 2>/dev/null || return 0
+    [ "$dw_state" != Z ] || return 0
+    dw_io=
+    while read -r dw_key dw_value; do
+      case $dw_key in rchar: | wchar:) dw_io="$dw_io $dw_value" ;; esac
+    done 2>/dev/null <"/proc/$1/io"
+    [ -n "$dw_io" ] || return 0
+    if [ "$dw_state" = D ] || [ "$dw_io" != "$dw_seen" ]; then
+      dw_seen=$dw_io dw_idle=0
+      continue
+    fi
+    dw_idle=$((dw_idle + 1))
+    if [ "$dw_idle" -ge "$2" ]; then
+      kill "$1" 2>/dev/null
+      return 0
+    fi
+  done
+}
