@@ -377,6 +377,37 @@ TEST(RealClusterSsh, SyncToANodeWhoseLinkGoesDownNamesItAndHoldsUpNoOther) {
       "same\n");
 }
 
+// A node that died mid-copy (rebooted: nothing ran the copy's cleanup) keeps its staging
+// folder, which no later listing showed: the next sync removes such folders, inside the workdir
+// and beside one not made yet, but not one that a process there still names (another sync to
+// the same folder, under way).
+TEST(RealClusterSsh, StagingFoldersOfADeadSyncGoAndThoseOfALiveOneStay) {
+  SshTestCluster cluster("rc-sync-stale", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string src = cluster.dir() + "/src";
+  fs::create_directories(src);
+  std::ofstream(src + "/train.py") << "print(1)\n";
+  const std::string live = ".dtrain-sync-stage.999993";
+  cluster.OnNode(0,
+                 "mkdir -p /srv/node/work/.dtrain-sync-stage.999991/sub "
+                 "/srv/node/work/" +
+                     live + " && touch /srv/node/work/.dtrain-sync-stage.999991.err");
+  cluster.OnNode(0, "nohup sh -c 'sleep 120; :' dtrain-sync /srv/node/work probe " + live +
+                        " >/dev/null 2>&1 &");
+  cluster.OnNode(1,
+                 "rm -rf /srv/node/work && mkdir -p /srv/node/work.dtrain-sync-stage.999992/sub");
+  const std::string file = cluster.dir() + "/stale.yaml";
+  std::ofstream(file) << ReadText(cluster.cluster_file()) << "workdir: /srv/node/work\n";
+  const ShellRun r = Shell("cd " + src + " && " + kDtrain + " sync -c " + file + " 2>&1");
+  cluster.OnNode(0, "pkill -f 'dtrain-sync-stage.999993'");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(cluster.OnNode(0, "cd /srv/node/work && ls -a | grep dtrain-sync-stage"), live + "\n");
+  EXPECT_EQ(cluster.OnNode(1, "ls -d /srv/node/work*"), "/srv/node/work\n");
+  for (int node = 0; node < 2; ++node) {
+    EXPECT_EQ(cluster.OnNode(node, "cat /srv/node/work/train.py"), "print(1)\n");
+  }
+}
+
 // A sync that must hash what was touched here (a 512 MiB file whose time changed, not its bytes)
 // goes on feeding every node's watch while it hashes: dtrain held to a tenth of a CPU hashes for
 // seconds, past job.node_timeout (2 s). Before, it hashed on the poll loop's thread, no heartbeat

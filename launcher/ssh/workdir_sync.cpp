@@ -45,14 +45,32 @@ using Clock = std::chrono::steady_clock;
 // the wait for that line and the archive's tar are watched (templates/idle_watch.sh): a link
 // that stays down ends them, and the partial copy is removed, as when the connection ends.
 //
+// Staging folders of earlier syncs whose node-side end died without removing them (the node
+// rebooted mid-copy) are removed as the node is listed, unless a process there still names them
+// (another sync to the same folder, under way).
+//
 // A destination that does not exist yet is unpacked beside it and renamed into place whole (one
 // rename: nobody sees a part of it). Into an existing one, files land in the staging folder
 // first and are renamed into place (one mv per folder, not per file: a process per file costs
 // more than the copy); the manifest goes last.
 constexpr const char* kSyncScript = R"sh(dest=$1 probe=$2 stage=$3 nt=$4
+sweep() {
+  command -v pgrep >/dev/null 2>&1 || return 0
+  for d in "$@"; do
+    [ -e "$d" ] || continue
+    n=${d##*dtrain-sync-stage.} && n=${n%%.*}
+    [ ".dtrain-sync-stage.$n" != "$stage" ] || continue
+    pgrep -f "dtrain-sync-stage[.]$n( |/|\$)" >/dev/null 2>&1 || rm -rf -- "$d"
+  done
+}
 (
-if ! cd -- "$dest" 2>/dev/null; then echo new; exit 0; fi
+if ! cd -- "$dest" 2>/dev/null; then
+  sweep "${dest%/}".dtrain-sync-stage.*
+  echo new
+  exit 0
+fi
 if [ -e "$probe" ]; then echo shared; exit 0; fi
+sweep .dtrain-sync-stage.*
 echo have
 find . -name '.dtrain-sync*' -prune -o \( -type f -o -type l \) -printf '%s %T@ %P\0' || exit 4
 printf '\0'
