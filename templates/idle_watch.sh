@@ -5,11 +5,13 @@
 # `dtrain_idle_watch PID S` returns once process PID has ended, or ends it (SIGTERM) when for S
 # seconds it read and wrote nothing while not waiting on a disk (state D): dtrain, which sends
 # every half second while it waits, is gone or cut off. Without /proc/PID/io (a kernel without
-# task I/O accounting) it only returns. One sleep a second; run it in the background with its
-# output to /dev/null, so that its last sleep holds no channel open.
+# task I/O accounting) it only returns. It looks every S/5 seconds (at least 1: within S and a
+# fifth of it), one sleep each; run it in the background with its output to /dev/null, so that
+# its last sleep holds no channel open.
 dtrain_idle_watch() {
-  dw_seen= dw_idle=0
-  while sleep 1; do
+  dw_seen= dw_idle=0 dw_every=$(($2 / 5))
+  [ "$dw_every" -ge 1 ] || dw_every=1
+  while sleep "$dw_every"; do
     dw_state=
     { read -r _ _ dw_state _ <"/proc/$1/stat"; } 2>/dev/null || return 0
     [ "$dw_state" != Z ] || return 0
@@ -22,7 +24,7 @@ dtrain_idle_watch() {
       dw_seen=$dw_io dw_idle=0
       continue
     fi
-    dw_idle=$((dw_idle + 1))
+    dw_idle=$((dw_idle + dw_every))
     if [ "$dw_idle" -ge "$2" ]; then
       kill "$1" 2>/dev/null
       return 0
