@@ -13,14 +13,19 @@
 #include <fmt/format.h>
 
 #include "launcher/rank_log.h"
+#include "launcher/ssh/idle_watch.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
 namespace {
 
 // Answers each line with the wall clock as seconds.micros: bash's $EPOCHREALTIME (no process
-// per answer) where there is a bash 5, else GNU date.
-constexpr const char* kClockScript = R"sh(if command -v bash >/dev/null 2>&1 &&
+// per answer) where there is a bash 5, else GNU date. $1: the node timeout in whole seconds (0:
+// none); the loop ends once no ping came for that long (a link that went down mid-measure brings
+// no EOF).
+constexpr const char* kClockScript =
+    R"sh([ "$1" -gt 0 ] && (dtrain_idle_watch $$ "$1") >/dev/null 2>&1 </dev/null &
+if command -v bash >/dev/null 2>&1 &&
    [ -n "$(bash -c 'echo "${EPOCHREALTIME-}"' 2>/dev/null)" ]; then
   exec bash -c 'while read -r _; do echo "$EPOCHREALTIME"; done'
 fi
@@ -106,6 +111,11 @@ class ClockAnswers : public TransportEvents {
 
 }  // namespace
 
+std::vector<std::string> NodeClockCommand(double node_timeout_s) {
+  return {"/bin/sh", "-c", std::string(IdleWatchScript()) + kClockScript, "dtrain-clock",
+          std::to_string(IdleWatchSeconds(node_timeout_s))};
+}
+
 bool EstimateNodeClock(const std::vector<ClockSample>& samples, NodeClock& clock) {
   const ClockSample* best = nullptr;
   for (const ClockSample& s : samples) {
@@ -136,7 +146,7 @@ std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
     ProcessSpec proc;
     proc.id = static_cast<int>(i);
     proc.node_index = static_cast<int>(i);
-    proc.argv = {"/bin/sh", "-c", kClockScript};
+    proc.argv = NodeClockCommand(spec.job.node_timeout_s);
     proc.stdin_source = node_pings.back();
     procs.push_back(std::move(proc));
   }

@@ -37,6 +37,11 @@ bool EstimateNodeClock(const std::vector<ClockSample>& samples, NodeClock& clock
 
 constexpr int kDefaultClockPings = 8;
 
+// What each ssh node runs to be measured: a loop that answers every line on its stdin with the
+// node's wall clock as seconds.micros, and ends at EOF or once no line came for the node
+// timeout (rounded up; none when 0).
+std::vector<std::string> NodeClockCommand(double node_timeout_s);
+
 // Every node's clock by host: 0 for a local cluster (one clock), measured for ssh nodes in
 // parallel (`pings` round trips each, well under a second once logged in), nothing for Slurm. It
 // gives up after the connect timeout (the logins) and 1.5 s more, or once `stop` is set. A node

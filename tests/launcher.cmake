@@ -28,6 +28,10 @@ dtrain_test(launcher_health_watch_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_health_watch_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+dtrain_test(launcher_idle_watch_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_idle_watch_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
 dtrain_test(launcher_node_clock_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_clock_test.cpp
   LIBS dtrain_launcher
