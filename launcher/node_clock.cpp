@@ -7,27 +7,29 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "launcher/rank_log.h"
-#include "launcher/ssh/idle_watch.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
 namespace {
 
 // Answers each line with the wall clock as seconds.micros: bash's $EPOCHREALTIME (no process
-// per answer) where there is a bash 5, else GNU date. $1: the node timeout in whole seconds (0:
-// none); the loop ends once no ping came for that long (a link that went down mid-measure brings
-// no EOF).
-constexpr const char* kClockScript =
-    R"sh([ "$1" -gt 0 ] && (dtrain_idle_watch $$ "$1") >/dev/null 2>&1 </dev/null &
-if command -v bash >/dev/null 2>&1 &&
+// per answer) where there is a bash 5, else GNU date. $1: whole seconds after which the loop
+// ends, as no ping comes after the measurement gave up (a link that went down mid-measure
+// brings no EOF): bash's read times out once no ping came for that long; the date loop ends
+// that long after its start (timeout(1), where the node has it).
+constexpr const char* kClockScript = R"sh(if command -v bash >/dev/null 2>&1 &&
    [ -n "$(bash -c 'echo "${EPOCHREALTIME-}"' 2>/dev/null)" ]; then
-  exec bash -c 'while read -r _; do echo "$EPOCHREALTIME"; done'
+  exec bash -c 'while read -r -t "$1" _; do echo "$EPOCHREALTIME"; done' dtrain-clock "$1"
+fi
+if command -v timeout >/dev/null 2>&1; then
+  exec timeout "$1" sh -c 'while read -r _; do date +%s.%6N; done'
 fi
 while read -r _; do date +%s.%6N; done)sh";
 // Once logged in, a node has this long to answer its pings. The logins themselves may take up to
@@ -111,9 +113,8 @@ class ClockAnswers : public TransportEvents {
 
 }  // namespace
 
-std::vector<std::string> NodeClockCommand(double node_timeout_s) {
-  return {"/bin/sh", "-c", std::string(IdleWatchScript()) + kClockScript, "dtrain-clock",
-          std::to_string(IdleWatchSeconds(node_timeout_s))};
+std::vector<std::string> NodeClockCommand(int limit_s) {
+  return {"/bin/sh", "-c", kClockScript, "dtrain-clock", std::to_string(std::max(1, limit_s))};
 }
 
 bool EstimateNodeClock(const std::vector<ClockSample>& samples, NodeClock& clock) {
@@ -146,7 +147,10 @@ std::map<std::string, NodeClock> MeasureNodeClocks(const ClusterSpec& spec,
     ProcessSpec proc;
     proc.id = static_cast<int>(i);
     proc.node_index = static_cast<int>(i);
-    proc.argv = NodeClockCommand(spec.job.node_timeout_s);
+    // What the node answers after the measurement gave up goes nowhere.
+    proc.argv = NodeClockCommand(
+        spec.ssh.connect_timeout_s +
+        static_cast<int>(std::chrono::ceil<std::chrono::seconds>(kMeasureLimit).count()) + 1);
     proc.stdin_source = node_pings.back();
     procs.push_back(std::move(proc));
   }

@@ -38,9 +38,9 @@ bool EstimateNodeClock(const std::vector<ClockSample>& samples, NodeClock& clock
 constexpr int kDefaultClockPings = 8;
 
 // What each ssh node runs to be measured: a loop that answers every line on its stdin with the
-// node's wall clock as seconds.micros, and ends at EOF or once no line came for the node
-// timeout (rounded up; none when 0).
-std::vector<std::string> NodeClockCommand(double node_timeout_s);
+// node's wall clock as seconds.micros, and ends at EOF, or once no line came for `limit_s`
+// seconds (with bash 5; else `limit_s` after its start, where the node has timeout(1)).
+std::vector<std::string> NodeClockCommand(int limit_s);
 
 // Every node's clock by host: 0 for a local cluster (one clock), measured for ssh nodes in
 // parallel (`pings` round trips each, well under a second once logged in), nothing for Slurm. It

@@ -138,22 +138,23 @@ TEST(IdleWatch, AtEofTheEchoEndsAtOnceAndItsWatchHoldsNoChannelOpen) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
-// The clock probe's loop answers each ping with the node's clock and ends the same way.
+// The clock probe's loop answers each ping with the node's clock and ends by itself too (bash's
+// read timing out here: this machine has bash 5).
 TEST(IdleWatch, TheClockProbeAnswersPingsAndEndsOnceThePingsStopped) {
   std::string command;
   for (const std::string& word : NodeClockCommand(2)) command += ShellQuote(word) + " ";
   Channel channel(command);
   ASSERT_TRUE(channel.started());
   bool eof = false;
+  const auto pinged = Clock::now();
   channel.Write("ping\n");
   const std::string answer = channel.Read(1, eof);
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_NEAR(std::atof(answer.c_str()), now, 5) << answer;
-  const auto silent = Clock::now();
   ASSERT_NE(channel.Wait(10), -1) << "still ran 10 s after the pings stopped";
-  EXPECT_GE(Since(silent), 1.4);
-  EXPECT_LE(Since(silent), 2 + 1 + 0.5);
+  EXPECT_GE(Since(pinged), 1.9);
+  EXPECT_LE(Since(pinged), 2 + 1);
 }
 
 TEST(IdleWatch, SecondsAreTheNodeTimeoutRoundedUpAndNoneWithout) {

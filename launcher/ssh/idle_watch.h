@@ -10,9 +10,10 @@
 
 namespace dtrain {
 
-// templates/idle_watch.sh: `dtrain_idle_watch PID S`, which ends process PID once it read and
-// wrote nothing for S seconds while not waiting on a disk.
-std::string_view IdleWatchScript();
+// templates/idle_watch.sh without its comments and indentation (what crosses the wire with
+// every heartbeat and sync, over slow links too): `dtrain_idle_watch PID S`, which ends process
+// PID once it read and wrote nothing for S seconds while not waiting on a disk.
+const std::string& IdleWatchFunction();
 
 // The heartbeat channel's command: echoes what it reads (dtrain sends a "." every half second
 // and times the node by the echo), and ends once nothing came for `node_timeout_s` (rounded up

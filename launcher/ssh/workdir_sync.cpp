@@ -286,7 +286,7 @@ class NodeSyncs : public TransportEvents {
     if (parts.end == 0) return;
     listed_.insert(id);
     NodeSyncResult& result = report_.nodes[id];
-    const NodeState state = ParseListing(out, parts);
+    NodeState state = ParseListing(out, parts);
     out.clear();
     if (state.kind == "shared") {
       result.shared = true;
@@ -449,7 +449,7 @@ SyncReport SyncWorkdir(const ClusterSpec& spec, const SyncOptions& options) {
     p.node_index = p.id;
     p.argv = {"/bin/sh",
               "-c",
-              std::string(IdleWatchScript()) + kSyncScript,
+              IdleWatchFunction() + kSyncScript,
               "dtrain-sync",
               report.destination,
               probe.name(),
