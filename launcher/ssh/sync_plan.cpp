@@ -70,16 +70,16 @@ const ManifestEntry* KnownContent(const LocalFile& f, const RemoteFile& r, const
   return &known->second;
 }
 
-// Size and whole second alike, and (where the manifest knows them) the nanoseconds too.
-bool SameStat(const LocalFile& f, const RemoteFile& r, const NodeState& state) {
+// Size and whole second alike, and (where the manifest knows them: `known`, KnownContent's) the
+// nanoseconds too.
+bool SameStat(const LocalFile& f, const RemoteFile& r, const ManifestEntry* known) {
   if (r.size != f.size || r.mtime != f.mtime) return false;
-  const ManifestEntry* known = KnownContent(f, r, state);
   return !known || known->local_ns < 0 || known->local_ns == f.mtime_ns;
 }
 
 // Not the same stat, but the same size and a known content: the hash of the file here decides.
-bool HashDecides(const LocalFile& f, const RemoteFile& r, const NodeState& state) {
-  return r.size == f.size && KnownContent(f, r, state) != nullptr;
+bool HashDecides(const LocalFile& f, const RemoteFile& r, const ManifestEntry* known) {
+  return r.size == f.size && known != nullptr;
 }
 
 // Python's bytecode cache on the node for `path` (a .py file): "<dir>/__pycache__/<stem>.*.pyc",
@@ -153,7 +153,8 @@ std::vector<LocalFile> SyncPlanner::Unhashed(const NodeState& state) const {
   for (const LocalFile& f : *local_) {
     auto there = state.files.find(f.path);
     if (there == state.files.end() || hashes_->count(f.path)) continue;
-    if (!SameStat(f, there->second, state) && HashDecides(f, there->second, state)) {
+    const ManifestEntry* known = KnownContent(f, there->second, state);
+    if (!SameStat(f, there->second, known) && HashDecides(f, there->second, known)) {
       out.push_back(f);
     }
   }
@@ -176,12 +177,12 @@ std::shared_ptr<TarStream> SyncPlanner::Plan(const NodeState& state, NodeSyncRes
     if (there != state.files.end()) {
       const RemoteFile& r = there->second;
       const ManifestEntry* known = KnownContent(f, r, state);
-      if (SameStat(f, r, state)) {
+      if (SameStat(f, r, known)) {
         kept[f.path] = {known ? known->hash : "-", r.size, r.mtime, f.mtime_ns};
         ++result.files_unchanged;
         continue;
       }
-      if (HashDecides(f, r, state) && known->hash == HashOf(f)) {
+      if (HashDecides(f, r, known) && known->hash == HashOf(f)) {
         // Touched here, same bytes: nothing to send. The manifest keeps the node's time and this
         // machine's nanoseconds, so the next sync does not hash it again.
         kept[f.path] = {known->hash, r.size, r.mtime, r.mtime == f.mtime ? f.mtime_ns : -1};
