@@ -4,27 +4,14 @@
 #include <cmath>
 
 #include "launcher/shell_quote.h"
+#include "launcher/ssh/node_script.h"
 
 namespace dtrain {
 
 std::string_view IdleWatchScript();  // templates/idle_watch.sh, embedded
 
 const std::string& IdleWatchFunction() {
-  static const std::string text = [] {
-    std::string out;
-    const std::string_view script = IdleWatchScript();
-    size_t at = 0;
-    while (at < script.size()) {
-      size_t end = script.find('\n', at);
-      if (end == std::string_view::npos) end = script.size();
-      std::string_view line = script.substr(at, end - at);
-      at = end + 1;
-      line.remove_prefix(std::min(line.find_first_not_of(' '), line.size()));
-      if (line.empty() || line.front() == '#') continue;
-      out.append(line).push_back('\n');
-    }
-    return out;
-  }();
+  static const std::string text = ScriptOnTheWire(IdleWatchScript());
   return text;
 }
 

@@ -10,9 +10,9 @@
 
 namespace dtrain {
 
-// templates/idle_watch.sh without its comments and indentation (what crosses the wire with
-// every heartbeat and sync, over slow links too): `dtrain_idle_watch PID S`, which ends process
-// PID once it read and wrote nothing for S seconds while not waiting on a disk.
+// templates/idle_watch.sh as it crosses the wire (node_script.h), with every heartbeat and
+// sync: `dtrain_idle_watch PID S`, which ends process PID once it read and wrote nothing for S
+// seconds while not waiting on a disk.
 const std::string& IdleWatchFunction();
 
 // The heartbeat channel's command: echoes what it reads (dtrain sends a "." every half second
