@@ -113,6 +113,12 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
              "--min-pattern-len", request->min_pattern_len,
              "With --kernel-sequences: the fewest GPU activities a pattern has (default 3)")
           ->check(CLI::Range(1, 1000000));
+  auto* candidates =
+      cmd->add_option("--straggler-candidates", request->straggler_candidates,
+                      "With --summary: how many ranks the late GPUs name, as HTA's "
+                      "get_potential_stragglers num_candidates (PyTorch traces; default 2)")
+          ->type_name("N")
+          ->check(CLI::Range(1, 65536));
   cmd->add_flag("--counters", request->counters,
                 "Add counter tracks to the merged trace, as HTA's trace with counters (PyTorch "
                 "traces): each stream's launch queue and the bandwidth of copies in flight");
@@ -123,7 +129,7 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
                   "Trace files to merge instead of a job's (per-rank traces, Horovod timelines, "
                   "PyTorch profiler traces .json or .json.gz)")
       ->check(CLI::ExistingFile);
-  cmd->callback([&run, request, json, min_len] {
+  cmd->callback([&run, request, json, min_len, candidates] {
     if (*json && !request->summary) throw CLI::ValidationError("--json", "needs --summary");
     if (!request->against.empty() && !request->summary) {
       throw CLI::ValidationError("--against", "needs --summary");
@@ -136,6 +142,9 @@ void AddTimelineCommand(CLI::App& app, CommandRun& run) {
     }
     if (min_len->count() > 0 && request->kernel_sequences.empty()) {
       throw CLI::ValidationError("--min-pattern-len", "needs --kernel-sequences");
+    }
+    if (candidates->count() > 0 && !request->summary) {
+      throw CLI::ValidationError("--straggler-candidates", "needs --summary");
     }
     run = [request, json] { return *json ? RunTimelineJson(*request) : RunTimeline(*request); };
   });

@@ -4,6 +4,7 @@
 // ranks made from the recorded H100 trace (tests/kineto/late_nccl_ranks.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -99,6 +100,26 @@ TEST(LateNccl, TheRankThatStartsTheMostVaryingKernelLateIsNamed) {
   EXPECT_TRUE(LateNcclKernelsJson(one.Finish()).is_null());
 }
 
+// late_nccl_ranks.py's four ranks in `folder`, their NCCL kernels named with `prefix`; false
+// (saying why) when the script failed.
+::testing::AssertionResult MakeLateRanks(const fs::path& folder, const std::string& prefix) {
+  int status = 0;
+  const std::string made =
+      test::RunShell(test::kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/late_nccl_ranks.py " +
+                         test::kRank0 + " " + folder.string() + " " + prefix,
+                     &status);
+  if (status == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << made;
+}
+
+// The ranks' traces in `folder`, by name.
+std::vector<std::string> TracesIn(const fs::path& folder) {
+  std::vector<std::string> traces;
+  for (const auto& entry : fs::directory_iterator(folder)) traces.push_back(entry.path().string());
+  std::sort(traces.begin(), traces.end());
+  return traces;
+}
+
 // Four ranks, rank 2's all-reduce late in every step (late_nccl_ranks.py says how): HTA's
 // kernel, stream, count per rank and potential stragglers. With NCCL 2.19's kernel names
 // (ncclDevKernel_*) dtrain finds the same; HTA 0.5 recognises ncclKernel* only and raises.
@@ -108,12 +129,7 @@ TEST(LateNccl, AgreeWithHolisticTraceAnalysis) {
   const fs::path dir = scratch.path();
   for (const std::string prefix : {"ncclKernel", "ncclDevKernel"}) {
     const fs::path folder = dir / prefix;
-    int status = 0;
-    const std::string made = test::RunShell(test::kPython + " " + DTRAIN_SOURCE_DIR +
-                                                "/tests/kineto/late_nccl_ranks.py " + test::kRank0 +
-                                                " " + folder.string() + " " + prefix,
-                                            &status);
-    ASSERT_EQ(status, 0) << made;
+    ASSERT_TRUE(MakeLateRanks(folder, prefix));
     const LateNcclKernels ours =
         test::SummarizeFolder(folder, dir / (prefix + "-merged.json")).gpu.late_gpus;
     const json hta = RunHtaScript("hta_stragglers.py", folder.string());
@@ -136,10 +152,66 @@ TEST(LateNccl, AgreeWithHolisticTraceAnalysis) {
     for (const LateKernelRank& r : ours.ranks) {
       EXPECT_EQ(r.steps_latest, hta["counts"][std::to_string(r.rank)]) << "rank " << r.rank;
     }
+    // HTA's num_candidates other than its default: `--straggler-candidates`.
+    for (const int candidates : {1, 3}) {
+      TimelineRequest request;
+      request.inputs = TracesIn(folder);
+      request.output = (dir / "candidates.json").string();
+      request.summary = true;
+      request.straggler_candidates = candidates;
+      const LateNcclKernels late = MakeTimeline(request).gpu.late_gpus;
+      const json theirs =
+          RunHtaScript("hta_stragglers.py", folder.string() + " " + std::to_string(candidates));
+      std::cout << candidates << " candidates: HTA " << theirs.dump() << "\n"
+                << FormatLateNcclKernels(late);
+      EXPECT_EQ(late.candidates, candidates);
+      // The same ranks. With 3, ranks 1 to 3 tie (latest in every step): HTA lists them in the
+      // order pandas' sort leaves them, dtrain the furthest behind first.
+      std::vector<int> ours_sorted = late.stragglers, theirs_sorted = theirs["stragglers"];
+      std::sort(ours_sorted.begin(), ours_sorted.end());
+      std::sort(theirs_sorted.begin(), theirs_sorted.end());
+      EXPECT_EQ(ours_sorted, theirs_sorted) << candidates << " candidates";
+      EXPECT_EQ(late.stragglers,
+                (candidates == 1 ? std::vector<int>{2} : std::vector<int>{2, 1, 3}));
+      ASSERT_EQ(late.ranks.size(), theirs["counts"].size());
+      for (const LateKernelRank& r : late.ranks) {
+        EXPECT_EQ(r.steps_latest, theirs["counts"][std::to_string(r.rank)])
+            << "rank " << r.rank << ", " << candidates << " candidates";
+      }
+    }
   }
   // The recorded ranks ran Gloo: no NCCL kernel, no section.
   const TimelineReport fixtures = test::SummarizeFolder(test::kFixtures, dir / "fixtures.json");
   EXPECT_TRUE(fixtures.gpu.late_gpus.kernel.empty());
+}
+
+// `--straggler-candidates N`: its rules, and the late GPUs' section it changes.
+TEST(LateNccl, CommandLine) {
+  RequireFixtures();
+  ScratchDir scratch;
+  const fs::path dir = scratch.path();
+  ASSERT_TRUE(MakeLateRanks(dir / "ranks", "ncclKernel"));
+  const std::string dtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
+  std::string files = " -o " + (dir / "m.json").string();
+  for (const std::string& trace : TracesIn(dir / "ranks")) files += " " + trace;
+  int status = 0;
+  std::string out = test::RunShell(dtrain + " timeline --straggler-candidates 3" + files, &status);
+  EXPECT_EQ(status, 2) << out;
+  EXPECT_NE(out.find("--straggler-candidates: needs --summary"), std::string::npos) << out;
+  out = test::RunShell(dtrain + " timeline --summary --straggler-candidates 0" + files, &status);
+  EXPECT_EQ(status, 2) << out;
+  EXPECT_NE(out.find("--straggler-candidates"), std::string::npos) << out;
+  out = test::RunShell(dtrain + " timeline --summary" + files, &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("HTA's potential stragglers: ranks 2, 3): "), std::string::npos) << out;
+  EXPECT_NE(out.find("  rank 2: among the 2 latest in 3 of 3 steps"), std::string::npos) << out;
+  out = test::RunShell(dtrain + " timeline --summary --straggler-candidates 1" + files, &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("HTA's potential stragglers: rank 2): in each of 3 profiler steps, the rank "
+                     "whose GPU started"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  rank 2: the latest in 3 of 3 steps"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -29,8 +29,11 @@ struct Segment {
 
 }  // namespace
 
-GpuTimeSummaryBuilder::GpuTimeSummaryBuilder(std::string step_name, bool operators)
-    : step_name_(std::move(step_name)), operators_(operators) {}
+GpuTimeSummaryBuilder::GpuTimeSummaryBuilder(std::string step_name, bool operators,
+                                             int straggler_candidates)
+    : step_name_(std::move(step_name)),
+      operators_(operators),
+      straggler_candidates_(straggler_candidates) {}
 
 void GpuTimeSummaryBuilder::Add(const KinetoEvent& event) {
   RankState& state = ranks_[event.rank];
@@ -348,7 +351,7 @@ GpuTimeSummary GpuTimeSummaryBuilder::Finish(const std::vector<RankTraceInfo>& r
   CollectiveArrivals arrivals = MatchCollectives(collective_starts_, names_);
   summary.collectives = std::move(arrivals.collectives);
   summary.stragglers = std::move(arrivals.stragglers);
-  summary.late_gpus = late_gpus_.Finish();
+  summary.late_gpus = late_gpus_.Finish(straggler_candidates_);
   summary.speeds = CompareGpuSpeed(compute_work_, to_gpu_work_, from_gpu_work_);
   return summary;
 }

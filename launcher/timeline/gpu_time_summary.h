@@ -94,7 +94,9 @@ class GpuTimeSummaryBuilder {
   // `step_name`: the record_function that marks one step; empty: ProfilerStep#N.
   // `operators`: also keep what each rank ran by name (GpuTimeSummary::operators), for a
   // comparison with another run; it keeps a rank's CPU operators until that rank is summed up.
-  explicit GpuTimeSummaryBuilder(std::string step_name = "", bool operators = false);
+  // `straggler_candidates`: how many ranks the late GPUs name (HTA's num_candidates).
+  explicit GpuTimeSummaryBuilder(std::string step_name = "", bool operators = false,
+                                 int straggler_candidates = LateNcclKernelBuilder::kCandidates);
   void Add(const KinetoEvent& event);
   // Sums up `rank`, whose events have all been added, and lets them go: a merge calls it as it
   // finishes reading each rank, so that one rank's activities are held at a time, not every
@@ -147,6 +149,7 @@ class GpuTimeSummaryBuilder {
 
   std::string step_name_;
   bool operators_ = false;
+  int straggler_candidates_ = LateNcclKernelBuilder::kCandidates;
   std::map<int, RankState> ranks_;    // ranks still being read
   std::map<int, RankGpuTime> swept_;  // ranks summed up (EndRank)
   GpuTimeSummary summary_;            // their idle causes, launch queues and operators

@@ -144,17 +144,20 @@ std::string FormatLateNcclKernels(const LateNcclKernels& late) {
   if (late.kernel.empty()) return "";
   std::vector<std::string> stragglers;
   for (int rank : late.stragglers) stragglers.push_back(std::to_string(rank));
+  const bool one = late.candidates == 1;
   std::string out = fmt::format(
-      "Late GPUs (HTA's potential stragglers: ranks {}): in each of {} profiler steps, the {} "
-      "ranks whose GPU started {} (stream {}) last, the NCCL kernel whose length differs most "
-      "between ranks\n",
-      fmt::join(stragglers, ", "), late.steps, late.candidates, ShortKernelName(late.kernel),
-      late.stream);
+      "Late GPUs (HTA's potential stragglers: {} {}): in each of {} profiler steps, {} whose GPU "
+      "started {} (stream {}) last, the NCCL kernel whose length differs most between ranks\n",
+      stragglers.size() == 1 ? "rank" : "ranks", fmt::join(stragglers, ", "), late.steps,
+      one ? std::string("the rank") : fmt::format("the {} ranks", late.candidates),
+      ShortKernelName(late.kernel), late.stream);
+  const std::string latest =
+      one ? std::string("the latest") : fmt::format("among the {} latest", late.candidates);
   for (const LateKernelRank& r : late.ranks) {
     out += fmt::format(
-        "  rank {}: among the {} latest in {} of {} steps, {:.3f} ms after the "
-        "earliest rank on average\n",
-        r.rank, late.candidates, r.steps_latest, r.steps, r.mean_behind_ms);
+        "  rank {}: {} in {} of {} steps, {:.3f} ms after the earliest rank on "
+        "average\n",
+        r.rank, latest, r.steps_latest, r.steps, r.mean_behind_ms);
   }
   return out;
 }

@@ -226,7 +226,8 @@ TimelineReport MakeTimeline(const TimelineRequest& request) {
   if (report.output.empty()) report.output = "timeline.json";
   TimelineSummaryBuilder builder;
   GpuTimeSummaryBuilder gpu_builder(request.step_name,
-                                    request.operators || !request.against.empty());
+                                    request.operators || !request.against.empty(),
+                                    request.straggler_candidates);
   std::optional<CriticalPathBuilder> paths;
   if (request.summary && !request.critical_path.empty()) {
     paths.emplace(request.step_name, request.critical_path);

@@ -38,6 +38,8 @@ struct TimelineRequest {
   // (PyTorch traces); empty: none.
   std::string kernel_sequences;
   int min_pattern_len = 3;
+  // With `summary`: how many ranks the late GPUs name (HTA's num_candidates).
+  int straggler_candidates = LateNcclKernelBuilder::kCandidates;
 };
 
 struct TimelineReport {
