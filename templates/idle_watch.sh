@@ -3,9 +3,12 @@
 # stays down, nothing ever ends such a process (its channel sees no EOF; sshd notices a dead
 # connection only after TCP keepalive's two hours), and a sync's half-received copy stays with it.
 # `dtrain_idle_watch PID S` returns once process PID has ended, or ends it (SIGTERM) when for S
-# seconds it read and wrote nothing while not waiting on a disk (state D): dtrain, which sends
-# every half second while it waits, is gone or cut off. Without /proc/PID/io (a kernel without
-# task I/O accounting) it only returns. It looks every S/5 seconds (at least 1: within S and a
+# seconds it read and wrote nothing while it waited on a pipe or a socket (its channel): dtrain,
+# which sends every half second while it waits, is gone or cut off. A wait on anything else (a
+# disk, state D; a file system that waits interruptibly, as FUSE and NFS mounted intr do; a file
+# lock) is the node's own: it is not counted. /proc/PID/wchan names the wait; where the kernel
+# does not (empty, 0), every idle second counts. Without /proc/PID/io (a kernel without task I/O
+# accounting) it only returns. It looks every S/5 seconds (at least 1: within S and a
 # fifth of it), one sleep each; run it in the background with its output to /dev/null, so that
 # its last sleep holds no channel open.
 dtrain_idle_watch() {
@@ -20,7 +23,14 @@ dtrain_idle_watch() {
       case $dw_key in rchar: | wchar:) dw_io="$dw_io $dw_value" ;; esac
     done 2>/dev/null <"/proc/$1/io"
     [ -n "$dw_io" ] || return 0
-    if [ "$dw_state" = D ] || [ "$dw_io" != "$dw_seen" ]; then
+    dw_wchan= dw_own=
+    { read -r dw_wchan <"/proc/$1/wchan"; } 2>/dev/null
+    case $dw_wchan in
+      '' | 0 | *pipe* | unix_* | sk_* | *sock* | tcp_* | wait_woken | *data_wait*) ;;
+      *) dw_own=1 ;;
+    esac
+    [ "$dw_state" != D ] || dw_own=1
+    if [ -n "$dw_own" ] || [ "$dw_io" != "$dw_seen" ]; then
       dw_seen=$dw_io dw_idle=0
       continue
     fi

@@ -1,14 +1,16 @@
 // The node-side dead-man switch of what reads dtrain's stream (templates/idle_watch.sh), run here
 // as a node runs it: the heartbeat's echo answers every "." and ends by itself once none came
 // for the node timeout, not while they come; at EOF it ends at once and its watch holds the
-// channel open no longer.
+// channel open no longer; a wait on the node's own file system or a lock is not counted.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -155,6 +157,59 @@ TEST(IdleWatch, TheClockProbeAnswersPingsAndEndsOnceThePingsStopped) {
   ASSERT_NE(channel.Wait(10), -1) << "still ran 10 s after the pings stopped";
   EXPECT_GE(Since(pinged), 1.9);
   EXPECT_LE(Since(pinged), 2 + 1);
+}
+
+// What /proc/PID/wchan names for a process asleep in nanosleep; "" where it cannot be read.
+std::string WchanOfASleeper() {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sleep", "sleep", "5", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string wchan;
+  if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/wchan").c_str(), "r")) {
+    char buffer[128] = {};
+    if (std::fgets(buffer, sizeof buffer, f) != nullptr) wchan = buffer;
+    std::fclose(f);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return wchan;
+}
+
+// A wait of the node's own (here a file lock; a tar writing into a FUSE or NFS mount waits so)
+// is not dtrain gone silent: the watch lets it wait three times the timeout. Once the process
+// waits on its channel again, and nothing comes, it is ended as before.
+TEST(IdleWatch, AWaitOnTheNodesFileSystemIsNotCountedButOneOnTheChannelIs) {
+  const std::string sleeper = WchanOfASleeper();
+  if (sleeper.empty() || sleeper == "0") {
+    GTEST_SKIP() << "this kernel does not name a process's wait in /proc/PID/wchan ('" << sleeper
+                 << "'): every idle second counts there";
+  }
+  char lock_path[] = "/tmp/dtrain-idle-watch-lock.XXXXXX";
+  const int lock = ::mkstemp(lock_path);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
+  Channel channel(IdleWatchFunction() +
+                  "\n(dtrain_idle_watch $$ 2) </dev/null >/dev/null 2>&1 &\n"
+                  "exec perl -e 'open(my $f, \"<\", $ARGV[0]) or die; flock($f, 2) or die; "
+                  "syswrite(STDOUT, \"locked\\n\"); while (<STDIN>) { syswrite(STDOUT, $_) }' " +
+                  lock_path);
+  ASSERT_TRUE(channel.started());
+  bool eof = false;
+  EXPECT_EQ(channel.Read(6, eof), "") << "took the lock another process holds";
+  EXPECT_TRUE(channel.Running()) << "ended while it waited on a file lock";
+  ::flock(lock, LOCK_UN);
+  const auto locked = Clock::now();
+  EXPECT_EQ(channel.Read(1, eof), "locked\n");
+  const int status = channel.Wait(10);
+  ASSERT_NE(status, -1) << "still ran 10 s after it waited on its silent channel";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  EXPECT_GE(Since(locked), 1.4);
+  EXPECT_LE(Since(locked), 2 + 1 + 1);
+  ::close(lock);
+  ::unlink(lock_path);
 }
 
 TEST(IdleWatch, SecondsAreTheNodeTimeoutRoundedUpAndNoneWithout) {

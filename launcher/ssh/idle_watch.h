@@ -12,7 +12,7 @@ namespace dtrain {
 
 // templates/idle_watch.sh as it crosses the wire (node_script.h), with every heartbeat and
 // sync: `dtrain_idle_watch PID S`, which ends process PID once it read and wrote nothing for S
-// seconds while not waiting on a disk.
+// seconds while it waited on a pipe or a socket (not on a disk, a file system or a lock).
 const std::string& IdleWatchFunction();
 
 // The heartbeat channel's command: echoes what it reads (dtrain sends a "." every half second
