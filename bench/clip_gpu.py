@@ -109,6 +109,8 @@ TARGET_EAGER_RATIO = 1.35      # dtrain-clip samples/s >= 1.35x eager PyTorch wi
 TARGET_GRAPHS_RATIO = 1.0      # >= torch.compile reduce-overhead (CUDA graphs)
 TARGET_DATA_WAIT = 0.02        # WAIT_FOR_DATA < 2 % of the step
 TARGET_MEMORY_RATIO = 1.0      # peak memory <= eager's
+TARGET_LOADER_16 = 10000       # JPEG samples/s at the model's size on 16 loader threads (vit-b-32)
+LOADER_SAMPLES = 8192          # samples a loader-scaling point reads (two epochs of the shards)
 
 # What a first run of each program may take, for the time budget (scaled by batch after).
 FIRST_RUN_GUESS_S = {"cuda": {"dtrain-clip": 40, "dtrain-clip-casts-per-use": 40,
@@ -300,7 +302,8 @@ class Bench:
                              "profile": args.profile},
                   "build": self.read_build(), "environment": {}, "version": {}, "smoke": {},
                   "checks": {},
-                  "flops": {}, "peak_tflops": {}, "runs": [], "profile": None, "targets": [],
+                  "flops": {}, "peak_tflops": {}, "runs": [], "profile": None, "loader": None,
+                  "targets": [],
                   "switches": [], "what_to_fix": [],
                   "table": [], "notes": [
                       "MFU and TFLOP/s of every program use the same count: the model's matmul "
@@ -505,6 +508,62 @@ class Bench:
         self.r["jpeg_shards"] = self.jpeg
         return self.jpeg
 
+    def loader_scaling(self):
+        """The loader alone on this machine's cores: dtrain-clip-jpeg's shards loaded as the GPU
+        path takes them (8-bit pixels, batch 256) by 1, 2, 4, ... threads up to the cores
+        (data_loader_bench --scaling, built beside dtrain-clip), wall-clock samples/s."""
+        bench = os.path.join(os.path.dirname(self.a.clip), "data_loader_bench")
+        if not os.access(bench, os.X_OK):
+            return {"status": "skipped", "reason": f"no data_loader_bench beside {self.a.clip}"}
+        if self.left_s() < 40:
+            return {"status": "skipped", "reason": f"time budget: {self.left_s():.0f} s left"}
+        if self.jpeg_shards() is None:
+            return {"status": "skipped", "reason": self.jpeg["reason"]}
+        j = self.jpeg
+        cmd = [bench, "--scaling", j["train_data"], "--image-size", str(j["image_size"]),
+               "--channels", str(j["channels"]), "--samples", str(LOADER_SAMPLES)]
+        rc, wall, _, out = run_program(cmd, os.path.join(self.logs, "loader.log"),
+                                       max(min(self.left_s() - 5, 180), 10), self.child_env())
+        line = next((l for l in reversed(out.splitlines()) if l.startswith("{")), None)
+        try:
+            result = json.loads(line) if rc == 0 and line else None
+        except ValueError:
+            result = None
+        if not result or not result.get("rates"):
+            return {"status": "failed", "exit": rc, "wall_s": wall, "output_tail": tail(out)}
+        result.update(status="ok", wall_s=wall, shard_kib_per_sample=j["shard_kib_per_sample"])
+        return result
+
+    def loader_lines(self):
+        """The loader's scaling as the table shows it, and what it says of the 16-thread goal."""
+        ld = self.r["loader"]
+        if not ld:
+            return [], None
+        if ld.get("status") != "ok":
+            why = ld.get("reason") or tail(ld.get("output_tail") or "", 1)
+            return [f"loader threads: {ld.get('status')} ({why})"], None
+        rates = ld["rates"]
+        lines = [f"loader alone, {ld['image_size']}x{ld['image_size']}x{ld['channels']} JPEG shards "
+                 f"({ld['shard_kib_per_sample']:.1f} KiB a sample) to 8-bit pixels, batch 256, "
+                 f"{ld['cores']} cores (data_loader_bench --scaling):",
+                 "  threads    samples/s  per CPU-second",
+                 *(f"  {r['workers']:>7} {r['samples_per_s']:>12.0f} {r['samples_per_cpu_s']:>15.0f}"
+                   for r in rates)]
+        if not self.a.model.startswith("vit"):
+            return lines, None
+        best = max(rates, key=lambda r: r["samples_per_s"])
+        at16 = next((r for r in rates if r["workers"] == 16), None)
+        if at16:
+            ok = at16["samples_per_s"] >= TARGET_LOADER_16
+            text = (f"loader: {at16['samples_per_s']:.0f} samples/s on 16 threads "
+                    f"(goal {TARGET_LOADER_16}): " + ("met" if ok else "faster decoding"))
+        else:
+            ok = None
+            text = (f"loader: {best['samples_per_s']:.0f} samples/s on {best['workers']} threads, "
+                    f"the most on {ld['cores']} cores; the 16-thread goal ({TARGET_LOADER_16}) "
+                    "needs 16 cores")
+        return lines + ["  " + text], (ok, text)
+
     def run_one(self, impl, batch):
         entry = {"impl": impl, "batch_size": batch}
         guess = self.guess_s(impl, batch)
@@ -663,6 +722,9 @@ class Bench:
         self.r["switches"] = self.switches()
         self.r["what_to_fix"] = self.fatal + [t["text"] for t in self.r["targets"]
                                               if t["status"] != "met"]
+        verdict = self.loader_lines()[1]
+        if verdict and verdict[0] is False:
+            self.r["what_to_fix"].append(verdict[1])
         prof = self.r["profile"]
         if prof and prof.get("status") != "ok":
             self.r["what_to_fix"].append(f"kernel profile {prof.get('status')}: "
@@ -856,6 +918,7 @@ class Bench:
                 " (the wait for the last step's loss and logit scale, a step behind the GPU, is there)"
                 if self.cuda else " (logging)"))
         lines += self.profile_table()
+        lines += self.loader_lines()[0]
         fl = self.r["flops"].get(str(self.a.batch_sizes[0]))
         if fl:
             lines.append(f"FLOPs per sample (train, 3x forward, text context {fl['text_tokens']}): "
@@ -933,6 +996,9 @@ class Bench:
             else:
                 self.r["runs"].append(self.run_one(impl, b))
             self.save()
+        print("clip_gpu: loader threads against samples/s" + (f" ({self.left_s():.0f} s left)"
+                                                               if self.a.deadline else ""), flush=True)
+        self.r["loader"] = self.loader_scaling()
         self.r["environment"]["load_after"] = list(os.getloadavg())
         self.save()
         self.report()
@@ -1058,6 +1124,15 @@ def check(path):
                 problems.append(f"kernel profile: {name} has no ATen operators")
             elif r["config"].get("device", "cuda") != "cpu" and not p.get("kernel_ms", 0) > 0:
                 problems.append(f"kernel profile: {name} has no GPU kernels")
+    loader = r.get("loader") or {}
+    if loader.get("status") == "ok":
+        rates = loader.get("rates") or []
+        if not rates or not all(number(x.get("samples_per_s")) and x["samples_per_s"] > 0 and
+                                number(x.get("samples_per_cpu_s")) for x in rates):
+            problems.append(f"loader scaling without numbers: {rates!r}")
+    elif not (loader.get("status") == "skipped" and loader.get("reason")):
+        problems.append(f"loader scaling {loader.get('status', 'missing')}: "
+                        f"{loader.get('reason') or loader.get('output_tail')}")
     if not r["table"]:
         problems.append("empty table")
     return problems

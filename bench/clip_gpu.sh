@@ -19,7 +19,9 @@
 # text work, all 77 positions, where dtrain-clip stops at the batch's longest caption;
 # dtrain-clip-jpeg reads real files: WebDataset shards of Fashion-MNIST test images as JPEGs at
 # the model's size (224x224 RGB for vit-b-32, made once by `dtrain-clip export-data`), decoded
-# by loader threads.
+# by loader threads. Last, the loader alone on this machine's cores: those shards loaded as the
+# GPU path takes them by 1, 2, 4, ... threads up to the cores (data_loader_bench --scaling, built
+# beside dtrain-clip), samples/s against the goal of 10,000 on 16 threads.
 # Right after the runs at the first batch size, bench/clip_gpu_profile.sh says where each
 # program's GPU time goes, by kernel class into the results file and by kernel into
 # clip_kernels.txt (--profile off skips it), so one call of a GPU machine says both how fast and
@@ -192,6 +194,10 @@ if [ -z "$build_dir" ]; then
   if [ $build_ok = 1 ]; then
     echo "clip_gpu: building dtrain-clip, $(nproc) jobs"
     cmake --build "$build_dir" --target dtrain-clip -j"$(nproc)" >"$logs/build.log" 2>&1 || build_ok=0
+    # The loader alone on this machine's cores (clip_gpu.py, loader_scaling): plain C++, and no
+    # reason to give up the measurements when it does not build.
+    cmake --build "$build_dir" --target data_loader_bench -j"$(nproc)" >>"$logs/build.log" 2>&1 ||
+      echo "clip_gpu: data_loader_bench did not build (see $logs/build.log): no loader scaling"
   fi
   build_s=$(($(date +%s) - t1))
 fi

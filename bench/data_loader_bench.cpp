@@ -5,14 +5,25 @@
 // JPEGs (photo-like: Fashion-MNIST upscaled, tinted per class, with pixel noise so the files are
 // as large as photos' are) and ends with what one loader thread's rate makes on 16 threads.
 // Usage: data_loader_bench [samples]
+//
+// `--scaling` measures instead how the rate grows with the loader threads on this machine's cores,
+// on WebDataset shards given (bench/clip_gpu.sh: the JPEG shards it exported, on a GPU machine's
+// cores), as the GPU path loads them (8-bit pixels, batch 256), and prints one JSON object:
+//   data_loader_bench --scaling PATTERN [--image-size 224] [--channels 3] [--samples N]
+//                     [--workers 1,2,4,...]     (default: powers of two up to the cores, and those)
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "runtime/data/data_source.h"
 #include "runtime/data/export_data.h"
@@ -51,6 +62,86 @@ Rate Measure(clip::DataOptions options, int64_t samples) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {static_cast<double>(seen) / seconds,
           static_cast<double>(seen) / (CpuSeconds() - cpu_start)};
+}
+
+// Rates over at least `samples` samples of `options`' data, epoch after epoch, batch 256.
+Rate MeasureEpochs(clip::DataOptions options, int64_t samples) {
+  options.batch_size = 256;
+  options.prefetch = 8;
+  options.drop_last = false;
+  auto source = clip::MakeBatchSource(options);
+  const double cpu_start = CpuSeconds();
+  const auto start = std::chrono::steady_clock::now();
+  clip::HostBatch batch;
+  int64_t seen = 0;
+  for (int epoch = 0; seen < samples; ++epoch) {
+    source->StartEpoch(epoch);
+    int64_t in_epoch = 0;
+    while (source->Next(batch)) in_epoch += batch.size;
+    if (in_epoch == 0) throw std::runtime_error(options.train_data + ": an epoch with no sample");
+    seen += in_epoch;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {static_cast<double>(seen) / seconds,
+          static_cast<double>(seen) / (CpuSeconds() - cpu_start)};
+}
+
+// `--scaling`: see the top of this file.
+int Scaling(int argc, char** argv) {
+  clip::DataOptions o;
+  o.dataset_type = "webdataset";
+  o.channels = 3;
+  o.image_size = 224;
+  o.raw_pixels = true;
+  int64_t samples = 8192;
+  const int cores = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  std::vector<int> workers;
+  for (int w = 1; w < cores; w *= 2) workers.push_back(w);
+  workers.push_back(cores);
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (arg == "--scaling" && value) {
+      o.train_data = value;
+    } else if (arg == "--image-size" && value) {
+      o.image_size = std::atoi(value);
+    } else if (arg == "--channels" && value) {
+      o.channels = std::atoi(value);
+    } else if (arg == "--samples" && value) {
+      samples = std::atoll(value);
+    } else if (arg == "--workers" && value) {
+      workers.clear();
+      std::stringstream list(value);
+      for (std::string w; std::getline(list, w, ',');) workers.push_back(std::atoi(w.c_str()));
+    } else {
+      std::fprintf(stderr, "data_loader_bench: unknown or incomplete argument '%s'\n", argv[i]);
+      return 2;
+    }
+    ++i;
+  }
+  if (o.train_data.empty() || o.image_size < 1 || o.channels < 1 || samples < 1 ||
+      workers.empty() || std::any_of(workers.begin(), workers.end(), [](int w) { return w < 1; })) {
+    std::fprintf(stderr,
+                 "data_loader_bench --scaling PATTERN: a shard pattern, sizes, samples "
+                 "and workers of at least 1\n");
+    return 2;
+  }
+  std::string rates;
+  for (int w : workers) {
+    o.workers = w;
+    const Rate rate = MeasureEpochs(o, samples);
+    char entry[160];
+    std::snprintf(entry, sizeof entry,
+                  "%s{\"workers\": %d, \"samples_per_s\": %.1f, \"samples_per_cpu_s\": %.1f}",
+                  rates.empty() ? "" : ", ", w, rate.per_second, rate.per_cpu_second);
+    rates += entry;
+  }
+  std::printf(
+      "{\"cores\": %d, \"samples\": %lld, \"image_size\": %d, \"channels\": %d, "
+      "\"pixels\": \"uint8\", \"batch_size\": 256, \"rates\": [%s]}\n",
+      cores, static_cast<long long>(samples), o.image_size, o.channels, rates.c_str());
+  return 0;
 }
 
 struct JpegShards {
@@ -100,6 +191,14 @@ JpegShards WriteJpegShards(const std::string& dir, int64_t count, int side) {
 }
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--scaling") == 0) {
+    try {
+      return Scaling(argc, argv);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "data_loader_bench: %s\n", e.what());
+      return 1;
+    }
+  }
   const int64_t samples = argc > 1 ? std::atoll(argv[1]) : 10000;
   char pattern[] = "/tmp/dtrain-loader-bench-XXXXXX";
   const std::string root = mkdtemp(pattern);

@@ -16,6 +16,3 @@ dtrain_test(data_loaders_test
   LIBS dtrain_clip_data
   TIMEOUT 180)
 
-# Loader throughput (not a test): build/data_loader_bench [samples]; see bench/data_loader_bench.sh.
-add_executable(data_loader_bench ${PROJECT_SOURCE_DIR}/bench/data_loader_bench.cpp)
-target_link_libraries(data_loader_bench PRIVATE dtrain_clip_data)
