@@ -1,7 +1,8 @@
-# A node-side dead-man switch for a process that reads what dtrain sends over its channel
-# (launcher/ssh/idle_watch.h): the heartbeat's echo, a sync's archive. When the link to dtrain
-# stays down, nothing ever ends such a process (its channel sees no EOF; sshd notices a dead
-# connection only after TCP keepalive's two hours), and a sync's half-received copy stays with it.
+# A node-side dead-man switch for a process that reads what dtrain sends over its channel, or
+# writes much to it (launcher/ssh/idle_watch.h): the heartbeat's echo, a sync's listing and
+# archive. When the link to dtrain stays down, nothing ever ends such a process (its channel sees
+# no EOF, or never drains; sshd notices a dead connection only after TCP keepalive's two hours),
+# and a sync's half-received copy stays with it.
 # `dtrain_idle_watch PID S` returns once process PID has ended, or ends it (SIGTERM) when for S
 # seconds it read and wrote nothing while it waited on a pipe or a socket (its channel): dtrain,
 # which sends every half second while it waits, is gone or cut off. A wait on anything else (a

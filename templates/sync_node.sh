@@ -6,8 +6,10 @@
 # NUL-terminated "size mtime path" records, an empty record, the manifest's length on a line of
 # its own and the manifest. Then lines on stdin: "." every half second while this machine
 # decides, then "send" and a tar archive, or EOF when the node is in sync. With a node timeout,
-# the wait for that line and the archive's tar are watched (templates/idle_watch.sh): a link
-# that stays down ends them, and the partial copy is removed, as when the connection ends.
+# what writes the listing (a workdir's can be megabytes: more than sshd and TCP hold when the
+# link goes down), the wait for that line and the archive's tar are watched
+# (templates/idle_watch.sh): a link that stays down ends them, and the partial copy is removed,
+# as when the connection ends.
 #
 # Staging folders of earlier syncs whose node-side end died without removing them (the node
 # rebooted mid-copy) are removed as the node is listed, unless a process there still names them
@@ -27,6 +29,8 @@ sweep() {
     pgrep -f "dtrain-sync-stage[.]$n( |/|\$)" >/dev/null 2>&1 || rm -rf -- "$d"
   done
 }
+dead_man() { [ "$nt" -gt 0 ] || return 0; (dtrain_idle_watch "$1" "$nt") >/dev/null 2>&1 </dev/null & w=$!; }
+watched() { "$@" & p=$! w=; dead_man $p; wait $p; s=$?; [ -z "$w" ] || kill $w 2>/dev/null; return $s; }
 (
 if ! cd -- "$dest" 2>/dev/null; then
   sweep "${dest%/}".dtrain-sync-stage.*
@@ -36,14 +40,13 @@ fi
 if [ -e "$probe" ]; then echo shared; exit 0; fi
 sweep .dtrain-sync-stage.*
 echo have
-find . -name '.dtrain-sync*' -prune -o \( -type f -o -type l \) -printf '%s %T@ %P\0' || exit 4
+watched find . -name '.dtrain-sync*' -prune -o \( -type f -o -type l \) -printf '%s %T@ %P\0' || exit 4
 printf '\0'
 m=0
 if [ -f .dtrain-sync-manifest ]; then m=$(wc -c <.dtrain-sync-manifest) || m=0; fi
 echo $((m))
-if [ $((m)) -gt 0 ]; then head -c $((m)) .dtrain-sync-manifest; fi
+if [ $((m)) -gt 0 ]; then watched head -c $((m)) .dtrain-sync-manifest || exit 4; fi
 ) || exit $?
-dead_man() { [ "$nt" -gt 0 ] || return 0; (dtrain_idle_watch "$1" "$nt") >/dev/null 2>&1 </dev/null & w=$!; }
 w=
 dead_man $$
 while IFS= read -r go && [ "$go" = . ]; do :; done

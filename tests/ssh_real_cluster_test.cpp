@@ -377,6 +377,48 @@ TEST(RealClusterSsh, SyncToANodeWhoseLinkGoesDownNamesItAndHoldsUpNoOther) {
       "same\n");
 }
 
+// A node whose link goes down while it sends the listing of a large workdir (node1: 20,000
+// files whose long names make a 4.4 MB listing, more than sshd's channel window and the pipe
+// hold, sent over its link held to 1 Mbit/s by tc inside it) is named lost, and with the link
+// still down what wrote the listing ends by itself: before, `find` waited on a channel whose
+// other end was gone until TCP keepalive ended the connection, hours later.
+TEST(RealClusterSsh, ANodeCutOffWhileItListsItsWorkdirKeepsNothingOfTheSync) {
+  SshTestCluster cluster("rc-sync-list", 2, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string src = cluster.dir() + "/src";
+  fs::create_directories(src);
+  std::ofstream(src + "/train.py") << "print(1)\n";
+  const std::string file = cluster.dir() + "/list.yaml";
+  std::ofstream(file) << ReadText(cluster.cluster_file())
+                      << "workdir: /srv/node/work\njob: {node_timeout: 3}\n";
+  EXPECT_EQ(cluster.OnNode(1,
+                           "mkdir -p /srv/node/work && cd /srv/node/work && seq 1 20000 | "
+                           "sed 's/$/-" +
+                               std::string(200, 'x') + "/' | xargs touch && ls | wc -l"),
+            "20000\n");
+  const std::string slowed = cluster.OnNode(
+      1, "tc qdisc add dev eth0 root tbf rate 1mbit burst 32kbit latency 400ms 2>&1; echo rc=$?");
+  ASSERT_NE(slowed.find("rc=0"), std::string::npos) << slowed;
+  testing::DtrainProcess sync({"sync", "-c", file}, src);
+  const std::string lister = "find . -name .dtrain-sync* -prune";
+  ASSERT_TRUE(testing::WaitFor([&] { return !cluster.NodeProcessesWith(1, lister).empty(); }, 20))
+      << sync.err();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_FALSE(cluster.NodeProcessesWith(1, lister).empty()) << "the listing went through";
+  EXPECT_EQ(cluster.OnNode(1, "ip link set eth0 down 2>&1"), "");
+  ASSERT_GE(sync.Wait(30), 0) << sync.err();
+  const auto left_on_node1 = [&] {
+    std::string out;
+    for (const std::string& p : cluster.NodeProcessesBesidesSshd(1)) out += p.substr(0, 120) + "\n";
+    return out;
+  };
+  EXPECT_TRUE(testing::WaitFor([&] { return left_on_node1().empty(); }, 10)) << left_on_node1();
+  cluster.OnNode(1, "ip link set eth0 up; tc qdisc del dev eth0 root");
+  EXPECT_EQ(sync.exit_status().code, 1) << sync.err();
+  EXPECT_THAT(sync.err(), HasSubstr("FAILED: node node1 lost: no answer for 3 s"));
+  EXPECT_EQ(cluster.OnNode(0, "cat /srv/node/work/train.py"), "print(1)\n");
+}
+
 // A node that died mid-copy (rebooted: nothing ran the copy's cleanup) keeps its staging
 // folder, which no later listing showed: the next sync removes such folders, inside the workdir
 // and beside one not made yet, but not one that a process there still names (another sync to
