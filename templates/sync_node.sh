@@ -29,8 +29,21 @@ sweep() {
     pgrep -f "dtrain-sync-stage[.]$n( |/|\$)" >/dev/null 2>&1 || rm -rf -- "$d"
   done
 }
+# dead_man PID: the node's watch on PID, in the background ($w). `watched COMMAND...` runs the
+# command under it, on this shell's stdin (fd 3 carries it: dash gives a background job
+# /dev/null), and returns its status (143: the watch ended it).
 dead_man() { [ "$nt" -gt 0 ] || return 0; (dtrain_idle_watch "$1" "$nt") >/dev/null 2>&1 </dev/null & w=$!; }
-watched() { "$@" & p=$! w=; dead_man $p; wait $p; s=$?; [ -z "$w" ] || kill $w 2>/dev/null; return $s; }
+watched() {
+  exec 3<&0
+  "$@" <&3 3<&- &
+  p=$! w=
+  exec 3<&-
+  dead_man $p
+  wait $p
+  s=$?
+  [ -z "$w" ] || kill $w 2>/dev/null
+  return $s
+}
 (
 if ! cd -- "$dest" 2>/dev/null; then
   sweep "${dest%/}".dtrain-sync-stage.*
@@ -53,14 +66,8 @@ while IFS= read -r go && [ "$go" = . ]; do :; done
 [ -z "$w" ] || kill $w 2>/dev/null
 [ "$go" = send ] || exit 0
 untar() {
-  exec 3<&0
-  tar -xf - -C "$1" <&3 3<&- 2>"$1.err" &
-  t=$! w=
-  exec 3<&-
-  dead_man $t
-  wait $t
+  watched tar -xf - -C "$1" 2>"$1.err"
   s=$?
-  [ -z "$w" ] || kill $w 2>/dev/null
   [ $s != 143 ] || echo "nothing came from dtrain for $nt s; the partial copy is thrown away" >>"$1.err"
   return $s
 }
