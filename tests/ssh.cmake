@@ -14,10 +14,15 @@ add_dependencies(ssh_launch_rank_tree_test dtrain)
 dtrain_test(ssh_ux_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_ux_test.cpp LIBS dtrain_launcher
             LABEL netns TIMEOUT 180 RESOURCE_LOCK netns)
 add_dependencies(ssh_ux_test dtrain)
-# ~/.ssh/config aliases, bastions (ProxyJump), sync and results from private storage.
+# ~/.ssh/config aliases, bastions (ProxyJump), results from private storage.
 dtrain_test(ssh_real_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_real_cluster_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 300 RESOURCE_LOCK netns)
 add_dependencies(ssh_real_cluster_test dtrain)
+# `dtrain sync` into private storage: what moves, links, links going down, a dead sync's staging.
+dtrain_test(ssh_sync_real_cluster_test
+            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_sync_real_cluster_test.cpp
+            LIBS dtrain_launcher LABEL netns TIMEOUT 300 RESOURCE_LOCK netns)
+add_dependencies(ssh_sync_real_cluster_test dtrain)
 dtrain_test(ssh_sync_plan_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_sync_plan_test.cpp
             LIBS dtrain_launcher LABEL ssh TIMEOUT 60)
 dtrain_test(ssh_config_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_config_test.cpp

@@ -1,7 +1,7 @@
 // What a sync sends to a node (launcher/ssh/sync_plan.cpp), run locally: the archive the planner
 // streams is unpacked by GNU tar into a folder that stands for the node's destination, and the
 // next plan reads that folder back as the node's listing would show it (sizes, whole-second
-// times, the manifest the archive left). The namespace tests (ssh_real_cluster_test) run the
+// times, the manifest the archive left). The namespace tests (ssh_sync_real_cluster_test) run the
 // same over SSH.
 #include <fcntl.h>
 #include <sys/stat.h>
