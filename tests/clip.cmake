@@ -55,6 +55,13 @@ if(TARGET dtrain_clip_trace)
               LIBS dtrain_clip_trace TIMEOUT 60)
 endif()
 
+# Checkpoints on nodes without shared storage: a copy on every node, the newest taken at a resume.
+if(TARGET dtrain-clip)
+  dtrain_test(clip_node_local_checkpoints_test SOURCES clip_node_local_checkpoints_test.cpp
+              TIMEOUT 300)
+  add_dependencies(clip_node_local_checkpoints_test dtrain-clip)
+endif()
+
 # Mid-epoch resumption through the launcher, on the same and on fewer ranks.
 if(TARGET dtrain_clip_train AND TARGET dtrain)
   dtrain_test(clip_resume_test SOURCES clip_resume_test.cpp TIMEOUT 300)

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "runtime/dist/distributed_clip_loss.h"
+#include "runtime/dist/rank_device.h"
 
 namespace dtrain::clip {
 namespace {
@@ -47,6 +48,8 @@ GradientSyncOptions SyncOptionsFor(const TrainOptions& options) {
 DistributedTrainCollectives::DistributedTrainCollectives(const DistEnv& env,
                                                          const TrainOptions& options)
     : dist_(std::make_unique<Distributed>(env, DistributedOptionsFor(options))),
+      collective_device_(dist_->backend() == "nccl" ? RankDevice(options.device)
+                                                    : torch::Device(torch::kCPU)),
       host_(HostName()),
       sync_options_(SyncOptionsFor(options)),
       local_loss_(options.local_loss),
@@ -109,9 +112,38 @@ int64_t DistributedTrainCollectives::UseStaticGradientSync(
 }
 
 double DistributedTrainCollectives::SumOverRanks(double value) {
-  torch::Tensor sum = torch::tensor({value}, torch::kDouble);
+  torch::Tensor sum = torch::tensor({value}, torch::kDouble).to(collective_device_);
   dist_->world()->AllreduceSum(sum);
   return sum.item<double>();
+}
+
+std::vector<int64_t> DistributedTrainCollectives::GatherFromRanks(int64_t value) {
+  torch::Tensor all =
+      dist_->world()->Allgather(torch::tensor({value}, torch::kLong).to(collective_device_)).cpu();
+  return std::vector<int64_t>(all.data_ptr<int64_t>(), all.data_ptr<int64_t>() + all.numel());
+}
+
+// In pieces of at most 256 MiB: a checkpoint of ViT-B/32 with its AdamW moments is 1.8 GB, and
+// NCCL needs each piece on the GPU.
+void DistributedTrainCollectives::BroadcastBytes(std::string& bytes, int root) {
+  constexpr int64_t kPiece = int64_t{256} << 20;
+  Communicator& world = *dist_->world();
+  torch::Tensor size =
+      torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kLong).to(collective_device_);
+  world.Broadcast(size, root);
+  const int64_t total = size.cpu().item<int64_t>();
+  if (world.rank() != root) bytes.assign(static_cast<size_t>(total), '\0');
+  for (int64_t at = 0; at < total; at += kPiece) {
+    torch::Tensor host = torch::from_blob(bytes.data() + at, {std::min(kPiece, total - at)},
+                                          torch::TensorOptions().dtype(torch::kUInt8));
+    if (collective_device_.is_cpu()) {
+      world.Broadcast(host, root);
+      continue;
+    }
+    torch::Tensor piece = host.to(collective_device_);
+    world.Broadcast(piece, root);
+    if (world.rank() != root) host.copy_(piece.cpu());
+  }
 }
 
 void DistributedTrainCollectives::Barrier() {

@@ -3,8 +3,10 @@
 // rank, gradients averaged Horovod-style while backward runs, sums and barriers for metrics.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/config/train_options.h"
 #include "runtime/dist/distributed.h"
@@ -35,10 +37,14 @@ class DistributedTrainCollectives : public TrainCollectives {
   void GradientReady(const torch::Tensor& parameter) override;
   int64_t UseStaticGradientSync(const std::vector<torch::Tensor>& flat_gradients) override;
   double SumOverRanks(double value) override;
+  std::vector<int64_t> GatherFromRanks(int64_t value) override;
+  void BroadcastBytes(std::string& bytes, int root) override;
   void Barrier() override;
 
  private:
   std::unique_ptr<Distributed> dist_;
+  // Where the world communicator's tensors live: the rank's GPU for NCCL, else the CPU.
+  torch::Device collective_device_;
   std::string host_;
   GradientSyncOptions sync_options_;
   bool local_loss_, gather_with_grad_;

@@ -50,6 +50,14 @@ class TrainCollectives {
   }
   // Sum of `value` over ranks (metrics such as skipped samples); identity with one rank.
   virtual double SumOverRanks(double value) { return value; }
+  // Every rank's `value`, in rank order (collective); {value} with one rank.
+  virtual std::vector<int64_t> GatherFromRanks(int64_t value) { return {value}; }
+  // Rank `root`'s `bytes` on every rank (collective; a checkpoint's file at a resume); unchanged
+  // with one rank.
+  virtual void BroadcastBytes(std::string& bytes, int root) {
+    (void)bytes;
+    (void)root;
+  }
   // Every rank waits here (around checkpoints and evaluation).
   virtual void Barrier() {}
 };

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -62,7 +64,10 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
   }
   archive.write("model_name", c10::IValue(model_name));
 
-  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  // Host and pid: two nodes may write the same folder (node_local_checkpoints.h).
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const std::string temp = path + ".tmp." + host + "." + std::to_string(getpid());
   try {
     archive.save_to(temp);
   } catch (const std::exception& e) {
@@ -86,6 +91,19 @@ torch::serialize::InputArchive OpenCheckpoint(const std::string& path) {
     archive.load_from(path);
   } catch (const std::exception& e) {
     throw std::runtime_error(path + ": not a readable dtrain-clip checkpoint (" +
+                             std::string(e.what()).substr(0, 200) + ")");
+  }
+  return archive;
+}
+
+// A checkpoint file's bytes, read on another rank; `name` says whose file it was.
+torch::serialize::InputArchive OpenCheckpointBytes(const std::string& bytes,
+                                                   const std::string& name) {
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(bytes.data(), bytes.size());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(name + ": not a readable dtrain-clip checkpoint (" +
                              std::string(e.what()).substr(0, 200) + ")");
   }
   return archive;
@@ -132,9 +150,11 @@ void LoadCheckpointWeights(const std::string& path, torch::nn::Module& model) {
   ReadWeights(path, archive, model);
 }
 
-TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
-                             torch::optim::Optimizer& optimizer, int64_t* flat_layout) {
-  torch::serialize::InputArchive archive = OpenCheckpoint(path);
+namespace {
+
+TrainProgress Restore(const std::string& path, torch::serialize::InputArchive& archive,
+                      torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                      int64_t* flat_layout) {
   ReadWeights(path, archive, model);
   torch::serialize::InputArchive optimizer_state;
   archive.read("optimizer", optimizer_state);
@@ -163,12 +183,31 @@ TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
   return progress;
 }
 
+}  // namespace
+
+TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
+                             torch::optim::Optimizer& optimizer, int64_t* flat_layout) {
+  torch::serialize::InputArchive archive = OpenCheckpoint(path);
+  return Restore(path, archive, model, optimizer, flat_layout);
+}
+
+TrainProgress LoadCheckpointBytes(const std::string& bytes, const std::string& name,
+                                  torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                                  int64_t* flat_layout) {
+  torch::serialize::InputArchive archive = OpenCheckpointBytes(bytes, name);
+  return Restore(name, archive, model, optimizer, flat_layout);
+}
+
+std::string ReadCheckpointBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw std::runtime_error(path + ": cannot read the checkpoint");
+  return bytes;
+}
+
 std::string ResolveResumePath(const std::string& resume, const std::string& checkpoint_dir) {
   if (resume.empty()) return "";
-  if (resume != "latest") {
-    if (!Exists(resume)) throw std::runtime_error(resume + ": --resume checkpoint not found");
-    return resume;
-  }
+  if (resume != "latest") return Exists(resume) ? resume : "";
   if (Exists(checkpoint_dir + "/epoch_latest.pt")) return checkpoint_dir + "/epoch_latest.pt";
   std::string best;
   long best_epoch = -1;

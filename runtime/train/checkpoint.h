@@ -36,14 +36,24 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
 TrainProgress LoadCheckpoint(const std::string& path, torch::nn::Module& model,
                              torch::optim::Optimizer& optimizer, int64_t* flat_layout = nullptr);
 
+// The same from a checkpoint file's bytes (read on another rank: ReadCheckpointBytes); `name`
+// says whose file it was in errors.
+TrainProgress LoadCheckpointBytes(const std::string& bytes, const std::string& name,
+                                  torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                                  int64_t* flat_layout = nullptr);
+
+// A checkpoint file, whole. Throws std::runtime_error naming the path.
+std::string ReadCheckpointBytes(const std::string& path);
+
 // The model a checkpoint was written for (--model's value: a preset or a config path).
 std::string CheckpointModelName(const std::string& path);
 
 // Restores only the model's weights from a checkpoint (export, evaluation).
 void LoadCheckpointWeights(const std::string& path, torch::nn::Module& model);
 
-// `--resume` resolved: "latest" -> <dir>/epoch_latest.pt, else the highest epoch_N.pt, else ""
-// (start fresh); any other value is a path that must exist.
+// `--resume` resolved on this rank: "latest" -> <dir>/epoch_latest.pt, else the highest
+// epoch_N.pt, else "" (none here); any other value is a path, "" where this rank cannot read it
+// (the caller says so when no rank can: node_local_checkpoints.h).
 std::string ResolveResumePath(const std::string& resume, const std::string& checkpoint_dir);
 
 }  // namespace dtrain::clip

@@ -1,10 +1,14 @@
 #include "runtime/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "runtime/config/rank_file_path.h"
 #include "runtime/data/data_source.h"
@@ -28,6 +32,7 @@
 #include "runtime/train/heap_retention.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/metrics_log.h"
+#include "runtime/train/node_local_checkpoints.h"
 #include "runtime/train/progress_display.h"
 #include "runtime/train/sample_log.h"
 #include "runtime/train/trainer_state.h"
@@ -95,24 +100,52 @@ void Trainer::BuildModelAndOptimizer() {
       *flat_, torch::optim::AdamWOptions(o_.lr).betas({o_.beta1, o_.beta2}).eps(o_.eps), o_.wd);
 }
 
+void Trainer::PlaceCheckpoints() {
+  if (o_.save_frequency <= 0 && o_.save_every_n_steps <= 0 && !o_.save_most_recent) return;
+  const std::vector<int> keepers =
+      CheckpointKeepers(coll_, checkpoint_dir_, ReadDistEnvFromProcess().local_rank);
+  keeps_checkpoints_ = std::find(keepers.begin(), keepers.end(), coll_.rank()) != keepers.end();
+  if (coll_.rank() == 0 && keepers.size() > 1) {
+    std::printf("checkpoints: written by %s (their nodes do not share rank 0's %s)\n",
+                RankList(keepers).c_str(), checkpoint_dir_.c_str());
+  }
+}
+
 void Trainer::Resume() {
-  std::string path = ResolveResumePath(o_.resume, checkpoint_dir_);
-  if (path.empty()) {
-    if (!o_.resume.empty())
-      std::printf("resume: no checkpoint in %s, starting fresh\n", checkpoint_dir_.c_str());
+  if (o_.resume.empty()) return;
+  const std::string path = ResolveResumePath(o_.resume, checkpoint_dir_);
+  int64_t layout = 0;
+  if (!path.empty()) {
+    progress_ = LoadCheckpoint(path, *model_, *optimizer_, &layout);
+    AdoptFlatLayout(layout, path);
+  }
+  const std::vector<int64_t> steps = coll_.GatherFromRanks(path.empty() ? -1 : progress_.step);
+  const ResumePlan plan = PlanResume(steps);
+  const std::string where = coll_.world_size() > 1 ? " on any rank's node" : "";
+  if (plan.step < 0) {
+    if (o_.resume != "latest") {
+      throw std::runtime_error(o_.resume + ": --resume checkpoint not found" + where);
+    }
+    std::printf("resume: no checkpoint in %s%s, starting fresh\n", checkpoint_dir_.c_str(),
+                where.c_str());
     return;
   }
-  int64_t layout = 0;
-  progress_ = LoadCheckpoint(path, *model_, *optimizer_, &layout);
-  if (layout != static_cast<int64_t>(flat_->layout())) {
-    if (layout != static_cast<int64_t>(FlatLayout::kModelOrder)) {
-      throw std::runtime_error(path + ": its optimizer state is in flat layout " +
-                               std::to_string(layout) +
-                               ", which this dtrain-clip does not know (written by a newer one?)");
+  std::string from = path;
+  if (plan.send) {
+    // Rank `source` holds the newest; a rank with an older one or none takes it from there.
+    std::string bytes = coll_.rank() == plan.source ? ReadCheckpointBytes(path) : std::string();
+    coll_.BroadcastBytes(bytes, plan.source);
+    const int64_t own = steps[static_cast<size_t>(coll_.rank())];
+    if (own < plan.step) {
+      from = "rank " + std::to_string(plan.source) + "'s checkpoint";
+      progress_ = LoadCheckpointBytes(bytes, from, *model_, *optimizer_, &layout);
+      AdoptFlatLayout(layout, from);
+      from += own < 0 ? " (none in " + checkpoint_dir_ + " here)"
+                      : " (the one in " + checkpoint_dir_ + " here is of step " +
+                            std::to_string(own) + ")";
     }
-    flat_->MomentsFromModelOrder(*optimizer_);  // written before the aligned layout
   }
-  std::printf("resumed from %s: epoch %lld, step %lld\n", path.c_str(),
+  std::printf("resumed from %s: epoch %lld, step %lld\n", from.c_str(),
               static_cast<long long>(progress_.epoch), static_cast<long long>(progress_.step));
   if (progress_.epoch_samples > 0) {
     std::printf(
@@ -124,6 +157,16 @@ void Trainer::Resume() {
         static_cast<long long>(progress_.global_batch), coll_.world_size(),
         static_cast<long long>(GlobalBatch()));
   }
+}
+
+void Trainer::AdoptFlatLayout(int64_t layout, const std::string& name) {
+  if (layout == static_cast<int64_t>(flat_->layout())) return;
+  if (layout != static_cast<int64_t>(FlatLayout::kModelOrder)) {
+    throw std::runtime_error(name + ": its optimizer state is in flat layout " +
+                             std::to_string(layout) +
+                             ", which this dtrain-clip does not know (written by a newer one?)");
+  }
+  flat_->MomentsFromModelOrder(*optimizer_);  // written before the aligned layout
 }
 
 void Trainer::OpenData() {
@@ -217,6 +260,7 @@ int Trainer::Run() {
   SetUpRuntime();
   SetFusedBiasGrad(o_.fused_bias_grad);
   BuildModelAndOptimizer();
+  PlaceCheckpoints();
   Resume();
   auto named = model_->named_parameters();
   std::vector<std::pair<std::string, torch::Tensor>> named_params;

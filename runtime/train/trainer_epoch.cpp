@@ -17,7 +17,7 @@ void Trainer::SaveCheckpoints(int epoch) {
       o_.save_frequency > 0 && (completed % o_.save_frequency == 0 || completed == o_.epochs);
   // Step saves keep epoch_latest.pt, so it must also move on at the epoch's end.
   const bool latest = o_.save_most_recent || o_.save_every_n_steps > 0;
-  if (coll_.rank() != 0 || (!periodic && !latest)) return;
+  if (!keeps_checkpoints_ || (!periodic && !latest)) return;
   SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
   if (periodic) WriteCheckpoint("epoch_" + std::to_string(completed) + ".pt");
@@ -28,7 +28,7 @@ void Trainer::SaveCheckpoints(int epoch) {
 // continues the epoch's sample order where this run stands.
 void Trainer::SaveStepCheckpoint() {
   if (o_.save_every_n_steps <= 0 || progress_.step % o_.save_every_n_steps != 0) return;
-  if (coll_.rank() != 0) return;
+  if (!keeps_checkpoints_) return;
   SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
   WriteCheckpoint("epoch_latest.pt");

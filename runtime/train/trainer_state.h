@@ -16,6 +16,7 @@
 
 #include "runtime/config/train_options.h"
 #include "runtime/data/data_source.h"
+#include "runtime/dist/rank_device.h"
 #include "runtime/dist/train_collectives.h"
 #include "runtime/model/clip_model.h"
 #include "runtime/model/weight_copies.h"
@@ -30,7 +31,6 @@
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/metrics_log.h"
 #include "runtime/train/progress_display.h"
-#include "runtime/train/rank_device.h"
 #include "runtime/train/sample_log.h"
 #include "runtime/train/step_profile.h"
 #include "runtime/train/step_scalars.h"
@@ -66,7 +66,12 @@ class Trainer {
  private:
   void SetUpRuntime();
   void BuildModelAndOptimizer();
+  // Which ranks write checkpoints (node_local_checkpoints.h); collective.
+  void PlaceCheckpoints();
+  // Collective: every rank takes the newest checkpoint any rank holds (node_local_checkpoints.h).
   void Resume();
+  // After a load: the optimizer's moments in this build's flat layout.
+  void AdoptFlatLayout(int64_t layout, const std::string& name);
   void OpenData();
   bool NextBatch(DeviceBatch& batch);
   // On the stager's thread: the batch's tokens, its text cut and BatchUpload::Send.
@@ -110,6 +115,7 @@ class Trainer {
   TrainCollectives& coll_;
   torch::Device device_;
   std::string checkpoint_dir_;
+  bool keeps_checkpoints_ = false;  // this rank writes them (rank 0, or its node's own copy)
   ClipModel model_{nullptr};
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;

@@ -28,8 +28,10 @@ struct RankProcesses {
   std::vector<std::string> logs;
 
   // Starts `ranks` (a subset of 0..world-1, to simulate absent ranks) of `binary args...`.
+  // `rank_env`: more NAME=VALUE for every rank, "{rank}" in a value replaced by the rank.
   void Start(const std::string& binary, const std::vector<std::string>& args, int world,
-             int local_world, const std::vector<int>& ranks, const std::string& log_dir) {
+             int local_world, const std::vector<int>& ranks, const std::string& log_dir,
+             const std::map<std::string, std::string>& rank_env = {}) {
     int port = FreePort();
     for (int rank : ranks) {
       std::map<std::string, std::string> env = {{"RANK", std::to_string(rank)},
@@ -39,6 +41,12 @@ struct RankProcesses {
                                                 {"MASTER_ADDR", "127.0.0.1"},
                                                 {"MASTER_PORT", std::to_string(port)},
                                                 {"OMP_NUM_THREADS", "1"}};
+      for (const auto& [name, value] : rank_env) {
+        std::string v = value;
+        for (size_t at; (at = v.find("{rank}")) != std::string::npos;)
+          v.replace(at, 6, std::to_string(rank));
+        env[name] = v;
+      }
       std::string log = log_dir + "/rank-" + std::to_string(rank) + ".log";
       logs.push_back(log);
       pid_t pid = fork();

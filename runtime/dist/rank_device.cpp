@@ -1,4 +1,4 @@
-#include "runtime/train/rank_device.h"
+#include "runtime/dist/rank_device.h"
 
 #include <stdexcept>
 
