@@ -31,6 +31,14 @@ dtrain_test(ssh_config_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/ssh_config_test.
 dtrain_test(launcher_node_loss_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_node_loss_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
 add_dependencies(launcher_node_loss_test dtrain)
+# dtrain-clip on nodes without shared storage: rank 0's node cut, the job resumes from the copy
+# of its checkpoint another node kept.
+if(TARGET dtrain-clip)
+  dtrain_test(launcher_clip_node_loss_test
+              SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_clip_node_loss_test.cpp
+              LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
+  add_dependencies(launcher_clip_node_loss_test dtrain dtrain-clip)
+endif()
 # Nodes reachable but unfit (a lost GPU, the driver asking for a reset, a site check failing),
 # found by the health checks before a start or restart and by the health watch during the run.
 dtrain_test(launcher_unfit_node_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_unfit_node_test.cpp
