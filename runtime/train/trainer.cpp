@@ -133,8 +133,13 @@ void Trainer::Resume() {
   std::string from = path;
   if (plan.send) {
     // Rank `source` holds the newest; a rank with an older one or none takes it from there.
+    const auto sent_at = TrainerClock::now();
     std::string bytes = coll_.rank() == plan.source ? ReadCheckpointBytes(path) : std::string();
     coll_.BroadcastBytes(bytes, plan.source);
+    std::printf("resume: rank %d sent its checkpoint of step %lld to the ranks without it "
+                "(%.1f MB, read and sent in %.2f s)\n",
+                plan.source, static_cast<long long>(plan.step),
+                static_cast<double>(bytes.size()) / 1e6, SecondsSince(sent_at));
     const int64_t own = steps[static_cast<size_t>(coll_.rank())];
     if (own < plan.step) {
       from = "rank " + std::to_string(plan.source) + "'s checkpoint";
