@@ -282,13 +282,15 @@ Optimisation:
   --max-steps N              stop after N optimizer steps (0: no limit)
 Checkpoints and logs:
   --logs DIR                 root for checkpoints (default $DTRAIN_LOG_DIR, else ./logs)
-  --checkpoint-dir DIR       where epoch_N.pt go (default <logs>/checkpoints)
+  --checkpoint-dir DIR       where epoch_N.pt go (default <logs>/checkpoints); rank 0 writes
+                             them, and every node that does not share its folder a copy
   --save-frequency N         save epoch_N.pt every N epochs (1; 0: never)
   --save-most-recent         also keep epoch_latest.pt
   --save-every-n-steps N     also write epoch_latest.pt every N optimizer steps, with the place
                              in the epoch, so --resume latest continues mid-epoch (0: off)
   --resume PATH|latest       restore model, optimizer, step and RNG, and the place in the epoch
-                             (on the same or fewer ranks: the rest of the epoch is split anew)
+                             (on the same or fewer ranks: the rest of the epoch is split anew);
+                             with ranks, the newest checkpoint any rank holds, sent to the others
   --log-sample-ids FILE      testing aid: every rank appends "STEP ID ID ..." per batch
   --pretrained FILE          start from OpenCLIP weights (.safetensors, or a torch.save
                              state_dict / checkpoint) of the same architecture
