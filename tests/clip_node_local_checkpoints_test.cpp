@@ -91,16 +91,22 @@ class NodeLocalCheckpoints : public ::testing::Test {
     reference_hash_ = ParamHash(resumed.logs[0]);
   }
 
-  // Resumes from what the two nodes' folders hold and expects both ranks to end on the shared
-  // folder's parameters; returns the run.
-  static RanksRun ResumeExpectingTheSharedRunsEnd(const std::string& nodes) {
+  // Puts `copy0` and `copy1` (a checkpoint file each, "" for none) into the two nodes' folders
+  // and resumes: both ranks must end on the shared folder's parameters, and rank `rank` say
+  // `said` ("NODES" there: the folder of the nodes' folders).
+  static void ResumeFrom(const std::string& copy0, const std::string& copy1, int rank,
+                         std::string said) {
+    const std::string nodes = dtrain::testing::ScratchDirs::Make("dtrain-node-ckpt");
+    if (!copy0.empty()) PutCheckpoint(copy0, nodes + "/node0");
+    if (!copy1.empty()) PutCheckpoint(copy1, nodes + "/node1");
     RanksRun run = TrainTwoRanks(nodes + "/node{rank}", {"--resume", "latest"});
     EXPECT_EQ(run.codes, std::vector<int>({0, 0})) << run.logs[0] << run.logs[1];
     for (const std::string& log : run.logs) {
       EXPECT_NE(log.find("epoch 0, step 10"), std::string::npos) << log;
       EXPECT_EQ(ParamHash(log), reference_hash_) << log;
     }
-    return run;
+    said.replace(said.find("NODES"), 5, nodes);
+    EXPECT_NE(run.logs[rank].find(said), std::string::npos) << run.logs[rank];
   }
 
   void SetUp() override {
@@ -129,35 +135,22 @@ TEST_F(NodeLocalCheckpoints, EveryNodeKeepsACopyWhenItDoesNotSeeRankZerosFolder)
 }
 
 TEST_F(NodeLocalCheckpoints, ARankWhoseNodeHasNoneTakesRankZeros) {
-  const std::string nodes = dtrain::testing::ScratchDirs::Make("dtrain-node-ckpt");
-  PutCheckpoint(step10_, nodes + "/node0");
-  RanksRun run = ResumeExpectingTheSharedRunsEnd(nodes);
-  EXPECT_NE(run.logs[1].find("resumed from rank 0's checkpoint (none in " + nodes +
-                             "/node1/checkpoints here): epoch 0, step 10"),
-            std::string::npos)
-      << run.logs[1];
+  ResumeFrom(step10_, "", 1,
+             "resumed from rank 0's checkpoint (none in NODES/node1/checkpoints here): epoch 0, "
+             "step 10");
 }
 
 // Rank 0's node was lost and replaced: the only copy is on rank 1's node.
 TEST_F(NodeLocalCheckpoints, RankZeroTakesTheCopyOfAnotherNode) {
-  const std::string nodes = dtrain::testing::ScratchDirs::Make("dtrain-node-ckpt");
-  PutCheckpoint(step10_, nodes + "/node1");
-  RanksRun run = ResumeExpectingTheSharedRunsEnd(nodes);
-  EXPECT_NE(run.logs[0].find("resumed from rank 1's checkpoint (none in " + nodes +
-                             "/node0/checkpoints here): epoch 0, step 10"),
-            std::string::npos)
-      << run.logs[0];
+  ResumeFrom("", step10_, 0,
+             "resumed from rank 1's checkpoint (none in NODES/node0/checkpoints here): epoch 0, "
+             "step 10");
 }
 
 TEST_F(NodeLocalCheckpoints, TheNewestCopyWinsOverAnOlderOne) {
-  const std::string nodes = dtrain::testing::ScratchDirs::Make("dtrain-node-ckpt");
-  PutCheckpoint(step5_, nodes + "/node0");
-  PutCheckpoint(step10_, nodes + "/node1");
-  RanksRun run = ResumeExpectingTheSharedRunsEnd(nodes);
-  EXPECT_NE(run.logs[0].find("resumed from rank 1's checkpoint (the one in " + nodes +
-                             "/node0/checkpoints here is of step 5): epoch 0, step 10"),
-            std::string::npos)
-      << run.logs[0];
+  ResumeFrom(step5_, step10_, 0,
+             "resumed from rank 1's checkpoint (the one in NODES/node0/checkpoints here is of "
+             "step 5): epoch 0, step 10");
 }
 
 TEST_F(NodeLocalCheckpoints, ACheckpointNoNodeHasStopsEveryRankWithWhy) {

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -38,9 +37,7 @@ std::string ParamHash(const std::string& log) {
 TEST(ClipNodeLoss, RankZerosNodeLostTheJobResumesFromTheCopyAnotherNodeKept) {
   SshTestCluster cluster("clip-node-loss", 3, 1);
   REQUIRE_CLUSTER(cluster);
-  const std::string logs = "/srv/node/clip-node-loss";  // private on every node
-  std::filesystem::remove_all(logs);
-  std::filesystem::create_directories(logs);
+  const std::string logs = test::FreshPrivateFolder("clip-node-loss");
   // 300 steps of fmnist-tiny on synthetic data, a checkpoint every 2 steps: a step takes about
   // 0.1 s on two ranks here, so the job still runs when node0 is cut.
   DtrainProcess dtrain({"launch",

@@ -266,9 +266,7 @@ TEST(NodeLoss, BelowMinimumTheJobFailsWithTheReason) {
 TEST(NodeLoss, StepsOfNodesWithoutSharedStorageArePlacedAfterTheJob) {
   SshTestCluster cluster("node-loss-private", 2, 1);
   REQUIRE_CLUSTER(cluster);
-  const std::string logs = "/srv/node/node-loss-private";  // private on every node
-  std::filesystem::remove_all(logs);
-  std::filesystem::create_directories(logs);
+  const std::string logs = test::FreshPrivateFolder("node-loss-private");
   const char* script = testing::kKilledAfterStepSeven;
   DtrainProcess dtrain(
       {"launch", "-c", cluster.cluster_file(), "--job", "private", "--log-dir", logs,

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -37,6 +38,16 @@ inline std::string ReadText(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A fresh, empty folder /srv/node/NAME. Every namespace node mounts storage of its own on
+// /srv/node (make-cluster.sh), so a job folder there is on each node's own disk, as on nodes
+// that share no storage; this machine's /srv/node is its own too.
+inline std::string FreshPrivateFolder(const std::string& name) {
+  const std::string path = "/srv/node/" + name;
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
 }
 
 // `text`, a cluster file make-cluster.sh wrote (or a copy of one), with the nodes' ssh connect
