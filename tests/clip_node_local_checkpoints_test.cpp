@@ -68,6 +68,14 @@ void PutCheckpoint(const std::string& from, const std::string& node_dir) {
   fs::copy_file(from, Latest(node_dir), fs::copy_options::overwrite_existing);
 }
 
+// The first 64 KiB of `path`, in a file of its own.
+std::string CutShort(const std::string& path) {
+  const std::string cut = dtrain::testing::ScratchDirs::Make("dtrain-node-ckpt-cut") + "/cut.pt";
+  fs::copy_file(path, cut);
+  fs::resize_file(cut, 64 * 1024);
+  return cut;
+}
+
 class NodeLocalCheckpoints : public ::testing::Test {
  protected:
   // Once: the checkpoints of steps 5 and 10 written into one shared folder, and the parameters
@@ -151,6 +159,30 @@ TEST_F(NodeLocalCheckpoints, TheNewestCopyWinsOverAnOlderOne) {
   ResumeFrom(step5_, step10_, 0,
              "resumed from rank 1's checkpoint (the one in NODES/node0/checkpoints here is of "
              "step 5): epoch 0, step 10");
+}
+
+// A node's copy cut short (a crash of its file system, a bad disk): that rank takes another's.
+TEST_F(NodeLocalCheckpoints, ARankWhoseOwnCopyCannotBeReadTakesAnothers) {
+  ResumeFrom(step10_, CutShort(step10_), 1,
+             "resumed from rank 0's checkpoint (NODES/node1/checkpoints/epoch_latest.pt: not a "
+             "readable dtrain-clip checkpoint (");
+}
+
+TEST_F(NodeLocalCheckpoints, NoReadableCopyStopsEveryRankWithWhy) {
+  const std::string nodes = dtrain::testing::ScratchDirs::Make("dtrain-node-ckpt");
+  const std::string cut = CutShort(step10_);
+  PutCheckpoint(cut, nodes + "/node0");
+  PutCheckpoint(cut, nodes + "/node1");
+  RanksRun run = TrainTwoRanks(nodes + "/node{rank}", {"--resume", "latest"});
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(run.codes[r], 0) << run.logs[r];
+    EXPECT_NE(run.logs[r].find(nodes + "/node" + std::to_string(r) +
+                               "/checkpoints/epoch_latest.pt: not a readable dtrain-clip "
+                               "checkpoint ("),
+              std::string::npos)
+        << run.logs[r];
+    EXPECT_NE(run.logs[r].find("; no other rank holds a copy"), std::string::npos) << run.logs[r];
+  }
 }
 
 TEST_F(NodeLocalCheckpoints, ACheckpointNoNodeHasStopsEveryRankWithWhy) {
