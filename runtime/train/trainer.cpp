@@ -114,66 +114,16 @@ void Trainer::PlaceCheckpoints() {
 void Trainer::Resume() {
   if (o_.resume.empty()) return;
   const std::string path = ResolveResumePath(o_.resume, checkpoint_dir_);
-  int64_t layout = 0, own = kNoCheckpoint;
   std::string unreadable;  // why this rank's own copy could not be loaded
-  if (!path.empty()) {
-    try {
-      progress_ = LoadCheckpoint(path, *model_, *optimizer_, &layout);
-      AdoptFlatLayout(layout, path);
-      own = progress_.step;
-    } catch (const std::exception& e) {
-      // With ranks, another node's copy may stand in for this one (a bad disk, a file cut short
-      // by a crash of the file system); it overwrites whatever this load had restored.
-      if (coll_.world_size() == 1) throw;
-      unreadable = e.what();
-      own = kUnreadableCheckpoint;
-      progress_ = TrainProgress{};
-    }
-  }
+  const int64_t own = LoadOwnCheckpoint(path, &unreadable);
   const std::vector<int64_t> steps = coll_.GatherFromRanks(own);
   const ResumePlan plan = PlanResume(steps);
-  const std::string where = coll_.world_size() > 1 ? " on any rank's node" : "";
   if (plan.step < 0) {
-    if (!unreadable.empty()) throw std::runtime_error(unreadable + "; no other rank holds a copy");
-    std::vector<int> failed;
-    for (size_t r = 0; r < steps.size(); ++r) {
-      if (steps[r] == kUnreadableCheckpoint) failed.push_back(static_cast<int>(r));
-    }
-    if (!failed.empty()) {
-      throw std::runtime_error("the checkpoint of " + RankList(failed) +
-                               " could not be read (its log says why), and no rank holds another");
-    }
-    if (o_.resume != "latest") {
-      throw std::runtime_error(o_.resume + ": --resume checkpoint not found" + where);
-    }
-    std::printf("resume: no checkpoint in %s%s, starting fresh\n", checkpoint_dir_.c_str(),
-                where.c_str());
+    StartWithoutCheckpoint(steps, unreadable);
     return;
   }
   std::string from = path;
-  if (plan.send) {
-    // Rank `source` holds the newest; a rank with an older one or none takes it from there.
-    const auto sent_at = TrainerClock::now();
-    std::string bytes = coll_.rank() == plan.source ? ReadCheckpointBytes(path) : std::string();
-    coll_.BroadcastBytes(bytes, plan.source);
-    std::printf(
-        "resume: rank %d sent its checkpoint of step %lld to the ranks without it "
-        "(%.1f MB, read and sent in %.2f s)\n",
-        plan.source, static_cast<long long>(plan.step), static_cast<double>(bytes.size()) / 1e6,
-        SecondsSince(sent_at));
-    if (own < plan.step) {
-      from = "rank " + std::to_string(plan.source) + "'s checkpoint";
-      progress_ = LoadCheckpointBytes(bytes, from, *model_, *optimizer_, &layout);
-      AdoptFlatLayout(layout, from);
-      if (own == kUnreadableCheckpoint) {
-        from += " (" + unreadable + ")";
-      } else {
-        from += own < 0 ? " (none in " + checkpoint_dir_ + " here)"
-                        : " (the one in " + checkpoint_dir_ + " here is of step " +
-                              std::to_string(own) + ")";
-      }
-    }
-  }
+  if (plan.send) from = TakeNewestCheckpoint(plan, own, path, unreadable);
   std::printf("resumed from %s: epoch %lld, step %lld\n", from.c_str(),
               static_cast<long long>(progress_.epoch), static_cast<long long>(progress_.step));
   if (progress_.epoch_samples > 0) {
@@ -186,6 +136,63 @@ void Trainer::Resume() {
         static_cast<long long>(progress_.global_batch), coll_.world_size(),
         static_cast<long long>(GlobalBatch()));
   }
+}
+
+int64_t Trainer::LoadOwnCheckpoint(const std::string& path, std::string* unreadable) {
+  if (path.empty()) return kNoCheckpoint;
+  try {
+    int64_t layout = 0;
+    progress_ = LoadCheckpoint(path, *model_, *optimizer_, &layout);
+    AdoptFlatLayout(layout, path);
+    return progress_.step;
+  } catch (const std::exception& e) {
+    // With ranks, another node's copy may stand in for this one (a bad disk, a file cut short
+    // by a crash of the file system); it overwrites whatever this load had restored.
+    if (coll_.world_size() == 1) throw;
+    *unreadable = e.what();
+    progress_ = TrainProgress{};
+    return kUnreadableCheckpoint;
+  }
+}
+
+void Trainer::StartWithoutCheckpoint(const std::vector<int64_t>& steps,
+                                     const std::string& unreadable) {
+  if (!unreadable.empty()) throw std::runtime_error(unreadable + "; no other rank holds a copy");
+  std::vector<int> failed;
+  for (size_t r = 0; r < steps.size(); ++r) {
+    if (steps[r] == kUnreadableCheckpoint) failed.push_back(static_cast<int>(r));
+  }
+  if (!failed.empty()) {
+    throw std::runtime_error("the checkpoint of " + RankList(failed) +
+                             " could not be read (its log says why), and no rank holds another");
+  }
+  const std::string where = coll_.world_size() > 1 ? " on any rank's node" : "";
+  if (o_.resume != "latest") {
+    throw std::runtime_error(o_.resume + ": --resume checkpoint not found" + where);
+  }
+  std::printf("resume: no checkpoint in %s%s, starting fresh\n", checkpoint_dir_.c_str(),
+              where.c_str());
+}
+
+std::string Trainer::TakeNewestCheckpoint(const ResumePlan& plan, int64_t own,
+                                          const std::string& path, const std::string& unreadable) {
+  // Rank `source` holds the newest; a rank with an older one or none takes it from there.
+  const auto sent_at = TrainerClock::now();
+  std::string bytes = coll_.rank() == plan.source ? ReadCheckpointBytes(path) : std::string();
+  coll_.BroadcastBytes(bytes, plan.source);
+  std::printf(
+      "resume: rank %d sent its checkpoint of step %lld to the ranks without it "
+      "(%.1f MB, read and sent in %.2f s)\n",
+      plan.source, static_cast<long long>(plan.step), static_cast<double>(bytes.size()) / 1e6,
+      SecondsSince(sent_at));
+  if (own >= plan.step) return path;
+  std::string from = "rank " + std::to_string(plan.source) + "'s checkpoint";
+  int64_t layout = 0;
+  progress_ = LoadCheckpointBytes(bytes, from, *model_, *optimizer_, &layout);
+  AdoptFlatLayout(layout, from);
+  if (own == kUnreadableCheckpoint) return from + " (" + unreadable + ")";
+  if (own == kNoCheckpoint) return from + " (none in " + checkpoint_dir_ + " here)";
+  return from + " (the one in " + checkpoint_dir_ + " here is of step " + std::to_string(own) + ")";
 }
 
 void Trainer::AdoptFlatLayout(int64_t layout, const std::string& name) {

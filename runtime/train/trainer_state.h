@@ -30,6 +30,7 @@
 #include "runtime/train/fused_adamw.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/metrics_log.h"
+#include "runtime/train/node_local_checkpoints.h"
 #include "runtime/train/progress_display.h"
 #include "runtime/train/sample_log.h"
 #include "runtime/train/step_profile.h"
@@ -70,6 +71,15 @@ class Trainer {
   void PlaceCheckpoints();
   // Collective: every rank takes the newest checkpoint any rank holds (node_local_checkpoints.h).
   void Resume();
+  // This rank's own copy at `path` ("" for none) loaded: its step, kNoCheckpoint, or (with ranks)
+  // kUnreadableCheckpoint with the reason in `unreadable`.
+  int64_t LoadOwnCheckpoint(const std::string& path, std::string* unreadable);
+  // No rank holds a checkpoint it can read: fresh for --resume latest, else why not.
+  void StartWithoutCheckpoint(const std::vector<int64_t>& steps, const std::string& unreadable);
+  // `plan.source` sends its file to every rank; one with an older copy, none or an unreadable one
+  // loads it. Returns what this rank resumed from, for the log.
+  std::string TakeNewestCheckpoint(const ResumePlan& plan, int64_t own, const std::string& path,
+                                   const std::string& unreadable);
   // After a load: the optimizer's moments in this build's flat layout.
   void AdoptFlatLayout(int64_t layout, const std::string& name);
   void OpenData();
