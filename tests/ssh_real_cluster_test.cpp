@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/shell_run.h"
 #include "tests/support/ssh_cluster.h"
 #include "tests/support/test_paths.h"
 
@@ -28,21 +29,8 @@ using test::SshTestCluster;
 
 const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
 
-struct ShellRun {
-  std::string out;
-  int status = -1;
-};
-
-ShellRun Shell(const std::string& command) {
-  ShellRun r;
-  r.out = RunOutput(command + "; echo \"status=$?\"");
-  const size_t at = r.out.rfind("status=");
-  if (at != std::string::npos) {
-    r.status = std::stoi(r.out.substr(at + 7));
-    r.out.erase(at);
-  }
-  return r;
-}
+using testing::ShellOutput;
+using testing::ShellStdout;
 
 // HOME for one test, with an ssh config naming every node by alias only: the cluster's key and
 // known_hosts live in the cluster folder, reachable only through this config. `extra` is
@@ -90,13 +78,14 @@ TEST(RealClusterSsh, HostNamesOnlyResolvedThroughSshConfig) {
   TestHome home(cluster, 2);
   const std::string file = AliasClusterFile(cluster, {0, 1});
   const std::string logs = cluster.dir() + "/logs";
-  const ShellRun r = Shell(kDtrain + " launch -c " + file + " --log-dir " + logs +
-                           " --job cfg -q sh -c 'echo $(hostname) $MASTER_ADDR' 2>&1");
+  const ShellOutput r = ShellStdout(kDtrain + " launch -c " + file + " --log-dir " + logs +
+                                    " --job cfg -q sh -c 'echo $(hostname) $MASTER_ADDR' 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(ReadText(logs + "/cfg/rank-0.log"), "node0 10.231.0.10\n");
   EXPECT_EQ(ReadText(logs + "/cfg/rank-1.log"), "node1 10.231.0.10\n");
 
-  const ShellRun doctor = Shell(kDtrain + " doctor --json --timeout 20 -c " + file + " 2>/dev/null");
+  const ShellOutput doctor =
+      ShellStdout(kDtrain + " doctor --json --timeout 20 -c " + file + " 2>/dev/null");
   const nlohmann::json doc = nlohmann::json::parse(doctor.out, nullptr, false);
   ASSERT_TRUE(doc.is_object()) << doctor.out;
   ASSERT_EQ(doc["nodes"].size(), 2u) << doctor.out;
@@ -106,8 +95,8 @@ TEST(RealClusterSsh, HostNamesOnlyResolvedThroughSshConfig) {
   }
 
   const std::string without = AliasClusterFile(cluster, {0, 1}, "ssh: {config: none, connect_timeout: 2}\n");
-  const ShellRun refused = Shell(kDtrain + " launch -c " + without + " --log-dir " + logs +
-                                 " --job nocfg -q true 2>&1");
+  const ShellOutput refused = ShellStdout(kDtrain + " launch -c " + without + " --log-dir " + logs +
+                                          " --job nocfg -q true 2>&1");
   EXPECT_NE(refused.status, 0) << refused.out;
   EXPECT_THAT(refused.out, HasSubstr("node node0")) << refused.out;
 }
@@ -128,24 +117,25 @@ TEST(RealClusterSsh, NodesBehindABastion) {
   const std::string direct = AliasClusterFile(cluster, {1}, "ssh: {proxy_jump: none, connect_timeout: 2}\n");
   const std::string logs = "/srv/node/rc-bastion-logs";  // private on every node
   fs::remove_all(logs);
-  const ShellRun hidden = Shell(kDtrain + " launch -c " + direct + " --log-dir " + logs +
-                                " --job direct -q true 2>&1");
+  const ShellOutput hidden = ShellStdout(kDtrain + " launch -c " + direct + " --log-dir " + logs +
+                                         " --job direct -q true 2>&1");
   EXPECT_NE(hidden.status, 0) << hidden.out;
   EXPECT_THAT(hidden.out, HasSubstr("node node1")) << hidden.out;
 
   const std::string file = AliasClusterFile(cluster, {1, 2});
   // Counted once both ranks printed (both tunnels up) and while they still sleep.
-  const ShellRun r = Shell(kDtrain + " launch -c " + file + " --log-dir " + logs +
-                           " --job jump -q sh -c 'hostname; sleep 4' & for i in $(seq 100); do " +
-                           "[ -s " + logs + "/jump/rank-0.log ] && [ -s " + logs +
-                           "/jump/rank-1.log ] && break; sleep 0.05; done; ip netns exec " +
-                           cluster.Field(0, 2) +
-                           " ss -Htn state established '( sport = :22 )' | wc -l; wait");
+  const ShellOutput r = ShellStdout(
+      kDtrain + " launch -c " + file + " --log-dir " + logs +
+      " --job jump -q sh -c 'hostname; sleep 4' & for i in $(seq 100); do " + "[ -s " + logs +
+      "/jump/rank-0.log ] && [ -s " + logs +
+      "/jump/rank-1.log ] && break; sleep 0.05; done; ip netns exec " + cluster.Field(0, 2) +
+      " ss -Htn state established '( sport = :22 )' | wc -l; wait");
   EXPECT_EQ(r.out, "1\n") << "one connection to the bastion for both nodes";
   EXPECT_EQ(ReadText(logs + "/jump/rank-0.log"), "node1\n") << r.out;
   EXPECT_EQ(ReadText(logs + "/jump/rank-1.log"), "node2\n") << r.out;
 
-  const ShellRun doctor = Shell(kDtrain + " doctor --json --timeout 20 -c " + file + " 2>/dev/null");
+  const ShellOutput doctor =
+      ShellStdout(kDtrain + " doctor --json --timeout 20 -c " + file + " 2>/dev/null");
   const nlohmann::json doc = nlohmann::json::parse(doctor.out, nullptr, false);
   ASSERT_TRUE(doc.is_object()) << doctor.out;
   for (const auto& node : doc["nodes"]) {
@@ -154,12 +144,13 @@ TEST(RealClusterSsh, NodesBehindABastion) {
   }
 
   // A trace written on each hidden node's private disk comes back through the bastion.
-  const ShellRun traced = Shell(kDtrain + " launch -c " + file + " --log-dir " + logs +
-                                " --job tl --timeline -q sh -c 'mkdir -p \"$(dirname "
-                                "\"$DTRAIN_TIMELINE\")\" && echo \"[]\" >\"$DTRAIN_TIMELINE\"' 2>&1");
+  const ShellOutput traced =
+      ShellStdout(kDtrain + " launch -c " + file + " --log-dir " + logs +
+                  " --job tl --timeline -q sh -c 'mkdir -p \"$(dirname "
+                  "\"$DTRAIN_TIMELINE\")\" && echo \"[]\" >\"$DTRAIN_TIMELINE\"' 2>&1");
   ASSERT_EQ(traced.status, 0) << traced.out;
   ASSERT_FALSE(fs::exists(logs + "/tl/timeline/rank-0.json"));
-  Shell(kDtrain + " timeline --log-dir " + logs + " --job tl 2>&1");
+  ShellStdout(kDtrain + " timeline --log-dir " + logs + " --job tl 2>&1");
   EXPECT_EQ(ReadText(logs + "/tl/timeline/rank-0.json"), "[]\n");
   EXPECT_EQ(ReadText(logs + "/tl/timeline/rank-1.json"), "[]\n");
 
@@ -170,8 +161,8 @@ TEST(RealClusterSsh, NodesBehindABastion) {
       << "10.231.0.10 " << node1_key << RunOutput("grep -v '^10.231.0.10 ' " + cluster.dir() + "/known_hosts");
   const std::string wrong = AliasClusterFile(
       cluster, {1, 2}, "ssh: {known_hosts: " + home.dir() + "/wrong_known_hosts}\n");
-  const ShellRun refused = Shell(kDtrain + " launch -c " + wrong + " --log-dir " + logs +
-                                 " --job wrong -q true 2>&1");
+  const ShellOutput refused = ShellStdout(kDtrain + " launch -c " + wrong + " --log-dir " + logs +
+                                          " --job wrong -q true 2>&1");
   EXPECT_NE(refused.status, 0) << refused.out;
   EXPECT_THAT(refused.out, HasSubstr("bastion node0 (10.231.0.10)")) << refused.out;
   EXPECT_THAT(refused.out, HasSubstr("CHANGED")) << refused.out;
@@ -185,7 +176,7 @@ TEST(RealClusterSsh, MetricsOfEveryRankComeBack) {
   REQUIRE_CLUSTER(cluster);
   const std::string logs = "/srv/node/rc-metrics-logs";
   fs::remove_all(logs);
-  const ShellRun r = Shell(
+  const ShellOutput r = ShellStdout(
       kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
       " --job m -q sh -c 'mkdir -p \"$DTRAIN_LOG_DIR/metrics\" && printf \"{\\\"step\\\":1,"
       "\\\"rank\\\":%s,\\\"host\\\":\\\"%s\\\"}\\n\" \"$RANK\" \"$(hostname)\" "

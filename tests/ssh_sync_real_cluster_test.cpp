@@ -34,16 +34,8 @@ using ::testing::Not;
 
 const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
 
-// A shell command's output (stderr joined) and exit status.
-struct ShellRun {
-  std::string out;
-  int status = -1;
-};
-
-ShellRun Shell(const std::string& command) {
-  const testing::ShellRun run = testing::RunShell(command);
-  return {run.out, run.status.ShellStatus()};
-}
+using testing::Shell;
+using testing::ShellOutput;
 
 // The cluster file with `workdir:` (and what the test adds) on the generated nodes.
 std::string WithWorkdir(const SshTestCluster& cluster, const std::string& workdir) {
@@ -93,8 +85,8 @@ TEST(RealClusterSsh, SyncIntoPrivateWorkdirs) {
   const std::string logs = cluster.dir() + "/logs";
   const std::string in_src = "cd " + src + " && ";
   const std::string python = " python3 -c 'import syncpkg; print(syncpkg.VALUE)'";
-  ShellRun r = Shell(in_src + kDtrain + " launch --sync -c " + file + " --log-dir " + logs +
-                     " --job one -q" + python + " 2>&1");
+  ShellOutput r = Shell(in_src + kDtrain + " launch --sync -c " + file + " --log-dir " + logs +
+                        " --job one -q" + python + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(EveryNodeSays(r.out, 3, ": 4 file(s)")) << r.out;
   for (int rank = 0; rank < 3; ++rank) {
@@ -161,7 +153,7 @@ TEST(RealClusterSsh, SyncCopiesSymlinksAsLinks) {
   const std::string links =
       "cd /srv/node/links && for l in pkg/current.py lib host dangling-long; do "
       "printf '%s -> %s\\n' $l $(readlink $l); done; cat lib/current.py";
-  ShellRun r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
+  ShellOutput r = Shell(in_src + kDtrain + " sync -c " + file + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(EveryNodeSays(r.out, 2, ": 6 file(s)")) << r.out;
   const std::string expected =
@@ -306,7 +298,7 @@ TEST(RealClusterSsh, StagingFoldersOfADeadSyncGoAndThoseOfALiveOneStay) {
                  "rm -rf /srv/node/work && mkdir -p /srv/node/work.dtrain-sync-stage.999992/sub");
   const std::string file = cluster.dir() + "/stale.yaml";
   std::ofstream(file) << ReadText(cluster.cluster_file()) << "workdir: /srv/node/work\n";
-  const ShellRun r = Shell("cd " + src + " && " + kDtrain + " sync -c " + file + " 2>&1");
+  const ShellOutput r = Shell("cd " + src + " && " + kDtrain + " sync -c " + file + " 2>&1");
   cluster.OnNode(0, "pkill -f 'dtrain-sync-stage.999993'");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(cluster.OnNode(0, "cd /srv/node/work && ls -a | grep dtrain-sync-stage"), live + "\n");
@@ -333,7 +325,7 @@ TEST(RealClusterSsh, HashingFilesTouchedHereLosesNoNode) {
   // for 2.2 s once; it is not what this test is about.
   const std::string setup = cluster.dir() + "/hash-setup.yaml";
   std::ofstream(setup) << ReadText(cluster.cluster_file()) << "workdir: /srv/node/work\n";
-  const ShellRun first = Shell("cd " + src + " && " + kDtrain + " sync -c " + setup + " 2>&1");
+  const ShellOutput first = Shell("cd " + src + " && " + kDtrain + " sync -c " + setup + " 2>&1");
   ASSERT_EQ(first.status, 0) << first.out;
   const std::string file = cluster.dir() + "/hash.yaml";
   std::ofstream(file) << ReadText(cluster.cluster_file())

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/gpu_node_stand_ins.h"
+#include "tests/support/shell_run.h"
 #include "tests/support/ssh_cluster.h"
 #include "tests/support/test_paths.h"
 
@@ -26,22 +27,8 @@ using ::testing::Not;
 
 const std::string kDtrain = std::string(DTRAIN_BINARY_DIR) + "/dtrain";
 
-struct ShellRun {
-  std::string out;  // stdout (stderr too when `merged`)
-  int status = -1;
-};
-
-// `command` through sh; its exit status parsed from a trailing "status=N".
-ShellRun Shell(const std::string& command) {
-  ShellRun r;
-  r.out = RunOutput(command + "; echo \"status=$?\"");
-  const size_t at = r.out.rfind("status=");
-  if (at != std::string::npos) {
-    r.status = std::stoi(r.out.substr(at + 7));
-    r.out.erase(at);
-  }
-  return r;
-}
+using testing::ShellOutput;
+using testing::ShellStdout;
 
 // A HOME with the cluster's client key and known_hosts where OpenSSH users keep them, so -H and
 // --hostfile run with no cluster file at all.
@@ -60,24 +47,24 @@ TEST(SshUx, PassedEnvironmentReachesEveryNodeByteForByte) {
   const std::string tricky = "it's \"$(touch " + canary + ")\" `touch " + canary + "`; a\tb\nc";
   ::setenv("UX16_TRICKY", tricky.c_str(), 1);
   const std::string logs = cluster.dir() + "/logs";
-  const ShellRun r = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
-                           " --job x -q -x UX16_TRICKY -x 'UX16_SET=x=1 $HOME' printf '%s|%s' " +
-                           "'$UX16_TRICKY' 2>&1");
+  const ShellOutput r = ShellStdout(
+      kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+      " --job x -q -x UX16_TRICKY -x 'UX16_SET=x=1 $HOME' printf '%s|%s' " + "'$UX16_TRICKY' 2>&1");
   ::unsetenv("UX16_TRICKY");
   ASSERT_EQ(r.status, 0) << r.out;
   // printf's format is the literal word $UX16_TRICKY: nothing was expanded on the way either.
   EXPECT_EQ(ReadText(logs + "/x/rank-0.log"), "$UX16_TRICKY|");
-  const ShellRun env =
-      Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
-            " --job env -q -x UX16_SET='x=1 $HOME' -x UX16_TRICKY=\"$(printf 'a\\tb')\" " +
-            "sh -c 'printf %s \"$UX16_SET|$UX16_TRICKY|$(hostname)\"' 2>&1");
+  const ShellOutput env =
+      ShellStdout(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                  " --job env -q -x UX16_SET='x=1 $HOME' -x UX16_TRICKY=\"$(printf 'a\\tb')\" " +
+                  "sh -c 'printf %s \"$UX16_SET|$UX16_TRICKY|$(hostname)\"' 2>&1");
   ASSERT_EQ(env.status, 0) << env.out;
   EXPECT_EQ(ReadText(logs + "/env/rank-0.log"), "x=1 $HOME|a\tb|node0");
   EXPECT_EQ(ReadText(logs + "/env/rank-1.log"), "x=1 $HOME|a\tb|node1");
   ::setenv("UX16_TRICKY", tricky.c_str(), 1);
-  const ShellRun own =
-      Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
-            " --job own -q -x UX16_TRICKY sh -c 'printf %s \"$UX16_TRICKY\"' 2>&1");
+  const ShellOutput own =
+      ShellStdout(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                  " --job own -q -x UX16_TRICKY sh -c 'printf %s \"$UX16_TRICKY\"' 2>&1");
   ::unsetenv("UX16_TRICKY");
   ASSERT_EQ(own.status, 0) << own.out;
   EXPECT_EQ(ReadText(logs + "/own/rank-1.log"), tricky);
@@ -93,8 +80,8 @@ TEST(SshUx, HostListAndHostfileRunOnTheNodes) {
   const std::string a = cluster.Field(0, 1), b = cluster.Field(1, 1);
   const std::string logs = cluster.dir() + "/logs";
   const std::string env = "cd " + cluster.dir() + " && HOME=" + home + " ";
-  ShellRun r = Shell(env + kDtrain + " launch -H " + a + ":2," + b + " --log-dir " + logs +
-                     " --job h -q hostname 2>&1");
+  ShellOutput r = ShellStdout(env + kDtrain + " launch -H " + a + ":2," + b + " --log-dir " + logs +
+                              " --job h -q hostname 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("3 rank(s) on 2 node(s) (ssh)"));
   EXPECT_THAT(r.out, HasSubstr("-H " + a + ":2," + b));
@@ -105,8 +92,8 @@ TEST(SshUx, HostListAndHostfileRunOnTheNodes) {
   std::ofstream(cluster.dir() + "/hostfile") << "# DeepSpeed hostfile\n"
                                              << a << " slots=1\n"
                                              << b << " slots=2\n";
-  r = Shell(env + kDtrain + " launch --hostfile hostfile -np 2 --log-dir " + logs +
-            " --job hf -q sh -c 'echo $(hostname) $RANK/$WORLD_SIZE $LOCAL_WORLD_SIZE' 2>&1");
+  r = ShellStdout(env + kDtrain + " launch --hostfile hostfile -np 2 --log-dir " + logs +
+                  " --job hf -q sh -c 'echo $(hostname) $RANK/$WORLD_SIZE $LOCAL_WORLD_SIZE' 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(ReadText(logs + "/hf/rank-0.log"), "node0 0/2 1\n");
   EXPECT_EQ(ReadText(logs + "/hf/rank-1.log"), "node1 1/2 1\n");
@@ -117,15 +104,15 @@ TEST(SshUx, HostListAndHostfileRunOnTheNodes) {
   RunOutput("mkdir -p " + keyless + "/.ssh && cp " + cluster.dir() + "/known_hosts " + keyless +
             "/.ssh/");
   const std::string bare = "cd " + cluster.dir() + " && env -u SSH_AUTH_SOCK HOME=" + keyless + " ";
-  r = Shell(bare + kDtrain + " launch -H " + a + "," + b + " --log-dir " + logs +
-            " --job nokey -q hostname 2>&1");
+  r = ShellStdout(bare + kDtrain + " launch -H " + a + "," + b + " --log-dir " + logs +
+                  " --job nokey -q hostname 2>&1");
   EXPECT_NE(r.status, 0) << r.out;  // no key: refused
-  r = Shell(bare + kDtrain + " launch -H " + a + "," + b + " -p 22 -i " + cluster.dir() +
-            "/id_ed25519 --log-dir " + logs + " --job key -q hostname 2>&1");
+  r = ShellStdout(bare + kDtrain + " launch -H " + a + "," + b + " -p 22 -i " + cluster.dir() +
+                  "/id_ed25519 --log-dir " + logs + " --job key -q hostname 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(ReadText(logs + "/key/rank-1.log"), "node1\n");
-  r = Shell(bare + kDtrain + " launch -H " + a + " -p 2 -i " + cluster.dir() +
-            "/id_ed25519 --log-dir " + logs + " --job port -q hostname 2>&1");
+  r = ShellStdout(bare + kDtrain + " launch -H " + a + " -p 2 -i " + cluster.dir() +
+                  "/id_ed25519 --log-dir " + logs + " --job port -q hostname 2>&1");
   EXPECT_NE(r.status, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("cannot connect to port 2:")) << r.out;
 }
@@ -143,8 +130,9 @@ TEST(SshUx, NprocPerNodeGpuAsksEachNodeForItsGpus) {
   const std::string logs = cluster.dir() + "/logs";
   const std::string launch = "cd " + cluster.dir() + " && " + kDtrain + " launch -c " + file +
                              " --start-health-check off --health-watch 0 --log-dir " + logs;
-  ShellRun r = Shell(launch + " --nproc-per-node auto --job auto -q sh -c 'echo $(hostname) " +
-                     "$LOCAL_WORLD_SIZE $WORLD_SIZE' 2>&1");
+  ShellOutput r =
+      ShellStdout(launch + " --nproc-per-node auto --job auto -q sh -c 'echo $(hostname) " +
+                  "$LOCAL_WORLD_SIZE $WORLD_SIZE' 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("ranks: 8," + cpus +
                                " per node (--nproc-per-node auto, asked on "
@@ -152,10 +140,10 @@ TEST(SshUx, NprocPerNodeGpuAsksEachNodeForItsGpus) {
   const std::string world = std::to_string(8 + std::stoi(cpus));
   EXPECT_EQ(ReadText(logs + "/auto/rank-7.log"), "node0 8 " + world + "\n");
   EXPECT_EQ(ReadText(logs + "/auto/rank-8.log"), "node1 " + cpus + " " + world + "\n");
-  r = Shell(launch + " --nproc-per-node gpu --job gpu -q true 2>&1");
+  r = ShellStdout(launch + " --nproc-per-node gpu --job gpu -q true 2>&1");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("no GPU on node node1 (nvidia-smi lists none there)"));
-  r = Shell(launch + " --nproc-per-node cpu -np 2 --job cpu -q true 2>&1");
+  r = ShellStdout(launch + " --nproc-per-node cpu -np 2 --job cpu -q true 2>&1");
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("-np 2 filling --nproc-per-node cpu, asked on the nodes"));
 }
@@ -170,18 +158,20 @@ TEST(SshUx, LaunchRunsTheDtrainClipTheDoctorReports) {
   std::ofstream(bin + "/dtrain-clip") << "#!/bin/sh\necho \"dtrain-clip 0.1.0 $0 $*\"\n";
   ::chmod((bin + "/dtrain-clip").c_str(), 0755);
   const std::string logs = cluster.dir() + "/logs";
-  const ShellRun launch = Shell(bin + "/dtrain launch -c " + cluster.cluster_file() +
-                                " --log-dir " + logs + " --job clip -q dtrain-clip --version 2>&1");
+  const ShellOutput launch =
+      ShellStdout(bin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                  " --job clip -q dtrain-clip --version 2>&1");
   ASSERT_EQ(launch.status, 0) << launch.out;
   EXPECT_EQ(ReadText(logs + "/clip/rank-1.log"),
             "dtrain-clip 0.1.0 " + bin + "/dtrain-clip --version\n");
-  const ShellRun self = Shell(bin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " +
-                              logs + " --job self -q dtrain --version 2>&1");
+  const ShellOutput self =
+      ShellStdout(bin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                  " --job self -q dtrain --version 2>&1");
   ASSERT_EQ(self.status, 0) << self.out;
   EXPECT_THAT(ReadText(logs + "/self/rank-0.log"), HasSubstr("dtrain "));
 
-  const ShellRun doctor = Shell(bin + "/dtrain doctor -c " + cluster.cluster_file() +
-                                " --json --timeout 30 2>/dev/null");
+  const ShellOutput doctor = ShellStdout(bin + "/dtrain doctor -c " + cluster.cluster_file() +
+                                         " --json --timeout 30 2>/dev/null");
   const nlohmann::json doc = nlohmann::json::parse(doctor.out, nullptr, false);
   ASSERT_TRUE(doc.is_object()) << doctor.out;
   for (const auto& node : doc["nodes"]) {
@@ -207,10 +197,10 @@ TEST(SshUx, NumaBindingRunsOnTheNodesAndFindsDtrainClip) {
   ::chmod((bin + "/dtrain-clip").c_str(), 0755);
   ::chmod((smi + "/nvidia-smi").c_str(), 0755);
   const std::string logs = cluster.dir() + "/logs";
-  const ShellRun launch =
-      Shell(bin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " + logs +
-            " --job numa -q --numa-binding node -x PATH=" + smi + ":/usr/bin:/bin -x " +
-            "DTRAIN_PROBE_SYSFS=" + sys + " dtrain-clip 2>&1");
+  const ShellOutput launch =
+      ShellStdout(bin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                  " --job numa -q --numa-binding node -x PATH=" + smi + ":/usr/bin:/bin -x " +
+                  "DTRAIN_PROBE_SYSFS=" + sys + " dtrain-clip 2>&1");
   ASSERT_EQ(launch.status, 0) << launch.out;
   for (int r = 0; r < 2; ++r) {
     // The note comes on stderr, the program's line on stdout: two streams of one ssh channel,
@@ -229,16 +219,18 @@ TEST(SshUx, StderrApartAndCommandNotFoundIs127) {
   REQUIRE_CLUSTER(cluster);
   const std::string logs = cluster.dir() + "/logs";
   const std::string err = cluster.dir() + "/err.txt";
-  const ShellRun r = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
-                           " --job s sh -c 'echo out; echo Traceback >&2' 2>" + err);
+  const ShellOutput r =
+      ShellStdout(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                  " --job s sh -c 'echo out; echo Traceback >&2' 2>" + err);
   ASSERT_EQ(r.status, 0) << r.out << ReadText(err);
   EXPECT_EQ(r.out, "[node0:0] out\n");
   EXPECT_THAT(ReadText(err), HasSubstr("[node0:0] Traceback\n"));
   const std::string log = ReadText(logs + "/s/rank-0.log");
   EXPECT_THAT(log, HasSubstr("out\n"));
   EXPECT_THAT(log, HasSubstr("Traceback\n"));
-  const ShellRun missing = Shell(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " +
-                                 logs + " --job nf no-such-program-16 2>&1");
+  const ShellOutput missing =
+      ShellStdout(kDtrain + " launch -c " + cluster.cluster_file() + " --log-dir " + logs +
+                  " --job nf no-such-program-16 2>&1");
   EXPECT_EQ(missing.status, 127) << missing.out;
   EXPECT_THAT(missing.out, HasSubstr("'no-such-program-16': command not found"));
 }

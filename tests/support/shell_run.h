@@ -1,5 +1,5 @@
-// A shell command run to its end as a Subprocess: what it wrote (stdout and stderr together)
-// and how it ended.
+// A shell command run to its end as a Subprocess: what it wrote (stdout and stderr together, or
+// stdout alone) and how it ended.
 #pragma once
 
 #include <string>
@@ -33,6 +33,32 @@ inline ShellRun RunShell(const std::string& script) {
   run.out = ReadToEnd(child.out_fd);
   run.status = child.Finish();
   return run;
+}
+
+// A shell command's output and its status as a shell reports it ($?: the exit code, 128 + N for
+// signal N; 255 where sh could not be started).
+struct ShellOutput {
+  std::string out;
+  int status = -1;
+};
+
+// `sh -c SCRIPT`: stdout and stderr together, and the status.
+inline ShellOutput Shell(const std::string& script) {
+  const ShellRun run = RunShell(script);
+  return {run.out, run.status.ShellStatus()};
+}
+
+// `sh -c SCRIPT`: stdout alone (stderr goes where the test's own goes), and the status.
+inline ShellOutput ShellStdout(const std::string& script) {
+  SubprocessOptions options;
+  options.argv = {"sh", "-c", script};
+  options.err = Stdio::kInherit;
+  Subprocess child;
+  ShellOutput result;
+  if (!child.Start(options).empty()) return {"", 255};
+  result.out = ReadToEnd(child.out_fd);
+  result.status = child.Finish().ShellStatus();
+  return result;
 }
 
 }  // namespace dtrain::testing
