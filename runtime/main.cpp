@@ -27,6 +27,7 @@
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/device_checks.h"
 #include "runtime/train/device_speed.h"
+#include "runtime/train/stop_signals.h"
 #include "runtime/train/trainer.h"
 #include "runtime/version.h"
 
@@ -286,9 +287,20 @@ int Train(const std::vector<std::string>& args) {
     std::fputs(dtrain::clip::TrainHelpText(), stdout);
     return 0;
   }
-  // One process, or a rank of a job (RANK/WORLD_SIZE, HOROVOD_*, OMPI_*, PMI_*, SLURM_*).
-  auto collectives = dtrain::clip::MakeTrainCollectives(options);
-  return dtrain::clip::RunTraining(options, *collectives);
+  // Before any thread starts: they all leave SIGTERM, SIGINT and SIGUSR1 to its thread.
+  dtrain::clip::StopSignals* signals =
+      options.save_on_signal ? &dtrain::clip::StopSignals::Install() : nullptr;
+  int status = 0;
+  {
+    // One process, or a rank of a job (RANK/WORLD_SIZE, HOROVOD_*, OMPI_*, PMI_*, SLURM_*).
+    auto collectives = dtrain::clip::MakeTrainCollectives(options);
+    status = dtrain::clip::RunTraining(options, *collectives);
+  }
+  // Stopped on a signal: the process ends by it, as a supervisor that sent it expects.
+  if (signals && signals->end_signal() != 0) {
+    dtrain::clip::StopSignals::EndBy(signals->end_signal());
+  }
+  return status;
 }
 
 // `check [--device D]`: runtime/train/device_checks.h.

@@ -62,6 +62,13 @@ if(TARGET dtrain-clip)
   add_dependencies(clip_node_local_checkpoints_test dtrain-clip)
 endif()
 
+# SIGTERM, SIGINT, SIGUSR1: every rank stops after one step with its checkpoint, or ends once
+# no step can end.
+if(TARGET dtrain-clip)
+  dtrain_test(clip_stop_signal_test SOURCES clip_stop_signal_test.cpp TIMEOUT 300)
+  add_dependencies(clip_stop_signal_test dtrain-clip)
+endif()
+
 # Mid-epoch resumption through the launcher, on the same and on fewer ranks.
 if(TARGET dtrain_clip_train AND TARGET dtrain)
   dtrain_test(clip_resume_test SOURCES clip_resume_test.cpp TIMEOUT 300)

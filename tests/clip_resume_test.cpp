@@ -2,7 +2,7 @@
 // sample: every rank logs the ids it trained on (--log-sample-ids), and the runs interrupted by
 // --max-steps and resumed with --resume latest, on the same 2 ranks or on 1, must have trained on
 // exactly the samples of an uninterrupted 2-rank run, none skipped and none twice; and so must
-// a job whose rank is SIGKILLed and which dtrain launch restarts.
+// a job whose rank is SIGKILLed, or SIGTERMed, and which dtrain launch restarts.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -149,32 +149,40 @@ TEST_F(ClipResume, OneRankAfterTwoTrainsEverySampleOfTheEpochOnce) {
   EXPECT_EQ(Samples(joined, 15, 30), Samples(straight, 9, 16)) << "epoch 2 after it";
 }
 
-// The node-loss case end to end: rank 1 is SIGKILLed mid-epoch (some steps after a step
-// checkpoint, perhaps inside one), dtrain launch --max-restarts 1 restarts the job and
-// --resume latest takes it on from the last step checkpoint. Each attempt logs its own samples.
-TEST_F(ClipResume, KilledRankRestartsAndTheJobTrainsTheSamplesOfAnUninterruptedRun) {
-  const StepSamples straight = ReadSamples(root_ + "/straight/samples.log");
-  ASSERT_EQ(straight.size(), 16u);
-  const std::string dir = root_ + "/killed";
-  fs::create_directories(dir);
+// Starts the first attempt's rank 1 under a script that sends it `signal` (kill's name) once step
+// 5 is in the attempt's sample log, then runs `dtrain launch --max-restarts 1` over it; the
+// second attempt runs as launched. `extra`: more dtrain-clip flags. Returns the output folder.
+std::string LaunchSignalledAtStepFive(const std::string& name, const std::string& signal,
+                                      const std::string& extra) {
+  const std::string dir = dtrain::testing::ScratchDirs::Make("dtrain-clip-resume-" + name);
   const std::string clip = kBin + "/dtrain-clip" + kTrain + " --resume latest --logs " + dir +
-                           " --log-sample-ids " + dir + "/samples-$DTRAIN_RESTART_COUNT.log";
+                           " --log-sample-ids " + dir + "/samples-$DTRAIN_RESTART_COUNT.log " +
+                           extra;
   std::ofstream(dir + "/rank.sh")
       << "log=" << dir << "/samples-0.log\n"
       << "if [ \"$RANK\" = 1 ] && [ \"$DTRAIN_RESTART_COUNT\" = 0 ]; then\n"
       << "  " << clip << " & pid=$!\n"
       << "  while kill -0 $pid 2>/dev/null && ! grep -q '^5 ' $log 2>/dev/null; do sleep 0.02; "
          "done\n"
-      << "  kill -9 $pid; wait $pid; exit 137\n"
+      << "  kill -" << signal << " $pid; wait $pid; exit $?\n"
       << "fi\n"
       << "exec " << clip << "\n";
   const std::string command = "cd " + dir + " && NPROC_PER_NODE=2 " + kBin +
                               "/dtrain launch --quiet --max-restarts 1 --log-dir " + dir +
                               "/launch --job run -- sh " + dir + "/rank.sh > " + dir +
                               "/output.log 2>&1";
-  int status = std::system(command.c_str());
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << Slurp(dir + "/output.log");
+  const int status = std::system(command.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << Slurp(dir + "/output.log");
+  return dir;
+}
 
+// The node-loss case end to end: rank 1 is SIGKILLed mid-epoch (some steps after a step
+// checkpoint, perhaps inside one), dtrain launch --max-restarts 1 restarts the job and
+// --resume latest takes it on from the last step checkpoint. Each attempt logs its own samples.
+TEST_F(ClipResume, KilledRankRestartsAndTheJobTrainsTheSamplesOfAnUninterruptedRun) {
+  const StepSamples straight = ReadSamples(root_ + "/straight/samples.log");
+  ASSERT_EQ(straight.size(), 16u);
+  const std::string dir = LaunchSignalledAtStepFive("killed", "KILL", "");
   const StepSamples first = ReadSamples(dir + "/samples-0.log");
   const StepSamples second = ReadSamples(dir + "/samples-1.log");
   ASSERT_FALSE(second.empty()) << "no restart after the kill: " << Slurp(dir + "/output.log");
@@ -190,6 +198,31 @@ TEST_F(ClipResume, KilledRankRestartsAndTheJobTrainsTheSamplesOfAnUninterruptedR
   // Steps of the first attempt after the checkpoint (the one in flight at the kill among them)
   // are trained again; all others exactly as in the uninterrupted run.
   EXPECT_EQ(Joined(first, checkpoint, second), straight);
+}
+
+// A rank that is sent SIGTERM (by whatever takes its node out of the job) no longer loses the
+// steps since the last checkpoint: with no step checkpoints at all (epoch_N.pt only), both ranks
+// stop after one step, write epoch_latest.pt there and end by SIGTERM; the restart resumes right
+// after it, trains no step twice, and the job's samples are the uninterrupted run's.
+TEST_F(ClipResume, SigtermedRankStopsTheJobAtOneStepAndTheRestartLosesNone) {
+  const StepSamples straight = ReadSamples(root_ + "/straight/samples.log");
+  ASSERT_EQ(straight.size(), 16u);
+  const std::string dir =
+      LaunchSignalledAtStepFive("sigterm", "TERM", "--save-every-n-steps 0 --save-frequency 1");
+  const StepSamples first = ReadSamples(dir + "/samples-0.log");
+  const StepSamples second = ReadSamples(dir + "/samples-1.log");
+  ASSERT_FALSE(first.empty());
+  ASSERT_FALSE(second.empty()) << "no restart after the signal: " << Slurp(dir + "/output.log");
+  const long stopped = first.rbegin()->first;
+  EXPECT_GE(stopped, 5);
+  EXPECT_EQ(second.begin()->first, stopped + 1) << Slurp(dir + "/output.log");
+  EXPECT_EQ(Joined(first, stopped, second), straight);
+  const std::string rank0 = Slurp(dir + "/launch/run/rank-0.log");
+  EXPECT_NE(rank0.find("stopped by SIGTERM after step " + std::to_string(stopped) +
+                       ", the step every rank stopped at: " + dir +
+                       "/checkpoints/epoch_latest.pt written in "),
+            std::string::npos)
+      << rank0;
 }
 
 }  // namespace

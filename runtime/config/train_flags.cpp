@@ -120,6 +120,8 @@ const std::map<std::string, ValueSetter>& ValueFlags() {
       {"--resume", [](TrainOptions& o, auto&, auto& v) { o.resume = v; }},
       {"--save-every-n-steps",
        [](TrainOptions& o, auto& f, auto& v) { o.save_every_n_steps = ToInt(f, v, 0); }},
+      {"--save-on-signal",
+       [](TrainOptions& o, auto& f, auto& v) { o.save_on_signal = OneOf(f, v, {"on", "off"}) == "on"; }},
       {"--log-sample-ids", [](TrainOptions& o, auto&, auto& v) { o.log_sample_ids = v; }},
       {"--pretrained", [](TrainOptions& o, auto&, auto& v) { o.pretrained = v; }},
       {"--pixels",
@@ -288,6 +290,9 @@ Checkpoints and logs:
   --save-most-recent         also keep epoch_latest.pt
   --save-every-n-steps N     also write epoch_latest.pt every N optimizer steps, with the place
                              in the epoch, so --resume latest continues mid-epoch (0: off)
+  --save-on-signal on|off    on SIGTERM, SIGINT (Ctrl-C) or SIGUSR1 every rank stops after one
+                             step, writes epoch_latest.pt there (with checkpoints on) and ends
+                             by the signal (on); off: the signal ends the process at once
   --resume PATH|latest       restore model, optimizer, step and RNG, and the place in the epoch
                              (on the same or fewer ranks: the rest of the epoch is split anew);
                              with ranks, the newest checkpoint any rank holds, sent to the others

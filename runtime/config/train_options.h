@@ -49,6 +49,9 @@ struct TrainOptions {
   int save_frequency = 1;      // epochs between epoch_N.pt; 0: none
   bool save_most_recent = false;   // also keep epoch_latest.pt
   int64_t save_every_n_steps = 0;  // also write epoch_latest.pt every N steps, mid-epoch (0: off)
+  // --save-on-signal: on SIGTERM, SIGINT or SIGUSR1 the ranks agree on a step and write
+  // epoch_latest.pt there before ending by the signal (train/stop_signals.h); off: end at once.
+  bool save_on_signal = true;
   std::string log_sample_ids;      // testing aid: append "STEP ID ..." per batch trained on
   std::string pretrained;          // --pretrained: OpenCLIP weights to start from
   std::string resume;              // PATH or "latest"

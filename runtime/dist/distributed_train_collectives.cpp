@@ -117,6 +117,14 @@ double DistributedTrainCollectives::SumOverRanks(double value) {
   return sum.item<double>();
 }
 
+// Callers make `counts` on collective_device(): a copy of CPU values to the GPU from pageable
+// memory would wait for the GPU. NCCL's wait only makes the current stream wait.
+torch::Tensor DistributedTrainCollectives::QueueSumOverRanks(const torch::Tensor& counts) {
+  torch::Tensor sum = counts.to(collective_device_);  // `counts` itself, summed in place
+  dist_->world()->AllreduceSum(sum);
+  return sum;
+}
+
 std::vector<int64_t> DistributedTrainCollectives::GatherFromRanks(int64_t value) {
   torch::Tensor all =
       dist_->world()->Allgather(torch::tensor({value}, torch::kLong).to(collective_device_)).cpu();

@@ -28,6 +28,7 @@ class DistributedTrainCollectives : public TrainCollectives {
   int world_size() const override { return dist_->world_size(); }
   std::string host() const override { return host_; }
   std::string backend() const override { return dist_->backend(); }
+  torch::Device collective_device() const override { return collective_device_; }
 
   void BroadcastParameters(std::vector<std::pair<std::string, torch::Tensor>>& params) override;
   torch::Tensor Loss(const torch::Tensor& image_features, const torch::Tensor& text_features,
@@ -37,6 +38,7 @@ class DistributedTrainCollectives : public TrainCollectives {
   void GradientReady(const torch::Tensor& parameter) override;
   int64_t UseStaticGradientSync(const std::vector<torch::Tensor>& flat_gradients) override;
   double SumOverRanks(double value) override;
+  torch::Tensor QueueSumOverRanks(const torch::Tensor& counts) override;
   std::vector<int64_t> GatherFromRanks(int64_t value) override;
   void BroadcastBytes(std::string& bytes, int root) override;
   void Barrier() override;

@@ -21,6 +21,8 @@ class TrainCollectives {
   virtual int world_size() const { return 1; }
   virtual std::string host() const { return ""; }
   virtual std::string backend() const { return ""; }  // "gloo" or "nccl" when distributed
+  // Where the world's collectives take their tensors: the rank's GPU under NCCL, else the CPU.
+  virtual torch::Device collective_device() const { return torch::Device(torch::kCPU); }
 
   // Once, before training (after a resume): make every rank start from rank 0's weights.
   virtual void BroadcastParameters(std::vector<std::pair<std::string, torch::Tensor>>& params) {
@@ -50,6 +52,10 @@ class TrainCollectives {
   }
   // Sum of `value` over ranks (metrics such as skipped samples); identity with one rank.
   virtual double SumOverRanks(double value) { return value; }
+  // `counts` (int64) summed over ranks (collective), where the collectives run: on the CPU, done;
+  // on the rank's GPU under NCCL, queued behind the work there and not waited for, so a caller
+  // copies it out later without stalling the host (stop_agreement.h). `counts` with one rank.
+  virtual torch::Tensor QueueSumOverRanks(const torch::Tensor& counts) { return counts; }
   // Every rank's `value`, in rank order (collective); {value} with one rank.
   virtual std::vector<int64_t> GatherFromRanks(int64_t value) { return {value}; }
   // Rank `root`'s `bytes` on every rank (collective; a checkpoint's file at a resume); unchanged

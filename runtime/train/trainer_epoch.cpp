@@ -1,7 +1,9 @@
 // Trainer: what happens between epochs: their starts, checkpoints, zero-shot evaluation
 // (trainer_state.h).
 #include <cstdio>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/train/autocast_scope.h"
@@ -15,8 +17,11 @@ void Trainer::SaveCheckpoints(int epoch) {
   const int completed = epoch + 1;
   const bool periodic =
       o_.save_frequency > 0 && (completed % o_.save_frequency == 0 || completed == o_.epochs);
-  // Step saves keep epoch_latest.pt, so it must also move on at the epoch's end.
-  const bool latest = o_.save_most_recent || o_.save_every_n_steps > 0;
+  // Step saves and a stop on a signal keep epoch_latest.pt, which --resume latest takes first,
+  // so it must also move on at the epoch's end.
+  std::error_code error;
+  const bool latest = o_.save_most_recent || o_.save_every_n_steps > 0 ||
+                      std::filesystem::exists(checkpoint_dir_ + "/epoch_latest.pt", error);
   if (!keeps_checkpoints_ || (!periodic && !latest)) return;
   SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
@@ -32,6 +37,26 @@ void Trainer::SaveStepCheckpoint() {
   SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
   WriteCheckpoint("epoch_latest.pt");
+}
+
+void Trainer::SaveStopCheckpoint() {
+  stop_signals_->Stopping(stop_signal_);
+  const auto started = TrainerClock::now();
+  std::string wrote;
+  if (keeps_checkpoints_) {
+    SyncOptimizerState();
+    MakeDirectories(checkpoint_dir_);
+    WriteCheckpoint("epoch_latest.pt");
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%.2f", SecondsSince(started));
+    wrote = ": " + checkpoint_dir_ + "/epoch_latest.pt written in " + seconds +
+            " s; --resume latest continues from there";
+  }
+  display_->Break();
+  std::printf("stopped by %s after step %lld%s%s\n", StopSignals::Name(stop_signal_),
+              static_cast<long long>(progress_.step),
+              coll_.world_size() > 1 ? ", the step every rank stopped at" : "", wrote.c_str());
+  std::fflush(stdout);
 }
 
 void Trainer::WriteCheckpoint(const std::string& name) {

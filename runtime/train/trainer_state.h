@@ -35,6 +35,8 @@
 #include "runtime/train/sample_log.h"
 #include "runtime/train/step_profile.h"
 #include "runtime/train/step_scalars.h"
+#include "runtime/train/stop_agreement.h"
+#include "runtime/train/stop_signals.h"
 
 namespace dtrain::clip {
 
@@ -109,6 +111,12 @@ class Trainer {
   }
   void SaveCheckpoints(int epoch);
   void SaveStepCheckpoint();
+  // --save-on-signal: the agreement and the signals, when this run has checkpoints to write.
+  void SetUpStopOnSignal();
+  // After each step: true when the ranks agreed to stop after it (stop_signal_ says why).
+  bool StopAgreedAfterStep();
+  // Every rank, after the step the ranks agreed on: epoch_latest.pt with the place in the epoch.
+  void SaveStopCheckpoint();
   // checkpoint_dir_/`name`: the model, the optimizer, the progress and the flat layout.
   void WriteCheckpoint(const std::string& name);
   // Starts `epoch` (mid-way after a mid-epoch resume); returns the optimizer steps it holds.
@@ -153,9 +161,13 @@ class Trainer {
   int64_t samples_this_run_ = 0;
   int64_t steps_this_run_ = 0;
   double last_lr_ = 0;
+  double last_step_s_ = 0;
   std::unique_ptr<StepScalars> step_scalars_;
   std::optional<StepLine> pending_line_;
   std::unique_ptr<StepProfile> profile_;  // --profile-steps
+  StopSignals* stop_signals_ = nullptr;   // --save-on-signal, with checkpoints to write
+  std::unique_ptr<StopAgreement> stop_agreement_;
+  int stop_signal_ = 0;  // the signal the ranks agreed to stop on
 };
 
 }  // namespace dtrain::clip

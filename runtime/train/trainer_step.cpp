@@ -189,6 +189,7 @@ bool Trainer::TrainStep(int epoch) {
   const auto now = TrainerClock::now();
   const double seconds = std::chrono::duration<double>(now - step_clock_).count();
   step_clock_ = now;
+  last_step_s_ = seconds;
   train_seconds_ += seconds;
   const int64_t total = steps_per_epoch_ * o_.epochs;
   StepLine line;
