@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What dtrain-clip's stop on a signal costs a training step: the same short data-parallel run
 # (synthetic data, RANKS local ranks on Gloo through dtrain launch, epoch checkpoints only) with
-# --save-on-signal on (the default: one 3-number allreduce after every step, so that every rank
-# stops after the same step) and off, alternated REPEATS times; prints ms per step, the medians,
+# --save-on-signal on (the default: a 3-number allreduce started after every step and read after
+# the next, so that every rank stops after the same step) and off, alternated REPEATS times; prints ms per step, the medians,
 # the ratio, and the agreement's own bill from the "on" runs' end metrics (its time on the step's
 # thread, per step and as a share of training). Then what it buys, once each way: rank 1 is sent
 # SIGTERM after step STOP_AT; with it on, every rank stops after one step with epoch_latest.pt of
@@ -52,8 +52,8 @@ for name in sys.argv[1:]:
             ms += event["stop_agreement_ms"]
             train_ms += event["train_s"] * 1000
             steps += event["step"]
-# The allreduce waits for the slower rank too: time the next gradient collective would have
-# waited otherwise. An upper bound on the agreement's cost.
+# Making the counts, starting the sum and waiting for the one started a step before (which a
+# slower rank may still hold up): an upper bound on what the step's thread spends on it.
 print(f"agreement bill over {len(sys.argv) - 1} rank runs: {ms:.1f} ms in {steps} rank-steps "
       f"({1000 * ms / steps:.1f} us a step), {100 * ms / train_ms:.2f} % of {train_ms / 1000:.1f} s "
       f"of training")

@@ -47,13 +47,17 @@ int64_t Bytes(const torch::Tensor& t) {
   return static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
 }
 
-// c10d work started by a process group.
+// c10d work started by a process group; watched by the heartbeat unless `watch` is null.
 class C10dPendingCollective : public PendingCollective {
  public:
   C10dPendingCollective(c10::intrusive_ptr<c10d::Work> work,
                         std::unique_ptr<WatchedCollective> watch)
       : work_(std::move(work)), watch_(std::move(watch)) {}
   void Wait() override {
+    if (!watch_) {
+      work_->wait();
+      return;
+    }
     watch_->Wait(*work_);
     watch_.reset();
   }
@@ -91,6 +95,13 @@ class C10dCommunicator : public Communicator {
     auto watch = std::make_unique<WatchedCollective>(options_, trace::kAllreduce, Bytes(tensor));
     return std::make_unique<C10dPendingCollective>(group_->allreduce(tensors, options),
                                                    std::move(watch));
+  }
+
+  std::unique_ptr<PendingCollective> AllreduceSumInBackground(torch::Tensor& tensor) override {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    return std::make_unique<C10dPendingCollective>(group_->allreduce(tensors, options), nullptr);
   }
 
   void ReduceSum(torch::Tensor& tensor, int root) override {

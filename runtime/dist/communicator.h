@@ -33,6 +33,12 @@ class Communicator {
   virtual void AllreduceSum(torch::Tensor& tensor) = 0;  // in place
   // Starts the allreduce and returns; the tensor must stay untouched until Wait().
   virtual std::unique_ptr<PendingCollective> AllreduceSumAsync(torch::Tensor& tensor);
+  // The same, not reported to the heartbeat: a small exchange that stays in flight while other
+  // collectives start and end (the stop agreement's), which a hang report must not take for the
+  // collective a rank waits in.
+  virtual std::unique_ptr<PendingCollective> AllreduceSumInBackground(torch::Tensor& tensor) {
+    return AllreduceSumAsync(tensor);
+  }
   virtual void ReduceSum(torch::Tensor& tensor, int root) = 0;  // result valid on root only
   virtual void Broadcast(torch::Tensor& tensor, int root) = 0;
   // Concatenates every member's `tensor` (same shape on all) along dim 0, in rank order.

@@ -117,12 +117,23 @@ double DistributedTrainCollectives::SumOverRanks(double value) {
   return sum.item<double>();
 }
 
+namespace {
+
+class PendingWorldSum : public PendingSum {
+ public:
+  explicit PendingWorldSum(std::unique_ptr<PendingCollective> work) : work_(std::move(work)) {}
+  void Wait() override { work_->Wait(); }
+
+ private:
+  std::unique_ptr<PendingCollective> work_;
+};
+
+}  // namespace
+
 // Callers make `counts` on collective_device(): a copy of CPU values to the GPU from pageable
-// memory would wait for the GPU. NCCL's wait only makes the current stream wait.
-torch::Tensor DistributedTrainCollectives::QueueSumOverRanks(const torch::Tensor& counts) {
-  torch::Tensor sum = counts.to(collective_device_);  // `counts` itself, summed in place
-  dist_->world()->AllreduceSum(sum);
-  return sum;
+// memory would wait for the GPU.
+std::unique_ptr<PendingSum> DistributedTrainCollectives::StartSumOverRanks(torch::Tensor& counts) {
+  return std::make_unique<PendingWorldSum>(dist_->world()->AllreduceSumInBackground(counts));
 }
 
 std::vector<int64_t> DistributedTrainCollectives::GatherFromRanks(int64_t value) {

@@ -38,7 +38,7 @@ class DistributedTrainCollectives : public TrainCollectives {
   void GradientReady(const torch::Tensor& parameter) override;
   int64_t UseStaticGradientSync(const std::vector<torch::Tensor>& flat_gradients) override;
   double SumOverRanks(double value) override;
-  torch::Tensor QueueSumOverRanks(const torch::Tensor& counts) override;
+  std::unique_ptr<PendingSum> StartSumOverRanks(torch::Tensor& counts) override;
   std::vector<int64_t> GatherFromRanks(int64_t value) override;
   void BroadcastBytes(std::string& bytes, int root) override;
   void Barrier() override;

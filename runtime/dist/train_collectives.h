@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,13 @@
 #include "runtime/model/clip_loss.h"
 
 namespace dtrain::clip {
+
+// A sum over ranks in flight (TrainCollectives::StartSumOverRanks); done when Wait() returns.
+class PendingSum {
+ public:
+  virtual ~PendingSum() = default;
+  virtual void Wait() {}
+};
 
 class TrainCollectives {
  public:
@@ -52,10 +60,15 @@ class TrainCollectives {
   }
   // Sum of `value` over ranks (metrics such as skipped samples); identity with one rank.
   virtual double SumOverRanks(double value) { return value; }
-  // `counts` (int64) summed over ranks (collective), where the collectives run: on the CPU, done;
-  // on the rank's GPU under NCCL, queued behind the work there and not waited for, so a caller
-  // copies it out later without stalling the host (stop_agreement.h). `counts` with one rank.
-  virtual torch::Tensor QueueSumOverRanks(const torch::Tensor& counts) { return counts; }
+  // Starts summing `counts` (int64, on collective_device()) over ranks in place and returns at
+  // once; collective, in the same order on every rank as the others. After Wait(): on the CPU
+  // the sums are in `counts`; under NCCL the current stream waits for them and the host does
+  // not, so a copy queued after it holds them (stop_agreement.h). Not reported to the heartbeat.
+  // With one rank, `counts` as it is.
+  virtual std::unique_ptr<PendingSum> StartSumOverRanks(torch::Tensor& counts) {
+    (void)counts;
+    return std::make_unique<PendingSum>();
+  }
   // Every rank's `value`, in rank order (collective); {value} with one rank.
   virtual std::vector<int64_t> GatherFromRanks(int64_t value) { return {value}; }
   // Rank `root`'s `bytes` on every rank (collective; a checkpoint's file at a resume); unchanged

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <vector>
 
 namespace dtrain::clip {
@@ -26,7 +27,9 @@ class Timed {
 }  // namespace
 
 StopAgreement::StopAgreement(TrainCollectives& collectives)
-    : coll_(collectives), lag_(collectives.collective_device().is_cuda() ? 2 : 0) {}
+    : coll_(collectives),
+      on_gpu_(collectives.collective_device().is_cuda()),
+      lag_(on_gpu_ ? 2 : 1) {}
 
 StopAgreement::~StopAgreement() = default;
 
@@ -34,21 +37,25 @@ int StopAgreement::AfterStep(int requested) {
   if (coll_.world_size() == 1) return requested;
   Timed timed(seconds_);
   torch::NoGradGuard no_grad;
+  Exchange exchange;
   // Made where the sum runs, filled by a kernel: no copy from the host, no wait for the device.
-  torch::Tensor counts = torch::zeros(
+  exchange.counts = torch::zeros(
       {3}, torch::TensorOptions().dtype(torch::kLong).device(coll_.collective_device()));
   for (int i = 0; i < 3; ++i) {
-    if (kOrder[i] == requested) counts.narrow(0, i, 1).fill_(1);
+    if (kOrder[i] == requested) exchange.counts.narrow(0, i, 1).fill_(1);
   }
-  std::unique_ptr<StepScalars> slot;
-  if (free_.empty()) {
-    slot = std::make_unique<StepScalars>(coll_.collective_device());
-  } else {
-    slot = std::move(free_.front());
-    free_.pop_front();
+  exchange.pending = coll_.StartSumOverRanks(exchange.counts);
+  if (on_gpu_) {
+    exchange.pending->Wait();  // the stream waits for the sum, not the host
+    if (copies_.empty()) {
+      exchange.copy = std::make_unique<StepScalars>(coll_.collective_device());
+    } else {
+      exchange.copy = std::move(copies_.front());
+      copies_.pop_front();
+    }
+    exchange.copy->Queue(exchange.counts);
   }
-  slot->Queue(coll_.QueueSumOverRanks(counts));
-  in_flight_.push_back(std::move(slot));
+  in_flight_.push_back(std::move(exchange));
   if (static_cast<int>(in_flight_.size()) <= lag_) return 0;
   return Read();
 }
@@ -64,10 +71,17 @@ int StopAgreement::Drain() {
 }
 
 int StopAgreement::Read() {
-  std::unique_ptr<StepScalars> slot = std::move(in_flight_.front());
+  Exchange exchange = std::move(in_flight_.front());
   in_flight_.pop_front();
-  const std::vector<double> sums = slot->Take();
-  free_.push_back(std::move(slot));
+  std::vector<double> sums;
+  if (exchange.copy) {
+    sums = exchange.copy->Take();
+    copies_.push_back(std::move(exchange.copy));
+  } else {
+    exchange.pending->Wait();
+    const int64_t* counts = exchange.counts.data_ptr<int64_t>();
+    sums.assign(counts, counts + exchange.counts.numel());
+  }
   for (int i = 0; i < 3; ++i) {
     if (sums.at(i) > 0) return kOrder[i];
   }

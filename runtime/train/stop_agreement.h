@@ -3,17 +3,17 @@
 // alone (the health watch takes a node out, a straggler leaves), and a rank that stopped alone
 // would leave the others waiting in the next step's collectives, with no checkpoint written.
 //
-// After each step every rank adds what it was asked (a count per signal) into one small sum over
-// the ranks. On the CPU the sum is read at once, so the ranks stop after the step in which the
-// first of them saw its signal, or the next. Under NCCL the sum stays on the GPU, queued behind
-// the step, and is read two steps later without making the host wait (StepScalars): the ranks
-// stop two steps later than that. Either way every rank reads the same sum after the same step.
-// With one rank there is nothing to agree on and a request stops it after the step it came in.
+// After each step every rank starts adding what it was asked (a count per signal) into one small
+// sum over the ranks, and reads the sum started a step or two before: on the CPU the sum of the
+// step before (it ran beside this step), under NCCL the sum of two steps before, copied from the
+// GPU behind those steps without making the host wait (StepScalars). Every rank reads the same
+// sum after the same step, so all stop there: one or two steps after the first rank saw its
+// signal, or three under NCCL. With one rank there is nothing to agree on, and a request stops
+// it after the step it came in.
 #pragma once
 
 #include <torch/torch.h>
 
-#include <chrono>
 #include <deque>
 #include <memory>
 
@@ -32,20 +32,26 @@ class StopAgreement {
   int AfterStep(int requested);
   // Collective at an epoch's end: reads the sums still in flight; the signal any asked to stop on.
   int Drain();
-  // Steps between a sum's start and its reading (0 on the CPU, 2 under NCCL).
+  // Steps between a sum's start and its reading (1 on the CPU, 2 under NCCL).
   int lag() const { return lag_; }
   // Time spent in AfterStep and Drain so far, for the end metrics: what the agreement costs the
   // step's thread.
   double seconds() const { return seconds_; }
 
  private:
-  int Read();  // the oldest sum in flight
+  struct Exchange {
+    torch::Tensor counts;                 // summed in place
+    std::unique_ptr<PendingSum> pending;  // on the CPU: waited for when read
+    std::unique_ptr<StepScalars> copy;    // under NCCL: the sums' copy to the host
+  };
+  int Read();  // the oldest exchange in flight
 
   TrainCollectives& coll_;
+  bool on_gpu_;
   int lag_;
   double seconds_ = 0;
-  std::deque<std::unique_ptr<StepScalars>> in_flight_;
-  std::deque<std::unique_ptr<StepScalars>> free_;  // taken, reused for later sums
+  std::deque<Exchange> in_flight_;
+  std::deque<std::unique_ptr<StepScalars>> copies_;  // read, reused for later sums
 };
 
 }  // namespace dtrain::clip

@@ -59,6 +59,16 @@ void StopSignals::StepDone(double seconds) {
   progress_ns_.store(NowNs());
 }
 
+StopSignals::Busy::Busy(StopSignals* signals) : signals_(signals) {
+  if (signals_) signals_->busy_.fetch_add(1);
+}
+
+StopSignals::Busy::~Busy() {
+  if (!signals_) return;
+  signals_->progress_ns_.store(NowNs());
+  signals_->busy_.fetch_sub(1);
+}
+
 void StopSignals::Stopping(int signal) {
   agreed_.store(signal);
   state_.store(kStopping);
@@ -127,7 +137,7 @@ void StopSignals::Wait() {
       continue;
     }
     const int pending = requested_.load();
-    if (state != kArmed || pending == 0) continue;
+    if (state != kArmed || pending == 0 || busy_.load() > 0) continue;
     const int64_t window = kWindowFloorNs + 2 * step_ns_.load();
     const int64_t waited = NowNs() - progress_ns_.load();
     if (waited > window) {

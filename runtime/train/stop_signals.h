@@ -37,6 +37,18 @@ class StopSignals {
   void StepDone(double seconds);
   // The signal received while armed (SIGTERM, SIGINT or SIGUSR1), 0 for none.
   int requested() const { return requested_.load(); }
+  // While one lives, the window does not run out: work of a known end between steps (a
+  // checkpoint's write, an evaluation), after which the window starts again. Null: nothing.
+  class Busy {
+   public:
+    explicit Busy(StopSignals* signals);
+    ~Busy();
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
+
+   private:
+    StopSignals* signals_;
+  };
   // The ranks agreed to stop on `signal`: no window from now on, and EndBy(signal) at the end.
   void Stopping(int signal);
   // The signal the process must end by after its last line: the agreed one, else one received
@@ -58,6 +70,7 @@ class StopSignals {
   std::atomic<int> agreed_{0};
   std::atomic<int64_t> progress_ns_{0};  // the signal's arrival or the last step's end since
   std::atomic<int64_t> step_ns_{0};      // the last step's length
+  std::atomic<int> busy_{0};             // Busy scopes alive
   int caught_[3] = {0, 0, 0};  // the signals blocked and waited for (0: inherited SIG_IGN)
 };
 

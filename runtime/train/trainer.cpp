@@ -366,7 +366,10 @@ int Trainer::Run() {
       SaveStepCheckpoint();
       if (StopAgreedAfterStep()) break;
     }
-    if (stop_agreement_ && stop_signal_ == 0) stop_signal_ = stop_agreement_->Drain();
+    if (stop_agreement_) {  // every rank reads the sums still in flight
+      const int later = stop_agreement_->Drain();
+      if (stop_signal_ == 0) stop_signal_ = later;
+    }
     FlushStepLine();
     stager_->Stop();  // what it staged ahead is not this run's (or this epoch's) to train on
     if (stop_signal_ != 0) {

@@ -23,6 +23,7 @@ void Trainer::SaveCheckpoints(int epoch) {
   const bool latest = o_.save_most_recent || o_.save_every_n_steps > 0 ||
                       std::filesystem::exists(checkpoint_dir_ + "/epoch_latest.pt", error);
   if (!keeps_checkpoints_ || (!periodic && !latest)) return;
+  StopSignals::Busy busy(stop_signals_);  // a signal meanwhile is taken after the write
   SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
   if (periodic) WriteCheckpoint("epoch_" + std::to_string(completed) + ".pt");
@@ -34,6 +35,7 @@ void Trainer::SaveCheckpoints(int epoch) {
 void Trainer::SaveStepCheckpoint() {
   if (o_.save_every_n_steps <= 0 || progress_.step % o_.save_every_n_steps != 0) return;
   if (!keeps_checkpoints_) return;
+  StopSignals::Busy busy(stop_signals_);
   SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
   WriteCheckpoint("epoch_latest.pt");
@@ -91,6 +93,7 @@ void Trainer::Evaluate(int epoch) {
       dir, o_.model_config.vision.channels, o_.model_config.vision.image_size, o_.zeroshot_samples);
   ZeroShotResult result;
   {
+    StopSignals::Busy busy(stop_signals_);
     AutocastScope autocast(o_.precision == "amp_bf16", device_);
     result = ZeroShotTop1(model_, *tokenizer_, test, device_);
   }
