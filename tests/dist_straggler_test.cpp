@@ -3,7 +3,8 @@
 // watch names it, its node and what it costs, on the console and in job.json, while the job
 // runs on (three local ranks); with --on-straggler leave on three ssh nodes and --nnodes 2:3,
 // its node leaves, is quarantined for the rest of the job, and the job restarts on the other two
-// and finishes, nothing of it left on that node. Needs root (a CPU cgroup; network namespaces).
+// from the step every rank stopped at as it left (no step lost) and finishes, nothing of it left
+// on that node. Needs root (a CPU cgroup; network namespaces).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -129,8 +130,8 @@ TEST(DistStraggler, ThrottledNodeLeavesAndTheJobFinishesWithoutIt) {
   std::thread launch([&] {
     RunOutput(kBin + "/dtrain launch -c " + cluster.cluster_file() + " --log-dir " + logs +
               " --job leave --nnodes 2:3 --stall-timeout 5 --on-straggler leave -- " + kClip +
-              " --train-num-samples 100000 --max-steps 150 > " + out + " 2>&1; echo $? > " +
-              cluster.dir() + "/status");
+              " --train-num-samples 100000 --max-steps 150 --save-frequency 1 --resume latest > " +
+              out + " 2>&1; echo $? > " + cluster.dir() + "/status");
   });
   const std::string pid = PidAfterThreeSteps(logs + "/leave/heartbeat/rank-2.txt");
   ASSERT_FALSE(pid.empty()) << "rank 2 never took 3 timed steps:\n" << ReadText(out);
@@ -161,6 +162,11 @@ TEST(DistStraggler, ThrottledNodeLeavesAndTheJobFinishesWithoutIt) {
       quarantined = node.value("quarantined", "").find("a straggler") != std::string::npos;
   }
   EXPECT_TRUE(quarantined) << record.dump(1);
+  // Sent SIGTERM as it left, node2's rank and the others stopped after one step with a
+  // checkpoint there (dtrain-clip --save-on-signal), and the restart went on from it: no step
+  // trained twice.
+  EXPECT_EQ(record["attempts"][0].value("steps_lost", -1), 0) << record.dump(1);
+  EXPECT_NE(console.find(", 0 step(s) lost"), std::string::npos) << console;
   // The restart ran to the end on two ranks.
   auto ends = test::EndLines(logs + "/leave");
   EXPECT_EQ(test::Field(ends["rank-0.jsonl"], "step"), "150");
