@@ -5,7 +5,7 @@
 # the next, so that every rank stops after the same step) and off, alternated REPEATS times; prints ms per step, the medians,
 # the ratio, and the agreement's own bill from the "on" runs' end metrics (its time on the step's
 # thread, per step and as a share of training). Then what it buys, once each way: rank 1 is sent
-# SIGTERM after step STOP_AT; with it on, every rank stops after one step with epoch_latest.pt of
+# SIGTERM after step STOP_AT; with it on, every rank stops after the same step with epoch_latest.pt of
 # that step, off it ends at once and nothing mid-epoch is left to resume from.
 # Usage: bench/stop_agreement_cost.sh [BUILD_DIR]   (env: RANKS STEPS BATCH REPEATS STOP_AT)
 set -euo pipefail

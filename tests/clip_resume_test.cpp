@@ -202,8 +202,8 @@ TEST_F(ClipResume, KilledRankRestartsAndTheJobTrainsTheSamplesOfAnUninterruptedR
 
 // A rank that is sent SIGTERM (by whatever takes its node out of the job) no longer loses the
 // steps since the last checkpoint: with no step checkpoints at all (epoch_N.pt only), both ranks
-// stop after one step, write epoch_latest.pt there and end by SIGTERM; the restart resumes right
-// after it, trains no step twice, and the job's samples are the uninterrupted run's.
+// stop after the same step, write epoch_latest.pt there and end by SIGTERM; the restart resumes
+// right after it, trains no step twice, and the job's samples are the uninterrupted run's.
 TEST_F(ClipResume, SigtermedRankStopsTheJobAtOneStepAndTheRestartLosesNone) {
   const StepSamples straight = ReadSamples(root_ + "/straight/samples.log");
   ASSERT_EQ(straight.size(), 16u);

@@ -1,9 +1,10 @@
 // dtrain-clip on SIGTERM, SIGINT and SIGUSR1 (runtime/train/stop_signals.h, stop_agreement.h):
 // real dtrain-clip processes, signalled with kill(2). A rank that gets the signal and the ranks
-// that do not stop after the same step, write epoch_latest.pt there and end by the signal; a
-// rank whose peer cannot step any more (SIGSTOPped, as a rank behind a cut link) ends by the
-// signal within its window, without a checkpoint, instead of waiting for the collective's
-// timeout; with --save-on-signal off the signal ends the process at once, as it did before.
+// that do not stop after the same step (a step or two later), write epoch_latest.pt there and end
+// by the signal; a rank whose peer cannot step any more (SIGSTOPped, as a rank behind a cut link)
+// ends by the signal within its window, without a checkpoint, instead of waiting for the
+// collective's timeout; with --save-on-signal off the signal ends the process at once, as it did
+// before.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -85,8 +86,8 @@ std::string Scratch(const char* name) {
   return dtrain::testing::ScratchDirs::Make(name);
 }
 
-// Rank 1 alone gets SIGTERM: both ranks stop after one step, each node (a folder per rank, as on
-// nodes without shared storage) holds epoch_latest.pt of that step, both end by SIGTERM, and a
+// Rank 1 alone gets SIGTERM: both ranks stop after the same step, each node (a folder per rank, as
+// on nodes without shared storage) holds epoch_latest.pt of that step, both end by SIGTERM, and a
 // resume on both starts right after it.
 TEST(StopOnSignal, OneRanksSigtermStopsEveryRankAfterOneStepWithItsCheckpoint) {
   const std::string dir = Scratch("dtrain-stop-two");

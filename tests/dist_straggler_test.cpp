@@ -162,7 +162,7 @@ TEST(DistStraggler, ThrottledNodeLeavesAndTheJobFinishesWithoutIt) {
       quarantined = node.value("quarantined", "").find("a straggler") != std::string::npos;
   }
   EXPECT_TRUE(quarantined) << record.dump(1);
-  // Sent SIGTERM as it left, node2's rank and the others stopped after one step with a
+  // Sent SIGTERM as it left, node2's rank and the others stopped after the same step with a
   // checkpoint there (dtrain-clip --save-on-signal), and the restart went on from it: no step
   // trained twice.
   EXPECT_EQ(record["attempts"][0].value("steps_lost", -1), 0) << record.dump(1);

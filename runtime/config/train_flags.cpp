@@ -290,9 +290,9 @@ Checkpoints and logs:
   --save-most-recent         also keep epoch_latest.pt
   --save-every-n-steps N     also write epoch_latest.pt every N optimizer steps, with the place
                              in the epoch, so --resume latest continues mid-epoch (0: off)
-  --save-on-signal on|off    on SIGTERM, SIGINT (Ctrl-C) or SIGUSR1 every rank stops after one
-                             step, writes epoch_latest.pt there (with checkpoints on) and ends
-                             by the signal (on); off: the signal ends the process at once
+  --save-on-signal on|off    on SIGTERM, SIGINT (Ctrl-C) or SIGUSR1 every rank stops after the
+                             same step, a step or two later, writes epoch_latest.pt there (with
+                             checkpoints on) and ends by the signal (on); off: it ends at once
   --resume PATH|latest       restore model, optimizer, step and RNG, and the place in the epoch
                              (on the same or fewer ranks: the rest of the epoch is split anew);
                              with ranks, the newest checkpoint any rank holds, sent to the others

@@ -32,8 +32,6 @@ class StopAgreement {
   int AfterStep(int requested);
   // Collective at an epoch's end: reads the sums still in flight; the signal any asked to stop on.
   int Drain();
-  // Steps between a sum's start and its reading (1 on the CPU, 2 under NCCL).
-  int lag() const { return lag_; }
   // Time spent in AfterStep and Drain so far, for the end metrics: what the agreement costs the
   // step's thread.
   double seconds() const { return seconds_; }
@@ -48,7 +46,7 @@ class StopAgreement {
 
   TrainCollectives& coll_;
   bool on_gpu_;
-  int lag_;
+  int lag_;  // steps between a sum's start and its reading: 1 on the CPU, 2 under NCCL
   double seconds_ = 0;
   std::deque<Exchange> in_flight_;
   std::deque<std::unique_ptr<StepScalars>> copies_;  // read, reused for later sums
