@@ -82,6 +82,13 @@ bool WaitForStep(const std::string& log_dirs, const std::vector<int>& ranks, lon
   }
 }
 
+// Two ranks of Train({}), a node each with DTRAIN_LOG_DIR `dir`/nodeR; true once both logged
+// step 5.
+bool StartTwoRanksPastStepFive(const std::string& dir, testing::RankProcesses& ranks) {
+  ranks.Start(kClip, Train({}), 2, 1, {0, 1}, dir, {{"DTRAIN_LOG_DIR", dir + "/node{rank}"}});
+  return WaitForStep(dir + "/node{rank}", {0, 1}, 5);
+}
+
 std::string Scratch(const char* name) {
   return dtrain::testing::ScratchDirs::Make(name);
 }
@@ -89,11 +96,10 @@ std::string Scratch(const char* name) {
 // Rank 1 alone gets SIGTERM: both ranks stop after the same step, each node (a folder per rank, as
 // on nodes without shared storage) holds epoch_latest.pt of that step, both end by SIGTERM, and a
 // resume on both starts right after it.
-TEST(StopOnSignal, OneRanksSigtermStopsEveryRankAfterOneStepWithItsCheckpoint) {
+TEST(StopOnSignal, OneRanksSigtermStopsEveryRankAfterTheSameStepWithItsCheckpoint) {
   const std::string dir = Scratch("dtrain-stop-two");
   testing::RankProcesses ranks;
-  ranks.Start(kClip, Train({}), 2, 1, {0, 1}, dir, {{"DTRAIN_LOG_DIR", dir + "/node{rank}"}});
-  ASSERT_TRUE(WaitForStep(dir + "/node{rank}", {0, 1}, 5)) << ranks.Log(0) << ranks.Log(1);
+  ASSERT_TRUE(StartTwoRanksPastStepFive(dir, ranks)) << ranks.Log(0) << ranks.Log(1);
   kill(ranks.pids[1], SIGTERM);
   const std::vector<int> codes = ranks.Wait(std::chrono::seconds(60));
   EXPECT_EQ(codes, std::vector<int>({-SIGTERM, -SIGTERM})) << ranks.Log(0) << ranks.Log(1);
@@ -132,8 +138,7 @@ TEST(StopOnSignal, OneRanksSigtermStopsEveryRankAfterOneStepWithItsCheckpoint) {
 TEST(StopOnSignal, RankWhosePeerCannotStepEndsAfterItsWindowWithoutACheckpoint) {
   const std::string dir = Scratch("dtrain-stop-stuck");
   testing::RankProcesses ranks;
-  ranks.Start(kClip, Train({}), 2, 1, {0, 1}, dir, {{"DTRAIN_LOG_DIR", dir + "/node{rank}"}});
-  ASSERT_TRUE(WaitForStep(dir + "/node{rank}", {0, 1}, 5)) << ranks.Log(0) << ranks.Log(1);
+  ASSERT_TRUE(StartTwoRanksPastStepFive(dir, ranks)) << ranks.Log(0) << ranks.Log(1);
   kill(ranks.pids[0], SIGSTOP);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto signalled = Clock::now();
