@@ -199,6 +199,24 @@ TEST(StopOnSignal, SigusrOneSavesTheStepAndTheEpochsEndMovesTheLatestOn) {
       << again.Log(0);
 }
 
+// With a step checkpoint every step, the stop's step already has one: it is not written again
+// (ViT-B/32's is 1.7 GiB, in the launcher's grace period).
+TEST(StopOnSignal, AStepCheckpointOfTheStopsStepIsNotWrittenAgain) {
+  const std::string dir = Scratch("dtrain-stop-step-saved");
+  testing::RankProcesses run;
+  run.Start(kClip, Train({"--save-every-n-steps", "1"}), 1, 1, {0}, dir, {{"DTRAIN_LOG_DIR", dir}});
+  ASSERT_TRUE(WaitForStep(dir, {0}, 5)) << run.Log(0);
+  kill(run.pids[0], SIGTERM);
+  EXPECT_EQ(run.Wait(std::chrono::seconds(60)), std::vector<int>({-SIGTERM})) << run.Log(0);
+  const long stopped = LastStep(dir, 0);
+  EXPECT_NE(
+      run.Log(0).find("stopped by SIGTERM after step " + std::to_string(stopped) + ": " + dir +
+                      "/checkpoints/epoch_latest.pt (this step's checkpoint, written before "
+                      "the signal); --resume latest continues from there"),
+      std::string::npos)
+      << run.Log(0);
+}
+
 // --save-on-signal off: SIGTERM ends the process at once, as without a handler; nothing written.
 TEST(StopOnSignal, OffEndsAtOnce) {
   const std::string dir = Scratch("dtrain-stop-off");

@@ -46,13 +46,18 @@ void Trainer::SaveStopCheckpoint() {
   const auto started = TrainerClock::now();
   std::string wrote;
   if (keeps_checkpoints_) {
-    SyncOptimizerState();
-    MakeDirectories(checkpoint_dir_);
-    WriteCheckpoint("epoch_latest.pt");
-    char seconds[32];
-    std::snprintf(seconds, sizeof(seconds), "%.2f", SecondsSince(started));
-    wrote = ": " + checkpoint_dir_ + "/epoch_latest.pt written in " + seconds +
-            " s; --resume latest continues from there";
+    // A step checkpoint of this very step is already there (--save-every-n-steps).
+    std::string how = " (this step's checkpoint, written before the signal)";
+    if (latest_written_step_ != progress_.step) {
+      SyncOptimizerState();
+      MakeDirectories(checkpoint_dir_);
+      WriteCheckpoint("epoch_latest.pt");
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), " written in %.2f s", SecondsSince(started));
+      how = seconds;
+    }
+    wrote = ": " + checkpoint_dir_ + "/epoch_latest.pt" + how +
+            "; --resume latest continues from there";
   }
   display_->Break();
   std::printf("stopped by %s after step %lld%s%s\n", StopSignals::Name(stop_signal_),
@@ -64,6 +69,7 @@ void Trainer::SaveStopCheckpoint() {
 void Trainer::WriteCheckpoint(const std::string& name) {
   SaveCheckpoint(checkpoint_dir_ + "/" + name, *model_, *optimizer_, progress_,
                  o_.model_config.name, static_cast<int64_t>(flat_->layout()));
+  if (name == "epoch_latest.pt") latest_written_step_ = progress_.step;
 }
 
 int64_t Trainer::StartEpoch(int epoch) {

@@ -133,7 +133,8 @@ class Trainer {
   TrainCollectives& coll_;
   torch::Device device_;
   std::string checkpoint_dir_;
-  bool keeps_checkpoints_ = false;  // this rank writes them (rank 0, or its node's own copy)
+  bool keeps_checkpoints_ = false;    // this rank writes them (rank 0, or its node's own copy)
+  int64_t latest_written_step_ = -1;  // the step of the epoch_latest.pt this run wrote last
   ClipModel model_{nullptr};
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
