@@ -11,6 +11,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,26 +31,11 @@ const std::string kClip = std::string(DTRAIN_BINARY_DIR) + "/dtrain-clip";
 
 // fmnist-tiny on synthetic data: one long epoch (4,000 steps of 16 per rank on 1 rank), epoch
 // checkpoints only (none mid-epoch unless a signal asks for one).
-std::vector<std::string> Train(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"train",
-                                   "--model",
-                                   "fmnist-tiny",
-                                   "--dataset-type",
-                                   "synthetic",
-                                   "--batch-size",
-                                   "16",
-                                   "--train-num-samples",
-                                   "64000",
-                                   "--epochs",
-                                   "1",
-                                   "--zeroshot-frequency",
-                                   "0",
-                                   "--save-frequency",
-                                   "1",
-                                   "--threads",
-                                   "1",
-                                   "--seed",
-                                   "0"};
+std::vector<std::string> Train(const std::vector<std::string>& extra) {
+  std::istringstream words(
+      "train --model fmnist-tiny --dataset-type synthetic --batch-size 16 --train-num-samples "
+      "64000 --epochs 1 --zeroshot-frequency 0 --save-frequency 1 --threads 1 --seed 0");
+  std::vector<std::string> args{std::istream_iterator<std::string>(words), {}};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -87,6 +74,17 @@ bool WaitForStep(const std::string& log_dirs, const std::vector<int>& ranks, lon
 bool StartTwoRanksPastStepFive(const std::string& dir, testing::RankProcesses& ranks) {
   ranks.Start(kClip, Train({}), 2, 1, {0, 1}, dir, {{"DTRAIN_LOG_DIR", dir + "/node{rank}"}});
   return WaitForStep(dir + "/node{rank}", {0, 1}, 5);
+}
+
+// One process of Train(`extra`) logging into `dir`, sent SIGTERM once it logged step 5: its log,
+// once it ended (by SIGTERM, or the test fails).
+std::string SigtermedAtStepFive(const std::string& dir, const std::vector<std::string>& extra) {
+  testing::RankProcesses run;
+  run.Start(kClip, Train(extra), 1, 1, {0}, dir, {{"DTRAIN_LOG_DIR", dir}});
+  EXPECT_TRUE(WaitForStep(dir, {0}, 5)) << run.Log(0);
+  kill(run.pids[0], SIGTERM);
+  EXPECT_EQ(run.Wait(std::chrono::seconds(60)), std::vector<int>({-SIGTERM})) << run.Log(0);
+  return run.Log(0);
 }
 
 std::string Scratch(const char* name) {
@@ -203,29 +201,20 @@ TEST(StopOnSignal, SigusrOneSavesTheStepAndTheEpochsEndMovesTheLatestOn) {
 // (ViT-B/32's is 1.7 GiB, in the launcher's grace period).
 TEST(StopOnSignal, AStepCheckpointOfTheStopsStepIsNotWrittenAgain) {
   const std::string dir = Scratch("dtrain-stop-step-saved");
-  testing::RankProcesses run;
-  run.Start(kClip, Train({"--save-every-n-steps", "1"}), 1, 1, {0}, dir, {{"DTRAIN_LOG_DIR", dir}});
-  ASSERT_TRUE(WaitForStep(dir, {0}, 5)) << run.Log(0);
-  kill(run.pids[0], SIGTERM);
-  EXPECT_EQ(run.Wait(std::chrono::seconds(60)), std::vector<int>({-SIGTERM})) << run.Log(0);
-  const long stopped = LastStep(dir, 0);
+  const std::string log = SigtermedAtStepFive(dir, {"--save-every-n-steps", "1"});
   EXPECT_NE(
-      run.Log(0).find("stopped by SIGTERM after step " + std::to_string(stopped) + ": " + dir +
-                      "/checkpoints/epoch_latest.pt (this step's checkpoint, written before "
-                      "the signal); --resume latest continues from there"),
+      log.find("stopped by SIGTERM after step " + std::to_string(LastStep(dir, 0)) + ": " + dir +
+               "/checkpoints/epoch_latest.pt (this step's checkpoint, written before the "
+               "signal); --resume latest continues from there"),
       std::string::npos)
-      << run.Log(0);
+      << log;
 }
 
 // --save-on-signal off: SIGTERM ends the process at once, as without a handler; nothing written.
 TEST(StopOnSignal, OffEndsAtOnce) {
   const std::string dir = Scratch("dtrain-stop-off");
-  testing::RankProcesses run;
-  run.Start(kClip, Train({"--save-on-signal", "off"}), 1, 1, {0}, dir, {{"DTRAIN_LOG_DIR", dir}});
-  ASSERT_TRUE(WaitForStep(dir, {0}, 5)) << run.Log(0);
-  kill(run.pids[0], SIGTERM);
-  EXPECT_EQ(run.Wait(std::chrono::seconds(60)), std::vector<int>({-SIGTERM})) << run.Log(0);
-  EXPECT_EQ(run.Log(0).find("stopped by"), std::string::npos) << run.Log(0);
+  const std::string log = SigtermedAtStepFive(dir, {"--save-on-signal", "off"});
+  EXPECT_EQ(log.find("stopped by"), std::string::npos) << log;
   EXPECT_FALSE(fs::exists(dir + "/checkpoints/epoch_latest.pt"));
 }
 
