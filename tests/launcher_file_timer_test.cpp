@@ -165,12 +165,16 @@ TEST(FileTimer, TheFifoGoesWhenTheWatchdogIsToldToEndTheRank) {
   timer.on = true;
   timer.path = dir.path() + "/wd";
   SubprocessOptions options;
-  options.argv = UnderFileTimer({"sh", "-c", "trap '' TERM; sleep 30"}, spec, timer);
+  // The rank says when its trap is set: a SIGTERM before would end it.
+  const std::string ready = dir.path() + "/trap-set";
+  options.argv =
+      UnderFileTimer({"sh", "-c", "trap '' TERM; : > " + ready + "; sleep 30"}, spec, timer);
   options.env["RANK"] = "0";
   Subprocess watchdog;
   ASSERT_EQ(watchdog.Start(options), "");
   const std::string fifo = timer.path + ".rank-0";
   ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(fifo); }, 10)) << "no FIFO made";
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(ready); }, 10)) << "no rank";
   watchdog.Signal(SIGTERM);
   EXPECT_TRUE(WaitFor([&] { return !std::filesystem::exists(fifo); }, 2)) << fifo << " left";
   EXPECT_FALSE(watchdog.Done()) << "the rank ignores SIGTERM: it still runs";
