@@ -36,6 +36,10 @@ void Trainer::SaveStepCheckpoint() {
   if (o_.save_every_n_steps <= 0 || progress_.step % o_.save_every_n_steps != 0) return;
   if (!keeps_checkpoints_) return;
   StopSignals::Busy busy(stop_signals_);
+  WriteLatestCheckpoint();
+}
+
+void Trainer::WriteLatestCheckpoint() {
   SyncOptimizerState();
   MakeDirectories(checkpoint_dir_);
   WriteCheckpoint("epoch_latest.pt");
@@ -49,9 +53,7 @@ void Trainer::SaveStopCheckpoint() {
     // A step checkpoint of this very step is already there (--save-every-n-steps).
     std::string how = " (this step's checkpoint, written before the signal)";
     if (latest_written_step_ != progress_.step) {
-      SyncOptimizerState();
-      MakeDirectories(checkpoint_dir_);
-      WriteCheckpoint("epoch_latest.pt");
+      WriteLatestCheckpoint();
       char seconds[32];
       std::snprintf(seconds, sizeof(seconds), " written in %.2f s", SecondsSince(started));
       how = seconds;

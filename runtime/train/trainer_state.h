@@ -111,6 +111,8 @@ class Trainer {
   }
   void SaveCheckpoints(int epoch);
   void SaveStepCheckpoint();
+  // epoch_latest.pt of this step, with the place in the epoch (a step save, a stop).
+  void WriteLatestCheckpoint();
   // --save-on-signal: the agreement and the signals, when this run has checkpoints to write.
   void SetUpStopOnSignal();
   // After each step: true when the ranks agreed to stop after it (stop_signal_ says why).
