@@ -43,9 +43,7 @@ TEST(KinetoTimeline, FixturesBreakdownMatchesHolisticTraceAnalysisAndRankOneStra
   fs::copy_file(kRank0, dir / "traces/rank0.json.gz");
   fs::copy_file(kRank1, dir / "traces/rank1.json.gz");
   int status = 0;
-  std::string out = RunShell(
-      kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/hta_breakdown.py " + (dir / "traces"),
-      &status);
+  std::string out = test::RunHta("", "hta_breakdown.py", dir / "traces", &status);
   ASSERT_EQ(status, 0) << out;
   json hta = json::parse(
       out.substr(out.rfind("\n[") == std::string::npos ? out.find('[') : out.rfind("\n[") + 1));
@@ -102,10 +100,8 @@ struct Breakdown {
 
 Breakdown HtaBreakdown(const fs::path& folder, bool rounding) {
   int status = 0;
-  std::string out =
-      RunShell(std::string(rounding ? "" : "HTA_DISABLE_NS_ROUNDING=1 ") + kPython + " " +
-                   DTRAIN_SOURCE_DIR + "/tests/kineto/hta_breakdown.py " + folder.string(),
-               &status);
+  std::string out = test::RunHta(rounding ? "" : "HTA_DISABLE_NS_ROUNDING=1", "hta_breakdown.py",
+                                 folder.string(), &status);
   EXPECT_EQ(status, 0) << out;
   size_t at = out.rfind("\n[");
   json doc =

@@ -12,12 +12,14 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/timeline_report.h"
+#include "tests/support/hta_answers.h"
 #include "tests/support/test_paths.h"
 
 namespace dtrain::test {
@@ -82,14 +84,29 @@ inline size_t WriteWithDriverLaunchesRenamed(const std::string& source, const st
   return renames;
 }
 
+// What tests/kineto/`script` prints, run with `args` under the project's Python with the
+// environment `env` ("NAME=value ...", or ""), stdout and stderr together; its exit status in
+// *status. An answer HTA gave before to the same question is read back instead (hta_answers.h).
+inline std::string RunHta(const std::string& env, const std::string& script,
+                          const std::string& args, int* status) {
+  const HtaAnswers answers(DTRAIN_SOURCE_DIR, env, script, args);
+  if (std::optional<std::string> kept = answers.Kept()) {
+    *status = 0;
+    return *kept;
+  }
+  const std::string out = RunShell(
+      env + " " + kPython + " " + DTRAIN_SOURCE_DIR + "/tests/kineto/" + script + " " + args,
+      status);
+  if (*status == 0) answers.Keep(out);
+  return out;
+}
+
 // Runs tests/kineto/`script` with `args` under the project's Python at nanosecond precision
 // (HTA_DISABLE_NS_ROUNDING=1) and parses the JSON document it prints last; a failure, and an
 // empty object, when it fails.
 inline nlohmann::json RunHtaScript(const std::string& script, const std::string& args) {
   int status = 0;
-  const std::string out = RunShell("HTA_DISABLE_NS_ROUNDING=1 " + kPython + " " +
-                                       DTRAIN_SOURCE_DIR + "/tests/kineto/" + script + " " + args,
-                                   &status);
+  const std::string out = RunHta("HTA_DISABLE_NS_ROUNDING=1", script, args, &status);
   EXPECT_EQ(status, 0) << out;
   const size_t at = out.rfind("\n{");
   nlohmann::json doc = nlohmann::json::parse(
