@@ -34,7 +34,7 @@ PACKAGES=(
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev
   clang libclang-rt-14-dev
-  openssh-server iproute2 psmisc groff-base zsh fish
+  openssh-server iproute2 psmisc groff-base zsh fish e2fsprogs mount
   slurm-wlm munge pdsh rsync pciutils
 )
 [ "$TESTS" = 1 ] && PACKAGES+=("${TEST_PACKAGES[@]}")

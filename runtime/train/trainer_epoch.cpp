@@ -51,7 +51,7 @@ void Trainer::SaveStopCheckpoint() {
   std::string wrote;
   if (keeps_checkpoints_) {
     // A step checkpoint of this very step is already there (--save-every-n-steps).
-    std::string how = " (this step's checkpoint, written before the signal)";
+    std::string how = " (this step's checkpoint, already written by --save-every-n-steps)";
     if (latest_written_step_ != progress_.step) {
       WriteLatestCheckpoint();
       char seconds[32];
