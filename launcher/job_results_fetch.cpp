@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "launcher/attempt_steps.h"
 #include "launcher/error.h"
 #include "launcher/log_reader.h"
 #include "launcher/timeline/trace_fetch.h"
@@ -17,6 +18,7 @@ void FetchNodeResults(const std::string& job_dir, const ClusterSpec& spec,
   };
   try {
     JobSummary job = ReadJobSummary(job_dir);
+    const std::map<int, std::string> rank_hosts = job.rank_hosts;
     for (auto it = job.rank_hosts.begin(); it != job.rank_hosts.end();) {
       if (!lost.count(it->second)) {
         ++it;
@@ -39,6 +41,17 @@ void FetchNodeResults(const std::string& job_dir, const ClusterSpec& spec,
                    fetched.fetched.size(), job_dir.c_str());
     }
     warn(fetched);
+    // An attempt whose rank 0's node was lost: its steps from another of its nodes' first rank
+    // (attempt_steps.h). The last plan's ranks, lost nodes' included, say how many a node ran.
+    for (const JobAttempt& a : job.attempts) {
+      if (a.first_step >= 0 || a.nodes.empty() || !lost.count(a.nodes.front())) continue;
+      const AttemptStepSource source = StepSourceOf(a, rank_hosts, lost);
+      for (const NodeSpec& node : spec.nodes) {
+        if (source.host.empty() || node.host != source.host) continue;
+        warn(FetchEarlierRankMetrics(job_dir, job, spec.source, &spec.ssh, a.restart_count + 1,
+                                     source.rank, node));
+      }
+    }
     std::set<std::string> skip = fetched.unreachable;
     skip.insert(lost.begin(), lost.end());
     const TraceFetchReport traces =

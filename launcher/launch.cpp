@@ -467,7 +467,7 @@ int RunLaunch(const LaunchOptions& options) {
   }
   if (spec.transport == TransportKind::kSsh) {
     FetchNodeResults(folder.job_dir, reached, job.lost_nodes);
-    PlaceFetchedSteps(record, folder.job_dir);
+    PlaceFetchedSteps(record, folder.job_dir, job.lost_nodes);
   }
   PrintAttempts(record);
   return record.exit_code;

@@ -3,7 +3,8 @@
 // each rank's $DTRAIN_LOG_DIR, and its checkpoints, are on its own node. Rank 0's node has its
 // link cut (`ip link set eth0 down`) once a step checkpoint is written; the restart runs on the
 // other node and the spare, and both ranks resume from the copy the other node kept
-// (runtime/train/node_local_checkpoints.h), the spare's rank taking it over the job's Gloo group.
+// (runtime/train/node_local_checkpoints.h), the spare's rank taking it over the job's Gloo group;
+// job.json has the first attempt's steps from node1's metrics, rank 0's being on the lost node.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -119,6 +120,16 @@ TEST(ClipNodeLoss, RankZerosNodeLostTheJobResumesFromTheCopyAnotherNodeKept) {
                        "/checkpoints here): epoch 0, step " + std::to_string(step) + "\n"),
             std::string::npos)
       << rank1;
+  // The first attempt's steps (its rank 0's node is lost, and with it rank 0's metrics) come
+  // from node1's rank 1 (launcher/attempt_steps.h): the steps lost are those after the checkpoint.
+  const json& cut = record["attempts"][0];
+  ASSERT_TRUE(cut["last_step"].is_number_integer()) << record.dump(2);
+  EXPECT_GE(cut["last_step"].get<int>(), 6) << record.dump(2);
+  ASSERT_TRUE(cut.contains("steps_lost")) << record.dump(2);
+  EXPECT_EQ(cut["steps_lost"].get<int>(), cut["last_step"].get<int>() - step) << record.dump(2);
+  EXPECT_NE(err.find(std::to_string(cut["steps_lost"].get<int>()) + " step(s) lost"),
+            std::string::npos)
+      << err;
   EXPECT_NE(rank0.find("done: "), std::string::npos) << rank0;
   EXPECT_EQ(ParamHash(rank0).size(), 16u) << rank0;
   EXPECT_EQ(ParamHash(rank1), ParamHash(rank0)) << rank1;

@@ -178,6 +178,77 @@ TEST(AttemptSteps, LinesArePlacedByTheirTimeOnTheNodesClock) {
   EXPECT_EQ(StepsLost(attempts[0], attempts[2]), 2);
 }
 
+// Where an attempt's steps come from when its rank 0's node was lost: its first node that was not,
+// and the first rank that node ran then (ranks node by node, as many per node as the last plan
+// gave each: 2 here).
+TEST(AttemptSteps, ALostRankZerosAttemptIsReadFromItsFirstNodeNotLost) {
+  const std::map<int, std::string> last_plan{{0, "b"}, {1, "b"}, {2, "d"}, {3, "d"}};
+  JobAttempt a;
+  a.nodes = {"a", "b", "c"};
+  AttemptStepSource source = StepSourceOf(a, last_plan, {"a"});
+  EXPECT_EQ(source.host, "b");
+  EXPECT_EQ(source.rank, 2);
+  source = StepSourceOf(a, last_plan, {"a", "b"});
+  EXPECT_EQ(source.host, "c");
+  EXPECT_EQ(source.rank, 4);
+  EXPECT_EQ(StepSourceOf(a, last_plan, {"a", "b", "c"}).host, "");
+  // Nodes of unequal rank counts: one not in the last plan has an unknown count.
+  const std::map<int, std::string> uneven{{0, "b"}, {1, "b"}, {2, "d"}};
+  EXPECT_EQ(StepSourceOf(a, uneven, {"a"}).host, "");
+  a.nodes = {"b", "a", "d"};
+  source = StepSourceOf(a, uneven, {"b", "a"});
+  EXPECT_EQ(source.host, "");  // a's count is not known, so neither is d's first rank
+  a.nodes = {"b", "d"};
+  source = StepSourceOf(a, uneven, {"b"});
+  EXPECT_EQ(source.host, "d");
+  EXPECT_EQ(source.rank, 2);
+}
+
+// The record after a job whose first attempt lost rank 0's node: that attempt's steps from the
+// file the fetch put under metrics/attempt-1/ for its other node's rank, the second's from the
+// new rank 0's own file; job.json written again with the steps lost.
+TEST(AttemptSteps, PlacedFromAnotherNodeWhenRankZerosWasLost) {
+  const int64_t t0 = 1'000'000'000'000'000, s = 1'000'000;
+  testing::TempDir dir;
+  JobRecord record;
+  record.name = "lost";
+  record.attempts.resize(2);
+  auto ran = [&](int i, int64_t from_s, int64_t to_s, std::vector<std::string> nodes) {
+    record.attempts[i].restart_count = i;
+    record.attempts[i].started_us = t0 + from_s * s;
+    record.attempts[i].ended_us = t0 + to_s * s;
+    record.attempts[i].exit_code = i == 0 ? 1 : 0;
+    record.attempts[i].nodes = std::move(nodes);
+  };
+  ran(0, 0, 10, {"node0", "node1"});
+  ran(1, 12, 20, {"node1", "node2"});
+  record.plan.ranks.resize(2);
+  record.plan.ranks[0].rank = 0;
+  record.plan.ranks[0].host = "node1";
+  record.plan.ranks[1].rank = 1;
+  record.plan.ranks[1].host = "node2";
+  std::filesystem::create_directories(dir.path() + "/metrics/attempt-1");
+  auto line = [&](int step, int64_t at) {
+    return "{\"step\":" + std::to_string(step) + ",\"time_us\":" + std::to_string(at) + "}\n";
+  };
+  testing::WriteFile(EarlierMetricsPath(dir.path(), 1, 1),
+                     line(1, t0 + 1 * s) + line(7, t0 + 9 * s));
+  testing::WriteFile(dir.path() + "/metrics/rank-0.jsonl",
+                     line(5, t0 + 14 * s) + line(20, t0 + 19 * s));
+  PlaceFetchedSteps(record, dir.path(), {"node0"});
+  EXPECT_EQ(record.attempts[0].first_step, 1);
+  EXPECT_EQ(record.attempts[0].last_step, 7);
+  EXPECT_EQ(record.attempts[1].first_step, 5);
+  EXPECT_EQ(StepsLost(record.attempts[0], record.attempts[1]), 3);
+  const std::string written = testing::ReadFile(JobRecordPath(dir.path()));
+  EXPECT_NE(written.find("\"steps_lost\": 3"), std::string::npos) << written;
+  // Not lost: rank 0's own file is the only source, and there is none for the first attempt.
+  JobRecord kept = record;
+  kept.attempts[0].first_step = kept.attempts[0].last_step = -1;
+  PlaceFetchedSteps(kept, dir.path(), {});
+  EXPECT_EQ(kept.attempts[0].first_step, -1);
+}
+
 // Rank 0 checkpoints every 3 steps, appends a metrics line per step, and is SIGKILLed right after
 // step 7 of the first attempt: the next attempt resumes from step 6, so 1 step was lost.
 TEST(Restarts, StepsLostAndTheTimeToTheNextFirstStepAreRecorded) {

@@ -384,6 +384,18 @@ TraceFetchReport FetchRemoteMetrics(const std::string& job_dir, const JobSummary
                         false, ssh);
 }
 
+TraceFetchReport FetchEarlierRankMetrics(const std::string& job_dir, const JobSummary& job,
+                                         const std::string& cluster_file, const SshOptions* ssh,
+                                         int attempt, int rank, const NodeSpec& node) {
+  if (job.rank_job_dir.empty()) return {};
+  JobSummary then = job;  // the rank on the node it ran on then
+  then.rank_hosts = {{rank, node.host}};
+  then.rank_addresses = {{rank, node.address}};
+  return FetchRankFiles(job_dir, then, cluster_file,
+                        {{rank, fmt::format("{}/metrics/rank-{}.jsonl", job.rank_job_dir, rank)}},
+                        fmt::format("metrics/attempt-{}", attempt), "jsonl", "metrics", false, ssh);
+}
+
 TraceFetchReport FetchRemoteProfilerTraces(const std::string& job_dir, const JobSummary& job,
                                            const std::string& cluster_file, const SshOptions* ssh,
                                            const std::set<std::string>& skip) {

@@ -49,6 +49,14 @@ TraceFetchReport FetchRemoteProfilerTraces(const std::string& job_dir, const Job
                                            const SshOptions* ssh = nullptr,
                                            const std::set<std::string>& skip = {});
 
+// Rank `rank`'s metrics as `node` holds them from an earlier attempt ($DTRAIN_LOG_DIR/metrics/
+// rank-R.jsonl there; the node may run another rank now), into
+// <job>/metrics/attempt-A/rank-R.jsonl: the steps of an attempt whose rank 0's node was lost
+// (attempt_steps.h).
+TraceFetchReport FetchEarlierRankMetrics(const std::string& job_dir, const JobSummary& job,
+                                         const std::string& cluster_file, const SshOptions* ssh,
+                                         int attempt, int rank, const NodeSpec& node);
+
 // The @record error files (TORCHELASTIC_ERROR_FILE) of attempt `attempt` that ranks wrote on
 // their nodes, into <job>/errors/attempt-A/rank-R.json; a rank without one is no warning (only
 // a rank that raised writes one).
