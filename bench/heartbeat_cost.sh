@@ -12,16 +12,8 @@
 # STALL_TIMEOUT, default 5, sets the heartbeat's period: a fifth of it, between 0.2 and 2 s)
 set -euo pipefail
 source "$(dirname "$0")/off_on_runs.sh"
-build=$(cd "${1:-build}" && pwd)
-dtrain=${DTRAIN:-$build/dtrain}
-clip=${DTRAIN_CLIP:-$build/dtrain-clip}
-ranks=${RANKS:-2}
-steps=${STEPS:-60}
-batch=${BATCH:-64}
-repeats=${REPEATS:-3}
+clip_bench_setup "${1:-build}" 60 64
 stall_timeout=${STALL_TIMEOUT:-5}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 
 run() {
   local mode=$1 job=$2 off=1

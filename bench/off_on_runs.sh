@@ -1,7 +1,25 @@
 # Sourced (not run) by the benches that measure with a feature off and on, alternated so both see
 # the same machine: heartbeat_cost.sh, timeline_overhead.sh (dtrain-clip's ms per step),
-# slurm_node_watch.sh (CPU seconds). They define `run MODE JOB` (MODE off or on; prints one
-# number) and set $work and $repeats; the dtrain-clip ones also $ranks, $steps and $batch.
+# slurm_node_watch.sh (CPU seconds), stop_agreement_cost.sh. They define `run MODE JOB` (MODE off
+# or on; prints one number) and set $work and $repeats; the dtrain-clip ones call
+# clip_bench_setup for those and $ranks, $steps and $batch.
+
+# The dtrain-clip benches' set-up: the build (BUILD_DIR, default build) and its binaries (env
+# DTRAIN and DTRAIN_CLIP pick others); $ranks, $steps, $batch and $repeats from the environment's
+# RANKS, STEPS, BATCH and REPEATS (defaults 2, DEFAULT_STEPS, DEFAULT_BATCH, 3); $work, a
+# temporary folder removed at exit.
+# Usage: clip_bench_setup BUILD_DIR DEFAULT_STEPS DEFAULT_BATCH
+clip_bench_setup() {
+  build=$(cd "${1:-build}" && pwd)
+  dtrain=${DTRAIN:-$build/dtrain}
+  clip=${DTRAIN_CLIP:-$build/dtrain-clip}
+  ranks=${RANKS:-2}
+  steps=${STEPS:-$2}
+  batch=${BATCH:-$3}
+  repeats=${REPEATS:-3}
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+}
 
 # ms per step from a rank log's "done: N steps, ..., T s training" line, DECIMALS digits.
 clip_ms_per_step() {

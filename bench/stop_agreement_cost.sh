@@ -10,16 +10,8 @@
 # Usage: bench/stop_agreement_cost.sh [BUILD_DIR]   (env: RANKS STEPS BATCH REPEATS STOP_AT)
 set -euo pipefail
 source "$(dirname "$0")/off_on_runs.sh"
-build=$(cd "${1:-build}" && pwd)
-dtrain=${DTRAIN:-$build/dtrain}
-clip=${DTRAIN_CLIP:-$build/dtrain-clip}
-ranks=${RANKS:-2}
-steps=${STEPS:-200}
-batch=${BATCH:-16}
-repeats=${REPEATS:-3}
+clip_bench_setup "${1:-build}" 200 16
 stop_at=${STOP_AT:-20}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 
 train() {  # train LOG_DIR JOB MODE [more flags]
   local logs=$1 job=$2 mode=$3

@@ -7,16 +7,8 @@
 # DTRAIN_CLIP pick other binaries than BUILD_DIR's)
 set -euo pipefail
 source "$(dirname "$0")/off_on_runs.sh"
-build=$(cd "${1:-build}" && pwd)
-dtrain=${DTRAIN:-$build/dtrain}
-clip=${DTRAIN_CLIP:-$build/dtrain-clip}
 src=$(cd "$(dirname "$0")/.." && pwd)
-ranks=${RANKS:-2}
-steps=${STEPS:-40}
-batch=${BATCH:-64}
-repeats=${REPEATS:-3}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+clip_bench_setup "${1:-build}" 40 64
 
 # One run; prints ms per step from rank 0's "done: N steps, ..., T s training" line.
 run() {
@@ -43,5 +35,6 @@ fi
 
 # The writer alone: ns per record on the recording thread.
 c++ -std=c++17 -O2 -I"$src" "$src/bench/timeline_record_cost.cpp" "$src/runtime/trace/timeline.cpp" \
+  "$src/runtime/formats/json_object.cpp" \
   -o "$work/timeline_record_cost" -pthread
 "$work/timeline_record_cost" "$work/cost.json"
