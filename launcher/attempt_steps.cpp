@@ -90,7 +90,7 @@ void PlaceFetchedSteps(JobRecord& record, const std::string& job_dir,
   std::map<int, std::string> rank_hosts;
   for (const RankSlot& s : record.plan.ranks) rank_hosts[s.rank] = s.host;
   for (JobAttempt& a : record.attempts) {
-    if (!StepsUnknown(a) || !lost.count(a.nodes.front())) continue;
+    if (!StepsUnknown(a) || a.nodes.front() == host) continue;
     const AttemptStepSource source = StepSourceOf(a, rank_hosts, lost);
     if (source.host.empty()) continue;
     filled += FillSteps({&a}, EarlierMetricsPath(job_dir, a.restart_count + 1, source.rank),

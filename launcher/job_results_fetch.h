@@ -1,7 +1,8 @@
 // The end of a job on ssh nodes: the metrics and PyTorch traces its ranks wrote on nodes without
 // shared storage come back into the job folder; files already there and complete (shared
-// storage) are left as they are. For an attempt whose rank 0's node was lost, the metrics of
-// another of its ranks come back too, into <job>/metrics/attempt-A/ (attempt_steps.h).
+// storage) are left as they are. For an attempt whose rank 0 ran on another node than the last
+// attempt's, that rank's metrics (or, its node lost, another of its ranks') come back too, into
+// <job>/metrics/attempt-A/ (attempt_steps.h).
 #pragma once
 
 #include <set>

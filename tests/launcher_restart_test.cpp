@@ -206,7 +206,8 @@ TEST(AttemptSteps, ALostRankZerosAttemptIsReadFromItsFirstNodeNotLost) {
 
 // The record after a job whose first attempt lost rank 0's node: that attempt's steps from the
 // file the fetch put under metrics/attempt-1/ for its other node's rank, the second's from the
-// new rank 0's own file; job.json written again with the steps lost.
+// new rank 0's own file; job.json written again with the steps lost. Where rank 0's node left but
+// was not lost, its own rank 0's file.
 TEST(AttemptSteps, PlacedFromAnotherNodeWhenRankZerosWasLost) {
   const int64_t t0 = 1'000'000'000'000'000, s = 1'000'000;
   testing::TempDir dir;
@@ -242,11 +243,14 @@ TEST(AttemptSteps, PlacedFromAnotherNodeWhenRankZerosWasLost) {
   EXPECT_EQ(StepsLost(record.attempts[0], record.attempts[1]), 3);
   const std::string written = testing::ReadFile(JobRecordPath(dir.path()));
   EXPECT_NE(written.find("\"steps_lost\": 3"), std::string::npos) << written;
-  // Not lost: rank 0's own file is the only source, and there is none for the first attempt.
-  JobRecord kept = record;
-  kept.attempts[0].first_step = kept.attempts[0].last_step = -1;
-  PlaceFetchedSteps(kept, dir.path(), {});
-  EXPECT_EQ(kept.attempts[0].first_step, -1);
+  // node0 left but answered (a straggler, unfit): its own rank 0's file, fetched the same way.
+  JobRecord left = record;
+  left.attempts[0].first_step = left.attempts[0].last_step = -1;
+  testing::WriteFile(EarlierMetricsPath(dir.path(), 1, 0),
+                     line(1, t0 + 1 * s) + line(8, t0 + 9 * s));
+  PlaceFetchedSteps(left, dir.path(), {});
+  EXPECT_EQ(left.attempts[0].first_step, 1);
+  EXPECT_EQ(left.attempts[0].last_step, 8);
 }
 
 // Rank 0 checkpoints every 3 steps, appends a metrics line per step, and is SIGKILLed right after
