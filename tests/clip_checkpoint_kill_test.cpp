@@ -1,7 +1,7 @@
 // A checkpoint save killed half-way: dtrain-clip is SIGKILLed the moment its temp file for
 // epoch_latest.pt appears (inotify), so the kill lands inside the save. The previous
-// epoch_latest.pt must still load, and --resume latest must finish with exactly the weights of
-// an uninterrupted run.
+// epoch_latest.pt must still load, --resume latest must finish with exactly the weights of an
+// uninterrupted run, and the killed save's part must be gone.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -136,6 +136,13 @@ TEST(ClipCheckpointKill, KillDuringSaveLeavesTheLastCheckpointUsable) {
   std::string output = ReadFile(killed + "/output.log");
   EXPECT_NE(output.find("resumed from"), std::string::npos) << output;
   EXPECT_EQ(FinalHash(killed), expected) << output;
+  // The killed writer's part is gone (runtime/train/checkpoint_parts.h): a restart killed so
+  // would otherwise leave one more checkpoint-sized file each time.
+  EXPECT_FALSE(fs::exists(killed + "/checkpoints/" + temp));
+  EXPECT_NE(output.find("checkpoints: removed " + killed + "/checkpoints/" + temp +
+                        ", the part of a checkpoint whose writer was killed"),
+            std::string::npos)
+      << output;
 }
 
 }  // namespace

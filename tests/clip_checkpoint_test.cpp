@@ -3,17 +3,22 @@
 // parameter layout: aligned (in a real step too), and the moments of a checkpoint in the older
 // order converted.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpoint_parts.h"
 #include "runtime/train/device_checks.h"
 #include "runtime/train/flat_parameters.h"
 
@@ -73,6 +78,31 @@ TEST(ClipCheckpointProgress, OlderCheckpointLoadsAtAnEpochBoundary) {
 int64_t FloatsFrom(const torch::Tensor& buffer, const torch::Tensor& p) {
   return (static_cast<const char*>(p.data_ptr()) - static_cast<const char*>(buffer.data_ptr())) /
          4;
+}
+
+// Parts of checkpoints: this host's part of a process that is gone is removed; another host's
+// (a shared folder, its writer maybe alive), a live process's and whole checkpoints are left.
+TEST(CheckpointParts, OnlyThisHostsPartsOfEndedWritersGo) {
+  const std::string dir = ::testing::TempDir() + "/checkpoint_parts_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // a pid that ended
+  const std::string ended = std::to_string(child), live = std::to_string(getpid());
+  const std::vector<std::string> kept = {"epoch_1.pt", "epoch_latest.pt",
+                                         "epoch_latest.pt.tmp.other-node." + ended,
+                                         "epoch_latest.pt.tmp." + std::string(host) + "." + live};
+  const std::string gone = "epoch_latest.pt.tmp." + std::string(host) + "." + ended;
+  for (const std::string& name : kept) std::ofstream(dir + "/" + name) << "x";
+  std::ofstream(dir + "/" + gone) << "half a checkpoint";
+  const RemovedCheckpointParts removed = RemoveAbandonedCheckpointParts(dir);
+  EXPECT_EQ(removed.paths, std::vector<std::string>({dir + "/" + gone}));
+  EXPECT_EQ(removed.bytes, 17u);
+  for (const std::string& name : kept)
+    EXPECT_TRUE(std::filesystem::exists(dir + "/" + name)) << name;
+  std::filesystem::remove_all(dir);
 }
 
 // Parameters of 1, 4, 3 and 8 floats: the 4 and the 8 (multiples of 16 bytes) first, both

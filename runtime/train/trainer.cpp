@@ -24,6 +24,7 @@
 #include "runtime/train/batch_upload.h"
 #include "runtime/train/captured_step.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpoint_parts.h"
 #include "runtime/train/cuda_event_clock.h"
 #include "runtime/train/cuda_graphs_choice.h"
 #include "runtime/train/flat_parameters.h"
@@ -108,6 +109,16 @@ void Trainer::PlaceCheckpoints() {
   if (coll_.rank() == 0 && keepers.size() > 1) {
     std::printf("checkpoints: written by %s (their nodes do not share rank 0's %s)\n",
                 RankList(keepers).c_str(), checkpoint_dir_.c_str());
+  }
+  if (!keeps_checkpoints_) return;
+  const RemovedCheckpointParts parts = RemoveAbandonedCheckpointParts(checkpoint_dir_);
+  for (const std::string& path : parts.paths) {
+    std::printf("checkpoints: removed %s, the part of a checkpoint whose writer was killed\n",
+                path.c_str());
+  }
+  if (parts.paths.size() > 1) {
+    std::printf("checkpoints: %zu abandoned parts removed, %.1f MB\n", parts.paths.size(),
+                static_cast<double>(parts.bytes) / 1e6);
   }
 }
 
