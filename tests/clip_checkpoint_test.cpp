@@ -92,6 +92,7 @@ TEST(CheckpointParts, OnlyThisHostsPartsOfEndedWritersGo) {
   waitpid(child, nullptr, 0);  // a pid that ended
   const std::string ended = std::to_string(child), live = std::to_string(getpid());
   const std::vector<std::string> kept = {"epoch_1.pt", "epoch_latest.pt",
+                                         "notes.tmp." + std::string(host) + "." + ended,
                                          "epoch_latest.pt.tmp.other-node." + ended,
                                          "epoch_latest.pt.tmp." + std::string(host) + "." + live};
   const std::string gone = "epoch_latest.pt.tmp." + std::string(host) + "." + ended;

@@ -12,11 +12,11 @@
 namespace dtrain::clip {
 namespace {
 
-// The writer's pid of a part of `host` named NAME.tmp.HOST.PID; 0 when the name is not one.
+// The writer's pid of a part of `host` named NAME.pt.tmp.HOST.PID; 0 when the name is not one.
 long PartWriter(const std::string& name, const std::string& host) {
-  const size_t tmp = name.find(".tmp.");
+  const size_t tmp = name.find(".pt.tmp.");
   if (tmp == std::string::npos) return 0;
-  const std::string rest = name.substr(tmp + 5);  // HOST.PID (a host name may hold dots)
+  const std::string rest = name.substr(tmp + 8);  // HOST.PID (a host name may hold dots)
   const size_t dot = rest.rfind('.');
   if (dot == std::string::npos || rest.substr(0, dot) != host) return 0;
   const std::string pid = rest.substr(dot + 1);
