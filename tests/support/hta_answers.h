@@ -20,9 +20,9 @@
 #include <vector>
 
 #include <unistd.h>
-#include <zlib.h>
 
 #include "tests/support/files.h"
+#include "tests/support/gzip_text.h"
 
 namespace dtrain::test {
 
@@ -113,21 +113,13 @@ class HtaAnswers {
       }
     }
   }
-  // A file's bytes, a gzipped one's uncompressed (the gzip header holds the time it was written).
-  static std::string Content(const std::string& path) {
-    std::string text;
-    gzFile in = gzopen(path.c_str(), "rb");
-    if (!in) return text;
-    char buffer[65536];
-    for (int n; (n = gzread(in, buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
-    gzclose(in);
-    return text;
-  }
+  // A file's or a folder's content: names, and each file's text uncompressed (gzip_text.h), as
+  // the cases are cut afresh by every test and a gzip header holds the time it was written.
   void AddPath(const std::string& path) {
     namespace fs = std::filesystem;
     if (!fs::exists(path)) return;
     if (!fs::is_directory(path)) {
-      Add("file", Content(path));
+      Add("file", Gunzip(path));
       return;
     }
     std::vector<fs::path> files;
@@ -137,7 +129,7 @@ class HtaAnswers {
     std::sort(files.begin(), files.end());
     for (const fs::path& f : files) {
       Add("name", fs::relative(f, path).string());
-      Add("file", Content(f.string()));
+      Add("file", Gunzip(f.string()));
     }
   }
 

@@ -5,12 +5,8 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <zlib.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -19,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/timeline/timeline_report.h"
+#include "tests/support/gzip_text.h"
 #include "tests/support/hta_answers.h"
+#include "tests/support/popen_shell.h"
 #include "tests/support/test_paths.h"
 
 namespace dtrain::test {
@@ -30,36 +28,6 @@ inline const std::string kFixtures = std::string(DTRAIN_SOURCE_DIR) + "/tests/fi
 inline const std::string kPython = std::string(DTRAIN_SOURCE_DIR) + "/.venv/bin/python3";
 inline const std::string kRank0 = kFixtures + "/ddp-2ranks-gloo-rank0.json.gz";
 inline const std::string kRank1 = kFixtures + "/ddp-2ranks-gloo-rank1.json.gz";
-
-// Runs `command` in sh, stdout and stderr together; its exit status in *status.
-inline std::string RunShell(const std::string& command, int* status) {
-  std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  int s = ::pclose(pipe);
-  *status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
-  return out;
-}
-
-// The text of a .json.gz trace.
-inline std::string Gunzip(const std::string& path) {
-  gzFile in = gzopen(path.c_str(), "rb");
-  std::string text;
-  std::array<char, 65536> buffer;
-  int n;
-  while ((n = gzread(in, buffer.data(), buffer.size())) > 0) text.append(buffer.data(), n);
-  gzclose(in);
-  return text;
-}
-
-// Writes `text` gzipped to `path`.
-inline void Gzip(const std::string& path, const std::string& text) {
-  gzFile out = gzopen(path.c_str(), "wb");
-  gzwrite(out, text.data(), static_cast<unsigned>(text.size()));
-  gzclose(out);
-}
 
 // `text` with the first `from` replaced by `to`; a failure when there is none.
 inline std::string Replace(std::string text, const std::string& from, const std::string& to) {

@@ -9,12 +9,12 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <string>
 
 #include "tests/support/files.h"
+#include "tests/support/popen_shell.h"
 
 namespace dtrain::testing {
 
@@ -88,12 +88,9 @@ class SlowDisk {
  private:
   // Runs `command` in sh: its output (stdout and stderr) in *out; whether it succeeded.
   static bool Shell(const std::string& command, std::string* out) {
-    out->clear();
-    std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-    if (!pipe) return false;
-    char buffer[4096];
-    for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out->append(buffer, n);
-    return ::pclose(pipe) == 0;
+    int status = 0;
+    *out = test::RunShell(command, &status);
+    return status == 0;
   }
   std::string image_, mount_, loop_, parent_, cgroup_, error_;
   bool mounted_ = false;
