@@ -15,6 +15,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/train/checkpoint_parts.h"
+
 namespace dtrain::clip {
 namespace {
 
@@ -64,10 +66,7 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
   }
   archive.write("model_name", c10::IValue(model_name));
 
-  // Host and pid: two nodes may write the same folder (node_local_checkpoints.h).
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  const std::string temp = path + ".tmp." + host + "." + std::to_string(getpid());
+  const std::string temp = CheckpointPartPath(path);
   try {
     archive.save_to(temp);
   } catch (const std::exception& e) {

@@ -24,16 +24,25 @@ long PartWriter(const std::string& name, const std::string& host) {
   return std::strtol(pid.c_str(), nullptr, 10);
 }
 
+std::string HostName() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
 bool Alive(long pid) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
 }  // namespace
 
+std::string CheckpointPartPath(const std::string& path) {
+  return path + ".tmp." + HostName() + "." + std::to_string(getpid());
+}
+
 RemovedCheckpointParts RemoveAbandonedCheckpointParts(const std::string& dir) {
   RemovedCheckpointParts removed;
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
+  const std::string host = HostName();
   DIR* folder = opendir(dir.c_str());
   if (!folder) return removed;
   while (const dirent* entry = readdir(folder)) {
