@@ -56,6 +56,12 @@ int FillAttemptSteps(std::vector<JobAttempt>& attempts, const std::string& host,
   return FillSteps(open, metrics_path, clock_offset_us);
 }
 
+bool StepsFromAnotherNode(const JobAttempt& attempt, const std::map<int, std::string>& rank_hosts) {
+  const auto rank_zero = rank_hosts.find(0);
+  return StepsUnknown(attempt) && rank_zero != rank_hosts.end() &&
+         attempt.nodes.front() != rank_zero->second;
+}
+
 AttemptStepSource StepSourceOf(const JobAttempt& attempt,
                                const std::map<int, std::string>& rank_hosts,
                                const std::set<std::string>& lost) {
@@ -90,7 +96,7 @@ void PlaceFetchedSteps(JobRecord& record, const std::string& job_dir,
   std::map<int, std::string> rank_hosts;
   for (const RankSlot& s : record.plan.ranks) rank_hosts[s.rank] = s.host;
   for (JobAttempt& a : record.attempts) {
-    if (!StepsUnknown(a) || a.nodes.front() == host) continue;
+    if (!StepsFromAnotherNode(a, rank_hosts)) continue;
     const AttemptStepSource source = StepSourceOf(a, rank_hosts, lost);
     if (source.host.empty()) continue;
     filled += FillSteps({&a}, EarlierMetricsPath(job_dir, a.restart_count + 1, source.rank),

@@ -23,6 +23,10 @@ namespace dtrain {
 int FillAttemptSteps(std::vector<JobAttempt>& attempts, const std::string& host,
                      const std::string& metrics_path, int64_t clock_offset_us);
 
+// Whether `attempt`'s steps, unknown, must be read from another node than the last plan's rank 0
+// (`rank_hosts`: rank -> node): its rank 0 ran elsewhere.
+bool StepsFromAnotherNode(const JobAttempt& attempt, const std::map<int, std::string>& rank_hosts);
+
 // Where the steps of an attempt whose rank 0 ran on another node than the last attempt's can be
 // read: the first of its nodes that was not lost (its rank 0's own, unless lost), and the first
 // rank that node ran in it. Ranks are placed node by node in the

@@ -44,11 +44,8 @@ void FetchNodeResults(const std::string& job_dir, const ClusterSpec& spec,
     // An attempt whose rank 0 ran on another node than the last plan's rank 0: its steps from
     // that node's rank 0, or where that node was lost from another of its nodes' first rank
     // (attempt_steps.h). The last plan's ranks, lost nodes' included, say how many a node ran.
-    const auto rank_zero = rank_hosts.find(0);
     for (const JobAttempt& a : job.attempts) {
-      if (a.first_step >= 0 || a.nodes.empty() || rank_zero == rank_hosts.end() ||
-          a.nodes.front() == rank_zero->second)
-        continue;
+      if (!StepsFromAnotherNode(a, rank_hosts)) continue;
       const AttemptStepSource source = StepSourceOf(a, rank_hosts, lost);
       for (const NodeSpec& node : spec.nodes) {
         if (source.host.empty() || node.host != source.host) continue;
