@@ -23,6 +23,7 @@
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/slow_disk.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/wait_for.h"
 
 namespace dtrain::clip {
 namespace {
@@ -55,20 +56,18 @@ long LastStep(const std::string& log_dir, int rank) {
 
 // Waits until every rank in `ranks` has logged `step` (false after 60 s).
 bool WaitForStep(const std::string& log_dirs, const std::vector<int>& ranks, long step) {
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    bool all = true;
-    for (int r : ranks) {
-      std::string dir = log_dirs;
-      if (const size_t at = dir.find("{rank}"); at != std::string::npos) {
-        dir.replace(at, 6, std::to_string(r));
-      }
-      all = all && LastStep(dir, r) >= step;
-    }
-    if (all) return true;
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  return dtrain::testing::WaitFor(
+      [&] {
+        for (int r : ranks) {
+          std::string dir = log_dirs;
+          if (const size_t at = dir.find("{rank}"); at != std::string::npos) {
+            dir.replace(at, 6, std::to_string(r));
+          }
+          if (LastStep(dir, r) < step) return false;
+        }
+        return true;
+      },
+      60);
 }
 
 // Two ranks of Train({}), a node each with DTRAIN_LOG_DIR `dir`/nodeR; true once both logged
@@ -150,11 +149,8 @@ TEST(StopOnSignal, RankWhosePeerCannotStepEndsAfterItsWindowWithoutACheckpoint) 
   kill(ranks.pids[1], SIGTERM);
   int status = 0;
   // Rank 1 alone: rank 0 stays stopped until it is killed below.
-  for (;;) {
-    if (waitpid(ranks.pids[1], &status, WNOHANG) == ranks.pids[1]) break;
-    if (Clock::now() - signalled > std::chrono::seconds(30)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  dtrain::testing::WaitFor(
+      [&] { return waitpid(ranks.pids[1], &status, WNOHANG) == ranks.pids[1]; }, 30);
   const double seconds = std::chrono::duration<double>(Clock::now() - signalled).count();
   kill(ranks.pids[0], SIGKILL);
   kill(ranks.pids[1], SIGKILL);  // should it still run
@@ -237,11 +233,7 @@ TEST(StopOnSignal, SignalDuringAStepCheckpointOnASlowDiskWaitsForTheWrite) {
     }
     return false;
   };
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (!writing() && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_TRUE(writing()) << run.Log(0);
+  ASSERT_TRUE(dtrain::testing::WaitFor(writing, 60)) << run.Log(0);
   const auto signalled = Clock::now();
   kill(run.pids[0], SIGTERM);
   EXPECT_EQ(run.Wait(std::chrono::seconds(120)), std::vector<int>({-SIGTERM})) << run.Log(0);

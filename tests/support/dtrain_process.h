@@ -16,6 +16,7 @@
 #include "tests/support/files.h"
 #include "tests/support/process_state.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/wait_for.h"
 
 namespace dtrain::testing {
 
@@ -121,17 +122,6 @@ inline std::vector<int> ProcessesWithEnv(const std::string& needle) {
   }
   if (proc) ::closedir(proc);
   return pids;
-}
-
-// Waits until `predicate` holds (true) or `timeout_s` passes (false).
-template <class Predicate>
-bool WaitFor(Predicate predicate, double timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!predicate()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
 }
 
 }  // namespace dtrain::testing
