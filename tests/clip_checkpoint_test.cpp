@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "runtime/train/checkpoint_parts.h"
 #include "runtime/train/device_checks.h"
 #include "runtime/train/flat_parameters.h"
+#include "tests/support/loop_disk.h"
 
 namespace dtrain::clip {
 namespace {
@@ -72,6 +74,54 @@ TEST(ClipCheckpointProgress, OlderCheckpointLoadsAtAnEpochBoundary) {
   EXPECT_EQ(loaded.world_size, 0);
   EXPECT_EQ(loaded.global_batch, 0);
   EXPECT_TRUE(torch::equal(b.model->weight, a.model->weight));
+}
+
+std::string Bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The disk under the checkpoints goes away during a save, as a drive that fell off the bus does
+// (tests/support/loop_disk.h): the new checkpoint is taken into the page cache, and its fsync
+// fails. The save must say so and leave the last checkpoint the disk took in its place. Before,
+// the part the disk never took was renamed over it: once the page cache let go of that file, the
+// folder held no usable checkpoint at all. Needs root (a loop device); skipped otherwise.
+TEST(ClipCheckpointDisk, ADiskThatFailsTheWriteKeepsTheLastCheckpoint) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a loop device, a mount)";
+  const std::string dir =
+      ::testing::TempDir() + "/clip_checkpoint_disk_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  {
+    dtrain::testing::LoopDisk disk(dir, "16M");
+    ASSERT_EQ(disk.error(), "");
+    const std::string path = disk.path() + "/epoch_latest.pt";
+    Tiny a;
+    SaveCheckpoint(path, *a.model, a.optimizer, TrainProgress{0, 4, 64, 64, 1, 16}, "tiny");
+    const std::string step4 = Bytes(path);
+    ASSERT_FALSE(step4.empty());
+    {
+      torch::NoGradGuard no_grad;
+      a.model->weight.fill_(1.0f);
+    }
+    ASSERT_TRUE(disk.Fail()) << disk.error();
+    std::string error;
+    try {
+      SaveCheckpoint(path, *a.model, a.optimizer, TrainProgress{0, 6, 96, 96, 1, 16}, "tiny");
+    } catch (const std::runtime_error& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find(": cannot write checkpoint: the disk did not take it (fsync: "
+                         "Input/output error); " +
+                         path + " is kept as it was"),
+              std::string::npos)
+        << error;
+    EXPECT_TRUE(Bytes(path) == step4) << "the step-4 checkpoint was replaced";
+    for (const auto& entry : std::filesystem::directory_iterator(disk.path()))
+      EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+    Tiny b;
+    EXPECT_EQ(LoadCheckpoint(path, *b.model, b.optimizer).step, 4);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // Where parameter `p` (float32) starts in flat `buffer`, in floats.

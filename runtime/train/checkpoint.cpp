@@ -20,11 +20,14 @@
 namespace dtrain::clip {
 namespace {
 
-void FsyncPath(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return;
-  fsync(fd);
+// fsync(2) of `path` (a file, or a folder for the names in it): "" or why it failed. A failing
+// disk's write errors are often seen by fsync alone: write(2) only filled the page cache.
+std::string FsyncPath(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return std::strerror(errno);
+  const std::string why = fsync(fd) == 0 ? "" : std::strerror(errno);
   close(fd);
+  return why;
 }
 
 std::string Directory(const std::string& path) {
@@ -73,13 +76,26 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
     std::remove(temp.c_str());
     throw std::runtime_error(temp + ": cannot write checkpoint: " + e.what());
   }
-  FsyncPath(temp);
+  // A checkpoint the disk did not take must not replace the last one it did.
+  const std::string unsynced = FsyncPath(temp);
+  if (!unsynced.empty()) {
+    std::remove(temp.c_str());
+    throw std::runtime_error(
+        temp + ": cannot write checkpoint: the disk did not take it (fsync: " + unsynced + ")" +
+        (Exists(path) ? "; " + path + " is kept as it was" : std::string()));
+  }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     std::string why = std::strerror(errno);
     std::remove(temp.c_str());
     throw std::runtime_error(path + ": cannot move the checkpoint into place: " + why);
   }
-  FsyncPath(Directory(path));
+  const std::string folder = Directory(path);
+  const std::string unnamed = FsyncPath(folder);
+  if (!unnamed.empty()) {
+    throw std::runtime_error(path + ": written, but its folder " + folder +
+                             " could not be synced (fsync: " + unnamed +
+                             "): the disk may not keep it");
+  }
 }
 
 namespace {

@@ -1,6 +1,6 @@
 // Checkpoints: model parameters, AdamW state, progress counters and the CPU RNG in one file,
-// written atomically (temp file, fsync, rename): a kill during a save leaves the previous
-// checkpoint intact and usable.
+// written atomically (temp file, fsync, rename): a kill during a save, or a disk that fails the
+// write (an error of fsync's), leaves the previous checkpoint intact and usable.
 #pragma once
 
 #include <torch/torch.h>
