@@ -56,6 +56,7 @@ std::vector<Finding> CheckInfiniband(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckMemlock(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckPciPaths(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckSwap(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckMemory(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckClocksource(const std::vector<NodeFacts>& nodes);

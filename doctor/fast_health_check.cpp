@@ -45,7 +45,7 @@ std::vector<Finding> NodeFitnessFindings(const ClusterSpec& spec, const ProbeRun
   if (count_unreached) findings = CheckReach(run.nodes, spec.ssh.port);
   for (auto rule :
        {CheckNvidiaSmiAnswers, CheckGpuCount, CheckGpuHealth, CheckNvlink, CheckKernelLog,
-        CheckInfiniband, CheckFreeSpace, CheckInterfaces, CheckNeighbourTables}) {
+        CheckInfiniband, CheckFreeSpace, CheckDiskWrites, CheckInterfaces, CheckNeighbourTables}) {
     for (Finding& f : rule(run.nodes)) findings.push_back(std::move(f));
   }
   for (Finding& f : CheckSiteHealthChecks(spec, run.nodes, /*warning_checks=*/false))

@@ -1,5 +1,6 @@
-// The rules about the host a job runs on: free space where it writes, swap, memory against the
-// other nodes', and the clock source. Thresholds and their sources are in dtrain-doctor(1).
+// The rules about the host a job runs on: free space where it writes and whether a write there
+// reaches the disk, swap, memory against the other nodes', and the clock source. Thresholds and
+// their sources are in dtrain-doctor(1).
 #include <map>
 #include <set>
 
@@ -57,6 +58,62 @@ std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes) {
                                      Join(places[mount])),
                          "free space there, or point workdir, log_dir or TMPDIR elsewhere: ranks "
                          "write logs, traces, checkpoints and compile caches"));
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes) {
+  std::vector<Finding> out;
+  for (const NodeFacts* n : Reached(nodes)) {
+    std::map<std::string, std::string> mount_of;  // by what ("workdir"): the free space's mount
+    for (const FreeSpace& s : n->health.free_space) mount_of[s.what] = s.mount;
+    for (const WriteTest& w : n->health.write_tests) {
+      if (w.result == "ok") continue;
+      const std::string named = w.what == w.path ? w.path : w.what + " " + w.path;
+      const std::string place =
+          w.folder == w.path ? named : w.folder + " (the nearest existing folder of " + named + ")";
+      const std::string mount = mount_of.count(w.what) ? mount_of[w.what] : "";
+      const std::string drive = mount.empty() ? "its drive" : "the drive under " + mount;
+      if (w.result.rfind("timeout ", 0) == 0) {
+        out.push_back(Make(Severity::kWarning, "disk-write", "", {n->host},
+                           fmt::format("node {}: writing 64 KiB in {} had not ended after {} s",
+                                       n->host, place, w.result.substr(8)),
+                           drive + " hangs or is swamped: a rank that writes a checkpoint or log "
+                                   "there stalls every other rank (dmesg for I/O errors and hung "
+                                   "tasks, iostat -x 1)"));
+        continue;
+      }
+      const bool io_error = w.result.find("Input/output error") != std::string::npos;
+      const bool read_only = w.result.find("Read-only file system") != std::string::npos;
+      std::string remedy;
+      if (io_error || read_only) {
+        remedy = drive +
+                 " failed a write, or the kernel turned its file system read-only after write "
+                 "errors (dmesg | grep -i -e 'I/O error' -e EXT4-fs -e XFS): check it (smartctl "
+                 "-a, nvme smart-log), repair or replace it, and keep the node out of jobs until "
+                 "then";
+      } else if (w.result.find("space left") != std::string::npos ||
+                 w.result.find("quota") != std::string::npos) {
+        remedy = "free space there, or point workdir, log_dir or TMPDIR elsewhere";
+      } else {
+        remedy =
+            "make it writable for this user (owner, mode), or point workdir, log_dir or "
+            "TMPDIR elsewhere";
+      }
+      // A workdir may be read-only on purpose (code on a read-only share, the ranks writing
+      // elsewhere); a failed write to its drive may not be.
+      if (read_only && w.what == "workdir") {
+        remedy =
+            "if it is read-only on purpose (code on a read-only share), point log_dir and the "
+            "job's outputs elsewhere; else " +
+            remedy;
+      }
+      const Severity severity =
+          w.what == "workdir" && !io_error ? Severity::kWarning : Severity::kError;
+      out.push_back(Make(severity, "disk-write", "", {n->host},
+                         fmt::format("node {}: cannot write in {}: {}", n->host, place, w.result),
+                         remedy));
     }
   }
   return out;

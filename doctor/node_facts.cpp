@@ -179,6 +179,14 @@ void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
   f.health.free_space.push_back({parts[0], parts[3], parts[2], Number(parts[1])});
 }
 
+// "log dir;fsync: Input/output error;/data/logs;/data/logs/job": what, result, the folder written
+// in, the path (last: it may hold ';').
+void ApplyWriteTest(const std::string& value, NodeFacts& f, ProbeText&) {
+  const std::vector<std::string> parts = SplitOn(value, ';', 4);
+  if (parts.size() < 4) return;
+  f.health.write_tests.push_back({parts[0], parts[2], parts[3], parts[1]});
+}
+
 // "IPv4;904;1063;128;512;1024": family, entries, times full since boot, gc_thresh1..3.
 void ApplyNeighbourTable(const std::string& value, NodeFacts& f, ProbeText&) {
   const std::vector<std::string> parts = SplitOn(value, ';');
@@ -363,6 +371,7 @@ const ProbeKey kProbeKeys[] = {
     {"clocksources_available", nullptr, nullptr,
      [](const std::string& v, F& f, T&) { f.health.clocksources_available = v; }},
     {"free_space", nullptr, nullptr, ApplyFreeSpace},
+    {"write_test", nullptr, nullptr, ApplyWriteTest},
     {"neigh_table", nullptr, nullptr, ApplyNeighbourTable},
     {"health_check", nullptr, nullptr, ApplyHealthCheck},
     {"net_if", nullptr, nullptr, ApplyNetworkInterface},

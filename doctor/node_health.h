@@ -58,6 +58,14 @@ struct FreeSpace {
   long long free_kib = -1;
 };
 
+// A write where a job writes ("workdir", "log dir", "/tmp"): 64 KiB to a new file in `folder`,
+// the nearest existing folder of `path`, synced and removed. `result`: "ok"; the step that failed
+// and the system's reason ("fsync: Input/output error"); or "timeout S" (it had not ended after S
+// seconds: the disk hangs).
+struct WriteTest {
+  std::string what, folder, path, result;
+};
+
 // The kernel's neighbour table of one address family ("IPv4": ARP, "IPv6": NDISC), which the
 // whole machine shares: entries now, how often it was full since boot (an address then cannot be
 // resolved: "neighbor table overflow!" in the kernel log), and its limits (gc_thresh1..3: below
@@ -117,6 +125,7 @@ struct NodeHealth {
   long long swap_kib = -1;  // SwapTotal
   std::string clocksource, clocksources_available;
   std::vector<FreeSpace> free_space;
+  std::vector<WriteTest> write_tests;
   std::vector<NeighbourTable> neighbour_tables;
   std::vector<HealthCheckAnswer> health_checks;
 

@@ -267,6 +267,11 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
     space.push_back(
         {{"what", f.what}, {"path", f.path}, {"mount", f.mount}, {"free_kib", f.free_kib}});
   }
+  nlohmann::json writes = nlohmann::json::array();
+  for (const WriteTest& w : h.write_tests) {
+    writes.push_back(
+        {{"what", w.what}, {"path", w.path}, {"folder", w.folder}, {"result", w.result}});
+  }
   nlohmann::json neighbours = nlohmann::json::object();
   for (const NeighbourTable& t : h.neighbour_tables) {
     neighbours[t.family] = {{"entries", NumberOrNull(t.entries)},
@@ -316,6 +321,7 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
           {"clocksource", OrNull(h.clocksource)},
           {"clocksources_available", OrNull(h.clocksources_available)},
           {"free_space", space},
+          {"write_tests", writes},
           {"neighbour_tables", neighbours},
           {"health_checks", checks},
           {"interfaces", interfaces},

@@ -323,6 +323,8 @@ int RunLaunch(const LaunchOptions& options) {
   SlurmAllocation allocation;  // a batch job holding the nodes lives as long as the launch
   ClusterSpec spec =
       PlaceCluster(chosen_spec, folder, allocation, record, held_back.SlurmNodeNames());
+  // The health checks' probes measure and test where the ranks write: the job's folder.
+  spec.log_dir = folder.job_dir;
   // The nodes that may be asked anything (clocks, interfaces, --sync): all but the unreached.
   ClusterSpec reached = spec;
   reached.nodes.erase(std::remove_if(reached.nodes.begin(), reached.nodes.end(),

@@ -7,8 +7,9 @@
 # (the cluster file's python), DTRAIN_PROBE_RDZV_ADDR / DTRAIN_PROBE_RDZV_PORT (the rendezvous
 # listener to connect to), DTRAIN_PROBE_CLIP_DIR (where dtrain-clip sits beside dtrain),
 # DTRAIN_PROBE_SKIP (space-separated parts to leave out: python torch horovod py_spy clip rdzv
-# nccl_lib gpu_health kernel_log pci), DTRAIN_PROBE_LOG_DIR (where ranks write their logs),
-# DTRAIN_PROBE_SMI_TIMEOUT (seconds each nvidia-smi call may take, default 10),
+# nccl_lib gpu_health kernel_log pci disk_write), DTRAIN_PROBE_LOG_DIR (where ranks write their
+# logs), DTRAIN_PROBE_SMI_TIMEOUT (seconds each nvidia-smi call may take, default 10),
+# DTRAIN_PROBE_WRITE_TIMEOUT (seconds the test writes where the job writes may take, default 10),
 # DTRAIN_PROBE_SYSFS (the folder read as /sys, for tests), DTRAIN_PROBE_CHECKS (the cluster
 # file's health checks to run: indices; DTRAIN_PROBE_CHECK_<i> each one's command,
 # DTRAIN_PROBE_CHECK_<i>_TIMEOUT its limit in seconds).
@@ -65,6 +66,7 @@ probe_main() {
   fi
   skipping clip || { probe_clip >"$tmp/clip" 2>&1 & waits="$waits $!"; }
   [ -n "$DTRAIN_PROBE_CHECKS" ] && { probe_health_checks >"$tmp/checks" 2>&1 & waits="$waits $!"; }
+  skipping disk_write || { probe_writes >"$tmp/writes" 2>&1 & waits="$waits $!"; }
 
   probe_system
   probe_host
@@ -75,7 +77,7 @@ probe_main() {
   probe_cuda
   probe_nccl
   for pid in $waits; do wait "$pid"; done
-  for part in python clip rdzv kernel checks; do
+  for part in python clip rdzv kernel checks writes; do
     [ -s "$tmp/$part" ] && sed -n '/^[a-z_]*=/p' "$tmp/$part"
   done
   [ -n "$smi" ] && wait_nvidia_smi
@@ -105,6 +107,70 @@ probe_health_checks() {
   for i in $DTRAIN_PROBE_CHECKS; do
     [ -f "$tmp/check$i.done" ] && cat "$tmp/check$i.done"
   done
+}
+
+# write_test=WHAT;RESULT;FOLDER;PATH: 64 KiB written to a new file in FOLDER, the nearest existing
+# folder of PATH (where the job writes: the workdir, the log dir, /tmp), synced and removed.
+# RESULT: ok; else the step that failed and the system's reason ("fsync: Input/output error"); or
+# "timeout S" when it did not end within DTRAIN_PROBE_WRITE_TIMEOUT seconds (default 10). A drive
+# that failed, a file system the kernel turned read-only after errors, a full disk, a folder the
+# user cannot write: the ranks' logs and checkpoints cannot be written there. The places are
+# written at once; a dd stuck in the kernel (a hung disk) survives SIGKILL, so it is waited for
+# until the limit and no longer (it is left behind, its output going to files, not the probe's).
+probe_writes() {
+  n=0
+  write_start workdir "${DTRAIN_PROBE_WORKDIR:-$HOME}"
+  [ -n "$DTRAIN_PROBE_LOG_DIR" ] && write_start "log dir" "$DTRAIN_PROBE_LOG_DIR"
+  write_start /tmp "${TMPDIR:-/tmp}"
+  limit=${DTRAIN_PROBE_WRITE_TIMEOUT:-10}
+  deadline=$(($(date +%s) + limit + 1))
+  while :; do
+    all=1 i=0
+    while [ "$i" -lt "$n" ]; do
+      i=$((i + 1))
+      [ -e "$tmp/write$i.rc" ] || all=""
+    done
+    [ -n "$all" ] || [ "$(date +%s)" -ge "$deadline" ] && break
+    sleep 0.02 2>/dev/null || sleep 1
+  done
+  i=0
+  while [ "$i" -lt "$n" ]; do
+    i=$((i + 1))
+    read -r what <"$tmp/write$i.what"
+    if [ ! -e "$tmp/write$i.rc" ]; then
+      result="timeout $limit"
+    elif [ "$(cat "$tmp/write$i.rc")" = 0 ]; then
+      result=ok
+    else
+      line=$(grep -m 1 'dd:' "$tmp/write$i.err")
+      case $line in
+        *"failed to open"*) step=create ;;
+        *fsync* | *fdatasync*) step=fsync ;;
+        *writing*) step="write" ;;
+        *closing*) step=close ;;
+        *) step="dd" ;;
+      esac
+      result="$step: ${line##*: }"
+    fi
+    echo "write_test=${what%%;*};$result;${what#*;}"
+  done
+}
+
+# WHAT PATH: starts probe_writes' test of PATH, number n.
+write_start() {
+  n=$((n + 1))
+  d=$2
+  while [ -n "$d" ] && [ ! -d "$d" ]; do
+    case $d in */*) d=${d%/*} ;; *) d="" ;; esac
+  done
+  d=${d:-/}
+  echo "$1;$d;$2" >"$tmp/write$n.what"
+  (
+    f="$d/.dtrain-probe-write.$$.$n"
+    dd if=/dev/zero of="$f" bs=65536 count=1 conv=fsync >/dev/null 2>"$tmp/write$n.err"
+    echo $? >"$tmp/write$n.rc.part" && mv "$tmp/write$n.rc.part" "$tmp/write$n.rc"
+    rm -f "$f"
+  ) </dev/null >/dev/null 2>&1 &
 }
 
 # Milliseconds since the epoch (whole seconds where date has no %N).

@@ -123,6 +123,46 @@ TEST(DoctorHealth, LittleFreeSpaceWhereTheJobWrites) {
       << Describe(findings);
 }
 
+// The probe's test writes (templates/probe.sh probe_writes): a drive that failed is an error
+// wherever the job writes; a log dir or /tmp that cannot be written too; a read-only workdir may
+// be one on purpose (a warning); a write that hangs is a warning naming the drive.
+TEST(DoctorHealth, WritesThatFailWhereTheJobWrites) {
+  const std::string failing =
+      "free_space=log dir;5242880000;/scratch;/scratch/logs/job\n"
+      "write_test=workdir;ok;/home/u/proj;/home/u/proj\n"
+      "write_test=log dir;fsync: Input/output error;/scratch/logs;/scratch/logs/job\n"
+      "write_test=/tmp;create: Permission denied;/tmp;/tmp\n";
+  const std::string read_only =
+      "free_space=workdir;5242880000;/code;/code/proj\n"
+      "write_test=workdir;create: Read-only file system;/code/proj;/code/proj\n"
+      "write_test=/tmp;timeout 10;/tmp;/tmp\n";
+  const auto findings = Health({Node("gpu-a", H100Probe(RecordedQuery(), "", failing)),
+                                Node("gpu-b", H100Probe(RecordedQuery(), "", read_only)),
+                                Node("gpu-c", H100Probe())});
+  std::vector<std::string> messages, remedies;
+  for (const Finding& f : findings) {
+    if (f.check != "disk-write") continue;
+    messages.push_back(std::string(SeverityName(f.severity)) + " " + f.message);
+    remedies.push_back(f.remedy);
+  }
+  EXPECT_EQ(messages,
+            (std::vector<std::string>{
+                "error node gpu-a: cannot write in /scratch/logs (the nearest existing folder of "
+                "log dir /scratch/logs/job): fsync: Input/output error",
+                "error node gpu-a: cannot write in /tmp: create: Permission denied",
+                "warning node gpu-b: cannot write in workdir /code/proj: create: Read-only file "
+                "system",
+                "warning node gpu-b: writing 64 KiB in /tmp had not ended after 10 s"}))
+      << Describe(findings);
+  const std::vector<std::string> starts = {
+      "the drive under /scratch failed a write", "make it writable for this user",
+      "if it is read-only on purpose (code on a read-only share), point log_dir",
+      "the drive under / hangs or is swamped"};
+  ASSERT_EQ(remedies.size(), starts.size());
+  for (size_t i = 0; i < starts.size(); ++i)
+    EXPECT_EQ(remedies[i].rfind(starts[i], 0), 0u) << remedies[i];
+}
+
 TEST(DoctorHealth, SwapIsAWarning) {
   std::string probe = H100Probe();
   probe.replace(probe.find("swap_kib=0"), 10, "swap_kib=8388604");

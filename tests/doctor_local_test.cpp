@@ -19,7 +19,9 @@
 #include "doctor/tool_versions.h"
 #include "tests/support/files.h"
 #include "tests/support/free_port.h"
+#include "tests/support/loop_disk.h"
 #include "tests/support/shell_run.h"
+#include "tests/support/slow_disk.h"
 #include "tests/support/test_paths.h"
 
 namespace dtrain {
@@ -215,6 +217,51 @@ TEST_F(DoctorLocal, ProbeStoppedAtTimeoutIsATimeout) {
   EXPECT_EQ(node["reached"], false) << node.dump();
   EXPECT_EQ(node["failure"], "timeout") << node.dump();
   EXPECT_EQ(node["error"], "no answer within 2 s (the probe was stopped)") << node.dump();
+}
+
+// The test write where the job writes (templates/probe.sh probe_writes), on disks of the test's
+// own (root): a log dir on a healthy disk passes; once its drive is gone (LoopDisk::Fail), the
+// doctor names the node, the folder and fsync's reason, an error. On a disk whose writes the kernel
+// holds to 1 KiB/s (SlowDisk: the 64 KiB would take a minute), the write has not ended after
+// DTRAIN_PROBE_WRITE_TIMEOUT (1 s): a warning that the drive hangs, and the doctor answers in
+// seconds (the probe's guard gives a process stuck in the kernel 5 s to end), not the write's time.
+TEST_F(DoctorLocal, ALogDirWhoseDriveFailsOrHangsIsNamed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a loop device, a mount, a block I/O cgroup)";
+  {
+    testing::LoopDisk disk(dir_.string());
+    ASSERT_EQ(disk.error(), "");
+    const std::string cluster = WriteCluster("log_dir: " + disk.path() + "/logs\n", FreePort());
+    Result healthy = Doctor("--json -c " + cluster);
+    const auto doc = nlohmann::json::parse(healthy.out, nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << healthy.out;
+    const auto& writes = doc["nodes"][0]["facts"]["health"]["write_tests"];
+    ASSERT_EQ(writes.size(), 3u) << writes.dump(2);
+    for (const auto& w : writes) EXPECT_EQ(w["result"], "ok") << writes.dump(2);
+    EXPECT_EQ(writes[1]["what"], "log dir");
+    EXPECT_EQ(writes[1]["folder"], disk.path());
+    ASSERT_TRUE(disk.Fail()) << disk.error();
+    Result failed = Doctor("-c " + cluster);
+    EXPECT_EQ(failed.status, 1) << failed.out;
+    EXPECT_NE(failed.out.find("node here: cannot write in " + disk.path() +
+                              " (the nearest existing folder of log dir " + disk.path() +
+                              "/logs): fsync: Input/output error\n"),
+              std::string::npos)
+        << failed.out;
+  }
+  testing::SlowDisk slow((dir_ / "slow").string(), "dtrain-doctor-slow-disk", 1024);
+  if (!slow.error().empty()) GTEST_SKIP() << slow.error();
+  const std::string cluster = WriteCluster(
+      "log_dir: " + slow.path() + "\nenv: {DTRAIN_PROBE_WRITE_TIMEOUT: \"1\"}\n", FreePort());
+  const auto start = std::chrono::steady_clock::now();
+  Result hung =
+      Shell(slow.Within() + "env NO_COLOR= " + DTRAIN_BINARY_DIR + "/dtrain doctor -c " + cluster);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(hung.out.find("node here: writing 64 KiB in log dir " + slow.path() +
+                          " had not ended after 1 s"),
+            std::string::npos)
+      << hung.out;
+  EXPECT_LT(took, 20) << hung.out;
 }
 
 TEST_F(DoctorLocal, ClusterFileErrorExitsTwo) {

@@ -28,6 +28,7 @@ class LoopDisk {
       error_ = "needs root (a loop device, a mount)";
       return;
     }
+    std::filesystem::create_directories(dir);
     image_ = dir + "/disk.img";
     mount_ = mount_point.empty() ? dir + "/mnt" : mount_point;
     mount_at_ = mount_at;

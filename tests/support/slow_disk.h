@@ -61,6 +61,8 @@ class SlowDisk {
   const std::string& error() const { return error_; }
   // Where the slow file system is mounted.
   const std::string& path() const { return disk_.path(); }
+  // A shell prefix that moves the shell into the cgroup and then runs the command after it there.
+  std::string Within() const { return "echo $$ >" + cgroup_ + "/cgroup.procs && exec "; }
   // Moves process `pid` (all its threads) into the cgroup; false if the kernel refused.
   bool Move(int pid) const {
     return WriteKernelFile(cgroup_ + "/cgroup.procs", std::to_string(pid));
