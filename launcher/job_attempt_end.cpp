@@ -8,9 +8,12 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <set>
+#include <string>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "launcher/error.h"
 #include "launcher/exit_abort_note.h"
@@ -159,6 +162,26 @@ bool TakeNodeBack(Job& job, const JobOutcome& outcome) {
   return true;
 }
 
+// Runs the check before the restart (node_health_checks.h); the nodes `attempt` ran on that it
+// quarantined. Its seconds in `checked_s`.
+std::vector<std::string> NodesOfAttemptFoundUnfit(Job& job, const JobAttempt& attempt,
+                                                  double& checked_s) {
+  auto quarantined = [&](const std::string& host) {
+    const int index = NodeIndex(job.spec, host);
+    return index >= 0 && !job.pool.quarantined(index).empty();
+  };
+  std::set<std::string> before;
+  for (const std::string& host : attempt.nodes) {
+    if (quarantined(host)) before.insert(host);
+  }
+  checked_s = CheckNodesBeforeRestart(job);
+  std::vector<std::string> found;
+  for (const std::string& host : attempt.nodes) {
+    if (!before.count(host) && quarantined(host)) found.push_back(host);
+  }
+  return found;
+}
+
 }  // namespace
 
 bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
@@ -253,9 +276,27 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   double checked_s = 0;                        // the health check's time, taken out of the backoff
   double waited_s = 0;                         // ... and the wait for nodes to return
   const int restarts = attempt - job.returns;  // restarts after failures so far
-  const bool may_restart = interrupt == 0 && outcome.exit_code != 0 && !verdict.deterministic &&
-                           restarts < job.settings.max_restarts;
-  if (may_restart && job.options.restart_health_check) checked_s = CheckNodesBeforeRestart(job);
+  const bool restarts_left =
+      interrupt == 0 && outcome.exit_code != 0 && restarts < job.settings.max_restarts;
+  bool checked = false;
+  if (restarts_left && verdict.deterministic && job.options.restart_health_check) {
+    // Every rank failed alike early on, as a script error does. But where a node of the attempt
+    // is now found unfit (a drive or GPU that failed in the first seconds ends every rank alike,
+    // the others in their collective), another attempt without it would not repeat the failure.
+    checked = true;
+    const std::vector<std::string> unfit_nodes =
+        NodesOfAttemptFoundUnfit(job, this_attempt, checked_s);
+    if (!unfit_nodes.empty()) {
+      verdict.deterministic = false;
+      this_attempt.blamed_node = unfit_nodes.front();
+      this_attempt.detail +=
+          fmt::format(", and {} {} failed the health check before the restart",
+                      unfit_nodes.size() == 1 ? "node" : "nodes", fmt::join(unfit_nodes, ", "));
+    }
+  }
+  const bool may_restart = restarts_left && !verdict.deterministic;
+  if (may_restart && job.options.restart_health_check && !checked)
+    checked_s = CheckNodesBeforeRestart(job);
   if (outcome.exit_code == 0 && interrupt == 0) {
     record.status = "succeeded";
   } else if (interrupt != 0) {

@@ -38,6 +38,12 @@ if(TARGET dtrain-clip)
               SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_clip_node_loss_test.cpp
               LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
   add_dependencies(launcher_clip_node_loss_test dtrain dtrain-clip)
+  # A node's drive fails during the run: its checkpoint write fails, the check before the restart
+  # leaves the node out, the spare takes its place.
+  dtrain_test(launcher_clip_disk_failure_test
+              SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_clip_disk_failure_test.cpp
+              LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
+  add_dependencies(launcher_clip_disk_failure_test dtrain dtrain-clip)
 endif()
 # Nodes reachable but unfit (a lost GPU, the driver asking for a reset, a site check failing),
 # found by the health checks before a start or restart and by the health watch during the run.

@@ -189,9 +189,11 @@ class SshTestCluster {
     std::string quoted = "'";
     for (char c : command) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
     quoted += "'";
-    return RunOutput(Script() + " node " + dir_ + " " + std::to_string(i) + " sh -c " + quoted +
-                     " 2>&1");
+    return RunOutput(InNode(i) + " sh -c " + quoted + " 2>&1");
   }
+
+  // The command prefix that runs what follows it inside node i.
+  std::string InNode(int i) const { return Script() + " node " + dir_ + " " + std::to_string(i); }
 
   // The namespace the bridge br0 and the launcher are in.
   std::string HeadNamespace() const { return Trim(ReadText(dir_ + "/head-netns")); }

@@ -1,0 +1,124 @@
+// A node's drive fails while dtrain-clip trains on nodes without shared storage: node1's job
+// folder (/srv/node/..., private to every namespace node) is an ext4 disk of its own
+// (tests/support/loop_disk.h), mounted in node1 alone, and it is taken away once a step
+// checkpoint is on every node, as an NVMe drive falls off the bus. Rank 1's next checkpoint does
+// not reach the disk (fsync: EIO) and the rank fails saying so, keeping its last checkpoint; the
+// check before the restart writes in the job's folder on each node (dtrain-doctor(1) disk-write),
+// leaves node1 out, and the restart runs on node0 and the spare, resuming from node0's copy.
+// Before, the restart put node1 back in the job, whose rank failed again at its first write.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/support/dtrain_process.h"
+#include "tests/support/loop_disk.h"
+#include "tests/support/scratch_dirs.h"
+#include "tests/support/ssh_cluster.h"
+
+namespace dtrain {
+namespace {
+
+using nlohmann::json;
+using test::ReadText;
+using test::SshTestCluster;
+using testing::DtrainProcess;
+
+TEST(ClipDiskFailure, NodeWhoseDriveFailsIsLeftOutAndTheSpareTakesItsPlace) {
+  SshTestCluster cluster("clip-disk", 3, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = test::FreshPrivateFolder("clip-disk");
+  const std::string job = logs + "/clip";
+  // Node1's job folder, on node1 only; unmounted before the cluster goes. 2 GB (sparse): less
+  // than 1 GiB free would fail the check before the start (dtrain-doctor(1) disk).
+  testing::LoopDisk disk(testing::ScratchDirs::Make("clip-disk"), "2G", cluster.InNode(1), job);
+  ASSERT_EQ(disk.error(), "");
+  // 300 steps of fmnist-tiny on synthetic data, a checkpoint every 2 steps, on every node.
+  DtrainProcess dtrain({"launch",
+                        "-c",
+                        cluster.cluster_file(),
+                        "--job",
+                        "clip",
+                        "--log-dir",
+                        logs,
+                        "--spares",
+                        "1",
+                        "--grace-period",
+                        "2",
+                        "--max-restarts",
+                        "1",
+                        "--quiet",
+                        "--",
+                        "dtrain-clip",
+                        "train",
+                        "--model",
+                        "fmnist-tiny",
+                        "--dataset-type",
+                        "synthetic",
+                        "--batch-size",
+                        "16",
+                        "--train-num-samples",
+                        "9600",
+                        "--epochs",
+                        "1",
+                        "--zeroshot-frequency",
+                        "0",
+                        "--save-frequency",
+                        "0",
+                        "--save-every-n-steps",
+                        "2",
+                        "--log-every-n-steps",
+                        "1",
+                        "--threads",
+                        "1",
+                        "--seed",
+                        "0",
+                        "--resume",
+                        "latest"},
+                       logs);
+  // Step 6 on rank 1 (node1): the checkpoint of step 4 is on both nodes.
+  const bool stepped = testing::WaitFor(
+      [&] { return ReadText(job + "/rank-1.log").find(" step 6/300 ") != std::string::npos; }, 60);
+  ASSERT_TRUE(stepped) << dtrain.err() << ReadText(job + "/rank-1.log");
+  ASSERT_TRUE(disk.Fail()) << disk.error();
+  const int status = dtrain.Wait(120);
+  const std::string err = dtrain.err();
+  EXPECT_EQ(status, 0) << err;
+
+  const std::string rank1 = ReadText(job + "/rank-1.log");
+  const size_t restart = rank1.find("--- dtrain: restart 1");
+  ASSERT_NE(restart, std::string::npos) << rank1;
+  const std::string first = rank1.substr(0, restart);
+  EXPECT_NE(first.find("dtrain-clip: error: " + job + "/checkpoints/epoch_latest.pt.tmp.node1."),
+            std::string::npos)
+      << first;
+  EXPECT_NE(first.find(": cannot write checkpoint: "), std::string::npos) << first;
+  // Node1 failed the check before the restart for its drive (the job's folder there), and was
+  // left out.
+  EXPECT_NE(err.find("node node1 quarantined in job clip: failed the health check before restart: "
+                     "node node1: cannot write in log dir " +
+                     job + ": "),
+            std::string::npos)
+      << err;
+  // Every rank failed within seconds of the start, alike, as a script error does; the node found
+  // unfit makes it a node's fault, and the job restarts.
+  EXPECT_NE(
+      err.find("attempt 1 on node0,node1: error (node node1 blamed): every rank exited with 1 "
+               "within 10 s of the "
+               "start, and node node1 failed the health check before the restart"),
+      std::string::npos)
+      << err;
+  const json record = json::parse(ReadText(job + "/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << err;
+  ASSERT_EQ(record["attempts"].size(), 2u) << record.dump(2);
+  EXPECT_EQ(record["attempts"][1]["nodes"], json({"node0", "node2"})) << record.dump(2);
+  EXPECT_EQ(record["status"], "succeeded") << record.dump(2);
+  // The spare's rank took rank 0's checkpoint over the job's Gloo group.
+  EXPECT_NE(rank1.find("resumed from rank 0's checkpoint (none in " + job +
+                       "/checkpoints here): epoch 0, step "),
+            std::string::npos)
+      << rank1.substr(restart);
+}
+
+}  // namespace
+}  // namespace dtrain
