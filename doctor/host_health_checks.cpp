@@ -86,6 +86,7 @@ std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes) {
       }
       const bool io_error = w.result.find("Input/output error") != std::string::npos;
       const bool read_only = w.result.find("Read-only file system") != std::string::npos;
+      const bool no_space = w.result.find("No space left") != std::string::npos;
       std::string remedy;
       if (io_error || read_only) {
         remedy = drive +
@@ -93,8 +94,7 @@ std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes) {
                  "errors (dmesg | grep -i -e 'I/O error' -e EXT4-fs -e XFS): check it (smartctl "
                  "-a, nvme smart-log), repair or replace it, and keep the node out of jobs until "
                  "then";
-      } else if (w.result.find("space left") != std::string::npos ||
-                 w.result.find("quota") != std::string::npos) {
+      } else if (no_space || w.result.find("quota") != std::string::npos) {
         remedy = "free space there, or point workdir, log_dir or TMPDIR elsewhere";
       } else {
         remedy =
@@ -109,8 +109,11 @@ std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes) {
             "job's outputs elsewhere; else " +
             remedy;
       }
-      const Severity severity =
-          w.what == "workdir" && !io_error ? Severity::kWarning : Severity::kError;
+      // The node's own faults are errors (a launch leaves the node out, --drain drains it): its
+      // drive, and a disk of its own that is full. A quota or a folder's owner is the user's or
+      // the site's, and would be the same on every node: a warning.
+      const bool node_fault = io_error || no_space || (read_only && w.what != "workdir");
+      const Severity severity = node_fault ? Severity::kError : Severity::kWarning;
       out.push_back(Make(severity, "disk-write", "", {n->host},
                          fmt::format("node {}: cannot write in {}: {}", n->host, place, w.result),
                          remedy));

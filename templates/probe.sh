@@ -151,6 +151,7 @@ probe_writes() {
         *) step="dd" ;;
       esac
       result="$step: ${line##*: }"
+      [ -n "$line" ] || result="dd: exit $(cat "$tmp/write$i.rc")"
     fi
     echo "write_test=${what%%;*};$result;${what#*;}"
   done

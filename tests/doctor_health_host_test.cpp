@@ -124,8 +124,9 @@ TEST(DoctorHealth, LittleFreeSpaceWhereTheJobWrites) {
 }
 
 // The probe's test writes (templates/probe.sh probe_writes): a drive that failed is an error
-// wherever the job writes; a log dir or /tmp that cannot be written too; a read-only workdir may
-// be one on purpose (a warning); a write that hangs is a warning naming the drive.
+// wherever the job writes, a read-only log dir or /tmp too; a read-only workdir may be one on
+// purpose, and a folder the user cannot write is not the node's fault (warnings); a write that
+// hangs is a warning naming the drive.
 TEST(DoctorHealth, WritesThatFailWhereTheJobWrites) {
   const std::string failing =
       "free_space=log dir;5242880000;/scratch;/scratch/logs/job\n"
@@ -149,7 +150,7 @@ TEST(DoctorHealth, WritesThatFailWhereTheJobWrites) {
             (std::vector<std::string>{
                 "error node gpu-a: cannot write in /scratch/logs (the nearest existing folder of "
                 "log dir /scratch/logs/job): fsync: Input/output error",
-                "error node gpu-a: cannot write in /tmp: create: Permission denied",
+                "warning node gpu-a: cannot write in /tmp: create: Permission denied",
                 "warning node gpu-b: cannot write in workdir /code/proj: create: Read-only file "
                 "system",
                 "warning node gpu-b: writing 64 KiB in /tmp had not ended after 10 s"}))

@@ -1,11 +1,11 @@
 // A node's drive fails while dtrain-clip trains on nodes without shared storage: node1's job
 // folder (/srv/node/..., private to every namespace node) is an ext4 disk of its own
 // (tests/support/loop_disk.h), mounted in node1 alone, and it is taken away once a step
-// checkpoint is on every node, as an NVMe drive falls off the bus. Rank 1's next checkpoint does
-// not reach the disk (fsync: EIO) and the rank fails saying so, keeping its last checkpoint; the
-// check before the restart writes in the job's folder on each node (dtrain-doctor(1) disk-write),
-// leaves node1 out, and the restart runs on node0 and the spare, resuming from node0's copy.
-// Before, the restart put node1 back in the job, whose rank failed again at its first write.
+// checkpoint is on every node, as an NVMe drive falls off the bus. Rank 1's next checkpoint write
+// fails and the rank ends saying so; the check before the restart writes in the job's folder on
+// each node (dtrain-doctor(1) disk-write) and leaves node1 out, and the restart runs on node0 and
+// the spare, resuming from node0's copy. Before, node1 passed that check, and the job, every rank
+// of which had failed within 10 s of the start, was not restarted at all.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -89,10 +89,12 @@ TEST(ClipDiskFailure, NodeWhoseDriveFailsIsLeftOutAndTheSpareTakesItsPlace) {
   const size_t restart = rank1.find("--- dtrain: restart 1");
   ASSERT_NE(restart, std::string::npos) << rank1;
   const std::string first = rank1.substr(0, restart);
-  EXPECT_NE(first.find("dtrain-clip: error: " + job + "/checkpoints/epoch_latest.pt.tmp.node1."),
+  // The first write after the drive went: the part's sync (fsync: EIO), the folder's sync after
+  // the rename when the drive went between the two, or the part's creation once ext4 has
+  // aborted its journal (EROFS). Each ends rank 1 with an error naming the checkpoint.
+  EXPECT_NE(first.find("dtrain-clip: error: " + job + "/checkpoints/epoch_latest.pt"),
             std::string::npos)
       << first;
-  EXPECT_NE(first.find(": cannot write checkpoint: "), std::string::npos) << first;
   // Node1 failed the check before the restart for its drive (the job's folder there), and was
   // left out.
   EXPECT_NE(err.find("node node1 quarantined in job clip: failed the health check before restart: "
