@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/support/clip_fault_job.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/loop_disk.h"
 #include "tests/support/scratch_dirs.h"
@@ -33,49 +34,8 @@ TEST(ClipDiskFailure, NodeWhoseDriveFailsIsLeftOutAndTheSpareTakesItsPlace) {
   // than 1 GiB free would fail the check before the start (dtrain-doctor(1) disk).
   testing::LoopDisk disk(testing::ScratchDirs::Make("clip-disk"), "2G", cluster.InNode(1), job);
   ASSERT_EQ(disk.error(), "");
-  // 300 steps of fmnist-tiny on synthetic data, a checkpoint every 2 steps, on every node.
-  DtrainProcess dtrain({"launch",
-                        "-c",
-                        cluster.cluster_file(),
-                        "--job",
-                        "clip",
-                        "--log-dir",
-                        logs,
-                        "--spares",
-                        "1",
-                        "--grace-period",
-                        "2",
-                        "--max-restarts",
-                        "1",
-                        "--quiet",
-                        "--",
-                        "dtrain-clip",
-                        "train",
-                        "--model",
-                        "fmnist-tiny",
-                        "--dataset-type",
-                        "synthetic",
-                        "--batch-size",
-                        "16",
-                        "--train-num-samples",
-                        "9600",
-                        "--epochs",
-                        "1",
-                        "--zeroshot-frequency",
-                        "0",
-                        "--save-frequency",
-                        "0",
-                        "--save-every-n-steps",
-                        "2",
-                        "--log-every-n-steps",
-                        "1",
-                        "--threads",
-                        "1",
-                        "--seed",
-                        "0",
-                        "--resume",
-                        "latest"},
-                       logs);
+  // A checkpoint every 2 steps, on every node (tests/support/clip_fault_job.h).
+  DtrainProcess dtrain(testing::ClipFaultJob(cluster.cluster_file(), logs), logs);
   // Step 6 on rank 1 (node1): the checkpoint of step 4 is on both nodes.
   const bool stepped = testing::WaitFor(
       [&] { return ReadText(job + "/rank-1.log").find(" step 6/300 ") != std::string::npos; }, 60);

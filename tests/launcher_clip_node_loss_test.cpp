@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/clip_fault_job.h"
 #include "tests/support/dtrain_process.h"
 #include "tests/support/ssh_cluster.h"
 
@@ -39,51 +40,9 @@ TEST(ClipNodeLoss, RankZerosNodeLostTheJobResumesFromTheCopyAnotherNodeKept) {
   SshTestCluster cluster("clip-node-loss", 3, 1);
   REQUIRE_CLUSTER(cluster);
   const std::string logs = test::FreshPrivateFolder("clip-node-loss");
-  // 300 steps of fmnist-tiny on synthetic data, a checkpoint every 2 steps: a step takes about
-  // 0.1 s on two ranks here, so the job still runs when node0 is cut.
-  DtrainProcess dtrain({"launch",
-                        "-c",
-                        cluster.cluster_file(),
-                        "--job",
-                        "clip",
-                        "--log-dir",
-                        logs,
-                        "--spares",
-                        "1",
-                        "--node-timeout",
-                        "3",
-                        "--grace-period",
-                        "2",
-                        "--max-restarts",
-                        "1",
-                        "--quiet",
-                        "--",
-                        "dtrain-clip",
-                        "train",
-                        "--model",
-                        "fmnist-tiny",
-                        "--dataset-type",
-                        "synthetic",
-                        "--batch-size",
-                        "16",
-                        "--train-num-samples",
-                        "9600",
-                        "--epochs",
-                        "1",
-                        "--zeroshot-frequency",
-                        "0",
-                        "--save-frequency",
-                        "0",
-                        "--save-every-n-steps",
-                        "2",
-                        "--log-every-n-steps",
-                        "1",
-                        "--threads",
-                        "1",
-                        "--seed",
-                        "0",
-                        "--resume",
-                        "latest"},
+  // A checkpoint every 2 steps, on every node (tests/support/clip_fault_job.h); node0 is lost 3 s
+  // after its link is cut.
+  DtrainProcess dtrain(testing::ClipFaultJob(cluster.cluster_file(), logs, {"--node-timeout", "3"}),
                        logs);
   const std::string job = logs + "/clip";
   // Step 6 on rank 1 (node1): the checkpoint of step 4 is complete on both nodes.
