@@ -64,11 +64,10 @@ TEST(ClipDiskFailure, NodeWhoseDriveFailsIsLeftOutAndTheSpareTakesItsPlace) {
       << err;
   // Every rank failed within seconds of the start, alike, as a script error does; the node found
   // unfit makes it a node's fault, and the job restarts.
-  EXPECT_NE(
-      err.find("attempt 1 on node0,node1: error (node node1 blamed): every rank exited with 1 "
-               "within 10 s of the "
-               "start, and node node1 failed the health check before the restart"),
-      std::string::npos)
+  EXPECT_NE(err.find("attempt 1 on node0,node1: error (node node1 blamed): every rank exited with "
+                     "1 within 10 s of the start, and node node1 failed the health check before "
+                     "the restart"),
+            std::string::npos)
       << err;
   const json record = json::parse(ReadText(job + "/job.json"), nullptr, false);
   ASSERT_TRUE(record.is_object()) << err;
