@@ -17,6 +17,7 @@
 #include "tests/support/gpu_node_stand_ins.h"
 #include "tests/support/interrupted_start.h"
 #include "tests/support/launch_run.h"
+#include "tests/support/loop_disk.h"
 #include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/scratch_dirs.h"
 #include "tests/support/ssh_cluster.h"
@@ -293,6 +294,66 @@ TEST(UnfitNode, NodeTurningUnfitDuringTheRunIsFoundByTheHealthWatch) {
   EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
   EXPECT_NE(r.record["nodes"][1].value("quarantined", "").find("health watch"), std::string::npos)
       << r.record["nodes"].dump(2);
+}
+
+// A node's drive goes while the job runs: node1's job folder, on the node's own storage, is an
+// ext4 disk of its own (tests/support/loop_disk.h), taken away once the ranks run, as a drive that
+// falls off the bus. The ranks (shell loops) write nothing there, so none fails: the health watch's
+// test write (dtrain-doctor(1) disk-write) finds it within its interval and a round of probes, the
+// attempt stops, node1 is quarantined, and the spare takes its place.
+TEST(UnfitNode, DriveGoneDuringTheRunIsFoundByTheHealthWatch) {
+  SshTestCluster cluster("node-drive", 4, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = test::FreshPrivateFolder("node-drive");
+  const std::string job_dir = logs + "/watch";
+  // Node1's job folder, on node1 only; 2 GB (sparse): less than 1 GiB free fails the start's check.
+  testing::LoopDisk disk(testing::ScratchDirs::Make("node-drive"), "2G", cluster.InNode(1),
+                         job_dir);
+  ASSERT_EQ(disk.error(), "");
+  std::vector<std::string> args = {"launch",
+                                   "-c",
+                                   cluster.cluster_file(),
+                                   "--job",
+                                   "watch",
+                                   "--log-dir",
+                                   logs,
+                                   "--spares",
+                                   "1",
+                                   "--max-restarts",
+                                   "1",
+                                   "--grace-period",
+                                   "2",
+                                   "--health-watch",
+                                   "1",
+                                   "--quiet"};
+  for (const char* word : {"--", "sh", "-c", kCheckpointedRankScript, "nodeloss-rank"})
+    args.push_back(word);
+  DtrainProcess dtrain(args, logs);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return ReadText(job_dir + "/rank-1.log").find("rank 1 of 3 on node1 starts") !=
+               std::string::npos;
+      },
+      30))
+      << dtrain.err();
+  ASSERT_TRUE(disk.Fail()) << disk.error();
+  const double detected_s = SecondsUntilSaid(dtrain, "failed the health watch", 15);
+  const int status = dtrain.Wait(60);
+  const std::string err = dtrain.err();
+  std::printf("node1's drive gone: found after %.2f s\n%s", detected_s, err.c_str());
+  EXPECT_GE(detected_s, 0) << err;
+  EXPECT_LE(detected_s, 4) << "the interval (1 s) and one round of probes: " << err;
+  EXPECT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("dtrain: node node1 failed the health watch "), std::string::npos) << err;
+  EXPECT_NE(err.find("node node1: cannot write in log dir " + job_dir + ": "), std::string::npos)
+      << err;
+  const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << err;
+  const json& attempts = record["attempts"];
+  ASSERT_EQ(attempts.size(), 2u) << record.dump(2);
+  EXPECT_EQ(attempts[0]["cause"], "unhealthy");
+  EXPECT_EQ(attempts[0]["blamed_node"], "node1");
+  EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
 }
 
 // The same with the driver asking for a reset of GPU 3 instead: the watch reads it from
