@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# What the doctor probe's PCI part (the paths of GPUs and NICs, each bridge's ACS register) adds to
-# a probe, on a sysfs stand-in laid out like an 8-GPU HGX node: 4 root ports, each above a PCIe
-# switch with 4 downstream ports (2 GPUs, 2 InfiniBand NICs), and 100 other devices; every
-# configuration space 4,096 bytes as tests/support/pci_sysfs.h lays them out. The probe runs with
-# and without `pci` in DTRAIN_PROBE_SKIP (python, clip, rdzv and the kernel log left out of both),
-# alternately, and prints the median of each and the difference.
-# Usage: bench/probe_pci.sh [REPEAT]   (default 20)
+# What one part of the doctor probe adds to a probe: the probe runs with and without PART in
+# DTRAIN_PROBE_SKIP (python, clip, rdzv and the kernel log left out of both), alternately, and
+# prints the median wall time of each, the difference, and the CPU seconds of all the runs each
+# way. The probe reads a sysfs stand-in laid out like an 8-GPU HGX node: 4 root ports, each above
+# a PCIe switch with 4 downstream ports (2 GPUs, 2 InfiniBand NICs), and 100 other devices; every
+# configuration space 4,096 bytes as tests/support/pci_sysfs.h lays them out.
+# PART: pci (the paths of GPUs and NICs, each bridge's ACS register; the default) or disk_write
+# (the test writes where the job writes: the workdir, here $HOME, and /tmp or TMPDIR; set
+# DTRAIN_PROBE_LOG_DIR to add a log dir).
+# Usage: bench/probe_part_cost.sh [REPEAT] [PART]   (default 20 pci)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 REPEAT="${1:-20}"
+PART="${2:-pci}"
 WORK="$(mktemp -d /tmp/dtrain-bench-pci-XXXXXX)"; trap 'rm -rf "$WORK"' EXIT
 python3 - "$WORK/sys" <<'PYEOF'
 import os, struct, sys
@@ -69,12 +73,24 @@ run() {  # SKIP -> milliseconds of one probe
   e=$(date +%s%N)
   echo $(( (e - s) / 1000000 ))
 }
+cpu() {  # SKIP -> CPU seconds of REPEAT probes
+  /usr/bin/env time -f '%U %S' sh -c "for i in \$(seq $REPEAT); do DTRAIN_PROBE_SYSFS='$WORK/sys' \
+    DTRAIN_PROBE_SKIP='$1' sh '$ROOT/templates/probe.sh' >/dev/null; done" 2>&1 | tail -n 1 |
+    awk '{printf "%.2f", $1 + $2}'
+}
+base="python clip rdzv kernel_log"
 without=() with=()
 for _ in $(seq "$REPEAT"); do
-  without+=("$(run "python clip rdzv kernel_log pci")")
-  with+=("$(run "python clip rdzv kernel_log")")
+  without+=("$(run "$base $PART")")
+  with+=("$(run "$base")")
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 a=$(median "${without[@]}"); b=$(median "${with[@]}")
-echo "probe without pci: ${a} ms, with pci: ${b} ms (+$((b - a)) ms; $(grep -c '^pci_device=' "$WORK/out") devices, $(grep -c '^pci_acs=' "$WORK/out") ACS registers read; median of $REPEAT)"
+case $PART in
+  pci) what="$(grep -c '^pci_device=' "$WORK/out") devices, $(grep -c '^pci_acs=' "$WORK/out") ACS registers read; " ;;
+  disk_write) what="$(grep '^write_test=' "$WORK/out" | cut -d';' -f1,2 | tr '\n' ' ' | sed 's/ $/; /')" ;;
+  *) what="" ;;
+esac
+echo "probe without $PART: ${a} ms, with $PART: ${b} ms (+$((b - a)) ms; ${what}median of $REPEAT)"
+echo "CPU seconds of $REPEAT probes without $PART: $(cpu "$base $PART"), with: $(cpu "$base")"
 echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores)"
