@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
 
+#include "runtime/formats/file_sync.h"
 #include "runtime/formats/json_reader.h"
 #include "runtime/formats/json_text.h"
 
@@ -190,10 +192,21 @@ void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTens
       Fail(temp, "cannot write (disk full?)");
     }
   }
+  // An export the disk did not take must not replace the last one it did.
+  const std::string unsynced = SyncToDisk(temp);
+  if (!unsynced.empty()) {
+    std::remove(temp.c_str());
+    Fail(temp, "cannot write: the disk did not take it (fsync: " + unsynced + ")");
+  }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(temp.c_str());
     Fail(path, "cannot move into place: " + why);
+  }
+  const std::string unnamed = SyncToDisk(FolderOf(path));
+  if (!unnamed.empty()) {
+    Fail(path, "written, but its folder could not be synced (fsync: " + unnamed +
+                   "): the disk may not keep it");
   }
 }
 

@@ -43,7 +43,8 @@ struct SafetensorsTensor {
   std::string bytes;
 };
 
-// Writes `tensors` (in this order) and `metadata` to `path` atomically (temp file, rename).
+// Writes `tensors` (in this order) and `metadata` to `path` atomically (temp file, fsync, rename):
+// one the disk did not take (fsync fails) does not replace the file there.
 // Throws std::runtime_error naming the path.
 void WriteSafetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
                       const std::map<std::string, std::string>& metadata);

@@ -1,7 +1,6 @@
 #include "runtime/train/checkpoint.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -15,25 +14,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/formats/file_sync.h"
 #include "runtime/train/checkpoint_parts.h"
 
 namespace dtrain::clip {
 namespace {
-
-// fsync(2) of `path` (a file, or a folder for the names in it): "" or why it failed. A failing
-// disk's write errors are often seen by fsync alone: write(2) only filled the page cache.
-std::string FsyncPath(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return std::strerror(errno);
-  const std::string why = fsync(fd) == 0 ? "" : std::strerror(errno);
-  close(fd);
-  return why;
-}
-
-std::string Directory(const std::string& path) {
-  auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
 
 bool Exists(const std::string& path) {
   return access(path.c_str(), R_OK) == 0;
@@ -77,7 +62,7 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
     throw std::runtime_error(temp + ": cannot write checkpoint: " + e.what());
   }
   // A checkpoint the disk did not take must not replace the last one it did.
-  const std::string unsynced = FsyncPath(temp);
+  const std::string unsynced = SyncToDisk(temp);
   if (!unsynced.empty()) {
     std::remove(temp.c_str());
     throw std::runtime_error(
@@ -89,8 +74,8 @@ void SaveCheckpoint(const std::string& path, const torch::nn::Module& model,
     std::remove(temp.c_str());
     throw std::runtime_error(path + ": cannot move the checkpoint into place: " + why);
   }
-  const std::string folder = Directory(path);
-  const std::string unnamed = FsyncPath(folder);
+  const std::string folder = FolderOf(path);
+  const std::string unnamed = SyncToDisk(folder);
   if (!unnamed.empty()) {
     throw std::runtime_error(path + ": written, but its folder " + folder +
                              " could not be synced (fsync: " + unnamed +
