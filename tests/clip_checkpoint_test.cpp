@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "runtime/train/checkpoint_parts.h"
 #include "runtime/train/device_checks.h"
 #include "runtime/train/flat_parameters.h"
+#include "tests/support/files.h"
 #include "tests/support/loop_disk.h"
 
 namespace dtrain::clip {
@@ -76,11 +76,6 @@ TEST(ClipCheckpointProgress, OlderCheckpointLoadsAtAnEpochBoundary) {
   EXPECT_TRUE(torch::equal(b.model->weight, a.model->weight));
 }
 
-std::string Bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 // The disk under the checkpoints goes away during a save, as a drive that fell off the bus does
 // (tests/support/loop_disk.h): the new checkpoint is taken into the page cache, and its fsync
 // fails. The save must say so and leave the last checkpoint the disk took in its place. Before,
@@ -97,7 +92,7 @@ TEST(ClipCheckpointDisk, ADiskThatFailsTheWriteKeepsTheLastCheckpoint) {
     const std::string path = disk.path() + "/epoch_latest.pt";
     Tiny a;
     SaveCheckpoint(path, *a.model, a.optimizer, TrainProgress{0, 4, 64, 64, 1, 16}, "tiny");
-    const std::string step4 = Bytes(path);
+    const std::string step4 = dtrain::testing::ReadFile(path);
     ASSERT_FALSE(step4.empty());
     {
       torch::NoGradGuard no_grad;
@@ -115,7 +110,7 @@ TEST(ClipCheckpointDisk, ADiskThatFailsTheWriteKeepsTheLastCheckpoint) {
                          path + " is kept as it was"),
               std::string::npos)
         << error;
-    EXPECT_TRUE(Bytes(path) == step4) << "the step-4 checkpoint was replaced";
+    EXPECT_TRUE(dtrain::testing::ReadFile(path) == step4) << "the step-4 checkpoint was replaced";
     for (const auto& entry : std::filesystem::directory_iterator(disk.path()))
       EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
     Tiny b;

@@ -6,23 +6,19 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <string>
 
 #include "runtime/formats/file_sync.h"
 #include "runtime/formats/safetensors_file.h"
+#include "tests/support/files.h"
 #include "tests/support/loop_disk.h"
 
 namespace dtrain::clip {
 namespace {
-
-std::string Bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 SafetensorsTensor Filled(char c) {
   return {"visual.proj", "F32", {4, 4}, std::string(64, c)};
@@ -32,7 +28,8 @@ TEST(FileSync, FolderOfAPath) {
   EXPECT_EQ(FolderOf("/a/b/c.pt"), "/a/b");
   EXPECT_EQ(FolderOf("/c.pt"), "/");
   EXPECT_EQ(FolderOf("c.pt"), ".");
-  EXPECT_NE(SyncToDisk("/no/such/file"), "");
+  EXPECT_EQ(SyncToDisk("/no/such/file"), std::strerror(ENOENT));
+  EXPECT_EQ(SyncToDisk("/proc/self/status"), "") << "procfs cannot sync: EINVAL says nothing";
 }
 
 // Needs root (a loop device, a mount); skipped otherwise.
@@ -44,7 +41,7 @@ TEST(FileSync, AnExportTheDiskDidNotTakeKeepsTheLastOne) {
     ASSERT_EQ(disk.error(), "");
     const std::string path = disk.path() + "/weights.safetensors";
     WriteSafetensors(path, {Filled('a')}, {});
-    const std::string first = Bytes(path);
+    const std::string first = dtrain::testing::ReadFile(path);
     ASSERT_FALSE(first.empty());
     ASSERT_TRUE(disk.Fail()) << disk.error();
     std::string error;
@@ -56,7 +53,7 @@ TEST(FileSync, AnExportTheDiskDidNotTakeKeepsTheLastOne) {
     EXPECT_NE(error.find(": cannot write: the disk did not take it (fsync: Input/output error)"),
               std::string::npos)
         << error;
-    EXPECT_TRUE(Bytes(path) == first) << "the first export was replaced";
+    EXPECT_TRUE(dtrain::testing::ReadFile(path) == first) << "the first export was replaced";
     for (const auto& entry : std::filesystem::directory_iterator(disk.path()))
       EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
   }

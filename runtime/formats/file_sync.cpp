@@ -8,10 +8,22 @@
 
 namespace dtrain::clip {
 
+namespace {
+
+// Errors that say nothing of the disk: a file system that cannot sync (POSIX's EINVAL, and what
+// some FUSE and network file systems answer), or a folder this user may write but not read.
+bool SaysNothingOfTheDisk(int error) {
+  return error == EINVAL || error == ENOTSUP || error == EOPNOTSUPP || error == ENOSYS ||
+         error == EACCES || error == EPERM;
+}
+
+}  // namespace
+
 std::string SyncToDisk(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return std::strerror(errno);
-  const std::string why = ::fsync(fd) == 0 ? "" : std::strerror(errno);
+  if (fd < 0) return SaysNothingOfTheDisk(errno) ? "" : std::strerror(errno);
+  std::string why;
+  if (::fsync(fd) != 0 && !SaysNothingOfTheDisk(errno)) why = std::strerror(errno);
   ::close(fd);
   return why;
 }

@@ -8,7 +8,10 @@
 
 namespace dtrain::clip {
 
-// fsync(2) of `path` (a file, or a folder for the names in it): "" or why it failed.
+// fsync(2) of `path` (a file, or a folder for the names in it): "" or why it failed. "" too where
+// the answer says nothing of the disk: a file system that cannot sync (EINVAL, ENOTSUP, ENOSYS),
+// a folder this user cannot open for reading (EACCES, EPERM): a sync that cannot be done is not a
+// write that failed.
 std::string SyncToDisk(const std::string& path);
 
 // The folder `path` is in ("." for a bare name).
