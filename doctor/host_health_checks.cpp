@@ -31,6 +31,11 @@ std::string Size(long long kib) {
   return fmt::format("{:.1f} GiB", static_cast<double>(kib) / (1 << 20));
 }
 
+// A place where the job writes, as said: "log dir /data/logs", or "/tmp" alone.
+std::string Place(const std::string& what, const std::string& path) {
+  return what == path ? path : what + " " + path;
+}
+
 std::string NodesWord(const std::vector<std::string>& hosts) {
   return fmt::format("{} {}", hosts.size() == 1 ? "node" : "nodes", Join(hosts));
 }
@@ -46,7 +51,7 @@ std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes) {
     std::map<std::string, long long> free;
     for (const FreeSpace& s : n->health.free_space) {
       if (!places.count(s.mount)) mounts.push_back(s.mount);
-      places[s.mount].push_back(s.what == s.path ? s.path : s.what + " " + s.path);
+      places[s.mount].push_back(Place(s.what, s.path));
       free[s.mount] = s.free_kib;
     }
     for (const std::string& mount : mounts) {
@@ -70,7 +75,7 @@ std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes) {
     for (const FreeSpace& s : n->health.free_space) mount_of[s.what] = s.mount;
     for (const WriteTest& w : n->health.write_tests) {
       if (w.result == "ok") continue;
-      const std::string named = w.what == w.path ? w.path : w.what + " " + w.path;
+      const std::string named = Place(w.what, w.path);
       const std::string place =
           w.folder == w.path ? named : w.folder + " (the nearest existing folder of " + named + ")";
       const std::string mount = mount_of.count(w.what) ? mount_of[w.what] : "";

@@ -278,15 +278,13 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
   const int restarts = attempt - job.returns;  // restarts after failures so far
   const bool restarts_left =
       interrupt == 0 && outcome.exit_code != 0 && restarts < job.settings.max_restarts;
-  bool checked = false;
-  if (restarts_left && verdict.deterministic && job.options.restart_health_check) {
+  if (restarts_left && job.options.restart_health_check) {
+    const std::vector<std::string> unfit_nodes =
+        NodesOfAttemptFoundUnfit(job, this_attempt, checked_s);
     // Every rank failed alike early on, as a script error does. But where a node of the attempt
     // is now found unfit (a drive or GPU that failed in the first seconds ends every rank alike,
     // the others in their collective), another attempt without it would not repeat the failure.
-    checked = true;
-    const std::vector<std::string> unfit_nodes =
-        NodesOfAttemptFoundUnfit(job, this_attempt, checked_s);
-    if (!unfit_nodes.empty()) {
+    if (verdict.deterministic && !unfit_nodes.empty()) {
       verdict.deterministic = false;
       this_attempt.blamed_node = unfit_nodes.front();
       this_attempt.detail +=
@@ -295,8 +293,6 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
     }
   }
   const bool may_restart = restarts_left && !verdict.deterministic;
-  if (may_restart && job.options.restart_health_check && !checked)
-    checked_s = CheckNodesBeforeRestart(job);
   if (outcome.exit_code == 0 && interrupt == 0) {
     record.status = "succeeded";
   } else if (interrupt != 0) {

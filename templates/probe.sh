@@ -160,11 +160,8 @@ probe_writes() {
 # WHAT PATH: starts probe_writes' test of PATH, number n.
 write_start() {
   n=$((n + 1))
-  d=$2
-  while [ -n "$d" ] && [ ! -d "$d" ]; do
-    case $d in */*) d=${d%/*} ;; *) d="" ;; esac
-  done
-  d=${d:-/}
+  nearest_folder "$2"
+  d=$near
   echo "$1;$d;$2" >"$tmp/write$n.what"
   (
     f="$d/.dtrain-probe-write.$$.$n"
@@ -269,13 +266,20 @@ neighbour_table() {
 free_space() {
   what=$1
   path=$2
-  d=$2
-  while [ -n "$d" ] && [ ! -d "$d" ]; do
-    case $d in */*) d=${d%/*} ;; *) d="" ;; esac
-  done
+  nearest_folder "$path"
   # shellcheck disable=SC2046
-  set -- $(df -Pk "${d:-/}" 2>/dev/null | tail -n 1)
+  set -- $(df -Pk "$near" 2>/dev/null | tail -n 1)
   [ -n "$4" ] && echo "free_space=$what;$4;$6;$path"
+}
+
+# Sets `near` to the nearest existing folder of PATH: itself, or the first folder above it that
+# exists ("/" when none of a relative path's does). A variable, not output: no subshell to fork.
+nearest_folder() {
+  near=$1
+  while [ -n "$near" ] && [ ! -d "$near" ]; do
+    case $near in */*) near=${near%/*} ;; *) near="" ;; esac
+  done
+  near=${near:-/}
 }
 
 # The network interfaces (always the kernel's own, /sys/class/net and `ip`): net_if=NAME;OPERSTATE;

@@ -61,8 +61,9 @@ class DoctorLocal : public ::testing::Test {
     return path;
   }
 
-  Result Doctor(const std::string& args) {
-    return Shell(std::string("NO_COLOR= ") + DTRAIN_BINARY_DIR + "/dtrain doctor " + args);
+  // `dtrain doctor ARGS`; `within`: a shell prefix it runs after (SlowDisk::Within).
+  Result Doctor(const std::string& args, const std::string& within = "") {
+    return Shell(within + "env NO_COLOR= " + DTRAIN_BINARY_DIR + "/dtrain doctor " + args);
   }
 
   std::filesystem::path dir_;
@@ -253,8 +254,7 @@ TEST_F(DoctorLocal, ALogDirWhoseDriveFailsOrHangsIsNamed) {
   const std::string cluster = WriteCluster(
       "log_dir: " + slow.path() + "\nenv: {DTRAIN_PROBE_WRITE_TIMEOUT: \"1\"}\n", FreePort());
   const auto start = std::chrono::steady_clock::now();
-  Result hung =
-      Shell(slow.Within() + "env NO_COLOR= " + DTRAIN_BINARY_DIR + "/dtrain doctor -c " + cluster);
+  Result hung = Doctor("-c " + cluster, slow.Within());
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(hung.out.find("node here: writing 64 KiB in log dir " + slow.path() +
