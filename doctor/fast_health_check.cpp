@@ -81,7 +81,15 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
 
   NodeHealthFindings found(ErrorsByNode(findings));
   if (links) {
-    for (const Finding& f : links->Update(run.nodes)) found.warnings[f.nodes.front()] = f.message;
+    for (const Finding& f : links->Update(run.nodes))
+      found.warnings.emplace(f.nodes.front(), f.message);
+  }
+  // A write that hung on a node while the others' ended in time is the doctor's error, and a
+  // warning here: a node's write also waits behind a burst of the job's own (rank 0's
+  // checkpoint, or what a killed rank left for the kernel to write), so it stops no job; after a
+  // failed attempt it makes the node the likeliest cause (node_health_checks.h).
+  for (const Finding& f : CheckWriteHangs(run.nodes)) {
+    if (f.severity == Severity::kError) found.warnings.emplace(f.nodes.front(), f.message);
   }
   // A witness (NodeSpec::witness) only took part in the peer test.
   for (const NodeSpec& node : spec.nodes) {

@@ -1,8 +1,9 @@
-// The rules about the host a job runs on: free space where it writes and whether a write there
-// reaches the disk, swap, memory against the other nodes', and the clock source. Thresholds and
-// their sources are in dtrain-doctor(1).
+// The rules about the host a job runs on: free space where it writes, whether a write there
+// reaches the disk and ends in time (against the other nodes'), swap, memory against the other
+// nodes', and the clock source. Thresholds and their sources are in dtrain-doctor(1).
 #include <map>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -34,6 +35,18 @@ std::string Size(long long kib) {
 // A place where the job writes, as said: "log dir /data/logs", or "/tmp" alone.
 std::string Place(const std::string& what, const std::string& path) {
   return what == path ? path : what + " " + path;
+}
+
+// Where a test write went, as said ("/scratch/logs (the nearest existing folder of log dir
+// /scratch/logs/job)"), and its drive ("the drive under /scratch", from the free space's mount).
+std::pair<std::string, std::string> WritePlace(const NodeFacts& n, const WriteTest& w) {
+  const std::string named = Place(w.what, w.path);
+  std::string mount;
+  for (const FreeSpace& s : n.health.free_space) {
+    if (s.what == w.what) mount = s.mount;
+  }
+  return {w.folder == w.path ? named : w.folder + " (the nearest existing folder of " + named + ")",
+          mount.empty() ? "its drive" : "the drive under " + mount};
 }
 
 std::string NodesWord(const std::vector<std::string>& hosts) {
@@ -71,24 +84,9 @@ std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes) {
 std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes) {
   std::vector<Finding> out;
   for (const NodeFacts* n : Reached(nodes)) {
-    std::map<std::string, std::string> mount_of;  // by what ("workdir"): the free space's mount
-    for (const FreeSpace& s : n->health.free_space) mount_of[s.what] = s.mount;
     for (const WriteTest& w : n->health.write_tests) {
-      if (w.result == "ok") continue;
-      const std::string named = Place(w.what, w.path);
-      const std::string place =
-          w.folder == w.path ? named : w.folder + " (the nearest existing folder of " + named + ")";
-      const std::string mount = mount_of.count(w.what) ? mount_of[w.what] : "";
-      const std::string drive = mount.empty() ? "its drive" : "the drive under " + mount;
-      if (w.result.rfind("timeout ", 0) == 0) {
-        out.push_back(Make(Severity::kWarning, "disk-write", "", {n->host},
-                           fmt::format("node {}: writing 64 KiB in {} had not ended after {} s",
-                                       n->host, place, w.result.substr(8)),
-                           drive + " hangs or is swamped: a rank that writes a checkpoint or log "
-                                   "there stalls every other rank (dmesg for I/O errors and hung "
-                                   "tasks, iostat -x 1)"));
-        continue;
-      }
+      if (w.result == "ok" || w.result.rfind("timeout ", 0) == 0) continue;  // CheckWriteHangs
+      const auto [place, drive] = WritePlace(*n, w);
       const bool io_error = w.result.find("Input/output error") != std::string::npos;
       const bool read_only = w.result.find("Read-only file system") != std::string::npos;
       const bool no_space = w.result.find("No space left") != std::string::npos;
@@ -122,6 +120,50 @@ std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes) {
       out.push_back(Make(severity, "disk-write", "", {n->host},
                          fmt::format("node {}: cannot write in {}: {}", n->host, place, w.result),
                          remedy));
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> CheckWriteHangs(const std::vector<NodeFacts>& nodes) {
+  // Who wrote in each place in time: by what and path ("log dir", "/data/logs").
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> in_time;
+  for (const NodeFacts* n : Reached(nodes)) {
+    for (const WriteTest& w : n->health.write_tests) {
+      if (w.result == "ok") in_time[{w.what, w.path}].push_back(n->host);
+    }
+  }
+  std::vector<Finding> out;
+  for (const NodeFacts* n : Reached(nodes)) {
+    for (const WriteTest& w : n->health.write_tests) {
+      if (w.result.rfind("timeout ", 0) != 0) continue;
+      const auto [place, drive] = WritePlace(*n, w);
+      std::string message = fmt::format("node {}: writing 64 KiB in {} had not ended after {} s",
+                                        n->host, place, w.result.substr(8));
+      const auto others = in_time.find({w.what, w.path});
+      if (others == in_time.end()) {
+        // Alone, or every node hung there: a drive of the node's own or a shared file system
+        // swamped or hanging for all; nothing tells which.
+        out.push_back(Make(Severity::kWarning, "disk-write", "", {n->host}, message,
+                           drive + " hangs or is swamped: a rank that writes a checkpoint or log "
+                                   "there stalls every other rank (dmesg for I/O errors and hung "
+                                   "tasks, iostat -x 1)"));
+        continue;
+      }
+      // The others wrote there in time: this node's own drive, or its own mount of a shared file
+      // system, hangs.
+      const std::vector<std::string>& wrote = others->second;
+      message += fmt::format(
+          ", while {} wrote there in time",
+          wrote.size() <= 3 ? NodesWord(wrote) : fmt::format("{} other nodes", wrote.size()));
+      out.push_back(Make(
+          Severity::kError, "disk-write", "", {n->host}, message,
+          fmt::format("{} (or node {}'s mount of it) hangs: a rank that writes a checkpoint or log "
+                      "there stalls every other rank. Look for I/O errors and hung tasks (dmesg "
+                      "| grep -i -e 'I/O error' -e 'blocked for more than'), at the drive (iostat "
+                      "-x 1, smartctl -a, nvme smart-log) or the mount (a stale NFS or Lustre "
+                      "client), and keep the node out of jobs until a write there ends in time",
+                      drive, n->host)));
     }
   }
   return out;

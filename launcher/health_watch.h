@@ -45,13 +45,14 @@ enum class WatchFor {
 };
 
 // What a health check found: the nodes unfit to run (host -> why, the error findings naming it)
-// and, apart, what is news but no reason to stop a job (host -> what: a link whose errors grow).
+// and, apart, what is news but no reason to stop a job (host -> what, any number a host: a link
+// whose errors grow, a write that hung there while other nodes' ended in time).
 struct NodeHealthFindings {
   NodeHealthFindings() = default;
   NodeHealthFindings(std::map<std::string, std::string> unfit_nodes)  // NOLINT: implicit
       : unfit(std::move(unfit_nodes)) {}
   std::map<std::string, std::string> unfit;
-  std::map<std::string, std::string> warnings;
+  std::multimap<std::string, std::string> warnings;
 };
 
 // `count_unreached`: whether a node that cannot be probed is unfit (before a start or restart)

@@ -269,8 +269,7 @@ bool EndAttempt(Job& job, const JobOutcome& outcome, int attempt,
       if (!why.empty()) Quarantine(job, index, why, verdict.node_lost);
     }
   }
-  LeaveOutNodesWithFlakyLinks(job,
-                              interrupt == 0 && outcome.exit_code != 0 && !verdict.deterministic);
+  LeaveOutNodesWarnedOf(job, interrupt == 0 && outcome.exit_code != 0 && !verdict.deterministic);
 
   std::vector<int> next_nodes;
   double checked_s = 0;                        // the health check's time, taken out of the backoff

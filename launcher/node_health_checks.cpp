@@ -51,10 +51,15 @@ void SayQuarantined(const std::string& host, const std::string& job, const std::
                may_return ? "in" : "for the rest of", job.c_str(), why.c_str());
 }
 
-// A warning of the health checks about a node (a link whose errors grow): said on the console and
-// kept in job.json; the job goes on.
+// A warning of the health checks about a node (a link whose errors grow, a write that hung): said
+// on the console and kept in job.json, once until the attempt is judged (the health watch finds a
+// hung write each round); the job goes on.
 void RecordHealthWarning(Job& job, const std::string& host, const std::string& what) {
-  job.health_warnings[host] = what;
+  const auto [first, last] = job.health_warnings.equal_range(host);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == what) return;
+  }
+  job.health_warnings.emplace(host, what);
   std::fprintf(stderr, "dtrain: warning: %s\n", what.c_str());
   job.record.events.push_back({WallMicros(), "health_warning", what, ""});
   WriteJobRecord(job.folder.job_dir, job.record);
@@ -155,13 +160,13 @@ std::vector<int> CheckNodesBeforeStart(Job& job, std::vector<int> nodes) {
   return CheckUntilAllPickedAreFit(job, std::move(nodes), "start", took_s);
 }
 
-void LeaveOutNodesWithFlakyLinks(Job& job, bool attempt_failed) {
+void LeaveOutNodesWarnedOf(Job& job, bool attempt_failed) {
   if (attempt_failed) {
     for (const auto& [host, what] : job.health_warnings) {
       const int index = NodeIndex(job.spec, host);
       if (index < 0 || !job.pool.quarantined(index).empty()) continue;
       if (job.pool.CanGoOnWithout(index)) {
-        Quarantine(job, index, "its link errors grew during the failed attempt: " + what);
+        Quarantine(job, index, "the health checks warned of it during the failed attempt: " + what);
       }
     }
   }

@@ -1,9 +1,9 @@
 // The launch's health checks of its nodes (LaunchOptions::check_nodes, the doctor's fast checks)
 // before the first attempt and before a restart, and what follows from them and from the health
 // watch: a node quarantined (for the rest of the job, or until it may return) with the reason
-// said on the console and in job.json, a warning (a link whose errors grow) said and kept, and
-// after a failed attempt the nodes whose links grew errors left out where the job can go on without
-// them.
+// said on the console and in job.json, a warning (a link whose errors grow, a write that hung)
+// said and kept, and after a failed attempt the nodes warned of left out where the job can go on
+// without them.
 #pragma once
 
 #include <string>
@@ -35,8 +35,9 @@ void QuarantineUnfit(Job& job, int index, const std::string& why);
 void SayQuarantined(const std::string& host, const std::string& job, const std::string& why,
                     bool may_return);
 
-// A warning of the health checks about node `host` (a link whose errors grow): said on the
-// console, kept in job.json and in Job::health_warnings; the job goes on.
+// A warning of the health checks about node `host` (a link whose errors grow, a write that hung
+// there while other nodes' ended in time): said on the console, kept in job.json and in
+// Job::health_warnings, once until the attempt is judged; the job goes on.
 void RecordHealthWarning(Job& job, const std::string& host, const std::string& what);
 
 // Before the first attempt: the nodes picked for it through the health check; the unfit are
@@ -56,8 +57,9 @@ double CheckNodesBeforeRestart(Job& job);
 // After an attempt was judged: when it failed (`attempt_failed`: not interrupted, not an error
 // every rank hit), the nodes with health warnings since the last attempt was judged are the
 // likeliest cause where nothing else is certain (NCCL over a flaky link times out on every
-// rank); each is quarantined where the job can go on without it (a spare, or --nnodes MIN) and
-// kept otherwise. Then the warnings are forgotten.
-void LeaveOutNodesWithFlakyLinks(Job& job, bool attempt_failed);
+// rank, as it does behind a rank stuck in a write that hangs); each is quarantined where the job
+// can go on without it (a spare, or --nnodes MIN) and kept otherwise. Then the warnings are
+// forgotten.
+void LeaveOutNodesWarnedOf(Job& job, bool attempt_failed);
 
 }  // namespace dtrain

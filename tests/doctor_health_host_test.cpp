@@ -164,6 +164,45 @@ TEST(DoctorHealth, WritesThatFailWhereTheJobWrites) {
     EXPECT_EQ(remedies[i].rfind(starts[i], 0), 0u) << remedies[i];
 }
 
+// A write that hung on one node while the others wrote in the same place in time: that node's
+// drive (or mount) hangs, an error. One that hung on every node (shared storage swamped) names
+// no node's fault: warnings.
+TEST(DoctorHealth, AWriteThatHangsOnOneNodeOnlyIsAnError) {
+  auto writes = [](const std::string& log_dir, const std::string& tmp) {
+    return "free_space=log dir;5242880000;/scratch;/scratch/logs/job\n"
+           "write_test=log dir;" +
+           log_dir +
+           ";/scratch/logs;/scratch/logs/job\n"
+           "write_test=/tmp;" +
+           tmp + ";/tmp;/tmp\n";
+  };
+  const auto findings =
+      Health({Node("gpu-a", H100Probe(RecordedQuery(), "", writes("ok", "timeout 10"))),
+              Node("gpu-b", H100Probe(RecordedQuery(), "", writes("timeout 10", "timeout 10"))),
+              Node("gpu-c", H100Probe(RecordedQuery(), "", writes("ok", "timeout 10")))});
+  std::vector<std::string> messages;
+  const Finding* hung = nullptr;
+  for (const Finding& f : findings) {
+    if (f.check != "disk-write") continue;
+    messages.push_back(std::string(SeverityName(f.severity)) + " " + f.message);
+    if (f.severity == Severity::kError) hung = &f;
+  }
+  EXPECT_EQ(messages,
+            (std::vector<std::string>{
+                "warning node gpu-a: writing 64 KiB in /tmp had not ended after 10 s",
+                "error node gpu-b: writing 64 KiB in /scratch/logs (the nearest existing folder "
+                "of log dir /scratch/logs/job) had not ended after 10 s, while nodes gpu-a, gpu-c "
+                "wrote there in time",
+                "warning node gpu-b: writing 64 KiB in /tmp had not ended after 10 s",
+                "warning node gpu-c: writing 64 KiB in /tmp had not ended after 10 s"}))
+      << Describe(findings);
+  ASSERT_TRUE(hung);
+  EXPECT_EQ(hung->nodes, std::vector<std::string>{"gpu-b"});
+  EXPECT_EQ(hung->remedy.rfind("the drive under /scratch (or node gpu-b's mount of it) hangs", 0),
+            0u)
+      << hung->remedy;
+}
+
 TEST(DoctorHealth, SwapIsAWarning) {
   std::string probe = H100Probe();
   probe.replace(probe.find("swap_kib=0"), 10, "swap_kib=8388604");

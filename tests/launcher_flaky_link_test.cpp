@@ -204,8 +204,8 @@ TEST(FlakyLink, FailedAttemptGoesOnWithoutTheNodeWhoseLinkFlapped) {
   const FlapRun r = FlapThenTimeOut("flaky-spare", 1);
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("dtrain: node node1 quarantined for the rest of job flap: its link errors "
-                       "grew during the failed attempt: node node1: link errors grew in "),
+  EXPECT_NE(r.err.find("dtrain: node node1 quarantined for the rest of job flap: the health checks "
+                       "warned of it during the failed attempt: node node1: link errors grew in "),
             std::string::npos)
       << r.err;
   ASSERT_TRUE(r.record.is_object()) << r.err;

@@ -71,8 +71,8 @@ TEST(HealthWatch, WarningsArePassedOnAsTheyComeAndStopNothing) {
   NodeHealthCheck check = [&](const ClusterSpec&, bool, const std::function<bool()>&) {
     NodeHealthFindings found;
     const int i = calls++;
-    if (i == 1) found.warnings["node1"] = "node node1: link errors grew";
-    if (i == 2) found.warnings["node2"] = "node node2: link errors grew";
+    if (i == 1) found.warnings.emplace("node1", "node node1: link errors grew");
+    if (i == 2) found.warnings.emplace("node2", "node node2: link errors grew");
     return found;
   };
   HealthWatch watch(check, ClusterSpec{}, 0.02, /*checked=*/true);

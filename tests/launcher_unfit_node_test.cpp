@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/checkpointed_rank.h"
@@ -20,6 +21,7 @@
 #include "tests/support/loop_disk.h"
 #include "tests/support/nvidia_smi_fixture.h"
 #include "tests/support/scratch_dirs.h"
+#include "tests/support/slow_disk.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
@@ -353,6 +355,103 @@ TEST(UnfitNode, DriveGoneDuringTheRunIsFoundByTheHealthWatch) {
   ASSERT_EQ(attempts.size(), 2u) << record.dump(2);
   EXPECT_EQ(attempts[0]["cause"], "unhealthy");
   EXPECT_EQ(attempts[0]["blamed_node"], "node1");
+  EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
+}
+
+// Ranks as kCheckpointedRankScript's, for 160 steps, a restart's for 8; node2's, in the first
+// attempt, ends with NCCL's watchdog message (a collective timed out, which names no node) once
+// the file $1 is there.
+const char* kTimeoutOnSignal = R"sh(
+ck=$DTRAIN_LOG_DIR/checkpoint
+s=0; [ -f "$ck" ] && s=$(cat "$ck")
+end=160; [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] || end=$((s + 8))
+echo "rank $RANK of $WORLD_SIZE on $DTRAIN_NODE starts at step $s"
+mkdir -p "$DTRAIN_LOG_DIR/metrics"
+while [ "$s" -lt "$end" ]; do
+  sleep 0.25; s=$((s + 1))
+  if [ "$RANK" = 0 ]; then
+    echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
+    echo "{\"step\": $s}" >>"$DTRAIN_LOG_DIR/metrics/rank-0.jsonl"
+  fi
+  if [ "$DTRAIN_NODE" = node2 ] && [ -f "$1" ] && [ ! -f "$1.done" ]; then
+    touch "$1.done"
+    echo "torch.distributed.DistBackendError: [Rank $RANK] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out." >&2
+    exit 1
+  fi
+done
+echo "rank $RANK done")sh";
+
+// Node1's job folder is a drive of its own that starts to hang during the run (its writes held to
+// 1 KiB/s: the health watch's 64 KiB test write there does not end within 1 s, while node0's and
+// node2's do). That is a warning, said once however many rounds find it; the job goes on. When
+// the attempt then fails with a timeout that names no node, node1 is the likeliest cause: the
+// spare takes its place.
+TEST(UnfitNode, NodeWhoseDriveHangsDuringAFailedAttemptIsLeftOut) {
+  SshTestCluster cluster("node-hang", 4, 1);
+  REQUIRE_CLUSTER(cluster);
+  const std::string logs = test::FreshPrivateFolder("node-hang");
+  const std::string job_dir = logs + "/hang";
+  const std::string scratch = testing::ScratchDirs::Make("node-hang");
+  // 2 GB (sparse): less than 1 GiB free fails the start's check.
+  testing::SlowDisk drive(scratch + "/drive", "dtrain-node-hang", 1024, "2G", cluster.InNode(1),
+                          job_dir);
+  ASSERT_EQ(drive.error(), "");
+  const std::string file = scratch + "/cluster.yaml";
+  testing::WriteFile(
+      file, ReadText(cluster.cluster_file()) + "env: {DTRAIN_PROBE_WRITE_TIMEOUT: \"1\"}\n");
+  const std::string fail = scratch + "/fail";
+  std::vector<std::string> args = {
+      "launch", "-c",       file, "--job",          "hang", "--log-dir",
+      logs,     "--spares", "1",  "--max-restarts", "1",    "--health-watch",
+      "1",      "--quiet"};
+  for (const std::string& word : {std::string("--"), std::string("sh"), std::string("-c"),
+                                  std::string(kTimeoutOnSignal), std::string("rank"), fail})
+    args.push_back(word);
+  DtrainProcess dtrain(args, logs);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return ReadText(job_dir + "/rank-1.log").find("rank 1 of 3 on node1 starts") !=
+               std::string::npos;
+      },
+      30))
+      << dtrain.err();
+  // What runs on node1 (its sshd, and the sessions dtrain keeps open to it) and what they start
+  // from now on (the watch's probes) write there at 1 KiB/s.
+  ASSERT_TRUE(drive.Move(std::stoi(ReadText(cluster.dir() + "/node1/sshd.pid"))));
+  for (const std::string& process : cluster.NodeProcesses(1))
+    drive.Move(std::stoi(process.substr(0, process.find(' '))));
+  const std::string warned = "dtrain: warning: node node1: writing 64 KiB in log dir " + job_dir +
+                             " had not ended after 1 s, while nodes node0, node2 wrote there in "
+                             "time";
+  const double warned_s = SecondsUntilSaid(dtrain, warned, 25);
+  if (warned_s < 0) dtrain.Signal(SIGINT);
+  ASSERT_GE(warned_s, 0) << dtrain.err();
+  // Another round finds it again before the attempt fails: each round leaves its write to node1's
+  // drive stuck there, and a round starts once the one before it was judged, so with the third
+  // round's write there the second's warning was taken (rounds take 8-9 s: the write's limit,
+  // and 5 s the probe's guard gives the stuck write to end).
+  const std::string stuck = job_dir + "/.dtrain-probe-write.";
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.NodeProcessesWith(1, stuck).size() >= 3; }, 40))
+      << dtrain.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  testing::WriteFile(fail, "");
+  const int status = dtrain.Wait(90);
+  const std::string err = dtrain.err();
+  std::printf("node1's drive held back: warned after %.2f s\n%s", warned_s, err.c_str());
+  EXPECT_EQ(status, 0) << err;
+  size_t said = 0;
+  for (size_t at = err.find(warned); at != std::string::npos; at = err.find(warned, at + 1)) ++said;
+  EXPECT_EQ(said, 1u) << err;
+  EXPECT_NE(err.find("dtrain: node node1 quarantined for the rest of job hang: the health checks "
+                     "warned of it during the failed attempt: node node1: writing 64 KiB in "),
+            std::string::npos)
+      << err;
+  const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
+  ASSERT_TRUE(record.is_object()) << err;
+  const json& attempts = record["attempts"];
+  ASSERT_EQ(attempts.size(), 2u) << record.dump(2);
+  EXPECT_EQ(attempts[0]["cause"], "collective-timeout");
+  EXPECT_TRUE(attempts[0]["blamed_node"].is_null()) << attempts[0].dump();
   EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
 }
 

@@ -20,8 +20,12 @@ namespace dtrain::testing {
 
 class SlowDisk {
  public:
-  // `dir`: a scratch folder for the image and the mount point; `name`: the cgroup's.
-  SlowDisk(const std::string& dir, const std::string& name, long long bytes_per_s) : disk_(dir) {
+  // `dir`: a scratch folder for the image and the mount point; `name`: the cgroup's. `size`,
+  // `mount_at` and `mount_point` as LoopDisk's (mount_at: a namespace node's own mount).
+  SlowDisk(const std::string& dir, const std::string& name, long long bytes_per_s,
+           const std::string& size = "256M", const std::string& mount_at = "",
+           const std::string& mount_point = "")
+      : disk_(dir, size, mount_at, mount_point) {
     if (!disk_.error().empty()) {
       error_ = disk_.error();
       return;
