@@ -298,6 +298,35 @@ TEST(UnfitNode, NodeTurningUnfitDuringTheRunIsFoundByTheHealthWatch) {
       << r.record["nodes"].dump(2);
 }
 
+// `dtrain launch` of `script` (sh -c, then `script_args`) as job `job` in `logs`: three nodes of
+// `cluster_file` and a spare, the health watch every second, one restart, a 2 s grace period.
+std::vector<std::string> WatchedJob(const std::string& cluster_file, const std::string& job,
+                                    const std::string& logs, const char* script,
+                                    const std::vector<std::string>& script_args) {
+  std::vector<std::string> args = {"launch",     "-c",
+                                   cluster_file, "--job",
+                                   job,          "--log-dir",
+                                   logs,         "--spares",
+                                   "1",          "--max-restarts",
+                                   "1",          "--grace-period",
+                                   "2",          "--health-watch",
+                                   "1",          "--quiet",
+                                   "--",         "sh",
+                                   "-c",         script};
+  args.insert(args.end(), script_args.begin(), script_args.end());
+  return args;
+}
+
+// Waits up to 30 s until job folder `job_dir`'s rank 1 said it started on node1.
+bool RankOneStartedOnNode1(const std::string& job_dir) {
+  return testing::WaitFor(
+      [&] {
+        return ReadText(job_dir + "/rank-1.log").find("rank 1 of 3 on node1 starts") !=
+               std::string::npos;
+      },
+      30);
+}
+
 // A node's drive goes while the job runs: node1's job folder, on the node's own storage, is an
 // ext4 disk of its own (tests/support/loop_disk.h), taken away once the ranks run, as a drive that
 // falls off the bus. The ranks (shell loops) write nothing there, so none fails: the health watch's
@@ -312,32 +341,10 @@ TEST(UnfitNode, DriveGoneDuringTheRunIsFoundByTheHealthWatch) {
   testing::LoopDisk disk(testing::ScratchDirs::Make("node-drive"), "2G", cluster.InNode(1),
                          job_dir);
   ASSERT_EQ(disk.error(), "");
-  std::vector<std::string> args = {"launch",
-                                   "-c",
-                                   cluster.cluster_file(),
-                                   "--job",
-                                   "watch",
-                                   "--log-dir",
-                                   logs,
-                                   "--spares",
-                                   "1",
-                                   "--max-restarts",
-                                   "1",
-                                   "--grace-period",
-                                   "2",
-                                   "--health-watch",
-                                   "1",
-                                   "--quiet"};
-  for (const char* word : {"--", "sh", "-c", kCheckpointedRankScript, "nodeloss-rank"})
-    args.push_back(word);
-  DtrainProcess dtrain(args, logs);
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        return ReadText(job_dir + "/rank-1.log").find("rank 1 of 3 on node1 starts") !=
-               std::string::npos;
-      },
-      30))
-      << dtrain.err();
+  DtrainProcess dtrain(
+      WatchedJob(cluster.cluster_file(), "watch", logs, kCheckpointedRankScript, {"nodeloss-rank"}),
+      logs);
+  ASSERT_TRUE(RankOneStartedOnNode1(job_dir)) << dtrain.err();
   ASSERT_TRUE(disk.Fail()) << disk.error();
   const double detected_s = SecondsUntilSaid(dtrain, "failed the health watch", 15);
   const int status = dtrain.Wait(60);
@@ -400,21 +407,8 @@ TEST(UnfitNode, NodeWhoseDriveHangsDuringAFailedAttemptIsLeftOut) {
   testing::WriteFile(
       file, ReadText(cluster.cluster_file()) + "env: {DTRAIN_PROBE_WRITE_TIMEOUT: \"1\"}\n");
   const std::string fail = scratch + "/fail";
-  std::vector<std::string> args = {
-      "launch", "-c",       file, "--job",          "hang", "--log-dir",
-      logs,     "--spares", "1",  "--max-restarts", "1",    "--health-watch",
-      "1",      "--quiet"};
-  for (const std::string& word : {std::string("--"), std::string("sh"), std::string("-c"),
-                                  std::string(kTimeoutOnSignal), std::string("rank"), fail})
-    args.push_back(word);
-  DtrainProcess dtrain(args, logs);
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        return ReadText(job_dir + "/rank-1.log").find("rank 1 of 3 on node1 starts") !=
-               std::string::npos;
-      },
-      30))
-      << dtrain.err();
+  DtrainProcess dtrain(WatchedJob(file, "hang", logs, kTimeoutOnSignal, {"rank", fail}), logs);
+  ASSERT_TRUE(RankOneStartedOnNode1(job_dir)) << dtrain.err();
   // What runs on node1 (its sshd, and the sessions dtrain keeps open to it) and what they start
   // from now on (the watch's probes) write there at 1 KiB/s.
   ASSERT_TRUE(drive.Move(std::stoi(ReadText(cluster.dir() + "/node1/sshd.pid"))));
