@@ -417,14 +417,14 @@ TEST(UnfitNode, NodeWhoseDriveHangsDuringAFailedAttemptIsLeftOut) {
   const std::string warned = "dtrain: warning: node node1: writing 64 KiB in log dir " + job_dir +
                              " had not ended after 1 s, while nodes node0, node2 wrote there in "
                              "time";
-  const double warned_s = SecondsUntilSaid(dtrain, warned, 25);
+  const double warned_s = SecondsUntilSaid(dtrain, warned, 40);
   ASSERT_GE(warned_s, 0) << dtrain.err();
   // Another round finds it again before the attempt fails: each round leaves its write to node1's
   // drive stuck there, and a round starts once the one before it was judged, so with the third
   // round's write there the second's warning was taken (a round takes the write's limit and the
   // 5 s the probe's guard gives the stuck write to end: 5-10 s here).
   const std::string stuck = job_dir + "/.dtrain-probe-write.";
-  ASSERT_TRUE(testing::WaitFor([&] { return cluster.NodeProcessesWith(1, stuck).size() >= 3; }, 40))
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.NodeProcessesWith(1, stuck).size() >= 3; }, 60))
       << dtrain.err();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   testing::WriteFile(fail, "");
