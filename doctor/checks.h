@@ -58,10 +58,10 @@ std::vector<Finding> CheckPciPaths(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes);
 // A test write not ended in time (DTRAIN_PROBE_WRITE_TIMEOUT): an error on a node whose write
-// in a place hung while other nodes wrote there in time (its own drive or mount hangs), else a
-// warning (the node alone, or every node hung there: shared storage swamped or hanging). It
-// compares nodes, so it is the doctor's; a launch takes its errors as warnings
-// (fast_health_check.h).
+// in a place hung while other nodes wrote there in time (its own drive or mount hangs), else one
+// warning naming every node whose write there hung (a node alone, or shared storage swamped or
+// hanging for all). It compares nodes, so it is the doctor's; a launch takes it as warnings
+// (WriteHangWarnings, fast_health_check.h).
 std::vector<Finding> CheckWriteHangs(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckSwap(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckMemory(const std::vector<NodeFacts>& nodes);

@@ -54,6 +54,14 @@ std::vector<Finding> NodeFitnessFindings(const ClusterSpec& spec, const ProbeRun
   return findings;
 }
 
+std::multimap<std::string, std::string> WriteHangWarnings(const std::vector<NodeFacts>& nodes) {
+  std::multimap<std::string, std::string> out;
+  for (const Finding& f : CheckWriteHangs(nodes)) {
+    out.emplace(f.severity == Severity::kError ? f.nodes.front() : "", f.message);
+  }
+  return out;
+}
+
 NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bool count_unreached,
                                    const std::function<bool()>& cancelled, LinkErrorWatch* links,
                                    const PeerPlan& peer_plan) {
@@ -84,13 +92,7 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s, bo
     for (const Finding& f : links->Update(run.nodes))
       found.warnings.emplace(f.nodes.front(), f.message);
   }
-  // A write that hung on a node while the others' ended in time is the doctor's error, and a
-  // warning here: a node's write also waits behind a burst of the job's own (rank 0's
-  // checkpoint, or what a killed rank left for the kernel to write), so it stops no job; after a
-  // failed attempt it makes the node the likeliest cause (node_health_checks.h).
-  for (const Finding& f : CheckWriteHangs(run.nodes)) {
-    if (f.severity == Severity::kError) found.warnings.emplace(f.nodes.front(), f.message);
-  }
+  for (auto& [host, what] : WriteHangWarnings(run.nodes)) found.warnings.emplace(host, what);
   // A witness (NodeSpec::witness) only took part in the peer test.
   for (const NodeSpec& node : spec.nodes) {
     if (!node.witness) continue;

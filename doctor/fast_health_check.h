@@ -41,6 +41,14 @@ NodeHealthFindings FastHealthCheck(const ClusterSpec& spec, double timeout_s,
                                    const std::function<bool()>& cancelled = nullptr,
                                    LinkErrorWatch* links = nullptr, const PeerPlan& peer_plan = {});
 
+// The launch's warnings of the doctor's CheckWriteHangs (host -> what). A write that hung on a
+// node while other nodes' ended in time, the doctor's error, is a warning held against that node:
+// a node's write also waits behind a burst of the job's own (rank 0's checkpoint, or what a killed
+// rank left the kernel to write), so it stops no job, but after a failed attempt it makes the node
+// the likeliest cause (node_health_checks.h). One that hung wherever it was tried (shared storage
+// swamped or hanging) is said, held against no node (host "").
+std::multimap<std::string, std::string> WriteHangWarnings(const std::vector<NodeFacts>& nodes);
+
 // The findings of the rules about each node's own fitness on `run` (a probe of at least the health
 // parts, its peer test run): GPUs, NVLink, the kernel log, Infiniband, free space, the job's
 // interfaces, the cluster file's health checks of severity error, the peer test, and, when

@@ -126,38 +126,56 @@ std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes) {
 }
 
 std::vector<Finding> CheckWriteHangs(const std::vector<NodeFacts>& nodes) {
-  // Who wrote in each place in time: by what and path ("log dir", "/data/logs").
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> in_time;
+  // Who wrote in each place in time, and whose write there hung: by what and path ("log dir",
+  // "/data/logs").
+  using Where = std::pair<std::string, std::string>;
+  std::map<Where, std::vector<std::string>> in_time;
+  std::map<Where, std::vector<std::pair<const NodeFacts*, const WriteTest*>>> hung;
+  std::vector<Where> places;  // hung somewhere, in the order first seen
   for (const NodeFacts* n : Reached(nodes)) {
     for (const WriteTest& w : n->health.write_tests) {
       if (w.result == "ok") in_time[{w.what, w.path}].push_back(n->host);
+      if (w.result.rfind("timeout ", 0) != 0) continue;
+      if (!hung.count({w.what, w.path})) places.push_back({w.what, w.path});
+      hung[{w.what, w.path}].push_back({n, &w});
     }
   }
   std::vector<Finding> out;
-  for (const NodeFacts* n : Reached(nodes)) {
-    for (const WriteTest& w : n->health.write_tests) {
-      if (w.result.rfind("timeout ", 0) != 0) continue;
-      const auto [place, drive] = WritePlace(*n, w);
-      std::string message = fmt::format("node {}: writing 64 KiB in {} had not ended after {} s",
-                                        n->host, place, w.result.substr(8));
-      const auto others = in_time.find({w.what, w.path});
-      if (others == in_time.end()) {
-        // Alone, or every node hung there: a drive of the node's own or a shared file system
-        // swamped or hanging for all; nothing tells which.
-        out.push_back(Make(Severity::kWarning, "disk-write", "", {n->host}, message,
-                           drive + " hangs or is swamped: a rank that writes a checkpoint or log "
-                                   "there stalls every other rank (dmesg for I/O errors and hung "
-                                   "tasks, iostat -x 1)"));
-        continue;
-      }
-      // The others wrote there in time: this node's own drive, or its own mount of a shared file
-      // system, hangs.
-      const std::vector<std::string>& wrote = others->second;
-      message += fmt::format(
-          ", while {} wrote there in time",
-          wrote.size() <= 3 ? NodesWord(wrote) : fmt::format("{} other nodes", wrote.size()));
+  for (const Where& where : places) {
+    const auto& writes = hung[where];
+    const auto others = in_time.find(where);
+    if (others == in_time.end()) {
+      // Alone, or every node that wrote there hung: a drive of the node's own, or storage they
+      // share swamped or hanging for all; nothing tells which, and no node is at fault more than
+      // another.
+      const auto [place, drive] = WritePlace(*writes.front().first, *writes.front().second);
+      std::vector<std::string> hosts;
+      for (const auto& [n, w] : writes) hosts.push_back(n->host);
+      const std::string who =
+          hosts.size() <= 3 ? NodesWord(hosts) : fmt::format("{} nodes", hosts.size());
       out.push_back(Make(
-          Severity::kError, "disk-write", "", {n->host}, message,
+          Severity::kWarning, "disk-write", "", hosts,
+          fmt::format("{}: writing 64 KiB in {} had not ended after {} s{}", who, place,
+                      writes.front().second->result.substr(8),
+                      hosts.size() == 1 ? "" : " on any of them"),
+          (hosts.size() == 1 ? drive : "the storage there") + " hangs or is swamped" +
+              (hosts.size() == 1 ? "" : " for every node (a shared file system under load?)") +
+              ": a rank that writes a checkpoint or log there stalls every other rank (dmesg for "
+              "I/O errors and hung tasks, iostat -x 1)"));
+      continue;
+    }
+    // The others wrote there in time: this node's own drive, or its own mount of a shared file
+    // system, hangs.
+    const std::vector<std::string>& wrote = others->second;
+    for (const auto& [n, w] : writes) {
+      const auto [place, drive] = WritePlace(*n, *w);
+      out.push_back(Make(
+          Severity::kError, "disk-write", "", {n->host},
+          fmt::format(
+              "node {}: writing 64 KiB in {} had not ended after {} s, while {} wrote there in "
+              "time",
+              n->host, place, w->result.substr(8),
+              wrote.size() <= 3 ? NodesWord(wrote) : fmt::format("{} other nodes", wrote.size())),
           fmt::format("{} (or node {}'s mount of it) hangs: a rank that writes a checkpoint or log "
                       "there stalls every other rank. Look for I/O errors and hung tasks (dmesg "
                       "| grep -i -e 'I/O error' -e 'blocked for more than'), at the drive (iostat "

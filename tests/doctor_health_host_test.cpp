@@ -2,12 +2,14 @@
 // Xids and SXids in the kernel log, a kernel log it cannot read, InfiniBand ports, their rates
 // and nvidia-peermem, free disk space where the job writes, swap, the clocksource, and a
 // CPU-only node.
+#include <map>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "doctor/checks.h"
+#include "doctor/fast_health_check.h"
 #include "tests/support/health_probes.h"
 
 namespace dtrain {
@@ -166,7 +168,8 @@ TEST(DoctorHealth, WritesThatFailWhereTheJobWrites) {
 
 // A write that hung on one node while the others wrote in the same place in time: that node's
 // drive (or mount) hangs, an error. One that hung on every node (shared storage swamped) names
-// no node's fault: warnings.
+// no node's fault: one warning naming them all. To a launch both are warnings, the first held
+// against its node, the second against none.
 TEST(DoctorHealth, AWriteThatHangsOnOneNodeOnlyIsAnError) {
   auto writes = [](const std::string& log_dir, const std::string& tmp) {
     return "free_space=log dir;5242880000;/scratch;/scratch/logs/job\n"
@@ -176,10 +179,11 @@ TEST(DoctorHealth, AWriteThatHangsOnOneNodeOnlyIsAnError) {
            "write_test=/tmp;" +
            tmp + ";/tmp;/tmp\n";
   };
-  const auto findings =
-      Health({Node("gpu-a", H100Probe(RecordedQuery(), "", writes("ok", "timeout 10"))),
-              Node("gpu-b", H100Probe(RecordedQuery(), "", writes("timeout 10", "timeout 10"))),
-              Node("gpu-c", H100Probe(RecordedQuery(), "", writes("ok", "timeout 10")))});
+  const std::vector<NodeFacts> nodes = {
+      Node("gpu-a", H100Probe(RecordedQuery(), "", writes("ok", "timeout 10"))),
+      Node("gpu-b", H100Probe(RecordedQuery(), "", writes("timeout 10", "timeout 10"))),
+      Node("gpu-c", H100Probe(RecordedQuery(), "", writes("ok", "timeout 10")))};
+  const auto findings = Health(nodes);
   std::vector<std::string> messages;
   const Finding* hung = nullptr;
   for (const Finding& f : findings) {
@@ -187,20 +191,20 @@ TEST(DoctorHealth, AWriteThatHangsOnOneNodeOnlyIsAnError) {
     messages.push_back(std::string(SeverityName(f.severity)) + " " + f.message);
     if (f.severity == Severity::kError) hung = &f;
   }
-  EXPECT_EQ(messages,
-            (std::vector<std::string>{
-                "warning node gpu-a: writing 64 KiB in /tmp had not ended after 10 s",
-                "error node gpu-b: writing 64 KiB in /scratch/logs (the nearest existing folder "
-                "of log dir /scratch/logs/job) had not ended after 10 s, while nodes gpu-a, gpu-c "
-                "wrote there in time",
-                "warning node gpu-b: writing 64 KiB in /tmp had not ended after 10 s",
-                "warning node gpu-c: writing 64 KiB in /tmp had not ended after 10 s"}))
+  const std::string everywhere =
+      "nodes gpu-a, gpu-b, gpu-c: writing 64 KiB in /tmp had not ended after 10 s on any of them";
+  const std::string one =
+      "node gpu-b: writing 64 KiB in /scratch/logs (the nearest existing folder of log dir "
+      "/scratch/logs/job) had not ended after 10 s, while nodes gpu-a, gpu-c wrote there in time";
+  EXPECT_EQ(messages, (std::vector<std::string>{"warning " + everywhere, "error " + one}))
       << Describe(findings);
   ASSERT_TRUE(hung);
   EXPECT_EQ(hung->nodes, std::vector<std::string>{"gpu-b"});
   EXPECT_EQ(hung->remedy.rfind("the drive under /scratch (or node gpu-b's mount of it) hangs", 0),
             0u)
       << hung->remedy;
+  EXPECT_EQ(WriteHangWarnings(nodes),
+            (std::multimap<std::string, std::string>{{"", everywhere}, {"gpu-b", one}}));
 }
 
 TEST(DoctorHealth, SwapIsAWarning) {
