@@ -53,6 +53,11 @@ std::string NodesWord(const std::vector<std::string>& hosts) {
   return fmt::format("{} {}", hosts.size() == 1 ? "node" : "nodes", Join(hosts));
 }
 
+// "nodes a, b, c" for up to three, else "N `many`" ("12 nodes", "12 other nodes").
+std::string FewNodesWord(const std::vector<std::string>& hosts, const std::string& many) {
+  return hosts.size() <= 3 ? NodesWord(hosts) : fmt::format("{} {}", hosts.size(), many);
+}
+
 }  // namespace
 
 std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes) {
@@ -151,12 +156,10 @@ std::vector<Finding> CheckWriteHangs(const std::vector<NodeFacts>& nodes) {
       const auto [place, drive] = WritePlace(*writes.front().first, *writes.front().second);
       std::vector<std::string> hosts;
       for (const auto& [n, w] : writes) hosts.push_back(n->host);
-      const std::string who =
-          hosts.size() <= 3 ? NodesWord(hosts) : fmt::format("{} nodes", hosts.size());
       out.push_back(Make(
           Severity::kWarning, "disk-write", "", hosts,
-          fmt::format("{}: writing 64 KiB in {} had not ended after {} s{}", who, place,
-                      writes.front().second->result.substr(8),
+          fmt::format("{}: writing 64 KiB in {} had not ended after {} s{}",
+                      FewNodesWord(hosts, "nodes"), place, writes.front().second->result.substr(8),
                       hosts.size() == 1 ? "" : " on any of them"),
           (hosts.size() == 1 ? drive : "the storage there") + " hangs or is swamped" +
               (hosts.size() == 1 ? "" : " for every node (a shared file system under load?)") +
@@ -174,8 +177,7 @@ std::vector<Finding> CheckWriteHangs(const std::vector<NodeFacts>& nodes) {
           fmt::format(
               "node {}: writing 64 KiB in {} had not ended after {} s, while {} wrote there in "
               "time",
-              n->host, place, w->result.substr(8),
-              wrote.size() <= 3 ? NodesWord(wrote) : fmt::format("{} other nodes", wrote.size())),
+              n->host, place, w->result.substr(8), FewNodesWord(wrote, "other nodes")),
           fmt::format("{} (or node {}'s mount of it) hangs: a rank that writes a checkpoint or log "
                       "there stalls every other rank. Look for I/O errors and hung tasks (dmesg "
                       "| grep -i -e 'I/O error' -e 'blocked for more than'), at the drive (iostat "

@@ -46,7 +46,8 @@ enum class WatchFor {
 
 // What a health check found: the nodes unfit to run (host -> why, the error findings naming it)
 // and, apart, what is news but no reason to stop a job (host -> what, any number a host: a link
-// whose errors grow, a write that hung there while other nodes' ended in time).
+// whose errors grow, a write that hung there while other nodes' ended in time; host "" for one
+// held against no node, a write that hung on every node).
 struct NodeHealthFindings {
   NodeHealthFindings() = default;
   NodeHealthFindings(std::map<std::string, std::string> unfit_nodes)  // NOLINT: implicit

@@ -94,8 +94,8 @@ struct Job {
   bool start_checked = false;          // the first attempt's nodes went through the health check
   bool waited_at_start = false;        // short of nodes at the start, it waited for them
   // The health checks' warnings (a link whose errors grow, a write that hung) since the last
-  // attempt was judged: host -> each one, once. A failed attempt quarantines these nodes where
-  // the job can go on without them.
+  // attempt was judged: host -> each one, once ("" for one held against no node). A failed
+  // attempt quarantines these nodes where the job can go on without them.
   std::multimap<std::string, std::string> health_warnings{};
   // Restarts not counted against --max-restarts (to take a quarantined node back, or without a
   // straggler's node), and the node the next attempt takes back ("" when it is another restart).

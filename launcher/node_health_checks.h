@@ -36,8 +36,9 @@ void SayQuarantined(const std::string& host, const std::string& job, const std::
                     bool may_return);
 
 // A warning of the health checks about node `host` (a link whose errors grow, a write that hung
-// there while other nodes' ended in time): said on the console, kept in job.json and in
-// Job::health_warnings, once until the attempt is judged; the job goes on.
+// there while other nodes' ended in time; `host` "" for one held against no node): said on the
+// console, kept in job.json and in Job::health_warnings, once until the attempt is judged; the job
+// goes on.
 void RecordHealthWarning(Job& job, const std::string& host, const std::string& what);
 
 // Before the first attempt: the nodes picked for it through the health check; the unfit are

@@ -50,6 +50,11 @@ endif()
 dtrain_test(launcher_unfit_node_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_unfit_node_test.cpp
             LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
 add_dependencies(launcher_unfit_node_test dtrain)
+# A node's drive that fails or hangs during the run (a disk of the node's own, taken away or held
+# back): the health watch's test write, and the spare in the node's place.
+dtrain_test(launcher_unfit_drive_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_unfit_drive_test.cpp
+            LIBS dtrain_launcher LABEL netns TIMEOUT 240 RESOURCE_LOCK netns)
+add_dependencies(launcher_unfit_drive_test dtrain)
 # Nodes whose network is unfit for the job's collectives (a NIC's switch port down, or off the
 # bridge with its link up): the interface rule and the peer test, before the start and in the watch.
 dtrain_test(launcher_unfit_link_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_unfit_link_test.cpp
