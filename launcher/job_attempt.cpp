@@ -156,7 +156,11 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
   started.started_us = WallMicros();
   for (const NodeSpec& node : spec.nodes) started.nodes.push_back(node.host);
   record.attempts.push_back(started);
-  WriteJobRecord(job.folder.job_dir, record);
+  if (attempt == 0) {
+    WriteFirstJobRecord(job.folder.job_dir, record);
+  } else {
+    WriteJobRecord(job.folder.job_dir, record);
+  }
   if (attempt > 0) {
     const std::string what =
         !job.returning.empty() ? fmt::format("restart to take node {} back", job.returning)

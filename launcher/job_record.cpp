@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -91,7 +92,9 @@ std::string JobRecordPath(const std::string& job_dir) {
   return job_dir + "/job.json";
 }
 
-void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
+namespace {
+
+std::string JobRecordJson(const JobRecord& r) {
   json nodes = json::array();
   for (const NodeSpec& n : r.nodes) {
     json node = {{"host", n.host}, {"address", n.address}, {"slots", n.slots}, {"gpus", n.gpus}};
@@ -184,8 +187,41 @@ void WriteJobRecord(const std::string& job_dir, const JobRecord& r) {
   if (r.slurm.placed) doc["slurm"] = {{"job_id", r.slurm.job_id}, {"job_name", r.slurm.job_name}};
   // Arguments and names that are not UTF-8 are kept in the record as U+FFFD; the rank itself
   // gets them byte for byte.
-  ReplaceFile(JobRecordPath(job_dir),
-              doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n", "the job record");
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+void WriteFirstJobRecord(const std::string& job_dir, JobRecord& record) {
+  try {
+    ReplaceFile(JobRecordPath(job_dir), JobRecordJson(record), "the job record");
+  } catch (const Error& e) {
+    throw Error(
+        fmt::format("{}; nothing was started: free space there, or give the job's "
+                    "folder another disk (--log-dir)",
+                    e.what()));
+  }
+}
+
+bool WriteJobRecord(const std::string& job_dir, JobRecord& r) {
+  try {
+    ReplaceFile(JobRecordPath(job_dir), JobRecordJson(r), "the job record");
+  } catch (const Error& e) {
+    if (r.unwritten.empty()) {
+      std::fprintf(stderr,
+                   "dtrain: warning: %s; the job goes on, and its record is written whole once "
+                   "the disk takes it (until then job.json tells of the job as it was)\n",
+                   e.what());
+    }
+    r.unwritten = e.what();
+    return false;
+  }
+  if (!r.unwritten.empty()) {
+    std::fprintf(stderr, "dtrain: the job record %s is written again\n",
+                 JobRecordPath(job_dir).c_str());
+    r.unwritten.clear();
+  }
+  return true;
 }
 
 JobSummary ReadJobSummary(const std::string& job_dir) {

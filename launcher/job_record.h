@@ -82,6 +82,8 @@ struct JobRecord {
   std::vector<JobEvent> events;
   double node_timeout_s = 0;                       // 0: nodes not watched
   std::map<std::string, std::string> quarantined;  // node -> why it is no longer used
+  // Not in job.json: why its last write failed (a full disk), "" when it was written.
+  std::string unwritten;
 };
 
 // The part of job.json that `dtrain logs` and `dtrain timeline` read back.
@@ -116,8 +118,14 @@ struct JobSummary {
 };
 
 std::string JobRecordPath(const std::string& job_dir);
-// Writes job.json through a temporary file and rename, so readers never see half a record.
-void WriteJobRecord(const std::string& job_dir, const JobRecord& record);
+// Writes job.json through a temporary file and rename, so readers never see half a record. A
+// write the disk refuses does not throw: the job goes on, the record keeps why (`unwritten`) and
+// is written whole by the next call the disk takes; the first refusal in a row and the write
+// after the last are said on stderr. False when refused.
+bool WriteJobRecord(const std::string& job_dir, JobRecord& record);
+// The record's first write, before any rank starts: throws Error naming the file and what to do
+// when the disk refuses it, so that no job runs without its record.
+void WriteFirstJobRecord(const std::string& job_dir, JobRecord& record);
 // Throws Error naming the file when it is missing or not a job record.
 JobSummary ReadJobSummary(const std::string& job_dir);
 // The same of a record's text already read from `path` (named in the error).

@@ -80,7 +80,10 @@ JobSupervisor::JobSupervisor(Transport& transport, std::map<int, std::unique_ptr
 
 void JobSupervisor::OnOutput(int id, OutputStream stream, std::string_view bytes) {
   auto log = logs_.find(id);
-  if (log != logs_.end()) log->second->Append(bytes, WallMicros());
+  if (log != logs_.end()) {
+    log->second->Append(bytes, WallMicros());
+    log_outage_.AfterWrite(id, *log->second);
+  }
   console_.Output(id, stream, bytes);
   if (options_.filtered) options_.filtered->Output(id, stream, bytes);
   if (options_.output_files) options_.output_files->Output(id, stream, bytes);
@@ -95,7 +98,10 @@ void JobSupervisor::OnExit(int id, const ExitStatus& status) {
     // The rank never ran: say so in its log too, so the log explains the failure on its own.
     auto log = logs_.find(id);
     std::string line = "dtrain: " + status.Describe() + "\n";
-    if (log != logs_.end()) log->second->Append(line, WallMicros());
+    if (log != logs_.end()) {
+      log->second->Append(line, WallMicros());
+      log_outage_.AfterWrite(id, *log->second);
+    }
   }
   outcome_.statuses[id] = status;
   outcome_.ended_us[id] = WallMicros();
@@ -287,6 +293,7 @@ void JobSupervisor::StartJoined(const ElasticRoundChange& change) {
       log->second->MarkRestart(fmt::format("rank joins the elastic Horovod job {}in round {}",
                                            first ? "" : "again ", change.round),
                                WallMicros());
+      log_outage_.AfterWrite(proc.id, *log->second);
     }
     again.push_back(std::move(proc));
   }

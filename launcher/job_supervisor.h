@@ -26,6 +26,7 @@
 #include "launcher/horovodrun_output_files.h"
 #include "launcher/job_store.h"
 #include "launcher/rank_log.h"
+#include "launcher/rank_log_outage.h"
 #include "launcher/step_watch.h"
 #include "launcher/transport.h"
 
@@ -158,6 +159,7 @@ class JobSupervisor : public TransportEvents {
   Transport& transport_;
   std::map<int, std::unique_ptr<RankLog>>& logs_;
   ConsoleEcho& console_;
+  RankLogOutage log_outage_{stderr};
   SupervisorOptions options_;
   JobOutcome outcome_;
   bool stopping_ = false;

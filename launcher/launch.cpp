@@ -252,6 +252,31 @@ void PrintAttempts(const JobRecord& record) {
   }
 }
 
+// What the disk holding the job's folder refused while the job ran (a full disk): said last, so
+// it is not lost in the output above. The job's own exit status stands.
+void SayWhatTheDiskRefused(const JobRecord& record,
+                           const std::map<int, std::unique_ptr<RankLog>>& logs,
+                           const std::string& job_dir) {
+  uint64_t lost = 0;
+  int refused = 0;
+  for (const auto& [rank, log] : logs) {
+    lost += log->lost_bytes();
+    refused += log->lost_bytes() > 0;
+  }
+  if (lost > 0) {
+    std::fprintf(stderr,
+                 "dtrain: warning: %llu byte(s) of the ranks' output could not be written to "
+                 "%d of the logs in %s; each log marks where\n",
+                 static_cast<unsigned long long>(lost), refused, job_dir.c_str());
+  }
+  if (!record.unwritten.empty()) {
+    std::fprintf(stderr,
+                 "dtrain: error: the job's end could not be recorded: %s; job.json tells of the "
+                 "job as it was before, and `dtrain status` with it\n",
+                 record.unwritten.c_str());
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> DefaultJobCommand() {
@@ -472,6 +497,7 @@ int RunLaunch(const LaunchOptions& options) {
     PlaceFetchedSteps(record, folder.job_dir, job.lost_nodes);
   }
   PrintAttempts(record);
+  SayWhatTheDiskRefused(record, logs, folder.job_dir);
   return record.exit_code;
 }
 

@@ -72,19 +72,6 @@ std::vector<std::string> JobNames(const std::string& log_dir) {
   return names;
 }
 
-bool JobIsLive(const std::string& status) {
-  return status == "running" || status == "waiting";
-}
-
-// "running" (or "waiting") for a job whose launcher on this machine is gone is really "lost".
-std::string EffectiveStatus(const JobSummary& job) {
-  if (!JobIsLive(job.status) || job.launcher_pid <= 0) return job.status;
-  if (job.launcher_host == ThisHostName() && ::kill(job.launcher_pid, 0) != 0 && errno == ESRCH) {
-    return "lost";
-  }
-  return job.status;
-}
-
 std::string FormatTime(int64_t micros) {
   if (micros <= 0) return "-";
   std::time_t secs = static_cast<std::time_t>(micros / 1000000);
@@ -139,7 +126,19 @@ RankLogCursor* NextMerged(std::vector<std::unique_ptr<RankLogCursor>>& cursors, 
   return best;
 }
 
+bool JobIsLive(const std::string& status) {
+  return status == "running" || status == "waiting";
+}
+
 }  // namespace
+
+std::string EffectiveStatus(const JobSummary& job) {
+  if (!JobIsLive(job.status) || job.launcher_pid <= 0) return job.status;
+  if (job.launcher_host == ThisHostName() && ::kill(job.launcher_pid, 0) != 0 && errno == ESRCH) {
+    return "lost";
+  }
+  return job.status;
+}
 
 RankLogCursor::RankLogCursor(const std::string& job_dir, int rank)
     : rank_(rank),

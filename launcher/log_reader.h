@@ -12,6 +12,12 @@
 
 namespace dtrain {
 
+struct JobSummary;
+
+// A job's status as job.json says it, but "lost" for a running (or waiting) job whose launcher
+// on this machine is gone: killed, or it could not write the job's end.
+std::string EffectiveStatus(const JobSummary& job);
+
 // One line of a rank's log by position: the merge orders these and then copies the bytes, so
 // no line is ever held in memory whatever its length.
 struct LogLineSpan {

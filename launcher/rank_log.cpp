@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -23,13 +24,19 @@ int OpenForAppend(const std::string& path) {
   return fd;
 }
 
-void WriteAll(int fd, std::string_view bytes, const std::string& path) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+// Writes what the disk takes of `bytes`: how many it took; `error` says why it stopped short.
+size_t WriteSome(int fd, std::string_view bytes, std::string& error) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(path + ": cannot write: " + std::strerror(errno));
-    bytes.remove_prefix(static_cast<size_t>(n));
+    if (n <= 0) {
+      error = std::strerror(n < 0 ? errno : EIO);
+      break;
+    }
+    done += static_cast<size_t>(n);
   }
+  return done;
 }
 
 }  // namespace
@@ -66,6 +73,17 @@ RankLog::~RankLog() {
 
 void RankLog::Append(std::string_view bytes, int64_t now_us) {
   if (bytes.empty()) return;
+  // After a refused write, the gap is marked before the rank's next bytes.
+  std::string marked;
+  if (!error_.empty()) {
+    marked = fmt::format("{}--- dtrain: {} byte(s) of this rank's output lost here: {} ---\n",
+                         at_line_start_ ? "" : "\n", gap_bytes_, error_);
+  }
+  const size_t mark_size = marked.size();
+  if (!marked.empty()) {
+    marked.append(bytes);
+    bytes = marked;
+  }
   // Every line that starts in this chunk arrived now, so one entry (the first line start) times
   // them all; a reader gives each line the time of the nearest entry at or before it.
   size_t first_start = std::string_view::npos;
@@ -74,13 +92,29 @@ void RankLog::Append(std::string_view bytes, int64_t now_us) {
   } else if (size_t nl = bytes.find('\n'); nl != std::string_view::npos && nl + 1 < bytes.size()) {
     first_start = nl + 1;
   }
-  // The index goes first: a reader that sees a line in the log also sees its time.
+  std::string error;
+  // The index goes first: a reader that sees a line in the log also sees its time. An entry the
+  // disk refuses only leaves lines timed by the entry before; one cut short is ended by the next
+  // entry's leading newline, so a reader skips it.
   if (first_start != std::string_view::npos) {
-    WriteAll(index_fd_, fmt::format("{} {}\n", offset_ + first_start, now_us), index_path_);
+    const std::string entry =
+        fmt::format("{}{} {}\n", index_line_cut_ ? "\n" : "", offset_ + first_start, now_us);
+    const size_t n = WriteSome(index_fd_, entry, error);
+    index_line_cut_ = n > 0 && n < entry.size();
   }
-  WriteAll(log_fd_, bytes, log_path_);
-  offset_ += bytes.size();
-  at_line_start_ = bytes.back() == '\n';
+  const size_t written = WriteSome(log_fd_, bytes, error);
+  offset_ += written;
+  if (written > 0) at_line_start_ = bytes[written - 1] == '\n';
+  if (written == bytes.size()) {
+    error_.clear();
+    gap_bytes_ = 0;
+    return;
+  }
+  // The rest is lost: the mark's bytes first, then the rank's.
+  const uint64_t lost = bytes.size() - std::max(written, mark_size);
+  gap_bytes_ = written >= mark_size && mark_size > 0 ? lost : gap_bytes_ + lost;
+  lost_bytes_ += lost;
+  error_ = error;
 }
 
 void RankLog::MarkRestart(const std::string& what, int64_t now_us) {

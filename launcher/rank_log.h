@@ -4,6 +4,8 @@
 // (a line start's byte offset in the log, its wall-clock arrival in microseconds since the epoch)
 // for the first line starting in each chunk received; the lines after it in the log, up to the
 // next entry, arrived with it. That is how `dtrain logs` interleaves ranks in time order.
+// A write the disk refuses (full, an I/O error) does not end the job: what it held is counted as
+// lost, and the first write the disk takes again begins with a line that marks the gap.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,7 @@ std::string RankIndexPath(const std::string& job_dir, int rank);
 int64_t WallMicros();
 
 // One rank's log and index, opened for appending (a restarted job continues the same files).
-// Throws Error naming the path when a file cannot be opened or written.
+// Throws Error naming the path when a file cannot be opened; a write never throws (`failing`).
 class RankLog {
  public:
   RankLog(const std::string& job_dir, int rank);
@@ -33,6 +35,10 @@ class RankLog {
   void MarkRestart(const std::string& what, int64_t now_us);
   const std::string& path() const { return log_path_; }
   uint64_t size() const { return offset_; }  // bytes in the log so far
+  // Why the disk refused the last write ("No space left on device"); "" once it took one.
+  const std::string& failing() const { return error_; }
+  uint64_t lost_bytes() const { return lost_bytes_; }  // the rank's bytes never written, in all
+  uint64_t gap_bytes() const { return gap_bytes_; }    // those of them not marked in the log yet
 
  private:
   std::string log_path_;
@@ -41,6 +47,10 @@ class RankLog {
   int index_fd_ = -1;
   uint64_t offset_ = 0;
   bool at_line_start_ = true;
+  bool index_line_cut_ = false;  // the last index entry was cut short by a refused write
+  std::string error_;
+  uint64_t gap_bytes_ = 0;  // lost since the last mark
+  uint64_t lost_bytes_ = 0;
 };
 
 }  // namespace dtrain

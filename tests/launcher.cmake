@@ -129,3 +129,9 @@ dtrain_test(launcher_rank_orphans_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_rank_orphans_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+# The disk holding the job's folder fills up (root: a disk of the test's own): the job goes on.
+dtrain_test(launcher_full_disk_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_full_disk_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 120)
+add_dependencies(launcher_full_disk_test dtrain)

@@ -120,12 +120,12 @@ JobStatus ReadJobStatus(const StatusOptions& options) {
   JobStatus status;
   status.job = job.name;
   status.job_dir = job_dir;
-  status.status = job.status;
+  status.status = EffectiveStatus(job);
   status.transport = job.transport;
   status.exit_code = job.exit_code;
   status.stall_timeout_s = job.stall_timeout_s;
   for (const JobEvent& e : job.events) {
-    if (e.kind == "stall") status.stall_reports.push_back(e.file);
+    if (e.kind == "stall" && !e.file.empty()) status.stall_reports.push_back(e.file);
     if (e.kind == "health_warning") status.health_warnings.push_back(e.text);
     if (e.kind == "elastic_round") status.elastic_rounds.push_back(e.text);
     if (e.kind == "straggler") status.stragglers.push_back(e.text);

@@ -181,18 +181,21 @@ StallReport StallWatch::Report(const ProbeResult& result, Clock::time_point now)
   reported_ = true;
   ++reports_;
   const std::string file = fmt::format("{}/stall-{}.txt", options_.job_dir, reports_);
+  std::string written = fmt::format("stall report written to {}", file);
+  std::string kept = file;  // the event's file: none when the disk refused it
   try {
     ReplaceFile(file, report.text, "the stall report");
   } catch (const Error& e) {  // the console still gets the report
-    std::fprintf(stderr, "dtrain: %s\n", e.what());
+    written = fmt::format("warning: {}; it is on the console only", e.what());
+    kept.clear();
   }
   std::istringstream lines(report.text);
   std::string text;
   for (std::string line; std::getline(lines, line);) text += "dtrain: " + line + "\n";
-  text += fmt::format("dtrain: stall report written to {}\n", file);
+  text += "dtrain: " + written + "\n";
   std::fputs(text.c_str(), stderr);
   std::fflush(stderr);
-  if (options_.on_report) options_.on_report({WallMicros(), "stall", report.summary, file});
+  if (options_.on_report) options_.on_report({WallMicros(), "stall", report.summary, kept});
   return report;
 }
 

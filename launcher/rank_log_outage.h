@@ -1,0 +1,28 @@
+// Says on the console when the disk stops taking the rank logs' writes (full, an I/O error) and
+// when it takes them again: one line each for the whole job, however many ranks' logs it refused.
+// The job goes on meanwhile; each log marks its own gap (rank_log.h).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+
+#include "launcher/rank_log.h"
+
+namespace dtrain {
+
+class RankLogOutage {
+ public:
+  explicit RankLogOutage(std::FILE* err) : err_(err) {}
+
+  // After each write to `log`, rank `rank`'s.
+  void AfterWrite(int rank, const RankLog& log);
+
+ private:
+  std::FILE* err_;
+  std::map<int, uint64_t> refused_;  // rank -> its log's lost bytes before the outage
+  uint64_t lost_ = 0;                // in this outage, by the logs that took writes again
+  int logs_ = 0;                     // the logs that lost bytes in this outage
+};
+
+}  // namespace dtrain

@@ -1,0 +1,189 @@
+// The disk holding a job's folder fills up while the job runs (the rank logs of a long run, a
+// checkpoint beside them): the job goes on, what the disk refused is counted and marked in each
+// log, job.json is written whole once the disk takes it again, and nothing starts on a disk too
+// full for the job's record. A real full disk: an ext4 file system of the test's own
+// (tests/support/loop_disk.h, root) filled by a file and freed again.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "launcher/log_reader.h"
+#include "launcher/rank_log.h"
+#include "tests/support/dtrain_process.h"
+#include "tests/support/loop_disk.h"
+#include "tests/support/popen_shell.h"
+#include "tests/support/scratch_dirs.h"
+
+namespace dtrain {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ReadFile;
+
+constexpr char kNeedsRoot[] = "needs root (a loop device, a mount)";
+
+// Fills the disk at `dir` with one file (`dir`/filler) until the file system refuses more.
+void Fill(const std::string& dir) {
+  int status = 0;
+  test::RunShell("dd if=/dev/zero of=" + dir + "/filler bs=64k 2>/dev/null; true", &status);
+}
+
+// What the rank wrote (`all`) is its log with the one gap mark in it ("--- dtrain: N byte(s) of
+// this rank's output lost here: WHY ---") taken out, and exactly N bytes at the mark: what the
+// disk took before the outage, then what it took after.
+void ExpectOneGapAccountedFor(const std::string& log, const std::string& all) {
+  static const std::regex mark(
+      R"(--- dtrain: (\d+) byte\(s\) of this rank's output lost here: [^\n]* ---\n)");
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(log, found, mark)) << log;
+  const uint64_t lost = std::stoull(found[1].str());
+  std::string before = found.prefix().str();
+  const std::string after = found.suffix().str();
+  EXPECT_EQ(after.find("--- dtrain:"), std::string::npos) << "one gap: " << log;
+  EXPECT_GT(lost, 0u);
+  // A log cut mid-line gets a newline before the mark; it is not the rank's.
+  if (all.compare(0, before.size(), before) != 0 && !before.empty() && before.back() == '\n') {
+    before.pop_back();
+  }
+  EXPECT_EQ(all.substr(0, before.size()), before) << log;
+  ASSERT_EQ(before.size() + lost + after.size(), all.size()) << log;
+  EXPECT_EQ(all.substr(all.size() - after.size()), after) << log;
+}
+
+TEST(FullDisk, ARankLogLosesWhatTheDiskRefusesAndMarksTheGap) {
+  if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
+  testing::LoopDisk disk(testing::ScratchDirs::Make("full-log"), "8M");
+  ASSERT_EQ(disk.error(), "");
+  std::string all;
+  {
+    RankLog log(disk.path(), 3);
+    const auto append = [&](const std::string& bytes, int64_t at) {
+      log.Append(bytes, at);
+      all += bytes;
+    };
+    append("before\n", 1000);
+    EXPECT_EQ(log.failing(), "");
+    Fill(disk.path());
+    // More than the slack of the log's last block: some of it is refused.
+    const std::string line = std::string(500, 'x') + "\n";
+    for (int i = 0; i < 20; ++i) append(line, 2000 + i);
+    EXPECT_EQ(log.failing(), "No space left on device");
+    EXPECT_GT(log.lost_bytes(), 0u);
+    const uint64_t lost = log.lost_bytes();
+    std::filesystem::remove(disk.path() + "/filler");
+    append("after\n", 3000);
+    EXPECT_EQ(log.failing(), "");
+    EXPECT_EQ(log.lost_bytes(), lost);
+    EXPECT_EQ(log.gap_bytes(), 0u);
+  }
+  const std::string text = ReadFile(RankLogPath(disk.path(), 3));
+  ExpectOneGapAccountedFor(text, all);
+  EXPECT_THAT(text, HasSubstr("lost here: No space left on device ---\nafter\n"));
+  // The index still times every line: the mark and the line after it arrived at 3000.
+  RankLogCursor cursor(disk.path(), 3);
+  LogLineSpan span;
+  int64_t after_us = -1;
+  while (cursor.Peek(true, span)) {
+    if (text.compare(span.begin, 6, "after\n") == 0) after_us = span.time_us;
+    cursor.Take();
+  }
+  EXPECT_EQ(after_us, 3000);
+}
+
+// Two ranks print, fill the disk under their logs (rank 0), print while it is full and after it
+// is freed. The job succeeds; each log accounts for every byte; dtrain said the outage and its
+// end once each, and job.json records the end.
+TEST(FullDisk, AJobGoesOnWhileItsFolderIsFullAndTheLogsMarkWhatWasLost) {
+  if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
+  const std::string scratch = testing::ScratchDirs::Make("full-job");
+  testing::LoopDisk disk(scratch + "/disk", "8M");
+  ASSERT_EQ(disk.error(), "");
+  const std::string flags = scratch + "/flags";
+  std::filesystem::create_directories(flags);
+  // Each flag file says a rank got that far; the ranks take turns through them.
+  const std::string script = R"(
+set -e
+F=)" + flags + R"(
+wait_for() { while [ ! -e "$F/$1" ]; do sleep 0.05; done; }
+line() { printf 'rank %s %s %02d %0300d\n' "$RANK" "$1" "$2" 0; }
+for i in 1 2 3; do line before $i; done
+sleep 0.5
+if [ "$RANK" = 0 ]; then
+  dd if=/dev/zero of=)" + disk.path() +
+                             R"(/filler bs=64k 2>/dev/null || true
+  touch "$F/full"
+fi
+wait_for full
+for i in $(seq 1 30); do line during $i; done
+touch "$F/printed-$RANK"
+if [ "$RANK" = 0 ]; then
+  wait_for printed-1; sleep 1
+  rm )" + disk.path() + R"(/filler
+  touch "$F/freed"
+fi
+wait_for freed
+sleep 0.2
+for i in 1 2 3; do line after $i; done
+)";
+  std::ofstream(scratch + "/rank.sh") << script;
+  const testing::DtrainRun run =
+      testing::RunDtrain({"launch", "--nproc-per-node", "2", "--log-dir", disk.path(), "--job",
+                          "full", "--quiet", "--", "bash", scratch + "/rank.sh"},
+                         scratch, {}, 60);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("'s log " + disk.path() + "/full/rank-"));
+  EXPECT_THAT(run.err, HasSubstr(".log: No space left on device; the job goes on"));
+  EXPECT_THAT(run.err, HasSubstr("dtrain: the rank logs are written again; "));
+  EXPECT_THAT(run.err, HasSubstr("byte(s) of output were lost from 2 log(s)"));
+  EXPECT_THAT(run.err, HasSubstr("of the ranks' output could not be written to 2 of the logs"));
+  EXPECT_EQ(run.err.find("warning: cannot write rank"), run.err.rfind("warning: cannot write rank"))
+      << "the outage said once: " << run.err;
+  const auto line = [](int rank, const char* what, int i) {
+    char text[400];
+    std::snprintf(text, sizeof(text), "rank %d %s %02d %0300d\n", rank, what, i, 0);
+    return std::string(text);
+  };
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string all;
+    for (int i = 1; i <= 3; ++i) all += line(rank, "before", i);
+    for (int i = 1; i <= 30; ++i) all += line(rank, "during", i);
+    for (int i = 1; i <= 3; ++i) all += line(rank, "after", i);
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    ExpectOneGapAccountedFor(ReadFile(RankLogPath(disk.path() + "/full", rank)), all);
+  }
+  const auto record = nlohmann::json::parse(ReadFile(disk.path() + "/full/job.json"));
+  EXPECT_EQ(record["status"], "succeeded");
+  EXPECT_FALSE(std::filesystem::exists(disk.path() + "/full/job.json.tmp"));
+}
+
+// A disk too full for the job's record: nothing starts, and the error says where and what to do.
+// A tmpfs: its folders and empty files take none of its size, so the job's folder and its rank
+// logs are made and job.json's write is the first the disk refuses.
+TEST(FullDisk, NothingStartsOnADiskTooFullForTheJobsRecord) {
+  if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
+  const std::string scratch = testing::ScratchDirs::Make("full-start");
+  const std::string mount = scratch + "/disk";
+  std::filesystem::create_directories(mount);
+  int status = 0;
+  const std::string out = test::RunShell("mount -t tmpfs -o size=1m tmpfs " + mount, &status);
+  ASSERT_EQ(status, 0) << out;
+  Fill(mount);
+  const testing::DtrainRun run = testing::RunDtrain(
+      {"launch", "--log-dir", mount, "--job", "full", "--", "touch", scratch + "/started"}, scratch,
+      {}, 60);
+  test::RunShell("umount " + mount, &status);
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_THAT(run.err, HasSubstr(mount + "/full/job.json.tmp: cannot write the job record: No "
+                                         "space left on device; nothing was started"));
+  EXPECT_FALSE(std::filesystem::exists(scratch + "/started"));
+}
+
+}  // namespace
+}  // namespace dtrain
