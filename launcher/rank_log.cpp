@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "runtime/formats/file_sync.h"
 
 namespace dtrain {
 namespace {
@@ -22,21 +23,6 @@ int OpenForAppend(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(path + ": cannot open for writing: " + std::strerror(errno));
   return fd;
-}
-
-// Writes what the disk takes of `bytes`: how many it took; `error` says why it stopped short.
-size_t WriteSome(int fd, std::string_view bytes, std::string& error) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = std::strerror(n < 0 ? errno : EIO);
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return done;
 }
 
 }  // namespace
@@ -99,10 +85,10 @@ void RankLog::Append(std::string_view bytes, int64_t now_us) {
   if (first_start != std::string_view::npos) {
     const std::string entry =
         fmt::format("{}{} {}\n", index_line_cut_ ? "\n" : "", offset_ + first_start, now_us);
-    const size_t n = WriteSome(index_fd_, entry, error);
+    const size_t n = clip::WriteWhatTheDiskTakes(index_fd_, entry, error);
     index_line_cut_ = n > 0 && n < entry.size();
   }
-  const size_t written = WriteSome(log_fd_, bytes, error);
+  const size_t written = clip::WriteWhatTheDiskTakes(log_fd_, bytes, error);
   offset_ += written;
   if (written > 0) at_line_start_ = bytes[written - 1] == '\n';
   if (written == bytes.size()) {

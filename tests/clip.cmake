@@ -29,6 +29,8 @@ if(TARGET dtrain_clip_train)
   endif()
   dtrain_test(clip_checkpoint_test SOURCES clip_checkpoint_test.cpp LIBS dtrain_clip_train)
   target_precompile_headers(clip_checkpoint_test REUSE_FROM dtrain_clip_model)
+  # The metrics file on a disk that fills up (root): lines lost and counted, the rest whole.
+  dtrain_test(clip_metrics_log_test SOURCES clip_metrics_log_test.cpp LIBS dtrain_clip_train)
   dtrain_test(clip_checkpoint_kill_test SOURCES clip_checkpoint_kill_test.cpp TIMEOUT 300)
   add_dependencies(clip_checkpoint_kill_test dtrain-clip)
   # `dtrain-clip check` on the CPU: every check runs and passes (bench/clip_gpu.sh runs it on a GPU).

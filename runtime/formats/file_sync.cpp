@@ -19,6 +19,20 @@ bool SaysNothingOfTheDisk(int error) {
 
 }  // namespace
 
+size_t WriteWhatTheDiskTakes(int fd, std::string_view bytes, std::string& error) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = std::strerror(n < 0 ? errno : EIO);
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
 std::string SyncToDisk(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) return SaysNothingOfTheDisk(errno) ? "" : std::strerror(errno);

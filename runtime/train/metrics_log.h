@@ -1,8 +1,11 @@
-// MetricsLog: dtrain-clip's metrics as JSON lines (one object per line, flushed as written) in
-// <log dir>/metrics/rank-R.jsonl, where `dtrain logs` and the checks find them.
+// MetricsLog: dtrain-clip's metrics as JSON lines (one object per line, written whole as it comes)
+// in <log dir>/metrics/rank-R.jsonl, where `dtrain logs` and the checks find them. A line the
+// disk refuses (full, failing) is lost and training goes on: said on stderr when it starts and
+// when the disk takes lines again, with how many were lost; a line the disk took only part of
+// stays a line of its own that readers skip.
 #pragma once
 
-#include <cstdio>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,10 +29,15 @@ class MetricsLog {
   void Open(const std::string& path);
   void Write(const MetricsLine& line);
   const std::string& path() const { return path_; }
+  uint64_t lost_lines() const { return lost_lines_; }  // refused by the disk, in all
 
  private:
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
   std::string path_;
+  std::string refused_;     // why the disk refused the last line; "" when it took it
+  bool cut_ = false;        // the file ends in a line the disk took only part of
+  uint64_t gap_lines_ = 0;  // lost since the disk last took one
+  uint64_t lost_lines_ = 0;
 };
 
 // Where rank R's metrics go: `explicit_path` if set, else $DTRAIN_LOG_DIR/metrics/rank-R.jsonl,
