@@ -163,26 +163,66 @@ for i in 1 2 3; do line after $i; done
   EXPECT_FALSE(std::filesystem::exists(disk.path() + "/full/job.json.tmp"));
 }
 
+// A tmpfs of the test's own at `path`: its folders and empty files take none of its size, so a
+// job's folder and its rank logs are made on it however full it is.
+class Tmpfs {
+ public:
+  explicit Tmpfs(const std::string& path) : path_(path) {
+    std::filesystem::create_directories(path_);
+    int status = 0;
+    error_ = test::RunShell("mount -t tmpfs -o size=1m tmpfs " + path_, &status);
+    if (status == 0) error_.clear();
+  }
+  ~Tmpfs() {
+    int status = 0;
+    if (error_.empty()) test::RunShell("umount " + path_, &status);
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string path_, error_;
+};
+
 // A disk too full for the job's record: nothing starts, and the error says where and what to do.
-// A tmpfs: its folders and empty files take none of its size, so the job's folder and its rank
-// logs are made and job.json's write is the first the disk refuses.
 TEST(FullDisk, NothingStartsOnADiskTooFullForTheJobsRecord) {
   if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
   const std::string scratch = testing::ScratchDirs::Make("full-start");
   const std::string mount = scratch + "/disk";
-  std::filesystem::create_directories(mount);
-  int status = 0;
-  const std::string out = test::RunShell("mount -t tmpfs -o size=1m tmpfs " + mount, &status);
-  ASSERT_EQ(status, 0) << out;
+  const Tmpfs disk(mount);
+  ASSERT_EQ(disk.error(), "");
   Fill(mount);
   const testing::DtrainRun run = testing::RunDtrain(
       {"launch", "--log-dir", mount, "--job", "full", "--", "touch", scratch + "/started"}, scratch,
       {}, 60);
-  test::RunShell("umount " + mount, &status);
   EXPECT_EQ(run.status, 1) << run.err;
   EXPECT_THAT(run.err, HasSubstr(mount + "/full/job.json.tmp: cannot write the job record: No "
                                          "space left on device; nothing was started"));
   EXPECT_FALSE(std::filesystem::exists(scratch + "/started"));
+}
+
+// The disk fills up and stays full to the job's end: the job's exit status stands, dtrain says
+// the end could not be recorded, and `dtrain status` calls the job, still running by its
+// job.json, lost.
+TEST(FullDisk, AJobWhoseEndCouldNotBeRecordedIsLost) {
+  if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
+  const std::string scratch = testing::ScratchDirs::Make("full-end");
+  const std::string mount = scratch + "/disk";
+  const Tmpfs disk(mount);
+  ASSERT_EQ(disk.error(), "");
+  const testing::DtrainRun run =
+      testing::RunDtrain({"launch", "--log-dir", mount, "--job", "full", "--", "sh", "-c",
+                          "echo up; sleep 0.3; dd if=/dev/zero of=" + mount +
+                              "/filler bs=64k 2>/dev/null; echo filled; exit 3"},
+                         scratch, {}, 60);
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("dtrain: error: the job's end could not be recorded: " + mount +
+                                 "/full/job.json.tmp: cannot write the job record: No space "
+                                 "left on device"));
+  const auto record = nlohmann::json::parse(ReadFile(mount + "/full/job.json"));
+  EXPECT_EQ(record["status"], "running");
+  const testing::DtrainRun status =
+      testing::RunDtrain({"status", "--log-dir", mount, "--job", "full"}, scratch);
+  EXPECT_THAT(status.out, HasSubstr("job full: lost (local)")) << status.out << status.err;
 }
 
 }  // namespace

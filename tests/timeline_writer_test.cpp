@@ -15,6 +15,7 @@
 
 #include "launcher/timeline/trace_reader.h"
 #include "runtime/trace/timeline.h"
+#include "tests/support/popen_shell.h"
 #include "tests/support/timeline_test_files.h"
 
 namespace dtrain {
@@ -203,6 +204,48 @@ TEST(TimelineWriter, UnwritablePathDisablesTheTimelineWithoutFailing) {
   t.Open(dir / "not-a-folder/rank-0.json", 0, "h", false);
   EXPECT_FALSE(t.enabled());
   t.Begin("compute", "FORWARD");  // a no-op
+}
+
+// A disk that fills up under the trace: the chunk it refused goes, and the trace ends where the
+// last whole chunk did, still valid JSON, said on stderr (root: a tmpfs of the test's own).
+TEST(TimelineWriter, AFullDiskEndsTheTraceWithTheLastWholeChunk) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a mount)";
+  ScratchDir dir;
+  const std::string mount = dir / "disk";
+  std::filesystem::create_directories(mount);
+  int status = 0;
+  const std::string out = test::RunShell("mount -t tmpfs -o size=256k tmpfs " + mount, &status);
+  ASSERT_EQ(status, 0) << out;
+  const std::string path = mount + "/rank-0.json";
+  clip::Timeline t;
+  t.Open(path, 0, "h", false);
+  const auto spans = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      t.Begin("compute", "FORWARD", "\"bytes\": 4");
+      t.End("compute", "FORWARD");
+    }
+    t.Flush();
+  };
+  spans(50);
+  const size_t before = json::parse(ReadFile(path)).size();
+  test::RunShell("dd if=/dev/zero of=" + mount + "/filler bs=64k 2>/dev/null; true", &status);
+  ::testing::internal::CaptureStderr();
+  spans(500);  // more than the last page's room
+  spans(10);   // nothing more is written
+  t.Close();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string text = ReadFile(path);
+  test::RunShell("umount " + mount, &status);
+  EXPECT_NE(err.find("timeline " + path +
+                     ": write failed (No space left on device); trace stops "
+                     "here, with what was written before"),
+            std::string::npos)
+      << err;
+  const json trace = json::parse(text, nullptr, false);
+  ASSERT_TRUE(trace.is_array()) << text.substr(text.size() > 200 ? text.size() - 200 : 0);
+  // The chunks the disk took whole are there (the writer writes in batches), the rest is not.
+  EXPECT_GE(trace.size(), before);
+  EXPECT_LT(trace.size(), before + 1000);
 }
 
 }  // namespace

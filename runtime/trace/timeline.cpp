@@ -113,8 +113,13 @@ struct Timeline::Impl {
       ssize_t n = pwrite(fd, chunk.data() + done, chunk.size() - done, at + done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        std::fprintf(stderr, "dtrain-clip: timeline %s: write failed (%s); trace stops here\n",
-                     path.c_str(), std::strerror(errno));
+        const int error = n < 0 ? errno : EIO;
+        // What the disk took of this chunk goes and the old end comes back (within the file as
+        // it was, so no new space is needed): the trace stays the valid JSON of the last chunk.
+        const bool kept = pwrite(fd, "]", 1, at) == 1 && ::ftruncate(fd, at + 1) == 0;
+        std::fprintf(stderr, "dtrain-clip: timeline %s: write failed (%s); trace stops here%s\n",
+                     path.c_str(), std::strerror(error),
+                     kept ? ", with what was written before" : "");
         write_failed = true;
         return;
       }
