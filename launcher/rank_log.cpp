@@ -86,7 +86,7 @@ void RankLog::Append(std::string_view bytes, int64_t now_us) {
     const std::string entry =
         fmt::format("{}{} {}\n", index_line_cut_ ? "\n" : "", offset_ + first_start, now_us);
     const size_t n = clip::WriteWhatTheDiskTakes(index_fd_, entry, error);
-    index_line_cut_ = n > 0 && n < entry.size();
+    if (n > 0) index_line_cut_ = n < entry.size();  // none written: as it was
   }
   const size_t written = clip::WriteWhatTheDiskTakes(log_fd_, bytes, error);
   offset_ += written;
