@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/train/metrics_log.h"
-#include "tests/support/popen_shell.h"
 #include "tests/support/scratch_dirs.h"
+#include "tests/support/tmpfs_disk.h"
 
 namespace dtrain::clip {
 namespace {
@@ -22,10 +22,8 @@ namespace {
 TEST(ClipMetricsDisk, AFullDiskLosesMetricsLinesAndSaysHowMany) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (a mount)";
   const std::string mount = testing::ScratchDirs::Make("metrics-disk") + "/disk";
-  std::filesystem::create_directories(mount);
-  int status = 0;
-  std::string out = test::RunShell("mount -t tmpfs -o size=256k tmpfs " + mount, &status);
-  ASSERT_EQ(status, 0) << out;
+  const testing::TmpfsDisk disk(mount, "256k");
+  ASSERT_EQ(disk.error(), "");
   const std::string path = mount + "/metrics/rank-0.jsonl";
   const std::string padding(300, 'p');
   int step = 0;
@@ -39,7 +37,7 @@ TEST(ClipMetricsDisk, AFullDiskLosesMetricsLinesAndSaysHowMany) {
         log.Write(MetricsLine().Add("step", step++).Add("pad", padding));
     };
     write(5);
-    test::RunShell("dd if=/dev/zero of=" + mount + "/filler bs=64k 2>/dev/null; true", &status);
+    disk.Fill();
     write(40);  // 12 KiB: more than the last page's room
     lost = log.lost_lines();
     EXPECT_GT(lost, 0u);
@@ -48,10 +46,8 @@ TEST(ClipMetricsDisk, AFullDiskLosesMetricsLinesAndSaysHowMany) {
     EXPECT_EQ(log.lost_lines(), lost);
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
-  std::ifstream in(path);
   std::stringstream text;
-  text << in.rdbuf();
-  test::RunShell("umount " + mount, &status);
+  text << std::ifstream(path).rdbuf();
   EXPECT_NE(err.find(path + ": cannot write metrics: No space left on device; training goes on"),
             std::string::npos)
       << err;

@@ -20,6 +20,7 @@
 #include "tests/support/loop_disk.h"
 #include "tests/support/popen_shell.h"
 #include "tests/support/scratch_dirs.h"
+#include "tests/support/tmpfs_disk.h"
 
 namespace dtrain {
 namespace {
@@ -163,34 +164,14 @@ for i in 1 2 3; do line after $i; done
   EXPECT_FALSE(std::filesystem::exists(disk.path() + "/full/job.json.tmp"));
 }
 
-// A tmpfs of the test's own at `path`: its folders and empty files take none of its size, so a
-// job's folder and its rank logs are made on it however full it is.
-class Tmpfs {
- public:
-  explicit Tmpfs(const std::string& path) : path_(path) {
-    std::filesystem::create_directories(path_);
-    int status = 0;
-    error_ = test::RunShell("mount -t tmpfs -o size=1m tmpfs " + path_, &status);
-    if (status == 0) error_.clear();
-  }
-  ~Tmpfs() {
-    int status = 0;
-    if (error_.empty()) test::RunShell("umount " + path_, &status);
-  }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string path_, error_;
-};
-
 // A disk too full for the job's record: nothing starts, and the error says where and what to do.
 TEST(FullDisk, NothingStartsOnADiskTooFullForTheJobsRecord) {
   if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
   const std::string scratch = testing::ScratchDirs::Make("full-start");
   const std::string mount = scratch + "/disk";
-  const Tmpfs disk(mount);
+  const testing::TmpfsDisk disk(mount, "1m");
   ASSERT_EQ(disk.error(), "");
-  Fill(mount);
+  disk.Fill();
   const testing::DtrainRun run = testing::RunDtrain(
       {"launch", "--log-dir", mount, "--job", "full", "--", "touch", scratch + "/started"}, scratch,
       {}, 60);
@@ -207,7 +188,7 @@ TEST(FullDisk, AJobWhoseEndCouldNotBeRecordedIsLost) {
   if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
   const std::string scratch = testing::ScratchDirs::Make("full-end");
   const std::string mount = scratch + "/disk";
-  const Tmpfs disk(mount);
+  const testing::TmpfsDisk disk(mount, "1m");
   ASSERT_EQ(disk.error(), "");
   const testing::DtrainRun run =
       testing::RunDtrain({"launch", "--log-dir", mount, "--job", "full", "--", "sh", "-c",

@@ -15,8 +15,8 @@
 
 #include "launcher/timeline/trace_reader.h"
 #include "runtime/trace/timeline.h"
-#include "tests/support/popen_shell.h"
 #include "tests/support/timeline_test_files.h"
+#include "tests/support/tmpfs_disk.h"
 
 namespace dtrain {
 namespace {
@@ -212,10 +212,8 @@ TEST(TimelineWriter, AFullDiskEndsTheTraceWithTheLastWholeChunk) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (a mount)";
   ScratchDir dir;
   const std::string mount = dir / "disk";
-  std::filesystem::create_directories(mount);
-  int status = 0;
-  const std::string out = test::RunShell("mount -t tmpfs -o size=256k tmpfs " + mount, &status);
-  ASSERT_EQ(status, 0) << out;
+  const testing::TmpfsDisk disk(mount, "256k");
+  ASSERT_EQ(disk.error(), "");
   const std::string path = mount + "/rank-0.json";
   clip::Timeline t;
   t.Open(path, 0, "h", false);
@@ -228,14 +226,13 @@ TEST(TimelineWriter, AFullDiskEndsTheTraceWithTheLastWholeChunk) {
   };
   spans(50);
   const size_t before = json::parse(ReadFile(path)).size();
-  test::RunShell("dd if=/dev/zero of=" + mount + "/filler bs=64k 2>/dev/null; true", &status);
+  disk.Fill();
   ::testing::internal::CaptureStderr();
   spans(500);  // more than the last page's room
   spans(10);   // nothing more is written
   t.Close();
   const std::string err = ::testing::internal::GetCapturedStderr();
   const std::string text = ReadFile(path);
-  test::RunShell("umount " + mount, &status);
   EXPECT_NE(err.find("timeline " + path +
                      ": write failed (No space left on device); trace stops "
                      "here, with what was written before"),
