@@ -1,8 +1,9 @@
 // The disk holding a job's folder fills up while the job runs (the rank logs of a long run, a
 // checkpoint beside them): the job goes on, what the disk refused is counted and marked in each
 // log, job.json is written whole once the disk takes it again, and nothing starts on a disk too
-// full for the job's record. A real full disk: an ext4 file system of the test's own
-// (tests/support/loop_disk.h, root) filled by a file and freed again.
+// full for the job's record. A real full disk of the test's own (root): an ext4 file system
+// (tests/support/loop_disk.h) or a tmpfs (tests/support/tmpfs_disk.h), filled by a file and freed
+// again.
 #include <unistd.h>
 
 #include <filesystem>
