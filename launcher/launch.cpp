@@ -49,6 +49,7 @@
 #include "launcher/python_script_command.h"
 #include "launcher/rank_error_file.h"
 #include "launcher/rank_log.h"
+#include "launcher/rank_log_outage.h"
 #include "launcher/rank_plan.h"
 #include "launcher/restart_policy.h"
 #include "launcher/slurm/slurm_allocation.h"
@@ -249,31 +250,6 @@ void PrintAttempts(const JobRecord& record) {
   for (size_t i = 0; i < record.attempts.size(); ++i) {
     const JobAttempt* next = i + 1 < record.attempts.size() ? &record.attempts[i + 1] : nullptr;
     std::fprintf(stderr, "dtrain:   %s\n", DescribeAttempt(record.attempts[i], next).c_str());
-  }
-}
-
-// What the disk holding the job's folder refused while the job ran (a full disk): said last, so
-// it is not lost in the output above. The job's own exit status stands.
-void SayWhatTheDiskRefused(const JobRecord& record,
-                           const std::map<int, std::unique_ptr<RankLog>>& logs,
-                           const std::string& job_dir) {
-  uint64_t lost = 0;
-  int refused = 0;
-  for (const auto& [rank, log] : logs) {
-    lost += log->lost_bytes();
-    refused += log->lost_bytes() > 0;
-  }
-  if (lost > 0) {
-    std::fprintf(stderr,
-                 "dtrain: warning: %llu byte(s) of the ranks' output could not be written to "
-                 "%d of the logs in %s; each log marks where\n",
-                 static_cast<unsigned long long>(lost), refused, job_dir.c_str());
-  }
-  if (!record.unwritten.empty()) {
-    std::fprintf(stderr,
-                 "dtrain: error: the job's end could not be recorded: %s; job.json tells of the "
-                 "job as it was before, and `dtrain status` with it\n",
-                 record.unwritten.c_str());
   }
 }
 
@@ -497,7 +473,7 @@ int RunLaunch(const LaunchOptions& options) {
     PlaceFetchedSteps(record, folder.job_dir, job.lost_nodes);
   }
   PrintAttempts(record);
-  SayWhatTheDiskRefused(record, logs, folder.job_dir);
+  SayWhatTheDiskRefused(record.unwritten, logs, folder.job_dir);
   return record.exit_code;
 }
 

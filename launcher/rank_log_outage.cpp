@@ -1,5 +1,7 @@
 #include "launcher/rank_log_outage.h"
 
+#include <cstdio>
+
 #include <fmt/format.h>
 
 namespace dtrain {
@@ -31,6 +33,29 @@ void RankLogOutage::AfterWrite(int rank, const RankLog& log) {
   std::fflush(err_);
   lost_ = 0;
   logs_ = 0;
+}
+
+void SayWhatTheDiskRefused(const std::string& unwritten,
+                           const std::map<int, std::unique_ptr<RankLog>>& logs,
+                           const std::string& job_dir) {
+  uint64_t lost = 0;
+  int refused = 0;
+  for (const auto& [rank, log] : logs) {
+    lost += log->lost_bytes();
+    refused += log->lost_bytes() > 0;
+  }
+  if (lost > 0) {
+    std::fprintf(stderr,
+                 "dtrain: warning: %llu byte(s) of the ranks' output could not be written to "
+                 "%d of the logs in %s; each log marks where\n",
+                 static_cast<unsigned long long>(lost), refused, job_dir.c_str());
+  }
+  if (!unwritten.empty()) {
+    std::fprintf(stderr,
+                 "dtrain: error: the job's end could not be recorded: %s; job.json tells of the "
+                 "job as it was before, and `dtrain status` with it\n",
+                 unwritten.c_str());
+  }
 }
 
 }  // namespace dtrain

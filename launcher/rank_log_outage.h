@@ -1,11 +1,14 @@
 // Says on the console when the disk stops taking the rank logs' writes (full, an I/O error) and
 // when it takes them again: one line each for the whole job, however many ranks' logs it refused.
-// The job goes on meanwhile; each log marks its own gap (rank_log.h).
+// The job goes on meanwhile; each log marks its own gap (rank_log.h). At the launch's end, what
+// the disk refused in all is said once more, last.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <string>
 
 #include "launcher/rank_log.h"
 
@@ -24,5 +27,12 @@ class RankLogOutage {
   uint64_t lost_ = 0;                // in this outage, by the logs that took writes again
   int logs_ = 0;                     // the logs that lost bytes in this outage
 };
+
+// Said last at the launch's end, so it is not lost in the output above: how many bytes the rank
+// logs lost, and, when job.json could not record the job's end, why (`unwritten`, "" when it
+// did). The job's own exit status stands.
+void SayWhatTheDiskRefused(const std::string& unwritten,
+                           const std::map<int, std::unique_ptr<RankLog>>& logs,
+                           const std::string& job_dir);
 
 }  // namespace dtrain
