@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "launcher/error.h"
+#include "runtime/formats/file_sync.h"
 
 namespace dtrain {
 
@@ -40,16 +41,10 @@ void WriteClusterTemplate(const std::string& name, const std::string& path, bool
     throw UsageError(path + ": already exists; pass --force to replace it, or -o FILE to write another");
   }
   if (fd < 0) throw Error(path + ": cannot create: " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      throw Error(path + ": cannot write: " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
+  std::string error;
+  if (clip::WriteWhatTheDiskTakes(fd, text, error) < text.size()) {
+    ::close(fd);
+    throw Error(path + ": cannot write: " + error);
   }
   if (::close(fd) != 0) throw Error(path + ": cannot write: " + std::strerror(errno));
 }
