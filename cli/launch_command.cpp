@@ -214,7 +214,8 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
   cmd->add_flag("--quiet,-q", options->quiet,
                 "show no rank output on the console (logs still get it)");
   cmd->add_option("--grace-period", options->grace_period_s,
-                  "seconds between SIGTERM and SIGKILL when stopping ranks")
+                  "seconds between SIGTERM and SIGKILL when stopping ranks (and two of the "
+                  "straggler's steps when a straggler's node leaves)")
       ->capture_default_str()
       ->check(SecondsAtLeast(0));
   auto stall_timeout = std::make_shared<double>(300);

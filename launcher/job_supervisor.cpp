@@ -76,7 +76,11 @@ int JobSupervisor::InterruptSignal() {
 
 JobSupervisor::JobSupervisor(Transport& transport, std::map<int, std::unique_ptr<RankLog>>& logs,
                              ConsoleEcho& console, SupervisorOptions options)
-    : transport_(transport), logs_(logs), console_(console), options_(options) {}
+    : transport_(transport),
+      logs_(logs),
+      console_(console),
+      options_(options),
+      stop_grace_s_(options.grace_period_s) {}
 
 void JobSupervisor::OnOutput(int id, OutputStream stream, std::string_view bytes) {
   auto log = logs_.find(id);
@@ -177,20 +181,21 @@ void JobSupervisor::WatchElasticRounds() {
 
 // A node the health watch found unfit: an elastic job goes on without it; any other job is torn
 // down as for a failing rank (no rank failed: the node did).
-void JobSupervisor::Unfit(UnfitNode unfit) {
+void JobSupervisor::Unfit(UnfitNode unfit, double grace_s) {
   if (options_.elastic && options_.unfit_leaves) {
     const int node = options_.unfit_leaves(unfit, options_.health_watch);
-    if (node >= 0) Leave(node);
+    if (node >= 0) Leave(node, grace_s);
     return;
   }
   outcome_.exit_code = kExitNodeUnfit;
   outcome_.failed_us = WallMicros();
   outcome_.unfit = std::move(unfit);
+  stop_grace_s_ = grace_s;
   BeginStop(SIGTERM);
 }
 
 // A rank the straggler watch named: said; its node leaves when the answer says so, as an unfit
-// node's does.
+// node's does, with time for the slow rank to reach a checkpoint (StragglerGraceSeconds).
 void JobSupervisor::Straggling(const Straggler& straggler) {
   if (!options_.on_straggler || !options_.on_straggler(straggler)) return;
   UnfitNode slow;
@@ -199,7 +204,7 @@ void JobSupervisor::Straggling(const Straggler& straggler) {
   slow.found_after_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   slow.straggler = true;
-  Unfit(std::move(slow));
+  Unfit(std::move(slow), StragglerGraceSeconds(options_.grace_period_s, straggler));
 }
 
 // A stall under --on-stall stop: in an elastic job the nodes of the ranks the others wait for
@@ -207,7 +212,7 @@ void JobSupervisor::Straggling(const Straggler& straggler) {
 void JobSupervisor::Stalled(StallReport stall) {
   if (options_.elastic && options_.stall_leaves) {
     const std::vector<int> nodes = options_.stall_leaves(stall, options_.health_watch);
-    for (int node : nodes) Leave(node);
+    for (int node : nodes) Leave(node, options_.grace_period_s);
     if (!nodes.empty()) return;
   }
   outcome_.exit_code = kExitStalled;
@@ -218,15 +223,14 @@ void JobSupervisor::Stalled(StallReport stall) {
 }
 
 // A node leaves an elastic job: its ranks fail in the rounds at once, get SIGTERM now and
-// SIGKILL after the grace period, while the others go on.
-void JobSupervisor::Leave(int node) {
+// SIGKILL `grace_s` later (the grace period, or more for a straggler), while the others go on.
+void JobSupervisor::Leave(int node, double grace_s) {
   for (const ProcessSpec& proc : procs_) {
     if (proc.node_index == node) options_.elastic->RankEnded(proc.id, false);
   }
   transport_.SignalNode(node, SIGTERM);
-  leaving_[node] =
-      std::chrono::steady_clock::now() +
-      std::chrono::milliseconds(static_cast<long long>(options_.grace_period_s * 1000));
+  leaving_[node] = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(static_cast<long long>(grace_s * 1000));
 }
 
 // A node that left an elastic job comes back (its ranks joined the rounds): the round's first
@@ -379,8 +383,8 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
       seen_interrupts = g_interrupt_count;
     }
     if (stopping_ && kill_at == Clock::time_point::max()) {
-      kill_at = Clock::now() +
-                std::chrono::milliseconds(static_cast<long long>(options_.grace_period_s * 1000));
+      kill_at =
+          Clock::now() + std::chrono::milliseconds(static_cast<long long>(stop_grace_s_ * 1000));
     }
     if (stopping_ && !killed && Clock::now() >= kill_at) {
       transport_.SignalAll(SIGKILL);
@@ -395,7 +399,8 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
       }
     }
     if (options_.health_watch && !stopping_) {
-      if (std::optional<UnfitNode> unfit = options_.health_watch->Take()) Unfit(std::move(*unfit));
+      if (std::optional<UnfitNode> unfit = options_.health_watch->Take())
+        Unfit(std::move(*unfit), options_.grace_period_s);
     }
     for (auto it = leaving_.begin(); it != leaving_.end();) {
       if (stopping_ || Clock::now() < it->second) {
@@ -428,7 +433,7 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
         ++it;
         continue;
       }
-      if (NodeRuns(it->first)) Leave(it->first);
+      if (NodeRuns(it->first)) Leave(it->first, options_.grace_period_s);
       it = removed_.erase(it);
     }
     if (options_.elastic && !stopping_) WatchElasticRounds();

@@ -145,10 +145,12 @@ class JobSupervisor : public TransportEvents {
  private:
   void BeginStop(int sig);
   void WatchElasticRounds();
-  void Unfit(UnfitNode unfit);
+  // `grace_s`: between the SIGTERM of its ranks (all ranks, unless it leaves an elastic job) and
+  // their SIGKILL.
+  void Unfit(UnfitNode unfit, double grace_s);
   void Stalled(StallReport stall);
   void Straggling(const Straggler& straggler);
-  void Leave(int node);
+  void Leave(int node, double grace_s);
   void Rejoin(int node);
   void Notify(int update);
   void StartJoined(const ElasticRoundChange& change);
@@ -163,6 +165,7 @@ class JobSupervisor : public TransportEvents {
   SupervisorOptions options_;
   JobOutcome outcome_;
   bool stopping_ = false;
+  double stop_grace_s_;  // between the stop's SIGTERM and SIGKILL: the grace period, or more
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point hold_until_ = std::chrono::steady_clock::time_point::max();
   std::vector<ProcessSpec> procs_;  // as started, for the ranks of a node

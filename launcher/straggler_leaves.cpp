@@ -18,6 +18,13 @@ bool SayStraggler(Job& job, const Straggler& straggler) {
   std::string then;
   if (leaves) {
     then = fmt::format("node {} leaves the job (--on-straggler leave)", straggler.host);
+    const double grace_s = StragglerGraceSeconds(job.options.grace_period_s, straggler);
+    if (grace_s > job.options.grace_period_s) {
+      then += fmt::format(
+          "; SIGKILL comes {:.3g} s after SIGTERM, the grace period and two of its steps, for it "
+          "to reach its checkpoint",
+          grace_s);
+    }
   } else if (job.settings.straggler_leaves) {
     then = fmt::format(
         "node {} stays: the job cannot go on without it (no spare, and --nnodes MIN not below "

@@ -162,5 +162,22 @@ TEST(StragglerWatch, TwoRanksJudgeEachOtherAndOnlyTheSlowOneIsNamed) {
   EXPECT_NEAR(named->others_busy_s, 0.3, 1e-9);
 }
 
+// A straggler's node that leaves gives its ranks the grace period and two of its steps before
+// SIGKILL: its own busy time a step, or the others' step where they wait longer than it is busy
+// (its collectives are throttled too). --grace-period 0 stays 0.
+TEST(StragglerGrace, TheGracePeriodAndTwoOfTheStragglersSteps) {
+  Straggler slow;
+  slow.busy_s = 4.5;
+  slow.others_busy_s = 0.4;
+  slow.others_wait_s = 3.6;
+  EXPECT_NEAR(slow.StepSeconds(), 4.5, 1e-9);
+  EXPECT_NEAR(StragglerGraceSeconds(10, slow), 19, 1e-9);
+  slow.others_wait_s = 9.6;  // the others' step, 10 s, is the straggler's too
+  EXPECT_NEAR(slow.StepSeconds(), 10, 1e-9);
+  EXPECT_NEAR(StragglerGraceSeconds(10, slow), 30, 1e-9);
+  EXPECT_NEAR(StragglerGraceSeconds(2, slow), 22, 1e-9);
+  EXPECT_EQ(StragglerGraceSeconds(0, slow), 0);
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -26,6 +26,15 @@ std::string Straggler::Describe() const {
       steps, others_wait_s);
 }
 
+double Straggler::StepSeconds() const {
+  return std::max(busy_s, others_busy_s + others_wait_s);
+}
+
+double StragglerGraceSeconds(double grace_period_s, const Straggler& straggler) {
+  if (grace_period_s <= 0) return 0;  // --grace-period 0: SIGKILL at once, as asked
+  return grace_period_s + 2 * straggler.StepSeconds();
+}
+
 void StragglerWatch::Observe(const std::map<int, StepSample>& samples, Clock::time_point now) {
   // A rank that joined or left since the window began: start the window again.
   bool same_ranks = samples.size() == window_start_.size();

@@ -40,7 +40,19 @@ struct Straggler {
   // "rank 1 on node b: busy 0.84 s a step against 0.40 s for the other ranks (2.1x) over the
   // last 31 s (40 steps); they wait 0.44 s a step for it"
   std::string Describe() const;
+  // Its time per training step: its own busy time, or the others' step (their busy time and
+  // their wait for it) where that is longer (its collectives are slow too).
+  double StepSeconds() const;
 };
+
+// How long the ranks have between SIGTERM and SIGKILL when a straggler's node leaves the job:
+// the grace period, and twice the straggler's step on top. A rank stopping on a signal ends the
+// step it is in and the one the ranks agree to stop after, then writes its checkpoint
+// (dtrain-clip, runtime/train/stop_signals.h, whose own window is twice the last step); the
+// grace period alone, sized for ranks of the usual pace, would end a slow one before it got
+// there, and the steps since its last checkpoint would be trained again. A grace period of 0
+// stays 0.
+double StragglerGraceSeconds(double grace_period_s, const Straggler& straggler);
 
 class StragglerWatch {
  public:
