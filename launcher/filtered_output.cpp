@@ -1,8 +1,16 @@
 #include "launcher/filtered_output.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "launcher/error.h"
+#include "runtime/formats/file_sync.h"
 
 namespace dtrain {
 
@@ -40,23 +48,28 @@ FilteredOutput::FilteredOutput(const std::string& job_dir, std::string role,
   const char* names[2] = {"filtered_stdout.log", "filtered_stderr.log"};
   std::vector<std::string>* filters[2] = {&stdout_filters, &stderr_filters};
   for (int i = 0; i < 2; ++i) {
-    copies_[i].filters = std::move(*filters[i]);
-    if (copies_[i].filters.empty()) continue;
-    const std::string path = job_dir + "/" + names[i];
-    copies_[i].file = std::fopen(path.c_str(), "a");
-    if (!copies_[i].file) throw Error(path + ": cannot open for writing");
+    Copy& copy = copies_[i];
+    copy.filters = std::move(*filters[i]);
+    if (copy.filters.empty()) continue;
+    copy.path = job_dir + "/" + names[i];
+    copy.fd = ::open(copy.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (copy.fd < 0) {
+      const int saved = errno;
+      if (i == 1 && copies_[0].fd >= 0) ::close(copies_[0].fd);
+      throw Error(copy.path + ": cannot open for writing: " + std::strerror(saved));
+    }
   }
 }
 
 FilteredOutput::~FilteredOutput() {
   lines_.FinishAll();
   for (Copy& copy : copies_) {
-    if (copy.file) std::fclose(copy.file);
+    if (copy.fd >= 0) ::close(copy.fd);
   }
 }
 
 void FilteredOutput::Output(int rank, OutputStream stream, std::string_view bytes) {
-  if (copies_[stream == OutputStream::kStdout ? 0 : 1].file) lines_.Add(rank, stream, bytes);
+  if (Of(stream).fd >= 0) lines_.Add(rank, stream, bytes);
 }
 
 void FilteredOutput::Finish(int rank) {
@@ -64,14 +77,34 @@ void FilteredOutput::Finish(int rank) {
 }
 
 void FilteredOutput::Line(int rank, OutputStream stream, std::string_view line) {
-  Copy& copy = copies_[stream == OutputStream::kStdout ? 0 : 1];
+  Copy& copy = Of(stream);
   for (const std::string& needle : copy.filters) {
-    if (line.find(needle) != std::string_view::npos) {
-      const std::string text = fmt::format("[{}{}]:{}\n", role_, rank, line);
-      std::fwrite(text.data(), 1, text.size(), copy.file);
-      std::fflush(copy.file);
+    if (line.find(needle) == std::string_view::npos) continue;
+    const std::string text = fmt::format("{}[{}{}]:{}\n", copy.cut ? "\n" : "", role_, rank, line);
+    std::string error;
+    const size_t written = clip::WriteWhatTheDiskTakes(copy.fd, text, error);
+    if (written == text.size()) {
+      copy.cut = false;
+      if (copy.failing) {
+        std::fprintf(stderr, "dtrain: %s is written again; %llu line(s) lost\n", copy.path.c_str(),
+                     static_cast<unsigned long long>(copy.lost_lines));
+        std::fflush(stderr);
+        copy.failing = false;
+      }
       return;
     }
+    copy.cut = copy.cut || written > 0;
+    ++copy.lost_lines;
+    if (!copy.failing) {
+      std::fprintf(stderr,
+                   "dtrain: warning: %s: cannot write: %s; the job goes on, and the lines its "
+                   "filters pick are lost from it until the disk takes them again (the rank logs "
+                   "mark their own gaps)\n",
+                   copy.path.c_str(), error.c_str());
+      std::fflush(stderr);
+      copy.failing = true;
+    }
+    return;
   }
 }
 

@@ -3,9 +3,12 @@
 // as torchrun copies them, each line after a "[<role><rank>]:" header. Where torchrun keeps one
 // such file per node and attempt, of the local ranks it tees, dtrain keeps one per job, of every
 // rank of every node (the global rank in the header), since all output reaches the launcher.
+// A line the disk refuses (full, failing) is lost and counted, as a rank log's bytes are: the job
+// goes on, stderr says when the loss starts and when lines are written again, and a line the disk
+// cut stays a line of its own.
 #pragma once
 
-#include <cstdio>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,13 +36,23 @@ class FilteredOutput {
   void Output(int rank, OutputStream stream, std::string_view bytes);
   // The rank ended: its last line, if it had no newline, is judged now.
   void Finish(int rank);
+  // Lines picked for the stream's file that the disk refused so far.
+  uint64_t lost_lines(OutputStream stream) const { return Of(stream).lost_lines; }
 
  private:
   struct Copy {
     std::vector<std::string> filters;
-    std::FILE* file = nullptr;
+    std::string path;
+    int fd = -1;
+    uint64_t lost_lines = 0;
+    bool failing = false;  // the last line was refused: said on stderr
+    bool cut = false;      // the last line was cut short: the next one starts a line of its own
   };
   void Line(int rank, OutputStream stream, std::string_view line);
+  Copy& Of(OutputStream stream) { return copies_[stream == OutputStream::kStdout ? 0 : 1]; }
+  const Copy& Of(OutputStream stream) const {
+    return copies_[stream == OutputStream::kStdout ? 0 : 1];
+  }
 
   std::string role_;
   Copy copies_[2];  // stdout, stderr

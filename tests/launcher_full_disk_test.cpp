@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "launcher/filtered_output.h"
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
 #include "tests/support/dtrain_process.h"
@@ -97,6 +99,61 @@ TEST(FullDisk, ARankLogLosesWhatTheDiskRefusesAndMarksTheGap) {
     cursor.Take();
   }
   EXPECT_EQ(after_us, 3000);
+}
+
+// torchrun's --duplicate-stdout-filters copy on a disk that fills up: the lines the disk refused
+// are lost and counted, stderr says when and how many, and every line the file holds is a whole
+// "[role rank]:" line in order but for at most one the disk cut.
+TEST(FullDisk, FilteredOutputLosesTheLinesTheDiskRefusesAndSaysHowMany) {
+  if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
+  const std::string mount = testing::ScratchDirs::Make("full-filtered") + "/disk";
+  const testing::TmpfsDisk disk(mount, "256k");
+  ASSERT_EQ(disk.error(), "");
+  const std::string pad(300, 'p');
+  int n = 0;
+  uint64_t lost = 0;
+  ::testing::internal::CaptureStderr();
+  {
+    FilteredOutput out(mount, "trainer", {"loss"}, {});
+    const auto print = [&](int lines) {
+      for (int i = 0; i < lines; ++i) {
+        out.Output(1, OutputStream::kStdout, "loss " + std::to_string(n++) + " " + pad + "\n");
+        out.Output(1, OutputStream::kStdout, "not picked\n");
+      }
+    };
+    print(5);
+    disk.Fill();
+    print(40);  // 12 KiB: more than the last page's room
+    lost = out.lost_lines(OutputStream::kStdout);
+    EXPECT_GT(lost, 0u);
+    std::filesystem::remove(mount + "/filler");
+    print(5);
+    EXPECT_EQ(out.lost_lines(OutputStream::kStdout), lost);
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string path = mount + "/filtered_stdout.log";
+  EXPECT_THAT(err, HasSubstr("dtrain: warning: " + path +
+                             ": cannot write: No space left on device; the job goes on"));
+  EXPECT_THAT(err, HasSubstr("dtrain: " + path + " is written again; " + std::to_string(lost) +
+                             " line(s) lost\n"));
+  std::istringstream text(ReadFile(path));
+  static const std::regex whole(R"(\[trainer1\]:loss (\d+) p{300})");
+  std::string line;
+  int whole_lines = 0, cut_lines = 0, last = -1;
+  while (std::getline(text, line)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, whole)) {
+      ++cut_lines;
+      continue;
+    }
+    const int k = std::stoi(m[1].str());
+    EXPECT_GT(k, last) << line;
+    last = k;
+    ++whole_lines;
+  }
+  EXPECT_LE(cut_lines, 1);
+  EXPECT_EQ(static_cast<uint64_t>(whole_lines) + lost, 50u);
+  EXPECT_EQ(last, 49);  // the lines after the disk was freed are there
 }
 
 // Two ranks print, fill the disk under their logs (rank 0), print while it is full and after it
