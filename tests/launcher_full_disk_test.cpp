@@ -1,9 +1,9 @@
 // The disk holding a job's folder fills up while the job runs (the rank logs of a long run, a
-// checkpoint beside them): the job goes on, what the disk refused is counted and marked in each
-// log, job.json is written whole once the disk takes it again, and nothing starts on a disk too
-// full for the job's record. A real full disk of the test's own (root): an ext4 file system
-// (tests/support/loop_disk.h) or a tmpfs (tests/support/tmpfs_disk.h), filled by a file and freed
-// again.
+// checkpoint beside them), or its drive fails: the job goes on, what the disk refused is counted
+// and marked in each log, job.json is written whole once the disk takes it again, and nothing
+// starts on a disk too full for the job's record. A real full disk of the test's own (root): an
+// ext4 file system (tests/support/loop_disk.h) or a tmpfs (tests/support/tmpfs_disk.h), filled by a
+// file and freed again.
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -262,6 +263,65 @@ TEST(FullDisk, AJobWhoseEndCouldNotBeRecordedIsLost) {
   const testing::DtrainRun status =
       testing::RunDtrain({"status", "--log-dir", mount, "--job", "full"}, scratch);
   EXPECT_THAT(status.out, HasSubstr("job full: lost (local)")) << status.out << status.err;
+}
+
+// The drive under the job's folder fails while two ranks print (LoopDisk::Fail, as an NVMe drive
+// that fell off the bus). Writes still land in the page cache until ext4 finds out, at its next
+// journal commit (5 s by default): from then on it refuses every change, and the ranks print for
+// 9 s. The job runs to its end with its own exit status, the console has everything, the outage
+// is said once and never said over, and dtrain says what the logs lost and that the job's end
+// could not be recorded.
+TEST(FullDisk, AJobGoesOnWhenTheDriveUnderItsFolderFails) {
+  if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
+  const std::string scratch = testing::ScratchDirs::Make("failed-drive");
+  testing::LoopDisk disk(scratch + "/disk", "8M");
+  ASSERT_EQ(disk.error(), "");
+  const std::string flags = scratch + "/flags";
+  std::filesystem::create_directories(flags);
+  const std::string script = R"(
+F=)" + flags + R"(
+line() { printf 'rank %s %s %02d\n' "$RANK" "$1" "$2"; }
+for i in 1 2 3; do line before $i; done
+touch "$F/up-$RANK"
+while [ ! -e "$F/failed" ]; do sleep 0.05; done
+for i in $(seq 1 30); do line during $i; sleep 0.3; done
+exit 0
+)";
+  std::ofstream(scratch + "/rank.sh") << script;
+  std::thread fail([&] {
+    for (int i = 0; i < 600; ++i) {
+      if (std::filesystem::exists(flags + "/up-0") && std::filesystem::exists(flags + "/up-1"))
+        break;
+      ::usleep(50 * 1000);
+    }
+    ::usleep(300 * 1000);  // the "before" lines reach the logs
+    EXPECT_TRUE(disk.Fail()) << disk.error();
+    int status = 0;
+    test::RunShell("dd if=/dev/zero of=" + disk.path() + "/probe bs=4k count=1 conv=fsync",
+                   &status);
+    EXPECT_NE(status, 0) << "the failed drive took a synced write";  // ext4 got EIO
+    std::ofstream(flags + "/failed") << "";
+  });
+  const testing::DtrainRun run =
+      testing::RunDtrain({"launch", "--nproc-per-node", "2", "--log-dir", disk.path(), "--job",
+                          "gone", "--", "bash", scratch + "/rank.sh"},
+                         scratch, {}, 60);
+  fail.join();
+  EXPECT_EQ(run.status, 0) << run.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_THAT(run.out, HasSubstr("rank " + std::to_string(rank) + " during 30")) << run.out;
+  }
+  EXPECT_THAT(run.err, ::testing::ContainsRegex("dtrain: warning: cannot write rank [01]'s log " +
+                                                disk.path() +
+                                                "/gone/rank-[01].log: (Read-only file system|"
+                                                "Input/output error); the job goes on"));
+  EXPECT_EQ(run.err.find("warning: cannot write rank"), run.err.rfind("warning: cannot write rank"))
+      << "the outage said once: " << run.err;
+  EXPECT_EQ(run.err.find("the rank logs are written again"), std::string::npos) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("of the ranks' output could not be written to 2 of the logs"));
+  EXPECT_THAT(run.err, HasSubstr("dtrain: error: the job's end could not be recorded: "));
+  // What the logs kept: the lines before, read back from the page cache.
+  EXPECT_THAT(ReadFile(RankLogPath(disk.path() + "/gone", 0)), HasSubstr("rank 0 before 03\n"));
 }
 
 }  // namespace
