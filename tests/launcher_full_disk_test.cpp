@@ -3,7 +3,7 @@
 // and marked in each log, job.json is written whole once the disk takes it again, and nothing
 // starts on a disk too full for the job's record. A real full disk of the test's own (root): an
 // ext4 file system (tests/support/loop_disk.h) or a tmpfs (tests/support/tmpfs_disk.h), filled by a
-// file and freed again.
+// file and freed again, or the ext4 one's drive taken away (LoopDisk::Fail).
 #include <unistd.h>
 
 #include <filesystem>
