@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "launcher/error.h"
-#include "runtime/formats/file_sync.h"
 
 namespace dtrain {
 
@@ -52,24 +51,18 @@ FilteredOutput::FilteredOutput(const std::string& job_dir, std::string role,
     copy.filters = std::move(*filters[i]);
     if (copy.filters.empty()) continue;
     copy.path = job_dir + "/" + names[i];
-    copy.fd = ::open(copy.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (copy.fd < 0) {
-      const int saved = errno;
-      if (i == 1 && copies_[0].fd >= 0) ::close(copies_[0].fd);
-      throw Error(copy.path + ": cannot open for writing: " + std::strerror(saved));
-    }
+    const int fd = ::open(copy.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(copy.path + ": cannot open for writing: " + std::strerror(errno));
+    copy.out = clip::LineAppender(fd);
   }
 }
 
 FilteredOutput::~FilteredOutput() {
   lines_.FinishAll();
-  for (Copy& copy : copies_) {
-    if (copy.fd >= 0) ::close(copy.fd);
-  }
 }
 
 void FilteredOutput::Output(int rank, OutputStream stream, std::string_view bytes) {
-  if (Of(stream).fd >= 0) lines_.Add(rank, stream, bytes);
+  if (Of(stream).out.is_open()) lines_.Add(rank, stream, bytes);
 }
 
 void FilteredOutput::Finish(int rank) {
@@ -80,29 +73,19 @@ void FilteredOutput::Line(int rank, OutputStream stream, std::string_view line) 
   Copy& copy = Of(stream);
   for (const std::string& needle : copy.filters) {
     if (line.find(needle) == std::string_view::npos) continue;
-    const std::string text = fmt::format("{}[{}{}]:{}\n", copy.cut ? "\n" : "", role_, rank, line);
-    std::string error;
-    const size_t written = clip::WriteWhatTheDiskTakes(copy.fd, text, error);
-    if (written == text.size()) {
-      copy.cut = false;
-      if (copy.failing) {
-        std::fprintf(stderr, "dtrain: %s is written again; %llu line(s) lost\n", copy.path.c_str(),
-                     static_cast<unsigned long long>(copy.lost_lines));
-        std::fflush(stderr);
-        copy.failing = false;
-      }
-      return;
-    }
-    copy.cut = copy.cut || written > 0;
-    ++copy.lost_lines;
-    if (!copy.failing) {
+    const clip::LineAppender::Result result =
+        copy.out.Append(fmt::format("[{}{}]:{}", role_, rank, line));
+    if (result.change == clip::LineAppender::Change::kTakenAgain) {
+      std::fprintf(stderr, "dtrain: %s is written again; %llu line(s) lost\n", copy.path.c_str(),
+                   static_cast<unsigned long long>(result.gap_lines));
+      std::fflush(stderr);
+    } else if (result.change == clip::LineAppender::Change::kRefused) {
       std::fprintf(stderr,
                    "dtrain: warning: %s: cannot write: %s; the job goes on, and the lines its "
                    "filters pick are lost from it until the disk takes them again (the rank logs "
                    "mark their own gaps)\n",
-                   copy.path.c_str(), error.c_str());
+                   copy.path.c_str(), result.error.c_str());
       std::fflush(stderr);
-      copy.failing = true;
     }
     return;
   }

@@ -17,6 +17,7 @@
 
 #include "launcher/rank_lines.h"
 #include "launcher/transport.h"
+#include "runtime/formats/line_appender.h"
 
 namespace dtrain {
 
@@ -37,16 +38,13 @@ class FilteredOutput {
   // The rank ended: its last line, if it had no newline, is judged now.
   void Finish(int rank);
   // Lines picked for the stream's file that the disk refused so far.
-  uint64_t lost_lines(OutputStream stream) const { return Of(stream).lost_lines; }
+  uint64_t lost_lines(OutputStream stream) const { return Of(stream).out.lost_lines(); }
 
  private:
   struct Copy {
     std::vector<std::string> filters;
     std::string path;
-    int fd = -1;
-    uint64_t lost_lines = 0;
-    bool failing = false;  // the last line was refused: said on stderr
-    bool cut = false;      // the last line was cut short: the next one starts a line of its own
+    clip::LineAppender out;  // not open: the stream is not copied
   };
   void Line(int rank, OutputStream stream, std::string_view line);
   Copy& Of(OutputStream stream) { return copies_[stream == OutputStream::kStdout ? 0 : 1]; }

@@ -11,12 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "runtime/formats/file_sync.h"
-
 namespace dtrain::clip {
-MetricsLog::~MetricsLog() {
-  if (fd_ >= 0) ::close(fd_);
-}
 
 void MakeDirectories(const std::string& dir) {
   if (dir.empty()) return;
@@ -36,39 +31,26 @@ void MakeDirectories(const std::string& dir) {
 void MetricsLog::Open(const std::string& path) {
   auto slash = path.find_last_of('/');
   if (slash != std::string::npos) MakeDirectories(path.substr(0, slash));
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
     throw std::runtime_error(path + ": cannot open metrics file: " + std::strerror(errno));
   }
+  out_ = LineAppender(fd);
   path_ = path;
 }
 
 void MetricsLog::Write(const MetricsLine& line) {
-  if (fd_ < 0) return;
-  // After a cut line, a newline first: the next line starts a line of its own.
-  const std::string json = (cut_ ? "\n" : "") + line.ToJson() + "\n";
-  std::string error;
-  const size_t written = WriteWhatTheDiskTakes(fd_, json, error);
-  if (written == json.size()) {
-    cut_ = false;
-    if (!refused_.empty()) {
-      std::fprintf(stderr, "dtrain-clip: metrics are written to %s again; %llu line(s) lost\n",
-                   path_.c_str(), static_cast<unsigned long long>(gap_lines_));
-      refused_.clear();
-      gap_lines_ = 0;
-    }
-    return;
-  }
-  cut_ = cut_ || written > 0;
-  ++gap_lines_;
-  ++lost_lines_;
-  if (refused_.empty()) {
+  if (!out_.is_open()) return;
+  const LineAppender::Result result = out_.Append(line.ToJson());
+  if (result.change == LineAppender::Change::kTakenAgain) {
+    std::fprintf(stderr, "dtrain-clip: metrics are written to %s again; %llu line(s) lost\n",
+                 path_.c_str(), static_cast<unsigned long long>(result.gap_lines));
+  } else if (result.change == LineAppender::Change::kRefused) {
     std::fprintf(stderr,
                  "dtrain-clip: warning: %s: cannot write metrics: %s; training goes on, and "
                  "metrics lines are lost until the disk takes them again\n",
-                 path_.c_str(), error.c_str());
+                 path_.c_str(), result.error.c_str());
   }
-  refused_ = error;
 }
 
 std::string MetricsPathFor(const std::string& explicit_path, const std::string& logs, int rank) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/formats/json_object.h"
+#include "runtime/formats/line_appender.h"
 
 namespace dtrain::clip {
 
@@ -20,7 +21,6 @@ using MetricsLine = JsonObject;
 class MetricsLog {
  public:
   MetricsLog() = default;
-  ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
@@ -29,15 +29,11 @@ class MetricsLog {
   void Open(const std::string& path);
   void Write(const MetricsLine& line);
   const std::string& path() const { return path_; }
-  uint64_t lost_lines() const { return lost_lines_; }  // refused by the disk, in all
+  uint64_t lost_lines() const { return out_.lost_lines(); }  // refused by the disk, in all
 
  private:
-  int fd_ = -1;
+  LineAppender out_;
   std::string path_;
-  std::string refused_;     // why the disk refused the last line; "" when it took it
-  bool cut_ = false;        // the file ends in a line the disk took only part of
-  uint64_t gap_lines_ = 0;  // lost since the disk last took one
-  uint64_t lost_lines_ = 0;
 };
 
 // Where rank R's metrics go: `explicit_path` if set, else $DTRAIN_LOG_DIR/metrics/rank-R.jsonl,
