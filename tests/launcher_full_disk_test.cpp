@@ -21,6 +21,7 @@
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
 #include "tests/support/dtrain_process.h"
+#include "tests/support/fill_disk.h"
 #include "tests/support/loop_disk.h"
 #include "tests/support/popen_shell.h"
 #include "tests/support/scratch_dirs.h"
@@ -33,12 +34,6 @@ using ::testing::HasSubstr;
 using testing::ReadFile;
 
 constexpr char kNeedsRoot[] = "needs root (a loop device, a mount)";
-
-// Fills the disk at `dir` with one file (`dir`/filler) until the file system refuses more.
-void Fill(const std::string& dir) {
-  int status = 0;
-  test::RunShell("dd if=/dev/zero of=" + dir + "/filler bs=64k 2>/dev/null; true", &status);
-}
 
 // What the rank wrote (`all`) is its log with the one gap mark in it ("--- dtrain: N byte(s) of
 // this rank's output lost here: WHY ---") taken out, and exactly N bytes at the mark: what the
@@ -75,7 +70,7 @@ TEST(FullDisk, ARankLogLosesWhatTheDiskRefusesAndMarksTheGap) {
     };
     append("before\n", 1000);
     EXPECT_EQ(log.failing(), "");
-    Fill(disk.path());
+    testing::FillDisk(disk.path());
     // More than the slack of the log's last block: some of it is refused.
     const std::string line = std::string(500, 'x') + "\n";
     for (int i = 0; i < 20; ++i) append(line, 2000 + i);

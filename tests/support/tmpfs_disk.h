@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/support/fill_disk.h"
 #include "tests/support/popen_shell.h"
 
 namespace dtrain::testing {
@@ -37,10 +38,7 @@ class TmpfsDisk {
   const std::string& error() const { return error_; }
   const std::string& path() const { return path_; }
   // Fills it with one file (path()/filler) until it refuses more.
-  void Fill() const {
-    int status = 0;
-    test::RunShell("dd if=/dev/zero of=" + path_ + "/filler bs=64k 2>/dev/null; true", &status);
-  }
+  void Fill() const { FillDisk(path_); }
 
  private:
   std::string path_, error_;
