@@ -33,3 +33,27 @@ captured=$(elapsed "$t1" "$t2")
 bytes=$(stat -c %s direct.log)
 echo "log capture, $lines lines ($bytes bytes): direct ${direct} s, through dtrain ${captured} s" \
      "($(echo "scale=1; $bytes / $captured / 1048576" | bc) MiB/s; ratio $(echo "scale=2; $captured / $direct" | bc)x; logs $same)"
+
+# The rank logs' syncs (--log-sync, every second by default) against none, turn by turn: 8 ranks
+# writing LINES lines between them, paced over a few seconds so that several syncs fall inside
+# the job. Wall time, and CPU seconds of dtrain and its ranks (the syncs' thread is dtrain's; the
+# ranks' CPU is the same both ways).
+per_rank=$((lines / 8))
+declare -A wall cpu
+for round in 1 2 3; do
+  for sync in 0 1; do
+    t0=$(now)
+    /usr/bin/time -f "%U %S" -o time.txt env NPROC_PER_NODE=8 "$dtrain" launch --quiet \
+      --log-sync "$sync" --job "sync-$sync-$round" -- \
+      sh -c "for i in 1 2 3 4; do seq 1 $((per_rank / 4)); sleep 0.5; done" 2>/dev/null
+    t1=$(now)
+    wall[$sync]="${wall[$sync]:-} $(elapsed "$t0" "$t1")"
+    cpu[$sync]="${cpu[$sync]:-} $(awk '{print $1 + $2}' time.txt)"
+  done
+done
+median() { printf '%s\n' $1 | sort -g | sed -n 2p; }
+w0=$(median "${wall[0]}"); w1=$(median "${wall[1]}")
+c0=$(median "${cpu[0]}"); c1=$(median "${cpu[1]}")
+echo "log syncs, 8 ranks, $lines lines in 4 bursts: wall ${w0} s without, ${w1} s with" \
+     "(ratio $(echo "scale=3; $w1 / $w0" | bc)x); CPU (dtrain and ranks) ${c0} s without, ${c1} s with" \
+     "(ratio $(echo "scale=3; $c1 / $c0" | bc)x); median of 3 each"

@@ -218,6 +218,11 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
                   "straggler's steps when a straggler's node leaves)")
       ->capture_default_str()
       ->check(SecondsAtLeast(0));
+  cmd->add_option("--log-sync", options->log_sync_s,
+                  "seconds between syncs of the rank logs to their disk, which find a drive that "
+                  "failed under them while their writes still succeed; 0: off")
+      ->capture_default_str()
+      ->check(SecondsAtLeast(0));
   auto stall_timeout = std::make_shared<double>(300);
   CLI::Option* stall = cmd->add_option("--stall-timeout", *stall_timeout,
                                        "seconds without progress after which a rank is stalled "

@@ -61,8 +61,10 @@ std::vector<ProcessSpec> ProcessesFor(const RankPlan& plan,
 void PrepareLogs(Job& job) {
   std::map<int, ConsoleRank> ranks;
   for (const RankSlot& slot : job.record.plan.ranks) {
-    if (!job.logs.count(slot.rank))
+    if (!job.logs.count(slot.rank)) {
       job.logs[slot.rank] = std::make_unique<RankLog>(job.folder.job_dir, slot.rank);
+      if (job.log_sync) job.log_sync->Watch(slot.rank, job.logs[slot.rank]->path());
+    }
     ranks[slot.rank] = {slot.host, slot.local_rank};
   }
   job.console.SetRanks(std::move(ranks));
@@ -217,6 +219,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     supervise.on_straggler = [&job](const Straggler& s) { return SayStraggler(job, s); };
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
     supervise.steps = &steps;
+    supervise.log_sync = job.log_sync;
     supervise.filtered = job.filtered;
     supervise.output_files = job.output_files;
     supervise.store = store.get();

@@ -110,6 +110,7 @@ struct Job {
   HostDiscovery* discovery = nullptr;
   std::set<std::string> unlisted{};
   LaunchDirSync* dir_sync = nullptr;  // --sync on ssh nodes (null: none)
+  LogSync* log_sync = nullptr;        // the rank logs' syncs (--log-sync; null: off)
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.

@@ -393,6 +393,10 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
     if (!stopping_ && Clock::now() >= hold_until_) BeginStop(SIGTERM);
     if (!transport_.Poll(100, *this)) break;
     if (options_.steps) options_.steps->Tick();
+    if (options_.log_sync) {
+      if (std::optional<LogSyncFailure> failed = options_.log_sync->TakeFirstFailure())
+        SayLogSyncFailed(stderr, *failed);
+    }
     if (options_.health_watch && options_.on_health_warning) {
       for (const NodeWarning& w : options_.health_watch->TakeWarnings()) {
         options_.on_health_warning(w);

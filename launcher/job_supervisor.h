@@ -25,6 +25,7 @@
 #include "launcher/horovod_rendezvous.h"
 #include "launcher/horovodrun_output_files.h"
 #include "launcher/job_store.h"
+#include "launcher/log_sync.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_log_outage.h"
 #include "launcher/step_watch.h"
@@ -42,6 +43,7 @@ struct SupervisorOptions {
   // the failure can be told deterministic (restart_policy.h). 0: teardown at once.
   double early_failure_s = 0;
   StepWatch* steps = nullptr;           // null: not watched
+  LogSync* log_sync = nullptr;          // the rank logs' syncs (--log-sync); null: none
   HealthWatch* health_watch = nullptr;  // null: nodes' health not watched while the job runs
   // Quarantined nodes watched for their return (WatchFor::kReturns); null: none.
   HealthWatch* return_watch = nullptr;

@@ -42,6 +42,7 @@
 #include "launcher/job_sync.h"
 #include "launcher/local/rank_orphans.h"
 #include "launcher/log_reader.h"
+#include "launcher/log_sync.h"
 #include "launcher/node_health_checks.h"
 #include "launcher/node_history.h"
 #include "launcher/node_pool.h"
@@ -85,6 +86,7 @@ void MakeDirs(const std::string& path) {
 
 JobSettings SettleJobSettings(const LaunchOptions& options, const ClusterSpec& spec) {
   if (options.grace_period_s < 0) throw UsageError("--grace-period: expected seconds >= 0");
+  if (options.log_sync_s < 0) throw UsageError("--log-sync: expected seconds >= 0");
   JobSettings job;
   // -m names its module on the command line (an empty one is refused there).
   PythonScriptCommand ran =
@@ -352,6 +354,8 @@ int RunLaunch(const LaunchOptions& options) {
   }
 
   std::map<int, std::unique_ptr<RankLog>> logs;
+  const std::unique_ptr<LogSync> log_sync =
+      options.log_sync_s > 0 ? std::make_unique<LogSync>(options.log_sync_s) : nullptr;
   ConsoleChoice shown = options.console;
   if (options.quiet) {
     shown.streams = ConsoleStreams::kNone;
@@ -410,6 +414,7 @@ int RunLaunch(const LaunchOptions& options) {
   job.discovery = discovery.get();
   job.unlisted = unlisted;
   job.dir_sync = dir_sync.get();
+  job.log_sync = log_sync.get();
   if (!unlisted.empty()) {
     std::vector<std::string> names(unlisted.begin(), unlisted.end());
     std::fprintf(stderr,
@@ -473,7 +478,12 @@ int RunLaunch(const LaunchOptions& options) {
     PlaceFetchedSteps(record, folder.job_dir, job.lost_nodes);
   }
   PrintAttempts(record);
-  SayWhatTheDiskRefused(record.unwritten, logs, folder.job_dir);
+  LogSyncEnd sync_end;
+  if (log_sync) {
+    // The logs' last bytes, and job.json's end, on the disk before dtrain says it is done.
+    sync_end = log_sync->Finish(LogSync::kLastSyncWaitS, JobRecordPath(folder.job_dir));
+  }
+  SayWhatTheDiskRefused(record.unwritten, logs, folder.job_dir, log_sync.get(), sync_end);
   return record.exit_code;
 }
 

@@ -35,6 +35,7 @@ struct LaunchOptions {
   std::string signals_to_handle;    // torchrun's --signals-to-handle ("" = its default list)
   TorchrunAgentOptions torchrun_agent;  // torchrun's agent options (torchrun_agent_options.h)
   double grace_period_s = 10;
+  double log_sync_s = 1;  // --log-sync S: the rank logs synced to their disk this often; 0: off
   std::optional<double> stall_timeout_s;  // unset: job.stall_timeout (default 300); 0: off
   std::string on_stall = "report";        // report | stop
   // The straggler watch (hangs/straggler_watch.h): a rank busy this many times the others' per

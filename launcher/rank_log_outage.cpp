@@ -35,9 +35,20 @@ void RankLogOutage::AfterWrite(int rank, const RankLog& log) {
   logs_ = 0;
 }
 
+void SayLogSyncFailed(std::FILE* err, const LogSyncFailure& failure) {
+  fmt::print(err,
+             "dtrain: warning: the disk under rank {}'s log {} failed to keep it (fsync: {}): "
+             "the {} byte(s) it took in the last {:.1f} s may not be on the disk, nor what the "
+             "logs take while the drive fails; the job goes on: see dmesg for the drive, and give "
+             "the next job's folder another disk (--log-dir)\n",
+             failure.rank, failure.path, failure.error, failure.bytes, failure.since_s);
+  std::fflush(err);
+}
+
 void SayWhatTheDiskRefused(const std::string& unwritten,
                            const std::map<int, std::unique_ptr<RankLog>>& logs,
-                           const std::string& job_dir) {
+                           const std::string& job_dir, const LogSync* sync,
+                           const LogSyncEnd& sync_end) {
   uint64_t lost = 0;
   int refused = 0;
   for (const auto& [rank, log] : logs) {
@@ -49,6 +60,27 @@ void SayWhatTheDiskRefused(const std::string& unwritten,
                  "dtrain: warning: %llu byte(s) of the ranks' output could not be written to "
                  "%d of the logs in %s; each log marks where\n",
                  static_cast<unsigned long long>(lost), refused, job_dir.c_str());
+  }
+  if (sync && sync->unsure_bytes() > 0) {
+    std::fprintf(stderr,
+                 "dtrain: warning: %llu byte(s) the rank logs in %s took may not be on the disk: "
+                 "their syncs failed (%s), so the logs may miss them without a mark\n",
+                 static_cast<unsigned long long>(sync->unsure_bytes()), job_dir.c_str(),
+                 sync->error().c_str());
+  }
+  if (sync && !sync_end.returned) {
+    std::fprintf(stderr,
+                 "dtrain: warning: the last sync of the rank logs in %s did not return in %.0f s: "
+                 "the drive under them may be failing (see dmesg), and what they took last may "
+                 "not be on it\n",
+                 job_dir.c_str(), LogSync::kLastSyncWaitS);
+  }
+  if (unwritten.empty() && !sync_end.also_error.empty()) {
+    std::fprintf(stderr,
+                 "dtrain: error: the job's end may not be kept: the sync of %s/job.json failed "
+                 "(%s); read now, it tells of the end, but once this machine restarts it may tell "
+                 "of the job as it was before\n",
+                 job_dir.c_str(), sync_end.also_error.c_str());
   }
   if (!unwritten.empty()) {
     std::fprintf(stderr,

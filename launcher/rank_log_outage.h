@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "launcher/log_sync.h"
 #include "launcher/rank_log.h"
 
 namespace dtrain {
@@ -28,11 +29,17 @@ class RankLogOutage {
   int logs_ = 0;                     // the logs that lost bytes in this outage
 };
 
+// The first failed sync of a rank log (log_sync.h), said once for the job: the drive under the
+// logs failed while their writes still succeed, into the page cache only.
+void SayLogSyncFailed(std::FILE* err, const LogSyncFailure& failure);
+
 // Said last at the launch's end, so it is not lost in the output above: how many bytes the rank
-// logs lost, and, when job.json could not record the job's end, why (`unwritten`, "" when it
-// did). The job's own exit status stands.
+// logs lost, how many may not be on the disk (`sync`: the logs' syncs, null when off, and how
+// their last one ended, job.json's sync with it), and, when job.json could not record the job's
+// end, why (`unwritten`, "" when it did). The job's own exit status stands.
 void SayWhatTheDiskRefused(const std::string& unwritten,
                            const std::map<int, std::unique_ptr<RankLog>>& logs,
-                           const std::string& job_dir);
+                           const std::string& job_dir, const LogSync* sync = nullptr,
+                           const LogSyncEnd& sync_end = {});
 
 }  // namespace dtrain

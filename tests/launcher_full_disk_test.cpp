@@ -6,6 +6,8 @@
 // file and freed again, or the ext4 one's drive taken away (LoopDisk::Fail).
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -317,6 +319,91 @@ exit 0
   EXPECT_THAT(run.err, HasSubstr("dtrain: error: the job's end could not be recorded: "));
   // What the logs kept: the lines before, read back from the page cache.
   EXPECT_THAT(ReadFile(RankLogPath(disk.path() + "/gone", 0)), HasSubstr("rank 0 before 03\n"));
+}
+
+// A drive that fails where ext4 commits its journal only every minute (`commit=60`; XFS flushes
+// its log every 30 s alike): nothing aborts, the logs' writes go on succeeding into the page
+// cache and every writeback fails. The ranks print every 0.1 s; the drive goes away 1.5 s in.
+// With the logs' syncs (`--log-sync`, 1 s by default) dtrain says so within seconds, once, and
+// at the end how many bytes may not be on the disk and that job.json's end was not kept. Without
+// them (`--log-sync 0`, the same job on a disk of its own) nothing is said at all: the test's
+// disk hides the failure from every write, and the sync is what finds it.
+struct FailedUnderWrites {
+  int status = -1;
+  std::string err;
+  double said_after_s = -1;  // from the failure to the sync's warning; -1: not said
+};
+
+FailedUnderWrites RunOnADriveThatFails(const std::string& scratch, const std::string& sync_s) {
+  FailedUnderWrites result;
+  testing::LoopDisk disk(scratch + "/disk", "8M", "", "", "commit=60");
+  EXPECT_EQ(disk.error(), "");
+  if (!disk.error().empty()) return result;
+  const std::string flags = scratch + "/flags";
+  std::filesystem::create_directories(flags);
+  std::ofstream(scratch + "/rank.sh") << "touch " << flags << "/up-$RANK\n"
+                                      << "i=0; while [ ! -e " << flags << "/stop ] && "
+                                      << "[ $i -lt 300 ]; do i=$((i+1)); "
+                                      << "printf 'rank %s line %03d\\n' \"$RANK\" $i; "
+                                      << "sleep 0.1; done\n";
+  testing::DtrainProcess dtrain(
+      {"launch", "--nproc-per-node", "2", "--log-dir", disk.path(), "--job", "gone", "--log-sync",
+       sync_s, "--", "bash", scratch + "/rank.sh"},
+      scratch);
+  for (int i = 0; i < 600; ++i) {
+    if (std::filesystem::exists(flags + "/up-0") && std::filesystem::exists(flags + "/up-1")) break;
+    ::usleep(50 * 1000);
+  }
+  ::usleep(1500 * 1000);  // a sync of what the logs took so far, on the drive still there
+  EXPECT_TRUE(disk.Fail()) << disk.error();
+  const auto failed = std::chrono::steady_clock::now();
+  for (;;) {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - failed).count();
+    if (dtrain.err().find("failed to keep it") != std::string::npos) {
+      result.said_after_s = s;
+      break;
+    }
+    if (s > 4 || !dtrain.running()) break;
+    ::usleep(50 * 1000);
+  }
+  std::ofstream(flags + "/stop") << "";
+  result.status = dtrain.Wait(60);
+  result.err = dtrain.err();
+  return result;
+}
+
+TEST(FullDisk, TheLogSyncFindsADriveThatFailedUnderWritesThatStillSucceed) {
+  if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
+  const std::string scratch = testing::ScratchDirs::Make("failed-under-writes");
+  const FailedUnderWrites synced = RunOnADriveThatFails(scratch + "/synced", "1");
+  EXPECT_EQ(synced.status, 0) << synced.err;
+  const std::string job_dir = scratch + "/synced/disk/mnt/gone";
+  EXPECT_THAT(
+      synced.err,
+      ::testing::ContainsRegex(
+          "dtrain: warning: the disk under rank [01]'s log " + job_dir +
+          "/rank-[01].log failed to keep it \\(fsync: Input/output error\\): the [1-9][0-9]* "
+          "byte\\(s\\) it took in the last [0-9.]+ s may not be on the disk"));
+  EXPECT_GE(synced.said_after_s, 0) << "not said within 4 s: " << synced.err;
+  EXPECT_LT(synced.said_after_s, 4);
+  std::printf("the failure was said %.2f s after the drive went\n", synced.said_after_s);
+  EXPECT_EQ(synced.err.find("failed to keep it"), synced.err.rfind("failed to keep it"))
+      << "said once: " << synced.err;
+  EXPECT_THAT(synced.err,
+              ::testing::ContainsRegex(
+                  "dtrain: warning: [1-9][0-9]* byte\\(s\\) the rank logs in " + job_dir +
+                  " took may not be on the disk: their syncs failed \\(Input/output "
+                  "error\\)"));
+  EXPECT_THAT(synced.err, HasSubstr("dtrain: error: the job's end may not be kept: the sync of " +
+                                    job_dir + "/job.json failed (Input/output error)"));
+
+  const FailedUnderWrites unsynced = RunOnADriveThatFails(scratch + "/unsynced", "0");
+  EXPECT_EQ(unsynced.status, 0) << unsynced.err;
+  EXPECT_EQ(unsynced.said_after_s, -1);
+  EXPECT_EQ(unsynced.err.find("warning:"), std::string::npos)
+      << "every write took, and nothing was said: " << unsynced.err;
+  EXPECT_EQ(unsynced.err.find("error:"), std::string::npos) << unsynced.err;
 }
 
 }  // namespace

@@ -8,16 +8,10 @@
 
 namespace dtrain::clip {
 
-namespace {
-
-// Errors that say nothing of the disk: a file system that cannot sync (POSIX's EINVAL, and what
-// some FUSE and network file systems answer), or a folder this user may write but not read.
 bool SaysNothingOfTheDisk(int error) {
   return error == EINVAL || error == ENOTSUP || error == EOPNOTSUPP || error == ENOSYS ||
          error == EACCES || error == EPERM;
 }
-
-}  // namespace
 
 size_t WriteWhatTheDiskTakes(int fd, std::string_view bytes, std::string& error) {
   size_t done = 0;

@@ -16,6 +16,9 @@ namespace dtrain::clip {
 // write that failed.
 std::string SyncToDisk(const std::string& path);
 
+// Whether an fsync's or open's errno says nothing of the disk (the cases above).
+bool SaysNothingOfTheDisk(int error);
+
 // write(2) of `bytes` to `fd` until all are written or the disk refuses more: how many it took;
 // `error` says why it stopped short (strerror: "No space left on device").
 size_t WriteWhatTheDiskTakes(int fd, std::string_view bytes, std::string& error);

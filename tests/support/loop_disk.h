@@ -21,9 +21,11 @@ class LoopDisk {
  public:
   // `dir`: a scratch folder for the image and the mount point (`dir`/mnt); `mount_at`, when
   // given, a command prefix that mounts elsewhere (another mount namespace: a namespace node's
-  // `make-cluster.sh node DIR I`) at `mount_point`.
+  // `make-cluster.sh node DIR I`) at `mount_point`; `options`: ext4's mount options beside
+  // `loop` ("commit=60").
   explicit LoopDisk(const std::string& dir, const std::string& size = "256M",
-                    const std::string& mount_at = "", const std::string& mount_point = "") {
+                    const std::string& mount_at = "", const std::string& mount_point = "",
+                    const std::string& options = "") {
     if (::geteuid() != 0) {
       error_ = "needs root (a loop device, a mount)";
       return;
@@ -37,8 +39,9 @@ class LoopDisk {
       error_ = "cannot make the file system: " + out;
       return;
     }
-    if (!Shell(mount_at_ + " sh -c 'mkdir -p " + mount_ + " && mount -o loop " + image_ + " " +
-                   mount_ + " && findmnt -n -o SOURCE " + mount_ + "'",
+    if (!Shell(mount_at_ + " sh -c 'mkdir -p " + mount_ + " && mount -o loop" +
+                   (options.empty() ? "" : "," + options) + " " + image_ + " " + mount_ +
+                   " && findmnt -n -o SOURCE " + mount_ + "'",
                &out)) {
       error_ = "cannot mount " + image_ + " at " + mount_ + ": " + out;
       return;

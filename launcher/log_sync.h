@@ -1,0 +1,68 @@
+// LogSync: the rank logs synced to their disk every few seconds (fdatasync(2)), on a thread of its
+// own, so that a drive that failed under them is found at once. write(2) only fills the page
+// cache: a drive that fell off the bus (or answers with I/O errors) is found when the kernel
+// writes those pages back. ext4 aborts its journal at the next commit (5 s by default, `commit=`
+// can make it minutes), and where nothing aborts, the writes go on succeeding while every
+// writeback fails: a log that only grows may stay in the cache for 30 s
+// (vm.dirty_expire_centisecs) and be lost without a sign. A sync finds the failure within its
+// interval and tells how many bytes the log took since the last sync that succeeded: those may
+// not be on the disk. A sync of its own thread: one stuck on a dying drive holds neither the
+// supervisor's loop nor the ranks' output.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace dtrain {
+
+// A log whose sync failed: the first of the job.
+struct LogSyncFailure {
+  int rank = 0;
+  std::string path;
+  std::string error;   // strerror: "Input/output error"
+  uint64_t bytes = 0;  // the log took them since its last sync that succeeded
+  double since_s = 0;  // how long before this sync that was (or its watch began)
+};
+
+// What the last sync of Finish found.
+struct LogSyncEnd {
+  bool returned = true;    // false: it had not returned after the wait
+  std::string also_error;  // the sync of the file Finish was also given: "" or why it failed
+};
+
+class LogSync {
+ public:
+  explicit LogSync(double interval_s);
+  // Finish(kLastSyncWaitS) unless it was called.
+  ~LogSync();
+  LogSync(const LogSync&) = delete;
+  LogSync& operator=(const LogSync&) = delete;
+
+  // Syncs rank `rank`'s log at `path` from now on, through a descriptor of its own (the file is
+  // appended to by others). Once per rank; a file that cannot be opened is not synced.
+  void Watch(int rank, const std::string& path);
+  // The first failed sync of the job, once; the later ones are counted in unsure_bytes().
+  std::optional<LogSyncFailure> TakeFirstFailure();
+  // The bytes the logs took whose sync failed (they may not be on the disk), and the first
+  // failure's reason ("" when none failed).
+  uint64_t unsure_bytes() const;
+  std::string error() const;
+
+  // A last sync of every log, and of `also` (a file replaced by rename: it and its folder), then
+  // the thread ends. Waits at most `wait_s` for it; a sync still stuck then is left to itself.
+  LogSyncEnd Finish(double wait_s, const std::string& also = "");
+
+  static constexpr double kLastSyncWaitS = 5;
+
+  struct State;  // the thread's and the caller's (log_sync.cpp)
+
+ private:
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+  bool finished_ = false;
+};
+
+}  // namespace dtrain
