@@ -169,9 +169,16 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
         : !job.left_slow.empty()
             ? fmt::format("restart without node {}", job.left_slow)
             : fmt::format("restart {} of {}", attempt - job.returns, job.settings.max_restarts);
-    for (const auto& [rank, log] : job.logs) log->MarkRestart(what, WallMicros());
+    for (const auto& [rank, log] : job.logs) job.writer->MarkRestart(rank, what, WallMicros());
   }
-  for (const auto& [rank, log] : job.logs) log_start[rank] = log->size();
+  // Where this attempt's output starts: what the logs hold, or, with a write stuck on a drive that
+  // hangs, what the files hold so far.
+  const bool drained = job.writer->Drain(RankLogWriter::kLastWaitS);
+  for (const auto& [rank, log] : job.logs) {
+    std::error_code error;
+    const uintmax_t size = drained ? 0 : std::filesystem::file_size(log->path(), error);
+    log_start[rank] = drained ? log->size() : error ? 0 : size;
+  }
   try {
     std::unique_ptr<Transport> transport =
         MakeTransport(spec, job.options.grace_period_s, job.settings.node_timeout_s);
@@ -229,10 +236,12 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
       leaves.Absent();
       leaves.Wire(supervise, *elastic);
     }
-    JobSupervisor supervisor(*transport, job.logs, job.console, supervise);
+    JobSupervisor supervisor(*transport, *job.writer, job.console, supervise);
     JobOutcome outcome = supervisor.Run(ProcessesFor(
         record.plan,
         RankCommand(job.settings.command, spec, job.options.torchrun_agent.numa_binding)));
+    // The failing rank's last lines are read from its log next.
+    job.writer->Drain(RankLogWriter::kLastWaitS);
     if (elastic) {
       // A node lost while the job went on is asked for nothing at the end.
       for (const auto& [rank, status] : outcome.statuses) {

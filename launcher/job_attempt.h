@@ -24,6 +24,7 @@
 #include "launcher/launch.h"
 #include "launcher/node_pool.h"
 #include "launcher/rank_log.h"
+#include "launcher/rank_log_writer.h"
 #include "launcher/rank_plan.h"
 #include "launcher/restart_policy.h"
 #include "launcher/ssh/launch_dir_sync.h"
@@ -111,6 +112,7 @@ struct Job {
   std::set<std::string> unlisted{};
   LaunchDirSync* dir_sync = nullptr;  // --sync on ssh nodes (null: none)
   LogSync* log_sync = nullptr;        // the rank logs' syncs (--log-sync; null: off)
+  RankLogWriter* writer = nullptr;    // writes `logs` (set before the first attempt)
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.

@@ -74,8 +74,8 @@ int JobSupervisor::InterruptSignal() {
   return g_interrupt_signal;
 }
 
-JobSupervisor::JobSupervisor(Transport& transport, std::map<int, std::unique_ptr<RankLog>>& logs,
-                             ConsoleEcho& console, SupervisorOptions options)
+JobSupervisor::JobSupervisor(Transport& transport, RankLogWriter& logs, ConsoleEcho& console,
+                             SupervisorOptions options)
     : transport_(transport),
       logs_(logs),
       console_(console),
@@ -83,11 +83,7 @@ JobSupervisor::JobSupervisor(Transport& transport, std::map<int, std::unique_ptr
       stop_grace_s_(options.grace_period_s) {}
 
 void JobSupervisor::OnOutput(int id, OutputStream stream, std::string_view bytes) {
-  auto log = logs_.find(id);
-  if (log != logs_.end()) {
-    log->second->Append(bytes, WallMicros());
-    log_outage_.AfterWrite(id, *log->second);
-  }
+  logs_.Append(id, bytes, WallMicros());
   console_.Output(id, stream, bytes);
   if (options_.filtered) options_.filtered->Output(id, stream, bytes);
   if (options_.output_files) options_.output_files->Output(id, stream, bytes);
@@ -100,12 +96,7 @@ void JobSupervisor::OnExit(int id, const ExitStatus& status) {
   if (options_.output_files) options_.output_files->Finish(id);
   if (!status.error.empty()) {
     // The rank never ran: say so in its log too, so the log explains the failure on its own.
-    auto log = logs_.find(id);
-    std::string line = "dtrain: " + status.Describe() + "\n";
-    if (log != logs_.end()) {
-      log->second->Append(line, WallMicros());
-      log_outage_.AfterWrite(id, *log->second);
-    }
+    logs_.Append(id, "dtrain: " + status.Describe() + "\n", WallMicros());
   }
   outcome_.statuses[id] = status;
   outcome_.ended_us[id] = WallMicros();
@@ -292,13 +283,10 @@ void JobSupervisor::StartJoined(const ElasticRoundChange& change) {
     outcome_.statuses.erase(proc.id);
     outcome_.ended_us.erase(proc.id);
     if (options_.stall_watch) options_.stall_watch->OnRestart(proc.id);
-    auto log = logs_.find(proc.id);
-    if (log != logs_.end()) {
-      log->second->MarkRestart(fmt::format("rank joins the elastic Horovod job {}in round {}",
-                                           first ? "" : "again ", change.round),
-                               WallMicros());
-      log_outage_.AfterWrite(proc.id, *log->second);
-    }
+    logs_.MarkRestart(proc.id,
+                      fmt::format("rank joins the elastic Horovod job {}in round {}",
+                                  first ? "" : "again ", change.round),
+                      WallMicros());
     again.push_back(std::move(proc));
   }
   if (!again.empty()) transport_.Start(again, *this);
@@ -396,7 +384,11 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
     if (options_.log_sync) {
       if (std::optional<LogSyncFailure> failed = options_.log_sync->TakeFirstFailure())
         SayLogSyncFailed(stderr, *failed);
+      if (std::optional<LogSyncStuck> stuck = options_.log_sync->TakeStuck(LogSync::kStuckS))
+        SayLogSyncStuck(stderr, *stuck);
     }
+    if (std::optional<LogWriteStuck> stuck = logs_.TakeStuck(LogSync::kStuckS))
+      SayLogWriteStuck(stderr, *stuck);
     if (options_.health_watch && options_.on_health_warning) {
       for (const NodeWarning& w : options_.health_watch->TakeWarnings()) {
         options_.on_health_warning(w);

@@ -28,6 +28,7 @@
 #include "launcher/log_sync.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_log_outage.h"
+#include "launcher/rank_log_writer.h"
 #include "launcher/step_watch.h"
 #include "launcher/transport.h"
 
@@ -132,8 +133,8 @@ class InterruptHandlers {
 // failure noted. Runs one attempt; make a new one (with a new transport) to restart.
 class JobSupervisor : public TransportEvents {
  public:
-  JobSupervisor(Transport& transport, std::map<int, std::unique_ptr<RankLog>>& logs,
-                ConsoleEcho& console, SupervisorOptions options);
+  JobSupervisor(Transport& transport, RankLogWriter& logs, ConsoleEcho& console,
+                SupervisorOptions options);
 
   JobOutcome Run(const std::vector<ProcessSpec>& procs);
 
@@ -161,9 +162,8 @@ class JobSupervisor : public TransportEvents {
   bool NodeRuns(int node) const;
 
   Transport& transport_;
-  std::map<int, std::unique_ptr<RankLog>>& logs_;
+  RankLogWriter& logs_;
   ConsoleEcho& console_;
-  RankLogOutage log_outage_{stderr};
   SupervisorOptions options_;
   JobOutcome outcome_;
   bool stopping_ = false;

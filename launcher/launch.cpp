@@ -356,6 +356,7 @@ int RunLaunch(const LaunchOptions& options) {
   std::map<int, std::unique_ptr<RankLog>> logs;
   const std::unique_ptr<LogSync> log_sync =
       options.log_sync_s > 0 ? std::make_unique<LogSync>(options.log_sync_s) : nullptr;
+  RankLogWriter writer(logs);
   ConsoleChoice shown = options.console;
   if (options.quiet) {
     shown.streams = ConsoleStreams::kNone;
@@ -415,6 +416,7 @@ int RunLaunch(const LaunchOptions& options) {
   job.unlisted = unlisted;
   job.dir_sync = dir_sync.get();
   job.log_sync = log_sync.get();
+  job.writer = &writer;
   if (!unlisted.empty()) {
     std::vector<std::string> names(unlisted.begin(), unlisted.end());
     std::fprintf(stderr,
@@ -478,12 +480,23 @@ int RunLaunch(const LaunchOptions& options) {
     PlaceFetchedSteps(record, folder.job_dir, job.lost_nodes);
   }
   PrintAttempts(record);
+  if (!writer.Drain(RankLogWriter::kLastWaitS)) {
+    // The kernel holds dtrain's write until the drive answers, and dtrain's end with it: what the
+    // writer holds is written then, before dtrain ends.
+    std::fprintf(stderr,
+                 "dtrain: warning: the drive under %s hangs: %llu byte(s) of the ranks' output "
+                 "wait in memory for the logs; dtrain ends once the drive answers and they are "
+                 "written (the kernel holds its write until then)\n",
+                 folder.job_dir.c_str(), static_cast<unsigned long long>(writer.held_bytes()));
+    while (!writer.Drain(3600)) {
+    }
+  }
   LogSyncEnd sync_end;
   if (log_sync) {
     // The logs' last bytes, and job.json's end, on the disk before dtrain says it is done.
     sync_end = log_sync->Finish(LogSync::kLastSyncWaitS, JobRecordPath(folder.job_dir));
   }
-  SayWhatTheDiskRefused(record.unwritten, logs, folder.job_dir, log_sync.get(), sync_end);
+  SayWhatTheDiskRefused(record.unwritten, logs, writer, folder.job_dir, log_sync.get(), sync_end);
   return record.exit_code;
 }
 

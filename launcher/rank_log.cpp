@@ -58,7 +58,7 @@ RankLog::~RankLog() {
 }
 
 void RankLog::Append(std::string_view bytes, int64_t now_us) {
-  if (bytes.empty()) return;
+  if (bytes.empty() && error_.empty()) return;
   // After a refused write, the gap is marked before the rank's next bytes.
   std::string marked;
   if (!error_.empty()) {
@@ -101,6 +101,12 @@ void RankLog::Append(std::string_view bytes, int64_t now_us) {
   gap_bytes_ = written >= mark_size && mark_size > 0 ? lost : gap_bytes_ + lost;
   lost_bytes_ += lost;
   error_ = error;
+}
+
+void RankLog::Lose(uint64_t bytes, const std::string& why) {
+  gap_bytes_ += bytes;
+  lost_bytes_ += bytes;
+  error_ = why;
 }
 
 void RankLog::MarkRestart(const std::string& what, int64_t now_us) {

@@ -29,10 +29,14 @@ class RankLog {
   RankLog(const RankLog&) = delete;
   RankLog& operator=(const RankLog&) = delete;
 
+  // Empty `bytes` after lost ones (failing()): the gap's mark alone.
   void Append(std::string_view bytes, int64_t now_us);
   // Before the output of a restart: the line "--- dtrain: WHAT ---" ("restart 1 of 3"), on a line
   // of its own even when the last attempt ended mid-line.
   void MarkRestart(const std::string& what, int64_t now_us);
+  // `bytes` of the rank's output that never reached this log (`why`: "dtrain held ... in memory"):
+  // counted as lost, and marked before the next bytes written, as a refused write's are.
+  void Lose(uint64_t bytes, const std::string& why);
   const std::string& path() const { return log_path_; }
   uint64_t size() const { return offset_; }  // bytes in the log so far
   // Why the disk refused the last write ("No space left on device"); "" once it took one.

@@ -45,11 +45,31 @@ void SayLogSyncFailed(std::FILE* err, const LogSyncFailure& failure) {
   std::fflush(err);
 }
 
+void SayLogSyncStuck(std::FILE* err, const LogSyncStuck& stuck) {
+  fmt::print(err,
+             "dtrain: warning: the sync of rank {}'s log {} has not returned in {:.0f} s: the "
+             "drive under the job's folder hangs (see dmesg); the job goes on, but what the logs "
+             "take may not reach the disk\n",
+             stuck.rank, stuck.path, stuck.seconds);
+  std::fflush(err);
+}
+
+void SayLogWriteStuck(std::FILE* err, const LogWriteStuck& stuck) {
+  fmt::print(err,
+             "dtrain: warning: a write to rank {}'s log {} has not returned in {:.0f} s: the drive "
+             "under the job's folder hangs (see dmesg); the job goes on, and the ranks' output "
+             "is held in memory until the drive answers ({} byte(s) so far; past {} MiB it is "
+             "lost, and each log marks its gap)\n",
+             stuck.rank, stuck.path, stuck.seconds, stuck.held_bytes,
+             RankLogWriter::kHeldBytes >> 20);
+  std::fflush(err);
+}
+
 void SayWhatTheDiskRefused(const std::string& unwritten,
                            const std::map<int, std::unique_ptr<RankLog>>& logs,
-                           const std::string& job_dir, const LogSync* sync,
-                           const LogSyncEnd& sync_end) {
-  uint64_t lost = 0;
+                           const RankLogWriter& writer, const std::string& job_dir,
+                           const LogSync* sync, const LogSyncEnd& sync_end) {
+  uint64_t lost = writer.unmarked_bytes();
   int refused = 0;
   for (const auto& [rank, log] : logs) {
     lost += log->lost_bytes();

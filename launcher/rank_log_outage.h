@@ -12,6 +12,7 @@
 
 #include "launcher/log_sync.h"
 #include "launcher/rank_log.h"
+#include "launcher/rank_log_writer.h"
 
 namespace dtrain {
 
@@ -32,14 +33,21 @@ class RankLogOutage {
 // The first failed sync of a rank log (log_sync.h), said once for the job: the drive under the
 // logs failed while their writes still succeed, into the page cache only.
 void SayLogSyncFailed(std::FILE* err, const LogSyncFailure& failure);
+// A sync of a rank log that has not returned (LogSync::kStuckS), said once for the job: the drive
+// under the logs hangs.
+void SayLogSyncStuck(std::FILE* err, const LogSyncStuck& stuck);
+// A write to a rank log that has not returned (rank_log_writer.h), said once for each hang: the
+// output is held in memory meanwhile.
+void SayLogWriteStuck(std::FILE* err, const LogWriteStuck& stuck);
 
 // Said last at the launch's end, so it is not lost in the output above: how many bytes the rank
 // logs lost, how many may not be on the disk (`sync`: the logs' syncs, null when off, and how
 // their last one ended, job.json's sync with it), and, when job.json could not record the job's
 // end, why (`unwritten`, "" when it did). The job's own exit status stands.
+// `writer`: what wrote `logs`, with all it held written.
 void SayWhatTheDiskRefused(const std::string& unwritten,
                            const std::map<int, std::unique_ptr<RankLog>>& logs,
-                           const std::string& job_dir, const LogSync* sync = nullptr,
-                           const LogSyncEnd& sync_end = {});
+                           const RankLogWriter& writer, const std::string& job_dir,
+                           const LogSync* sync = nullptr, const LogSyncEnd& sync_end = {});
 
 }  // namespace dtrain

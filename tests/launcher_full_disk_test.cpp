@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -404,6 +405,110 @@ TEST(FullDisk, TheLogSyncFindsADriveThatFailedUnderWritesThatStillSucceed) {
   EXPECT_EQ(unsynced.err.find("warning:"), std::string::npos)
       << "every write took, and nothing was said: " << unsynced.err;
   EXPECT_EQ(unsynced.err.find("error:"), std::string::npos) << unsynced.err;
+}
+
+// A drive that hangs under the job's folder: the job's ext4 disk is a loop device backed by a file
+// on another file system, frozen (fsfreeze) 1.5 s in, so the drive takes no write and answers
+// none. ext4 then blocks the next write to a log at its next journal commit. The job goes on: the
+// ranks print on, the console shows it, and the write that does not return is said after 10 s
+// (and the sync of the logs that does not return, as well).
+// Rank 0 then floods 80 MiB, past the 64 MiB dtrain holds for the logs. The end waits for the
+// drive (the kernel holds the write, and dtrain's end with it); once the drive answers, everything
+// held in memory is written: every line the console showed of rank 1 is in its log, and rank 0's
+// holds all it wrote but the bytes that found no room, marked and counted.
+size_t CountOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(FullDisk, ADriveThatHangsHoldsTheLogsNotTheJob) {
+  if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
+  const std::string scratch = testing::ScratchDirs::Make("hung-drive");
+  testing::LoopDisk lower(scratch + "/lower", "512M");
+  ASSERT_EQ(lower.error(), "");
+  testing::LoopDisk disk(lower.path() + "/upper", "256M");
+  ASSERT_EQ(disk.error(), "");
+  const auto thaw = [path = lower.path()] {
+    int status = 0;
+    test::RunShell("fsfreeze -u " + path + " 2>/dev/null", &status);
+  };
+  struct ThawAtEnd {
+    std::function<void()> thaw;
+    ~ThawAtEnd() { thaw(); }
+  } thaw_at_end{thaw};
+  const std::string flags = scratch + "/flags";
+  std::filesystem::create_directories(flags);
+  // Rank 0 floods 80 MiB once the hang is said (its output kept whole in flags/all-0 too): more
+  // than the 64 MiB held for the logs.
+  std::ofstream(scratch + "/rank.sh")
+      << "F=" << flags << "\n"
+      << "[ \"$RANK\" = 0 ] && exec > >(tee \"$F/all-0\")\n"
+      << "touch $F/up-$RANK\n"
+      << "i=0; while [ ! -e $F/stop ] && [ $i -lt 600 ]; do i=$((i+1)); "
+      << "printf 'rank %s line %03d\\n' \"$RANK\" $i; "
+      << "if [ \"$RANK\" = 0 ] && [ -e $F/flood ] && [ ! -e $F/flooded ]; then "
+      << "head -c 83886080 /dev/zero | tr '\\0' x | fold -w 99; touch $F/flooded; fi; "
+      << "sleep 0.1; done\n";
+  testing::DtrainProcess dtrain({"launch", "--nproc-per-node", "2", "--log-dir", disk.path(),
+                                 "--job", "hung", "--", "bash", scratch + "/rank.sh"},
+                                scratch);
+  for (int i = 0; i < 600; ++i) {
+    if (std::filesystem::exists(flags + "/up-0") && std::filesystem::exists(flags + "/up-1")) break;
+    ::usleep(50 * 1000);
+  }
+  ::usleep(1500 * 1000);
+  int status = 0;
+  const std::string frozen = test::RunShell("fsfreeze -f " + lower.path() + " 2>&1", &status);
+  ASSERT_EQ(status, 0) << frozen;
+  const auto hung = std::chrono::steady_clock::now();
+  const auto since = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - hung).count();
+  };
+  double said_after_s = -1;
+  while (since() < 25 && dtrain.running()) {
+    if (dtrain.err().find("a write to rank") != std::string::npos) {
+      said_after_s = since();
+      break;
+    }
+    ::usleep(50 * 1000);
+  }
+  std::printf("the hung write was said %.2f s after the drive hung\n", said_after_s);
+  // The job goes on meanwhile, and rank 0's flood finds no room past 64 MiB.
+  const size_t shown = CountOf(dtrain.out(), " line ");
+  std::ofstream(flags + "/flood") << "";
+  for (int i = 0; i < 600 && !std::filesystem::exists(flags + "/flooded"); ++i) ::usleep(50 * 1000);
+  ::usleep(2000 * 1000);
+  EXPECT_GT(CountOf(dtrain.out(), " line "), shown + 20) << "the ranks print on";
+  std::ofstream(flags + "/stop") << "";
+  ::usleep(1500 * 1000);
+  EXPECT_TRUE(dtrain.running()) << "its end waits for the drive: " << dtrain.err();
+  thaw();
+  EXPECT_EQ(dtrain.Wait(30), 0) << dtrain.err();
+  const std::string err = dtrain.err();
+  EXPECT_GE(said_after_s, 9.5) << err;
+  EXPECT_LT(said_after_s, 20) << err;  // the write blocks at ext4's next commit (<= 5 s)
+  EXPECT_THAT(err, ::testing::ContainsRegex(
+                       "dtrain: warning: a write to rank [01]'s log " + disk.path() +
+                       "/hung/rank-[01].log has not returned in 1[0-9] s: the drive under the "
+                       "job's folder hangs \\(see dmesg\\); the job goes on, and the ranks' "
+                       "output is held in memory until the drive answers"));
+  EXPECT_EQ(CountOf(err, "held in memory until the drive answers"), 1u) << "said once: " << err;
+  EXPECT_THAT(err, HasSubstr("dtrain: the drive under the job's folder answers again"));
+  // Everything the console showed of rank 1 is in its log, written once the drive answered.
+  const std::string out = dtrain.out();
+  const std::string log1 = ReadFile(RankLogPath(disk.path() + "/hung", 1));
+  EXPECT_GT(CountOf(log1, "rank 1 line "), 50u) << log1;
+  EXPECT_EQ(CountOf(log1, "rank 1 line "), CountOf(out, "rank 1 line ")) << log1;
+  // Rank 0's log holds what it wrote but for the bytes that found no room, marked where.
+  EXPECT_THAT(err, ::testing::ContainsRegex(
+                       "dtrain: warning: cannot write rank 0's log [^ ]*/hung/rank-0.log: dtrain "
+                       "held 64 MiB of output in memory for a drive that did not answer, and had "
+                       "no room for it; the job goes on"));
+  EXPECT_THAT(err, HasSubstr("dtrain: the rank logs are written again; "));
+  EXPECT_THAT(err, HasSubstr("of the ranks' output could not be written to 1 of the logs"));
+  ExpectOneGapAccountedFor(ReadFile(RankLogPath(disk.path() + "/hung", 0)),
+                           ReadFile(flags + "/all-0"));
 }
 
 }  // namespace

@@ -1,0 +1,215 @@
+// The caller's thread queues; the writer thread writes, in order, and says the outages
+// (RankLogOutage) as the writes find them. A thread left stuck by the destructor keeps the state
+// and the logs it writes alive until the process ends.
+#include "launcher/rank_log_writer.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "launcher/rank_log_outage.h"
+
+namespace dtrain {
+
+using Clock = std::chrono::steady_clock;
+
+struct RankLogWriter::State {
+  struct Task {
+    RankLog* log;
+    int rank;
+    std::string bytes;
+    int64_t now_us;
+    std::string restart;   // non-empty: MarkRestart(restart)
+    uint64_t dropped = 0;  // the rank's bytes lost before this one (the memory was full)
+    uint64_t seq = 0;
+  };
+
+  // Whether the write under way has taken `after_s` or more. mu held.
+  bool Stuck(Clock::time_point now, double after_s) const {
+    return busy && std::chrono::duration<double>(now - busy_since).count() >= after_s;
+  }
+  void Run();
+  // `bytes` of rank `rank`'s output that found no room: counted in its log, and said.
+  void Lose(int rank, RankLog& log, uint64_t bytes);
+
+  RankLogOutage outage{stderr};  // the writer thread's
+  mutable std::mutex mu;
+  std::condition_variable work;  // to the writer: a task, or the end
+  std::condition_variable done;  // from the writer: a task written
+  std::deque<Task> queue;
+  uint64_t held = 0;  // bytes in the queue
+  uint64_t next_seq = 1;
+  uint64_t written_seq = 0;  // the last task written
+  bool busy = false;         // a task being written
+  int busy_rank = 0;
+  std::string busy_path;
+  Clock::time_point busy_since;
+  bool stuck_said = false;  // for this hang
+  // Rank -> its log and the bytes lost since its last task queued.
+  std::map<int, std::pair<RankLog*, uint64_t>> dropped;
+  bool stop = false;
+};
+
+void RankLogWriter::State::Run() {
+  std::unique_lock<std::mutex> lock(mu);
+  for (;;) {
+    work.wait(lock, [&] { return stop || !queue.empty(); });
+    if (queue.empty()) return;  // stop, with nothing left to write
+    Task task = std::move(queue.front());
+    queue.pop_front();
+    held -= task.bytes.size();
+    busy = true;
+    busy_rank = task.rank;
+    busy_path = task.log->path();
+    busy_since = Clock::now();
+    lock.unlock();
+    if (task.dropped > 0) Lose(task.rank, *task.log, task.dropped);
+    if (task.restart.empty()) {
+      task.log->Append(task.bytes, task.now_us);
+    } else {
+      task.log->MarkRestart(task.restart, task.now_us);
+    }
+    outage.AfterWrite(task.rank, *task.log);
+    const double took = std::chrono::duration<double>(Clock::now() - busy_since).count();
+    lock.lock();
+    if (stuck_said) {
+      fmt::print(stderr,
+                 "dtrain: the drive under the job's folder answers again: a write to rank {}'s "
+                 "log took {:.1f} s; what was held in memory is written now\n",
+                 task.rank, took);
+      std::fflush(stderr);
+      stuck_said = false;
+    }
+    busy = false;
+    // What found no room at the end of a rank's output is marked once the drive answers.
+    if (queue.empty() && !dropped.empty()) {
+      const std::map<int, std::pair<RankLog*, uint64_t>> lost = std::move(dropped);
+      dropped.clear();
+      lock.unlock();
+      for (const auto& [rank, log_bytes] : lost) {
+        Lose(rank, *log_bytes.first, log_bytes.second);
+        log_bytes.first->Append("", WallMicros());  // the mark alone
+        outage.AfterWrite(rank, *log_bytes.first);
+      }
+      lock.lock();
+    }
+    written_seq = task.seq;
+    done.notify_all();
+  }
+}
+
+void RankLogWriter::State::Lose(int rank, RankLog& log, uint64_t bytes) {
+  log.Lose(bytes, fmt::format("dtrain held {} MiB of output in memory for a drive that did not "
+                              "answer, and had no room for it",
+                              kHeldBytes >> 20));
+  outage.AfterWrite(rank, log);
+}
+
+RankLogWriter::RankLogWriter(std::map<int, std::unique_ptr<RankLog>>& logs)
+    : logs_(logs), state_(std::make_shared<State>()) {
+  thread_ = std::thread([s = state_] { s->Run(); });
+}
+
+RankLogWriter::~RankLogWriter() {
+  bool stuck;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    stuck = state_->Stuck(Clock::now(), kWaitS);
+  }
+  const bool drained = !stuck && Drain(kLastWaitS);
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
+  }
+  state_->work.notify_all();
+  if (drained) {
+    thread_.join();
+    return;
+  }
+  // Stuck in a write the kernel holds: the thread keeps the state; the logs it writes are never
+  // freed, so that it finds them when the write returns.
+  thread_.detach();
+  for (auto& [rank, log] : logs_) static_cast<void>(log.release());
+}
+
+void RankLogWriter::Append(int rank, std::string_view bytes, int64_t now_us) {
+  if (!bytes.empty()) Enqueue(rank, bytes, now_us, "");
+}
+
+void RankLogWriter::MarkRestart(int rank, const std::string& what, int64_t now_us) {
+  Enqueue(rank, "", now_us, what);
+}
+
+void RankLogWriter::Enqueue(int rank, std::string_view bytes, int64_t now_us,
+                            const std::string& restart) {
+  auto log = logs_.find(rank);
+  if (log == logs_.end()) return;
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  // A rank losing output goes on losing it while the drive hangs: one gap, not a smaller chunk
+  // kept now and then between many.
+  if (s.dropped.count(rank) && s.Stuck(Clock::now(), kWaitS)) {
+    s.dropped[rank].second += bytes.size();
+    return;
+  }
+  if (s.held + bytes.size() > kHeldBytes) {
+    // A drive slower than the ranks holds them back (their pipes fill); one that hangs loses what
+    // has no room.
+    if (!s.Stuck(Clock::now(), kWaitS)) {
+      s.done.wait_for(lock, std::chrono::duration<double>(kWaitS),
+                      [&] { return s.held + bytes.size() <= kHeldBytes; });
+    }
+    if (s.held + bytes.size() > kHeldBytes) {
+      auto& [dropped_log, dropped_bytes] = s.dropped[rank];
+      dropped_log = log->second.get();
+      dropped_bytes += bytes.size();
+      return;
+    }
+  }
+  State::Task task{log->second.get(), rank, std::string(bytes), now_us, restart};
+  if (auto d = s.dropped.find(rank); d != s.dropped.end()) {
+    task.dropped = d->second.second;
+    s.dropped.erase(d);
+  }
+  task.seq = s.next_seq++;
+  s.held += task.bytes.size();
+  s.queue.push_back(std::move(task));
+  // A writer at work finds it next; an idle one waits for this.
+  if (!s.busy && s.queue.size() == 1) s.work.notify_one();
+}
+
+bool RankLogWriter::Drain(double wait_s) {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  const uint64_t last = s.next_seq - 1;
+  return s.done.wait_for(lock, std::chrono::duration<double>(wait_s),
+                         [&] { return s.written_seq >= last; });
+}
+
+std::optional<LogWriteStuck> RankLogWriter::TakeStuck(double after_s) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  const Clock::time_point now = Clock::now();
+  if (s.stuck_said || !s.Stuck(now, after_s)) return std::nullopt;
+  s.stuck_said = true;
+  return LogWriteStuck{s.busy_rank, s.busy_path,
+                       std::chrono::duration<double>(now - s.busy_since).count(), s.held};
+}
+
+uint64_t RankLogWriter::held_bytes() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->held;
+}
+
+uint64_t RankLogWriter::unmarked_bytes() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  uint64_t bytes = 0;
+  for (const auto& [rank, dropped] : state_->dropped) bytes += dropped.second;
+  return bytes;
+}
+
+}  // namespace dtrain
