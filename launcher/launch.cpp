@@ -480,23 +480,7 @@ int RunLaunch(const LaunchOptions& options) {
     PlaceFetchedSteps(record, folder.job_dir, job.lost_nodes);
   }
   PrintAttempts(record);
-  if (!writer.Drain(RankLogWriter::kLastWaitS)) {
-    // The kernel holds dtrain's write until the drive answers, and dtrain's end with it: what the
-    // writer holds is written then, before dtrain ends.
-    std::fprintf(stderr,
-                 "dtrain: warning: the drive under %s hangs: %llu byte(s) of the ranks' output "
-                 "wait in memory for the logs; dtrain ends once the drive answers and they are "
-                 "written (the kernel holds its write until then)\n",
-                 folder.job_dir.c_str(), static_cast<unsigned long long>(writer.held_bytes()));
-    while (!writer.Drain(3600)) {
-    }
-  }
-  LogSyncEnd sync_end;
-  if (log_sync) {
-    // The logs' last bytes, and job.json's end, on the disk before dtrain says it is done.
-    sync_end = log_sync->Finish(LogSync::kLastSyncWaitS, JobRecordPath(folder.job_dir));
-  }
-  SayWhatTheDiskRefused(record.unwritten, logs, writer, folder.job_dir, log_sync.get(), sync_end);
+  EndTheLogs(record.unwritten, logs, writer, log_sync.get(), folder.job_dir);
   return record.exit_code;
 }
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "launcher/job_record.h"
+
 namespace dtrain {
 
 void RankLogOutage::AfterWrite(int rank, const RankLog& log) {
@@ -108,6 +110,25 @@ void SayWhatTheDiskRefused(const std::string& unwritten,
                  "job as it was before, and `dtrain status` with it\n",
                  unwritten.c_str());
   }
+}
+
+void EndTheLogs(const std::string& unwritten, const std::map<int, std::unique_ptr<RankLog>>& logs,
+                RankLogWriter& writer, LogSync* sync, const std::string& job_dir) {
+  if (!writer.Drain(RankLogWriter::kLastWaitS)) {
+    // The kernel holds dtrain's write until the drive answers, and dtrain's end with it: what the
+    // writer holds is written then, before dtrain ends.
+    std::fprintf(stderr,
+                 "dtrain: warning: the drive under %s hangs: %llu byte(s) of the ranks' output "
+                 "wait in memory for the logs; dtrain ends once the drive answers and they are "
+                 "written (the kernel holds its write until then)\n",
+                 job_dir.c_str(), static_cast<unsigned long long>(writer.held_bytes()));
+    while (!writer.Drain(3600)) {
+    }
+  }
+  LogSyncEnd sync_end;
+  // The logs' last bytes, and job.json's end, on the disk before dtrain says it is done.
+  if (sync) sync_end = sync->Finish(LogSync::kLastSyncWaitS, JobRecordPath(job_dir));
+  SayWhatTheDiskRefused(unwritten, logs, writer, job_dir, sync, sync_end);
 }
 
 }  // namespace dtrain

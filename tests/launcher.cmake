@@ -135,3 +135,9 @@ dtrain_test(launcher_full_disk_test
   LIBS dtrain_launcher
   TIMEOUT 120)
 add_dependencies(launcher_full_disk_test dtrain)
+# The drive under the job's folder fails or hangs (root: disks of the test's own): the job goes on.
+dtrain_test(launcher_failing_drive_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_failing_drive_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 180)
+add_dependencies(launcher_failing_drive_test dtrain)
