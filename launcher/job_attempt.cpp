@@ -175,9 +175,13 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
   // hangs, what the files hold so far.
   const bool drained = job.writer->Drain(RankLogWriter::kLastWaitS);
   for (const auto& [rank, log] : job.logs) {
+    if (drained) {
+      log_start[rank] = log->size();
+      continue;
+    }
     std::error_code error;
-    const uintmax_t size = drained ? 0 : std::filesystem::file_size(log->path(), error);
-    log_start[rank] = drained ? log->size() : error ? 0 : size;
+    const uintmax_t size = std::filesystem::file_size(log->path(), error);
+    log_start[rank] = error ? 0 : size;
   }
   try {
     std::unique_ptr<Transport> transport =
