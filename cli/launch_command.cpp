@@ -220,7 +220,7 @@ void AddLaunchCommand(CLI::App& app, CommandRun& run) {
       ->check(SecondsAtLeast(0));
   cmd->add_option("--log-sync", options->log_sync_s,
                   "seconds between syncs of the rank logs to their disk, which find a drive that "
-                  "failed under them while their writes still succeed; 0: off")
+                  "failed under them while their writes still succeed, or that hangs; 0: off")
       ->capture_default_str()
       ->check(SecondsAtLeast(0));
   auto stall_timeout = std::make_shared<double>(300);
