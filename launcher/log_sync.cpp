@@ -198,7 +198,8 @@ class SyncingProcess {
     }
   }
 
-  // fsync(2) of a file or folder by name: 0 or the errno that says the disk failed.
+  // fsync(2) of a file or folder by name: 0 or the errno that says the disk failed (the rule of
+  // clip::SyncToDisk, whose strings this process may not allocate).
   static int Sync(const char* path) {
     const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return clip::SaysNothingOfTheDisk(errno) ? 0 : errno;
@@ -238,8 +239,6 @@ struct LogSync::State {
   std::optional<LogSyncFailure> first;
   bool first_taken = false;
   uint64_t unsure = 0;
-  std::string error;
-  std::unique_ptr<ChildLog[]> child_logs;  // the syncing process's copy is its own
 };
 
 namespace {
@@ -259,7 +258,6 @@ void ReadReports(const std::shared_ptr<LogSync::State>& s, int fd) {
         break;
       case kFailed:
         s->unsure += r.bytes;
-        if (s->error.empty()) s->error = std::strerror(r.error);
         if (!s->first) {
           s->first = LogSyncFailure{r.rank, s->paths[r.rank], std::strerror(r.error), r.bytes,
                                     static_cast<double>(r.since_us) / 1e6};
@@ -291,15 +289,15 @@ LogSync::LogSync(double interval_s) : state_(std::make_shared<State>()) {
     ::close(commands[1]);
     return;
   }
-  // Not touched here; the syncing process writes its own copy.
-  state_->child_logs.reset(new ChildLog[kMaxLogs]);
+  // The syncing process's table, in its own copy of this memory; this one goes once it is forked.
+  const std::unique_ptr<ChildLog[]> child_logs(new ChildLog[kMaxLogs]);
   const auto interval_us = static_cast<int64_t>(interval_s * 1e6);
   const pid_t parent = ::getpid();
   child_ = ::fork();
   if (child_ == 0) {
     ::close(commands[1]);
     ::close(reports[0]);
-    SyncingProcess(commands[0], reports[1], interval_us, state_->child_logs.get()).Run(parent);
+    SyncingProcess(commands[0], reports[1], interval_us, child_logs.get()).Run(parent);
   }
   ::close(commands[0]);
   ::close(reports[1]);
@@ -366,7 +364,7 @@ uint64_t LogSync::unsure_bytes() const {
 
 std::string LogSync::error() const {
   std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->error;
+  return state_->first ? state_->first->error : "";
 }
 
 LogSyncEnd LogSync::Finish(double wait_s, const std::string& also) {

@@ -46,7 +46,7 @@ struct RankLogWriter::State {
   uint64_t written_seq = 0;  // the last task written
   bool busy = false;         // a task being written
   int busy_rank = 0;
-  std::string busy_path;
+  const RankLog* busy_log = nullptr;  // its path never changes: read by TakeStuck
   Clock::time_point busy_since;
   bool stuck_said = false;  // for this hang
   // Rank -> its log and the bytes lost since its last task queued.
@@ -64,7 +64,7 @@ void RankLogWriter::State::Run() {
     held -= task.bytes.size();
     busy = true;
     busy_rank = task.rank;
-    busy_path = task.log->path();
+    busy_log = task.log;
     busy_since = Clock::now();
     lock.unlock();
     if (task.dropped > 0) Lose(task.rank, *task.log, task.dropped);
@@ -196,7 +196,7 @@ std::optional<LogWriteStuck> RankLogWriter::TakeStuck(double after_s) {
   const Clock::time_point now = Clock::now();
   if (s.stuck_said || !s.Stuck(now, after_s)) return std::nullopt;
   s.stuck_said = true;
-  return LogWriteStuck{s.busy_rank, s.busy_path,
+  return LogWriteStuck{s.busy_rank, s.busy_log->path(),
                        std::chrono::duration<double>(now - s.busy_since).count(), s.held};
 }
 

@@ -82,7 +82,7 @@ TEST(ClipCheckpointProgress, OlderCheckpointLoadsAtAnEpochBoundary) {
 // the part the disk never took was renamed over it: once the page cache let go of that file, the
 // folder held no usable checkpoint at all. Needs root (a loop device); skipped otherwise.
 TEST(ClipCheckpointDisk, ADiskThatFailsTheWriteKeepsTheLastCheckpoint) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a loop device, a mount)";
+  if (::geteuid() != 0) GTEST_SKIP() << dtrain::testing::LoopDisk::kNeedsRoot;
   const std::string dir =
       ::testing::TempDir() + "/clip_checkpoint_disk_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);

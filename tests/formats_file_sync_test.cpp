@@ -34,7 +34,7 @@ TEST(FileSync, FolderOfAPath) {
 
 // Needs root (a loop device, a mount); skipped otherwise.
 TEST(FileSync, AnExportTheDiskDidNotTakeKeepsTheLastOne) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a loop device, a mount)";
+  if (::geteuid() != 0) GTEST_SKIP() << dtrain::testing::LoopDisk::kNeedsRoot;
   const std::string dir = ::testing::TempDir() + "/formats_file_sync_" + std::to_string(::getpid());
   {
     dtrain::testing::LoopDisk disk(dir, "16M");

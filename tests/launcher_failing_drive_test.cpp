@@ -23,6 +23,7 @@
 #include "tests/support/loop_disk.h"
 #include "tests/support/popen_shell.h"
 #include "tests/support/scratch_dirs.h"
+#include "tests/support/wait_for.h"
 
 namespace dtrain {
 namespace {
@@ -31,7 +32,16 @@ using testing::ExpectOneGapAccountedFor;
 using ::testing::HasSubstr;
 using testing::ReadFile;
 
-constexpr char kNeedsRoot[] = "needs root (a loop device, a mount)";
+constexpr const char* kNeedsRoot = testing::LoopDisk::kNeedsRoot;
+
+// Waits (at most 30 s) until both ranks' scripts touched `flags`/up-0 and up-1.
+void WaitForBothRanks(const std::string& flags) {
+  testing::WaitFor(
+      [&] {
+        return std::filesystem::exists(flags + "/up-0") && std::filesystem::exists(flags + "/up-1");
+      },
+      30);
+}
 
 // The drive under the job's folder fails while two ranks print (LoopDisk::Fail, as an NVMe drive
 // that fell off the bus). Writes still land in the page cache until ext4 finds out, at its next
@@ -57,11 +67,7 @@ exit 0
 )";
   std::ofstream(scratch + "/rank.sh") << script;
   std::thread fail([&] {
-    for (int i = 0; i < 600; ++i) {
-      if (std::filesystem::exists(flags + "/up-0") && std::filesystem::exists(flags + "/up-1"))
-        break;
-      ::usleep(50 * 1000);
-    }
+    WaitForBothRanks(flags);
     ::usleep(300 * 1000);  // the "before" lines reach the logs
     EXPECT_TRUE(disk.Fail()) << disk.error();
     int status = 0;
@@ -121,23 +127,11 @@ FailedUnderWrites RunOnADriveThatFails(const std::string& scratch, const std::st
       {"launch", "--nproc-per-node", "2", "--log-dir", disk.path(), "--job", "gone", "--log-sync",
        sync_s, "--", "bash", scratch + "/rank.sh"},
       scratch);
-  for (int i = 0; i < 600; ++i) {
-    if (std::filesystem::exists(flags + "/up-0") && std::filesystem::exists(flags + "/up-1")) break;
-    ::usleep(50 * 1000);
-  }
+  WaitForBothRanks(flags);
   ::usleep(1500 * 1000);  // a sync of what the logs took so far, on the drive still there
   EXPECT_TRUE(disk.Fail()) << disk.error();
-  const auto failed = std::chrono::steady_clock::now();
-  for (;;) {
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - failed).count();
-    if (dtrain.err().find("failed to keep it") != std::string::npos) {
-      result.said_after_s = s;
-      break;
-    }
-    if (s > 4 || !dtrain.running()) break;
-    ::usleep(50 * 1000);
-  }
+  result.said_after_s =
+      testing::WaitForText(dtrain, "failed to keep it", std::chrono::steady_clock::now(), 4);
   std::ofstream(flags + "/stop") << "";
   result.status = dtrain.Wait(60);
   result.err = dtrain.err();
@@ -223,31 +217,18 @@ TEST(FailingDrive, ADriveThatHangsHoldsTheLogsNotTheJob) {
   testing::DtrainProcess dtrain({"launch", "--nproc-per-node", "2", "--log-dir", disk.path(),
                                  "--job", "hung", "--", "bash", scratch + "/rank.sh"},
                                 scratch);
-  for (int i = 0; i < 600; ++i) {
-    if (std::filesystem::exists(flags + "/up-0") && std::filesystem::exists(flags + "/up-1")) break;
-    ::usleep(50 * 1000);
-  }
+  WaitForBothRanks(flags);
   ::usleep(1500 * 1000);
   int status = 0;
   const std::string frozen = test::RunShell("fsfreeze -f " + lower.path() + " 2>&1", &status);
   ASSERT_EQ(status, 0) << frozen;
-  const auto hung = std::chrono::steady_clock::now();
-  const auto since = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - hung).count();
-  };
-  double said_after_s = -1;
-  while (since() < 25 && dtrain.running()) {
-    if (dtrain.err().find("a write to rank") != std::string::npos) {
-      said_after_s = since();
-      break;
-    }
-    ::usleep(50 * 1000);
-  }
+  const double said_after_s =
+      testing::WaitForText(dtrain, "a write to rank", std::chrono::steady_clock::now(), 25);
   std::printf("the hung write was said %.2f s after the drive hung\n", said_after_s);
   // The job goes on meanwhile, and rank 0's flood finds no room past 64 MiB.
   const size_t shown = CountOf(dtrain.out(), " line ");
   std::ofstream(flags + "/flood") << "";
-  for (int i = 0; i < 600 && !std::filesystem::exists(flags + "/flooded"); ++i) ::usleep(50 * 1000);
+  testing::WaitFor([&] { return std::filesystem::exists(flags + "/flooded"); }, 30);
   ::usleep(2000 * 1000);
   EXPECT_GT(CountOf(dtrain.out(), " line "), shown + 20) << "the ranks print on";
   std::ofstream(flags + "/stop") << "";

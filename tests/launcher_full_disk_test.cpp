@@ -34,7 +34,7 @@ using testing::ExpectOneGapAccountedFor;
 using ::testing::HasSubstr;
 using testing::ReadFile;
 
-constexpr char kNeedsRoot[] = "needs root (a loop device, a mount)";
+constexpr const char* kNeedsRoot = testing::LoopDisk::kNeedsRoot;
 
 TEST(FullDisk, ARankLogLosesWhatTheDiskRefusesAndMarksTheGap) {
   if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;

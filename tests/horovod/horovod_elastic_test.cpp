@@ -38,10 +38,7 @@ using test::ReadText;
 using test::RoundSizes;
 using test::SshTestCluster;
 using testing::DtrainProcess;
-
-double Since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using testing::Since;
 
 // What a rank that went on to the end printed: every step of the old round with all `before`
 // ranks, every later one with `after`, and the same parameters as every other rank at the end.

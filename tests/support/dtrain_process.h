@@ -81,6 +81,22 @@ class DtrainProcess {
   double seconds_ = 0;
 };
 
+// Seconds since `start`.
+inline double Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Waits (at most `timeout_s`) for `text` on dtrain's stderr; the seconds since `start` it took,
+// -1 if it never came.
+inline double WaitForText(const DtrainProcess& dtrain, const std::string& text,
+                          std::chrono::steady_clock::time_point start, double timeout_s) {
+  while (Since(start) < timeout_s) {
+    if (dtrain.err().find(text) != std::string::npos) return Since(start);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
 // Runs dtrain to the end (at most `timeout_s`).
 struct DtrainRun {
   int status = -1;

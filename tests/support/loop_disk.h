@@ -19,6 +19,9 @@ namespace dtrain::testing {
 
 class LoopDisk {
  public:
+  // Why a test without root cannot have one (its GTEST_SKIP text).
+  static constexpr char kNeedsRoot[] = "needs root (a loop device, a mount)";
+
   // `dir`: a scratch folder for the image and the mount point (`dir`/mnt); `mount_at`, when
   // given, a command prefix that mounts elsewhere (another mount namespace: a namespace node's
   // `make-cluster.sh node DIR I`) at `mount_point`; `options`: ext4's mount options beside
@@ -27,7 +30,7 @@ class LoopDisk {
                     const std::string& mount_at = "", const std::string& mount_point = "",
                     const std::string& options = "") {
     if (::geteuid() != 0) {
-      error_ = "needs root (a loop device, a mount)";
+      error_ = kNeedsRoot;
       return;
     }
     std::filesystem::create_directories(dir);

@@ -18,22 +18,8 @@
 namespace dtrain::test {
 
 using Clock = std::chrono::steady_clock;
-
-// Seconds since `start`.
-inline double Since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Waits (at most `timeout_s`) for `text` on dtrain's stderr; the seconds since `start` it took,
-// -1 if it never came.
-inline double WaitForText(const testing::DtrainProcess& dtrain, const std::string& text,
-                          Clock::time_point start, double timeout_s) {
-  while (Since(start) < timeout_s) {
-    if (dtrain.err().find(text) != std::string::npos) return Since(start);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return -1;
-}
+using testing::Since;
+using testing::WaitForText;
 
 // Brings node1's link back up while dtrain waits for nodes, and waits (at most 40 s) until it
 // takes node1 back; prints and returns the seconds that took (-1: never).
