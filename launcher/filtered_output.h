@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "launcher/rank_lines.h"
+#include "launcher/rank_output_copy.h"
 #include "launcher/transport.h"
 #include "runtime/formats/line_appender.h"
 
@@ -25,18 +26,19 @@ namespace dtrain {
 // strings are kept as torchrun keeps them (an empty string matches every line).
 std::vector<std::string> ParseFilterList(const std::string& list);
 
-class FilteredOutput {
+class FilteredOutput : public RankOutputCopy {
  public:
   // `stdout_filters` / `stderr_filters` empty: that stream is not copied (no file).
   FilteredOutput(const std::string& job_dir, std::string role,
                  std::vector<std::string> stdout_filters, std::vector<std::string> stderr_filters);
-  ~FilteredOutput();
+  ~FilteredOutput() override;
   FilteredOutput(const FilteredOutput&) = delete;
   FilteredOutput& operator=(const FilteredOutput&) = delete;
 
-  void Output(int rank, OutputStream stream, std::string_view bytes);
+  void Output(int rank, OutputStream stream, std::string_view bytes) override;
   // The rank ended: its last line, if it had no newline, is judged now.
-  void Finish(int rank);
+  void Finish(int rank) override;
+  std::string PathOf(int /*rank*/, OutputStream stream) const override { return Of(stream).path; }
   // Lines picked for the stream's file that the disk refused so far.
   uint64_t lost_lines(OutputStream stream) const { return Of(stream).out.lost_lines(); }
 

@@ -40,14 +40,18 @@ HorovodrunOutputFiles::~HorovodrunOutputFiles() {
   }
 }
 
+std::string HorovodrunOutputFiles::PathOf(int rank, OutputStream stream) const {
+  return fmt::format("{}/{}/{}", dir_, RankFolder(rank, world_size_),
+                     stream == OutputStream::kStdout ? "stdout" : "stderr");
+}
+
 HorovodrunOutputFiles::Stream* HorovodrunOutputFiles::Open(int rank, OutputStream stream) {
   Stream& s = streams_[{rank, stream}];
   if (s.file) return &s;
   if (s.failed) return nullptr;
-  const std::string folder = dir_ + "/" + RankFolder(rank, world_size_);
   std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  const std::string path = folder + (stream == OutputStream::kStdout ? "/stdout" : "/stderr");
+  std::filesystem::create_directories(dir_ + "/" + RankFolder(rank, world_size_), ec);
+  const std::string path = PathOf(rank, stream);
   s.file = std::fopen(path.c_str(), "w");  // once per job: later attempts append
   if (!s.file) {
     // Said once; the job goes on, the rank's log has everything.

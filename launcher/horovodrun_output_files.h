@@ -13,24 +13,26 @@
 #include <string_view>
 #include <utility>
 
+#include "launcher/rank_output_copy.h"
 #include "launcher/transport.h"
 
 namespace dtrain {
 
-class HorovodrunOutputFiles {
+class HorovodrunOutputFiles : public RankOutputCopy {
  public:
   // `dir` absolute; `world_size` sets the padding of the rank folders' names, as horovodrun's
   // -np does; `timestamps`: --prefix-output-with-timestamp. Throws Error when `dir` cannot be
   // made.
   HorovodrunOutputFiles(std::string dir, int world_size, bool timestamps);
-  ~HorovodrunOutputFiles();
+  ~HorovodrunOutputFiles() override;
   HorovodrunOutputFiles(const HorovodrunOutputFiles&) = delete;
   HorovodrunOutputFiles& operator=(const HorovodrunOutputFiles&) = delete;
 
-  void Output(int rank, OutputStream stream, std::string_view bytes);
+  void Output(int rank, OutputStream stream, std::string_view bytes) override;
   // The rank ended: its unterminated last piece, if any, is written (its files made if it wrote
   // nothing, as horovodrun makes them when the worker starts).
-  void Finish(int rank);
+  void Finish(int rank) override;
+  std::string PathOf(int rank, OutputStream stream) const override;
 
   // "rank.07" for rank 7 of 12 ranks: horovodrun's _pad_rank.
   static std::string RankFolder(int rank, int world_size);

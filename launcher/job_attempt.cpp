@@ -160,6 +160,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
   record.attempts.push_back(started);
   if (attempt == 0) {
     WriteFirstJobRecord(job.folder.job_dir, record);
+    record.writer = job.files;  // from now on, a drive that hangs holds the record, not the job
   } else {
     WriteJobRecord(job.folder.job_dir, record);
   }
@@ -194,6 +195,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
       watch.straggler_factor = job.settings.straggler_factor;
       watch.job_name = job.folder.name;
       watch.job_dir = job.folder.job_dir;
+      watch.files = job.files;
       watch.on_report = [&](const JobEvent& event) {
         record.events.push_back(event);
         WriteJobRecord(job.folder.job_dir, record);
@@ -231,8 +233,7 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
     supervise.early_failure_s = job.settings.max_restarts > 0 ? kEarlyFailureS : 0;
     supervise.steps = &steps;
     supervise.log_sync = job.log_sync;
-    supervise.filtered = job.filtered;
-    supervise.output_files = job.output_files;
+    supervise.files = job.files;
     supervise.store = store.get();
     ElasticLeaves leaves(job, spec, health_watch);
     if (elastic) {

@@ -16,7 +16,6 @@
 
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
-#include "launcher/filtered_output.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/host_discovery.h"
 #include "launcher/job_record.h"
@@ -104,8 +103,6 @@ struct Job {
   std::string returning{};
   // The node that left as a straggler before the next attempt (also not counted), or "".
   std::string left_slow{};
-  FilteredOutput* filtered = nullptr;             // torchrun's --duplicate-*-filters; null: none
-  HorovodrunOutputFiles* output_files = nullptr;  // horovodrun's --output-filename; null: none
   // An elastic job's --host-discovery-script, running every second (null: none), and the nodes
   // it did not list at the start, which the start's health check leaves to their joining.
   HostDiscovery* discovery = nullptr;
@@ -113,6 +110,8 @@ struct Job {
   LaunchDirSync* dir_sync = nullptr;  // --sync on ssh nodes (null: none)
   LogSync* log_sync = nullptr;        // the rank logs' syncs (--log-sync; null: off)
   RankLogWriter* writer = nullptr;    // writes `logs` (set before the first attempt)
+  JobFileWriter* files = nullptr;     // writes job.json once the first attempt starts, and the
+                                      // stall reports (set before the first attempt)
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.

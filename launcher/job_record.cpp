@@ -201,27 +201,33 @@ void WriteFirstJobRecord(const std::string& job_dir, JobRecord& record) {
                     "folder another disk (--log-dir)",
                     e.what()));
   }
+  if (!record.unwritten.empty()) {  // a write before it was refused (waiting for nodes)
+    std::fprintf(stderr, "dtrain: the job record %s is written again\n",
+                 JobRecordPath(job_dir).c_str());
+    record.unwritten.clear();
+  }
 }
 
-bool WriteJobRecord(const std::string& job_dir, JobRecord& r) {
+void WriteJobRecord(const std::string& job_dir, JobRecord& r) {
+  constexpr const char* kGoesOn =
+      "the job goes on, and its record is written whole once the disk takes it (until then "
+      "job.json tells of the job as it was)";
+  if (r.writer) {
+    r.writer->Replace(JobRecordPath(job_dir), JobRecordJson(r), "the job record", kGoesOn);
+    return;
+  }
   try {
     ReplaceFile(JobRecordPath(job_dir), JobRecordJson(r), "the job record");
   } catch (const Error& e) {
-    if (r.unwritten.empty()) {
-      std::fprintf(stderr,
-                   "dtrain: warning: %s; the job goes on, and its record is written whole once "
-                   "the disk takes it (until then job.json tells of the job as it was)\n",
-                   e.what());
-    }
+    if (r.unwritten.empty()) std::fprintf(stderr, "dtrain: warning: %s; %s\n", e.what(), kGoesOn);
     r.unwritten = e.what();
-    return false;
+    return;
   }
   if (!r.unwritten.empty()) {
     std::fprintf(stderr, "dtrain: the job record %s is written again\n",
                  JobRecordPath(job_dir).c_str());
     r.unwritten.clear();
   }
-  return true;
 }
 
 JobSummary ReadJobSummary(const std::string& job_dir) {

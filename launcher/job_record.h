@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "launcher/cluster_spec.h"
+#include "launcher/job_file_writer.h"
 #include "launcher/node_clock.h"
 #include "launcher/rank_plan.h"
 #include "launcher/transport.h"
@@ -82,8 +83,10 @@ struct JobRecord {
   std::vector<JobEvent> events;
   double node_timeout_s = 0;                       // 0: nodes not watched
   std::map<std::string, std::string> quarantined;  // node -> why it is no longer used
-  // Not in job.json: why its last write failed (a full disk), "" when it was written.
+  // Not in job.json: why its last write failed (a full disk), "" when it was written; and, once
+  // the ranks may run, the thread that writes it (job_file_writer.h; null: written by the caller).
   std::string unwritten;
+  JobFileWriter* writer = nullptr;
 };
 
 // The part of job.json that `dtrain logs` and `dtrain timeline` read back.
@@ -121,8 +124,9 @@ std::string JobRecordPath(const std::string& job_dir);
 // Writes job.json through a temporary file and rename, so readers never see half a record. A
 // write the disk refuses does not throw: the job goes on, the record keeps why (`unwritten`) and
 // is written whole by the next call the disk takes; the first refusal in a row and the write
-// after the last are said on stderr. False when refused.
-bool WriteJobRecord(const std::string& job_dir, JobRecord& record);
+// after the last are said on stderr. With `record.writer`, the record's text is handed to it, and
+// it keeps why (JobFileWriter::Refused).
+void WriteJobRecord(const std::string& job_dir, JobRecord& record);
 // The record's first write, before any rank starts: throws Error naming the file and what to do
 // when the disk refuses it, so that no job runs without its record.
 void WriteFirstJobRecord(const std::string& job_dir, JobRecord& record);

@@ -83,17 +83,14 @@ JobSupervisor::JobSupervisor(Transport& transport, RankLogWriter& logs, ConsoleE
       stop_grace_s_(options.grace_period_s) {}
 
 void JobSupervisor::OnOutput(int id, OutputStream stream, std::string_view bytes) {
-  logs_.Append(id, bytes, WallMicros());
+  logs_.Output(id, stream, bytes, WallMicros());
   console_.Output(id, stream, bytes);
-  if (options_.filtered) options_.filtered->Output(id, stream, bytes);
-  if (options_.output_files) options_.output_files->Output(id, stream, bytes);
   if (options_.stall_watch) options_.stall_watch->OnOutput(id);
 }
 
 void JobSupervisor::OnExit(int id, const ExitStatus& status) {
   console_.Finish(id);
-  if (options_.filtered) options_.filtered->Finish(id);
-  if (options_.output_files) options_.output_files->Finish(id);
+  logs_.Finish(id);
   if (!status.error.empty()) {
     // The rank never ran: say so in its log too, so the log explains the failure on its own.
     logs_.Append(id, "dtrain: " + status.Describe() + "\n", WallMicros());
@@ -389,6 +386,10 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
     }
     if (std::optional<LogWriteStuck> stuck = logs_.TakeStuck(LogSync::kStuckS))
       SayLogWriteStuck(stderr, *stuck);
+    if (options_.files) {
+      if (std::optional<FileWriteStuck> stuck = options_.files->TakeStuck(LogSync::kStuckS))
+        SayFileWriteStuck(stderr, *stuck);
+    }
     if (options_.health_watch && options_.on_health_warning) {
       for (const NodeWarning& w : options_.health_watch->TakeWarnings()) {
         options_.on_health_warning(w);

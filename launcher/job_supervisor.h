@@ -18,12 +18,11 @@
 #include <vector>
 
 #include "launcher/console_echo.h"
-#include "launcher/filtered_output.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/health_watch.h"
 #include "launcher/horovod_elastic_rounds.h"
 #include "launcher/horovod_rendezvous.h"
-#include "launcher/horovodrun_output_files.h"
+#include "launcher/job_file_writer.h"
 #include "launcher/job_store.h"
 #include "launcher/log_sync.h"
 #include "launcher/rank_log.h"
@@ -36,8 +35,6 @@ namespace dtrain {
 
 struct SupervisorOptions {
   double grace_period_s = 10;                     // between SIGTERM and SIGKILL
-  FilteredOutput* filtered = nullptr;             // torchrun's --duplicate-*-filters; null: none
-  HorovodrunOutputFiles* output_files = nullptr;  // horovodrun's --output-filename; null: none
   StallWatch* stall_watch = nullptr;              // null: no stall watch
   // > 0: a rank that exits with an error code this soon after the start holds the teardown for
   // up to kEarlyHoldS, so ranks failing the same way (an import error) report it themselves and
@@ -45,6 +42,7 @@ struct SupervisorOptions {
   double early_failure_s = 0;
   StepWatch* steps = nullptr;           // null: not watched
   LogSync* log_sync = nullptr;          // the rank logs' syncs (--log-sync); null: none
+  JobFileWriter* files = nullptr;       // job.json and the stall reports; null: none
   HealthWatch* health_watch = nullptr;  // null: nodes' health not watched while the job runs
   // Quarantined nodes watched for their return (WatchFor::kReturns); null: none.
   HealthWatch* return_watch = nullptr;

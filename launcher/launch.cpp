@@ -31,6 +31,7 @@
 #include "launcher/horovod_elastic_settings.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
+#include "launcher/filtered_output.h"
 #include "launcher/horovodrun_output_files.h"
 #include "launcher/host_discovery.h"
 #include "launcher/job_attempt.h"
@@ -357,6 +358,7 @@ int RunLaunch(const LaunchOptions& options) {
   const std::unique_ptr<LogSync> log_sync =
       options.log_sync_s > 0 ? std::make_unique<LogSync>(options.log_sync_s) : nullptr;
   RankLogWriter writer(logs);
+  JobFileWriter files;  // job.json once the ranks may run (JobRecord::writer), the stall reports
   ConsoleChoice shown = options.console;
   if (options.quiet) {
     shown.streams = ConsoleStreams::kNone;
@@ -394,15 +396,17 @@ int RunLaunch(const LaunchOptions& options) {
       std::fprintf(stderr, "dtrain: note: %s\n", note.c_str());
   }
 
-  const std::unique_ptr<FilteredOutput> filtered = FilteredOutputFor(
-      folder.job_dir, settings.role, options.torchrun_agent.duplicate_stdout_filters,
-      options.torchrun_agent.duplicate_stderr_filters);
-  std::unique_ptr<HorovodrunOutputFiles> output_files;
+  // The copies of the ranks' output beside the logs, written by the logs' writer.
+  if (std::unique_ptr<FilteredOutput> filtered = FilteredOutputFor(
+          folder.job_dir, settings.role, options.torchrun_agent.duplicate_stdout_filters,
+          options.torchrun_agent.duplicate_stderr_filters)) {
+    writer.AddCopy(std::move(filtered));
+  }
   if (!options.output_filename.empty()) {
     try {
-      output_files = std::make_unique<HorovodrunOutputFiles>(
+      writer.AddCopy(std::make_unique<HorovodrunOutputFiles>(
           Absolute(options.output_filename, folder.launch_dir), record.plan.world_size,
-          options.console.timestamps);
+          options.console.timestamps));
     } catch (const Error&) {
       RecordFailureBeforeStart(folder.job_dir, record, kExitFailure);
       throw;
@@ -410,13 +414,12 @@ int RunLaunch(const LaunchOptions& options) {
   }
   Job job{options,         spec, settings, folder, plan_options,
           horovod_network, logs, console,  record, pool};
-  job.filtered = filtered.get();
-  job.output_files = output_files.get();
   job.discovery = discovery.get();
   job.unlisted = unlisted;
   job.dir_sync = dir_sync.get();
   job.log_sync = log_sync.get();
   job.writer = &writer;
+  job.files = &files;
   if (!unlisted.empty()) {
     std::vector<std::string> names(unlisted.begin(), unlisted.end());
     std::fprintf(stderr,
@@ -480,7 +483,10 @@ int RunLaunch(const LaunchOptions& options) {
     PlaceFetchedSteps(record, folder.job_dir, job.lost_nodes);
   }
   PrintAttempts(record);
-  EndTheLogs(record.unwritten, logs, writer, log_sync.get(), folder.job_dir);
+  files.Finish();  // the record's end written before the last sync, which takes it too
+  record.writer = nullptr;
+  EndTheLogs(files.Refused(JobRecordPath(folder.job_dir)), logs, writer, log_sync.get(),
+             folder.job_dir);
   return record.exit_code;
 }
 

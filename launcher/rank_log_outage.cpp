@@ -58,12 +58,21 @@ void SayLogSyncStuck(std::FILE* err, const LogSyncStuck& stuck) {
 
 void SayLogWriteStuck(std::FILE* err, const LogWriteStuck& stuck) {
   fmt::print(err,
-             "dtrain: warning: a write to rank {}'s log {} has not returned in {:.0f} s: the drive "
+             "dtrain: warning: a write to rank {}'s {} {} has not returned in {:.0f} s: the drive "
              "under the job's folder hangs (see dmesg); the job goes on, and the ranks' output "
              "is held in memory until the drive answers ({} byte(s) so far; past {} MiB it is "
              "lost, and each log marks its gap)\n",
-             stuck.rank, stuck.path, stuck.seconds, stuck.held_bytes,
+             stuck.rank, stuck.what, stuck.path, stuck.seconds, stuck.held_bytes,
              RankLogWriter::kHeldBytes >> 20);
+  std::fflush(err);
+}
+
+void SayFileWriteStuck(std::FILE* err, const FileWriteStuck& stuck) {
+  fmt::print(err,
+             "dtrain: warning: a write to {} has not returned in {:.0f} s: the drive under the "
+             "job's folder hangs (see dmesg); the job goes on, and dtrain writes the file once the "
+             "drive answers\n",
+             stuck.path, stuck.seconds);
   std::fflush(err);
 }
 

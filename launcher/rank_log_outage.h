@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "launcher/job_file_writer.h"
 #include "launcher/log_sync.h"
 #include "launcher/rank_log.h"
 #include "launcher/rank_log_writer.h"
@@ -39,6 +40,9 @@ void SayLogSyncStuck(std::FILE* err, const LogSyncStuck& stuck);
 // A write to a rank log that has not returned (rank_log_writer.h), said once for each hang: the
 // output is held in memory meanwhile.
 void SayLogWriteStuck(std::FILE* err, const LogWriteStuck& stuck);
+// A write of dtrain's own files in the job's folder (job.json, a stall report) that has not
+// returned (job_file_writer.h), said once for each hang.
+void SayFileWriteStuck(std::FILE* err, const FileWriteStuck& stuck);
 
 // Said last at the launch's end, so it is not lost in the output above: how many bytes the rank
 // logs lost, how many may not be on the disk (`sync`: the logs' syncs, null when off, and how

@@ -4,6 +4,9 @@
 // write blocks at the drive's first journal commit after it hangs (the inode's buffer waits for
 // the commit's I/O), however little the write is.
 //
+// The copies of the ranks' output beside the logs (rank_output_copy.h) are written by the same
+// thread, after the log, and lose what the log loses.
+//
 // Appends are queued and written in order; the writer keeps up with the ranks (a write into the
 // page cache takes microseconds), and Drain waits for it where the files must be whole (a failing
 // rank's last lines, the end). What it holds is capped at kHeldBytes: past that an append waits
@@ -19,14 +22,18 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "launcher/rank_log.h"
+#include "launcher/rank_output_copy.h"
+#include "launcher/transport.h"
 
 namespace dtrain {
 
 // A write that has not returned.
 struct LogWriteStuck {
   int rank = 0;
+  std::string what = "log";  // or "output copy" (rank_output_copy.h)
   std::string path;
   double seconds = 0;
   uint64_t held_bytes = 0;  // appends waiting behind it
@@ -42,8 +49,15 @@ class RankLogWriter {
   RankLogWriter(const RankLogWriter&) = delete;
   RankLogWriter& operator=(const RankLogWriter&) = delete;
 
-  // Rank `rank`'s output, or a line of dtrain's own before a restart ("--- dtrain: WHAT ---").
-  // A rank without a log is ignored.
+  // A copy of the ranks' output (torchrun's --duplicate-*-filters, horovodrun's
+  // --output-filename), given the output from now on; before any output.
+  void AddCopy(std::unique_ptr<RankOutputCopy> copy);
+  // Rank `rank`'s output on `stream`: to its log and the copies.
+  void Output(int rank, OutputStream stream, std::string_view bytes, int64_t now_us);
+  // The rank ended: the copies take its unterminated last line.
+  void Finish(int rank);
+  // Words of dtrain's own in rank `rank`'s log only, or a line before a restart ("--- dtrain: WHAT
+  // ---"). A rank without a log is ignored.
   void Append(int rank, std::string_view bytes, int64_t now_us);
   void MarkRestart(int rank, const std::string& what, int64_t now_us);
   // Waits until everything appended is written, at most `wait_s`: false if it was not (a write
@@ -63,7 +77,8 @@ class RankLogWriter {
   static constexpr double kLastWaitS = 5;
 
  private:
-  void Enqueue(int rank, std::string_view bytes, int64_t now_us, const std::string& restart);
+  struct Task;
+  void Enqueue(Task task);
 
   struct State;
   std::map<int, std::unique_ptr<RankLog>>& logs_;

@@ -183,11 +183,15 @@ StallReport StallWatch::Report(const ProbeResult& result, Clock::time_point now)
   const std::string file = fmt::format("{}/stall-{}.txt", options_.job_dir, reports_);
   std::string written = fmt::format("stall report written to {}", file);
   std::string kept = file;  // the event's file: none when the disk refused it
-  try {
-    ReplaceFile(file, report.text, "the stall report");
-  } catch (const Error& e) {  // the console still gets the report
-    written = fmt::format("warning: {}; it is on the console only", e.what());
-    kept.clear();
+  if (options_.files) {     // what the disk refuses, the writer says
+    options_.files->Replace(file, report.text, "the stall report", "it is on the console only");
+  } else {
+    try {
+      ReplaceFile(file, report.text, "the stall report");
+    } catch (const Error& e) {  // the console still gets the report
+      written = fmt::format("warning: {}; it is on the console only", e.what());
+      kept.clear();
+    }
   }
   std::istringstream lines(report.text);
   std::string text;

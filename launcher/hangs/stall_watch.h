@@ -32,8 +32,12 @@ struct StallWatchOptions {
   double straggler_factor = 0;
   std::string job_name;
   std::string job_dir;
-  // Called with every report made (after stall-N.txt is written), e.g. to add it to job.json.
+  // Called with every report made (after stall-N.txt is written, or handed to `files`), e.g. to
+  // add it to job.json.
   std::function<void(const JobEvent&)> on_report;
+  // Writes stall-N.txt, so that a drive that hangs under the job's folder holds the report, not
+  // the watch (job_file_writer.h); null: written by the watch.
+  JobFileWriter* files = nullptr;
 };
 
 class StallWatch {
