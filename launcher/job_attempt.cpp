@@ -125,7 +125,12 @@ JobOutcome RunAttemptOnce(Job& job, int attempt, const ClusterSpec& spec,
   JobRecord& record = job.record;
   job.plan_options.restart_count = attempt;
   record.plan = MakeRankPlan(spec, job.plan_options);
-  MakeErrorFolder(fmt::format("{}/errors/attempt-{}", job.folder.job_dir, attempt));
+  const std::string errors = fmt::format("{}/errors/attempt-{}", job.folder.job_dir, attempt);
+  if (attempt == 0) {
+    MakeErrorFolder(errors);
+  } else {  // a drive that hangs holds the folder, not the restart
+    job.files->MakeFolder(errors, "the ranks' error files of this attempt cannot be kept");
+  }
   // The job's TCPStore, ended after this attempt's last rank (at this function's end).
   std::unique_ptr<JobStore> store = StartJobStore(job, spec, record.plan, attempt);
   if (store) {

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <mutex>
 
@@ -24,6 +25,7 @@ struct JobFileWriter::State {
     std::string text;
     std::string what;
     std::string if_refused;
+    bool folder = false;  // make the folder `path`
   };
 
   bool Idle() const { return queue.empty() && !busy; }
@@ -53,10 +55,16 @@ void JobFileWriter::State::Run() {
     busy_since = Clock::now();
     lock.unlock();
     std::string error;
-    try {
-      ReplaceFile(file.path, file.text, file.what);
-    } catch (const Error& e) {
-      error = e.what();
+    if (file.folder) {
+      std::error_code made;
+      std::filesystem::create_directories(file.path, made);
+      if (made) error = file.path + ": cannot create the directory: " + made.message();
+    } else {
+      try {
+        ReplaceFile(file.path, file.text, file.what);
+      } catch (const Error& e) {
+        error = e.what();
+      }
     }
     const double took = std::chrono::duration<double>(Clock::now() - busy_since).count();
     lock.lock();
@@ -72,7 +80,7 @@ void JobFileWriter::State::Run() {
       if (before == refused.end())
         said += fmt::format("dtrain: warning: {}; {}\n", error, file.if_refused);
       refused[file.path] = error;
-    } else if (before != refused.end()) {
+    } else if (before != refused.end() && !file.folder) {
       said += fmt::format("dtrain: {} {} is written again\n", file.what, file.path);
       refused.erase(before);
     }
@@ -102,12 +110,24 @@ void JobFileWriter::Replace(std::string path, std::string text, std::string what
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.stop) return;  // finished: nothing runs any more that could ask
     for (State::File& queued : s.queue) {
-      if (queued.path == path) {  // not begun: the newer text replaces it
+      if (queued.path == path && !queued.folder) {  // not begun: the newer text replaces it
         queued.text = std::move(text);
         return;
       }
     }
     s.queue.push_back({std::move(path), std::move(text), std::move(what), std::move(if_refused)});
+  }
+  s.work.notify_one();
+}
+
+void JobFileWriter::MakeFolder(std::string path, std::string if_refused) {
+  State& s = *state_;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.stop) return;
+    State::File folder{std::move(path), "", "the folder", std::move(if_refused)};
+    folder.folder = true;
+    s.queue.push_back(std::move(folder));
   }
   s.work.notify_one();
 }
@@ -128,7 +148,7 @@ void JobFileWriter::Finish() {
     }
     std::fprintf(stderr,
                  "dtrain: warning: a write to %s has not returned: the drive under it hangs; "
-                 "dtrain ends once the drive answers and the job's record is written (the kernel "
+                 "dtrain ends once the drive answers and the job's files are written (the kernel "
                  "holds its write until then)\n",
                  path.c_str());
     std::fflush(stderr);

@@ -36,6 +36,8 @@ class JobFileWriter {
   // `if_refused` follows the refusal's reason when the disk refuses it ("it is on the console
   // only").
   void Replace(std::string path, std::string text, std::string what, std::string if_refused);
+  // The folder at `path` and those above it made, in the same order; `if_refused` as above.
+  void MakeFolder(std::string path, std::string if_refused);
   // Waits until everything asked is written or refused, at most `wait_s`: false if not (a write
   // is stuck on a drive that hangs).
   bool Flush(double wait_s);

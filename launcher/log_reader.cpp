@@ -24,6 +24,7 @@
 
 #include "launcher/error.h"
 #include "launcher/job_record.h"
+#include "launcher/open_to_read.h"
 #include "launcher/rank_log.h"
 #include "launcher/this_machine.h"
 
@@ -33,7 +34,7 @@ namespace {
 // Bytes of `path` from `offset` to its current end ("" if it cannot be read).
 std::string ReadFrom(const std::string& path, uint64_t offset) {
   std::string out;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = OpenToRead(path);
   if (fd < 0) return out;
   char buf[1 << 16];
   for (;;) {
@@ -152,8 +153,8 @@ RankLogCursor::~RankLogCursor() {
 
 // Both files appear when the rank starts; until then there is nothing to read.
 bool RankLogCursor::Open() {
-  if (index_fd_ < 0) index_fd_ = ::open(index_path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (log_fd_ < 0) log_fd_ = ::open(log_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (index_fd_ < 0) index_fd_ = OpenToRead(index_path_);
+  if (log_fd_ < 0) log_fd_ = OpenToRead(log_path_);
   return log_fd_ >= 0;
 }
 

@@ -5,11 +5,11 @@
 #include <cctype>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "launcher/open_to_read.h"
 
 namespace dtrain {
 
@@ -31,11 +31,9 @@ std::string InnermostFrame(const std::string& callstack) {
 }
 
 std::optional<RankError> ReadRankErrorFile(const std::string& path, int rank) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  const nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
+  const std::optional<std::string> text = ReadToEnd(path);
+  if (!text) return std::nullopt;
+  const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
   if (!doc.is_object() || !doc.contains("message")) return std::nullopt;
   RankError error;
   error.rank = rank;

@@ -131,8 +131,7 @@ void EndTheLogs(const std::string& unwritten, const std::map<int, std::unique_pt
                  "wait in memory for the logs; dtrain ends once the drive answers and they are "
                  "written (the kernel holds its write until then)\n",
                  job_dir.c_str(), static_cast<unsigned long long>(writer.held_bytes()));
-    while (!writer.Drain(3600)) {
-    }
+    writer.DrainAll();
   }
   LogSyncEnd sync_end;
   // The logs' last bytes, and job.json's end, on the disk before dtrain says it is done.

@@ -3,6 +3,7 @@
 // and the logs it writes alive until the process ends.
 #include "launcher/rank_log_writer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -254,8 +255,23 @@ bool RankLogWriter::Drain(double wait_s) {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mu);
   const uint64_t last = s.next_seq - 1;
-  return s.done.wait_for(lock, std::chrono::duration<double>(wait_s),
-                         [&] { return s.written_seq >= last; });
+  const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                        std::chrono::duration<double>(wait_s));
+  while (s.written_seq < last) {
+    const Clock::time_point now = Clock::now();
+    // A write that has not returned in kWaitS is a drive that hangs: not waited for (a restart
+    // would wait for it each time).
+    if (now >= deadline || s.Stuck(now, kWaitS)) return false;
+    s.done.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(100)));
+  }
+  return true;
+}
+
+void RankLogWriter::DrainAll() {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  const uint64_t last = s.next_seq - 1;
+  s.done.wait(lock, [&] { return s.written_seq >= last; });
 }
 
 std::optional<LogWriteStuck> RankLogWriter::TakeStuck(double after_s) {

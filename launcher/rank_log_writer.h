@@ -60,9 +60,12 @@ class RankLogWriter {
   // ---"). A rank without a log is ignored.
   void Append(int rank, std::string_view bytes, int64_t now_us);
   void MarkRestart(int rank, const std::string& what, int64_t now_us);
-  // Waits until everything appended is written, at most `wait_s`: false if it was not (a write
-  // is stuck); then what the logs say of themselves (size, lost bytes) is not final.
+  // Waits until everything appended is written, at most `wait_s`, and not at all while a write
+  // has not returned for kWaitS (a drive that hangs): false if it was not; then what the logs say
+  // of themselves (size, lost bytes) is not final.
   bool Drain(double wait_s);
+  // Waits until everything appended is written, however long a drive that hangs takes.
+  void DrainAll();
   // A write under way for `after_s` seconds or more, once for each hang.
   std::optional<LogWriteStuck> TakeStuck(double after_s);
   // Appends not written yet (held while a write is stuck).

@@ -1,12 +1,14 @@
 #include "launcher/step_watch.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
+#include "launcher/open_to_read.h"
 #include "launcher/rank_log.h"
 
 namespace dtrain {
@@ -47,8 +49,12 @@ void StepWatch::Read() {
   if (::stat(path_.c_str(), &st) != 0) return;
   if (static_cast<uint64_t>(st.st_size) < offset_) offset_ = 0;  // written afresh
   if (static_cast<uint64_t>(st.st_size) == offset_) return;
-  std::FILE* file = std::fopen(path_.c_str(), "rb");
-  if (!file) return;
+  const int fd = OpenToRead(path_);
+  std::FILE* file = fd < 0 ? nullptr : ::fdopen(fd, "rb");
+  if (!file) {
+    if (fd >= 0) ::close(fd);
+    return;
+  }
   std::fseek(file, static_cast<long>(offset_), SEEK_SET);
   char buffer[8192];
   size_t n;

@@ -55,6 +55,10 @@ dtrain_test(launcher_logs_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_logs_test.cpp
   LIBS dtrain_launcher
   TIMEOUT 60)
+dtrain_test(launcher_job_file_writer_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_job_file_writer_test.cpp
+  LIBS dtrain_launcher
+  TIMEOUT 60)
 dtrain_test(launcher_horovodrun_output_files_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_horovodrun_output_files_test.cpp
   LIBS dtrain_launcher

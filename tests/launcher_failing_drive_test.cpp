@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -180,6 +181,12 @@ TEST(FailingDrive, TheLogSyncFindsADriveThatFailedUnderWritesThatStillSucceed) {
 // drive (the kernel holds the write, and dtrain's end with it); once the drive answers, everything
 // held in memory is written: every line the console showed of rank 1 is in its log, and rank 0's
 // holds all it wrote but the bytes that found no room, marked and counted.
+// Thaws a frozen file system when the test ends, failed or not.
+struct ThawAtEnd {
+  std::function<void()> thaw;
+  ~ThawAtEnd() { thaw(); }
+};
+
 size_t CountOf(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -197,10 +204,6 @@ TEST(FailingDrive, ADriveThatHangsHoldsTheLogsNotTheJob) {
     int status = 0;
     test::RunShell("fsfreeze -u " + path + " 2>/dev/null", &status);
   };
-  struct ThawAtEnd {
-    std::function<void()> thaw;
-    ~ThawAtEnd() { thaw(); }
-  } thaw_at_end{thaw};
   const std::string flags = scratch + "/flags";
   std::filesystem::create_directories(flags);
   // Rank 0 floods 80 MiB once the hang is said (its output kept whole in flags/all-0 too): more
@@ -217,6 +220,7 @@ TEST(FailingDrive, ADriveThatHangsHoldsTheLogsNotTheJob) {
   testing::DtrainProcess dtrain({"launch", "--nproc-per-node", "2", "--log-dir", disk.path(),
                                  "--job", "hung", "--", "bash", scratch + "/rank.sh"},
                                 scratch);
+  ThawAtEnd thaw_at_end{thaw};  // before dtrain's end, which waits for the drive
   WaitForBothRanks(flags);
   ::usleep(1500 * 1000);
   int status = 0;
@@ -260,6 +264,106 @@ TEST(FailingDrive, ADriveThatHangsHoldsTheLogsNotTheJob) {
   EXPECT_THAT(err, HasSubstr("of the ranks' output could not be written to 1 of the logs"));
   ExpectOneGapAccountedFor(ReadFile(RankLogPath(disk.path() + "/hung", 0)),
                            ReadFile(flags + "/all-0"));
+}
+
+// An event while the drive under the job's folder hangs: the ranks go silent (a stall) 1 s after
+// the hung write to a log was said, so that ext4's journal is stuck by then. The stall report, the
+// stop, the job's record, the restart's folder and the restart do not wait for the drive: the
+// second attempt's ranks print on the console while the drive still hangs, the report's write
+// that does not return is said, and the record and the report are written once the drive answers.
+// The copies of the ranks' lines (--duplicate-stdout-filters) are written as the logs are.
+TEST(FailingDrive, AnEventDuringAHangDoesNotWaitForTheDrive) {
+  if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
+  const std::string scratch = testing::ScratchDirs::Make("hung-event");
+  testing::LoopDisk lower(scratch + "/lower", "512M");
+  ASSERT_EQ(lower.error(), "");
+  testing::LoopDisk disk(lower.path() + "/upper", "256M");
+  ASSERT_EQ(disk.error(), "");
+  const auto thaw = [path = lower.path()] {
+    int status = 0;
+    test::RunShell("fsfreeze -u " + path + " 2>/dev/null", &status);
+  };
+  const std::string flags = scratch + "/flags";
+  std::filesystem::create_directories(flags);
+  // The first attempt prints until flags/silent, then prints nothing; the second prints until
+  // flags/done.
+  std::ofstream(scratch + "/rank.sh")
+      << "F=" << flags << "\n"
+      << "touch $F/up-$RANK\n"
+      << "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then\n"
+      << "  i=0; while [ ! -e $F/silent ]; do i=$((i+1)); "
+      << "printf 'rank %s line %03d\\n' \"$RANK\" $i; sleep 0.1; done; sleep 600\n"
+      << "fi\n"
+      << "i=0; while [ ! -e $F/done ]; do i=$((i+1)); "
+      << "printf 'rank %s again %03d\\n' \"$RANK\" $i; sleep 0.1; done\n";
+  testing::DtrainProcess dtrain({"launch",    "--nproc-per-node",
+                                 "2",         "--log-dir",
+                                 disk.path(), "--job",
+                                 "event",     "--stall-timeout",
+                                 "3",         "--on-stall",
+                                 "stop",      "--max-restarts",
+                                 "1",         "--restart-health-check",
+                                 "off",       "--grace-period",
+                                 "1",         "--duplicate-stdout-filters",
+                                 "rank",      "--",
+                                 "bash",      scratch + "/rank.sh"},
+                                scratch);
+  ThawAtEnd thaw_at_end{thaw};  // before dtrain's end, which waits for the drive
+  WaitForBothRanks(flags);
+  ::usleep(1500 * 1000);
+  int status = 0;
+  const std::string frozen = test::RunShell("fsfreeze -f " + lower.path() + " 2>&1", &status);
+  ASSERT_EQ(status, 0) << frozen;
+  const auto hung = std::chrono::steady_clock::now();
+  testing::WaitForText(dtrain, "a write to rank", hung, 25);
+  ::usleep(1000 * 1000);
+  std::ofstream(flags + "/silent") << "";
+  const auto silent = std::chrono::steady_clock::now();
+  ASSERT_TRUE(testing::WaitFor([&] { return CountOf(dtrain.out(), " again 010") == 2; }, 30))
+      << "the second attempt runs while the drive hangs: " << dtrain.err();
+  std::printf("the second attempt printed its 10th line %.2f s after the ranks went silent\n",
+              testing::Since(silent));
+  // The first of dtrain's own files written after the hang: the stall report.
+  const double report_said_s =
+      testing::WaitForText(dtrain, "stall-1.txt has not returned", silent, 30);
+  std::printf("the stuck write of the stall report was said %.2f s after the ranks went silent\n",
+              report_said_s);
+  EXPECT_GE(report_said_s, 0) << dtrain.err();
+  std::ofstream(flags + "/done") << "";
+  ::usleep(1500 * 1000);
+  EXPECT_TRUE(dtrain.running()) << "its end waits for the drive: " << dtrain.err();
+  thaw();
+  EXPECT_EQ(dtrain.Wait(30), 0) << dtrain.err();
+  const std::string err = dtrain.err();
+  const std::string job_dir = disk.path() + "/event";
+  EXPECT_THAT(err, HasSubstr("dtrain: stall report written to " + job_dir + "/stall-1.txt"));
+  EXPECT_THAT(err, HasSubstr("dtrain: restarting job event (restart 1 of 1)"));
+  EXPECT_THAT(err, ::testing::ContainsRegex(
+                       "dtrain: warning: a write to " + job_dir +
+                       "/stall-1.txt has not returned in 1[0-9] s: the drive under the job's "
+                       "folder hangs \\(see dmesg\\); the job goes on, and dtrain writes the "
+                       "file once the drive answers"));
+  EXPECT_THAT(err, HasSubstr("dtrain: the drive under the job's folder answers again: a write to " +
+                             job_dir + "/stall-1.txt took "));
+  EXPECT_EQ(err.find("error:"), std::string::npos) << err;
+  // Written once the drive answered: the record of both attempts and the stall, the report, every
+  // line in the logs and the filtered copy.
+  const std::string record = ReadFile(job_dir + "/job.json");
+  EXPECT_THAT(record, HasSubstr("\"status\": \"succeeded\""));
+  EXPECT_THAT(record, HasSubstr("\"restarts\": 1"));
+  EXPECT_THAT(record, HasSubstr("\"kind\": \"stall\""));
+  EXPECT_THAT(ReadFile(job_dir + "/stall-1.txt"), HasSubstr("rank"));
+  const std::string out = dtrain.out();
+  const std::string filtered = ReadFile(job_dir + "/filtered_stdout.log");
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string log = ReadFile(RankLogPath(job_dir, rank));
+    const std::string line = fmt::format("rank {} line ", rank);
+    const std::string again = fmt::format("rank {} again ", rank);
+    EXPECT_EQ(CountOf(log, line), CountOf(out, line)) << log;
+    EXPECT_EQ(CountOf(log, again), CountOf(out, again)) << log;
+    EXPECT_EQ(CountOf(filtered, line), CountOf(out, line));
+    EXPECT_EQ(CountOf(filtered, again), CountOf(out, again)) << filtered;
+  }
 }
 
 }  // namespace
