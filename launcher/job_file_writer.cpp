@@ -77,7 +77,7 @@ void JobFileWriter::State::Run() {
     }
     const auto before = refused.find(file.path);
     if (!error.empty()) {
-      if (before == refused.end())
+      if (before == refused.end() && !file.if_refused.empty())
         said += fmt::format("dtrain: warning: {}; {}\n", error, file.if_refused);
       refused[file.path] = error;
     } else if (before != refused.end() && !file.folder) {

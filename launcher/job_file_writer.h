@@ -33,8 +33,8 @@ class JobFileWriter {
   JobFileWriter& operator=(const JobFileWriter&) = delete;
 
   // `text` to become the file at `path`; `what` names it in an error ("the job record"),
-  // `if_refused` follows the refusal's reason when the disk refuses it ("it is on the console
-  // only").
+  // `if_refused` follows the refusal's reason when the disk refuses it ("the job goes on ...");
+  // empty: the refusal is not said (the caller says it, from Refused).
   void Replace(std::string path, std::string text, std::string what, std::string if_refused);
   // The folder at `path` and those above it made, in the same order; `if_refused` as above.
   void MakeFolder(std::string path, std::string if_refused);

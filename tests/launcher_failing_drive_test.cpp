@@ -336,7 +336,9 @@ TEST(FailingDrive, AnEventDuringAHangDoesNotWaitForTheDrive) {
   EXPECT_EQ(dtrain.Wait(30), 0) << dtrain.err();
   const std::string err = dtrain.err();
   const std::string job_dir = disk.path() + "/event";
-  EXPECT_THAT(err, HasSubstr("dtrain: stall report written to " + job_dir + "/stall-1.txt"));
+  EXPECT_THAT(err, HasSubstr("dtrain: the stall report waits in memory for " + job_dir +
+                             "/stall-1.txt: a write to the job's folder has not returned in 0.5 s "
+                             "(its drive hangs?); it is written once the drive answers"));
   EXPECT_THAT(err, HasSubstr("dtrain: restarting job event (restart 1 of 1)"));
   EXPECT_THAT(err, ::testing::ContainsRegex(
                        "dtrain: warning: a write to " + job_dir +

@@ -183,8 +183,17 @@ StallReport StallWatch::Report(const ProbeResult& result, Clock::time_point now)
   const std::string file = fmt::format("{}/stall-{}.txt", options_.job_dir, reports_);
   std::string written = fmt::format("stall report written to {}", file);
   std::string kept = file;  // the event's file: none when the disk refused it
-  if (options_.files) {     // what the disk refuses, the writer says
-    options_.files->Replace(file, report.text, "the stall report", "it is on the console only");
+  if (options_.files) {
+    options_.files->Replace(file, report.text, "the stall report", "");
+    if (!options_.files->Flush(StallWatchOptions::kFileWaitS)) {
+      written = fmt::format(
+          "the stall report waits in memory for {}: a write to the job's folder has not "
+          "returned in {:g} s (its drive hangs?); it is written once the drive answers",
+          file, StallWatchOptions::kFileWaitS);
+    } else if (const std::string refused = options_.files->Refused(file); !refused.empty()) {
+      written = fmt::format("warning: {}; it is on the console only", refused);
+      kept.clear();
+    }
   } else {
     try {
       ReplaceFile(file, report.text, "the stall report");

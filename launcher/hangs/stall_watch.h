@@ -38,6 +38,8 @@ struct StallWatchOptions {
   // Writes stall-N.txt, so that a drive that hangs under the job's folder holds the report, not
   // the watch (job_file_writer.h); null: written by the watch.
   JobFileWriter* files = nullptr;
+  // How long a report waits for `files` to write it before the watch goes on.
+  static constexpr double kFileWaitS = 0.5;
 };
 
 class StallWatch {
