@@ -26,12 +26,12 @@
 #include "launcher/cluster_spec.h"
 #include "launcher/console_echo.h"
 #include "launcher/error.h"
+#include "launcher/filtered_output.h"
 #include "launcher/handled_signals.h"
 #include "launcher/hangs/stall_watch.h"
 #include "launcher/horovod_elastic_settings.h"
 #include "launcher/horovod_gloo.h"
 #include "launcher/horovod_rendezvous.h"
-#include "launcher/filtered_output.h"
 #include "launcher/horovodrun_output_files.h"
 #include "launcher/host_discovery.h"
 #include "launcher/job_attempt.h"
@@ -358,7 +358,7 @@ int RunLaunch(const LaunchOptions& options) {
   const std::unique_ptr<LogSync> log_sync =
       options.log_sync_s > 0 ? std::make_unique<LogSync>(options.log_sync_s) : nullptr;
   RankLogWriter writer(logs);
-  JobFileWriter files;  // job.json once the ranks may run (JobRecord::writer), the stall reports
+  JobFileWriter files;  // job.json once the ranks run (JobRecord::writer), stall reports, folders
   ConsoleChoice shown = options.console;
   if (options.quiet) {
     shown.streams = ConsoleStreams::kNone;

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <string>
 #include <thread>
 
@@ -20,6 +19,7 @@
 #include "launcher/log_reader.h"
 #include "launcher/rank_log.h"
 #include "tests/support/dtrain_process.h"
+#include "tests/support/hanging_drive.h"
 #include "tests/support/log_gap.h"
 #include "tests/support/loop_disk.h"
 #include "tests/support/popen_shell.h"
@@ -172,6 +172,12 @@ TEST(FailingDrive, TheLogSyncFindsADriveThatFailedUnderWritesThatStillSucceed) {
   EXPECT_EQ(unsynced.err.find("error:"), std::string::npos) << unsynced.err;
 }
 
+size_t CountOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // A drive that hangs under the job's folder: the job's ext4 disk is a loop device backed by a file
 // on another file system, frozen (fsfreeze) 1.5 s in, so the drive takes no write and answers
 // none. ext4 then blocks the next write to a log at its next journal commit. The job goes on: the
@@ -181,29 +187,11 @@ TEST(FailingDrive, TheLogSyncFindsADriveThatFailedUnderWritesThatStillSucceed) {
 // drive (the kernel holds the write, and dtrain's end with it); once the drive answers, everything
 // held in memory is written: every line the console showed of rank 1 is in its log, and rank 0's
 // holds all it wrote but the bytes that found no room, marked and counted.
-// Thaws a frozen file system when the test ends, failed or not.
-struct ThawAtEnd {
-  std::function<void()> thaw;
-  ~ThawAtEnd() { thaw(); }
-};
-
-size_t CountOf(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 TEST(FailingDrive, ADriveThatHangsHoldsTheLogsNotTheJob) {
   if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
   const std::string scratch = testing::ScratchDirs::Make("hung-drive");
-  testing::LoopDisk lower(scratch + "/lower", "512M");
-  ASSERT_EQ(lower.error(), "");
-  testing::LoopDisk disk(lower.path() + "/upper", "256M");
+  testing::HangingDrive disk(scratch);
   ASSERT_EQ(disk.error(), "");
-  const auto thaw = [path = lower.path()] {
-    int status = 0;
-    test::RunShell("fsfreeze -u " + path + " 2>/dev/null", &status);
-  };
   const std::string flags = scratch + "/flags";
   std::filesystem::create_directories(flags);
   // Rank 0 floods 80 MiB once the hang is said (its output kept whole in flags/all-0 too): more
@@ -220,12 +208,10 @@ TEST(FailingDrive, ADriveThatHangsHoldsTheLogsNotTheJob) {
   testing::DtrainProcess dtrain({"launch", "--nproc-per-node", "2", "--log-dir", disk.path(),
                                  "--job", "hung", "--", "bash", scratch + "/rank.sh"},
                                 scratch);
-  ThawAtEnd thaw_at_end{thaw};  // before dtrain's end, which waits for the drive
+  testing::HangingDrive::AnswerAtEnd answer_at_end{disk};
   WaitForBothRanks(flags);
   ::usleep(1500 * 1000);
-  int status = 0;
-  const std::string frozen = test::RunShell("fsfreeze -f " + lower.path() + " 2>&1", &status);
-  ASSERT_EQ(status, 0) << frozen;
+  ASSERT_EQ(disk.Hang(), "");
   const double said_after_s =
       testing::WaitForText(dtrain, "a write to rank", std::chrono::steady_clock::now(), 25);
   std::printf("the hung write was said %.2f s after the drive hung\n", said_after_s);
@@ -238,7 +224,7 @@ TEST(FailingDrive, ADriveThatHangsHoldsTheLogsNotTheJob) {
   std::ofstream(flags + "/stop") << "";
   ::usleep(1500 * 1000);
   EXPECT_TRUE(dtrain.running()) << "its end waits for the drive: " << dtrain.err();
-  thaw();
+  disk.Answer();
   EXPECT_EQ(dtrain.Wait(30), 0) << dtrain.err();
   const std::string err = dtrain.err();
   EXPECT_GE(said_after_s, 9.5) << err;
@@ -275,14 +261,8 @@ TEST(FailingDrive, ADriveThatHangsHoldsTheLogsNotTheJob) {
 TEST(FailingDrive, AnEventDuringAHangDoesNotWaitForTheDrive) {
   if (::geteuid() != 0) GTEST_SKIP() << kNeedsRoot;
   const std::string scratch = testing::ScratchDirs::Make("hung-event");
-  testing::LoopDisk lower(scratch + "/lower", "512M");
-  ASSERT_EQ(lower.error(), "");
-  testing::LoopDisk disk(lower.path() + "/upper", "256M");
+  testing::HangingDrive disk(scratch);
   ASSERT_EQ(disk.error(), "");
-  const auto thaw = [path = lower.path()] {
-    int status = 0;
-    test::RunShell("fsfreeze -u " + path + " 2>/dev/null", &status);
-  };
   const std::string flags = scratch + "/flags";
   std::filesystem::create_directories(flags);
   // The first attempt prints until flags/silent, then prints nothing; the second prints until
@@ -308,12 +288,10 @@ TEST(FailingDrive, AnEventDuringAHangDoesNotWaitForTheDrive) {
                                  "rank",      "--",
                                  "bash",      scratch + "/rank.sh"},
                                 scratch);
-  ThawAtEnd thaw_at_end{thaw};  // before dtrain's end, which waits for the drive
+  testing::HangingDrive::AnswerAtEnd answer_at_end{disk};
   WaitForBothRanks(flags);
   ::usleep(1500 * 1000);
-  int status = 0;
-  const std::string frozen = test::RunShell("fsfreeze -f " + lower.path() + " 2>&1", &status);
-  ASSERT_EQ(status, 0) << frozen;
+  ASSERT_EQ(disk.Hang(), "");
   const auto hung = std::chrono::steady_clock::now();
   testing::WaitForText(dtrain, "a write to rank", hung, 25);
   ::usleep(1000 * 1000);
@@ -332,7 +310,7 @@ TEST(FailingDrive, AnEventDuringAHangDoesNotWaitForTheDrive) {
   std::ofstream(flags + "/done") << "";
   ::usleep(1500 * 1000);
   EXPECT_TRUE(dtrain.running()) << "its end waits for the drive: " << dtrain.err();
-  thaw();
+  disk.Answer();
   EXPECT_EQ(dtrain.Wait(30), 0) << dtrain.err();
   const std::string err = dtrain.err();
   const std::string job_dir = disk.path() + "/event";
