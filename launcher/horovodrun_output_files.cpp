@@ -73,7 +73,6 @@ void HorovodrunOutputFiles::Write(int rank, OutputStream stream, Stream& to,
   text.append(piece);
   to.partial.clear();
   std::fwrite(text.data(), 1, text.size(), to.file);
-  std::fflush(to.file);
 }
 
 void HorovodrunOutputFiles::Output(int rank, OutputStream stream, std::string_view bytes) {
@@ -89,12 +88,16 @@ void HorovodrunOutputFiles::Output(int rank, OutputStream stream, std::string_vi
   to.partial.append(bytes.substr(start));
   // A rank that never ends a line cannot grow it without bound (horovodrun's would).
   if (to.partial.size() > kMaxPartialLine) Write(rank, stream, to, "");
+  std::fflush(to.file);  // once for what the rank wrote at once, not once a line
 }
 
 void HorovodrunOutputFiles::Finish(int rank) {
   for (OutputStream stream : {OutputStream::kStdout, OutputStream::kStderr}) {
     Stream* to = Open(rank, stream);
-    if (to && !to->partial.empty()) Write(rank, stream, *to, "");
+    if (to && !to->partial.empty()) {
+      Write(rank, stream, *to, "");
+      std::fflush(to->file);
+    }
   }
 }
 
