@@ -110,8 +110,8 @@ struct Job {
   LaunchDirSync* dir_sync = nullptr;  // --sync on ssh nodes (null: none)
   LogSync* log_sync = nullptr;        // the rank logs' syncs (--log-sync; null: off)
   RankLogWriter* writer = nullptr;    // writes `logs` (set before the first attempt)
-  JobFileWriter* files = nullptr;     // writes job.json once the first attempt starts, and the
-                                      // stall reports (set before the first attempt)
+  JobFileWriter* files = nullptr;     // writes job.json once the first attempt starts, the
+                                      // stall reports and a restart's error folder
 };
 
 // The cluster as one attempt sees it: only the nodes the pool picked, in the file's order.

@@ -152,11 +152,10 @@ void JobFileWriter::Finish() {
                  "holds its write until then)\n",
                  path.c_str());
     std::fflush(stderr);
-    while (!Flush(3600)) {
-    }
   }
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->done.wait(lock, [&] { return state_->Idle(); });
     state_->stop = true;
   }
   state_->work.notify_all();

@@ -192,6 +192,18 @@ std::string JobRecordJson(const JobRecord& r) {
 
 }  // namespace
 
+namespace {
+
+// The record was written: after a refused write, said, and the refusal forgotten.
+void WrittenAgain(const std::string& job_dir, JobRecord& r) {
+  if (r.unwritten.empty()) return;
+  std::fprintf(stderr, "dtrain: the job record %s is written again\n",
+               JobRecordPath(job_dir).c_str());
+  r.unwritten.clear();
+}
+
+}  // namespace
+
 void WriteFirstJobRecord(const std::string& job_dir, JobRecord& record) {
   try {
     ReplaceFile(JobRecordPath(job_dir), JobRecordJson(record), "the job record");
@@ -201,11 +213,7 @@ void WriteFirstJobRecord(const std::string& job_dir, JobRecord& record) {
                     "folder another disk (--log-dir)",
                     e.what()));
   }
-  if (!record.unwritten.empty()) {  // a write before it was refused (waiting for nodes)
-    std::fprintf(stderr, "dtrain: the job record %s is written again\n",
-                 JobRecordPath(job_dir).c_str());
-    record.unwritten.clear();
-  }
+  WrittenAgain(job_dir, record);  // after a refused write while it waited for nodes
 }
 
 void WriteJobRecord(const std::string& job_dir, JobRecord& r) {
@@ -223,11 +231,7 @@ void WriteJobRecord(const std::string& job_dir, JobRecord& r) {
     r.unwritten = e.what();
     return;
   }
-  if (!r.unwritten.empty()) {
-    std::fprintf(stderr, "dtrain: the job record %s is written again\n",
-                 JobRecordPath(job_dir).c_str());
-    r.unwritten.clear();
-  }
+  WrittenAgain(job_dir, r);
 }
 
 JobSummary ReadJobSummary(const std::string& job_dir) {

@@ -31,22 +31,6 @@
 namespace dtrain {
 namespace {
 
-// Bytes of `path` from `offset` to its current end ("" if it cannot be read).
-std::string ReadFrom(const std::string& path, uint64_t offset) {
-  std::string out;
-  const int fd = OpenToRead(path);
-  if (fd < 0) return out;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::pread(fd, buf, sizeof(buf), static_cast<off_t>(offset + out.size()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
 std::string RealPath(const std::string& path) {
   char buf[PATH_MAX];
   return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
@@ -257,7 +241,7 @@ std::vector<std::string> LastLines(const std::string& path, int count, uint64_t 
   const uint64_t window = static_cast<uint64_t>(count) * 1024;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   const uint64_t from = std::max(first_byte, size > window ? size - window : 0);
-  std::string text = ReadFrom(path, from);
+  std::string text = ReadToEnd(path, from).value_or("");
   std::vector<std::string> lines;
   size_t start = 0;
   for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start)) {

@@ -13,13 +13,13 @@ int OpenToRead(const std::string& path) {
   return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // not the file's owner
 }
 
-std::optional<std::string> ReadToEnd(const std::string& path) {
+std::optional<std::string> ReadToEnd(const std::string& path, uint64_t offset) {
   const int fd = OpenToRead(path);
   if (fd < 0) return std::nullopt;
   std::string text;
   char buffer[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    const ssize_t n = ::pread(fd, buffer, sizeof buffer, static_cast<off_t>(offset + text.size()));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     text.append(buffer, static_cast<size_t>(n));

@@ -5,6 +5,7 @@
 // memory would wait for a drive that hangs under the job's folder, and the job's watch with it.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -13,7 +14,7 @@ namespace dtrain {
 // A descriptor (O_RDONLY | O_CLOEXEC | O_NOATIME), or -1 with errno set. Where O_NOATIME is not
 // allowed (a file of another user's), the file is opened without it.
 int OpenToRead(const std::string& path);
-// The whole file, opened so; nullopt when it cannot be opened.
-std::optional<std::string> ReadToEnd(const std::string& path);
+// The file from byte `offset` to its end, opened so; nullopt when it cannot be opened.
+std::optional<std::string> ReadToEnd(const std::string& path, uint64_t offset = 0);
 
 }  // namespace dtrain

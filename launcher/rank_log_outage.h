@@ -44,16 +44,16 @@ void SayLogWriteStuck(std::FILE* err, const LogWriteStuck& stuck);
 // returned (job_file_writer.h), said once for each hang.
 void SayFileWriteStuck(std::FILE* err, const FileWriteStuck& stuck);
 
-// Said last at the launch's end, so it is not lost in the output above: how many bytes the rank
-// logs lost, how many may not be on the disk (`sync`: the logs' syncs, null when off, and how
-// their last one ended, job.json's sync with it), and, when job.json could not record the job's
-// end, why (`unwritten`, "" when it did). The job's own exit status stands.
 // The launch's end for the logs: everything the writer holds written (waiting for a drive that
 // hangs, said), the last sync (`sync`, null when off) with job.json's, then SayWhatTheDiskRefused.
 void EndTheLogs(const std::string& unwritten, const std::map<int, std::unique_ptr<RankLog>>& logs,
                 RankLogWriter& writer, LogSync* sync, const std::string& job_dir);
 
-// `writer`: what wrote `logs`, with all it held written.
+// Said last at the launch's end, so it is not lost in the output above: how many bytes the rank
+// logs lost, how many may not be on the disk (`sync`: the logs' syncs, null when off, and how
+// their last one ended, job.json's sync with it), and, when job.json could not record the job's
+// end, why (`unwritten`, "" when it did). The job's own exit status stands. `writer`: what wrote
+// `logs`, with all it held written.
 void SayWhatTheDiskRefused(const std::string& unwritten,
                            const std::map<int, std::unique_ptr<RankLog>>& logs,
                            const RankLogWriter& writer, const std::string& job_dir,

@@ -183,6 +183,7 @@ StallReport StallWatch::Report(const ProbeResult& result, Clock::time_point now)
   const std::string file = fmt::format("{}/stall-{}.txt", options_.job_dir, reports_);
   std::string written = fmt::format("stall report written to {}", file);
   std::string kept = file;  // the event's file: none when the disk refused it
+  std::string refused;      // why the disk refused it
   if (options_.files) {
     options_.files->Replace(file, report.text, "the stall report", "");
     if (!options_.files->Flush(StallWatchOptions::kFileWaitS)) {
@@ -190,17 +191,19 @@ StallReport StallWatch::Report(const ProbeResult& result, Clock::time_point now)
           "the stall report waits in memory for {}: a write to the job's folder has not "
           "returned in {:g} s (its drive hangs?); it is written once the drive answers",
           file, StallWatchOptions::kFileWaitS);
-    } else if (const std::string refused = options_.files->Refused(file); !refused.empty()) {
-      written = fmt::format("warning: {}; it is on the console only", refused);
-      kept.clear();
+    } else {
+      refused = options_.files->Refused(file);
     }
   } else {
     try {
       ReplaceFile(file, report.text, "the stall report");
-    } catch (const Error& e) {  // the console still gets the report
-      written = fmt::format("warning: {}; it is on the console only", e.what());
-      kept.clear();
+    } catch (const Error& e) {
+      refused = e.what();
     }
+  }
+  if (!refused.empty()) {  // the console still gets the report
+    written = fmt::format("warning: {}; it is on the console only", refused);
+    kept.clear();
   }
   std::istringstream lines(report.text);
   std::string text;
