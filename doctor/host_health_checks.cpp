@@ -49,6 +49,25 @@ std::pair<std::string, std::string> WritePlace(const NodeFacts& n, const WriteTe
           mount.empty() ? "its drive" : "the drive under " + mount};
 }
 
+// The type of the file system a test write went to ("ext4"; "" where the probe could not tell).
+std::string FileSystemType(const NodeFacts& n, const WriteTest& w) {
+  for (const FreeSpace& s : n.health.free_space) {
+    if (s.what == w.what) return s.type;
+  }
+  return "";
+}
+
+// Whether a file system of this type lies on a drive of the node's own, not on storage the nodes
+// share (NFS, Lustre, GPFS, BeeGFS, WekaFS, CephFS, a FUSE mount of an object store) nor in
+// memory (tmpfs): a write there that hangs is the node's own fault, with or without another node
+// to compare it with. Types not listed are judged as shared.
+bool OnOwnDrive(const std::string& type) {
+  static const std::set<std::string> kOwn = {
+      "ext2", "ext3",     "ext4",   "xfs",   "btrfs", "f2fs",  "jfs",     "reiserfs",
+      "zfs",  "bcachefs", "nilfs2", "exfat", "vfat",  "ntfs3", "fuseblk", "overlay"};
+  return kOwn.count(type) > 0;
+}
+
 std::string NodesWord(const std::vector<std::string>& hosts) {
   return fmt::format("{} {}", hosts.size() == 1 ? "node" : "nodes", Join(hosts));
 }
@@ -149,20 +168,49 @@ std::vector<Finding> CheckWriteHangs(const std::vector<NodeFacts>& nodes) {
   for (const Where& where : places) {
     const auto& writes = hung[where];
     const auto others = in_time.find(where);
+    const auto [first, first_write] = writes.front();
+    const std::string type = FileSystemType(*first, *first_write);
+    if (others == in_time.end() && writes.size() == 1 && OnOwnDrive(type)) {
+      // Alone, on a drive of the node's own: nothing else can be at fault.
+      const auto [place, drive] = WritePlace(*first, *first_write);
+      out.push_back(Make(
+          Severity::kError, "disk-write", "", {first->host},
+          fmt::format("node {}: writing 64 KiB in {} had not ended after {} s ({}, a drive of "
+                      "the node's own)",
+                      first->host, place, first_write->result.substr(8), type),
+          fmt::format("{} hangs or is swamped: a rank that writes a checkpoint or log there "
+                      "stalls every other rank. Look for I/O errors and hung tasks (dmesg | grep "
+                      "-i -e 'I/O error' -e 'blocked for more than'), at the drive (iostat -x 1, "
+                      "smartctl -a, nvme smart-log), and keep the node out of jobs until a write "
+                      "there ends in time",
+                      drive)));
+      continue;
+    }
     if (others == in_time.end()) {
-      // Alone, or every node that wrote there hung: a drive of the node's own, or storage they
-      // share swamped or hanging for all; nothing tells which, and no node is at fault more than
-      // another.
-      const auto [place, drive] = WritePlace(*writes.front().first, *writes.front().second);
+      // Every node that wrote there hung: storage they share swamped or hanging for all, or
+      // (drives of their own) a burst of writes on every node; no node is at fault more than
+      // another. Alone where the file system's type does not tell: a drive of the node's own or
+      // storage shared, nothing tells which.
       std::vector<std::string> hosts;
-      for (const auto& [n, w] : writes) hosts.push_back(n->host);
+      bool all_own = true;
+      for (const auto& [n, w] : writes) {
+        hosts.push_back(n->host);
+        all_own = all_own && OnOwnDrive(FileSystemType(*n, *w));
+      }
+      const auto [place, drive] = WritePlace(*first, *first_write);
+      std::string what = hosts.size() == 1 ? drive : "the storage there";
+      std::string why =
+          hosts.size() == 1 ? "" : " for every node (a shared file system under load?)";
+      if (hosts.size() > 1 && all_own) {
+        what = "each node's own drive there";
+        why = " (" + type + "; a burst of writes on every node?)";
+      }
       out.push_back(Make(
           Severity::kWarning, "disk-write", "", hosts,
           fmt::format("{}: writing 64 KiB in {} had not ended after {} s{}",
-                      FewNodesWord(hosts, "nodes"), place, writes.front().second->result.substr(8),
+                      FewNodesWord(hosts, "nodes"), place, first_write->result.substr(8),
                       hosts.size() == 1 ? "" : " on any of them"),
-          (hosts.size() == 1 ? drive : "the storage there") + " hangs or is swamped" +
-              (hosts.size() == 1 ? "" : " for every node (a shared file system under load?)") +
+          what + " hangs or is swamped" + why +
               ": a rank that writes a checkpoint or log there stalls every other rank (dmesg for "
               "I/O errors and hung tasks, iostat -x 1)"));
       continue;

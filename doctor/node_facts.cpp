@@ -179,6 +179,18 @@ void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
   f.health.free_space.push_back({parts[0], parts[3], parts[2], Number(parts[1])});
 }
 
+// "log dir;nfs4": what, the type of the file system where it is (after its free space line).
+void ApplyFileSystemType(const std::string& value, NodeFacts& f, ProbeText&) {
+  const std::vector<std::string> parts = SplitOn(value, ';', 2);
+  if (parts.size() < 2) return;
+  for (auto s = f.health.free_space.rbegin(); s != f.health.free_space.rend(); ++s) {
+    if (s->what == parts[0]) {
+      s->type = parts[1];
+      return;
+    }
+  }
+}
+
 // "log dir;fsync: Input/output error;/data/logs;/data/logs/job": what, result, the folder written
 // in, the path (last: it may hold ';').
 void ApplyWriteTest(const std::string& value, NodeFacts& f, ProbeText&) {
@@ -371,6 +383,7 @@ const ProbeKey kProbeKeys[] = {
     {"clocksources_available", nullptr, nullptr,
      [](const std::string& v, F& f, T&) { f.health.clocksources_available = v; }},
     {"free_space", nullptr, nullptr, ApplyFreeSpace},
+    {"fs_type", nullptr, nullptr, ApplyFileSystemType},
     {"write_test", nullptr, nullptr, ApplyWriteTest},
     {"neigh_table", nullptr, nullptr, ApplyNeighbourTable},
     {"health_check", nullptr, nullptr, ApplyHealthCheck},

@@ -52,10 +52,12 @@ struct PciBridgeAcs {
 };
 
 // Free space where a job writes: "workdir", "log dir", "/tmp" (the nearest existing folder of
-// the path is measured).
+// the path is measured), and the type of the file system mounted there ("ext4", "nfs4"; "" where
+// the probe could not tell).
 struct FreeSpace {
   std::string what, path, mount;
   long long free_kib = -1;
+  std::string type;
 };
 
 // A write where a job writes ("workdir", "log dir", "/tmp"): 64 KiB to a new file in `folder`,

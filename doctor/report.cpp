@@ -264,8 +264,11 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
   }
   nlohmann::json space = nlohmann::json::array();
   for (const FreeSpace& f : h.free_space) {
-    space.push_back(
-        {{"what", f.what}, {"path", f.path}, {"mount", f.mount}, {"free_kib", f.free_kib}});
+    space.push_back({{"what", f.what},
+                     {"path", f.path},
+                     {"mount", f.mount},
+                     {"type", OrNull(f.type)},
+                     {"free_kib", f.free_kib}});
   }
   nlohmann::json writes = nlohmann::json::array();
   for (const WriteTest& w : h.write_tests) {

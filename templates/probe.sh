@@ -262,14 +262,21 @@ neighbour_table() {
   echo "neigh_table=$family;$entries;$fulls;$1;$2;$3"
 }
 
-# free_space=WHAT;FREE_KIB;MOUNT;PATH for the nearest existing folder of PATH.
+# free_space=WHAT;FREE_KIB;MOUNT;PATH for the nearest existing folder of PATH, then
+# fs_type=WHAT;TYPE: the type of the file system mounted there (/proc/self/mounts' third field:
+# "ext4", "nfs4", "lustre"; the last mount on that point is the one seen), which tells a drive of
+# the node's own from storage the nodes share.
 free_space() {
   what=$1
   path=$2
   nearest_folder "$path"
   # shellcheck disable=SC2046
   set -- $(df -Pk "$near" 2>/dev/null | tail -n 1)
-  [ -n "$4" ] && echo "free_space=$what;$4;$6;$path"
+  [ -n "$4" ] || return 0
+  echo "free_space=$what;$4;$6;$path"
+  fs=$(awk -v m="$6" '$2 == m { t = $3 } END { print t }' /proc/self/mounts 2>/dev/null)
+  [ -n "$fs" ] && echo "fs_type=$what;$fs"
+  return 0
 }
 
 # Sets `near` to the nearest existing folder of PATH: itself, or the first folder above it that

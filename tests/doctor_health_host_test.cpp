@@ -207,6 +207,65 @@ TEST(DoctorHealth, AWriteThatHangsOnOneNodeOnlyIsAnError) {
             (std::multimap<std::string, std::string>{{"", everywhere}, {"gpu-b", one}}));
 }
 
+// The file system's type tells a drive of the node's own from storage the nodes share: a write
+// that hung on a node probed alone is then that node's fault (an error, held against it by a
+// launch); on storage that may be shared it stays a warning naming no fault. Nodes whose own
+// drives all hung get one warning (a burst of writes on each, more likely than as many drives
+// failing at once).
+TEST(DoctorHealth, AWriteThatHangsOnTheNodesOwnDriveIsAnErrorAlone) {
+  auto node = [](const std::string& host, const std::string& type, const std::string& result) {
+    return Node(host, H100Probe(RecordedQuery(), "",
+                                "free_space=log dir;5242880000;/scratch;/scratch/logs/job\n"
+                                "fs_type=log dir;" +
+                                    type +
+                                    "\n"
+                                    "write_test=log dir;" +
+                                    result + ";/scratch/logs;/scratch/logs/job\n"));
+  };
+  auto disk_writes = [](const std::vector<Finding>& findings) {
+    std::vector<std::string> messages;
+    for (const Finding& f : findings) {
+      if (f.check == "disk-write")
+        messages.push_back(std::string(SeverityName(f.severity)) + " " + f.message);
+    }
+    return messages;
+  };
+  const std::string place =
+      "writing 64 KiB in /scratch/logs (the nearest existing folder of log dir /scratch/logs/job) "
+      "had not ended after 10 s";
+  const std::vector<NodeFacts> alone = {node("gpu-a", "ext4", "timeout 10")};
+  for (const FreeSpace& f : alone[0].health.free_space)
+    EXPECT_EQ(f.type, f.what == "log dir" ? "ext4" : "") << f.what;
+  const auto own = Health(alone);
+  const std::string own_message = "node gpu-a: " + place + " (ext4, a drive of the node's own)";
+  EXPECT_EQ(disk_writes(own), std::vector<std::string>{"error " + own_message}) << Describe(own);
+  const Finding* error = Only(own, "disk-write");
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->nodes, std::vector<std::string>{"gpu-a"});
+  EXPECT_EQ(error->remedy.rfind("the drive under /scratch hangs or is swamped", 0), 0u)
+      << error->remedy;
+  EXPECT_EQ(WriteHangWarnings(alone),
+            (std::multimap<std::string, std::string>{{"gpu-a", own_message}}));
+
+  const std::vector<NodeFacts> shared = {node("gpu-a", "nfs4", "timeout 10")};
+  EXPECT_EQ(disk_writes(Health(shared)), std::vector<std::string>{"warning node gpu-a: " + place});
+  EXPECT_EQ(WriteHangWarnings(shared),
+            (std::multimap<std::string, std::string>{{"", "node gpu-a: " + place}}));
+
+  const auto everywhere =
+      Health({node("gpu-a", "xfs", "timeout 10"), node("gpu-b", "xfs", "timeout 10")});
+  EXPECT_EQ(disk_writes(everywhere),
+            std::vector<std::string>{"warning nodes gpu-a, gpu-b: " + place + " on any of them"})
+      << Describe(everywhere);
+  const Finding* both = Only(everywhere, "disk-write");
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->remedy.rfind("each node's own drive there hangs or is swamped (xfs; a burst of "
+                               "writes on every node?)",
+                               0),
+            0u)
+      << both->remedy;
+}
+
 TEST(DoctorHealth, SwapIsAWarning) {
   std::string probe = H100Probe();
   probe.replace(probe.find("swap_kib=0"), 10, "swap_kib=8388604");

@@ -224,8 +224,9 @@ TEST_F(DoctorLocal, ProbeStoppedAtTimeoutIsATimeout) {
 // own (root): a log dir on a healthy disk passes; once its drive is gone (LoopDisk::Fail), the
 // doctor names the node, the folder and fsync's reason, an error. On a disk whose writes the kernel
 // holds to 1 KiB/s (SlowDisk: the 64 KiB would take a minute), the write has not ended after
-// DTRAIN_PROBE_WRITE_TIMEOUT (1 s): a warning that the drive hangs, and the doctor answers in
-// seconds (the probe's guard gives a process stuck in the kernel 5 s to end), not the write's time.
+// DTRAIN_PROBE_WRITE_TIMEOUT (1 s): an error, the file system (ext4) being the node's own, and the
+// doctor answers in seconds (the probe's guard gives a process stuck in the kernel 5 s to end),
+// not the write's time.
 TEST_F(DoctorLocal, ALogDirWhoseDriveFailsOrHangsIsNamed) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (a loop device, a mount, a block I/O cgroup)";
   {
@@ -258,9 +259,10 @@ TEST_F(DoctorLocal, ALogDirWhoseDriveFailsOrHangsIsNamed) {
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(hung.out.find("node here: writing 64 KiB in log dir " + slow.path() +
-                          " had not ended after 1 s"),
+                          " had not ended after 1 s (ext4, a drive of the node's own)\n"),
             std::string::npos)
       << hung.out;
+  EXPECT_EQ(hung.status, 1) << hung.out;
   EXPECT_LT(took, 20) << hung.out;
 }
 

@@ -1,7 +1,7 @@
 // A node's drive that fails or hangs while a job runs, on real sshd nodes in network namespaces:
-// node1's job folder is a disk of its own (tests/support/loop_disk.h), taken away (the health
-// watch's test write finds it, the spare takes node1's place) or held back (a warning; after a
-// failed attempt the spare takes node1's place).
+// node1's job folder (node0's, of a one-node job) is a disk of its own (tests/support/loop_disk.h),
+// taken away (the health watch's test write finds it, the spare takes node1's place) or held back
+// (a warning; after a failed attempt the spare takes the node's place).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -97,7 +97,7 @@ TEST(UnfitNode, DriveGoneDuringTheRunIsFoundByTheHealthWatch) {
   EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
 }
 
-// Ranks as kCheckpointedRankScript's, for 160 steps, a restart's for 8; node2's, in the first
+// Ranks as kCheckpointedRankScript's, for 160 steps, a restart's for 8; node $2's, in the first
 // attempt, ends with NCCL's watchdog message (a collective timed out, which names no node) once
 // the file $1 is there.
 const char* kTimeoutOnSignal = R"sh(
@@ -112,7 +112,7 @@ while [ "$s" -lt "$end" ]; do
     echo "$s" >"$ck.tmp" && mv "$ck.tmp" "$ck"
     echo "{\"step\": $s}" >>"$DTRAIN_LOG_DIR/metrics/rank-0.jsonl"
   fi
-  if [ "$DTRAIN_NODE" = node2 ] && [ -f "$1" ] && [ ! -f "$1.done" ]; then
+  if [ "$DTRAIN_NODE" = "$2" ] && [ -f "$1" ] && [ ! -f "$1.done" ]; then
     touch "$1.done"
     echo "torch.distributed.DistBackendError: [Rank $RANK] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out." >&2
     exit 1
@@ -120,55 +120,78 @@ while [ "$s" -lt "$end" ]; do
 done
 echo "rank $RANK done")sh";
 
-// Node1's job folder is a drive of its own that starts to hang during the run (its writes held to
-// 1 KiB/s: the health watch's 64 KiB test write there does not end within 1 s, while node0's and
-// node2's do). That is a warning, said once however many rounds find it; the job goes on. When
-// the attempt then fails with a timeout that names no node, node1 is the likeliest cause: the
-// spare takes its place.
-TEST(UnfitNode, NodeWhoseDriveHangsDuringAFailedAttemptIsLeftOut) {
-  SshTestCluster cluster("node-hang", 4, 1);
+// A job of the first `nodes` - 1 nodes of a test cluster `name` and its last node as the spare,
+// whose node `node` has its job folder on a drive of its own that starts to hang during the run
+// (its writes held to 1 KiB/s: the health watch's 64 KiB test write there does not end within
+// 1 s). That is a warning (`warned`, after "dtrain: warning: node nodeN: writing 64 KiB in log dir
+// JOB had not ended after 1 s"), said once however many rounds find it; the job goes on. When the
+// attempt then fails with a timeout that names no node (node `failing`'s rank prints NCCL's
+// watchdog message), node `node` is the likeliest cause: the spare takes its place, and the second
+// attempt runs on `next_nodes`.
+void DriveHeldBackDuringAFailedAttempt(const std::string& name, int nodes, int node,
+                                       const std::string& warned, int failing,
+                                       const json& next_nodes) {
+  SshTestCluster cluster(name, nodes, 1);
   REQUIRE_CLUSTER(cluster);
-  const std::string logs = test::FreshPrivateFolder("node-hang");
+  const std::string node_name = "node" + std::to_string(node);
+  const std::string logs = test::FreshPrivateFolder(name);
   const std::string job_dir = logs + "/hang";
-  const std::string scratch = testing::ScratchDirs::Make("node-hang");
+  const std::string scratch = testing::ScratchDirs::Make(name);
   // 2 GB (sparse): less than 1 GiB free fails the start's check.
-  testing::SlowDisk drive(scratch + "/drive", "dtrain-node-hang", 1024, "2G", cluster.InNode(1),
+  testing::SlowDisk drive(scratch + "/drive", "dtrain-" + name, 1024, "2G", cluster.InNode(node),
                           job_dir);
   ASSERT_EQ(drive.error(), "");
   const std::string file = scratch + "/cluster.yaml";
   testing::WriteFile(
       file, ReadText(cluster.cluster_file()) + "env: {DTRAIN_PROBE_WRITE_TIMEOUT: \"1\"}\n");
   const std::string fail = scratch + "/fail";
-  DtrainProcess dtrain(WatchedJob(file, "hang", logs, kTimeoutOnSignal, {"rank", fail}), logs);
-  ASSERT_TRUE(RankOneStartedOnNode1(job_dir)) << dtrain.err();
-  // What runs on node1 (its sshd, and the sessions dtrain keeps open to it) and what they start
-  // from now on (the watch's probes) write there at 1 KiB/s.
-  ASSERT_TRUE(drive.Move(std::stoi(ReadText(cluster.dir() + "/node1/sshd.pid"))));
-  for (const std::string& process : cluster.NodeProcesses(1))
-    drive.Move(std::stoi(process.substr(0, process.find(' '))));
-  const std::string warned = "dtrain: warning: node node1: writing 64 KiB in log dir " + job_dir +
-                             " had not ended after 1 s, while nodes node0, node2 wrote there in "
-                             "time";
-  const double warned_s = SecondsUntilSaid(dtrain, warned, 40);
+  DtrainProcess dtrain(WatchedJob(file, "hang", logs, kTimeoutOnSignal,
+                                  {"rank", fail, "node" + std::to_string(failing)}),
+                       logs);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return ReadText(job_dir + "/rank-" + std::to_string(node) + ".log")
+                   .find("on " + node_name + " starts") != std::string::npos;
+      },
+      30))
+      << dtrain.err();
+  // What runs on the node (its sshd, and the sessions dtrain keeps open to it) and what they start
+  // from now on (the watch's probes) write there at 1 KiB/s. The rank's own writes there (rank 0's
+  // checkpoint) are left as they were, so that it goes on until it fails as told: a rank stuck in
+  // a write is the stall watch's (dtrain-launch(1)).
+  ASSERT_TRUE(drive.Move(std::stoi(ReadText(cluster.dir() + "/" + node_name + "/sshd.pid"))));
+  for (const std::string& process : cluster.NodeProcesses(node)) {
+    if (process.find(fail) == std::string::npos)
+      drive.Move(std::stoi(process.substr(0, process.find(' '))));
+  }
+  const std::string warning = "dtrain: warning: node " + node_name +
+                              ": writing 64 KiB in log dir " + job_dir +
+                              " had not ended after 1 s" + warned;
+  const double warned_s = SecondsUntilSaid(dtrain, warning, 40);
   ASSERT_GE(warned_s, 0) << dtrain.err();
-  // Another round finds it again before the attempt fails: each round leaves its write to node1's
-  // drive stuck there, and a round starts once the one before it was judged, so with the third
-  // round's write there the second's warning was taken (a round takes the write's limit and the
-  // 5 s the probe's guard gives the stuck write to end: 5-10 s here).
+  // Another round finds it again before the attempt fails: each round leaves its write to the
+  // node's drive stuck there, and a round starts once the one before it was judged, so with the
+  // third round's write there the second's warning was taken (a round takes the write's limit and
+  // the 5 s the probe's guard gives the stuck write to end: 5-10 s here).
   const std::string stuck = job_dir + "/.dtrain-probe-write.";
-  ASSERT_TRUE(testing::WaitFor([&] { return cluster.NodeProcessesWith(1, stuck).size() >= 3; }, 60))
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return cluster.NodeProcessesWith(node, stuck).size() >= 3; }, 60))
       << dtrain.err();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   testing::WriteFile(fail, "");
   const int status = dtrain.Wait(90);
   const std::string err = dtrain.err();
-  std::printf("node1's drive held back: warned after %.2f s\n%s", warned_s, err.c_str());
+  std::printf("%s's drive held back: warned after %.2f s\n%s", node_name.c_str(), warned_s,
+              err.c_str());
   EXPECT_EQ(status, 0) << err;
   size_t said = 0;
-  for (size_t at = err.find(warned); at != std::string::npos; at = err.find(warned, at + 1)) ++said;
+  for (size_t at = err.find(warning); at != std::string::npos; at = err.find(warning, at + 1))
+    ++said;
   EXPECT_EQ(said, 1u) << err;
-  EXPECT_NE(err.find("dtrain: node node1 quarantined for the rest of job hang: the health checks "
-                     "warned of it during the failed attempt: node node1: writing 64 KiB in "),
+  EXPECT_NE(err.find("dtrain: node " + node_name +
+                     " quarantined for the rest of job hang: the health checks warned of it "
+                     "during the failed attempt: node " +
+                     node_name + ": writing 64 KiB in "),
             std::string::npos)
       << err;
   const json record = json::parse(ReadText(job_dir + "/job.json"), nullptr, false);
@@ -177,7 +200,22 @@ TEST(UnfitNode, NodeWhoseDriveHangsDuringAFailedAttemptIsLeftOut) {
   ASSERT_EQ(attempts.size(), 2u) << record.dump(2);
   EXPECT_EQ(attempts[0]["cause"], "collective-timeout");
   EXPECT_TRUE(attempts[0]["blamed_node"].is_null()) << attempts[0].dump();
-  EXPECT_EQ(attempts[1]["nodes"], json({"node0", "node2", "node3"}));
+  EXPECT_EQ(attempts[1]["nodes"], next_nodes);
+}
+
+// Node1's drive hangs while node0's and node2's writes in the same place end in time: a warning
+// held against node1.
+TEST(UnfitNode, NodeWhoseDriveHangsDuringAFailedAttemptIsLeftOut) {
+  DriveHeldBackDuringAFailedAttempt("node-hang", 4, 1,
+                                    ", while nodes node0, node2 wrote there in time", 2,
+                                    json({"node0", "node2", "node3"}));
+}
+
+// A job on one node: no other node's write to compare with, but the probe says the job's folder
+// is on ext4, a drive of the node's own, so the hang is still held against it.
+TEST(UnfitNode, OneNodeWhoseOwnDriveHangsDuringAFailedAttemptIsLeftOut) {
+  DriveHeldBackDuringAFailedAttempt("own-drive-hang", 2, 0, " (ext4, a drive of the node's own)", 0,
+                                    json({"node1"}));
 }
 
 }  // namespace
