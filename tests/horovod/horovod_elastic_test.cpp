@@ -168,7 +168,11 @@ TEST(HorovodElastic, CutNodeIsLostAndTheRanksOfTheOtherGoOn) {
 
 // A GPU falls off the bus while the ranks train: an Xid 79 enters node1's kernel log (the dmesg
 // stand-in first on its PATH, the nodes looking like HGX H100 nodes). The health watch (every
-// second) finds it, node1's rank is stopped and leaves the job, and node0 and node2 go on.
+// second) finds it, node1's rank is stopped and leaves the job, and node0 and node2 go on. It is
+// found within the interval and two rounds of probes (the one under way when the Xid came may have
+// read the kernel log before it): about 1 s on an idle machine, but a round took up to 3 s beside
+// two busy loops on the 2-core test machine. A step takes 0.5 s, so that the 20 steps after the
+// fault outlast that (at 0.2 s the job once ended before node1 left).
 TEST(HorovodElastic, NodeFoundUnfitByTheHealthWatchLeavesAndTheOthersGoOn) {
   REQUIRE_HOROVOD();
   SshTestCluster cluster("hvd-elastic-unfit", 3, 1);
@@ -178,7 +182,7 @@ TEST(HorovodElastic, NodeFoundUnfitByTheHealthWatchLeavesAndTheOthersGoOn) {
   DtrainProcess dtrain(
       ElasticLaunch("-c " + file, dir,
                     {"--min-np", "2", "--health-watch", "1", "--grace-period", "2", "-x",
-                     "HOROVOD_GLOO_TIMEOUT_SECONDS=5", "-x", "HVD_TEST_STEP_S=0.2"}),
+                     "HOROVOD_GLOO_TIMEOUT_SECONDS=5", "-x", "HVD_TEST_STEP_S=0.5"}),
       dir);
   const std::string job_dir = dir + "/el";
   ASSERT_TRUE(testing::WaitFor(
@@ -197,7 +201,7 @@ TEST(HorovodElastic, NodeFoundUnfitByTheHealthWatchLeavesAndTheOthersGoOn) {
   std::printf("node1's GPU fell off the bus: found after %.2f s\n", found_s);
   ASSERT_EQ(status, 0) << err;
   EXPECT_GE(found_s, 0) << err;
-  EXPECT_LE(found_s, 5) << "the interval (1 s) and one round of probes: " << err;
+  EXPECT_LE(found_s, 8) << "the interval (1 s) and two rounds of probes: " << err;
   EXPECT_NE(err.find("dtrain: node node1 failed the health watch"), std::string::npos) << err;
   EXPECT_NE(err.find("Xid 79 on GPU 3"), std::string::npos) << err;
   EXPECT_NE(err.find("; its rank(s) leave the elastic Horovod job"), std::string::npos) << err;
