@@ -1,5 +1,6 @@
 // The rule about a node's kernel log of this boot: Xid errors of its GPUs and SXid errors of its
-// NVSwitches, named with the GPU they concern and what they mean (doctor/xid_events.h).
+// NVSwitches, named with the GPU they concern and what they mean (doctor/xid_events.h), and the
+// host's hardware errors (doctor/host_error_events.h).
 #include <map>
 #include <tuple>
 
@@ -72,6 +73,105 @@ Finding SxidFinding(const NodeFacts& n, const XidEvent& e, int count) {
               "SXids)");
 }
 
+// What a host error is, said of its count ("3 uncorrected memory errors"), and what to do. Errors:
+// an uncorrected memory error (a module failed: the next may hit the job's memory or the kernel's)
+// and a fatal PCIe error (a device or its link failed, and stays unreliable until a reboot); the
+// others are warnings, which a node runs jobs with.
+struct HostErrorRule {
+  Severity severity;
+  const char* what;  // "{count} {what}"; "{subject}" is replaced by the event's subject
+  const char* remedy;
+};
+
+HostErrorRule RuleFor(HostErrorKind kind) {
+  using K = HostErrorKind;
+  switch (kind) {
+    case K::kMemoryUncorrected:
+      return {Severity::kError, "uncorrected memory error(s) ({subject})",
+              "a memory module failed: the kernel took the pages out or killed what used them, "
+              "and the next error may hit a rank or the kernel. Drain the node and have the module "
+              "replaced (ras-mc-ctl --errors, edac-util -v, the BMC's event log: ipmitool sel "
+              "elist)"};
+    case K::kMemoryCorrected:
+      return {Severity::kWarning, "corrected memory error(s) ({subject})",
+              "a memory module may be wearing out: watch whether the count grows (ras-mc-ctl "
+              "--error-count), and have it replaced before an error is one ECC cannot correct"};
+    case K::kMachineCheck:
+      return {Severity::kWarning, "machine check event line(s)",
+              "the CPU, a cache, memory or a bus reported hardware errors: read them with "
+              "rasdaemon (ras-mc-ctl --errors) or mcelog, and in the BMC's event log (ipmitool "
+              "sel elist)"};
+    case K::kPcieFatal:
+      return {Severity::kError, "fatal uncorrected PCIe error(s) on {subject}",
+              "the device or its link failed, and stays unreliable until the node reboots: "
+              "lspci -vv -s {subject} shows its AER status; reseat or replace the device (or its "
+              "riser, cable or slot) before trusting it again"};
+    case K::kPcieNonFatal:
+      return {Severity::kWarning, "uncorrected (non-fatal) PCIe error(s) on {subject}",
+              "the device lost transactions its driver recovered from; if they repeat, reseat or "
+              "replace it or its riser (lspci -vv -s {subject})"};
+    case K::kPcieCorrected:
+      return {Severity::kWarning, "corrected PCIe error(s) on {subject}",
+              "a marginal link (a riser, a cable, a slot) retries: watch whether they grow; a "
+              "GPU's or NIC's link that retries slows the job's collectives"};
+    case K::kDriveIo:
+      return {Severity::kWarning, "I/O error(s) on drive {subject}",
+              "the drive failed reads or writes: check it (smartctl -a /dev/{subject}, nvme "
+              "smart-log), and keep the job's files (workdir, log_dir, checkpoints) off it until "
+              "then"};
+    case K::kNvme:
+      return {Severity::kWarning, "NVMe command timeout(s) or controller reset(s) on {subject}",
+              "the drive stopped answering for a while: a rank writing there stalls every other "
+              "rank. Check its health and firmware (nvme smart-log /dev/{subject}, nvme "
+              "error-log)"};
+    case K::kFileSystem:
+      return {Severity::kWarning, "file system error line(s) on {subject}",
+              "the kernel found the file system on {subject} broken, and may have made it "
+              "read-only or shut it down: repair it unmounted (fsck, xfs_repair) and check its "
+              "drive"};
+    case K::kHungTask:
+      return {Severity::kWarning, "task(s) blocked in the kernel past the hung-task limit",
+              "a drive, a network file system or a driver stopped answering: dmesg shows each "
+              "blocked task's stack; a rank blocked so stalls every other rank"};
+    case K::kLockup:
+      return {Severity::kWarning, "CPU lockup or RCU stall line(s)",
+              "a CPU stopped scheduling for tens of seconds (a driver, firmware or hardware "
+              "fault): a rank on it stalls its job; see dmesg for the stack"};
+    case K::kThermal:
+      return {Severity::kWarning, "CPU thermal throttling line(s)",
+              "the CPU slowed itself down for heat: check the node's cooling (fans, airflow, "
+              "ipmitool sensor); a throttled CPU makes its ranks stragglers"};
+  }
+  return {Severity::kWarning, "", ""};
+}
+
+// The rule's text for `subject`; without one, the words that would name it are left out.
+std::string WithSubject(std::string text, const std::string& subject) {
+  if (subject.empty()) {
+    for (const std::string words : {" ({subject})", " on {subject}"}) {
+      for (size_t at = text.find(words); at != std::string::npos; at = text.find(words))
+        text.erase(at, words.size());
+    }
+  }
+  for (size_t at = text.find("{subject}"); at != std::string::npos;
+       at = text.find("{subject}", at + subject.size())) {
+    text.replace(at, 9, subject);
+  }
+  return text;
+}
+
+// "node gpu-a: 2 uncorrected memory error(s) (EDAC MC0, DIMM_A1) this boot: EDAC MC0: 1 UE ...".
+// Where the probe sent only some of the lines, the count is "at least N".
+Finding HostErrorFinding(const NodeFacts& n, const HostErrorEvent& e) {
+  const HostErrorRule rule = RuleFor(e.kind);
+  const bool partial = n.health.host_error_lines_total > n.health.host_error_lines_sent;
+  const std::string message =
+      fmt::format("node {}: {}{} {} this boot: {}", n.host, partial ? "at least " : "", e.count,
+                  WithSubject(rule.what, e.subject), e.line);
+  return Make(rule.severity, "host-errors", "", {n.host}, message,
+              WithSubject(rule.remedy, e.subject));
+}
+
 }  // namespace
 
 std::vector<Finding> CheckKernelLog(const std::vector<NodeFacts>& nodes) {
@@ -81,7 +181,7 @@ std::vector<Finding> CheckKernelLog(const std::vector<NodeFacts>& nodes) {
     if (!h.kernel_log_error.empty() && GpuNode(*n)) {
       out.push_back(Make(Severity::kWarning, "kernel-log", "", {n->host},
                          fmt::format("node {}: the kernel log cannot be read ({}), so its Xid "
-                                     "errors were not checked",
+                                     "errors and the host's hardware errors were not checked",
                                      n->host, h.kernel_log_error),
                          "run the doctor as a user who may read it (root, or a member of "
                          "systemd-journal or adm), or set kernel.dmesg_restrict=0"));
@@ -101,6 +201,7 @@ std::vector<Finding> CheckKernelLog(const std::vector<NodeFacts>& nodes) {
       out.push_back(event->switch_xid ? SxidFinding(*n, *event, count)
                                       : XidFinding(*n, *event, count));
     }
+    for (const HostErrorEvent& e : h.host_errors) out.push_back(HostErrorFinding(*n, e));
   }
   return out;
 }

@@ -115,6 +115,7 @@ struct ProbeText {
   Version smi_driver;
   std::string smi_q, smi_topo, smi_nvlink, smi_nvlink_errors;  // nvidia-smi's texts
   std::vector<std::string> xid_lines;
+  std::vector<std::string> host_error_lines;
   bool ended = false;
 };
 
@@ -176,7 +177,7 @@ void ApplyNicPcieErrors(const std::string& value, NodeFacts& f, ProbeText&) {
 void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
   const std::vector<std::string> parts = SplitOn(value, ';', 4);
   if (parts.size() < 4) return;
-  f.health.free_space.push_back({parts[0], parts[3], parts[2], Number(parts[1])});
+  f.health.free_space.push_back({parts[0], parts[3], parts[2], Number(parts[1]), ""});
 }
 
 // "log dir;nfs4": what, the type of the file system where it is (after its free space line).
@@ -370,6 +371,10 @@ const ProbeKey kProbeKeys[] = {
      [](const std::string& v, F&, T& t) { t.xid_lines.push_back(v); }},
     {"xid_lines_total", nullptr, nullptr,
      [](const std::string& v, F& f, T&) { f.health.xid_lines_total = Number(v); }},
+    {"host_error_line", nullptr, nullptr,
+     [](const std::string& v, F&, T& t) { t.host_error_lines.push_back(v); }},
+    {"host_error_lines_total", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.host_error_lines_total = Number(v); }},
     {"ib_port", nullptr, nullptr, ApplyInfinibandPort},
     {"ib_counters", nullptr, nullptr, ApplyInfinibandCounters},
     {"ib_aer", nullptr, nullptr, ApplyNicPcieErrors},
@@ -404,6 +409,9 @@ void CombineHealthText(const ProbeText& t, NodeHealth& h) {
   h.nvlinks = ParseNvlinkStatus(t.smi_nvlink);
   h.nvlink_errors = ParseNvlinkErrors(t.smi_nvlink_errors);
   h.xids = ParseXidLines(t.xid_lines);
+  h.host_errors = ParseHostErrorLines(t.host_error_lines);
+  h.host_error_lines_sent = static_cast<long long>(t.host_error_lines.size());
+  h.host_error_lines_total = std::max(h.host_error_lines_total, h.host_error_lines_sent);
   if (h.xid_lines_total < static_cast<long long>(t.xid_lines.size())) {
     h.xid_lines_total = static_cast<long long>(t.xid_lines.size());
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "doctor/nvidia_smi_report.h"
+#include "doctor/host_error_events.h"
 #include "doctor/xid_events.h"
 
 namespace dtrain {
@@ -113,6 +114,9 @@ struct NodeHealth {
   std::string kernel_log_error;  // why it could not be read
   std::vector<XidEvent> xids;
   long long xid_lines_total = 0;  // Xid/SXid lines in the log (the probe sends at most 400)
+  std::vector<HostErrorEvent> host_errors;
+  long long host_error_lines_total = 0;  // their lines in the log (the probe sends at most 400)
+  long long host_error_lines_sent = 0;
 
   // InfiniBand / RoCE.
   std::vector<InfinibandPort> ib_ports;

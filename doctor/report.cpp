@@ -234,6 +234,13 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
                     {"code", e.code},
                     {"text", e.text}});
   }
+  nlohmann::json host_errors = nlohmann::json::array();
+  for (const HostErrorEvent& e : h.host_errors) {
+    host_errors.push_back({{"kind", HostErrorKindName(e.kind)},
+                           {"subject", OrNull(e.subject)},
+                           {"count", e.count},
+                           {"line", e.line}});
+  }
   nlohmann::json ports = nlohmann::json::array();
   for (const InfinibandPort& p : h.ib_ports) {
     ports.push_back({{"port", p.name},
@@ -313,6 +320,8 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
           {"kernel_log_error", OrNull(h.kernel_log_error)},
           {"xid_lines", h.xid_lines_total},
           {"xids", xids},
+          {"host_error_lines", h.host_error_lines_total},
+          {"host_errors", host_errors},
           {"nvlink_errors", nvlink_errors},
           {"infiniband", ports},
           {"nic_pcie_errors", nic_pcie},

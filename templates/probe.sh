@@ -54,9 +54,7 @@ probe_main() {
     smi_started=$(date +%s)
     probe_nvidia_smi "$smi" >"$tmp/smi" 2>&1 &
   fi
-  if [ -n "$smi" ] || [ -d /proc/driver/nvidia ]; then
-    skipping kernel_log || { probe_kernel_log >"$tmp/kernel" 2>&1 & waits="$waits $!"; }
-  fi
+  skipping kernel_log || { probe_kernel_log >"$tmp/kernel" 2>&1 & waits="$waits $!"; }
   if skipping rdzv; then :; else probe_rendezvous >"$tmp/rdzv" 2>&1 & waits="$waits $!"; fi
   py=$(find_python)
   if [ -n "$py" ]; then
@@ -522,7 +520,9 @@ wait_nvidia_smi() {
 
 # The Xid (GPU) and SXid (NVSwitch) lines of this boot's kernel log: dmesg, else journalctl -k
 # (both need privileges on many systems: kernel.dmesg_restrict, the systemd-journal group). At
-# most the first and the last 200 such lines are sent.
+# most the first and the last 200 such lines are sent. Then the host's hardware errors
+# (doctor/host_error_events.h reads them): every uncorrected memory error and fatal PCIe error up to
+# 200 lines, and of the other kinds (corrected errors may flood the log) the first and the last 100.
 probe_kernel_log() {
   src=""
   if limited 5 dmesg >"$tmp/kmsg" 2>"$tmp/kmsg.err" && [ -s "$tmp/kmsg" ]; then
@@ -544,6 +544,21 @@ probe_kernel_log() {
   else
     head -n 200 "$tmp/xid" | sed 's/^/xid_line=/'
     tail -n 200 "$tmp/xid" | sed 's/^/xid_line=/'
+  fi
+  grep -E 'EDAC MC[0-9]+: ([0-9]+ )?[CU]E |Memory failure: .*recovery action for|\[Hardware Error\]: (Machine check events logged|CPU [0-9]+: Machine Check|event severity: (fatal|recoverable))|PCIe Bus Error: severity=|error, dev [^,]+, sector|nvme nvme[0-9]+: .*(timeout|controller is down|Device not ready|Removing after probe failure|reset failure)|EXT4-fs error|Remounting filesystem read-only|XFS \(.*(Shutting down filesystem|metadata I/O error|Corruption)|BTRFS (error|critical)|blocked for more than [0-9]+ seconds|soft lockup|hard LOCKUP|detected stall|temperature (is )?above threshold' \
+    "$tmp/kmsg" | grep -v -E '(dev|device) (loop|sr|fd|ram|zram)[0-9]|\((loop|sr)[0-9]' >"$tmp/host"
+  worst='EDAC MC[0-9]+: ([0-9]+ )?UE |Memory failure: |\(Fatal\)'
+  grep -E "$worst" "$tmp/host" >"$tmp/host.worst"
+  grep -v -E "$worst" "$tmp/host" >"$tmp/host.rest"
+  n=$(wc -l <"$tmp/host")
+  echo "host_error_lines_total=$((n + 0))"
+  head -n 200 "$tmp/host.worst" | sed 's/^/host_error_line=/'
+  n=$(wc -l <"$tmp/host.rest")
+  if [ "$n" -le 200 ]; then
+    sed 's/^/host_error_line=/' "$tmp/host.rest"
+  else
+    head -n 100 "$tmp/host.rest" | sed 's/^/host_error_line=/'
+    tail -n 100 "$tmp/host.rest" | sed 's/^/host_error_line=/'
   fi
 }
 

@@ -78,3 +78,5 @@ dtrain_test(doctor_peers_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor
             LIBS dtrain_launcher nlohmann_json::nlohmann_json LABEL netns TIMEOUT 180
             RESOURCE_LOCK netns)
 add_dependencies(doctor_peers_cluster_test dtrain)
+dtrain_test(doctor_host_errors_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_host_errors_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)

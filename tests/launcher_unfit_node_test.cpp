@@ -218,9 +218,10 @@ TEST(UnfitNode, StartHealthCheckWithFewerNodesOrOff) {
 
 // How node1 breaks while its rank goes on running: an Xid 79 in its kernel log (the GPU fell off
 // the bus), its nvidia-smi starting to report that GPU 3 needs a reset (the driver's recovery
-// action after an uncorrectable error), or its scratch file system (the node's private tmpfs at
-// /srv/node) unmounted, which a health check of the cluster file's looks for.
-enum class GpuFault { kXid79, kRecoveryReset, kScratchLost };
+// action after an uncorrectable error), its scratch file system (the node's private tmpfs at
+// /srv/node) unmounted, which a health check of the cluster file's looks for, or an uncorrected
+// memory error in its kernel log (EDAC's line for a failed memory module).
+enum class NodeFault { kXid79, kRecoveryReset, kScratchLost, kMemoryUncorrected };
 
 // The cluster file's own check of each node's scratch.
 const char* kScratchCheck = R"yaml(health_checks:
@@ -232,7 +233,7 @@ const char* kScratchCheck = R"yaml(health_checks:
 // 0 checkpointed step 4, node1's GPU breaks (`fault`) while its rank goes on running, as a rank on
 // a dead GPU may hang instead of failing.
 LaunchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
-                          GpuFault fault = GpuFault::kXid79) {
+                          NodeFault fault = NodeFault::kXid79) {
   LaunchRun r;
   SshTestCluster cluster(name, 4, 1);
   if (!cluster.error().empty()) {
@@ -240,7 +241,7 @@ LaunchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
     return r;
   }
   const std::string file = HgxNodes(cluster, 4);
-  if (fault == GpuFault::kScratchLost) std::ofstream(file, std::ios::app) << kScratchCheck;
+  if (fault == NodeFault::kScratchLost) std::ofstream(file, std::ios::app) << kScratchCheck;
   const std::string dir = testing::ScratchDirs::Make(name);
   std::vector<std::string> args = {"launch", "-c",
                                    file,     "--job",
@@ -255,11 +256,16 @@ LaunchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
   DtrainProcess dtrain(args, dir);
   const std::string job_dir = dir + "/watch";
   EXPECT_TRUE(WaitForStep(job_dir, 4)) << dtrain.err();
-  if (fault == GpuFault::kXid79) {
+  if (fault == NodeFault::kXid79) {
     std::ofstream(cluster.dir() + "/node1-bin/dmesg.txt", std::ios::app)
         << "[ 5012.345678] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU "
            "has fallen off the bus.\n";
-  } else if (fault == GpuFault::kScratchLost) {
+  } else if (fault == NodeFault::kMemoryUncorrected) {
+    std::ofstream(cluster.dir() + "/node1-bin/dmesg.txt", std::ios::app)
+        << "[ 6021.114233] EDAC MC1: 1 UE memory read error on CPU_SrcID#1_MC#0_Chan#2_DIMM#0 "
+           "(channel:2 slot:0 page:0x5a3f12 offset:0x0 grain:32 - err_code:0x0000:0x009f "
+           "socket:1 imc:0 rank:0 bg:0 ba:3 row:0x2d1f col:0x0)\n";
+  } else if (fault == NodeFault::kScratchLost) {
     EXPECT_EQ(cluster.OnNode(1, "umount -l /srv/node"), "");
   } else {
     // Written whole, then renamed: the stand-in never prints half a report.
@@ -298,12 +304,31 @@ TEST(UnfitNode, NodeTurningUnfitDuringTheRunIsFoundByTheHealthWatch) {
 // The same with the driver asking for a reset of GPU 3 instead: the watch reads it from
 // nvidia-smi -q and the spare takes node1's place.
 TEST(UnfitNode, GpuTheDriverWantsResetDuringTheRunIsFoundByTheHealthWatch) {
-  const LaunchRun r = RunAndBreakAGpu("node-watch-reset", "1", GpuFault::kRecoveryReset);
+  const LaunchRun r = RunAndBreakAGpu("node-watch-reset", "1", NodeFault::kRecoveryReset);
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_GE(r.detected_s, 0) << r.err;
   EXPECT_LE(r.detected_s, 3) << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("the driver asks for a recovery action on GPU 3 (Reset)"), std::string::npos)
+      << r.err;
+  ASSERT_TRUE(r.record.is_object()) << r.err;
+  ASSERT_EQ(r.record["attempts"].size(), 2u) << r.record.dump(2);
+  EXPECT_EQ(r.record["attempts"][0]["blamed_node"], "node1");
+  EXPECT_EQ(r.record["attempts"][1]["nodes"], json({"node0", "node2", "node3"}));
+}
+
+// The same with a memory module of node1's failing: the watch reads EDAC's line in its kernel
+// log, and the spare takes node1's place.
+TEST(UnfitNode, UncorrectedMemoryErrorDuringTheRunIsFoundByTheHealthWatch) {
+  const LaunchRun r = RunAndBreakAGpu("node-watch-memory", "1", NodeFault::kMemoryUncorrected);
+  if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
+  EXPECT_GE(r.detected_s, 0) << r.err;
+  EXPECT_LE(r.detected_s, 3) << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("dtrain: node node1 failed the health watch "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("node node1: 1 uncorrected memory error(s) (EDAC MC1, "
+                       "CPU_SrcID#1_MC#0_Chan#2_DIMM#0) this boot"),
+            std::string::npos)
       << r.err;
   ASSERT_TRUE(r.record.is_object()) << r.err;
   ASSERT_EQ(r.record["attempts"].size(), 2u) << r.record.dump(2);
@@ -326,7 +351,7 @@ TEST(UnfitNode, WithoutTheHealthWatchTheBrokenGpuGoesUnnoticed) {
 // unmounted; the watch runs the check with its own, stops the attempt, quarantines node1 with
 // what the check printed, and the spare takes its place.
 TEST(UnfitNode, NodeFailingASiteHealthCheckDuringTheRunIsReplacedByTheSpare) {
-  const LaunchRun r = RunAndBreakAGpu("node-watch-site", "1", GpuFault::kScratchLost);
+  const LaunchRun r = RunAndBreakAGpu("node-watch-site", "1", NodeFault::kScratchLost);
   if (r.err.find("needs root") != std::string::npos) GTEST_SKIP() << r.err;
   EXPECT_GE(r.detected_s, 0) << r.err;
   EXPECT_LE(r.detected_s, 3) << r.err;
