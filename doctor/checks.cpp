@@ -87,6 +87,7 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   add(CheckGpuHealth(run.nodes));
   add(CheckNvlink(run.nodes));
   add(CheckKernelLog(run.nodes));
+  add(CheckMemoryErrors(run.nodes));
   add(CheckInfiniband(run.nodes));
   add(CheckMemlock(run.nodes));
   add(CheckPciPaths(run.nodes));

@@ -45,13 +45,14 @@ std::vector<Finding> CheckLimits(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckPySpy(const ClusterSpec& spec, const std::vector<NodeFacts>& nodes);
 
 // Health: whether a node is fit to run a job, not only like the others (gpu_health_checks.cpp,
-// kernel_log_checks.cpp, infiniband_checks.cpp, pci_checks.cpp, host_health_checks.cpp,
-// interface_checks.cpp, site_health_checks.cpp).
+// kernel_log_checks.cpp, memory_error_checks.cpp, infiniband_checks.cpp, pci_checks.cpp,
+// host_health_checks.cpp, interface_checks.cpp, site_health_checks.cpp).
 std::vector<Finding> CheckNvidiaSmiAnswers(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckGpuCount(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckGpuHealth(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckNvlink(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckKernelLog(const std::vector<NodeFacts>& nodes);
+std::vector<Finding> CheckMemoryErrors(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckInfiniband(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckMemlock(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckPciPaths(const std::vector<NodeFacts>& nodes);

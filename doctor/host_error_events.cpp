@@ -40,20 +40,11 @@ const std::vector<LinePattern>& Patterns() {
        "CPU $1", 0},
       {K::kMachineCheck,
        std::regex(R"(\[Hardware Error\]: event severity: (fatal|recoverable))", flags), "", 0},
-      // drivers/pci/pcie/aer.c: "pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, ...".
-      {K::kPcieFatal,
-       std::regex(
-           R"(([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): PCIe Bus Error: severity=Uncorrect(ed|able) \(Fatal\))",
-           flags),
-       "$1", 0},
-      {K::kPcieNonFatal,
-       std::regex(
-           R"(([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): PCIe Bus Error: severity=Uncorrect(ed|able) \(Non-Fatal\))",
-           flags),
-       "$1", 0},
+      // drivers/pci/pcie/aer.c: "pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, ...";
+      // the kind is the severity's (PcieKind).
       {K::kPcieCorrected,
        std::regex(
-           R"(([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): PCIe Bus Error: severity=Correct(ed|able))",
+           R"(([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): PCIe Bus Error: severity=(Uncorrect(?:ed|able) \((?:Fatal|Non-Fatal)\)|Correct(?:ed|able)))",
            flags),
        "$1", 0},
       // block/blk-core.c (older: "blk_update_request: I/O error, dev sda, sector 0").
@@ -93,6 +84,14 @@ const std::vector<LinePattern>& Patterns() {
        std::regex(R"(CPU\d+: (?:Core|Package) temperature (?:is )?above threshold)", flags), "", 0},
   };
   return patterns;
+}
+
+// An AER line's kind, from its severity: "Uncorrected (Fatal)" (newer kernels: "Uncorrectable"),
+// "Uncorrected (Non-Fatal)", "Corrected" ("Correctable").
+HostErrorKind PcieKind(const std::string& severity) {
+  if (severity.find("(Fatal)") != std::string::npos) return HostErrorKind::kPcieFatal;
+  if (severity.find("(Non-Fatal)") != std::string::npos) return HostErrorKind::kPcieNonFatal;
+  return HostErrorKind::kPcieCorrected;
 }
 
 // Devices whose errors say nothing of the node's hardware: loop devices (a file's, whose own drive
@@ -158,10 +157,12 @@ std::vector<HostErrorEvent> ParseHostErrorLines(const std::vector<std::string>& 
       if (!std::regex_search(line, m, p.pattern)) continue;
       const std::string subject = p.subject.empty() ? "" : m.format(p.subject);
       if (DeviceKind(p.kind) && IgnoredDevice(m.str(1))) break;
+      const HostErrorKind kind =
+          p.kind == HostErrorKind::kPcieCorrected ? PcieKind(m.str(2)) : p.kind;
       long long count = 1;
       if (p.count_group > 0) count = std::strtoll(m.str(p.count_group).c_str(), nullptr, 10);
-      auto [it, fresh] = at.emplace(std::make_pair(p.kind, subject), out.size());
-      if (fresh) out.push_back({p.kind, subject, 0, line});
+      auto [it, fresh] = at.emplace(std::make_pair(kind, subject), out.size());
+      if (fresh) out.push_back({kind, subject, 0, line});
       out[it->second].count += count;
       break;  // one kind a line
     }

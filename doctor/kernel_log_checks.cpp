@@ -161,13 +161,11 @@ std::string WithSubject(std::string text, const std::string& subject) {
 }
 
 // "node gpu-a: 2 uncorrected memory error(s) (EDAC MC0, DIMM_A1) this boot: EDAC MC0: 1 UE ...".
-// Where the probe sent only some of the lines, the count is "at least N".
+// The message stays the same while the count does: the health watch takes a changed error as new.
 Finding HostErrorFinding(const NodeFacts& n, const HostErrorEvent& e) {
   const HostErrorRule rule = RuleFor(e.kind);
-  const bool partial = n.health.host_error_lines_total > n.health.host_error_lines_sent;
-  const std::string message =
-      fmt::format("node {}: {}{} {} this boot: {}", n.host, partial ? "at least " : "", e.count,
-                  WithSubject(rule.what, e.subject), e.line);
+  const std::string message = fmt::format("node {}: {} {} this boot: {}", n.host, e.count,
+                                          WithSubject(rule.what, e.subject), e.line);
   return Make(rule.severity, "host-errors", "", {n.host}, message,
               WithSubject(rule.remedy, e.subject));
 }
@@ -201,7 +199,25 @@ std::vector<Finding> CheckKernelLog(const std::vector<NodeFacts>& nodes) {
       out.push_back(event->switch_xid ? SxidFinding(*n, *event, count)
                                       : XidFinding(*n, *event, count));
     }
-    for (const HostErrorEvent& e : h.host_errors) out.push_back(HostErrorFinding(*n, e));
+    // EDAC's counters, where the node has them, are the record of its memory errors
+    // (memory_error_checks.cpp): its EDAC lines are not counted again.
+    const bool counted = !h.memory_error_counts.empty();
+    for (const HostErrorEvent& e : h.host_errors) {
+      const bool edac =
+          e.kind == HostErrorKind::kMemoryUncorrected || e.kind == HostErrorKind::kMemoryCorrected;
+      if (counted && edac && e.subject.rfind("EDAC ", 0) == 0) continue;
+      out.push_back(HostErrorFinding(*n, e));
+    }
+    if (h.host_error_lines_total > h.host_error_lines_sent) {
+      out.push_back(Make(
+          Severity::kWarning, "host-errors", "", {n->host},
+          fmt::format("node {}: the kernel log holds {} lines of hardware errors this boot, of "
+                      "which the probe sent {} (the uncorrected first): the counts above are of "
+                      "those",
+                      n->host, h.host_error_lines_total, h.host_error_lines_sent),
+          "read them all on the node (dmesg, journalctl -k); a flood of corrected errors is a "
+          "device or link to watch"));
+    }
   }
   return out;
 }

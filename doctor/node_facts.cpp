@@ -180,6 +180,20 @@ void ApplyFreeSpace(const std::string& value, NodeFacts& f, ProbeText&) {
   f.health.free_space.push_back({parts[0], parts[3], parts[2], Number(parts[1]), ""});
 }
 
+// "mc0;12;0" (a memory controller: CE, UE) or "mc0;dimm3;12;0;CPU_SrcID#0_MC#0_Chan#1_DIMM#0"
+// (a DIMM: CE, UE, its label, which may hold ';').
+void ApplyMemoryController(const std::string& value, NodeFacts& f, ProbeText&) {
+  const std::vector<std::string> parts = SplitOn(value, ';');
+  if (parts.size() < 3) return;
+  f.health.memory_error_counts.push_back({parts[0], "", "", Number(parts[1]), Number(parts[2])});
+}
+void ApplyMemoryDimm(const std::string& value, NodeFacts& f, ProbeText&) {
+  const std::vector<std::string> parts = SplitOn(value, ';', 5);
+  if (parts.size() < 5) return;
+  f.health.memory_error_counts.push_back(
+      {parts[0], parts[1], parts[4], Number(parts[2]), Number(parts[3])});
+}
+
 // "log dir;nfs4": what, the type of the file system where it is (after its free space line).
 void ApplyFileSystemType(const std::string& value, NodeFacts& f, ProbeText&) {
   const std::vector<std::string> parts = SplitOn(value, ';', 2);
@@ -389,6 +403,8 @@ const ProbeKey kProbeKeys[] = {
      [](const std::string& v, F& f, T&) { f.health.clocksources_available = v; }},
     {"free_space", nullptr, nullptr, ApplyFreeSpace},
     {"fs_type", nullptr, nullptr, ApplyFileSystemType},
+    {"edac_mc", nullptr, nullptr, ApplyMemoryController},
+    {"edac_dimm", nullptr, nullptr, ApplyMemoryDimm},
     {"write_test", nullptr, nullptr, ApplyWriteTest},
     {"neigh_table", nullptr, nullptr, ApplyNeighbourTable},
     {"health_check", nullptr, nullptr, ApplyHealthCheck},

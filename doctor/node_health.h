@@ -95,6 +95,13 @@ struct HealthCheckAnswer {
   std::string last_line;  // the last non-empty line it printed
 };
 
+// EDAC's memory error counters since boot (/sys/devices/system/edac/mc): a memory controller's
+// totals (`dimm` empty), or one of its DIMMs (or ranks) with an error and its label.
+struct MemoryErrorCount {
+  std::string controller, dimm, label;
+  long long corrected = 0, uncorrected = 0;
+};
+
 struct NodeHealth {
   // nvidia-smi: > 0 when one of its calls did not answer within this many seconds.
   double smi_timeout_s = 0;
@@ -115,6 +122,7 @@ struct NodeHealth {
   std::vector<XidEvent> xids;
   long long xid_lines_total = 0;  // Xid/SXid lines in the log (the probe sends at most 400)
   std::vector<HostErrorEvent> host_errors;
+  std::vector<MemoryErrorCount> memory_error_counts;  // empty where the node has no EDAC driver
   long long host_error_lines_total = 0;  // their lines in the log (the probe sends at most 400)
   long long host_error_lines_sent = 0;
 

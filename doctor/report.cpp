@@ -241,6 +241,14 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
                            {"count", e.count},
                            {"line", e.line}});
   }
+  nlohmann::json memory_errors = nlohmann::json::array();
+  for (const MemoryErrorCount& c : h.memory_error_counts) {
+    memory_errors.push_back({{"controller", c.controller},
+                             {"dimm", OrNull(c.dimm)},
+                             {"label", OrNull(c.label)},
+                             {"corrected", c.corrected},
+                             {"uncorrected", c.uncorrected}});
+  }
   nlohmann::json ports = nlohmann::json::array();
   for (const InfinibandPort& p : h.ib_ports) {
     ports.push_back({{"port", p.name},
@@ -322,6 +330,7 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
           {"xids", xids},
           {"host_error_lines", h.host_error_lines_total},
           {"host_errors", host_errors},
+          {"memory_error_counts", memory_errors},
           {"nvlink_errors", nvlink_errors},
           {"infiniband", ports},
           {"nic_pcie_errors", nic_pcie},

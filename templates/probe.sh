@@ -234,8 +234,28 @@ probe_host() {
   free_space workdir "${DTRAIN_PROBE_WORKDIR:-$HOME}"
   [ -n "$DTRAIN_PROBE_LOG_DIR" ] && free_space "log dir" "$DTRAIN_PROBE_LOG_DIR"
   free_space /tmp "${TMPDIR:-/tmp}"
+  memory_error_counts
   neighbour_table IPv4 arp_cache ipv4
   neighbour_table IPv6 ndisc_cache ipv6
+}
+
+# EDAC's memory error counters since boot, which outlast the kernel log's ring buffer:
+# edac_mc=MC;CE;UE for each memory controller, then edac_dimm=MC;DIMM;CE;UE;LABEL for each of its
+# DIMMs (or ranks) with an error.
+memory_error_counts() {
+  for mc in "$sys"/devices/system/edac/mc/mc[0-9]*; do
+    [ -r "$mc/ce_count" ] || continue
+    { read -r ce <"$mc/ce_count" && read -r ue <"$mc/ue_count"; } 2>/dev/null || continue
+    echo "edac_mc=${mc##*/};$ce;$ue"
+    for d in "$mc"/dimm[0-9]* "$mc"/rank[0-9]*; do
+      [ -r "$d/dimm_ce_count" ] || continue
+      { read -r dce <"$d/dimm_ce_count" && read -r due <"$d/dimm_ue_count"; } 2>/dev/null || continue
+      [ "$dce" = 0 ] && [ "$due" = 0 ] && continue
+      label=""
+      read -r label <"$d/dimm_label" 2>/dev/null
+      echo "edac_dimm=${mc##*/};${d##*/};$dce;$due;$label"
+    done
+  done
 }
 
 # neigh_table=FAMILY;ENTRIES;FULLS;GC_THRESH1;GC_THRESH2;GC_THRESH3: the kernel's neighbour (ARP,

@@ -57,17 +57,17 @@ const char* kKernelLog =
 
 // What the probe prints with `kernel` as the kernel log: templates/probe.sh run as the doctor runs
 // it (sh -s), with a dmesg stand-in first on its PATH and the parts that do not read the kernel
-// log left out.
-std::string ProbeWithKernelLog(const std::string& kernel) {
+// log left out; `sysfs`, when given, is read as /sys.
+std::string ProbeWithKernelLog(const std::string& kernel, const std::string& sysfs = "") {
   const std::string bin = testing::ScratchDirs::Make("host-errors-bin");
   testing::WriteFile(bin + "/dmesg.txt", kernel);
   testing::WriteFile(bin + "/dmesg", "#!/bin/sh\ncat \"$(dirname \"$0\")/dmesg.txt\"\n");
   std::filesystem::permissions(bin + "/dmesg", std::filesystem::perms::owner_all);
-  const std::string command =
-      "env -i PATH=" + bin +
-      ":/usr/bin:/bin HOME=/ DTRAIN_PROBE_SKIP='python torch horovod py_spy "
-      "clip rdzv nccl_lib gpu_health pci disk_write' sh -s < " +
-      std::string(DTRAIN_SOURCE_DIR) + "/templates/probe.sh";
+  const std::string command = "env -i PATH=" + bin + ":/usr/bin:/bin HOME=/ " +
+                              (sysfs.empty() ? "" : "DTRAIN_PROBE_SYSFS=" + sysfs + " ") +
+                              "DTRAIN_PROBE_SKIP='python torch horovod py_spy "
+                              "clip rdzv nccl_lib gpu_health pci disk_write' sh -s < " +
+                              std::string(DTRAIN_SOURCE_DIR) + "/templates/probe.sh";
   std::string out;
   FILE* probe = ::popen(command.c_str(), "r");
   if (!probe) return out;
@@ -167,8 +167,9 @@ TEST(DoctorHostErrors, EachKindOfTheKernelsWordingsIsNamed) {
             "INFO: task jbd2/nvme1n1p1-:712 blocked for more than 122 seconds.");
 }
 
-// A clean log has no finding; a log with more error lines than the probe sends says "at least".
-TEST(DoctorHostErrors, ACleanLogHasNoneAndACutOneSaysAtLeast) {
+// A clean log has no finding; a log with more error lines than the probe sends says so apart, and
+// the counts are of the lines sent.
+TEST(DoctorHostErrors, ACleanLogHasNoneAndACutOneSaysSo) {
   EXPECT_EQ(HostErrorFindings("kernel_log=dmesg\nhost_error_lines_total=0\n"),
             std::vector<std::string>{});
   std::string flood = "kernel_log=dmesg\nhost_error_lines_total=5000\n";
@@ -178,12 +179,62 @@ TEST(DoctorHostErrors, ACleanLogHasNoneAndACutOneSaysAtLeast) {
              "Layer, (Receiver ID)\n";
   }
   const std::vector<std::string> findings = HostErrorFindings(flood);
-  ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].rfind("warning node gpu-a: at least 200 corrected PCIe error(s) on "
-                              "0000:1a:00.0 this boot: ",
-                              0),
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].rfind(
+                "warning node gpu-a: 200 corrected PCIe error(s) on 0000:1a:00.0 this boot: ", 0),
             0u)
       << findings[0];
+  EXPECT_EQ(findings[1],
+            "warning node gpu-a: the kernel log holds 5000 lines of hardware errors this boot, of "
+            "which the probe sent 200 (the uncorrected first): the counts above are of those");
+}
+
+// EDAC's counters (a sysfs tree as the kernel lays it out: mc/mcN/{ce,ue}_count and each DIMM's
+// dimm_{ce,ue}_count and dimm_label) are the record where a node has them: a DIMM with an
+// uncorrected error is an error, corrected ones a warning, errors no DIMM was named for are the
+// controller's; the kernel log's EDAC lines are then not counted again (its "Memory failure" line
+// still is).
+TEST(DoctorHostErrors, EdacCountersAreTheRecordOfMemoryErrors) {
+  const std::string sys = testing::ScratchDirs::Make("host-errors-sys");
+  auto write = [&](const std::string& path, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(sys + path).parent_path());
+    testing::WriteFile(sys + path, text + "\n");
+  };
+  const std::string mc0 = "/devices/system/edac/mc/mc0", mc1 = "/devices/system/edac/mc/mc1";
+  write(mc0 + "/ce_count", "3");
+  write(mc0 + "/ue_count", "0");
+  write(mc0 + "/dimm0/dimm_ce_count", "0");
+  write(mc0 + "/dimm0/dimm_ue_count", "0");
+  write(mc0 + "/dimm0/dimm_label", "CPU_SrcID#0_MC#0_Chan#0_DIMM#0");
+  write(mc0 + "/dimm3/dimm_ce_count", "3");
+  write(mc0 + "/dimm3/dimm_ue_count", "0");
+  write(mc0 + "/dimm3/dimm_label", "CPU_SrcID#0_MC#0_Chan#1_DIMM#0");
+  write(mc1 + "/ce_count", "0");
+  write(mc1 + "/ue_count", "2");
+  write(mc1 + "/dimm4/dimm_ce_count", "0");
+  write(mc1 + "/dimm4/dimm_ue_count", "1");
+  write(mc1 + "/dimm4/dimm_label", "CPU_SrcID#1_MC#0_Chan#2_DIMM#0");
+  const std::string probe = ProbeWithKernelLog(kKernelLog, sys);
+  EXPECT_NE(probe.find("\nedac_mc=mc0;3;0\n"), std::string::npos) << probe;
+  EXPECT_NE(probe.find("\nedac_dimm=mc0;dimm3;3;0;CPU_SrcID#0_MC#0_Chan#1_DIMM#0\n"),
+            std::string::npos)
+      << probe;
+  EXPECT_EQ(probe.find("dimm0"), std::string::npos) << "no error, not sent: " << probe;
+  std::vector<std::string> memory;
+  for (const Finding& f : Health({Node("gpu-a", probe)})) {
+    if (f.check == "host-errors" && f.message.find("memory error") != std::string::npos)
+      memory.push_back(std::string(SeverityName(f.severity)) + " " + f.message);
+  }
+  EXPECT_EQ(memory,
+            (std::vector<std::string>{
+                "error node gpu-a: 1 uncorrected memory error(s) this boot: Memory failure: "
+                "0x5a3f12: recovery action for dirty LRU page: Recovered",
+                "warning node gpu-a: 3 corrected memory error(s) on DIMM "
+                "CPU_SrcID#0_MC#0_Chan#1_DIMM#0 (mc0/dimm3) since boot (EDAC's counters)",
+                "error node gpu-a: 1 uncorrected memory error(s) on DIMM "
+                "CPU_SrcID#1_MC#0_Chan#2_DIMM#0 (mc1/dimm4) since boot (EDAC's counters)",
+                "error node gpu-a: 1 uncorrected memory error(s) on memory controller mc1 (no "
+                "DIMM named) since boot (EDAC's counters)"}));
 }
 
 }  // namespace
