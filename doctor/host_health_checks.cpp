@@ -37,24 +37,29 @@ std::string Place(const std::string& what, const std::string& path) {
   return what == path ? path : what + " " + path;
 }
 
+// The free space the probe measured where a test write went (the last such line), or null.
+const FreeSpace* SpaceOf(const NodeFacts& n, const WriteTest& w) {
+  const FreeSpace* found = nullptr;
+  for (const FreeSpace& s : n.health.free_space) {
+    if (s.what == w.what) found = &s;
+  }
+  return found;
+}
+
 // Where a test write went, as said ("/scratch/logs (the nearest existing folder of log dir
 // /scratch/logs/job)"), and its drive ("the drive under /scratch", from the free space's mount).
 std::pair<std::string, std::string> WritePlace(const NodeFacts& n, const WriteTest& w) {
   const std::string named = Place(w.what, w.path);
-  std::string mount;
-  for (const FreeSpace& s : n.health.free_space) {
-    if (s.what == w.what) mount = s.mount;
-  }
+  const FreeSpace* space = SpaceOf(n, w);
+  const std::string mount = space ? space->mount : "";
   return {w.folder == w.path ? named : w.folder + " (the nearest existing folder of " + named + ")",
           mount.empty() ? "its drive" : "the drive under " + mount};
 }
 
 // The type of the file system a test write went to ("ext4"; "" where the probe could not tell).
 std::string FileSystemType(const NodeFacts& n, const WriteTest& w) {
-  for (const FreeSpace& s : n.health.free_space) {
-    if (s.what == w.what) return s.type;
-  }
-  return "";
+  const FreeSpace* space = SpaceOf(n, w);
+  return space ? space->type : "";
 }
 
 // Whether a file system of this type lies on a drive of the node's own, not on storage the nodes

@@ -60,6 +60,8 @@ dtrain_test(doctor_health_gpu_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_he
             LIBS dtrain_doctor TIMEOUT 60)
 dtrain_test(doctor_health_host_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_host_test.cpp
             LIBS dtrain_doctor TIMEOUT 60)
+dtrain_test(doctor_health_disk_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_disk_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)
 dtrain_test(doctor_health_pci_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_health_pci_test.cpp
             LIBS dtrain_doctor TIMEOUT 60)
 dtrain_test(doctor_link_errors_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_link_errors_test.cpp
