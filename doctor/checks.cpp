@@ -93,6 +93,7 @@ std::vector<Finding> CheckCluster(const ClusterSpec& spec, const ProbeRun& run) 
   add(CheckPciPaths(run.nodes));
   add(CheckFreeSpace(run.nodes));
   add(CheckDiskWrites(run.nodes));
+  add(CheckSharedMemoryLeftovers(run.nodes));
   add(CheckWriteHangs(run.nodes));
   add(CheckSwap(run.nodes));
   add(CheckMemory(run.nodes));

@@ -46,7 +46,8 @@ std::vector<Finding> CheckPySpy(const ClusterSpec& spec, const std::vector<NodeF
 
 // Health: whether a node is fit to run a job, not only like the others (gpu_health_checks.cpp,
 // kernel_log_checks.cpp, memory_error_checks.cpp, infiniband_checks.cpp, pci_checks.cpp,
-// host_health_checks.cpp, interface_checks.cpp, site_health_checks.cpp).
+// host_health_checks.cpp, shared_memory_checks.cpp, interface_checks.cpp,
+// site_health_checks.cpp).
 std::vector<Finding> CheckNvidiaSmiAnswers(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckGpuCount(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckGpuHealth(const std::vector<NodeFacts>& nodes);
@@ -58,6 +59,9 @@ std::vector<Finding> CheckMemlock(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckPciPaths(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes);
+// Files in /dev/shm no process holds (shared_memory_checks.cpp): a warning where they take 1 GiB or
+// a quarter of it, an error where they leave under 512 MiB free.
+std::vector<Finding> CheckSharedMemoryLeftovers(const std::vector<NodeFacts>& nodes);
 // A test write not ended in time (DTRAIN_PROBE_WRITE_TIMEOUT): an error on a node whose write
 // in a place hung while other nodes wrote there in time (its own drive or mount hangs), else one
 // warning naming every node whose write there hung (a node alone, or shared storage swamped or

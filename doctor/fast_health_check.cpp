@@ -43,9 +43,10 @@ std::vector<Finding> NodeFitnessFindings(const ClusterSpec& spec, const ProbeRun
   // The rules about a node's own fitness; those comparing nodes or versions are the doctor's.
   std::vector<Finding> findings;
   if (count_unreached) findings = CheckReach(run.nodes, spec.ssh.port);
-  for (auto rule : {CheckNvidiaSmiAnswers, CheckGpuCount, CheckGpuHealth, CheckNvlink,
-                    CheckKernelLog, CheckMemoryErrors, CheckInfiniband, CheckFreeSpace,
-                    CheckDiskWrites, CheckInterfaces, CheckNeighbourTables}) {
+  for (auto rule :
+       {CheckNvidiaSmiAnswers, CheckGpuCount, CheckGpuHealth, CheckNvlink, CheckKernelLog,
+        CheckMemoryErrors, CheckInfiniband, CheckFreeSpace, CheckDiskWrites,
+        CheckSharedMemoryLeftovers, CheckInterfaces, CheckNeighbourTables}) {
     for (Finding& f : rule(run.nodes)) findings.push_back(std::move(f));
   }
   for (Finding& f : CheckSiteHealthChecks(spec, run.nodes, /*warning_checks=*/false))

@@ -206,6 +206,31 @@ void ApplyFileSystemType(const std::string& value, NodeFacts& f, ProbeText&) {
   }
 }
 
+// shm_space "SIZE_KIB;FREE_KIB", shm_unheld "KIB;FILES;SEGMENT_KIB;SEGMENTS", shm_file
+// "KIB;UID;USER;MTIME;AGE_S;HELD;SEGMENT;NAME" (HELD 1, 0 or -; the name last: it may hold ';').
+void ApplySharedMemorySpace(const std::string& value, NodeFacts& f, ProbeText&) {
+  const std::vector<std::string> parts = SplitOn(value, ';');
+  if (parts.size() < 2) return;
+  f.health.shm.size_kib = Number(parts[0]);
+  f.health.shm.free_kib = Number(parts[1]);
+}
+void ApplySharedMemoryUnheld(const std::string& value, NodeFacts& f, ProbeText&) {
+  const std::vector<std::string> parts = SplitOn(value, ';');
+  if (parts.size() < 2) return;
+  f.health.shm.unheld_kib = Number(parts[0]);
+  f.health.shm.unheld_files = Number(parts[1]);
+  if (parts.size() < 4) return;
+  f.health.shm.unheld_segment_kib = Number(parts[2]);
+  f.health.shm.unheld_segments = Number(parts[3]);
+}
+void ApplySharedMemoryFile(const std::string& value, NodeFacts& f, ProbeText&) {
+  const std::vector<std::string> parts = SplitOn(value, ';', 8);
+  if (parts.size() < 8) return;
+  const int held = parts[5] == "1" ? 1 : (parts[5] == "0" ? 0 : -1);
+  f.health.shm.files.push_back({Number(parts[0]), parts[1], parts[2], parts[7], Number(parts[3]),
+                                Number(parts[4]), held, parts[6] == "1"});
+}
+
 // "log dir;fsync: Input/output error;/data/logs;/data/logs/job": what, result, the folder written
 // in, the path (last: it may hold ';').
 void ApplyWriteTest(const std::string& value, NodeFacts& f, ProbeText&) {
@@ -406,6 +431,9 @@ const ProbeKey kProbeKeys[] = {
     {"edac_mc", nullptr, nullptr, ApplyMemoryController},
     {"edac_dimm", nullptr, nullptr, ApplyMemoryDimm},
     {"write_test", nullptr, nullptr, ApplyWriteTest},
+    {"shm_space", nullptr, nullptr, ApplySharedMemorySpace},
+    {"shm_unheld", nullptr, nullptr, ApplySharedMemoryUnheld},
+    {"shm_file", nullptr, nullptr, ApplySharedMemoryFile},
     {"neigh_table", nullptr, nullptr, ApplyNeighbourTable},
     {"health_check", nullptr, nullptr, ApplyHealthCheck},
     {"net_if", nullptr, nullptr, ApplyNetworkInterface},

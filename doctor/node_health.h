@@ -69,6 +69,25 @@ struct WriteTest {
   std::string what, folder, path, result;
 };
 
+// The node's shared memory (/dev/shm): its size and free space (-1: not read) and, where 64 MiB or
+// more of it is used, what no process holds there, all of it and the libraries' segments among
+// it (templates/shm_segments.sh: leftovers of processes killed before they removed them), and its
+// biggest files. A file's `held`: 1 a process maps it or holds it open, 0 none does, -1 the
+// probe's user cannot tell (another user's file).
+struct SharedMemoryFile {
+  long long kib = 0;  // what it takes in memory
+  std::string uid, owner, name;
+  long long mtime = 0, age_s = 0;
+  int held = -1;
+  bool segment = false;  // named as a library's segment (psm_*, torch_*, nccl-*, ...)
+};
+struct SharedMemory {
+  long long size_kib = -1, free_kib = -1;
+  long long unheld_kib = 0, unheld_files = 0;
+  long long unheld_segment_kib = 0, unheld_segments = 0;
+  std::vector<SharedMemoryFile> files;  // the biggest first, at most 20
+};
+
 // The kernel's neighbour table of one address family ("IPv4": ARP, "IPv6": NDISC), which the
 // whole machine shares: entries now, how often it was full since boot (an address then cannot be
 // resolved: "neighbor table overflow!" in the kernel log), and its limits (gc_thresh1..3: below
@@ -140,6 +159,7 @@ struct NodeHealth {
   std::string clocksource, clocksources_available;
   std::vector<FreeSpace> free_space;
   std::vector<WriteTest> write_tests;
+  SharedMemory shm;
   std::vector<NeighbourTable> neighbour_tables;
   std::vector<HealthCheckAnswer> health_checks;
 

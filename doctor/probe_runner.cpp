@@ -2,6 +2,7 @@
 // collects output until every probe has ended or the time is up.
 #include "doctor/probe_runner.h"
 
+#include "launcher/shm_leftovers.h"
 #include "launcher/ssh/remote_command.h"
 
 #include <algorithm>
@@ -175,7 +176,8 @@ ProbeRun RunProbes(const ClusterSpec& spec, Transport& transport, const ProbeOpt
     p.cwd = "/";
     p.beside_ranks = options.beside_ranks;
     p.own_step = true;
-    p.stdin_data = std::string(DtrainProgramLookup()) + std::string(ProbeScript());
+    p.stdin_data = std::string(DtrainProgramLookup()) + std::string(ShmSegmentsScript()) +
+                   std::string(ProbeScript());
     procs.push_back(std::move(p));
   }
   const bool listen = options.rendezvous && n > 0;

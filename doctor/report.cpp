@@ -285,6 +285,25 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
                      {"type", OrNull(f.type)},
                      {"free_kib", f.free_kib}});
   }
+  nlohmann::json shm_files = nlohmann::json::array();
+  for (const SharedMemoryFile& f : h.shm.files) {
+    shm_files.push_back(
+        {{"name", f.name},
+         {"kib", f.kib},
+         {"owner", f.owner},
+         {"uid", f.uid},
+         {"mtime", f.mtime},
+         {"age_s", f.age_s},
+         {"held", f.held < 0 ? nlohmann::json(nullptr) : nlohmann::json(f.held == 1)},
+         {"segment", f.segment}});
+  }
+  const nlohmann::json shm = {{"size_kib", NumberOrNull(h.shm.size_kib)},
+                              {"free_kib", NumberOrNull(h.shm.free_kib)},
+                              {"unheld_kib", h.shm.unheld_kib},
+                              {"unheld_files", h.shm.unheld_files},
+                              {"unheld_segment_kib", h.shm.unheld_segment_kib},
+                              {"unheld_segments", h.shm.unheld_segments},
+                              {"files", shm_files}};
   nlohmann::json writes = nlohmann::json::array();
   for (const WriteTest& w : h.write_tests) {
     writes.push_back(
@@ -343,6 +362,7 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
           {"clocksources_available", OrNull(h.clocksources_available)},
           {"free_space", space},
           {"write_tests", writes},
+          {"shared_memory", shm},
           {"neighbour_tables", neighbours},
           {"health_checks", checks},
           {"interfaces", interfaces},

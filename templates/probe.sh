@@ -234,9 +234,28 @@ probe_host() {
   free_space workdir "${DTRAIN_PROBE_WORKDIR:-$HOME}"
   [ -n "$DTRAIN_PROBE_LOG_DIR" ] && free_space "log dir" "$DTRAIN_PROBE_LOG_DIR"
   free_space /tmp "${TMPDIR:-/tmp}"
+  shared_memory
   memory_error_counts
   neighbour_table IPv4 arp_cache ipv4
   neighbour_table IPv6 ndisc_cache ipv6
+}
+
+# shm_space=SIZE_KIB;FREE_KIB of /dev/shm; where 64 MiB or more of it is used, what no process
+# holds there (shm_unheld=KIB;FILES;SEGMENT_KIB;SEGMENTS: all such files, then the libraries'
+# segments among them, leftovers of processes killed before they removed them) and its 20 biggest
+# files, each shm_file=KIB;UID;USER;MTIME;AGE_S;HELD;SEGMENT;NAME (templates/shm_segments.sh's
+# dtrain_shm_files, put in front of this script).
+shared_memory() {
+  [ -d /dev/shm ] || return 0
+  # shellcheck disable=SC2046
+  set -- $(df -Pk /dev/shm 2>/dev/null | tail -n 1)
+  [ -n "$4" ] || return 0
+  echo "shm_space=$2;$4"
+  [ $(($2 - $4)) -ge 65536 ] && command -v dtrain_shm_files >/dev/null 2>&1 || return 0
+  dtrain_shm_files >"$tmp/shm"
+  awk -F';' '$6 == "0" { k += $1; n++; if ($7 == "1") { sk += $1; sn++ } }
+    END { print "shm_unheld=" k + 0 ";" n + 0 ";" sk + 0 ";" sn + 0 }' "$tmp/shm"
+  sort -t';' -k1,1nr "$tmp/shm" | head -n 20 | sed 's/^/shm_file=/'
 }
 
 # EDAC's memory error counters since boot, which outlast the kernel log's ring buffer:

@@ -82,3 +82,7 @@ dtrain_test(doctor_peers_cluster_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor
 add_dependencies(doctor_peers_cluster_test dtrain)
 dtrain_test(doctor_host_errors_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_host_errors_test.cpp
             LIBS dtrain_doctor TIMEOUT 60)
+# The node's shared memory: segments no process holds (the rule), and the probe and a rank end's
+# removal on a tmpfs of the test's own over /dev/shm, in a mount namespace (root).
+dtrain_test(doctor_shm_leftovers_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/doctor_shm_leftovers_test.cpp
+            LIBS dtrain_doctor TIMEOUT 60)

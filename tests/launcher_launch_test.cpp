@@ -1,6 +1,7 @@
 // `dtrain launch` with the local transport, run for real: the built dtrain binary starting real
 // rank processes. Checks the environment of every rank, failure and interrupt handling (no
 // process left behind, other jobs untouched), log completeness and restarts.
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -309,6 +310,33 @@ TEST(LocalLaunch, SetsidChildOfARankKilledAfterTheGracePeriodEndsToo) {
                                           {"--grace-period", "1"}, left);
   EXPECT_EQ(run.status, 3) << run.err;
   EXPECT_EQ(left, 0u) << "the setsid'd sleep outlived the job";
+}
+
+// A rank that ignores SIGTERM is SIGKILLed after the grace period with its whole group, Python's
+// resource tracker included, which would have removed the rank's shared memory segment: the
+// segment is left in /dev/shm, and dtrain removes it once the ranks are gone.
+TEST(LocalLaunch, SharedMemoryOfARankKilledAfterTheGracePeriodIsRemoved) {
+  TempDir dir;
+  const std::string name = "psm_dtrain_local_" + std::to_string(::getpid());
+  WriteFile(dir.path() + "/segment.py",
+            "import signal, time\nfrom multiprocessing import shared_memory\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "s = shared_memory.SharedMemory(name='" +
+                name +
+                "', create=True, size=4 << 20)\n"
+                "s.buf[:] = b'x' * (4 << 20)\nprint('made', flush=True)\ntime.sleep(100)\n");
+  const DtrainRun run = RunDtrain(
+      {"launch", "--nproc-per-node", "2", "--job", Unique("shm"), "--grace-period", "1", "--", "sh",
+       "-c",
+       "if [ $RANK = 0 ]; then exec python3 " + dir.path() +
+           "/segment.py; fi; while [ ! -e /dev/shm/" + name + " ]; do sleep 0.05; done; exit 3"},
+      dir.path(), {}, 30);
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("removed 1 shared memory segment(s) that processes killed "
+                                 "outright left in /dev/shm (4 MiB: " +
+                                 name + "); no process held them"));
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + name));
+  std::filesystem::remove("/dev/shm/" + name);
 }
 
 // The same child started with an environment of its own (`env -i`, or Python's

@@ -162,6 +162,34 @@ TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {
   EXPECT_EQ(Squeue({"-n", "dtrain-bad", "-t", "PD,R"}), "");
 }
 
+// Rank 1's Python process makes a shared memory segment and is killed outright with its
+// resource tracker (its process group SIGKILLed), which leaves the segment in /dev/shm: the task
+// wrapper removes it when the task ends and says so in the rank's log.
+TEST_F(DtrainLaunchOnSlurm, SegmentOfAProcessKilledOutrightIsRemovedAtTheTasksEnd) {
+  const std::string dir = Folder("shm", 1);
+  const std::string name = "psm_dtrain_slurm_" + std::to_string(getpid());
+  std::ofstream(dir + "/segment.py")
+      << "import os, signal\nfrom multiprocessing import shared_memory\n"
+         "s = shared_memory.SharedMemory(name='"
+      << name
+      << "', create=True, size=8 << 20)\n"
+         "s.buf[:] = b'x' * (8 << 20)\nprint('made', s.name, flush=True)\n"
+         "os.killpg(os.getpgid(0), signal.SIGKILL)\n";
+  const SlurmCommandResult run =
+      Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "shm", "--", "sh", "-c",
+              "[ $RANK = 1 ] || exit 0; exec setsid --wait python3 " + dir + "/segment.py"});
+  EXPECT_EQ(run.status, 137) << run.err;
+  const std::string log = ReadFile(dir + "/logs/shm/rank-1.log");
+  EXPECT_NE(log.find("made " + name), std::string::npos) << log << run.err;
+  EXPECT_NE(log.find("removed 1 shared memory segment(s) that processes killed outright left in "
+                     "/dev/shm (8 MiB: " +
+                     name + "); no process held them"),
+            std::string::npos)
+      << log << run.err;
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + name));
+  std::filesystem::remove("/dev/shm/" + name);
+}
+
 // The cluster file's own health checks run in the probe's step on each node of the allocation,
 // with the node's name in the cluster file as DTRAIN_NODE (as its ranks see it) and Slurm's own
 // variables: the check fails on node b alone (its scratch marker file is missing), so the check

@@ -78,3 +78,8 @@ dtrain_test(launcher_oom_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_oom_t
             LIBS dtrain_launcher nlohmann_json::nlohmann_json LABEL netns TIMEOUT 180
             RESOURCE_LOCK netns)
 add_dependencies(launcher_oom_test dtrain)
+# Shared memory segments processes killed outright leave in a node's /dev/shm: a rank end removes
+# them; a node they fill is left out at the start.
+dtrain_test(launcher_shm_leftovers_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/launcher_shm_leftovers_test.cpp
+            LIBS dtrain_launcher LABEL netns TIMEOUT 180 RESOURCE_LOCK netns)
+add_dependencies(launcher_shm_leftovers_test dtrain)

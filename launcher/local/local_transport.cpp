@@ -6,6 +6,7 @@
 
 #include "launcher/local/group_guard.h"
 #include "launcher/oom_kill.h"
+#include "launcher/shm_leftovers.h"
 #include "launcher/this_machine.h"
 
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -85,10 +87,20 @@ LocalTransport::LocalTransport(std::string default_cwd) : default_cwd_(std::move
 LocalTransport::~LocalTransport() {
   procs_.clear();
   orphans_.KillAll();
+  if (ranks_since_ > 0) {
+    const std::string removed = RemoveShmLeftovers(ranks_since_);
+    if (!removed.empty()) {
+      std::fputs(removed.c_str(), stderr);
+      std::fflush(stderr);
+    }
+  }
 }
 
 void LocalTransport::Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) {
   orphans_.Adopt(procs);
+  for (const ProcessSpec& spec : procs) {
+    if (!spec.own_step && ranks_since_ == 0) ranks_since_ = std::time(nullptr);
+  }
   for (const ProcessSpec& spec : procs) {
     procs_.emplace_back();
     LocalProcess& proc = procs_.back();

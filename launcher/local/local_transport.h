@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,7 @@ class LocalTransport : public Transport {
   explicit LocalTransport(std::string default_cwd);
   // Whatever is still running is killed and reaped (by each Subprocess), with whatever is in
   // each process's cgroup, then the orphans that left their groups, so no process outlives the
-  // transport.
+  // transport; then the shared memory segments the ranks left (shm_leftovers.h) are removed.
   ~LocalTransport() override;
 
   void Start(const std::vector<ProcessSpec>& procs, TransportEvents& events) override;
@@ -58,6 +59,7 @@ class LocalTransport : public Transport {
   std::vector<LocalProcess> procs_;
   bool killed_ = false;  // SignalAll(SIGKILL) was sent: a SIGKILL since then is dtrain's own
   RankOrphans orphans_;  // descendants that outlived their guard
+  std::time_t ranks_since_ = 0;  // when the first process that is no step of dtrain's own started
 };
 
 // Where `name` (argv[0]) is executed from: itself when it holds a '/', else the first executable

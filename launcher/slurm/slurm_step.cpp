@@ -9,6 +9,7 @@
 
 #include "launcher/error.h"
 #include "launcher/oom_kill.h"
+#include "launcher/shm_leftovers.h"
 
 namespace dtrain {
 namespace {
@@ -21,7 +22,8 @@ constexpr const char* kPythonPathHead = "DTRAIN_PYTHONPATH_HEAD";
 // The command's stderr joins its stdout, in order; the wrapper's own (a shell reporting that the
 // command was killed) stays on srun's stderr, apart from the rank's output. A command killed by
 // SIGKILL while the node's OOM kill count went up gets the line launcher/oom_kill.h describes
-// (templates/oom_kill_line.sh, put in front by SlurmTaskScript).
+// (templates/oom_kill_line.sh, put in front by SlurmTaskScript). Then the shared memory segments
+// the command's processes left in /dev/shm are removed (launcher/shm_leftovers.h).
 // With DTRAIN_SLURM_BEAT set, a loop writes an "A" status line to the wrapper's own stderr every
 // half second while the command runs, so dtrain hears from a node whose ranks print nothing. It
 // ignores the signals a stop sends (a rank that takes its grace period to end is not silent) and
@@ -61,11 +63,12 @@ if [ -n "${DTRAIN_SLURM_BEAT-}" ]; then
   b=$!
 fi
 trap 'signalled=1' INT TERM HUP
-ok0=$(dtrain_oom_kills)
+ok0=$(dtrain_oom_kills) t0=$(date +%s)
 "$@" 2>&1
 s=$?
 [ -n "$b" ] && { kill -s STOP "$b"; pkill -KILL -P "$b"; kill -s KILL "$b"; } 2>/dev/null
 [ -n "${signalled-}" ] || dtrain_oom_line "$s" "$ok0"
+dtrain_shm_remove "$t0"
 printf '%sE %s\n' "$m" "$s"
 exit $s
 )sh";
@@ -107,7 +110,8 @@ void CheckSameForAll(const std::vector<ProcessSpec>& procs) {
 }  // namespace
 
 const std::string& SlurmTaskScript() {
-  static const std::string script = std::string(OomKillLineScript()) + kTaskScript;
+  static const std::string script =
+      std::string(OomKillLineScript()) + std::string(ShmSegmentsScript()) + kTaskScript;
   return script;
 }
 

@@ -9,6 +9,7 @@
 #include "launcher/error.h"
 #include "launcher/oom_kill.h"
 #include "launcher/shell_quote.h"
+#include "launcher/shm_leftovers.h"
 
 namespace dtrain {
 namespace {
@@ -54,7 +55,9 @@ namespace {
 // which `kill -- -pid` reaches, so that no process gets a signal twice. What is left when the
 // process ends is ended the same way. A process killed by SIGKILL while the node's OOM kill
 // count went up gets the line launcher/oom_kill.h describes
-// (templates/oom_kill_line.sh, put in front with dtrain_program's).
+// (templates/oom_kill_line.sh, put in front with dtrain_program's). Once the process's session is
+// gone, the shared memory segments it left in /dev/shm are removed (launcher/shm_leftovers.h,
+// templates/shm_segments.sh); not after a step of dtrain's own.
 constexpr const char* kWrapper =
     R"sh(n=$1 dir=$2 need=$3 pph=$4 grace=$5 pdir=$6 nt=$7 own=$8 ne=$9; shift 9
 while [ "$ne" -gt 0 ]; do export "$1"; shift; ne=$((ne - 1)); done
@@ -83,8 +86,9 @@ $(awk 'FILENAME ~ /\/stat$/ { sub(/.*\) /, ""); s = $20 " " $4 }
   END { print s; print m; print c; print o }' /proc/$$/stat /proc/self/mounts /proc/self/cgroup \
   /proc/vmstat 2>/dev/null)
 EOF
-tag=$$.$ts cg= since=$ts
+tag=$$.$ts cg= since=$ts t0=
 [ "$own" = 1 ] && since=
+[ "$own" = 1 ] || t0=$(date +%s)
 if [ "$own" != 1 ] && [ "${DTRAIN_RANK_CGROUP:-1}" != 0 ] && [ -n "$cgm" ] && [ -n "$cgp" ] &&
   [ -d "$cgm$cgp" ]; then
   for d in "$cgm${cgp%/}"/dtrain-rank-*.*; do
@@ -166,6 +170,7 @@ wait "$pid"; st=$?
 kill "$w" $d
 [ -n "$(in_session)" ] && end_group
 [ -n "$hb" ] && rm -f "$hb"
+[ -n "$t0" ] && dtrain_shm_remove "$t0" >&4
 i=0
 while [ -n "$cg" ] && ! rmdir "$cg" 2>/dev/null && [ "$i" -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
 dtrain_oom_line "$st" "$ok0" "$pid" >&4
@@ -239,8 +244,8 @@ std::string BuildRemoteCommand(const ProcessSpec& proc, const RemoteCommandOptio
   }
   CheckNoNul(options.cwd, "working directory");
   CheckNoNul(proc.python_path_head, "PYTHONPATH head");
-  const std::string script =
-      std::string(DtrainProgramLookup()) + std::string(OomKillLineScript()) + kWrapper;
+  const std::string script = std::string(DtrainProgramLookup()) + std::string(OomKillLineScript()) +
+                             std::string(ShmSegmentsScript()) + kWrapper;
   const std::string shell =
       proc.own_step ? "exec /bin/sh" : "exec /bin/sh -c " + ShellQuote(kSubreaper) + " dtrain-rank";
   return shell + " -c " + ShellQuote(script) + " dtrain-rank " + ShellJoin(words);

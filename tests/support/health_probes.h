@@ -20,13 +20,13 @@ namespace dtrain::test {
 
 // The health rules' checks: Health() keeps their findings and leaves the others' out.
 inline const std::set<std::string> kHealthChecks = {
-    "nvidia-smi",   "gpu-count",       "gpu-ecc",     "gpu-remap",    "gpu-retired-pages",
-    "gpu-ecc-mode", "gpu-persistence", "gpu-pcie",    "gpu-slowdown", "gpu-busy",
-    "nvlink",       "fabric-manager",  "xid",         "sxid",         "kernel-log",
-    "infiniband",   "infiniband-rate", "peermem",     "disk",         "disk-write",
-    "swap",         "memory",          "clocksource", "gpu-mig",      "memlock",
-    "host-errors",  "pci-acs",         "iommu",       "gpu-recovery", "interface",
-    "gpu-power",    "neighbour-table"};
+    "nvidia-smi",   "gpu-count",       "gpu-ecc",      "gpu-remap",    "gpu-retired-pages",
+    "gpu-ecc-mode", "gpu-persistence", "gpu-pcie",     "gpu-slowdown", "gpu-busy",
+    "nvlink",       "fabric-manager",  "xid",          "sxid",         "kernel-log",
+    "infiniband",   "infiniband-rate", "peermem",      "disk",         "disk-write",
+    "swap",         "memory",          "clocksource",  "gpu-mig",      "memlock",
+    "host-errors",  "pci-acs",         "iommu",        "gpu-recovery", "interface",
+    "gpu-power",    "neighbour-table", "shm-leftovers"};
 
 // The probe's output recorded on the H100 node (tests/fixtures/h100-node/probe.txt) without its
 // GPU lines, plus a healthy host's health lines.
