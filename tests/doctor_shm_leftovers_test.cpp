@@ -14,6 +14,7 @@
 #include "tests/support/health_probes.h"
 #include "tests/support/popen_shell.h"
 #include "tests/support/scratch_dirs.h"
+#include "tests/support/shm_segment.h"
 #include "tests/support/test_paths.h"
 
 namespace dtrain {
@@ -106,18 +107,6 @@ mount --make-rprivate /
 mount -t tmpfs -o size=600m dtrain-test-shm /dev/shm
 since=$(date +%s)
 . "$1/templates/shm_segments.sh"
-cat >"$2/segment.py" <<'EOF'
-import os, signal, sys, time
-from multiprocessing import shared_memory
-size = int(sys.argv[2]) << 20
-s = shared_memory.SharedMemory(name=sys.argv[1], create=True, size=size)
-for i in range(0, size, 1 << 20):
-    s.buf[i:i + (1 << 20)] = b"x" * (1 << 20)
-print("made", s.name, flush=True)
-if sys.argv[3] == "kill":
-    os.killpg(os.getpgid(0), signal.SIGKILL)
-time.sleep(60)
-EOF
 setsid --wait python3 "$2/segment.py" psm_dtrain_left 300 kill || true
 python3 "$2/segment.py" psm_dtrain_held 30 hold >"$2/held.out" 2>&1 &
 held=$!
@@ -140,6 +129,7 @@ TEST(DoctorShmLeftovers, TheProbeTellsLeftoversFromHeldSegmentsAndARankEndRemove
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (a mount namespace, a tmpfs on /dev/shm)";
   const std::string dir = testing::ScratchDirs::Make("shm-leftovers");
   testing::WriteFile(dir + "/scene.sh", kScene);
+  testing::WriteFile(dir + "/segment.py", test::kShmSegmentScript);
   int status = 0;
   const std::string out = test::RunShell(
       "unshare -m sh " + dir + "/scene.sh " + std::string(DTRAIN_SOURCE_DIR) + " " + dir, &status);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/dtrain_process.h"
+#include "tests/support/shm_segment.h"
 
 namespace dtrain {
 namespace {
@@ -318,18 +319,12 @@ TEST(LocalLaunch, SetsidChildOfARankKilledAfterTheGracePeriodEndsToo) {
 TEST(LocalLaunch, SharedMemoryOfARankKilledAfterTheGracePeriodIsRemoved) {
   TempDir dir;
   const std::string name = "psm_dtrain_local_" + std::to_string(::getpid());
-  WriteFile(dir.path() + "/segment.py",
-            "import signal, time\nfrom multiprocessing import shared_memory\n"
-            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-            "s = shared_memory.SharedMemory(name='" +
-                name +
-                "', create=True, size=4 << 20)\n"
-                "s.buf[:] = b'x' * (4 << 20)\nprint('made', flush=True)\ntime.sleep(100)\n");
+  WriteFile(dir.path() + "/segment.py", test::kShmSegmentScript);
   const DtrainRun run = RunDtrain(
       {"launch", "--nproc-per-node", "2", "--job", Unique("shm"), "--grace-period", "1", "--", "sh",
        "-c",
-       "if [ $RANK = 0 ]; then exec python3 " + dir.path() +
-           "/segment.py; fi; while [ ! -e /dev/shm/" + name + " ]; do sleep 0.05; done; exit 3"},
+       "if [ $RANK = 0 ]; then exec python3 " + dir.path() + "/segment.py " + name +
+           " 4 ignore-term; fi; while [ ! -e /dev/shm/" + name + " ]; do sleep 0.05; done; exit 3"},
       dir.path(), {}, 30);
   EXPECT_EQ(run.status, 3) << run.err;
   EXPECT_THAT(run.err, HasSubstr("removed 1 shared memory segment(s) that processes killed "

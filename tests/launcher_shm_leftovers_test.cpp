@@ -12,6 +12,7 @@
 #include "tests/support/files.h"
 #include "tests/support/launch_run.h"
 #include "tests/support/scratch_dirs.h"
+#include "tests/support/shm_segment.h"
 #include "tests/support/ssh_cluster.h"
 
 namespace dtrain {
@@ -20,26 +21,6 @@ namespace {
 using nlohmann::json;
 using test::ReadText;
 using test::SshTestCluster;
-
-// A rank (python3 segment.py NAME MIB kill|ignore-term|hold): makes a segment NAME of MIB MiB and
-// writes it; `kill`: then SIGKILLs its own process group (itself and its resource tracker, which
-// would otherwise remove the segment when it died), as a group's OOM kill does; `ignore-term`:
-// then sleeps through SIGTERM, so that dtrain's stop ends it with SIGKILL after the grace period,
-// the resource tracker too.
-const char* kSegmentScript = R"py(import os, signal, sys, time
-from multiprocessing import shared_memory
-size = int(sys.argv[2]) << 20
-s = shared_memory.SharedMemory(name=sys.argv[1], create=True, size=size)
-for i in range(0, size, 1 << 20):
-    s.buf[i:i + (1 << 20)] = b"x" * (1 << 20)
-print("made", s.name, flush=True)
-if sys.argv[3] == "kill":
-    time.sleep(1)
-    os.killpg(os.getpgid(0), signal.SIGKILL)
-if sys.argv[3] == "ignore-term":
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-time.sleep(120)
-)py";
 
 // Node i's /dev/shm as a tmpfs of `size` of its own, for the scope of a test; the namespace goes
 // with the cluster, the mount with it.
@@ -58,12 +39,12 @@ TEST(ShmLeftovers, SegmentsOfRanksKilledOutrightAreRemovedFromTheirNodes) {
   PrivateShm(cluster, 0, "256m");
   PrivateShm(cluster, 1, "256m");
   const std::string dir = testing::ScratchDirs::Make("shm-rank-end");
-  testing::WriteFile(dir + "/segment.py", kSegmentScript);
+  testing::WriteFile(dir + "/segment.py", test::kShmSegmentScript);
   const std::string logs = test::FreshPrivateFolder("shm-rank-end");
   const test::LaunchRun r = test::RunToTheEnd(
       {"launch", "-c", cluster.cluster_file(), "--job", "shm", "--log-dir", logs, "--grace-period",
        "1", "--quiet", "--", "sh", "-c",
-       "if [ \"$RANK\" = 1 ]; then w=kill; else w=ignore-term; fi; exec python3 " + dir +
+       "if [ \"$RANK\" = 1 ]; then w='kill 1'; else w=ignore-term; fi; exec python3 " + dir +
            "/segment.py psm_dtrain_rank$RANK 32 $w"},
       logs, "shm", 60);
   EXPECT_NE(r.status, 0) << r.err;
@@ -90,7 +71,7 @@ TEST(ShmLeftovers, NodeWhoseSharedMemoryIsFullOfLeftoversIsReplacedByTheSpareAtT
   REQUIRE_CLUSTER(cluster);
   PrivateShm(cluster, 1, "600m");
   const std::string dir = testing::ScratchDirs::Make("shm-start");
-  testing::WriteFile(dir + "/segment.py", kSegmentScript);
+  testing::WriteFile(dir + "/segment.py", test::kShmSegmentScript);
   const std::string made = cluster.OnNode(
       1, "setsid --wait python3 " + dir + "/segment.py psm_old_job 560 kill; ls /dev/shm");
   ASSERT_NE(made.find("psm_old_job"), std::string::npos) << made;

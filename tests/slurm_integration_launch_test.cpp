@@ -28,6 +28,7 @@
 #include "tests/support/free_port.h"
 #include "tests/support/hanging_torch.h"
 #include "tests/support/memory_cgroup.h"
+#include "tests/support/shm_segment.h"
 #include "tests/support/slurm_cluster.h"
 #include "tests/support/test_paths.h"
 
@@ -168,16 +169,11 @@ TEST_F(DtrainLaunchOnSlurm, FailingRankFailsTheJobWithItsStatus) {
 TEST_F(DtrainLaunchOnSlurm, SegmentOfAProcessKilledOutrightIsRemovedAtTheTasksEnd) {
   const std::string dir = Folder("shm", 1);
   const std::string name = "psm_dtrain_slurm_" + std::to_string(getpid());
-  std::ofstream(dir + "/segment.py")
-      << "import os, signal\nfrom multiprocessing import shared_memory\n"
-         "s = shared_memory.SharedMemory(name='"
-      << name
-      << "', create=True, size=8 << 20)\n"
-         "s.buf[:] = b'x' * (8 << 20)\nprint('made', s.name, flush=True)\n"
-         "os.killpg(os.getpgid(0), signal.SIGKILL)\n";
+  std::ofstream(dir + "/segment.py") << test::kShmSegmentScript;
   const SlurmCommandResult run =
       Dtrain({"launch", "-c", dir + "/cluster.yaml", "--job", "shm", "--", "sh", "-c",
-              "[ $RANK = 1 ] || exit 0; exec setsid --wait python3 " + dir + "/segment.py"});
+              "[ $RANK = 1 ] || exit 0; exec setsid --wait python3 " + dir + "/segment.py " + name +
+                  " 8 kill"});
   EXPECT_EQ(run.status, 137) << run.err;
   const std::string log = ReadFile(dir + "/logs/shm/rank-1.log");
   EXPECT_NE(log.find("made " + name), std::string::npos) << log << run.err;
