@@ -75,7 +75,8 @@ TEST(DoctorShmLeftovers, OnlySegmentsNoProcessHoldsMakeANodeUnfit) {
                 "(nccl-Ab12Cd (1.0 GiB, root, 2 days old); psm_01 (512 MiB, root, 2 days old); "
                 "psm_02 (512 MiB, root, 2 days old)); 61.9 GiB of 64.0 GiB free"}))
       << Describe(Health(nodes));
-  const Finding* error = test::Only(Health({nodes[0]}), "shm-leftovers");
+  const std::vector<Finding> a_findings = Health({nodes[0]});
+  const Finding* error = test::Only(a_findings, "shm-leftovers");
   ASSERT_NE(error, nullptr);
   EXPECT_NE(error->remedy.find("rm /dev/shm/psm_5f2a91c0)"), std::string::npos) << error->remedy;
 
