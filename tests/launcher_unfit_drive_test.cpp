@@ -83,7 +83,9 @@ TEST(UnfitNode, DriveGoneDuringTheRunIsFoundByTheHealthWatch) {
   const std::string err = dtrain.err();
   std::printf("node1's drive gone: found after %.2f s\n%s", detected_s, err.c_str());
   EXPECT_GE(detected_s, 0) << err;
-  EXPECT_LE(detected_s, 4) << "the interval (1 s) and one round of probes: " << err;
+  // The interval and two rounds under load, as ExpectNode1FoundAndReplaced
+  // (launcher_unfit_node_test.cpp) allows.
+  EXPECT_LE(detected_s, 7) << "the interval (1 s) and two rounds of probes: " << err;
   EXPECT_EQ(status, 0) << err;
   EXPECT_NE(err.find("dtrain: node node1 failed the health watch "), std::string::npos) << err;
   EXPECT_NE(err.find("node node1: cannot write in log dir " + job_dir + ": "), std::string::npos)

@@ -282,11 +282,14 @@ LaunchRun RunAndBreakAGpu(const std::string& name, const std::string& watch_s,
 }
 
 // What a run of RunAndBreakAGpu with the watch every second shows: node1 found within the
-// interval and a round of probes, the finding (`said`) on the console, and the second attempt on
-// the spare in node1's place.
+// interval and two rounds of probes (the round that began before the fault, and the next), the
+// finding (`said`) on the console, and the second attempt on the spare in node1's place. A round
+// takes 0.2-0.7 s on the idle 2-core machine and up to 3 s beside busy tests (measured for
+// HorovodElastic.NodeFoundUnfitByTheHealthWatchLeavesAndTheOthersGoOn), so 7 s; the ranks have
+// 9 s of steps left after the fault.
 void ExpectNode1FoundAndReplaced(const LaunchRun& r, const std::string& said) {
   EXPECT_GE(r.detected_s, 0) << r.err;
-  EXPECT_LE(r.detected_s, 3) << "the interval (1 s) and one round of probes: " << r.err;
+  EXPECT_LE(r.detected_s, 7) << "the interval (1 s) and two rounds of probes: " << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("dtrain: node node1 failed the health watch "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
