@@ -1,7 +1,9 @@
 #include "launcher/attempt_steps.h"
 
-#include <fstream>
+#include <optional>
+#include <sstream>
 
+#include "launcher/open_to_read.h"
 #include "launcher/step_watch.h"
 
 namespace dtrain {
@@ -11,8 +13,11 @@ namespace {
 // Fills the steps of the attempts in `open` from the lines of `metrics_path`; how many it filled.
 int FillSteps(const std::vector<JobAttempt*>& open, const std::string& metrics_path,
               int64_t clock_offset_us) {
-  std::ifstream in(metrics_path);
-  if (open.empty() || !in) return 0;
+  if (open.empty()) return 0;
+  // Without updating the file's access time: that would wait for a drive that hangs.
+  const std::optional<std::string> text = ReadToEnd(metrics_path);
+  if (!text) return 0;
+  std::istringstream in(*text);
   // A line written just before its rank was stopped may reach the file after the attempt's end
   // was recorded: a little slack, far shorter than any restart's backoff.
   constexpr int64_t kSlackUs = 500000;
