@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -382,13 +383,13 @@ JobOutcome JobSupervisor::Run(const std::vector<ProcessSpec>& procs) {
       if (std::optional<LogSyncFailure> failed = options_.log_sync->TakeFirstFailure())
         SayLogSyncFailed(stderr, *failed);
       if (std::optional<LogSyncStuck> stuck = options_.log_sync->TakeStuck(LogSync::kStuckS))
-        SayLogSyncStuck(stderr, *stuck);
+        SayLogSyncStuck(stderr, *stuck, std::exchange(drive_hang_said_, true));
     }
     if (std::optional<LogWriteStuck> stuck = logs_.TakeStuck(LogSync::kStuckS))
-      SayLogWriteStuck(stderr, *stuck);
+      SayLogWriteStuck(stderr, *stuck, std::exchange(drive_hang_said_, true));
     if (options_.files) {
       if (std::optional<FileWriteStuck> stuck = options_.files->TakeStuck(LogSync::kStuckS))
-        SayFileWriteStuck(stderr, *stuck);
+        SayFileWriteStuck(stderr, *stuck, std::exchange(drive_hang_said_, true));
     }
     if (options_.health_watch && options_.on_health_warning) {
       for (const NodeWarning& w : options_.health_watch->TakeWarnings()) {

@@ -165,6 +165,7 @@ class JobSupervisor : public TransportEvents {
   SupervisorOptions options_;
   JobOutcome outcome_;
   bool stopping_ = false;
+  bool drive_hang_said_ = false;  // a stuck sync or write under the job's folder was said
   double stop_grace_s_;  // between the stop's SIGTERM and SIGKILL: the grace period, or more
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point hold_until_ = std::chrono::steady_clock::time_point::max();

@@ -1,6 +1,7 @@
 #include "launcher/rank_log_outage.h"
 
 #include <cstdio>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -47,32 +48,40 @@ void SayLogSyncFailed(std::FILE* err, const LogSyncFailure& failure) {
   std::fflush(err);
 }
 
-void SayLogSyncStuck(std::FILE* err, const LogSyncStuck& stuck) {
+namespace {
+
+// Where a stuck sync or write is said: the first says the drive hangs and that the job goes on;
+// one after it (`again`) says so briefly, as the same drive.
+std::string DriveHangs(bool again) {
+  return again ? " either (the drive under the job's folder hangs, as said above):"
+               : ": the drive under the job's folder hangs (see dmesg); the job goes on,";
+}
+
+}  // namespace
+
+void SayLogSyncStuck(std::FILE* err, const LogSyncStuck& stuck, bool again) {
   fmt::print(err,
-             "dtrain: warning: the sync of rank {}'s log {} has not returned in {:.0f} s: the "
-             "drive under the job's folder hangs (see dmesg); the job goes on, but what the logs "
-             "take may not reach the disk\n",
-             stuck.rank, stuck.path, stuck.seconds);
+             "dtrain: warning: the sync of rank {}'s log {} has not returned in {:.0f} s{} but "
+             "what the logs take may not reach the disk\n",
+             stuck.rank, stuck.path, stuck.seconds, DriveHangs(again));
   std::fflush(err);
 }
 
-void SayLogWriteStuck(std::FILE* err, const LogWriteStuck& stuck) {
+void SayLogWriteStuck(std::FILE* err, const LogWriteStuck& stuck, bool again) {
   fmt::print(err,
-             "dtrain: warning: a write to rank {}'s {} {} has not returned in {:.0f} s: the drive "
-             "under the job's folder hangs (see dmesg); the job goes on, and the ranks' output "
-             "is held in memory until the drive answers ({} byte(s) so far; past {} MiB it is "
-             "lost, and each log marks its gap)\n",
-             stuck.rank, stuck.what, stuck.path, stuck.seconds, stuck.held_bytes,
+             "dtrain: warning: a write to rank {}'s {} {} has not returned in {:.0f} s{} and the "
+             "ranks' output is held in memory until the drive answers ({} byte(s) so far; past {} "
+             "MiB it is lost, and each log marks its gap)\n",
+             stuck.rank, stuck.what, stuck.path, stuck.seconds, DriveHangs(again), stuck.held_bytes,
              RankLogWriter::kHeldBytes >> 20);
   std::fflush(err);
 }
 
-void SayFileWriteStuck(std::FILE* err, const FileWriteStuck& stuck) {
+void SayFileWriteStuck(std::FILE* err, const FileWriteStuck& stuck, bool again) {
   fmt::print(err,
-             "dtrain: warning: a write to {} has not returned in {:.0f} s: the drive under the "
-             "job's folder hangs (see dmesg); the job goes on, and dtrain writes the file once the "
-             "drive answers\n",
-             stuck.path, stuck.seconds);
+             "dtrain: warning: a write to {} has not returned in {:.0f} s{} and dtrain writes the "
+             "file once the drive answers\n",
+             stuck.path, stuck.seconds, DriveHangs(again));
   std::fflush(err);
 }
 

@@ -35,14 +35,15 @@ class RankLogOutage {
 // logs failed while their writes still succeed, into the page cache only.
 void SayLogSyncFailed(std::FILE* err, const LogSyncFailure& failure);
 // A sync of a rank log that has not returned (LogSync::kStuckS), said once for the job: the drive
-// under the logs hangs.
-void SayLogSyncStuck(std::FILE* err, const LogSyncStuck& stuck);
+// under the logs hangs. `again`: a stuck sync or write was said before in this job (the same drive,
+// the job's folder's), so the line says that briefly instead of saying it all again.
+void SayLogSyncStuck(std::FILE* err, const LogSyncStuck& stuck, bool again = false);
 // A write to a rank log that has not returned (rank_log_writer.h), said once for each hang: the
 // output is held in memory meanwhile.
-void SayLogWriteStuck(std::FILE* err, const LogWriteStuck& stuck);
+void SayLogWriteStuck(std::FILE* err, const LogWriteStuck& stuck, bool again = false);
 // A write of dtrain's own files in the job's folder (job.json, a stall report) that has not
 // returned (job_file_writer.h), said once for each hang.
-void SayFileWriteStuck(std::FILE* err, const FileWriteStuck& stuck);
+void SayFileWriteStuck(std::FILE* err, const FileWriteStuck& stuck, bool again = false);
 
 // The launch's end for the logs: everything the writer holds written (waiting for a drive that
 // hangs, said), the last sync (`sync`, null when off) with job.json's, then SayWhatTheDiskRefused.
