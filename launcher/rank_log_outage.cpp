@@ -53,7 +53,7 @@ namespace {
 // Where a stuck sync or write is said: the first says the drive hangs and that the job goes on;
 // one after it (`again`) says so briefly, as the same drive.
 std::string DriveHangs(bool again) {
-  return again ? " either (the drive under the job's folder hangs, as said above):"
+  return again ? " either (the drive under the job's folder hangs, as said above),"
                : ": the drive under the job's folder hangs (see dmesg); the job goes on,";
 }
 

@@ -40,7 +40,7 @@ constexpr const char* kNeedsRoot = testing::LoopDisk::kNeedsRoot;
 // dtrain's own files got stuck first.
 const std::string kDriveHangs =
     "(: the drive under the job's folder hangs \\(see dmesg\\); the job goes on,| either "
-    "\\(the drive under the job's folder hangs, as said above\\):)";
+    "\\(the drive under the job's folder hangs, as said above\\),)";
 
 // Waits (at most 30 s) until both ranks' scripts touched `flags`/up-0 and up-1.
 void WaitForBothRanks(const std::string& flags) {
