@@ -12,8 +12,10 @@ namespace dtrain {
 namespace {
 
 // The parts of the node probe the fast check leaves out (templates/probe.sh DTRAIN_PROBE_SKIP):
-// those no rule below reads.
-constexpr const char* kRestartCheckSkips = "python torch horovod py_spy clip rdzv nccl_lib pci";
+// those no rule below reads, and /dev/shm's files where it has room (shm-leftovers is an error
+// only where it has not; the listing reads every process's maps, each round of the watch).
+constexpr const char* kRestartCheckSkips =
+    "python torch horovod py_spy clip rdzv nccl_lib pci shm_files";
 
 // Whether an error names a pair of nodes (or more) where one node alone may be at fault (of the
 // fitness rules, only the peer test names several nodes).

@@ -7,7 +7,8 @@
 # (the cluster file's python), DTRAIN_PROBE_RDZV_ADDR / DTRAIN_PROBE_RDZV_PORT (the rendezvous
 # listener to connect to), DTRAIN_PROBE_CLIP_DIR (where dtrain-clip sits beside dtrain),
 # DTRAIN_PROBE_SKIP (space-separated parts to leave out: python torch horovod py_spy clip rdzv
-# nccl_lib gpu_health kernel_log pci disk_write), DTRAIN_PROBE_LOG_DIR (where ranks write their
+# nccl_lib gpu_health kernel_log pci disk_write; shm_files: /dev/shm's files only where it is
+# nearly full), DTRAIN_PROBE_LOG_DIR (where ranks write their
 # logs), DTRAIN_PROBE_SMI_TIMEOUT (seconds each nvidia-smi call may take, default 10),
 # DTRAIN_PROBE_WRITE_TIMEOUT (seconds the test writes where the job writes may take, default 10),
 # DTRAIN_PROBE_SYSFS (the folder read as /sys, for tests), DTRAIN_PROBE_CHECKS (the cluster
@@ -244,7 +245,9 @@ probe_host() {
 # holds there (shm_unheld=KIB;FILES;SEGMENT_KIB;SEGMENTS: all such files, then the libraries'
 # segments among them, leftovers of processes killed before they removed them) and its 20 biggest
 # files, each shm_file=KIB;UID;USER;MTIME;AGE_S;HELD;SEGMENT;NAME (templates/shm_segments.sh's
-# dtrain_shm_files, put in front of this script).
+# dtrain_shm_files, put in front of this script). The listing reads every process's maps: with
+# `shm_files` skipped (the launch's checks, whose rule needs it only then) it is made only where
+# less than 512 MiB is free.
 shared_memory() {
   [ -d /dev/shm ] || return 0
   # shellcheck disable=SC2046
@@ -252,6 +255,7 @@ shared_memory() {
   [ -n "$4" ] || return 0
   echo "shm_space=$2;$4"
   [ $(($2 - $4)) -ge 65536 ] && command -v dtrain_shm_files >/dev/null 2>&1 || return 0
+  if skipping shm_files && [ "$4" -ge 524288 ]; then return 0; fi
   dtrain_shm_files >"$tmp/shm"
   awk -F';' '$6 == "0" { k += $1; n++; if ($7 == "1") { sk += $1; sn++ } }
     END { print "shm_unheld=" k + 0 ";" n + 0 ";" sk + 0 ";" sn + 0 }' "$tmp/shm"

@@ -97,34 +97,52 @@ TEST(DoctorShmLeftovers, OnlySegmentsNoProcessHoldsMakeANodeUnfit) {
   EXPECT_EQ(unfit, std::vector<std::string>{"a"});
 }
 
-// In a mount namespace of its own, over a 600 MiB tmpfs of the test's own on /dev/shm: a Python
-// process that made a 300 MiB segment (psm_dtrain_left) and was killed with its process group (its
-// resource tracker too, as SIGKILL after a grace period or a group's OOM kill does), one that
-// holds a 30 MiB segment (psm_dtrain_held) and runs on, a 150 MiB dataset file no process holds,
-// and a 100 MiB PyTorch segment written two hours ago. Then the probe's lines, the rule, and a rank
-// end's removal since the test began.
+// In a mount namespace of its own, over a 1 GiB tmpfs of the test's own on /dev/shm: a Python
+// process that holds a 30 MiB segment (psm_dtrain_held) and runs on, and a 150 MiB dataset file
+// no process holds; the probe as the launch's checks run it (no listing: there is room) and as the
+// doctor does. Then a Python process that made a 300 MiB segment (psm_dtrain_left) and was killed
+// with its process group (its resource tracker too, as SIGKILL after a grace period or a group's
+// OOM kill does), and a 100 MiB PyTorch segment written two hours ago: the probe's lines as the
+// launch's checks get them, the rule, and a rank end's removal since the test began.
 const char* kScene = R"sh(set -e
 mount --make-rprivate /
-mount -t tmpfs -o size=600m dtrain-test-shm /dev/shm
+mount -t tmpfs -o size=1g dtrain-test-shm /dev/shm
 since=$(date +%s)
 . "$1/templates/shm_segments.sh"
-setsid --wait python3 "$2/segment.py" psm_dtrain_left 300 kill || true
+# The probe's shared_memory, with DTRAIN_PROBE_SKIP set to $3.
+probe() {
+  DTRAIN_PROBE_SKIP=$3 sh -c '. "$1/templates/shm_segments.sh"; tmp=$2
+    eval "$(sed -n -e "/^shared_memory() {/,/^}/p" -e "/^skipping() {/,/^}/p" \
+      "$1/templates/probe.sh")"; shared_memory' probe "$1" "$2"
+}
 python3 "$2/segment.py" psm_dtrain_held 30 hold >"$2/held.out" 2>&1 &
 held=$!
 while ! grep -q made "$2/held.out"; do sleep 0.1; done
 dd if=/dev/zero of=/dev/shm/dataset.bin bs=1M count=150 status=none
+echo "== roomy, the launch's checks"
+probe "$1" "$2" shm_files
+echo "== roomy, the doctor"
+probe "$1" "$2" ""
+setsid --wait python3 "$2/segment.py" psm_dtrain_left 300 kill || true
 dd if=/dev/zero of=/dev/shm/torch_1_2_3 bs=1M count=100 status=none
 touch -d '2 hours ago' /dev/shm/torch_1_2_3
 echo "== probe"
-sh -c '. "$1/templates/shm_segments.sh"; tmp=$2
-  eval "$(sed -n "/^shared_memory() {/,/^}/p" "$1/templates/probe.sh")"; shared_memory' \
-  probe "$1" "$2"
+probe "$1" "$2" shm_files
 echo "== remove"
 dtrain_shm_remove "$since" node7
 echo "== left"
 ls /dev/shm
 kill "$held"
 )sh";
+
+// The text of `out` between the line "== `from`" and the next "== " line.
+std::string Section(const std::string& out, const std::string& from) {
+  const size_t at = out.find("== " + from + "\n");
+  if (at == std::string::npos) return "(no section " + from + ")";
+  const size_t start = at + from.size() + 4;
+  const size_t end = out.find("\n== ", start - 1);
+  return out.substr(start, end == std::string::npos ? std::string::npos : end + 1 - start);
+}
 
 TEST(DoctorShmLeftovers, TheProbeTellsLeftoversFromHeldSegmentsAndARankEndRemovesOnlyItsOwn) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (a mount namespace, a tmpfs on /dev/shm)";
@@ -135,18 +153,21 @@ TEST(DoctorShmLeftovers, TheProbeTellsLeftoversFromHeldSegmentsAndARankEndRemove
   const std::string out = test::RunShell(
       "unshare -m sh " + dir + "/scene.sh " + std::string(DTRAIN_SOURCE_DIR) + " " + dir, &status);
   ASSERT_EQ(status, 0) << out;
-  const size_t probe_at = out.find("== probe\n"), remove_at = out.find("== remove\n"),
-               left_at = out.find("== left\n");
-  ASSERT_TRUE(probe_at != std::string::npos && remove_at > probe_at && left_at > remove_at) << out;
-  const std::string probe = out.substr(probe_at + 9, remove_at - probe_at - 9);
-  const std::string removed = out.substr(remove_at + 10, left_at - remove_at - 10);
-  const std::string left = out.substr(left_at + 8);
+  const std::string probe = Section(out, "probe");
+  const std::string removed = Section(out, "remove");
+  const std::string left = Section(out, "left");
+
+  // With room (180 MiB of 1 GiB used), the launch's checks leave the listing out; the doctor
+  // makes it.
+  EXPECT_EQ(Section(out, "roomy, the launch's checks"), "shm_space=1048576;864256\n") << out;
+  EXPECT_NE(Section(out, "roomy, the doctor").find("shm_unheld=153600;1;0;0\n"), std::string::npos)
+      << out;
 
   // What no process holds: the killed process's segment, the old one and the dataset; of them
   // the two segments (300 + 100 MiB).
   EXPECT_NE(probe.find("shm_unheld=563200;3;409600;2\n"), std::string::npos) << probe;
   const NodeFacts n = Node("node7", H100Probe(test::RecordedQuery(), "", probe));
-  EXPECT_EQ(n.health.shm.size_kib, 600 * 1024);
+  EXPECT_EQ(n.health.shm.size_kib, 1024 * 1024);
   std::vector<std::string> files;
   for (const SharedMemoryFile& f : n.health.shm.files) {
     files.push_back(f.name + " " + std::to_string(f.kib) + " held=" + std::to_string(f.held) +
