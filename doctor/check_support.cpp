@@ -41,6 +41,11 @@ std::string Times(long long count) {
   return count == 1 ? "once" : fmt::format("{} times", count);
 }
 
+std::string KibSize(long long kib) {
+  if (kib < (1LL << 20)) return fmt::format("{} MiB", kib / 1024);
+  return fmt::format("{:.1f} GiB", static_cast<double>(kib) / (1 << 20));
+}
+
 std::string JobProgram(const ClusterSpec& spec) {
   if (spec.job.command.empty()) return "dtrain-clip";
   const std::string& argv0 = spec.job.command[0];

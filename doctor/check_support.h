@@ -28,6 +28,9 @@ std::string AllOrSomeOf(size_t judged, size_t total);
 // How often something happened: "once", "3 times".
 std::string Times(long long count);
 
+// A size given in KiB, as the findings say it: "512 MiB" below 1 GiB, else "1.5 GiB".
+std::string KibSize(long long kib);
+
 // The file name of the job's program ("dtrain-clip" when the cluster file names no command).
 std::string JobProgram(const ClusterSpec& spec);
 

@@ -59,8 +59,9 @@ std::vector<Finding> CheckMemlock(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckPciPaths(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes);
 std::vector<Finding> CheckDiskWrites(const std::vector<NodeFacts>& nodes);
-// Files in /dev/shm no process holds (shared_memory_checks.cpp): a warning where they take 1 GiB or
-// a quarter of it, an error where they leave under 512 MiB free.
+// Files in /dev/shm no process holds (shared_memory_checks.cpp): an error where the libraries'
+// segments among them take 64 MiB or more and under 512 MiB is free, else a warning where files of
+// any name take 1 GiB or a quarter of it.
 std::vector<Finding> CheckSharedMemoryLeftovers(const std::vector<NodeFacts>& nodes);
 // A test write not ended in time (DTRAIN_PROBE_WRITE_TIMEOUT): an error on a node whose write
 // in a place hung while other nodes wrote there in time (its own drive or mount hangs), else one

@@ -13,6 +13,7 @@
 namespace dtrain {
 
 using checks::Join;
+using checks::KibSize;
 using checks::Make;
 using checks::Reached;
 
@@ -26,11 +27,6 @@ constexpr long long kFreeWarningKib = 10LL << 20;  // 10 GiB
 // A node with this much less memory than the best-equipped one: on nodes bought alike, a memory
 // module failed or was disabled at boot (a few percent is firmware and kernel reservations).
 constexpr double kMemoryShortfall = 0.03;
-
-std::string Size(long long kib) {
-  if (kib < (1LL << 20)) return fmt::format("{} MiB", kib / 1024);
-  return fmt::format("{:.1f} GiB", static_cast<double>(kib) / (1 << 20));
-}
 
 // A place where the job writes, as said: "log dir /data/logs", or "/tmp" alone.
 std::string Place(const std::string& what, const std::string& path) {
@@ -101,7 +97,7 @@ std::vector<Finding> CheckFreeSpace(const std::vector<NodeFacts>& nodes) {
       if (kib < 0 || kib >= kFreeWarningKib) continue;
       out.push_back(Make(kib < kFreeErrorKib ? Severity::kError : Severity::kWarning, "disk", "",
                          {n->host},
-                         fmt::format("node {}: {} free on {} ({})", n->host, Size(kib), mount,
+                         fmt::format("node {}: {} free on {} ({})", n->host, KibSize(kib), mount,
                                      Join(places[mount])),
                          "free space there, or point workdir, log_dir or TMPDIR elsewhere: ranks "
                          "write logs, traces, checkpoints and compile caches"));
@@ -266,12 +262,13 @@ std::vector<Finding> CheckMemory(const std::vector<NodeFacts>& nodes) {
   for (const NodeFacts* n : Reached(nodes)) {
     if (n->mem_kib <= 0 || n->mem_kib >= most->mem_kib * (1 - kMemoryShortfall)) continue;
     const double short_pct = 100.0 * (1 - static_cast<double>(n->mem_kib) / most->mem_kib);
-    out.push_back(Make(Severity::kWarning, "memory", "mem", {n->host},
-                       fmt::format("node {}: {} of memory, {:.0f}% less than node {} ({})", n->host,
-                                   Size(n->mem_kib), short_pct, most->host, Size(most->mem_kib)),
-                       "if the nodes were bought alike, a memory module failed or was disabled at "
-                       "boot (dmidecode -t memory or the BMC's event log names the slot); ranks "
-                       "sized for the other nodes can be ended by the OOM killer there"));
+    out.push_back(
+        Make(Severity::kWarning, "memory", "mem", {n->host},
+             fmt::format("node {}: {} of memory, {:.0f}% less than node {} ({})", n->host,
+                         KibSize(n->mem_kib), short_pct, most->host, KibSize(most->mem_kib)),
+             "if the nodes were bought alike, a memory module failed or was disabled at "
+             "boot (dmidecode -t memory or the BMC's event log names the slot); ranks "
+             "sized for the other nodes can be ended by the OOM killer there"));
   }
   return out;
 }

@@ -1,9 +1,11 @@
-// The rule about the node's shared memory (/dev/shm): files no process holds there are leftovers
-// of processes killed before they removed their segments (a job's SharedMemory, semaphores,
-// PyTorch's and NCCL's segments, after SIGKILL or the OOM killer took its resource tracker too).
-// They take the node's memory, and once /dev/shm is nearly full the next job's NCCL and
-// data-loader workers fail there. Only what no process holds counts: a running job's own segments
-// never make its node unfit. Thresholds and their sources are in dtrain-doctor(1).
+// The rule about the node's shared memory (/dev/shm): the libraries' segments no process holds
+// there are leftovers of processes killed before they removed them (a job's SharedMemory and
+// semaphores, PyTorch's and NCCL's segments, after SIGKILL or the OOM killer took the resource
+// tracker too). They take the node's memory, and once /dev/shm is nearly full the next job's NCCL
+// and data-loader workers fail there: an error. Files of other names no process holds may be a
+// job's own (a dataset copied there): a warning where they take much of it, never an error. Only
+// what no process holds counts: a running job's own segments never make its node unfit.
+// Thresholds and their sources are in dtrain-doctor(1).
 #include <utility>
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 
 namespace dtrain {
 
+using checks::KibSize;
 using checks::Make;
 using checks::Reached;
 
@@ -26,11 +29,6 @@ constexpr double kLeftoverShare = 0.25;
 // Below this much free, NCCL's segments and a data loader's batches no longer fit: the rule that
 // warns of a small /dev/shm (node_checks.cpp) uses the same floor.
 constexpr long long kFreeErrorKib = 512 << 10;
-
-std::string Size(long long kib) {
-  if (kib < (1LL << 20)) return fmt::format("{} MiB", kib / 1024);
-  return fmt::format("{:.1f} GiB", static_cast<double>(kib) / (1 << 20));
-}
 
 std::string Age(long long s) {
   if (s < 120) return fmt::format("{} s", s);
@@ -46,8 +44,8 @@ std::pair<std::string, std::string> Unheld(const SharedMemory& shm, bool segment
   long long shown = 0;
   for (const SharedMemoryFile& f : shm.files) {
     if (f.held != 0 || (segments_only && !f.segment) || shown == 3) continue;
-    listed += fmt::format("{}{} ({}, {}, {} old)", shown ? "; " : "", f.name, Size(f.kib), f.owner,
-                          Age(f.age_s));
+    listed += fmt::format("{}{} ({}, {}, {} old)", shown ? "; " : "", f.name, KibSize(f.kib),
+                          f.owner, Age(f.age_s));
     paths += " /dev/shm/" + f.name;
     ++shown;
   }
@@ -66,7 +64,8 @@ std::vector<Finding> CheckSharedMemoryLeftovers(const std::vector<NodeFacts>& no
   for (const NodeFacts* n : Reached(nodes)) {
     const SharedMemory& shm = n->health.shm;
     if (shm.size_kib <= 0) continue;
-    const std::string free = fmt::format("{} of {} free", Size(shm.free_kib), Size(shm.size_kib));
+    const std::string free =
+        fmt::format("{} of {} free", KibSize(shm.free_kib), KibSize(shm.size_kib));
     // The libraries' segments no process holds, with /dev/shm nearly full: the node fails the
     // next job's shared memory until they are removed.
     if (shm.free_kib >= 0 && shm.free_kib < kFreeErrorKib &&
@@ -76,7 +75,7 @@ std::vector<Finding> CheckSharedMemoryLeftovers(const std::vector<NodeFacts>& no
           Severity::kError, "shm-leftovers", "shm", {n->host},
           fmt::format("node {}: /dev/shm is nearly full ({}), and {} of it is {} shared memory "
                       "segment(s) no process holds: {}",
-                      n->host, free, Size(shm.unheld_segment_kib), shm.unheld_segments, listed),
+                      n->host, free, KibSize(shm.unheld_segment_kib), shm.unheld_segments, listed),
           fmt::format("they are what processes killed outright (SIGKILL, the OOM killer) could "
                       "not remove: remove them as their owner or root (rm{}), or reboot the node; "
                       "until then NCCL and data-loader workers fail there for want of shared "
@@ -95,7 +94,7 @@ std::vector<Finding> CheckSharedMemoryLeftovers(const std::vector<NodeFacts>& no
     out.push_back(Make(
         Severity::kWarning, "shm-leftovers", "shm", {n->host},
         fmt::format("node {}: {} of /dev/shm is in {} file(s) no process holds ({}); {}", n->host,
-                    Size(shm.unheld_kib), shm.unheld_files, listed, free),
+                    KibSize(shm.unheld_kib), shm.unheld_files, listed, free),
         fmt::format("they hold the node's memory (tmpfs) from its jobs: remove what no job needs "
                     "as its owner or root (rm{}); shared memory segments (psm_*, torch_*, "
                     "nccl-*) are what processes killed outright could not remove",
