@@ -206,14 +206,8 @@ void ApplyFileSystemType(const std::string& value, NodeFacts& f, ProbeText&) {
   }
 }
 
-// shm_space "SIZE_KIB;FREE_KIB", shm_unheld "KIB;FILES;SEGMENT_KIB;SEGMENTS", shm_file
+// shm_unheld "KIB;FILES;SEGMENT_KIB;SEGMENTS", shm_file
 // "KIB;UID;USER;MTIME;AGE_S;HELD;SEGMENT;NAME" (HELD 1, 0 or -; the name last: it may hold ';').
-void ApplySharedMemorySpace(const std::string& value, NodeFacts& f, ProbeText&) {
-  const std::vector<std::string> parts = SplitOn(value, ';');
-  if (parts.size() < 2) return;
-  f.health.shm.size_kib = Number(parts[0]);
-  f.health.shm.free_kib = Number(parts[1]);
-}
 void ApplySharedMemoryUnheld(const std::string& value, NodeFacts& f, ProbeText&) {
   const std::vector<std::string> parts = SplitOn(value, ';');
   if (parts.size() < 2) return;
@@ -431,7 +425,8 @@ const ProbeKey kProbeKeys[] = {
     {"edac_mc", nullptr, nullptr, ApplyMemoryController},
     {"edac_dimm", nullptr, nullptr, ApplyMemoryDimm},
     {"write_test", nullptr, nullptr, ApplyWriteTest},
-    {"shm_space", nullptr, nullptr, ApplySharedMemorySpace},
+    {"shm_free_kib", nullptr, nullptr,
+     [](const std::string& v, F& f, T&) { f.health.shm.free_kib = Number(v); }},
     {"shm_unheld", nullptr, nullptr, ApplySharedMemoryUnheld},
     {"shm_file", nullptr, nullptr, ApplySharedMemoryFile},
     {"neigh_table", nullptr, nullptr, ApplyNeighbourTable},

@@ -69,11 +69,11 @@ struct WriteTest {
   std::string what, folder, path, result;
 };
 
-// The node's shared memory (/dev/shm): its size and free space (-1: not read) and, where 64 MiB or
-// more of it is used, what no process holds there, all of it and the libraries' segments among
-// it (templates/shm_segments.sh: leftovers of processes killed before they removed them), and its
-// biggest files. A file's `held`: 1 a process maps it or holds it open, 0 none does, -1 the
-// probe's user cannot tell (another user's file).
+// The node's shared memory (/dev/shm; its size is NodeFacts::shm_kib): its free space (-1: not
+// read) and, where 64 MiB or more of it is used, what no process holds there, all of it and the
+// libraries' segments among it (templates/shm_segments.sh: leftovers of processes killed before
+// they removed them), and its biggest files. A file's `held`: 1 a process maps it or holds it open,
+// 0 none does, -1 the probe's user cannot tell (another user's file).
 struct SharedMemoryFile {
   long long kib = 0;  // what it takes in memory
   std::string uid, owner, name;
@@ -82,7 +82,7 @@ struct SharedMemoryFile {
   bool segment = false;  // named as a library's segment (psm_*, torch_*, nccl-*, ...)
 };
 struct SharedMemory {
-  long long size_kib = -1, free_kib = -1;
+  long long free_kib = -1;
   long long unheld_kib = 0, unheld_files = 0;
   long long unheld_segment_kib = 0, unheld_segments = 0;
   std::vector<SharedMemoryFile> files;  // the biggest first, at most 20

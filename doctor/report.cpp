@@ -297,13 +297,10 @@ nlohmann::json HealthJson(const NodeHealth& h, const ClusterSpec& spec) {
          {"held", f.held < 0 ? nlohmann::json(nullptr) : nlohmann::json(f.held == 1)},
          {"segment", f.segment}});
   }
-  const nlohmann::json shm = {{"size_kib", NumberOrNull(h.shm.size_kib)},
-                              {"free_kib", NumberOrNull(h.shm.free_kib)},
-                              {"unheld_kib", h.shm.unheld_kib},
-                              {"unheld_files", h.shm.unheld_files},
-                              {"unheld_segment_kib", h.shm.unheld_segment_kib},
-                              {"unheld_segments", h.shm.unheld_segments},
-                              {"files", shm_files}};
+  const nlohmann::json shm = {
+      {"free_kib", NumberOrNull(h.shm.free_kib)}, {"unheld_kib", h.shm.unheld_kib},
+      {"unheld_files", h.shm.unheld_files},       {"unheld_segment_kib", h.shm.unheld_segment_kib},
+      {"unheld_segments", h.shm.unheld_segments}, {"files", shm_files}};
   nlohmann::json writes = nlohmann::json::array();
   for (const WriteTest& w : h.write_tests) {
     writes.push_back(

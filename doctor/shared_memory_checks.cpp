@@ -63,9 +63,9 @@ std::vector<Finding> CheckSharedMemoryLeftovers(const std::vector<NodeFacts>& no
   std::vector<Finding> out;
   for (const NodeFacts* n : Reached(nodes)) {
     const SharedMemory& shm = n->health.shm;
-    if (shm.size_kib <= 0) continue;
-    const std::string free =
-        fmt::format("{} of {} free", KibSize(shm.free_kib), KibSize(shm.size_kib));
+    const long long size_kib = n->shm_kib;
+    if (size_kib <= 0) continue;
+    const std::string free = fmt::format("{} of {} free", KibSize(shm.free_kib), KibSize(size_kib));
     // The libraries' segments no process holds, with /dev/shm nearly full: the node fails the
     // next job's shared memory until they are removed.
     if (shm.free_kib >= 0 && shm.free_kib < kFreeErrorKib &&
@@ -87,7 +87,7 @@ std::vector<Finding> CheckSharedMemoryLeftovers(const std::vector<NodeFacts>& no
     // job's files put there on purpose (a dataset copied into memory).
     if (shm.unheld_kib < kLeftoverFloorKib ||
         (shm.unheld_kib < kLeftoverWarningKib &&
-         shm.unheld_kib < kLeftoverShare * static_cast<double>(shm.size_kib))) {
+         shm.unheld_kib < kLeftoverShare * static_cast<double>(size_kib))) {
       continue;
     }
     const auto [listed, paths] = Unheld(shm, false);

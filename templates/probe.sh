@@ -199,11 +199,6 @@ probe_system() {
       SwapTotal:) echo "swap_kib=$value" ;;
     esac
   done </proc/meminfo
-  if [ -d /dev/shm ]; then
-    # shellcheck disable=SC2046
-    set -- $(df -Pk /dev/shm 2>/dev/null | tail -n 1)
-    [ -n "$2" ] && echo "shm_kib=$2"
-  fi
   wd=${DTRAIN_PROBE_WORKDIR:-$HOME}
   echo "workdir=$wd"
   if [ -d "$wd" ]; then
@@ -241,10 +236,10 @@ probe_host() {
   neighbour_table IPv6 ndisc_cache ipv6
 }
 
-# shm_space=SIZE_KIB;FREE_KIB of /dev/shm; where 64 MiB or more of it is used, what no process
-# holds there (shm_unheld=KIB;FILES;SEGMENT_KIB;SEGMENTS: all such files, then the libraries'
-# segments among them, leftovers of processes killed before they removed them) and its 20 biggest
-# files, each shm_file=KIB;UID;USER;MTIME;AGE_S;HELD;SEGMENT;NAME (templates/shm_segments.sh's
+# shm_kib=SIZE_KIB and shm_free_kib=FREE_KIB of /dev/shm; where 64 MiB or more of it is used,
+# what no process holds there (shm_unheld=KIB;FILES;SEGMENT_KIB;SEGMENTS: all such files, then the
+# libraries' segments among them, leftovers of processes killed before they removed them) and its
+# 20 biggest files, each shm_file=KIB;UID;USER;MTIME;AGE_S;HELD;SEGMENT;NAME (templates/shm_segments.sh's
 # dtrain_shm_files, put in front of this script). The listing reads every process's maps: with
 # `shm_files` skipped (the launch's checks, whose rule needs it only then) it is made only where
 # less than 512 MiB is free.
@@ -253,7 +248,8 @@ shared_memory() {
   # shellcheck disable=SC2046
   set -- $(df -Pk /dev/shm 2>/dev/null | tail -n 1)
   [ -n "$4" ] || return 0
-  echo "shm_space=$2;$4"
+  echo "shm_kib=$2"
+  echo "shm_free_kib=$4"
   [ $(($2 - $4)) -ge 65536 ] && command -v dtrain_shm_files >/dev/null 2>&1 || return 0
   if skipping shm_files && [ "$4" -ge 524288 ]; then return 0; fi
   dtrain_shm_files >"$tmp/shm"

@@ -39,20 +39,20 @@ std::vector<std::string> LeftoverFindings(const std::vector<NodeFacts>& nodes) {
 // has 64 GiB, 2 GiB of it segments no process holds; node d 100 MiB of them.
 TEST(DoctorShmLeftovers, OnlySegmentsNoProcessHoldsMakeANodeUnfit) {
   const std::string a =
-      "shm_space=614400;40960\nshm_unheld=563200;2;552960;1\n"
+      "shm_kib=614400\nshm_free_kib=40960\nshm_unheld=563200;2;552960;1\n"
       "shm_file=552960;1000;bob;1796000000;7300;0;1;psm_5f2a91c0\n"
       "shm_file=20480;1000;bob;1796000000;30;1;1;torch_4242_1_0\n"
       "shm_file=10240;1000;bob;1796000000;30;0;0;notes.txt\n";
   const std::string b =
-      "shm_space=614400;40960\nshm_unheld=563200;1;0;0\n"
+      "shm_kib=614400\nshm_free_kib=40960\nshm_unheld=563200;1;0;0\n"
       "shm_file=563200;1000;bob;1796000000;300;0;0;dataset.tar\n"
       "shm_file=10240;1000;bob;1796000000;30;1;1;psm_9e8d7c6b\n";
   const std::string c =
-      "shm_space=67108864;64880640\nshm_unheld=2097152;3;2097152;3\n"
+      "shm_kib=67108864\nshm_free_kib=64880640\nshm_unheld=2097152;3;2097152;3\n"
       "shm_file=1048576;0;root;1796000000;200000;0;1;nccl-Ab12Cd\n"
       "shm_file=524288;0;root;1796000000;200000;0;1;psm_01\n"
       "shm_file=524288;0;root;1796000000;200000;0;1;psm_02\n";
-  const std::string d = "shm_space=67108864;66000000\nshm_unheld=102400;1;102400;1\n";
+  const std::string d = "shm_kib=67108864\nshm_free_kib=66000000\nshm_unheld=102400;1;102400;1\n";
   const std::vector<NodeFacts> nodes = {Node("a", H100Probe(test::RecordedQuery(), "", a)),
                                         Node("b", H100Probe(test::RecordedQuery(), "", b)),
                                         Node("c", H100Probe(test::RecordedQuery(), "", c)),
@@ -159,7 +159,8 @@ TEST(DoctorShmLeftovers, TheProbeTellsLeftoversFromHeldSegmentsAndARankEndRemove
 
   // With room (180 MiB of 1 GiB used), the launch's checks leave the listing out; the doctor
   // makes it.
-  EXPECT_EQ(Section(out, "roomy, the launch's checks"), "shm_space=1048576;864256\n") << out;
+  EXPECT_EQ(Section(out, "roomy, the launch's checks"), "shm_kib=1048576\nshm_free_kib=864256\n")
+      << out;
   EXPECT_NE(Section(out, "roomy, the doctor").find("shm_unheld=153600;1;0;0\n"), std::string::npos)
       << out;
 
@@ -167,7 +168,7 @@ TEST(DoctorShmLeftovers, TheProbeTellsLeftoversFromHeldSegmentsAndARankEndRemove
   // the two segments (300 + 100 MiB).
   EXPECT_NE(probe.find("shm_unheld=563200;3;409600;2\n"), std::string::npos) << probe;
   const NodeFacts n = Node("node7", H100Probe(test::RecordedQuery(), "", probe));
-  EXPECT_EQ(n.health.shm.size_kib, 1024 * 1024);
+  EXPECT_EQ(n.shm_kib, 1024 * 1024);
   std::vector<std::string> files;
   for (const SharedMemoryFile& f : n.health.shm.files) {
     files.push_back(f.name + " " + std::to_string(f.kib) + " held=" + std::to_string(f.held) +
