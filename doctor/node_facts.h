@@ -9,26 +9,11 @@
 #include <vector>
 
 #include "doctor/node_health.h"
+#include "doctor/reach_failure.h"
 #include "doctor/tool_versions.h"
 #include "doctor/version.h"
 
 namespace dtrain {
-
-// Why a node could not be probed, in the words a report uses.
-enum class ReachFailure {
-  kNone,
-  kAuth,
-  kHostKey,
-  kTimeout,
-  kRefused,
-  kUnresolved,
-  kNetwork,   // no route to the host, network unreachable
-  kCutShort,  // the doctor was interrupted (Ctrl-C) before the node's probe ended: not judged
-  kOther
-};
-const char* ReachFailureName(ReachFailure failure);  // "auth", "host key", "timeout", ...
-// Sorts a transport error text ("ssh: authentication failed ...") into a ReachFailure.
-ReachFailure ClassifyReachError(std::string_view error);
 
 struct NodeFacts {
   std::string host;     // NodeSpec::host
