@@ -12,6 +12,7 @@
 
 #include "doctor/check_support.h"
 #include "doctor/checks.h"
+#include "launcher/age_text.h"
 
 namespace dtrain {
 
@@ -30,13 +31,6 @@ constexpr double kLeftoverShare = 0.25;
 // warns of a small /dev/shm (node_checks.cpp) uses the same floor.
 constexpr long long kFreeErrorKib = 512 << 10;
 
-std::string Age(long long s) {
-  if (s < 120) return fmt::format("{} s", s);
-  if (s < 2 * 3600) return fmt::format("{} min", s / 60);
-  if (s < 2 * 86400) return fmt::format("{} h", s / 3600);
-  return fmt::format("{} days", s / 86400);
-}
-
 // The biggest files no process holds (the libraries' segments alone with `segments_only`), up
 // to three ("psm_1f2e (500 MiB, bob, 3 h old)"), the rest counted, and their paths for rm.
 std::pair<std::string, std::string> Unheld(const SharedMemory& shm, bool segments_only) {
@@ -45,7 +39,7 @@ std::pair<std::string, std::string> Unheld(const SharedMemory& shm, bool segment
   for (const SharedMemoryFile& f : shm.files) {
     if (f.held != 0 || (segments_only && !f.segment) || shown == 3) continue;
     listed += fmt::format("{}{} ({}, {}, {} old)", shown ? "; " : "", f.name, KibSize(f.kib),
-                          f.owner, Age(f.age_s));
+                          f.owner, AgeText(f.age_s));
     paths += " /dev/shm/" + f.name;
     ++shown;
   }

@@ -12,20 +12,12 @@
 
 #include <fmt/format.h>
 
+#include "launcher/age_text.h"
 #include "launcher/job_record.h"
 #include "launcher/rank_log.h"
 
 namespace dtrain {
 namespace {
-
-// "40 s", "12 min", "3 h", "2 days".
-std::string Ago(int64_t us) {
-  const int64_t s = std::max<int64_t>(0, us / 1000000);
-  if (s < 120) return fmt::format("{} s", s);
-  if (s < 2 * 3600) return fmt::format("{} min", s / 60);
-  if (s < 2 * 86400) return fmt::format("{} h", s / 3600);
-  return fmt::format("{} days", s / 86400);
-}
 
 // The whole file ("" when it cannot be read).
 std::string FileText(const std::string& path) {
@@ -172,8 +164,9 @@ HoldBackPlan PlanHoldBack(ClusterSpec& spec, const std::string& log_dir, double 
 
 std::string HoldBackSpan(double seconds) {
   if (seconds == kDefaultHoldBackS) return "a day";
-  if (seconds >= 9e12) return fmt::format("{:.0f} days", seconds / 86400);  // past Ago's range
-  return Ago(static_cast<int64_t>(seconds * 1e6));
+  // Past int64 microseconds' range.
+  if (seconds >= 9e12) return fmt::format("{:.0f} days", seconds / 86400);
+  return AgeText(static_cast<int64_t>(seconds * 1e6) / 1000000);
 }
 
 double GrownHoldBack(double window_s, int jobs) {
@@ -189,8 +182,8 @@ std::string DescribePastQuarantine(const PastQuarantine& past, int64_t now_us) {
                         Ordinal(past.jobs), HoldBackSpan(past.window_s * kHoldBackGrowth),
                         HoldBackSpan(past.held_s), HoldBackSpan(past.window_s));
   }
-  return fmt::format("job {} quarantined it {} ago{}: {}", past.job, Ago(now_us - past.when_us),
-                     again, past.why);
+  return fmt::format("job {} quarantined it {} ago{}: {}", past.job,
+                     AgeText((now_us - past.when_us) / 1000000), again, past.why);
 }
 
 std::string DescribeHeldBack(const HeldBack& held, int64_t now_us) {
